@@ -1,0 +1,47 @@
+"""Datasets for quadratic-neuron experiments.
+
+Loaders
+-------
+load_uci
+    A UCI classification dataset from an ARFF file (``data_home`` or the
+    ``SKQUAD_DATA`` environment variable) or, failing that, from OpenML.
+make_uci_preprocessor
+    Unfitted ColumnTransformer: impute + one-hot nominal columns, impute +
+    standardize numeric ones.
+UCI_DATASETS
+    The 13 UCI datasets the project's tests and benchmarks use, with their
+    file names, OpenML names, targets and sizes.
+
+Generators
+----------
+make_xor
+    The XOR problem's four points (paper 001).
+make_nonlinear_clusters
+    Paper 001's six Gaussian clusters, train and test parts.
+make_planted_quantized
+    Data labelled by a planted binary bilinear network (paper 002).
+"""
+
+from ._generators import make_nonlinear_clusters, make_planted_quantized, make_xor
+from ._uci import (
+    UCI_DATASETS,
+    UCIDataset,
+    get_data_home,
+    load_uci,
+    make_uci_preprocessor,
+    nominal_columns,
+    numeric_columns,
+)
+
+__all__ = [
+    "UCI_DATASETS",
+    "UCIDataset",
+    "get_data_home",
+    "load_uci",
+    "make_nonlinear_clusters",
+    "make_planted_quantized",
+    "make_uci_preprocessor",
+    "make_xor",
+    "nominal_columns",
+    "numeric_columns",
+]
