@@ -1,0 +1,28 @@
+"""The math of skquad's networks as torch modules and functions.
+
+No scikit-learn in here: the estimators wrap these modules.
+
+Layers
+------
+QuadraticLayer
+    Paper 001's full quadratic neuron ``b + W a + a^T Q a`` (one symmetric
+    ``Q`` per neuron).
+ReducedQuadraticLayer
+    Paper 001's reduced-parameter neuron ``(W a + b) * (U a + c)``, and with
+    ``power_term=True`` paper 000's neuron.
+
+Backward passes
+---------------
+CachedQuadraticForm, CachedBilinearProduct
+    Paper 001's Algorithms 1 and 2 as :class:`torch.autograd.Function`.
+"""
+
+from .backward import CachedBilinearProduct, CachedQuadraticForm
+from .layers import QuadraticLayer, ReducedQuadraticLayer
+
+__all__ = [
+    "CachedBilinearProduct",
+    "CachedQuadraticForm",
+    "QuadraticLayer",
+    "ReducedQuadraticLayer",
+]

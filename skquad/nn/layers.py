@@ -1,0 +1,580 @@
+"""Quadratic layers as :class:`torch.nn.Module` subclasses.
+
+* :class:`QuadraticLayer`: paper 001's full quadratic neuron,
+  ``z_k = b_k + W_k . a + a^T Q^(k) a`` with one symmetric ``Q^(k)`` per neuron.
+* :class:`ReducedQuadraticLayer`: paper 001's reduced-parameter neuron,
+  ``z = (W a + b) * (U a + c)``, and with ``power_term=True`` paper 000's neuron
+  ``z = (W_r a + b_r) * (W_g a + b_g) + W_b (a * a) + c``.
+
+Every layer separates its parameters into :meth:`linear_parameters` (those of the
+conventional neuron it contains) and :meth:`quadratic_parameters` (everything
+else), so that a training engine can give the quadratic ones their own learning
+rate or decay (ReLinear, paper 000).  ``reset_parameters(relinear=True)`` starts
+every neuron as a conventional one; :meth:`load_linear_from` copies a trained
+:class:`torch.nn.Linear` in (weight transfer).  :meth:`state_to_numpy` and
+:meth:`load_numpy_state` move the weights to and from plain numpy arrays, so an
+estimator can pickle numpy weights and rebuild the module anywhere.
+
+The layers never change global torch state (threads, default dtype, random
+generator): random initialisation draws from the ``generator`` it is given.
+"""
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .backward import cached_bilinear_product, cached_quadratic_form
+
+__all__ = ["QuadraticLayer", "ReducedQuadraticLayer"]
+
+_BACKWARDS = ("cached", "autograd")
+_STORAGES = ("full", "packed")
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def _check_choice(value, name, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    return value
+
+
+def _uniform_(tensor, bound, generator):
+    """Fill ``tensor`` with U(-bound, bound) drawn from ``generator``.
+
+    The generator may live on another device than the tensor (a CPU generator
+    initialising CUDA weights): then the numbers are drawn where the generator
+    is and copied, so the same seed gives the same weights on every device.
+    """
+    with torch.no_grad():
+        if generator is None or generator.device == tensor.device:
+            return tensor.uniform_(-bound, bound, generator=generator)
+        values = torch.empty(tensor.shape, dtype=tensor.dtype, device=generator.device)
+        values.uniform_(-bound, bound, generator=generator)
+        return tensor.copy_(values)
+
+
+def _init_like_linear_(weight, bias, generator):
+    """torch.nn.Linear's default initialisation, from a local generator.
+
+    ``kaiming_uniform_(a=sqrt(5))`` on the weight is U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)), the same bound as the bias.
+    """
+    bound = 1.0 / math.sqrt(weight.shape[1])
+    _uniform_(weight, bound, generator)
+    if bias is not None:
+        _uniform_(bias, bound, generator)
+
+
+def to_numpy(tensor):
+    """A detached CPU numpy copy of ``tensor`` (safe to pickle anywhere)."""
+    return tensor.detach().cpu().numpy().copy()
+
+
+def _as_tensor_like(array, reference, name):
+    array = np.asarray(array)
+    if tuple(array.shape) != tuple(reference.shape):
+        raise ValueError(
+            f"{name} has shape {tuple(array.shape)}, expected {tuple(reference.shape)}."
+        )
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return torch.as_tensor(array, dtype=reference.dtype, device=reference.device)
+
+
+class _QuadraticLayerBase(nn.Module):
+    """Shared machinery: parameter groups, weight transfer, numpy state."""
+
+    # Names of the parameters in each group, in a fixed order (subclasses).
+    _linear_names = ()
+    _quadratic_names = ()
+
+    def linear_parameters(self):
+        """Parameters of the conventional neuron inside each quadratic one.
+
+        Yields
+        ------
+        parameter : torch.nn.Parameter
+        """
+        for name in self._linear_names:
+            parameter = getattr(self, name)
+            if parameter is not None:
+                yield parameter
+
+    def quadratic_parameters(self):
+        """The remaining parameters: what makes the neurons quadratic.
+
+        Yields
+        ------
+        parameter : torch.nn.Parameter
+        """
+        for name in self._quadratic_names:
+            parameter = getattr(self, name)
+            if parameter is not None:
+                yield parameter
+
+    def load_linear_from(self, linear, *, reset_quadratic=True):
+        """Copy a (trained) :class:`torch.nn.Linear` into the linear part.
+
+        Parameters
+        ----------
+        linear : torch.nn.Linear
+            Must have ``in_features`` and ``out_features`` equal to this
+            layer's, and a bias if and only if this layer has one.
+        reset_quadratic : bool, default=True
+            Also put the quadratic part at its ReLinear start, so that the
+            layer computes exactly what ``linear`` computes (paper 000's
+            weight transfer).
+
+        Returns
+        -------
+        self
+        """
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(
+                f"load_linear_from expects a torch.nn.Linear, got {type(linear).__name__}."
+            )
+        if (linear.in_features, linear.out_features) != (
+            self.in_features,
+            self.out_features,
+        ):
+            raise ValueError(
+                f"Cannot load a Linear({linear.in_features}, {linear.out_features}) "
+                f"into a {type(self).__name__}({self.in_features}, "
+                f"{self.out_features})."
+            )
+        if (linear.bias is None) != (self.bias is None):
+            raise ValueError(
+                "The Linear layer and this layer must both have a bias or both "
+                f"have none (Linear bias: {linear.bias is not None}, "
+                f"{type(self).__name__} bias: {self.bias is not None})."
+            )
+        with torch.no_grad():
+            self.weight.copy_(linear.weight)
+            if self.bias is not None:
+                self.bias.copy_(linear.bias)
+            if reset_quadratic:
+                self._reset_quadratic(generator=None, relinear=True)
+        return self
+
+    def reset_parameters(self, generator=None, relinear=True):
+        """Initialise all parameters.
+
+        Parameters
+        ----------
+        generator : torch.Generator, default=None
+            Local random generator (see :func:`skquad._torch_utils.make_generator`);
+            None uses torch's global one, as torch.nn.Linear does.
+        relinear : bool, default=True
+            True: the ReLinear start of paper 000, where the quadratic part is
+            neutral and every neuron starts as a conventional one. False: a
+            small random quadratic part as well.
+
+        Returns
+        -------
+        self
+        """
+        _init_like_linear_(self.weight, self.bias, generator)
+        self._reset_quadratic(generator=generator, relinear=relinear)
+        return self
+
+    # -------------------------------------------------------------- numpy state
+    def _export_arrays(self):
+        """Storage-independent numpy arrays, keyed by name (subclasses)."""
+        raise NotImplementedError
+
+    def _import_arrays(self, arrays):
+        raise NotImplementedError
+
+    def state_to_numpy(self):
+        """The learned weights as a dict of numpy arrays (copies).
+
+        The dict holds the layer's shape and options too, so
+        :meth:`from_numpy_state` can rebuild it on any device.
+
+        Returns
+        -------
+        state : dict
+        """
+        state = {"kind": type(self).__name__, "options": self._options()}
+        state.update(self._export_arrays())
+        return state
+
+    def load_numpy_state(self, state):
+        """Load weights exported by :meth:`state_to_numpy` (any storage/device).
+
+        Parameters
+        ----------
+        state : dict
+
+        Returns
+        -------
+        self
+        """
+        kind = state.get("kind", type(self).__name__)
+        if kind != type(self).__name__:
+            raise ValueError(
+                f"The state was exported from a {kind}, not a {type(self).__name__}."
+            )
+        options = state.get("options", {})
+        shape = (options.get("in_features"), options.get("out_features"))
+        if None not in shape and shape != (self.in_features, self.out_features):
+            raise ValueError(
+                f"The state is for in_features={shape[0]}, out_features={shape[1]}; "
+                f"this layer has in_features={self.in_features}, "
+                f"out_features={self.out_features}."
+            )
+        with torch.no_grad():
+            self._import_arrays(state)
+        return self
+
+    @classmethod
+    def from_numpy_state(cls, state, *, device=None, dtype=None, **overrides):
+        """Rebuild a layer from :meth:`state_to_numpy`'s dict.
+
+        Parameters
+        ----------
+        state : dict
+        device, dtype : optional
+            Where and in which precision to build the layer.
+        **overrides
+            Options to change, e.g. ``backward="autograd"``.
+
+        Returns
+        -------
+        layer
+        """
+        options = dict(state["options"])
+        options.update(overrides)
+        in_features = options.pop("in_features")
+        out_features = options.pop("out_features")
+        layer = cls(in_features, out_features, device=device, dtype=dtype, **options)
+        return layer.load_numpy_state(state)
+
+    def _check_input(self, a):
+        if a.dim() != 2 or a.shape[1] != self.in_features:
+            raise ValueError(
+                f"{type(self).__name__} expects input of shape (batch, "
+                f"{self.in_features}), got {tuple(a.shape)}."
+            )
+
+
+class QuadraticLayer(_QuadraticLayerBase):
+    r"""Full quadratic layer (paper 001): ``z_k = b_k + W_k . a + a^T Q^(k) a``.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+    bias : bool, default=True
+    backward : {"cached", "autograd"}, default="cached"
+        "cached": paper 001's Algorithm 1 (:class:`skquad.nn.backward.CachedQuadraticForm`),
+        which keeps ``V = [Q^(1) a, ..., Q^(K) a]`` from the forward pass;
+        "autograd": plain torch operations differentiated by autograd.
+    quadratic_storage : {"full", "packed"}, default="full"
+        "full": ``quadratic_weight`` holds ``n_out`` full ``n_in x n_in``
+        matrices ``P^(k)`` and the layer uses their symmetric part
+        ``Q = (P + P^T) / 2`` (the quadratic form only ever sees that part).
+        "packed": ``quadratic_weight`` holds the ``n_in (n_in + 1) / 2`` upper
+        triangle entries of each symmetric ``Q^(k)`` (row-major, as
+        :func:`torch.triu_indices`), half the parameters.
+    device, dtype : optional
+        Factory arguments, as in :class:`torch.nn.Linear`.
+
+    Attributes
+    ----------
+    weight : torch.nn.Parameter of shape (out_features, in_features)
+    bias : torch.nn.Parameter of shape (out_features,) or None
+    quadratic_weight : torch.nn.Parameter
+        Shape ``(out_features, in_features, in_features)`` (full) or
+        ``(out_features, in_features * (in_features + 1) // 2)`` (packed).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skquad.nn import QuadraticLayer
+    >>> layer = QuadraticLayer(3, 2).reset_parameters(torch.Generator().manual_seed(0))
+    >>> layer(torch.ones(5, 3)).shape
+    torch.Size([5, 2])
+    """
+
+    _linear_names = ("weight", "bias")
+    _quadratic_names = ("quadratic_weight",)
+
+    def __init__(
+        self,
+        in_features,
+        out_features,
+        *,
+        bias=True,
+        backward="cached",
+        quadratic_storage="full",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.in_features = _check_positive_int(in_features, "in_features")
+        self.out_features = _check_positive_int(out_features, "out_features")
+        self.backward = _check_choice(backward, "backward", _BACKWARDS)
+        self.quadratic_storage = _check_choice(
+            quadratic_storage, "quadratic_storage", _STORAGES
+        )
+        n_in, n_out = self.in_features, self.out_features
+        self.weight = nn.Parameter(torch.empty(n_out, n_in, **factory))
+        self.bias = nn.Parameter(torch.empty(n_out, **factory)) if bias else None
+        if self.quadratic_storage == "full":
+            shape = (n_out, n_in, n_in)
+        else:
+            shape = (n_out, n_in * (n_in + 1) // 2)
+        self.quadratic_weight = nn.Parameter(torch.empty(shape, **factory))
+        rows, cols = torch.triu_indices(n_in, n_in, device=device)
+        # Buffers, not parameters: they follow .to(device) and are not trained.
+        self.register_buffer("_triu_rows", rows, persistent=False)
+        self.register_buffer("_triu_cols", cols, persistent=False)
+        self.reset_parameters()
+
+    def _options(self):
+        return {
+            "in_features": self.in_features,
+            "out_features": self.out_features,
+            "bias": self.bias is not None,
+            "backward": self.backward,
+            "quadratic_storage": self.quadratic_storage,
+        }
+
+    def extra_repr(self):
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}, backward={self.backward!r}, "
+            f"quadratic_storage={self.quadratic_storage!r}"
+        )
+
+    # ----------------------------------------------------------------- Q access
+    def quadratic_matrices(self):
+        """The symmetric matrices ``Q^(k)``, shape (out, in, in), differentiable."""
+        if self.quadratic_storage == "full":
+            parameter = self.quadratic_weight
+            return 0.5 * (parameter + parameter.transpose(1, 2))
+        return self._unpack(self.quadratic_weight)
+
+    def _unpack(self, packed):
+        n_in = self.in_features
+        full = packed.new_zeros(packed.shape[0], n_in, n_in)
+        full[:, self._triu_rows, self._triu_cols] = packed
+        full[:, self._triu_cols, self._triu_rows] = packed
+        return full
+
+    def _pack(self, matrices):
+        return matrices[:, self._triu_rows, self._triu_cols]
+
+    def _reset_quadratic(self, generator, relinear):
+        with torch.no_grad():
+            if relinear:
+                self.quadratic_weight.zero_()
+                return
+            # a^T Q a sums n_in^2 terms: a bound of 1/n_in keeps it on the scale
+            # of the linear term for unit-scale inputs while staying "small".
+            bound = 1.0 / self.in_features
+            matrices = torch.empty(
+                self.out_features,
+                self.in_features,
+                self.in_features,
+                dtype=self.quadratic_weight.dtype,
+                device=self.quadratic_weight.device,
+            )
+            _uniform_(matrices, bound, generator)
+            matrices = 0.5 * (matrices + matrices.transpose(1, 2))
+            self._set_matrices(matrices)
+
+    def _set_matrices(self, matrices):
+        if self.quadratic_storage == "full":
+            self.quadratic_weight.copy_(matrices)
+        else:
+            self.quadratic_weight.copy_(self._pack(matrices))
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, a):
+        """Compute ``z`` of shape (batch, out_features) from ``a`` (batch, in)."""
+        self._check_input(a)
+        if self.backward == "cached":
+            return cached_quadratic_form(
+                a, self.weight, self.bias, self.quadratic_matrices()
+            )
+        linear = nn.functional.linear(a, self.weight, self.bias)
+        if self.quadratic_storage == "full":
+            # a^T P a == a^T sym(P) a: autograd differentiates P directly.
+            stacked = self.quadratic_weight.reshape(-1, self.in_features)
+            v = torch.matmul(a, stacked.t()).reshape(
+                a.shape[0], self.out_features, self.in_features
+            )
+            return linear + (v * a.unsqueeze(1)).sum(dim=2)
+        # Packed: z = sum_{i<=j} c_ij q_ij a_i a_j with c = 1 on the diagonal,
+        # 2 off it: a product of the pair features with the packed entries.
+        pairs = a[:, self._triu_rows] * a[:, self._triu_cols]
+        weights = self.quadratic_weight * self._pair_multiplicity()
+        return linear + torch.matmul(pairs, weights.t())
+
+    def _pair_multiplicity(self):
+        return torch.where(self._triu_rows == self._triu_cols, 1.0, 2.0).to(
+            self.quadratic_weight.dtype
+        )
+
+    # ------------------------------------------------------------- numpy state
+    def _export_arrays(self):
+        arrays = {"weight": to_numpy(self.weight)}
+        if self.bias is not None:
+            arrays["bias"] = to_numpy(self.bias)
+        arrays["quadratic"] = to_numpy(self.quadratic_matrices())
+        return arrays
+
+    def _import_arrays(self, arrays):
+        self.weight.copy_(_as_tensor_like(arrays["weight"], self.weight, "weight"))
+        if self.bias is not None:
+            if "bias" not in arrays:
+                raise ValueError("The state has no 'bias' but this layer has one.")
+            self.bias.copy_(_as_tensor_like(arrays["bias"], self.bias, "bias"))
+        reference = torch.empty(
+            self.out_features, self.in_features, self.in_features,
+            dtype=self.weight.dtype, device=self.weight.device,
+        )
+        matrices = _as_tensor_like(arrays["quadratic"], reference, "quadratic")
+        self._set_matrices(0.5 * (matrices + matrices.transpose(1, 2)))
+
+
+class ReducedQuadraticLayer(_QuadraticLayerBase):
+    r"""Reduced-parameter quadratic layer (paper 001), optionally paper 000's neuron.
+
+    ``z = (W a + b) * (U a + c)``; with ``power_term=True``
+    ``z = (W a + b) * (U a + c) + W_p (a * a) + c_p`` (paper 000's
+    ``(W_r a + b_r) * (W_g a + b_g) + W_b (a * a) + c``).
+
+    Parameters
+    ----------
+    in_features, out_features : int
+    power_term : bool, default=False
+        Add paper 000's power term ``W_p (a * a) + c_p``.
+    backward : {"cached", "autograd"}, default="cached"
+        "cached": paper 001's Algorithm 2
+        (:class:`skquad.nn.backward.CachedBilinearProduct`), which keeps
+        ``v1 = W a + b`` and ``v2 = U a + c``; "autograd": plain autograd.
+    device, dtype : optional
+
+    Attributes
+    ----------
+    weight, bias : torch.nn.Parameter
+        ``W`` (out, in) and ``b`` (out,): the linear factor (paper 000's
+        ``W_r``, ``b_r``).
+    factor_weight, factor_bias : torch.nn.Parameter
+        ``U`` and ``c`` (paper 000's ``W_g``, ``b_g``): the second factor.
+    power_weight, power_bias : torch.nn.Parameter or None
+        ``W_p`` (out, in) and ``c_p`` (out,) (paper 000's ``W_b``, ``c``),
+        present with ``power_term=True``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skquad.nn import ReducedQuadraticLayer
+    >>> layer = ReducedQuadraticLayer(3, 2, power_term=True)
+    >>> layer(torch.ones(5, 3)).shape
+    torch.Size([5, 2])
+    """
+
+    _linear_names = ("weight", "bias")
+    _quadratic_names = ("factor_weight", "factor_bias", "power_weight", "power_bias")
+
+    def __init__(
+        self,
+        in_features,
+        out_features,
+        *,
+        power_term=False,
+        backward="cached",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.in_features = _check_positive_int(in_features, "in_features")
+        self.out_features = _check_positive_int(out_features, "out_features")
+        self.backward = _check_choice(backward, "backward", _BACKWARDS)
+        if not isinstance(power_term, (bool, np.bool_)):
+            raise ValueError(f"power_term must be a bool, got {power_term!r}.")
+        self.power_term = bool(power_term)
+        n_in, n_out = self.in_features, self.out_features
+        self.weight = nn.Parameter(torch.empty(n_out, n_in, **factory))
+        self.bias = nn.Parameter(torch.empty(n_out, **factory))
+        self.factor_weight = nn.Parameter(torch.empty(n_out, n_in, **factory))
+        self.factor_bias = nn.Parameter(torch.empty(n_out, **factory))
+        if self.power_term:
+            self.power_weight = nn.Parameter(torch.empty(n_out, n_in, **factory))
+            self.power_bias = nn.Parameter(torch.empty(n_out, **factory))
+        else:
+            self.register_parameter("power_weight", None)
+            self.register_parameter("power_bias", None)
+        self.reset_parameters()
+
+    def _options(self):
+        return {
+            "in_features": self.in_features,
+            "out_features": self.out_features,
+            "power_term": self.power_term,
+            "backward": self.backward,
+        }
+
+    def extra_repr(self):
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"power_term={self.power_term}, backward={self.backward!r}"
+        )
+
+    def _reset_quadratic(self, generator, relinear):
+        with torch.no_grad():
+            if relinear:
+                self.factor_weight.zero_()
+                self.factor_bias.fill_(1.0)
+                if self.power_term:
+                    self.power_weight.zero_()
+                    self.power_bias.zero_()
+                return
+            _init_like_linear_(self.factor_weight, self.factor_bias, generator)
+            if self.power_term:
+                # The power term sums n_in squares: 1/n_in keeps it small.
+                _uniform_(self.power_weight, 1.0 / self.in_features, generator)
+                self.power_bias.zero_()
+
+    def forward(self, a):
+        """Compute ``z`` of shape (batch, out_features) from ``a`` (batch, in)."""
+        self._check_input(a)
+        if self.backward == "cached":
+            z = cached_bilinear_product(
+                a, self.weight, self.bias, self.factor_weight, self.factor_bias
+            )
+        else:
+            z = nn.functional.linear(a, self.weight, self.bias) * nn.functional.linear(
+                a, self.factor_weight, self.factor_bias
+            )
+        if self.power_term:
+            z = z + nn.functional.linear(a * a, self.power_weight, self.power_bias)
+        return z
+
+    def _array_names(self):
+        names = ["weight", "bias", "factor_weight", "factor_bias"]
+        if self.power_term:
+            names += ["power_weight", "power_bias"]
+        return names
+
+    def _export_arrays(self):
+        return {name: to_numpy(getattr(self, name)) for name in self._array_names()}
+
+    def _import_arrays(self, arrays):
+        for name in self._array_names():
+            if name not in arrays:
+                raise ValueError(f"The state has no {name!r} array.")
+            parameter = getattr(self, name)
+            parameter.copy_(_as_tensor_like(arrays[name], parameter, name))
