@@ -1,0 +1,89 @@
+"""Sphinx configuration of the skquad documentation.
+
+Build it from the repository root with::
+
+    pip install -e ".[docs]"
+    sphinx-build -W -b html doc doc/_build/html
+
+The gallery runs every script of ``examples/`` (about five minutes on two
+cores); set ``SKQUAD_EXAMPLES_QUICK=1`` for a fast build with small sizes.
+"""
+
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+DOC_DIR = Path(__file__).resolve().parent
+# Build against the checkout next to this folder, not some installed copy.
+sys.path.insert(0, str(DOC_DIR.parent))
+
+import skquad  # noqa: E402
+
+# Examples save their PNG files here while the gallery runs them, so that a docs
+# build never writes into the source tree; the gallery scrapes the figures itself.
+os.environ.setdefault("SKQUAD_EXAMPLES_OUTPUT", tempfile.mkdtemp(prefix="skquad-examples-"))
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+project = "skquad"
+author = "The skquad developers"
+copyright = "2026, The skquad developers"
+release = skquad.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "benchmark_results/**/report.md", "Thumbs.db", ".DS_Store"]
+root_doc = "index"
+default_role = "literal"
+nitpicky = False
+
+# -- API reference -----------------------------------------------------------
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": True}
+autodoc_typehints = "none"
+# numpydoc renders Parameters/Attributes/Examples; the method tables come from
+# the autosummary class template, so numpydoc need not list members again.
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# -- Gallery -----------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": str(DOC_DIR.parent / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "doc_module": ("skquad",),
+    "backreferences_dir": "gen_modules/backreferences",
+    "reference_url": {"skquad": None},
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "plot_gallery": "True",
+    "matplotlib_animations": False,
+}
+
+# -- HTML --------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"skquad {release}"
+html_static_path = ["_static"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_sidebars = {"**": ["sidebar-nav-bs"]}
+
+# Torch and CVXPY print deprecation chatter while the gallery runs; it is not
+# a documentation problem, so it must not turn into a failed -W build.
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+warnings.filterwarnings("ignore", category=FutureWarning)

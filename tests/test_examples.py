@@ -1,0 +1,57 @@
+"""Every gallery example runs, in its quick mode, and saves its plots.
+
+The examples are sphinx-gallery scripts (``examples/plot_*.py``). Each one
+honours two environment variables: ``SKQUAD_EXAMPLES_QUICK=1`` shrinks its sizes
+so that it runs in seconds, and ``SKQUAD_EXAMPLES_OUTPUT`` names the folder for
+its PNG files. Here each runs in a fresh temporary folder with the Agg backend.
+"""
+
+import ast
+import runpy
+import time
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("plot_*.py"))
+# Quick mode is for the test suite: an example that takes longer than this has
+# lost its quick mode (the whole file has a budget of two minutes).
+QUICK_TIME_LIMIT_S = 40
+
+
+def test_examples_exist():
+    names = {path.name for path in EXAMPLES}
+    assert len(names) >= 6, f"expected the six gallery examples, found {sorted(names)}"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.stem)
+def test_example_header_is_a_gallery_header(path):
+    docstring = ast.get_docstring(ast.parse(path.read_text()))
+    assert docstring, f"{path.name} needs a module docstring (the gallery header)"
+    lines = docstring.splitlines()
+    assert len(lines) >= 3 and set(lines[1]) == {"="} and len(lines[1]) >= len(lines[0]), (
+        f"{path.name}: the docstring must start with a title underlined with '='"
+    )
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.stem)
+def test_example_runs_in_quick_mode(path, tmp_path, monkeypatch):
+    monkeypatch.setenv("SKQUAD_EXAMPLES_QUICK", "1")
+    monkeypatch.setenv("SKQUAD_EXAMPLES_OUTPUT", str(tmp_path))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(tmp_path)
+    plt.close("all")
+    start = time.perf_counter()
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    finally:
+        plt.close("all")
+    elapsed = time.perf_counter() - start
+    saved = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert saved, f"{path.name} saved no PNG file in SKQUAD_EXAMPLES_OUTPUT"
+    assert elapsed < QUICK_TIME_LIMIT_S, f"{path.name} took {elapsed:.0f} s in quick mode"
