@@ -167,9 +167,11 @@ def test_frozen_parameters_are_left_alone(data):
 
 def test_divergence_restores_best_parameters_and_warns(data):
     X, y = data
-    X = X * 1e3
-    module = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
-    config = TrainingConfig(solver="sgd", learning_rate=1e30, momentum=0.9)
+    X = X * 100
+    # Two linear layers in a row: each update scales the other layer's
+    # gradient, so a large learning rate overflows float32 within a few steps.
+    module = torch.nn.Sequential(linear_model(6, 8, dtype=torch.float32), linear_model(8, 3, seed=1, dtype=torch.float32))
+    config = TrainingConfig(solver="sgd", learning_rate=10.0, momentum=0.9)
     trainer = Trainer(module, cross_entropy, config=config, generator=torch.Generator().manual_seed(0))
     initial = trainer.flat_parameters.clone()
     with pytest.warns(ConvergenceWarning, match="diverged.*smaller learning_rate_init"):
