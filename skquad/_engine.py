@@ -359,8 +359,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ data
     def _to_device(self, X, y, sample_weight):
-        X = torch.as_tensor(np.ascontiguousarray(X)).to(device=self.device, dtype=self.dtype)
-        y = torch.as_tensor(np.ascontiguousarray(y)).to(device=self.device, dtype=self.target_dtype)
+        # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
+        X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(device=self.device, dtype=self.dtype)
+        y = torch.as_tensor(np.require(y, requirements=["C", "W"])).to(
+            device=self.device, dtype=self.target_dtype
+        )
         return X, y, np.asarray(sample_weight, dtype=np.float64)
 
     def _split_validation(self, X, y, sample_weight):

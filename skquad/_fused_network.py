@@ -1,0 +1,194 @@
+"""Whole-network forward and backward without autograd (the estimators' fast path).
+
+Paper 001 writes back-propagation for its layers out by hand (Algorithm 1 caches
+``V = [Q^(1) a, ..., Q^(K) a]``, Algorithm 2 caches ``v1 = W a + b`` and
+``v2 = U a + c``). :mod:`skquad.nn.backward` packages each as a
+:class:`torch.autograd.Function`, which still pays autograd's graph bookkeeping
+for every operation. For the small networks of the papers (64-30-10 on
+optdigits) that bookkeeping costs more than the arithmetic, so the estimators
+train through :class:`FusedNetwork`: the same equations for the whole stack of
+layers, the output non-linearity and the loss in one function, which writes the
+gradient straight into the parameters' ``.grad`` tensors (views into the
+training engine's flat gradient buffer, see :mod:`skquad._engine`).
+
+It reads the parameters of the very :class:`torch.nn.Sequential` module that
+autograd would differentiate (``nn.Linear``, :class:`~skquad.nn.QuadraticLayer`
+with full storage, :class:`~skquad.nn.ReducedQuadraticLayer`, followed by an
+activation module), so the two paths can be compared number for number
+(``tests/test_neural_network.py`` checks the gradient against autograd).
+
+Quadratic layers rely on symmetric ``Q^(k)`` (then ``d(a^T Q a)/da = 2 Q a``,
+Algorithm 1). The full-storage parameter ``P`` enters the forward pass as
+``a^T P a``; its gradient ``sum_b delta_bk a_b a_b^T`` is symmetric, so a
+symmetric ``P`` stays exactly symmetric under every optimizer step of the engine
+(elementwise updates of symmetric tensors).
+"""
+
+import torch
+from torch import nn
+
+from .nn import QuadraticLayer, ReducedQuadraticLayer
+
+__all__ = ["FusedNetwork", "supports_fused"]
+
+_ACTIVATIONS = {nn.Identity: "identity", nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh"}
+
+
+def supports_fused(module):
+    """Whether :class:`FusedNetwork` can train ``module`` (else use autograd)."""
+    for layer in module:
+        if isinstance(layer, QuadraticLayer) and layer.quadratic_storage != "full":
+            return False
+        if not isinstance(layer, (nn.Linear, QuadraticLayer, ReducedQuadraticLayer)) and (
+            type(layer) not in _ACTIVATIONS
+        ):
+            return False
+    return True
+
+
+class FusedNetwork:
+    """``loss_and_gradient`` callable for :class:`skquad._engine.Trainer`.
+
+    Parameters
+    ----------
+    module : torch.nn.Sequential
+        Layers alternating with activation modules; the last layer gives the
+        class scores (no activation after it).
+    output : {"softmax", "sigmoid", "binary"}
+        "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
+        binary cross-entropy per class score (paper 001's output layer);
+        "binary": one score, binary cross-entropy of its sigmoid.
+    """
+
+    def __init__(self, module, output):
+        if not supports_fused(module):
+            raise ValueError("FusedNetwork supports Linear, full-storage quadratic and reduced layers.")
+        self.module = module
+        self.output = output
+        self.layers = []
+        for item in module:
+            if type(item) in _ACTIVATIONS:
+                self.layers[-1][1] = _ACTIVATIONS[type(item)]
+            else:
+                self.layers.append([item, "identity"])
+
+    # -------------------------------------------------------------- forward
+    @staticmethod
+    def _layer_forward(layer, a):
+        """Pre-activation ``z`` and the cache the backward pass needs."""
+        if isinstance(layer, nn.Linear):
+            return torch.addmm(layer.bias, a, layer.weight.t()), None
+        if isinstance(layer, QuadraticLayer):
+            n_out, n_in = layer.out_features, layer.in_features
+            # V[b, k] = P^(k) a_b, one (batch x n_in) @ (n_in x n_out*n_in) product.
+            cached_v = torch.mm(a, layer.quadratic_weight.reshape(n_out * n_in, n_in).t())
+            cached_v = cached_v.view(a.shape[0], n_out, n_in)
+            z = torch.bmm(cached_v, a.unsqueeze(2)).squeeze(2)
+            z.addmm_(a, layer.weight.t())
+            if layer.bias is not None:
+                z.add_(layer.bias)
+            return z, cached_v
+        # Reduced layer: v1 = W a + b, v2 = U a + c (Algorithm 2's cache).
+        v1 = torch.addmm(layer.bias, a, layer.weight.t())
+        v2 = torch.addmm(layer.factor_bias, a, layer.factor_weight.t())
+        z = v1 * v2
+        if layer.power_term:
+            z.addmm_(a * a, layer.power_weight.t()).add_(layer.power_bias)
+        return z, (v1, v2)
+
+    @staticmethod
+    def _activate(z, activation):
+        if activation == "relu":
+            return z.clamp_(min=0)
+        if activation == "sigmoid":
+            return z.sigmoid_()
+        if activation == "tanh":
+            return z.tanh_()
+        return z
+
+    @staticmethod
+    def _activation_derivative(h, activation):
+        """g'(z) from the activation's output h = g(z)."""
+        if activation == "relu":
+            return h > 0
+        if activation == "sigmoid":
+            return h * (1 - h)
+        if activation == "tanh":
+            return 1 - h * h
+        return None
+
+    # ------------------------------------------------------------- backward
+    @staticmethod
+    def _layer_backward(layer, a, delta, cache, need_input_gradient):
+        """Write parameter gradients; return dL/da (or None)."""
+        if isinstance(layer, ReducedQuadraticLayer):
+            return FusedNetwork._reduced_backward(layer, a, delta, cache, need_input_gradient)
+        torch.mm(delta.t(), a, out=layer.weight.grad)
+        if layer.bias is not None:
+            torch.sum(delta, 0, out=layer.bias.grad)
+        if isinstance(layer, nn.Linear):
+            return torch.mm(delta, layer.weight) if need_input_gradient else None
+        if isinstance(layer, QuadraticLayer):
+            n_out, n_in = layer.out_features, layer.in_features
+            # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product (delta (x) a)^T a.
+            weighted = (delta.unsqueeze(2) * a.unsqueeze(1)).view(a.shape[0], n_out * n_in)
+            torch.mm(weighted.t(), a, out=layer.quadratic_weight.grad.view(n_out * n_in, n_in))
+            if not need_input_gradient:
+                return None
+            grad_a = torch.bmm(delta.unsqueeze(1), cache).squeeze(1).mul_(2.0)
+            return grad_a.addmm_(delta, layer.weight)
+
+    @staticmethod
+    def _reduced_backward(layer, a, delta, cache, need_input_gradient):
+        v1, v2 = cache
+        grad_v1 = delta * v2
+        grad_v2 = v1.mul_(delta)  # v1 is not needed any more
+        torch.mm(grad_v1.t(), a, out=layer.weight.grad)
+        torch.sum(grad_v1, 0, out=layer.bias.grad)
+        torch.mm(grad_v2.t(), a, out=layer.factor_weight.grad)
+        torch.sum(grad_v2, 0, out=layer.factor_bias.grad)
+        if layer.power_term:
+            torch.mm(delta.t(), a * a, out=layer.power_weight.grad)
+            torch.sum(delta, 0, out=layer.power_bias.grad)
+        if not need_input_gradient:
+            return None
+        grad_a = torch.mm(grad_v1, layer.weight).addmm_(grad_v2, layer.factor_weight)
+        if layer.power_term:
+            grad_a.addcmul_(torch.mm(delta, layer.power_weight), a, value=2.0)
+        return grad_a
+
+    # ----------------------------------------------------------------- loss
+    def _loss_and_output_delta(self, scores, y, weights):
+        """Weighted loss (0-d) and dL/dscores, computed in place of ``scores``."""
+        if self.output == "softmax":
+            log_p = torch.log_softmax(scores, dim=1)
+            loss = -torch.dot(log_p.gather(1, y.unsqueeze(1)).squeeze(1), weights)
+            delta = log_p.exp_()
+            delta[torch.arange(y.shape[0], device=y.device), y] -= 1.0
+            return loss, delta.mul_(weights.unsqueeze(1))
+        if self.output == "binary":
+            targets = y.to(scores.dtype).unsqueeze(1)
+        else:
+            targets = torch.zeros_like(scores)
+            targets[torch.arange(y.shape[0], device=y.device), y] = 1.0
+        per_sample = nn.functional.binary_cross_entropy_with_logits(scores, targets, reduction="none")
+        loss = torch.dot(per_sample.sum(1), weights)
+        delta = scores.sigmoid_().sub_(targets)
+        return loss, delta.mul_(weights.unsqueeze(1))
+
+    def __call__(self, X, y, weights):
+        activations = [X]
+        caches = []
+        for layer, activation in self.layers:
+            z, cache = self._layer_forward(layer, activations[-1])
+            caches.append(cache)
+            activations.append(self._activate(z, activation))
+        loss, delta = self._loss_and_output_delta(activations.pop(), y, weights)
+        for index in range(len(self.layers) - 1, -1, -1):
+            layer = self.layers[index][0]
+            delta = self._layer_backward(layer, activations[index], delta, caches[index], index > 0)
+            if index > 0:
+                derivative = self._activation_derivative(activations[index], self.layers[index - 1][1])
+                if derivative is not None:
+                    delta.mul_(derivative)
+        return loss
