@@ -126,26 +126,32 @@ class _BaseQuadraticNetwork(BaseQuadraticClassifier):
         return "autograd" if self.backward == "autograd" else "cached"
 
     def _new_module(self, n_features, device, dtype, generator, *, conventional=False):
+        """A freshly initialised network on ``device`` in ``dtype``.
+
+        The weights are drawn on the CPU in float64 from the local generator and
+        then converted, so a ``random_state`` gives the same starting network
+        (up to rounding) in either dtype and on any device.
+        """
         sizes = [n_features, *self._hidden_sizes(), self._n_scores]
         flags = self._quadratic_flags(len(sizes) - 1)
         items = []
         for index, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             if flags[index] and not conventional:
-                layer = self._quadratic_layer(n_in, n_out, device, dtype)
+                layer = self._quadratic_layer(n_in, n_out, "cpu", torch.float64)
                 layer.reset_parameters(generator=generator, relinear=self.relinear)
             else:
-                layer = torch.nn.Linear(n_in, n_out, device=device, dtype=dtype)
-                # torch.nn.Linear's rule, U(-1/sqrt(n_in), 1/sqrt(n_in)), but
-                # drawn on the CPU from the local generator (same model on any device).
+                layer = torch.nn.Linear(n_in, n_out, dtype=torch.float64)
+                # torch.nn.Linear's rule, U(-1/sqrt(n_in), 1/sqrt(n_in)), drawn
+                # from the local generator (weight first, then bias, like the
+                # quadratic layers' linear part).
                 bound = 1.0 / np.sqrt(n_in)
                 with torch.no_grad():
                     for tensor in (layer.weight, layer.bias):
-                        values = torch.empty(tensor.shape, dtype=dtype).uniform_(-bound, bound, generator=generator)
-                        tensor.copy_(values)
+                        tensor.uniform_(-bound, bound, generator=generator)
             items.append(layer)
             if index < len(sizes) - 2:
                 items.append(_ACTIVATION_MODULES[self.activation]())
-        return torch.nn.Sequential(*items)
+        return torch.nn.Sequential(*items).to(device=device, dtype=dtype)
 
     def _module_from_layers(self, layers, device, dtype):
         items = []
