@@ -12,8 +12,9 @@ RPQNNClassifier
     optionally with paper 000's power term.
 """
 
-__version__ = "0.1.0.dev0"
-
+from .linear_model import QuadraticLogisticRegression
 from .neural_network import QNNClassifier, RPQNNClassifier
 
-__all__ = ["QNNClassifier", "RPQNNClassifier"]
+__version__ = "0.1.0.dev0"
+
+__all__ = ["QNNClassifier", "QuadraticLogisticRegression", "RPQNNClassifier"]

@@ -11,6 +11,13 @@ ReducedQuadraticLayer
     Paper 001's reduced-parameter neuron ``(W a + b) * (U a + c)``, and with
     ``power_term=True`` paper 000's neuron.
 
+Quadratic logistic regression
+-----------------------------
+quadratic_form
+    Module of functions: quadratic-form scores, their log-loss and its
+    closed-form gradient ``X^T diag(r) X`` (used by
+    :class:`skquad.QuadraticLogisticRegression`).
+
 Backward passes
 ---------------
 CachedQuadraticForm, CachedBilinearProduct

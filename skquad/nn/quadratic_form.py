@@ -1,0 +1,292 @@
+"""Quadratic-form class scores, their log-loss and its closed-form gradient.
+
+Pure torch, no scikit-learn: this is the math of quadratic logistic regression
+(paper 001, section 2; ``SPEC.md`` section 1). With ``K`` class scores
+
+.. math::
+
+    z_{ik} = x_i^T Q_k x_i + w_k^T x_i + b_k, \\qquad Q_k = Q_k^T,
+
+the weighted objective is
+
+.. math::
+
+    J = \\sum_i s_i \\, \\ell_i(z_i)
+        + \\frac{\\lambda}{2} \\sum_k \\left(\\lVert Q_k \\rVert_F^2
+        + \\lVert w_k \\rVert^2\\right),
+
+with the logistic loss for one score (binary) and the multinomial (softmax)
+loss for ``K > 2`` scores. With residuals ``r_{ik} = s_i (p_{ik} - y_{ik})``
+its gradient with respect to the symmetric matrix ``Q_k`` is
+
+.. math::
+
+    \\partial J / \\partial Q_k = X^T \\operatorname{diag}(r_{:k}) X + \\lambda Q_k,
+
+one ``d x d`` product per class: the ``n x d(d+1)/2`` matrix of degree-2
+features that ``PolynomialFeatures(2)`` would build is never formed, so the
+memory stays ``O(n d + K d^2)``.
+
+Flops matter here (``n = 100 000, d = 200`` is a target problem): the scores
+cost one GEMM ``X Q_k`` per class, the gradient one *symmetric* rank-``n``
+product per class. The residual ``r_{ik}`` is ``<= 0`` exactly on the samples
+of class ``k`` (and ``>= 0`` elsewhere), so with the rows sorted by class,
+``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` with ``A = diag(sqrt|r|) X`` split
+into contiguous row blocks: ``A^T A`` products that the BLAS computes as SYRK,
+at half the flops of a general ``(r X)^T X`` GEMM.
+"""
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "quadratic_form_scores",
+    "low_rank_quadratic_scores",
+    "low_rank_to_dense",
+    "weighted_gram",
+    "log_loss",
+    "log_loss_residuals",
+    "chunked_quadratic_form_scores",
+    "quadratic_log_loss_gradient",
+    "low_rank_log_loss",
+    "low_rank_frobenius_sq",
+]
+
+# Rows per chunk (times n_features) that keeps the n x d scratch of the score
+# computation at about 128 MiB in float64 when scoring large inputs.
+_SCRATCH_ELEMENTS = 1 << 24
+
+
+def _rowwise_dot(A, B):
+    """``(A * B).sum(1)`` without the ``n x d`` temporary."""
+    return torch.einsum("ij,ij->i", A, B)
+
+
+def quadratic_form_scores(X, Q, coef, intercept, *, scratch=None):
+    """Scores ``z[:, k] = x^T Q_k x + coef_k . x + intercept_k``.
+
+    Parameters
+    ----------
+    X : Tensor of shape (n_samples, n_features)
+    Q : Tensor of shape (n_scores, n_features, n_features)
+        Symmetric matrices (symmetry is assumed, not enforced).
+    coef : Tensor of shape (n_scores, n_features)
+    intercept : Tensor of shape (n_scores,)
+    scratch : Tensor of shape (n_samples, n_features), optional
+        Reused buffer for ``X @ Q_k`` (avoids one allocation per class).
+
+    Returns
+    -------
+    scores : Tensor of shape (n_samples, n_scores)
+    """
+    scores = torch.addmm(intercept.unsqueeze(0), X, coef.T)
+    for k in range(Q.shape[0]):
+        if scratch is None:
+            XQ = X @ Q[k]
+        else:
+            XQ = torch.mm(X, Q[k], out=scratch)
+        scores[:, k] += _rowwise_dot(XQ, X)
+    return scores
+
+
+def chunked_quadratic_form_scores(X, Q, coef, intercept):
+    """:func:`quadratic_form_scores` over row chunks of bounded scratch memory."""
+    n_samples, n_features = X.shape
+    chunk = max(1, _SCRATCH_ELEMENTS // max(1, n_features))
+    if n_samples <= chunk:
+        return quadratic_form_scores(X, Q, coef, intercept)
+    return torch.cat(
+        [
+            quadratic_form_scores(X[start : start + chunk], Q, coef, intercept)
+            for start in range(0, n_samples, chunk)
+        ]
+    )
+
+
+def low_rank_quadratic_scores(X, vectors, scales, coef, intercept):
+    """Scores with ``Q_k = sum_j scales[k, j] v_kj v_kj^T`` in ``O(n d r)``.
+
+    Parameters
+    ----------
+    X : Tensor of shape (n_samples, n_features)
+    vectors : Tensor of shape (n_scores, n_features, rank)
+        Column ``j`` of ``vectors[k]`` is ``v_kj``.
+    scales : Tensor of shape (n_scores, rank)
+    coef : Tensor of shape (n_scores, n_features)
+    intercept : Tensor of shape (n_scores,)
+
+    Returns
+    -------
+    scores : Tensor of shape (n_samples, n_scores)
+    """
+    projections = torch.matmul(X, vectors)  # (n_scores, n_samples, rank)
+    quadratic = (projections.square() * scales.unsqueeze(1)).sum(-1)
+    return torch.addmm(intercept.unsqueeze(0), X, coef.T) + quadratic.T
+
+
+def low_rank_to_dense(vectors, scales):
+    """``Q_k = V_k diag(s_k) V_k^T`` for every score: shape (n_scores, d, d)."""
+    return torch.matmul(vectors * scales.unsqueeze(1), vectors.transpose(1, 2))
+
+
+def low_rank_frobenius_sq(vectors, scales):
+    """``sum_k ||V_k diag(s_k) V_k^T||_F^2`` from the factors, in ``O(d r^2)``."""
+    gram = torch.matmul(vectors.transpose(1, 2), vectors)  # (n_scores, r, r)
+    return torch.einsum("kj,kjl,kl->", scales, gram.square(), scales)
+
+
+def weighted_gram(X, weights, *, negative_rows=None, scratch=None):
+    """``X^T diag(weights) X``, exploiting symmetry where the signs allow.
+
+    Parameters
+    ----------
+    X : Tensor of shape (n_samples, n_features)
+    weights : Tensor of shape (n_samples,)
+    negative_rows : tuple (start, stop), optional
+        If given, ``weights <= 0`` on rows ``start:stop`` and ``>= 0`` on all
+        other rows. The product is then computed as a difference of
+        ``A^T A`` products of contiguous row blocks of
+        ``A = diag(sqrt|weights|) X`` (SYRK, half the flops of a GEMM).
+        Without it, one general GEMM ``(weights * X)^T X``.
+    scratch : Tensor of shape (n_samples, n_features), optional
+        Reused buffer for the scaled rows.
+
+    Returns
+    -------
+    gram : Tensor of shape (n_features, n_features)
+    """
+    if negative_rows is None:
+        scaled = torch.mul(X, weights.unsqueeze(1), out=scratch) if scratch is not None else X * weights.unsqueeze(1)
+        return scaled.T @ X
+    root = weights.abs().sqrt_().unsqueeze(1)
+    scaled = torch.mul(X, root, out=scratch) if scratch is not None else X * root
+    start, stop = negative_rows
+    gram = None
+    for begin, end, sign in ((0, start, 1.0), (stop, X.shape[0], 1.0), (start, stop, -1.0)):
+        if end <= begin:
+            continue
+        block = scaled[begin:end]
+        product = block.T @ block
+        if gram is None:
+            gram = product if sign > 0 else product.neg_()
+        elif sign > 0:
+            gram += product
+        else:
+            gram -= product
+    if gram is None:
+        gram = X.new_zeros((X.shape[1], X.shape[1]))
+    return gram
+
+
+def log_loss(scores, y, sample_weight):
+    """Weighted log-loss ``sum_i s_i l_i`` (autograd-friendly, no residuals).
+
+    Same conventions as :func:`log_loss_residuals`.
+    """
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        return -(sample_weight * F.logsigmoid(torch.where(y == 1, z, -z))).sum()
+    log_proba = torch.log_softmax(scores, dim=1)
+    return -(sample_weight * log_proba.gather(1, y.unsqueeze(1)).squeeze(1)).sum()
+
+
+def log_loss_residuals(scores, y, sample_weight):
+    """Weighted log-loss and its derivative with respect to the scores.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n_samples, n_scores)
+        One column: binary log-odds of class 1. Else one logit per class.
+    y : Tensor of shape (n_samples,), int64
+        Class indices.
+    sample_weight : Tensor of shape (n_samples,)
+
+    Returns
+    -------
+    loss : Tensor (scalar)
+        ``sum_i s_i l_i``.
+    residuals : Tensor of shape (n_samples, n_scores)
+        ``s_i (p_ik - y_ik)``: the gradient of ``loss`` with respect to the scores.
+    """
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        positive = y == 1
+        loss = -(sample_weight * F.logsigmoid(torch.where(positive, z, -z))).sum()
+        residuals = sample_weight * (torch.sigmoid(z) - positive.to(z.dtype))
+        return loss, residuals.unsqueeze(1)
+    log_proba = torch.log_softmax(scores, dim=1)
+    loss = -(sample_weight * log_proba.gather(1, y.unsqueeze(1)).squeeze(1)).sum()
+    residuals = log_proba.exp_()
+    residuals[torch.arange(y.shape[0], device=y.device), y] -= 1.0
+    residuals *= sample_weight.unsqueeze(1)
+    return loss, residuals
+
+
+def quadratic_log_loss_gradient(
+    X, y, sample_weight, Q, coef, intercept, l2, *, class_blocks=None, scratch=None
+):
+    """Objective ``J`` and its closed-form gradient for full (dense) ``Q``.
+
+    Parameters
+    ----------
+    X : Tensor of shape (n_samples, n_features)
+    y : Tensor of shape (n_samples,), int64
+        Class indices in ``0 .. n_classes - 1``.
+    sample_weight : Tensor of shape (n_samples,)
+        Non-negative weights ``s_i``.
+    Q : Tensor of shape (n_scores, n_features, n_features)
+        Symmetric. ``n_scores`` is 1 (binary, logistic loss) or the number of
+        classes (softmax loss).
+    coef : Tensor of shape (n_scores, n_features)
+    intercept : Tensor of shape (n_scores,)
+    l2 : float
+        ``lambda``: the L2 strength on ``Q`` and ``coef`` (not the intercept).
+    class_blocks : list of (start, stop), optional
+        Row range of each class when the rows of ``X`` are sorted by class:
+        enables the symmetric (SYRK) gradient products of :func:`weighted_gram`.
+    scratch : Tensor of shape (n_samples, n_features), optional
+        Reused ``n x d`` buffer for the score GEMMs and the gradient products.
+
+    Returns
+    -------
+    loss : Tensor (scalar)
+    grad_Q : Tensor of shape (n_scores, n_features, n_features), symmetric
+    grad_coef : Tensor of shape (n_scores, n_features)
+    grad_intercept : Tensor of shape (n_scores,)
+    """
+    n_scores = Q.shape[0]
+    scores = quadratic_form_scores(X, Q, coef, intercept, scratch=scratch)
+    data_loss, residuals = log_loss_residuals(scores, y, sample_weight)
+    grads = []
+    for k in range(n_scores):
+        negative_rows = None
+        if class_blocks is not None:
+            # the residual of score k is <= 0 exactly on the rows of class k
+            # (binary: the single score's residual is negative on class 1)
+            negative_rows = class_blocks[1 if n_scores == 1 else k]
+        grads.append(
+            weighted_gram(X, residuals[:, k], negative_rows=negative_rows, scratch=scratch)
+        )
+    grad_Q = torch.stack(grads)
+    grad_coef = residuals.T @ X
+    grad_intercept = residuals.sum(0)
+    loss = data_loss
+    if l2 > 0:
+        loss = loss + 0.5 * l2 * (Q.square().sum() + coef.square().sum())
+        grad_Q.add_(Q, alpha=l2)
+        grad_coef.add_(coef, alpha=l2)
+    return loss, grad_Q, grad_coef, grad_intercept
+
+
+def low_rank_log_loss(X, y, sample_weight, vectors, scales, coef, intercept, l2):
+    """Objective ``J`` with ``Q_k = V_k diag(s_k) V_k^T`` (differentiate with autograd).
+
+    The penalty is ``||Q_k||_F^2`` computed from the factors, so a low-rank
+    model and a full one are penalised alike. Non-convex in ``(V, s)``.
+    """
+    scores = low_rank_quadratic_scores(X, vectors, scales, coef, intercept)
+    data_loss = log_loss(scores, y, sample_weight)
+    if l2 > 0:
+        penalty = low_rank_frobenius_sq(vectors, scales) + coef.square().sum()
+        data_loss = data_loss + 0.5 * l2 * penalty
+    return data_loss
