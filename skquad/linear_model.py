@@ -443,8 +443,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         if not np.all(np.isfinite(result.x)) or not np.isfinite(result.fun):
             raise ValueError(
                 "QuadraticLogisticRegression (lbfgs) diverged: the objective is not "
-                "finite. Standardise the features (e.g. StandardScaler), lower C "
-                "or use a finite C."
+                "finite (the quadratic scores overflowed). Standardise the features "
+                "(e.g. StandardScaler) or use a finite C."
             )
         if result.status != 0:
             if result.nit >= self.max_iter:

@@ -1,0 +1,366 @@
+"""QuadraticLogisticRegression: optimum, solvers, scikit-learn behaviour."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import log_softmax, log_expit
+from sklearn.datasets import load_iris, make_circles
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skquad import QuadraticLogisticRegression
+
+XOR_X = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+XOR_Y = np.array([0, 1, 1, 0])
+
+
+def _degree2_features(X):
+    """Explicit features whose plain L2 penalty equals ||Q||_F^2 + ||w||^2.
+
+    ``x_i^2`` carries ``Q_ii`` and ``sqrt(2) x_i x_j`` (i < j) carries
+    ``sqrt(2) Q_ij``, whose square ``2 Q_ij^2`` is what the symmetric ``Q``
+    pays for the pair ``(i, j)`` in ``||Q||_F^2``.
+    """
+    rows, cols = np.triu_indices(X.shape[1])
+    scale = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    return np.hstack([X[:, rows] * X[:, cols] * scale, X])
+
+
+def _objective(X, y_index, sample_weight, C, Q, coef, intercept):
+    """C * sum_i s_i l_i + (||Q||^2 + ||w||^2) / 2, in plain numpy."""
+    scores = np.einsum("ni,kij,nj->nk", X, Q, X) + X @ coef.T + intercept
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        per_sample = -np.where(y_index == 1, log_expit(z), log_expit(-z))
+    else:
+        per_sample = -log_softmax(scores, axis=1)[np.arange(len(y_index)), y_index]
+    return C * np.sum(sample_weight * per_sample) + 0.5 * (np.sum(Q**2) + np.sum(coef**2))
+
+
+def _reference_optimum(X, y, sample_weight, C):
+    """Solve the same problem with LogisticRegression on explicit features."""
+    ref = LogisticRegression(C=C, tol=1e-12, max_iter=100_000)
+    ref.fit(_degree2_features(X), y, sample_weight=sample_weight)
+    d = X.shape[1]
+    rows, cols = np.triu_indices(d)
+    n_quad = rows.shape[0]
+    scale = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    Q = np.zeros((ref.coef_.shape[0], d, d))
+    for k, beta in enumerate(ref.coef_):
+        upper = beta[:n_quad] * scale / np.where(rows == cols, 1.0, 2.0)
+        Q[k, rows, cols] = upper
+        Q[k, cols, rows] = upper
+    return Q, ref.coef_[:, n_quad:], ref.intercept_
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_optimum_matches_independent_solve(iris, n_classes):
+    X, y = iris
+    if n_classes == 2:
+        # versicolor vs virginica: not separable, a finite optimum
+        keep = y > 0
+        X, y = X[keep], y[keep] - 1
+    sample_weight = np.random.RandomState(0).uniform(0.2, 3.0, size=y.shape[0])
+    C = 3.0
+    clf = QuadraticLogisticRegression(C=C, tol=1e-10, max_iter=2000)
+    clf.fit(X, y, sample_weight=sample_weight)
+    Q_ref, coef_ref, intercept_ref = _reference_optimum(X, y, sample_weight, C)
+    ours = _objective(X, y, sample_weight, C, clf.Q_, clf.coef_, clf.intercept_)
+    reference = _objective(X, y, sample_weight, C, Q_ref, coef_ref, intercept_ref)
+    assert ours == pytest.approx(reference, rel=1e-6)
+    assert ours <= reference * (1 + 1e-9)
+    # strictly convex with the penalty: the minimiser is unique
+    np.testing.assert_allclose(clf.Q_, Q_ref, atol=2e-3)
+    np.testing.assert_allclose(clf.intercept_, intercept_ref, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(solver="lbfgs", C=np.inf),
+        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.1, max_iter=500),
+        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.1, max_iter=500,
+             Q_init="random"),
+    ],
+)
+def test_xor_is_separated_by_one_neuron(params):
+    clf = QuadraticLogisticRegression(random_state=0, **params).fit(XOR_X, XOR_Y)
+    assert clf.score(XOR_X, XOR_Y) == 1.0
+    # the decisive term is x1 * x2: a negative off-diagonal Q entry
+    assert clf.Q_[0, 0, 1] < 0
+    np.testing.assert_allclose(clf.Q_[0], clf.Q_[0].T)
+
+
+def test_xor_from_identity_is_an_ellipse_when_first_separated():
+    """The paper's Fig. 1(b): from Q = I, SGD first separates XOR with an ellipse."""
+    clf = QuadraticLogisticRegression(
+        C=np.inf, solver="sgd", batch_size=1, learning_rate=0.05, max_iter=1,
+        Q_init="identity", warm_start=True, random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(100):
+            clf.fit(XOR_X, XOR_Y)
+            if clf.score(XOR_X, XOR_Y) == 1.0:
+                break
+    assert clf.score(XOR_X, XOR_Y) == 1.0
+    eigenvalues = np.linalg.eigvalsh(clf.Q_[0])
+    assert np.all(eigenvalues > 0), eigenvalues
+
+
+def test_sample_weight_two_equals_repeating_samples(iris):
+    X, y = iris
+    weights = np.ones(y.shape[0])
+    weights[::3] = 2.0
+    repeated = np.repeat(np.arange(y.shape[0]), weights.astype(int))
+    kwargs = dict(C=2.0, tol=1e-10, max_iter=1000)
+    weighted = QuadraticLogisticRegression(**kwargs).fit(X, y, sample_weight=weights)
+    plain = QuadraticLogisticRegression(**kwargs).fit(X[repeated], y[repeated])
+    np.testing.assert_allclose(weighted.Q_, plain.Q_, atol=1e-5)
+    np.testing.assert_allclose(weighted.predict_proba(X), plain.predict_proba(X), atol=1e-6)
+
+
+def test_class_weight_equals_sample_weight(iris):
+    X, y = iris
+    class_weight = {0: 1.0, 1: 3.0, 2: 0.5}
+    kwargs = dict(tol=1e-10, max_iter=1000)
+    by_class = QuadraticLogisticRegression(class_weight=class_weight, **kwargs).fit(X, y)
+    by_sample = QuadraticLogisticRegression(**kwargs).fit(
+        X, y, sample_weight=np.vectorize(class_weight.get)(y)
+    )
+    np.testing.assert_allclose(by_class.Q_, by_sample.Q_, atol=1e-7)
+
+
+def test_string_labels_and_shapes():
+    X, y = make_circles(n_samples=120, noise=0.05, factor=0.5, random_state=0)
+    labels = np.array(["outer", "inner"])[y]
+    clf = QuadraticLogisticRegression(C=10.0).fit(X, labels)
+    assert list(clf.classes_) == ["inner", "outer"]
+    assert clf.score(X, labels) == 1.0
+    assert clf.Q_.shape == (1, 2, 2) and clf.coef_.shape == (1, 2)
+    assert clf.intercept_.shape == (1,)
+    assert clf.decision_function(X).shape == (120,)
+    assert set(clf.predict(X)) == {"inner", "outer"}
+    # the score is the log-odds of "outer", large where x^T Q x is: Q is
+    # positive definite and the boundary an ellipse
+    assert np.all(np.linalg.eigvalsh(clf.Q_[0]) > 0)
+
+
+def test_multiclass_shapes_and_accuracy(iris):
+    X, y = iris
+    clf = QuadraticLogisticRegression().fit(X, y)
+    assert clf.Q_.shape == (3, 4, 4) and clf.coef_.shape == (3, 4)
+    assert clf.predict_proba(X).shape == (150, 3)
+    assert clf.score(X, y) > 0.95
+
+
+@pytest.mark.parametrize(
+    "params",
+    [dict(solver="sgd", max_iter=20), dict(Q_init="random", C=np.inf, max_iter=20),
+     dict(rank=2, max_iter=30)],
+)
+def test_same_random_state_same_model(iris, params):
+    X, y = iris
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = QuadraticLogisticRegression(random_state=7, **params).fit(X, y)
+        second = QuadraticLogisticRegression(random_state=7, **params).fit(X, y)
+        other = QuadraticLogisticRegression(random_state=8, **params).fit(X, y)
+    np.testing.assert_array_equal(first.Q_, second.Q_)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    assert not np.array_equal(first.Q_, other.Q_)
+
+
+def test_random_state_leaves_global_torch_generator_alone(iris):
+    X, y = iris
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    QuadraticLogisticRegression(solver="sgd", max_iter=3, random_state=0, Q_init="random").fit(X, y)
+    torch.testing.assert_close(torch.rand(3), expected)
+
+
+def test_pickle_round_trip(iris):
+    X, y = iris
+    for clf in (QuadraticLogisticRegression(), QuadraticLogisticRegression(rank=2, random_state=0)):
+        clf.fit(X, y)
+        restored = pickle.loads(pickle.dumps(clf))
+        assert isinstance(restored.Q_, np.ndarray)
+        np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize(
+    "X, y, error, match",
+    [
+        (np.array([[0.0, np.nan], [1.0, 2.0]]), [0, 1], ValueError, "NaN"),
+        (np.array([[0.0, np.inf], [1.0, 2.0]]), [0, 1], ValueError, "infinity"),
+        (np.empty((0, 2)), [], ValueError, "0 sample"),
+        (np.array([[0.0, 1.0], [1.0, 2.0]]), [1, 1], ValueError, "one class"),
+        (np.array([[0.0, 1.0], [1.0, 2.0]]), [0.5, 1.5], ValueError, "Unknown label type"),
+    ],
+)
+def test_bad_training_input(X, y, error, match):
+    with pytest.raises(error, match=match):
+        QuadraticLogisticRegression().fit(X, y)
+
+
+def test_bad_predict_input(iris):
+    X, y = iris
+    with pytest.raises(NotFittedError):
+        QuadraticLogisticRegression().predict(X)
+    clf = QuadraticLogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(np.where(X > 2, np.nan, X))
+
+
+def test_bad_parameters(iris):
+    X, y = iris
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    for params in (dict(C=0.0), dict(solver="adam"), dict(Q_init="ones"), dict(rank=0)):
+        with pytest.raises(InvalidParameterError):
+            QuadraticLogisticRegression(**params).fit(X, y)
+    with pytest.raises(ValueError, match="device"):
+        QuadraticLogisticRegression(device="tpu").fit(X, y)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
+def test_cuda_request_without_cuda_is_a_clear_error(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        QuadraticLogisticRegression(device="cuda").fit(X, y)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(iris):
+    X, y = iris
+    cpu = QuadraticLogisticRegression(device="cpu", tol=1e-10, max_iter=500).fit(X, y)
+    gpu = QuadraticLogisticRegression(device="cuda", tol=1e-10, max_iter=500).fit(X, y)
+    np.testing.assert_allclose(gpu.Q_, cpu.Q_, atol=1e-6)
+    np.testing.assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), atol=1e-7)
+
+
+def test_convergence_warnings(iris):
+    X, y = iris
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        QuadraticLogisticRegression(max_iter=2).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        QuadraticLogisticRegression(solver="sgd", max_iter=2, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_divergence_is_reported(iris, solver):
+    X, y = iris
+    # finite input whose squares overflow: the scores, hence the loss, are not finite
+    with pytest.raises(ValueError, match="diverged.*StandardScaler"):
+        QuadraticLogisticRegression(solver=solver, random_state=0).fit(X * 1e160, y)
+
+
+def test_warm_start_continues_from_previous_fit(iris):
+    X, y = iris
+    clf = QuadraticLogisticRegression(warm_start=True, tol=1e-8, max_iter=1000).fit(X, y)
+    first_Q = clf.Q_.copy()
+    clf.fit(X, y)
+    assert clf.n_iter_ <= 2
+    np.testing.assert_allclose(clf.Q_, first_Q, atol=1e-6)
+    cold = QuadraticLogisticRegression(tol=1e-8, max_iter=1000).fit(X, y)
+    assert cold.n_iter_ > 5
+
+
+def test_fit_intercept_false(iris):
+    X, y = iris
+    clf = QuadraticLogisticRegression(fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(clf.intercept_, 0.0)
+    sgd = QuadraticLogisticRegression(fit_intercept=False, solver="sgd", max_iter=5,
+                                      random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sgd.fit(X, y)
+    np.testing.assert_array_equal(sgd.intercept_, 0.0)
+
+
+def test_float32_input_gives_the_float64_model(iris):
+    X, y = iris
+    X32 = X.astype(np.float32)
+    a = QuadraticLogisticRegression(tol=1e-10, max_iter=500).fit(X32, y)
+    b = QuadraticLogisticRegression(tol=1e-10, max_iter=500).fit(X32.astype(np.float64), y)
+    np.testing.assert_allclose(a.Q_, b.Q_, atol=1e-10)
+    assert a.Q_.dtype == np.float64
+
+
+def test_low_rank_path(iris):
+    X, y = iris
+    full = QuadraticLogisticRegression(tol=1e-10, max_iter=2000).fit(X, y)
+    low = QuadraticLogisticRegression(rank=1, random_state=0, max_iter=500).fit(X, y)
+    assert low.Q_vectors_.shape == (3, 4, 1) and low.Q_scales_.shape == (3, 1)
+    for k in range(3):
+        assert np.linalg.matrix_rank(low.Q_[k], tol=1e-8) <= 1
+    # scores from the factors equal the dense formula with Q_
+    expected = np.einsum("ni,kij,nj->nk", X, low.Q_, X) + X @ low.coef_.T + low.intercept_
+    np.testing.assert_allclose(low.decision_function(X), expected, rtol=1e-10)
+    assert low.score(X, y) > 0.9
+    # a rank above d can represent the full optimum, and the non-convex path
+    # reaches it here; a PSD start (identity) with rank d stays in a worse
+    # local optimum (no sign of s_j crosses zero): the non-convexity is real
+    sw = np.ones(len(y))
+    full_objective = _objective(X, y, sw, 1.0, full.Q_, full.coef_, full.intercept_)
+    high = QuadraticLogisticRegression(rank=6, random_state=0, tol=1e-10, max_iter=3000)
+    high.fit(X, y)
+    high_objective = _objective(X, y, sw, 1.0, high.Q_, high.coef_, high.intercept_)
+    assert high_objective >= full_objective * (1 - 1e-9)
+    assert high_objective == pytest.approx(full_objective, rel=1e-6)
+    psd = QuadraticLogisticRegression(rank=4, Q_init="identity", random_state=0, tol=1e-10,
+                                      max_iter=3000).fit(X, y)
+    psd_objective = _objective(X, y, sw, 1.0, psd.Q_, psd.coef_, psd.intercept_)
+    assert psd_objective > full_objective * 1.01
+    # a refit without rank drops the factors
+    low.set_params(rank=None).fit(X, y)
+    assert not hasattr(low, "Q_vectors_")
+
+
+def test_pipeline_and_grid_search():
+    X, y = make_circles(n_samples=200, noise=0.1, factor=0.4, random_state=1)
+    X = X * 30.0 + 5.0  # unscaled on purpose: the pipeline standardises
+    pipe = make_pipeline(StandardScaler(), QuadraticLogisticRegression())
+    search = GridSearchCV(
+        pipe,
+        {"quadraticlogisticregression__C": [0.01, 10.0],
+         "quadraticlogisticregression__solver": ["lbfgs"]},
+        cv=3,
+    )
+    search.fit(X, y)
+    assert search.best_params_["quadraticlogisticregression__C"] == 10.0
+    assert search.score(X, y) > 0.95
+
+
+def test_verbose_prints_progress(iris, capsys):
+    X, y = iris
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        QuadraticLogisticRegression(verbose=1, max_iter=3).fit(X, y)
+        QuadraticLogisticRegression(verbose=1, solver="sgd", max_iter=2, random_state=0).fit(X, y)
+    out = capsys.readouterr().out
+    assert "iter    3" in out and "epoch    2" in out
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import skquad.linear_model
+
+    result = doctest.testmod(skquad.linear_model, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,181 @@
+"""The closed-form quadratic-form math against torch autograd and finite differences."""
+
+import numpy as np
+import pytest
+import torch
+
+from skquad.nn.quadratic_form import (
+    chunked_quadratic_form_scores,
+    log_loss,
+    log_loss_residuals,
+    low_rank_frobenius_sq,
+    low_rank_log_loss,
+    low_rank_quadratic_scores,
+    low_rank_to_dense,
+    quadratic_form_scores,
+    quadratic_log_loss_gradient,
+    weighted_gram,
+)
+
+
+def _problem(n_scores, n_classes, n_samples=40, n_features=5, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    randn = lambda *s: torch.randn(*s, generator=generator, dtype=torch.float64)
+    X = randn(n_samples, n_features)
+    y = torch.randint(0, n_classes, (n_samples,), generator=generator)
+    weight = torch.rand(n_samples, generator=generator, dtype=torch.float64)
+    A = randn(n_scores, n_features, n_features)
+    Q = 0.3 * (A + A.transpose(1, 2))
+    coef = randn(n_scores, n_features)
+    intercept = randn(n_scores)
+    return X, y, weight, Q, coef, intercept
+
+
+def _naive_objective(X, y, weight, Q, coef, intercept, l2):
+    """The objective written directly, as autograd's reference."""
+    scores = torch.einsum("ni,kij,nj->nk", X, Q, X) + X @ coef.T + intercept
+    if scores.shape[1] == 1:
+        p1 = torch.sigmoid(scores[:, 0])
+        per_sample = -torch.where(y == 1, torch.log(p1), torch.log1p(-p1))
+    else:
+        per_sample = -torch.log_softmax(scores, 1)[torch.arange(len(y)), y]
+    penalty = 0.5 * l2 * (Q.square().sum() + coef.square().sum())
+    return (weight * per_sample).sum() + penalty
+
+
+def _sorted_blocks(X, y, weight, n_classes):
+    order = torch.argsort(y, stable=True)
+    counts = torch.bincount(y, minlength=n_classes).tolist()
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    blocks = [(int(bounds[k]), int(bounds[k + 1])) for k in range(n_classes)]
+    return X[order], y[order], weight[order], blocks
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+@pytest.mark.parametrize("use_blocks", [False, True])
+def test_closed_form_gradient_matches_autograd(n_scores, n_classes, use_blocks):
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes)
+    blocks = None
+    if use_blocks:
+        X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
+    l2 = 0.7
+    loss, gQ, gcoef, gintercept = quadratic_log_loss_gradient(
+        X, y, weight, Q, coef, intercept, l2, class_blocks=blocks,
+        scratch=torch.empty_like(X),
+    )
+    leaves = [t.clone().requires_grad_(True) for t in (Q, coef, intercept)]
+    reference = _naive_objective(X, y, weight, *leaves, l2)
+    rQ, rcoef, rintercept = torch.autograd.grad(reference, leaves)
+    torch.testing.assert_close(loss, reference.detach(), rtol=1e-12, atol=0)
+    # autograd differentiates Q entrywise: its gradient is symmetric as well
+    torch.testing.assert_close(gQ, rQ, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(gcoef, rcoef, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(gintercept, rintercept, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (4, 4)])
+def test_closed_form_gradient_matches_finite_differences(n_scores, n_classes):
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, seed=3)
+    X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
+    l2 = 0.1
+
+    def value(Q_, coef_, intercept_):
+        return float(
+            quadratic_log_loss_gradient(
+                X, y, weight, Q_, coef_, intercept_, l2, class_blocks=blocks
+            )[0]
+        )
+
+    _, gQ, gcoef, gintercept = quadratic_log_loss_gradient(
+        X, y, weight, Q, coef, intercept, l2, class_blocks=blocks
+    )
+    rng = np.random.RandomState(0)
+    step = 1e-6
+    for _ in range(5):
+        # random symmetric direction: the directional derivative is <G, D>
+        D = torch.as_tensor(rng.randn(*Q.shape))
+        D = D + D.transpose(1, 2)
+        d_coef = torch.as_tensor(rng.randn(*coef.shape))
+        d_intercept = torch.as_tensor(rng.randn(*intercept.shape))
+        numeric = (
+            value(Q + step * D, coef + step * d_coef, intercept + step * d_intercept)
+            - value(Q - step * D, coef - step * d_coef, intercept - step * d_intercept)
+        ) / (2 * step)
+        analytic = float((gQ * D).sum() + (gcoef * d_coef).sum() + (gintercept * d_intercept).sum())
+        assert numeric == pytest.approx(analytic, rel=1e-6, abs=1e-8)
+
+
+def test_weighted_gram_signed_blocks_equal_plain_product():
+    generator = torch.Generator().manual_seed(1)
+    X = torch.randn(30, 6, generator=generator, dtype=torch.float64)
+    weights = torch.rand(30, generator=generator, dtype=torch.float64)
+    weights[10:22] *= -1.0
+    expected = X.T @ (weights[:, None] * X)
+    torch.testing.assert_close(weighted_gram(X, weights), expected)
+    torch.testing.assert_close(weighted_gram(X, weights, negative_rows=(10, 22)), expected)
+    # empty blocks at either end
+    torch.testing.assert_close(
+        weighted_gram(X, -weights.abs(), negative_rows=(0, 30)), X.T @ (-weights.abs()[:, None] * X)
+    )
+    torch.testing.assert_close(
+        weighted_gram(X, weights.abs(), negative_rows=(30, 30)), X.T @ (weights.abs()[:, None] * X)
+    )
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+def test_loss_residuals_are_the_score_gradient(n_scores, n_classes):
+    generator = torch.Generator().manual_seed(2)
+    scores = torch.randn(25, n_scores, generator=generator, dtype=torch.float64) * 4
+    y = torch.randint(0, n_classes, (25,), generator=generator)
+    weight = torch.rand(25, generator=generator, dtype=torch.float64)
+    loss, residuals = log_loss_residuals(scores, y, weight)
+    leaf = scores.clone().requires_grad_(True)
+    reference = log_loss(leaf, y, weight)
+    (grad,) = torch.autograd.grad(reference, leaf)
+    torch.testing.assert_close(loss, reference.detach())
+    torch.testing.assert_close(residuals, grad)
+
+
+def test_binary_loss_is_stable_for_large_scores():
+    scores = torch.tensor([[800.0], [-800.0]], dtype=torch.float64)
+    y = torch.tensor([0, 1])
+    loss, residuals = log_loss_residuals(scores, y, torch.ones(2, dtype=torch.float64))
+    assert float(loss) == pytest.approx(1600.0)
+    torch.testing.assert_close(residuals[:, 0], torch.tensor([1.0, -1.0], dtype=torch.float64))
+
+
+def test_low_rank_scores_and_penalty_match_dense():
+    generator = torch.Generator().manual_seed(4)
+    randn = lambda *s: torch.randn(*s, generator=generator, dtype=torch.float64)
+    X, vectors, scales = randn(20, 7), randn(3, 7, 2), randn(3, 2)
+    coef, intercept = randn(3, 7), randn(3)
+    dense = low_rank_to_dense(vectors, scales)
+    assert torch.linalg.matrix_rank(dense[0]) == 2
+    torch.testing.assert_close(dense, dense.transpose(1, 2))
+    torch.testing.assert_close(
+        low_rank_quadratic_scores(X, vectors, scales, coef, intercept),
+        quadratic_form_scores(X, dense, coef, intercept),
+    )
+    torch.testing.assert_close(low_rank_frobenius_sq(vectors, scales), dense.square().sum())
+
+
+def test_low_rank_loss_gradcheck():
+    generator = torch.Generator().manual_seed(5)
+    randn = lambda *s: torch.randn(*s, generator=generator, dtype=torch.float64)
+    X, y, weight = randn(15, 4), torch.randint(0, 3, (15,), generator=generator), torch.rand(
+        15, generator=generator, dtype=torch.float64
+    )
+    params = [randn(3, 4, 2), randn(3, 2), randn(3, 4), randn(3)]
+    params = [p.requires_grad_(True) for p in params]
+    assert torch.autograd.gradcheck(
+        lambda *p: low_rank_log_loss(X, y, weight, *p, 0.3), params
+    )
+
+
+def test_chunked_scores_equal_unchunked(monkeypatch):
+    import skquad.nn.quadratic_form as qf
+
+    X, _, _, Q, coef, intercept = _problem(2, 2, n_samples=50)
+    expected = quadratic_form_scores(X, Q, coef, intercept)
+    monkeypatch.setattr(qf, "_SCRATCH_ELEMENTS", 5 * 7)  # chunks of 7 rows
+    torch.testing.assert_close(chunked_quadratic_form_scores(X, Q, coef, intercept), expected)
