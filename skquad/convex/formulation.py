@@ -1,0 +1,338 @@
+"""The convex SDP relaxation of binary-weight bilinear networks (paper 002).
+
+Scalar output (paper 002, eq. 25; one block per output for vector outputs,
+Appendix B, eq. 67)::
+
+    minimise    loss(Yhat, y) + 2 * beta * p * sum_k rho_k
+    over        Q_k = [[V_k, Z_k], [Z_k^T, W_k]]  (2p x 2p, PSD),  diag(Q_k) = rho_k
+    where       Yhat[i, k] = 2 <L(x_i), Z_k>.
+
+``L(x_i)`` is the lifted input (:mod:`skquad.convex.lifting`; ``x x^T`` for
+the plain bilinear network) and ``p`` the length of the binary weight vectors.
+
+Penalty factor. The paper writes ``beta * d * rho``. Every network
+``f = sum_j alpha_j (x^T u_j)(x^T v_j)`` with ±1 weights gives the feasible
+point ``Q = sum_j |alpha_j| / 2 [u_j; s_j v_j][u_j; s_j v_j]^T``
+(``s_j = sign(alpha_j)``) with the same predictions and
+``rho = sum_j |alpha_j| / 2``, so its training objective
+``loss + beta * d * sum_j |alpha_j|`` equals ``loss + 2 beta d rho``. Hence
+``2 beta d rho`` is the largest penalty for which the SDP is a lower bound;
+the paper's duality derivation (its eq. 51) loses this factor 2 in the dual
+of the MaxCut-type relaxation (``max <A, Z>`` over unit-diagonal PSD
+matrices has dual ``d * lambda_max([[diag z1, A], [A, diag z2]])``, not
+``2 d * lambda_max``). We use ``2 beta d rho``: a valid and tighter
+certificate, with ``beta`` meaning exactly what it means in the network's
+objective (eq. 24). The paper's SDP with ``beta`` equals ours with ``beta/2``.
+
+Losses are sample-weighted means over the training set, on labels ±1 for a
+scalar output and class indices for vector outputs:
+
+* ``"hinge"``: ``max(0, 1 - y f)``; Crammer-Singer ``max_k (f_k + [k != y]) - f_y``
+  for vector outputs;
+* ``"logistic"``: ``log(1 + exp(-y f))``; multinomial ``logsumexp(f) - f_y``;
+* ``"squared"``: ``(f - y)^2``; ``sum_k (f_k - onehot_k)^2`` for vector outputs
+  (one-hot targets, as in the paper's vehicle experiment).
+"""
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import cvxpy as cp
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = [
+    "LOSSES",
+    "SDPSolution",
+    "SolverFailedError",
+    "aggregate_samples",
+    "default_solver",
+    "loss_value",
+    "network_objective",
+    "solve_sdp",
+]
+
+LOSSES = ("hinge", "logistic", "squared")
+
+# Relative violation of diag(Q) = rho or Q >= 0 above which the returned
+# relaxed solution is reported as inaccurate.
+_FEASIBILITY_TOL = 1e-2
+
+
+class SolverFailedError(RuntimeError):
+    """The conic solver failed to return a usable solution of the SDP."""
+
+
+def default_solver():
+    """The solver used when ``solver=None``: SCS, the fastest on these problems.
+
+    Measured by ``python -m skquad.benchmarks --suite speed`` (paper002 speed):
+    SCS solves the UCI problems of paper 002 several times faster than
+    Clarabel, to the accuracy the sampled network needs (its error is far
+    below the sampling error of any practical ``n_neurons``). Clarabel, an
+    interior-point solver, is the choice for a tight certificate
+    (``lower_bound_`` to ~1e-8).
+    """
+    return "SCS"
+
+
+def aggregate_samples(X, y, sample_weight):
+    """Drop zero-weight samples and merge exact duplicates, summing weights.
+
+    The SDP only sees the weighted empirical distribution, so this changes
+    no optimum; it makes the problem smaller and makes "weight 2" and
+    "sample repeated twice" the very same problem (same data, same order).
+
+    Returns
+    -------
+    X, y, weight : arrays in a canonical (sorted) order, weights sum to 1.
+    """
+    keep = sample_weight > 0
+    X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
+    rows = np.column_stack([X.astype(np.float64), y.astype(np.float64)])
+    unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
+    weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(unique_rows))
+    return unique_rows[:, :-1], unique_rows[:, -1].astype(y.dtype), weight / weight.sum()
+
+
+def _encode_targets(y, n_outputs):
+    """The targets as given (±1 labels or reals) for one output; else one-hot."""
+    y = np.asarray(y)
+    if n_outputs == 1:
+        return y.astype(np.float64)
+    onehot = np.zeros((y.shape[0], n_outputs))
+    onehot[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
+    return onehot
+
+
+def loss_value(scores, y, weight, loss, n_outputs=1):
+    """The weighted training loss of ``scores`` (numpy version of the SDP's loss).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples, n_outputs) or (n_samples,)
+    y : ndarray of shape (n_samples,)
+        For one output: labels in {-1, +1}, or real targets with the squared
+        loss (regression). For ``n_outputs > 1``: class indices.
+    weight : ndarray of shape (n_samples,)
+        Non-negative; normalised to sum to one.
+    loss : {"hinge", "logistic", "squared"}
+    n_outputs : int
+
+    Returns
+    -------
+    value : float
+    """
+    scores = np.asarray(scores, dtype=np.float64).reshape(len(y), -1)
+    weight = np.asarray(weight, dtype=np.float64)
+    weight = weight / weight.sum()
+    target = _encode_targets(y, n_outputs)
+    if n_outputs == 1:
+        f, t = scores[:, 0], target
+        if loss == "hinge":
+            per_sample = np.maximum(0.0, 1.0 - t * f)
+        elif loss == "logistic":
+            per_sample = np.logaddexp(0.0, -t * f)
+        else:
+            per_sample = (f - t) ** 2
+    else:
+        true_score = np.sum(scores * target, axis=1)
+        if loss == "hinge":
+            per_sample = np.max(scores + 1.0 - target, axis=1) - true_score
+        elif loss == "logistic":
+            per_sample = logsumexp(scores, axis=1) - true_score
+        else:
+            per_sample = np.sum((scores - target) ** 2, axis=1)
+    return float(weight @ per_sample)
+
+
+def network_objective(scores, y, weight, loss, alpha, beta, n_lifted):
+    """Objective of a bilinear network (paper 002, eq. 24 / 57).
+
+    ``loss(scores, y) + beta * p * sum_j ||alpha_j||_1`` with ``p`` the length
+    of the binary weight vectors.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64).reshape(len(alpha), -1)
+    penalty = beta * n_lifted * np.abs(alpha).sum()
+    return loss_value(scores, y, weight, loss, n_outputs=alpha.shape[1]) + penalty
+
+
+def _cvxpy_loss(scores, target, weight, loss, n_outputs):
+    if n_outputs == 1:
+        f = scores[:, 0]
+        if loss == "hinge":
+            per_sample = cp.pos(1.0 - cp.multiply(target, f))
+        elif loss == "logistic":
+            per_sample = cp.logistic(-cp.multiply(target, f))
+        else:
+            per_sample = cp.square(f - target)
+        return weight @ per_sample
+    true_score = cp.sum(cp.multiply(scores, target), axis=1)
+    if loss == "hinge":
+        per_sample = cp.max(scores + (1.0 - target), axis=1) - true_score
+    elif loss == "logistic":
+        per_sample = cp.log_sum_exp(scores, axis=1) - true_score
+    else:
+        return cp.sum(weight @ cp.square(scores - target))
+    return weight @ per_sample
+
+
+@dataclass
+class SDPSolution:
+    """Optimal relaxed solution, one block per output.
+
+    Attributes
+    ----------
+    Q : ndarray of shape (n_outputs, 2p, 2p)
+        The PSD matrices ``[[V_k, Z_k], [Z_k^T, W_k]]``.
+    rho : ndarray of shape (n_outputs,)
+        Their common diagonal value.
+    value : float
+        Optimal value: a lower bound on the objective of every binary network.
+    scores : ndarray of shape (n_samples, n_outputs)
+        The relaxed model's predictions ``2 <L(x_i), Z_k>`` on the data.
+    status, solver : str
+    solve_time : float
+        Seconds spent in ``problem.solve`` (compilation included).
+    """
+
+    Q: np.ndarray
+    rho: np.ndarray
+    value: float
+    scores: np.ndarray
+    status: str
+    solver: str
+    solve_time: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def Z(self):
+        p = self.Q.shape[1] // 2
+        return self.Q[:, :p, p:]
+
+
+def solve_sdp(
+    lifted,
+    y,
+    weight,
+    *,
+    loss="squared",
+    beta=1e-3,
+    n_outputs=1,
+    solver=None,
+    solver_options=None,
+):
+    """Solve the SDP relaxation for lifted inputs.
+
+    Parameters
+    ----------
+    lifted : ndarray of shape (n_samples, p, p)
+        Symmetric lifted inputs ``L(x_i)``.
+    y : ndarray of shape (n_samples,)
+        Labels in {-1, +1} or real targets (one output), class indices (more).
+    weight : ndarray of shape (n_samples,)
+        Non-negative sample weights (normalised internally).
+    loss : {"hinge", "logistic", "squared"}
+    beta : float
+        Weight of ``beta * p * sum_j ||alpha_j||_1`` in the network objective.
+    n_outputs : int
+    solver : str or None
+        Any CVXPY solver able to handle SDPs (and exponential cones for the
+        logistic loss); None means :func:`default_solver`.
+    solver_options : dict or None
+        Passed to ``problem.solve``.
+
+    Returns
+    -------
+    solution : SDPSolution
+
+    Raises
+    ------
+    SolverFailedError
+        When the solver errors out or returns no solution. An inaccurate
+        solution gives a :class:`~sklearn.exceptions.ConvergenceWarning`.
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
+    n, p, _ = lifted.shape
+    solver = default_solver() if solver is None else solver
+    options = dict(solver_options or {})
+    weight = np.asarray(weight, dtype=np.float64)
+    weight = weight / weight.sum()
+    target = _encode_targets(y, n_outputs)
+    design = lifted.reshape(n, p * p)
+
+    blocks = [cp.Variable((2 * p, 2 * p), PSD=True) for _ in range(n_outputs)]
+    rhos = cp.Variable(n_outputs)
+    constraints = [cp.diag(Q) == rhos[k] for k, Q in enumerate(blocks)]
+    columns = [2.0 * (design @ cp.vec(Q[:p, p:], order="F")) for Q in blocks]
+    scores = cp.reshape(columns[0], (n, 1), order="F") if n_outputs == 1 else cp.vstack(columns).T
+    objective = _cvxpy_loss(scores, target, weight, loss, n_outputs) + 2.0 * beta * p * cp.sum(rhos)
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+
+    start = time.perf_counter()
+    try:
+        problem.solve(solver=solver, **options)
+    except cp.error.SolverError as exc:
+        raise SolverFailedError(
+            f"The SDP solver {solver!r} failed ({exc}). Try solver='CLARABEL' "
+            "(interior point, robust) or 'SCS' with a larger max_iters, and "
+            "check that the features are standardised (e.g. StandardScaler): "
+            "badly scaled inputs make the SDP ill-conditioned."
+        ) from exc
+    elapsed = time.perf_counter() - start
+
+    status = problem.status
+    if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or blocks[0].value is None:
+        raise SolverFailedError(
+            f"The SDP solver {solver!r} returned status {status!r} without a "
+            "usable solution. Try solver='CLARABEL', or 'SCS' with more "
+            "iterations (solver_options={'max_iters': 100000}), and standardise "
+            "the features."
+        )
+    Q = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
+    Q = 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
+    rho = np.array([np.mean(np.diag(block)) for block in Q])
+    violation = _relative_violation(Q, rho)
+    if status == cp.OPTIMAL_INACCURATE or violation > _FEASIBILITY_TOL:
+        warnings.warn(
+            f"The SDP solver {solver!r} returned an inaccurate solution "
+            f"(status {status!r}, relative constraint violation {violation:.1e}); "
+            "the lower bound and the sampled network may be off. Try "
+            "solver='CLARABEL', or more iterations / a tighter tolerance through "
+            "solver_options (SCS: {'max_iters': ..., 'eps_abs': ..., 'eps_rel': ...}).",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return SDPSolution(
+        Q=Q,
+        rho=np.maximum(rho, 0.0),
+        value=float(problem.value),
+        scores=np.asarray(scores.value, dtype=np.float64).reshape(n, n_outputs),
+        status=status,
+        solver=solver,
+        solve_time=elapsed,
+        info={
+            "violation": violation,
+            "n_samples": n,
+            "n_lifted": p,
+            "compile_time": problem.compilation_time,
+            "solver_time": problem.solver_stats.solve_time,
+            "iterations": problem.solver_stats.num_iters,
+        },
+    )
+
+
+def _relative_violation(Q, rho):
+    """Largest violation of diag(Q_k) = rho_k and Q_k >= 0, relative to rho."""
+    worst = 0.0
+    for block, r in zip(Q, rho):
+        scale = max(abs(r), 1e-12)
+        diag_error = np.max(np.abs(np.diag(block) - r))
+        eig_error = max(0.0, -np.linalg.eigvalsh(block)[0])
+        if abs(r) < 1e-9 and np.max(np.abs(block)) < 1e-9:
+            continue  # an all-zero block (the network is off for this output)
+        worst = max(worst, (diag_error + eig_error) / scale)
+    return worst
