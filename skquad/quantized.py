@@ -87,6 +87,14 @@ def _neurons_per_output(n_neurons, n_outputs):
     return counts
 
 
+def _standardization(X, weight):
+    """Weighted mean and standard deviation of the features (1 where constant)."""
+    weight = weight / weight.sum()
+    mean = weight @ X
+    std = np.sqrt(weight @ (X - mean) ** 2)
+    return mean, np.where(std > 1e-12 * np.maximum(1.0, np.abs(mean)), std, 1.0)
+
+
 def _class_targets(y_encoded, n_outputs):
     """±1 labels (binary, +1 for ``classes_[1]``) or class indices."""
     return 2.0 * y_encoded - 1.0 if n_outputs == 1 else y_encoded
@@ -131,7 +139,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         the squared error to the one-hot labels, the Crammer-Singer hinge and
         the multinomial logistic loss. "squared" solves fastest, "logistic"
         gives the most meaningful ``predict_proba``.
-    beta : float, default=1e-3
+    beta : float, default=1e-2
         Regularization ``beta``: the objective penalizes
         ``beta * p * sum_j ||alpha_j||_1`` (the paper's ``beta d sum |alpha_j|``,
         with ``p`` the length of the binary weight vectors). In the SDP this is
@@ -143,8 +151,13 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         Append a constant input 1 to every sample, so that each neuron is
         ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
         ``u_0, v_0`` (or multi-level ones with ``weight_levels > 1``).
-        Features should be standardized (e.g. with StandardScaler): the
-        constant input has scale 1.
+        The constant input has scale 1, matched to standardized features.
+    standardize : bool, default=True
+        Standardize the features inside the model, ``(x - feature_mean_) /
+        feature_scale_`` with (sample-weighted) training statistics, before the
+        intercept column is appended. The sampled network's error grows with
+        ``||x||^2`` (paper 002, Theorem 3), so unscaled inputs would need far
+        more neurons. The binary weights act on the standardized features.
     weight_levels : int, default=1
         ``M``: first-layer weights take the ``M + 1`` values
         ``{-M, -M+2, ..., M}`` (1 = binary). Implemented by replicating every
@@ -187,6 +200,8 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` has string feature names.
+    feature_mean_, feature_scale_ : ndarray of shape (n_features_in_,) or None
+        The standardization (None when ``standardize=False``).
     U_, V_ : ndarray of shape (n_neurons_, n_lifted_features_), int8
         The first-layer weights ``u_j`` and ``v_j`` in {-1, +1}, acting on the
         lifted input (intercept column, replicas, polynomial coordinate).
@@ -272,6 +287,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         "loss": [StrOptions(set(LOSSES))],
         "beta": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
+        "standardize": ["boolean"],
         "weight_levels": [Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions({"bilinear"}), tuple, list],
         "solver": [str, None],
@@ -287,8 +303,9 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         n_neurons=1000,
         *,
         loss="squared",
-        beta=1e-3,
+        beta=1e-2,
         fit_intercept=True,
+        standardize=True,
         weight_levels=1,
         activation="bilinear",
         solver=None,
@@ -302,6 +319,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         self.loss = loss
         self.beta = beta
         self.fit_intercept = fit_intercept
+        self.standardize = standardize
         self.weight_levels = weight_levels
         self.activation = activation
         self.solver = solver
@@ -317,6 +335,8 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             fit_intercept=bool(self.fit_intercept),
             levels=int(self.weight_levels),
             activation=_check_activation(self.activation),
+            center=self.feature_mean_,
+            scale=self.feature_scale_,
         )
 
     def _sdp_key(self, X, y, weight, solver):
@@ -324,10 +344,12 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         digest = hashlib.sha256()
         for array in (X, y, weight):
             digest.update(np.ascontiguousarray(array).tobytes())
+        for array in (self.feature_mean_, self.feature_scale_):
+            digest.update(b"none" if array is None else array.tobytes())
         settings = (
             self.loss,
             float(self.beta),
-            self._lifting(),
+            (self.fit_intercept, self.weight_levels, _check_activation(self.activation)),
             solver,
             repr(sorted((self.solver_options or {}).items())),
             X.shape,
@@ -343,7 +365,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; standardize it first.
+            Training data.
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -354,13 +376,16 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         self : SDPQuantizedClassifier
         """
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        lifting = self._lifting()
+        _check_activation(self.activation)
         solver = _check_solver(self.solver)
         n_outputs = self._n_scores
         _neurons_per_output(self.n_neurons, n_outputs)
 
         # The SDP sees only the weighted empirical distribution: merge duplicates.
         X_train, y_train, weight = aggregate_samples(X, y_encoded, sample_weight)
+        self.feature_mean_, self.feature_scale_ = (
+            _standardization(X_train, weight) if self.standardize else (None, None)
+        )
         targets = _class_targets(y_train, n_outputs)
         key = self._sdp_key(X_train, targets, weight, solver)
 
@@ -368,7 +393,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             self.solve_time_ = 0.0
         else:
             solution = solve_sdp(
-                lifting.matrices(X_train),
+                self._lifting().matrices(X_train),
                 targets,
                 weight,
                 loss=self.loss,
@@ -609,7 +634,10 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         constant here; the paper tunes ``beta`` separately for this baseline).
     fit_intercept : bool, default=True
         Append a constant input 1 (as in :class:`SDPQuantizedClassifier`).
-    learning_rate : float, default=0.01
+    standardize : bool, default=True
+        Standardize the features inside the model (as in
+        :class:`SDPQuantizedClassifier`).
+    learning_rate : float, default=0.003
         SGD step size per neuron: the fixed ``alpha_j = 1 / m_k`` shrinks each
         neuron's gradient by ``1 / m_k``, so the step applied to the first
         layer is ``learning_rate * m_k`` (the mean-field scaling), which makes
@@ -636,6 +664,8 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_mean_, feature_scale_ : ndarray of shape (n_features_in_,) or None
+        The standardization (None when ``standardize=False``).
     U_, V_ : ndarray of shape (n_neurons, n_lifted_features_), int8
         Quantized first layer, signs of the trained weights.
     alpha_ : ndarray of shape (n_neurons, n_scores)
@@ -684,6 +714,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         "loss": [StrOptions(set(LOSSES))],
         "beta": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
+        "standardize": ["boolean"],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -703,7 +734,8 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         loss="squared",
         beta=1e-4,
         fit_intercept=True,
-        learning_rate=0.01,
+        standardize=True,
+        learning_rate=0.003,
         momentum=0.9,
         batch_size=None,
         max_iter=200,
@@ -718,6 +750,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.loss = loss
         self.beta = beta
         self.fit_intercept = fit_intercept
+        self.standardize = standardize
         self.learning_rate = learning_rate
         self.momentum = momentum
         self.batch_size = batch_size
@@ -730,11 +763,24 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.random_state = random_state
 
     def _lifting(self):
-        return InputLifting(fit_intercept=bool(self.fit_intercept))
+        return InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            center=self.feature_mean_,
+            scale=self.feature_scale_,
+        )
 
-    def _make_trainer(self, n_features):
-        """A fresh network and trainer (first call of fit / partial_fit)."""
+    def _make_trainer(self, X, sample_weight, resume=False):
+        """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
+
+        Resuming serves ``partial_fit`` after unpickling (the trainer is not
+        pickled); the optimizer's momentum starts again from zero.
+        """
         device = resolve_device(self.device)
+        if not resume:
+            self.feature_mean_, self.feature_scale_ = (
+                _standardization(X, sample_weight) if self.standardize else (None, None)
+            )
+        n_features = X.shape[1]
         n_outputs = self._n_scores
         counts = _neurons_per_output(self.n_neurons, n_outputs)
         p = self._lifting().n_lifted(n_features)
@@ -742,6 +788,8 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         # Unit-variance projections z^T u for standardized inputs.
         U = torch.randn(self.n_neurons, p, generator=generator, dtype=torch.float64) / np.sqrt(p)
         V = torch.randn(self.n_neurons, p, generator=generator, dtype=torch.float64) / np.sqrt(p)
+        if resume:
+            U, V = torch.as_tensor(self.U_float_), torch.as_tensor(self.V_float_)
         neuron_class = np.repeat(np.arange(n_outputs), counts)
         output_weights = np.zeros((self.n_neurons, n_outputs))
         output_weights[np.arange(self.n_neurons), neuron_class] = 1.0 / counts[neuron_class]
@@ -779,9 +827,11 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.neuron_class_ = neuron_class
         self.float_alpha_ = output_weights
         self.n_lifted_features_ = p
-        self.loss_curve_ = []
-        self.n_iter_ = 0
-        self.training_time_ = 0.0
+        if not resume:
+            self.loss_curve_ = []
+            self.n_iter_ = 0
+            self.training_time_ = 0.0
+        self._history_offset = (list(self.loss_curve_), self.n_iter_)
         self._trainer = trainer
         return trainer
 
@@ -794,8 +844,9 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         else:
             history = self._trainer.partial_fit(Z, targets, sample_weight)
         self.training_time_ += time.perf_counter() - started
-        self.loss_curve_ = list(history.loss_curve)
-        self.n_iter_ = history.n_iter
+        previous_curve, previous_iterations = self._history_offset
+        self.loss_curve_ = previous_curve + list(history.loss_curve)
+        self.n_iter_ = previous_iterations + history.n_iter
         self._quantize(X, targets, sample_weight)
         return self
 
@@ -837,7 +888,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self : BackpropQuantizedClassifier
         """
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        self._make_trainer(X.shape[1])
+        self._make_trainer(X, sample_weight)
         return self._train(X, y_encoded, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -856,14 +907,14 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         -------
         self : BackpropQuantizedClassifier
         """
-        first_call = not hasattr(self, "_trainer")
+        first_call = not hasattr(self, "U_float_")
         if first_call and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit.")
         X, y_encoded, sample_weight = self._validate_training_data(
             X, y, sample_weight, reset=first_call, classes=classes if first_call else None
         )
-        if first_call:
-            self._make_trainer(X.shape[1])
+        if first_call or not hasattr(self, "_trainer"):
+            self._make_trainer(X, sample_weight, resume=not first_call)
         return self._train(X, y_encoded, sample_weight, epochs=1)
 
     def _raw_scores(self, X):

@@ -4,7 +4,8 @@ Every network of the SDP path is a *bilinear* network on a lifted input::
 
     f(x) = sum_j alpha_j * u_j^T  L(x)  v_j,      u_j, v_j in {-1, +1}^p,
 
-where ``L(x)`` is a symmetric ``p x p`` matrix built from ``x`` in three steps:
+where ``L(x)`` is a symmetric ``p x p`` matrix built from ``x`` in three steps
+(after an optional standardization ``x <- (x - center) / scale``):
 
 1. ``fit_intercept``: append a constant input, ``z = [x, 1]``, so that each
    neuron ``(z^T u)(z^T v)`` has its own ±1 biases.
@@ -94,19 +95,25 @@ class InputLifting:
     activation : "bilinear" or tuple (a, b, c)
         ``"bilinear"``: ``L(x) = z z^T``. A tuple: the polynomial lifting of
         ``sigma(t) = a t^2 + b t + c``.
+    center, scale : ndarray of shape (n_features,) or None
+        When given, inputs are first standardized, ``(x - center) / scale``.
     """
 
     fit_intercept: bool = True
     levels: int = 1
     activation: object = "bilinear"
+    center: object = None
+    scale: object = None
 
     @property
     def polynomial(self):
         return not isinstance(self.activation, str)
 
     def features(self, X):
-        """``z``: intercept column appended, then replicated (float64)."""
+        """``z``: standardized, intercept column appended, replicated (float64)."""
         X = np.asarray(X, dtype=np.float64)
+        if self.center is not None:
+            X = (X - self.center) / self.scale
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         if self.levels > 1:

@@ -54,7 +54,7 @@ def _nearest_correlation(matrix):
 
 def normalized_block(Q, rho):
     """``Q* / rho*`` made exactly unit-diagonal and PSD (identity when rho* = 0)."""
-    if rho <= 1e-12 * max(1.0, np.max(np.abs(Q))):
+    if rho <= 1e-9 * max(1.0, np.max(np.abs(Q))):
         return np.eye(Q.shape[0])
     return _nearest_correlation(Q / rho)
 

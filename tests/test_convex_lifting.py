@@ -1,0 +1,89 @@
+"""Multi-level weights, polynomial activation lifting and the Appendix C export."""
+
+import numpy as np
+import pytest
+
+from skquad.convex import (
+    InputLifting,
+    bilinear_network_scores,
+    collapse_replicas,
+    export_quadratic_network,
+    replicate_features,
+)
+
+LIFTINGS = [
+    InputLifting(fit_intercept=False),
+    InputLifting(fit_intercept=True),
+    InputLifting(fit_intercept=True, levels=3),
+    InputLifting(fit_intercept=True, activation=(0.1, 1.0, 0.5)),
+    InputLifting(fit_intercept=False, levels=2, activation=(1.0, -2.0, 0.0)),
+]
+
+
+def _random_network(lifting, n_features, n_neurons, n_outputs, seed):
+    rng = np.random.RandomState(seed)
+    p = lifting.n_lifted(n_features)
+    U = rng.choice([-1, 1], size=(n_neurons, p)).astype(np.int8)
+    V = rng.choice([-1, 1], size=(n_neurons, p)).astype(np.int8)
+    alpha = rng.standard_normal((n_neurons, n_outputs))
+    return U, V, alpha
+
+
+def test_replication_turns_binary_weights_into_multilevel_ones():
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((20, 4))
+    M = 4
+    U = rng.choice([-1, 1], size=(6, 4 * M))
+    q = collapse_replicas(U, M)
+    assert set(np.unique(q)) <= {-4, -2, 0, 2, 4}
+    np.testing.assert_allclose(replicate_features(X, M) @ U.T, X @ q.T)
+    # every level is reachable
+    assert set(np.unique(collapse_replicas(np.array([[1, 1, 1, 1], [1, 1, 1, -1], [1, 1, -1, -1]]), M))) == {4, 2, 0}
+
+
+@pytest.mark.parametrize("lifting", LIFTINGS, ids=repr)
+def test_lifted_matrices_match_the_bilinear_form(lifting):
+    rng = np.random.RandomState(1)
+    X = rng.standard_normal((15, 3))
+    U, V, _ = _random_network(lifting, 3, 5, 1, seed=2)
+    direct = np.einsum("mi,nij,mj->nm", U.astype(float), lifting.matrices(X), V.astype(float))
+    np.testing.assert_allclose(lifting.bilinear(X, U, V), direct, atol=1e-10)
+    assert lifting.matrices(X).shape[1] == lifting.n_lifted(3)
+
+
+def test_polynomial_lifting_gives_the_polynomial_activation():
+    """u^T L(x) u with u = [w; 1] is sigma(x^T w) (sections 2.3-2.4)."""
+    a, b, c = 0.3, -1.2, 0.7
+    lifting = InputLifting(fit_intercept=False, activation=(a, b, c))
+    rng = np.random.RandomState(3)
+    X = rng.standard_normal((25, 5))
+    w = rng.choice([-1, 1], size=(4, 5))
+    lifted_w = np.hstack([w, np.ones((4, 1))])
+    t = X @ w.T
+    np.testing.assert_allclose(lifting.quadratic(X, lifted_w), a * t**2 + b * t + c, atol=1e-10)
+    # the sign symmetry of section 2.3: -[w; 1] gives the same neuron
+    np.testing.assert_allclose(lifting.quadratic(X, -lifted_w), a * t**2 + b * t + c, atol=1e-10)
+
+
+@pytest.mark.parametrize("lifting", LIFTINGS, ids=repr)
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_export_to_quadratic_activation_network_is_exact(lifting, n_outputs):
+    rng = np.random.RandomState(4)
+    X = rng.standard_normal((30, 3))
+    U, V, alpha = _random_network(lifting, 3, 7, n_outputs, seed=5)
+    network = export_quadratic_network(U, V, alpha, lifting)
+    assert network.weights.shape == (21, lifting.n_lifted(3))
+    assert set(np.unique(network.weights)) <= {-1, 0, 1}
+    expected = bilinear_network_scores(lifting, X, U, V, alpha)
+    np.testing.assert_allclose(network.scores(X), expected, rtol=1e-10, atol=1e-10)
+
+    # The same network from integer weights on the original features.
+    weights, bias, lifting_sign = network.integer_weights()
+    assert np.abs(weights).max() <= lifting.levels
+    t = X @ weights.T + (0 if bias is None else bias)
+    if lifting_sign is None:
+        activations = t**2
+    else:
+        a, b, c = lifting.activation
+        activations = a * t**2 + b * lifting_sign * t + c * lifting_sign**2
+    np.testing.assert_allclose(activations @ network.output_weights, expected, rtol=1e-10, atol=1e-10)
