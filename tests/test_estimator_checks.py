@@ -3,7 +3,13 @@ expected-failure list: each estimator must pass all of them."""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skquad import QNNClassifier, QuadraticLogisticRegression, RPQNNClassifier
+from skquad import (
+    BackpropQuantizedClassifier,
+    QNNClassifier,
+    QuadraticLogisticRegression,
+    RPQNNClassifier,
+    SDPQuantizedClassifier,
+)
 
 # Fast settings: small networks, float64 so that sample-weight equivalence
 # (weights vs repeated rows, compared at rtol 1e-7) is not lost to float32
@@ -13,6 +19,8 @@ ESTIMATORS = [
     RPQNNClassifier(hidden_layer_sizes=(5,), dtype="float64", max_iter=100, learning_rate_init=0.01),
     QuadraticLogisticRegression(),
     QuadraticLogisticRegression(solver="sgd", learning_rate=0.05, max_iter=50, random_state=0),
+    SDPQuantizedClassifier(),
+    BackpropQuantizedClassifier(n_neurons=100),
 ]
 
 
