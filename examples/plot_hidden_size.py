@@ -1,0 +1,146 @@
+"""
+=====================================================================
+Quadratic vs conventional networks as the hidden layer shrinks
+=====================================================================
+
+Noel et al.'s Table 4 compares a conventional network (one sigmoid hidden
+layer, sigmoid outputs) with the same network whose *output layer* is made of
+quadratic neurons (QNN) or reduced-parameter quadratic neurons (RPQNN), on MNIST
+with few hidden neurons, few training samples and few epochs. Their finding:
+the quadratic output layer wins most when the hidden layer is small, and the
+gain fades as it grows, because a wide hidden layer already makes the classes
+linearly separable.
+
+This example repeats the comparison on UCI's optdigits (8x8 handwritten digits,
+the MNIST-like task available offline; scikit-learn's own digits dataset when
+the UCI file is not available): 600 training samples, 10 epochs of SGD with
+momentum, hidden sizes from 2 to 30, five seeds each. All three networks are
+trained by the same engine with the same settings; only the output layer
+differs.
+"""
+
+# %%
+# Data
+# ----
+
+import os
+import time
+import warnings
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import MinMaxScaler
+
+from skquad import QNNClassifier, RPQNNClassifier
+from skquad.datasets import load_uci
+
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
+
+try:
+    X, y = load_uci("optdigits", return_X_y=True)
+    dataset = "optdigits (UCI)"
+except (FileNotFoundError, OSError):
+    X, y = load_digits(return_X_y=True)
+    dataset = "digits (scikit-learn)"
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, train_size=300 if QUICK else 600, stratify=y, random_state=0
+)
+scaler = MinMaxScaler().fit(X_train)  # pixel intensities to [0, 1]
+X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+print(f"{dataset}: {len(X_train)} training and {len(X_test)} test samples")
+
+# %%
+# Three networks of the same shape
+# --------------------------------
+# ``quadratic_layers`` picks which layers are quadratic: ``[False, False]`` is
+# a conventional network, ``"output"`` the paper's quadratic output layer.
+
+training = dict(
+    activation="sigmoid",
+    output_activation="sigmoid",
+    solver="sgd",
+    learning_rate_init=0.1,
+    momentum=0.9,
+    batch_size=32,
+    max_iter=10,
+)
+models = {
+    "conventional": lambda h, seed: QNNClassifier(
+        (h,), quadratic_layers=[False, False], random_state=seed, **training
+    ),
+    "QNN output layer": lambda h, seed: QNNClassifier(
+        (h,), quadratic_layers="output", random_state=seed, **training
+    ),
+    "RPQNN output layer": lambda h, seed: RPQNNClassifier(
+        (h,), quadratic_layers="output", random_state=seed, **training
+    ),
+}
+hidden_sizes = [2, 4, 8, 16] if QUICK else [2, 3, 4, 6, 8, 12, 16, 20, 30]
+seeds = range(1 if QUICK else 5)
+
+accuracy = {name: np.empty((len(hidden_sizes), len(seeds))) for name in models}
+fit_time = {name: 0.0 for name in models}
+with warnings.catch_warnings():
+    # Ten epochs is deliberately short: the networks have not converged.
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    for i, h in enumerate(hidden_sizes):
+        for j, seed in enumerate(seeds):
+            for name, make in models.items():
+                start = time.perf_counter()
+                model = make(h, seed).fit(X_train, y_train)
+                fit_time[name] += time.perf_counter() - start
+                accuracy[name][i, j] = model.score(X_test, y_test)
+
+print("hidden  " + "  ".join(f"{name:>20}" for name in models))
+for i, h in enumerate(hidden_sizes):
+    cells = [f"{accuracy[name][i].mean():.3f} ± {accuracy[name][i].std():.3f}" for name in models]
+    print(f"{h:6d}  " + "  ".join(f"{cell:>20}" for cell in cells))
+for name in models:
+    print(f"total fit time, {name}: {fit_time[name]:.1f} s")
+
+# %%
+# The picture
+# -----------
+
+fig, (ax_acc, ax_gain) = plt.subplots(1, 2, figsize=(11, 4.2))
+for name in models:
+    mean, std = accuracy[name].mean(axis=1), accuracy[name].std(axis=1)
+    ax_acc.errorbar(hidden_sizes, mean, yerr=std, marker="o", capsize=3, label=name)
+ax_acc.set_xscale("log", base=2)
+ax_acc.set_xlabel("hidden neurons")
+ax_acc.set_ylabel("test accuracy (mean ± std over seeds)")
+ax_acc.set_title(f"{dataset}, {len(X_train)} samples, 10 epochs")
+ax_acc.legend()
+
+baseline = accuracy["conventional"].mean(axis=1)
+for name in ["QNN output layer", "RPQNN output layer"]:
+    ax_gain.plot(hidden_sizes, 100 * (accuracy[name].mean(axis=1) - baseline), "o-", label=name)
+ax_gain.axhline(0, color="k", linewidth=0.8)
+ax_gain.set_xscale("log", base=2)
+ax_gain.set_xlabel("hidden neurons")
+ax_gain.set_ylabel("accuracy gain over conventional (points)")
+ax_gain.set_title("What the quadratic output layer buys")
+ax_gain.legend()
+fig.tight_layout()
+fig.savefig(OUTPUT_DIR / "hidden_size.png", dpi=100)
+
+# %%
+# Reading the result
+# ------------------
+# With two to four hidden neurons, ten epochs of SGD leave all three networks
+# far from trained and the seeds disagree widely (see the error bars): no
+# conclusion there. From about six hidden neurons on, both quadratic output
+# layers are ahead of the conventional network at every size, by one to a few
+# points of accuracy. RPQNN's lead is largest for small hidden layers and
+# shrinks as the layer widens, the paper's pattern; the full QNN's lead stays
+# roughly constant up to 30 neurons on this data. A quadratic output neuron can
+# draw curved boundaries in the hidden layer's feature space, which matters
+# when that space is too small for the classes to be linearly separable.
+# RPQNN's output layer costs about as much as a conventional one (see the fit
+# times above); the full QNN output layer costs :math:`O(h^2)` per output
+# neuron, small for these hidden sizes.
