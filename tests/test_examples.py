@@ -29,9 +29,13 @@ def test_example_header_is_a_gallery_header(path):
     docstring = ast.get_docstring(ast.parse(path.read_text()))
     assert docstring, f"{path.name} needs a module docstring (the gallery header)"
     lines = docstring.splitlines()
-    assert len(lines) >= 3 and set(lines[1]) == {"="} and len(lines[1]) >= len(lines[0]), (
+    if lines and set(lines[0]) == {"="}:  # title with an overline
+        lines = lines[1:]
+    assert len(lines) >= 3 and lines[0].strip() and set(lines[1]) == {"="}, (
         f"{path.name}: the docstring must start with a title underlined with '='"
     )
+    assert len(lines[1]) >= len(lines[0]), f"{path.name}: the title's underline is too short"
+    assert any(line.strip() for line in lines[2:]), f"{path.name}: say what the example shows"
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.stem)
