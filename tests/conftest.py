@@ -3,6 +3,10 @@
 import os
 from pathlib import Path
 
+# scikit-learn's estimator checks include an array-API input check that only
+# runs when SciPy's array-API mode is on; it must be set before SciPy is imported.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 # Plots in tests and examples are written to files, never shown.
 os.environ.setdefault("MPLBACKEND", "Agg")
 
