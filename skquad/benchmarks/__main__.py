@@ -1,0 +1,251 @@
+"""Command line: ``python -m skquad.benchmarks [--suite NAME] [--quick] ...``.
+
+Run ``python -m skquad.benchmarks --help`` for the options.
+"""
+
+import argparse
+import contextlib
+import importlib
+import shlex
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from ._report import prefix_figure_links, prepare_output_dir, write_report
+
+# Each suite is a list of (module, function) parts following the benchmark
+# contract (see skquad.benchmarks); a multi-part suite gets one report with a
+# section per part.
+SUITES = {
+    "uci": [("_uci_suite", "run")],
+    "paper001": [("_paper001", "run")],
+    "paper002": [("_paper002", "run")],
+    "speed": [
+        ("_qlr", "speed"),
+        ("_layers", "speed"),
+        ("_paper001", "speed"),
+        ("_paper002", "speed"),
+    ],
+}
+
+SUITE_HELP = {
+    "uci": "every skquad estimator and the usual baselines on the 13 UCI datasets (default)",
+    "paper001": "paper 001's experiments: XOR, six clusters, Table 4/5 analogues",
+    "paper002": "paper 002's experiments: planted, UCI, vehicle",
+    "speed": "the speed targets, measured side by side",
+}
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text):
+    if text == "0":
+        return 0
+    return _positive_int(text)
+
+
+def _names(values):
+    """``--datasets a b`` and ``--datasets a,b`` both work."""
+    if values is None:
+        return None
+    return [name for value in values for name in value.split(",") if name.strip()]
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m skquad.benchmarks",
+        description=(
+            "Benchmark skquad's quadratic-neuron classifiers against scikit-learn "
+            "baselines. Writes a Markdown report, CSV tables and PNG plots to --output; "
+            "progress goes to stderr."
+        ),
+        epilog="Suites: " + "; ".join(f"{k}: {v}" for k, v in SUITE_HELP.items()) + ".",
+    )
+    parser.add_argument("--suite", choices=list(SUITES), default="uci", help="which benchmark (default: uci)")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="a small run; for the uci suite on scikit-learn's bundled datasets "
+        "(no data directory needed), about two minutes on two cores",
+    )
+    parser.add_argument(
+        "--datasets", nargs="+", metavar="NAME",
+        help="datasets to run (space or comma separated); uci: UCI file or OpenML names "
+        "(credit.a, credit-approval, ...); with --quick: iris, wine, breast_cancer, digits",
+    )
+    parser.add_argument("--repeats", type=_positive_int, help="splits / seeds per dataset (default: the suite's)")
+    parser.add_argument(
+        "--output", type=Path, metavar="DIR",
+        help="folder for report.md, the CSVs and the plots (default: benchmark_results/SUITE[-quick])",
+    )
+    parser.add_argument(
+        "--device", default="auto",
+        help="torch device for skquad estimators: auto (CUDA when available), cpu, cuda, cuda:N",
+    )
+    uci = parser.add_argument_group("uci suite only")
+    uci.add_argument("--tune", action="store_true", help="nested 3-fold GridSearchCV per estimator (slower)")
+    uci.add_argument("--estimators", nargs="+", metavar="NAME", help="run only these estimators (e.g. QLR LogReg)")
+    uci.add_argument(
+        "--max-train", type=_non_negative_int, metavar="N",
+        help="cap on every training part (default 3000, quick 1000; 0: no cap)",
+    )
+    parser.add_argument(
+        "--threads", type=_non_negative_int, metavar="N",
+        help="threads for BLAS/OpenMP and torch during the run (default: 1 for the uci "
+        "suite, so that fit times compare algorithms and are not distorted by "
+        "oversubscription on shared machines; the libraries' defaults for the other "
+        "suites; 0: the libraries' defaults)",
+    )
+    uci.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
+    return parser
+
+
+def _load_part(module_name, function_name):
+    try:
+        module = importlib.import_module(f"skquad.benchmarks.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"skquad.benchmarks.{module_name}":
+            return None
+        raise
+    return getattr(module, function_name, None)
+
+
+def _progress(message):
+    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _thread_limit(threads):
+    """Limit BLAS/OpenMP pools and torch's intra-op threads; 0 leaves them alone."""
+    if not threads:
+        yield
+        return
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run_parts(parser, args, parts, output, datasets):
+    start = time.perf_counter()
+    sections, failures = [], []
+    multi_part = len(SUITES[args.suite]) > 1
+    for name, function_name, function in parts:
+        short = name.lstrip("_")
+        part_dir = prepare_output_dir(output / short) if multi_part else output
+        kwargs = dict(
+            output_dir=part_dir, quick=args.quick, repeats=args.repeats, datasets=datasets,
+            device=args.device, progress=_progress,
+        )
+        if args.suite == "uci":
+            kwargs.update(tune=args.tune, estimators=args.estimators, max_train=args.max_train,
+                          random_state=args.seed)
+        _progress(f"running {short}.{function_name}()")
+        try:
+            result = function(**kwargs)
+        except ValueError as exc:
+            if not multi_part:
+                parser.error(str(exc))
+            failures.append(f"{short}.{function_name}(): {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            continue
+        except Exception as exc:  # report the other parts anyway
+            failures.append(f"{short}.{function_name}(): {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            continue
+        if multi_part:
+            result = dict(result)
+            result["markdown"] = prefix_figure_links(result["markdown"], result.get("figures", []), short)
+            sections.append((result, f"{short}_"))
+        else:
+            sections.append((result, ""))
+    return sections, failures, time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = "python -m skquad.benchmarks" + ("" if not argv else " " + shlex.join(argv))
+
+    from .._torch_utils import resolve_device
+
+    try:
+        resolve_device(args.device)
+    except ValueError as exc:
+        parser.error(f"argument --device: {exc}")
+
+    datasets = _names(args.datasets)
+    if args.suite != "uci":
+        for option in ("tune", "estimators", "max_train"):
+            if getattr(args, option) not in (None, False):
+                parser.error(f"--{option.replace('_', '-')} applies to --suite uci only")
+    else:
+        from ._uci_suite import resolve_datasets
+
+        try:
+            datasets = resolve_datasets(datasets, args.quick) if datasets else None
+        except ValueError as exc:
+            parser.error(f"argument --datasets: {exc}")
+        if args.estimators:
+            from ._estimators import ALL_ESTIMATOR_NAMES
+
+            unknown = [name for name in args.estimators if name not in ALL_ESTIMATOR_NAMES]
+            if unknown:
+                parser.error(
+                    f"argument --estimators: unknown {unknown}; choose from {list(ALL_ESTIMATOR_NAMES)}"
+                )
+
+    parts = [(name, function, _load_part(name, function)) for name, function in SUITES[args.suite]]
+    missing = [f"skquad/benchmarks/{name}.py:{function}()" for name, function, found in parts if found is None]
+    parts = [(name, function, found) for name, function, found in parts if found is not None]
+    if not parts:
+        parser.error(
+            f"suite {args.suite!r} is not available in this installation: "
+            f"{', '.join(missing)} not found"
+        )
+
+    output = args.output or Path("benchmark_results") / (args.suite + ("-quick" if args.quick else ""))
+    output = prepare_output_dir(output)
+    _progress(f"suite {args.suite}{' (quick)' if args.quick else ''} -> {output}")
+    if missing:
+        _progress(f"not available, skipped: {', '.join(missing)}")
+
+    threads = args.threads if args.threads is not None else (1 if args.suite == "uci" else 0)
+    with _thread_limit(threads):
+        sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets)
+
+    if missing or failures:
+        notes = [f"- not available: {item}" for item in missing]
+        notes += [f"- failed: {item}" for item in failures]
+        sections.append(({"title": "Parts not run", "markdown": "\n".join(notes), "tables": {}}, ""))
+    title = {
+        "uci": "skquad benchmark" + (" (quick)" if args.quick else ": UCI datasets"),
+        "paper001": "Paper 001 experiments",
+        "paper002": "Paper 002 experiments",
+        "speed": "Speed targets",
+    }[args.suite]
+    written = write_report(
+        output, title, sections, command=command, wall_time=wall_time, device=args.device, threads=threads
+    )
+    _progress(f"done in {wall_time:.0f} s; report: {written[0]}")
+    print(written[0])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

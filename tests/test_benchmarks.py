@@ -1,0 +1,189 @@
+"""Tests of the benchmark command (python -m skquad.benchmarks)."""
+
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedShuffleSplit
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skquad.benchmarks import __main__ as cli
+from skquad.benchmarks._estimators import EstimatorSpec, available_specs
+from skquad.benchmarks._uci_suite import run as run_uci
+
+SUMMARY_COLUMNS = ["dataset", "estimator", "accuracy_mean", "accuracy_std", "fit_time_median", "n_runs"]
+RUN_COLUMNS = ["dataset", "estimator", "repeat", "seed", "n_train", "n_test", "accuracy", "fit_time", "error"]
+
+needs_data = pytest.mark.skipif(
+    not os.environ.get("SKQUAD_DATA") or not Path(os.environ["SKQUAD_DATA"]).is_dir(),
+    reason="SKQUAD_DATA does not point at the UCI ARFF folder",
+)
+
+
+def test_quick_cli_writes_report_csvs_and_plots(tmp_path, capsys):
+    output = tmp_path / "quick"
+    status = cli.main(["--quick", "--datasets", "iris", "--repeats", "1", "--output", str(output)])
+    assert status == 0
+    for name in ["report.md", "runs.csv", "summary.csv", "ratios.csv", "machine.txt",
+                 "accuracy.png", "accuracy_vs_time.png"]:
+        assert (output / name).is_file(), name
+    assert (output / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+
+    runs = pd.read_csv(output / "runs.csv")
+    summary = pd.read_csv(output / "summary.csv")
+    assert set(RUN_COLUMNS) <= set(runs.columns)
+    assert list(summary.columns[: len(SUMMARY_COLUMNS)]) == SUMMARY_COLUMNS
+    names = [spec.name for spec in available_specs() if spec.quick]
+    assert sorted(runs["estimator"]) == sorted(names)  # one split, every estimator once
+    assert runs["error"].isna().all(), runs.loc[runs["error"].notna(), ["estimator", "error"]]
+    assert runs["accuracy"].between(0, 1).all() and (runs["fit_time"] > 0).all()
+    assert (runs["n_train"] + runs["n_test"] == 150).all()
+    # Every available skquad estimator learns iris.
+    skquad_runs = runs[runs["kind"] == "skquad"]
+    assert (skquad_runs["accuracy"] > 0.8).all(), skquad_runs[["estimator", "accuracy"]]
+
+    # The benchmark's number for LogReg is the one a user gets by hand with the
+    # same split and the same pipeline.
+    X, y = load_iris(return_X_y=True)
+    train, test = next(StratifiedShuffleSplit(1, test_size=0.25, random_state=0).split(X, y))
+    by_hand = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X[train], y[train])
+    logreg = runs.loc[runs["estimator"] == "LogReg", "accuracy"].item()
+    assert logreg == pytest.approx(by_hand.score(X[test], y[test]))
+
+    report = (output / "report.md").read_text()
+    assert "### Test accuracy (%)" in report and "](accuracy.png)" in report
+    assert "iris" in report and "LogReg" in report
+    machine = (output / "machine.txt").read_text()
+    assert "command: python -m skquad.benchmarks --quick --datasets iris" in machine
+    assert "scikit-learn" in machine and "torch" in machine
+    captured = capsys.readouterr()
+    assert "iris split 1/1 LogReg: acc" in captured.err  # progress goes to stderr
+    assert captured.out.strip().endswith("report.md")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--suite", "nope"], "invalid choice: 'nope'"),
+        (["--datasets", "no-such-data"], "unknown dataset 'no-such-data'"),
+        (["--quick", "--datasets", "credit.a"], "unknown dataset 'credit.a' for --quick"),
+        (["--estimators", "Magic"], "unknown ['Magic']"),
+        (["--repeats", "0"], "expected a positive integer"),
+        (["--suite", "speed", "--tune"], "--tune applies to --suite uci only"),
+    ],
+)
+def test_cli_errors(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--output", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_module_entry_point_reports_an_unknown_suite():
+    import subprocess
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "skquad.benchmarks", "--suite", "paper999"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert completed.returncode == 2
+    assert "invalid choice: 'paper999'" in completed.stderr
+    assert "choose from" in completed.stderr and "uci" in completed.stderr
+
+
+def test_cli_rejects_cuda_without_cuda(capsys, monkeypatch, tmp_path):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit):
+        cli.main(["--quick", "--device", "cuda", "--output", str(tmp_path)])
+    assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, monkeypatch):
+    module = types.ModuleType("skquad.benchmarks._fake_part")
+
+    def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
+        import matplotlib.pyplot as plt
+
+        assert output_dir.is_dir() and quick and repeats == 2 and datasets == ["a"]
+        progress("fake part running")
+        fig, ax = plt.subplots()
+        ax.plot([0, 1])
+        fig.savefig(output_dir / "curve.png")
+        plt.close(fig)
+        table = pd.DataFrame({"size": [1, 2], "ratio": [0.5, 0.7]})
+        return {"title": "Fake", "markdown": "Ratio 0.5.\n\n![curve](curve.png)\n",
+                "tables": {"ratios": table}, "figures": ["curve.png"]}
+
+    def broken(**kwargs):
+        raise RuntimeError("solver exploded")
+
+    module.speed = speed
+    module.broken = broken
+    monkeypatch.setitem(sys.modules, "skquad.benchmarks._fake_part", module)
+    monkeypatch.setitem(
+        cli.SUITES, "speed",
+        [("_fake_part", "speed"), ("_not_built_yet", "speed"), ("_fake_part", "broken")],
+    )
+    status = cli.main(["--suite", "speed", "--quick", "--repeats", "2", "--datasets", "a",
+                       "--output", str(tmp_path)])
+    assert status == 1  # one part failed
+    report = (tmp_path / "report.md").read_text()
+    assert "## Fake" in report and "](fake_part/curve.png)" in report
+    assert (tmp_path / "fake_part" / "curve.png").is_file()
+    assert pd.read_csv(tmp_path / "fake_part_ratios.csv")["ratio"].tolist() == [0.5, 0.7]
+    assert "not available: skquad/benchmarks/_not_built_yet.py:speed()" in report
+    assert "failed: fake_part.broken(): RuntimeError: solver exploded" in report
+
+
+def test_a_failing_estimator_is_recorded_not_fatal(tmp_path, monkeypatch):
+    def explode(seed, device, n_features, n_classes):
+        raise ValueError("cannot build")
+
+    specs = [
+        EstimatorSpec("Broken", "skquad", explode, "always fails"),
+        EstimatorSpec("LogReg", "baseline",
+                      lambda seed, device, n_features, n_classes: LogisticRegression(), "lr"),
+    ]
+    monkeypatch.setattr("skquad.benchmarks._uci_suite.available_specs", lambda: specs)
+    result = run_uci(output_dir=tmp_path, quick=True, repeats=1, datasets=["wine"], progress=lambda m: None)
+    runs = result["tables"]["runs"]
+    broken = runs[runs["estimator"] == "Broken"].iloc[0]
+    assert broken["error"] == "ValueError: cannot build" and np.isnan(broken["accuracy"])
+    assert runs.loc[runs["estimator"] == "LogReg", "accuracy"].item() > 0.9
+    assert "### Failed fits" in result["markdown"] and "cannot build" in result["markdown"]
+
+
+def test_nested_tuning_records_best_parameters(tmp_path):
+    result = run_uci(
+        output_dir=tmp_path, quick=True, repeats=1, datasets=["iris"],
+        estimators=["LogReg"], tune=True, progress=lambda m: None,
+    )
+    runs = result["tables"]["runs"]
+    assert runs["tuned"].all()
+    assert runs["best_params"].item().startswith("{'C': ")
+
+
+@needs_data
+def test_uci_suite_on_a_uci_dataset_with_training_cap(tmp_path):
+    result = run_uci(
+        output_dir=tmp_path, repeats=2, datasets=["credit-approval"], estimators=["LogReg", "SVC-rbf"],
+        max_train=200, progress=lambda m: None,
+    )
+    runs, summary = result["tables"]["runs"], result["tables"]["summary"]
+    assert (runs["dataset"] == "credit.a").all()
+    assert (runs["n_train"] == 200).all() and (runs["n_test"] == 173).all()
+    assert list(summary.columns[: len(SUMMARY_COLUMNS)]) == SUMMARY_COLUMNS
+    assert summary["n_runs"].tolist() == [2, 2]
+    # Credit approval with nominal features and missing values: both well above chance.
+    assert (summary["accuracy_mean"] > 0.8).all()
+    assert "capped at 200 samples" in result["markdown"]
