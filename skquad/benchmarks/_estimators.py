@@ -127,7 +127,7 @@ def _skquad_specs():
                 ),
                 "SDPQuantizedClassifier, defaults; training part capped at 600 samples "
                 "(the SDP's cost grows with n and with (2d)^2 per class)",
-                grid={"beta": [0.1, 1.0, 10.0]},
+                grid={"beta": [1e-3, 1e-2, 1e-1]},
                 max_train=600,
             )
         )
@@ -142,7 +142,7 @@ def _skquad_specs():
                 ),
                 "BackpropQuantizedClassifier, defaults (paper 002's baseline: SGD, then "
                 "sign quantization and one scale)",
-                grid={"beta": [0.1, 1.0, 10.0]},
+                grid={"beta": [1e-4, 1e-2]},
             )
         )
     return specs
