@@ -87,3 +87,33 @@ html_sidebars = {"**": ["sidebar-nav-bs"]}
 # a documentation problem, so it must not turn into a failed -W build.
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+# -- Docstring touch-ups -------------------------------------------------------
+import re  # noqa: E402
+
+# ``ndarray of shape (n_features_in_,)``: in reStructuredText a bare word ending
+# with "_" is a link to a target of that name. Show such names literally.
+_SHAPE_NAME = re.compile(r"(?<![`\w])([A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_)(?=[,)\s])")
+# Methods inherited from scikit-learn (score, get_params, set_fit_request, ...)
+# link to scikit-learn's own user guide and glossary, which this site does not
+# contain (and intersphinx would need the network): keep the words, drop the link.
+_SKLEARN_XREF = re.compile(r":(?:ref|term):`([^`<]*?)\s*(?:<([^`>]*)>)?`")
+
+
+def _touch_up_docstring(app, what, name, obj, options, lines):
+    module = getattr(obj, "__module__", "") or ""
+    from_sklearn = module.startswith("sklearn")
+    for index, line in enumerate(lines):
+        if "shape (" in line:
+            head, _, shape = line.partition("shape (")
+            lines[index] = head + "shape (" + _SHAPE_NAME.sub(r"``\1``", shape)
+        if from_sklearn:
+            lines[index] = _SKLEARN_XREF.sub(
+                lambda match: match.group(1).strip() or match.group(2), lines[index]
+            )
+
+
+def setup(app):
+    # Before numpydoc (priority 500) turns the sections into reStructuredText.
+    app.connect("autodoc-process-docstring", _touch_up_docstring, priority=100)
