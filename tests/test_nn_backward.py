@@ -7,9 +7,11 @@ from torch.autograd import gradcheck
 from skquad.nn import (
     CachedBilinearProduct,
     CachedQuadraticForm,
+    PackedQuadraticForm,
     QuadraticLayer,
     ReducedQuadraticLayer,
 )
+from skquad.nn.backward import PackedPairIndex
 
 F64 = torch.float64
 
@@ -37,16 +39,51 @@ def test_algorithm_1_gradcheck(batch, n_in, n_out, with_bias):
     assert gradcheck(CachedQuadraticForm.apply, (a, weight, bias, quadratic))
 
 
+@pytest.mark.parametrize("power_term", [False, True])
 @pytest.mark.parametrize("batch, n_in, n_out", [(1, 1, 1), (6, 4, 3), (5, 7, 2)])
-def test_algorithm_2_gradcheck(batch, n_in, n_out):
+def test_algorithm_2_gradcheck(batch, n_in, n_out, power_term):
+    power = (
+        (_randn(n_out, n_in, seed=6), _randn(n_out, seed=7)) if power_term else (None, None)
+    )
     inputs = (
         _randn(batch, n_in, seed=1),
         _randn(n_out, n_in, seed=2),
         _randn(n_out, seed=3),
         _randn(n_out, n_in, seed=4),
         _randn(n_out, seed=5),
+        *power,
     )
     assert gradcheck(CachedBilinearProduct.apply, inputs)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("batch, n_in, n_out", [(1, 1, 1), (6, 4, 3), (3, 9, 2)])
+def test_packed_algorithm_gradcheck(batch, n_in, n_out, with_bias):
+    # The packed triangle is the free parametrisation: gradcheck may perturb
+    # every entry independently.
+    index = PackedPairIndex(n_in)
+    a = _randn(batch, n_in, seed=1)
+    weight = _randn(n_out, n_in, seed=2)
+    bias = _randn(n_out, seed=3) if with_bias else None
+    packed = _randn(n_out, n_in * (n_in + 1) // 2, seed=4)
+
+    def function(a, weight, bias, packed):
+        return PackedQuadraticForm.apply(a, weight, bias, packed, index)
+
+    assert gradcheck(function, (a, weight, bias, packed))
+    expected = a @ weight.T + torch.einsum("bi,kij,bj->bk", a, index.unpack(packed), a)
+    if with_bias:
+        expected = expected + bias
+    torch.testing.assert_close(function(a, weight, bias, packed), expected)
+
+
+def test_packed_index_unpacks_symmetric_matrices_and_packs_back():
+    index = PackedPairIndex(4)
+    packed = torch.arange(2 * 10, dtype=F64).reshape(2, 10)
+    matrices = index.unpack(packed)
+    torch.testing.assert_close(matrices, matrices.transpose(1, 2))
+    assert matrices[0, 0, 1] == 1 and matrices[0, 1, 0] == 1 and matrices[1, 3, 3] == 19
+    torch.testing.assert_close(index.pack(matrices), packed)
 
 
 LAYERS = [
@@ -137,3 +174,24 @@ def test_cached_backward_is_once_differentiable():
     (grad,) = torch.autograd.grad(layer(a), a, upstream, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable"):
         grad.sum().backward()
+
+
+def test_wide_packed_layer_uses_the_triangle_algorithm_and_matches_autograd():
+    from skquad.nn import layers
+
+    n_in = layers.PACKED_ROW_LOOP_MIN_FEATURES
+    cached = QuadraticLayer(n_in, 2, quadratic_storage="packed", dtype=F64)
+    cached.reset_parameters(_generator(), relinear=False)
+    plain = QuadraticLayer(n_in, 2, quadratic_storage="packed", backward="autograd", dtype=F64)
+    plain.load_numpy_state(cached.state_to_numpy())
+    a_cached = _randn(3, n_in, seed=5)
+    a_plain = a_cached.detach().clone().requires_grad_()
+    z = cached(a_cached)
+    assert z.grad_fn.name() == "PackedQuadraticFormBackward"
+    torch.testing.assert_close(z, plain(a_plain))
+    upstream = torch.randn(3, 2, generator=_generator(6), dtype=F64)
+    z.backward(upstream)
+    plain(a_plain).backward(upstream)
+    torch.testing.assert_close(a_cached.grad, a_plain.grad)
+    torch.testing.assert_close(cached.quadratic_weight.grad, plain.quadratic_weight.grad)
+    torch.testing.assert_close(cached.weight.grad, plain.weight.grad)

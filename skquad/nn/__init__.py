@@ -22,14 +22,18 @@ Backward passes
 ---------------
 CachedQuadraticForm, CachedBilinearProduct
     Paper 001's Algorithms 1 and 2 as :class:`torch.autograd.Function`.
+PackedQuadraticForm
+    Algorithm 1 on the packed upper triangle of ``Q`` (the paper's ``M(x)``
+    features), for wide layers.
 """
 
-from .backward import CachedBilinearProduct, CachedQuadraticForm
+from .backward import CachedBilinearProduct, CachedQuadraticForm, PackedQuadraticForm
 from .layers import QuadraticLayer, ReducedQuadraticLayer
 
 __all__ = [
     "CachedBilinearProduct",
     "CachedQuadraticForm",
+    "PackedQuadraticForm",
     "QuadraticLayer",
     "ReducedQuadraticLayer",
 ]

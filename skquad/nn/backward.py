@@ -17,7 +17,8 @@ intermediate products of the forward pass so that backward needs no extra
   supported optimizer needs).  Algorithm 1 assumes every ``Q^(k)`` is symmetric (the layer passes the symmetric part
   of its parameter), which is what makes ``d(a^T Q a)/da = 2 Q a``.
 
-* Algorithm 2 (reduced-parameter layer, :class:`CachedBilinearProduct`): the
+* Algorithm 2 (reduced-parameter layer, :class:`CachedBilinearProduct`, with
+  paper 000's power term as an option): the
   forward pass keeps ``v1 = W a + b`` and ``v2 = U a + c``; with
   ``z = v1 * v2``, backward is ``dL/da = W^T (delta * v2) + U^T (delta * v1)``,
   ``dL/dW = (delta * v2) a^T``, ``dL/dU = (delta * v1) a^T`` and the bias
@@ -34,7 +35,10 @@ from torch.autograd.function import once_differentiable
 __all__ = [
     "CachedQuadraticForm",
     "CachedBilinearProduct",
+    "PackedQuadraticForm",
+    "PackedPairIndex",
     "cached_quadratic_form",
+    "packed_quadratic_form",
     "cached_bilinear_product",
 ]
 
@@ -93,44 +97,197 @@ class CachedQuadraticForm(torch.autograd.Function):
         return grad_a, grad_weight, grad_bias, grad_quadratic
 
 
-class CachedBilinearProduct(torch.autograd.Function):
-    """Paper 001, Algorithm 2: ``z = (W a + b) * (U a + c)``.
+class PackedPairIndex:
+    """Index tables of the upper triangle ``i <= j`` of an ``n x n`` matrix.
 
-    Inputs: ``a`` (batch, n_in), ``weight`` ``W`` and ``factor_weight`` ``U``
-    (n_out, n_in), ``bias`` ``b`` and ``factor_bias`` ``c`` (n_out,).  Output
-    ``z`` (batch, n_out).  The forward pass caches ``v1 = W a + b`` and
-    ``v2 = U a + c``; both factors come from one matrix product with the
-    stacked weights ``[W; U]``.
+    Entries are numbered row by row (as :func:`torch.triu_indices`), so the
+    entries of row ``i`` are the contiguous block ``offsets[i]:offsets[i + 1]``.
+
+    Parameters
+    ----------
+    n : int
+    device : torch.device, optional
+
+    Attributes
+    ----------
+    rows, cols : torch.LongTensor of shape (n (n + 1) / 2,)
+    symmetric_positions : torch.LongTensor of shape (n * n,)
+        For every entry ``(i, j)`` of the full matrix (row-major), the packed
+        entry that holds ``Q_ij = Q_ji``: ``packed[:, symmetric_positions]``
+        unpacks.
+    offsets : list of int
+    """
+
+    def __init__(self, n, device=None):
+        self.n = n
+        rows, cols = torch.triu_indices(n, n, device=device)
+        self.rows, self.cols = rows, cols
+        n_pairs = rows.shape[0]
+        positions = torch.empty(n, n, dtype=torch.long, device=device)
+        numbers = torch.arange(n_pairs, device=device)
+        positions[rows, cols] = numbers
+        positions[cols, rows] = numbers
+        self.symmetric_positions = positions.reshape(-1)
+        self.offsets = [0]
+        for i in range(n):
+            self.offsets.append(self.offsets[-1] + n - i)
+
+    @property
+    def device(self):
+        return self.rows.device
+
+    def unpack(self, packed):
+        """``(m, n_pairs)`` packed triangles to ``(m, n, n)`` symmetric matrices.
+
+        One gather, differentiable: its backward adds the gradients of
+        ``Q_ij`` and ``Q_ji`` into the packed entry.
+        """
+        return packed.index_select(1, self.symmetric_positions).view(-1, self.n, self.n)
+
+    def pack(self, matrices):
+        """``(m, n, n)`` matrices to their ``(m, n_pairs)`` upper triangles."""
+        return matrices[:, self.rows, self.cols]
+
+
+def pair_products_t(a_t, index):
+    """Paper 001's ``M(a)`` per sample, transposed: ``(n_pairs, batch)``.
+
+    Row ``p = (i, j)`` holds ``a_i a_j`` for ``i = j`` and ``2 a_i a_j`` for
+    ``i < j``, so that ``a^T Q a = M(a) . q`` with ``q`` the packed triangle.
+    ``a_t`` is the transposed input ``(n, batch)``.  Built one contiguous row
+    block at a time: one pass over the output, where a gather needs three.
+    """
+    offsets = index.offsets
+    out = a_t.new_empty(offsets[-1], a_t.shape[1])
+    twice = 2.0 * a_t
+    for i in range(index.n):
+        start = offsets[i]
+        torch.mul(a_t[i : i + 1], a_t[i], out=out[start : start + 1])
+        torch.mul(a_t[i + 1 :], twice[i], out=out[start + 1 : offsets[i + 1]])
+    return out
+
+
+def _symmetric_times_input(g_t, a_t, index):
+    """``S_b a_b`` for every sample, ``S_b`` the symmetric matrix packed in
+    column ``b`` of ``g_t`` ``(n_pairs, batch)``; returns ``(n, batch)``."""
+    offsets = index.offsets
+    out_t = torch.empty_like(a_t)
+    for i in range(index.n):
+        # Row i of S: the block (i, i..n-1) times a_i..a_{n-1}.
+        torch.sum(g_t[offsets[i] : offsets[i + 1]] * a_t[i:], 0, out=out_t[i])
+    for i in range(index.n - 1):
+        # Column i of S below the diagonal: entries (i, j > i) times a_i.
+        out_t[i + 1 :].addcmul_(g_t[offsets[i] + 1 : offsets[i + 1]], a_t[i])
+    return out_t
+
+
+class PackedQuadraticForm(torch.autograd.Function):
+    """Algorithm 1 on the packed triangle: ``z = b + W a + M(a) . q``.
+
+    Inputs: ``a`` (batch, n_in), ``weight`` (n_out, n_in), ``bias`` (n_out,) or
+    None, ``packed`` (n_out, n_pairs) the upper triangles of the symmetric
+    ``Q^(k)`` row by row, and a :class:`PackedPairIndex`.
+
+    This is paper 001's quadratic-neuron gradient written for the free entries
+    (its ``M(x)``: ``x_i^2`` on the diagonal, ``2 x_i x_j`` off it).  The
+    forward pass caches ``M(a)`` (batch x n_pairs, half of Algorithm 1's
+    ``V``) and backward is
+
+    - ``dL/dq = delta^T M(a)`` (one product),
+    - ``dL/da = W^T delta + 2 Q_delta a`` with ``Q_delta = sum_k delta_k Q^(k)``,
+      i.e. Algorithm 1's ``2 V^T delta`` without forming ``V``.
+
+    Forward costs ``n_out n_in (n_in + 1) / 2`` multiply-adds per sample, half
+    of Algorithm 1's ``n_out n_in^2``, and neither pass writes an
+    ``n_out x n_in`` matrix per sample.  The pair products and ``dL/da`` are
+    computed one row block of the triangle at a time (a python loop over
+    ``n_in``), which pays off for wide layers; :class:`~skquad.nn.QuadraticLayer`
+    uses Algorithm 1 on the unpacked matrices below
+    ``PACKED_ROW_LOOP_MIN_FEATURES`` inputs.
     """
 
     @staticmethod
-    def forward(ctx, a, weight, bias, factor_weight, factor_bias):
-        n_out = weight.shape[0]
-        both = torch.addmm(
-            torch.cat((bias, factor_bias)), a, torch.cat((weight, factor_weight)).t()
-        )
-        v1, v2 = both[:, :n_out], both[:, n_out:]
-        ctx.save_for_backward(a, weight, factor_weight, v1, v2)
-        return v1 * v2
+    def forward(ctx, a, weight, bias, packed, index):
+        a_t = a.t().contiguous()
+        pairs_t = pair_products_t(a_t, index)
+        z = torch.mm(a, weight.t()) if bias is None else torch.addmm(bias, a, weight.t())
+        z.addmm_(pairs_t.t(), packed.t())
+        ctx.save_for_backward(a, a_t, weight, packed, pairs_t)
+        ctx.index = index
+        ctx.has_bias = bias is not None
+        return z
 
     @staticmethod
     @once_differentiable
     def backward(ctx, delta):
-        a, weight, factor_weight, v1, v2 = ctx.saved_tensors
-        # Gradients of the two factors, side by side so that one product
-        # handles both the weight gradients and dL/da.
-        grad_factors = torch.cat((delta * v2, delta * v1), dim=1)
-        grad_a = grad_weight = grad_bias = grad_factor_weight = grad_factor_bias = None
-        n_out = weight.shape[0]
+        a, a_t, weight, packed, pairs_t = ctx.saved_tensors
+        grad_a = grad_weight = grad_bias = grad_packed = None
         if ctx.needs_input_grad[0]:
-            grad_a = torch.mm(grad_factors, torch.cat((weight, factor_weight)))
-        if ctx.needs_input_grad[1] or ctx.needs_input_grad[3]:
-            grad_both = torch.mm(grad_factors.t(), a)
-            grad_weight, grad_factor_weight = grad_both[:n_out], grad_both[n_out:]
-        if ctx.needs_input_grad[2] or ctx.needs_input_grad[4]:
-            sums = _sum_over_batch(grad_factors)
-            grad_bias, grad_factor_bias = sums[:n_out], sums[n_out:]
-        return grad_a, grad_weight, grad_bias, grad_factor_weight, grad_factor_bias
+            g_t = torch.mm(packed.t(), delta.t())
+            grad_a = torch.mm(delta, weight)
+            grad_a.add_(_symmetric_times_input(g_t, a_t, ctx.index).t(), alpha=2.0)
+        if ctx.needs_input_grad[1]:
+            grad_weight = torch.mm(delta.t(), a)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_bias = _sum_over_batch(delta)
+        if ctx.needs_input_grad[3]:
+            grad_packed = torch.mm(delta.t(), pairs_t.t())
+        return grad_a, grad_weight, grad_bias, grad_packed, None
+
+
+class CachedBilinearProduct(torch.autograd.Function):
+    """Paper 001, Algorithm 2: ``z = (W a + b) * (U a + c)``, optionally plus
+    paper 000's power term ``W_p (a * a) + c_p``.
+
+    Inputs: ``a`` (batch, n_in), ``weight`` ``W`` and ``factor_weight`` ``U``
+    (n_out, n_in), ``bias`` ``b`` and ``factor_bias`` ``c`` (n_out,), and
+    ``power_weight`` ``W_p`` (n_out, n_in) and ``power_bias`` ``c_p`` (n_out,),
+    both None without the power term.  Output ``z`` (batch, n_out).  The
+    forward pass caches ``v1 = W a + b`` and ``v2 = U a + c``; backward is
+    ``dL/da = W^T (delta * v2) + U^T (delta * v1) [+ 2 a * W_p^T delta]``,
+    ``dL/dW = (delta * v2) a^T``, ``dL/dU = (delta * v1) a^T``
+    ``[, dL/dW_p = delta (a * a)^T]`` and batch sums for the biases.
+    """
+
+    @staticmethod
+    def forward(ctx, a, weight, bias, factor_weight, factor_bias, power_weight, power_bias):
+        v1 = torch.addmm(bias, a, weight.t())
+        v2 = torch.addmm(factor_bias, a, factor_weight.t())
+        z = v1 * v2
+        squares = None
+        if power_weight is not None:
+            squares = a * a
+            z.addmm_(squares, power_weight.t()).add_(power_bias)
+        ctx.save_for_backward(a, weight, factor_weight, v1, v2, power_weight, squares)
+        return z
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, delta):
+        a, weight, factor_weight, v1, v2, power_weight, squares = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_v1 = delta * v2
+        grad_v2 = delta * v1
+        grads = [None] * 7
+        if needs[0]:
+            grad_a = torch.mm(grad_v1, weight).addmm_(grad_v2, factor_weight)
+            if power_weight is not None:
+                grad_a.addcmul_(torch.mm(delta, power_weight), a, value=2.0)
+            grads[0] = grad_a
+        if needs[1]:
+            grads[1] = torch.mm(grad_v1.t(), a)
+        if needs[2]:
+            grads[2] = _sum_over_batch(grad_v1)
+        if needs[3]:
+            grads[3] = torch.mm(grad_v2.t(), a)
+        if needs[4]:
+            grads[4] = _sum_over_batch(grad_v2)
+        if power_weight is not None:
+            if needs[5]:
+                grads[5] = torch.mm(delta.t(), squares)
+            if needs[6]:
+                grads[6] = _sum_over_batch(delta)
+        return tuple(grads)
 
 
 def cached_quadratic_form(a, weight, bias, quadratic):
@@ -138,6 +295,15 @@ def cached_quadratic_form(a, weight, bias, quadratic):
     return CachedQuadraticForm.apply(a, weight, bias, quadratic)
 
 
-def cached_bilinear_product(a, weight, bias, factor_weight, factor_bias):
-    """Apply :class:`CachedBilinearProduct`."""
-    return CachedBilinearProduct.apply(a, weight, bias, factor_weight, factor_bias)
+def packed_quadratic_form(a, weight, bias, packed, index):
+    """Apply :class:`PackedQuadraticForm` (``bias`` may be None)."""
+    return PackedQuadraticForm.apply(a, weight, bias, packed, index)
+
+
+def cached_bilinear_product(
+    a, weight, bias, factor_weight, factor_bias, power_weight=None, power_bias=None
+):
+    """Apply :class:`CachedBilinearProduct` (no power term by default)."""
+    return CachedBilinearProduct.apply(
+        a, weight, bias, factor_weight, factor_bias, power_weight, power_bias
+    )

@@ -25,11 +25,23 @@ import numpy as np
 import torch
 from torch import nn
 
-from .backward import cached_bilinear_product, cached_quadratic_form
+from .backward import (
+    PackedPairIndex,
+    cached_bilinear_product,
+    cached_quadratic_form,
+    packed_quadratic_form,
+)
 
 __all__ = ["QuadraticLayer", "ReducedQuadraticLayer"]
 
 _BACKWARDS = ("cached", "autograd")
+
+# From this many inputs on, a packed layer's cached backward works on the
+# triangle itself (PackedQuadraticForm, half the multiplications, row-block
+# loops); below it, python overhead per row costs more than the saved work and
+# the layer runs Algorithm 1 on the unpacked matrices.  Measured by
+# skquad.benchmarks._layers (storage table).
+PACKED_ROW_LOOP_MIN_FEATURES = 96
 _STORAGES = ("full", "packed")
 
 
@@ -305,6 +317,10 @@ class QuadraticLayer(_QuadraticLayerBase):
 
     _linear_names = ("weight", "bias")
     _quadratic_names = ("quadratic_weight",)
+    # Chosen by measurement (skquad.benchmarks._layers, storage table): the
+    # packed triangle is as fast for narrow layers, faster for wide ones (half
+    # the multiplications) and halves memory and optimizer work.
+    default_storage = "packed"
 
     def __init__(
         self,
@@ -313,7 +329,7 @@ class QuadraticLayer(_QuadraticLayerBase):
         *,
         bias=True,
         backward="cached",
-        quadratic_storage="full",
+        quadratic_storage=None,
         device=None,
         dtype=None,
     ):
@@ -322,6 +338,8 @@ class QuadraticLayer(_QuadraticLayerBase):
         self.in_features = _check_positive_int(in_features, "in_features")
         self.out_features = _check_positive_int(out_features, "out_features")
         self.backward = _check_choice(backward, "backward", _BACKWARDS)
+        if quadratic_storage is None:
+            quadratic_storage = self.default_storage
         self.quadratic_storage = _check_choice(
             quadratic_storage, "quadratic_storage", _STORAGES
         )
@@ -333,10 +351,9 @@ class QuadraticLayer(_QuadraticLayerBase):
         else:
             shape = (n_out, n_in * (n_in + 1) // 2)
         self.quadratic_weight = nn.Parameter(torch.empty(shape, **factory))
-        rows, cols = torch.triu_indices(n_in, n_in, device=device)
-        # Buffers, not parameters: they follow .to(device) and are not trained.
-        self.register_buffer("_triu_rows", rows, persistent=False)
-        self.register_buffer("_triu_cols", cols, persistent=False)
+        # Index tables of the packed triangle, rebuilt when the layer moves to
+        # another device (see _pair_index_on).
+        self._pair_index = PackedPairIndex(n_in, device)
         self.reset_parameters()
 
     def _options(self):
@@ -361,17 +378,15 @@ class QuadraticLayer(_QuadraticLayerBase):
         if self.quadratic_storage == "full":
             parameter = self.quadratic_weight
             return 0.5 * (parameter + parameter.transpose(1, 2))
-        return self._unpack(self.quadratic_weight)
+        return self._pair_index_on(self.quadratic_weight.device).unpack(
+            self.quadratic_weight
+        )
 
-    def _unpack(self, packed):
-        n_in = self.in_features
-        full = packed.new_zeros(packed.shape[0], n_in, n_in)
-        full[:, self._triu_rows, self._triu_cols] = packed
-        full[:, self._triu_cols, self._triu_rows] = packed
-        return full
-
-    def _pack(self, matrices):
-        return matrices[:, self._triu_rows, self._triu_cols]
+    def _pair_index_on(self, device):
+        """The packed-triangle index tables on ``device`` (built once per move)."""
+        if self._pair_index.device != device:
+            self._pair_index = PackedPairIndex(self.in_features, device)
+        return self._pair_index
 
     def _reset_quadratic(self, generator, relinear):
         with torch.no_grad():
@@ -396,13 +411,25 @@ class QuadraticLayer(_QuadraticLayerBase):
         if self.quadratic_storage == "full":
             self.quadratic_weight.copy_(matrices)
         else:
-            self.quadratic_weight.copy_(self._pack(matrices))
+            index = self._pair_index_on(matrices.device)
+            self.quadratic_weight.copy_(index.pack(matrices))
 
     # ------------------------------------------------------------------ forward
     def forward(self, a):
         """Compute ``z`` of shape (batch, out_features) from ``a`` (batch, in)."""
         self._check_input(a)
         if self.backward == "cached":
+            if (
+                self.quadratic_storage == "packed"
+                and self.in_features >= PACKED_ROW_LOOP_MIN_FEATURES
+            ):
+                return packed_quadratic_form(
+                    a,
+                    self.weight,
+                    self.bias,
+                    self.quadratic_weight,
+                    self._pair_index_on(a.device),
+                )
             return cached_quadratic_form(
                 a, self.weight, self.bias, self.quadratic_matrices()
             )
@@ -416,14 +443,11 @@ class QuadraticLayer(_QuadraticLayerBase):
             return linear + (v * a.unsqueeze(1)).sum(dim=2)
         # Packed: z = sum_{i<=j} c_ij q_ij a_i a_j with c = 1 on the diagonal,
         # 2 off it: a product of the pair features with the packed entries.
-        pairs = a[:, self._triu_rows] * a[:, self._triu_cols]
-        weights = self.quadratic_weight * self._pair_multiplicity()
+        index = self._pair_index_on(a.device)
+        pairs = a.index_select(1, index.rows) * a.index_select(1, index.cols)
+        multiplicity = torch.where(index.rows == index.cols, 1.0, 2.0).to(a.dtype)
+        weights = self.quadratic_weight * multiplicity
         return linear + torch.matmul(pairs, weights.t())
-
-    def _pair_multiplicity(self):
-        return torch.where(self._triu_rows == self._triu_cols, 1.0, 2.0).to(
-            self.quadratic_weight.dtype
-        )
 
     # ------------------------------------------------------------- numpy state
     def _export_arrays(self):
@@ -552,13 +576,18 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
         """Compute ``z`` of shape (batch, out_features) from ``a`` (batch, in)."""
         self._check_input(a)
         if self.backward == "cached":
-            z = cached_bilinear_product(
-                a, self.weight, self.bias, self.factor_weight, self.factor_bias
+            return cached_bilinear_product(
+                a,
+                self.weight,
+                self.bias,
+                self.factor_weight,
+                self.factor_bias,
+                self.power_weight,
+                self.power_bias,
             )
-        else:
-            z = nn.functional.linear(a, self.weight, self.bias) * nn.functional.linear(
-                a, self.factor_weight, self.factor_bias
-            )
+        z = nn.functional.linear(a, self.weight, self.bias) * nn.functional.linear(
+            a, self.factor_weight, self.factor_bias
+        )
         if self.power_term:
             z = z + nn.functional.linear(a * a, self.power_weight, self.power_bias)
         return z
