@@ -74,6 +74,7 @@ def test_reduced_layer_forward_matches_formula(options):
 
 def test_full_and_packed_storage_compute_the_same_function():
     full = QuadraticLayer(6, 4, quadratic_storage="full", dtype=F64)
+    assert QuadraticLayer(6, 4).quadratic_storage == QuadraticLayer.default_storage
     full.reset_parameters(_generator(3), relinear=False)
     packed = QuadraticLayer.from_numpy_state(
         full.state_to_numpy(), dtype=F64, quadratic_storage="packed"
@@ -86,7 +87,7 @@ def test_full_and_packed_storage_compute_the_same_function():
 
 def test_full_storage_uses_the_symmetric_part():
     # An asymmetric P and its symmetric part define the same quadratic form.
-    layer = QuadraticLayer(4, 2, dtype=F64, backward="autograd")
+    layer = QuadraticLayer(4, 2, dtype=F64, backward="autograd", quadratic_storage="full")
     with torch.no_grad():
         layer.quadratic_weight.copy_(torch.randn(2, 4, 4, generator=_generator(), dtype=F64))
     a = _inputs(n_in=4)
@@ -99,7 +100,7 @@ def test_full_storage_uses_the_symmetric_part():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: QuadraticLayer(5, 3, dtype=F64),
+        lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="full"),
         lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="packed"),
         lambda: ReducedQuadraticLayer(5, 3, dtype=F64),
         lambda: ReducedQuadraticLayer(5, 3, dtype=F64, power_term=True),
@@ -187,7 +188,7 @@ def test_parameter_groups_partition_the_parameters(layer):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: QuadraticLayer(5, 3, dtype=F64),
+        lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="full"),
         lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="packed"),
         lambda: ReducedQuadraticLayer(5, 3, dtype=F64, power_term=True),
     ],
@@ -311,7 +312,7 @@ def test_dtype_conversion_moves_index_buffers():
 
 @pytest.mark.parametrize("backward", ["cached", "autograd"])
 def test_full_storage_stays_symmetric_under_training(backward):
-    layer = QuadraticLayer(4, 3, backward=backward, dtype=F64)
+    layer = QuadraticLayer(4, 3, backward=backward, quadratic_storage="full", dtype=F64)
     layer.reset_parameters(_generator(), relinear=False)
     optimizer = torch.optim.Adam(layer.parameters(), lr=0.05, weight_decay=1e-3)
     a = _inputs(batch=20, n_in=4)
@@ -327,7 +328,7 @@ def test_full_storage_stays_symmetric_under_training(backward):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: QuadraticLayer(2, 1),
+        lambda: QuadraticLayer(2, 1, quadratic_storage="full"),
         lambda: QuadraticLayer(2, 1, quadratic_storage="packed", backward="autograd"),
         lambda: ReducedQuadraticLayer(2, 1),
         lambda: ReducedQuadraticLayer(2, 1, power_term=True),
