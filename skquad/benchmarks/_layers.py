@@ -30,6 +30,8 @@ import torch
 
 from skquad.nn import QuadraticLayer, ReducedQuadraticLayer
 
+from ._report import _pyplot, markdown_table
+
 __all__ = ["speed"]
 
 WIDE_SHAPE = (512, 256, 256)
@@ -216,11 +218,7 @@ def _storage_table(shapes, repeats, progress):
 
 
 def _plot_cached_vs_autograd(table, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     figure, axis = plt.subplots(figsize=(8, 4.5))
     labels = [f"{b}x{i}->{o}" for b, i, o in table[["batch", "n_in", "n_out"]].drop_duplicates().values]
     positions = np.arange(len(labels))
@@ -239,21 +237,15 @@ def _plot_cached_vs_autograd(table, path):
     plt.close(figure)
 
 
+def _cell(value):
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return value
+
+
 def _markdown_table(frame):
-    """A Markdown pipe table (pandas' to_markdown needs the tabulate package)."""
-
-    def cell(value):
-        if isinstance(value, (float, np.floating)):
-            return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
-        return str(value)
-
-    lines = [
-        "| " + " | ".join(map(str, frame.columns)) + " |",
-        "|" + "|".join("---" for _ in frame.columns) + "|",
-    ]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(cell(value) for value in row) + " |")
-    return "\n".join(lines)
+    rows = [[_cell(value) for value in row] for row in frame.itertuples(index=False)]
+    return markdown_table(list(frame.columns), rows)
 
 
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
