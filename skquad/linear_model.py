@@ -25,14 +25,15 @@ from .nn.quadratic_form import (
 
 __all__ = ["QuadraticLogisticRegression"]
 
-# Below this many flops per objective evaluation, one torch thread is faster:
-# spreading tiny products over threads costs more than it saves, and much more
-# on a loaded machine where a spinning OpenMP thread waits for a busy core.
-_PARALLEL_FLOPS = 2e8
+# Below this many flops in the largest single product (``X Q_k``), one torch
+# thread is faster: every parallel region ends at a barrier, which costs more
+# than small products save, and far more on a loaded machine where the other
+# OpenMP thread waits for a busy core (measured: 8x slower fits at load 8).
+_PARALLEL_FLOPS = 1e9
 
 
 @contextmanager
-def _compute_threads(flops_per_evaluation):
+def _compute_threads(flops_per_product):
     """Thread settings for one fit, restored afterwards.
 
     The heavy products run in torch; scipy's L-BFGS-B bookkeeping runs in the
@@ -40,7 +41,7 @@ def _compute_threads(flops_per_evaluation):
     BLAS is limited to one thread for the duration of the fit.
     """
     previous = torch.get_num_threads()
-    single = flops_per_evaluation < _PARALLEL_FLOPS and previous > 1
+    single = flops_per_product < _PARALLEL_FLOPS and previous > 1
     try:
         if single:
             torch.set_num_threads(1)
@@ -275,10 +276,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             params[-1].zero_()
         n_features = X.shape[1]
         width = n_features if self.rank is None else min(self.rank, n_features)
-        flops = 3.0 * X.shape[0] * n_features * width * self._n_scores
+        rows = X.shape[0]
         if self.solver == "sgd":
-            batch = 200 if self.batch_size == "auto" else self.batch_size
-            flops *= min(batch, X.shape[0]) / X.shape[0]
+            rows = min(200 if self.batch_size == "auto" else self.batch_size, rows)
+        flops = 2.0 * rows * n_features * width
         with _compute_threads(flops if device.type == "cpu" else np.inf):
             if self.solver == "lbfgs":
                 params, n_iter = self._fit_lbfgs(
