@@ -49,8 +49,11 @@ nitpicky = False
 
 # -- API reference -----------------------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": True}
+autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
+# An override without a docstring (a torch autograd Function's forward) would
+# otherwise show torch's text, with links into torch's own documentation.
+autodoc_inherit_docstrings = False
 # numpydoc renders Parameters/Attributes/Examples; the method tables come from
 # the autosummary class template, so numpydoc need not list members again.
 numpydoc_show_class_members = False
@@ -101,10 +104,17 @@ _SHAPE_NAME = re.compile(r"(?<![`\w])([A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_)(?=[,)\s
 _SKLEARN_XREF = re.compile(r":(?:ref|term):`([^`<]*?)\s*(?:<([^`>]*)>)?`")
 
 
+# ``W_k . a`` (a dot product written with a period): autosummary ends a
+# summary at the first ". ", which would cut the literal in two. Use a middle dot.
+_LITERAL = re.compile(r"``.+?``")
+
+
 def _touch_up_docstring(app, what, name, obj, options, lines):
     module = getattr(obj, "__module__", "") or ""
     from_sklearn = module.startswith("sklearn")
     for index, line in enumerate(lines):
+        if " . " in line:
+            line = lines[index] = _LITERAL.sub(lambda m: m.group(0).replace(" . ", " \u00b7 "), line)
         if "shape (" in line:
             head, _, shape = line.partition("shape (")
             lines[index] = head + "shape (" + _SHAPE_NAME.sub(r"``\1``", shape)
