@@ -73,6 +73,8 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "plot_gallery": "True",
     "matplotlib_animations": False,
+    # Timings are machine noise, not documentation; and the file would land in doc/.
+    "write_computation_times": False,
 }
 
 # -- HTML --------------------------------------------------------------------
