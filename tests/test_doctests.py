@@ -1,7 +1,7 @@
 """The Examples sections of skquad's docstrings run as doctests.
 
 Every public module (no underscore in its dotted name) is collected, plus every
-module that defines a name exported by ``skquad.__all__``; a failing example in
+module that defines a name a public module exports in its ``__all__``; a failing example in
 any of them fails the suite. A second test makes sure every estimator
 (``skquad.__all__``) and the dataset loaders and generators have an Examples
 section at all, so that "it has no examples" cannot pass for "its
@@ -28,8 +28,15 @@ def _public_module_names():
         if any(part.startswith("_") for part in parts):
             continue
         names.add(info.name)
-    for name in skquad.__all__:
-        names.add(getattr(skquad, name).__module__)
+    # Public names are often defined in private modules (skquad.datasets._uci)
+    # and re-exported: the doctest finder only looks at objects defined in the
+    # module it is given, so add the defining modules too.
+    for public in sorted(names):
+        module = importlib.import_module(public)
+        for name in getattr(module, "__all__", []):
+            defined_in = getattr(getattr(module, name), "__module__", None)
+            if defined_in and defined_in.startswith("skquad"):
+                names.add(defined_in)
     return sorted(names)
 
 
