@@ -56,12 +56,15 @@ def test_algorithm_2_gradcheck(batch, n_in, n_out, power_term):
     assert gradcheck(CachedBilinearProduct.apply, inputs)
 
 
+@pytest.mark.parametrize("row_loop", [True, False])
 @pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("batch, n_in, n_out", [(1, 1, 1), (6, 4, 3), (3, 9, 2)])
-def test_packed_algorithm_gradcheck(batch, n_in, n_out, with_bias):
+def test_packed_algorithm_gradcheck(batch, n_in, n_out, with_bias, row_loop):
     # The packed triangle is the free parametrisation: gradcheck may perturb
-    # every entry independently.
+    # every entry independently. Both the row-block loops (one thread) and the
+    # gathers (several threads) are checked.
     index = PackedPairIndex(n_in)
+    index.row_loop = row_loop
     a = _randn(batch, n_in, seed=1)
     weight = _randn(n_out, n_in, seed=2)
     bias = _randn(n_out, seed=3) if with_bias else None
@@ -168,7 +171,7 @@ def test_input_without_gradient_skips_its_gradient():
 
 
 def test_cached_backward_is_once_differentiable():
-    layer = ReducedQuadraticLayer(3, 2, dtype=F64)
+    layer = ReducedQuadraticLayer(3, 2, backward="cached", dtype=F64)
     a = _randn(4, 3)
     upstream = torch.ones(4, 2, dtype=F64, requires_grad=True)
     (grad,) = torch.autograd.grad(layer(a), a, upstream, create_graph=True)
@@ -179,7 +182,7 @@ def test_cached_backward_is_once_differentiable():
 def test_wide_packed_layer_uses_the_triangle_algorithm_and_matches_autograd():
     from skquad.nn import layers
 
-    n_in = layers.PACKED_ROW_LOOP_MIN_FEATURES
+    n_in = layers.PACKED_TRIANGLE_MIN_FEATURES
     cached = QuadraticLayer(n_in, 2, quadratic_storage="packed", dtype=F64)
     cached.reset_parameters(_generator(), relinear=False)
     plain = QuadraticLayer(n_in, 2, quadratic_storage="packed", backward="autograd", dtype=F64)

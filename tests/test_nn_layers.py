@@ -85,6 +85,15 @@ def test_full_and_packed_storage_compute_the_same_function():
     torch.testing.assert_close(packed.quadratic_matrices(), full.quadratic_matrices())
 
 
+def test_same_generator_gives_the_same_matrices_in_either_storage():
+    full = QuadraticLayer(5, 3, quadratic_storage="full", dtype=F64)
+    packed = QuadraticLayer(5, 3, quadratic_storage="packed", dtype=F64)
+    full.reset_parameters(_generator(4), relinear=False)
+    packed.reset_parameters(_generator(4), relinear=False)
+    torch.testing.assert_close(full.quadratic_matrices(), packed.quadratic_matrices())
+    torch.testing.assert_close(full.weight, packed.weight)
+
+
 def test_full_storage_uses_the_symmetric_part():
     # An asymmetric P and its symmetric part define the same quadratic form.
     layer = QuadraticLayer(4, 2, dtype=F64, backward="autograd", quadratic_storage="full")
@@ -299,6 +308,10 @@ def test_forward_rejects_wrong_input_shape(layer):
         layer(torch.ones(4, 2))
     with pytest.raises(ValueError, match=r"got \(3,\)"):
         layer(torch.ones(3))
+    with pytest.raises(ValueError, match="torch.float32 parameters .* input is torch.float64"):
+        layer(torch.ones(4, 3, dtype=F64))
+    with pytest.raises(TypeError, match="expects a torch.Tensor, got ndarray"):
+        layer(np.ones((4, 3), dtype=np.float32))
 
 
 def test_dtype_conversion_moves_index_buffers():
@@ -330,7 +343,7 @@ def test_full_storage_stays_symmetric_under_training(backward):
     [
         lambda: QuadraticLayer(2, 1, quadratic_storage="full"),
         lambda: QuadraticLayer(2, 1, quadratic_storage="packed", backward="autograd"),
-        lambda: ReducedQuadraticLayer(2, 1),
+        lambda: ReducedQuadraticLayer(2, 1, backward="cached"),
         lambda: ReducedQuadraticLayer(2, 1, power_term=True),
     ],
 )

@@ -118,10 +118,16 @@ class PackedPairIndex:
     offsets : list of int
     """
 
+    # None: loop over row blocks when torch runs single-threaded, gather
+    # otherwise (see _use_row_loop); True/False force one way (tests).
+    row_loop = None
+
     def __init__(self, n, device=None):
         self.n = n
         rows, cols = torch.triu_indices(n, n, device=device)
         self.rows, self.cols = rows, cols
+        # Off-diagonal pairs count twice in a^T Q a: index into [a; 2 a].
+        self.cols_doubled = cols + n * (rows != cols)
         n_pairs = rows.shape[0]
         positions = torch.empty(n, n, dtype=torch.long, device=device)
         numbers = torch.arange(n_pairs, device=device)
@@ -149,14 +155,33 @@ class PackedPairIndex:
         return matrices[:, self.rows, self.cols]
 
 
+def _use_row_loop(index):
+    """Row-block loops or gathers for the packed triangle?
+
+    The loops make one pass over memory but issue ``2 n`` small operations.
+    Single-threaded that is the fastest way (wide layer, 512 x 256 -> 256: pair
+    products 117 ms by loop against 295 ms by gather); with several threads
+    every operation is a parallel region whose synchronisation, when the
+    machine is busy, costs more than the work (4.3 s against 0.37 s measured on
+    the 2-core build machine under load), so a few large gathers win.
+    """
+    if index.row_loop is not None:
+        return index.row_loop
+    return torch.get_num_threads() == 1
+
+
 def pair_products_t(a_t, index):
     """Paper 001's ``M(a)`` per sample, transposed: ``(n_pairs, batch)``.
 
     Row ``p = (i, j)`` holds ``a_i a_j`` for ``i = j`` and ``2 a_i a_j`` for
     ``i < j``, so that ``a^T Q a = M(a) . q`` with ``q`` the packed triangle.
-    ``a_t`` is the transposed input ``(n, batch)``.  Built one contiguous row
-    block at a time: one pass over the output, where a gather needs three.
+    ``a_t`` is the transposed input ``(n, batch)``.
     """
+    if not _use_row_loop(index):
+        doubled = torch.cat((a_t, 2.0 * a_t))
+        return a_t.index_select(0, index.rows) * doubled.index_select(
+            0, index.cols_doubled
+        )
     offsets = index.offsets
     out = a_t.new_empty(offsets[-1], a_t.shape[1])
     twice = 2.0 * a_t
@@ -170,12 +195,16 @@ def pair_products_t(a_t, index):
 def _symmetric_times_input(g_t, a_t, index):
     """``S_b a_b`` for every sample, ``S_b`` the symmetric matrix packed in
     column ``b`` of ``g_t`` ``(n_pairs, batch)``; returns ``(n, batch)``."""
+    n = index.n
+    if not _use_row_loop(index):
+        full = g_t.index_select(0, index.symmetric_positions).view(n, n, -1)
+        return (full * a_t.unsqueeze(0)).sum(dim=1)
     offsets = index.offsets
     out_t = torch.empty_like(a_t)
-    for i in range(index.n):
+    for i in range(n):
         # Row i of S: the block (i, i..n-1) times a_i..a_{n-1}.
         torch.sum(g_t[offsets[i] : offsets[i + 1]] * a_t[i:], 0, out=out_t[i])
-    for i in range(index.n - 1):
+    for i in range(n - 1):
         # Column i of S below the diagonal: entries (i, j > i) times a_i.
         out_t[i + 1 :].addcmul_(g_t[offsets[i] + 1 : offsets[i + 1]], a_t[i])
     return out_t
@@ -199,11 +228,11 @@ class PackedQuadraticForm(torch.autograd.Function):
 
     Forward costs ``n_out n_in (n_in + 1) / 2`` multiply-adds per sample, half
     of Algorithm 1's ``n_out n_in^2``, and neither pass writes an
-    ``n_out x n_in`` matrix per sample.  The pair products and ``dL/da`` are
-    computed one row block of the triangle at a time (a python loop over
-    ``n_in``), which pays off for wide layers; :class:`~skquad.nn.QuadraticLayer`
-    uses Algorithm 1 on the unpacked matrices below
-    ``PACKED_ROW_LOOP_MIN_FEATURES`` inputs.
+    ``n_out x n_in`` matrix per sample.  Single-threaded, the pair products and
+    ``dL/da`` are computed one row block of the triangle at a time (a python
+    loop over ``n_in``), otherwise by gathers.  The bookkeeping pays off for
+    wide layers; :class:`~skquad.nn.QuadraticLayer` uses Algorithm 1 on the
+    unpacked matrices below ``PACKED_TRIANGLE_MIN_FEATURES`` inputs.
     """
 
     @staticmethod
