@@ -12,6 +12,8 @@ import doctest
 import importlib
 import inspect
 import pkgutil
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,3 +94,56 @@ def test_public_objects_have_examples(qualified_name):
     doc = inspect.getdoc(obj) or ""
     assert "Examples\n--------" in doc, f"{qualified_name} has no Examples section"
     assert ">>> " in doc, f"{qualified_name}'s Examples section has no example"
+
+
+# The modules whose ``__all__`` the API reference (doc/api.rst) documents.
+API_REFERENCE = Path(__file__).resolve().parents[1] / "doc" / "api.rst"
+DOCUMENTED_MODULES = [
+    "skquad",
+    "skquad.datasets",
+    "skquad.nn",
+    "skquad.nn.backward",
+    "skquad.nn.quadratic_form",
+    "skquad.convex",
+]
+
+
+def _documented_objects(text):
+    """Objects named in api.rst's autosummary lists and autodata directives."""
+    documented = []
+    module = "skquad"
+    in_autosummary = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if match := re.match(r"\.\. currentmodule:: (\S+)", stripped):
+            module, in_autosummary = match.group(1), False
+        elif stripped.startswith(".. autosummary::"):
+            in_autosummary = True
+        elif match := re.match(r"\.\. auto(?:data|class|function):: (\S+)", stripped):
+            documented.append(f"{module}.{match.group(1)}")
+            in_autosummary = False
+        elif in_autosummary and line.startswith("   ") and stripped and not stripped.startswith(":"):
+            documented.append(f"{module}.{stripped}")
+        elif stripped and not line.startswith(" "):
+            in_autosummary = False
+    objects = {}
+    for qualified_name in documented:
+        module_name, _, name = qualified_name.rpartition(".")
+        objects[qualified_name] = getattr(importlib.import_module(module_name), name)
+    return objects
+
+
+@pytest.mark.skipif(not API_REFERENCE.exists(), reason="no doc/ folder beside the tests")
+def test_api_reference_lists_every_public_name():
+    documented = _documented_objects(API_REFERENCE.read_text())
+    documented_ids = {id(obj) for obj in documented.values()}
+    missing = []
+    for module_name in DOCUMENTED_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            if id(getattr(module, name)) not in documented_ids:
+                missing.append(f"{module_name}.{name}")
+    assert not missing, (
+        f"public names missing from {API_REFERENCE.name}: {missing}; add each to the "
+        "autosummary list of its section (see the existing entries)"
+    )
