@@ -20,37 +20,49 @@ XOR_X = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
 XOR_Y = np.array([0, 1, 1, 0])
 
 
-def _degree2_features(X):
-    """Explicit features whose plain L2 penalty equals ||Q||_F^2 + ||w||^2.
+def _feature_scale(n_features, penalty):
+    """Scale of the explicit feature ``x_i x_j`` whose plain L2 penalty is ``P(Q)``.
 
-    ``x_i^2`` carries ``Q_ii`` and ``sqrt(2) x_i x_j`` (i < j) carries
-    ``sqrt(2) Q_ij``, whose square ``2 Q_ij^2`` is what the symmetric ``Q``
-    pays for the pair ``(i, j)`` in ``||Q||_F^2``.
+    ``"polynomial"``: plain ``x_i x_j`` (as PolynomialFeatures), coefficient
+    ``2 Q_ij``. ``"frobenius"``: ``sqrt(2) x_i x_j`` carries ``sqrt(2) Q_ij``,
+    whose square ``2 Q_ij^2`` is what the pair ``(i, j)`` pays in ``||Q||_F^2``.
     """
-    rows, cols = np.triu_indices(X.shape[1])
-    scale = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    rows, cols = np.triu_indices(n_features)
+    off = np.sqrt(2.0) if penalty == "frobenius" else 1.0
+    return rows, cols, np.where(rows == cols, 1.0, off)
+
+
+def _degree2_features(X, penalty):
+    rows, cols, scale = _feature_scale(X.shape[1], penalty)
     return np.hstack([X[:, rows] * X[:, cols] * scale, X])
 
 
-def _objective(X, y_index, sample_weight, C, Q, coef, intercept):
-    """C * sum_i s_i l_i + (||Q||^2 + ||w||^2) / 2, in plain numpy."""
+def _penalty(Q, penalty):
+    off_diagonal = Q - np.einsum("kii->ki", Q)[:, :, None] * np.eye(Q.shape[1])
+    weight = 1.0 if penalty == "frobenius" else 2.0
+    return np.sum(Q**2) + (weight - 1.0) * np.sum(off_diagonal**2)
+
+
+def _objective(X, y_index, sample_weight, C, Q, coef, intercept, penalty="polynomial"):
+    """C * sum_i s_i l_i + (P(Q) + ||w||^2) / 2, in plain numpy."""
     scores = np.einsum("ni,kij,nj->nk", X, Q, X) + X @ coef.T + intercept
     if scores.shape[1] == 1:
         z = scores[:, 0]
         per_sample = -np.where(y_index == 1, log_expit(z), log_expit(-z))
     else:
         per_sample = -log_softmax(scores, axis=1)[np.arange(len(y_index)), y_index]
-    return C * np.sum(sample_weight * per_sample) + 0.5 * (np.sum(Q**2) + np.sum(coef**2))
+    return C * np.sum(sample_weight * per_sample) + 0.5 * (
+        _penalty(Q, penalty) + np.sum(coef**2)
+    )
 
 
-def _reference_optimum(X, y, sample_weight, C):
+def _reference_optimum(X, y, sample_weight, C, penalty):
     """Solve the same problem with LogisticRegression on explicit features."""
     ref = LogisticRegression(C=C, tol=1e-12, max_iter=100_000)
-    ref.fit(_degree2_features(X), y, sample_weight=sample_weight)
+    ref.fit(_degree2_features(X, penalty), y, sample_weight=sample_weight)
     d = X.shape[1]
-    rows, cols = np.triu_indices(d)
+    rows, cols, scale = _feature_scale(d, penalty)
     n_quad = rows.shape[0]
-    scale = np.where(rows == cols, 1.0, np.sqrt(2.0))
     Q = np.zeros((ref.coef_.shape[0], d, d))
     for k, beta in enumerate(ref.coef_):
         upper = beta[:n_quad] * scale / np.where(rows == cols, 1.0, 2.0)
@@ -65,8 +77,9 @@ def iris():
     return StandardScaler().fit_transform(X), y
 
 
+@pytest.mark.parametrize("penalty", ["polynomial", "frobenius"])
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_optimum_matches_independent_solve(iris, n_classes):
+def test_optimum_matches_independent_solve(iris, n_classes, penalty):
     X, y = iris
     if n_classes == 2:
         # versicolor vs virginica: not separable, a finite optimum
@@ -74,11 +87,12 @@ def test_optimum_matches_independent_solve(iris, n_classes):
         X, y = X[keep], y[keep] - 1
     sample_weight = np.random.RandomState(0).uniform(0.2, 3.0, size=y.shape[0])
     C = 3.0
-    clf = QuadraticLogisticRegression(C=C, tol=1e-10, max_iter=2000)
+    clf = QuadraticLogisticRegression(C=C, penalty=penalty, tol=1e-10, max_iter=2000)
     clf.fit(X, y, sample_weight=sample_weight)
-    Q_ref, coef_ref, intercept_ref = _reference_optimum(X, y, sample_weight, C)
-    ours = _objective(X, y, sample_weight, C, clf.Q_, clf.coef_, clf.intercept_)
-    reference = _objective(X, y, sample_weight, C, Q_ref, coef_ref, intercept_ref)
+    Q_ref, coef_ref, intercept_ref = _reference_optimum(X, y, sample_weight, C, penalty)
+    objective = lambda *p: _objective(X, y, sample_weight, C, *p, penalty=penalty)
+    ours = objective(clf.Q_, clf.coef_, clf.intercept_)
+    reference = objective(Q_ref, coef_ref, intercept_ref)
     assert ours == pytest.approx(reference, rel=1e-6)
     assert ours <= reference * (1 + 1e-9)
     # strictly convex with the penalty: the minimiser is unique

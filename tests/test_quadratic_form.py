@@ -14,6 +14,7 @@ from skquad.nn.quadratic_form import (
     low_rank_to_dense,
     quadratic_form_scores,
     quadratic_log_loss_gradient,
+    quadratic_penalty,
     weighted_gram,
 )
 
@@ -31,7 +32,7 @@ def _problem(n_scores, n_classes, n_samples=40, n_features=5, seed=0):
     return X, y, weight, Q, coef, intercept
 
 
-def _naive_objective(X, y, weight, Q, coef, intercept, l2):
+def _naive_objective(X, y, weight, Q, coef, intercept, l2, cross_weight=1.0):
     """The objective written directly, as autograd's reference."""
     scores = torch.einsum("ni,kij,nj->nk", X, Q, X) + X @ coef.T + intercept
     if scores.shape[1] == 1:
@@ -39,7 +40,9 @@ def _naive_objective(X, y, weight, Q, coef, intercept, l2):
         per_sample = -torch.where(y == 1, torch.log(p1), torch.log1p(-p1))
     else:
         per_sample = -torch.log_softmax(scores, 1)[torch.arange(len(y)), y]
-    penalty = 0.5 * l2 * (Q.square().sum() + coef.square().sum())
+    # the penalty entry by entry: weight 1 on the diagonal, cross_weight off it
+    entry_weight = torch.full(Q.shape[1:], cross_weight, dtype=Q.dtype).fill_diagonal_(1.0)
+    penalty = 0.5 * l2 * ((entry_weight * Q.square()).sum() + coef.square().sum())
     return (weight * per_sample).sum() + penalty
 
 
@@ -53,18 +56,19 @@ def _sorted_blocks(X, y, weight, n_classes):
 
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("use_blocks", [False, True])
-def test_closed_form_gradient_matches_autograd(n_scores, n_classes, use_blocks):
+@pytest.mark.parametrize("cross_weight", [1.0, 2.0])
+def test_closed_form_gradient_matches_autograd(n_scores, n_classes, use_blocks, cross_weight):
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes)
     blocks = None
     if use_blocks:
         X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
     l2 = 0.7
     loss, gQ, gcoef, gintercept = quadratic_log_loss_gradient(
-        X, y, weight, Q, coef, intercept, l2, class_blocks=blocks,
+        X, y, weight, Q, coef, intercept, l2, cross_weight=cross_weight, class_blocks=blocks,
         scratch=torch.empty_like(X),
     )
     leaves = [t.clone().requires_grad_(True) for t in (Q, coef, intercept)]
-    reference = _naive_objective(X, y, weight, *leaves, l2)
+    reference = _naive_objective(X, y, weight, *leaves, l2, cross_weight)
     rQ, rcoef, rintercept = torch.autograd.grad(reference, leaves)
     torch.testing.assert_close(loss, reference.detach(), rtol=1e-12, atol=0)
     # autograd differentiates Q entrywise: its gradient is symmetric as well
@@ -73,8 +77,8 @@ def test_closed_form_gradient_matches_autograd(n_scores, n_classes, use_blocks):
     torch.testing.assert_close(gintercept, rintercept, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (4, 4)])
-def test_closed_form_gradient_matches_finite_differences(n_scores, n_classes):
+@pytest.mark.parametrize("n_scores, n_classes, cross_weight", [(1, 2, 1.0), (4, 4, 2.0)])
+def test_closed_form_gradient_matches_finite_differences(n_scores, n_classes, cross_weight):
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, seed=3)
     X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
     l2 = 0.1
@@ -82,12 +86,13 @@ def test_closed_form_gradient_matches_finite_differences(n_scores, n_classes):
     def value(Q_, coef_, intercept_):
         return float(
             quadratic_log_loss_gradient(
-                X, y, weight, Q_, coef_, intercept_, l2, class_blocks=blocks
+                X, y, weight, Q_, coef_, intercept_, l2, cross_weight=cross_weight,
+                class_blocks=blocks,
             )[0]
         )
 
     _, gQ, gcoef, gintercept = quadratic_log_loss_gradient(
-        X, y, weight, Q, coef, intercept, l2, class_blocks=blocks
+        X, y, weight, Q, coef, intercept, l2, cross_weight=cross_weight, class_blocks=blocks
     )
     rng = np.random.RandomState(0)
     step = 1e-6
@@ -157,6 +162,18 @@ def test_low_rank_scores_and_penalty_match_dense():
         quadratic_form_scores(X, dense, coef, intercept),
     )
     torch.testing.assert_close(low_rank_frobenius_sq(vectors, scales), dense.square().sum())
+    # the low-rank objective's penalty equals the dense one for both weightings
+    y, weight = torch.zeros(20, dtype=torch.long), torch.zeros(20, dtype=torch.float64)
+    for cross_weight in (1.0, 2.0):
+        torch.testing.assert_close(
+            low_rank_log_loss(X, y, weight, vectors, scales, coef, intercept, 2.0,
+                              cross_weight=cross_weight),
+            quadratic_penalty(dense, cross_weight) + coef.square().sum(),
+        )
+        torch.testing.assert_close(
+            quadratic_penalty(dense, cross_weight),
+            _naive_objective(X, y, weight, dense, coef * 0, intercept, 2.0, cross_weight),
+        )
 
 
 def test_low_rank_loss_gradcheck():
@@ -168,7 +185,7 @@ def test_low_rank_loss_gradcheck():
     params = [randn(3, 4, 2), randn(3, 2), randn(3, 4), randn(3)]
     params = [p.requires_grad_(True) for p in params]
     assert torch.autograd.gradcheck(
-        lambda *p: low_rank_log_loss(X, y, weight, *p, 0.3), params
+        lambda *p: low_rank_log_loss(X, y, weight, *p, 0.3, cross_weight=2.0), params
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "quadratic_log_loss_gradient",
     "low_rank_log_loss",
     "low_rank_frobenius_sq",
+    "quadratic_penalty",
 ]
 
 # Rows per chunk (times n_features) that keeps the n x d scratch of the score
@@ -223,7 +224,8 @@ def log_loss_residuals(scores, y, sample_weight):
 
 
 def quadratic_log_loss_gradient(
-    X, y, sample_weight, Q, coef, intercept, l2, *, class_blocks=None, scratch=None
+    X, y, sample_weight, Q, coef, intercept, l2, *, cross_weight=1.0, class_blocks=None,
+    scratch=None,
 ):
     """Objective ``J`` and its closed-form gradient for full (dense) ``Q``.
 
@@ -241,6 +243,10 @@ def quadratic_log_loss_gradient(
     intercept : Tensor of shape (n_scores,)
     l2 : float
         ``lambda``: the L2 strength on ``Q`` and ``coef`` (not the intercept).
+    cross_weight : float, default=1.0
+        Weight of the off-diagonal entries in the penalty on ``Q``, see
+        :func:`quadratic_penalty`: 1 for ``||Q||_F^2``, 2 for the penalty of
+        ``PolynomialFeatures(2)`` + ``LogisticRegression``.
     class_blocks : list of (start, stop), optional
         Row range of each class when the rows of ``X`` are sorted by class:
         enables the symmetric (SYRK) gradient products of :func:`weighted_gram`.
@@ -272,21 +278,47 @@ def quadratic_log_loss_gradient(
     grad_intercept = residuals.sum(0)
     loss = data_loss
     if l2 > 0:
-        loss = loss + 0.5 * l2 * (Q.square().sum() + coef.square().sum())
-        grad_Q.add_(Q, alpha=l2)
+        loss = loss + 0.5 * l2 * (quadratic_penalty(Q, cross_weight) + coef.square().sum())
+        grad_Q.add_(Q, alpha=l2 * cross_weight)
+        if cross_weight != 1.0:
+            diagonal = torch.diagonal(grad_Q, dim1=1, dim2=2)
+            diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2 * (1.0 - cross_weight))
         grad_coef.add_(coef, alpha=l2)
     return loss, grad_Q, grad_coef, grad_intercept
 
 
-def low_rank_log_loss(X, y, sample_weight, vectors, scales, coef, intercept, l2):
+def quadratic_penalty(Q, cross_weight=1.0):
+    """``sum_k sum_i Q_kii^2 + cross_weight * sum_k sum_{i != j} Q_kij^2``.
+
+    ``cross_weight=1`` is ``||Q||_F^2`` (invariant under rotations of the
+    features). ``cross_weight=2`` puts the same weight on every coefficient of
+    the degree-2 features: the coefficient of ``x_i x_j`` (``i < j``) is
+    ``2 Q_ij``, and ``(2 Q_ij)^2 = 2 (Q_ij^2 + Q_ji^2)``. That is the penalty
+    of ``PolynomialFeatures(2)`` followed by ``LogisticRegression``.
+    """
+    total = Q.square().sum()
+    if cross_weight == 1.0:
+        return total
+    diagonal = torch.diagonal(Q, dim1=-2, dim2=-1).square().sum()
+    return cross_weight * total + (1.0 - cross_weight) * diagonal
+
+
+def low_rank_log_loss(
+    X, y, sample_weight, vectors, scales, coef, intercept, l2, *, cross_weight=1.0
+):
     """Objective ``J`` with ``Q_k = V_k diag(s_k) V_k^T`` (differentiate with autograd).
 
-    The penalty is ``||Q_k||_F^2`` computed from the factors, so a low-rank
-    model and a full one are penalised alike. Non-convex in ``(V, s)``.
+    The penalty on ``Q_k`` is computed from the factors in ``O(d r^2)``, so a
+    low-rank model and a full one are penalised alike (see
+    :func:`quadratic_penalty` for ``cross_weight``). Non-convex in ``(V, s)``.
     """
     scores = low_rank_quadratic_scores(X, vectors, scales, coef, intercept)
     data_loss = log_loss(scores, y, sample_weight)
     if l2 > 0:
-        penalty = low_rank_frobenius_sq(vectors, scales) + coef.square().sum()
+        penalty = cross_weight * low_rank_frobenius_sq(vectors, scales) + coef.square().sum()
+        if cross_weight != 1.0:
+            # diag(V diag(s) V^T)_i = sum_j s_j V_ij^2
+            diagonal = torch.einsum("kij,kj->ki", vectors.square(), scales)
+            penalty = penalty + (1.0 - cross_weight) * diagonal.square().sum()
         data_loss = data_loss + 0.5 * l2 * penalty
     return data_loss
