@@ -601,6 +601,107 @@ def _torch_loss(loss, n_outputs):
     return multiclass
 
 
+def _make_bilinear_trainer(
+    n_lifted,
+    n_outputs,
+    *,
+    n_neurons,
+    loss,
+    beta,
+    learning_rate,
+    momentum,
+    batch_size,
+    tol,
+    n_iter_no_change,
+    verbose,
+    device,
+    random_state,
+    initial=None,
+):
+    """The paper's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
+
+    Shared by :class:`BackpropQuantizedClassifier` and the paper 002
+    benchmark (which also trains it on real-valued targets: with one output,
+    ``targets`` may be any floats for the squared loss).
+
+    Returns
+    -------
+    trainer : skquad._engine.Trainer
+    neuron_class : ndarray of shape (n_neurons,)
+    output_weights : ndarray of shape (n_neurons, n_outputs)
+    """
+    counts = _neurons_per_output(n_neurons, n_outputs)
+    generator = make_generator(random_state)
+    if initial is None:
+        # Unit-variance projections z^T u for standardized inputs.
+        U = torch.randn(n_neurons, n_lifted, generator=generator, dtype=torch.float64)
+        V = torch.randn(n_neurons, n_lifted, generator=generator, dtype=torch.float64)
+        U, V = U / np.sqrt(n_lifted), V / np.sqrt(n_lifted)
+    else:
+        U, V = (torch.as_tensor(np.asarray(w, dtype=np.float64)) for w in initial)
+    neuron_class = np.repeat(np.arange(n_outputs), counts)
+    output_weights = np.zeros((n_neurons, n_outputs))
+    output_weights[np.arange(n_neurons), neuron_class] = 1.0 / counts[neuron_class]
+    module = _BilinearModule(U, V, torch.as_tensor(output_weights))
+    config = TrainingConfig(
+        solver="sgd",
+        learning_rate=float(learning_rate),
+        momentum=float(momentum),
+        nesterov=False,
+        batch_size=batch_size,
+        tol=float(tol),
+        n_iter_no_change=int(n_iter_no_change),
+        verbose=bool(verbose),
+        warn_on_max_iter=False,
+    )
+    group = ParameterGroup(
+        [module.U, module.V],
+        name="first layer",
+        # alpha_j = 1/m_k shrinks each neuron's gradient by 1/m_k: scale the
+        # step back so that a good learning_rate does not depend on m.
+        learning_rate_scale=float(np.mean(counts)),
+        l2=float(beta),
+    )
+    trainer = Trainer(
+        module,
+        _torch_loss(loss, n_outputs),
+        [group],
+        config,
+        device=resolve_device(device),
+        dtype=torch.float32,
+        generator=generator,
+        target_dtype=torch.float32 if n_outputs == 1 else torch.int64,
+    )
+    return trainer, neuron_class, output_weights
+
+
+def _quantize_bilinear(U, V, output_weights, neuron_class):
+    """Post-training quantization: signs, and the least-squares scale per output.
+
+    For the neurons of output ``k``, ``c_k = <Zhat, Z> / <Zhat, Zhat>`` with
+    ``Zhat = sum_j sign(u_j) sign(v_j)^T`` and ``Z = sum_j alpha_jk u_j v_j^T``
+    minimises ``||c Zhat - Z||_F``.
+
+    Returns
+    -------
+    U_sign, V_sign : int8 arrays
+    alpha : ndarray, the quantized second layer
+    scale : ndarray of shape (n_outputs,)
+    """
+    U_sign = np.where(U >= 0, 1, -1).astype(np.int8)
+    V_sign = np.where(V >= 0, 1, -1).astype(np.int8)
+    n_outputs = output_weights.shape[1]
+    scale = np.zeros(n_outputs)
+    alpha = np.zeros_like(output_weights)
+    for k in range(n_outputs):
+        rows = neuron_class == k
+        real = (U[rows] * output_weights[rows, k][:, None]).T @ V[rows]
+        signs = U_sign[rows].T.astype(np.float64) @ V_sign[rows].astype(np.float64)
+        scale[k] = np.sum(signs * real) / max(np.sum(signs * signs), 1e-300)
+        alpha[rows, k] = scale[k]
+    return U_sign, V_sign, alpha, scale
+
+
 class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     """Paper 002's baseline: a bilinear network trained by SGD, then sign-quantized.
 
@@ -775,54 +876,26 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         Resuming serves ``partial_fit`` after unpickling (the trainer is not
         pickled); the optimizer's momentum starts again from zero.
         """
-        device = resolve_device(self.device)
         if not resume:
             self.feature_mean_, self.feature_scale_ = (
                 _standardization(X, sample_weight) if self.standardize else (None, None)
             )
-        n_features = X.shape[1]
-        n_outputs = self._n_scores
-        counts = _neurons_per_output(self.n_neurons, n_outputs)
-        p = self._lifting().n_lifted(n_features)
-        generator = make_generator(self.random_state)
-        # Unit-variance projections z^T u for standardized inputs.
-        U = torch.randn(self.n_neurons, p, generator=generator, dtype=torch.float64) / np.sqrt(p)
-        V = torch.randn(self.n_neurons, p, generator=generator, dtype=torch.float64) / np.sqrt(p)
-        if resume:
-            U, V = torch.as_tensor(self.U_float_), torch.as_tensor(self.V_float_)
-        neuron_class = np.repeat(np.arange(n_outputs), counts)
-        output_weights = np.zeros((self.n_neurons, n_outputs))
-        output_weights[np.arange(self.n_neurons), neuron_class] = 1.0 / counts[neuron_class]
-        module = _BilinearModule(U, V, torch.as_tensor(output_weights))
-        config = TrainingConfig(
-            solver="sgd",
-            learning_rate=float(self.learning_rate),
-            momentum=float(self.momentum),
-            nesterov=False,
+        p = self._lifting().n_lifted(X.shape[1])
+        trainer, neuron_class, output_weights = _make_bilinear_trainer(
+            p,
+            self._n_scores,
+            n_neurons=self.n_neurons,
+            loss=self.loss,
+            beta=self.beta,
+            learning_rate=self.learning_rate,
+            momentum=self.momentum,
             batch_size=self.batch_size,
-            tol=float(self.tol),
-            n_iter_no_change=int(self.n_iter_no_change),
-            verbose=bool(self.verbose),
-            warn_on_max_iter=False,
-        )
-        trainer = Trainer(
-            module,
-            _torch_loss(self.loss, n_outputs),
-            [
-                ParameterGroup(
-                    [module.U, module.V],
-                    name="first layer",
-                    # alpha_j = 1/m_k shrinks each neuron's gradient by 1/m_k:
-                    # scale the step back so learning_rate does not depend on m.
-                    learning_rate_scale=float(np.mean(counts)),
-                    l2=float(self.beta),
-                )
-            ],
-            config,
-            device=device,
-            dtype=torch.float32,
-            generator=generator,
-            target_dtype=torch.float32 if n_outputs == 1 else torch.int64,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose,
+            device=self.device,
+            random_state=self.random_state,
+            initial=(self.U_float_, self.V_float_) if resume else None,
         )
         self.neuron_class_ = neuron_class
         self.float_alpha_ = output_weights
@@ -851,26 +924,15 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         return self
 
     def _quantize(self, X, targets, sample_weight):
-        """Signs of the trained weights and the least-squares scale per class."""
         module = self._trainer.module
-        U, V = to_numpy(module.U).astype(np.float64), to_numpy(module.V).astype(np.float64)
-        self.U_float_, self.V_float_ = U, V
-        self.U_ = np.where(U >= 0, 1, -1).astype(np.int8)
-        self.V_ = np.where(V >= 0, 1, -1).astype(np.int8)
-        n_outputs = self.float_alpha_.shape[1]
-        scale = np.zeros(n_outputs)
-        alpha = np.zeros_like(self.float_alpha_)
-        for k in range(n_outputs):
-            rows = self.neuron_class_ == k
-            real = (U[rows] * self.float_alpha_[rows, k][:, None]).T @ V[rows]
-            signs = self.U_[rows].T.astype(np.float64) @ self.V_[rows].astype(np.float64)
-            scale[k] = np.sum(signs * real) / max(np.sum(signs * signs), 1e-300)
-            alpha[rows, k] = scale[k]
-        self.scale_ = scale
-        self.alpha_ = alpha
-        scores = bilinear_network_scores(self._lifting(), X, self.U_, self.V_, alpha)
+        self.U_float_ = to_numpy(module.U).astype(np.float64)
+        self.V_float_ = to_numpy(module.V).astype(np.float64)
+        self.U_, self.V_, self.alpha_, self.scale_ = _quantize_bilinear(
+            self.U_float_, self.V_float_, self.float_alpha_, self.neuron_class_
+        )
+        scores = bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
         self.objective_ = network_objective(
-            scores, targets, sample_weight, self.loss, alpha, float(self.beta), self.n_lifted_features_
+            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
