@@ -95,6 +95,13 @@ def _standardization(X, weight):
     return mean, np.where(std > 1e-12 * np.maximum(1.0, np.abs(mean)), std, 1.0)
 
 
+def _labels_from_scores(classes, scores):
+    """Labels from the scores of a model other than the estimator's own network."""
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(np.int64)]
+    return classes[np.argmax(scores, axis=1)]
+
+
 def _class_targets(y_encoded, n_outputs):
     """±1 labels (binary, +1 for ``classes_[1]``) or class indices."""
     return 2.0 * y_encoded - 1.0 if n_outputs == 1 else y_encoded
@@ -410,10 +417,13 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             self.solver_status_ = solution.status
             self.solve_time_ = solution.solve_time
             self.n_lifted_features_ = solution.Q.shape[1] // 2
+            self._sdp_key_ = key
+            self._covariance_method = None
+        if self._covariance_method != self.covariance:
             self.covariance_ = np.stack(
                 [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
             )
-            self._sdp_key_ = key
+            self._covariance_method = self.covariance
         self._training_data = (X_train, targets, weight)
         return self._sample(self.n_neurons, self.random_state)
 
@@ -492,8 +502,8 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         X = self._validate_predict_data(X)
-        lifted = self._lifting().matrices(X)
-        scores = 2.0 * np.einsum("nij,kij->nk", lifted, self.Z_)
+        lifting = self._lifting()
+        scores = np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def relaxed_predict(self, X):
@@ -507,10 +517,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        scores = self.relaxed_decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.int64)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        return _labels_from_scores(self.classes_, self.relaxed_decision_function(X))
 
     def integer_weights(self):
         """The first layer as multi-level integer weights on the original features.
@@ -616,6 +623,7 @@ def _make_bilinear_trainer(
     verbose,
     device,
     random_state,
+    n_threads="auto",
     initial=None,
 ):
     """The paper's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
@@ -652,6 +660,7 @@ def _make_bilinear_trainer(
         tol=float(tol),
         n_iter_no_change=int(n_iter_no_change),
         verbose=bool(verbose),
+        n_threads=n_threads,
         warn_on_max_iter=False,
     )
     group = ParameterGroup(
@@ -756,6 +765,10 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where torch trains ("auto": CUDA when available). Weights are stored as
         numpy arrays.
+    n_threads : "auto" or int, default="auto"
+        CPU threads for training: "auto" uses one thread for small steps and
+        torch's thread count for large ones; pass 1 on a machine busy with
+        other work (competing threads can slow training many times over).
     verbose : bool, default=False
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization and the batch order.
@@ -824,6 +837,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "device": [StrOptions({"auto", "cpu", "cuda"}), str],
+        "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
     }
@@ -844,6 +858,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         n_iter_no_change=10,
         class_weight=None,
         device="auto",
+        n_threads="auto",
         verbose=False,
         random_state=None,
     ):
@@ -860,6 +875,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.n_iter_no_change = n_iter_no_change
         self.class_weight = class_weight
         self.device = device
+        self.n_threads = n_threads
         self.verbose = verbose
         self.random_state = random_state
 
@@ -895,6 +911,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
             verbose=self.verbose,
             device=self.device,
             random_state=self.random_state,
+            n_threads=self.n_threads,
             initial=(self.U_float_, self.V_float_) if resume else None,
         )
         self.neuron_class_ = neuron_class
@@ -1010,10 +1027,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        scores = self.float_decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.int64)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        return _labels_from_scores(self.classes_, self.float_decision_function(X))
 
     def __getstate__(self):
         # The torch trainer is a training-time object; the model is in numpy.

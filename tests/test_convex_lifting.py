@@ -48,6 +48,10 @@ def test_lifted_matrices_match_the_bilinear_form(lifting):
     U, V, _ = _random_network(lifting, 3, 5, 1, seed=2)
     direct = np.einsum("mi,nij,mj->nm", U.astype(float), lifting.matrices(X), V.astype(float))
     np.testing.assert_allclose(lifting.bilinear(X, U, V), direct, atol=1e-10)
+    matrix = rng.standard_normal((U.shape[1], U.shape[1]))
+    np.testing.assert_allclose(
+        lifting.inner(X, matrix), np.einsum("nij,ij->n", lifting.matrices(X), matrix), atol=1e-10
+    )
     assert lifting.matrices(X).shape[1] == lifting.n_lifted(3)
 
 

@@ -68,6 +68,12 @@ def test_resample_and_warm_start_do_not_solve_again(planted, monkeypatch):
     model.fit(X[:80], y[:80])
     model.set_params(beta=0.05).fit(X[:80], y[:80])
     assert len(calls) == 3
+    # The covariance step is redone without a new SDP solve.
+    krivine = model.covariance_.copy()
+    model.set_params(covariance="sdp").fit(X[:80], y[:80])
+    assert len(calls) == 3 and not np.array_equal(model.covariance_, krivine)
+    p = model.n_lifted_features_
+    np.testing.assert_allclose(model.covariance_[0][:p, p:], krivine[0][:p, p:], atol=1e-2)
 
 
 def test_same_random_state_same_model(planted):

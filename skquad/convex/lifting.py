@@ -140,6 +140,27 @@ class InputLifting:
         out[:, width, width] = c
         return out
 
+    def inner(self, X, matrix):
+        """``<L(x_i), matrix>`` for every sample, without forming ``L(x_i)``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+        matrix : ndarray of shape (p, p)
+
+        Returns
+        -------
+        values : ndarray of shape (n_samples,)
+        """
+        Z = self.features(X)
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if not self.polynomial:
+            return np.einsum("ni,ij,nj->n", Z, matrix, Z)
+        a, b, c = (float(v) for v in self.activation)
+        core, column, row = matrix[:-1, :-1], matrix[:-1, -1], matrix[-1, :-1]
+        quadratic = np.einsum("ni,ij,nj->n", Z, core, Z)
+        return a * quadratic + 0.5 * b * (Z @ column + Z @ row) + c * matrix[-1, -1]
+
     def bilinear(self, X, U, V):
         """``u_j^T L(x_i) v_j`` for every sample and neuron, shape (n, m).
 
