@@ -153,6 +153,8 @@ def test_a_failing_estimator_is_recorded_not_fatal(tmp_path, monkeypatch):
         EstimatorSpec("Broken", "skquad", explode, "always fails"),
         EstimatorSpec("LogReg", "baseline",
                       lambda seed, device, n_features, n_classes: LogisticRegression(), "lr"),
+        EstimatorSpec("Huge", "skquad", explode, "never built",
+                      skip=lambda n_features, n_classes: f"too big for d={n_features}"),
     ]
     monkeypatch.setattr("skquad.benchmarks._uci_suite.available_specs", lambda: specs)
     result = run_uci(output_dir=tmp_path, quick=True, repeats=1, datasets=["wine"], progress=lambda m: None)
@@ -161,6 +163,16 @@ def test_a_failing_estimator_is_recorded_not_fatal(tmp_path, monkeypatch):
     assert broken["error"] == "ValueError: cannot build" and np.isnan(broken["accuracy"])
     assert runs.loc[runs["estimator"] == "LogReg", "accuracy"].item() > 0.9
     assert "### Failed fits" in result["markdown"] and "cannot build" in result["markdown"]
+    assert "Huge" not in set(runs["estimator"])
+    assert "### Skipped" in result["markdown"] and "too big for d=13" in result["markdown"]
+
+
+def test_sdp_skip_rule():
+    from skquad.benchmarks._estimators import _sdp_too_large
+
+    assert _sdp_too_large(64, 10) is not None  # optdigits: minutes per solve
+    assert _sdp_too_large(16, 26) is None  # letter
+    assert _sdp_too_large(57, 2) is None  # spambase
 
 
 def test_nested_tuning_records_best_parameters(tmp_path):
