@@ -26,6 +26,16 @@ REDUCED_OPTIONS = [
 ]
 
 
+# Every layer kind, 5 -> 3, float64.
+LAYER_MAKERS = [
+    lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="full"),
+    lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="packed"),
+    lambda: ReducedQuadraticLayer(5, 3, dtype=F64),
+    lambda: ReducedQuadraticLayer(5, 3, dtype=F64, power_term=True),
+]
+LAYER_IDS = ["full", "packed", "reduced", "power"]
+
+
 def _generator(seed=0):
     return torch.Generator().manual_seed(seed)
 
@@ -106,15 +116,7 @@ def test_full_storage_uses_the_symmetric_part():
     torch.testing.assert_close(z_autograd, _reference_quadratic(layer, a))
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="full"),
-        lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="packed"),
-        lambda: ReducedQuadraticLayer(5, 3, dtype=F64),
-        lambda: ReducedQuadraticLayer(5, 3, dtype=F64, power_term=True),
-    ],
-)
+@pytest.mark.parametrize("make", LAYER_MAKERS, ids=LAYER_IDS)
 def test_relinear_start_is_a_conventional_neuron(make):
     layer = make().reset_parameters(_generator(), relinear=True)
     a = _inputs()
@@ -124,13 +126,7 @@ def test_relinear_start_is_a_conventional_neuron(make):
     assert layer.weight.abs().min() > 0
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda: QuadraticLayer(5, 3, dtype=F64),
-        lambda: ReducedQuadraticLayer(5, 3, dtype=F64, power_term=True),
-    ],
-)
+@pytest.mark.parametrize("make", LAYER_MAKERS, ids=LAYER_IDS)
 def test_random_quadratic_start_differs_from_linear(make):
     layer = make().reset_parameters(_generator(), relinear=False)
     a = _inputs()
@@ -194,14 +190,7 @@ def test_parameter_groups_partition_the_parameters(layer):
     assert len(linear) + len(quadratic) == len(list(layer.parameters()))
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="full"),
-        lambda: QuadraticLayer(5, 3, dtype=F64, quadratic_storage="packed"),
-        lambda: ReducedQuadraticLayer(5, 3, dtype=F64, power_term=True),
-    ],
-)
+@pytest.mark.parametrize("make", LAYER_MAKERS, ids=LAYER_IDS)
 def test_load_linear_from_reproduces_the_linear_layer(make):
     linear = nn.Linear(5, 3, dtype=F64)
     layer = make().reset_parameters(_generator(), relinear=False)

@@ -155,7 +155,7 @@ class PackedPairIndex:
         return matrices[:, self.rows, self.cols]
 
 
-def _use_row_loop(index):
+def _use_row_loop(index, tensor):
     """Row-block loops or gathers for the packed triangle?
 
     The loops make one pass over memory but issue ``2 n`` small operations.
@@ -164,10 +164,11 @@ def _use_row_loop(index):
     every operation is a parallel region whose synchronisation, when the
     machine is busy, costs more than the work (4.3 s against 0.37 s measured on
     the 2-core build machine under load), so a few large gathers win.
+    On a GPU each operation is a kernel launch: the few large gathers win too.
     """
     if index.row_loop is not None:
         return index.row_loop
-    return torch.get_num_threads() == 1
+    return tensor.device.type == "cpu" and torch.get_num_threads() == 1
 
 
 def pair_products_t(a_t, index):
@@ -177,7 +178,7 @@ def pair_products_t(a_t, index):
     ``i < j``, so that ``a^T Q a = M(a) . q`` with ``q`` the packed triangle.
     ``a_t`` is the transposed input ``(n, batch)``.
     """
-    if not _use_row_loop(index):
+    if not _use_row_loop(index, a_t):
         doubled = torch.cat((a_t, 2.0 * a_t))
         return a_t.index_select(0, index.rows) * doubled.index_select(
             0, index.cols_doubled
@@ -196,7 +197,7 @@ def _symmetric_times_input(g_t, a_t, index):
     """``S_b a_b`` for every sample, ``S_b`` the symmetric matrix packed in
     column ``b`` of ``g_t`` ``(n_pairs, batch)``; returns ``(n, batch)``."""
     n = index.n
-    if not _use_row_loop(index):
+    if not _use_row_loop(index, a_t):
         full = g_t.index_select(0, index.symmetric_positions).view(n, n, -1)
         return (full * a_t.unsqueeze(0)).sum(dim=1)
     offsets = index.offsets

@@ -109,6 +109,12 @@ class _QuadraticLayerBase(nn.Module):
     _linear_names = ()
     _quadratic_names = ()
 
+    def __init__(self, in_features, out_features, backward):
+        super().__init__()
+        self.in_features = _check_positive_int(in_features, "in_features")
+        self.out_features = _check_positive_int(out_features, "out_features")
+        self.backward = _check_choice(backward, "backward", _BACKWARDS)
+
     def linear_parameters(self):
         """Parameters of the conventional neuron inside each quadratic one.
 
@@ -116,10 +122,7 @@ class _QuadraticLayerBase(nn.Module):
         ------
         parameter : torch.nn.Parameter
         """
-        for name in self._linear_names:
-            parameter = getattr(self, name)
-            if parameter is not None:
-                yield parameter
+        return self._present_parameters(self._linear_names)
 
     def quadratic_parameters(self):
         """The remaining parameters: what makes the neurons quadratic.
@@ -128,10 +131,11 @@ class _QuadraticLayerBase(nn.Module):
         ------
         parameter : torch.nn.Parameter
         """
-        for name in self._quadratic_names:
-            parameter = getattr(self, name)
-            if parameter is not None:
-                yield parameter
+        return self._present_parameters(self._quadratic_names)
+
+    def _present_parameters(self, names):
+        # Optional parameters (bias=False, no power term) are None.
+        return (getattr(self, name) for name in names if getattr(self, name) is not None)
 
     def load_linear_from(self, linear, *, reset_quadratic=True):
         """Copy a (trained) :class:`torch.nn.Linear` into the linear part.
@@ -362,11 +366,8 @@ class QuadraticLayer(_QuadraticLayerBase):
         device=None,
         dtype=None,
     ):
-        super().__init__()
+        super().__init__(in_features, out_features, backward)
         factory = {"device": device, "dtype": dtype}
-        self.in_features = _check_positive_int(in_features, "in_features")
-        self.out_features = _check_positive_int(out_features, "out_features")
-        self.backward = _check_choice(backward, "backward", _BACKWARDS)
         if quadratic_storage is None:
             quadratic_storage = self.default_storage
         self.quadratic_storage = _check_choice(
@@ -557,11 +558,8 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
         device=None,
         dtype=None,
     ):
-        super().__init__()
+        super().__init__(in_features, out_features, backward)
         factory = {"device": device, "dtype": dtype}
-        self.in_features = _check_positive_int(in_features, "in_features")
-        self.out_features = _check_positive_int(out_features, "out_features")
-        self.backward = _check_choice(backward, "backward", _BACKWARDS)
         if not isinstance(power_term, (bool, np.bool_)):
             raise ValueError(f"power_term must be a bool, got {power_term!r}.")
         self.power_term = bool(power_term)
