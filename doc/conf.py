@@ -80,7 +80,6 @@ sphinx_gallery_conf = {
 # -- HTML --------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"skquad {release}"
-html_static_path = ["_static"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
