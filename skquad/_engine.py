@@ -351,11 +351,17 @@ class Trainer:
         return value
 
     def _add_penalty_gradient(self, inverse_weight_sum):
-        theta = self.flat_parameters
-        if not (isinstance(self._l2, float) and self._l2 == 0.0):
-            self.flat_gradient.add_(theta * (self._l2 * inverse_weight_sum))
-        if not (isinstance(self._l1, float) and self._l1 == 0.0):
-            self.flat_gradient.add_(torch.sign(theta) * (self._l1 * inverse_weight_sum))
+        theta, gradient = self.flat_parameters, self.flat_gradient
+        if isinstance(self._l2, float):
+            if self._l2 != 0.0:
+                gradient.add_(theta, alpha=self._l2 * inverse_weight_sum)
+        else:
+            gradient.addcmul_(theta, self._l2, value=inverse_weight_sum)
+        if isinstance(self._l1, float):
+            if self._l1 != 0.0:
+                gradient.add_(torch.sign(theta), alpha=self._l1 * inverse_weight_sum)
+        else:
+            gradient.addcmul_(torch.sign(theta), self._l1, value=inverse_weight_sum)
 
     # ------------------------------------------------------------------ data
     def _to_device(self, X, y, sample_weight):
@@ -470,7 +476,7 @@ class Trainer:
             device=self.device, dtype=self.dtype
         )
         penalty = self._has_penalty()
-        epoch_loss = torch.zeros((), device=self.device, dtype=torch.float64)
+        batch_losses, used_sums = [], []
         for start, length, weight_sum in zip(starts, lengths, batch_sums):
             if weight_sum <= 0:
                 continue  # nothing to learn from a batch of zero-weight samples
@@ -482,9 +488,14 @@ class Trainer:
                 self._add_penalty_gradient(1.0 / weight_sum)
             self._optimizer_step()
             self.history.n_steps += 1
-            epoch_loss += loss * weight_sum
+            batch_losses.append(loss)
+            used_sums.append(weight_sum)
         total_weight = batch_sums.sum()
-        value = float(epoch_loss) / total_weight
+        # One device-to-host transfer per epoch, not one per step.
+        if not batch_losses:
+            return 0.0  # every sample weight was zero: nothing was learned
+        losses = torch.stack(batch_losses).double().cpu().numpy()
+        value = float(np.dot(losses, used_sums)) / total_weight
         if penalty:
             value += self._penalty_value() * np.count_nonzero(batch_sums > 0) / total_weight
         return value

@@ -107,15 +107,16 @@ class FusedNetwork:
         return z
 
     @staticmethod
-    def _activation_derivative(h, activation):
-        """g'(z) from the activation's output h = g(z)."""
+    def _backpropagate_activation(delta, h, activation):
+        """``delta * g'(z)`` from the activation's output ``h = g(z)``."""
         if activation == "relu":
-            return h > 0
+            # One fused kernel: zero where h <= 0 (several times faster than a mask multiply).
+            return torch.ops.aten.threshold_backward(delta, h, 0)
         if activation == "sigmoid":
-            return h * (1 - h)
+            return delta.mul_(h * (1 - h))
         if activation == "tanh":
-            return 1 - h * h
-        return None
+            return delta.mul_(1 - h * h)
+        return delta
 
     # ------------------------------------------------------------- backward
     @staticmethod
@@ -131,12 +132,16 @@ class FusedNetwork:
         if isinstance(layer, QuadraticLayer):
             n_out, n_in = layer.out_features, layer.in_features
             # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product (delta (x) a)^T a.
+            stacked = layer.quadratic_weight.view(n_out * n_in, n_in)
             weighted = (delta.unsqueeze(2) * a.unsqueeze(1)).view(a.shape[0], n_out * n_in)
             torch.mm(weighted.t(), a, out=layer.quadratic_weight.grad.view(n_out * n_in, n_in))
             if not need_input_gradient:
                 return None
-            grad_a = torch.bmm(delta.unsqueeze(1), cache).squeeze(1).mul_(2.0)
-            return grad_a.addmm_(delta, layer.weight)
+            # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, taken as one
+            # product of the (delta (x) a) rows above with the stacked Q: a
+            # plain matrix product is several times faster on the CPU than the
+            # batched (1 x n_out) @ (n_out x n_in) products with the cached V.
+            return torch.addmm(torch.mm(delta, layer.weight), weighted, stacked, alpha=2.0)
 
     @staticmethod
     def _reduced_backward(layer, a, delta, cache, need_input_gradient):
@@ -161,11 +166,16 @@ class FusedNetwork:
     def _loss_and_output_delta(self, scores, y, weights):
         """Weighted loss (0-d) and dL/dscores, computed in place of ``scores``."""
         if self.output == "softmax":
-            log_p = torch.log_softmax(scores, dim=1)
-            loss = -torch.dot(log_p.gather(1, y.unsqueeze(1)).squeeze(1), weights)
-            delta = log_p.exp_()
-            delta[torch.arange(y.shape[0], device=y.device), y] -= 1.0
-            return loss, delta.mul_(weights.unsqueeze(1))
+            # Written out: torch.log_softmax + gather + an indexed update cost
+            # twice as much for the narrow score matrices of classifiers.
+            scores.sub_(scores.amax(1, keepdim=True))
+            exponentials = scores.exp()
+            totals = exponentials.sum(1, keepdim=True)
+            true_scores = scores.gather(1, y.unsqueeze(1)).squeeze(1)
+            loss = torch.dot(totals.log().squeeze(1).sub_(true_scores), weights)
+            delta = exponentials.mul_(weights.unsqueeze(1) / totals)
+            delta.scatter_add_(1, y.unsqueeze(1), -weights.unsqueeze(1))
+            return loss, delta
         if self.output == "binary":
             targets = y.to(scores.dtype).unsqueeze(1)
         else:
@@ -188,7 +198,5 @@ class FusedNetwork:
             layer = self.layers[index][0]
             delta = self._layer_backward(layer, activations[index], delta, caches[index], index > 0)
             if index > 0:
-                derivative = self._activation_derivative(activations[index], self.layers[index - 1][1])
-                if derivative is not None:
-                    delta.mul_(derivative)
+                delta = self._backpropagate_activation(delta, activations[index], self.layers[index - 1][1])
         return loss
