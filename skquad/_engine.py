@@ -28,6 +28,8 @@ generator, validation_score=None, loss_and_gradient=None)``
     no reduction). Every trainable parameter of the module takes part; the ones
     not named in ``parameter_groups`` form a default group. Parameters with
     ``requires_grad=False`` (e.g. a fixed second layer) are left alone.
+    A non-finite model output counts as divergence even where the loss
+    stays finite.
 
     * ``trainer.fit(X, y, sample_weight=None, max_iter=200)`` trains until a
       stopping rule fires or ``max_iter`` epochs (L-BFGS: iterations) have run,
@@ -57,6 +59,8 @@ and 2 written out) can skip autograd entirely by passing
 sum to one) and write the gradient of that loss into the parameters' ``.grad``
 tensors (zeroed by the engine before each call; writing with ``out=`` is fine).
 It is only called for training steps; ``module`` still serves validation.
+The returned loss must be NaN or infinite when any model output is (the
+divergence guard relies on it).
 
 Divergence
 ----------
@@ -450,10 +454,13 @@ class Trainer:
         if self.loss_and_gradient is not None:
             with torch.no_grad():
                 return self.loss_and_gradient(X, y, weights)
-        losses = self.loss_function(self.module(X), y)
-        loss = torch.dot(losses.reshape(-1), weights)
+        outputs = self.module(X)
+        loss = torch.dot(self.loss_function(outputs, y).reshape(-1), weights)
         loss.backward()
-        return loss.detach()
+        # An overflowed output (e.g. -inf for a wrong class) can leave the loss
+        # finite; 0 * sum(outputs) turns any non-finite output into a NaN loss,
+        # which the divergence guard sees.
+        return loss.detach() + outputs.detach().sum() * 0.0
 
     # ------------------------------------------------------------------ epochs
     def _run_epoch(self, X, y, sample_weight):
@@ -511,6 +518,37 @@ class Trainer:
     def _parameters_finite(self):
         return bool(torch.isfinite(self.flat_parameters).all())
 
+    def _full_loss(self, X, y, sample_weight, chunk=4096):
+        """Weighted mean loss over the data; inf if any output is not finite."""
+        total = 0.0
+        with torch.inference_mode():
+            for start in range(0, X.shape[0], chunk):
+                outputs = self.module(X[start : start + chunk])
+                if not bool(torch.isfinite(outputs).all()):
+                    return math.inf
+                losses = self.loss_function(outputs, y[start : start + chunk]).reshape(-1)
+                total += float(np.dot(losses.double().cpu().numpy(), sample_weight[start : start + chunk]))
+        value = total / sample_weight.sum()
+        return value if math.isfinite(value) else math.inf
+
+    def _recover_from_divergence(self, X, y, sample_weight):
+        """Put back the better of the best epoch's parameters and the start.
+
+        An epoch can end with a finite but enormous loss just before the
+        overflow, so the "best" snapshot alone may be a blown-up network: both
+        candidates are scored on the training data, and the one with the lower
+        finite loss (and finite outputs) wins.
+        """
+        best_value, chosen = math.inf, self._start_flat
+        for candidate in (self._best_flat, self._start_flat):
+            self.flat_parameters.copy_(candidate)
+            value = self._full_loss(X, y, sample_weight)
+            if value < best_value:
+                best_value, chosen = value, candidate
+        self.flat_parameters.copy_(chosen)
+        self.history.best_loss = min(self.history.best_loss, best_value)
+        self._warn_divergence()
+
     def _restore_best(self):
         self.flat_parameters.copy_(self._best_flat)
 
@@ -548,10 +586,10 @@ class Trainer:
         self.history.diverged = False
         with thread_limit(self._thread_count(X.shape[0])):
             started = time.perf_counter()
+            self._start_flat = self.flat_parameters.clone()
             loss = self._run_epoch(X, y, sample_weight)
             if not (math.isfinite(loss) and self._parameters_finite()):
-                self._restore_best()
-                self._warn_divergence()
+                self._recover_from_divergence(X, y, sample_weight)
                 return self.history
             self._end_epoch(loss, None, started)
         return self.history
@@ -574,6 +612,7 @@ class Trainer:
         self._init_optimizer_state()
         self._no_improvement_count = 0
         self._remember_best()
+        self._start_flat = self.flat_parameters.clone()
         if self.config.early_stopping:
             self.history.best_validation_score = -math.inf
         with thread_limit(self._thread_count(X.shape[0])):
@@ -581,8 +620,7 @@ class Trainer:
                 started = time.perf_counter()
                 loss = self._run_epoch(X, y, sample_weight)
                 if not (math.isfinite(loss) and self._parameters_finite()):
-                    self._restore_best()
-                    self._warn_divergence()
+                    self._recover_from_divergence(X, y, sample_weight)
                     return self.history
                 score = self._score_validation(*validation) if validation is not None else None
                 if self._end_epoch(loss, score, started):

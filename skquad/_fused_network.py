@@ -164,7 +164,12 @@ class FusedNetwork:
 
     # ----------------------------------------------------------------- loss
     def _loss_and_output_delta(self, scores, y, weights):
-        """Weighted loss (0-d) and dL/dscores, computed in place of ``scores``."""
+        """Weighted loss (0-d) and dL/dscores, computed in place of ``scores``.
+
+        The loss is NaN when any score overflowed, even a -inf one that the
+        log-loss alone would ignore, so that the engine's divergence guard fires.
+        """
+        overflow_marker = scores.sum() * 0.0
         if self.output == "softmax":
             # Written out: torch.log_softmax + gather + an indexed update cost
             # twice as much for the narrow score matrices of classifiers.
@@ -175,14 +180,14 @@ class FusedNetwork:
             loss = torch.dot(totals.log().squeeze(1).sub_(true_scores), weights)
             delta = exponentials.mul_(weights.unsqueeze(1) / totals)
             delta.scatter_add_(1, y.unsqueeze(1), -weights.unsqueeze(1))
-            return loss, delta
+            return loss + overflow_marker, delta
         if self.output == "binary":
             targets = y.to(scores.dtype).unsqueeze(1)
         else:
             targets = torch.zeros_like(scores)
             targets[torch.arange(y.shape[0], device=y.device), y] = 1.0
         per_sample = nn.functional.binary_cross_entropy_with_logits(scores, targets, reduction="none")
-        loss = torch.dot(per_sample.sum(1), weights)
+        loss = torch.dot(per_sample.sum(1), weights) + overflow_marker
         delta = scores.sigmoid_().sub_(targets)
         return loss, delta.mul_(weights.unsqueeze(1))
 

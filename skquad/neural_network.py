@@ -331,6 +331,7 @@ class _BaseQuadraticNetwork(BaseQuadraticClassifier):
             history = trainer.fit(X, y, sample_weight, max_iter=self.max_iter)
         self._trainer = trainer
         self._module = trainer.module
+        self.__dict__.pop("_float64_module_cache", None)
         self.layers_ = self._export_layers(trainer.module)
         self.loss_curve_ = list(history.loss_curve)
         self.validation_scores_ = list(history.validation_scores) if self.early_stopping and not incremental else None
@@ -418,16 +419,28 @@ class _BaseQuadraticNetwork(BaseQuadraticClassifier):
         module = self._prediction_module()
         parameter = next(module.parameters())
         n_parameters = sum(p.numel() for p in module.parameters())
+        work = 2.0 * min(len(X), _PREDICT_CHUNK) * n_parameters
         chunks = []
-        with torch.inference_mode(), thread_limit(choose_thread_count(2.0 * min(len(X), _PREDICT_CHUNK) * n_parameters)):
+        with torch.inference_mode(), thread_limit(choose_thread_count(work)):
             for start in range(0, X.shape[0], _PREDICT_CHUNK):
-                batch = torch.as_tensor(X[start : start + _PREDICT_CHUNK]).to(
-                    device=parameter.device, dtype=parameter.dtype
-                )
-                chunks.append(module(batch).double().cpu().numpy())
+                rows = X[start : start + _PREDICT_CHUNK]
+                batch = torch.as_tensor(rows).to(device=parameter.device, dtype=parameter.dtype)
+                scores = module(batch).double().cpu().numpy()
+                if parameter.dtype != torch.float64 and not np.all(np.isfinite(scores)):
+                    # float32 overflowed (deep quadratic networks grow fast with
+                    # the input): redo these rows in float64 on the CPU.
+                    scores = self._float64_module()(torch.as_tensor(rows, dtype=torch.float64)).numpy()
+                chunks.append(scores)
         if not chunks:
             return np.zeros((0, self._n_scores))
         return np.concatenate(chunks)
+
+    def _float64_module(self):
+        module = self.__dict__.get("_float64_module_cache")
+        if module is None:
+            module = self._module_from_layers(self.layers_, torch.device("cpu"), torch.float64)
+            self._float64_module_cache = module
+        return module
 
     def _scores_to_log_proba(self, scores):
         if scores.shape[1] > 1 and self.output_activation == "sigmoid":
@@ -456,7 +469,7 @@ class _BaseQuadraticNetwork(BaseQuadraticClassifier):
     def __getstate__(self):
         state = super().__getstate__()
         # Only numpy weights travel: torch objects may live on a GPU.
-        for key in ("_module", "_trainer"):
+        for key in ("_module", "_trainer", "_float64_module_cache"):
             state.pop(key, None)
         return state
 
