@@ -416,7 +416,7 @@ class Trainer:
         """One update of the flat buffer; MLPClassifier's SGD and Adam rules."""
         config, state = self.config, self._optimizer_state
         theta, gradient = self.flat_parameters, self.flat_gradient
-        learning_rate = config.learning_rate * self._learning_rate_scale  # float or vector
+        learning_rate = self._learning_rates(config.learning_rate)  # float or vector
         vector_rate = not isinstance(learning_rate, float)
         if config.solver == "sgd":
             velocity = state["velocity"]
@@ -446,6 +446,16 @@ class Trainer:
                 theta.addcdiv_(m, denominator, value=-correction)
             else:
                 theta.addcdiv_(m, denominator, value=-learning_rate * correction)
+
+    def _learning_rates(self, base):
+        """``base * learning_rate_scale``: a float, or a vector built once."""
+        if isinstance(self._learning_rate_scale, float):
+            return base * self._learning_rate_scale
+        cached = getattr(self, "_learning_rate_cache", None)
+        if cached is None or cached[0] != base:
+            cached = (base, base * self._learning_rate_scale)
+            self._learning_rate_cache = cached
+        return cached[1]
 
     # --------------------------------------------------------------- gradient
     def _loss_and_gradient(self, X, y, weights):

@@ -71,27 +71,46 @@ class FusedNetwork:
                 self.layers[-1][1] = _ACTIVATIONS[type(item)]
             else:
                 self.layers.append([item, "identity"])
+        self._workspace = {}
+
+    def _buffer(self, tag, index, shape, like):
+        """A tensor reused across steps (per layer, tag and batch size).
+
+        Fresh multi-hundred-kilobyte tensors every step cost page faults that
+        outweigh the arithmetic at the papers' sizes; parameters are views
+        into the engine's flat buffer, so nothing else needs reallocating.
+        """
+        key = (tag, index, shape)
+        buffer = self._workspace.get(key)
+        if buffer is None or buffer.dtype != like.dtype or buffer.device != like.device:
+            buffer = torch.empty(shape, dtype=like.dtype, device=like.device)
+            self._workspace[key] = buffer
+        return buffer
 
     # -------------------------------------------------------------- forward
-    @staticmethod
-    def _layer_forward(layer, a):
+    def _layer_forward(self, index, layer, a):
         """Pre-activation ``z`` and the cache the backward pass needs."""
+        batch, n_out = a.shape[0], layer.out_features
+        z = self._buffer("z", index, (batch, n_out), a)
         if isinstance(layer, nn.Linear):
-            return torch.addmm(layer.bias, a, layer.weight.t()), None
+            return torch.addmm(layer.bias, a, layer.weight.t(), out=z), None
         if isinstance(layer, QuadraticLayer):
-            n_out, n_in = layer.out_features, layer.in_features
+            n_in = layer.in_features
             # V[b, k] = P^(k) a_b, one (batch x n_in) @ (n_in x n_out*n_in) product.
-            cached_v = torch.mm(a, layer.quadratic_weight.reshape(n_out * n_in, n_in).t())
-            cached_v = cached_v.view(a.shape[0], n_out, n_in)
-            z = torch.bmm(cached_v, a.unsqueeze(2)).squeeze(2)
+            cached_v = self._buffer("v", index, (batch, n_out * n_in), a)
+            torch.mm(a, layer.quadratic_weight.view(n_out * n_in, n_in).t(), out=cached_v)
+            cached_v = cached_v.view(batch, n_out, n_in)
+            torch.bmm(cached_v, a.unsqueeze(2), out=z.unsqueeze(2))
             z.addmm_(a, layer.weight.t())
             if layer.bias is not None:
                 z.add_(layer.bias)
             return z, cached_v
         # Reduced layer: v1 = W a + b, v2 = U a + c (Algorithm 2's cache).
-        v1 = torch.addmm(layer.bias, a, layer.weight.t())
-        v2 = torch.addmm(layer.factor_bias, a, layer.factor_weight.t())
-        z = v1 * v2
+        v1 = torch.addmm(layer.bias, a, layer.weight.t(), out=self._buffer("v1", index, (batch, n_out), a))
+        v2 = torch.addmm(
+            layer.factor_bias, a, layer.factor_weight.t(), out=self._buffer("v2", index, (batch, n_out), a)
+        )
+        torch.mul(v1, v2, out=z)
         if layer.power_term:
             z.addmm_(a * a, layer.power_weight.t()).add_(layer.power_bias)
         return z, (v1, v2)
@@ -119,35 +138,37 @@ class FusedNetwork:
         return delta
 
     # ------------------------------------------------------------- backward
-    @staticmethod
-    def _layer_backward(layer, a, delta, cache, need_input_gradient):
-        """Write parameter gradients; return dL/da (or None)."""
+    def _layer_backward(self, index, layer, a, delta, cache):
+        """Write parameter gradients; return dL/da (None for the first layer)."""
         if isinstance(layer, ReducedQuadraticLayer):
-            return FusedNetwork._reduced_backward(layer, a, delta, cache, need_input_gradient)
+            return self._reduced_backward(index, layer, a, delta, cache)
+        need_input_gradient = index > 0
         torch.mm(delta.t(), a, out=layer.weight.grad)
         if layer.bias is not None:
             torch.sum(delta, 0, out=layer.bias.grad)
+        grad_a = self._buffer("grad_a", index, a.shape, a) if need_input_gradient else None
         if isinstance(layer, nn.Linear):
-            return torch.mm(delta, layer.weight) if need_input_gradient else None
-        if isinstance(layer, QuadraticLayer):
-            n_out, n_in = layer.out_features, layer.in_features
-            # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product (delta (x) a)^T a.
-            stacked = layer.quadratic_weight.view(n_out * n_in, n_in)
-            weighted = (delta.unsqueeze(2) * a.unsqueeze(1)).view(a.shape[0], n_out * n_in)
-            torch.mm(weighted.t(), a, out=layer.quadratic_weight.grad.view(n_out * n_in, n_in))
-            if not need_input_gradient:
-                return None
-            # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, taken as one
-            # product of the (delta (x) a) rows above with the stacked Q: a
-            # plain matrix product is several times faster on the CPU than the
-            # batched (1 x n_out) @ (n_out x n_in) products with the cached V.
-            return torch.addmm(torch.mm(delta, layer.weight), weighted, stacked, alpha=2.0)
+            return torch.mm(delta, layer.weight, out=grad_a) if need_input_gradient else None
+        n_out, n_in = layer.out_features, layer.in_features
+        batch = a.shape[0]
+        stacked = layer.quadratic_weight.view(n_out * n_in, n_in)
+        # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product (delta (x) a)^T a.
+        weighted = self._buffer("weighted", index, (batch, n_out * n_in), a)
+        torch.mul(delta.unsqueeze(2), a.unsqueeze(1), out=weighted.view(batch, n_out, n_in))
+        torch.mm(weighted.t(), a, out=layer.quadratic_weight.grad.view(n_out * n_in, n_in))
+        if not need_input_gradient:
+            return None
+        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, taken as one
+        # product of the (delta (x) a) rows above with the stacked Q: a plain
+        # matrix product is several times faster on the CPU than the batched
+        # (1 x n_out) @ (n_out x n_in) products with the cached V.
+        torch.mm(delta, layer.weight, out=grad_a)
+        return grad_a.addmm_(weighted, stacked, alpha=2.0)
 
-    @staticmethod
-    def _reduced_backward(layer, a, delta, cache, need_input_gradient):
+    def _reduced_backward(self, index, layer, a, delta, cache):
         v1, v2 = cache
-        grad_v1 = delta * v2
-        grad_v2 = v1.mul_(delta)  # v1 is not needed any more
+        grad_v1 = v2.mul_(delta)  # the factors are not needed any more
+        grad_v2 = v1.mul_(delta)
         torch.mm(grad_v1.t(), a, out=layer.weight.grad)
         torch.sum(grad_v1, 0, out=layer.bias.grad)
         torch.mm(grad_v2.t(), a, out=layer.factor_weight.grad)
@@ -155,9 +176,10 @@ class FusedNetwork:
         if layer.power_term:
             torch.mm(delta.t(), a * a, out=layer.power_weight.grad)
             torch.sum(delta, 0, out=layer.power_bias.grad)
-        if not need_input_gradient:
+        if index == 0:
             return None
-        grad_a = torch.mm(grad_v1, layer.weight).addmm_(grad_v2, layer.factor_weight)
+        grad_a = torch.mm(grad_v1, layer.weight, out=self._buffer("grad_a", index, a.shape, a))
+        grad_a.addmm_(grad_v2, layer.factor_weight)
         if layer.power_term:
             grad_a.addcmul_(torch.mm(delta, layer.power_weight), a, value=2.0)
         return grad_a
@@ -194,14 +216,14 @@ class FusedNetwork:
     def __call__(self, X, y, weights):
         activations = [X]
         caches = []
-        for layer, activation in self.layers:
-            z, cache = self._layer_forward(layer, activations[-1])
+        for index, (layer, activation) in enumerate(self.layers):
+            z, cache = self._layer_forward(index, layer, activations[-1])
             caches.append(cache)
             activations.append(self._activate(z, activation))
         loss, delta = self._loss_and_output_delta(activations.pop(), y, weights)
         for index in range(len(self.layers) - 1, -1, -1):
             layer = self.layers[index][0]
-            delta = self._layer_backward(layer, activations[index], delta, caches[index], index > 0)
+            delta = self._layer_backward(index, layer, activations[index], delta, caches[index])
             if index > 0:
                 delta = self._backpropagate_activation(delta, activations[index], self.layers[index - 1][1])
         return loss
