@@ -11,6 +11,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network._stochastic_optimizers import AdamOptimizer, SGDOptimizer
 
 from skquad._engine import (
+    _denormals_are_flushed,
+    flush_denormals,
     ParameterGroup,
     Trainer,
     TrainingConfig,
@@ -274,3 +276,13 @@ def test_thread_limit_restores_and_heuristic():
     assert torch.get_num_threads() == before
     assert choose_thread_count(1e5) == 1
     assert choose_thread_count(1e9, available=4) == 4
+
+
+def test_flush_denormals_is_scoped():
+    assert not _denormals_are_flushed()
+    subnormal = torch.tensor([1e-40], dtype=torch.float32)
+    with flush_denormals():
+        assert _denormals_are_flushed()
+        assert (subnormal * 1.0)[0] == 0
+    assert not _denormals_are_flushed()
+    assert (subnormal * 1.0)[0] > 0
