@@ -70,7 +70,10 @@ def _markdown_table(frame, floatfmt=".3f"):
             return format(value, floatfmt)
         return str(value)
 
-    header = [" / ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in frame.columns]
+    header = [
+        " / ".join(str(part) for part in c if str(part)) if isinstance(c, tuple) else str(c)
+        for c in frame.columns
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
