@@ -77,6 +77,54 @@ sphinx_gallery_conf = {
     "write_computation_times": False,
 }
 
+# -- Benchmark page ----------------------------------------------------------
+# benchmarks.rst shows the committed results of ``python -m skquad.benchmarks
+# --suite uci`` (doc/benchmark_results/uci/). summary.csv has one row per
+# dataset and estimator; the page wants one row per dataset and one column per
+# estimator, as in the report, so the pivots are written next to the other
+# generated pages at build time.
+BENCHMARK_DIR = DOC_DIR / "benchmark_results" / "uci"
+BENCHMARK_TABLES = DOC_DIR / "generated" / "benchmarks"
+
+
+def _write_benchmark_tables():
+    import pandas as pd
+
+    summary = pd.read_csv(BENCHMARK_DIR / "summary.csv")
+    estimators = list(dict.fromkeys(summary["estimator"]))
+    datasets = list(dict.fromkeys(summary["dataset"]))
+    summary = summary.set_index(["dataset", "estimator"])
+    BENCHMARK_TABLES.mkdir(parents=True, exist_ok=True)
+
+    def cell(dataset, estimator, format_row):
+        if (dataset, estimator) not in summary.index:
+            return "skipped"
+        row = summary.loc[(dataset, estimator)]
+        if row["n_runs"] - row.get("n_failed", 0) <= 0:
+            return "failed"
+        return format_row(row)
+
+    def accuracy(row):
+        return f"{100 * row['accuracy_mean']:.1f} ± {100 * row['accuracy_std']:.1f}"
+
+    def fit_time(row):
+        return f"{row['fit_time_median']:.3g}"
+
+    for name, format_row in [("accuracy", accuracy), ("fit_time", fit_time)]:
+        table = pd.DataFrame(
+            [[dataset] + [cell(dataset, est, format_row) for est in estimators] for dataset in datasets],
+            columns=["dataset"] + estimators,
+        )
+        table.to_csv(BENCHMARK_TABLES / f"{name}.csv", index=False)
+    overall = pd.read_csv(BENCHMARK_DIR / "overall.csv")
+    overall["accuracy_mean"] = (100 * overall["accuracy_mean"]).round(1)
+    overall["mean_rank"] = overall["mean_rank"].round(2)
+    overall["fit_time_geomean"] = overall["fit_time_geomean"].map(lambda t: f"{t:.3g}")
+    overall.to_csv(BENCHMARK_TABLES / "overall.csv", index=False)
+
+
+_write_benchmark_tables()
+
 # -- HTML --------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"skquad {release}"
