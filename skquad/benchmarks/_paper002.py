@@ -60,6 +60,7 @@ from ..convex import (
 )
 from ..datasets import load_uci, make_planted_quantized, nominal_columns, numeric_columns
 from ..quantized import _make_bilinear_trainer, _quantize_bilinear
+from ._report import _pyplot, markdown_table
 
 __all__ = ["run", "speed"]
 
@@ -85,19 +86,17 @@ SPEED_TIME_LIMIT_S = 120
 
 # ----------------------------------------------------------------- helpers
 def _markdown_table(frame, digits=3):
-    """A DataFrame as a GitHub Markdown table (no extra dependency)."""
+    """A DataFrame as a Markdown table, floats to ``digits`` significant digits."""
 
     def cell(value):
         if isinstance(value, (float, np.floating)) and np.isnan(value):
             return ""
         if isinstance(value, (float, np.floating)):
             return f"{value:.{digits}g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
-        return str(value)
+        return value
 
-    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *rows])
+    rows = [[cell(value) for value in row] for row in frame.itertuples(index=False)]
+    return markdown_table(list(frame.columns), rows)
 
 
 def _paper_preprocessor():
@@ -126,15 +125,6 @@ def _split_uci(name, seed):
         np.asarray(y_train),
         np.asarray(y_test),
     )
-
-
-def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 # ------------------------------------------------------------------ planted
@@ -214,7 +204,7 @@ def _planted(*, quick, repeats, device, progress, output_dir):
     frame = pd.DataFrame(rows)
     summary = frame.groupby(["method", "m"], as_index=False)[["train cost", "test cost"]].median()
 
-    plt = _figure()
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
     styles = {
         "SDP lower bound": dict(color="tab:blue", linestyle="-"),
@@ -308,7 +298,7 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
     frame = pd.DataFrame(rows)
     curve_frame = pd.DataFrame(curves)
 
-    plt = _figure()
+    plt = _pyplot()
     figures = []
     for m in neuron_counts:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -361,7 +351,7 @@ def _vehicle(*, quick, repeats, progress, output_dir):
     frame = pd.DataFrame(rows)
     summary = frame.groupby(["method", "m"], as_index=False)[["train acc", "test acc"]].mean()
 
-    plt = _figure()
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, split in zip(axes, ["train", "test"]):
         for method, style in (
