@@ -309,12 +309,15 @@ class QuadraticLayer(_QuadraticLayerBase):
         :class:`~skquad.nn.backward.PackedQuadraticForm`, which works on the
         triangle itself (caches the pair products ``M(a)``, half the
         multiplications). "autograd": plain torch operations differentiated by
-        autograd. The default is the faster one, measured forward + backward
-        (``python -m skquad.benchmarks --suite speed``, one thread): packed
-        storage 1.7x faster than autograd at 200 x 30 -> 10, 1.8x at
-        512 x 128 -> 64 and 512 x 256 -> 256; full storage 1.1x from 64 inputs
-        on. Tiny layers (under ~10 inputs, sub-millisecond steps) are 10-20 %
-        faster with autograd, whose graph costs less than a python Function.
+        autograd. The default is the faster one for the default packed storage,
+        measured forward + backward with the input gradient
+        (``python -m skquad.benchmarks --suite speed``, one thread, medians of
+        7): autograd time / cached time 1.75 at 512 x 256 -> 256, 1.91 at
+        512 x 128 -> 64, 1.13 at 128 x 64 -> 64, 1.2 at 200 x 30 -> 10. With
+        full storage the gain is 1.2x for wide layers, and for small layers
+        (under ~64 inputs, steps of a millisecond or less) autograd is faster
+        (ratio 0.6-0.9): there its graph costs less than a python Function and
+        the symmetrization of ``P``.
     quadratic_storage : {"full", "packed"}, default="packed"
         "packed": ``quadratic_weight`` holds the ``n_in (n_in + 1) / 2`` upper
         triangle entries of each symmetric ``Q^(k)`` (row by row, as
@@ -325,9 +328,10 @@ class QuadraticLayer(_QuadraticLayerBase):
         ``Q = (P + P^T) / 2`` (the quadratic form only ever sees that part;
         gradients are symmetric, so a symmetric ``P`` stays symmetric).
         Packed is the default by measurement (forward + backward with the
-        cached backward, one thread): as fast or faster at every shape
-        measured (200 x 30 -> 10: 2.0 vs 2.5 ms; 512 x 256 -> 256: 1.07 vs
-        2.04 s), and an Adam step on 512 x 256 -> 256 takes 156 vs 312 ms.
+        cached backward, one thread): equal within noise up to 64 inputs
+        (200 x 30 -> 10: 1.31 vs 1.24 ms), faster beyond (512 x 128 -> 64:
+        90 vs 119 ms; 512 x 256 -> 256: 0.83 vs 1.58 s), and an Adam step on
+        the quadratic parameter costs half (512 x 256 -> 256: 131 vs 246 ms).
     device, dtype : optional
         Factory arguments, as in :class:`torch.nn.Linear`.
 
@@ -518,11 +522,12 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
         (:class:`~skquad.nn.backward.CachedBilinearProduct`, power term
         fused), which keeps ``v1 = W a + b`` and ``v2 = U a + c``;
         "autograd": plain autograd. Both perform the same products (autograd
-        keeps ``v1`` and ``v2`` as well), and measured forward + backward they
-        are equal within the noise of the build machine (autograd / cached
-        between 0.83 and 1.19 over batch 32..512, 1..256 inputs); autograd is
-        the default because it is never slower on small layers, where a python
-        Function's overhead shows.
+        keeps ``v1`` and ``v2`` as well); measured forward + backward over
+        batch 32..512 and 1..256 inputs, autograd time / cached time is
+        0.80-0.95 without the power term and 0.9-1.18 with it, differences
+        of the order of the build machine's noise. Autograd is the default
+        because it is never clearly slower and is faster on small layers,
+        where a python Function's overhead shows.
     device, dtype : optional
 
     Attributes
