@@ -95,7 +95,7 @@ def build_parser():
     uci.add_argument("--estimators", nargs="+", metavar="NAME", help="run only these estimators (e.g. QLR LogReg)")
     uci.add_argument(
         "--max-train", type=_non_negative_int, metavar="N",
-        help="cap on every training part (default 3000, quick 1000; 0: no cap)",
+        help="cap on every training part (default 1000; 0: no cap)",
     )
     parser.add_argument(
         "--threads", type=_non_negative_int, metavar="N",
