@@ -156,6 +156,7 @@ def machine_description(command, wall_time=None, device="auto", threads=0):
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"command: {command}",
         f"cpu: {_cpu_model()}",
+        f"data directory (SKQUAD_DATA): {os.environ.get('SKQUAD_DATA', 'not set')}",
         f"cores: {os.cpu_count()}",
         "threads during the run: "
         + (f"{threads} (BLAS, OpenMP and torch limited)" if threads
