@@ -38,6 +38,9 @@ DIVERGENCE_DATASETS = (
     "segment", "spambase", "waveform5000", "optdigits", "pendigits", "letter",
 )
 TABLE4_DATASETS = ("optdigits", "pendigits")
+XOR_EPOCHS = 300
+# Paper 001's six-cluster data set: 2000 training and 500 test points per class.
+SIX_CLUSTERS_SIZES = (2000, 500)
 
 
 def _plt():
@@ -97,7 +100,7 @@ def _xor(output_dir, seeds, device, progress):
             clf = QNNClassifier(
                 hidden_layer_sizes=(), relinear=relinear, quadratic_learning_rate_scale=1.0,
                 solver="sgd", momentum=0.0, batch_size=1, learning_rate_init=0.1,
-                max_iter=300, tol=0.0, n_iter_no_change=10**6, random_state=seed, device=device,
+                max_iter=XOR_EPOCHS, tol=0.0, n_iter_no_change=10**6, random_state=seed, device=device,
                 dtype="float64",
             )
             _quiet_fit(clf, X, y)
@@ -137,7 +140,7 @@ def _xor(output_dir, seeds, device, progress):
 # ------------------------------------------------------------ six clusters
 def _six_clusters(output_dir, device, progress):
     progress("paper001: six nonlinear clusters, one layer of 6 quadratic neurons")
-    X_train, X_test, y_train, y_test = make_nonlinear_clusters(2000, 500, random_state=0)
+    X_train, X_test, y_train, y_test = make_nonlinear_clusters(*SIX_CLUSTERS_SIZES, random_state=0)
     scaler = StandardScaler().fit(X_train)
     Xs_train, Xs_test = scaler.transform(X_train), scaler.transform(X_test)
     rows = []
@@ -222,7 +225,8 @@ def _table4(output_dir, datasets, hidden_sizes, sample_sizes, epoch_counts, seed
                             )
     raw = pd.DataFrame(rows)
     keys = ["dataset", "samples", "epochs", "hidden"]
-    accuracy = raw.pivot_table(index=keys, columns="model", values="accuracy", aggfunc=["mean", "std"])
+    # std is NaN with a single seed: keep those columns (pivot_table would drop them)
+    accuracy = raw.groupby(keys + ["model"])["accuracy"].agg(["mean", "std"]).unstack("model")
     table = pd.DataFrame(index=accuracy.index).reset_index()
     for model in ("conventional", "QNN", "RPQNN"):
         table[model] = [
@@ -333,7 +337,11 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     seeds = repeats or (2 if quick else 5)
     divergence_seeds = repeats or (2 if quick else 10)
     table4_sets = [d for d in (datasets or TABLE4_DATASETS) if d in TABLE4_DATASETS]
-    divergence_sets = list(datasets or (DIVERGENCE_DATASETS[:4] if quick else DIVERGENCE_DATASETS))
+    divergence_sets = [
+        name
+        for name in (DIVERGENCE_DATASETS[:4] if quick else DIVERGENCE_DATASETS)
+        if datasets is None or name in datasets
+    ]
     started = time.perf_counter()
 
     xor_table, xor_figure = _xor(output_dir, 3 if quick else 10, device, progress)
@@ -360,14 +368,14 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     markdown = f"""
 ### XOR with one quadratic neuron
 
-Per-sample SGD (learning rate 0.1, 300 epochs) on the four bipolar XOR points.
+Per-sample SGD (learning rate 0.1, {XOR_EPOCHS} epochs) on the four bipolar XOR points.
 The decision boundary's type is read from the sign of det(Q).
 
 {_markdown_table(xor_table)}
 
 ![XOR boundaries]({xor_figure})
 
-### Six nonlinear clusters (2000 + 500 points per class)
+### Six nonlinear clusters ({SIX_CLUSTERS_SIZES[0]} + {SIX_CLUSTERS_SIZES[1]} points per class)
 
 One layer of 6 neurons with per-class sigmoid outputs (L-BFGS, standardized
 inputs). Each column "neuron k one-vs-rest" is the test accuracy of neuron k's
