@@ -74,7 +74,7 @@ therefore never holds NaN weights after training.
 import math
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -488,8 +488,10 @@ class Trainer:
         """Weighted data loss of a batch (0-d tensor), gradient in flat_gradient."""
         self.flat_gradient.zero_()
         if self.loss_and_gradient is not None:
-            with torch.no_grad():
-                return self.loss_and_gradient(X, y, weights)
+            if torch.is_grad_enabled():
+                with torch.no_grad():
+                    return self.loss_and_gradient(X, y, weights)
+            return self.loss_and_gradient(X, y, weights)
         outputs = self.module(X)
         loss = torch.dot(self.loss_function(outputs, y).reshape(-1), weights)
         loss.backward()
@@ -520,19 +522,22 @@ class Trainer:
         )
         penalty = self._has_penalty()
         batch_losses, used_sums = [], []
-        for start, length, weight_sum in zip(starts, lengths, batch_sums):
-            if weight_sum <= 0:
-                continue  # nothing to learn from a batch of zero-weight samples
-            stop = start + length
-            loss = self._loss_and_gradient(
-                X_epoch[start:stop], y_epoch[start:stop], normalised[start:stop]
-            )
-            if penalty:
-                self._add_penalty_gradient(1.0 / weight_sum)
-            self._optimizer_step()
-            self.history.n_steps += 1
-            batch_losses.append(loss)
-            used_sums.append(weight_sum)
+        # The explicit path needs no autograd at all: one no_grad for the epoch.
+        explicit = torch.no_grad() if self.loss_and_gradient is not None else nullcontext()
+        with explicit:
+            for start, length, weight_sum in zip(starts, lengths, batch_sums):
+                if weight_sum <= 0:
+                    continue  # nothing to learn from a batch of zero-weight samples
+                stop = start + length
+                loss = self._loss_and_gradient(
+                    X_epoch[start:stop], y_epoch[start:stop], normalised[start:stop]
+                )
+                if penalty:
+                    self._add_penalty_gradient(1.0 / weight_sum)
+                self._optimizer_step()
+                self.history.n_steps += 1
+                batch_losses.append(loss)
+                used_sums.append(weight_sum)
         total_weight = batch_sums.sum()
         # One device-to-host transfer per epoch, not one per step.
         if not batch_losses:

@@ -72,6 +72,31 @@ class FusedNetwork:
             else:
                 self.layers.append([item, "identity"])
         self._workspace = {}
+        self._views = None
+
+    def _parameter_views(self):
+        """Transposed and stacked views of every layer's parameters, made once.
+
+        The parameters are views into the engine's flat buffer, updated in
+        place, so views of them stay current; building them once saves a
+        handful of dispatches per layer and step.
+        """
+        if self._views is None:
+            views = []
+            for layer, _ in self.layers:
+                entry = {"weight_t": layer.weight.t()}
+                if isinstance(layer, QuadraticLayer):
+                    n_out, n_in = layer.out_features, layer.in_features
+                    entry["stacked"] = layer.quadratic_weight.view(n_out * n_in, n_in)
+                    entry["stacked_t"] = entry["stacked"].t()
+                    entry["stacked_grad"] = layer.quadratic_weight.grad.view(n_out * n_in, n_in)
+                elif isinstance(layer, ReducedQuadraticLayer):
+                    entry["factor_weight_t"] = layer.factor_weight.t()
+                    if layer.power_term:
+                        entry["power_weight_t"] = layer.power_weight.t()
+                views.append(entry)
+            self._views = views
+        return self._views
 
     def _buffer(self, tag, index, shape, like):
         """A tensor reused across steps (per layer, tag and batch size).
@@ -90,29 +115,30 @@ class FusedNetwork:
     # -------------------------------------------------------------- forward
     def _layer_forward(self, index, layer, a):
         """Pre-activation ``z`` and the cache the backward pass needs."""
+        views = self._parameter_views()[index]
         batch, n_out = a.shape[0], layer.out_features
         z = self._buffer("z", index, (batch, n_out), a)
         if isinstance(layer, nn.Linear):
-            return torch.addmm(layer.bias, a, layer.weight.t(), out=z), None
+            return torch.addmm(layer.bias, a, views["weight_t"], out=z), None
         if isinstance(layer, QuadraticLayer):
             n_in = layer.in_features
             # V[b, k] = P^(k) a_b, one (batch x n_in) @ (n_in x n_out*n_in) product.
             cached_v = self._buffer("v", index, (batch, n_out * n_in), a)
-            torch.mm(a, layer.quadratic_weight.view(n_out * n_in, n_in).t(), out=cached_v)
+            torch.mm(a, views["stacked_t"], out=cached_v)
             cached_v = cached_v.view(batch, n_out, n_in)
             torch.bmm(cached_v, a.unsqueeze(2), out=z.unsqueeze(2))
-            z.addmm_(a, layer.weight.t())
+            z.addmm_(a, views["weight_t"])
             if layer.bias is not None:
                 z.add_(layer.bias)
             return z, cached_v
         # Reduced layer: v1 = W a + b, v2 = U a + c (Algorithm 2's cache).
-        v1 = torch.addmm(layer.bias, a, layer.weight.t(), out=self._buffer("v1", index, (batch, n_out), a))
+        v1 = torch.addmm(layer.bias, a, views["weight_t"], out=self._buffer("v1", index, (batch, n_out), a))
         v2 = torch.addmm(
-            layer.factor_bias, a, layer.factor_weight.t(), out=self._buffer("v2", index, (batch, n_out), a)
+            layer.factor_bias, a, views["factor_weight_t"], out=self._buffer("v2", index, (batch, n_out), a)
         )
         torch.mul(v1, v2, out=z)
         if layer.power_term:
-            z.addmm_(a * a, layer.power_weight.t()).add_(layer.power_bias)
+            z.addmm_(a * a, views["power_weight_t"]).add_(layer.power_bias)
         return z, (v1, v2)
 
     @staticmethod
@@ -151,11 +177,12 @@ class FusedNetwork:
             return torch.mm(delta, layer.weight, out=grad_a) if need_input_gradient else None
         n_out, n_in = layer.out_features, layer.in_features
         batch = a.shape[0]
-        stacked = layer.quadratic_weight.view(n_out * n_in, n_in)
+        views = self._parameter_views()[index]
+        stacked = views["stacked"]
         # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product (delta (x) a)^T a.
         weighted = self._buffer("weighted", index, (batch, n_out * n_in), a)
         torch.mul(delta.unsqueeze(2), a.unsqueeze(1), out=weighted.view(batch, n_out, n_in))
-        torch.mm(weighted.t(), a, out=layer.quadratic_weight.grad.view(n_out * n_in, n_in))
+        torch.mm(weighted.t(), a, out=views["stacked_grad"])
         if not need_input_gradient:
             return None
         # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, taken as one
