@@ -186,13 +186,17 @@ class TrainingResult:
 def choose_thread_count(flops_per_step, available=None):
     """CPU threads worth using for a step of ``flops_per_step`` flops.
 
-    Below a few million flops per step, torch's thread hand-off costs more than
-    it saves (measured on a 2-core machine: a 64-30-10 MLP step with batch 200
-    runs about twice as fast on one thread as on two), so small problems use one
-    thread; larger ones use what torch has.
+    A training step is a chain of small operations, each of which pays torch's
+    thread hand-off; below a few hundred million flops per step that costs more
+    than it saves. Measured on this project's 2-core machine: a 64-30-10 MLP
+    step (batch 200) runs about twice as fast on one thread as on two, and
+    when other processes keep the cores busy a deep quadratic network's step
+    (4 x 16 quadratic neurons on 57 features, 25 MFLOP) took ~300 ms on two
+    threads against a few ms on one. So steps under 2e8 flops use one thread;
+    larger ones (wide quadratic layers) use what torch has.
     """
     available = torch.get_num_threads() if available is None else available
-    if flops_per_step < 2e7:
+    if flops_per_step < 2e8:
         return 1
     return max(1, available)
 

@@ -274,7 +274,7 @@ def test_thread_limit_restores_and_heuristic():
     with thread_limit(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
-    assert choose_thread_count(1e5) == 1
+    assert choose_thread_count(1e5) == 1 and choose_thread_count(5e7, available=4) == 1
     assert choose_thread_count(1e9, available=4) == 4
 
 
