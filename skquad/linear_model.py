@@ -10,11 +10,12 @@ import scipy.optimize
 import torch
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from ._base import BaseQuadraticClassifier
-from ._torch_utils import make_generator, resolve_device, to_numpy
+from ._torch_utils import make_generator, resolve_device, seed_from, to_numpy
 from .nn.quadratic_form import (
     chunked_quadratic_form_scores,
     low_rank_log_loss,
@@ -270,6 +271,57 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """
         previous = self._previous_solution() if self.warm_start else None
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
+        return self._train(X, y_encoded, sample_weight, previous)
+
+    def _sgd_only(self):
+        if self.solver != "sgd":
+            raise AttributeError(
+                f"partial_fit is only available for solver='sgd', not {self.solver!r}."
+            )
+        return True
+
+    @available_if(_sgd_only)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One SGD epoch over ``(X, y)``, continuing from the current model.
+
+        For data that arrive in parts or do not fit in memory. No early
+        stopping and no ``ConvergenceWarning``: the caller decides how many
+        calls to make. The penalty is scaled as if ``(X, y)`` were the whole
+        training set (as in :meth:`fit`, the objective is divided by
+        ``C * sum(sample_weight)``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the classes; required on the first call, when a part of the
+            data may not contain all of them.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : QuadraticLogisticRegression
+        """
+        first_call = not hasattr(self, "classes_")
+        if first_call and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        if not first_call and classes is not None and not np.array_equal(
+            np.unique(np.asarray(classes)), self.classes_
+        ):
+            raise ValueError(
+                f"`classes={np.unique(np.asarray(classes)).tolist()}` is not the same as "
+                f"on the first call to partial_fit: {self.classes_.tolist()}."
+            )
+        X, y_encoded, sample_weight = self._validate_training_data(
+            X, y, sample_weight, reset=first_call, classes=classes if first_call else None
+        )
+        previous = None if first_call else self._previous_solution()
+        return self._train(X, y_encoded, sample_weight, previous, partial=True)
+
+    def _train(self, X, y_encoded, sample_weight, previous, *, partial=False):
+        """Fit from validated data, starting from ``previous`` when it fits."""
         device = resolve_device(self.device)
         if previous is not None and not self._previous_fits(previous, X.shape[1]):
             previous = None
@@ -298,12 +350,30 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             rows = min(200 if self.batch_size == "auto" else self.batch_size, rows)
         flops = 2.0 * rows * n_features * width
         with _compute_threads(flops if device.type == "cpu" else np.inf):
-            if self.solver == "lbfgs":
+            if partial:
+                done = self.n_iter_ if previous is not None else 0
+                if previous is None or not hasattr(self, "loss_curve_"):
+                    self.loss_curve_ = []
+                # a new shuffle per call, reproducible from random_state
+                generator = torch.Generator().manual_seed(seed_from(self.random_state) + done)
+                params, epochs = self._fit_sgd(
+                    X_t, y_t, weight_t, l2, params,
+                    generator=generator, max_epochs=1, stop_early=False,
+                )
+                n_iter = done + epochs
+            elif self.solver == "lbfgs":
+                if hasattr(self, "loss_curve_"):
+                    del self.loss_curve_  # from an earlier SGD fit
                 params, n_iter = self._fit_lbfgs(
                     X_t, y_t, weight_t, l2, params, class_blocks
                 )
             else:
-                params, n_iter = self._fit_sgd(X_t, y_t, weight_t, l2, params)
+                self.loss_curve_ = []
+                params, n_iter = self._fit_sgd(
+                    X_t, y_t, weight_t, l2, params,
+                    generator=make_generator(self.random_state, "cpu"),
+                    max_epochs=self.max_iter, stop_early=True,
+                )
         self._store_params(params)
         self.n_iter_ = int(n_iter)
         return self
@@ -487,7 +557,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             warnings.warn(message, ConvergenceWarning)
         return unpack(result.x), result.nit
 
-    def _fit_sgd(self, X, y, weight, l2, params):
+    def _fit_sgd(self, X, y, weight, l2, params, *, generator, max_epochs, stop_early):
+        """SGD epochs; appends each epoch's mean objective to ``loss_curve_``."""
         n_samples = X.shape[0]
         batch_size = min(200, n_samples) if self.batch_size == "auto" else min(
             self.batch_size, n_samples
@@ -495,13 +566,11 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         # Weights of mean 1: a step follows the mean gradient of the batch,
         # plus the penalty's gradient (objective / (C sum(s)), as for lbfgs).
         unit_weight = weight * n_samples
-        generator = make_generator(self.random_state, "cpu")
         params = [p.clone() for p in params]
-        self.loss_curve_ = []
         best_loss, stall = np.inf, 0
         converged = False
         epoch = 0
-        for epoch in range(1, self.max_iter + 1):
+        for epoch in range(1, max_epochs + 1):
             order = torch.randperm(n_samples, generator=generator).to(X.device)
             epoch_loss = 0.0
             for start in range(0, n_samples, batch_size):
@@ -530,7 +599,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             if stall >= self.n_iter_no_change:
                 converged = True
                 break
-        if not converged:
+        if stop_early and not converged:
             warnings.warn(
                 f"sgd reached max_iter={self.max_iter} epochs before the loss "
                 "stopped improving. Increase max_iter or learning_rate.",

@@ -378,3 +378,37 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(skquad.linear_model, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_partial_fit_learns_from_parts(iris):
+    X, y = iris
+    order = np.random.RandomState(0).permutation(len(y))
+    X, y = X[order], y[order]
+    clf = QuadraticLogisticRegression(solver="sgd", learning_rate=0.1, random_state=0)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        clf.partial_fit(X[:10], y[:10])
+    # the first part holds a single class: fine once the classes are given
+    first = np.flatnonzero(y == 0)[:5]
+    clf.partial_fit(X[first], y[first], classes=[0, 1, 2])
+    assert clf.n_iter_ == 1 and list(clf.classes_) == [0, 1, 2]
+    for _ in range(30):
+        for part in np.array_split(np.arange(len(y)), 3):
+            clf.partial_fit(X[part], y[part])
+    assert clf.n_iter_ == 91 and len(clf.loss_curve_) == 91
+    assert clf.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="not the same as on the first call"):
+        clf.partial_fit(X, y, classes=[0, 1, 2, 3])
+    with pytest.raises(ValueError, match="features"):
+        clf.partial_fit(X[:, :3], y)
+    # reproducible from random_state
+    again = QuadraticLogisticRegression(solver="sgd", learning_rate=0.1, random_state=0)
+    again.partial_fit(X[first], y[first], classes=[0, 1, 2])
+    for _ in range(30):
+        for part in np.array_split(np.arange(len(y)), 3):
+            again.partial_fit(X[part], y[part])
+    np.testing.assert_array_equal(again.Q_, clf.Q_)
+
+
+def test_partial_fit_is_for_sgd_only():
+    assert not hasattr(QuadraticLogisticRegression(), "partial_fit")
+    assert hasattr(QuadraticLogisticRegression(solver="sgd"), "partial_fit")
