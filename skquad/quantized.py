@@ -63,9 +63,9 @@ def _check_activation(activation):
     return coefficients
 
 
-def _check_solver(solver):
+def _check_solver(solver, loss, n_lifted):
     if solver is None:
-        return default_solver()
+        return default_solver(loss, n_lifted)
     installed = cp.installed_solvers()
     if solver.upper() not in installed:
         raise ValueError(
@@ -180,9 +180,10 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         ``sigma(z^T u)`` exactly).
     solver : str, default=None
         CVXPY solver for the SDP. None means the fastest reliable one
-        installed, SCS (see :func:`skquad.convex.default_solver`);
-        "CLARABEL" (interior point) is slower but gives a certificate
-        accurate to ~1e-8.
+        installed for the problem: SCS, or CLARABEL for the hinge loss with
+        at most 20 lifted features (see :func:`skquad.convex.default_solver`);
+        "CLARABEL" (interior point) gives a certificate accurate to ~1e-8 and
+        is slower for wide problems.
     solver_options : dict, default=None
         Keyword arguments of ``cvxpy.Problem.solve``, e.g.
         ``{"max_iters": 20000, "eps_abs": 1e-6}`` for SCS.
@@ -383,8 +384,12 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         self : SDPQuantizedClassifier
         """
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        _check_activation(self.activation)
-        solver = _check_solver(self.solver)
+        lifting = InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+        )
+        solver = _check_solver(self.solver, self.loss, lifting.n_lifted(X.shape[1]))
         n_outputs = self._n_scores
         _neurons_per_output(self.n_neurons, n_outputs)
 

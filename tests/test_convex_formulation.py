@@ -13,6 +13,7 @@ from skquad.convex import (
     SolverFailedError,
     aggregate_samples,
     bilinear_network_scores,
+    default_solver,
     loss_value,
     network_objective,
     solve_sdp,
@@ -216,3 +217,11 @@ def test_unknown_loss_is_rejected():
     X, y = _tiny_problem()
     with pytest.raises(ValueError, match="loss must be one of"):
         solve_sdp(InputLifting().matrices(X), y, np.ones(len(y)), loss="absolute")
+
+
+def test_default_solver_follows_the_measurements():
+    assert default_solver("squared", 10) == "SCS"
+    assert default_solver("logistic", 10) == "SCS"
+    assert default_solver("hinge", 10) == "CLARABEL"
+    assert default_solver("hinge", 35) == "SCS"
+    assert default_solver() == "SCS"
