@@ -160,6 +160,9 @@ class TrainingConfig:
     n_threads: int | str = "auto"
     stratify: bool = True
     warn_on_max_iter: bool = True
+    # Estimator-specific remedies appended to the divergence warning, naming
+    # the estimator's own parameters (e.g. the ReLinear settings).
+    divergence_advice: str = ""
 
     def __post_init__(self):
         if self.solver not in SOLVERS:
@@ -240,13 +243,13 @@ def flush_denormals():
         torch.set_flush_denormal(False)
 
 
-def _divergence_advice(solver, learning_rate):
+def _divergence_advice(solver, learning_rate, extra=""):
     return (
         "Training diverged: the loss or the parameters became NaN or infinite. "
         "The best parameters seen before that were restored. Try a smaller "
-        f"learning_rate_init (now {learning_rate:g}), standardized features "
-        "(e.g. StandardScaler in a Pipeline), the ReLinear settings (relinear=True "
-        "with a smaller quadratic_learning_rate_scale or a quadratic l2/l1 decay), "
+        f"learning rate (now {learning_rate:g}), standardized features "
+        "(e.g. StandardScaler in a Pipeline), "
+        + (f"{extra}, " if extra else "")
         + ("or solver='adam'." if solver == "sgd" else "or float64 (dtype='float64').")
     )
 
@@ -603,7 +606,11 @@ class Trainer:
     def _warn_divergence(self):
         self.history.diverged = True
         warnings.warn(
-            _divergence_advice(self.config.solver, self.config.learning_rate),
+            _divergence_advice(
+                self.config.solver,
+                self.config.learning_rate,
+                self.config.divergence_advice,
+            ),
             ConvergenceWarning,
             stacklevel=4,
         )

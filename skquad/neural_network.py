@@ -252,6 +252,11 @@ class _BaseQuadraticNetwork(BaseQuadraticClassifier):
             max_fun=self.max_fun,
             verbose=bool(self.verbose),
             stratify=True,
+            divergence_advice=(
+                f"a smaller learning_rate_init (now {self.learning_rate_init:g}), "
+                "the ReLinear settings (relinear=True with a smaller "
+                "quadratic_learning_rate_scale or a quadratic l2/l1 decay)"
+            ),
         )
 
     def _new_trainer(self, module, device, dtype, generator):

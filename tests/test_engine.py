@@ -176,7 +176,7 @@ def test_divergence_restores_best_parameters_and_warns(data):
     config = TrainingConfig(solver="sgd", learning_rate=10.0, momentum=0.9)
     trainer = Trainer(module, cross_entropy, config=config, generator=torch.Generator().manual_seed(0))
     initial = trainer.flat_parameters.clone()
-    with pytest.warns(ConvergenceWarning, match="diverged.*smaller learning_rate_init"):
+    with pytest.warns(ConvergenceWarning, match="diverged.*smaller learning rate"):
         result = trainer.fit(X, y, max_iter=50)
     assert result.diverged and not result.converged
     assert torch.isfinite(trainer.flat_parameters).all()

@@ -247,7 +247,7 @@ def test_diverging_learning_rate_is_caught(binary_data):
         (8, 8), quadratic_layers="all", relinear=False, quadratic_learning_rate_scale=1.0,
         solver="sgd", learning_rate_init=10.0, max_iter=50, random_state=0,
     )
-    with pytest.warns(ConvergenceWarning, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate_init.*ReLinear"):
         clf.fit(X, y)
     assert clf.diverged_
     for layer in clf.layers_:
