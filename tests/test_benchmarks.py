@@ -122,7 +122,7 @@ def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, 
         plt.close(fig)
         table = pd.DataFrame({"size": [1, 2], "ratio": [0.5, 0.7]})
         return {"title": "Fake", "markdown": "Ratio 0.5.\n\n![curve](curve.png)\n",
-                "tables": {"ratios": table}, "figures": ["curve.png"]}
+                "tables": {"ratios": table, "fake_part_times": table}, "figures": ["curve.png"]}
 
     def broken(**kwargs):
         raise RuntimeError("solver exploded")
@@ -141,6 +141,7 @@ def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, 
     assert "## Fake" in report and "](fake_part/curve.png)" in report
     assert (tmp_path / "fake_part" / "curve.png").is_file()
     assert pd.read_csv(tmp_path / "fake_part_ratios.csv")["ratio"].tolist() == [0.5, 0.7]
+    assert (tmp_path / "fake_part_times.csv").is_file()  # not fake_part_fake_part_times.csv
     assert "not available: skquad/benchmarks/_not_built_yet.py:speed()" in report
     assert "failed: fake_part.broken(): RuntimeError: solver exploded" in report
 

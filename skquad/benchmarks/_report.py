@@ -219,7 +219,9 @@ def write_report(output_dir, title, sections, *, command, wall_time, device="aut
     for result, prefix in sections:
         body += [f"## {result['title']}", "", result["markdown"].rstrip(), ""]
         for name, table in result.get("tables", {}).items():
-            path = output_dir / f"{prefix}{name}.csv"
+            # Suites often name their tables after themselves already.
+            stem = name if not prefix or name.startswith(prefix) else f"{prefix}{name}"
+            path = output_dir / f"{stem}.csv"
             table.to_csv(path, index=False, float_format="%.6g")
             written.append(path)
     body += ["## Machine", "", "```", *machine, "```", ""]
