@@ -613,6 +613,49 @@ def _torch_loss(loss, n_outputs):
     return multiclass
 
 
+def _bilinear_curvature(Z, sample_weight, batch_size, n_power_iterations=30):
+    """Largest output curvature per unit first-layer step of the fresh network.
+
+    With ``u_j, v_j ~ N(0, I/p)`` and the step on the first layer scaled by
+    ``m_k`` (undoing ``alpha_j = 1 / m_k``), an SGD step of size ``eta`` moves
+    the outputs through the kernel ``eta * 2 (z^T z')^2 / p`` (the network's
+    tangent kernel, averaged over the neurons). Gradient descent on a
+    minibatch is stable when ``eta`` times the kernel's largest eigenvalue on
+    that minibatch stays below a constant, so the step must be divided by
+
+    * the largest eigenvalue of the (weighted) full-data kernel
+      ``[(z_i^T z_j)^2 / p]`` (power iteration, each product
+      ``z_i^T (Z^T diag(w) Z) z_i`` costs ``O(n p^2)``), and
+    * the largest single-sample term ``||z_i||^4 / (p B)``, which dominates
+      any minibatch holding that sample: standardized features with rare
+      values (sparse pixels, skewed measurements) give ``||z_i||^2`` many
+      times ``p``, and the quadratic network sees its square.
+
+    This is what made a fixed step diverge on optdigits, segment or
+    load_digits while working on well-conditioned data: the curvature grows
+    with ``||z||^4``, not with ``||z||^2`` as in a linear model.
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    n_samples, n_lifted = Z.shape
+    weight = np.asarray(sample_weight, dtype=np.float64)
+    weight = weight / weight.sum()
+    squared_norms = np.einsum("ij,ij->i", Z, Z)
+    batch = max(1, min(int(batch_size or 200), n_samples))
+    single_sample = float(np.max(squared_norms[weight > 0] ** 2)) / (n_lifted * batch)
+    vector = np.full(n_samples, 1.0 / np.sqrt(n_samples))
+    eigenvalue = 0.0
+    for _ in range(n_power_iterations):
+        # (K w v)_i = z_i^T (sum_j w_j v_j z_j z_j^T) z_i / p, symmetrized by sqrt(w).
+        root = np.sqrt(weight) * vector
+        middle = (Z * root[:, None]).T @ Z
+        image = np.sqrt(weight) * np.einsum("ij,jk,ik->i", Z, middle, Z) / n_lifted
+        norm = float(np.linalg.norm(image))
+        if not np.isfinite(norm) or norm == 0.0:
+            break
+        eigenvalue, vector = norm, image / norm
+    return max(eigenvalue, single_sample, 1e-12)
+
+
 def _make_bilinear_trainer(
     n_lifted,
     n_outputs,
@@ -630,6 +673,7 @@ def _make_bilinear_trainer(
     random_state,
     n_threads="auto",
     initial=None,
+    curvature=1.0,
 ):
     """The paper's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
 
@@ -672,8 +716,10 @@ def _make_bilinear_trainer(
         [module.U, module.V],
         name="first layer",
         # alpha_j = 1/m_k shrinks each neuron's gradient by 1/m_k: scale the
-        # step back so that a good learning_rate does not depend on m.
-        learning_rate_scale=float(np.mean(counts)),
+        # step back so that a good learning_rate does not depend on m; divide
+        # by the input curvature (_bilinear_curvature) so that it does not
+        # depend on the data either.
+        learning_rate_scale=float(np.mean(counts)) / float(curvature),
         l2=float(beta),
     )
     trainer = Trainer(
@@ -752,11 +798,19 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     standardize : bool, default=True
         Standardize the features inside the model (as in
         :class:`SDPQuantizedClassifier`).
-    learning_rate : float, default=0.003
-        SGD step size per neuron: the fixed ``alpha_j = 1 / m_k`` shrinks each
-        neuron's gradient by ``1 / m_k``, so the step applied to the first
-        layer is ``learning_rate * m_k`` (the mean-field scaling), which makes
-        a good ``learning_rate`` independent of ``n_neurons``.
+    learning_rate : float, default=0.1
+        SGD step size relative to the data's curvature, so that one default
+        trains stably from 2 to 26 classes and on any standardized data. The
+        step applied to the first layer is
+        ``learning_rate * m_k / input_curvature_``: the factor ``m_k`` undoes
+        the ``1 / m_k`` that the fixed ``alpha_j`` puts on each neuron's
+        gradient (mean-field scaling, so that a good value does not depend on
+        ``n_neurons``), and ``input_curvature_`` is the largest curvature of
+        the fresh network's outputs per unit step: the larger of the top
+        eigenvalue of the kernel ``[(z_i^T z_j)^2 / p]`` and the biggest
+        single-sample term ``max_i ||z_i||^4 / (p * batch_size)``. A quadratic
+        network's curvature grows with ``||z||^4``, so rare large inputs
+        (sparse pixels, skewed features) would make any fixed step diverge.
     momentum : float, default=0.9
     batch_size : int, default=None
         None means ``min(200, n_samples)``.
@@ -785,6 +839,9 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     feature_names_in_ : ndarray of shape (n_features_in_,)
     feature_mean_, feature_scale_ : ndarray of shape (n_features_in_,) or None
         The standardization (None when ``standardize=False``).
+    input_curvature_ : float
+        The curvature that divides the step (see ``learning_rate``), computed
+        on the training data of ``fit`` or the first ``partial_fit`` call.
     U_, V_ : ndarray of shape (n_neurons, n_lifted_features_), int8
         Quantized first layer, signs of the trained weights.
     alpha_ : ndarray of shape (n_neurons, n_scores)
@@ -855,7 +912,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         beta=1e-4,
         fit_intercept=True,
         standardize=True,
-        learning_rate=0.003,
+        learning_rate=0.1,
         momentum=0.9,
         batch_size=None,
         max_iter=200,
@@ -902,6 +959,10 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
                 _standardization(X, sample_weight) if self.standardize else (None, None)
             )
         p = self._lifting().n_lifted(X.shape[1])
+        if not resume:
+            self.input_curvature_ = _bilinear_curvature(
+                self._lifting().features(X), sample_weight, self.batch_size
+            )
         trainer, neuron_class, output_weights = _make_bilinear_trainer(
             p,
             self._n_scores,
@@ -918,6 +979,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
             random_state=self.random_state,
             n_threads=self.n_threads,
             initial=(self.U_float_, self.V_float_) if resume else None,
+            curvature=self.input_curvature_,
         )
         self.neuron_class_ = neuron_class
         self.float_alpha_ = output_weights

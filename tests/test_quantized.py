@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
@@ -13,6 +13,7 @@ import skquad.quantized as quantized_module
 from skquad import BackpropQuantizedClassifier, SDPQuantizedClassifier
 from skquad.convex import SolverFailedError, loss_value
 from skquad.datasets import make_planted_quantized
+from skquad.quantized import _bilinear_curvature
 
 
 @pytest.fixture(scope="module")
@@ -282,3 +283,31 @@ def test_backprop_bad_device():
     X, y = load_wine(return_X_y=True)
     with pytest.raises(ValueError, match="device"):
         BackpropQuantizedClassifier(device="tpu").fit(X, y)
+
+
+def test_backprop_curvature_matches_the_dense_kernel_eigenvalue():
+    rng = np.random.default_rng(0)
+    Z = np.hstack([rng.standard_normal((60, 5)) * [1, 1, 2, 3, 0.5], np.ones((60, 1))])
+    weight = rng.uniform(0.5, 2.0, 60)
+    normalized = weight / weight.sum()
+    kernel = (Z @ Z.T) ** 2 / Z.shape[1]
+    dense = np.linalg.eigvalsh(np.sqrt(normalized)[:, None] * kernel * np.sqrt(normalized)[None, :])[-1]
+    # A batch holding everything: the full-data eigenvalue dominates.
+    np.testing.assert_allclose(_bilinear_curvature(Z, weight, 60, n_power_iterations=200), dense, rtol=1e-6)
+    # One huge sample in a batch of 1: its ||z||^4 / p term dominates.
+    Z[0] *= 30
+    assert _bilinear_curvature(Z, weight, 1) == pytest.approx(np.sum(Z[0] ** 2) ** 2 / Z.shape[1])
+
+
+def test_backprop_defaults_train_ten_classes_without_diverging():
+    # With a fixed step the default diverged on load_digits (rare pixels give
+    # ||z||^2 ~ 40 p, and the bilinear network's curvature grows like ||z||^4).
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*diverged")
+        model = BackpropQuantizedClassifier(n_neurons=300, max_iter=60, n_threads=1, random_state=0)
+        model.fit(X_train, y_train)
+    assert model.loss_curve_[-1] < 0.5 * model.loss_curve_[0]
+    assert np.mean(model.float_predict(X_test) == y_test) > 0.88  # chance: 0.1
+    assert model.score(X_test, y_test) > 0.75
