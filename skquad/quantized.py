@@ -648,7 +648,7 @@ def _bilinear_curvature(Z, sample_weight, batch_size, n_power_iterations=30):
         # (K w v)_i = z_i^T (sum_j w_j v_j z_j z_j^T) z_i / p, symmetrized by sqrt(w).
         root = np.sqrt(weight) * vector
         middle = (Z * root[:, None]).T @ Z
-        image = np.sqrt(weight) * np.einsum("ij,jk,ik->i", Z, middle, Z) / n_lifted
+        image = np.sqrt(weight) * np.sum((Z @ middle) * Z, axis=1) / n_lifted
         norm = float(np.linalg.norm(image))
         if not np.isfinite(norm) or norm == 0.0:
             break
