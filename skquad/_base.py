@@ -242,11 +242,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
             Labels from ``classes_``.
         """
         scores = self._checked_scores(self._validate_predict_data(X))
-        if scores.shape[1] == 1:
-            indices = (scores[:, 0] > 0).astype(np.int64)
-        else:
-            indices = np.argmax(scores, axis=1)
-        return self.classes_[indices]
+        return labels_from_scores(self.classes_, scores)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -255,6 +251,14 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = True
         tags.classifier_tags.poor_score = False
         return tags
+
+
+def labels_from_scores(classes, scores):
+    """Class labels from ``(n,)`` or ``(n, 1)`` log-odds or ``(n, K)`` logits."""
+    scores = np.asarray(scores)
+    if scores.ndim == 1 or scores.shape[1] == 1:
+        return classes[(scores.reshape(-1) > 0).astype(np.int64)]
+    return classes[np.argmax(scores, axis=1)]
 
 
 def check_positive_int(value, name):

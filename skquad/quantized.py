@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseQuadraticClassifier, check_positive_int
+from ._base import BaseQuadraticClassifier, check_positive_int, labels_from_scores
 from ._engine import ParameterGroup, Trainer, TrainingConfig
 from ._torch_utils import make_generator, resolve_device, to_numpy
 from .convex.formulation import (
@@ -93,13 +93,6 @@ def _standardization(X, weight):
     mean = weight @ X
     std = np.sqrt(weight @ (X - mean) ** 2)
     return mean, np.where(std > 1e-12 * np.maximum(1.0, np.abs(mean)), std, 1.0)
-
-
-def _labels_from_scores(classes, scores):
-    """Labels from the scores of a model other than the estimator's own network."""
-    if scores.ndim == 1:
-        return classes[(scores > 0).astype(np.int64)]
-    return classes[np.argmax(scores, axis=1)]
 
 
 def _class_targets(y_encoded, n_outputs):
@@ -522,7 +515,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return _labels_from_scores(self.classes_, self.relaxed_decision_function(X))
+        return labels_from_scores(self.classes_, self.relaxed_decision_function(X))
 
     def integer_weights(self):
         """The first layer as multi-level integer weights on the original features.
@@ -1094,7 +1087,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return _labels_from_scores(self.classes_, self.float_decision_function(X))
+        return labels_from_scores(self.classes_, self.float_decision_function(X))
 
     def __getstate__(self):
         # The torch trainer is a training-time object; the model is in numpy.
