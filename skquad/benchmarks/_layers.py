@@ -259,7 +259,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     quick : bool, default=False
         Smaller shapes and fewer repeats (well under a minute).
     repeats : int, optional
-        Interleaved repeats per timing (default 3, quick 3); medians are reported.
+        Interleaved repeats per timing (default 5, quick 3); medians are reported.
     datasets : ignored
         The layer benchmark uses random data.
     device : str, default="auto"
@@ -274,7 +274,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     """
     del datasets  # random data only
     if repeats is None:
-        repeats = 3
+        repeats = 3 if quick else 5
     wide_shape = QUICK_WIDE_SHAPE if quick else WIDE_SHAPE
     shapes = QUICK_SHAPES if quick else SHAPES
     threads = torch.get_num_threads()

@@ -232,7 +232,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     quick : bool, default=False
         One split of vehicle and ionosphere, and a 10 000 x 60 "large" problem.
     repeats : int, default=None
-        Stratified splits per dataset (default 2, so that the whole speed suite
+        Stratified splits per dataset (default 3, so that the whole speed suite
         fits in 15 minutes on two cores; quick 1).
     datasets : list of str, default=None
         UCI dataset names (default: spambase, optdigits, vehicle, ionosphere).
@@ -253,7 +253,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
 
     if datasets is None:
         datasets = ["vehicle", "ionosphere"] if quick else list(UCI_DATASETS)
-    repeats = repeats if repeats is not None else (1 if quick else 2)
+    repeats = repeats if repeats is not None else (1 if quick else 3)
     n_large, d_large = (10_000, 60) if quick else (100_000, 200)
 
     runs = _uci_runs(datasets, repeats, device, progress)
