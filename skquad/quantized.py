@@ -63,9 +63,9 @@ def _check_activation(activation):
     return coefficients
 
 
-def _check_solver(solver, loss, n_lifted):
+def _check_solver(solver, loss, n_lifted, n_outputs):
     if solver is None:
-        return default_solver(loss, n_lifted)
+        return default_solver(loss, n_lifted, n_outputs)
     installed = cp.installed_solvers()
     if solver.upper() not in installed:
         raise ValueError(
@@ -173,8 +173,8 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         ``sigma(z^T u)`` exactly).
     solver : str, default=None
         CVXPY solver for the SDP. None means the fastest reliable one
-        installed for the problem: SCS, or CLARABEL for the hinge loss with
-        at most 20 lifted features (see :func:`skquad.convex.default_solver`);
+        installed for the problem: SCS, or CLARABEL for the multiclass hinge
+        loss with at most 20 lifted features (see :func:`skquad.convex.default_solver`);
         "CLARABEL" (interior point) gives a certificate accurate to ~1e-8 and
         is slower for wide problems.
     solver_options : dict, default=None
@@ -382,7 +382,9 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             levels=int(self.weight_levels),
             activation=_check_activation(self.activation),
         )
-        solver = _check_solver(self.solver, self.loss, lifting.n_lifted(X.shape[1]))
+        solver = _check_solver(
+            self.solver, self.loss, lifting.n_lifted(X.shape[1]), self._n_scores
+        )
         n_outputs = self._n_scores
         _neurons_per_output(self.n_neurons, n_outputs)
 

@@ -222,6 +222,7 @@ def test_unknown_loss_is_rejected():
 def test_default_solver_follows_the_measurements():
     assert default_solver("squared", 10) == "SCS"
     assert default_solver("logistic", 10) == "SCS"
-    assert default_solver("hinge", 10) == "CLARABEL"
-    assert default_solver("hinge", 35) == "SCS"
+    assert default_solver("hinge", 10) == "SCS"
+    assert default_solver("hinge", 10, n_outputs=4) == "CLARABEL"
+    assert default_solver("hinge", 35, n_outputs=4) == "SCS"
     assert default_solver() == "SCS"

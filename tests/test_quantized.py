@@ -95,7 +95,7 @@ def test_attributes_and_probabilities(planted_model, planted):
     p = model.n_lifted_features_
     assert p == X.shape[1] + 1
     assert model.U_.dtype == np.int8 and set(np.unique(model.U_)) == {-1, 1}
-    assert SDPQuantizedClassifier(n_neurons=5, loss="hinge").fit(X, y).solver_ == "CLARABEL"
+    assert SDPQuantizedClassifier(n_neurons=5, loss="hinge").fit(X, y).solver_ == "SCS"
     assert SDPQuantizedClassifier(n_neurons=5).fit(X, y).solver_ == "SCS"
     assert model.Q_.shape == (1, 2 * p, 2 * p) and model.Z_.shape == (1, p, p)
     np.testing.assert_allclose(model.alpha_, model.alpha_[0, 0])  # one shared weight

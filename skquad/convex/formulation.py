@@ -65,34 +65,50 @@ class SolverFailedError(RuntimeError):
     """The conic solver failed to return a usable solution of the SDP."""
 
 
-# Lifted widths up to which CLARABEL beats SCS on the hinge loss (measured).
+# Lifted widths up to which CLARABEL beats SCS on the multiclass hinge loss (measured).
 _HINGE_CLARABEL_MAX_P = 20
 
 
-def default_solver(loss="squared", n_lifted=None):
+def default_solver(loss="squared", n_lifted=None, n_outputs=1):
     """The solver used when ``solver=None``: the faster one measured for the problem.
 
-    SCS (first order) for the squared and logistic losses: on paper 002's UCI
-    problems it is up to 13x faster than CLARABEL (ionosphere, p = 35) and
-    the gap grows with ``p``. The hinge loss is harder for SCS (thousands of
-    iterations where the squared loss needs hundreds: 300 s against
-    CLARABEL's 72 s on the 4-class vehicle data, p = 19), so up to
-    ``p = 20`` it goes to CLARABEL (interior point), which also gives the
-    more accurate certificate; beyond, SCS again (ionosphere hinge: 6 s
-    against 84 s). Measured by ``python -m skquad.benchmarks --suite speed``.
+    SCS (first order) for the squared and logistic losses and for the binary
+    hinge loss: on paper 002's UCI problems it is 2x to 17x faster than
+    CLARABEL (median of 3 solves; ionosphere, p = 35: 0.36 s against 6.3 s
+    for the squared loss), and the gap grows with ``p``. The multiclass
+    (Crammer-Singer) hinge loss is much harder for SCS (thousands of
+    iterations: 300 s against CLARABEL's 72 s on the 4-class vehicle data,
+    p = 19), so with more than one output and up to ``p = 20`` it goes to
+    CLARABEL (interior point), which also gives the more accurate certificate.
+    Measured by ``python -m skquad.benchmarks --suite speed``.
 
     Parameters
     ----------
     loss : {"hinge", "logistic", "squared"}, default="squared"
     n_lifted : int, default=None
         ``p``, the length of the binary weight vectors (None: unknown).
+    n_outputs : int, default=1
+        Number of network outputs (1 for two classes, else the number of classes).
 
     Returns
     -------
     solver : str
         A CVXPY solver name.
+
+    Examples
+    --------
+    >>> from skquad.convex import default_solver
+    >>> default_solver("squared", 35)
+    'SCS'
+    >>> default_solver("hinge", 19, n_outputs=4)
+    'CLARABEL'
     """
-    if loss == "hinge" and n_lifted is not None and n_lifted <= _HINGE_CLARABEL_MAX_P:
+    if (
+        loss == "hinge"
+        and n_outputs > 1
+        and n_lifted is not None
+        and n_lifted <= _HINGE_CLARABEL_MAX_P
+    ):
         return "CLARABEL"
     return "SCS"
 
@@ -276,7 +292,7 @@ def solve_sdp(
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
     n, p, _ = lifted.shape
-    solver = default_solver(loss, p) if solver is None else solver
+    solver = default_solver(loss, p, n_outputs) if solver is None else solver
     options = dict(solver_options or {})
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
