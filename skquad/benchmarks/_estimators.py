@@ -106,31 +106,23 @@ def _skquad_specs():
                 grid={"C": [0.1, 1.0, 10.0]},
             )
         )
-    QNN = _skquad_class("QNNClassifier")
-    if QNN is not None:
+    # The two networks share their benchmark settings and tuning grid.
+    for short_name, class_name, output_layer in (
+        ("QNN", "QNNClassifier", "quadratic output layer"),
+        ("RPQNN", "RPQNNClassifier", "reduced-parameter quadratic output layer"),
+    ):
+        network = _skquad_class(class_name)
+        if network is None:
+            continue
         specs.append(
             EstimatorSpec(
-                "QNN",
+                short_name,
                 "skquad",
-                lambda seed, device, n_features, n_classes: _with_existing_params(
-                    QNN(), random_state=seed, device=device, **_NETWORK_SETTINGS
+                lambda seed, device, n_features, n_classes, network=network: _with_existing_params(
+                    network(), random_state=seed, device=device, **_NETWORK_SETTINGS
                 ),
-                "QNNClassifier, defaults (one hidden ReLU layer of 100, quadratic output "
-                "layer, Adam, ReLinear)",
-                grid={"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]},
-            )
-        )
-    RPQNN = _skquad_class("RPQNNClassifier")
-    if RPQNN is not None:
-        specs.append(
-            EstimatorSpec(
-                "RPQNN",
-                "skquad",
-                lambda seed, device, n_features, n_classes: _with_existing_params(
-                    RPQNN(), random_state=seed, device=device, **_NETWORK_SETTINGS
-                ),
-                "RPQNNClassifier, defaults (one hidden ReLU layer of 100, reduced-parameter "
-                "quadratic output layer, Adam, ReLinear)",
+                f"{class_name}, defaults (one hidden ReLU layer of 100, {output_layer}, "
+                "Adam, ReLinear)",
                 grid={"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]},
             )
         )
