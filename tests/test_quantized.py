@@ -9,11 +9,11 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
-import skquad.quantized as quantized_module
+import skquad.quantized._sdp as quantized_module
 from skquad import BackpropQuantizedClassifier, SDPQuantizedClassifier
 from skquad.convex import SolverFailedError, loss_value
 from skquad.datasets import make_planted_quantized
-from skquad.quantized import _bilinear_curvature
+from skquad.nn.bilinear import bilinear_curvature as _bilinear_curvature
 
 
 @pytest.fixture(scope="module")

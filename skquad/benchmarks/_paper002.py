@@ -59,7 +59,8 @@ from ..convex import (
     solve_sdp,
 )
 from ..datasets import load_uci, make_planted_quantized, nominal_columns, numeric_columns
-from ..quantized import _make_bilinear_trainer, _quantize_bilinear
+from ..nn.bilinear import quantize_bilinear as _quantize_bilinear
+from ..quantized._backprop import _make_bilinear_trainer
 from ._report import _pyplot, markdown_table
 
 __all__ = ["run", "speed"]

@@ -1,0 +1,439 @@
+"""BackpropQuantizedClassifier: Bartan & Pilanci's baseline (SGD, then sign quantization)."""
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._base import BaseQuadraticClassifier, labels_from_scores
+from .._engine import ParameterGroup, Trainer, TrainingConfig
+from .._torch_utils import make_generator, resolve_device, to_numpy
+from ..convex.formulation import LOSSES, network_objective
+from ..convex.lifting import InputLifting, bilinear_network_scores
+from ..nn.bilinear import BilinearModule, bilinear_curvature, bilinear_loss, quantize_bilinear
+from ._common import _class_targets, _neurons_per_output, _standardization
+
+__all__ = ["BackpropQuantizedClassifier"]
+
+
+def _make_bilinear_trainer(
+    n_lifted,
+    n_outputs,
+    *,
+    n_neurons,
+    loss,
+    beta,
+    learning_rate,
+    momentum,
+    batch_size,
+    tol,
+    n_iter_no_change,
+    verbose,
+    device,
+    random_state,
+    n_threads="auto",
+    initial=None,
+    curvature=1.0,
+):
+    """The paper's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
+
+    Shared by :class:`BackpropQuantizedClassifier` and the paper 002
+    benchmark (which also trains it on real-valued targets: with one output,
+    ``targets`` may be any floats for the squared loss).
+
+    Returns
+    -------
+    trainer : skquad._engine.Trainer
+    neuron_class : ndarray of shape (n_neurons,)
+    output_weights : ndarray of shape (n_neurons, n_outputs)
+    """
+    counts = _neurons_per_output(n_neurons, n_outputs)
+    generator = make_generator(random_state)
+    if initial is None:
+        # Unit-variance projections z^T u for standardized inputs.
+        U = torch.randn(n_neurons, n_lifted, generator=generator, dtype=torch.float64)
+        V = torch.randn(n_neurons, n_lifted, generator=generator, dtype=torch.float64)
+        U, V = U / np.sqrt(n_lifted), V / np.sqrt(n_lifted)
+    else:
+        U, V = (torch.as_tensor(np.asarray(w, dtype=np.float64)) for w in initial)
+    neuron_class = np.repeat(np.arange(n_outputs), counts)
+    output_weights = np.zeros((n_neurons, n_outputs))
+    output_weights[np.arange(n_neurons), neuron_class] = 1.0 / counts[neuron_class]
+    module = BilinearModule(U, V, torch.as_tensor(output_weights))
+    config = TrainingConfig(
+        solver="sgd",
+        learning_rate=float(learning_rate),
+        momentum=float(momentum),
+        nesterov=False,
+        batch_size=batch_size,
+        tol=float(tol),
+        n_iter_no_change=int(n_iter_no_change),
+        verbose=bool(verbose),
+        n_threads=n_threads,
+        warn_on_max_iter=False,
+    )
+    group = ParameterGroup(
+        [module.U, module.V],
+        name="first layer",
+        # alpha_j = 1/m_k shrinks each neuron's gradient by 1/m_k: scale the
+        # step back so that a good learning_rate does not depend on m; divide
+        # by the input curvature (_bilinear_curvature) so that it does not
+        # depend on the data either.
+        learning_rate_scale=float(np.mean(counts)) / float(curvature),
+        l2=float(beta),
+    )
+    trainer = Trainer(
+        module,
+        bilinear_loss(loss, n_outputs),
+        [group],
+        config,
+        device=resolve_device(device),
+        dtype=torch.float32,
+        generator=generator,
+        target_dtype=torch.float32 if n_outputs == 1 else torch.int64,
+    )
+    return trainer, neuron_class, output_weights
+
+
+class BackpropQuantizedClassifier(BaseQuadraticClassifier):
+    """Paper 002's baseline: a bilinear network trained by SGD, then sign-quantized.
+
+    The network is the one of :class:`SDPQuantizedClassifier`,
+    ``f(x) = sum_j alpha_j (z^T u_j)(z^T v_j)`` with ``z = [x, 1]``, but
+    trained as the paper's "backpropagation + post-training quantization":
+
+    1. ``u_j, v_j`` real, the second layer fixed to ``alpha_j = 1 / m``
+       (``1 / m_k`` on the neuron's class for ``K > 2`` classes), trained by
+       SGD with momentum on the loss plus an L2 penalty ``beta`` (the shared
+       training engine, :mod:`skquad._engine`);
+    2. quantization: ``u_j <- sign(u_j)``, ``v_j <- sign(v_j)`` and one scale
+       per class, ``c = <Zhat, Z> / <Zhat, Zhat>``, the least-squares
+       minimiser of ``||c Zhat - Z||_F`` with ``Zhat = sum_j sign(u_j) sign(v_j)^T``
+       and ``Z = sum_j u_j v_j^T / m``. (The paper prints
+       ``<Zhat, Z> / <Z, Z>``, which is not that minimiser.)
+
+    ``predict`` uses the quantized network;
+    :meth:`float_decision_function` gives the trained real-weight network.
+
+    Parameters
+    ----------
+    n_neurons : int, default=1000
+        Hidden neurons ``m`` (split evenly over the classes when K > 2).
+    loss : {"squared", "hinge", "logistic"}, default="squared"
+        As in :class:`SDPQuantizedClassifier`.
+    beta : float, default=1e-4
+        L2 penalty ``0.5 * beta * (||U||^2 + ||V||^2)`` on the real first
+        layer during training, scaled like MLPClassifier's ``alpha``
+        (the second layer is fixed, so the SDP's ``l1`` penalty on it is a
+        constant here; the paper tunes ``beta`` separately for this baseline).
+    fit_intercept : bool, default=True
+        Append a constant input 1 (as in :class:`SDPQuantizedClassifier`).
+    standardize : bool, default=True
+        Standardize the features inside the model (as in
+        :class:`SDPQuantizedClassifier`).
+    learning_rate : float, default=0.1
+        SGD step size relative to the data's curvature, so that one default
+        trains stably from 2 to 26 classes and on any standardized data. The
+        step applied to the first layer is
+        ``learning_rate * m_k / input_curvature_``: the factor ``m_k`` undoes
+        the ``1 / m_k`` that the fixed ``alpha_j`` puts on each neuron's
+        gradient (mean-field scaling, so that a good value does not depend on
+        ``n_neurons``), and ``input_curvature_`` is the largest curvature of
+        the fresh network's outputs per unit step: the larger of the top
+        eigenvalue of the kernel ``[(z_i^T z_j)^2 / p]`` and the biggest
+        single-sample term ``max_i ||z_i||^4 / (p * batch_size)``. A quadratic
+        network's curvature grows with ``||z||^4``, so rare large inputs
+        (sparse pixels, skewed features) would make any fixed step diverge.
+    momentum : float, default=0.9
+    batch_size : int, default=None
+        None means ``min(200, n_samples)``.
+    max_iter : int, default=200
+        Epochs.
+    tol : float, default=1e-4
+    n_iter_no_change : int, default=10
+        Training stops when the loss has not improved by ``tol`` for this many
+        epochs.
+    class_weight : dict, "balanced" or None, default=None
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        Where torch trains ("auto": CUDA when available). Weights are stored as
+        numpy arrays.
+    n_threads : "auto" or int, default="auto"
+        CPU threads for training: "auto" uses one thread for small steps and
+        torch's thread count for large ones; pass 1 on a machine busy with
+        other work (competing threads can slow training many times over).
+    verbose : bool, default=False
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initialization and the batch order.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_mean_, feature_scale_ : ndarray of shape (n_features_in_,) or None
+        The standardization (None when ``standardize=False``).
+    input_curvature_ : float
+        The curvature that divides the step (see ``learning_rate``), computed
+        on the training data of ``fit`` or the first ``partial_fit`` call.
+    U_, V_ : ndarray of shape (n_neurons, n_lifted_features_), int8
+        Quantized first layer, signs of the trained weights.
+    alpha_ : ndarray of shape (n_neurons, n_scores)
+        Quantized second layer: the scale ``c_k`` on each neuron's class.
+    U_float_, V_float_ : ndarray of shape (n_neurons, n_lifted_features_)
+        The trained real first layer.
+    float_alpha_ : ndarray of shape (n_neurons, n_scores)
+        The fixed second layer used in training (``1 / m_k``).
+    scale_ : ndarray of shape (n_scores,)
+        The fitted quantization scales ``c_k``.
+    objective_ : float
+        Training objective of the quantized network with the SDP estimator's
+        definition, ``loss + beta * p * sum_j ||alpha_j||_1`` (comparable
+        with :attr:`SDPQuantizedClassifier.lower_bound_`).
+    loss_curve_ : list of float
+        Training loss per epoch (real network, with its penalty).
+    n_iter_ : int
+    n_lifted_features_ : int
+    training_time_ : float
+        Seconds spent training (cumulative over partial_fit calls).
+
+    See Also
+    --------
+    SDPQuantizedClassifier : convex training of the same binary network.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skquad import BackpropQuantizedClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = make_pipeline(
+    ...     StandardScaler(),
+    ...     BackpropQuantizedClassifier(n_neurons=100, max_iter=20, random_state=0),
+    ... )
+    >>> clf = clf.fit(X, y)
+    >>> clf[-1].U_.shape
+    (100, 31)
+    >>> bool(clf.score(X, y) > 0.8)
+    True
+    """
+
+    _parameter_constraints = {
+        "n_neurons": [Interval(Integral, 1, None, closed="left")],
+        "loss": [StrOptions(set(LOSSES))],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "standardize": ["boolean"],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "device": [StrOptions({"auto", "cpu", "cuda"}), str],
+        "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_neurons=1000,
+        *,
+        loss="squared",
+        beta=1e-4,
+        fit_intercept=True,
+        standardize=True,
+        learning_rate=0.1,
+        momentum=0.9,
+        batch_size=None,
+        max_iter=200,
+        tol=1e-4,
+        n_iter_no_change=10,
+        class_weight=None,
+        device="auto",
+        n_threads="auto",
+        verbose=False,
+        random_state=None,
+    ):
+        self.n_neurons = n_neurons
+        self.loss = loss
+        self.beta = beta
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.class_weight = class_weight
+        self.device = device
+        self.n_threads = n_threads
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def _lifting(self):
+        return InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            center=self.feature_mean_,
+            scale=self.feature_scale_,
+        )
+
+    def _make_trainer(self, X, sample_weight, resume=False):
+        """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
+
+        Resuming serves ``partial_fit`` after unpickling (the trainer is not
+        pickled); the optimizer's momentum starts again from zero.
+        """
+        if not resume:
+            self.feature_mean_, self.feature_scale_ = (
+                _standardization(X, sample_weight) if self.standardize else (None, None)
+            )
+        p = self._lifting().n_lifted(X.shape[1])
+        if not resume:
+            self.input_curvature_ = bilinear_curvature(
+                self._lifting().features(X), sample_weight, self.batch_size
+            )
+        trainer, neuron_class, output_weights = _make_bilinear_trainer(
+            p,
+            self._n_scores,
+            n_neurons=self.n_neurons,
+            loss=self.loss,
+            beta=self.beta,
+            learning_rate=self.learning_rate,
+            momentum=self.momentum,
+            batch_size=self.batch_size,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose,
+            device=self.device,
+            random_state=self.random_state,
+            n_threads=self.n_threads,
+            initial=(self.U_float_, self.V_float_) if resume else None,
+            curvature=self.input_curvature_,
+        )
+        self.neuron_class_ = neuron_class
+        self.float_alpha_ = output_weights
+        self.n_lifted_features_ = p
+        if not resume:
+            self.loss_curve_ = []
+            self.n_iter_ = 0
+            self.training_time_ = 0.0
+        self._history_offset = (list(self.loss_curve_), self.n_iter_)
+        self._trainer = trainer
+        return trainer
+
+    def _train(self, X, y_encoded, sample_weight, *, epochs=None):
+        Z = self._lifting().features(X)
+        targets = _class_targets(y_encoded, self._n_scores)
+        started = time.perf_counter()
+        if epochs is None:
+            history = self._trainer.fit(Z, targets, sample_weight, max_iter=int(self.max_iter))
+        else:
+            history = self._trainer.partial_fit(Z, targets, sample_weight)
+        self.training_time_ += time.perf_counter() - started
+        previous_curve, previous_iterations = self._history_offset
+        self.loss_curve_ = previous_curve + list(history.loss_curve)
+        self.n_iter_ = previous_iterations + history.n_iter
+        self._quantize(X, targets, sample_weight)
+        return self
+
+    def _quantize(self, X, targets, sample_weight):
+        module = self._trainer.module
+        self.U_float_ = to_numpy(module.U).astype(np.float64)
+        self.V_float_ = to_numpy(module.V).astype(np.float64)
+        self.U_, self.V_, self.alpha_, self.scale_ = quantize_bilinear(
+            self.U_float_, self.V_float_, self.float_alpha_, self.neuron_class_
+        )
+        scores = bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        self.objective_ = network_objective(
+            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
+        )
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the real-weight network with SGD, then quantize it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : BackpropQuantizedClassifier
+        """
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
+        self._make_trainer(X, sample_weight)
+        return self._train(X, y_encoded, sample_weight)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All classes; required on the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : BackpropQuantizedClassifier
+        """
+        first_call = not hasattr(self, "U_float_")
+        if first_call and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        X, y_encoded, sample_weight = self._validate_training_data(
+            X, y, sample_weight, reset=first_call, classes=classes if first_call else None
+        )
+        if first_call or not hasattr(self, "_trainer"):
+            self._make_trainer(X, sample_weight, resume=not first_call)
+        return self._train(X, y_encoded, sample_weight, epochs=1)
+
+    def _raw_scores(self, X):
+        return bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+
+    def float_decision_function(self, X):
+        """Scores of the trained real-weight (unquantized) network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        X = self._validate_predict_data(X)
+        scores = bilinear_network_scores(
+            self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
+        )
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def float_predict(self, X):
+        """Class labels predicted by the real-weight network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return labels_from_scores(self.classes_, self.float_decision_function(X))
+
+    def __getstate__(self):
+        # The torch trainer is a training-time object; the model is in numpy.
+        state = self.__dict__.copy()
+        state.pop("_trainer", None)
+        return state

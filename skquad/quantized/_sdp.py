@@ -1,0 +1,496 @@
+"""SDPQuantizedClassifier: binary networks trained through a convex SDP (Bartan & Pilanci)."""
+
+import hashlib
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._base import BaseQuadraticClassifier, check_positive_int, labels_from_scores
+from ..convex.formulation import LOSSES, aggregate_samples, network_objective, solve_sdp
+from ..convex.lifting import (
+    InputLifting,
+    bilinear_network_scores,
+    collapse_replicas,
+    export_quadratic_network,
+)
+from ..convex.sampling import (
+    covariance_by_sdp,
+    krivine_covariance,
+    neuron_scale,
+    normalized_block,
+    sample_sign_pairs,
+)
+from ._common import (
+    _check_activation,
+    _check_solver,
+    _class_targets,
+    _neurons_per_output,
+    _standardization,
+)
+
+__all__ = ["SDPQuantizedClassifier"]
+
+
+class SDPQuantizedClassifier(BaseQuadraticClassifier):
+    """Binary-weight bilinear network trained by convex SDP relaxation and sampling.
+
+    The model is the two-layer network of paper 002 with first-layer weights
+    in {-1, +1} and a bilinear activation::
+
+        f(x) = sum_j alpha_j (z^T u_j) (z^T v_j),   z = [x, 1],  u_j, v_j in {-1, +1}^p
+
+    (one such sum per class when there are more than two classes). Training
+    solves the convex SDP relaxation of the NP-hard problem
+    ``min loss(f) + beta * p * sum_j |alpha_j|``, whose optimum
+    ``lower_bound_`` is a lower bound on the objective of *every* network of
+    this form, then draws ``n_neurons`` sign vectors from a Gaussian whose
+    covariance is shaped from the relaxed solution (the paper's Algorithm 1):
+    as ``n_neurons`` grows the sampled network's objective ``objective_``
+    approaches the bound. The second layer is one shared weight per class, so
+    the network is stored in ``2 * n_neurons * p`` bits plus one float per class.
+
+    Parameters
+    ----------
+    n_neurons : int, default=1000
+        Hidden neurons ``m`` of the sampled network (split evenly over the
+        classes when there are more than two). Changing it needs no new SDP
+        solve: see :meth:`resample` and ``warm_start``.
+    loss : {"squared", "hinge", "logistic"}, default="squared"
+        Training loss on the network's scores, a sample-weighted mean. Binary
+        problems use labels -1 / +1 (+1 for ``classes_[1]``) and one score;
+        with ``K > 2`` classes there is one score per class and the losses are
+        the squared error to the one-hot labels, the Crammer-Singer hinge and
+        the multinomial logistic loss. "squared" solves fastest, "logistic"
+        gives the most meaningful ``predict_proba``.
+    beta : float, default=1e-2
+        Regularization ``beta``: the objective penalizes
+        ``beta * p * sum_j ||alpha_j||_1`` (the paper's ``beta d sum |alpha_j|``,
+        with ``p`` the length of the binary weight vectors). In the SDP this is
+        ``2 * beta * p * rho``; see :mod:`skquad.convex.formulation` for why
+        the factor 2 (the paper writes ``beta * d * rho``, a looser bound).
+        Larger values give smaller second-layer weights; too large a value
+        gives the zero network.
+    fit_intercept : bool, default=True
+        Append a constant input 1 to every sample, so that each neuron is
+        ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
+        ``u_0, v_0`` (or multi-level ones with ``weight_levels > 1``).
+        The constant input has scale 1, matched to standardized features.
+    standardize : bool, default=True
+        Standardize the features inside the model, ``(x - feature_mean_) /
+        feature_scale_`` with (sample-weighted) training statistics, before the
+        intercept column is appended. The sampled network's error grows with
+        ``||x||^2`` (paper 002, Theorem 3), so unscaled inputs would need far
+        more neurons. The binary weights act on the standardized features.
+    weight_levels : int, default=1
+        ``M``: first-layer weights take the ``M + 1`` values
+        ``{-M, -M+2, ..., M}`` (1 = binary). Implemented by replicating every
+        input ``M`` times (paper 002, section 2.2): ``U_`` and ``V_`` stay
+        binary on the replicated input; :meth:`integer_weights` gives the
+        multi-level weights on the original features. The SDP grows with
+        ``(M * n_features)^2``.
+    activation : "bilinear" or tuple of 3 floats, default="bilinear"
+        ``"bilinear"``: neurons ``(z^T u)(z^T v)``. A tuple ``(a, b, c)``:
+        the degree-2 polynomial activation ``sigma(t) = a t^2 + b t + c``
+        through the lifting of paper 002, sections 2.3-2.4 (one extra binary
+        coordinate per weight vector; a neuron with ``u = v`` computes
+        ``sigma(z^T u)`` exactly).
+    solver : str, default=None
+        CVXPY solver for the SDP. None means the fastest reliable one
+        installed for the problem: SCS, or CLARABEL for the multiclass hinge
+        loss with at most 20 lifted features (see :func:`skquad.convex.default_solver`);
+        "CLARABEL" (interior point) gives a certificate accurate to ~1e-8 and
+        is slower for wide problems.
+    solver_options : dict, default=None
+        Keyword arguments of ``cvxpy.Problem.solve``, e.g.
+        ``{"max_iters": 20000, "eps_abs": 1e-6}`` for SCS.
+    covariance : {"krivine", "sdp"}, default="krivine"
+        How the covariance step (paper 002, eq. 27) is done: "krivine" uses
+        its exact closed-form solution (two elementwise functions), "sdp"
+        solves eq. 27 as the paper does, as a second small convex problem.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes in the loss, as in scikit-learn.
+    warm_start : bool, default=False
+        When True and the training data and the SDP's parameters (loss, beta,
+        fit_intercept, weight_levels, activation, class_weight, solver,
+        solver_options) are unchanged since the last fit, ``fit`` reuses the
+        stored SDP solution and only re-samples: changing ``n_neurons`` or
+        ``random_state`` then costs no solve.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the sign sampling. The SDP solve itself is deterministic.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string feature names.
+    feature_mean_, feature_scale_ : ndarray of shape (n_features_in_,) or None
+        The standardization (None when ``standardize=False``).
+    U_, V_ : ndarray of shape (n_neurons_, n_lifted_features_), int8
+        The first-layer weights ``u_j`` and ``v_j`` in {-1, +1}, acting on the
+        lifted input (intercept column, replicas, polynomial coordinate).
+    alpha_ : ndarray of shape (n_neurons_, n_scores)
+        Second-layer weights: neuron ``j`` of class ``k`` has
+        ``alpha_[j, k] = rho_[k] * pi / (gamma * m_k)`` (``gamma = ln(1+sqrt 2)``,
+        ``m_k`` neurons for class ``k``) and zeros elsewhere.
+        ``n_scores`` is 1 for binary problems, else ``n_classes``.
+    neuron_class_ : ndarray of shape (n_neurons_,)
+        Index of the score each neuron feeds.
+    n_neurons_ : int
+        Neurons of the current network (set by ``fit`` and :meth:`resample`).
+    lower_bound_ : float
+        Optimal value of the SDP relaxation: no network of this architecture,
+        of any width, has a training objective below it (up to the solver's
+        accuracy; use solver="CLARABEL" for a tight certificate).
+    objective_ : float
+        Training objective of the sampled network, same loss and penalty:
+        ``loss + beta * p * sum_j ||alpha_j||_1``.
+    relaxed_objective_gap_ : float
+        ``objective_ - lower_bound_`` (at least 0 up to solver accuracy):
+        how far the sampled network can be from the best binary network.
+    Q_ : ndarray of shape (n_scores, 2 p, 2 p)
+        Relaxed solution: the PSD matrices ``[[V, Z], [Z^T, W]]``.
+    Z_ : ndarray of shape (n_scores, p, p)
+        Their off-diagonal blocks; the relaxed model predicts
+        ``2 <L(x), Z_k>`` (:meth:`relaxed_decision_function`).
+    rho_ : ndarray of shape (n_scores,)
+        The diagonal values of ``Q_``.
+    covariance_ : ndarray of shape (n_scores, 2 p, 2 p)
+        Covariances of the sign sampler (output of the covariance step).
+    n_lifted_features_ : int
+        ``p``, the length of the binary weight vectors.
+    solver_ : str
+        The CVXPY solver used.
+    solver_status_ : str
+    solve_time_ : float
+        Seconds of the SDP solve (0 when ``warm_start`` reused it).
+
+    See Also
+    --------
+    BackpropQuantizedClassifier : the paper's baseline, SGD then quantization.
+
+    Notes
+    -----
+    ``decision_function`` returns the network's scores ``f(x)``;
+    ``predict_proba`` maps them through the sigmoid (binary) or softmax. With
+    ``loss="logistic"`` this is the probability model the network was trained
+    for; with the squared and hinge losses the scores are fitted to ±1 (or
+    one-hot) targets and the probabilities are only a monotone summary of the
+    scores: calibrate them (CalibratedClassifierCV) if they matter.
+
+    The SDP has ``n_classes`` PSD blocks of size ``2 p``; standard solvers
+    handle ``p`` up to a few hundred. Memory and time grow fast with
+    ``weight_levels`` and the number of features.
+
+    References
+    ----------
+    B. Bartan and M. Pilanci, "Training Quantized Neural Networks to Global
+    Optimality via Semidefinite Programming", ICML 2021.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skquad import SDPQuantizedClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = X[:, :6]
+    >>> clf = make_pipeline(StandardScaler(), SDPQuantizedClassifier(random_state=0))
+    >>> clf = clf.fit(X, y)
+    >>> sdp = clf[-1]
+    >>> sdp.U_.shape, sdp.U_.dtype.name
+    ((1000, 7), 'int8')
+    >>> bool(sdp.lower_bound_ <= sdp.objective_)
+    True
+    >>> round(clf.score(X, y), 1)
+    0.9
+    """
+
+    _parameter_constraints = {
+        "n_neurons": [Interval(Integral, 1, None, closed="left")],
+        "loss": [StrOptions(set(LOSSES))],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "standardize": ["boolean"],
+        "weight_levels": [Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions({"bilinear"}), tuple, list],
+        "solver": [str, None],
+        "solver_options": [dict, None],
+        "covariance": [StrOptions({"krivine", "sdp"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_neurons=1000,
+        *,
+        loss="squared",
+        beta=1e-2,
+        fit_intercept=True,
+        standardize=True,
+        weight_levels=1,
+        activation="bilinear",
+        solver=None,
+        solver_options=None,
+        covariance="krivine",
+        class_weight=None,
+        warm_start=False,
+        random_state=None,
+    ):
+        self.n_neurons = n_neurons
+        self.loss = loss
+        self.beta = beta
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+        self.weight_levels = weight_levels
+        self.activation = activation
+        self.solver = solver
+        self.solver_options = solver_options
+        self.covariance = covariance
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def _lifting(self):
+        return InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+            center=self.feature_mean_,
+            scale=self.feature_scale_,
+        )
+
+    def _sdp_key(self, X, y, weight, solver):
+        """Fingerprint of everything the SDP solution depends on."""
+        digest = hashlib.sha256()
+        for array in (X, y, weight):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        for array in (self.feature_mean_, self.feature_scale_):
+            digest.update(b"none" if array is None else array.tobytes())
+        settings = (
+            self.loss,
+            float(self.beta),
+            (self.fit_intercept, self.weight_levels, _check_activation(self.activation)),
+            solver,
+            repr(sorted((self.solver_options or {}).items())),
+            X.shape,
+            self.classes_.tolist(),
+        )
+        digest.update(repr(settings).encode())
+        return digest.hexdigest()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Solve the SDP relaxation and sample a binary network from it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights (weight 2 is the same as repeating a sample).
+
+        Returns
+        -------
+        self : SDPQuantizedClassifier
+        """
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
+        lifting = InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+        )
+        solver = _check_solver(
+            self.solver, self.loss, lifting.n_lifted(X.shape[1]), self._n_scores
+        )
+        n_outputs = self._n_scores
+        _neurons_per_output(self.n_neurons, n_outputs)
+
+        # The SDP sees only the weighted empirical distribution: merge duplicates.
+        X_train, y_train, weight = aggregate_samples(X, y_encoded, sample_weight)
+        self.feature_mean_, self.feature_scale_ = (
+            _standardization(X_train, weight) if self.standardize else (None, None)
+        )
+        targets = _class_targets(y_train, n_outputs)
+        key = self._sdp_key(X_train, targets, weight, solver)
+
+        if self.warm_start and getattr(self, "_sdp_key_", None) == key:
+            self.solve_time_ = 0.0
+        else:
+            solution = solve_sdp(
+                self._lifting().matrices(X_train),
+                targets,
+                weight,
+                loss=self.loss,
+                beta=float(self.beta),
+                n_outputs=n_outputs,
+                solver=solver,
+                solver_options=self.solver_options,
+            )
+            self.Q_ = solution.Q
+            self.Z_ = solution.Z.copy()
+            self.rho_ = solution.rho
+            self.lower_bound_ = solution.value
+            self.solver_ = solution.solver
+            self.solver_status_ = solution.status
+            self.solve_time_ = solution.solve_time
+            self.n_lifted_features_ = solution.Q.shape[1] // 2
+            self._sdp_key_ = key
+            self._covariance_method = None
+        if self._covariance_method != self.covariance:
+            self.covariance_ = np.stack(
+                [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
+            )
+            self._covariance_method = self.covariance
+        self._training_data = (X_train, targets, weight)
+        return self._sample(self.n_neurons, self.random_state)
+
+    def _covariance(self, Q_normalized):
+        if self.covariance == "krivine":
+            return krivine_covariance(Q_normalized)
+        p = Q_normalized.shape[0] // 2
+        return covariance_by_sdp(
+            Q_normalized[:p, p:], solver=self.solver_, solver_options=self.solver_options
+        )
+
+    def _sample(self, n_neurons, random_state):
+        """Algorithm 1, step 3: signs from the covariances, one scale per class."""
+        rng = check_random_state(random_state)
+        n_outputs = self.rho_.shape[0]
+        counts = _neurons_per_output(n_neurons, n_outputs)
+        U_blocks, V_blocks = [], []
+        alpha = np.zeros((n_neurons, n_outputs))
+        neuron_class = np.repeat(np.arange(n_outputs), counts)
+        for k, count in enumerate(counts):
+            U, V = sample_sign_pairs(self.covariance_[k], int(count), rng)
+            U_blocks.append(U)
+            V_blocks.append(V)
+            alpha[neuron_class == k, k] = neuron_scale(self.rho_[k], count)
+        self.U_ = np.vstack(U_blocks)
+        self.V_ = np.vstack(V_blocks)
+        self.alpha_ = alpha
+        self.neuron_class_ = neuron_class
+        self.n_neurons_ = int(n_neurons)
+
+        X_train, targets, weight = self._training_data
+        scores = bilinear_network_scores(self._lifting(), X_train, self.U_, self.V_, alpha)
+        self.objective_ = network_objective(
+            scores, targets, weight, self.loss, alpha, float(self.beta), self.n_lifted_features_
+        )
+        self.relaxed_objective_gap_ = self.objective_ - self.lower_bound_
+        return self
+
+    def resample(self, n_neurons=None, random_state=None):
+        """Draw a new network from the stored SDP solution (no new solve).
+
+        Parameters
+        ----------
+        n_neurons : int, default=None
+            Width of the new network; None keeps ``n_neurons_``. The
+            ``n_neurons`` parameter is left unchanged; ``n_neurons_`` records
+            the current width.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the new draw.
+
+        Returns
+        -------
+        self : SDPQuantizedClassifier
+            With new ``U_``, ``V_``, ``alpha_``, ``objective_``.
+        """
+        check_is_fitted(self, "covariance_")
+        n_neurons = self.n_neurons_ if n_neurons is None else check_positive_int(n_neurons, "n_neurons")
+        return self._sample(n_neurons, random_state)
+
+    # -------------------------------------------------------------- predict
+    def _raw_scores(self, X):
+        return bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+
+    def relaxed_decision_function(self, X):
+        """Scores of the relaxed (unquantized) SDP model, ``2 <L(x), Z_k>``.
+
+        The sampled network's scores equal these in expectation over the sign
+        draws; with many neurons they agree closely.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        X = self._validate_predict_data(X)
+        lifting = self._lifting()
+        scores = np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def relaxed_predict(self, X):
+        """Class labels predicted by the relaxed SDP model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return labels_from_scores(self.classes_, self.relaxed_decision_function(X))
+
+    def integer_weights(self):
+        """The first layer as multi-level integer weights on the original features.
+
+        Returns
+        -------
+        weights : dict
+            ``"U"``, ``"V"``: int64 arrays of shape (n_neurons_, n_features_in_)
+            with values in ``{-M, -M+2, ..., M}`` (M = ``weight_levels``);
+            ``"U_bias"``, ``"V_bias"``: the weights of the constant input
+            (None without ``fit_intercept``); ``"U_lift"``, ``"V_lift"``: the
+            ±1 polynomial-lifting coordinates (None for the bilinear
+            activation). With ``t_u = x @ U[j] + U_bias[j]`` (and ``t_v``
+            alike), neuron ``j`` computes ``t_u * t_v`` (bilinear) or
+            ``a t_u t_v + (b/2)(V_lift[j] t_u + U_lift[j] t_v) + c U_lift[j] V_lift[j]``
+            (polynomial ``(a, b, c)``; equal to ``sigma(t_u)`` when ``u = v``).
+        """
+        check_is_fitted(self, "U_")
+        lifting = self._lifting()
+        result = {}
+        for name, signs in (("U", self.U_), ("V", self.V_)):
+            lift = None
+            if lifting.polynomial:
+                signs, lift = signs[:, :-1], signs[:, -1].astype(np.int64)
+            collapsed = collapse_replicas(signs, lifting.levels)
+            bias = None
+            if lifting.fit_intercept:
+                collapsed, bias = collapsed[:, :-1], collapsed[:, -1]
+            result.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
+        return result
+
+    def export_quadratic_network(self):
+        """The network as ``3 n_neurons`` quadratic-activation neurons (Appendix C).
+
+        Returns
+        -------
+        network : :class:`skquad.convex.QuadraticNetwork`
+            ``network.scores(X)`` equals ``decision_function(X)`` (as a
+            column); ``network.weights`` are in {-1, 0, 1} on the lifted
+            input and ``network.integer_weights()`` gives the integer weights
+            and biases on the original features.
+        """
+        check_is_fitted(self, "U_")
+        return export_quadratic_network(self.U_, self.V_, self.alpha_, self._lifting())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
