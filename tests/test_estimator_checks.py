@@ -35,10 +35,7 @@ _STOCHASTIC_REASON = (
 
 
 def _expected_failed_checks(estimator):
-    stochastic = isinstance(estimator, BackpropQuantizedClassifier) or getattr(
-        estimator, "solver", None
-    ) in ("sgd", "adam")
-    if stochastic:
+    if getattr(estimator, "solver", None) in ("sgd", "adam"):
         return {"check_sample_weight_equivalence_on_dense_data": _STOCHASTIC_REASON}
     return {}
 
