@@ -1,9 +1,10 @@
 """The scikit-learn side shared by every skquad classifier.
 
 Everything here is plumbing: input validation, label encoding, sample and class
-weights, the mapping from raw class scores to probabilities and labels, and the
-estimator tags. The models themselves live in :mod:`skquad.nn` (torch modules)
-and :mod:`skquad.convex` (the SDP path); an estimator only has to implement
+weights, the mapping from raw class scores to probabilities and labels, the
+estimator tags, atomic fits and scikit-learn's callback root context. The models
+themselves live in :mod:`skquad.nn` (torch modules) and :mod:`skquad.convex` (the
+SDP path); an estimator only has to implement
 
 * ``fit`` (starting with :meth:`BaseQuadraticClassifier._validate_training_data`),
 * ``_raw_scores(X)``: an ``(n_samples, n_scores)`` float64 array of scores for
@@ -11,13 +12,41 @@ and :mod:`skquad.convex` (the SDP path); an estimator only has to implement
 
 With one score the problem is binary and the score is the log-odds of
 ``classes_[1]``; with ``n_classes`` scores they are the logits of a softmax.
+
+Atomic fit
+----------
+Every subclass's ``fit``, ``partial_fit`` and ``resample`` is wrapped when the
+class is created (:meth:`BaseQuadraticClassifier.__init_subclass__`, as
+scikit-learn's ``_SetOutputMixin`` wraps ``transform``). The wrapper
+
+1. validates the constructor parameters and manages the callbacks' lifecycle as
+   :func:`sklearn.base._fit_context` does (a subclass may keep or drop its own
+   ``@_fit_context``: it is unwrapped and applied once, outermost);
+2. snapshots the fitted state (a deep copy of ``__dict__`` less the constructor
+   parameters and scikit-learn's callback objects), cheap when nothing is
+   fitted yet;
+3. for ``fit``/``partial_fit``, opens the callback root context
+   (``self._callback_fit_ctx``) and calls the root ``on_fit_task_begin`` /
+   ``on_fit_task_end`` hooks with ``X`` and ``y``;
+4. on any exception, ``KeyboardInterrupt`` included, puts the snapshot back
+   (attributes the failed call added are removed) and re-raises.
+
+A call of one wrapped method from inside another on the same instance (``fit``
+calling ``self.partial_fit``, ``super().fit``) runs unwrapped, inside the
+outer call's snapshot and callback context.
 """
 
+import copy
+import functools
+import inspect
+import threading
 from numbers import Integral
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.callback import CallbackSupportMixin
+from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -28,19 +57,166 @@ from sklearn.utils.validation import (
 
 __all__ = ["BaseQuadraticClassifier"]
 
+# scikit-learn's callback objects live in the estimator's __dict__ but are not
+# fitted state: they are shared by reference (as sklearn.base.clone does) and
+# never rolled back by a failed fit.
+_CALLBACK_ATTRIBUTES = frozenset(
+    {"_skl_callbacks", "_callback_fit_ctx", "_skl_callbacks_to_teardown", "_parent_callback_ctx"}
+)
 
-class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
+# Methods made atomic; the first two also get parameter validation and the
+# callback root context.
+_FIT_METHODS = ("fit", "partial_fit")
+_ATOMIC_METHODS = (*_FIT_METHODS, "resample")
+
+# The code object shared by every method decorated with sklearn's _fit_context:
+# how a subclass's own @_fit_context is recognised and unwrapped.
+_FIT_CONTEXT_CODE = _fit_context(prefer_skip_nested_validation=True)(lambda self: None).__code__
+
+# Instances whose wrapped method is running, per thread: nested calls run unwrapped.
+_running = threading.local()
+
+
+def _unwrap_fit_context(method):
+    """Split a method into its undecorated function and ``_fit_context`` setting."""
+    if getattr(method, "__code__", None) is _FIT_CONTEXT_CODE:
+        prefer_skip = inspect.getclosurevars(method).nonlocals.get(
+            "prefer_skip_nested_validation", True
+        )
+        return method.__wrapped__, bool(prefer_skip)
+    return method, True
+
+
+def _atomic(method, name):
+    """Wrap ``method`` of a BaseQuadraticClassifier subclass (see the module docstring)."""
+    raw, prefer_skip = _unwrap_fit_context(method)
+    signature = inspect.signature(raw)
+
+    def guarded(estimator, *args, **kwargs):
+        snapshot = estimator._snapshot_fitted_state()
+        try:
+            if name not in _FIT_METHODS:
+                return raw(estimator, *args, **kwargs)
+            bound = signature.bind_partial(estimator, *args, **kwargs).arguments
+            X, y = bound.get("X"), bound.get("y")
+            context = estimator._init_callback_context(
+                max_subtasks=estimator._callback_max_subtasks(name)
+            )
+            context.call_on_fit_task_begin(estimator=estimator, X=X, y=y)
+            result = raw(estimator, *args, **kwargs)
+            context.call_on_fit_task_end(
+                estimator=estimator, X=X, y=y, reconstruction_attributes={}
+            )
+            return result
+        except BaseException:
+            estimator._restore_fitted_state(snapshot)
+            raise
+
+    functools.update_wrapper(guarded, raw)
+    if name in _FIT_METHODS:
+        # Parameter validation, nested-validation config and callback teardown.
+        guarded = _fit_context(prefer_skip_nested_validation=prefer_skip)(guarded)
+
+    @functools.wraps(raw)
+    def entry(estimator, *args, **kwargs):
+        running = _running.__dict__.setdefault("ids", set())
+        if id(estimator) in running:
+            return raw(estimator, *args, **kwargs)
+        running.add(id(estimator))
+        try:
+            return guarded(estimator, *args, **kwargs)
+        finally:
+            running.discard(id(estimator))
+
+    entry._skquad_atomic = True
+    return entry
+
+
+
+class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Base class of the skquad classifiers (not for direct use).
 
     Subclasses declare their ``_parameter_constraints``, call
     :meth:`_validate_training_data` at the top of ``fit`` and implement
     ``_raw_scores``. The base provides ``decision_function``,
-    ``predict_proba``, ``predict_log_proba``, ``predict`` and ``score``.
+    ``predict_proba``, ``predict_log_proba``, ``predict`` and ``score``,
+    scikit-learn's callback API (``set_callbacks``) and atomic fits: a
+    ``fit``, ``partial_fit`` or ``resample`` that raises or is interrupted
+    leaves the previously fitted model exactly as it was.
+
+    Contract for subclasses: don't decorate ``fit`` yourselves beyond
+    ``@_fit_context``/``@available_if`` (both are handled), don't call
+    ``_init_callback_context`` (the root context is ``self._callback_fit_ctx``
+    during ``fit``/``partial_fit``; make per-epoch subtasks from it), and keep
+    fitted state deep-copyable (numpy arrays, torch modules, leaf tensors).
     """
+
+    # Subclasses declare theirs (validated at fit by the wrapper, see above).
+    _parameter_constraints: dict = {}
 
     # dtypes accepted by validate_data; float32 input stays float32 so that
     # large problems are not copied (the torch models choose their own dtype).
     _accepted_dtypes = (np.float64, np.float32)
+
+    # Whether the estimator takes scipy.sparse CSR/CSC input (validation at fit
+    # and predict, and the input_tags.sparse tag).
+    _accept_sparse = False
+
+    # How the training objective depends on the scale of sample_weight:
+    # "ratio": only the ratios of the weights matter (the objective is a
+    #   weighted mean and nothing else is divided by their sum), so weights
+    #   whose sum over- or underflows are rescaled by a power of two (exact);
+    # "absolute": their scale matters (C * sum(w_i loss_i) + penalty as in
+    #   LogisticRegression, or a penalty divided by sum(w) as in
+    #   MLPClassifier), so such weights are rejected with a clear error.
+    _sample_weight_scale = "absolute"
+
+    # ------------------------------------------------------- atomic fit
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _ATOMIC_METHODS:
+            attribute = cls.__dict__.get(name)
+            if isinstance(attribute, _AvailableIfDescriptor):
+                if not getattr(attribute.fn, "_skquad_atomic", False):
+                    attribute.fn = _atomic(attribute.fn, name)
+            elif callable(attribute) and not getattr(attribute, "_skquad_atomic", False):
+                setattr(cls, name, _atomic(attribute, name))
+
+    def _snapshot_fitted_state(self):
+        """A deep copy of everything a fit may change (see the module docstring)."""
+        skipped = _CALLBACK_ATTRIBUTES.union(self._get_param_names())
+        state = {key: value for key, value in self.__dict__.items() if key not in skipped}
+        if not state:
+            return state
+        try:
+            return copy.deepcopy(state)
+        except Exception as exc:
+            culprit = next(key for key in state if not _deep_copyable(state[key]))
+            raise TypeError(
+                f"{type(self).__name__}.{culprit} cannot be deep-copied, so a failed "
+                "fit could not restore the previous model. Fitted state must be "
+                "deep-copyable (numpy arrays, torch modules, leaf tensors)."
+            ) from exc
+
+    def _restore_fitted_state(self, snapshot):
+        """Put back a snapshot; keep the parameters and the callback objects."""
+        kept = _CALLBACK_ATTRIBUTES.union(self._get_param_names())
+        current = {key: value for key, value in self.__dict__.items() if key in kept}
+        self.__dict__.clear()
+        self.__dict__.update(snapshot)
+        self.__dict__.update(current)
+
+    def _callback_max_subtasks(self, method_name):
+        """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
+
+        ``max_iter`` for ``fit`` (one subtask per epoch or iteration), None
+        (unknown) for ``partial_fit``. Override where an estimator's subtasks
+        are counted otherwise.
+        """
+        max_iter = getattr(self, "max_iter", None)
+        if method_name == "fit" and isinstance(max_iter, Integral):
+            return int(max_iter)
+        return None
 
     # ------------------------------------------------------------------ fit side
     def _validate_training_data(
@@ -77,7 +253,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
             y,
             reset=reset,
             dtype=self._accepted_dtypes,
-            accept_sparse=False,
+            accept_sparse=self._sparse_formats(),
             y_numeric=False,
         )
         check_classification_targets(y)
@@ -116,6 +292,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
         class_weight = getattr(self, "class_weight", None)
         if class_weight is not None:
             sample_weight = sample_weight * self._class_weights(class_weight, y_encoded)
+        sample_weight = self._check_weight_scale(sample_weight)
 
         if reset and classes is None:
             weighted_classes = np.unique(y_encoded[sample_weight > 0])
@@ -129,9 +306,26 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
         return X, y_encoded, sample_weight
 
     def _class_weights(self, class_weight, y_encoded):
-        """Per-sample weights from a ``class_weight`` dict or ``"balanced"``."""
+        """Per-sample weights from a ``class_weight`` dict or ``"balanced"``.
+
+        A dict follows :func:`sklearn.utils.class_weight.compute_class_weight`
+        (keys that match no class while some class has no key are an error);
+        its values must be finite and non-negative.
+        """
         if isinstance(class_weight, dict):
-            per_class = np.array([float(class_weight.get(c, 1.0)) for c in self.classes_])
+            for label, value in class_weight.items():
+                try:
+                    number = float(value)
+                except (TypeError, ValueError):
+                    number = np.nan
+                if not (np.isfinite(number) and number >= 0):
+                    raise ValueError(
+                        "class_weight values must be finite non-negative numbers, got "
+                        f"class_weight[{label!r}] = {value!r}."
+                    )
+            per_class = compute_class_weight(
+                class_weight, classes=self.classes_, y=self.classes_[y_encoded]
+            )
         else:
             # "balanced" over the classes present in this batch of data; a class
             # absent from it (possible in partial_fit) has no samples to weight.
@@ -142,6 +336,38 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
             )
         return per_class[y_encoded]
 
+    def _check_weight_scale(self, sample_weight):
+        """Rescale or reject weights whose sum over- or underflows.
+
+        Applies the rule declared by the class attribute
+        ``_sample_weight_scale`` ("ratio" or "absolute", see its comment).
+        """
+        with np.errstate(over="ignore"):
+            total = float(np.sum(sample_weight))
+        if total == 0:
+            raise ValueError(
+                f"sample_weight (times class_weight) is zero for every sample; "
+                f"{type(self).__name__} needs positive weights."
+            )
+        tiny = float(np.finfo(np.float32).tiny)
+        if np.isfinite(total) and total >= tiny:
+            return sample_weight
+        if self._sample_weight_scale == "ratio":
+            # Dividing by a power of two is exact: the ratios stay bit for bit.
+            exponent = np.frexp(np.max(sample_weight))[1]
+            return np.ldexp(sample_weight, -exponent)
+        problem = "overflows to inf" if not np.isfinite(total) else f"is {total:.3g}"
+        raise ValueError(
+            f"The sum of sample_weight (times class_weight) {problem}, out of the "
+            f"range {type(self).__name__} can compute with. Its objective depends on "
+            "the scale of the weights, not only on their ratios: rescale "
+            "sample_weight (e.g. divide it by its mean) and adapt the "
+            "regularization parameters if the scale was intended."
+        )
+
+    def _sparse_formats(self):
+        return ["csr", "csc"] if self._accept_sparse else False
+
     @property
     def _n_scores(self):
         """1 score for binary problems (log-odds), else one per class."""
@@ -151,7 +377,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
     def _validate_predict_data(self, X):
         check_is_fitted(self)
         return validate_data(
-            self, X, reset=False, dtype=self._accepted_dtypes, accept_sparse=False
+            self, X, reset=False, dtype=self._accepted_dtypes, accept_sparse=self._sparse_formats()
         )
 
     def _raw_scores(self, X):  # pragma: no cover - abstract
@@ -247,10 +473,18 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = bool(self._accept_sparse)
         tags.classifier_tags.multi_class = True
         tags.classifier_tags.poor_score = False
         return tags
+
+
+def _deep_copyable(value):
+    try:
+        copy.deepcopy(value)
+    except Exception:
+        return False
+    return True
 
 
 def labels_from_scores(classes, scores):

@@ -210,6 +210,9 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     0.9
     """
 
+    # The objective is a weighted mean: only the ratios of sample_weight matter.
+    _sample_weight_scale = "ratio"
+
     _parameter_constraints = {
         "n_neurons": [Interval(Integral, 1, None, closed="left")],
         "loss": [StrOptions(set(LOSSES))],
