@@ -3,31 +3,57 @@
 Estimators
 ----------
 BackpropQuantizedClassifier
-    Paper 002's baseline: a bilinear network with real weights trained by SGD,
-    then sign-quantized with one fitted scale.
+    Bartan & Pilanci's (SDP) baseline: a bilinear network with real weights
+    trained by SGD, then sign-quantized with one fitted scale.
 QNNClassifier
     Quadratic neural network: layers of full quadratic neurons
-    ``b + W a + a^T Q a`` (paper 001), trained with ReLinear (paper 000).
+    ``b + W a + a^T Q a`` (Noel et al., QNN/RPQNN), trained with ReLinear
+    (Fan et al.).
 QuadraticLogisticRegression
     One quadratic neuron ``sigmoid(x^T Q x + w^T x + b)`` per class score.
 RPQNNClassifier
-    Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (paper 001),
-    optionally with paper 000's power term.
+    Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (Noel et al.,
+    QNN/RPQNN), optionally with Fan et al.'s (ReLinear) power term.
 SDPQuantizedClassifier
     Binary-weight bilinear network trained by convex SDP relaxation and
-    sampling (paper 002), with a certified lower bound on its training objective.
+    sampling (Bartan & Pilanci), with a certified lower bound on its training
+    objective.
+
+The estimators are imported on first use (PEP 562), so that ``import skquad``
+is fast and imports neither torch nor CVXPY; ``from skquad import
+QNNClassifier`` and ``skquad.QNNClassifier`` work as usual.
 """
 
-from .linear_model import QuadraticLogisticRegression
-from .neural_network import QNNClassifier, RPQNNClassifier
-from .quantized import BackpropQuantizedClassifier, SDPQuantizedClassifier
+import importlib
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0.dev0"
+from ._version import __version__
 
-__all__ = [
-    "BackpropQuantizedClassifier",
-    "QNNClassifier",
-    "QuadraticLogisticRegression",
-    "RPQNNClassifier",
-    "SDPQuantizedClassifier",
-]
+# Public name -> submodule that defines it.
+_LAZY_ATTRIBUTES = {
+    "BackpropQuantizedClassifier": ".quantized._backprop",
+    "QNNClassifier": ".neural_network",
+    "QuadraticLogisticRegression": ".linear_model",
+    "RPQNNClassifier": ".neural_network",
+    "SDPQuantizedClassifier": ".quantized._sdp",
+}
+
+__all__ = sorted(_LAZY_ATTRIBUTES)
+
+if TYPE_CHECKING:  # static analysers and IDEs see the real imports
+    from .linear_model import QuadraticLogisticRegression
+    from .neural_network import QNNClassifier, RPQNNClassifier
+    from .quantized import BackpropQuantizedClassifier, SDPQuantizedClassifier
+
+
+def __getattr__(name):
+    module_name = _LAZY_ATTRIBUTES.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name, __name__), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
