@@ -201,10 +201,10 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     def _restore_fitted_state(self, snapshot):
         """Put back a snapshot; keep the parameters and the callback objects."""
         kept = _CALLBACK_ATTRIBUTES.union(self._get_param_names())
-        current = {key: value for key, value in self.__dict__.items() if key in kept}
+        restored = {key: value for key, value in self.__dict__.items() if key in kept}
+        restored.update(snapshot)
         self.__dict__.clear()
-        self.__dict__.update(snapshot)
-        self.__dict__.update(current)
+        self.__dict__.update(restored)
 
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
