@@ -148,9 +148,15 @@ def _parse_device(device):
 
 def resolve_dtype(dtype):
     """Turn ``"float32"``/``"float64"`` (or numpy/torch dtypes) into a torch dtype."""
-    if isinstance(dtype, torch.dtype) and dtype in _DTYPES.values():
-        return dtype
-    key = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    if isinstance(dtype, torch.dtype):
+        key = str(dtype).removeprefix("torch.")
+    elif isinstance(dtype, str):
+        key = dtype
+    else:
+        try:
+            key = np.dtype(dtype).name
+        except TypeError:
+            key = None
     if key not in _DTYPES:
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
     return _DTYPES[key]

@@ -1,0 +1,155 @@
+"""skquad._torch_utils: generators, devices, dtypes and numpy <-> torch conversion."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from skquad._torch_utils import (
+    as_tensor,
+    make_generator,
+    prediction_device,
+    resolve_device,
+    resolve_dtype,
+    seed_from,
+    to_numpy,
+)
+
+
+# ------------------------------------------------------------------ random state
+def test_generator_is_seeded_from_random_state_and_leaves_the_global_one_alone():
+    torch.manual_seed(123)
+    expected_global = torch.rand(3)
+    torch.manual_seed(123)
+    first = torch.rand(4, generator=make_generator(0))
+    second = torch.rand(4, generator=make_generator(0))
+    assert torch.equal(first, second)
+    assert not torch.equal(first, torch.rand(4, generator=make_generator(1)))
+    assert torch.equal(torch.rand(3), expected_global)
+
+
+def test_seed_from_follows_the_random_state():
+    assert seed_from(7) == seed_from(np.random.RandomState(7))
+    assert 0 <= seed_from(None) < np.iinfo(np.int32).max
+    rng = np.random.RandomState(0)
+    assert seed_from(rng) != seed_from(rng)  # a RandomState instance advances
+
+
+# ------------------------------------------------------------------ devices
+@pytest.mark.parametrize("device", ["cpu", "CPU", " Cpu ", torch.device("cpu"), "auto", "AUTO", None])
+def test_cpu_spellings_resolve_to_the_cpu(device):
+    assert resolve_device(device) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("device", ["tpu", "mps", "gpu", "cuda:x", 3, torch.device("meta")])
+def test_unknown_devices_are_a_clear_error(device):
+    with pytest.raises(ValueError, match="device must be"):
+        resolve_device(device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("device", ["cuda", "CUDA", "cuda:0", torch.device("cuda", 0)])
+def test_cuda_without_cuda_is_a_clear_error_at_fit_but_predicts_on_the_cpu(device):
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        resolve_device(device)
+    assert prediction_device(device) == torch.device("cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_devices_resolve_when_present():  # pragma: no cover - GPU machines only
+    assert resolve_device("CUDA:0") == torch.device("cuda", 0)
+    assert prediction_device("cuda") == torch.device("cuda")
+    with pytest.raises(ValueError, match="CUDA device"):
+        resolve_device(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_auto_is_the_cpu_even_where_cuda_exists(monkeypatch):
+    """No measurement says when a GPU pays off (issue 14): "auto" never guesses."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == torch.device("cpu")
+
+
+def test_prediction_device_never_raises_for_a_device_accepted_at_fit():
+    for device in ["auto", "cpu", "CPU", torch.device("cpu"), None]:
+        assert prediction_device(device) == torch.device("cpu")
+
+
+# ------------------------------------------------------------------ dtypes
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        ("float32", torch.float32),
+        ("float64", torch.float64),
+        (np.float32, torch.float32),
+        (np.dtype("float64"), torch.float64),
+        (torch.float32, torch.float32),
+    ],
+)
+def test_resolve_dtype(dtype, expected):
+    assert resolve_dtype(dtype) is expected
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int64", torch.int32, "double precision"])
+def test_resolve_dtype_rejects_other_dtypes(dtype):
+    with pytest.raises((ValueError, TypeError), match="dtype"):
+        resolve_dtype(dtype)
+
+
+# ------------------------------------------------------------------ numpy <-> torch
+def test_as_tensor_shares_writable_arrays():
+    array = np.arange(12.0).reshape(3, 4)
+    tensor = as_tensor(array)
+    assert tensor.dtype == torch.float64
+    assert tensor.data_ptr() == array.ctypes.data  # no copy
+
+
+def test_as_tensor_copies_read_only_arrays_without_warning(tmp_path):
+    array = np.arange(12.0).reshape(3, 4)
+    read_only = array.copy()
+    read_only.flags.writeable = False
+    path = tmp_path / "X.dat"
+    np.memmap(path, dtype=np.float64, mode="w+", shape=(3, 4))[:] = array
+    memmap = np.memmap(path, dtype=np.float64, mode="r", shape=(3, 4))
+    frame_values = pd.DataFrame(array).to_numpy()  # read-only under pandas 3 copy-on-write
+    broadcast = np.broadcast_to(array[0], (3, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for source in (read_only, memmap, frame_values, broadcast):
+            tensor = as_tensor(source)
+            np.testing.assert_array_equal(tensor.numpy(), source)
+            tensor.add_(1.0)  # the copy is ours to change
+            np.testing.assert_array_equal(np.asarray(source), np.broadcast_to(source, (3, 4)))
+        np.testing.assert_array_equal(memmap, array)
+
+
+def test_as_tensor_converts_dtype_and_reversed_strides():
+    array = np.arange(6.0).reshape(2, 3)
+    array.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensor = as_tensor(array[:, ::-1], dtype="float32")
+    assert tensor.dtype == torch.float32
+    np.testing.assert_array_equal(tensor.numpy(), array[:, ::-1].astype(np.float32))
+    assert as_tensor(array, dtype=torch.float64).dtype == torch.float64
+    assert as_tensor(array, dtype=np.float32).dtype == torch.float32
+
+
+def test_as_tensor_accepts_lists_and_a_device():
+    tensor = as_tensor([[1, 2], [3, 4]], dtype=torch.float64, device="cpu")
+    assert tensor.device == torch.device("cpu")
+    assert tensor.dtype == torch.float64
+
+
+def test_to_numpy_detaches_and_copies():
+    tensor = torch.ones(3, requires_grad=True)
+    array = to_numpy(tensor * 2)
+    assert isinstance(array, np.ndarray) and array.flags.writeable
+    np.testing.assert_array_equal(array, [2.0, 2.0, 2.0])
+    leaf = torch.zeros(2)
+    copied = to_numpy(leaf)
+    leaf.add_(1.0)
+    np.testing.assert_array_equal(copied, [0.0, 0.0])
+    assert pickle.loads(pickle.dumps(copied)).tolist() == [0.0, 0.0]
