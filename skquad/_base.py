@@ -100,7 +100,7 @@ def _atomic(method, name):
             bound = signature.bind_partial(estimator, *args, **kwargs).arguments
             X, y = bound.get("X"), bound.get("y")
             context = estimator._init_callback_context(
-                max_subtasks=estimator._callback_max_subtasks(name)
+                task_name=name, max_subtasks=estimator._callback_max_subtasks(name)
             )
             context.call_on_fit_task_begin(estimator=estimator, X=X, y=y)
             result = raw(estimator, *args, **kwargs)
@@ -165,7 +165,7 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     # How the training objective depends on the scale of sample_weight:
     # "ratio": only the ratios of the weights matter (the objective is a
     #   weighted mean and nothing else is divided by their sum), so weights
-    #   whose sum over- or underflows are rescaled by a power of two (exact);
+    #   whose sum leaves float32's range are rescaled by a power of two (exact);
     # "absolute": their scale matters (C * sum(w_i loss_i) + penalty as in
     #   LogisticRegression, or a penalty divided by sum(w) as in
     #   MLPClassifier), so such weights are rejected with a clear error.
@@ -349,8 +349,9 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
                 f"sample_weight (times class_weight) is zero for every sample; "
                 f"{type(self).__name__} needs positive weights."
             )
-        tiny = float(np.finfo(np.float32).tiny)
-        if np.isfinite(total) and total >= tiny:
+        # The range of float32, the narrowest dtype an estimator computes in.
+        limits = np.finfo(np.float32)
+        if float(limits.tiny) <= total <= float(limits.max):
             return sample_weight
         if self._sample_weight_scale == "ratio":
             # Dividing by a power of two is exact: the ratios stay bit for bit.

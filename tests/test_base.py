@@ -1,11 +1,17 @@
 """The shared scikit-learn plumbing, exercised through a minimal subclass."""
 
+import copy
+import threading
+from numbers import Integral
+
 import numpy as np
 import pytest
-import torch
+import scipy.sparse
+from sklearn.base import _fit_context, clone
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import Interval, InvalidParameterError
 
 from skquad._base import BaseQuadraticClassifier
-from skquad._torch_utils import make_generator, resolve_device, resolve_dtype
 
 
 class _CentroidScorer(BaseQuadraticClassifier):
@@ -77,23 +83,253 @@ def test_bad_input_gets_sklearn_errors():
         clf.predict(np.zeros((1, 3)))
 
 
-def test_generator_is_local_and_deterministic():
-    state = torch.random.get_rng_state()
-    a = torch.rand(3, generator=make_generator(0))
-    b = torch.rand(3, generator=make_generator(0))
-    assert torch.equal(a, b)
-    assert torch.equal(state, torch.random.get_rng_state())
+class _Iterative(BaseQuadraticClassifier):
+    """A toy iterative estimator that exercises the fit wrapper.
+
+    ``fit`` runs ``max_iter`` ``partial_fit`` steps (nested wrapped calls),
+    ``fail_at`` makes the given step raise after it changed the state.
+    """
+
+    _parameter_constraints = {"max_iter": [Interval(Integral, 1, None, closed="left")]}
+
+    def __init__(self, max_iter=3, fail_at=None, stochastic=True):
+        self.max_iter = max_iter
+        self.fail_at = fail_at
+        self.stochastic = stochastic
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        self.contexts_seen_ = []
+        X, y, sw = self._validate_training_data(X, y, sample_weight)
+        self.means_ = np.zeros((len(self.classes_), X.shape[1]))
+        self.steps_ = 0
+        for _ in range(self.max_iter):
+            self.partial_fit(X, self.classes_[y], sample_weight=sample_weight)
+        return self
+
+    def _stochastic(self):
+        return self.stochastic
+
+    @available_if(_stochastic)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        self.contexts_seen_ = getattr(self, "contexts_seen_", [])
+        self.contexts_seen_.append(self.__dict__.get("_callback_fit_ctx"))
+        first = not hasattr(self, "classes_")
+        X, y, sw = self._validate_training_data(
+            X, y, sample_weight, reset=first, classes=classes if first else None
+        )
+        if first:
+            self.means_ = np.zeros((len(self.classes_), X.shape[1]))
+            self.steps_ = 0
+        self.steps_ += 1
+        for k in range(len(self.classes_)):
+            self.means_[k] += X[y == k].mean(axis=0) / self.max_iter
+        if self.fail_at == self.steps_:
+            raise KeyboardInterrupt
+        return self
+
+    def _raw_scores(self, X):
+        d = -((X[:, None, :] - self.means_[None]) ** 2).sum(-1)
+        return d[:, 1:2] - d[:, :1] if len(self.classes_) == 2 else d
 
 
-def test_device_and_dtype_resolution():
-    assert resolve_device("cpu").type == "cpu"
-    assert resolve_device("auto").type in ("cpu", "cuda")
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="CUDA is not available"):
-            resolve_device("cuda")
-    with pytest.raises(ValueError, match="device"):
-        resolve_device("tpu")
-    assert resolve_dtype("float64") is torch.float64
-    assert resolve_dtype(np.float32) is torch.float32
-    with pytest.raises(ValueError, match="dtype"):
-        resolve_dtype("int8")
+class _Recorder:
+    def __init__(self):
+        self.events = []
+
+    def setup(self, estimator, context):
+        self.events.append("setup")
+
+    def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
+        self.events.append(("begin", context.task_name, context.max_subtasks))
+
+    def on_fit_task_end(self, estimator, context, *, X=None, y=None):
+        self.events.append(("end", context.task_name))
+
+    def teardown(self, estimator, context):
+        self.events.append("teardown")
+
+
+@pytest.fixture
+def blobs():
+    rng = np.random.RandomState(0)
+    X = np.r_[rng.normal(-1, 1, (20, 2)), rng.normal(1, 1, (20, 2))]
+    return X, np.repeat([0, 1], 20)
+
+
+def test_callback_root_context_exists_during_fit_and_nested_calls_share_it(blobs):
+    X, y = blobs
+    recorder = _Recorder()
+    clf = _Iterative(max_iter=3).set_callbacks(recorder).fit(X, y)
+    contexts = clf.contexts_seen_
+    assert len(contexts) == 3 and contexts[0] is not None
+    assert all(context is contexts[0] for context in contexts)  # one root, nested calls unwrapped
+    assert contexts[0].task_name == "fit" and contexts[0].max_subtasks == 3
+    assert recorder.events == ["setup", ("begin", "fit", 3), ("end", "fit"), "teardown"]
+    assert not hasattr(clf, "_callback_fit_ctx")
+    assert not hasattr(clf, "_skl_callbacks_to_teardown")
+
+
+def test_partial_fit_gets_its_own_root_context_with_unknown_length(blobs):
+    X, y = blobs
+    recorder = _Recorder()
+    _Iterative().set_callbacks(recorder).partial_fit(X, y, classes=[0, 1])
+    assert recorder.events == ["setup", ("begin", "partial_fit", None), ("end", "partial_fit"), "teardown"]
+
+
+def test_failed_refit_restores_everything_and_tears_callbacks_down(blobs):
+    X, y = blobs
+    recorder = _Recorder()
+    clf = _Iterative(max_iter=4).set_callbacks(recorder).fit(X, y)
+    before = copy.deepcopy({k: v for k, v in clf.__dict__.items() if k != "_skl_callbacks"})
+    proba = clf.predict_proba(X)
+    recorder.events.clear()
+    X3 = np.c_[X, X[:, :1]]
+    with pytest.raises(KeyboardInterrupt):
+        clf.set_params(fail_at=2).fit(X3, np.repeat(["a", "b"], 20))
+    clf.set_params(fail_at=None)
+    assert recorder.events == ["setup", ("begin", "fit", 4), "teardown"]
+    assert clf._skl_callbacks[0] is recorder  # callbacks by reference, never rolled back
+    assert set(clf.__dict__) == set(before) | {"_skl_callbacks"}
+    for key, value in before.items():
+        np.testing.assert_array_equal(clf.__dict__[key], value) if isinstance(value, np.ndarray) else None
+    assert clf.n_features_in_ == 2 and clf.classes_.tolist() == [0, 1] and clf.steps_ == 4
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+
+
+def test_failed_first_fit_leaves_an_unfitted_estimator(blobs):
+    X, y = blobs
+    clf = _Iterative(fail_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(X, y)
+    assert clf.__dict__ == _Iterative(fail_at=1).__dict__
+
+
+def test_snapshot_is_empty_before_the_first_fit():
+    clf = _Iterative()
+    assert clf._snapshot_fitted_state() == {}
+
+
+def test_parameters_are_validated_once_by_the_wrapper(blobs, monkeypatch):
+    X, y = blobs
+    with pytest.raises(InvalidParameterError, match="max_iter"):
+        _Iterative(max_iter=0).fit(X, y)
+    calls = []
+    original = _Iterative._validate_params
+    monkeypatch.setattr(_Iterative, "_validate_params", lambda self: calls.append(1) or original(self))
+    _Iterative(max_iter=3).fit(X, y)
+    assert len(calls) == 1  # the nested partial_fit calls run unwrapped
+
+
+def test_available_if_still_hides_partial_fit(blobs):
+    X, y = blobs
+    assert not hasattr(_Iterative(stochastic=False), "partial_fit")
+    clf = _Iterative(fail_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        clf.partial_fit(X, y, classes=[0, 1])
+    assert not hasattr(clf, "classes_")
+
+
+def test_subclass_overriding_fit_with_super_has_one_root_context(blobs):
+    class Child(_Iterative):
+        def fit(self, X, y, sample_weight=None):
+            super().fit(X, y, sample_weight)
+            self.child_ran_ = True
+            return self
+
+    X, y = blobs
+    recorder = _Recorder()
+    clf = Child().set_callbacks(recorder).fit(X, y)
+    assert clf.child_ran_
+    assert recorder.events == ["setup", ("begin", "fit", 3), ("end", "fit"), "teardown"]
+    assert "sample_weight" in clf.get_metadata_routing().fit.requests
+
+
+def test_fits_of_different_instances_in_threads_are_independent(blobs):
+    X, y = blobs
+    estimators = [_Iterative(max_iter=2 + i) for i in range(4)]
+    threads = [threading.Thread(target=e.fit, args=(X, y)) for e in estimators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [e.steps_ for e in estimators] == [2, 3, 4, 5]
+
+
+def test_fitted_state_that_cannot_be_copied_is_named():
+    clf = _Iterative()
+    clf.lock_ = threading.Lock()
+    with pytest.raises(TypeError, match=r"_Iterative.lock_ cannot be deep-copied"):
+        clf._snapshot_fitted_state()
+
+
+def test_clone_keeps_callbacks_and_drops_fitted_state(blobs):
+    X, y = blobs
+    recorder = _Recorder()
+    clf = _Iterative().set_callbacks(recorder).fit(X, y)
+    copy_ = clone(clf)
+    assert copy_._skl_callbacks == [recorder]
+    assert not hasattr(copy_, "classes_")
+
+
+# ------------------------------------------------------------------ weights and sparse input
+def test_class_weight_dict_follows_compute_class_weight():
+    X = np.arange(6, dtype=float)[:, None]
+    y = np.array([0, 0, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match=r"The classes, \[1\], are not in class_weight"):
+        _CentroidScorer(class_weight={0: 2.0, 5: 1.0}).fit(X, y)
+    # every class weighted: extra keys are allowed, as in scikit-learn
+    clf = _CentroidScorer(class_weight={0: 2.0, 1: 1.0, 5: 1.0}).fit(X, y)
+    np.testing.assert_allclose(clf.weights_seen_, [2, 2, 2, 2, 1, 1])
+    for bad in (np.inf, np.nan, -0.5, None):
+        with pytest.raises(ValueError, match=r"class_weight values must be finite non-negative"):
+            _CentroidScorer(class_weight={0: bad, 1: 1.0}).fit(X, y)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_ratio_estimators_get_weights_rescaled_exactly(scale):
+    class Ratio(_CentroidScorer):
+        _sample_weight_scale = "ratio"
+
+    X = np.arange(6, dtype=float)[:, None]
+    y = np.array([0, 0, 0, 1, 1, 1])
+    weights = np.array([1.0, 2.0, 3.0, 1.0, 0.5, 0.25])
+    clf = Ratio().fit(X, y, sample_weight=weights * scale)
+    seen = clf.weights_seen_
+    assert np.isfinite(seen.sum()) and 0.5 <= seen.max() < 1.0
+    np.testing.assert_array_equal(seen / seen[0], (weights * scale) / (weights[0] * scale))
+    # weights in range are left alone, bit for bit
+    np.testing.assert_array_equal(Ratio().fit(X, y, sample_weight=weights).weights_seen_, weights)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_absolute_estimators_reject_weights_out_of_range(scale):
+    X = np.arange(6, dtype=float)[:, None]
+    y = np.array([0, 0, 0, 1, 1, 1])
+    with pytest.raises(ValueError, match="sum of sample_weight .* rescale sample_weight"):
+        _CentroidScorer().fit(X, y, sample_weight=np.full(6, scale))
+
+
+def test_sparse_input_follows_accept_sparse():
+    class Sparse(_CentroidScorer):
+        _accept_sparse = True
+
+        def fit(self, X, y, sample_weight=None):
+            X, y, sw = self._validate_training_data(X, y, sample_weight)
+            self.format_ = X.format
+            self.centroids_ = np.stack([np.asarray(X[y == k].mean(axis=0)).ravel() for k in range(2)])
+            return self
+
+        def _raw_scores(self, X):
+            return super()._raw_scores(X.toarray())
+
+    X = np.arange(8, dtype=float).reshape(4, 2)
+    y = [0, 0, 1, 1]
+    for fmt in ("csr", "csc"):
+        clf = Sparse().fit(scipy.sparse.csr_matrix(X).asformat(fmt), y)
+        assert clf.format_ == fmt
+        assert clf.__sklearn_tags__().input_tags.sparse
+        np.testing.assert_array_equal(clf.predict(scipy.sparse.csr_matrix(X)), y)
+    assert not _CentroidScorer().__sklearn_tags__().input_tags.sparse
+    with pytest.raises(TypeError, match="Sparse data"):
+        _CentroidScorer().fit(scipy.sparse.csr_matrix(X), y)
