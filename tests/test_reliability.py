@@ -529,6 +529,10 @@ _NEEDS_MERGE = {
     # (test, estimator) -> the edit in another engineer's file that makes it pass
     ("read_only", "QNN"): "neural_network.py must build prediction tensors with skquad._torch_utils.as_tensor",
     ("unpickle", "QLR"): "linear_model.py _raw_scores must use skquad._torch_utils.prediction_device",
+    **{
+        ("torch_device", name): "the device constraint must be [str, torch.device] in _parameter_constraints"
+        for name in ("QLR", "QNN", "RPQNN", "BackpropQ")
+    },
 }
 
 
@@ -566,3 +570,23 @@ def test_a_model_fitted_on_a_gpu_predicts_after_unpickling_on_a_cpu_machine(name
         np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-6, atol=1e-9)
     else:  # pragma: no cover - GPU machines compute in another order
         np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-4, atol=1e-5)
+
+
+_TORCH_ESTIMATORS = [name for name in ESTIMATORS if "device" in DEFAULTS[name]().get_params()]
+
+
+@pytest.mark.parametrize("device", ["CPU", "auto", "cpu"])
+@pytest.mark.parametrize("name", _TORCH_ESTIMATORS)
+def test_device_spellings_are_accepted_at_fit(name, device, data):
+    X, y = data
+    reference = _quiet_fit(ESTIMATORS[name]().set_params(device="cpu"), X, y).predict_proba(X)
+    fitted = _quiet_fit(ESTIMATORS[name]().set_params(device=device), X, y)
+    np.testing.assert_array_equal(fitted.predict_proba(X), reference)
+
+
+@pytest.mark.parametrize("name", [_mark("torch_device", name) for name in _TORCH_ESTIMATORS])
+def test_a_torch_device_is_accepted_at_fit(name, data):
+    X, y = data
+    reference = _quiet_fit(ESTIMATORS[name]().set_params(device="cpu"), X, y).predict_proba(X)
+    fitted = _quiet_fit(ESTIMATORS[name]().set_params(device=torch.device("cpu")), X, y)
+    np.testing.assert_array_equal(fitted.predict_proba(X), reference)
