@@ -27,7 +27,7 @@ QNNClassifier`` and ``skquad.QNNClassifier`` work as usual.
 import importlib
 from typing import TYPE_CHECKING
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 # Public name -> submodule that defines it.
 _LAZY_ATTRIBUTES = {
@@ -38,12 +38,20 @@ _LAZY_ATTRIBUTES = {
     "SDPQuantizedClassifier": ".quantized._sdp",
 }
 
-__all__ = sorted(_LAZY_ATTRIBUTES)
+__all__ = [
+    "BackpropQuantizedClassifier",
+    "QNNClassifier",
+    "QuadraticLogisticRegression",
+    "RPQNNClassifier",
+    "SDPQuantizedClassifier",
+]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
-    from .linear_model import QuadraticLogisticRegression
-    from .neural_network import QNNClassifier, RPQNNClassifier
-    from .quantized import BackpropQuantizedClassifier, SDPQuantizedClassifier
+    from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
+    from .neural_network import QNNClassifier as QNNClassifier
+    from .neural_network import RPQNNClassifier as RPQNNClassifier
+    from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
+    from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
 
 
 def __getattr__(name):

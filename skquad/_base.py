@@ -41,6 +41,7 @@ import functools
 import inspect
 import threading
 from numbers import Integral
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
@@ -61,7 +62,12 @@ __all__ = ["BaseQuadraticClassifier"]
 # fitted state: they are shared by reference (as sklearn.base.clone does) and
 # never rolled back by a failed fit.
 _CALLBACK_ATTRIBUTES = frozenset(
-    {"_skl_callbacks", "_callback_fit_ctx", "_skl_callbacks_to_teardown", "_parent_callback_ctx"}
+    {
+        "_skl_callbacks",
+        "_callback_fit_ctx",
+        "_skl_callbacks_to_teardown",
+        "_parent_callback_ctx",
+    }
 )
 
 # Methods made atomic; the first two also get parameter validation and the
@@ -71,7 +77,9 @@ _ATOMIC_METHODS = (*_FIT_METHODS, "resample")
 
 # The code object shared by every method decorated with sklearn's _fit_context:
 # how a subclass's own @_fit_context is recognised and unwrapped.
-_FIT_CONTEXT_CODE = _fit_context(prefer_skip_nested_validation=True)(lambda self: None).__code__
+_FIT_CONTEXT_CODE = _fit_context(prefer_skip_nested_validation=True)(
+    lambda self: None
+).__code__
 
 # Instances whose wrapped method is running, per thread: nested calls run unwrapped.
 _running = threading.local()
@@ -99,13 +107,25 @@ def _atomic(method, name):
                 return raw(estimator, *args, **kwargs)
             bound = signature.bind_partial(estimator, *args, **kwargs).arguments
             X, y = bound.get("X"), bound.get("y")
+            sample_weight = bound.get("sample_weight")
+            # As LogisticRegression: scorers in callbacks see the sample weights.
+            metadata = (
+                None if sample_weight is None else {"sample_weight": sample_weight}
+            )
             context = estimator._init_callback_context(
                 task_name=name, max_subtasks=estimator._callback_max_subtasks(name)
             )
-            context.call_on_fit_task_begin(estimator=estimator, X=X, y=y)
+            context.call_on_fit_task_begin(
+                estimator=estimator, X=X, y=y, metadata=metadata
+            )
             result = raw(estimator, *args, **kwargs)
+            # The root task ends on the fitted estimator itself (no reconstruction).
             context.call_on_fit_task_end(
-                estimator=estimator, X=X, y=y, reconstruction_attributes={}
+                estimator=estimator,
+                X=X,
+                y=y,
+                metadata=metadata,
+                reconstruction_attributes={},
             )
             return result
         except BaseException:
@@ -132,7 +152,6 @@ def _atomic(method, name):
     return entry
 
 
-
 class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Base class of the skquad classifiers (not for direct use).
 
@@ -152,7 +171,7 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     """
 
     # Subclasses declare theirs (validated at fit by the wrapper, see above).
-    _parameter_constraints: dict = {}
+    _parameter_constraints: ClassVar[dict] = {}
 
     # dtypes accepted by validate_data; float32 input stays float32 so that
     # large problems are not copied (the torch models choose their own dtype).
@@ -179,13 +198,17 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
             if isinstance(attribute, _AvailableIfDescriptor):
                 if not getattr(attribute.fn, "_skquad_atomic", False):
                     attribute.fn = _atomic(attribute.fn, name)
-            elif callable(attribute) and not getattr(attribute, "_skquad_atomic", False):
+            elif callable(attribute) and not getattr(
+                attribute, "_skquad_atomic", False
+            ):
                 setattr(cls, name, _atomic(attribute, name))
 
     def _snapshot_fitted_state(self):
         """A deep copy of everything a fit may change (see the module docstring)."""
         skipped = self._not_fitted_state()
-        state = {key: value for key, value in self.__dict__.items() if key not in skipped}
+        state = {
+            key: value for key, value in self.__dict__.items() if key not in skipped
+        }
         if not state:
             return state
         try:
@@ -388,7 +411,11 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     def _validate_predict_data(self, X):
         check_is_fitted(self)
         return validate_data(
-            self, X, reset=False, dtype=self._accepted_dtypes, accept_sparse=self._sparse_formats()
+            self,
+            X,
+            reset=False,
+            dtype=self._accepted_dtypes,
+            accept_sparse=self._sparse_formats(),
         )
 
     def _raw_scores(self, X):  # pragma: no cover - abstract
@@ -493,7 +520,7 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
 def _deep_copyable(value):
     try:
         copy.deepcopy(value)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure means "not copyable"
         return False
     return True
 

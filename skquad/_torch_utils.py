@@ -77,7 +77,9 @@ def resolve_device(device):
     Raises
     ------
     ValueError
-        For any other device, or CUDA on a machine without it.
+        For any other device name, or CUDA on a machine without it.
+    TypeError
+        For a ``device`` that is neither a string nor a torch.device.
     """
     requested = _parse_device(device)
     if requested.type == "cuda" and not torch.cuda.is_available():
@@ -86,12 +88,16 @@ def resolve_device(device):
             "machine (torch.cuda.is_available() is False). Use device='cpu' or "
             "device='auto'."
         )
-    if requested.type == "cuda" and requested.index is not None:
-        if requested.index >= torch.cuda.device_count():
-            raise ValueError(
-                f"device={device!r} was requested but this machine has "
-                f"{torch.cuda.device_count()} CUDA device(s)."
-            )
+    index = requested.index
+    if (
+        requested.type == "cuda"
+        and index is not None
+        and index >= torch.cuda.device_count()
+    ):
+        raise ValueError(
+            f"device={device!r} was requested but this machine has "
+            f"{torch.cuda.device_count()} CUDA device(s)."
+        )
     return requested
 
 
@@ -133,7 +139,7 @@ def _parse_device(device):
                 f"got {device!r}."
             ) from exc
     else:
-        raise ValueError(
+        raise TypeError(
             "device must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device, "
             f"got {device!r} of type {type(device).__name__}."
         )

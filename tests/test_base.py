@@ -3,6 +3,7 @@
 import copy
 import threading
 from numbers import Integral
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -24,7 +25,10 @@ class _CentroidScorer(BaseQuadraticClassifier):
         X, y, sw = self._validate_training_data(X, y, sample_weight)
         self.weights_seen_ = sw
         self.centroids_ = np.stack(
-            [np.average(X[y == k], axis=0, weights=sw[y == k]) for k in range(len(self.classes_))]
+            [
+                np.average(X[y == k], axis=0, weights=sw[y == k])
+                for k in range(len(self.classes_))
+            ]
         )
         return self
 
@@ -58,8 +62,12 @@ def test_binary_decision_function_is_log_odds_of_second_class():
 def test_class_weight_multiplies_sample_weight():
     X = np.arange(6, dtype=float)[:, None]
     y = np.array([0, 0, 0, 0, 1, 1])
-    clf = _CentroidScorer(class_weight="balanced").fit(X, y, sample_weight=np.full(6, 2.0))
-    np.testing.assert_allclose(clf.weights_seen_, 2.0 * np.array([0.75] * 4 + [1.5] * 2))
+    clf = _CentroidScorer(class_weight="balanced").fit(
+        X, y, sample_weight=np.full(6, 2.0)
+    )
+    np.testing.assert_allclose(
+        clf.weights_seen_, 2.0 * np.array([0.75] * 4 + [1.5] * 2)
+    )
     clf = _CentroidScorer(class_weight={1: 3.0}).fit(X, y)
     np.testing.assert_allclose(clf.weights_seen_, [1, 1, 1, 1, 3, 3])
 
@@ -69,7 +77,9 @@ def test_one_class_is_a_clear_error():
     with pytest.raises(ValueError, match="only one class"):
         _CentroidScorer().fit(X, np.zeros(4))
     with pytest.raises(ValueError, match="class"):
-        _CentroidScorer().fit(np.arange(4.0)[:, None], [0, 0, 1, 1], sample_weight=[1, 1, 0, 0])
+        _CentroidScorer().fit(
+            np.arange(4.0)[:, None], [0, 0, 1, 1], sample_weight=[1, 1, 0, 0]
+        )
 
 
 def test_bad_input_gets_sklearn_errors():
@@ -90,7 +100,9 @@ class _Iterative(BaseQuadraticClassifier):
     ``fail_at`` makes the given step raise after it changed the state.
     """
 
-    _parameter_constraints = {"max_iter": [Interval(Integral, 1, None, closed="left")]}
+    _parameter_constraints: ClassVar[dict] = {
+        "max_iter": [Interval(Integral, 1, None, closed="left")]
+    }
 
     def __init__(self, max_iter=3, fail_at=None, stochastic=True):
         self.max_iter = max_iter
@@ -100,7 +112,7 @@ class _Iterative(BaseQuadraticClassifier):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         self.contexts_seen_ = []
-        X, y, sw = self._validate_training_data(X, y, sample_weight)
+        X, y, _ = self._validate_training_data(X, y, sample_weight)
         self.means_ = np.zeros((len(self.classes_), X.shape[1]))
         self.steps_ = 0
         for _ in range(self.max_iter):
@@ -115,7 +127,7 @@ class _Iterative(BaseQuadraticClassifier):
         self.contexts_seen_ = getattr(self, "contexts_seen_", [])
         self.contexts_seen_.append(self.__dict__.get("_callback_fit_ctx"))
         first = not hasattr(self, "classes_")
-        X, y, sw = self._validate_training_data(
+        X, y, _ = self._validate_training_data(
             X, y, sample_weight, reset=first, classes=classes if first else None
         )
         if first:
@@ -163,7 +175,9 @@ def test_callback_root_context_exists_during_fit_and_nested_calls_share_it(blobs
     clf = _Iterative(max_iter=3).set_callbacks(recorder).fit(X, y)
     contexts = clf.contexts_seen_
     assert len(contexts) == 3 and contexts[0] is not None
-    assert all(context is contexts[0] for context in contexts)  # one root, nested calls unwrapped
+    assert all(
+        context is contexts[0] for context in contexts
+    )  # one root, nested calls unwrapped
     assert contexts[0].task_name == "fit" and contexts[0].max_subtasks == 3
     assert recorder.events == ["setup", ("begin", "fit", 3), ("end", "fit"), "teardown"]
     assert not hasattr(clf, "_callback_fit_ctx")
@@ -174,14 +188,21 @@ def test_partial_fit_gets_its_own_root_context_with_unknown_length(blobs):
     X, y = blobs
     recorder = _Recorder()
     _Iterative().set_callbacks(recorder).partial_fit(X, y, classes=[0, 1])
-    assert recorder.events == ["setup", ("begin", "partial_fit", None), ("end", "partial_fit"), "teardown"]
+    assert recorder.events == [
+        "setup",
+        ("begin", "partial_fit", None),
+        ("end", "partial_fit"),
+        "teardown",
+    ]
 
 
 def test_failed_refit_restores_everything_and_tears_callbacks_down(blobs):
     X, y = blobs
     recorder = _Recorder()
     clf = _Iterative(max_iter=4).set_callbacks(recorder).fit(X, y)
-    before = copy.deepcopy({k: v for k, v in clf.__dict__.items() if k != "_skl_callbacks"})
+    before = copy.deepcopy(
+        {k: v for k, v in clf.__dict__.items() if k != "_skl_callbacks"}
+    )
     proba = clf.predict_proba(X)
     recorder.events.clear()
     X3 = np.c_[X, X[:, :1]]
@@ -189,11 +210,17 @@ def test_failed_refit_restores_everything_and_tears_callbacks_down(blobs):
         clf.set_params(fail_at=2).fit(X3, np.repeat(["a", "b"], 20))
     clf.set_params(fail_at=None)
     assert recorder.events == ["setup", ("begin", "fit", 4), "teardown"]
-    assert clf._skl_callbacks[0] is recorder  # callbacks by reference, never rolled back
+    assert (
+        clf._skl_callbacks[0] is recorder
+    )  # callbacks by reference, never rolled back
     assert set(clf.__dict__) == set(before) | {"_skl_callbacks"}
     for key, value in before.items():
-        np.testing.assert_array_equal(clf.__dict__[key], value) if isinstance(value, np.ndarray) else None
-    assert clf.n_features_in_ == 2 and clf.classes_.tolist() == [0, 1] and clf.steps_ == 4
+        np.testing.assert_array_equal(clf.__dict__[key], value) if isinstance(
+            value, np.ndarray
+        ) else None
+    assert (
+        clf.n_features_in_ == 2 and clf.classes_.tolist() == [0, 1] and clf.steps_ == 4
+    )
     np.testing.assert_array_equal(clf.predict_proba(X), proba)
 
 
@@ -216,7 +243,9 @@ def test_parameters_are_validated_once_by_the_wrapper(blobs, monkeypatch):
         _Iterative(max_iter=0).fit(X, y)
     calls = []
     original = _Iterative._validate_params
-    monkeypatch.setattr(_Iterative, "_validate_params", lambda self: calls.append(1) or original(self))
+    monkeypatch.setattr(
+        _Iterative, "_validate_params", lambda self: calls.append(1) or original(self)
+    )
     _Iterative(max_iter=3).fit(X, y)
     assert len(calls) == 1  # the nested partial_fit calls run unwrapped
 
@@ -276,13 +305,17 @@ def test_clone_keeps_callbacks_and_drops_fitted_state(blobs):
 def test_class_weight_dict_follows_compute_class_weight():
     X = np.arange(6, dtype=float)[:, None]
     y = np.array([0, 0, 0, 0, 1, 1])
-    with pytest.raises(ValueError, match=r"The classes, \[1\], are not in class_weight"):
+    with pytest.raises(
+        ValueError, match=r"The classes, \[1\], are not in class_weight"
+    ):
         _CentroidScorer(class_weight={0: 2.0, 5: 1.0}).fit(X, y)
     # every class weighted: extra keys are allowed, as in scikit-learn
     clf = _CentroidScorer(class_weight={0: 2.0, 1: 1.0, 5: 1.0}).fit(X, y)
     np.testing.assert_allclose(clf.weights_seen_, [2, 2, 2, 2, 1, 1])
     for bad in (np.inf, np.nan, -0.5, None):
-        with pytest.raises(ValueError, match=r"class_weight values must be finite non-negative"):
+        with pytest.raises(
+            ValueError, match=r"class_weight values must be finite non-negative"
+        ):
             _CentroidScorer(class_weight={0: bad, 1: 1.0}).fit(X, y)
 
 
@@ -297,16 +330,22 @@ def test_ratio_estimators_get_weights_rescaled_exactly(scale):
     clf = Ratio().fit(X, y, sample_weight=weights * scale)
     seen = clf.weights_seen_
     assert np.isfinite(seen.sum()) and 0.5 <= seen.max() < 1.0
-    np.testing.assert_array_equal(seen / seen[0], (weights * scale) / (weights[0] * scale))
+    np.testing.assert_array_equal(
+        seen / seen[0], (weights * scale) / (weights[0] * scale)
+    )
     # weights in range are left alone, bit for bit
-    np.testing.assert_array_equal(Ratio().fit(X, y, sample_weight=weights).weights_seen_, weights)
+    np.testing.assert_array_equal(
+        Ratio().fit(X, y, sample_weight=weights).weights_seen_, weights
+    )
 
 
 @pytest.mark.parametrize("scale", [1e-300, 1e300])
 def test_absolute_estimators_reject_weights_out_of_range(scale):
     X = np.arange(6, dtype=float)[:, None]
     y = np.array([0, 0, 0, 1, 1, 1])
-    with pytest.raises(ValueError, match="sum of sample_weight .* rescale sample_weight"):
+    with pytest.raises(
+        ValueError, match="sum of sample_weight .* rescale sample_weight"
+    ):
         _CentroidScorer().fit(X, y, sample_weight=np.full(6, scale))
 
 
@@ -315,9 +354,11 @@ def test_sparse_input_follows_accept_sparse():
         _accept_sparse = True
 
         def fit(self, X, y, sample_weight=None):
-            X, y, sw = self._validate_training_data(X, y, sample_weight)
+            X, y, _ = self._validate_training_data(X, y, sample_weight)
             self.format_ = X.format
-            self.centroids_ = np.stack([np.asarray(X[y == k].mean(axis=0)).ravel() for k in range(2)])
+            self.centroids_ = np.stack(
+                [np.asarray(X[y == k].mean(axis=0)).ravel() for k in range(2)]
+            )
             return self
 
         def _raw_scores(self, X):

@@ -22,11 +22,15 @@ joblib = pytest.importorskip("joblib")
 
 
 def _search():
-    pipeline = Pipeline([("scale", StandardScaler()), ("classifier", QuadraticLogisticRegression())])
+    pipeline = Pipeline(
+        [("scale", StandardScaler()), ("classifier", QuadraticLogisticRegression())]
+    )
     param_grid = [
         {"classifier": [QuadraticLogisticRegression()], "classifier__C": [0.01, 1.0]},
         {
-            "classifier": [RPQNNClassifier(hidden_layer_sizes=(4,), max_iter=20, random_state=0)],
+            "classifier": [
+                RPQNNClassifier(hidden_layer_sizes=(4,), max_iter=20, random_state=0)
+            ],
             "classifier__alpha": [1e-4, 1e-1],
         },
     ]
@@ -51,19 +55,24 @@ def test_grid_search_on_a_dask_cluster_matches_the_local_search(data):
     X, y = data
     local = _search().set_params(n_jobs=1).fit(X, y)
 
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         # The workers are other processes that import this checkout of skquad.
         worker_pids = set(client.run(os.getpid).values())
         assert len(worker_pids) == 2 and os.getpid() not in worker_pids
-        with distributed.get_task_stream(client) as task_stream:
-            with joblib.parallel_backend("dask"):
-                remote = _search().fit(X, y)
+        with (
+            distributed.get_task_stream(client) as task_stream,
+            joblib.parallel_backend("dask"),
+        ):
+            remote = _search().fit(X, y)
         workers = {task["worker"] for task in task_stream.data}
 
     # The fits ran on the cluster, on both workers.

@@ -45,9 +45,13 @@ _NOT_TRAINING = {_SKQUAD_DIR / "_base.py", _SKQUAD_DIR / "_reporting.py"}
 ESTIMATORS = {
     "QLR": lambda: QuadraticLogisticRegression(max_iter=30),
     "QNN": lambda: QNNClassifier(hidden_layer_sizes=(6,), max_iter=15, random_state=0),
-    "RPQNN": lambda: RPQNNClassifier(hidden_layer_sizes=(6,), max_iter=15, random_state=0),
+    "RPQNN": lambda: RPQNNClassifier(
+        hidden_layer_sizes=(6,), max_iter=15, random_state=0
+    ),
     "SDP": lambda: SDPQuantizedClassifier(n_neurons=40, random_state=0),
-    "BackpropQ": lambda: BackpropQuantizedClassifier(n_neurons=20, max_iter=15, random_state=0),
+    "BackpropQ": lambda: BackpropQuantizedClassifier(
+        n_neurons=20, max_iter=15, random_state=0
+    ),
 }
 DEFAULTS = {
     "QLR": QuadraticLogisticRegression,
@@ -68,7 +72,12 @@ def data():
 def other_data():
     """Different features and classes, so that a refit's validation changes the state."""
     X, y = make_classification(
-        n_samples=90, n_features=4, n_informative=3, n_redundant=0, n_classes=3, random_state=1
+        n_samples=90,
+        n_features=4,
+        n_informative=3,
+        n_redundant=0,
+        n_classes=3,
+        random_state=1,
     )
     return X, np.array(["a", "b", "c"])[y]
 
@@ -96,10 +105,14 @@ def _assert_same(a, b, path="estimator", seen=None):
         np.testing.assert_array_equal(a, b, err_msg=path)
     elif isinstance(a, torch.Tensor):
         assert a.dtype == b.dtype and a.shape == b.shape, path
-        np.testing.assert_array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy(), err_msg=path)
+        np.testing.assert_array_equal(
+            a.detach().cpu().numpy(), b.detach().cpu().numpy(), err_msg=path
+        )
     elif isinstance(a, torch.nn.Module):
         _assert_same(a.state_dict(), b.state_dict(), f"{path}.state_dict()", seen)
-        _assert_same(vars(a).get("training"), vars(b).get("training"), f"{path}.training", seen)
+        _assert_same(
+            vars(a).get("training"), vars(b).get("training"), f"{path}.training", seen
+        )
     elif isinstance(a, torch.optim.Optimizer):
         _assert_same(a.state_dict(), b.state_dict(), f"{path}.state_dict()", seen)
     elif isinstance(a, torch.Generator):
@@ -112,8 +125,12 @@ def _assert_same(a, b, path="estimator", seen=None):
         assert len(a) == len(b), path
         for i, (x, z) in enumerate(zip(a, b)):
             _assert_same(x, z, f"{path}[{i}]", seen)
-    elif callable(a) and not hasattr(a, "__dict__") or isinstance(a, type(_assert_same)):
-        assert getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None), path
+    elif (
+        callable(a) and not hasattr(a, "__dict__") or isinstance(a, type(_assert_same))
+    ):
+        assert getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None), (
+            path
+        )
     elif hasattr(a, "__dict__") and not isinstance(a, type):
         _assert_same(vars(a), vars(b), path, seen)
     elif isinstance(a, float) and np.isnan(a):
@@ -150,7 +167,10 @@ class _InterruptHalfway:
 
     def _is_training(self, frame):
         filename = frame.f_code.co_filename
-        return filename.startswith(str(_SKQUAD_DIR)) and Path(filename) not in _NOT_TRAINING
+        return (
+            filename.startswith(str(_SKQUAD_DIR))
+            and Path(filename) not in _NOT_TRAINING
+        )
 
     def _global(self, frame, event, arg):
         return self._local if self._is_training(frame) else None
@@ -159,7 +179,9 @@ class _InterruptHalfway:
         if event == "line":
             self.count += 1
             if self.count == self.at:
-                self.n_features_when_fired = getattr(self.estimator, "n_features_in_", None)
+                self.n_features_when_fired = getattr(
+                    self.estimator, "n_features_in_", None
+                )
                 raise self.exception
         return self._local
 
@@ -178,9 +200,15 @@ def _lines_executed(call, estimator):
     return counter.count
 
 
-@pytest.mark.parametrize("exception", [RuntimeError("injected failure"), KeyboardInterrupt()], ids=["failure", "interrupt"])
+@pytest.mark.parametrize(
+    "exception",
+    [RuntimeError("injected failure"), KeyboardInterrupt()],
+    ids=["failure", "interrupt"],
+)
 @pytest.mark.parametrize("name", ESTIMATORS)
-def test_refit_interrupted_halfway_leaves_the_model_as_it_was(name, exception, data, other_data):
+def test_refit_interrupted_halfway_leaves_the_model_as_it_was(
+    name, exception, data, other_data
+):
     X, y = data
     X2, y2 = other_data
     estimator = _quiet_fit(ESTIMATORS[name](), X, y)
@@ -191,9 +219,11 @@ def test_refit_interrupted_halfway_leaves_the_model_as_it_was(name, exception, d
 
     total = _lines_executed(refit, ESTIMATORS[name]())
     assert total > 100, "the refit should run skquad code worth interrupting"
-    with pytest.raises(type(exception)):
-        with _InterruptHalfway(estimator, at=total // 2, exception=exception) as injected:
-            refit(estimator)
+    with (
+        pytest.raises(type(exception)),
+        _InterruptHalfway(estimator, at=total // 2, exception=exception) as injected,
+    ):
+        refit(estimator)
     # The interruption came after the validation had overwritten the state.
     assert injected.n_features_when_fired == X2.shape[1]
     _assert_untouched(estimator, before_state, before_proba, X)
@@ -201,13 +231,19 @@ def test_refit_interrupted_halfway_leaves_the_model_as_it_was(name, exception, d
     assert _quiet_fit(estimator, X2, y2).predict(X2).shape == (X2.shape[0],)
 
 
-@pytest.mark.parametrize("exception", [RuntimeError("injected failure"), KeyboardInterrupt()], ids=["failure", "interrupt"])
+@pytest.mark.parametrize(
+    "exception",
+    [RuntimeError("injected failure"), KeyboardInterrupt()],
+    ids=["failure", "interrupt"],
+)
 @pytest.mark.parametrize("name", ["QLR", "QNN", "RPQNN", "BackpropQ"])
-def test_partial_fit_interrupted_halfway_leaves_the_model_as_it_was(name, exception, data):
+def test_partial_fit_interrupted_halfway_leaves_the_model_as_it_was(
+    name, exception, data
+):
     X, y = data
     make = ESTIMATORS[name]
     if name == "QLR":
-        make = lambda: ESTIMATORS["QLR"]().set_params(solver="sgd", random_state=0)  # noqa: E731
+        make = lambda: ESTIMATORS["QLR"]().set_params(solver="sgd", random_state=0)
     estimator = make()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -222,14 +258,18 @@ def test_partial_fit_interrupted_halfway_leaves_the_model_as_it_was(name, except
 
     uninterrupted = _twin(estimator)
     total = _lines_executed(step, _twin(estimator))
-    with pytest.raises(type(exception)):
-        with _InterruptHalfway(estimator, at=total // 2, exception=exception):
-            step(estimator)
+    with (
+        pytest.raises(type(exception)),
+        _InterruptHalfway(estimator, at=total // 2, exception=exception),
+    ):
+        step(estimator)
     _assert_untouched(estimator, before_state, before_proba, X)
     # The optimizer state came back too: the next step is the one it would have been.
     step(estimator)
     step(uninterrupted)
-    np.testing.assert_array_equal(estimator.predict_proba(X), uninterrupted.predict_proba(X))
+    np.testing.assert_array_equal(
+        estimator.predict_proba(X), uninterrupted.predict_proba(X)
+    )
 
 
 def test_sdp_resample_interrupted_leaves_the_network_as_it_was(data):
@@ -241,9 +281,11 @@ def test_sdp_resample_interrupted_leaves_the_network_as_it_was(data):
         est.resample(n_neurons=60, random_state=3)
 
     total = _lines_executed(resample, _twin(estimator))
-    with pytest.raises(KeyboardInterrupt):
-        with _InterruptHalfway(estimator, at=total // 2, exception=KeyboardInterrupt()):
-            resample(estimator)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        _InterruptHalfway(estimator, at=total // 2, exception=KeyboardInterrupt()),
+    ):
+        resample(estimator)
     _assert_untouched(estimator, before_state, before_proba, X)
 
 
@@ -251,9 +293,11 @@ def test_failed_first_fit_leaves_no_fitted_attributes(data, other_data):
     X, y = data
     estimator = ESTIMATORS["QNN"]()
     total = _lines_executed(lambda est: _quiet_fit(est, X, y), ESTIMATORS["QNN"]())
-    with pytest.raises(KeyboardInterrupt):
-        with _InterruptHalfway(estimator, at=total // 2, exception=KeyboardInterrupt()):
-            _quiet_fit(estimator, X, y)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        _InterruptHalfway(estimator, at=total // 2, exception=KeyboardInterrupt()),
+    ):
+        _quiet_fit(estimator, X, y)
     assert estimator.__dict__ == ESTIMATORS["QNN"]().__dict__
     with pytest.raises(NotFittedError):
         estimator.predict(X)
@@ -288,22 +332,30 @@ def test_backprop_refit_on_a_missing_device_keeps_the_model(issue_data):
     _assert_untouched(clf, before_state, before_proba, X)
 
 
-def test_sdp_keyboard_interrupt_during_the_refit_keeps_the_model(issue_data, other_data):
+def test_sdp_keyboard_interrupt_during_the_refit_keeps_the_model(
+    issue_data, other_data
+):
     X, y = issue_data
     clf = SDPQuantizedClassifier(n_neurons=200, random_state=0).fit(X, y)
     before_state, before_proba = _state(clf), clf.predict_proba(X)
     X2, y2 = other_data
-    refit = lambda est: est.fit(X2, y2)  # noqa: E731
-    total = _lines_executed(refit, SDPQuantizedClassifier(n_neurons=200, random_state=0))
-    with pytest.raises(KeyboardInterrupt):
-        with _InterruptHalfway(clf, at=total // 2, exception=KeyboardInterrupt()):
-            refit(clf)
+    refit = lambda est: est.fit(X2, y2)
+    total = _lines_executed(
+        refit, SDPQuantizedClassifier(n_neurons=200, random_state=0)
+    )
+    with (
+        pytest.raises(KeyboardInterrupt),
+        _InterruptHalfway(clf, at=total // 2, exception=KeyboardInterrupt()),
+    ):
+        refit(clf)
     _assert_untouched(clf, before_state, before_proba, X)
 
 
 def test_qnn_warm_start_refit_on_other_classes_keeps_the_model(issue_data):
     X, y = issue_data
-    X3, y3 = make_classification(n_samples=200, n_features=5, n_informative=3, n_classes=3, random_state=0)
+    X3, y3 = make_classification(
+        n_samples=200, n_features=5, n_informative=3, n_classes=3, random_state=0
+    )
     clf = _quiet_fit(QNNClassifier(max_iter=30, random_state=0, warm_start=True), X, y)
     before_state, before_proba = _state(clf), clf.predict_proba(X)
     with pytest.raises(ValueError, match="warm_start"):
@@ -337,7 +389,9 @@ class _Recorder:
             self.events.append(("begin", context.task_name, context.max_subtasks, X, y))
             assert estimator._callback_fit_ctx is context
 
-    def on_fit_task_end(self, estimator, context, *, X=None, y=None, fitted_estimator=None):
+    def on_fit_task_end(
+        self, estimator, context, *, X=None, y=None, fitted_estimator=None
+    ):
         if context.parent is None:
             self.events.append(("end", context.task_name, X, y, fitted_estimator))
 
@@ -351,7 +405,12 @@ def test_root_callback_events_of_fit(name, data):
     recorder = _Recorder()
     estimator = ESTIMATORS[name]().set_callbacks(recorder)
     _quiet_fit(estimator, X, y)
-    assert [event[0] for event in recorder.events] == ["setup", "begin", "end", "teardown"]
+    assert [event[0] for event in recorder.events] == [
+        "setup",
+        "begin",
+        "end",
+        "teardown",
+    ]
     _, task, max_subtasks, X_seen, y_seen = recorder.events[1]
     assert task == "fit" and X_seen is X and y_seen is y
     assert max_subtasks == getattr(estimator, "max_iter", None)
@@ -396,14 +455,18 @@ def test_stock_progress_bar_does_not_break_the_fit(name, data, capsys):
     X, y = data
     estimator = _quiet_fit(ESTIMATORS[name]().set_callbacks(ProgressBar()), X, y)
     reference = _quiet_fit(ESTIMATORS[name](), X, y)
-    np.testing.assert_array_equal(estimator.predict_proba(X), reference.predict_proba(X))
+    np.testing.assert_array_equal(
+        estimator.predict_proba(X), reference.predict_proba(X)
+    )
 
 
 # ----------------------------------------------------------------- weights
 @pytest.mark.parametrize("name", DEFAULTS)
 def test_class_weight_key_matching_no_class_is_an_error(name, data):
     X, y = data
-    with pytest.raises(ValueError, match=r"The classes, \[1\], are not in class_weight"):
+    with pytest.raises(
+        ValueError, match=r"The classes, \[1\], are not in class_weight"
+    ):
         DEFAULTS[name](class_weight={0: 1.0, 7: 2.0}).fit(X, y)
 
 
@@ -411,7 +474,9 @@ def test_class_weight_key_matching_no_class_is_an_error(name, data):
 @pytest.mark.parametrize("name", DEFAULTS)
 def test_class_weight_values_must_be_finite_and_non_negative(name, value, data):
     X, y = data
-    with pytest.raises(ValueError, match=r"class_weight values must be finite non-negative"):
+    with pytest.raises(
+        ValueError, match=r"class_weight values must be finite non-negative"
+    ):
         DEFAULTS[name](class_weight={0: value, 1: 1.0}).fit(X, y)
 
 
@@ -430,7 +495,9 @@ def test_sdp_rescales_weights_out_of_range_exactly(scale, data):
     ratios = np.random.RandomState(0).uniform(0.5, 2.0, len(y))
     reference = ESTIMATORS["SDP"]().fit(X, y, sample_weight=ratios)
     scaled = ESTIMATORS["SDP"]().fit(X, y, sample_weight=ratios * scale)
-    np.testing.assert_allclose(scaled.predict_proba(X), reference.predict_proba(X), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        scaled.predict_proba(X), reference.predict_proba(X), rtol=1e-6, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("name", DEFAULTS)
@@ -456,11 +523,31 @@ def _bad_inputs(X, y):
         "one_class": (X, np.zeros_like(y), ValueError, "class"),
         "1d_X": (X[:, 0], y, ValueError, "2D array"),
         "3d_X": (X[:, :, None], y, ValueError, "dim 3"),
-        "strings": (np.array([["a", "b"]] * len(y)), y, ValueError, "could not convert|dtype"),
+        "strings": (
+            np.array([["a", "b"]] * len(y)),
+            y,
+            ValueError,
+            "could not convert|dtype",
+        ),
         "y_too_short": (X, y[:-1], ValueError, "inconsistent numbers of samples"),
-        "continuous_y": (X, np.linspace(0, 1, len(y)), ValueError, "Unknown label type"),
-        "sample_weight_negative": (X, y, ValueError, "Negative values in data passed to `sample_weight`"),
-        "sample_weight_wrong_length": (X, y, ValueError, r"sample_weight.shape == \(\d+,\), expected"),
+        "continuous_y": (
+            X,
+            np.linspace(0, 1, len(y)),
+            ValueError,
+            "Unknown label type",
+        ),
+        "sample_weight_negative": (
+            X,
+            y,
+            ValueError,
+            "Negative values in data passed to `sample_weight`",
+        ),
+        "sample_weight_wrong_length": (
+            X,
+            y,
+            ValueError,
+            r"sample_weight.shape == \(\d+,\), expected",
+        ),
         "sample_weight_nan": (X, y, ValueError, "NaN"),
     }
 
@@ -489,7 +576,9 @@ def test_bad_input_at_fit_gets_a_clear_sklearn_error(name, case, data):
 
 @pytest.fixture(scope="module")
 def fitted_defaults():
-    X, y = make_classification(n_samples=60, n_features=4, n_informative=3, n_redundant=0, random_state=0)
+    X, y = make_classification(
+        n_samples=60, n_features=4, n_informative=3, n_redundant=0, random_state=0
+    )
     return {name: _quiet_fit(make(), X, y) for name, make in DEFAULTS.items()}, X
 
 
@@ -497,7 +586,9 @@ def fitted_defaults():
 def test_bad_input_at_predict_gets_a_clear_sklearn_error(name, fitted_defaults):
     estimators, X = fitted_defaults
     estimator = estimators[name]
-    with pytest.raises(ValueError, match="X has 3 features, but .* is expecting 4 features"):
+    with pytest.raises(
+        ValueError, match="X has 3 features, but .* is expecting 4 features"
+    ):
         estimator.predict(X[:, :3])
     Xnan = X.copy()
     Xnan[0, 0] = np.nan
@@ -527,10 +618,19 @@ def test_sparse_input_is_a_clear_error_where_not_supported(name, fitted_defaults
 # ----------------------------------------------------------------- devices and read-only input
 _NEEDS_MERGE = {
     # (test, estimator) -> the edit in another engineer's file that makes it pass
-    ("read_only", "QNN"): "neural_network.py must build prediction tensors with skquad._torch_utils.as_tensor",
-    ("unpickle", "QLR"): "linear_model.py _raw_scores must use skquad._torch_utils.prediction_device",
+    (
+        "read_only",
+        "QNN",
+    ): "neural_network.py must build prediction tensors with skquad._torch_utils.as_tensor",
+    (
+        "unpickle",
+        "QLR",
+    ): "linear_model.py _raw_scores must use skquad._torch_utils.prediction_device",
     **{
-        ("torch_device", name): "the device constraint must be [str, torch.device] in _parameter_constraints"
+        (
+            "torch_device",
+            name,
+        ): "the device constraint must be [str, torch.device] in _parameter_constraints"
         for name in ("QLR", "QNN", "RPQNN", "BackpropQ")
     },
 }
@@ -559,7 +659,14 @@ def test_predicting_on_read_only_data_emits_no_warning(name, data, tmp_path):
             np.testing.assert_array_equal(estimator.predict_proba(inputs), expected)
 
 
-@pytest.mark.parametrize("name", [_mark("unpickle", name) for name in ESTIMATORS if "device" in DEFAULTS[name]().get_params()])
+@pytest.mark.parametrize(
+    "name",
+    [
+        _mark("unpickle", name)
+        for name in ESTIMATORS
+        if "device" in DEFAULTS[name]().get_params()
+    ],
+)
 def test_a_model_fitted_on_a_gpu_predicts_after_unpickling_on_a_cpu_machine(name, data):
     X, y = data
     estimator = _quiet_fit(ESTIMATORS[name](), X, y)
@@ -567,26 +674,38 @@ def test_a_model_fitted_on_a_gpu_predicts_after_unpickling_on_a_cpu_machine(name
     estimator.device = "cuda"  # as if fitted on a GPU
     restored = pickle.loads(pickle.dumps(estimator))
     if not torch.cuda.is_available():
-        np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(
+            restored.predict_proba(X), expected, rtol=1e-6, atol=1e-9
+        )
     else:  # pragma: no cover - GPU machines compute in another order
-        np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            restored.predict_proba(X), expected, rtol=1e-4, atol=1e-5
+        )
 
 
-_TORCH_ESTIMATORS = [name for name in ESTIMATORS if "device" in DEFAULTS[name]().get_params()]
+_TORCH_ESTIMATORS = [
+    name for name in ESTIMATORS if "device" in DEFAULTS[name]().get_params()
+]
 
 
 @pytest.mark.parametrize("device", ["CPU", "auto", "cpu"])
 @pytest.mark.parametrize("name", _TORCH_ESTIMATORS)
 def test_device_spellings_are_accepted_at_fit(name, device, data):
     X, y = data
-    reference = _quiet_fit(ESTIMATORS[name]().set_params(device="cpu"), X, y).predict_proba(X)
+    reference = _quiet_fit(
+        ESTIMATORS[name]().set_params(device="cpu"), X, y
+    ).predict_proba(X)
     fitted = _quiet_fit(ESTIMATORS[name]().set_params(device=device), X, y)
     np.testing.assert_array_equal(fitted.predict_proba(X), reference)
 
 
-@pytest.mark.parametrize("name", [_mark("torch_device", name) for name in _TORCH_ESTIMATORS])
+@pytest.mark.parametrize(
+    "name", [_mark("torch_device", name) for name in _TORCH_ESTIMATORS]
+)
 def test_a_torch_device_is_accepted_at_fit(name, data):
     X, y = data
-    reference = _quiet_fit(ESTIMATORS[name]().set_params(device="cpu"), X, y).predict_proba(X)
+    reference = _quiet_fit(
+        ESTIMATORS[name]().set_params(device="cpu"), X, y
+    ).predict_proba(X)
     fitted = _quiet_fit(ESTIMATORS[name]().set_params(device=torch.device("cpu")), X, y)
     np.testing.assert_array_equal(fitted.predict_proba(X), reference)

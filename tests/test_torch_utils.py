@@ -39,15 +39,24 @@ def test_seed_from_follows_the_random_state():
 
 
 # ------------------------------------------------------------------ devices
-@pytest.mark.parametrize("device", ["cpu", "CPU", " Cpu ", torch.device("cpu"), "auto", "AUTO", None])
+@pytest.mark.parametrize(
+    "device", ["cpu", "CPU", " Cpu ", torch.device("cpu"), "auto", "AUTO", None]
+)
 def test_cpu_spellings_resolve_to_the_cpu(device):
     assert resolve_device(device) == torch.device("cpu")
 
 
-@pytest.mark.parametrize("device", ["tpu", "mps", "gpu", "cuda:x", 3, torch.device("meta")])
+@pytest.mark.parametrize(
+    "device", ["tpu", "mps", "gpu", "cuda:x", torch.device("meta")]
+)
 def test_unknown_devices_are_a_clear_error(device):
     with pytest.raises(ValueError, match="device must be"):
         resolve_device(device)
+
+
+def test_a_device_of_another_type_is_a_type_error():
+    with pytest.raises(TypeError, match="device must be .* got 3 of type int"):
+        resolve_device(3)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -113,7 +122,9 @@ def test_as_tensor_copies_read_only_arrays_without_warning(tmp_path):
     path = tmp_path / "X.dat"
     np.memmap(path, dtype=np.float64, mode="w+", shape=(3, 4))[:] = array
     memmap = np.memmap(path, dtype=np.float64, mode="r", shape=(3, 4))
-    frame_values = pd.DataFrame(array).to_numpy()  # read-only under pandas 3 copy-on-write
+    frame_values = pd.DataFrame(
+        array
+    ).to_numpy()  # read-only under pandas 3 copy-on-write
     broadcast = np.broadcast_to(array[0], (3, 4))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -121,7 +132,9 @@ def test_as_tensor_copies_read_only_arrays_without_warning(tmp_path):
             tensor = as_tensor(source)
             np.testing.assert_array_equal(tensor.numpy(), source)
             tensor.add_(1.0)  # the copy is ours to change
-            np.testing.assert_array_equal(np.asarray(source), np.broadcast_to(source, (3, 4)))
+            np.testing.assert_array_equal(
+                np.asarray(source), np.broadcast_to(source, (3, 4))
+            )
         np.testing.assert_array_equal(memmap, array)
 
 
