@@ -616,21 +616,22 @@ def test_sparse_input_is_a_clear_error_where_not_supported(name, fitted_defaults
 
 
 # ----------------------------------------------------------------- devices and read-only input
+_AS_TENSOR = (
+    "neural_network.py must build prediction tensors with skquad._torch_utils.as_tensor"
+)
+_PREDICTION_DEVICE = (
+    "linear_model.py _raw_scores must use skquad._torch_utils.prediction_device"
+)
+_DEVICE_CONSTRAINT = (
+    "the device constraint must be [str, torch.device] in _parameter_constraints"
+)
+# (test, estimator) -> the edit in another engineer's file that makes it pass
 _NEEDS_MERGE = {
-    # (test, estimator) -> the edit in another engineer's file that makes it pass
-    (
-        "read_only",
-        "QNN",
-    ): "neural_network.py must build prediction tensors with skquad._torch_utils.as_tensor",
-    (
-        "unpickle",
-        "QLR",
-    ): "linear_model.py _raw_scores must use skquad._torch_utils.prediction_device",
+    ("read_only", "QNN"): _AS_TENSOR,
+    ("read_only", "RPQNN"): _AS_TENSOR,
+    ("unpickle", "QLR"): _PREDICTION_DEVICE,
     **{
-        (
-            "torch_device",
-            name,
-        ): "the device constraint must be [str, torch.device] in _parameter_constraints"
+        ("torch_device", name): _DEVICE_CONSTRAINT
         for name in ("QLR", "QNN", "RPQNN", "BackpropQ")
     },
 }
@@ -644,7 +645,9 @@ def _mark(test, name):
 
 
 @pytest.mark.parametrize("name", [_mark("read_only", name) for name in ESTIMATORS])
-def test_predicting_on_read_only_data_emits_no_warning(name, data, tmp_path):
+def test_predicting_on_read_only_data_emits_no_warning(
+    name, data, tmp_path, monkeypatch
+):
     X, y = data
     estimator = _quiet_fit(ESTIMATORS[name](), X, y)
     expected = estimator.predict_proba(X)
@@ -653,10 +656,25 @@ def test_predicting_on_read_only_data_emits_no_warning(name, data, tmp_path):
     memmap.flush()
     read_only = np.memmap(tmp_path / "X.dat", dtype=X.dtype, mode="r", shape=X.shape)
     frame = pd.DataFrame(X)
+    # torch warns about a non-writable array only once per process, so the
+    # entry points that make tensors from numpy arrays are watched as well.
+    for function in ("as_tensor", "from_numpy", "tensor"):
+        monkeypatch.setattr(
+            torch, function, _refusing_read_only(getattr(torch, function))
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for inputs in (read_only, frame):
             np.testing.assert_array_equal(estimator.predict_proba(inputs), expected)
+
+
+def _refusing_read_only(function):
+    def watched(data, *args, **kwargs):
+        if isinstance(data, np.ndarray) and not data.flags.writeable:
+            raise AssertionError(f"torch.{function.__name__} got a read-only array")
+        return function(data, *args, **kwargs)
+
+    return watched
 
 
 @pytest.mark.parametrize(
