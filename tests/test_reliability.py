@@ -727,3 +727,41 @@ def test_a_torch_device_is_accepted_at_fit(name, data):
     ).predict_proba(X)
     fitted = _quiet_fit(ESTIMATORS[name]().set_params(device=torch.device("cpu")), X, y)
     np.testing.assert_array_equal(fitted.predict_proba(X), reference)
+
+
+class _PropagatedRecorder(_Recorder):
+    """An auto-propagated callback: a meta-estimator hands it to its sub-estimators."""
+
+    max_propagation_depth = None
+
+    def on_fit_task_begin(self, estimator, context, *, X=None, y=None):
+        self.events.append(
+            ("begin", context.estimator_name, context.source_estimator_name)
+        )
+
+    def on_fit_task_end(
+        self, estimator, context, *, X=None, y=None, fitted_estimator=None
+    ):
+        self.events.append(("end", context.estimator_name))
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_callbacks_propagate_from_a_pipeline_into_the_estimators_fit(name, data):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = data
+    recorder = _PropagatedRecorder()
+    estimator = ESTIMATORS[name]()
+    pipeline = make_pipeline(StandardScaler(), estimator).set_callbacks(recorder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipeline.fit(X, y)
+    class_name = type(estimator).__name__
+    # The estimator's root task is merged with the pipeline's step task.
+    assert ("begin", class_name, "Pipeline") in recorder.events
+    assert ("end", class_name) in recorder.events
+    kinds = [event[0] for event in recorder.events]
+    assert kinds.count("setup") == kinds.count("teardown") == 1  # by the pipeline only
+    assert not hasattr(estimator, "_parent_callback_ctx")
+    assert not hasattr(estimator, "_skl_callbacks")  # handed back after the fit
