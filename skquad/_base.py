@@ -38,7 +38,7 @@ outer call's snapshot and callback context.
 The price of atomicity is one deep copy of the fitted state per call: as much
 memory as the fitted model holds (its weights, a network's optimizer state, the
 SDP's stored solution) and the time to copy it, about 1 microsecond when
-nothing is fitted yet and well under a millisecond for a network of a few
+nothing is fitted yet and about a millisecond for a network of a few
 thousand weights.
 """
 
