@@ -1,4 +1,4 @@
-"""Tests of the shared training loop (skquad._engine)."""
+"""Tests of the training loop (skquad._training._trainer)."""
 
 import warnings
 
@@ -10,15 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network._stochastic_optimizers import AdamOptimizer, SGDOptimizer
 
-from skquad._engine import (
-    _denormals_are_flushed,
-    flush_denormals,
-    ParameterGroup,
-    Trainer,
-    TrainingConfig,
-    choose_thread_count,
-    thread_limit,
-)
+from skquad._training import ParameterGroup, Trainer, TrainingConfig
 
 
 def cross_entropy(outputs, y):
@@ -176,7 +168,7 @@ def test_divergence_restores_best_parameters_and_warns(data):
     config = TrainingConfig(solver="sgd", learning_rate=10.0, momentum=0.9)
     trainer = Trainer(module, cross_entropy, config=config, generator=torch.Generator().manual_seed(0))
     initial = trainer.flat_parameters.clone()
-    with pytest.warns(ConvergenceWarning, match="diverged.*smaller learning rate"):
+    with pytest.warns(ConvergenceWarning, match="diverged.*smaller learning_rate_init"):
         result = trainer.fit(X, y, max_iter=50)
     assert result.diverged and not result.converged
     assert torch.isfinite(trainer.flat_parameters).all()
@@ -267,22 +259,3 @@ def test_max_iter_warning_and_loss_decreases(data):
         result = make_trainer(module, TrainingConfig(learning_rate=0.01)).fit(X, y, max_iter=5)
     assert result.loss_curve[-1] < result.loss_curve[0]
     assert result.n_steps == 5 * 2  # 240 samples, batches of 200
-
-
-def test_thread_limit_restores_and_heuristic():
-    before = torch.get_num_threads()
-    with thread_limit(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    assert choose_thread_count(1e5) == 1 and choose_thread_count(5e7, available=4) == 1
-    assert choose_thread_count(1e9, available=4) == 4
-
-
-def test_flush_denormals_is_scoped():
-    assert not _denormals_are_flushed()
-    subnormal = torch.tensor([1e-40], dtype=torch.float32)
-    with flush_denormals():
-        assert _denormals_are_flushed()
-        assert (subnormal * 1.0)[0] == 0
-    assert not _denormals_are_flushed()
-    assert (subnormal * 1.0)[0] > 0
