@@ -104,8 +104,8 @@ def test_optimum_matches_independent_solve(iris, n_classes, penalty):
     "params",
     [
         dict(solver="lbfgs", C=np.inf),
-        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.1, max_iter=500),
-        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.1, max_iter=500,
+        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate_init=0.1, max_iter=500),
+        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate_init=0.1, max_iter=500,
              Q_init="random"),
     ],
 )
@@ -120,7 +120,7 @@ def test_xor_is_separated_by_one_neuron(params):
 def test_xor_from_identity_is_an_ellipse_when_first_separated():
     """The paper's Fig. 1(b): from Q = I, SGD first separates XOR with an ellipse."""
     clf = QuadraticLogisticRegression(
-        C=np.inf, solver="sgd", batch_size=1, learning_rate=0.05, max_iter=1,
+        C=np.inf, solver="sgd", batch_size=1, learning_rate_init=0.05, max_iter=1,
         Q_init="identity", warm_start=True, random_state=0,
     )
     with warnings.catch_warnings():
@@ -280,8 +280,30 @@ def test_convergence_warnings(iris):
 def test_divergence_is_reported(iris, solver):
     X, y = iris
     # finite input whose squares overflow: the scores, hence the loss, are not finite
-    with pytest.raises(ValueError, match="diverged.*StandardScaler"):
-        QuadraticLogisticRegression(solver=solver, random_state=0).fit(X * 1e160, y)
+    clf = QuadraticLogisticRegression(solver=solver, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*StandardScaler") as record:
+        clf.fit(X * 1e160, y)
+    assert clf.diverged_
+    assert np.all(np.isfinite(clf.Q_)) and np.isfinite(clf.loss_)
+    # the warning points at this file, not at skquad's own lines
+    assert record[0].filename == __file__
+
+
+def test_sgd_blow_up_that_stays_finite_is_divergence(iris):
+    """Issue 10: a step of 1e6 took the loss to 1e91 (finite) and "converged"."""
+    X, y = iris
+    clf = QuadraticLogisticRegression(solver="sgd", learning_rate_init=1e6, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate_init \\(now 1e\\+06\\)"):
+        clf.fit(X, y)
+    assert clf.diverged_
+    # the starting model (loss log(3)) was put back, not the blown-up one
+    assert clf.loss_ <= np.log(3) + 1e-9
+    assert np.abs(clf.decision_function(X)).max() < 10
+    good = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.1, random_state=0,
+                                       max_iter=5)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(5\\)"):
+        good.fit(X, y)
+    assert not good.diverged_ and good.loss_ < 0.7 < np.log(3)
 
 
 def test_warm_start_continues_from_previous_fit(iris):
@@ -363,12 +385,18 @@ def test_pipeline_and_grid_search():
 
 def test_verbose_prints_progress(iris, capsys):
     X, y = iris
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
         QuadraticLogisticRegression(verbose=1, max_iter=3).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(2\\)"):
         QuadraticLogisticRegression(verbose=1, solver="sgd", max_iter=2, random_state=0).fit(X, y)
-    out = capsys.readouterr().out
-    assert "iter    3" in out and "epoch    2" in out
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "Iteration 1", "Iteration 2", "Iteration 3", "Iteration 1", "Iteration 2"
+    ]
+    # one format for both solvers (skquad._reporting.progress_line), elapsed cumulative
+    elapsed = [float(line.rsplit("elapsed = ", 1)[1].rstrip("s")) for line in lines]
+    assert elapsed[0] <= elapsed[1] <= elapsed[2] and elapsed[3] <= elapsed[4]
+    assert all(", loss = " in line for line in lines)
 
 
 def test_docstring_examples_run():
@@ -384,7 +412,7 @@ def test_partial_fit_learns_from_parts(iris):
     X, y = iris
     order = np.random.RandomState(0).permutation(len(y))
     X, y = X[order], y[order]
-    clf = QuadraticLogisticRegression(solver="sgd", learning_rate=0.1, random_state=0)
+    clf = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.1, random_state=0)
     with pytest.raises(ValueError, match="classes must be passed"):
         clf.partial_fit(X[:10], y[:10])
     # the first part holds a single class: fine once the classes are given
@@ -401,7 +429,7 @@ def test_partial_fit_learns_from_parts(iris):
     with pytest.raises(ValueError, match="features"):
         clf.partial_fit(X[:, :3], y)
     # reproducible from random_state
-    again = QuadraticLogisticRegression(solver="sgd", learning_rate=0.1, random_state=0)
+    again = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.1, random_state=0)
     again.partial_fit(X[first], y[first], classes=[0, 1, 2])
     for _ in range(30):
         for part in np.array_split(np.arange(len(y)), 3):

@@ -20,14 +20,18 @@ __all__ = ["Trainer"]
 
 
 def _divergence_message(config):
+    remedies = []
+    if config.solver != "lbfgs":
+        remedies.append(f"a smaller {config.learning_rate_name} (now {config.learning_rate:g})")
+    remedies.append("standardized features (e.g. StandardScaler in a Pipeline)")
+    if config.divergence_advice:
+        remedies.append(config.divergence_advice)
+    listed = remedies[0] if len(remedies) == 1 else ", ".join(remedies[:-1]) + " or " + remedies[-1]
     return (
         "Training diverged: the loss or the parameters became NaN or infinite, or "
         f"the loss grew more than {config.loss_growth_limit:g} times above its best "
-        "value. The best parameters seen before that were restored. Try a smaller "
-        f"{config.learning_rate_name} (now {config.learning_rate:g}), standardized "
-        "features (e.g. StandardScaler in a Pipeline)"
-        + (f", {config.divergence_advice}" if config.divergence_advice else "")
-        + "."
+        "value. The better of the best parameters seen and the starting ones was "
+        f"restored. Try {listed}."
     )
 
 
@@ -647,6 +651,7 @@ class Trainer:
         history.loss = best["loss"]
         history.stopped_by_callback = result.stopped_by_callback
         if not math.isfinite(best["loss"]):
+            history.loss = self._full_loss(X, y, sample_weight)
             self._warn_divergence()
             return history
         message = lbfgs_convergence_message(

@@ -1,7 +1,7 @@
 """Quadratic-form class scores, their log-loss and its closed-form gradient.
 
 Pure torch, no scikit-learn: this is the math of quadratic logistic regression
-(paper 001, section 2; ``SPEC.md`` section 1). With ``K`` class scores
+(Noel et al., section 2; ``SPEC.md`` section 1). With ``K`` class scores
 
 .. math::
 
@@ -51,6 +51,9 @@ __all__ = [
     "low_rank_log_loss",
     "low_rank_frobenius_sq",
     "quadratic_penalty",
+    "log_loss_per_sample",
+    "QuadraticScores",
+    "quadratic_logistic_loss_and_gradient",
 ]
 
 # Rows per chunk (times n_features) that keeps the n x d scratch of the score
@@ -191,6 +194,14 @@ def log_loss(scores, y, sample_weight):
     return -(sample_weight * log_proba.gather(1, y.unsqueeze(1)).squeeze(1)).sum()
 
 
+def log_loss_per_sample(scores, y):
+    """Per-sample log-loss ``l_i`` (shape ``(n,)``): logistic for one score, else softmax."""
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        return -F.logsigmoid(torch.where(y == 1, z, -z))
+    return -torch.log_softmax(scores, dim=1).gather(1, y.unsqueeze(1)).squeeze(1)
+
+
 def log_loss_residuals(scores, y, sample_weight):
     """Weighted log-loss and its derivative with respect to the scores.
 
@@ -322,3 +333,98 @@ def low_rank_log_loss(
             penalty = penalty + (1.0 - cross_weight) * diagonal.square().sum()
         data_loss = data_loss + 0.5 * l2 * penalty
     return data_loss
+
+
+class QuadraticScores(torch.nn.Module):
+    """The class scores of quadratic logistic regression as a torch module.
+
+    Full ``Q`` (parameters ``Q``, ``coef``, ``intercept``) or low rank
+    ``Q_k = V_k diag(s_k) V_k^T`` (parameters ``vectors``, ``scales``,
+    ``coef``, ``intercept``). ``forward(X)`` gives the ``(n, n_scores)``
+    scores, in row chunks of bounded scratch memory for a full ``Q``.
+
+    Parameters
+    ----------
+    tensors : list of Tensor
+        ``[Q, coef, intercept]`` or ``[vectors, scales, coef, intercept]``.
+    fit_intercept : bool, default=True
+        False freezes ``intercept`` (``requires_grad=False``).
+    """
+
+    def __init__(self, tensors, fit_intercept=True):
+        super().__init__()
+        self.low_rank = len(tensors) == 4
+        names = ("vectors", "scales", "coef", "intercept") if self.low_rank else (
+            "Q", "coef", "intercept"
+        )
+        for name, tensor in zip(names, tensors):
+            trainable = name != "intercept" or fit_intercept
+            setattr(self, name, torch.nn.Parameter(tensor.clone(), requires_grad=trainable))
+        self.names = names
+
+    def tensors(self):
+        """The parameters in constructor order (detached)."""
+        return [getattr(self, name).detach() for name in self.names]
+
+    def forward(self, X):
+        if self.low_rank:
+            return low_rank_quadratic_scores(X, self.vectors, self.scales, self.coef, self.intercept)
+        return chunked_quadratic_form_scores(X, self.Q, self.coef, self.intercept)
+
+
+def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_blocks=None,
+                                         free_entry_gradient=False):
+    """The training engine's ``loss_and_gradient`` for a :class:`QuadraticScores`.
+
+    Returns ``fn(X, y, w) -> loss``: the weighted log-loss ``sum_i w_i l_i``
+    plus ``0.5 * l2 * (P(Q) + ||coef||^2)``, with the gradient written into the
+    parameters' ``.grad``: in closed form (:func:`quadratic_log_loss_gradient`,
+    no autograd) for a full ``Q``, by autograd for the low-rank factors.
+
+    Parameters
+    ----------
+    module : QuadraticScores
+    l2 : float
+        Penalty strength (the estimator's ``1 / (C * sum(sample_weight))``).
+    cross_weight : float, default=1.0
+        See :func:`quadratic_penalty`.
+    class_blocks : list of (start, stop), optional
+        Row range of each class when every call gets the same class-sorted
+        rows (full-batch L-BFGS): enables the symmetric Gram products.
+    free_entry_gradient : bool, default=False
+        Write ``2 G - diag(G)`` for ``Q``: the gradient with respect to the
+        ``d(d+1)/2`` free entries of the symmetric matrix (Noel et al.'s
+        stochastic update, their equation 21) instead of ``G``.
+    """
+    scratch = {}
+
+    def full_rank(X, y, weight):
+        key = (X.shape, X.dtype, X.device)
+        if key not in scratch:
+            # one n x d buffer reused by the score and gradient products
+            scratch.clear()
+            scratch[key] = torch.empty_like(X)
+        loss, grad_Q, grad_coef, grad_intercept = quadratic_log_loss_gradient(
+            X, y, weight, module.Q, module.coef, module.intercept, l2,
+            cross_weight=cross_weight, class_blocks=class_blocks, scratch=scratch[key],
+        )
+        if free_entry_gradient:
+            grad_Q = 2.0 * grad_Q - torch.diag_embed(torch.diagonal(grad_Q, dim1=1, dim2=2))
+        module.Q.grad.copy_(grad_Q)
+        module.coef.grad.copy_(grad_coef)
+        if module.intercept.requires_grad:
+            module.intercept.grad.copy_(grad_intercept)
+        return loss
+
+    def low_rank(X, y, weight):
+        parameters = [getattr(module, name) for name in module.names]
+        leaves = [p.detach().requires_grad_(p.requires_grad) for p in parameters]
+        with torch.enable_grad():
+            loss = low_rank_log_loss(X, y, weight, *leaves, l2, cross_weight=cross_weight)
+            trainable = [leaf for leaf in leaves if leaf.requires_grad]
+            grads = torch.autograd.grad(loss, trainable)
+        for parameter, grad in zip([p for p in parameters if p.requires_grad], grads):
+            parameter.grad.copy_(grad)
+        return loss.detach()
+
+    return low_rank if module.low_rank else full_rank
