@@ -259,3 +259,47 @@ def test_max_iter_warning_and_loss_decreases(data):
         result = make_trainer(module, TrainingConfig(learning_rate=0.01)).fit(X, y, max_iter=5)
     assert result.loss_curve[-1] < result.loss_curve[0]
     assert result.n_steps == 5 * 2  # 240 samples, batches of 200
+
+
+def test_adam_blow_up_that_stays_finite_is_divergence(data):
+    """Issue 10: adam at 1e6 left the loss near 2e18, finite, with diverged_=False."""
+    X, y = data
+    module = torch.nn.Sequential(linear_model(6, 8), torch.nn.ReLU(), linear_model(8, 3, seed=1))
+    trainer = make_trainer(module, TrainingConfig(solver="adam", learning_rate=1e6))
+    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate_init \\(now 1e\\+06\\)"):
+        result = trainer.fit(X, y, max_iter=50)
+    assert result.diverged and not result.converged
+    # the kept parameters are no worse than the start (uniform-ish, loss ~ log 3)
+    with torch.no_grad():
+        losses = cross_entropy(module(torch.as_tensor(X)), torch.as_tensor(y))
+    assert float(losses.mean()) == pytest.approx(result.loss)
+    assert result.loss < 2.0
+    # the same network at a sane rate does not trip the guard
+    sane = make_trainer(
+        torch.nn.Sequential(linear_model(6, 8), torch.nn.ReLU(), linear_model(8, 3, seed=1)),
+        TrainingConfig(solver="adam", learning_rate=1e-2),
+    )
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        assert not sane.fit(X, y, max_iter=20).diverged
+
+
+def test_loss_is_the_last_epoch_loss(data):
+    X, y = data
+    trainer = make_trainer(linear_model(6, 3), TrainingConfig(learning_rate=0.01))
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(3\\)"):
+        result = trainer.fit(X, y, max_iter=3)
+    assert result.loss == result.loss_curve[-1]
+
+
+def test_early_stopping_with_zero_weight_validation_split_is_a_clear_error(data):
+    X, y = data
+    config = TrainingConfig(early_stopping=True, validation_fraction=0.2, stratify=False)
+    # weights that are zero exactly on the rows the split sets aside (same seed,
+    # same split: the row numbers travel through the split as weights)
+    probe = make_trainer(linear_model(6, 3), config)
+    _, validation_part = probe._split_validation(X, y, np.arange(len(y), dtype=float))
+    validation_rows = validation_part[2].astype(int)
+    weights = np.ones(len(y))
+    weights[validation_rows] = 0.0
+    with pytest.raises(ValueError, match="validation split.*sample_weight of zero.*validation_fraction"):
+        make_trainer(linear_model(6, 3), config).fit(X, y, weights, max_iter=5)
