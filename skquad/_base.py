@@ -18,6 +18,7 @@ from numbers import Integral
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.callback import CallbackSupportMixin
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -29,7 +30,7 @@ from sklearn.utils.validation import (
 __all__ = ["BaseQuadraticClassifier"]
 
 
-class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
+class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
     """Base class of the skquad classifiers (not for direct use).
 
     Subclasses declare their ``_parameter_constraints``, call

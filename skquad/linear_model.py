@@ -293,8 +293,27 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             The fitted estimator.
         """
         previous = self._previous_solution() if self.warm_start else None
+        metadata = None if sample_weight is None else {"sample_weight": sample_weight}
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        return self._train(X, y_encoded, sample_weight, previous)
+        callback_data = dict(X=X, y=self.classes_[y_encoded], metadata=metadata)
+        # one subtask per L-BFGS iteration (plus scipy's last, empty one) or epoch
+        root = self._callback_root(self.max_iter + (self.solver == "lbfgs"), callback_data)
+        self._train(X, y_encoded, sample_weight, previous, callback_data=callback_data)
+        if root is not None:
+            root.call_on_fit_task_end(estimator=self, reconstruction_attributes={}, **callback_data)
+        return self
+
+    def _callback_root(self, max_subtasks, callback_data):
+        """Create the root callback context unless the base's fit wrapper did.
+
+        Returns the context when this method created it (its end hook is then
+        called at the end of fit), else None.
+        """
+        if getattr(self, "_callback_fit_ctx", None) is not None:
+            return None
+        root = self._init_callback_context(max_subtasks=max_subtasks)
+        root.call_on_fit_task_begin(estimator=self, **callback_data)
+        return root
 
     def _sgd_only(self):
         if self.solver != "sgd":
@@ -365,7 +384,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         width = n_features if self.rank is None else min(self.rank, n_features)
         return choose_thread_count(2.0 * n_rows * n_features * width)
 
-    def _train(self, X, y_encoded, sample_weight, previous, *, partial=False):
+    def _train(self, X, y_encoded, sample_weight, previous, *, partial=False, callback_data=None):
         """Fit from validated data through the training engine."""
         device = resolve_device(self.device)
         learning_rate_init, schedule = self._step_size()
@@ -440,7 +459,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             callback_context=getattr(self, "_callback_fit_ctx", None),
             callback_estimator=self,
             fitted_attributes=lambda: self._fitted_arrays(module.tensors()),
-            callback_data=getattr(self, "_callback_data", None),
+            callback_data=callback_data,
         )
         X_sorted, y_sorted, w_sorted = X[order], y_encoded[order], sample_weight[order]
         if partial:

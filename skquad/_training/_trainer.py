@@ -630,7 +630,8 @@ class Trainer:
                 return False
             self.flat_parameters.copy_(torch.as_tensor(theta))
             stop = reporter.end()
-            reporter.begin()
+            if not stop:
+                reporter.begin()
             return stop
 
         theta0 = self.flat_parameters.double().cpu().numpy().copy()
