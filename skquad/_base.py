@@ -43,6 +43,9 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     # large problems are not copied (the torch models choose their own dtype).
     _accepted_dtypes = (np.float64, np.float32)
 
+    # CSR/CSC input accepted by validation (set by estimators that handle it).
+    _accept_sparse = False
+
     # ------------------------------------------------------------------ fit side
     def _validate_training_data(
         self, X, y, sample_weight=None, *, reset=True, classes=None
@@ -78,7 +81,7 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
             y,
             reset=reset,
             dtype=self._accepted_dtypes,
-            accept_sparse=False,
+            accept_sparse=("csr", "csc") if self._accept_sparse else False,
             y_numeric=False,
         )
         check_classification_targets(y)
@@ -152,7 +155,11 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     def _validate_predict_data(self, X):
         check_is_fitted(self)
         return validate_data(
-            self, X, reset=False, dtype=self._accepted_dtypes, accept_sparse=False
+            self,
+            X,
+            reset=False,
+            dtype=self._accepted_dtypes,
+            accept_sparse=("csr", "csc") if self._accept_sparse else False,
         )
 
     def _raw_scores(self, X):  # pragma: no cover - abstract
@@ -248,7 +255,7 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self._accept_sparse
         tags.classifier_tags.multi_class = True
         tags.classifier_tags.poor_score = False
         return tags

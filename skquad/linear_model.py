@@ -3,6 +3,7 @@
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse
 import torch
 from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
@@ -11,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseQuadraticClassifier
 from ._reporting import warn_user
 from ._torch_utils import make_generator, resolve_device, seed_from, to_numpy
-from ._training import Trainer, TrainingConfig, choose_thread_count
+from ._training import SparseRows, Trainer, TrainingConfig, choose_thread_count
 from .nn.quadratic_form import (
     QuadraticScores,
     chunked_quadratic_form_scores,
@@ -201,6 +202,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     >>> clf.Q_.shape
     (1, 2, 2)
     """
+
+    # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
+    _accept_sparse = True
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="right")],
@@ -587,9 +591,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
-        device = resolve_device(self.device)
-        # a writeable array: torch warns on read-only ones (e.g. memmaps)
-        X_t = torch.as_tensor(np.require(X, np.float64, ["C", "W"]), device=device)
+        device = _prediction_device(self.device)
+        if scipy.sparse.issparse(X):
+            X_t = SparseRows(X, device, torch.float64)
+        else:
+            # a writeable array: torch warns on read-only ones (e.g. memmaps)
+            X_t = torch.as_tensor(np.require(X, np.float64, ["C", "W"]), device=device)
         coef = torch.as_tensor(self.coef_, device=device)
         intercept = torch.as_tensor(self.intercept_, device=device)
         with torch.no_grad():
@@ -605,3 +612,18 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 Q = torch.as_tensor(self.Q_, device=device)
                 scores = chunked_quadratic_form_scores(X_t, Q, coef, intercept)
         return to_numpy(scores)
+
+
+def _prediction_device(device):
+    """The fitted ``device`` where it exists here, else the CPU.
+
+    A model fitted with ``device="cuda"`` and unpickled on a machine without
+    CUDA predicts on the CPU (the learned arrays are numpy). To be replaced by
+    the shared helper of ``skquad._torch_utils``.
+    """
+    try:
+        return resolve_device(device)
+    except ValueError:
+        if str(device).lower().startswith("cuda"):
+            return torch.device("cpu")
+        raise

@@ -1,12 +1,11 @@
 """QuadraticLogisticRegression: optimum, solvers, scikit-learn behaviour."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 import torch
-from scipy.special import log_softmax, log_expit
+from scipy.special import log_expit, log_softmax
 from sklearn.datasets import load_iris, make_circles
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -123,8 +122,7 @@ def test_xor_from_identity_is_an_ellipse_when_first_separated():
         C=np.inf, solver="sgd", batch_size=1, learning_rate_init=0.05, max_iter=1,
         Q_init="identity", warm_start=True, random_state=0,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(1\\)"):
         for _ in range(100):
             clf.fit(XOR_X, XOR_Y)
             if clf.score(XOR_X, XOR_Y) == 1.0:
@@ -187,8 +185,7 @@ def test_multiclass_shapes_and_accuracy(iris):
 )
 def test_same_random_state_same_model(iris, params):
     X, y = iris
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="max_iter|Maximum iterations"):
         first = QuadraticLogisticRegression(random_state=7, **params).fit(X, y)
         second = QuadraticLogisticRegression(random_state=7, **params).fit(X, y)
         other = QuadraticLogisticRegression(random_state=8, **params).fit(X, y)
@@ -202,7 +199,10 @@ def test_random_state_leaves_global_torch_generator_alone(iris):
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    QuadraticLogisticRegression(solver="sgd", max_iter=3, random_state=0, Q_init="random").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(3\\)"):
+        QuadraticLogisticRegression(solver="sgd", max_iter=3, random_state=0, Q_init="random").fit(
+            X, y
+        )
     torch.testing.assert_close(torch.rand(3), expected)
 
 
@@ -323,8 +323,7 @@ def test_fit_intercept_false(iris):
     np.testing.assert_array_equal(clf.intercept_, 0.0)
     sgd = QuadraticLogisticRegression(fit_intercept=False, solver="sgd", max_iter=5,
                                       random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(5\\)"):
         sgd.fit(X, y)
     np.testing.assert_array_equal(sgd.intercept_, 0.0)
 
@@ -440,3 +439,44 @@ def test_partial_fit_learns_from_parts(iris):
 def test_partial_fit_is_for_sgd_only():
     assert not hasattr(QuadraticLogisticRegression(), "partial_fit")
     assert hasattr(QuadraticLogisticRegression(solver="sgd"), "partial_fit")
+
+
+@pytest.mark.parametrize("container", ["csr", "csc"])
+@pytest.mark.parametrize(
+    "params",
+    [dict(), dict(rank=2, random_state=0), dict(solver="sgd", random_state=0, max_iter=20)],
+)
+def test_sparse_input_gives_the_dense_model(iris, params, container):
+    import scipy.sparse
+
+    X, y = iris
+    X = np.where(np.abs(X) < 0.5, 0.0, X)  # 40 % zeros
+    sparse = getattr(scipy.sparse, f"{container}_matrix")(X)
+    models = []
+    for data in (X, sparse):
+        model = QuadraticLogisticRegression(**params)
+        if "solver" in params:
+            with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(20\\)"):
+                models.append(model.fit(data, y))
+        else:
+            models.append(model.fit(data, y))
+    dense_model, sparse_model = models
+    np.testing.assert_allclose(sparse_model.Q_, dense_model.Q_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        sparse_model.predict_proba(sparse), dense_model.predict_proba(X), rtol=1e-9, atol=1e-12
+    )
+    np.testing.assert_array_equal(sparse_model.predict(sparse), dense_model.predict(X))
+    # a model fitted on sparse data predicts dense data alike, and back
+    np.testing.assert_allclose(sparse_model.decision_function(X),
+                               dense_model.decision_function(sparse), rtol=1e-9, atol=1e-12)
+
+
+def test_cuda_fitted_model_predicts_after_unpickling_without_cuda(iris):
+    """Issue 10: a QLR fitted with device="cuda" must predict on a CPU-only machine."""
+    X, y = iris
+    clf = QuadraticLogisticRegression(device="cpu").fit(X, y)
+    expected = clf.predict_proba(X)
+    clf.device = "cuda"  # as if fitted on a GPU
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-12)
+    assert restored.device == "cuda"  # the parameter is kept as the user set it

@@ -196,3 +196,40 @@ def test_chunked_scores_equal_unchunked(monkeypatch):
     expected = quadratic_form_scores(X, Q, coef, intercept)
     monkeypatch.setattr(qf, "_SCRATCH_ELEMENTS", 5 * 7)  # chunks of 7 rows
     torch.testing.assert_close(chunked_quadratic_form_scores(X, Q, coef, intercept), expected)
+
+
+def _sparsify(X, max_elements):
+    """Half the entries zeroed; rows in chunks of ``max_elements`` dense values."""
+    import scipy.sparse
+
+    from skquad._training import SparseRows
+
+    X = X.clone()
+    X[torch.rand(X.shape, generator=torch.Generator().manual_seed(1)) < 0.5] = 0.0
+    rows = SparseRows(scipy.sparse.csr_matrix(X.numpy()))
+    rows.dense_chunks = lambda chunk=max_elements, original=rows.dense_chunks: original(chunk)
+    return X, rows
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+def test_sparse_rows_give_the_dense_loss_gradient_and_scores(n_scores, n_classes):
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes)
+    # 7 rows of 5 features per chunk: the streamed path sums several chunks
+    X, sparse = _sparsify(X, max_elements=35)
+    assert len(list(sparse.dense_chunks())) > 1
+    dense = quadratic_log_loss_gradient(X, y, weight, Q, coef, intercept, 0.3, cross_weight=2.0)
+    streamed = quadratic_log_loss_gradient(
+        sparse, y, weight, Q, coef, intercept, 0.3, cross_weight=2.0
+    )
+    for a, b in zip(dense, streamed):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        chunked_quadratic_form_scores(sparse, Q, coef, intercept),
+        quadratic_form_scores(X, Q, coef, intercept), rtol=1e-12, atol=1e-12,
+    )
+    vectors = torch.randn(n_scores, X.shape[1], 2, dtype=torch.float64)
+    scales = torch.randn(n_scores, 2, dtype=torch.float64)
+    torch.testing.assert_close(
+        low_rank_quadratic_scores(sparse, vectors, scales, coef, intercept),
+        low_rank_quadratic_scores(X, vectors, scales, coef, intercept), rtol=1e-12, atol=1e-12,
+    )

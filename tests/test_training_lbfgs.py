@@ -6,7 +6,12 @@ import torch
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 
-from skquad._training import Trainer, TrainingConfig, lbfgs_convergence_message, minimize_lbfgs
+from skquad._training import (
+    Trainer,
+    TrainingConfig,
+    lbfgs_convergence_message,
+    minimize_lbfgs,
+)
 
 
 def quadratic(theta):

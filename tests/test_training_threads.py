@@ -5,7 +5,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from skquad._training import PARALLEL_FLOPS, choose_thread_count, flush_denormals, limit_threads
+from skquad._training import (
+    PARALLEL_FLOPS,
+    choose_thread_count,
+    flush_denormals,
+    limit_threads,
+)
 from skquad._training._threads import _denormals_are_flushed
 
 

@@ -1,7 +1,5 @@
 """Tests of the training loop (skquad._training._trainer)."""
 
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -128,8 +126,7 @@ def test_group_learning_rate_scale_and_unlisted_parameters(data):
     groups = [ParameterGroup([module.weight], name="slow", learning_rate_scale=0.0)]
     trainer = make_trainer(module, TrainingConfig(learning_rate=0.01), parameter_groups=groups)
     assert trainer.n_parameters == module.weight.numel() + module.bias.numel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(3\\)"):
         trainer.fit(X, y, max_iter=3)
     torch.testing.assert_close(module.weight.detach(), frozen_weight)
     assert not torch.equal(module.bias.detach(), bias_before)
@@ -153,8 +150,7 @@ def test_frozen_parameters_are_left_alone(data):
     bias = module.bias.detach().clone()
     trainer = make_trainer(module, TrainingConfig(learning_rate=0.01))
     assert trainer.n_parameters == module.weight.numel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(2\\)"):
         trainer.fit(X, y, max_iter=2)
     torch.testing.assert_close(module.bias, bias)
 
@@ -208,8 +204,7 @@ def test_partial_fit_chunks_equal_fit_without_shuffle(data):
     X, y = data
     config = TrainingConfig(solver="adam", learning_rate=0.01, batch_size=40, shuffle=False, tol=-np.inf)
     whole = linear_model(X.shape[1], 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(3\\)"):
         make_trainer(whole, config).fit(X, y, max_iter=3)
     chunked = linear_model(X.shape[1], 3)
     trainer = make_trainer(chunked, config)

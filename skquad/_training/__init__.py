@@ -18,6 +18,7 @@ Modules
 ``_threads``     :func:`limit_threads`, :func:`choose_thread_count`,
                  :func:`flush_denormals`: the one thread and denormal policy.
 ``_callbacks``   :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
+``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
 
 API
 ---
@@ -50,6 +51,9 @@ callback_context=None, callback_estimator=None, fitted_attributes=None, callback
     ``requires_grad=False`` (e.g. a fixed second layer) are left alone.
     A non-finite model output counts as divergence even where the loss
     stays finite.
+
+    ``X`` may be a scipy sparse matrix: it becomes :class:`SparseRows`, which
+    the module (and ``loss_and_gradient``) must accept.
 
     * ``trainer.fit(X, y, sample_weight=None, max_iter=200)`` trains until a
       stopping rule fires, a callback asks to stop, or ``max_iter`` epochs
@@ -125,22 +129,30 @@ from ._callbacks import SubtaskReporter
 from ._config import SOLVERS, ParameterGroup, TrainingConfig, TrainingResult
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
 from ._schedules import SCHEDULES, LearningRateSchedule
-from ._threads import PARALLEL_FLOPS, choose_thread_count, flush_denormals, limit_threads
+from ._sparse import SparseRows, is_sparse_rows
+from ._threads import (
+    PARALLEL_FLOPS,
+    choose_thread_count,
+    flush_denormals,
+    limit_threads,
+)
 from ._trainer import Trainer
 
 __all__ = [
-    "SOLVERS",
-    "SCHEDULES",
     "PARALLEL_FLOPS",
+    "SCHEDULES",
+    "SOLVERS",
+    "LearningRateSchedule",
     "ParameterGroup",
+    "SparseRows",
+    "SubtaskReporter",
+    "Trainer",
     "TrainingConfig",
     "TrainingResult",
-    "Trainer",
-    "LearningRateSchedule",
-    "SubtaskReporter",
-    "minimize_lbfgs",
-    "lbfgs_convergence_message",
     "choose_thread_count",
-    "limit_threads",
     "flush_denormals",
+    "is_sparse_rows",
+    "lbfgs_convergence_message",
+    "limit_threads",
+    "minimize_lbfgs",
 ]

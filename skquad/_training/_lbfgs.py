@@ -10,7 +10,7 @@ stops before convergence, naming the limit that stopped it.
 import numpy as np
 from scipy.optimize import minimize
 
-__all__ = ["minimize_lbfgs", "lbfgs_convergence_message"]
+__all__ = ["lbfgs_convergence_message", "minimize_lbfgs"]
 
 
 def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=None,

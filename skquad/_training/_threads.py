@@ -31,7 +31,7 @@ from contextlib import contextmanager
 import torch
 from threadpoolctl import threadpool_limits
 
-__all__ = ["choose_thread_count", "limit_threads", "flush_denormals", "PARALLEL_FLOPS"]
+__all__ = ["PARALLEL_FLOPS", "choose_thread_count", "flush_denormals", "limit_threads"]
 
 # Flops per training step below which one torch thread is faster (see the
 # module docstring and choose_thread_count).

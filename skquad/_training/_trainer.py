@@ -5,6 +5,7 @@ import time
 from contextlib import nullcontext
 
 import numpy as np
+import scipy.sparse
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
@@ -14,6 +15,7 @@ from ._callbacks import SubtaskReporter
 from ._config import ParameterGroup, TrainingConfig, TrainingResult
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
 from ._schedules import LearningRateSchedule
+from ._sparse import SparseRows, is_sparse_rows
 from ._threads import choose_thread_count, flush_denormals, limit_threads
 
 __all__ = ["Trainer"]
@@ -214,8 +216,13 @@ class Trainer:
 
     # ------------------------------------------------------------------ data
     def _to_device(self, X, y, sample_weight):
-        # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
-        X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(device=self.device, dtype=self.dtype)
+        if scipy.sparse.issparse(X) or is_sparse_rows(X):
+            X = SparseRows(X.matrix if is_sparse_rows(X) else X, self.device, self.dtype)
+        else:
+            # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
+            X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(
+                device=self.device, dtype=self.dtype
+            )
         y = torch.as_tensor(np.require(y, requirements=["C", "W"])).to(
             device=self.device, dtype=self.target_dtype
         )
@@ -257,7 +264,7 @@ class Trainer:
 
     # ------------------------------------------------------------- optimizers
     def _init_optimizer_state(self):
-        zeros = lambda: torch.zeros_like(self.flat_parameters)  # noqa: E731
+        zeros = lambda: torch.zeros_like(self.flat_parameters)
         if self.config.solver == "sgd":
             self._optimizer_state = {"velocity": zeros()}
         elif self.config.solver == "adam":
@@ -504,7 +511,7 @@ class Trainer:
         validation = None
         if self.config.early_stopping:
             (X, y, sample_weight), validation = self._split_validation(
-                np.asarray(X), np.asarray(y), sample_weight
+                X if scipy.sparse.issparse(X) else np.asarray(X), np.asarray(y), sample_weight
             )
             validation = self._to_device(*validation)
         X, y, sample_weight = self._to_device(X, y, sample_weight)
