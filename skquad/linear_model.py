@@ -12,7 +12,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseQuadraticClassifier
 from ._reporting import warn_user
 from ._torch_utils import make_generator, resolve_device, seed_from, to_numpy
-from ._training import SparseRows, Trainer, TrainingConfig, choose_thread_count
+from ._training import (
+    SparseRows,
+    Trainer,
+    TrainingConfig,
+    choose_thread_count,
+    merge_duplicate_samples,
+)
 from .nn.quadratic_form import (
     QuadraticScores,
     chunked_quadratic_form_scores,
@@ -395,6 +401,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         if previous is not None and not self._previous_fits(previous, X.shape[1]):
             previous = None
         stochastic = partial or self.solver == "sgd"
+        if not stochastic:
+            # L-BFGS sees the weighted distribution: duplicates merged, rows in
+            # a canonical order, so sample_weight=k is exactly k repetitions.
+            X, y_encoded, sample_weight = merge_duplicate_samples(X, y_encoded, sample_weight)
 
         # Rows sorted by class: the residual of each score then has one sign
         # per contiguous block, which the symmetric gradient products exploit.

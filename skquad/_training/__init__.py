@@ -19,6 +19,7 @@ Modules
                  :func:`flush_denormals`: the one thread and denormal policy.
 ``_callbacks``   :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
 ``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
+``_samples``     :func:`merge_duplicate_samples`: weights exactly equal repetition.
 
 API
 ---
@@ -128,6 +129,7 @@ therefore never holds NaN or blown-up weights after training.
 from ._callbacks import SubtaskReporter
 from ._config import SOLVERS, ParameterGroup, TrainingConfig, TrainingResult
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
+from ._samples import merge_duplicate_samples
 from ._schedules import SCHEDULES, LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
 from ._threads import (
@@ -145,6 +147,7 @@ __all__ = [
     "LearningRateSchedule",
     "ParameterGroup",
     "SparseRows",
+    "merge_duplicate_samples",
     "SubtaskReporter",
     "Trainer",
     "TrainingConfig",
