@@ -390,9 +390,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             return int(self.n_threads)
         if device.type != "cpu":
             return None
-        # the largest single product: X Q_k (full) or X V_k (low rank)
+        # flops of one step: per score, X Q_k (2 n d w) and the Gram gradient
+        # (n d w as SYRK), on the scale of the networks' 6 * batch * n_parameters
         width = n_features if self.rank is None else min(self.rank, n_features)
-        return choose_thread_count(2.0 * n_rows * n_features * width)
+        return choose_thread_count(3.0 * self._n_scores * n_rows * n_features * width)
 
     def _train(self, X, y_encoded, sample_weight, previous, *, partial=False, callback_data=None):
         """Fit from validated data through the training engine."""

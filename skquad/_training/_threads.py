@@ -12,9 +12,9 @@ waits for a busy core. Measured on this project's 2-core machine:
   two; a deep quadratic network's step (4 x 16 quadratic neurons on 57
   features, 25 MFLOP) took ~300 ms on two threads against a few ms on one
   while other processes kept the cores busy;
-* quadratic logistic regression's full-batch step (the ``X Q_k`` products and
-  the Gram gradient) gains from a second thread only above ~2e8 flops per
-  step on an idle machine (see ``choose_thread_count``).
+* quadratic logistic regression's fits ran 2-25 times slower on two threads
+  than on one while other processes kept the cores busy, at every size
+  measured (see ``choose_thread_count``).
 
 Why a lock and a count: ``torch.set_num_threads`` writes a process-wide
 default that threads created later inherit, and a per-thread OpenMP setting.
@@ -47,11 +47,19 @@ def choose_thread_count(flops_per_step, available=None):
     """CPU threads worth using for a step of ``flops_per_step`` flops.
 
     Steps under :data:`PARALLEL_FLOPS` (2e8) use one thread; larger ones use
-    ``available`` (default: the process's baseline thread count). The same
-    threshold serves the networks (``6 * batch * n_parameters`` flops per
-    step) and quadratic logistic regression (``2 * n * d * width`` for its
-    largest product): measured on spambase-sized QLR fits (2e7 flops per
-    product) one thread was 1.3-2x faster; above 2e8 two threads won.
+    ``available`` (default: the process's baseline thread count). One
+    threshold on one measure, the flops of a training step: the networks
+    count ``6 * batch * n_parameters`` (forward and backward), quadratic
+    logistic regression ``3 * n_scores * rows * d * width`` (the ``X Q_k``
+    products and the Gram gradient). It replaces QLR's former 1e9 threshold on
+    its largest single product (``2 n d w``, a third of this measure for one
+    score, so the crossovers were 2e8 against 3e9 on this scale). Measured on
+    the project's 2-core machine at load 11-14 (other fits running), fits of
+    15 L-BFGS iterations, median of 3, one vs two threads: 0.10 vs 2.59 s at
+    4e7 flops per step (n=2000, d=57), 0.40 vs 3.64 s at 1.5e8, 2.36 vs 5.69 s
+    at 6e8, 5.18 vs 11.5 s at 2.4e9: on a busy machine one thread wins at any
+    size, so set ``n_threads=1`` there; the 2e8 crossover is the one measured
+    for the networks' steps with the cores free.
 
     Parameters
     ----------
