@@ -156,6 +156,18 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         threads above; an int fixes the count. The previous setting is
         restored after the fit, also when fits run concurrently in threads.
 
+    dtype : {"float32", "float64"} or None, default=None
+        Precision of the computation. None follows the input, as
+        ``LogisticRegression`` does: float32 data are trained in float32,
+        anything else in float64. Measured on spambase (3 680 x 57, C=1,
+        default ``tol``): float32 fits took 1.5 s against 2.1 s, reached the
+        same objective (0.073666 against 0.073670, both within ``tol``) and
+        the same test accuracy. float32 cannot resolve a tighter ``tol``
+        (below about 1e-6 L-BFGS stops when the objective no longer changes
+        in float32: at ``tol=1e-8`` it stopped after 418 iterations where
+        float64 ran 791), so pass ``dtype="float64"`` when the optimum is
+        needed to high accuracy. The fitted arrays are float64 either way.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -236,6 +248,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         "random_state": ["random_state"],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "dtype": [StrOptions({"float32", "float64"}), None],
     }
 
     def __init__(
@@ -261,6 +274,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         random_state=None,
         device="auto",
         n_threads="auto",
+        dtype=None,
     ):
         self.C = C
         self.penalty = penalty
@@ -282,6 +296,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self.random_state = random_state
         self.device = device
         self.n_threads = n_threads
+        self.dtype = dtype
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -385,6 +400,11 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         return float(self.learning_rate), "constant"
 
+    def _compute_dtype(self, X):
+        """The input's floating dtype, unless the ``dtype`` parameter forces one."""
+        dtype = X.dtype if self.dtype is None else np.dtype(self.dtype)
+        return torch.float32 if dtype == np.float32 else torch.float64
+
     def _thread_count(self, n_rows, n_features, device):
         if self.n_threads != "auto":
             return int(self.n_threads)
@@ -462,7 +482,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             log_loss_per_sample,
             config=config,
             device=device,
-            dtype=torch.float64,
+            dtype=self._compute_dtype(X),
             generator=generator,
             loss_and_gradient=quadratic_logistic_loss_and_gradient(
                 module,
@@ -578,12 +598,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             Q = 0.5 * (Q + Q.transpose(1, 2))  # remove rounding asymmetry
         else:
             vectors, scales, coef, intercept = params
-            arrays["Q_vectors_"] = to_numpy(vectors)
-            arrays["Q_scales_"] = to_numpy(scales)
+            arrays["Q_vectors_"] = to_numpy(vectors.double())
+            arrays["Q_scales_"] = to_numpy(scales.double())
             Q = low_rank_to_dense(vectors, scales)
-        arrays["Q_"] = to_numpy(Q)
-        arrays["coef_"] = to_numpy(coef)
-        arrays["intercept_"] = to_numpy(intercept)
+        arrays["Q_"] = to_numpy(Q.double())
+        arrays["coef_"] = to_numpy(coef.double())
+        arrays["intercept_"] = to_numpy(intercept.double())
         if not self.fit_intercept:
             arrays["intercept_"][:] = 0.0
         return arrays
