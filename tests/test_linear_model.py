@@ -500,3 +500,65 @@ def test_weights_are_exactly_repetitions_for_lbfgs(iris, rank):
     )
     np.testing.assert_array_equal(weighted.Q_, repeated.Q_)
     np.testing.assert_array_equal(weighted.predict_proba(X), repeated.predict_proba(X))
+
+
+def test_float_learning_rate_is_deprecated_for_learning_rate_init(iris):
+    X, y = iris
+    old = QuadraticLogisticRegression(solver="sgd", learning_rate=0.05, max_iter=3, random_state=0)
+    with pytest.warns(FutureWarning, match="learning_rate_init=0.05") as record:
+        with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+            old.fit(X, y)
+    assert any(item.filename == __file__ for item in record)
+    new = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.05, max_iter=3,
+                                      random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        new.fit(X, y)
+    np.testing.assert_array_equal(old.Q_, new.Q_)
+
+
+def test_invscaling_schedule_uses_samples_seen(iris):
+    X, y = iris
+    constant = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.5, max_iter=4,
+                                           random_state=0)
+    scaled = QuadraticLogisticRegression(solver="sgd", learning_rate="invscaling",
+                                         learning_rate_init=0.5, power_t=0.5, max_iter=4,
+                                         random_state=0)
+    for model in (constant, scaled):
+        with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(4\\)"):
+            model.fit(X, y)
+    assert scaled.t_ == constant.t_ == 4 * len(y)
+    # one batch per epoch: epoch k reports the loss before its step, so the
+    # first two agree (the first step is at learning_rate_init in both)
+    assert scaled.loss_curve_[:2] == constant.loss_curve_[:2]
+    assert scaled.loss_curve_[2] != constant.loss_curve_[2]
+
+
+def test_max_fun_stops_lbfgs_and_is_named(iris):
+    X, y = iris
+    clf = QuadraticLogisticRegression(max_fun=1)
+    with pytest.warns(ConvergenceWarning, match="max_fun=1") as record:
+        clf.fit(X, y)
+    assert "max_iter" not in str(record[0].message)
+    assert clf.n_iter_ <= 1
+
+
+def test_concurrent_fits_leave_torch_threads_as_they_were(iris):
+    """Issue 10: concurrent fits in a thread pool left workers at 1 torch thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = iris
+    baseline = torch.get_num_threads()
+    if baseline < 2:
+        torch.set_num_threads(2)
+    try:
+        expected = torch.get_num_threads()
+        with ThreadPoolExecutor(4) as pool:
+            scores = list(pool.map(
+                lambda C: QuadraticLogisticRegression(C=C).fit(X, y).score(X, y),
+                [0.1, 1.0, 10.0, 100.0, 0.5, 5.0, 50.0, 2.0],
+            ))
+            after = list(pool.map(lambda _: torch.get_num_threads(), range(8)))
+        assert min(scores) > 0.9
+        assert set(after) == {expected} and torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(baseline)
