@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseQuadraticClassifier
-from ._engine import ParameterGroup, Trainer, TrainingConfig, choose_thread_count, thread_limit
+from ._training import ParameterGroup, Trainer, TrainingConfig, choose_thread_count, limit_threads
 from ._fused_network import FusedNetwork
 from ._torch_utils import make_generator, resolve_device, resolve_dtype
 from .nn import QuadraticLayer, ReducedQuadraticLayer
@@ -426,7 +426,7 @@ class _BaseQuadraticNetwork(BaseQuadraticClassifier):
         n_parameters = sum(p.numel() for p in module.parameters())
         work = 2.0 * min(len(X), _PREDICT_CHUNK) * n_parameters
         chunks = []
-        with torch.inference_mode(), thread_limit(choose_thread_count(work)):
+        with torch.inference_mode(), limit_threads(choose_thread_count(work)):
             for start in range(0, X.shape[0], _PREDICT_CHUNK):
                 rows = X[start : start + _PREDICT_CHUNK]
                 batch = torch.as_tensor(rows).to(device=parameter.device, dtype=parameter.dtype)

@@ -1,12 +1,11 @@
 """QuadraticLogisticRegression: optimum, solvers, scikit-learn behaviour."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 import torch
-from scipy.special import log_softmax, log_expit
+from scipy.special import log_expit, log_softmax
 from sklearn.datasets import load_iris, make_circles
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -104,8 +103,8 @@ def test_optimum_matches_independent_solve(iris, n_classes, penalty):
     "params",
     [
         dict(solver="lbfgs", C=np.inf),
-        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.1, max_iter=500),
-        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.1, max_iter=500,
+        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate_init=0.1, max_iter=500),
+        dict(solver="sgd", C=np.inf, batch_size=1, learning_rate_init=0.1, max_iter=500,
              Q_init="random"),
     ],
 )
@@ -120,11 +119,10 @@ def test_xor_is_separated_by_one_neuron(params):
 def test_xor_from_identity_is_an_ellipse_when_first_separated():
     """The paper's Fig. 1(b): from Q = I, SGD first separates XOR with an ellipse."""
     clf = QuadraticLogisticRegression(
-        C=np.inf, solver="sgd", batch_size=1, learning_rate=0.05, max_iter=1,
+        C=np.inf, solver="sgd", batch_size=1, learning_rate_init=0.05, max_iter=1,
         Q_init="identity", warm_start=True, random_state=0,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(1\\)"):
         for _ in range(100):
             clf.fit(XOR_X, XOR_Y)
             if clf.score(XOR_X, XOR_Y) == 1.0:
@@ -187,8 +185,7 @@ def test_multiclass_shapes_and_accuracy(iris):
 )
 def test_same_random_state_same_model(iris, params):
     X, y = iris
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="max_iter|Maximum iterations"):
         first = QuadraticLogisticRegression(random_state=7, **params).fit(X, y)
         second = QuadraticLogisticRegression(random_state=7, **params).fit(X, y)
         other = QuadraticLogisticRegression(random_state=8, **params).fit(X, y)
@@ -202,7 +199,10 @@ def test_random_state_leaves_global_torch_generator_alone(iris):
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    QuadraticLogisticRegression(solver="sgd", max_iter=3, random_state=0, Q_init="random").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(3\\)"):
+        QuadraticLogisticRegression(solver="sgd", max_iter=3, random_state=0, Q_init="random").fit(
+            X, y
+        )
     torch.testing.assert_close(torch.rand(3), expected)
 
 
@@ -280,8 +280,30 @@ def test_convergence_warnings(iris):
 def test_divergence_is_reported(iris, solver):
     X, y = iris
     # finite input whose squares overflow: the scores, hence the loss, are not finite
-    with pytest.raises(ValueError, match="diverged.*StandardScaler"):
-        QuadraticLogisticRegression(solver=solver, random_state=0).fit(X * 1e160, y)
+    clf = QuadraticLogisticRegression(solver=solver, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*StandardScaler") as record:
+        clf.fit(X * 1e160, y)
+    assert clf.diverged_
+    assert np.all(np.isfinite(clf.Q_)) and np.isfinite(clf.loss_)
+    # the warning points at this file, not at skquad's own lines
+    assert record[0].filename == __file__
+
+
+def test_sgd_blow_up_that_stays_finite_is_divergence(iris):
+    """Issue 10: a step of 1e6 took the loss to 1e91 (finite) and "converged"."""
+    X, y = iris
+    clf = QuadraticLogisticRegression(solver="sgd", learning_rate_init=1e6, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate_init \\(now 1e\\+06\\)"):
+        clf.fit(X, y)
+    assert clf.diverged_
+    # the starting model (loss log(3)) was put back, not the blown-up one
+    assert clf.loss_ <= np.log(3) + 1e-9
+    assert np.abs(clf.decision_function(X)).max() < 10
+    good = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.1, random_state=0,
+                                       max_iter=5)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(5\\)"):
+        good.fit(X, y)
+    assert not good.diverged_ and good.loss_ < 0.7 < np.log(3)
 
 
 def test_warm_start_continues_from_previous_fit(iris):
@@ -301,19 +323,23 @@ def test_fit_intercept_false(iris):
     np.testing.assert_array_equal(clf.intercept_, 0.0)
     sgd = QuadraticLogisticRegression(fit_intercept=False, solver="sgd", max_iter=5,
                                       random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(5\\)"):
         sgd.fit(X, y)
     np.testing.assert_array_equal(sgd.intercept_, 0.0)
 
 
-def test_float32_input_gives_the_float64_model(iris):
+def test_float32_input_is_computed_in_float32_unless_dtype_says_otherwise(iris):
     X, y = iris
     X32 = X.astype(np.float32)
-    a = QuadraticLogisticRegression(tol=1e-10, max_iter=500).fit(X32, y)
-    b = QuadraticLogisticRegression(tol=1e-10, max_iter=500).fit(X32.astype(np.float64), y)
-    np.testing.assert_allclose(a.Q_, b.Q_, atol=1e-10)
-    assert a.Q_.dtype == np.float64
+    reference = QuadraticLogisticRegression(tol=1e-10, max_iter=500).fit(X, y)
+    forced = QuadraticLogisticRegression(tol=1e-10, max_iter=500, dtype="float64").fit(X32, y)
+    np.testing.assert_allclose(forced.Q_, QuadraticLogisticRegression(
+        tol=1e-10, max_iter=500).fit(X32.astype(np.float64), y).Q_, atol=1e-12)
+    followed = QuadraticLogisticRegression(max_iter=500).fit(X32, y)
+    assert followed.Q_.dtype == np.float64  # fitted arrays are float64 either way
+    # float32 arithmetic: the same optimum to float32 accuracy, not to float64's
+    np.testing.assert_allclose(followed.predict_proba(X), reference.predict_proba(X), atol=2e-3)
+    assert not np.array_equal(followed.Q_, forced.Q_)
 
 
 def test_low_rank_path(iris):
@@ -363,12 +389,18 @@ def test_pipeline_and_grid_search():
 
 def test_verbose_prints_progress(iris, capsys):
     X, y = iris
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
         QuadraticLogisticRegression(verbose=1, max_iter=3).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(2\\)"):
         QuadraticLogisticRegression(verbose=1, solver="sgd", max_iter=2, random_state=0).fit(X, y)
-    out = capsys.readouterr().out
-    assert "iter    3" in out and "epoch    2" in out
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "Iteration 1", "Iteration 2", "Iteration 3", "Iteration 1", "Iteration 2"
+    ]
+    # one format for both solvers (skquad._reporting.progress_line), elapsed cumulative
+    elapsed = [float(line.rsplit("elapsed = ", 1)[1].rstrip("s")) for line in lines]
+    assert elapsed[0] <= elapsed[1] <= elapsed[2] and elapsed[3] <= elapsed[4]
+    assert all(", loss = " in line for line in lines)
 
 
 def test_docstring_examples_run():
@@ -384,7 +416,7 @@ def test_partial_fit_learns_from_parts(iris):
     X, y = iris
     order = np.random.RandomState(0).permutation(len(y))
     X, y = X[order], y[order]
-    clf = QuadraticLogisticRegression(solver="sgd", learning_rate=0.1, random_state=0)
+    clf = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.1, random_state=0)
     with pytest.raises(ValueError, match="classes must be passed"):
         clf.partial_fit(X[:10], y[:10])
     # the first part holds a single class: fine once the classes are given
@@ -401,7 +433,7 @@ def test_partial_fit_learns_from_parts(iris):
     with pytest.raises(ValueError, match="features"):
         clf.partial_fit(X[:, :3], y)
     # reproducible from random_state
-    again = QuadraticLogisticRegression(solver="sgd", learning_rate=0.1, random_state=0)
+    again = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.1, random_state=0)
     again.partial_fit(X[first], y[first], classes=[0, 1, 2])
     for _ in range(30):
         for part in np.array_split(np.arange(len(y)), 3):
@@ -412,3 +444,121 @@ def test_partial_fit_learns_from_parts(iris):
 def test_partial_fit_is_for_sgd_only():
     assert not hasattr(QuadraticLogisticRegression(), "partial_fit")
     assert hasattr(QuadraticLogisticRegression(solver="sgd"), "partial_fit")
+
+
+@pytest.mark.parametrize("container", ["csr", "csc"])
+@pytest.mark.parametrize(
+    "params",
+    [dict(), dict(rank=2, random_state=0), dict(solver="sgd", random_state=0, max_iter=20)],
+)
+def test_sparse_input_gives_the_dense_model(iris, params, container):
+    import scipy.sparse
+
+    X, y = iris
+    X = np.where(np.abs(X) < 0.5, 0.0, X)  # 40 % zeros
+    sparse = getattr(scipy.sparse, f"{container}_matrix")(X)
+    models = []
+    for data in (X, sparse):
+        model = QuadraticLogisticRegression(**params)
+        if "solver" in params:
+            with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(20\\)"):
+                models.append(model.fit(data, y))
+        else:
+            models.append(model.fit(data, y))
+    dense_model, sparse_model = models
+    # equal up to rounding (the merged rows come in another order for sparse data)
+    np.testing.assert_allclose(sparse_model.Q_, dense_model.Q_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        sparse_model.predict_proba(sparse), dense_model.predict_proba(X), rtol=1e-8, atol=1e-10
+    )
+    np.testing.assert_array_equal(sparse_model.predict(sparse), dense_model.predict(X))
+    # a model fitted on sparse data predicts dense data alike, and back
+    np.testing.assert_allclose(sparse_model.decision_function(X),
+                               dense_model.decision_function(sparse), rtol=1e-8, atol=1e-10)
+
+
+def test_cuda_fitted_model_predicts_after_unpickling_without_cuda(iris):
+    """Issue 10: a QLR fitted with device="cuda" must predict on a CPU-only machine."""
+    X, y = iris
+    clf = QuadraticLogisticRegression(device="cpu").fit(X, y)
+    expected = clf.predict_proba(X)
+    clf.device = "cuda"  # as if fitted on a GPU
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-12)
+    assert restored.device == "cuda"  # the parameter is kept as the user set it
+
+
+@pytest.mark.parametrize("rank", [None, 2])
+def test_weights_are_exactly_repetitions_for_lbfgs(iris, rank):
+    """A deterministic solver: sample_weight=k gives the model of k repeated rows."""
+    X, y = iris
+    weights = np.random.RandomState(0).randint(0, 4, size=len(y))
+    weighted = QuadraticLogisticRegression(rank=rank, random_state=0).fit(X, y, sample_weight=weights)
+    order = np.random.RandomState(1).permutation(int(weights.sum()))
+    repeated = QuadraticLogisticRegression(rank=rank, random_state=0).fit(
+        np.repeat(X, weights, axis=0)[order], np.repeat(y, weights)[order]
+    )
+    np.testing.assert_array_equal(weighted.Q_, repeated.Q_)
+    np.testing.assert_array_equal(weighted.predict_proba(X), repeated.predict_proba(X))
+
+
+def test_float_learning_rate_is_deprecated_for_learning_rate_init(iris):
+    X, y = iris
+    old = QuadraticLogisticRegression(solver="sgd", learning_rate=0.05, max_iter=3, random_state=0)
+    with pytest.warns(FutureWarning, match="learning_rate_init=0.05") as record:
+        with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+            old.fit(X, y)
+    assert any(item.filename == __file__ for item in record)
+    new = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.05, max_iter=3,
+                                      random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        new.fit(X, y)
+    np.testing.assert_array_equal(old.Q_, new.Q_)
+
+
+def test_invscaling_schedule_uses_samples_seen(iris):
+    X, y = iris
+    constant = QuadraticLogisticRegression(solver="sgd", learning_rate_init=0.5, max_iter=4,
+                                           random_state=0)
+    scaled = QuadraticLogisticRegression(solver="sgd", learning_rate="invscaling",
+                                         learning_rate_init=0.5, power_t=0.5, max_iter=4,
+                                         random_state=0)
+    for model in (constant, scaled):
+        with pytest.warns(ConvergenceWarning, match="Maximum iterations \\(4\\)"):
+            model.fit(X, y)
+    assert scaled.t_ == constant.t_ == 4 * len(y)
+    # one batch per epoch: epoch k reports the loss before its step, so the
+    # first two agree (the first step is at learning_rate_init in both)
+    assert scaled.loss_curve_[:2] == constant.loss_curve_[:2]
+    assert scaled.loss_curve_[2] != constant.loss_curve_[2]
+
+
+def test_max_fun_stops_lbfgs_and_is_named(iris):
+    X, y = iris
+    clf = QuadraticLogisticRegression(max_fun=1)
+    with pytest.warns(ConvergenceWarning, match="max_fun=1") as record:
+        clf.fit(X, y)
+    assert "max_iter" not in str(record[0].message)
+    assert clf.n_iter_ <= 1
+
+
+def test_concurrent_fits_leave_torch_threads_as_they_were(iris):
+    """Issue 10: concurrent fits in a thread pool left workers at 1 torch thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = iris
+    baseline = torch.get_num_threads()
+    if baseline < 2:
+        torch.set_num_threads(2)
+    try:
+        expected = torch.get_num_threads()
+        with ThreadPoolExecutor(4) as pool:
+            scores = list(pool.map(
+                lambda C: QuadraticLogisticRegression(C=C).fit(X, y).score(X, y),
+                [0.1, 1.0, 10.0, 100.0, 0.5, 5.0, 50.0, 2.0],
+            ))
+            after = list(pool.map(lambda _: torch.get_num_threads(), range(8)))
+        assert min(scores) > 0.9
+        assert set(after) == {expected} and torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(baseline)

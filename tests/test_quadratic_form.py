@@ -9,6 +9,7 @@ from skquad.nn.quadratic_form import (
     log_loss,
     log_loss_residuals,
     low_rank_frobenius_sq,
+    log_loss_per_sample,
     low_rank_log_loss,
     low_rank_quadratic_scores,
     low_rank_to_dense,
@@ -196,3 +197,81 @@ def test_chunked_scores_equal_unchunked(monkeypatch):
     expected = quadratic_form_scores(X, Q, coef, intercept)
     monkeypatch.setattr(qf, "_SCRATCH_ELEMENTS", 5 * 7)  # chunks of 7 rows
     torch.testing.assert_close(chunked_quadratic_form_scores(X, Q, coef, intercept), expected)
+
+
+def _sparsify(X, max_elements):
+    """Half the entries zeroed; rows in chunks of ``max_elements`` dense values."""
+    import scipy.sparse
+
+    from skquad._training import SparseRows
+
+    X = X.clone()
+    X[torch.rand(X.shape, generator=torch.Generator().manual_seed(1)) < 0.5] = 0.0
+    rows = SparseRows(scipy.sparse.csr_matrix(X.numpy()))
+    rows.dense_chunks = lambda chunk=max_elements, original=rows.dense_chunks: original(chunk)
+    return X, rows
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+def test_sparse_rows_give_the_dense_loss_gradient_and_scores(n_scores, n_classes):
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes)
+    # 7 rows of 5 features per chunk: the streamed path sums several chunks
+    X, sparse = _sparsify(X, max_elements=35)
+    assert len(list(sparse.dense_chunks())) > 1
+    dense = quadratic_log_loss_gradient(X, y, weight, Q, coef, intercept, 0.3, cross_weight=2.0)
+    streamed = quadratic_log_loss_gradient(
+        sparse, y, weight, Q, coef, intercept, 0.3, cross_weight=2.0
+    )
+    for a, b in zip(dense, streamed):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        chunked_quadratic_form_scores(sparse, Q, coef, intercept),
+        quadratic_form_scores(X, Q, coef, intercept), rtol=1e-12, atol=1e-12,
+    )
+    vectors = torch.randn(n_scores, X.shape[1], 2, dtype=torch.float64)
+    scales = torch.randn(n_scores, 2, dtype=torch.float64)
+    torch.testing.assert_close(
+        low_rank_quadratic_scores(sparse, vectors, scales, coef, intercept),
+        low_rank_quadratic_scores(X, vectors, scales, coef, intercept), rtol=1e-12, atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("low_rank", [False, True])
+@pytest.mark.parametrize("free_entry", [False, True])
+def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_entry):
+    """The callable the training engine calls: loss and .grad against autograd."""
+    from skquad.nn.quadratic_form import QuadraticScores, quadratic_logistic_loss_and_gradient
+
+    X, y, weight, Q, coef, intercept = _problem(3, 3)
+    if low_rank:
+        vectors = torch.randn(3, X.shape[1], 2, dtype=torch.float64)
+        scales = torch.randn(3, 2, dtype=torch.float64)
+        tensors = [vectors, scales, coef, intercept]
+    else:
+        tensors = [Q, coef, intercept]
+    module = QuadraticScores(tensors, fit_intercept=True)
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    fn = quadratic_logistic_loss_and_gradient(
+        module, 0.2, cross_weight=2.0, free_entry_gradient=free_entry and not low_rank
+    )
+    with torch.no_grad():  # as the engine calls it
+        loss = fn(X, y, weight)
+    leaves = [t.clone().requires_grad_(True) for t in tensors]
+    if low_rank:
+        reference = low_rank_log_loss(X, y, weight, *leaves, 0.2, cross_weight=2.0)
+    else:
+        reference = _naive_objective(X, y, weight, *leaves, 0.2, cross_weight=2.0)
+    expected = torch.autograd.grad(reference, leaves)
+    torch.testing.assert_close(loss, reference.detach())
+    for name, grad in zip(module.names, expected):
+        if free_entry and name == "Q" and not low_rank:
+            grad = 2.0 * grad - torch.diag_embed(torch.diagonal(grad, dim1=1, dim2=2))
+        torch.testing.assert_close(getattr(module, name).grad, grad)
+    # the module's scores and per-sample losses (validation, divergence recovery)
+    # give the same data loss as the unpenalised objective
+    unpenalised = quadratic_logistic_loss_and_gradient(module, 0.0)
+    with torch.no_grad():
+        fn_data = unpenalised(X, y, weight)
+        per_sample = log_loss_per_sample(module(X), y)
+    torch.testing.assert_close((weight * per_sample).sum(), fn_data)

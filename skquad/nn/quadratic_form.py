@@ -1,7 +1,7 @@
 """Quadratic-form class scores, their log-loss and its closed-form gradient.
 
 Pure torch, no scikit-learn: this is the math of quadratic logistic regression
-(paper 001, section 2; ``SPEC.md`` section 1). With ``K`` class scores
+(Noel et al., section 2; ``SPEC.md`` section 1). With ``K`` class scores
 
 .. math::
 
@@ -34,28 +34,40 @@ of class ``k`` (and ``>= 0`` elsewhere), so with the rows sorted by class,
 ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` with ``A = diag(sqrt|r|) X`` split
 into contiguous row blocks: ``A^T A`` products that the BLAS computes as SYRK,
 at half the flops of a general ``(r X)^T X`` GEMM.
+
+Sparse data: every function here also takes ``X`` as sparse rows (an object
+with ``dense_chunks()`` and ``matmul()``, :class:`skquad._training.SparseRows`):
+the products that need dense rows then run over row chunks of bounded size,
+so the data are never densified as a whole.
 """
 
 import torch
 import torch.nn.functional as F
 
 __all__ = [
-    "quadratic_form_scores",
+    "QuadraticScores",
+    "chunked_quadratic_form_scores",
+    "log_loss",
+    "log_loss_per_sample",
+    "log_loss_residuals",
+    "low_rank_frobenius_sq",
+    "low_rank_log_loss",
     "low_rank_quadratic_scores",
     "low_rank_to_dense",
-    "weighted_gram",
-    "log_loss",
-    "log_loss_residuals",
-    "chunked_quadratic_form_scores",
+    "quadratic_form_scores",
     "quadratic_log_loss_gradient",
-    "low_rank_log_loss",
-    "low_rank_frobenius_sq",
+    "quadratic_logistic_loss_and_gradient",
     "quadratic_penalty",
+    "weighted_gram",
 ]
 
 # Rows per chunk (times n_features) that keeps the n x d scratch of the score
 # computation at about 128 MiB in float64 when scoring large inputs.
 _SCRATCH_ELEMENTS = 1 << 24
+
+
+def _is_sparse_rows(X):
+    return hasattr(X, "dense_chunks")
 
 
 def _rowwise_dot(A, B):
@@ -80,6 +92,8 @@ def quadratic_form_scores(X, Q, coef, intercept, *, scratch=None):
     -------
     scores : Tensor of shape (n_samples, n_scores)
     """
+    if _is_sparse_rows(X):
+        return torch.cat([quadratic_form_scores(rows, Q, coef, intercept) for *_, rows in X.dense_chunks()])
     scores = torch.addmm(intercept.unsqueeze(0), X, coef.T)
     for k in range(Q.shape[0]):
         if scratch is None:
@@ -94,7 +108,7 @@ def chunked_quadratic_form_scores(X, Q, coef, intercept):
     """:func:`quadratic_form_scores` over row chunks of bounded scratch memory."""
     n_samples, n_features = X.shape
     chunk = max(1, _SCRATCH_ELEMENTS // max(1, n_features))
-    if n_samples <= chunk:
+    if n_samples <= chunk or _is_sparse_rows(X):  # sparse rows come in chunks
         return quadratic_form_scores(X, Q, coef, intercept)
     return torch.cat(
         [
@@ -120,9 +134,14 @@ def low_rank_quadratic_scores(X, vectors, scales, coef, intercept):
     -------
     scores : Tensor of shape (n_samples, n_scores)
     """
-    projections = torch.matmul(X, vectors)  # (n_scores, n_samples, rank)
+    if _is_sparse_rows(X):
+        projections = torch.stack([X.matmul(vectors[k]) for k in range(vectors.shape[0])])
+        linear = X.matmul(coef.T) + intercept.unsqueeze(0)
+    else:
+        projections = torch.matmul(X, vectors)  # (n_scores, n_samples, rank)
+        linear = torch.addmm(intercept.unsqueeze(0), X, coef.T)
     quadratic = (projections.square() * scales.unsqueeze(1)).sum(-1)
-    return torch.addmm(intercept.unsqueeze(0), X, coef.T) + quadratic.T
+    return linear + quadratic.T
 
 
 def low_rank_to_dense(vectors, scales):
@@ -189,6 +208,14 @@ def log_loss(scores, y, sample_weight):
         return -(sample_weight * F.logsigmoid(torch.where(y == 1, z, -z))).sum()
     log_proba = torch.log_softmax(scores, dim=1)
     return -(sample_weight * log_proba.gather(1, y.unsqueeze(1)).squeeze(1)).sum()
+
+
+def log_loss_per_sample(scores, y):
+    """Per-sample log-loss ``l_i`` (shape ``(n,)``): logistic for one score, else softmax."""
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        return -F.logsigmoid(torch.where(y == 1, z, -z))
+    return -torch.log_softmax(scores, dim=1).gather(1, y.unsqueeze(1)).squeeze(1)
 
 
 def log_loss_residuals(scores, y, sample_weight):
@@ -260,6 +287,27 @@ def quadratic_log_loss_gradient(
     grad_coef : Tensor of shape (n_scores, n_features)
     grad_intercept : Tensor of shape (n_scores,)
     """
+    if _is_sparse_rows(X):
+        data_loss, grad_Q, grad_coef, grad_intercept = _streamed_log_loss_gradient(
+            X, y, sample_weight, Q, coef, intercept
+        )
+    else:
+        data_loss, grad_Q, grad_coef, grad_intercept = _log_loss_gradient(
+            X, y, sample_weight, Q, coef, intercept, class_blocks, scratch
+        )
+    loss = data_loss
+    if l2 > 0:
+        loss = loss + 0.5 * l2 * (quadratic_penalty(Q, cross_weight) + coef.square().sum())
+        grad_Q.add_(Q, alpha=l2 * cross_weight)
+        if cross_weight != 1.0:
+            diagonal = torch.diagonal(grad_Q, dim1=1, dim2=2)
+            diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2 * (1.0 - cross_weight))
+        grad_coef.add_(coef, alpha=l2)
+    return loss, grad_Q, grad_coef, grad_intercept
+
+
+def _log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks=None, scratch=None):
+    """Data part of :func:`quadratic_log_loss_gradient` on dense rows."""
     n_scores = Q.shape[0]
     scores = quadratic_form_scores(X, Q, coef, intercept, scratch=scratch)
     data_loss, residuals = log_loss_residuals(scores, y, sample_weight)
@@ -273,18 +321,18 @@ def quadratic_log_loss_gradient(
         grads.append(
             weighted_gram(X, residuals[:, k], negative_rows=negative_rows, scratch=scratch)
         )
-    grad_Q = torch.stack(grads)
-    grad_coef = residuals.T @ X
-    grad_intercept = residuals.sum(0)
-    loss = data_loss
-    if l2 > 0:
-        loss = loss + 0.5 * l2 * (quadratic_penalty(Q, cross_weight) + coef.square().sum())
-        grad_Q.add_(Q, alpha=l2 * cross_weight)
-        if cross_weight != 1.0:
-            diagonal = torch.diagonal(grad_Q, dim1=1, dim2=2)
-            diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2 * (1.0 - cross_weight))
-        grad_coef.add_(coef, alpha=l2)
-    return loss, grad_Q, grad_coef, grad_intercept
+    return data_loss, torch.stack(grads), residuals.T @ X, residuals.sum(0)
+
+
+def _streamed_log_loss_gradient(X, y, sample_weight, Q, coef, intercept):
+    """Data part of :func:`quadratic_log_loss_gradient` summed over dense row chunks."""
+    totals = None
+    for start, stop, rows in X.dense_chunks():
+        part = _log_loss_gradient(
+            rows, y[start:stop], sample_weight[start:stop], Q, coef, intercept
+        )
+        totals = list(part) if totals is None else [a + b for a, b in zip(totals, part)]
+    return tuple(totals)
 
 
 def quadratic_penalty(Q, cross_weight=1.0):
@@ -322,3 +370,101 @@ def low_rank_log_loss(
             penalty = penalty + (1.0 - cross_weight) * diagonal.square().sum()
         data_loss = data_loss + 0.5 * l2 * penalty
     return data_loss
+
+
+class QuadraticScores(torch.nn.Module):
+    """The class scores of quadratic logistic regression as a torch module.
+
+    Full ``Q`` (parameters ``Q``, ``coef``, ``intercept``) or low rank
+    ``Q_k = V_k diag(s_k) V_k^T`` (parameters ``vectors``, ``scales``,
+    ``coef``, ``intercept``). ``forward(X)`` gives the ``(n, n_scores)``
+    scores, in row chunks of bounded scratch memory for a full ``Q``.
+
+    Parameters
+    ----------
+    tensors : list of Tensor
+        ``[Q, coef, intercept]`` or ``[vectors, scales, coef, intercept]``.
+    fit_intercept : bool, default=True
+        False freezes ``intercept`` (``requires_grad=False``).
+    """
+
+    def __init__(self, tensors, fit_intercept=True):
+        super().__init__()
+        self.low_rank = len(tensors) == 4
+        names = ("vectors", "scales", "coef", "intercept") if self.low_rank else (
+            "Q", "coef", "intercept"
+        )
+        for name, tensor in zip(names, tensors):
+            trainable = name != "intercept" or fit_intercept
+            setattr(self, name, torch.nn.Parameter(tensor.clone(), requires_grad=trainable))
+        self.names = names
+
+    def tensors(self):
+        """The parameters in constructor order (detached)."""
+        return [getattr(self, name).detach() for name in self.names]
+
+    def forward(self, X):
+        if self.low_rank:
+            return low_rank_quadratic_scores(X, self.vectors, self.scales, self.coef, self.intercept)
+        return chunked_quadratic_form_scores(X, self.Q, self.coef, self.intercept)
+
+
+def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_blocks=None,
+                                         free_entry_gradient=False):
+    """The training engine's ``loss_and_gradient`` for a :class:`QuadraticScores`.
+
+    Returns ``fn(X, y, w) -> loss``: the weighted log-loss ``sum_i w_i l_i``
+    plus ``0.5 * l2 * (P(Q) + ||coef||^2)``, with the gradient written into the
+    parameters' ``.grad``: in closed form (:func:`quadratic_log_loss_gradient`,
+    no autograd) for a full ``Q``, by autograd for the low-rank factors.
+
+    Parameters
+    ----------
+    module : QuadraticScores
+    l2 : float
+        Penalty strength (the estimator's ``1 / (C * sum(sample_weight))``).
+    cross_weight : float, default=1.0
+        See :func:`quadratic_penalty`.
+    class_blocks : list of (start, stop), optional
+        Row range of each class when every call gets the same class-sorted
+        rows (full-batch L-BFGS): enables the symmetric Gram products.
+    free_entry_gradient : bool, default=False
+        Write ``2 G - diag(G)`` for ``Q``: the gradient with respect to the
+        ``d(d+1)/2`` free entries of the symmetric matrix (Noel et al.'s
+        stochastic update, their equation 21) instead of ``G``.
+    """
+    scratch = {}
+
+    def full_rank(X, y, weight):
+        buffer = None
+        if not _is_sparse_rows(X):
+            key = (X.shape, X.dtype, X.device)
+            if key not in scratch:
+                # one n x d buffer reused by the score and gradient products
+                scratch.clear()
+                scratch[key] = torch.empty_like(X)
+            buffer = scratch[key]
+        loss, grad_Q, grad_coef, grad_intercept = quadratic_log_loss_gradient(
+            X, y, weight, module.Q, module.coef, module.intercept, l2,
+            cross_weight=cross_weight, class_blocks=class_blocks, scratch=buffer,
+        )
+        if free_entry_gradient:
+            grad_Q = 2.0 * grad_Q - torch.diag_embed(torch.diagonal(grad_Q, dim1=1, dim2=2))
+        module.Q.grad.copy_(grad_Q)
+        module.coef.grad.copy_(grad_coef)
+        if module.intercept.requires_grad:
+            module.intercept.grad.copy_(grad_intercept)
+        return loss
+
+    def low_rank(X, y, weight):
+        parameters = [getattr(module, name) for name in module.names]
+        leaves = [p.detach().requires_grad_(p.requires_grad) for p in parameters]
+        with torch.enable_grad():
+            loss = low_rank_log_loss(X, y, weight, *leaves, l2, cross_weight=cross_weight)
+            trainable = [leaf for leaf in leaves if leaf.requires_grad]
+            grads = torch.autograd.grad(loss, trainable)
+        for parameter, grad in zip([p for p in parameters if p.requires_grad], grads):
+            parameter.grad.copy_(grad)
+        return loss.detach()
+
+    return low_rank if module.low_rank else full_rank

@@ -9,7 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseQuadraticClassifier, labels_from_scores
-from .._engine import ParameterGroup, Trainer, TrainingConfig
+from .._training import ParameterGroup, Trainer, TrainingConfig
 from .._torch_utils import make_generator, resolve_device, to_numpy
 from ..convex.formulation import LOSSES, network_objective
 from ..convex.lifting import InputLifting, bilinear_network_scores

@@ -1,261 +1,44 @@
-"""The one training loop for every torch-trained skquad model.
-
-The estimators (:class:`~skquad.QNNClassifier`, :class:`~skquad.RPQNNClassifier`,
-the SDP path's back-propagation baseline) describe *what* to train; this module
-does the training: batches drawn with a local generator, the optimizer,
-penalties, stopping rules, the divergence guard, progress lines, device and
-thread handling.
-
-API
----
-``ParameterGroup(parameters, name="parameters", learning_rate_scale=1.0, l1=0.0, l2=0.0)``
-    A set of parameters sharing optimizer settings. ReLinear puts the quadratic
-    parameters of a network in their own group with a smaller
-    ``learning_rate_scale`` (ReLinear-sg) or a larger ``l1``/``l2`` (ReLinear-sw).
-
-``TrainingConfig(...)``
-    The optimizer and stopping hyper-parameters, named like
-    :class:`~sklearn.neural_network.MLPClassifier`'s: ``solver`` ("sgd", "adam",
-    "lbfgs"), ``learning_rate``, ``batch_size``, ``tol``, ``n_iter_no_change``,
-    ``early_stopping``, ``validation_fraction``, ``shuffle``, ``momentum``,
-    ``nesterov``, ``beta_1``, ``beta_2``, ``epsilon``, ``max_fun``, ``verbose``,
-    ``n_threads``, ``stratify``.
-
-``Trainer(module, loss_function, parameter_groups=None, config=None, *, device, dtype,
-generator, validation_score=None, loss_and_gradient=None)``
-    ``module(X_batch) -> outputs`` is any :class:`torch.nn.Module`;
-    ``loss_function(outputs, y_batch) -> per-sample losses`` (shape ``(n,)``,
-    no reduction). Every trainable parameter of the module takes part; the ones
-    not named in ``parameter_groups`` form a default group. Parameters with
-    ``requires_grad=False`` (e.g. a fixed second layer) are left alone.
-    A non-finite model output counts as divergence even where the loss
-    stays finite.
-
-    * ``trainer.fit(X, y, sample_weight=None, max_iter=200)`` trains until a
-      stopping rule fires or ``max_iter`` epochs (L-BFGS: iterations) have run,
-      and returns a :class:`TrainingResult`.
-    * ``trainer.partial_fit(X, y, sample_weight=None)`` runs exactly one epoch,
-      keeping the optimizer state between calls (no stopping rules).
-    * ``trainer.loss_curve``, ``validation_scores``, ``best_loss``,
-      ``best_validation_score``, ``n_iter``, ``n_steps`` accumulate over calls.
-
-The objective of one batch is, as in scikit-learn's MLP::
-
-    sum_i w_i loss_i / sum_i w_i  +  (0.5 * l2 * ||theta||^2 + l1 * ||theta||_1) / sum_i w_i
-
-with the penalties taken per parameter group. Dividing the penalty by the
-batch's total sample weight makes ``sample_weight=k`` equivalent to repeating a
-sample ``k`` times when batches cover the whole data set.
-
-Fast path
----------
-All trainable parameters are views into one flat buffer, and their ``.grad``
-views into one flat gradient buffer, so each optimizer step is a handful of
-fused tensor operations whatever the number of layers, and nothing is allocated
-per step. A model that knows its own backward pass (the papers' Algorithms 1
-and 2 written out) can skip autograd entirely by passing
-``loss_and_gradient(X_batch, y_batch, w_batch) -> loss``: it must return the
-0-d tensor ``sum_i w_batch_i * loss_i`` (``w_batch`` is already normalised to
-sum to one) and write the gradient of that loss into the parameters' ``.grad``
-tensors (zeroed by the engine before each call; writing with ``out=`` is fine).
-It is only called for training steps; ``module`` still serves validation.
-The returned loss must be NaN or infinite when any model output is (the
-divergence guard relies on it).
-
-Divergence
-----------
-When an epoch's loss or the parameters stop being finite, training stops, the
-best parameters seen so far (the initial ones if no epoch finished cleanly) are
-put back, ``TrainingResult.diverged`` is set and a
-:class:`~sklearn.exceptions.ConvergenceWarning` says what to try. The module
-therefore never holds NaN weights after training.
-"""
+"""The training loop: :class:`Trainer` (see the package docstring for the API)."""
 
 import math
 import time
-import warnings
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from contextlib import nullcontext
 
 import numpy as np
+import scipy.sparse
 import torch
-from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
-__all__ = [
-    "ParameterGroup",
-    "TrainingConfig",
-    "TrainingResult",
-    "Trainer",
-    "thread_limit",
-    "choose_thread_count",
-    "flush_denormals",
-]
+from .._reporting import progress_line, warn_user
+from ._callbacks import SubtaskReporter
+from ._config import ParameterGroup, TrainingConfig, TrainingResult
+from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
+from ._schedules import LearningRateSchedule
+from ._sparse import SparseRows, is_sparse_rows
+from ._threads import choose_thread_count, flush_denormals, limit_threads
 
-SOLVERS = ("sgd", "adam", "lbfgs")
+__all__ = ["Trainer"]
 
 
-@dataclass
-class ParameterGroup:
-    """Parameters that share a learning-rate scale and penalties.
-
-    Parameters
-    ----------
-    parameters : iterable of torch.nn.Parameter
-    name : str, default="parameters"
-        Used in error messages.
-    learning_rate_scale : float, default=1.0
-        Multiplies the configured learning rate for this group (sgd and adam;
-        L-BFGS has no learning rate and ignores it).
-    l1, l2 : float, default=0.0
-        Penalty coefficients (see the module docstring for the scaling).
-    """
-
-    parameters: list
-    name: str = "parameters"
-    learning_rate_scale: float = 1.0
-    l1: float = 0.0
-    l2: float = 0.0
-
-    def __post_init__(self):
-        self.parameters = list(self.parameters)
-        for attribute in ("learning_rate_scale", "l1", "l2"):
-            value = getattr(self, attribute)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(
-                    f"Parameter group {self.name!r}: {attribute} must be a finite "
-                    f"non-negative number, got {value!r}."
-                )
-
-
-@dataclass
-class TrainingConfig:
-    """Optimizer and stopping settings (names follow MLPClassifier).
-
-    ``batch_size=None`` means ``min(200, n_samples)`` (MLPClassifier's "auto").
-    ``n_threads="auto"`` chooses a CPU thread count from the work per step
-    (:func:`choose_thread_count`); an int fixes it. The previous torch thread
-    count is restored after training. ``stratify`` makes the early-stopping
-    validation split stratified on ``y`` (classification).
-    ``warn_on_max_iter`` emits MLPClassifier's ConvergenceWarning when
-    ``max_iter`` epochs run out before the stopping rule fires.
-    """
-
-    solver: str = "adam"
-    learning_rate: float = 1e-3
-    batch_size: int | None = None
-    tol: float = 1e-4
-    n_iter_no_change: int = 10
-    early_stopping: bool = False
-    validation_fraction: float = 0.1
-    shuffle: bool = True
-    momentum: float = 0.9
-    nesterov: bool = True
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-8
-    max_fun: int = 15000
-    verbose: bool = False
-    n_threads: int | str = "auto"
-    stratify: bool = True
-    warn_on_max_iter: bool = True
-    # Estimator-specific remedies appended to the divergence warning, naming
-    # the estimator's own parameters (e.g. the ReLinear settings).
-    divergence_advice: str = ""
-
-    def __post_init__(self):
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}.")
-
-
-@dataclass
-class TrainingResult:
-    """What one ``fit``/``partial_fit`` call of a :class:`Trainer` produced.
-
-    The lists and counters cover every call of the trainer so far.
-    """
-
-    loss_curve: list = field(default_factory=list)
-    validation_scores: list = field(default_factory=list)
-    best_loss: float = math.inf
-    best_validation_score: float | None = None
-    n_iter: int = 0
-    n_steps: int = 0
-    converged: bool = False
-    diverged: bool = False
-
-
-def choose_thread_count(flops_per_step, available=None):
-    """CPU threads worth using for a step of ``flops_per_step`` flops.
-
-    A training step is a chain of small operations, each of which pays torch's
-    thread hand-off; below a few hundred million flops per step that costs more
-    than it saves. Measured on this project's 2-core machine: a 64-30-10 MLP
-    step (batch 200) runs about twice as fast on one thread as on two, and
-    when other processes keep the cores busy a deep quadratic network's step
-    (4 x 16 quadratic neurons on 57 features, 25 MFLOP) took ~300 ms on two
-    threads against a few ms on one. So steps under 2e8 flops use one thread;
-    larger ones (wide quadratic layers) use what torch has.
-    """
-    available = torch.get_num_threads() if available is None else available
-    if flops_per_step < 2e8:
-        return 1
-    return max(1, available)
-
-
-@contextmanager
-def thread_limit(n_threads):
-    """Set ``torch.set_num_threads(n_threads)`` for a block, then restore it."""
-    previous = torch.get_num_threads()
-    if n_threads is None or n_threads == previous:
-        yield
-        return
-    torch.set_num_threads(int(n_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def _denormals_are_flushed():
-    # torch has no getter: with flush-to-zero on, a subnormal input reads as 0.
-    return bool((torch.tensor([1e-40], dtype=torch.float32) * 1.0)[0] == 0)
-
-
-@contextmanager
-def flush_denormals():
-    """Treat subnormal floats as zero on the CPU for a block, then restore.
-
-    ReLinear starts the quadratic parameters at zero and may let them learn
-    with a tiny rate; products of such values with deep-network gradients fall
-    into the subnormal range, where CPU arithmetic runs up to 100 times slower
-    (measured here: a 200x16x256 float32 product takes 7.7 ms on subnormal
-    input against 0.08 ms on normal input). Flushing them changes results by
-    less than 1e-38.
-    """
-    if _denormals_are_flushed() or not torch.set_flush_denormal(True):
-        yield
-        return
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
-
-
-def _divergence_advice(solver, learning_rate, extra=""):
+def _divergence_message(config):
+    remedies = []
+    if config.solver != "lbfgs":
+        remedies.append(f"a smaller {config.learning_rate_name} (now {config.learning_rate:g})")
+    remedies.append("standardized features (e.g. StandardScaler in a Pipeline)")
+    if config.divergence_advice:
+        remedies.append(config.divergence_advice)
+    listed = remedies[0] if len(remedies) == 1 else ", ".join(remedies[:-1]) + " or " + remedies[-1]
     return (
-        "Training diverged: the loss or the parameters became NaN or infinite. "
-        "The best parameters seen before that were restored. Try a smaller "
-        f"learning rate (now {learning_rate:g}), standardized features "
-        "(e.g. StandardScaler in a Pipeline), "
-        + (f"{extra}, " if extra else "")
-        + ("or solver='adam'." if solver == "sgd" else "or float64 (dtype='float64').")
+        "Training diverged: the loss or the parameters became NaN or infinite, or "
+        f"the loss grew more than {config.loss_growth_limit:g} times above its best "
+        "value. The better of the best parameters seen and the starting ones was "
+        f"restored. Try {listed}."
     )
 
 
 class Trainer:
-    """Train a torch module with skquad's shared loop (see the module docstring).
+    """Train a torch module with skquad's shared loop (see the package docstring).
 
     Parameters
     ----------
@@ -277,6 +60,17 @@ class Trainer:
         Optional explicit forward and backward (see "Fast path").
     target_dtype : torch.dtype, default=torch.int64
         dtype of ``y`` on the device (int64 class indices, or float targets).
+    callback_context : sklearn.callback CallbackContext, default=None
+        The fit's root callback context (the estimator's
+        ``_callback_fit_ctx``): one subtask per epoch or L-BFGS iteration.
+    callback_estimator : estimator, default=None
+        The estimator passed to the callback hooks.
+    fitted_attributes : callable, default=None
+        ``fitted_attributes() -> dict``: the estimator's fitted attributes for
+        the current parameters (callbacks' ``reconstruction_attributes``).
+    callback_data : dict, default=None
+        ``X``, ``y`` and ``metadata`` passed to the callback hooks (the data as
+        the user gave them, e.g. for ``ScoringMonitor``).
     """
 
     def __init__(
@@ -292,6 +86,10 @@ class Trainer:
         validation_score=None,
         loss_and_gradient=None,
         target_dtype=torch.int64,
+        callback_context=None,
+        callback_estimator=None,
+        fitted_attributes=None,
+        callback_data=None,
     ):
         self.config = TrainingConfig() if config is None else config
         self.device = torch.device(device)
@@ -302,11 +100,27 @@ class Trainer:
         self.loss_function = loss_function
         self.validation_score = validation_score
         self.loss_and_gradient = loss_and_gradient
+        self.callback_context = callback_context
+        self._callback_options = dict(
+            estimator=callback_estimator,
+            fitted_attributes=fitted_attributes,
+            **(callback_data or {}),
+        )
         self._build_flat_buffers(parameter_groups or [])
         self.history = TrainingResult()
+        self.schedule = LearningRateSchedule(
+            self.config.learning_rate,
+            self.config.learning_rate_schedule,
+            self.config.power_t,
+            self.config.solver,
+        )
+        self.history.learning_rate = self.schedule.learning_rate
         self._optimizer_state = None
         self._no_improvement_count = 0
         self._best_flat = self.flat_parameters.detach().clone()
+        self._start_flat = self._best_flat.clone()
+        self._reference_loss = None
+        self._fit_started = None
 
     # ------------------------------------------------------------ parameters
     def _build_flat_buffers(self, parameter_groups):
@@ -402,8 +216,13 @@ class Trainer:
 
     # ------------------------------------------------------------------ data
     def _to_device(self, X, y, sample_weight):
-        # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
-        X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(device=self.device, dtype=self.dtype)
+        if scipy.sparse.issparse(X) or is_sparse_rows(X):
+            X = SparseRows(X.matrix if is_sparse_rows(X) else X, self.device, self.dtype)
+        else:
+            # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
+            X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(
+                device=self.device, dtype=self.dtype
+            )
         y = torch.as_tensor(np.require(y, requirements=["C", "W"])).to(
             device=self.device, dtype=self.target_dtype
         )
@@ -425,6 +244,14 @@ class Trainer:
                 f"({exc}). Use more data, a larger validation_fraction, or "
                 "early_stopping=False."
             ) from exc
+        if not sample_weight[validation_index].sum() > 0:
+            raise ValueError(
+                "early_stopping: every sample of the validation split "
+                f"(validation_fraction={config.validation_fraction}, "
+                f"{len(validation_index)} samples) has a sample_weight of zero, so "
+                "the validation score is undefined. Give more samples a positive "
+                "weight, use a larger validation_fraction, or early_stopping=False."
+            )
         return (
             (X[train_index], y[train_index], sample_weight[train_index]),
             (X[validation_index], y[validation_index], sample_weight[validation_index]),
@@ -437,7 +264,7 @@ class Trainer:
 
     # ------------------------------------------------------------- optimizers
     def _init_optimizer_state(self):
-        zeros = lambda: torch.zeros_like(self.flat_parameters)  # noqa: E731
+        zeros = lambda: torch.zeros_like(self.flat_parameters)
         if self.config.solver == "sgd":
             self._optimizer_state = {"velocity": zeros()}
         elif self.config.solver == "adam":
@@ -449,7 +276,7 @@ class Trainer:
         """One update of the flat buffer; MLPClassifier's SGD and Adam rules."""
         config, state = self.config, self._optimizer_state
         theta, gradient = self.flat_parameters, self.flat_gradient
-        learning_rate = self._learning_rates(config.learning_rate)  # float or vector
+        learning_rate = self._learning_rates(self.schedule.learning_rate)  # float or vector
         vector_rate = not isinstance(learning_rate, float)
         if config.solver == "sgd":
             velocity = state["velocity"]
@@ -539,6 +366,10 @@ class Trainer:
                 loss = self._loss_and_gradient(
                     X_epoch[start:stop], y_epoch[start:stop], normalised[start:stop]
                 )
+                if self._reference_loss is None:
+                    # The first batch's loss at the starting parameters: the
+                    # scale against which the divergence guard measures growth.
+                    self._reference_loss = float(loss)
                 if penalty:
                     self._add_penalty_gradient(1.0 / weight_sum)
                 self._optimizer_step()
@@ -546,6 +377,9 @@ class Trainer:
                 batch_losses.append(loss)
                 used_sums.append(weight_sum)
         total_weight = batch_sums.sum()
+        self.history.n_samples_seen += n_samples
+        self.schedule.epoch_ends(self.history.n_samples_seen)
+        self.history.learning_rate = self.schedule.learning_rate
         # One device-to-host transfer per epoch, not one per step.
         if not batch_losses:
             return 0.0  # every sample weight was zero: nothing was learned
@@ -565,6 +399,23 @@ class Trainer:
 
     def _parameters_finite(self):
         return bool(torch.isfinite(self.flat_parameters).all())
+
+    def _diverged(self, loss):
+        """Non-finite loss or parameters, or a loss orders of magnitude too large.
+
+        The growth is measured against the larger of the best epoch loss, the
+        loss at the start (the first batch) and 1: a loss that has grown
+        ``loss_growth_limit`` times above all of them is a blow-up on its way
+        to overflow (an SGD step of 1e6 took a log-loss from 0.7 to 5e8 in one
+        epoch and to 1e91 in six), never a plateau.
+        """
+        if not (math.isfinite(loss) and self._parameters_finite()):
+            return True
+        scale = 1.0
+        for value in (self.history.best_loss, self._reference_loss):
+            if value is not None and math.isfinite(value):
+                scale = max(scale, value)
+        return loss > self.config.loss_growth_limit * scale
 
     def _full_loss(self, X, y, sample_weight, chunk=4096):
         """Weighted mean loss over the data; inf if any output is not finite."""
@@ -595,6 +446,7 @@ class Trainer:
                 best_value, chosen = value, candidate
         self.flat_parameters.copy_(chosen)
         self.history.best_loss = min(self.history.best_loss, best_value)
+        self.history.loss = best_value
         self._warn_divergence()
 
     def _restore_best(self):
@@ -605,15 +457,7 @@ class Trainer:
 
     def _warn_divergence(self):
         self.history.diverged = True
-        warnings.warn(
-            _divergence_advice(
-                self.config.solver,
-                self.config.learning_rate,
-                self.config.divergence_advice,
-            ),
-            ConvergenceWarning,
-            stacklevel=4,
-        )
+        warn_user(_divergence_message(self.config), ConvergenceWarning)
 
     def _thread_count(self, n_samples):
         if self.config.n_threads != "auto":
@@ -622,6 +466,14 @@ class Trainer:
             return None
         batch = self._batch_size(n_samples) if self.config.solver != "lbfgs" else n_samples
         return choose_thread_count(6.0 * batch * self.n_parameters)
+
+    def _reporter(self, task_name):
+        return SubtaskReporter(self.callback_context, task_name=task_name, **self._callback_options)
+
+    def _start_call(self):
+        history = self.history
+        history.converged = history.diverged = history.stopped_by_callback = False
+        self._fit_started = time.perf_counter()
 
     # ---------------------------------------------------------------- public
     def partial_fit(self, X, y, sample_weight=None):
@@ -635,29 +487,31 @@ class Trainer:
         X, y, sample_weight = self._to_device(X, y, sample_weight)
         if self._optimizer_state is None:
             self._init_optimizer_state()
-        self.history.diverged = False
-        with thread_limit(self._thread_count(X.shape[0])), flush_denormals():
-            started = time.perf_counter()
+        self._start_call()
+        reporter = self._reporter("epoch")
+        with limit_threads(self._thread_count(X.shape[0])), flush_denormals():
             self._start_flat = self.flat_parameters.clone()
+            reporter.begin()
             loss = self._run_epoch(X, y, sample_weight)
-            if not (math.isfinite(loss) and self._parameters_finite()):
+            if self._diverged(loss):
                 self._recover_from_divergence(X, y, sample_weight)
-                return self.history
-            self._end_epoch(loss, None, started)
+            else:
+                self._end_epoch(loss, None, check_stop=False)
+            self.history.stopped_by_callback = reporter.end()
         return self.history
 
     def fit(self, X, y, sample_weight=None, max_iter=200):
         """Train until the stopping rule fires or ``max_iter`` epochs have run."""
         sample_weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight)
-        self.history.converged = False
-        self.history.diverged = False
+        self._start_call()
+        self._reference_loss = None
         if self.config.solver == "lbfgs":
-            with thread_limit(self._thread_count(len(y))), flush_denormals():
+            with limit_threads(self._thread_count(len(y)), blas=1), flush_denormals():
                 return self._fit_lbfgs(X, y, sample_weight, max_iter)
         validation = None
         if self.config.early_stopping:
             (X, y, sample_weight), validation = self._split_validation(
-                np.asarray(X), np.asarray(y), sample_weight
+                X if scipy.sparse.issparse(X) else np.asarray(X), np.asarray(y), sample_weight
             )
             validation = self._to_device(*validation)
         X, y, sample_weight = self._to_device(X, y, sample_weight)
@@ -667,34 +521,48 @@ class Trainer:
         self._start_flat = self.flat_parameters.clone()
         if self.config.early_stopping:
             self.history.best_validation_score = -math.inf
-        with thread_limit(self._thread_count(X.shape[0])), flush_denormals():
+        history = self.history
+        reporter = self._reporter("epoch")
+        with limit_threads(self._thread_count(X.shape[0])), flush_denormals():
             for _ in range(max_iter):
-                started = time.perf_counter()
+                reporter.begin()
                 loss = self._run_epoch(X, y, sample_weight)
-                if not (math.isfinite(loss) and self._parameters_finite()):
+                if self._diverged(loss):
                     self._recover_from_divergence(X, y, sample_weight)
-                    return self.history
+                    reporter.end()
+                    return history
                 score = self._score_validation(*validation) if validation is not None else None
-                if self._end_epoch(loss, score, started):
-                    self.history.converged = True
+                stop = self._end_epoch(loss, score)
+                if reporter.end():
+                    history.stopped_by_callback = True
+                    break
+                if stop:
+                    history.converged = True
                     break
             else:
                 if self.config.warn_on_max_iter:
-                    warnings.warn(
+                    warn_user(
                         f"Stochastic Optimizer: Maximum iterations ({max_iter}) reached "
-                        "and the optimization hasn't converged yet.",
+                        "and the optimization hasn't converged yet."
+                        + (f" {self.config.convergence_advice}" if self.config.convergence_advice else ""),
                         ConvergenceWarning,
-                        stacklevel=3,
                     )
         if self.config.early_stopping:
             self._restore_best()
-        return self.history
+        return history
 
-    def _end_epoch(self, loss, score, started):
-        """Record an epoch; returns True when the stopping rule fires."""
+    def _end_epoch(self, loss, score, *, check_stop=True):
+        """Record an epoch; returns True when the stopping rule ends training.
+
+        MLPClassifier's rule: training stops when the loss (or the validation
+        score) has not improved by ``tol`` for more than ``n_iter_no_change``
+        epochs; the "adaptive" schedule divides the learning rate by 5 instead
+        and counts again.
+        """
         history, config = self.history, self.config
         history.n_iter += 1
         history.loss_curve.append(loss)
+        history.loss = loss
         if score is not None:
             history.validation_scores.append(score)
             if score < history.best_validation_score + config.tol:
@@ -714,28 +582,35 @@ class Trainer:
             if score is None and math.isfinite(loss):
                 self._remember_best()
         if config.verbose:
-            line = f"Iteration {history.n_iter}, loss = {loss:.8f}"
-            if score is not None:
-                line += f", validation score = {score:.6f}"
-            print(line + f", elapsed = {time.perf_counter() - started:.3f}s", flush=True)
-        stop = self._no_improvement_count > config.n_iter_no_change
-        if stop and config.verbose:
+            fields = {} if score is None else {"validation_score": float(score)}
+            print(progress_line(history.n_iter, loss, self._elapsed(), **fields), flush=True)
+        if not check_stop or self._no_improvement_count <= config.n_iter_no_change:
+            return False
+        stop, outcome = self.schedule.should_stop()
+        history.learning_rate = self.schedule.learning_rate
+        if config.verbose:
             criterion = "Validation score" if score is not None else "Training loss"
             print(
-                f"{criterion} did not improve more than tol={config.tol:g} for "
-                f"{config.n_iter_no_change} consecutive epochs. Stopping.",
+                f"{criterion} did not improve more than tol={config.tol:f} for "
+                f"{config.n_iter_no_change} consecutive epochs. {outcome}",
                 flush=True,
             )
+        if not stop:
+            self._no_improvement_count = 0
         return stop
 
+    def _elapsed(self):
+        return time.perf_counter() - self._fit_started
+
     def _fit_lbfgs(self, X, y, sample_weight, max_iter):
+        config, history = self.config, self.history
         X, y, sample_weight = self._to_device(X, y, sample_weight)
         total_weight = sample_weight.sum()
         weights = torch.as_tensor(sample_weight / total_weight).to(device=self.device, dtype=self.dtype)
         penalty = self._has_penalty()
         best = {"loss": math.inf}
         self._remember_best()
-        started = time.perf_counter()
+        reporter = self._reporter("lbfgs-iter")
 
         def objective(theta):
             self.flat_parameters.copy_(torch.as_tensor(theta))
@@ -753,37 +628,45 @@ class Trainer:
                 self._remember_best()
             return loss, gradient
 
-        def record(intermediate_result):
-            self.history.n_iter += 1
-            self.history.loss_curve.append(float(intermediate_result.fun))
-            if self.config.verbose:
-                print(
-                    f"Iteration {self.history.n_iter}, loss = {intermediate_result.fun:.8f}, "
-                    f"elapsed = {time.perf_counter() - started:.3f}s",
-                    flush=True,
-                )
+        def on_iteration(iteration, loss, theta):
+            history.n_iter += 1
+            history.loss_curve.append(loss)
+            if config.verbose:
+                print(progress_line(history.n_iter, loss, self._elapsed()), flush=True)
+            if not reporter.active:
+                return False
+            self.flat_parameters.copy_(torch.as_tensor(theta))
+            stop = reporter.end()
+            if not stop:
+                reporter.begin()
+            return stop
 
         theta0 = self.flat_parameters.double().cpu().numpy().copy()
-        result = minimize(
+        reporter.begin()
+        result = minimize_lbfgs(
             objective,
             theta0,
-            method="L-BFGS-B",
-            jac=True,
-            callback=record,
-            options={"maxiter": max_iter, "maxfun": self.config.max_fun, "gtol": self.config.tol},
+            max_iter=max_iter,
+            max_fun=config.max_fun,
+            tol=config.tol,
+            ftol=config.lbfgs_ftol,
+            maxls=config.lbfgs_maxls,
+            on_iteration=on_iteration,
         )
+        reporter.close()
         self._restore_best()
-        self.history.best_loss = min(self.history.best_loss, best["loss"])
+        history.best_loss = min(history.best_loss, best["loss"])
+        history.loss = best["loss"]
+        history.stopped_by_callback = result.stopped_by_callback
         if not math.isfinite(best["loss"]):
+            history.loss = self._full_loss(X, y, sample_weight)
             self._warn_divergence()
-        elif result.status == 1 and self.config.warn_on_max_iter:
-            warnings.warn(
-                "lbfgs failed to converge after "
-                f"{result.nit} iterations (max_iter={max_iter}, max_fun={self.config.max_fun}). "
-                "Increase max_iter or scale the data.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        else:
-            self.history.converged = result.success
-        return self.history
+            return history
+        message = lbfgs_convergence_message(
+            result, max_iter, config.max_fun, config.convergence_advice
+        )
+        if message is None:
+            history.converged = bool(result.success)
+        elif config.warn_on_max_iter:
+            warn_user(message, ConvergenceWarning)
+        return history

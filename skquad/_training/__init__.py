@@ -1,0 +1,161 @@
+"""The one training package of every torch-trained skquad model.
+
+The estimators (:class:`~skquad.QuadraticLogisticRegression`,
+:class:`~skquad.QNNClassifier`, :class:`~skquad.RPQNNClassifier`,
+:class:`~skquad.BackpropQuantizedClassifier`) describe *what* to train; this
+package does the training, with one contract for all of them: batches drawn
+with a local generator, the optimizers (MLPClassifier's SGD and Adam, scipy's
+L-BFGS-B), learning-rate schedules, penalties, the stopping rule, the
+divergence guard, ConvergenceWarnings, progress lines, scikit-learn callbacks,
+device and thread handling.
+
+Modules
+-------
+``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
+``_trainer``     :class:`Trainer`: the epoch loop, stopping, divergence, early stopping.
+``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text.
+``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".
+``_threads``     :func:`limit_threads`, :func:`choose_thread_count`,
+                 :func:`flush_denormals`: the one thread and denormal policy.
+``_callbacks``   :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
+``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
+``_samples``     :func:`merge_duplicate_samples`: weights exactly equal repetition.
+
+API
+---
+``ParameterGroup(parameters, name="parameters", learning_rate_scale=1.0, l1=0.0, l2=0.0)``
+    A set of parameters sharing optimizer settings. ReLinear (Fan et al.)
+    puts the quadratic parameters of a network in their own group with a
+    smaller ``learning_rate_scale`` (ReLinear-sg) or a larger ``l1``/``l2``
+    (ReLinear-sw).
+
+``TrainingConfig(...)``
+    The optimizer and stopping hyper-parameters, named like
+    :class:`~sklearn.neural_network.MLPClassifier`'s: ``solver`` ("sgd", "adam",
+    "lbfgs"), ``learning_rate`` (the initial step, MLP's ``learning_rate_init``),
+    ``learning_rate_schedule`` (MLP's ``learning_rate``: "constant",
+    "invscaling", "adaptive"), ``power_t``, ``batch_size``, ``tol``,
+    ``n_iter_no_change``, ``early_stopping``, ``validation_fraction``,
+    ``shuffle``, ``momentum``, ``nesterov``, ``beta_1``, ``beta_2``,
+    ``epsilon``, ``max_fun``, ``verbose``, ``n_threads``, ``stratify``, and
+    ``warn_on_max_iter``, ``loss_growth_limit``, ``lbfgs_ftol``,
+    ``lbfgs_maxls``, ``learning_rate_name``, ``divergence_advice``,
+    ``convergence_advice``.
+
+``Trainer(module, loss_function, parameter_groups=None, config=None, *, device, dtype,
+generator, validation_score=None, loss_and_gradient=None, target_dtype=torch.int64,
+callback_context=None, callback_estimator=None, fitted_attributes=None, callback_data=None)``
+    ``module(X_batch) -> outputs`` is any :class:`torch.nn.Module`;
+    ``loss_function(outputs, y_batch) -> per-sample losses`` (shape ``(n,)``,
+    no reduction). Every trainable parameter of the module takes part; the ones
+    not named in ``parameter_groups`` form a default group. Parameters with
+    ``requires_grad=False`` (e.g. a fixed second layer) are left alone.
+    A non-finite model output counts as divergence even where the loss
+    stays finite.
+
+    ``X`` may be a scipy sparse matrix: it becomes :class:`SparseRows`, which
+    the module (and ``loss_and_gradient``) must accept.
+
+    * ``trainer.fit(X, y, sample_weight=None, max_iter=200)`` trains until a
+      stopping rule fires, a callback asks to stop, or ``max_iter`` epochs
+      (L-BFGS: iterations) have run, and returns a :class:`TrainingResult`
+      (``loss`` is MLP's ``loss_``, ``diverged`` the estimators'
+      ``diverged_``).
+    * ``trainer.partial_fit(X, y, sample_weight=None)`` runs exactly one epoch,
+      keeping the optimizer state between calls (no stopping rules).
+    * ``trainer.history`` accumulates over calls (``loss_curve``,
+      ``validation_scores``, ``best_loss``, ``n_iter``, ``n_steps``, ...).
+
+The objective of one batch is, as in scikit-learn's MLP::
+
+    sum_i w_i loss_i / sum_i w_i  +  (0.5 * l2 * ||theta||^2 + l1 * ||theta||_1) / sum_i w_i
+
+with the penalties taken per parameter group. Dividing the penalty by the
+batch's total sample weight makes ``sample_weight=k`` equivalent to repeating a
+sample ``k`` times when batches cover the whole data set.
+
+Stopping and warnings (MLPClassifier's rules and words)
+--------------------------------------------------------
+Stochastic solvers stop when the training loss (with ``early_stopping``, the
+validation score) has not improved by ``tol`` for *more than*
+``n_iter_no_change`` epochs; ``learning_rate_schedule="adaptive"`` divides the
+rate by 5 instead, until it is at most 1e-6. Running out of ``max_iter``
+warns "Stochastic Optimizer: Maximum iterations (N) reached and the
+optimization hasn't converged yet."; L-BFGS warns with scikit-learn's
+"lbfgs failed to converge" text, naming ``max_iter`` or ``max_fun``, whichever
+stopped it. Every warning goes through :func:`skquad._reporting.warn_user`
+(it points at the user's line) and every verbose line through
+:func:`skquad._reporting.progress_line` (``elapsed`` counts from the start of
+the ``fit`` call).
+
+Callbacks
+---------
+With ``callback_context`` (the estimator's root ``sklearn.callback`` context,
+``self._callback_fit_ctx``), every epoch (L-BFGS: iteration) is a subtask
+whose ``on_fit_task_begin``/``on_fit_task_end`` hooks are called with
+``callback_estimator``, ``callback_data`` (``X``, ``y``, ``metadata``) and, for
+``fitted_estimator``, the attributes ``fitted_attributes()`` returns. A hook
+returning True stops training after that epoch (iteration), without a
+ConvergenceWarning (``TrainingResult.stopped_by_callback``).
+
+Fast path
+---------
+All trainable parameters are views into one flat buffer, and their ``.grad``
+views into one flat gradient buffer, so each optimizer step is a handful of
+fused tensor operations whatever the number of layers, and nothing is allocated
+per step. A model that knows its own backward pass (Noel et al.'s Algorithms
+1 and 2 written out, or quadratic logistic regression's ``X^T diag(r) X``
+gradient) can skip autograd entirely by passing
+``loss_and_gradient(X_batch, y_batch, w_batch) -> loss``: it must return the
+0-d tensor ``sum_i w_batch_i * loss_i`` (``w_batch`` is already normalised to
+sum to one; a model may add its own penalty) and write the gradient of that
+loss into the parameters' ``.grad`` tensors (zeroed by the engine before each
+call; writing with ``out=`` is fine). It is only called for training steps;
+``module`` still serves validation and the divergence recovery. The returned
+loss must be NaN or infinite when any model output is (the divergence guard
+relies on it).
+
+Divergence
+----------
+When an epoch's loss or the parameters stop being finite, or the loss grows
+more than ``loss_growth_limit`` (1e4) times above the larger of its best value,
+the loss at the start and 1, training stops, the better (on the training
+data) of the best parameters seen so far and the starting ones is put back,
+``TrainingResult.diverged`` is set and a
+:class:`~sklearn.exceptions.ConvergenceWarning` says what to try. The module
+therefore never holds NaN or blown-up weights after training.
+"""
+
+from ._callbacks import SubtaskReporter
+from ._config import SOLVERS, ParameterGroup, TrainingConfig, TrainingResult
+from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
+from ._samples import merge_duplicate_samples
+from ._schedules import SCHEDULES, LearningRateSchedule
+from ._sparse import SparseRows, is_sparse_rows
+from ._threads import (
+    PARALLEL_FLOPS,
+    choose_thread_count,
+    flush_denormals,
+    limit_threads,
+)
+from ._trainer import Trainer
+
+__all__ = [
+    "PARALLEL_FLOPS",
+    "SCHEDULES",
+    "SOLVERS",
+    "LearningRateSchedule",
+    "ParameterGroup",
+    "SparseRows",
+    "merge_duplicate_samples",
+    "SubtaskReporter",
+    "Trainer",
+    "TrainingConfig",
+    "TrainingResult",
+    "choose_thread_count",
+    "flush_denormals",
+    "is_sparse_rows",
+    "lbfgs_convergence_message",
+    "limit_threads",
+    "minimize_lbfgs",
+]

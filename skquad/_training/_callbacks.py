@@ -1,0 +1,70 @@
+"""scikit-learn's callback API (``sklearn.callback``) inside the training loop.
+
+The estimator owns the root context (``self._callback_fit_ctx``, created during
+fit); the :class:`~skquad._training.Trainer` makes one subtask per epoch
+(stochastic solvers) or per iteration (L-BFGS, as scikit-learn's
+``LogisticRegression`` does), calls ``on_fit_task_begin``/``on_fit_task_end``
+on it and stops training when a callback asks to.
+"""
+
+__all__ = ["SubtaskReporter"]
+
+
+class SubtaskReporter:
+    """Opens and closes the per-epoch (per-iteration) subtasks of one fit.
+
+    Parameters
+    ----------
+    context : sklearn.callback CallbackContext or None
+        The fit's root context; None turns every method into a no-op.
+    estimator : estimator
+        Passed to the hooks.
+    task_name : str
+        "epoch" or "lbfgs-iter".
+    X, y, metadata : optional
+        The training data as the user gave it (after validation), passed to
+        the hooks (``ScoringMonitor`` scores the fitted estimator on them).
+    fitted_attributes : callable, optional
+        ``fitted_attributes() -> dict`` of fitted attributes that make a copy
+        of the estimator predict with the current parameters (scikit-learn's
+        ``reconstruction_attributes``).
+    """
+
+    def __init__(self, context, estimator=None, task_name="epoch", *, X=None, y=None,
+                 metadata=None, fitted_attributes=None):
+        self.context = context
+        self.estimator = estimator
+        self.task_name = task_name
+        self._hook_data = dict(X=X, y=y, metadata=metadata)
+        self._fitted_attributes = fitted_attributes
+        self._current = None
+
+    @property
+    def active(self):
+        return self.context is not None
+
+    def begin(self):
+        """Start the next subtask."""
+        if self.context is None:
+            return
+        self._current = self.context.subcontext(task_name=self.task_name)
+        self._current.call_on_fit_task_begin(estimator=self.estimator, **self._hook_data)
+
+    def end(self):
+        """End the current subtask; True when a callback asks to stop."""
+        if self._current is None:
+            return False
+        current, self._current = self._current, None
+        return bool(
+            current.call_on_fit_task_end(
+                estimator=self.estimator,
+                reconstruction_attributes=self._fitted_attributes,
+                **self._hook_data,
+            )
+        )
+
+    def close(self):
+        """End a subtask that was begun but never ran (scipy's last iteration)."""
+        if self._current is not None:
+            current, self._current = self._current, None
+            current.call_on_fit_task_end(estimator=self.estimator)

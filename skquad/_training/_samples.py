@@ -1,0 +1,57 @@
+"""Training samples in a canonical form for deterministic full-batch solvers."""
+
+import numpy as np
+import scipy.sparse
+
+__all__ = ["merge_duplicate_samples"]
+
+
+def merge_duplicate_samples(X, y, sample_weight):
+    """Drop zero-weight samples and merge exact duplicates, summing their weights.
+
+    A full-batch objective only sees the weighted empirical distribution, so
+    this changes no optimum; it makes "weight 2" and "the sample repeated
+    twice" the very same problem, in the same (canonical, sorted) row order,
+    so that a deterministic solver (L-BFGS) returns the very same model for
+    both: scikit-learn's sample-weight equivalence, exactly, where rounding
+    differences along the path would otherwise grow on a non-convex problem.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    sample_weight : ndarray of shape (n_samples,)
+
+    Returns
+    -------
+    X, y, sample_weight : ndarrays
+        The distinct ``(x, y)`` pairs with positive weight, sorted, with their
+        summed weights (the total weight is unchanged).
+    """
+    keep = sample_weight > 0
+    X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
+    if scipy.sparse.issparse(X):
+        return _merge_sparse(X, y, sample_weight)
+    rows = np.column_stack([X, y.astype(X.dtype)])
+    unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
+    weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(unique_rows))
+    return np.ascontiguousarray(unique_rows[:, :-1]), unique_rows[:, -1].astype(y.dtype), weight
+
+
+def _merge_sparse(X, y, sample_weight):
+    """:func:`merge_duplicate_samples` for CSR/CSC rows, without densifying them."""
+    X = scipy.sparse.csr_matrix(X, copy=True)
+    X.sum_duplicates()  # canonical: sorted column indices, explicit zeros kept apart
+    X.eliminate_zeros()
+    pointers, indices, data = X.indptr, X.indices, X.data
+    keys = np.array(
+        [
+            y[i].tobytes() + indices[pointers[i] : pointers[i + 1]].tobytes()
+            + data[pointers[i] : pointers[i + 1]].tobytes()
+            for i in range(X.shape[0])
+        ],
+        dtype=object,
+    )
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(first))
+    return X[first], y[first], weight

@@ -1,0 +1,142 @@
+"""The one CPU thread and denormal policy of skquad's training (and benchmarks).
+
+Every torch-trained estimator trains inside :func:`limit_threads`, with a
+thread count from :func:`choose_thread_count`; the benchmarks use the same
+context manager to pin a whole run to ``--threads``.
+
+Why a policy at all: a training step is a chain of small operations, each of
+which pays torch's OpenMP hand-off, and on a loaded machine the second thread
+waits for a busy core. Measured on this project's 2-core machine:
+
+* a 64-30-10 MLP step (batch 200) runs about twice as fast on one thread as on
+  two; a deep quadratic network's step (4 x 16 quadratic neurons on 57
+  features, 25 MFLOP) took ~300 ms on two threads against a few ms on one
+  while other processes kept the cores busy;
+* quadratic logistic regression's fits ran 2-25 times slower on two threads
+  than on one while other processes kept the cores busy, at every size
+  measured (see ``choose_thread_count``).
+
+Why a lock and a count: ``torch.set_num_threads`` writes a process-wide
+default that threads created later inherit, and a per-thread OpenMP setting.
+Fits running concurrently in a thread pool, each saving and restoring "the
+previous" value, used to leave worker threads at one thread for good. Here the
+first fit to enter records the baseline, every thread restores its own setting
+to that baseline on leaving, and the BLAS limit (process-wide in threadpoolctl)
+is held from the first entry to the last exit.
+"""
+
+import threading
+from contextlib import contextmanager
+
+import torch
+from threadpoolctl import threadpool_limits
+
+__all__ = ["PARALLEL_FLOPS", "choose_thread_count", "flush_denormals", "limit_threads"]
+
+# Flops per training step below which one torch thread is faster (see the
+# module docstring and choose_thread_count).
+PARALLEL_FLOPS = 2e8
+
+_lock = threading.Lock()
+_active = 0
+_baseline = None
+_blas_limiter = None
+
+
+def choose_thread_count(flops_per_step, available=None):
+    """CPU threads worth using for a step of ``flops_per_step`` flops.
+
+    Steps under :data:`PARALLEL_FLOPS` (2e8) use one thread; larger ones use
+    ``available`` (default: the process's baseline thread count). One
+    threshold on one measure, the flops of a training step: the networks
+    count ``6 * batch * n_parameters`` (forward and backward), quadratic
+    logistic regression ``3 * n_scores * rows * d * width`` (the ``X Q_k``
+    products and the Gram gradient). It replaces QLR's former 1e9 threshold on
+    its largest single product (``2 n d w``, a third of this measure for one
+    score, so the crossovers were 2e8 against 3e9 on this scale). Measured on
+    the project's 2-core machine at load 11-14 (other fits running), fits of
+    15 L-BFGS iterations, median of 3, one vs two threads: 0.10 vs 2.59 s at
+    4e7 flops per step (n=2000, d=57), 0.40 vs 3.64 s at 1.5e8, 2.36 vs 5.69 s
+    at 6e8, 5.18 vs 11.5 s at 2.4e9: on a busy machine one thread wins at any
+    size, so set ``n_threads=1`` there; the 2e8 crossover is the one measured
+    for the networks' steps with the cores free.
+
+    Parameters
+    ----------
+    flops_per_step : float
+    available : int, default=None
+
+    Returns
+    -------
+    n_threads : int
+    """
+    if available is None:
+        available = _baseline if _active and _baseline else torch.get_num_threads()
+    if flops_per_step < PARALLEL_FLOPS:
+        return 1
+    return max(1, int(available))
+
+
+@contextmanager
+def limit_threads(n_threads, *, blas=None):
+    """Run a block with ``n_threads`` torch threads (and BLAS threads), then restore.
+
+    Safe under concurrency: fits in several Python threads at once each get
+    their setting and leave every thread at the baseline thread count that the
+    process had when the first of them began (see the module docstring).
+
+    Parameters
+    ----------
+    n_threads : int or None
+        torch intra-op threads for the block; None leaves them alone.
+    blas : int or None, default=None
+        Limit numpy/scipy's BLAS to this many threads for the block (held
+        until the last concurrent block ends); None leaves it alone.
+    """
+    global _active, _baseline, _blas_limiter
+    with _lock:
+        if _active == 0:
+            _baseline = torch.get_num_threads()
+            if blas is not None:
+                _blas_limiter = threadpool_limits(int(blas), user_api="blas")
+        _active += 1
+        baseline = _baseline
+    try:
+        if n_threads is not None and int(n_threads) != torch.get_num_threads():
+            torch.set_num_threads(int(n_threads))
+        yield
+    finally:
+        if torch.get_num_threads() != baseline:
+            torch.set_num_threads(baseline)
+        with _lock:
+            _active -= 1
+            if _active == 0:
+                if _blas_limiter is not None:
+                    _blas_limiter.restore_original_limits()
+                    _blas_limiter = None
+                _baseline = None
+
+
+def _denormals_are_flushed():
+    # torch has no getter: with flush-to-zero on, a subnormal input reads as 0.
+    return bool((torch.tensor([1e-40], dtype=torch.float32) * 1.0)[0] == 0)
+
+
+@contextmanager
+def flush_denormals():
+    """Treat subnormal floats as zero on the CPU for a block, then restore.
+
+    ReLinear starts the quadratic parameters at zero and may let them learn
+    with a tiny rate; products of such values with deep-network gradients fall
+    into the subnormal range, where CPU arithmetic runs up to 100 times slower
+    (measured here: a 200x16x256 float32 product takes 7.7 ms on subnormal
+    input against 0.08 ms on normal input). Flushing them changes results by
+    less than 1e-38.
+    """
+    if _denormals_are_flushed() or not torch.set_flush_denormal(True):
+        yield
+        return
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)

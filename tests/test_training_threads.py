@@ -1,0 +1,63 @@
+"""Tests of the thread and denormal policy (skquad._training._threads)."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from skquad._training import (
+    PARALLEL_FLOPS,
+    choose_thread_count,
+    flush_denormals,
+    limit_threads,
+)
+from skquad._training._threads import _denormals_are_flushed
+
+
+def test_limit_threads_restores_and_heuristic():
+    before = torch.get_num_threads()
+    with limit_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    assert choose_thread_count(1e5) == 1
+    assert choose_thread_count(PARALLEL_FLOPS / 2, available=4) == 1
+    assert choose_thread_count(PARALLEL_FLOPS * 5, available=4) == 4
+
+
+def test_concurrent_limits_leave_every_thread_at_the_baseline():
+    """Overlapping blocks in a thread pool used to leave workers at 1 thread."""
+    baseline = torch.get_num_threads()
+    if baseline < 2:
+        torch.set_num_threads(2)
+    try:
+        expected = torch.get_num_threads()
+        def work(index):
+            with limit_threads(1):
+                inside = torch.get_num_threads()
+                # Workers are created while others hold the limit and leave in
+                # the reverse order: what used to leave them at 1 for good.
+                time.sleep(0.05 * (4 - index))
+            return inside
+
+        def probe(_):
+            time.sleep(0.01)
+            return torch.get_num_threads()
+
+        with ThreadPoolExecutor(4) as pool:
+            insides = list(pool.map(work, range(4)))
+            after = list(pool.map(probe, range(8)))
+        assert insides == [1, 1, 1, 1]
+        assert set(after) == {expected}
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(baseline)
+
+
+def test_flush_denormals_is_scoped():
+    assert not _denormals_are_flushed()
+    subnormal = torch.tensor([1e-40], dtype=torch.float32)
+    with flush_denormals():
+        assert _denormals_are_flushed()
+        assert (subnormal * 1.0)[0] == 0
+    assert not _denormals_are_flushed()
+    assert (subnormal * 1.0)[0] > 0
