@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseQuadraticClassifier
 from ._reporting import warn_user
-from ._torch_utils import make_generator, resolve_device, seed_from, to_numpy
+from ._torch_utils import as_tensor, make_generator, prediction_device, resolve_device, seed_from, to_numpy
 from ._training import (
     SparseRows,
     Trainer,
@@ -246,7 +246,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
-        "device": [str],
+        "device": [str, torch.device],
         "n_threads": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "dtype": [StrOptions({"float32", "float64"}), None],
     }
@@ -321,24 +321,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         metadata = None if sample_weight is None else {"sample_weight": sample_weight}
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
         callback_data = dict(X=X, y=self.classes_[y_encoded], metadata=metadata)
-        # one subtask per L-BFGS iteration (plus scipy's last, empty one) or epoch
-        root = self._callback_root(self.max_iter + (self.solver == "lbfgs"), callback_data)
-        self._train(X, y_encoded, sample_weight, previous, callback_data=callback_data)
-        if root is not None:
-            root.call_on_fit_task_end(estimator=self, reconstruction_attributes={}, **callback_data)
-        return self
+        return self._train(X, y_encoded, sample_weight, previous, callback_data=callback_data)
 
-    def _callback_root(self, max_subtasks, callback_data):
-        """Create the root callback context unless the base's fit wrapper did.
-
-        Returns the context when this method created it (its end hook is then
-        called at the end of fit), else None.
-        """
-        if getattr(self, "_callback_fit_ctx", None) is not None:
+    def _callback_max_subtasks(self, method_name):
+        """One callback subtask per L-BFGS iteration (plus scipy's last, empty one) or epoch."""
+        if method_name != "fit":
             return None
-        root = self._init_callback_context(max_subtasks=max_subtasks)
-        root.call_on_fit_task_begin(estimator=self, **callback_data)
-        return root
+        return int(self.max_iter) + (self.solver == "lbfgs")
 
     def _sgd_only(self):
         if self.solver != "sgd":
@@ -622,12 +611,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
-        device = _prediction_device(self.device)
+        device = prediction_device(self.device)
         if scipy.sparse.issparse(X):
             X_t = SparseRows(X, device, torch.float64)
         else:
-            # a writeable array: torch warns on read-only ones (e.g. memmaps)
-            X_t = torch.as_tensor(np.require(X, np.float64, ["C", "W"]), device=device)
+            # C order, as in training: the summation order (and so the last
+            # bit of every score) does not depend on the input's memory layout
+            X_t = as_tensor(np.ascontiguousarray(X), dtype=torch.float64, device=device)
         coef = torch.as_tensor(self.coef_, device=device)
         intercept = torch.as_tensor(self.intercept_, device=device)
         with torch.no_grad():
@@ -643,18 +633,3 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 Q = torch.as_tensor(self.Q_, device=device)
                 scores = chunked_quadratic_form_scores(X_t, Q, coef, intercept)
         return to_numpy(scores)
-
-
-def _prediction_device(device):
-    """The fitted ``device`` where it exists here, else the CPU.
-
-    A model fitted with ``device="cuda"`` and unpickled on a machine without
-    CUDA predicts on the CPU (the learned arrays are numpy). To be replaced by
-    the shared helper of ``skquad._torch_utils``.
-    """
-    try:
-        return resolve_device(device)
-    except ValueError:
-        if str(device).lower().startswith("cuda"):
-            return torch.device("cpu")
-        raise

@@ -413,7 +413,7 @@ def test_root_callback_events_of_fit(name, data):
     ]
     _, task, max_subtasks, X_seen, y_seen = recorder.events[1]
     assert task == "fit" and X_seen is X and y_seen is y
-    assert max_subtasks == getattr(estimator, "max_iter", None)
+    assert max_subtasks == estimator._callback_max_subtasks("fit")
     fitted = recorder.events[2][4]
     np.testing.assert_array_equal(fitted.predict(X), estimator.predict(X))
     assert not hasattr(estimator, "_callback_fit_ctx")
@@ -629,10 +629,9 @@ _DEVICE_CONSTRAINT = (
 _NEEDS_MERGE = {
     ("read_only", "QNN"): _AS_TENSOR,
     ("read_only", "RPQNN"): _AS_TENSOR,
-    ("unpickle", "QLR"): _PREDICTION_DEVICE,
     **{
         ("torch_device", name): _DEVICE_CONSTRAINT
-        for name in ("QLR", "QNN", "RPQNN", "BackpropQ")
+        for name in ("QNN", "RPQNN", "BackpropQ")
     },
 }
 

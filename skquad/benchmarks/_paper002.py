@@ -58,7 +58,12 @@ from ..convex import (
     sample_sign_pairs,
     solve_sdp,
 )
-from ..datasets import load_uci, make_planted_quantized, nominal_columns, numeric_columns
+from ..datasets import (
+    load_uci,
+    make_planted_quantized,
+    nominal_columns,
+    numeric_columns,
+)
 from ..nn.bilinear import quantize_bilinear as _quantize_bilinear
 from ..quantized._backprop import _make_bilinear_trainer
 from ._report import _pyplot, markdown_table
