@@ -144,6 +144,10 @@ class TrainingConfig:
 
     solver: str = "adam"
     learning_rate: float = 1e-3
+    # MLPClassifier's schedule ("constant", "invscaling", "adaptive") and its
+    # power_t; plain fields here, the schedule is implemented by "training".
+    learning_rate_schedule: str = "constant"
+    power_t: float = 0.5
     batch_size: int | None = None
     tol: float = 1e-4
     n_iter_no_change: int = 10

@@ -468,7 +468,8 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         """Warn when the network is barely better than the zero network, or worse.
 
         The scale of "far" is the distance from the bound to the zero
-        network's objective (feasible, so never below the bound). The
+        network's objective (feasible, so never below the bound); no warning
+        when that distance is under 1 % of the zero network's objective. The
         sampling error of Algorithm 1 decays like ``1 / n_neurons``, so the
         width that brings the sampled network's gap to 10 % of that scale is
         about ``n_neurons * gap / (0.1 * scale)``.
@@ -479,7 +480,9 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         )
         scale = zero - self.lower_bound_
         gap = self.objective_ - self.lower_bound_
-        if scale <= 1e-12 * max(1.0, abs(zero)) or gap <= 0.5 * scale:
+        # Where the best network improves on the zero network by under 1 %
+        # (beta near the zero network's threshold) no width is worth adding.
+        if scale <= 0.01 * abs(zero) or gap <= 0.5 * scale:
             return
         sampled_gap = max(self.sampled_objective_ - self.lower_bound_, gap)
         suggested = int(np.ceil(self.n_neurons_ * sampled_gap / (0.1 * scale)))
