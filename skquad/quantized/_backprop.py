@@ -287,7 +287,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> clf = make_pipeline(
     ...     StandardScaler(),
-    ...     BackpropQuantizedClassifier(n_neurons=100, max_iter=20, random_state=0),
+    ...     BackpropQuantizedClassifier(n_neurons=100, random_state=0),
     ... )
     >>> clf = clf.fit(X, y)
     >>> clf[-1].U_.shape
