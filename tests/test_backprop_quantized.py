@@ -108,7 +108,7 @@ def test_learning_rate_names_follow_mlp(cancer):
 
 def test_dtype_follows_the_input(cancer):
     X_train, _, y_train, _ = cancer
-    common = dict(n_neurons=16, random_state=0)
+    common = {"n_neurons": 16, "random_state": 0}
     single = BackpropQuantizedClassifier(**common).fit(X_train.astype(np.float32), y_train)
     double = BackpropQuantizedClassifier(**common).fit(X_train, y_train)
     forced = BackpropQuantizedClassifier(dtype="float32", **common).fit(X_train, y_train)
@@ -155,5 +155,5 @@ def test_planted_regression_through_the_public_trainer():
     fitted = ((Z @ U.T) * (Z @ V.T)) @ output_weights
     assert loss_value(fitted, y, np.ones(200), "squared") < 0.2 * np.mean(y**2)
     assert history.loss_curve[-1] < 0.2 * history.loss_curve[0]
-    U_sign, V_sign, alpha, _ = quantize_bilinear(U, V, output_weights, neuron_class)
+    U_sign, _, alpha, _ = quantize_bilinear(U, V, output_weights, neuron_class)
     assert set(np.unique(U_sign)) <= {-1, 1} and alpha.shape == (50, 1)

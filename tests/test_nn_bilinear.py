@@ -7,9 +7,11 @@ import torch
 from skquad.convex import loss_value
 from skquad.nn.bilinear import (
     BilinearModule,
-    bilinear_curvature as _bilinear_curvature,
     bilinear_loss,
     quantize_bilinear,
+)
+from skquad.nn.bilinear import (
+    bilinear_curvature as _bilinear_curvature,
 )
 
 

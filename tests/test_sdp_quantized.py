@@ -237,7 +237,7 @@ def test_refit_lowers_the_objective_and_stays_above_the_bound(loss, n_classes):
         n_clusters_per_class=1, random_state=0,
     )
     weight = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
-    common = dict(n_neurons=60, loss=loss, beta=3e-3, solver="CLARABEL", random_state=0)
+    common = {"n_neurons": 60, "loss": loss, "beta": 3e-3, "solver": "CLARABEL", "random_state": 0}
     paper = SDPQuantizedClassifier(refit_output_layer=False, **common).fit(X, y, sample_weight=weight)
     refit = SDPQuantizedClassifier(**common).fit(X, y, sample_weight=weight)
     # Same draw, same first layer; only the second layer differs.
@@ -317,7 +317,7 @@ def test_drop_training_data(planted):
 
 
 def test_relaxed_predict_matches_the_relaxed_scores(planted_model, planted):
-    X, y = planted
+    X, _ = planted
     scores = planted_model.relaxed_decision_function(X)
     np.testing.assert_array_equal(
         planted_model.relaxed_predict(X), planted_model.classes_[(scores > 0).astype(int)]

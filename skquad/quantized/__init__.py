@@ -20,8 +20,8 @@ from ._sdp import SDPQuantizedClassifier
 from ._sdp_cv import SDPQuantizedClassifierCV
 
 __all__ = [
+    "BackpropQuantizedClassifier",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
-    "BackpropQuantizedClassifier",
     "make_bilinear_trainer",
 ]

@@ -15,7 +15,12 @@ from .._reporting import warn_user
 from .._torch_utils import make_generator, resolve_device, resolve_dtype, to_numpy
 from ..convex.formulation import LOSSES, network_objective
 from ..convex.lifting import InputLifting
-from ..nn.bilinear import BilinearModule, bilinear_curvature, bilinear_loss, quantize_bilinear
+from ..nn.bilinear import (
+    BilinearModule,
+    bilinear_curvature,
+    bilinear_loss,
+    quantize_bilinear,
+)
 from ._common import (
     _batched_network_scores,
     _check_memory,

@@ -1,6 +1,5 @@
 """Validation, preprocessing and memory rules shared by the two quantized-network estimators."""
 
-import math
 import os
 
 import numpy as np
@@ -140,7 +139,3 @@ def _check_memory(required_bytes, parameter, value, what):
         f"{what}, more than the {available / 2**30:.1f} GiB of memory available; "
         f"reduce {parameter}."
     )
-
-
-def _ceil(value):
-    return int(math.ceil(value))

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticClassifier, check_positive_int
+from .._reporting import warn_user
 from ..convex.formulation import (
     LOSSES,
     aggregate_samples,
@@ -19,11 +20,9 @@ from ..convex.formulation import (
 )
 from ..convex.lifting import (
     InputLifting,
-    bilinear_network_scores,
     collapse_replicas,
     export_quadratic_network,
 )
-from ..convex.second_layer import refit_second_layer
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
@@ -31,7 +30,7 @@ from ..convex.sampling import (
     normalized_block,
     sample_sign_pairs,
 )
-from .._reporting import warn_user
+from ..convex.second_layer import refit_second_layer
 from ._common import (
     _batched_network_scores,
     _check_activation,

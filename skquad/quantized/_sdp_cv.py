@@ -1,6 +1,7 @@
 """SDPQuantizedClassifierCV: choose the SDP's ``beta`` by cross-validation along a path."""
 
-from numbers import Integral, Real
+import warnings
+from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -14,8 +15,8 @@ from ._sdp import SDPQuantizedClassifier
 
 __all__ = ["SDPQuantizedClassifierCV"]
 
-# The parameters of the CV estimator that configure its search, not the model.
-_SEARCH_PARAMETERS = ("betas", "cv", "scoring", "refit", "n_jobs")
+# The start of SDPQuantizedClassifier's warning about a network far from its bound.
+_FAR_FROM_BOUND = "The network with n_neurons="
 
 
 def _zero_network_beta(X, y_encoded, sample_weight, n_classes, loss, fit_intercept, standardize):
@@ -60,7 +61,11 @@ def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
     scores = np.empty(len(betas))
     weight = sample_weight[train] if sample_weight is not None else None
     for index, beta in enumerate(betas):
-        estimator.set_params(beta=beta).fit(X[train], y[train], sample_weight=weight)
+        with warnings.catch_warnings():
+            # Along the path, narrow-network advice for betas that will not be
+            # chosen is noise; the refitted model still gives it.
+            warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
+            estimator.set_params(beta=beta).fit(X[train], y[train], sample_weight=weight)
         scores[index] = scorer(estimator, X[test], y[test])
     return scores
 
