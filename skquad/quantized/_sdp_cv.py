@@ -11,6 +11,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from ._common import _standardization
 from ._sdp import SDPQuantizedClassifier
 
 __all__ = ["SDPQuantizedClassifierCV"]
@@ -32,9 +33,8 @@ def _zero_network_beta(X, y_encoded, sample_weight, n_classes, loss, fit_interce
     X = np.asarray(X, dtype=np.float64)
     weight = sample_weight / sample_weight.sum()
     if standardize:
-        mean = weight @ X
-        std = np.sqrt(weight @ (X - mean) ** 2)
-        X = (X - mean) / np.where(std > 0, std, 1.0)
+        mean, scale = _standardization(X, weight)
+        X = (X - mean) / scale
     if fit_intercept:
         X = np.hstack([X, np.ones((X.shape[0], 1))])
     n_outputs = 1 if n_classes == 2 else n_classes
