@@ -95,3 +95,12 @@ def test_bad_betas(cancer):
 @parametrize_with_checks([SDPQuantizedClassifierCV(n_neurons=100, betas=3, cv=3)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_parallel_folds_give_the_same_search(cancer):
+    X_train, _, y_train, _ = cancer
+    common = {"n_neurons": 30, "betas": 3, "cv": 2, "random_state": 0}
+    serial = SDPQuantizedClassifierCV(**common).fit(X_train, y_train)
+    parallel = SDPQuantizedClassifierCV(n_jobs=2, **common).fit(X_train, y_train)
+    np.testing.assert_allclose(parallel.scores_, serial.scores_)
+    assert parallel.beta_ == serial.beta_
