@@ -43,7 +43,11 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, stratify=y, random_sta
 
 model = make_pipeline(
     StandardScaler(),
-    SDPQuantizedClassifier(n_neurons=100 if QUICK else 1000, beta=0.1, random_state=0),
+    # The paper's network: one shared second-layer weight (the default refit
+    # gives every neuron its own weight).
+    SDPQuantizedClassifier(
+        n_neurons=100 if QUICK else 1000, beta=0.1, refit_output_layer=False, random_state=0
+    ),
 )
 model.fit(X_train, y_train)
 scaler, network = model[0], model[-1]

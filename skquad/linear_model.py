@@ -453,7 +453,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             # LogisticRegression's L-BFGS settings
             lbfgs_ftol=64 * np.finfo(float).eps,
             lbfgs_maxls=50,
-            divergence_advice="a smaller C" + (", solver='lbfgs'" if stochastic else ""),
+            divergence_advice=(
+                "standardized features (e.g. StandardScaler in a Pipeline), a smaller C"
+                + (" or solver='lbfgs'" if stochastic else "")
+            ),
             convergence_advice=(
                 "Increase max_iter or learning_rate_init, or standardise the "
                 "features (e.g. StandardScaler)." if stochastic else

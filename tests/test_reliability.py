@@ -631,7 +631,7 @@ _NEEDS_MERGE = {
     ("read_only", "RPQNN"): _AS_TENSOR,
     **{
         ("torch_device", name): _DEVICE_CONSTRAINT
-        for name in ("QNN", "RPQNN", "BackpropQ")
+        for name in ("QNN", "RPQNN")
     },
 }
 

@@ -60,7 +60,9 @@ class TrainingConfig:
     ``max(best loss, loss at the start, 1)`` counts as divergence.
     ``lbfgs_ftol`` and ``lbfgs_maxls`` are passed to scipy when set.
     ``divergence_advice`` and ``convergence_advice`` are estimator-specific
-    remedies appended to the warnings, naming the estimator's own parameters.
+    remedies appended to the warnings, naming the estimator's own parameters
+    (the engine itself only suggests a smaller step for sgd and adam; input
+    scaling is the estimator's to mention, since some standardize internally).
     ``learning_rate_name`` is the estimator's name of the step size, used in
     the divergence message.
     """

@@ -25,7 +25,6 @@ def _divergence_message(config):
     remedies = []
     if config.solver != "lbfgs":
         remedies.append(f"a smaller {config.learning_rate_name} (now {config.learning_rate:g})")
-    remedies.append("standardized features (e.g. StandardScaler in a Pipeline)")
     if config.divergence_advice:
         remedies.append(config.divergence_advice)
     listed = remedies[0] if len(remedies) == 1 else ", ".join(remedies[:-1]) + " or " + remedies[-1]

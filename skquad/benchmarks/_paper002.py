@@ -65,7 +65,7 @@ from ..datasets import (
     numeric_columns,
 )
 from ..nn.bilinear import quantize_bilinear as _quantize_bilinear
-from ..quantized._backprop import _make_bilinear_trainer
+from ..quantized import make_bilinear_trainer
 from ._report import _pyplot, markdown_table
 
 __all__ = ["run", "speed"]
@@ -181,8 +181,8 @@ def _planted(*, quick, repeats, device, progress, output_dir):
             rows.append({"seed": seed, "method": "SDP lower bound", "m": m,
                          "train cost": solution.value, "test cost": test_bound})
         for m in backprop_counts:
-            trainer, neuron_class, output_weights = _make_bilinear_trainer(
-                p, 1, n_neurons=m, loss="squared", beta=PLANTED_BETA, learning_rate=0.003,
+            trainer, neuron_class, output_weights = make_bilinear_trainer(
+                p, 1, n_neurons=m, loss="squared", beta=PLANTED_BETA, learning_rate_init=0.003,
                 momentum=0.9, batch_size=None, tol=1e-6, n_iter_no_change=20, verbose=False,
                 device=device, random_state=seed, n_threads=1,
             )

@@ -7,11 +7,21 @@ samples such a network from the relaxed solution (Algorithm 1);
 with real weights trained by SGD with momentum, then quantized by signs and one
 fitted scale.
 
-One module per estimator (``_sdp``, ``_backprop``); the math lives in
-:mod:`skquad.convex` and :mod:`skquad.nn.bilinear`.
+:class:`SDPQuantizedClassifierCV` chooses the SDP's ``beta`` by
+cross-validation along a warm-started regularization path.
+
+One module per estimator (``_sdp``, ``_sdp_cv``, ``_backprop``); the math
+lives in :mod:`skquad.convex` (the second-layer refit in
+:mod:`skquad.convex.second_layer`) and :mod:`skquad.nn.bilinear`.
 """
 
-from ._backprop import BackpropQuantizedClassifier
+from ._backprop import BackpropQuantizedClassifier, make_bilinear_trainer
 from ._sdp import SDPQuantizedClassifier
+from ._sdp_cv import SDPQuantizedClassifierCV
 
-__all__ = ["SDPQuantizedClassifier", "BackpropQuantizedClassifier"]
+__all__ = [
+    "BackpropQuantizedClassifier",
+    "SDPQuantizedClassifier",
+    "SDPQuantizedClassifierCV",
+    "make_bilinear_trainer",
+]

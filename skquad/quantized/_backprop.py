@@ -7,46 +7,98 @@ import numpy as np
 import torch
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import _check_partial_fit_first_call
 
-from .._base import BaseQuadraticClassifier, labels_from_scores
+from .._base import BaseQuadraticClassifier
+from .._reporting import warn_user
+from .._torch_utils import make_generator, resolve_device, resolve_dtype, to_numpy
 from .._training import ParameterGroup, Trainer, TrainingConfig
-from .._torch_utils import make_generator, resolve_device, to_numpy
 from ..convex.formulation import LOSSES, network_objective
-from ..convex.lifting import InputLifting, bilinear_network_scores
-from ..nn.bilinear import BilinearModule, bilinear_curvature, bilinear_loss, quantize_bilinear
-from ._common import _class_targets, _neurons_per_output, _standardization
+from ..convex.lifting import InputLifting
+from ..nn.bilinear import (
+    BilinearModule,
+    bilinear_curvature,
+    bilinear_loss,
+    quantize_bilinear,
+)
+from ._common import (
+    _batched_network_scores,
+    _check_memory,
+    _class_targets,
+    _decision_values,
+    _neurons_per_output,
+    _predict_labels,
+    _standardization,
+)
 
-__all__ = ["BackpropQuantizedClassifier"]
+__all__ = ["BackpropQuantizedClassifier", "make_bilinear_trainer"]
+
+_SCHEDULES = ("constant", "invscaling", "adaptive")
 
 
-def _make_bilinear_trainer(
+def _training_memory(n_neurons, n_lifted, batch_size, itemsize):
+    """Bytes of training: parameter copies (engine buffers, optimizer, best/start) and activations."""
+    return itemsize * (12.0 * n_neurons * n_lifted + 6.0 * batch_size * n_neurons) + 16.0 * n_neurons * n_lifted
+
+
+def make_bilinear_trainer(
     n_lifted,
     n_outputs,
     *,
     n_neurons,
     loss,
     beta,
-    learning_rate,
-    momentum,
-    batch_size,
-    tol,
-    n_iter_no_change,
-    verbose,
-    device,
-    random_state,
+    learning_rate_init,
+    momentum=0.9,
+    batch_size=None,
+    tol=1e-4,
+    n_iter_no_change=10,
+    verbose=False,
+    device="auto",
+    random_state=None,
     n_threads="auto",
+    learning_rate="constant",
+    power_t=0.5,
+    max_iter_warning=True,
+    dtype=torch.float64,
     initial=None,
     curvature=1.0,
 ):
-    """The paper's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
+    """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
 
-    Shared by :class:`BackpropQuantizedClassifier` and the paper 002
-    benchmark (which also trains it on real-valued targets: with one output,
-    ``targets`` may be any floats for the squared loss).
+    The low-level form of :class:`BackpropQuantizedClassifier`, for inputs
+    that are already lifted (``z = [x, 1]`` or any other features) and for
+    targets the classifier does not take: with one output and the squared
+    loss, ``targets`` may be any real numbers (the planted regression
+    experiment of Bartan & Pilanci). Train with ``trainer.fit(Z, targets,
+    sample_weight=None, max_iter=...)`` (or ``trainer.partial_fit`` for one
+    epoch), read the real first layer from ``trainer.module.U`` and
+    ``trainer.module.V`` (torch tensors) and quantize it with
+    :func:`skquad.nn.bilinear.quantize_bilinear`.
+
+    Parameters
+    ----------
+    n_lifted : int
+        ``p``, the width of the inputs ``Z``.
+    n_outputs : int
+        1 (targets ±1 or real) or the number of classes (targets: indices).
+    n_neurons, loss, beta, learning_rate_init, momentum, batch_size, tol,
+    n_iter_no_change, verbose, device, random_state, n_threads, learning_rate, power_t :
+        As in :class:`BackpropQuantizedClassifier`; the step applied to the
+        first layer is ``learning_rate_init * m_k / curvature``.
+    max_iter_warning : bool, default=True
+        Emit a ConvergenceWarning when ``fit`` runs out of epochs.
+    dtype : torch.dtype, default=torch.float64
+        Computation dtype.
+    initial : tuple of two arrays, default=None
+        Starting ``(U, V)``; None draws ``N(0, I / p)`` rows.
+    curvature : float, default=1.0
+        Divides the step (see :func:`skquad.nn.bilinear.bilinear_curvature`).
 
     Returns
     -------
-    trainer : skquad._engine.Trainer
+    trainer : Trainer
+        skquad's training loop around a :class:`skquad.nn.bilinear.BilinearModule`.
     neuron_class : ndarray of shape (n_neurons,)
     output_weights : ndarray of shape (n_neurons, n_outputs)
     """
@@ -65,7 +117,9 @@ def _make_bilinear_trainer(
     module = BilinearModule(U, V, torch.as_tensor(output_weights))
     config = TrainingConfig(
         solver="sgd",
-        learning_rate=float(learning_rate),
+        learning_rate=float(learning_rate_init),
+        learning_rate_schedule=learning_rate,
+        power_t=float(power_t),
         momentum=float(momentum),
         nesterov=False,
         batch_size=batch_size,
@@ -73,13 +127,14 @@ def _make_bilinear_trainer(
         n_iter_no_change=int(n_iter_no_change),
         verbose=bool(verbose),
         n_threads=n_threads,
-        warn_on_max_iter=False,
+        warn_on_max_iter=bool(max_iter_warning),
+        divergence_advice=f"a larger beta (now {float(beta):g}) or a larger batch_size",
     )
     group = ParameterGroup(
         [module.U, module.V],
         name="first layer",
         # alpha_j = 1/m_k shrinks each neuron's gradient by 1/m_k: scale the
-        # step back so that a good learning_rate does not depend on m; divide
+        # step back so that a good learning_rate_init does not depend on m; divide
         # by the input curvature (_bilinear_curvature) so that it does not
         # depend on the data either.
         learning_rate_scale=float(np.mean(counts)) / float(curvature),
@@ -91,15 +146,15 @@ def _make_bilinear_trainer(
         [group],
         config,
         device=resolve_device(device),
-        dtype=torch.float32,
+        dtype=dtype,
         generator=generator,
-        target_dtype=torch.float32 if n_outputs == 1 else torch.int64,
+        target_dtype=dtype if n_outputs == 1 else torch.int64,
     )
     return trainer, neuron_class, output_weights
 
 
 class BackpropQuantizedClassifier(BaseQuadraticClassifier):
-    """Paper 002's baseline: a bilinear network trained by SGD, then sign-quantized.
+    """Bartan & Pilanci's baseline: a bilinear network trained by SGD, then sign-quantized.
 
     The network is the one of :class:`SDPQuantizedClassifier`,
     ``f(x) = sum_j alpha_j (z^T u_j)(z^T v_j)`` with ``z = [x, 1]``, but
@@ -134,11 +189,11 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     standardize : bool, default=True
         Standardize the features inside the model (as in
         :class:`SDPQuantizedClassifier`).
-    learning_rate : float, default=0.1
+    learning_rate_init : float, default=0.1
         SGD step size relative to the data's curvature, so that one default
         trains stably from 2 to 26 classes and on any standardized data. The
         step applied to the first layer is
-        ``learning_rate * m_k / input_curvature_``: the factor ``m_k`` undoes
+        ``learning_rate_init * m_k / input_curvature_``: the factor ``m_k`` undoes
         the ``1 / m_k`` that the fixed ``alpha_j`` puts on each neuron's
         gradient (mean-field scaling, so that a good value does not depend on
         ``n_neurons``), and ``input_curvature_`` is the largest curvature of
@@ -147,6 +202,13 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         single-sample term ``max_i ||z_i||^4 / (p * batch_size)``. A quadratic
         network's curvature grows with ``||z||^4``, so rare large inputs
         (sparse pixels, skewed features) would make any fixed step diverge.
+    learning_rate : {"constant", "invscaling", "adaptive"}, default="constant"
+        Step-size schedule, as in :class:`~sklearn.neural_network.MLPClassifier`.
+        A float is still accepted as the step size, with a FutureWarning:
+        that is ``learning_rate_init`` (renamed in 0.2; the float form is
+        removed in 0.4).
+    power_t : float, default=0.5
+        Exponent of the "invscaling" schedule, as in MLPClassifier.
     momentum : float, default=0.9
     batch_size : int, default=None
         None means ``min(200, n_samples)``.
@@ -160,6 +222,9 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where torch trains ("auto": CUDA when available). Weights are stored as
         numpy arrays.
+    dtype : {"float32", "float64"} or None, default=None
+        Training precision. None follows the input, as MLPClassifier does:
+        float32 ``X`` trains in float32, anything else in float64.
     n_threads : "auto" or int, default="auto"
         CPU threads for training: "auto" uses one thread for small steps and
         torch's thread count for large ones; pass 1 on a machine busy with
@@ -194,6 +259,8 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         with :attr:`SDPQuantizedClassifier.lower_bound_`).
     loss_curve_ : list of float
         Training loss per epoch (real network, with its penalty).
+    loss_ : float
+        The last entry of ``loss_curve_``.
     n_iter_ : int
     n_lifted_features_ : int
     training_time_ : float
@@ -202,6 +269,16 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     See Also
     --------
     SDPQuantizedClassifier : convex training of the same binary network.
+
+    Notes
+    -----
+    Memory: training holds about 12 copies of the first layer
+    (``2 * n_neurons * p`` numbers: the engine's buffers, the momentum, the
+    best and starting points) plus ``6 * batch_size * n_neurons`` activations;
+    ``fit`` estimates this up front and raises a ``MemoryError`` naming
+    ``n_neurons`` when it exceeds the available memory. Scoring (the
+    training objective and every prediction) runs in row batches whose
+    intermediate arrays take at most about 64 MiB.
 
     Examples
     --------
@@ -212,7 +289,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> clf = make_pipeline(
     ...     StandardScaler(),
-    ...     BackpropQuantizedClassifier(n_neurons=100, max_iter=20, random_state=0),
+    ...     BackpropQuantizedClassifier(n_neurons=100, random_state=0),
     ... )
     >>> clf = clf.fit(X, y)
     >>> clf[-1].U_.shape
@@ -227,14 +304,17 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         "beta": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "standardize": ["boolean"],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [StrOptions(set(_SCHEDULES)), Interval(Real, 0, None, closed="neither")],
+        "power_t": [Interval(Real, 0, None, closed="left")],
         "momentum": [Interval(Real, 0, 1, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
-        "device": [StrOptions({"auto", "cpu", "cuda"}), str],
+        "device": [str, torch.device],
+        "dtype": [StrOptions({"float32", "float64"}), None],
         "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
@@ -248,7 +328,9 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         beta=1e-4,
         fit_intercept=True,
         standardize=True,
-        learning_rate=0.1,
+        learning_rate_init=0.1,
+        learning_rate="constant",
+        power_t=0.5,
         momentum=0.9,
         batch_size=None,
         max_iter=200,
@@ -256,6 +338,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         n_iter_no_change=10,
         class_weight=None,
         device="auto",
+        dtype=None,
         n_threads="auto",
         verbose=False,
         random_state=None,
@@ -265,7 +348,9 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.beta = beta
         self.fit_intercept = fit_intercept
         self.standardize = standardize
+        self.learning_rate_init = learning_rate_init
         self.learning_rate = learning_rate
+        self.power_t = power_t
         self.momentum = momentum
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -273,6 +358,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.n_iter_no_change = n_iter_no_change
         self.class_weight = class_weight
         self.device = device
+        self.dtype = dtype
         self.n_threads = n_threads
         self.verbose = verbose
         self.random_state = random_state
@@ -284,28 +370,56 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
             scale=self.feature_scale_,
         )
 
+    def _step_and_schedule(self):
+        """``(learning_rate_init, schedule)``, accepting the deprecated float ``learning_rate``."""
+        if isinstance(self.learning_rate, str):
+            return float(self.learning_rate_init), self.learning_rate
+        warn_user(
+            f"Passing a float as learning_rate (here {self.learning_rate!r}) is "
+            "deprecated since 0.2 and will stop working in 0.4: the step size is "
+            "now learning_rate_init, and learning_rate is the schedule "
+            "('constant', 'invscaling', 'adaptive') as in MLPClassifier. Using "
+            "it as learning_rate_init with the 'constant' schedule.",
+            FutureWarning,
+        )
+        return float(self.learning_rate), "constant"
+
+    def _torch_dtype(self, X):
+        if self.dtype is not None:
+            return resolve_dtype(self.dtype)
+        return torch.float32 if X.dtype == np.float32 else torch.float64
+
     def _make_trainer(self, X, sample_weight, resume=False):
         """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
 
         Resuming serves ``partial_fit`` after unpickling (the trainer is not
         pickled); the optimizer's momentum starts again from zero.
         """
+        step, schedule = self._step_and_schedule()
+        dtype = self._torch_dtype(X)
         if not resume:
             self.feature_mean_, self.feature_scale_ = (
                 _standardization(X, sample_weight) if self.standardize else (None, None)
             )
         p = self._lifting().n_lifted(X.shape[1])
+        batch = min(self.batch_size or 200, X.shape[0])
+        _check_memory(
+            _training_memory(self.n_neurons, p, batch, dtype.itemsize),
+            "n_neurons", self.n_neurons, "training the network",
+        )
         if not resume:
             self.input_curvature_ = bilinear_curvature(
                 self._lifting().features(X), sample_weight, self.batch_size
             )
-        trainer, neuron_class, output_weights = _make_bilinear_trainer(
+        trainer, neuron_class, output_weights = make_bilinear_trainer(
             p,
             self._n_scores,
             n_neurons=self.n_neurons,
             loss=self.loss,
             beta=self.beta,
-            learning_rate=self.learning_rate,
+            learning_rate_init=step,
+            learning_rate=schedule,
+            power_t=self.power_t,
             momentum=self.momentum,
             batch_size=self.batch_size,
             tol=self.tol,
@@ -314,6 +428,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
             device=self.device,
             random_state=self.random_state,
             n_threads=self.n_threads,
+            dtype=dtype,
             initial=(self.U_float_, self.V_float_) if resume else None,
             curvature=self.input_curvature_,
         )
@@ -330,6 +445,8 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
 
     def _train(self, X, y_encoded, sample_weight, *, epochs=None):
         Z = self._lifting().features(X)
+        if self._trainer.dtype == torch.float32:
+            Z = Z.astype(np.float32)
         targets = _class_targets(y_encoded, self._n_scores)
         started = time.perf_counter()
         if epochs is None:
@@ -340,6 +457,8 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         previous_curve, previous_iterations = self._history_offset
         self.loss_curve_ = previous_curve + list(history.loss_curve)
         self.n_iter_ = previous_iterations + history.n_iter
+        if self.loss_curve_:
+            self.loss_ = float(self.loss_curve_[-1])
         self._quantize(X, targets, sample_weight)
         return self
 
@@ -350,7 +469,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.U_, self.V_, self.alpha_, self.scale_ = quantize_bilinear(
             self.U_float_, self.V_float_, self.float_alpha_, self.neuron_class_
         )
-        scores = bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
         self.objective_ = network_objective(
             scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
         )
@@ -382,16 +501,15 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         classes : array-like of shape (n_classes,), default=None
-            All classes; required on the first call.
+            All classes; required on the first call, and when given later it
+            must be the same (as in scikit-learn).
         sample_weight : array-like of shape (n_samples,), default=None
 
         Returns
         -------
         self : BackpropQuantizedClassifier
         """
-        first_call = not hasattr(self, "U_float_")
-        if first_call and classes is None:
-            raise ValueError("classes must be passed on the first call to partial_fit.")
+        first_call = _check_partial_fit_first_call(self, classes)
         X, y_encoded, sample_weight = self._validate_training_data(
             X, y, sample_weight, reset=first_call, classes=classes if first_call else None
         )
@@ -400,7 +518,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         return self._train(X, y_encoded, sample_weight, epochs=1)
 
     def _raw_scores(self, X):
-        return bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
 
     def float_decision_function(self, X):
         """Scores of the trained real-weight (unquantized) network.
@@ -414,10 +532,11 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         X = self._validate_predict_data(X)
-        scores = bilinear_network_scores(
-            self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
+        return _decision_values(
+            _batched_network_scores(
+                self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
+            )
         )
-        return scores.ravel() if scores.shape[1] == 1 else scores
 
     def float_predict(self, X):
         """Class labels predicted by the real-weight network.
@@ -430,7 +549,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return labels_from_scores(self.classes_, self.float_decision_function(X))
+        return _predict_labels(self, self.float_decision_function, X)
 
     def __getstate__(self):
         # The torch trainer is a training-time object; the model is in numpy.

@@ -9,11 +9,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import BaseQuadraticClassifier, check_positive_int, labels_from_scores
-from ..convex.formulation import LOSSES, aggregate_samples, network_objective, solve_sdp
+from .._base import BaseQuadraticClassifier, check_positive_int
+from .._reporting import warn_user
+from ..convex.formulation import (
+    LOSSES,
+    aggregate_samples,
+    loss_value,
+    network_objective,
+    solve_sdp,
+)
 from ..convex.lifting import (
     InputLifting,
-    bilinear_network_scores,
     collapse_replicas,
     export_quadratic_network,
 )
@@ -24,11 +30,16 @@ from ..convex.sampling import (
     normalized_block,
     sample_sign_pairs,
 )
+from ..convex.second_layer import refit_second_layer
 from ._common import (
+    _batched_network_scores,
     _check_activation,
+    _check_memory,
     _check_solver,
     _class_targets,
+    _decision_values,
     _neurons_per_output,
+    _predict_labels,
     _standardization,
 )
 
@@ -38,7 +49,7 @@ __all__ = ["SDPQuantizedClassifier"]
 class SDPQuantizedClassifier(BaseQuadraticClassifier):
     """Binary-weight bilinear network trained by convex SDP relaxation and sampling.
 
-    The model is the two-layer network of paper 002 with first-layer weights
+    The model is the two-layer network of Bartan & Pilanci with first-layer weights
     in {-1, +1} and a bilinear activation::
 
         f(x) = sum_j alpha_j (z^T u_j) (z^T v_j),   z = [x, 1],  u_j, v_j in {-1, +1}^p
@@ -49,9 +60,14 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     ``lower_bound_`` is a lower bound on the objective of *every* network of
     this form, then draws ``n_neurons`` sign vectors from a Gaussian whose
     covariance is shaped from the relaxed solution (the paper's Algorithm 1):
-    as ``n_neurons`` grows the sampled network's objective ``objective_``
-    approaches the bound. The second layer is one shared weight per class, so
-    the network is stored in ``2 * n_neurons * p`` bits plus one float per class.
+    as ``n_neurons`` grows the sampled network's objective approaches the
+    bound. Algorithm 1 gives every neuron of a class one shared second-layer
+    weight; with ``refit_output_layer=True`` (the default, beyond the paper)
+    the second layer is then refitted as the convex problem it is once the
+    binary first layer is fixed (:mod:`skquad.convex.second_layer`), which can
+    only lower the objective ``objective_`` and keeps ``lower_bound_`` valid.
+    A network far above the bound gets a warning that says how many neurons
+    would help.
 
     Parameters
     ----------
@@ -83,19 +99,19 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         Standardize the features inside the model, ``(x - feature_mean_) /
         feature_scale_`` with (sample-weighted) training statistics, before the
         intercept column is appended. The sampled network's error grows with
-        ``||x||^2`` (paper 002, Theorem 3), so unscaled inputs would need far
+        ``||x||^2`` (Bartan & Pilanci, Theorem 3), so unscaled inputs would need far
         more neurons. The binary weights act on the standardized features.
     weight_levels : int, default=1
         ``M``: first-layer weights take the ``M + 1`` values
         ``{-M, -M+2, ..., M}`` (1 = binary). Implemented by replicating every
-        input ``M`` times (paper 002, section 2.2): ``U_`` and ``V_`` stay
+        input ``M`` times (Bartan & Pilanci, section 2.2): ``U_`` and ``V_`` stay
         binary on the replicated input; :meth:`integer_weights` gives the
         multi-level weights on the original features. The SDP grows with
         ``(M * n_features)^2``.
     activation : "bilinear" or tuple of 3 floats, default="bilinear"
         ``"bilinear"``: neurons ``(z^T u)(z^T v)``. A tuple ``(a, b, c)``:
         the degree-2 polynomial activation ``sigma(t) = a t^2 + b t + c``
-        through the lifting of paper 002, sections 2.3-2.4 (one extra binary
+        through the lifting of Bartan & Pilanci, sections 2.3-2.4 (one extra binary
         coordinate per weight vector; a neuron with ``u = v`` computes
         ``sigma(z^T u)`` exactly).
     solver : str, default=None
@@ -108,9 +124,17 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         Keyword arguments of ``cvxpy.Problem.solve``, e.g.
         ``{"max_iters": 20000, "eps_abs": 1e-6}`` for SCS.
     covariance : {"krivine", "sdp"}, default="krivine"
-        How the covariance step (paper 002, eq. 27) is done: "krivine" uses
+        How the covariance step (Bartan & Pilanci, eq. 27) is done: "krivine" uses
         its exact closed-form solution (two elementwise functions), "sdp"
         solves eq. 27 as the paper does, as a second small convex problem.
+    refit_output_layer : bool, default=True
+        After sampling the first layer, refit the second layer ``alpha`` (one
+        weight per neuron and class) by minimising the network's own
+        objective ``loss + beta * p * sum_j ||alpha_j||_1`` from Algorithm 1's
+        shared weights (a convex, L1-penalised linear model on the neurons'
+        outputs; see :mod:`skquad.convex.second_layer`). The objective never
+        goes up and the network needs far fewer neurons for the same
+        accuracy. False keeps the paper's shared weights.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the loss, as in scikit-learn.
     warm_start : bool, default=False
@@ -134,12 +158,14 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         The first-layer weights ``u_j`` and ``v_j`` in {-1, +1}, acting on the
         lifted input (intercept column, replicas, polynomial coordinate).
     alpha_ : ndarray of shape (n_neurons_, n_scores)
-        Second-layer weights: neuron ``j`` of class ``k`` has
-        ``alpha_[j, k] = rho_[k] * pi / (gamma * m_k)`` (``gamma = ln(1+sqrt 2)``,
-        ``m_k`` neurons for class ``k``) and zeros elsewhere.
+        Second-layer weights. Without the refit (Algorithm 1), neuron ``j``
+        sampled for class ``k`` has ``alpha_[j, k] = rho_[k] * pi / (gamma * m_k)``
+        (``gamma = ln(1+sqrt 2)``, ``m_k`` neurons for class ``k``) and zeros
+        elsewhere; with ``refit_output_layer=True`` any neuron may feed any
+        class, and many weights are exactly 0 (L1 penalty).
         ``n_scores`` is 1 for binary problems, else ``n_classes``.
     neuron_class_ : ndarray of shape (n_neurons_,)
-        Index of the score each neuron feeds.
+        Index of the score each neuron was sampled for.
     n_neurons_ : int
         Neurons of the current network (set by ``fit`` and :meth:`resample`).
     lower_bound_ : float
@@ -147,11 +173,15 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         of any width, has a training objective below it (up to the solver's
         accuracy; use solver="CLARABEL" for a tight certificate).
     objective_ : float
-        Training objective of the sampled network, same loss and penalty:
-        ``loss + beta * p * sum_j ||alpha_j||_1``.
+        Training objective of the network, same loss and penalty:
+        ``loss + beta * p * sum_j ||alpha_j||_1`` (after the refit when
+        ``refit_output_layer=True``).
+    sampled_objective_ : float
+        The objective of the network as Algorithm 1 samples it (shared
+        second-layer weights), before any refit.
     relaxed_objective_gap_ : float
         ``objective_ - lower_bound_`` (at least 0 up to solver accuracy):
-        how far the sampled network can be from the best binary network.
+        how far the network can be from the best binary network.
     Q_ : ndarray of shape (n_scores, 2 p, 2 p)
         Relaxed solution: the PSD matrices ``[[V, Z], [Z^T, W]]``.
     Z_ : ndarray of shape (n_scores, p, p)
@@ -185,6 +215,19 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     The SDP has ``n_classes`` PSD blocks of size ``2 p``; standard solvers
     handle ``p`` up to a few hundred. Memory and time grow fast with
     ``weight_levels`` and the number of features.
+
+    Memory of the network: sampling takes about ``16 * n_neurons * p`` bytes
+    (the Gaussian draws) and the refit ``8 * n_neurons * n_unique`` (the
+    neurons' outputs on the ``n_unique`` distinct training rows); ``fit``
+    estimates this before the solve and raises a ``MemoryError`` naming
+    ``n_neurons`` when it exceeds the available memory. Predictions are
+    computed in row batches whose intermediate arrays take at most about
+    64 MiB, whatever the number of rows.
+
+    The fitted model keeps the (deduplicated, weighted) training data so
+    that :meth:`resample` can score and refit a new draw; it is part of a
+    pickle. :meth:`drop_training_data` removes it (then :meth:`resample`
+    needs a new ``fit``; predicting is unaffected).
 
     References
     ----------
@@ -224,6 +267,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         "solver": [str, None],
         "solver_options": [dict, None],
         "covariance": [StrOptions({"krivine", "sdp"})],
+        "refit_output_layer": ["boolean"],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
@@ -242,6 +286,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         solver=None,
         solver_options=None,
         covariance="krivine",
+        refit_output_layer=True,
         class_weight=None,
         warm_start=False,
         random_state=None,
@@ -256,6 +301,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         self.solver = solver
         self.solver_options = solver_options
         self.covariance = covariance
+        self.refit_output_layer = refit_output_layer
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
@@ -320,6 +366,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
 
         # The SDP sees only the weighted empirical distribution: merge duplicates.
         X_train, y_train, weight = aggregate_samples(X, y_encoded, sample_weight)
+        self._check_network_memory(self.n_neurons, X_train.shape[0], lifting.n_lifted(X.shape[1]))
         self.feature_mean_, self.feature_scale_ = (
             _standardization(X_train, weight) if self.standardize else (None, None)
         )
@@ -365,8 +412,22 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             Q_normalized[:p, p:], solver=self.solver_, solver_options=self.solver_options
         )
 
+    def _penalty_beta(self):
+        """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
+        return float(self.beta)
+
+    def _check_network_memory(self, n_neurons, n_unique, n_lifted):
+        """Refuse, before the solve, a width whose sampling and refit cannot fit in memory."""
+        # Gaussian draws (float64, 2p per neuron), the int8 signs, the second
+        # layer; the refit adds the neurons' outputs on the training rows.
+        required = 16.0 * n_neurons * n_lifted + 4.0 * n_neurons * n_lifted
+        required += 8.0 * n_neurons * self.classes_.shape[0]
+        if self.refit_output_layer:
+            required += 8.0 * n_neurons * n_unique
+        _check_memory(required, "n_neurons", n_neurons, "sampling and refitting the network")
+
     def _sample(self, n_neurons, random_state):
-        """Algorithm 1, step 3: signs from the covariances, one scale per class."""
+        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit."""
         rng = check_random_state(random_state)
         n_outputs = self.rho_.shape[0]
         counts = _neurons_per_output(n_neurons, n_outputs)
@@ -378,19 +439,65 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             U_blocks.append(U)
             V_blocks.append(V)
             alpha[neuron_class == k, k] = neuron_scale(self.rho_[k], count)
-        self.U_ = np.vstack(U_blocks)
-        self.V_ = np.vstack(V_blocks)
-        self.alpha_ = alpha
-        self.neuron_class_ = neuron_class
-        self.n_neurons_ = int(n_neurons)
+        U, V = np.vstack(U_blocks), np.vstack(V_blocks)
 
         X_train, targets, weight = self._training_data
-        scores = bilinear_network_scores(self._lifting(), X_train, self.U_, self.V_, alpha)
-        self.objective_ = network_objective(
-            scores, targets, weight, self.loss, alpha, float(self.beta), self.n_lifted_features_
-        )
+        lifting = self._lifting()
+        beta, p = self._penalty_beta(), self.n_lifted_features_
+        if self.refit_output_layer:
+            outputs = lifting.bilinear(X_train, U, V)
+            scores = outputs @ alpha
+        else:
+            scores = _batched_network_scores(lifting, X_train, U, V, alpha)
+        sampled_objective = network_objective(scores, targets, weight, self.loss, alpha, beta, p)
+        objective = sampled_objective
+        if self.refit_output_layer:
+            refit = refit_second_layer(
+                outputs, targets, weight, loss=self.loss, beta=beta, n_lifted=p, alpha=alpha
+            )
+            alpha, objective = refit.alpha, refit.objective
+
+        self.U_, self.V_, self.alpha_ = U, V, alpha
+        self.neuron_class_ = neuron_class
+        self.n_neurons_ = int(n_neurons)
+        self.sampled_objective_ = sampled_objective
+        self.objective_ = objective
         self.relaxed_objective_gap_ = self.objective_ - self.lower_bound_
+        self._warn_if_far_from_bound(targets, weight)
         return self
+
+    def _warn_if_far_from_bound(self, targets, weight):
+        """Warn when the network is barely better than the zero network, or worse.
+
+        The scale of "far" is the distance from the bound to the zero
+        network's objective (feasible, so never below the bound); no warning
+        when that distance is under 1 % of the zero network's objective. The
+        sampling error of Algorithm 1 decays like ``1 / n_neurons``, so the
+        width that brings the sampled network's gap to 10 % of that scale is
+        about ``n_neurons * gap / (0.1 * scale)``.
+        """
+        zero = loss_value(
+            np.zeros((len(targets), self.rho_.shape[0])), targets, weight, self.loss,
+            self.rho_.shape[0],
+        )
+        scale = zero - self.lower_bound_
+        gap = self.objective_ - self.lower_bound_
+        # Where the best network improves on the zero network by under 1 %
+        # (beta near the zero network's threshold) no width is worth adding.
+        if scale <= 0.01 * abs(zero) or gap <= 0.5 * scale:
+            return
+        sampled_gap = max(self.sampled_objective_ - self.lower_bound_, gap)
+        suggested = int(np.ceil(self.n_neurons_ * sampled_gap / (0.1 * scale)))
+        warn_user(
+            f"The network with n_neurons={self.n_neurons_} is far from the SDP's "
+            f"lower bound: its training objective {self.objective_:.4g} is more "
+            f"than half-way from the bound {self.lower_bound_:.4g} to the zero "
+            f"network's {zero:.4g}. The sampling error decays like 1/n_neurons; "
+            f"about {suggested} neurons would bring it within 10 % of that "
+            "distance (resample(n_neurons) draws a wider network without a new "
+            "solve).",
+            UserWarning,
+        )
 
     def resample(self, n_neurons=None, random_state=None):
         """Draw a new network from the stored SDP solution (no new solve).
@@ -407,21 +514,45 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         Returns
         -------
         self : SDPQuantizedClassifier
-            With new ``U_``, ``V_``, ``alpha_``, ``objective_``.
+            With new ``U_``, ``V_``, ``alpha_``, ``objective_`` (the second
+            layer refitted when ``refit_output_layer=True``).
         """
         check_is_fitted(self, "covariance_")
         n_neurons = self.n_neurons_ if n_neurons is None else check_positive_int(n_neurons, "n_neurons")
+        if getattr(self, "_training_data", None) is None:
+            raise ValueError(
+                "resample needs the training data, which drop_training_data() "
+                "removed; call fit again."
+            )
+        X_train = self._training_data[0]
+        self._check_network_memory(n_neurons, X_train.shape[0], self.n_lifted_features_)
         return self._sample(n_neurons, random_state)
+
+    def drop_training_data(self):
+        """Forget the stored training data (smaller pickles); predicting is unaffected.
+
+        The fitted model keeps the deduplicated, weighted training rows so
+        that :meth:`resample` can score and refit a new draw. After this call
+        :meth:`resample` raises, and ``warm_start`` still recognises the same
+        data (it stores only a fingerprint).
+
+        Returns
+        -------
+        self : SDPQuantizedClassifier
+        """
+        check_is_fitted(self, "covariance_")
+        self._training_data = None
+        return self
 
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
-        return bilinear_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
 
     def relaxed_decision_function(self, X):
         """Scores of the relaxed (unquantized) SDP model, ``2 <L(x), Z_k>``.
 
-        The sampled network's scores equal these in expectation over the sign
-        draws; with many neurons they agree closely.
+        Algorithm 1's network (shared second-layer weights) equals these in
+        expectation over the sign draws; with many neurons they agree closely.
 
         Parameters
         ----------
@@ -433,8 +564,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         """
         X = self._validate_predict_data(X)
         lifting = self._lifting()
-        scores = np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
-        return scores.ravel() if scores.shape[1] == 1 else scores
+        return _decision_values(np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_]))
 
     def relaxed_predict(self, X):
         """Class labels predicted by the relaxed SDP model.
@@ -447,7 +577,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return labels_from_scores(self.classes_, self.relaxed_decision_function(X))
+        return _predict_labels(self, self.relaxed_decision_function, X)
 
     def integer_weights(self):
         """The first layer as multi-level integer weights on the original features.

@@ -1,19 +1,18 @@
-"""SDPQuantizedClassifier and BackpropQuantizedClassifier."""
+"""SDPQuantizedClassifier (skquad/quantized/_sdp.py): sampling, refit, warnings, predict paths."""
 
 import pickle
 import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.datasets import load_iris, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
 import skquad.quantized._sdp as quantized_module
-from skquad import BackpropQuantizedClassifier, SDPQuantizedClassifier
-from skquad.convex import SolverFailedError, loss_value
+from skquad import SDPQuantizedClassifier
+from skquad.convex import loss_value
 from skquad.datasets import make_planted_quantized
-from skquad.nn.bilinear import bilinear_curvature as _bilinear_curvature
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +24,10 @@ def planted():
 @pytest.fixture(scope="module")
 def planted_model(planted):
     X, y = planted
+    # Algorithm 1's network as the paper defines it (shared second-layer weights).
     return SDPQuantizedClassifier(
-        n_neurons=10, loss="hinge", beta=1e-3, solver="CLARABEL", random_state=0
+        n_neurons=10, loss="hinge", beta=1e-3, solver="CLARABEL", refit_output_layer=False,
+        random_state=0,
     ).fit(X, y)
 
 
@@ -218,96 +219,106 @@ def test_bad_input(planted):
 
 
 def test_solver_failure_through_the_estimator(planted):
+    # SCS stopped after 2 iterations returns "optimal_inaccurate": a
+    # ConvergenceWarning that names the remedy, never a silent result.
     X, y = planted
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            SDPQuantizedClassifier(loss="logistic", solver="SCS", solver_options={"max_iters": 2}).fit(X, y)
-        except SolverFailedError as exc:
-            assert "CLARABEL" in str(exc)
-            return
-    assert any(
-        issubclass(w.category, ConvergenceWarning) and "CLARABEL" in str(w.message) for w in caught
+    with pytest.warns(ConvergenceWarning, match="CLARABEL"):
+        SDPQuantizedClassifier(
+            loss="logistic", solver="SCS", solver_options={"max_iters": 2}
+        ).fit(X, y)
+
+
+# ------------------------------------------------------- second-layer refit
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_refit_lowers_the_objective_and_stays_above_the_bound(loss, n_classes):
+    X, y = make_classification(
+        n_samples=90, n_features=4, n_informative=3, n_redundant=0, n_classes=n_classes,
+        n_clusters_per_class=1, random_state=0,
     )
+    weight = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
+    common = {"n_neurons": 60, "loss": loss, "beta": 3e-3, "solver": "CLARABEL", "random_state": 0}
+    paper = SDPQuantizedClassifier(refit_output_layer=False, **common).fit(X, y, sample_weight=weight)
+    refit = SDPQuantizedClassifier(**common).fit(X, y, sample_weight=weight)
+    # Same draw, same first layer; only the second layer differs.
+    np.testing.assert_array_equal(paper.U_, refit.U_)
+    assert refit.sampled_objective_ == pytest.approx(paper.objective_, rel=1e-12)
+    assert refit.objective_ <= paper.objective_ + 1e-12
+    assert refit.objective_ >= refit.lower_bound_ - 1e-6
+    # objective_ is the refitted network's own objective, recomputed here.
+    targets = 2.0 * y - 1 if n_classes == 2 else y
+    scores = refit.decision_function(X).reshape(len(y), -1)
+    expected = loss_value(scores, targets, weight, loss, n_outputs=scores.shape[1])
+    expected += 3e-3 * refit.n_lifted_features_ * np.abs(refit.alpha_).sum()
+    np.testing.assert_allclose(refit.objective_, expected, rtol=1e-9)
+    # Resampling refits too, and never ends above the paper's network.
+    for seed in range(3):
+        refit.resample(30, random_state=seed)
+        assert refit.objective_ <= refit.sampled_objective_ + 1e-12
 
 
-# ------------------------------------------------------------------ backprop
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-
-
-def test_backprop_quantization_uses_the_least_squares_scale(cancer):
-    X_train, X_test, y_train, y_test = cancer
-    model = BackpropQuantizedClassifier(n_neurons=64, max_iter=30, random_state=0).fit(X_train, y_train)
-    signs = model.U_.T.astype(float) @ model.V_
-    real = model.U_float_.T @ model.V_float_ / 64
-    best = np.linalg.lstsq(signs.reshape(-1, 1), real.ravel(), rcond=None)[0][0]
-    np.testing.assert_allclose(model.scale_[0], best, rtol=1e-8)
-    np.testing.assert_allclose(model.alpha_, best)
-    np.testing.assert_array_equal(model.U_, np.where(model.U_float_ >= 0, 1, -1))
-    assert model.score(X_test, y_test) > 0.75  # majority class: 0.63
-    assert np.mean(model.float_predict(X_test) == y_test) > 0.9
-    targets = 2.0 * y_train - 1
-    expected = loss_value(model.decision_function(X_train), targets, np.ones(len(y_train)), "squared")
-    expected += model.beta * model.n_lifted_features_ * np.abs(model.alpha_).sum()
-    np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
-
-
-def test_backprop_training_reduces_the_loss_and_is_deterministic(cancer):
-    X_train, _, y_train, _ = cancer
-    first = BackpropQuantizedClassifier(n_neurons=32, max_iter=15, random_state=1).fit(X_train, y_train)
-    second = BackpropQuantizedClassifier(n_neurons=32, max_iter=15, random_state=1).fit(X_train, y_train)
-    assert first.loss_curve_[-1] < 0.5 * first.loss_curve_[0]
-    np.testing.assert_array_equal(first.U_float_, second.U_float_)
-    np.testing.assert_array_equal(first.decision_function(X_train), second.decision_function(X_train))
-
-
-def test_backprop_partial_fit_multiclass_and_pickle():
-    X, y = load_wine(return_X_y=True)
-    model = BackpropQuantizedClassifier(n_neurons=30, random_state=0)
-    with pytest.raises(ValueError, match="classes must be passed"):
-        model.partial_fit(X, y)
-    for _ in range(20):
-        model.partial_fit(X, y, classes=np.unique(y))
-    assert model.n_iter_ == 20 and model.alpha_.shape == (30, 3)
-    assert model.score(X, y) > 0.8
-    restored = pickle.loads(pickle.dumps(model))
-    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
-    restored.partial_fit(X, y)
-    assert restored.n_iter_ == 21
-
-
-def test_backprop_bad_device():
-    X, y = load_wine(return_X_y=True)
-    with pytest.raises(ValueError, match="device"):
-        BackpropQuantizedClassifier(device="tpu").fit(X, y)
-
-
-def test_backprop_curvature_matches_the_dense_kernel_eigenvalue():
-    rng = np.random.default_rng(0)
-    Z = np.hstack([rng.standard_normal((60, 5)) * [1, 1, 2, 3, 0.5], np.ones((60, 1))])
-    weight = rng.uniform(0.5, 2.0, 60)
-    normalized = weight / weight.sum()
-    kernel = (Z @ Z.T) ** 2 / Z.shape[1]
-    dense = np.linalg.eigvalsh(np.sqrt(normalized)[:, None] * kernel * np.sqrt(normalized)[None, :])[-1]
-    # A batch holding everything: the full-data eigenvalue dominates.
-    np.testing.assert_allclose(_bilinear_curvature(Z, weight, 60, n_power_iterations=200), dense, rtol=1e-6)
-    # One huge sample in a batch of 1: its ||z||^4 / p term dominates.
-    Z[0] *= 30
-    assert _bilinear_curvature(Z, weight, 1) == pytest.approx(np.sum(Z[0] ** 2) ** 2 / Z.shape[1])
-
-
-def test_backprop_defaults_train_ten_classes_without_diverging():
-    # With a fixed step the default diverged on load_digits (rare pixels give
-    # ||z||^2 ~ 40 p, and the bilinear network's curvature grows like ||z||^4).
-    X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+def test_iris_narrow_network_is_fixed_by_the_refit_or_warns():
+    # Issue 9: resample(150) on iris gave 39 % training accuracy, silently.
+    X, y = load_iris(return_X_y=True)
+    paper = SDPQuantizedClassifier(refit_output_layer=False, random_state=0).fit(X, y)
+    with pytest.warns(UserWarning, match=r"about \d+ neurons would bring it"):
+        paper.resample(150, random_state=0)
+    assert paper.score(X, y) < 0.5  # the paper's shared weights at m = 150
+    model = SDPQuantizedClassifier(random_state=0).fit(X, y)
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*diverged")
-        model = BackpropQuantizedClassifier(n_neurons=300, max_iter=60, n_threads=1, random_state=0)
-        model.fit(X_train, y_train)
-    assert model.loss_curve_[-1] < 0.5 * model.loss_curve_[0]
-    assert np.mean(model.float_predict(X_test) == y_test) > 0.88  # chance: 0.1
-    assert model.score(X_test, y_test) > 0.75
+        warnings.simplefilter("error", UserWarning)
+        model.resample(150, random_state=0)
+    assert model.score(X, y) > 0.95  # majority class: 0.33
+    assert model.objective_ < 1.05 * model.lower_bound_
+
+
+def test_standardize_threshold_is_relative_to_the_feature_scale():
+    X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    reference = SDPQuantizedClassifier(n_neurons=200, random_state=0).fit(X, y)
+    tiny = SDPQuantizedClassifier(n_neurons=200, random_state=0).fit(X * 1e-13, y)
+    assert tiny.score(X * 1e-13, y) == pytest.approx(reference.score(X, y))
+    assert reference.score(X, y) > 0.9  # majority class: 0.5
+    # A truly constant column still gets scale 1.
+    X_constant = np.column_stack([X, np.full(len(y), 3.0)])
+    model = SDPQuantizedClassifier(n_neurons=50, random_state=0).fit(X_constant, y)
+    assert model.feature_scale_[-1] == 1.0
+
+
+def test_predict_is_batched_and_equals_the_unbatched_scores(monkeypatch, planted_model, planted):
+    import skquad.quantized._common as common
+
+    X, _ = planted
+    model = planted_model.resample(100, random_state=0)
+    full = model.decision_function(X)
+    # Batches of 2 rows: same scores.
+    monkeypatch.setattr(common, "PREDICT_BATCH_BYTES", 2 * 3 * 8 * 100)
+    np.testing.assert_allclose(model.decision_function(X), full, rtol=1e-12, atol=1e-12)
+
+
+def test_huge_width_is_refused_before_the_solve(planted, monkeypatch):
+    X, y = planted
+    calls = []
+    monkeypatch.setattr(quantized_module, "solve_sdp", lambda *a, **k: calls.append(1))
+    with pytest.raises(MemoryError, match="n_neurons=10000000000"):
+        SDPQuantizedClassifier(n_neurons=10**10).fit(X, y)
+    assert not calls
+
+
+def test_drop_training_data(planted):
+    X, y = planted
+    model = SDPQuantizedClassifier(n_neurons=20, random_state=0).fit(X, y)
+    size = len(pickle.dumps(model))
+    before = model.predict(X)
+    model.drop_training_data()
+    assert len(pickle.dumps(model)) < size - X.nbytes // 2
+    np.testing.assert_array_equal(model.predict(X), before)
+    with pytest.raises(ValueError, match="drop_training_data"):
+        model.resample(10)
+
+
+def test_relaxed_predict_matches_the_relaxed_scores(planted_model, planted):
+    X, _ = planted
+    scores = planted_model.relaxed_decision_function(X)
+    np.testing.assert_array_equal(
+        planted_model.relaxed_predict(X), planted_model.classes_[(scores > 0).astype(int)]
+    )

@@ -1,0 +1,259 @@
+"""SDPQuantizedClassifierCV: choose the SDP's ``beta`` by cross-validation along a path."""
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import _fit_context, clone
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import _check_sample_weight
+
+from ._common import _standardization
+from ._sdp import SDPQuantizedClassifier
+
+__all__ = ["SDPQuantizedClassifierCV"]
+
+# The start of SDPQuantizedClassifier's warning about a network far from its bound.
+_FAR_FROM_BOUND = "The network with n_neurons="
+
+
+def _zero_network_beta(X, y_encoded, sample_weight, n_classes, loss, fit_intercept, standardize):
+    """The smallest ``beta`` above which the zero network is optimal, approximately.
+
+    At ``rho = 0`` the SDP's objective decreases along a direction ``Z_s``
+    (unit-diagonal block) at rate ``2 <M_0, Z_s> + 2 beta p`` with
+    ``M_0 = sum_i w_i loss'(0; y_i) z_i z_i^T``; since ``|<M_0, Z_s>| <= p ||M_0||_2``,
+    ``beta >= ||M_0||_2`` makes the zero network optimal. Computed per class
+    (one-vs-rest derivative of each loss at 0) on the standardized lifted
+    inputs, the largest over classes.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    weight = sample_weight / sample_weight.sum()
+    if standardize:
+        mean, scale = _standardization(X, weight)
+        X = (X - mean) / scale
+    if fit_intercept:
+        X = np.hstack([X, np.ones((X.shape[0], 1))])
+    n_outputs = 1 if n_classes == 2 else n_classes
+    largest = 0.0
+    for k in range(n_outputs):
+        if n_outputs == 1:
+            sign = 2.0 * y_encoded - 1.0
+            slope = {"squared": -2.0 * sign, "logistic": -0.5 * sign, "hinge": -sign}[loss]
+        else:
+            onehot = (y_encoded == k).astype(np.float64)
+            slope = {
+                "squared": -2.0 * onehot,
+                "logistic": 1.0 / n_classes - onehot,
+                "hinge": 1.0 - 2.0 * onehot,
+            }[loss]
+        M = (X * (weight * slope)[:, None]).T @ X
+        largest = max(largest, float(np.max(np.abs(np.linalg.eigvalsh(M)))))
+    return largest
+
+
+def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
+    """Fit one fold along the path (largest beta first, warm-started) and score each beta."""
+    estimator = clone(estimator).set_params(warm_start=True)
+    scores = np.empty(len(betas))
+    weight = sample_weight[train] if sample_weight is not None else None
+    for index, beta in enumerate(betas):
+        with warnings.catch_warnings():
+            # Along the path, narrow-network advice for betas that will not be
+            # chosen is noise; the refitted model still gives it.
+            warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
+            estimator.set_params(beta=beta).fit(X[train], y[train], sample_weight=weight)
+        scores[index] = scorer(estimator, X[test], y[test])
+    return scores
+
+
+class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
+    """:class:`SDPQuantizedClassifier` with ``beta`` chosen by cross-validation.
+
+    Like :class:`~sklearn.linear_model.LogisticRegressionCV`: on every fold,
+    the SDP is solved along a regularization path of ``betas`` from the
+    largest (the zero network) to the smallest, each solve warm-started from
+    the previous one (``warm_start=True``), the sampled network of each
+    ``beta`` is scored on the held-out part, and the ``beta`` with the best
+    mean score, ``beta_``, is refitted on all the data. The fitted attributes
+    are those of that refitted :class:`SDPQuantizedClassifier`
+    (``U_``, ``alpha_``, ``lower_bound_``, ...), and so are the methods
+    (``predict``, ``resample``, ``relaxed_predict``, ``integer_weights``, ...).
+
+    Parameters
+    ----------
+    n_neurons : int, default=1000
+        As in :class:`SDPQuantizedClassifier`.
+    betas : int or array-like of float, default=10
+        The path. An int ``n`` gives ``n`` values log-spaced from
+        ``beta_max`` (above which the zero network is optimal, estimated
+        from the data) down to ``1e-4 * beta_max``; a list gives them directly.
+    cv : int, cross-validation generator or iterable, default=None
+        As in :class:`~sklearn.linear_model.LogisticRegressionCV`: None is
+        5-fold stratified.
+    scoring : str or callable, default=None
+        Scorer of the held-out folds; None is accuracy.
+    refit : bool, default=True
+        Refit with ``beta_`` on all the data. With False, the model is fitted
+        at ``beta_`` on the first fold's training part only (one smaller
+        solve); its attributes describe that part.
+    n_jobs : int, default=None
+        Folds fitted in parallel (joblib).
+    loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, covariance, refit_output_layer, class_weight, random_state :
+        As in :class:`SDPQuantizedClassifier`.
+
+    Attributes
+    ----------
+    beta_ : float
+        The chosen ``beta``.
+    betas_ : ndarray of shape (n_betas,)
+        The path, decreasing.
+    scores_ : ndarray of shape (n_folds, n_betas)
+        Held-out score of every fold and ``beta``.
+    n_features_in_, classes_, U_, V_, alpha_, lower_bound_, objective_, ... :
+        Those of the refitted :class:`SDPQuantizedClassifier` (see there).
+
+    See Also
+    --------
+    SDPQuantizedClassifier : the estimator at one ``beta``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from skquad.quantized import SDPQuantizedClassifierCV
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = SDPQuantizedClassifierCV(100, betas=4, cv=3, random_state=0).fit(X[:, :5], y)
+    >>> clf.scores_.shape
+    (3, 4)
+    >>> bool(clf.beta_ in clf.betas_)
+    True
+    """
+
+    _parameter_constraints = {
+        **{
+            name: constraint
+            for name, constraint in SDPQuantizedClassifier._parameter_constraints.items()
+            if name not in ("beta", "warm_start")
+        },
+        "betas": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [str, callable, None],
+        "refit": ["boolean"],
+        "n_jobs": [Integral, None],
+    }
+
+    def __init__(
+        self,
+        n_neurons=1000,
+        *,
+        betas=10,
+        cv=None,
+        scoring=None,
+        refit=True,
+        n_jobs=None,
+        loss="squared",
+        fit_intercept=True,
+        standardize=True,
+        weight_levels=1,
+        activation="bilinear",
+        solver=None,
+        solver_options=None,
+        covariance="krivine",
+        refit_output_layer=True,
+        class_weight=None,
+        random_state=None,
+    ):
+        self.n_neurons = n_neurons
+        self.betas = betas
+        self.cv = cv
+        self.scoring = scoring
+        self.refit = refit
+        self.n_jobs = n_jobs
+        self.loss = loss
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+        self.weight_levels = weight_levels
+        self.activation = activation
+        self.solver = solver
+        self.solver_options = solver_options
+        self.covariance = covariance
+        self.refit_output_layer = refit_output_layer
+        self.class_weight = class_weight
+        self.random_state = random_state
+
+    def _penalty_beta(self):
+        return float(self.beta_)
+
+    def _single_estimator(self):
+        """The :class:`SDPQuantizedClassifier` with this estimator's model parameters."""
+        names = SDPQuantizedClassifier._get_param_names()
+        params = {name: value for name, value in self.get_params(deep=False).items() if name in names}
+        return SDPQuantizedClassifier(**params)
+
+    def _path(self, X, y_encoded, sample_weight):
+        if not isinstance(self.betas, Integral):
+            betas = np.sort(np.asarray(self.betas, dtype=np.float64).ravel())[::-1]
+            if betas.size == 0 or not np.all(np.isfinite(betas)) or np.any(betas < 0):
+                raise ValueError(
+                    f"betas must be a positive int or a non-empty list of finite "
+                    f"non-negative floats, got {self.betas!r}."
+                )
+            return betas
+        beta_max = _zero_network_beta(
+            X, y_encoded, sample_weight, self.classes_.shape[0], self.loss,
+            self.fit_intercept, self.standardize,
+        )
+        beta_max = beta_max if beta_max > 0 else 1.0
+        return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate ``beta`` along the path, then refit at ``beta_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Used in every fold's fit (not in the scoring).
+
+        Returns
+        -------
+        self : SDPQuantizedClassifierCV
+        """
+        X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
+        y = self.classes_[y_encoded]
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        betas = self._path(X, y_encoded, weight)
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        scorer = check_scoring(self, scoring=self.scoring)
+        base = self._single_estimator()
+        scores = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_path)(base, betas, X, y, sample_weight, train, test, scorer)
+            for train, test in folds
+        )
+        scores = np.vstack(scores)
+        best = int(np.argmax(scores.mean(axis=0)))
+        model = clone(base).set_params(beta=betas[best])
+        if self.refit:
+            model.fit(X, y, sample_weight=sample_weight)
+        else:
+            train = folds[0][0]
+            model.fit(
+                X[train], y[train],
+                sample_weight=None if sample_weight is None else sample_weight[train],
+            )
+        fitted = {
+            name: value
+            for name, value in vars(model).items()
+            if name not in model.get_params(deep=False)
+        }
+        vars(self).update(fitted)
+        self.beta_ = float(betas[best])
+        self.betas_ = betas
+        self.scores_ = scores
+        return self

@@ -1,0 +1,159 @@
+"""BackpropQuantizedClassifier (skquad/quantized/_backprop.py)."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+
+from skquad import BackpropQuantizedClassifier
+from skquad.convex import InputLifting, loss_value
+from skquad.nn.bilinear import quantize_bilinear
+from skquad.quantized import make_bilinear_trainer
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+
+
+def test_backprop_quantization_uses_the_least_squares_scale(cancer):
+    X_train, X_test, y_train, y_test = cancer
+    model = BackpropQuantizedClassifier(n_neurons=64, random_state=0).fit(X_train, y_train)
+    signs = model.U_.T.astype(float) @ model.V_
+    real = model.U_float_.T @ model.V_float_ / 64
+    best = np.linalg.lstsq(signs.reshape(-1, 1), real.ravel(), rcond=None)[0][0]
+    np.testing.assert_allclose(model.scale_[0], best, rtol=1e-8)
+    np.testing.assert_allclose(model.alpha_, best)
+    np.testing.assert_array_equal(model.U_, np.where(model.U_float_ >= 0, 1, -1))
+    assert model.score(X_test, y_test) > 0.83  # majority class: 0.63
+    assert np.mean(model.float_predict(X_test) == y_test) > 0.9
+    targets = 2.0 * y_train - 1
+    expected = loss_value(model.decision_function(X_train), targets, np.ones(len(y_train)), "squared")
+    expected += model.beta * model.n_lifted_features_ * np.abs(model.alpha_).sum()
+    np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
+
+
+def test_backprop_training_reduces_the_loss_and_is_deterministic(cancer):
+    X_train, _, y_train, _ = cancer
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        first = BackpropQuantizedClassifier(n_neurons=32, max_iter=15, random_state=1).fit(X_train, y_train)
+    second = clone(first).set_params(max_iter=100).fit(X_train, y_train)
+    third = clone(first).set_params(max_iter=100).fit(X_train, y_train)
+    assert second.n_iter_ < 100  # stopped by the tolerance rule, no warning
+    assert first.loss_curve_[-1] < 0.5 * first.loss_curve_[0]
+    np.testing.assert_array_equal(second.U_float_, third.U_float_)
+    np.testing.assert_array_equal(second.decision_function(X_train), third.decision_function(X_train))
+
+
+def test_backprop_partial_fit_multiclass_and_pickle():
+    X, y = load_wine(return_X_y=True)
+    model = BackpropQuantizedClassifier(n_neurons=30, random_state=0)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        model.partial_fit(X, y)
+    for _ in range(20):
+        model.partial_fit(X, y, classes=np.unique(y))
+    # Different classes on a later call: scikit-learn's error.
+    with pytest.raises(ValueError, match="not the same as on last call"):
+        model.partial_fit(X, y, classes=[0, 1, 2, 3])
+    assert model.n_iter_ == 20 and model.alpha_.shape == (30, 3)
+    assert model.score(X, y) > 0.8
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), model.predict(X))
+    restored.partial_fit(X, y)
+    assert restored.n_iter_ == 21
+
+
+def test_backprop_bad_device():
+    X, y = load_wine(return_X_y=True)
+    with pytest.raises(ValueError, match="device"):
+        BackpropQuantizedClassifier(device="tpu").fit(X, y)
+
+
+def test_backprop_defaults_train_ten_classes_without_diverging():
+    # With a fixed step the default diverged on load_digits (rare pixels give
+    # ||z||^2 ~ 40 p, and the bilinear network's curvature grows like ||z||^4).
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    model = BackpropQuantizedClassifier(n_neurons=300, max_iter=60, n_threads=1, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X_train, y_train)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert not any("diverged" in message for message in messages)
+    assert any("Maximum iterations (60)" in message for message in messages)
+    assert model.loss_curve_[-1] < 0.5 * model.loss_curve_[0]
+    assert np.mean(model.float_predict(X_test) == y_test) > 0.88  # chance: 0.1
+    assert model.score(X_test, y_test) > 0.75
+
+
+def test_learning_rate_names_follow_mlp(cancer):
+    X_train, _, y_train, _ = cancer
+    new = BackpropQuantizedClassifier(n_neurons=16, learning_rate_init=0.1, random_state=0)
+    new.fit(X_train, y_train)
+    old = BackpropQuantizedClassifier(n_neurons=16, learning_rate=0.1, random_state=0)
+    with pytest.warns(FutureWarning, match="learning_rate_init"):
+        old.fit(X_train, y_train)
+    np.testing.assert_array_equal(old.U_float_, new.U_float_)
+    with pytest.raises(ValueError, match="learning_rate"):
+        BackpropQuantizedClassifier(learning_rate="sometimes").fit(X_train, y_train)
+    assert new.loss_ == new.loss_curve_[-1]
+
+
+def test_dtype_follows_the_input(cancer):
+    X_train, _, y_train, _ = cancer
+    common = {"n_neurons": 16, "random_state": 0}
+    single = BackpropQuantizedClassifier(**common).fit(X_train.astype(np.float32), y_train)
+    double = BackpropQuantizedClassifier(**common).fit(X_train, y_train)
+    forced = BackpropQuantizedClassifier(dtype="float32", **common).fit(X_train, y_train)
+    assert single._trainer.dtype == torch.float32 and forced._trainer.dtype == torch.float32
+    assert double._trainer.dtype == torch.float64
+    # Same training up to float32 rounding.
+    np.testing.assert_allclose(single.U_float_, double.U_float_, rtol=1e-2, atol=1e-3)
+    # float32 input and forced float32 differ only by the float32 rounding of X.
+    np.testing.assert_allclose(single.U_float_, forced.U_float_, rtol=1e-3, atol=1e-5)
+
+
+def test_divergence_advice_names_the_estimators_parameters(cancer):
+    X_train, _, y_train, _ = cancer
+    model = BackpropQuantizedClassifier(n_neurons=16, learning_rate_init=1e6, max_iter=5, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged") as record:
+        model.fit(X_train, y_train)
+    message = " ".join(str(w.message) for w in record if "diverged" in str(w.message))
+    assert "learning_rate_init" in message and "beta" in message and "batch_size" in message
+    assert np.all(np.isfinite(model.U_float_))
+
+
+def test_huge_width_is_refused_up_front():
+    X, y = load_wine(return_X_y=True)
+    with pytest.raises(MemoryError, match="n_neurons=1000000000"):
+        BackpropQuantizedClassifier(n_neurons=10**9).fit(X, y)
+
+
+def test_planted_regression_through_the_public_trainer():
+    # The Bartan & Pilanci planted experiment trains the baseline on real
+    # targets: the public make_bilinear_trainer does it, without the classifier.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 6))
+    truth_u, truth_v = np.sign(rng.standard_normal((2, 3, 6)))
+    y = ((X @ truth_u.T) * (X @ truth_v.T)).sum(axis=1)
+    y = y / y.std()
+    Z = InputLifting(fit_intercept=False).features(X)
+    trainer, neuron_class, output_weights = make_bilinear_trainer(
+        6, 1, n_neurons=50, loss="squared", beta=1e-4, learning_rate_init=0.003,
+        random_state=0, n_threads=1, max_iter_warning=False,
+    )
+    history = trainer.fit(Z, y, max_iter=200)
+    U = trainer.module.U.detach().numpy()
+    V = trainer.module.V.detach().numpy()
+    fitted = ((Z @ U.T) * (Z @ V.T)) @ output_weights
+    assert loss_value(fitted, y, np.ones(200), "squared") < 0.2 * np.mean(y**2)
+    assert history.loss_curve[-1] < 0.2 * history.loss_curve[0]
+    U_sign, _, alpha, _ = quantize_bilinear(U, V, output_weights, neuron_class)
+    assert set(np.unique(U_sign)) <= {-1, 1} and alpha.shape == (50, 1)

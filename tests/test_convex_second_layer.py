@@ -1,0 +1,89 @@
+"""The second-layer refit (skquad/convex/second_layer.py) against CLARABEL."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from skquad.convex import loss_value
+from skquad.convex.second_layer import refit_second_layer
+
+
+def _problem(n_outputs, seed=0, n=120, m=30, p=6):
+    rng = np.random.default_rng(seed)
+    Z = np.hstack([rng.standard_normal((n, p - 1)), np.ones((n, 1))])
+    U, V = rng.choice([-1.0, 1.0], (2, m, p))
+    H = (Z @ U.T) * (Z @ V.T)
+    y = rng.choice([-1.0, 1.0], n) if n_outputs == 1 else rng.integers(0, n_outputs, n)
+    weight = rng.uniform(0.2, 2.0, n)
+    return H, y, weight / weight.sum(), p
+
+
+def _clarabel_optimum(H, y, weight, loss, beta, p, n_outputs):
+    alpha = cp.Variable((H.shape[1], n_outputs))
+    scores = H @ alpha
+    if n_outputs == 1:
+        f = scores[:, 0]
+        per_sample = {
+            "squared": cp.square(f - y),
+            "logistic": cp.logistic(-cp.multiply(y, f)),
+            "hinge": cp.pos(1 - cp.multiply(y, f)),
+        }[loss]
+    else:
+        onehot = np.eye(n_outputs)[y]
+        true_score = cp.sum(cp.multiply(scores, onehot), axis=1)
+        per_sample = {
+            "squared": cp.sum(cp.square(scores - onehot), axis=1),
+            "logistic": cp.log_sum_exp(scores, axis=1) - true_score,
+            "hinge": cp.max(scores + 1 - onehot, axis=1) - true_score,
+        }[loss]
+    objective = weight @ per_sample + beta * p * cp.sum(cp.abs(alpha))
+    problem = cp.Problem(cp.Minimize(objective))
+    problem.solve(solver="CLARABEL")
+    return problem.value
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_refit_reaches_clarabels_optimum_and_never_goes_up(loss, n_outputs):
+    H, y, weight, p = _problem(n_outputs)
+    beta = 1e-3
+    start = np.full((H.shape[1], n_outputs), 0.01)
+    result = refit_second_layer(
+        H, y, weight, loss=loss, beta=beta, n_lifted=p, alpha=start, max_iter=3000, tol=1e-12
+    )
+    optimum = _clarabel_optimum(H, y, weight, loss, beta, p, n_outputs)
+    recomputed = loss_value(H @ result.alpha, y, weight, loss, n_outputs)
+    recomputed += beta * p * np.abs(result.alpha).sum()
+    assert result.objective == pytest.approx(recomputed, rel=1e-12)
+    assert result.objective <= result.initial_objective
+    assert result.objective >= optimum - 1e-7
+    # Smooth losses: to solver precision; the hinge loss through smoothing: 0.5 %.
+    tolerance = 5e-3 if loss == "hinge" else 1e-6
+    assert result.objective <= optimum * (1 + tolerance)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+def test_refit_is_monotone_from_any_start_and_any_budget(loss):
+    H, y, weight, p = _problem(1, seed=3)
+    rng = np.random.default_rng(3)
+    for budget in (1, 5, 50):
+        start = rng.standard_normal((H.shape[1], 1)) * 0.01
+        result = refit_second_layer(
+            H, y, weight, loss=loss, beta=1e-2, n_lifted=p, alpha=start, max_iter=budget
+        )
+        assert result.objective <= result.initial_objective
+
+
+def test_refit_at_huge_beta_gives_the_zero_network():
+    H, y, weight, p = _problem(1, seed=1)
+    result = refit_second_layer(
+        H, y, weight, loss="squared", beta=1e3, n_lifted=p, alpha=np.full((H.shape[1], 1), 0.01)
+    )
+    np.testing.assert_array_equal(result.alpha, 0.0)
+    assert result.objective == pytest.approx(1.0)  # mean of y^2 = 1 for ±1 labels
+
+
+def test_refit_rejects_an_unknown_loss():
+    H, y, weight, p = _problem(1)
+    with pytest.raises(ValueError, match="loss"):
+        refit_second_layer(H, y, weight, loss="absolute", beta=1e-3, n_lifted=p, alpha=np.zeros((30, 1)))

@@ -1,0 +1,106 @@
+"""SDPQuantizedClassifierCV (skquad/quantized/_sdp_cv.py): beta by cross-validation."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import skquad.quantized._sdp_cv as cv_module
+from skquad.quantized import SDPQuantizedClassifier, SDPQuantizedClassifierCV
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return train_test_split(X[:, :8], y, test_size=0.3, random_state=0, stratify=y)
+
+
+@pytest.fixture(scope="module")
+def fitted(cancer):
+    X_train, _, y_train, _ = cancer
+    return SDPQuantizedClassifierCV(n_neurons=100, betas=5, cv=3, random_state=0).fit(X_train, y_train)
+
+
+def test_path_scores_and_choice(fitted, cancer):
+    X_train, X_test, y_train, y_test = cancer
+    model = fitted
+    assert model.betas_.shape == (5,) and np.all(np.diff(model.betas_) < 0)
+    assert model.scores_.shape == (3, 5)
+    best = int(np.argmax(model.scores_.mean(axis=0)))
+    assert model.beta_ == model.betas_[best]
+    # The largest beta is the zero network's (predicts one class: the majority
+    # rate 0.63); the chosen one is far better.
+    assert model.scores_[:, 0].mean() < 0.7
+    assert model.scores_[:, best].mean() > 0.9
+    assert model.score(X_test, y_test) > 0.9  # majority class: 0.63
+    # The scores are those of SDPQuantizedClassifier at each beta on each fold.
+    folds = list(StratifiedKFold(3).split(X_train, y_train))
+    train, test = folds[1]
+    single = SDPQuantizedClassifier(n_neurons=100, beta=model.betas_[2], random_state=0)
+    single.fit(X_train[train], y_train[train])
+    assert single.score(X_train[test], y_train[test]) == pytest.approx(model.scores_[1, 2])
+
+
+def test_refitted_model_is_the_single_estimator_at_beta(fitted, cancer):
+    X_train, X_test, y_train, _ = cancer
+    single = SDPQuantizedClassifier(n_neurons=100, beta=fitted.beta_, random_state=0).fit(X_train, y_train)
+    np.testing.assert_array_equal(fitted.U_, single.U_)
+    np.testing.assert_allclose(fitted.decision_function(X_test), single.decision_function(X_test))
+    assert fitted.lower_bound_ == pytest.approx(single.lower_bound_)
+    assert fitted.objective_ == pytest.approx(single.objective_)
+    # Methods of the single estimator work on the CV one, at beta_.
+    resampled = clone(fitted).fit(X_train, y_train).resample(50, random_state=1)
+    single.resample(50, random_state=1)
+    assert resampled.objective_ == pytest.approx(single.objective_)
+
+
+def test_path_is_warm_started_from_the_largest_beta(cancer, monkeypatch):
+    X_train, _, y_train, _ = cancer
+    seen = []
+    original = cv_module.SDPQuantizedClassifier.fit
+
+    def recording_fit(self, X, y, sample_weight=None):
+        seen.append((self.warm_start, self.beta))
+        return original(self, X, y, sample_weight=sample_weight)
+
+    monkeypatch.setattr(cv_module.SDPQuantizedClassifier, "fit", recording_fit)
+    model = SDPQuantizedClassifierCV(n_neurons=30, betas=[1e-3, 1e-1, 1e-2], cv=2, random_state=0)
+    model.fit(X_train, y_train)
+    np.testing.assert_array_equal(model.betas_, [1e-1, 1e-2, 1e-3])
+    path = seen[:3]
+    assert [beta for _, beta in path] == [1e-1, 1e-2, 1e-3]
+    assert all(warm for warm, _ in path)
+    assert len(seen) == 2 * 3 + 1  # two folds along the path, then the refit
+
+
+def test_refit_false_and_scoring(cancer):
+    X_train, _, y_train, _ = cancer
+    model = SDPQuantizedClassifierCV(
+        n_neurons=30, betas=3, cv=2, refit=False, scoring="roc_auc", random_state=0
+    ).fit(X_train, y_train)
+    assert model.scores_.shape == (2, 3) and np.all(model.scores_ <= 1.0)
+    assert model.predict(X_train).shape == y_train.shape
+
+
+def test_bad_betas(cancer):
+    X_train, _, y_train, _ = cancer
+    with pytest.raises(ValueError, match="betas"):
+        SDPQuantizedClassifierCV(betas=[-1.0]).fit(X_train, y_train)
+    with pytest.raises(ValueError, match="betas"):
+        SDPQuantizedClassifierCV(betas=0).fit(X_train, y_train)
+
+
+@parametrize_with_checks([SDPQuantizedClassifierCV(n_neurons=100, betas=3, cv=3)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_parallel_folds_give_the_same_search(cancer):
+    X_train, _, y_train, _ = cancer
+    common = {"n_neurons": 30, "betas": 3, "cv": 2, "random_state": 0}
+    serial = SDPQuantizedClassifierCV(**common).fit(X_train, y_train)
+    parallel = SDPQuantizedClassifierCV(n_jobs=2, **common).fit(X_train, y_train)
+    np.testing.assert_allclose(parallel.scores_, serial.scores_)
+    assert parallel.beta_ == serial.beta_
