@@ -15,8 +15,12 @@ dimensions). With ``Q`` symmetric, ``r = rank(Q)`` and ``w_N`` the part of
     eigenvalues with the sign of ``-b'``; the level set is ``S^{k-1} x R^{r-k}``:
     **two sheets** when ``k = 1`` (so a hyperbola in 2-D has "two sheets", its
     two branches), **one sheet** (connected) when ``k >= 2``.
-  - ``b' = 0``: degenerate: a **point** (``Q`` definite) or a **cone**
-    (indefinite).
+  - ``b' = 0``: degenerate. ``Q`` semidefinite: the set of centers, a
+    **point** (``r = d``), a **double hyperplane** (``r = 1``: the square of
+    an affine function) or an **affine subspace**. ``Q`` indefinite: a
+    **pair of hyperplanes** when ``r = 2`` (the product of two affine
+    functions, e.g. every RPQNN neuron ``(w^T a + b)(u^T a + c)``), else a
+    **cone**.
 * ``w_N != 0``: no center: a **paraboloid**, **elliptic** when ``Q`` is
   semidefinite, **hyperbolic** when it has eigenvalues of both signs.
 * ``Q = 0``: a **hyperplane** (``w != 0``) or **constant** (``w = 0``).
@@ -43,6 +47,7 @@ HYPERBOLIC_TYPES = (
     "hyperbolic paraboloid",
     "hyperbolic cylinder",
     "cone",
+    "pair of hyperplanes",
 )
 _RELATIVE_ZERO = 1e-9
 
@@ -238,7 +243,13 @@ def analyze_quadric(Q, w, b, *, level=0.0, feature_names=None, name="quadric", t
         flat = n_zero
         definite = n_pos == 0 or n_neg == 0
         if center_value == 0.0:
-            base = "point" if definite else "cone"
+            # y^T Q y = 0: the center alone (times the flat directions), or a
+            # cone, which for rank 2 is a pair of hyperplanes (a product of two
+            # affine functions, e.g. every RPQNN neuron without power term)
+            if definite:
+                base = "point" if not flat else ("double hyperplane" if rank == 1 else "affine subspace")
+            else:
+                base = "pair of hyperplanes" if rank == 2 else "cone"
         elif definite:
             same_sign = (n_pos > 0) == (-center_value > 0)
             base = "ellipsoid" if same_sign else "empty"
