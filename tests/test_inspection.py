@@ -3,21 +3,21 @@
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from scipy.special import expit  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-from skquad import (  # noqa: E402
+from skquad import (
     QNNClassifier,
     QuadraticLogisticRegression,
     RPQNNClassifier,
     SDPQuantizedClassifier,
 )
-from skquad.inspection import (  # noqa: E402
+from skquad.inspection import (
     InteractionDisplay,
     QuadricSliceDisplay,
     analyze_quadric,
@@ -298,7 +298,7 @@ def test_clear_errors():
     qlr = QuadraticLogisticRegression().fit(X, y)
     with pytest.raises(ValueError, match="neuron=5"):
         interaction_table(qlr, X, neuron=5)
-    with pytest.raises(ValueError, match="units='raw' needs every step"):
+    with pytest.raises(TypeError, match="units=.raw. needs every step"):
         from sklearn.preprocessing import PolynomialFeatures
 
         quadric_analysis(make_pipeline(PolynomialFeatures(1), QuadraticLogisticRegression()).fit(X, y), units="raw")

@@ -17,11 +17,11 @@ from ..convex.lifting import collapse_replicas
 from ..inspection._pipeline import split_pipeline
 
 __all__ = [
-    "to_torch",
+    "BilinearNetworkScores",
     "DecisionFunctionModule",
     "QuadraticFormScores",
-    "BilinearNetworkScores",
     "Standardize",
+    "to_torch",
 ]
 
 _ACTIVATIONS = {
@@ -103,17 +103,22 @@ class BilinearNetworkScores(nn.Module):
 class DecisionFunctionModule(nn.Module):
     """``decision_function`` as a module: optional preprocessing, then the scores.
 
-    The output has shape ``(n,)`` for one score (binary problems), else
-    ``(n, n_scores)``.
+    The preprocessing (a Pipeline's StandardScaler steps) runs in float64, as
+    scikit-learn runs it, and its output is cast to the scores' precision, as
+    the estimator casts its input. The output has shape ``(n,)`` for one score
+    (binary problems), else ``(n, n_scores)``.
     """
 
-    def __init__(self, scores, preprocessing=None):
+    def __init__(self, scores, preprocessing=None, dtype=torch.float64):
         super().__init__()
         self.preprocessing = preprocessing if preprocessing is not None else nn.Identity()
         self.scores = scores
+        self.dtype = dtype
 
     def forward(self, x):
-        out = self.scores(self.preprocessing(x))
+        if not isinstance(self.preprocessing, nn.Identity):
+            x = self.preprocessing(x.to(torch.float64))
+        out = self.scores(x.to(self.dtype))
         return out[:, 0] if out.shape[1] == 1 else out
 
 
@@ -252,5 +257,5 @@ def to_torch(estimator, *, dtype=None):
     check_is_fitted(final)
     dtype = _learned_dtype(final) if dtype is None else dtype
     scores = _scores_module(final, dtype)
-    pre = _preprocessing_module(preprocessing, dtype) if preprocessing is not None else None
-    return DecisionFunctionModule(scores, pre).eval()
+    pre = _preprocessing_module(preprocessing, torch.float64) if preprocessing is not None else None
+    return DecisionFunctionModule(scores, pre, dtype).eval()

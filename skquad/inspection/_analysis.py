@@ -18,7 +18,7 @@ def _scaler_affine_map(preprocessing):
         if step is None or step == "passthrough":
             continue
         if not isinstance(step, StandardScaler):
-            raise ValueError(
+            raise TypeError(
                 "units='raw' needs every step before the estimator to be a StandardScaler "
                 f"(an affine map); step {name!r} is a {type(step).__name__}."
             )

@@ -164,7 +164,12 @@ def _linear_size(estimator):
 
 def _transformer_size(step):
     from sklearn.impute import SimpleImputer
-    from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures, StandardScaler
+    from sklearn.preprocessing import (
+        FunctionTransformer,
+        OneHotEncoder,
+        PolynomialFeatures,
+        StandardScaler,
+    )
 
     if isinstance(step, StandardScaler):
         return ModelSize(0, step.n_features_in_ * (int(step.with_mean) + int(step.with_std)))
@@ -172,6 +177,8 @@ def _transformer_size(step):
         degrees = step.powers_.sum(axis=1)
         return ModelSize(0, int(np.maximum(degrees - 1, 0).sum()))
     if isinstance(step, (SimpleImputer, OneHotEncoder)):
+        return ModelSize(0, 0)
+    if isinstance(step, FunctionTransformer) and step.func is None:  # "passthrough"
         return ModelSize(0, 0)
     return None
 
