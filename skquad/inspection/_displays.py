@@ -16,6 +16,18 @@ from ._quadric import analyze_quadric
 
 __all__ = ["InteractionDisplay", "QuadricSliceDisplay"]
 
+# The 2-D names of the quadric types (a slice through two features is a conic).
+_CONIC_NAMES = {
+    "ellipsoid": "ellipse",
+    "hyperboloid of two sheets": "hyperbola",
+    "elliptic paraboloid": "parabola",
+    "pair of hyperplanes": "pair of lines",
+    "double hyperplane": "double line",
+    "hyperplane": "line",
+    "elliptic cylinder": "pair of parallel lines",
+    "empty": "empty (the score never reaches the level)",
+}
+
 
 def _axes(ax):
     import matplotlib.pyplot as plt
@@ -142,7 +154,7 @@ class InteractionDisplay:
             ticks = np.arange(len(self.feature_names))
             self.ax_.set_xticks(ticks, labels=self.feature_names, rotation=90)
             self.ax_.set_yticks(ticks, labels=self.feature_names)
-            label = "importance" + (" (sign of the coefficient)" if single else ", summed over neurons")
+            label = "importance × sign of the coefficient" if single else "importance, summed over neurons"
             self.figure_.colorbar(self.image_, ax=self.ax_, label=label)
             self.ax_.set_title("Pairwise terms x_j x_k; squares on the diagonal")
             return self
@@ -333,6 +345,7 @@ class QuadricSliceDisplay:
             self.ax_.plot(*center, marker="x", color="k", markersize=9)
         self.ax_.set_xlabel(str(self.feature_names[0]))
         self.ax_.set_ylabel(str(self.feature_names[1]))
-        self.ax_.set_title(f"{self.neuron_name}\nslice: {self.slice_analysis_.surface_type}", fontsize=10)
+        conic = _CONIC_NAMES.get(self.slice_analysis_.surface_type, self.slice_analysis_.surface_type)
+        self.ax_.set_title(f"{self.neuron_name}\nslice: {conic}", fontsize=10)
         self.figure_.colorbar(self.surface_, ax=self.ax_, label="score")
         return self
