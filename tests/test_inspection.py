@@ -306,3 +306,22 @@ def test_clear_errors():
         from sklearn.linear_model import LogisticRegression
 
         quadratic_neurons(LogisticRegression().fit(X, y))
+
+
+def test_multiclass_neurons_and_selection():
+    X, y, _ = _ellipsoid_data(n=600)
+    labels = np.where(y == 1, "inside", np.where(X[:, 0] > 0, "right", "left"))
+    model = QuadraticLogisticRegression(C=10.0).fit(X, labels)
+    table = interaction_table(model, X)
+    assert list(dict.fromkeys(table["neuron"])) == ["score of inside", "score of left", "score of right"]
+    one = interaction_table(model, X, neuron="score of inside")
+    assert set(one["neuron"]) == {"score of inside"} and len(one) == 3 + 3 + 3
+    display = InteractionDisplay.from_estimator(model, X)
+    assert np.all(display.matrix_ >= 0)  # summed over the three scores: unsigned
+    plt.close("all")
+    # the boundary between two classes is the quadric of the score difference
+    Q, w, b = model.Q_, model.coef_, model.intercept_
+    between = analyze_quadric(Q[0] - Q[1], w[0] - w[1], b[0] - b[1])
+    np.testing.assert_allclose(
+        between.value(X), model.decision_function(X)[:, 0] - model.decision_function(X)[:, 1], rtol=1e-9, atol=1e-9
+    )

@@ -42,6 +42,8 @@ _SCORE_FUNCTIONS = {
     "relaxed": "relaxed_decision_function",
     "float": "float_decision_function",
 }
+# Largest total size of the dense Q matrices built for a network's neurons.
+_MAX_NEURON_BYTES = 2 * 2**30
 # Rows per call when a function is polarized (bounds memory for wide inputs).
 _POLARIZATION_CHUNK = 8192
 
@@ -111,18 +113,29 @@ def quadratic_form_by_polarization(function, n_features, *, center=None, scale=N
     center = np.zeros(d) if center is None else np.asarray(center, dtype=np.float64)
     scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
     rows, cols = np.triu_indices(d, k=1)
-    steps = np.concatenate(
-        [np.zeros((1, d)), np.eye(d), -np.eye(d), np.eye(d)[rows] + np.eye(d)[cols]]
-    )
+    # the points t: 0, e_i, -e_i, then e_i + e_j (i < j); built a block at a time
+    first = np.concatenate([[-1], np.arange(d), np.arange(d), rows])
+    second = np.concatenate([[-1], np.full(2 * d, -1), cols])
+    signs = np.concatenate([[0.0], np.ones(d), -np.ones(d), np.ones(rows.size)])
 
-    def evaluate(T):
+    def steps(start, stop):
+        T = np.zeros((stop - start, d))
+        index = np.arange(stop - start)
+        has_first = first[start:stop] >= 0
+        T[index[has_first], first[start:stop][has_first]] = signs[start:stop][has_first]
+        has_second = second[start:stop] >= 0
+        T[index[has_second], second[start:stop][has_second]] = 1.0
+        return T
+
+    def evaluate(make_block, n_rows):
         pieces = []
-        for start in range(0, T.shape[0], _POLARIZATION_CHUNK):
-            values = np.asarray(function(center + T[start : start + _POLARIZATION_CHUNK] * scale))
+        for start in range(0, n_rows, _POLARIZATION_CHUNK):
+            T = make_block(start, min(start + _POLARIZATION_CHUNK, n_rows))
+            values = np.asarray(function(center + T * scale))
             pieces.append(values.reshape(values.shape[0], -1).astype(np.float64))
         return np.concatenate(pieces)
 
-    values = evaluate(steps)
+    values = evaluate(steps, first.size)
     k = values.shape[1]
     f0, f_plus, f_minus, f_pair = values[0], values[1 : d + 1], values[d + 1 : 2 * d + 1], values[2 * d + 1 :]
     A = np.zeros((k, d, d))
@@ -139,7 +152,7 @@ def quadratic_form_by_polarization(function, n_features, *, center=None, scale=N
     if check:
         rng = check_random_state(0)
         T = rng.standard_normal((min(64, 4 + 2 * d), d))
-        expected = evaluate(T)
+        expected = evaluate(lambda start, stop: T[start:stop], T.shape[0])
         X = center + T * scale
         got = np.einsum("ni,kij,nj->nk", X, Q, X) + X @ w.T + b
         tolerance = 1e-6 * (1.0 + np.max(np.abs(expected)))
@@ -201,6 +214,17 @@ def _layer_quadratic_forms(state):
 
 
 def _network_neurons(estimator, names, layer):
+    selected = [
+        state for index, state in enumerate(estimator.layers_)
+        if state["kind"] != "Linear" and (layer is None or layer == index)
+    ]
+    n_bytes = 8 * sum(s["options"]["out_features"] * s["options"]["in_features"] ** 2 for s in selected)
+    if n_bytes > _MAX_NEURON_BYTES:
+        raise ValueError(
+            f"The quadratic neurons of {type(estimator).__name__} would take "
+            f"{n_bytes / 2**30:.1f} GiB as dense (d, d) matrices; pass layer=<index in "
+            "layers_> to read one layer at a time."
+        )
     neurons = []
     input_names = names
     for index, state in enumerate(estimator.layers_):
