@@ -136,8 +136,22 @@ class QuadricAnalysis:
         order = np.argsort(-np.abs(vector), kind="stable")[:n]
         return [(str(self.feature_names[i]), float(vector[i])) for i in order]
 
-    def summary(self, n_axes=3, n_features=3):
-        """A few lines of text: type, inertia, center and the main axes."""
+    def summary(self, n_axes=3, n_features=3, n_center=8):
+        """A few lines of text: type, inertia, center and the main axes.
+
+        Parameters
+        ----------
+        n_axes : int, default=3
+            Axes shown, largest ``|eigenvalue|`` first.
+        n_features : int, default=3
+            Top-loading features shown per axis.
+        n_center : int, default=8
+            Center coordinates shown (the largest in absolute value).
+
+        Returns
+        -------
+        str
+        """
         positive, negative, zero = self.inertia
         lines = [
             f"{self.name}: {self.surface_type}"
@@ -145,10 +159,11 @@ class QuadricAnalysis:
             f"  inertia: {positive} positive, {negative} negative, {zero} zero eigenvalues",
         ]
         if self.center is not None:
-            shown = ", ".join(
-                f"{name}={value:.3g}" for name, value in zip(self.feature_names, self.center)
-            )
-            lines.append(f"  center: {shown}")
+            # the largest coordinates first when there are many
+            order = np.argsort(-np.abs(self.center), kind="stable")[:n_center]
+            shown = ", ".join(f"{self.feature_names[i]}={self.center[i]:.3g}" for i in sorted(order))
+            more = "" if self.center.size <= n_center else f", ... ({self.center.size - n_center} more)"
+            lines.append(f"  center: {shown}{more}")
         order = np.argsort(-np.abs(self.eigenvalues), kind="stable")[:n_axes]
         for i in order:
             loads = ", ".join(f"{name} {value:+.2f}" for name, value in self.top_features(i, n_features))
