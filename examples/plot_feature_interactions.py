@@ -196,8 +196,8 @@ print(f"in raw units: {raw.surface_type}; the largest |eigenvalue| is now {np.ab
 # %%
 # A slice through the strongest pair, with the other six features at their
 # training means: the black line is the decision boundary of the slice (a
-# conic), the background the log-odds, the points the training patients
-# (coloured by class). The center of the full 8-dimensional quadric lies far
+# conic, here a hyperbola whose center is the cross), the background the
+# log-odds, the points the training patients (coloured by class). The center of the full 8-dimensional quadric lies far
 # outside the data (many standard deviations away): inside the data range the
 # surface is a gently curved sheet, which is what the slice shows.
 

@@ -326,6 +326,8 @@ class QuadricSliceDisplay:
         -------
         self
         """
+        import matplotlib
+
         self.figure_, self.ax_ = _axes(ax)
         limit = float(np.max(np.abs(self.response_ - self.level))) or 1.0
         levels = np.linspace(self.level - limit, self.level + limit, n_levels)
@@ -338,11 +340,16 @@ class QuadricSliceDisplay:
             if self.y is None:
                 self.ax_.scatter(self.X[:, 0], self.X[:, 1], c="k", **style)
             else:
-                codes = np.unique(np.asarray(self.y), return_inverse=True)[1]
-                self.ax_.scatter(self.X[:, 0], self.X[:, 1], c=codes, cmap="coolwarm", **style)
+                classes, codes = np.unique(np.asarray(self.y), return_inverse=True)
+                colors = matplotlib.colormaps["coolwarm"](np.linspace(0, 1, max(len(classes), 2)))
+                for code, label in enumerate(classes):
+                    mask = codes == code
+                    self.ax_.scatter(self.X[mask, 0], self.X[mask, 1], color=colors[code], label=str(label), **style)
         center = self.slice_analysis_.center
         if center is not None and self.xx0_.min() <= center[0] <= self.xx0_.max() and self.xx1_.min() <= center[1] <= self.xx1_.max():
-            self.ax_.plot(*center, marker="x", color="k", markersize=9)
+            self.ax_.plot(*center, marker="x", color="k", markersize=9, linestyle="none", label="center of the slice")
+        if self.ax_.get_legend_handles_labels()[0]:
+            self.ax_.legend(loc="best", fontsize=8)
         self.ax_.set_xlabel(str(self.feature_names[0]))
         self.ax_.set_ylabel(str(self.feature_names[1]))
         conic = _CONIC_NAMES.get(self.slice_analysis_.surface_type, self.slice_analysis_.surface_type)
