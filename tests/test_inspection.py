@@ -325,3 +325,20 @@ def test_multiclass_neurons_and_selection():
     np.testing.assert_allclose(
         between.value(X), model.decision_function(X)[:, 0] - model.decision_function(X)[:, 1], rtol=1e-9, atol=1e-9
     )
+
+
+def test_backprop_float_and_quantized_networks_and_bad_data():
+    from skquad import BackpropQuantizedClassifier
+
+    X, y, _ = _ellipsoid_data(n=300)
+    model = BackpropQuantizedClassifier(n_neurons=30, max_iter=20, random_state=0).fit(X, y)
+    (quantized,) = quadratic_neurons(model)
+    (real,) = quadratic_neurons(model, which="float")
+    np.testing.assert_allclose(quantized.value(X), model.decision_function(X), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(real.value(X), model.float_decision_function(X), rtol=1e-8, atol=1e-8)
+    with pytest.raises(ValueError, match="which='relaxed' is not available"):
+        quadratic_neurons(model, which="relaxed")
+    X_missing = X.copy()
+    X_missing[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite values"):
+        interaction_table(model, X_missing)

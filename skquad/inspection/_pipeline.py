@@ -52,4 +52,10 @@ def transform_to_estimator_input(estimator, X):
         X = preprocessing.transform(X)
     if hasattr(X, "toarray"):
         X = X.toarray()
-    return np.asarray(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or not np.all(np.isfinite(X)):
+        raise ValueError(
+            "X must be a 2-D array of finite values as the estimator sees it (after the "
+            "Pipeline's earlier steps); impute missing values first, e.g. with SimpleImputer."
+        )
+    return X
