@@ -514,6 +514,25 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
         scores = self._checked_scores(self._validate_predict_data(X))
         return labels_from_scores(self.classes_, scores)
 
+    def to_torch(self, *, dtype=None):
+        """The fitted model as a :class:`torch.nn.Module` computing ``decision_function``.
+
+        See :func:`skquad.export.to_torch`.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, default=None
+            None: the precision the estimator predicts in.
+
+        Returns
+        -------
+        module : torch.nn.Module
+            Output of shape ``(n,)`` for binary problems, else ``(n, n_classes)``.
+        """
+        from .export import to_torch
+
+        return to_torch(self, dtype=dtype)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False

@@ -1,0 +1,43 @@
+"""Export fitted skquad estimators to torch and ONNX.
+
+to_torch
+    A :class:`torch.nn.Module` whose output equals ``decision_function``.
+register_onnx_converters
+    Register skl2onnx converters and shape calculators for the five skquad
+    classifiers (imports onnx and skl2onnx; importing skquad never does).
+"""
+
+from ._torch import (
+    BilinearNetworkScores,
+    DecisionFunctionModule,
+    QuadraticFormScores,
+    Standardize,
+    to_torch,
+)
+
+__all__ = [
+    "BilinearNetworkScores",
+    "DecisionFunctionModule",
+    "QuadraticFormScores",
+    "Standardize",
+    "register_onnx_converters",
+    "to_torch",
+]
+
+
+def register_onnx_converters():
+    """Register skl2onnx converters for the five skquad classifiers.
+
+    After this call, :func:`skl2onnx.to_onnx` converts fitted skquad
+    estimators, alone or inside a Pipeline (e.g. after a ``StandardScaler``).
+    Needs the ``export`` extra (onnx, onnxruntime, skl2onnx). Calling it again
+    is harmless.
+
+    Examples
+    --------
+    >>> from skquad.export import register_onnx_converters
+    >>> register_onnx_converters()  # doctest: +SKIP
+    """
+    from ._onnx import register
+
+    register()

@@ -1,0 +1,211 @@
+"""skl2onnx converters and shape calculators for the five skquad classifiers.
+
+Imported only by :func:`skquad.export.register_onnx_converters`: importing
+skquad never imports onnx or skl2onnx. Each converter writes the estimator's
+scores as ONNX operators (computed in the input's precision, float or
+double), then the probabilities with the estimator's link (sigmoid, softmax, or
+normalized sigmoids for ``output_activation="sigmoid"``) and the label
+(``ArgMax`` into ``classes_``); skl2onnx's classifier parser adds the ZipMap
+(option ``zipmap``) as for its own classifiers. The quantized networks' ±1
+weights are int8 initializers, cast at run time.
+"""
+
+import numpy as np
+from onnx import TensorProto, numpy_helper
+from skl2onnx import update_registered_converter
+from skl2onnx.common.data_types import guess_proto_type
+from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
+
+from ..inspection._neurons import _layer_quadratic_forms
+from ._torch import bilinear_parts
+
+__all__ = ["register"]
+
+_ACTIVATION_OPS = {"relu": "Relu", "sigmoid": "Sigmoid", "logistic": "Sigmoid", "tanh": "Tanh", "identity": None}
+# Names a reduced layer's arrays have had (the networks may rename U and c).
+_REDUCED_ALIASES = {
+    "weight": ("weight", "W"),
+    "bias": ("bias", "b"),
+    "factor_weight": ("factor_weight", "U"),
+    "factor_bias": ("factor_bias", "c"),
+    "power_weight": ("power_weight", "W_p"),
+    "power_bias": ("power_bias", "c_p"),
+}
+
+
+class _Graph:
+    """Small helper over skl2onnx's scope and container: constants and nodes."""
+
+    def __init__(self, scope, operator, container):
+        self.scope, self.operator, self.container = scope, operator, container
+        self.proto = guess_proto_type(operator.inputs[0].type)
+        if self.proto not in (TensorProto.FLOAT, TensorProto.DOUBLE):
+            raise TypeError("skquad's ONNX converters need a float or double input.")
+        self.float = np.float32 if self.proto == TensorProto.FLOAT else np.float64
+
+    def const(self, array, dtype=None):
+        array = np.asarray(array, dtype=self.float if dtype is None else dtype)
+        name = self.scope.get_unique_variable_name("skquad_const")
+        if array.dtype == object:  # strings: a value list (string tensors have no raw data)
+            values = [str(v).encode() for v in array.ravel()]
+            self.container.add_initializer(name, TensorProto.STRING, list(array.shape), values)
+        else:
+            tensor = numpy_helper.from_array(array, name)
+            self.container.add_initializer(name, None, list(array.shape), tensor)
+        return name
+
+    def node(self, op_type, *inputs, domain="", **attrs):
+        output = self.scope.get_unique_variable_name(f"skquad_{op_type.lower()}")
+        self.container.add_node(
+            op_type, list(inputs), [output], op_domain=domain,
+            name=self.scope.get_unique_operator_name(f"Skquad{op_type}"), **attrs,
+        )
+        return output
+
+    def matmul(self, x, matrix):
+        return self.node("MatMul", x, self.const(matrix))
+
+    def affine(self, x, weight, bias):
+        """``x @ weight.T + bias`` for a (n_out, n_in) weight."""
+        out = self.matmul(x, np.asarray(weight).T)
+        return out if bias is None else self.node("Add", out, self.const(bias))
+
+    def int_weights(self, x, integer_weights):
+        """``x @ W.T`` with W stored as int8 and cast at run time."""
+        weights = self.const(np.asarray(integer_weights).T, np.int8)
+        return self.node("MatMul", x, self.node("Cast", weights, to=self.proto))
+
+    def quadratic_form(self, x, Q, weight, bias):
+        """``x^T Q_k x + w_k^T x + b_k`` for every k: (n, K)."""
+        Q = np.asarray(Q, dtype=np.float64)
+        K, d = Q.shape[0], Q.shape[1]
+        stacked = Q.transpose(1, 0, 2).reshape(d, K * d)
+        xq = self.node("Reshape", self.matmul(x, stacked), self.const([-1, K, d], np.int64))
+        x3 = self.node("Reshape", x, self.const([-1, 1, d], np.int64))
+        summed = self.node("MatMul", self.node("Mul", xq, x3), self.const(np.ones((d, 1))))
+        quadratic = self.node("Reshape", summed, self.const([-1, K], np.int64))
+        return self.node("Add", quadratic, self.affine(x, weight, bias))
+
+
+def _reduced_array(state, key):
+    for alias in _REDUCED_ALIASES[key]:
+        if alias in state:
+            return state[alias]
+    return None
+
+
+def _layer(graph, x, state):
+    if state["kind"] == "Linear":
+        return graph.affine(x, state["weight"], state["bias"])
+    names = ("weight", "bias", "factor_weight", "factor_bias")
+    if state["kind"] == "ReducedQuadraticLayer" and all(_reduced_array(state, n) is not None for n in names):
+        arrays = {key: _reduced_array(state, key) for key in _REDUCED_ALIASES}
+        first = graph.affine(x, arrays["weight"], arrays["bias"])
+        second = graph.affine(x, arrays["factor_weight"], arrays["factor_bias"])
+        out = graph.node("Mul", first, second)
+        if arrays["power_weight"] is not None:
+            power = graph.affine(graph.node("Mul", x, x), arrays["power_weight"], arrays["power_bias"])
+            out = graph.node("Add", out, power)
+        return out
+    # full quadratic layers, and any other quadratic layer read off by polarization
+    return graph.quadratic_form(x, *_layer_quadratic_forms(state))
+
+
+def _network_scores(graph, x, estimator):
+    activation = _ACTIVATION_OPS[estimator.activation]
+    for index, state in enumerate(estimator.layers_):
+        x = _layer(graph, x, state)
+        if index < len(estimator.layers_) - 1 and activation is not None:
+            x = graph.node(activation, x)
+    return x
+
+
+def _bilinear_scores(graph, x, estimator):
+    parts = bilinear_parts(estimator)
+    if parts["center"] is not None:
+        x = graph.node("Div", graph.node("Sub", x, graph.const(parts["center"])), graph.const(parts["scale"]))
+    projections = []
+    for name in ("U", "V"):
+        t = graph.int_weights(x, parts[name])
+        if parts[f"{name}_bias"] is not None:
+            bias = graph.node("Cast", graph.const(parts[f"{name}_bias"], np.int8), to=graph.proto)
+            t = graph.node("Add", t, bias)
+        projections.append(t)
+    t_u, t_v = projections
+    hidden = graph.node("Mul", t_u, t_v)
+    if parts["activation"] is not None:
+        a, b, c = parts["activation"]
+        u0, v0 = parts["U_lift"].astype(np.float64), parts["V_lift"].astype(np.float64)
+        mixed = graph.node("Add", graph.node("Mul", t_u, graph.const(0.5 * b * v0)), graph.node("Mul", t_v, graph.const(0.5 * b * u0)))
+        hidden = graph.node("Add", graph.node("Mul", hidden, graph.const(a)), mixed)
+        hidden = graph.node("Add", hidden, graph.const(c * u0 * v0))
+    return graph.matmul(hidden, parts["alpha"])
+
+
+def _probabilities(graph, scores, estimator, n_scores):
+    if n_scores == 1:
+        positive = graph.node("Sigmoid", scores)
+        negative = graph.node("Sub", graph.const([[1.0]]), positive)
+        return graph.node("Concat", negative, positive, axis=1)
+    if getattr(estimator, "output_activation", "softmax") == "sigmoid":
+        sigmoids = graph.node("Sigmoid", scores)
+        total = graph.node("MatMul", sigmoids, graph.const(np.ones((n_scores, 1))))
+        return graph.node("Div", sigmoids, total)
+    return graph.node("Softmax", scores, axis=1)
+
+
+def _convert(scope, operator, container):
+    estimator = operator.raw_operator
+    graph = _Graph(scope, operator, container)
+    x = operator.inputs[0].full_name
+    if hasattr(estimator, "layers_"):
+        scores = _network_scores(graph, x, estimator)
+    elif hasattr(estimator, "U_"):
+        scores = _bilinear_scores(graph, x, estimator)
+    else:
+        scores = graph.quadratic_form(x, estimator.Q_, estimator.coef_, estimator.intercept_)
+    n_scores = 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
+    proba = _probabilities(graph, scores, estimator, n_scores)
+    container.add_node(
+        "Identity", [proba], [operator.outputs[1].full_name],
+        name=scope.get_unique_operator_name("SkquadProbabilities"),
+    )
+    classes = estimator.classes_
+    if np.issubdtype(classes.dtype, np.integer):
+        class_values = graph.const(classes.astype(np.int64), np.int64)
+    elif classes.dtype.kind in "OUS":
+        class_values = graph.const(np.array([str(c) for c in classes], dtype=object), object)
+    else:
+        raise TypeError(f"ONNX export supports integer or string classes, got {classes.dtype}.")
+    index = graph.node("ArgMax", proba, axis=1, keepdims=0)
+    picked = graph.node("ArrayFeatureExtractor", class_values, index, domain="ai.onnx.ml")
+    container.add_node(
+        "Reshape", [picked, graph.const([-1], np.int64)], [operator.outputs[0].full_name],
+        name=scope.get_unique_operator_name("SkquadLabel"),
+    )
+
+
+def register():
+    """Register the converters (idempotent)."""
+    from .. import (
+        BackpropQuantizedClassifier,
+        QNNClassifier,
+        QuadraticLogisticRegression,
+        RPQNNClassifier,
+        SDPQuantizedClassifier,
+    )
+
+    for cls in (
+        QuadraticLogisticRegression,
+        QNNClassifier,
+        RPQNNClassifier,
+        SDPQuantizedClassifier,
+        BackpropQuantizedClassifier,
+    ):
+        update_registered_converter(
+            cls,
+            f"Skquad{cls.__name__}",
+            calculate_linear_classifier_output_shapes,
+            _convert,
+            options={"zipmap": [True, False, "columns"], "nocl": [True, False]},
+        )

@@ -1,0 +1,261 @@
+"""Fitted skquad estimators as plain :class:`torch.nn.Module` objects.
+
+:func:`to_torch` rebuilds the function behind ``decision_function`` from the
+estimator's public fitted attributes, standardization and input lifting
+included, so that the module's output equals ``decision_function(X)``: shape
+``(n,)`` for binary problems (the log-odds of ``classes_[1]``), ``(n, K)``
+logits otherwise. Probabilities are the estimator's link on top (sigmoid,
+softmax, or normalized sigmoids for ``output_activation="sigmoid"``).
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import nn as skquad_nn
+from ..convex.lifting import collapse_replicas
+from ..inspection._pipeline import split_pipeline
+
+__all__ = [
+    "BilinearNetworkScores",
+    "DecisionFunctionModule",
+    "QuadraticFormScores",
+    "Standardize",
+    "to_torch",
+]
+
+_ACTIVATIONS = {
+    "identity": nn.Identity,
+    "relu": nn.ReLU,
+    "sigmoid": nn.Sigmoid,
+    "logistic": nn.Sigmoid,
+    "tanh": nn.Tanh,
+}
+
+
+class Standardize(nn.Module):
+    """``(x - mean) / scale`` with fixed buffers (a fitted StandardScaler)."""
+
+    def __init__(self, mean, scale, dtype=torch.float64):
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(np.asarray(mean), dtype=dtype))
+        self.register_buffer("scale", torch.as_tensor(np.asarray(scale), dtype=dtype))
+
+    def forward(self, x):
+        return (x - self.mean) / self.scale
+
+
+class QuadraticFormScores(nn.Module):
+    """One quadratic neuron per score, ``x^T Q_k x + w_k^T x + b_k`` (trainable)."""
+
+    def __init__(self, Q, weight, bias, dtype=torch.float64):
+        super().__init__()
+        self.Q = nn.Parameter(torch.as_tensor(np.asarray(Q), dtype=dtype).clone())
+        self.weight = nn.Parameter(torch.as_tensor(np.asarray(weight), dtype=dtype).clone())
+        self.bias = nn.Parameter(torch.as_tensor(np.asarray(bias), dtype=dtype).clone())
+
+    def forward(self, x):
+        n_scores, d = self.weight.shape
+        xQ = (x @ self.Q.permute(1, 0, 2).reshape(d, n_scores * d)).reshape(-1, n_scores, d)
+        return (xQ * x.unsqueeze(1)).sum(-1) + x @ self.weight.T + self.bias
+
+
+class BilinearNetworkScores(nn.Module):
+    """``sum_j alpha_jk (t_u)_j (t_v)_j`` on the lifted input (quantized networks).
+
+    ``t_u = x_std @ U^T + u_bias`` with integer weights ``U`` on the original
+    features (±1 for binary weights; replicas of ``weight_levels`` summed) kept
+    as int8 buffers and cast at run time; with a polynomial activation
+    ``(a, b, c)`` the neuron is ``a t_u t_v + (b/2)(v_0 t_u + u_0 t_v) + c u_0 v_0``.
+    ``alpha`` is a trainable parameter.
+    """
+
+    def __init__(self, parts, dtype=torch.float64):
+        super().__init__()
+        self.polynomial = parts["activation"] is not None
+        self.activation = tuple(parts["activation"] or (1.0, 0.0, 0.0))
+        self.standardize = parts["center"] is not None
+        if self.standardize:
+            self.input_scaling = Standardize(parts["center"], parts["scale"], dtype)
+        for name in ("U", "V"):
+            self.register_buffer(name, torch.as_tensor(parts[name], dtype=torch.int8))
+            for suffix in ("bias", "lift"):
+                value = parts[f"{name}_{suffix}"]
+                value = np.zeros(parts[name].shape[0]) if value is None else value
+                self.register_buffer(f"{name}_{suffix}", torch.as_tensor(value, dtype=torch.int8))
+        self.alpha = nn.Parameter(torch.as_tensor(parts["alpha"], dtype=dtype).clone())
+
+    def forward(self, x):
+        if self.standardize:
+            x = self.input_scaling(x)
+        dtype = x.dtype
+        t_u = x @ self.U.to(dtype).T + self.U_bias.to(dtype)
+        t_v = x @ self.V.to(dtype).T + self.V_bias.to(dtype)
+        if self.polynomial:
+            a, b, c = self.activation
+            u0, v0 = self.U_lift.to(dtype), self.V_lift.to(dtype)
+            hidden = a * t_u * t_v + 0.5 * b * (t_u * v0 + t_v * u0) + c * (u0 * v0)
+        else:
+            hidden = t_u * t_v
+        return hidden @ self.alpha
+
+
+class DecisionFunctionModule(nn.Module):
+    """``decision_function`` as a module: optional preprocessing, then the scores.
+
+    The preprocessing (a Pipeline's StandardScaler steps) runs in float64, as
+    scikit-learn runs it, and its output is cast to the scores' precision, as
+    the estimator casts its input. The output has shape ``(n,)`` for one score
+    (binary problems), else ``(n, n_scores)``.
+    """
+
+    def __init__(self, scores, preprocessing=None, dtype=torch.float64):
+        super().__init__()
+        self.preprocessing = preprocessing if preprocessing is not None else nn.Identity()
+        self.scores = scores
+        self.dtype = dtype
+
+    def forward(self, x):
+        if not isinstance(self.preprocessing, nn.Identity):
+            x = self.preprocessing(x.to(torch.float64))
+        out = self.scores(x.to(self.dtype))
+        return out[:, 0] if out.shape[1] == 1 else out
+
+
+def layer_module(state, dtype):
+    """A torch layer rebuilt from one entry of a network's ``layers_``."""
+    if state["kind"] == "Linear":
+        options = state["options"]
+        layer = nn.Linear(options["in_features"], options["out_features"], dtype=dtype)
+        with torch.no_grad():
+            layer.weight.copy_(torch.as_tensor(np.asarray(state["weight"])))
+            layer.bias.copy_(torch.as_tensor(np.asarray(state["bias"])))
+        return layer
+    cls = getattr(skquad_nn, state["kind"], None)
+    if cls is None:
+        raise TypeError(f"Unknown layer kind {state['kind']!r} in layers_.")
+    return cls.from_numpy_state(state, device="cpu", dtype=dtype)
+
+
+def bilinear_parts(estimator):
+    """The quantized network's arrays on the original features (public attributes only).
+
+    Returns a dict with ``center``, ``scale`` (None without standardization),
+    ``U``, ``V`` (int, ``(m, d)``), ``U_bias``, ``V_bias`` (None without
+    intercept), ``U_lift``, ``V_lift`` (None for the bilinear activation),
+    ``activation`` (None or ``(a, b, c)``) and ``alpha`` ``(m, n_scores)``.
+    """
+    levels = int(getattr(estimator, "weight_levels", 1))
+    fit_intercept = bool(getattr(estimator, "fit_intercept", True))
+    activation = getattr(estimator, "activation", "bilinear")
+    polynomial = not isinstance(activation, str)
+    d = estimator.n_features_in_
+    expected = (d + int(fit_intercept)) * levels + int(polynomial)
+    if estimator.U_.shape[1] != expected:
+        raise ValueError(
+            f"{type(estimator).__name__}.U_ has {estimator.U_.shape[1]} columns; expected "
+            f"{expected} from n_features_in_, fit_intercept, weight_levels and activation."
+        )
+    parts = {
+        "center": getattr(estimator, "feature_mean_", None),
+        "scale": getattr(estimator, "feature_scale_", None),
+        "activation": tuple(float(v) for v in activation) if polynomial else None,
+        "alpha": np.asarray(estimator.alpha_, dtype=np.float64),
+    }
+    for name, signs in (("U", estimator.U_), ("V", estimator.V_)):
+        signs = np.asarray(signs)
+        lift = None
+        if polynomial:
+            signs, lift = signs[:, :-1], signs[:, -1].astype(np.int8)
+        collapsed = collapse_replicas(signs, levels).astype(np.int8)
+        bias = None
+        if fit_intercept:
+            collapsed, bias = collapsed[:, :-1], collapsed[:, -1]
+        parts.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
+    return parts
+
+
+def _learned_dtype(estimator):
+    if hasattr(estimator, "layers_"):
+        return torch.float32 if np.asarray(estimator.layers_[0]["weight"]).dtype == np.float32 else torch.float64
+    if hasattr(estimator, "Q_") and not hasattr(estimator, "U_"):
+        return torch.float32 if np.asarray(estimator.Q_).dtype == np.float32 else torch.float64
+    return torch.float64
+
+
+def _scores_module(estimator, dtype):
+    if hasattr(estimator, "layers_"):
+        activation = _ACTIVATIONS[estimator.activation]
+        items = []
+        for index, state in enumerate(estimator.layers_):
+            items.append(layer_module(state, dtype))
+            if index < len(estimator.layers_) - 1:
+                items.append(activation())
+        return nn.Sequential(*items)
+    if hasattr(estimator, "U_") and hasattr(estimator, "alpha_"):
+        return BilinearNetworkScores(bilinear_parts(estimator), dtype)
+    if hasattr(estimator, "Q_") and hasattr(estimator, "coef_"):
+        return QuadraticFormScores(estimator.Q_, estimator.coef_, estimator.intercept_, dtype)
+    raise TypeError(f"{type(estimator).__name__} is not a skquad estimator that to_torch can export.")
+
+
+def _preprocessing_module(preprocessing, dtype):
+    from sklearn.preprocessing import StandardScaler
+
+    items = []
+    for name, step in preprocessing.steps:
+        if step is None or step == "passthrough":
+            continue
+        if not isinstance(step, StandardScaler):
+            raise TypeError(
+                f"to_torch can export a Pipeline of StandardScaler steps followed by a "
+                f"skquad estimator; step {name!r} is a {type(step).__name__}."
+            )
+        n = step.n_features_in_
+        mean = step.mean_ if step.with_mean else np.zeros(n)
+        scale = step.scale_ if step.with_std else np.ones(n)
+        items.append(Standardize(mean, scale, dtype))
+    return nn.Sequential(*items) if items else None
+
+
+def to_torch(estimator, *, dtype=None):
+    """A :class:`torch.nn.Module` computing a fitted estimator's ``decision_function``.
+
+    Parameters
+    ----------
+    estimator : fitted skquad estimator, or Pipeline
+        One of the five skquad classifiers, or a Pipeline of
+        ``StandardScaler`` steps ending in one.
+    dtype : torch.dtype, default=None
+        Precision of the module; None uses the precision the estimator
+        predicts in (float32 for a network trained in float32, else float64).
+
+    Returns
+    -------
+    module : DecisionFunctionModule
+        In evaluation mode; its parameters are trainable (``requires_grad``)
+        except the quantized networks' integer weights, which are int8
+        buffers. ``module(torch.as_tensor(X, dtype=dtype))`` equals
+        ``estimator.decision_function(X)``: shape ``(n,)`` for binary
+        problems, ``(n, n_classes)`` otherwise.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn.datasets import make_circles
+    >>> from skquad import QuadraticLogisticRegression
+    >>> X, y = make_circles(n_samples=100, factor=0.5, noise=0.05, random_state=0)
+    >>> clf = QuadraticLogisticRegression().fit(X, y)
+    >>> module = clf.to_torch()
+    >>> scores = module(torch.as_tensor(X)).detach().numpy()
+    >>> bool(abs(scores - clf.decision_function(X)).max() < 1e-9)
+    True
+    """
+    preprocessing, final = split_pipeline(estimator)
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(final)
+    dtype = _learned_dtype(final) if dtype is None else dtype
+    scores = _scores_module(final, dtype)
+    pre = _preprocessing_module(preprocessing, torch.float64) if preprocessing is not None else None
+    return DecisionFunctionModule(scores, pre, dtype).eval()

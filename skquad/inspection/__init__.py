@@ -1,0 +1,51 @@
+"""Look inside fitted quadratic models.
+
+Neurons and quadrics
+--------------------
+quadratic_neurons
+    Every quadratic neuron of a fitted estimator as ``(Q, w, b)``.
+quadric_analysis
+    Eigenvalues, inertia, type of the level surface, center and principal
+    axes of every neuron (:class:`QuadricAnalysis`); :func:`analyze_quadric`
+    does it for given ``(Q, w, b)``.
+
+Interactions
+------------
+interaction_table
+    Ranked pairwise interactions, squares and linear terms, with importances
+    on given data.
+
+Displays
+--------
+InteractionDisplay
+    Heat map or top-k bar chart of the terms.
+QuadricSliceDisplay
+    A neuron's score and decision boundary on a 2-D slice.
+
+Sizes
+-----
+model_size
+    Trainable parameters and FLOPs per predicted sample (:class:`ModelSize`),
+    for skquad estimators, MLPClassifier, linear models and pipelines.
+"""
+
+from ._analysis import quadric_analysis, to_raw_units
+from ._displays import InteractionDisplay, QuadricSliceDisplay
+from ._interactions import interaction_table
+from ._neurons import QuadraticNeuron, quadratic_neurons
+from ._quadric import QuadricAnalysis, analyze_quadric
+from ._sizes import ModelSize, model_size
+
+__all__ = [
+    "InteractionDisplay",
+    "ModelSize",
+    "QuadraticNeuron",
+    "QuadricAnalysis",
+    "QuadricSliceDisplay",
+    "analyze_quadric",
+    "interaction_table",
+    "model_size",
+    "quadratic_neurons",
+    "quadric_analysis",
+    "to_raw_units",
+]
