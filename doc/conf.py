@@ -29,7 +29,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 project = "skquad"
 author = "The skquad developers"
 copyright = "2026, The skquad developers"
-release = skquad.__version__
+from skquad._version import __version__ as release  # noqa: E402
+
 version = ".".join(release.split(".")[:2])
 
 extensions = [
