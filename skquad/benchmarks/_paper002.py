@@ -58,10 +58,15 @@ from ..convex import (
     sample_sign_pairs,
     solve_sdp,
 )
-from ..datasets import load_uci, make_planted_quantized, nominal_columns, numeric_columns
+from ..datasets import (
+    load_uci,
+    make_planted_quantized,
+    nominal_columns,
+    numeric_columns,
+)
 from ..nn.bilinear import quantize_bilinear as _quantize_bilinear
 from ..quantized._backprop import _make_bilinear_trainer
-from ._report import _pyplot, markdown_table
+from ._report import markdown_table, pyplot
 
 __all__ = ["run", "speed"]
 
@@ -86,20 +91,6 @@ SPEED_TIME_LIMIT_S = 120
 
 
 # ----------------------------------------------------------------- helpers
-def _markdown_table(frame, digits=3):
-    """A DataFrame as a Markdown table, floats to ``digits`` significant digits."""
-
-    def cell(value):
-        if isinstance(value, (float, np.floating)) and np.isnan(value):
-            return ""
-        if isinstance(value, (float, np.floating)):
-            return f"{value:.{digits}g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
-        return value
-
-    rows = [[cell(value) for value in row] for row in frame.itertuples(index=False)]
-    return markdown_table(list(frame.columns), rows)
-
-
 def _paper_preprocessor():
     """One standardized column per attribute (nominal ones ordinal-encoded)."""
     nominal = make_pipeline(
@@ -205,7 +196,7 @@ def _planted(*, quick, repeats, device, progress, output_dir):
     frame = pd.DataFrame(rows)
     summary = frame.groupby(["method", "m"], as_index=False)[["train cost", "test cost"]].median()
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
     styles = {
         "SDP lower bound": dict(color="tab:blue", linestyle="-"),
@@ -299,7 +290,7 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
     frame = pd.DataFrame(rows)
     curve_frame = pd.DataFrame(curves)
 
-    plt = _pyplot()
+    plt = pyplot()
     figures = []
     for m in neuron_counts:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -352,7 +343,7 @@ def _vehicle(*, quick, repeats, progress, output_dir):
     frame = pd.DataFrame(rows)
     summary = frame.groupby(["method", "m"], as_index=False)[["train acc", "test acc"]].mean()
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, split in zip(axes, ["train", "test"]):
         for method, style in (
@@ -438,8 +429,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
             f"squared loss on targets scaled to unit variance; medians over {planted_repeats} "
             "planted data set(s) (SDP sampled: also over the sign draws). "
             "SDP solved with CLARABEL.\n\n"
-            "Training cost:\n\n" + _markdown_table(pivot) + "\n\nTest cost:\n\n"
-            + _markdown_table(pivot_test) + "\n\n![planted](paper002_planted.png)\n\n"
+            "Training cost:\n\n" + markdown_table(pivot, floatfmt=".3g") + "\n\nTest cost:\n\n"
+            + markdown_table(pivot_test, floatfmt=".3g") + "\n\n![planted](paper002_planted.png)\n\n"
             f"* The sampled network's training cost falls towards the SDP lower bound as m grows: "
             f"gap {gap:.3g} at m = {largest} (bound {bound:.3g}); "
             f"{'no' if below.empty else len(below)} sampled network(s) fell below the bound.\n"
@@ -506,7 +497,7 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
             "(plots: the first), the paper's m and beta (SDP: beta_paper / n_train under "
             "our mean loss; backprop: the paper's beta as weight decay), squared loss, SCS; "
             f"backprop: {10 if quick else 100} epochs of SGD with momentum, time = training time.\n\n"
-            + _markdown_table(summary) + "\n\n"
+            + markdown_table(summary, floatfmt=".3g") + "\n\n"
             + "\n".join(f"![{f}]({f})" for f in figures if f.startswith("paper002_") and "_m" in f)
             + "\n\n" + "\n".join(lines) + "\n"
         )
@@ -524,7 +515,7 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
             f"Vector-output SDP (one block per class), beta = {PAPER_VEHICLE_BETA:g} / n_train, "
             "squared loss to one-hot targets; m neurons split evenly over the classes; mean "
             "over sign draws.\n\n"
-            + _markdown_table(summary.pivot(index="m", columns="method", values="test acc").reset_index())
+            + markdown_table(summary.pivot(index="m", columns="method", values="test acc").reset_index(), floatfmt=".3g")
             + "\n\n![vehicle](paper002_vehicle.png)\n\n"
             f"* Test accuracy of the sampled network goes from {sampled.loc[first, 'test acc']:.3f} "
             f"(m = {first}) to {sampled.loc[last, 'test acc']:.3f} (m = {last}); the relaxed SDP "
@@ -621,7 +612,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     markdown = (
         "SDP solve time (CVXPY compilation included) of SDPQuantizedClassifier on the training "
         f"part (80 %) of each data set, median of {repeats} solve(s), paper 002's beta.\n\n"
-        + _markdown_table(wide) + "\n\n"
+        + markdown_table(wide, floatfmt=".3g") + "\n\n"
         f"* SCS is {wide['SCS speed-up'].median():.1f}x faster than CLARABEL in the median "
         f"setting and up to {wide['SCS speed-up'].max():.1f}x on the widest problem "
         f"(CLARABEL is faster in {int((wide['SCS speed-up'] < 1).sum())} of "

@@ -28,6 +28,8 @@ import warnings
 
 import numpy as np
 
+from ._report import markdown_table
+
 __all__ = ["speed"]
 
 UCI_DATASETS = ("spambase", "optdigits", "vehicle", "ionosphere")
@@ -170,7 +172,7 @@ def _large_child(task, n_samples, n_features, device, max_iter):
     data_gb = _peak_rss_gb()
     out = dict(task=task, data_peak_rss_gb=data_gb, load_average=_load())
     if task == "qlr":
-        import torch  # noqa: F401  (imported before timing)
+        import torch
 
         from ..linear_model import QuadraticLogisticRegression
 
@@ -339,7 +341,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             "`make_pipeline(PolynomialFeatures(2), LogisticRegression(max_iter=5000))`. "
             f"Device: {device}.",
             "",
-            _markdown_table(uci_table),
+            markdown_table(uci_table, floatfmt=".3f"),
             "",
             f"- Accuracy: QLR minus pipeline, averaged over the datasets: "
             f"{mean_difference:+.2f} pp (target: no worse than -{ACCURACY_TARGET_PP} pp): "
@@ -353,7 +355,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             "",
             f"Large problem, n = {n_large}, d = {d_large} (each in its own process):",
             "",
-            _markdown_table(large_table.round(3)),
+            markdown_table(large_table.round(3), floatfmt=".3f"),
             "",
             f"- QLR: {_fmt(large_time, 1)} s wall ({_fmt(large.get('fit_cpu_s'), 1)} s CPU) for "
             f"{large.get('n_iter')} L-BFGS iterations, peak memory {_fmt(large.get('peak_rss_gb'))} GB "
@@ -373,16 +375,3 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
         "tables": {"qlr_uci_runs": runs, "qlr_uci_summary": summary, "qlr_large": large_table},
         "figures": [figure],
     }
-
-
-def _markdown_table(frame):
-    from ._report import markdown_table
-
-    def cell(value):
-        if value is None or (isinstance(value, float) and np.isnan(value)):
-            return ""
-        if isinstance(value, float):
-            return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.3f}"
-        return str(value)
-
-    return markdown_table(list(frame.columns), [[cell(v) for v in row] for row in frame.itertuples(index=False)])
