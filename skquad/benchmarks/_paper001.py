@@ -1,4 +1,4 @@
-"""Paper 001's experiments (and paper 000's divergence claim) on these machines.
+"""Noel et al.'s experiments (and Fan et al.'s divergence claim) on these machines.
 
 ``run()``: XOR with one quadratic neuron, the six nonlinear clusters, Table 4
 analogues on optdigits and pendigits (conventional vs QNN vs RPQNN with few
@@ -45,7 +45,7 @@ DIVERGENCE_DATASETS = (
 )
 TABLE4_DATASETS = ("optdigits", "pendigits")
 XOR_EPOCHS = 300
-# Paper 001's six-cluster data set: 2000 training and 500 test points per class.
+# Noel et al.'s six-cluster data set: 2000 training and 500 test points per class.
 SIX_CLUSTERS_SIZES = (2000, 500)
 
 
@@ -251,7 +251,7 @@ DIVERGENCE_SETTINGS = {
         dict(relinear=True, quadratic_learning_rate_scale=0.1),
     ),
     "ReLinear-sg 1e-4": (
-        "neutral start, quadratic learning rate x 1e-4 (paper 000's CIFAR setting)",
+        "neutral start, quadratic learning rate x 1e-4 (Fan et al.'s CIFAR setting)",
         dict(relinear=True, quadratic_learning_rate_scale=1e-4),
     ),
 }
@@ -303,7 +303,7 @@ def _divergence(output_dir, datasets, seeds, max_train, epochs, device, progress
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
-    """Paper 001's experiments and the ReLinear divergence study.
+    """Noel et al.'s experiments and the ReLinear divergence study.
 
     Default size (about 10 minutes on 2 busy cores): XOR over 10 seeds; six
     clusters at the paper's size; Table 4 on optdigits and pendigits with
@@ -371,7 +371,7 @@ Linear neurons for the middle clusters (1 and 4) stay at {100 * middle_linear[0]
 
 ### Table 4 analogue: few hidden neurons, few samples, few epochs
 
-Paper 001's network shape: a sigmoid hidden layer and a per-class sigmoid output
+Noel et al.'s network shape: a sigmoid hidden layer and a per-class sigmoid output
 layer (quadratic for QNN and RPQNN), binary cross-entropy, SGD (learning rate 0.1,
 momentum 0.9, batches of 10; the paper used single samples and learning rate 0.01).
 Test accuracy in % (mean ± std over {seeds} seeds) on a fixed 30 % test split;
@@ -396,14 +396,14 @@ Four quadratic hidden layers of 16 ReLU neurons, SGD (learning rate 0.01,
 momentum 0.9, batches of 64, {5 if quick else 10} epochs), on {len(divergence_sets)} UCI datasets (at most
 300 training samples each), {divergence_seeds} seeds per dataset and setting. A run
 "diverged" when its loss or weights became NaN or infinite (the estimator then
-restores its best weights and warns). "RPQNN+power" is paper 000's neuron.
+restores its best weights and warns). "RPQNN+power" is Fan et al.'s neuron.
 
 {setting_lines}
 
 {markdown_table(divergence, floatfmt=".1f")}
 
 Without ReLinear {int(no_relinear['diverged'].sum())} of {int(no_relinear['runs'].sum())} runs diverged
-({100 * no_relinear['diverged'].sum() / max(1, no_relinear['runs'].sum()):.1f} %); with paper 000's ReLinear-sg
+({100 * no_relinear['diverged'].sum() / max(1, no_relinear['runs'].sum()):.1f} %); with Fan et al.'s ReLinear-sg
 (quadratic learning rate 1e-4 of the linear one) {int(relinear_rows['diverged'].sum())} of
 {int(relinear_rows['runs'].sum())}; with the estimators' default ReLinear settings
 {int(defaults['diverged'].sum())} of {int(defaults['runs'].sum())}.
@@ -417,7 +417,7 @@ Diverged runs per dataset:
 Total time of this suite: {time.perf_counter() - started:.0f} s.
 """
     return {
-        "title": "Paper 001: quadratic neurons and networks (QNN, RPQNN), ReLinear",
+        "title": "Noel et al.: quadratic neurons and networks (QNN, RPQNN), ReLinear",
         "markdown": markdown,
         "tables": {
             "paper001_xor": xor_table,
@@ -505,7 +505,7 @@ back-propagation for the whole network on flat parameter buffers, no autograd gr
 what makes the difference to the per-layer autograd Functions ("cached") and to plain autograd.
 """
     return {
-        "title": "Paper 001: QNN / RPQNN training speed against MLPClassifier",
+        "title": "Noel et al.: QNN / RPQNN training speed against MLPClassifier",
         "markdown": markdown,
         "tables": {"paper001_speed": table},
         "figures": [],

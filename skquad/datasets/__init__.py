@@ -15,11 +15,11 @@ UCI_DATASETS
 Generators
 ----------
 make_xor
-    The XOR problem's four points (paper 001).
+    The XOR problem's four points (Noel et al.).
 make_nonlinear_clusters
-    Paper 001's six Gaussian clusters, train and test parts.
+    Noel et al.'s six Gaussian clusters, train and test parts.
 make_planted_quantized
-    Data labelled by a planted binary bilinear network (paper 002).
+    Data labelled by a planted binary bilinear network (Bartan & Pilanci).
 """
 
 from ._generators import make_nonlinear_clusters, make_planted_quantized, make_xor
