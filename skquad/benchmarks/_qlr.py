@@ -37,6 +37,9 @@ ACCURACY_TARGET_PP = 0.5
 TIME_RATIO_TARGET = 0.5
 LARGE_TIME_TARGET_S = 60.0
 LARGE_MEMORY_TARGET_GB = 3.0
+# The "large" problem (n_samples, n_features), full and quick.
+LARGE_PROBLEM = (100_000, 200)
+QUICK_LARGE_PROBLEM = (10_000, 60)
 
 
 def _load():
@@ -166,7 +169,7 @@ def _mapped_bytes():
         return 0
 
 
-def _large_child(task, n_samples, n_features, device, max_iter):
+def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_MEMORY_TARGET_GB):
     """Runs in a child process; prints one JSON line."""
     X, y = _synthetic(n_samples, n_features)
     data_gb = _peak_rss_gb()
@@ -188,7 +191,7 @@ def _large_child(task, n_samples, n_features, device, max_iter):
 
         # the QLR memory target as a budget on top of what this process already
         # maps (libraries and the data), enforced as an address-space limit
-        limit = _mapped_bytes() + int(LARGE_MEMORY_TARGET_GB * 1e9)
+        limit = _mapped_bytes() + int(memory_gb * 1e9)
         resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
         out.update(address_space_limit_gb=limit / 1e9)
         start = time.perf_counter()
@@ -204,7 +207,8 @@ def _large_child(task, n_samples, n_features, device, max_iter):
 def _run_child(task, n_samples, n_features, device, max_iter, progress):
     code = (
         "from skquad.benchmarks._qlr import _large_child; "
-        f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter})"
+        f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter}, "
+        f"{LARGE_MEMORY_TARGET_GB!r})"
     )
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -256,7 +260,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     if datasets is None:
         datasets = ["vehicle", "ionosphere"] if quick else list(UCI_DATASETS)
     repeats = repeats if repeats is not None else (1 if quick else 3)
-    n_large, d_large = (10_000, 60) if quick else (100_000, 200)
+    n_large, d_large = QUICK_LARGE_PROBLEM if quick else LARGE_PROBLEM
 
     runs = _uci_runs(datasets, repeats, device, progress)
     summary = _uci_summary(runs)
