@@ -186,11 +186,13 @@ def plot_accuracy_vs_time(summary, path, order):
     right.set_yticks(range(grid.shape[0]))
     right.set_yticklabels(grid.index, fontsize=8)
     for (i, j), value in np.ndenumerate(grid.to_numpy()):
-        if not np.isnan(value):
+        if np.isnan(value):
+            right.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="0.4")
+        else:
             right.text(j, i, f"{value:.0f}" if value <= -0.5 else "best", ha="center",
                        va="center", fontsize=7, color="white" if value < floor / 2 else "black")
     right.set_title("accuracy minus the best on the dataset (pp)", fontsize=9)
-    fig.colorbar(image, ax=right, shrink=0.8)
+    fig.colorbar(image, ax=right, shrink=0.8, label="pp below the best")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
