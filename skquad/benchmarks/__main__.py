@@ -25,6 +25,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ._protocol import thread_limit
 from ._report import prefix_figure_links, prepare_output_dir, write_report
 
 # Each suite is a list of (module, function) parts following the benchmark
@@ -147,27 +148,6 @@ def _progress(message):
     print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-# The benchmark's only thread setting. At merge, switch to the one thread
-# policy of skquad/_training/ (engineer "training") if it offers a context
-# manager; this one only caps the pools for the run's duration.
-@contextlib.contextmanager
-def _thread_limit(threads):
-    """Limit BLAS/OpenMP pools and torch's intra-op threads; 0 leaves them alone."""
-    if not threads:
-        yield
-        return
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def _run_parts(parser, args, parts, output, datasets):
     start = time.perf_counter()
     sections, failures = [], []
@@ -266,7 +246,7 @@ def main(argv=None):
         _progress(f"not available, skipped: {', '.join(missing)}")
 
     threads = args.threads if args.threads is not None else (1 if args.suite == "uci" else 0)
-    with _thread_limit(threads):
+    with thread_limit(threads):
         sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets)
 
     if missing or failures:

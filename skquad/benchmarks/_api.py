@@ -100,6 +100,7 @@ def run_benchmark(
     preprocessor="auto",
     random_state=0,
     device="auto",
+    n_threads=1,
     output_dir=None,
     progress=None,
 ):
@@ -148,6 +149,10 @@ def run_benchmark(
         Seeds the splits and the estimators.
     device : str, default="auto"
         Torch device of the skquad estimators that train with torch.
+    n_threads : int or None, default=1
+        Threads of BLAS, OpenMP and torch during the run: one by default, so that fit
+        times compare algorithms rather than how each library shares a busy machine;
+        None leaves the libraries' defaults.
     output_dir : str or pathlib.Path, default=None
         When given, ``report.md``, ``runs.csv``, ``summary.csv``, ``ratios.csv``,
         ``overall.csv``, ``machine.txt`` and the plots are written there.
@@ -189,7 +194,7 @@ def run_benchmark(
     runs, specs, names = run_protocol(
         data, y, estimators=estimators, include_defaults=include_defaults, repeats=repeats,
         test_size=test_size, max_train=max_train, tune=tune, preprocessor=preprocessor,
-        random_state=random_state, device=device, progress=progress,
+        random_state=random_state, device=device, n_threads=n_threads, progress=progress,
     )
     result = _result(runs, specs, names, source=_describe_source(data, y), repeats=repeats,
                      test_size=test_size, max_train=max_train, tune=tune)

@@ -10,6 +10,7 @@ test part), then scored on the test part. Fit time is the wall time of
 unseen) and the fit time includes the search.
 """
 
+import contextlib
 import time
 import warnings
 from collections import Counter
@@ -34,6 +35,27 @@ RUN_COLUMNS = [
     "n_features_model", "n_classes", "tuned", "accuracy", "fit_time", "predict_time",
     "n_parameters", "best_params", "warnings", "error",
 ]
+
+
+# The benchmarks' only thread setting. At merge, switch to the one thread
+# policy of skquad/_training/ (engineer "training") if it offers a context
+# manager; this one only caps the pools for the run's duration.
+@contextlib.contextmanager
+def thread_limit(threads):
+    """Limit BLAS/OpenMP pools and torch's intra-op threads to ``threads``; 0 or None: no limit."""
+    if not threads:
+        yield
+        return
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def require_bench(what="skquad.benchmarks"):
@@ -202,7 +224,7 @@ def _as_specs(estimators, include_defaults, quick):
 def run_protocol(
     data, y=None, *, estimators=None, include_defaults=True, quick=False, repeats=3,
     test_size=0.25, max_train=None, tune=False, preprocessor="auto", random_state=0,
-    device="auto", progress=None,
+    device="auto", n_threads=None, progress=None,
 ):
     """The rows of every fit (a DataFrame), the specs run, and the datasets; see run_benchmark."""
     pd = require_bench("run_benchmark")
@@ -219,7 +241,15 @@ def run_protocol(
             raise ValueError(f"preprocessor must be 'auto', None or a transformer; got {preprocessor!r}")
         preprocessor = make_uci_preprocessor()
     progress = progress or (lambda message: None)
+    with thread_limit(n_threads):
+        runs = _run_fits(datasets, specs, preprocessor, repeats=repeats, test_size=test_size,
+                         max_train=max_train, tune=tune, random_state=random_state,
+                         device=device, progress=progress)
+    return pd.DataFrame(runs).reindex(columns=RUN_COLUMNS), specs, list(datasets)
 
+
+def _run_fits(datasets, specs, preprocessor, *, repeats, test_size, max_train, tune,
+              random_state, device, progress):
     rows = []
     n_fits = len(datasets) * repeats * len(specs)  # fixed for the whole run
     done = 0
@@ -257,5 +287,4 @@ def run_protocol(
                     f"[{done}/{n_fits} {time.perf_counter() - start_time:6.0f}s] "
                     f"{dataset} split {repeat + 1}/{repeats} {spec.name}: {status}"
                 )
-    runs = pd.DataFrame(rows).reindex(columns=RUN_COLUMNS)
-    return runs, specs, list(datasets)
+    return rows
