@@ -60,7 +60,7 @@ SUITE_TITLES = {
 
 # Measured with `time python -m skquad.benchmarks --quick` on the project's
 # 2-core machine; the README, the install page and conf.py quote the same figure.
-QUICK_DURATION = "about two minutes"
+QUICK_DURATION = "about half a minute"
 
 
 def _positive_int(text):
