@@ -30,6 +30,12 @@ import skquad  # noqa: E402
 # build never writes into the source tree; the gallery scrapes the figures itself.
 os.environ.setdefault("SKQUAD_EXAMPLES_OUTPUT", tempfile.mkdtemp(prefix="skquad-examples-"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The gallery's UCI examples read the datasets from the shared folder beside the
+# checkout when there is one (as the tests do); elsewhere SKQUAD_DATA names it,
+# or the examples fall back to datasets that ship with scikit-learn.
+_SHARED_UCI = DOC_DIR.parents[1] / "shared" / "datasets" / "uci"
+if "SKQUAD_DATA" not in os.environ and _SHARED_UCI.is_dir():
+    os.environ["SKQUAD_DATA"] = str(_SHARED_UCI)
 
 project = "skquad"
 author = "The skquad developers"

@@ -60,8 +60,10 @@ print(f"{dataset}: {X.shape[0]} samples, {X.shape[1]} raw features")
 pipeline = Pipeline(
     [("preprocess", make_uci_preprocessor()), ("classifier", QuadraticLogisticRegression())]
 )
-# max_iter=500: enough epochs for Adam to converge on every fold and setting.
-network = dict(hidden_layer_sizes=(16,), max_iter=500, random_state=0)
+# early_stopping=True: each network holds out 10 % of its training fold and stops
+# when the accuracy there no longer improves, so it ends converged rather than
+# at max_iter.
+network = dict(hidden_layer_sizes=(16,), early_stopping=True, max_iter=500, random_state=0)
 param_grid = [
     {"classifier": [LogisticRegression(max_iter=1000)], "classifier__C": [0.1, 1.0]},
     {
