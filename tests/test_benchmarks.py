@@ -14,8 +14,8 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skquad.benchmarks import __main__ as cli
 from skquad.benchmarks import BenchmarkResult, run_benchmark
+from skquad.benchmarks import __main__ as cli
 from skquad.benchmarks._estimators import EstimatorSpec, default_specs
 from skquad.benchmarks._uci_suite import run as run_uci
 
@@ -109,7 +109,7 @@ def test_cli_rejects_cuda_without_cuda(capsys, monkeypatch, tmp_path):
     assert "CUDA is not available" in capsys.readouterr().err
 
 
-def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, monkeypatch):
+def test_multi_part_suite_combines_sections_and_reports_failed_parts(tmp_path, monkeypatch):
     module = types.ModuleType("skquad.benchmarks._fake_part")
 
     def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
@@ -133,7 +133,7 @@ def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, 
     monkeypatch.setitem(sys.modules, "skquad.benchmarks._fake_part", module)
     monkeypatch.setitem(
         cli.SUITES, "speed",
-        [("_fake_part", "speed"), ("_not_built_yet", "speed"), ("_fake_part", "broken")],
+        [("_fake_part", "speed"), ("_fake_part", "broken")],
     )
     status = cli.main(["--suite", "speed", "--quick", "--repeats", "2", "--datasets", "a",
                        "--output", str(tmp_path)])
@@ -143,8 +143,7 @@ def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, 
     assert (tmp_path / "fake_part" / "curve.png").is_file()
     assert pd.read_csv(tmp_path / "fake_part_ratios.csv")["ratio"].tolist() == [0.5, 0.7]
     assert (tmp_path / "fake_part_times.csv").is_file()  # not fake_part_fake_part_times.csv
-    assert "not available: skquad/benchmarks/_not_built_yet.py:speed()" in report
-    assert "failed: fake_part.broken(): RuntimeError: solver exploded" in report
+    assert "failed: the fake_part part: RuntimeError: solver exploded" in report
 
 
 def test_a_failing_estimator_is_recorded_not_fatal(tmp_path, monkeypatch):

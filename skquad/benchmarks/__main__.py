@@ -17,7 +17,6 @@ returning ``{"title": str, "markdown": str, "tables": {name: DataFrame},
 """
 
 import argparse
-import contextlib
 import importlib
 import shlex
 import sys
@@ -135,13 +134,7 @@ def build_parser():
 
 
 def _load_part(module_name, function_name):
-    try:
-        module = importlib.import_module(f"skquad.benchmarks.{module_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"skquad.benchmarks.{module_name}":
-            return None
-        raise
-    return getattr(module, function_name, None)
+    return getattr(importlib.import_module(f"skquad.benchmarks.{module_name}"), function_name)
 
 
 def _progress(message):
@@ -169,11 +162,11 @@ def _run_parts(parser, args, parts, output, datasets):
         except ValueError as exc:
             if not multi_part:
                 parser.error(str(exc))
-            failures.append(f"{short}.{function_name}(): {type(exc).__name__}: {exc}")
+            failures.append(f"the {short} part: {type(exc).__name__}: {exc}")
             traceback.print_exc()
             continue
         except Exception as exc:  # report the other parts anyway
-            failures.append(f"{short}.{function_name}(): {type(exc).__name__}: {exc}")
+            failures.append(f"the {short} part: {type(exc).__name__}: {exc}")
             traceback.print_exc()
             continue
         if multi_part:
@@ -231,28 +224,18 @@ def main(argv=None):
                 )
 
     parts = [(name, function, _load_part(name, function)) for name, function in SUITES[args.suite]]
-    missing = [f"skquad/benchmarks/{name}.py:{function}()" for name, function, found in parts if found is None]
-    parts = [(name, function, found) for name, function, found in parts if found is not None]
-    if not parts:
-        parser.error(
-            f"suite {args.suite!r} is not available in this installation: "
-            f"{', '.join(missing)} not found"
-        )
 
     output = args.output or Path("benchmark_results") / (args.suite + ("-quick" if args.quick else ""))
     output = prepare_output_dir(output)
     _progress(f"suite {args.suite}{' (quick)' if args.quick else ''} -> {output}")
-    if missing:
-        _progress(f"not available, skipped: {', '.join(missing)}")
 
     threads = args.threads if args.threads is not None else (1 if args.suite == "uci" else 0)
     with thread_limit(threads):
         sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets)
 
-    if missing or failures:
-        notes = [f"- not available: {item}" for item in missing]
-        notes += [f"- failed: {item}" for item in failures]
-        sections.append(({"title": "Parts not run", "markdown": "\n".join(notes), "tables": {}}, ""))
+    if failures:
+        notes = [f"- failed: {item}" for item in failures]
+        sections.append(({"title": "Parts that failed", "markdown": "\n".join(notes), "tables": {}}, ""))
     title = "Quick benchmark" if args.suite == "uci" and args.quick else SUITE_TITLES[args.suite]
     written = write_report(
         output, title, sections, command=command, wall_time=wall_time, device=args.device, threads=threads

@@ -38,8 +38,8 @@ import time
 import warnings
 
 import numpy as np
-import torch
 import pandas as pd
+import torch
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
