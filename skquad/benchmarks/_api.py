@@ -1,7 +1,11 @@
 """``run_benchmark``: the benchmark's protocol on your data, as a Python function."""
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sklearn.base import BaseEstimator
 
 from ._protocol import BUNDLED_DATASETS, resolve_datasets, run_protocol
 from ._report import (
@@ -11,6 +15,9 @@ from ._report import (
     write_report,
 )
 from ._summary import markdown_section, overall_table, ratios_to_baselines, summarize
+
+if TYPE_CHECKING:  # pandas comes with the bench extra, imported only when a run starts
+    import pandas
 
 __all__ = ["BenchmarkResult", "run_benchmark"]
 
@@ -45,12 +52,12 @@ class BenchmarkResult:
         ``{file name: path}`` of the plots written by :meth:`save` (empty until then).
     """
 
-    runs: object
-    summary: object
-    ratios: object
-    overall: object
+    runs: "pandas.DataFrame"
+    summary: "pandas.DataFrame"
+    ratios: "pandas.DataFrame"
+    overall: "pandas.DataFrame"
     markdown: str
-    figures: dict = field(default_factory=dict)
+    figures: dict[str, Path] = field(default_factory=dict)
 
     def plot(self, output_dir):
         """Write ``accuracy.png`` and ``accuracy_vs_time.png`` to ``output_dir``; return their paths."""
@@ -88,22 +95,22 @@ class BenchmarkResult:
 
 
 def run_benchmark(
-    data,
-    y=None,
+    data: Any,
+    y: Any = None,
     *,
-    estimators=None,
-    include_defaults=True,
-    repeats=3,
-    test_size=0.25,
-    max_train=None,
-    tune=False,
-    preprocessor="auto",
-    random_state=0,
-    device="auto",
-    n_threads=1,
-    output_dir=None,
-    progress=None,
-):
+    estimators: Mapping[str, BaseEstimator] | Sequence[str] | None = None,
+    include_defaults: bool = True,
+    repeats: int = 3,
+    test_size: float = 0.25,
+    max_train: int | None = None,
+    tune: bool = False,
+    preprocessor: Any = "auto",
+    random_state: int = 0,
+    device: str = "auto",
+    n_threads: int | None = 1,
+    output_dir: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> "BenchmarkResult":
     """Compare estimators on your data with the protocol of ``python -m skquad.benchmarks``.
 
     For each dataset, ``repeats`` stratified shuffle splits; on each split every
