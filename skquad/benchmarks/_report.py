@@ -124,19 +124,24 @@ def _place_labels(ax, points, labels, fontsize=8):
     """Annotate points, moving labels down or up until no two overlap."""
     fig = ax.figure
     fig.canvas.draw()
+    # The markers themselves are obstacles too: a label must not cover a point.
     placed = []
+    for x, y in points:
+        px, py = ax.transData.transform((x, y))
+        placed.append((px - 7, py - 7, px + 7, py + 7))
     for (x, y), label in sorted(zip(points, labels), key=lambda item: -item[0][1]):
         px, py = ax.transData.transform((x, y))
-        width, height = 6.5 * len(label) * fontsize / 10, fontsize * 1.5
+        scale = fig.dpi / 72  # points to pixels
+        width, height = 0.62 * fontsize * scale * len(label), 1.4 * fontsize * scale
         offset = 0.0
         for step in range(40):
             trial = py + offset
-            box = (px + 5, trial - height / 2, px + 5 + width, trial + height / 2)
+            box = (px + 9, trial - height / 2, px + 9 + width, trial + height / 2)
             if all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in placed):
                 break
             offset = (step // 2 + 1) * height * 0.6 * (-1 if step % 2 == 0 else 1)
         placed.append(box)
-        ax.annotate(label, (x, y), xytext=(5, offset / fig.dpi * 72), textcoords="offset points",
+        ax.annotate(label, (x, y), xytext=(9 / scale, offset / scale), textcoords="offset points",
                     fontsize=fontsize, va="center",
                     arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if abs(offset) > 1 else None)
 
@@ -170,9 +175,10 @@ def plot_accuracy_vs_time(summary, path, order):
         labels.append(name)
     left.set_xscale("log")
     left.set_xlabel("fit time (s, geometric mean over the datasets, log scale)")
-    left.set_ylabel("accuracy minus the best on each dataset (pp, mean)")
+    left.set_ylabel("accuracy minus the best (pp, mean over datasets)")
     left.set_title("each estimator: closer to 0 is more accurate, left is faster", fontsize=9)
     left.grid(alpha=0.3)
+    left.margins(y=0.12)  # room above and below for the labels
     xmin, xmax = left.get_xlim()
     left.set_xlim(xmin, xmax * 4)  # room for the labels
     _place_labels(left, points, labels)
