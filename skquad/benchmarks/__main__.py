@@ -58,8 +58,9 @@ SUITE_TITLES = {
 }
 
 # Measured with `time python -m skquad.benchmarks --quick` on the project's
-# 2-core machine; the README, the install page and conf.py quote the same figure.
-QUICK_DURATION = "about half a minute"
+# 2-core machine, shared: 31 s at load 5, 48 s and 57 s at load 11. The README,
+# the install page and the benchmark page quote the same figure.
+QUICK_DURATION = "under a minute"
 
 
 def _positive_int(text):
