@@ -21,8 +21,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit
 from sklearn.pipeline import Pipeline
 
-from ..datasets import load_uci, make_uci_preprocessor
-from ..datasets._uci import resolve_uci_name
+from ..datasets import load_uci, make_uci_preprocessor, resolve_uci_name
 from ._estimators import default_specs, user_spec
 from ._size import parameter_count
 

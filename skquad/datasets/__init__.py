@@ -8,6 +8,8 @@ load_uci
 make_uci_preprocessor
     Unfitted ColumnTransformer: impute + one-hot nominal columns, impute +
     standardize numeric ones.
+resolve_uci_name
+    The UCI dataset a file or OpenML name refers to.
 UCI_DATASETS
     The 13 UCI datasets the project's tests and benchmarks use, with their
     file names, OpenML names, targets and sizes.
@@ -31,6 +33,7 @@ from ._uci import (
     make_uci_preprocessor,
     nominal_columns,
     numeric_columns,
+    resolve_uci_name,
 )
 
 __all__ = [
@@ -44,4 +47,5 @@ __all__ = [
     "make_xor",
     "nominal_columns",
     "numeric_columns",
+    "resolve_uci_name",
 ]

@@ -101,6 +101,23 @@ def resolve_uci_name(name):
 
     File names (``"credit.a"``, ``"credit.a.arff"``) and OpenML names
     (``"credit-approval"``) are accepted, in any case.
+
+    Parameters
+    ----------
+    name : str
+        A file or OpenML name of one of :data:`UCI_DATASETS`.
+
+    Returns
+    -------
+    dataset : UCIDataset or None
+
+    Examples
+    --------
+    >>> from skquad.datasets import resolve_uci_name
+    >>> resolve_uci_name("Credit-Approval").file_name
+    'credit.a'
+    >>> resolve_uci_name("no such data") is None
+    True
     """
     return _ALIASES.get(_normalise(name))
 
