@@ -69,7 +69,14 @@ intersphinx_mapping = {
 }
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "benchmark_results/**/report.md", "Thumbs.db", ".DS_Store"]
+exclude_patterns = [
+    "_build",
+    "benchmark_results/**/report.md",
+    "generated/benchmarks/*",  # table snippets that benchmarks.rst includes
+    "_intersphinx",
+    "Thumbs.db",
+    ".DS_Store",
+]
 root_doc = "index"
 default_role = "literal"
 nitpicky = False

@@ -181,10 +181,8 @@ def run_benchmark(
     >>> from skquad import QuadraticLogisticRegression
     >>> from skquad.benchmarks import run_benchmark
     >>> X, y = load_wine(return_X_y=True)
-    >>> result = run_benchmark(
-    ...     X, y, include_defaults=False, repeats=3,
-    ...     estimators={"QLR": QuadraticLogisticRegression(C=0.1), "Ridge": RidgeClassifier()},
-    ... )
+    >>> mine = {"QLR": QuadraticLogisticRegression(C=0.1), "Ridge": RidgeClassifier()}
+    >>> result = run_benchmark(X, y, estimators=mine, include_defaults=False, repeats=3)
     >>> result.summary[["estimator", "accuracy_mean", "n_parameters"]].round(3)
       estimator  accuracy_mean  n_parameters
     0       QLR          0.985         549.0
