@@ -105,7 +105,8 @@ def build_parser():
     parser.add_argument(
         "--datasets", nargs="+", metavar="NAME",
         help="datasets to run (space or comma separated); uci: UCI file or OpenML names "
-        "(credit.a, credit-approval, ...); with --quick: iris, wine, breast_cancer, digits",
+        "(credit.a, credit-approval, ...); with --quick: iris, wine, breast_cancer (the "
+        "default), digits",
     )
     parser.add_argument("--repeats", type=_positive_int, help="splits / seeds per dataset (default: the suite's)")
     parser.add_argument(
@@ -114,7 +115,7 @@ def build_parser():
     )
     parser.add_argument(
         "--device", default="auto",
-        help="torch device for skquad estimators: auto (CUDA when available), cpu, cuda, cuda:N",
+        help="torch device for skquad estimators: auto (the estimators' default), cpu, cuda, cuda:N",
     )
     uci = parser.add_argument_group("uci suite only")
     uci.add_argument("--tune", action="store_true", help="nested 3-fold GridSearchCV per estimator (slower)")
