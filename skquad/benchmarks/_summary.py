@@ -232,14 +232,17 @@ def markdown_section(runs, summary, ratios, *, specs, names, source, repeats, te
     if not overall_rows.empty:
         parts.append(
             "\n### Over all datasets\n\nMean test accuracy over the datasets, mean rank "
-            "(1 = most accurate on a dataset) and the geometric mean of the fit time.\n"
+            "(1 = most accurate on a dataset), the geometric mean of the fit time and the median "
+            "number of learned parameters.\n"
         )
         parts.append(
             markdown_table(
-                ["estimator", "kind", "datasets", "mean accuracy (%)", "mean rank", "fit time (s)"],
+                ["estimator", "kind", "datasets", "mean accuracy (%)", "mean rank", "fit time (s)",
+                 "parameters (median)"],
                 [
                     [row.estimator, row.kind, row.n_datasets, f"{100 * row.accuracy_mean:.1f}",
-                     f"{row.mean_rank:.1f}", f"{row.fit_time_geomean:.3g}"]
+                     f"{row.mean_rank:.1f}", f"{row.fit_time_geomean:.3g}",
+                     "" if np.isnan(row.n_parameters_median) else f"{row.n_parameters_median:,.0f}"]
                     for row in overall_rows.itertuples()
                 ],
             )
