@@ -65,6 +65,7 @@ from ..datasets import (
     numeric_columns,
 )
 from ..nn.bilinear import BilinearModule, bilinear_loss, quantize_bilinear
+from ._estimators import SDP_SETTINGS
 from ._report import markdown_table, pyplot
 
 __all__ = ["run", "speed"]
@@ -250,7 +251,9 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
         n = len(y_train)
         for m in neuron_counts:
             started = time.perf_counter()
-            sdp = SDPQuantizedClassifier(m, beta=sdp_beta / n, random_state=seed).fit(X_train, y_train)
+            sdp = SDPQuantizedClassifier(
+                m, beta=sdp_beta / n, random_state=seed, **SDP_SETTINGS
+            ).fit(X_train, y_train)
             sdp_time = time.perf_counter() - started
             rows.append(
                 {
@@ -345,7 +348,8 @@ def _vehicle(*, quick, repeats, progress, output_dir):
         X_train, X_test, y_train, y_test = _split_uci("vehicle", seed)
         started = time.perf_counter()
         model = SDPQuantizedClassifier(
-            neuron_counts[0], beta=PAPER_VEHICLE_BETA / len(y_train), random_state=seed
+            neuron_counts[0], beta=PAPER_VEHICLE_BETA / len(y_train), random_state=seed,
+            **SDP_SETTINGS,
         ).fit(X_train, y_train)
         progress(f"paper002 vehicle seed {seed}: SDP solved in {time.perf_counter() - started:.1f}s")
         relaxed = (np.mean(model.relaxed_predict(X_train) == y_train),
