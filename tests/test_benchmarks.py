@@ -64,8 +64,12 @@ def test_quick_cli_writes_report_csvs_and_plots(tmp_path, capsys):
     machine = (output / "machine.txt").read_text()
     assert "command: python -m skquad.benchmarks --quick --datasets iris" in machine
     assert "scikit-learn" in machine and "torch" in machine
+    assert "blas:" in machine  # the BLAS libraries threadpoolctl sees, with their threads
+    assert os.environ.get("SKQUAD_DATA", "no such path") not in machine  # no local paths
     captured = capsys.readouterr()
     assert "iris split 1/1 LogReg: acc" in captured.err  # progress goes to stderr
+    assert "[1/11 " in captured.err and "[11/11 " in captured.err  # one total for the run
+    assert "run()" not in captured.err and "_uci_suite" not in captured.err
     assert captured.out.strip().endswith("report.md")
 
 
