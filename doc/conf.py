@@ -5,8 +5,13 @@ Build it from the repository root with::
     pip install -e ".[docs]"
     sphinx-build -W -b html doc doc/_build/html
 
-The gallery runs every script of ``examples/`` (about five minutes on two
-cores); set ``SKQUAD_EXAMPLES_QUICK=1`` for a fast build with small sizes.
+The gallery runs every script of ``examples/``; set ``SKQUAD_EXAMPLES_QUICK=1``
+for a fast build with small sizes, or ``SKQUAD_DOCS_NO_GALLERY=1`` to skip running
+the examples while you work on the pages.
+
+The build needs no network: links to scikit-learn, NumPy, pandas and torch come
+from the small inventories in ``_intersphinx/`` (see make_inventories.py there),
+and MathJax is served from the pages themselves (sphinx-mathjax-offline).
 """
 
 import os
@@ -25,24 +30,53 @@ import skquad  # noqa: E402
 # build never writes into the source tree; the gallery scrapes the figures itself.
 os.environ.setdefault("SKQUAD_EXAMPLES_OUTPUT", tempfile.mkdtemp(prefix="skquad-examples-"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The gallery's UCI examples read the datasets from the shared folder beside the
+# checkout when there is one (as the tests do); elsewhere SKQUAD_DATA names it,
+# or the examples fall back to datasets that ship with scikit-learn.
+_SHARED_UCI = DOC_DIR.parents[1] / "shared" / "datasets" / "uci"
+if "SKQUAD_DATA" not in os.environ and _SHARED_UCI.is_dir():
+    os.environ["SKQUAD_DATA"] = str(_SHARED_UCI)
 
 project = "skquad"
 author = "The skquad developers"
 copyright = "2026, The skquad developers"
-release = skquad.__version__
+from skquad._version import __version__ as release  # noqa: E402
+
 version = ".".join(release.split(".")[:2])
 
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax 3 copied into _static/mathjax: math renders without a CDN.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
 
+# -- Links to other projects, offline ----------------------------------------
+# Each project's objects.inv is replaced by a small local inventory of the
+# names skquad references (doc/_intersphinx/make_inventories.py): the build
+# never downloads anything, and the links point at the online documentation.
+_INVENTORIES = DOC_DIR / "_intersphinx"
+intersphinx_mapping = {
+    "sklearn": ("https://scikit-learn.org/stable/", str(_INVENTORIES / "sklearn.inv")),
+    "numpy": ("https://numpy.org/doc/stable/", str(_INVENTORIES / "numpy.inv")),
+    "pandas": ("https://pandas.pydata.org/docs/", str(_INVENTORIES / "pandas.inv")),
+    "torch": ("https://docs.pytorch.org/docs/stable/", str(_INVENTORIES / "torch.inv")),
+}
+
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "benchmark_results/**/report.md", "Thumbs.db", ".DS_Store"]
+exclude_patterns = [
+    "_build",
+    "benchmark_results/**/report.md",
+    "generated/benchmarks/*",  # table snippets that benchmarks.rst includes
+    "_intersphinx",
+    "Thumbs.db",
+    ".DS_Store",
+]
 root_doc = "index"
 default_role = "literal"
 nitpicky = False
@@ -71,7 +105,7 @@ sphinx_gallery_conf = {
     "reference_url": {"skquad": None},
     "download_all_examples": False,
     "remove_config_comments": True,
-    "plot_gallery": "True",
+    "plot_gallery": "False" if os.environ.get("SKQUAD_DOCS_NO_GALLERY") else "True",
     "matplotlib_animations": False,
     # Timings are machine noise, not documentation; and the file would land in doc/.
     "write_computation_times": False,
@@ -87,11 +121,42 @@ BENCHMARK_DIR = DOC_DIR / "benchmark_results" / "uci"
 BENCHMARK_TABLES = DOC_DIR / "generated" / "benchmarks"
 
 
+# Full names of the benchmark's estimators (the CSVs use the short names of
+# skquad.benchmarks), for the legend table and the overall table.
+BENCHMARK_ESTIMATORS = {
+    "QLR": ":class:`~skquad.QuadraticLogisticRegression`",
+    "QNN": ":class:`~skquad.QNNClassifier`",
+    "RPQNN": ":class:`~skquad.RPQNNClassifier`",
+    "SDP": ":class:`~skquad.SDPQuantizedClassifier`",
+    "BackpropQ": ":class:`~skquad.BackpropQuantizedClassifier`",
+    "LogReg": ":class:`~sklearn.linear_model.LogisticRegression`",
+    "Poly2+LogReg": "``PolynomialFeatures(2)`` + :class:`~sklearn.linear_model.LogisticRegression`",
+    "MLP": ":class:`~sklearn.neural_network.MLPClassifier`",
+    "SVC-rbf": ":class:`~sklearn.svm.SVC` (RBF kernel)",
+    "SVC-poly2": ":class:`~sklearn.svm.SVC` (degree-2 polynomial kernel)",
+    "HistGB": ":class:`~sklearn.ensemble.HistGradientBoostingClassifier`",
+}
+NBSP = "\u00a0"  # keeps "70.4 ± 4.0" on one line
+
+
+def _rst_table(header, rows, widths=None, table_class="benchmark-table"):
+    """A list-table directive (cells may hold roles, unlike csv-table files)."""
+    lines = [".. list-table::", "   :header-rows: 1", f"   :class: {table_class}"]
+    if widths:
+        lines.append("   :widths: " + " ".join(str(w) for w in widths))
+    lines.append("")
+    for row in [header, *rows]:
+        lines.append(f"   * - {row[0]}")
+        lines += [f"     - {cell}" for cell in row[1:]]
+    return "\n".join(lines) + "\n"
+
+
 def _write_benchmark_tables():
     import pandas as pd
 
     summary = pd.read_csv(BENCHMARK_DIR / "summary.csv")
     estimators = list(dict.fromkeys(summary["estimator"]))
+    kinds = summary.drop_duplicates("estimator").set_index("estimator")["kind"]
     datasets = list(dict.fromkeys(summary["dataset"]))
     summary = summary.set_index(["dataset", "estimator"])
     BENCHMARK_TABLES.mkdir(parents=True, exist_ok=True)
@@ -105,22 +170,42 @@ def _write_benchmark_tables():
         return format_row(row)
 
     def accuracy(row):
-        return f"{100 * row['accuracy_mean']:.1f} ± {100 * row['accuracy_std']:.1f}"
+        return f"{100 * row['accuracy_mean']:.1f}{NBSP}±{NBSP}{100 * row['accuracy_std']:.1f}"
 
     def fit_time(row):
         return f"{row['fit_time_median']:.3g}"
 
+    # Two narrow tables (skquad's estimators, then the baselines) instead of one
+    # twelve columns wide.
+    groups = {
+        "skquad": [e for e in estimators if kinds[e] == "skquad"],
+        "baselines": [e for e in estimators if kinds[e] != "skquad"],
+    }
     for name, format_row in [("accuracy", accuracy), ("fit_time", fit_time)]:
-        table = pd.DataFrame(
-            [[dataset] + [cell(dataset, est, format_row) for est in estimators] for dataset in datasets],
-            columns=["dataset"] + estimators,
-        )
-        table.to_csv(BENCHMARK_TABLES / f"{name}.csv", index=False)
+        for group, members in groups.items():
+            rows = [[dataset] + [cell(dataset, e, format_row) for e in members] for dataset in datasets]
+            text = _rst_table(["dataset", *members], rows)
+            (BENCHMARK_TABLES / f"{name}_{group}.rst").write_text(text, encoding="utf-8")
+
+    legend = [[f"**{short}**", full] for short, full in BENCHMARK_ESTIMATORS.items() if short in estimators]
+    (BENCHMARK_TABLES / "estimators.rst").write_text(
+        _rst_table(["short name", "estimator"], legend, widths=[20, 80], table_class="benchmark-legend"), encoding="utf-8"
+    )
+
     overall = pd.read_csv(BENCHMARK_DIR / "overall.csv")
-    overall["accuracy_mean"] = (100 * overall["accuracy_mean"]).round(1)
-    overall["mean_rank"] = overall["mean_rank"].round(2)
-    overall["fit_time_geomean"] = overall["fit_time_geomean"].map(lambda t: f"{t:.3g}")
-    overall.to_csv(BENCHMARK_TABLES / "overall.csv", index=False)
+    header = ["estimator", "mean accuracy (%)", "mean rank", "fit time (s)"]
+    has_size = "n_parameters_median" in overall
+    if has_size:
+        header.append("parameters (median)")
+    rows = []
+    for row in overall.itertuples():
+        cells = [BENCHMARK_ESTIMATORS.get(row.estimator, row.estimator),
+                 f"{100 * row.accuracy_mean:.1f}", f"{row.mean_rank:.2f}",
+                 f"{row.fit_time_geomean:.3g}"]
+        if has_size:
+            cells.append("" if pd.isna(row.n_parameters_median) else f"{row.n_parameters_median:,.0f}")
+        rows.append(cells)
+    (BENCHMARK_TABLES / "overall.rst").write_text(_rst_table(header, rows), encoding="utf-8")
 
 
 _write_benchmark_tables()
@@ -134,6 +219,8 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_sidebars = {"**": ["sidebar-nav-bs"]}
+html_static_path = ["_static"]
+html_css_files = ["skquad.css"]
 
 # Torch and CVXPY print deprecation chatter while the gallery runs; it is not
 # a documentation problem, so it must not turn into a failed -W build.

@@ -26,14 +26,12 @@ scikit-learn's breast-cancer dataset.
 # ----
 
 import os
-import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from sklearn.datasets import load_breast_cancer
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 from sklearn.pipeline import Pipeline
@@ -62,7 +60,10 @@ print(f"{dataset}: {X.shape[0]} samples, {X.shape[1]} raw features")
 pipeline = Pipeline(
     [("preprocess", make_uci_preprocessor()), ("classifier", QuadraticLogisticRegression())]
 )
-network = dict(hidden_layer_sizes=(16,), max_iter=100 if QUICK else 200, random_state=0)
+# early_stopping=True: each network holds out 10 % of its training fold and stops
+# when the accuracy there no longer improves, so it ends converged rather than
+# at max_iter.
+network = dict(hidden_layer_sizes=(16,), early_stopping=True, max_iter=500, random_state=0)
 param_grid = [
     {"classifier": [LogisticRegression(max_iter=1000)], "classifier__C": [0.1, 1.0]},
     {
@@ -78,11 +79,7 @@ search = GridSearchCV(
     cv=StratifiedKFold(n_splits=3 if QUICK else 5, shuffle=True, random_state=0),
     n_jobs=1,
 )
-with warnings.catch_warnings():
-    # Small networks on a few hundred samples may stop at max_iter: that is a
-    # candidate's problem for the search to judge, not an error.
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    search.fit(X_train, y_train)
+search.fit(X_train, y_train)
 
 # %%
 # Results

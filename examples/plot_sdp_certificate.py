@@ -7,9 +7,13 @@ The SDP certificate: a lower bound that networks chase
 :math:`\\pm 1` first-layer weights and bilinear activation,
 :math:`f(x) = \\sum_j (x^\\top u_j)(x^\\top v_j)\\,\\alpha_j`, by solving a convex
 semidefinite relaxation of the (NP-hard) training problem and then *sampling*
-binary networks from its solution. The relaxation's optimal value,
-``lower_bound_``, is a lower bound on the training objective of **every** such
-network, of any width: a certificate.
+binary networks from its solution. ``lower_bound_`` is a lower bound on the
+training objective of **every** such network, of any width: a certificate. It
+comes from the relaxation (whose value is ``relaxed_objective_``) through a
+dual bound that holds even if the solver stops before full accuracy, so the
+gap ``objective_ - lower_bound_`` of a sampled network is certified: no binary
+network of that shape can do better than the bound, and the sampled one is at
+most that gap above the best of them.
 
 This example follows Bartan and Pilanci's planted experiment (d = 20 features,
 labels from a planted binary network with 10 neurons, :math:`\\beta = 10^{-4}`),

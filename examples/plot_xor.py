@@ -6,7 +6,7 @@ XOR with a single quadratic neuron
 No single linear neuron can learn XOR, but one quadratic neuron
 :math:`\\sigma(x^\\top Q x + w^\\top x + b)` can: its decision boundary
 :math:`x^\\top Q x + w^\\top x + b = 0` is a conic section. Noel et al.
-(paper 001, section 2, Fig. 1) train one neuron on the four bipolar XOR points
+(section 2 and Fig. 1 of their paper, see :ref:`references`) train one neuron on the four bipolar XOR points
 with plain stochastic gradient descent and report two solutions:
 
 * :math:`Q` started at the identity ends with an **ellipse** around one class;
@@ -32,12 +32,10 @@ panel shows it.
 # -----------------------
 
 import os
-import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from skquad import QuadraticLogisticRegression
 from skquad.datasets import make_xor
@@ -55,17 +53,13 @@ def conic_type(Q):
     return "ellipse" if eigenvalues[0] * eigenvalues[1] > 0 else "hyperbola"
 
 
-# Q = I, stopped at the first epoch that separates the four points (one epoch
-# per fit: warm_start continues from the previous one).
-identity_early = QuadraticLogisticRegression(
-    Q_init="identity", max_iter=1, warm_start=True, random_state=0, **sgd
-)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=1 on purpose
-    for epoch in range(1, 201):
-        identity_early.fit(X, y)
-        if identity_early.score(X, y) == 1.0:
-            break
+# Q = I, stopped at the first epoch that separates the four points
+# (``partial_fit`` runs one SGD epoch per call and continues from the last).
+identity_early = QuadraticLogisticRegression(Q_init="identity", random_state=0, **sgd)
+for epoch in range(1, 201):
+    identity_early.partial_fit(X, y, classes=np.unique(y))
+    if identity_early.score(X, y) == 1.0:
+        break
 print(f"Q = I, stopped at epoch {epoch}: {conic_type(identity_early.Q_[0])}")
 
 # Q = I, trained until the loss stops improving by tol.

@@ -1,4 +1,4 @@
-"""Paper 001's benchmark suite runs at a tiny size and follows the contract."""
+"""Noel et al.'s benchmark suite runs at a tiny size and follows the contract."""
 
 import pandas as pd
 

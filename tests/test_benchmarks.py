@@ -1,4 +1,4 @@
-"""Tests of the benchmark command (python -m skquad.benchmarks)."""
+"""Tests of the benchmark API (run_benchmark) and command (python -m skquad.benchmarks)."""
 
 import os
 import sys
@@ -14,8 +14,9 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from skquad.benchmarks import BenchmarkResult, run_benchmark
 from skquad.benchmarks import __main__ as cli
-from skquad.benchmarks._estimators import EstimatorSpec, available_specs
+from skquad.benchmarks._estimators import EstimatorSpec, default_specs
 from skquad.benchmarks._uci_suite import run as run_uci
 
 SUMMARY_COLUMNS = ["dataset", "estimator", "accuracy_mean", "accuracy_std", "fit_time_median", "n_runs"]
@@ -40,7 +41,7 @@ def test_quick_cli_writes_report_csvs_and_plots(tmp_path, capsys):
     summary = pd.read_csv(output / "summary.csv")
     assert set(RUN_COLUMNS) <= set(runs.columns)
     assert list(summary.columns[: len(SUMMARY_COLUMNS)]) == SUMMARY_COLUMNS
-    names = [spec.name for spec in available_specs() if spec.quick]
+    names = [spec.name for spec in default_specs() if spec.quick]
     assert sorted(runs["estimator"]) == sorted(names)  # one split, every estimator once
     assert runs["error"].isna().all(), runs.loc[runs["error"].notna(), ["estimator", "error"]]
     assert runs["accuracy"].between(0, 1).all() and (runs["fit_time"] > 0).all()
@@ -63,8 +64,12 @@ def test_quick_cli_writes_report_csvs_and_plots(tmp_path, capsys):
     machine = (output / "machine.txt").read_text()
     assert "command: python -m skquad.benchmarks --quick --datasets iris" in machine
     assert "scikit-learn" in machine and "torch" in machine
+    assert "blas:" in machine  # the BLAS libraries threadpoolctl sees, with their threads
+    assert os.environ.get("SKQUAD_DATA", "no such path") not in machine  # no local paths
     captured = capsys.readouterr()
     assert "iris split 1/1 LogReg: acc" in captured.err  # progress goes to stderr
+    assert "[1/11 " in captured.err and "[11/11 " in captured.err  # one total for the run
+    assert "run()" not in captured.err and "_uci_suite" not in captured.err
     assert captured.out.strip().endswith("report.md")
 
 
@@ -108,7 +113,7 @@ def test_cli_rejects_cuda_without_cuda(capsys, monkeypatch, tmp_path):
     assert "CUDA is not available" in capsys.readouterr().err
 
 
-def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, monkeypatch):
+def test_multi_part_suite_combines_sections_and_reports_failed_parts(tmp_path, monkeypatch):
     module = types.ModuleType("skquad.benchmarks._fake_part")
 
     def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
@@ -132,7 +137,7 @@ def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, 
     monkeypatch.setitem(sys.modules, "skquad.benchmarks._fake_part", module)
     monkeypatch.setitem(
         cli.SUITES, "speed",
-        [("_fake_part", "speed"), ("_not_built_yet", "speed"), ("_fake_part", "broken")],
+        [("_fake_part", "speed"), ("_fake_part", "broken")],
     )
     status = cli.main(["--suite", "speed", "--quick", "--repeats", "2", "--datasets", "a",
                        "--output", str(tmp_path)])
@@ -142,38 +147,97 @@ def test_multi_part_suite_combines_sections_and_reports_missing_parts(tmp_path, 
     assert (tmp_path / "fake_part" / "curve.png").is_file()
     assert pd.read_csv(tmp_path / "fake_part_ratios.csv")["ratio"].tolist() == [0.5, 0.7]
     assert (tmp_path / "fake_part_times.csv").is_file()  # not fake_part_fake_part_times.csv
-    assert "not available: skquad/benchmarks/_not_built_yet.py:speed()" in report
-    assert "failed: fake_part.broken(): RuntimeError: solver exploded" in report
+    assert "failed: the fake_part part: RuntimeError: solver exploded" in report
 
 
 def test_a_failing_estimator_is_recorded_not_fatal(tmp_path, monkeypatch):
-    def explode(seed, device, n_features, n_classes):
+    def explode(seed, device):
         raise ValueError("cannot build")
 
     specs = [
         EstimatorSpec("Broken", "skquad", explode, "always fails"),
-        EstimatorSpec("LogReg", "baseline",
-                      lambda seed, device, n_features, n_classes: LogisticRegression(), "lr"),
-        EstimatorSpec("Huge", "skquad", explode, "never built",
-                      skip=lambda n_features, n_classes: f"too big for d={n_features}"),
+        EstimatorSpec("LogReg", "baseline", lambda seed, device: LogisticRegression(), "lr"),
     ]
-    monkeypatch.setattr("skquad.benchmarks._uci_suite.available_specs", lambda: specs)
+    monkeypatch.setattr("skquad.benchmarks._protocol.default_specs", lambda: specs)
     result = run_uci(output_dir=tmp_path, quick=True, repeats=1, datasets=["wine"], progress=lambda m: None)
     runs = result["tables"]["runs"]
     broken = runs[runs["estimator"] == "Broken"].iloc[0]
     assert broken["error"] == "ValueError: cannot build" and np.isnan(broken["accuracy"])
     assert runs.loc[runs["estimator"] == "LogReg", "accuracy"].item() > 0.9
     assert "### Failed fits" in result["markdown"] and "cannot build" in result["markdown"]
-    assert "Huge" not in set(runs["estimator"])
-    assert "### Skipped" in result["markdown"] and "too big for d=13" in result["markdown"]
 
 
-def test_sdp_skip_rule():
-    from skquad.benchmarks._estimators import _sdp_too_large
+def test_run_benchmark_on_your_data_with_your_estimator(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import RidgeClassifier
 
-    assert _sdp_too_large(64, 10) is not None  # optdigits: minutes per solve
-    assert _sdp_too_large(16, 26) is None  # letter
-    assert _sdp_too_large(57, 2) is None  # spambase
+    X, y = load_breast_cancer(return_X_y=True)
+    lines = []
+    result = run_benchmark(
+        X, y, estimators={"Ridge": RidgeClassifier()}, include_defaults=False, repeats=2,
+        output_dir=tmp_path, progress=lines.append,
+    )
+    assert isinstance(result, BenchmarkResult)
+    runs = result.runs
+    assert runs["estimator"].tolist() == ["Ridge", "Ridge"] and (runs["kind"] == "yours").all()
+    # Well above the majority class (63 %) on every split.
+    assert (runs["accuracy"] > 0.9).all()
+    assert (runs["n_parameters"] == X.shape[1] + 1).all()  # coef_ and intercept_
+    assert [line.split("]")[0].split()[0] for line in lines] == ["[1/2", "[2/2"]
+    for name in ["report.md", "runs.csv", "summary.csv", "overall.csv", "machine.txt",
+                 "accuracy.png", "accuracy_vs_time.png"]:
+        assert (tmp_path / name).is_file(), name
+    report = (tmp_path / "report.md").read_text()
+    assert "your data" in report and "Ridge" in report and "](accuracy.png)" in report
+
+
+def test_run_benchmark_selects_defaults_and_records_warning_messages():
+    from sklearn.neural_network import MLPClassifier
+
+    result = run_benchmark(
+        "iris", estimators={"MLP-short": MLPClassifier(max_iter=3, random_state=0)},
+        include_defaults=False, repeats=1,
+    )
+    warnings_text = result.runs["warnings"].item()
+    assert warnings_text.startswith("ConvergenceWarning: Stochastic Optimizer: Maximum iterations (3)")
+    only_logreg = run_benchmark({"mine": load_iris(return_X_y=True)}, estimators=["LogReg"], repeats=1)
+    assert only_logreg.runs["estimator"].tolist() == ["LogReg"]
+    assert only_logreg.runs["dataset"].tolist() == ["mine"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"estimators": ["Magic"]}, r"unknown estimators \['Magic'\]"),
+        ({"estimators": {"LogReg": LogisticRegression()}}, "already used by the defaults"),
+        ({"repeats": 0}, "repeats must be a positive integer"),
+        ({"preprocessor": "scale"}, "preprocessor must be 'auto'"),
+    ],
+)
+def test_run_benchmark_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        run_benchmark("iris", **kwargs)
+
+
+def test_without_the_bench_extra_the_message_names_it():
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pandas', 'matplotlib'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import skquad.datasets, skquad.benchmarks\n"
+        "try:\n"
+        "    skquad.benchmarks.run_benchmark('iris')\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               check=True, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    assert "pip install 'skquad[bench]'" in completed.stdout, completed.stderr
 
 
 def test_nested_tuning_records_best_parameters(tmp_path):

@@ -1,8 +1,10 @@
-"""The paper 002 benchmark suite keeps the benchmark contract (quick, one data set)."""
+"""The suite of Bartan & Pilanci's experiments (SDP) keeps the benchmark contract and learns."""
 
+import numpy as np
 import pandas as pd
 
 from skquad.benchmarks import _paper002
+from skquad.datasets import load_uci
 
 
 def _check_contract(result, output_dir):
@@ -21,7 +23,13 @@ def test_run_quick_on_breast_cancer(tmp_path):
     assert set(summary["method"]) == {
         "SDP sampled", "SDP relaxed (no quantization)", "backprop", "backprop + quantization"
     }
-    assert summary["test acc"].between(0.5, 1.0).all()
+    # Breast cancer's majority class is 70 %: every method learns more than that on its
+    # training part, and the relaxed SDP model generalizes above it.
+    _, y = load_uci("breast.cancer", return_X_y=True)
+    majority = max(np.mean(y == label) for label in np.unique(y))
+    assert (summary["train acc"] > majority + 0.04).all(), summary
+    relaxed = summary.loc[summary["method"] == "SDP relaxed (no quantization)", "test acc"]
+    assert (relaxed > majority + 0.05).all(), summary
     assert "Agreement with the paper" in result["markdown"] and messages
 
 

@@ -25,7 +25,6 @@ from skquad.datasets import (
     make_xor,
     nominal_columns,
 )
-from skquad.datasets._arff import read_arff, split_arff_values
 
 DATA_HOME = os.environ.get("SKQUAD_DATA")
 needs_data = pytest.mark.skipif(
@@ -183,16 +182,15 @@ def test_openml_fallback_gives_the_same_format(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(pd.DataFrame(X), pd.DataFrame(X_reference))
 
 
-# ----------------------------------------------------------------- ARFF reader
-def test_arff_reader_edge_cases(tmp_path):
-    path = tmp_path / "odd.arff"
-    path.write_bytes(
+# ----------------------------------------------------------------- ARFF files
+def test_arff_edge_cases_through_load_uci(tmp_path):
+    (tmp_path / "odd.arff").write_bytes(
         b"% a comment\r\n"
         b"@RELATION 'odd one'\r\n"
         b"@attribute 'first name' {'a b', \"c,d\", e}\r\n"
         b"@attribute   value   REAL\r\n"
         b"@attribute note string\r\n"
-        b"@attribute class{yes,no}\r\n"
+        b"@attribute class {yes,no}\r\n"
         b"@data\r\n"
         b"% comment inside the data\r\n"
         b"'a b',  1.5 , 'it\\'s', yes\r\n"
@@ -200,38 +198,30 @@ def test_arff_reader_edge_cases(tmp_path):
         b"\"c,d\", ?, '?', no\r\n"
         b"?,-2e3,plain,yes\r\n"
     )
-    data = read_arff(path)
-    assert data.relation == "odd one"
-    assert [a.name for a in data.attributes] == ["first name", "value", "note", "class"]
-    assert data.attributes[0].values == ["a b", "c,d", "e"]
-    assert data.attributes[3].values == ["yes", "no"]
-    assert data.columns[0].tolist()[:2] == ["a b", "c,d"] and data.columns[0][2] is np.nan
-    np.testing.assert_array_equal(data.columns[1], [1.5, np.nan, -2000.0])
-    assert data.columns[2].tolist() == ["it's", "?", "plain"]  # a quoted '?' is a value
-    assert "a comment" in data.comments
+    bunch = load_uci("odd", data_home=tmp_path, as_frame=True)
+    assert bunch.feature_names == ["first name", "value", "note"]
+    assert list(bunch.data["first name"].cat.categories) == ["a b", "c,d", "e"]
+    assert bunch.data["first name"].tolist()[:2] == ["a b", "c,d"]
+    assert pd.isna(bunch.data["first name"].iloc[2])
+    np.testing.assert_array_equal(bunch.data["value"], [1.5, np.nan, -2000.0])
+    assert bunch.data["note"].tolist() == ["it's", "?", "plain"]  # a quoted '?' is a value
+    assert bunch.target.tolist() == ["yes", "no", "yes"]
+    assert "odd one" in bunch.DESCR and str(tmp_path) not in bunch.DESCR
 
 
 @pytest.mark.parametrize(
-    "body, message",
+    "body",
     [
-        ("@attribute a numeric\n@data\n{0 1}\n", "sparse"),
-        ("@attribute a numeric\n@attribute b numeric\n@data\n1\n", "expected 2 values"),
-        ("@attribute a {x,y}\n@data\nz\n", "declares only"),
-        ("@attribute a numeric\n@data\nabc\n", "is numeric"),
-        ("@attribute a relational\n@data\n1\n", "unsupported attribute type"),
-        ("no header at all\n", "unexpected header line"),
+        "@attribute a numeric\n@attribute b numeric\n@data\n1\n",
+        "@attribute a {x,y}\n@attribute b numeric\n@data\nz,1\n",
+        "@attribute a numeric\n@attribute b numeric\n@data\nabc,1\n",
+        "no header at all\n",
     ],
 )
-def test_arff_reader_errors(tmp_path, body, message):
-    path = tmp_path / "bad.arff"
-    path.write_text(body)
-    with pytest.raises(ValueError, match=message):
-        read_arff(path)
-
-
-def test_split_arff_values():
-    assert split_arff_values(" 1,  2 ,3") == [("1", False), ("2", False), ("3", False)]
-    assert split_arff_values("'a,b', \"c\" ,d") == [("a,b", True), ("c", True), ("d", False)]
+def test_malformed_arff_names_the_file(tmp_path, body):
+    (tmp_path / "bad.arff").write_text("@relation bad\n" + body)
+    with pytest.raises(ValueError, match="bad.arff is not a readable ARFF file"):
+        load_uci("bad", data_home=tmp_path, target="b")
 
 
 # ------------------------------------------------------------- preprocessor

@@ -1,4 +1,4 @@
-"""Every gallery example runs, in its quick mode, and saves its plots.
+"""Every gallery example runs, in its quick mode, without a warning, and saves its plots.
 
 The examples are sphinx-gallery scripts (``examples/plot_*.py``). Each one
 honours two environment variables: ``SKQUAD_EXAMPLES_QUICK=1`` shrinks its sizes
@@ -9,6 +9,7 @@ its PNG files. Here each runs in a fresh temporary folder with the Agg backend.
 import ast
 import runpy
 import time
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -63,9 +64,16 @@ def test_example_runs_in_quick_mode(path, tmp_path, monkeypatch):
     plt.close("all")
     start = time.perf_counter()
     try:
-        runpy.run_path(str(path), run_name="__main__")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runpy.run_path(str(path), run_name="__main__")
     finally:
         plt.close("all")
+    # A reader copies the example: it must not teach them to live with warnings
+    # (libraries' own DeprecationWarnings aside).
+    shown = [f"{w.category.__name__}: {w.message}" for w in caught
+             if not issubclass(w.category, DeprecationWarning)]
+    assert not shown, f"{path.name} warns: {shown}"
     elapsed = time.perf_counter() - start
     saved = sorted(p.name for p in tmp_path.glob("*.png"))
     assert saved, f"{path.name} saved no PNG file in SKQUAD_EXAMPLES_OUTPUT"

@@ -1,29 +1,32 @@
-"""Benchmarks: ``python -m skquad.benchmarks``.
+"""Benchmarks: skquad's estimators beside scikit-learn's on your data or the UCI datasets.
 
-Suites (``--suite``):
+From Python, :func:`run_benchmark` runs the protocol (repeated stratified
+splits, one preprocessing pipeline, accuracy, fit time and parameter count per
+fit) on your own ``(X, y)``, on scikit-learn's bundled datasets or on the UCI
+datasets, with your estimators beside the defaults, and returns a
+:class:`BenchmarkResult` (DataFrames, a Markdown report, plots).
+
+From the shell, ``python -m skquad.benchmarks`` runs one of four suites and
+writes ``report.md``, CSV tables and PNG plots to ``--output``:
 
 uci (default)
     Every skquad estimator and the baselines a user would otherwise pick
     (LogisticRegression, PolynomialFeatures(2) + LogisticRegression,
     MLPClassifier, SVC with RBF and degree-2 polynomial kernels,
-    HistGradientBoostingClassifier) on the UCI datasets; ``--quick`` runs it on
-    scikit-learn's bundled datasets in about two minutes.
-paper001, paper002
-    The papers' experiments.
+    HistGradientBoostingClassifier) on the 13 UCI datasets; ``--quick`` runs it
+    on scikit-learn's bundled datasets.
+paper001
+    The experiments of Noel et al. (QNN/RPQNN): XOR, six clusters, the
+    Table 4/5 analogues, and the ReLinear divergence study of Fan et al.
+paper002
+    The experiments of Bartan & Pilanci (SDP): planted network, UCI, vehicle.
 speed
     The speed targets of the estimators, measured side by side.
 
-Each suite writes ``report.md``, CSV tables and PNG plots to ``--output``.
-
-Contract for suite modules: a module ``skquad/benchmarks/_NAME.py`` exposes
-
-.. code-block:: python
-
-    def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
-            progress=print) -> dict
-    def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
-              progress=print) -> dict
-
-returning ``{"title": str, "markdown": str, "tables": {name: DataFrame},
-"figures": [file names saved under output_dir]}``.
+Both need the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``;
+without it they say so instead of failing on a missing import.
 """
+
+from ._api import BenchmarkResult, run_benchmark
+
+__all__ = ["BenchmarkResult", "run_benchmark"]

@@ -1,10 +1,22 @@
 """Command line: ``python -m skquad.benchmarks [--suite NAME] [--quick] ...``.
 
-Run ``python -m skquad.benchmarks --help`` for the options.
+Run ``python -m skquad.benchmarks --help`` for the options. A thin layer: the
+uci suite is :func:`skquad.benchmarks.run_benchmark`'s protocol.
+
+Contract for suite modules: a module ``skquad/benchmarks/_NAME.py`` exposes
+
+.. code-block:: python
+
+    def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
+            progress=print) -> dict
+    def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
+              progress=print) -> dict
+
+returning ``{"title": str, "markdown": str, "tables": {name: DataFrame},
+"figures": [file names saved under output_dir]}``.
 """
 
 import argparse
-import contextlib
 import importlib
 import shlex
 import sys
@@ -12,6 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ._protocol import thread_limit
 from ._report import prefix_figure_links, prepare_output_dir, write_report
 
 # Each suite is a list of (module, function) parts following the benchmark
@@ -31,10 +44,23 @@ SUITES = {
 
 SUITE_HELP = {
     "uci": "every skquad estimator and the usual baselines on the 13 UCI datasets (default)",
-    "paper001": "paper 001's experiments: XOR, six clusters, Table 4/5 analogues",
-    "paper002": "paper 002's experiments: planted, UCI, vehicle",
+    "paper001": "the experiments of Noel et al. (QNN/RPQNN): XOR, six clusters, Table 4/5 "
+    "analogues, and the ReLinear divergence study of Fan et al.",
+    "paper002": "the experiments of Bartan & Pilanci (SDP): planted network, UCI, vehicle",
     "speed": "the speed targets, measured side by side",
 }
+
+SUITE_TITLES = {
+    "uci": "UCI benchmark",
+    "paper001": "Experiments of Noel et al. (QNN/RPQNN) and Fan et al. (ReLinear)",
+    "paper002": "Experiments of Bartan & Pilanci (SDP)",
+    "speed": "Speed targets",
+}
+
+# Measured with `time python -m skquad.benchmarks --quick` on the project's
+# 2-core machine, shared: 31 s at load 5, 48 s and 57 s at load 11. The README,
+# the install page and the benchmark page quote the same figure.
+QUICK_DURATION = "under a minute"
 
 
 def _positive_int(text):
@@ -74,12 +100,13 @@ def build_parser():
     parser.add_argument(
         "--quick", action="store_true",
         help="a small run; for the uci suite on scikit-learn's bundled datasets "
-        "(no data directory needed), about two minutes on two cores",
+        f"(no data directory needed), {QUICK_DURATION} on two cores",
     )
     parser.add_argument(
         "--datasets", nargs="+", metavar="NAME",
         help="datasets to run (space or comma separated); uci: UCI file or OpenML names "
-        "(credit.a, credit-approval, ...); with --quick: iris, wine, breast_cancer, digits",
+        "(credit.a, credit-approval, ...); with --quick: iris, wine, breast_cancer (the "
+        "default), digits",
     )
     parser.add_argument("--repeats", type=_positive_int, help="splits / seeds per dataset (default: the suite's)")
     parser.add_argument(
@@ -88,14 +115,14 @@ def build_parser():
     )
     parser.add_argument(
         "--device", default="auto",
-        help="torch device for skquad estimators: auto (CUDA when available), cpu, cuda, cuda:N",
+        help="torch device for skquad estimators: auto (the estimators' default), cpu, cuda, cuda:N",
     )
     uci = parser.add_argument_group("uci suite only")
     uci.add_argument("--tune", action="store_true", help="nested 3-fold GridSearchCV per estimator (slower)")
     uci.add_argument("--estimators", nargs="+", metavar="NAME", help="run only these estimators (e.g. QLR LogReg)")
     uci.add_argument(
         "--max-train", type=_non_negative_int, metavar="N",
-        help="cap on every training part (default 1000; 0: no cap)",
+        help="cap on every training part, a stratified subsample (default: none; 0: none)",
     )
     parser.add_argument(
         "--threads", type=_non_negative_int, metavar="N",
@@ -109,35 +136,11 @@ def build_parser():
 
 
 def _load_part(module_name, function_name):
-    try:
-        module = importlib.import_module(f"skquad.benchmarks.{module_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"skquad.benchmarks.{module_name}":
-            return None
-        raise
-    return getattr(module, function_name, None)
+    return getattr(importlib.import_module(f"skquad.benchmarks.{module_name}"), function_name)
 
 
 def _progress(message):
     print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def _thread_limit(threads):
-    """Limit BLAS/OpenMP pools and torch's intra-op threads; 0 leaves them alone."""
-    if not threads:
-        yield
-        return
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _run_parts(parser, args, parts, output, datasets):
@@ -154,17 +157,18 @@ def _run_parts(parser, args, parts, output, datasets):
         if args.suite == "uci":
             kwargs.update(tune=args.tune, estimators=args.estimators, max_train=args.max_train,
                           random_state=args.seed)
-        _progress(f"running {short}.{function_name}()")
+        if multi_part:
+            _progress(f"part {short.replace('_', ' ')} ({function_name})")
         try:
             result = function(**kwargs)
         except ValueError as exc:
             if not multi_part:
                 parser.error(str(exc))
-            failures.append(f"{short}.{function_name}(): {type(exc).__name__}: {exc}")
+            failures.append(f"the {short} part: {type(exc).__name__}: {exc}")
             traceback.print_exc()
             continue
         except Exception as exc:  # report the other parts anyway
-            failures.append(f"{short}.{function_name}(): {type(exc).__name__}: {exc}")
+            failures.append(f"the {short} part: {type(exc).__name__}: {exc}")
             traceback.print_exc()
             continue
         if multi_part:
@@ -179,6 +183,17 @@ def _run_parts(parser, args, parts, output, datasets):
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ._protocol import require_bench
+
+    try:
+        require_bench("python -m skquad.benchmarks")
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        message = str(exc) if "bench" in str(exc) else (
+            "python -m skquad.benchmarks needs pandas and matplotlib, which come with "
+            "skquad's 'bench' extra: pip install 'skquad[bench]'"
+        )
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
     argv = sys.argv[1:] if argv is None else list(argv)
     command = "python -m skquad.benchmarks" + ("" if not argv else " " + shlex.join(argv))
 
@@ -195,50 +210,35 @@ def main(argv=None):
             if getattr(args, option) not in (None, False):
                 parser.error(f"--{option.replace('_', '-')} applies to --suite uci only")
     else:
-        from ._uci_suite import resolve_datasets
+        from ._uci_suite import resolve_suite_datasets
 
         try:
-            datasets = resolve_datasets(datasets, args.quick) if datasets else None
+            datasets = resolve_suite_datasets(datasets, args.quick) if datasets else None
         except ValueError as exc:
             parser.error(f"argument --datasets: {exc}")
         if args.estimators:
-            from ._estimators import ALL_ESTIMATOR_NAMES
+            from ._estimators import DEFAULT_ESTIMATOR_NAMES
 
-            unknown = [name for name in args.estimators if name not in ALL_ESTIMATOR_NAMES]
+            unknown = [name for name in args.estimators if name not in DEFAULT_ESTIMATOR_NAMES]
             if unknown:
                 parser.error(
-                    f"argument --estimators: unknown {unknown}; choose from {list(ALL_ESTIMATOR_NAMES)}"
+                    f"argument --estimators: unknown {unknown}; choose from {list(DEFAULT_ESTIMATOR_NAMES)}"
                 )
 
     parts = [(name, function, _load_part(name, function)) for name, function in SUITES[args.suite]]
-    missing = [f"skquad/benchmarks/{name}.py:{function}()" for name, function, found in parts if found is None]
-    parts = [(name, function, found) for name, function, found in parts if found is not None]
-    if not parts:
-        parser.error(
-            f"suite {args.suite!r} is not available in this installation: "
-            f"{', '.join(missing)} not found"
-        )
 
     output = args.output or Path("benchmark_results") / (args.suite + ("-quick" if args.quick else ""))
     output = prepare_output_dir(output)
     _progress(f"suite {args.suite}{' (quick)' if args.quick else ''} -> {output}")
-    if missing:
-        _progress(f"not available, skipped: {', '.join(missing)}")
 
     threads = args.threads if args.threads is not None else (1 if args.suite == "uci" else 0)
-    with _thread_limit(threads):
+    with thread_limit(threads):
         sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets)
 
-    if missing or failures:
-        notes = [f"- not available: {item}" for item in missing]
-        notes += [f"- failed: {item}" for item in failures]
-        sections.append(({"title": "Parts not run", "markdown": "\n".join(notes), "tables": {}}, ""))
-    title = {
-        "uci": "skquad benchmark" + (" (quick)" if args.quick else ": UCI datasets"),
-        "paper001": "Paper 001 experiments",
-        "paper002": "Paper 002 experiments",
-        "speed": "Speed targets",
-    }[args.suite]
+    if failures:
+        notes = [f"- failed: {item}" for item in failures]
+        sections.append(({"title": "Parts that failed", "markdown": "\n".join(notes), "tables": {}}, ""))
+    title = "Quick benchmark" if args.suite == "uci" and args.quick else SUITE_TITLES[args.suite]
     written = write_report(
         output, title, sections, command=command, wall_time=wall_time, device=args.device, threads=threads
     )

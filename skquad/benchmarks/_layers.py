@@ -31,7 +31,7 @@ import torch
 
 from skquad.nn import QuadraticLayer, ReducedQuadraticLayer
 
-from ._report import _pyplot, markdown_table
+from ._report import markdown_table, pyplot
 
 __all__ = ["speed"]
 
@@ -219,7 +219,7 @@ def _storage_table(shapes, repeats, progress):
 
 
 def _plot_cached_vs_autograd(table, path):
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(8, 4.5))
     labels = [f"{b}x{i}->{o}" for b, i, o in table[["batch", "n_in", "n_out"]].drop_duplicates().values]
     positions = np.arange(len(labels))
@@ -236,17 +236,6 @@ def _plot_cached_vs_autograd(table, path):
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
-
-
-def _cell(value):
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
-    return value
-
-
-def _markdown_table(frame):
-    rows = [[_cell(value) for value in row] for row in frame.itertuples(index=False)]
-    return markdown_table(list(frame.columns), rows)
 
 
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
@@ -338,7 +327,7 @@ backward), forward + backward, {'; '.join(summary)}. Fastest variant:
 {best['layer']} with the {best['backward']} backward and {best['threads']} thread(s),
 {best['ms']:.0f} ms.
 
-{_markdown_table(wide)}
+{markdown_table(wide, floatfmt=".3g")}
 
 ### The papers' cached backward passes against autograd (forward + backward)
 
@@ -347,7 +336,7 @@ or caching the pair products `M(a)` for packed storage; Algorithm 2 caching `v1`
 is faster. The input gradient is computed too, as for a hidden layer. The wide layer's
 cached and autograd timings are in the table above.
 
-{_markdown_table(cached)}
+{markdown_table(cached, floatfmt=".3g")}
 
 ![autograd / cached]({figure_name})
 
@@ -356,7 +345,7 @@ cached and autograd timings are in the table above.
 Each with its cached backward; "Adam step" is one `torch.optim.Adam` step on the
 quadratic parameter alone.
 
-{_markdown_table(storage)}
+{markdown_table(storage, floatfmt=".3g")}
 """
     return {
         "title": "Quadratic layers: wide-layer throughput, cached backward, storage of Q",

@@ -1,4 +1,4 @@
-"""Paper 001's experiments (and paper 000's divergence claim) on these machines.
+"""Noel et al.'s experiments (and Fan et al.'s divergence claim) on these machines.
 
 ``run()``: XOR with one quadratic neuron, the six nonlinear clusters, Table 4
 analogues on optdigits and pendigits (conventional vs QNN vs RPQNN with few
@@ -27,9 +27,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
-from ..datasets import load_uci, make_nonlinear_clusters, make_uci_preprocessor, make_xor
+from .. import QNNClassifier, RPQNNClassifier
 from .._torch_utils import resolve_device
-from ..neural_network import QNNClassifier, RPQNNClassifier
+from ..datasets import (
+    load_uci,
+    make_nonlinear_clusters,
+    make_uci_preprocessor,
+    make_xor,
+)
+from ._report import markdown_table, pyplot
 
 __all__ = ["run", "speed"]
 
@@ -39,17 +45,8 @@ DIVERGENCE_DATASETS = (
 )
 TABLE4_DATASETS = ("optdigits", "pendigits")
 XOR_EPOCHS = 300
-# Paper 001's six-cluster data set: 2000 training and 500 test points per class.
+# Noel et al.'s six-cluster data set: 2000 training and 500 test points per class.
 SIX_CLUSTERS_SIZES = (2000, 500)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _quiet_fit(estimator, X, y):
@@ -62,24 +59,6 @@ def _load_digits_task(name):
     X, y = load_uci(name, return_X_y=True, as_frame=True)
     X = np.asarray(X, dtype=np.float64)
     return X, np.asarray(y).astype(str)
-
-
-def _markdown_table(frame, floatfmt=".3f"):
-    """A pipe table (no dependency on ``tabulate``)."""
-    frame = frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame
-
-    def cell(value):
-        if isinstance(value, (float, np.floating)):
-            return format(value, floatfmt)
-        return str(value)
-
-    header = [
-        " / ".join(str(part) for part in c if str(part)) if isinstance(c, tuple) else str(c)
-        for c in frame.columns
-    ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------- XOR
@@ -120,7 +99,7 @@ def _xor(output_dir, seeds, device, progress):
         )
         .reset_index()
     )
-    plt = _plt()
+    plt = pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(8, 4))
     grid = np.linspace(-2, 2, 201)
     xx, yy = np.meshgrid(grid, grid)
@@ -159,7 +138,7 @@ def _six_clusters(output_dir, device, progress):
             row[f"neuron {k} one-vs-rest"] = np.mean((scores[:, k] > 0) == (y_test == k))
         rows.append(row)
         fitted[label] = clf
-    plt = _plt()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 5))
     axis.scatter(X_test[:, 0], X_test[:, 1], c=y_test, cmap="tab10", s=4)
     gx = np.linspace(X_test[:, 0].min() - 2, X_test[:, 0].max() + 2, 300)
@@ -238,7 +217,7 @@ def _table4(output_dir, datasets, hidden_sizes, sample_sizes, epoch_counts, seed
     table["RPQNN − conv."] = 100 * (means["RPQNN"] - means["conventional"]).to_numpy()
     times = raw.groupby(["dataset", "model"])["fit_time"].median().unstack("model").reset_index()
 
-    plt = _plt()
+    plt = pyplot()
     figure, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
     largest = raw[(raw.samples == max(sample_sizes)) & (raw.epochs == min(epoch_counts))]
     for axis, name in zip(axes[0], datasets):
@@ -272,7 +251,7 @@ DIVERGENCE_SETTINGS = {
         dict(relinear=True, quadratic_learning_rate_scale=0.1),
     ),
     "ReLinear-sg 1e-4": (
-        "neutral start, quadratic learning rate x 1e-4 (paper 000's CIFAR setting)",
+        "neutral start, quadratic learning rate x 1e-4 (Fan et al.'s CIFAR setting)",
         dict(relinear=True, quadratic_learning_rate_scale=1e-4),
     ),
 }
@@ -310,7 +289,7 @@ def _divergence(output_dir, datasets, seeds, max_train, epochs, device, progress
     table["divergence rate [%]"] = 100 * table["diverged"] / table["runs"]
     per_dataset = raw.pivot_table(index="dataset", columns=["model", "setting"], values="diverged", aggfunc="sum")
     per_dataset = per_dataset.reindex(columns=pd.MultiIndex.from_product([list(models), list(DIVERGENCE_SETTINGS)]))
-    plt = _plt()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(9, 4))
     labels = [f"{m}\n{s}" for m, s in zip(table["model"], table["setting"])]
     axis.bar(range(len(table)), table["divergence rate [%]"])
@@ -324,7 +303,7 @@ def _divergence(output_dir, datasets, seeds, max_train, epochs, device, progress
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
-    """Paper 001's experiments and the ReLinear divergence study.
+    """Noel et al.'s experiments and the ReLinear divergence study.
 
     Default size (about 10 minutes on 2 busy cores): XOR over 10 seeds; six
     clusters at the paper's size; Table 4 on optdigits and pendigits with
@@ -371,7 +350,7 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
 Per-sample SGD (learning rate 0.1, {XOR_EPOCHS} epochs) on the four bipolar XOR points.
 The decision boundary's type is read from the sign of det(Q).
 
-{_markdown_table(xor_table)}
+{markdown_table(xor_table, floatfmt=".3f")}
 
 ![XOR boundaries]({xor_figure})
 
@@ -381,7 +360,7 @@ One layer of 6 neurons with per-class sigmoid outputs (L-BFGS, standardized
 inputs). Each column "neuron k one-vs-rest" is the test accuracy of neuron k's
 sign alone as a "cluster k against the rest" classifier.
 
-{_markdown_table(clusters_table, ".4f")}
+{markdown_table(clusters_table, floatfmt=".4f")}
 
 The quadratic layer reaches {100 * quad['test accuracy']:.2f} % test accuracy (paper: 99.97 %); its
 worst single neuron separates its cluster from the rest at {100 * worst_quadratic:.2f} %.
@@ -392,13 +371,13 @@ Linear neurons for the middle clusters (1 and 4) stay at {100 * middle_linear[0]
 
 ### Table 4 analogue: few hidden neurons, few samples, few epochs
 
-Paper 001's network shape: a sigmoid hidden layer and a per-class sigmoid output
+Noel et al.'s network shape: a sigmoid hidden layer and a per-class sigmoid output
 layer (quadratic for QNN and RPQNN), binary cross-entropy, SGD (learning rate 0.1,
 momentum 0.9, batches of 10; the paper used single samples and learning rate 0.01).
 Test accuracy in % (mean ± std over {seeds} seeds) on a fixed 30 % test split;
 "− conv." columns are differences of the means in percentage points.
 
-{_markdown_table(table4, ".2f")}
+{markdown_table(table4, floatfmt=".2f")}
 
 QNN beats the conventional network in {wins_qnn} of {len(table4)} settings, RPQNN in {wins_rp};
 with the fewest hidden neurons ({table4['hidden'].min()}) QNN's mean gain is
@@ -407,7 +386,7 @@ with the fewest hidden neurons ({table4['hidden'].min()}) QNN's mean gain is
 Median fit time per model in this grid (Table 5 analogue; see the speed suite
 for a controlled comparison):
 
-{_markdown_table(table5)}
+{markdown_table(table5, floatfmt=".3f")}
 
 ![Table 4 analogue]({table4_figure})
 
@@ -417,28 +396,28 @@ Four quadratic hidden layers of 16 ReLU neurons, SGD (learning rate 0.01,
 momentum 0.9, batches of 64, {5 if quick else 10} epochs), on {len(divergence_sets)} UCI datasets (at most
 300 training samples each), {divergence_seeds} seeds per dataset and setting. A run
 "diverged" when its loss or weights became NaN or infinite (the estimator then
-restores its best weights and warns). "RPQNN+power" is paper 000's neuron.
+restores its best weights and warns). "RPQNN+power" is Fan et al.'s neuron.
 
 {setting_lines}
 
-{_markdown_table(divergence, ".1f")}
+{markdown_table(divergence, floatfmt=".1f")}
 
 Without ReLinear {int(no_relinear['diverged'].sum())} of {int(no_relinear['runs'].sum())} runs diverged
-({100 * no_relinear['diverged'].sum() / max(1, no_relinear['runs'].sum()):.1f} %); with paper 000's ReLinear-sg
+({100 * no_relinear['diverged'].sum() / max(1, no_relinear['runs'].sum()):.1f} %); with Fan et al.'s ReLinear-sg
 (quadratic learning rate 1e-4 of the linear one) {int(relinear_rows['diverged'].sum())} of
 {int(relinear_rows['runs'].sum())}; with the estimators' default ReLinear settings
 {int(defaults['diverged'].sum())} of {int(defaults['runs'].sum())}.
 
 Diverged runs per dataset:
 
-{_markdown_table(divergence_by_dataset, ".0f")}
+{markdown_table(divergence_by_dataset, floatfmt=".0f")}
 
 ![divergence]({divergence_figure})
 
 Total time of this suite: {time.perf_counter() - started:.0f} s.
 """
     return {
-        "title": "Paper 001: quadratic neurons and networks (QNN, RPQNN), ReLinear",
+        "title": "Noel et al.: quadratic neurons and networks (QNN, RPQNN), ReLinear",
         "markdown": markdown,
         "tables": {
             "paper001_xor": xor_table,
@@ -516,7 +495,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
 fitted in turn within each round; skquad models on {used_device} (torch {torch.__version__},
 {torch.get_num_threads()} threads available, the engine picks 1 thread at this size).
 
-{_markdown_table(table)}
+{markdown_table(table, floatfmt=".3f")}
 
 Targets (issue 3): QNNClassifier at most 1.5x and RPQNNClassifier at most 1.0x
 MLPClassifier's fit time. Measured: QNN {qnn_ratio:.2f}x ({'met' if qnn_ratio <= 1.5 else 'NOT met'}),
@@ -526,7 +505,7 @@ back-propagation for the whole network on flat parameter buffers, no autograd gr
 what makes the difference to the per-layer autograd Functions ("cached") and to plain autograd.
 """
     return {
-        "title": "Paper 001: QNN / RPQNN training speed against MLPClassifier",
+        "title": "Noel et al.: QNN / RPQNN training speed against MLPClassifier",
         "markdown": markdown,
         "tables": {"paper001_speed": table},
         "figures": [],

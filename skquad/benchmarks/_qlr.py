@@ -28,6 +28,8 @@ import warnings
 
 import numpy as np
 
+from ._report import markdown_table
+
 __all__ = ["speed"]
 
 UCI_DATASETS = ("spambase", "optdigits", "vehicle", "ionosphere")
@@ -35,6 +37,9 @@ ACCURACY_TARGET_PP = 0.5
 TIME_RATIO_TARGET = 0.5
 LARGE_TIME_TARGET_S = 60.0
 LARGE_MEMORY_TARGET_GB = 3.0
+# The "large" problem (n_samples, n_features), full and quick.
+LARGE_PROBLEM = (100_000, 200)
+QUICK_LARGE_PROBLEM = (10_000, 60)
 
 
 def _load():
@@ -164,13 +169,13 @@ def _mapped_bytes():
         return 0
 
 
-def _large_child(task, n_samples, n_features, device, max_iter):
+def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_MEMORY_TARGET_GB):
     """Runs in a child process; prints one JSON line."""
     X, y = _synthetic(n_samples, n_features)
     data_gb = _peak_rss_gb()
     out = dict(task=task, data_peak_rss_gb=data_gb, load_average=_load())
     if task == "qlr":
-        import torch  # noqa: F401  (imported before timing)
+        import torch
 
         from ..linear_model import QuadraticLogisticRegression
 
@@ -186,7 +191,7 @@ def _large_child(task, n_samples, n_features, device, max_iter):
 
         # the QLR memory target as a budget on top of what this process already
         # maps (libraries and the data), enforced as an address-space limit
-        limit = _mapped_bytes() + int(LARGE_MEMORY_TARGET_GB * 1e9)
+        limit = _mapped_bytes() + int(memory_gb * 1e9)
         resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
         out.update(address_space_limit_gb=limit / 1e9)
         start = time.perf_counter()
@@ -202,7 +207,8 @@ def _large_child(task, n_samples, n_features, device, max_iter):
 def _run_child(task, n_samples, n_features, device, max_iter, progress):
     code = (
         "from skquad.benchmarks._qlr import _large_child; "
-        f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter})"
+        f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter}, "
+        f"{LARGE_MEMORY_TARGET_GB!r})"
     )
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -254,7 +260,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     if datasets is None:
         datasets = ["vehicle", "ionosphere"] if quick else list(UCI_DATASETS)
     repeats = repeats if repeats is not None else (1 if quick else 3)
-    n_large, d_large = (10_000, 60) if quick else (100_000, 200)
+    n_large, d_large = QUICK_LARGE_PROBLEM if quick else LARGE_PROBLEM
 
     runs = _uci_runs(datasets, repeats, device, progress)
     summary = _uci_summary(runs)
@@ -339,7 +345,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             "`make_pipeline(PolynomialFeatures(2), LogisticRegression(max_iter=5000))`. "
             f"Device: {device}.",
             "",
-            _markdown_table(uci_table),
+            markdown_table(uci_table, floatfmt=".3f"),
             "",
             f"- Accuracy: QLR minus pipeline, averaged over the datasets: "
             f"{mean_difference:+.2f} pp (target: no worse than -{ACCURACY_TARGET_PP} pp): "
@@ -353,7 +359,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             "",
             f"Large problem, n = {n_large}, d = {d_large} (each in its own process):",
             "",
-            _markdown_table(large_table.round(3)),
+            markdown_table(large_table.round(3), floatfmt=".3f"),
             "",
             f"- QLR: {_fmt(large_time, 1)} s wall ({_fmt(large.get('fit_cpu_s'), 1)} s CPU) for "
             f"{large.get('n_iter')} L-BFGS iterations, peak memory {_fmt(large.get('peak_rss_gb'))} GB "
@@ -373,16 +379,3 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
         "tables": {"qlr_uci_runs": runs, "qlr_uci_summary": summary, "qlr_large": large_table},
         "figures": [figure],
     }
-
-
-def _markdown_table(frame):
-    from ._report import markdown_table
-
-    def cell(value):
-        if value is None or (isinstance(value, float) and np.isnan(value)):
-            return ""
-        if isinstance(value, float):
-            return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.3f}"
-        return str(value)
-
-    return markdown_table(list(frame.columns), [[cell(v) for v in row] for row in frame.itertuples(index=False)])

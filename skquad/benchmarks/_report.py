@@ -16,6 +16,7 @@ __all__ = [
     "plot_accuracy_vs_time",
     "prefix_figure_links",
     "prepare_output_dir",
+    "pyplot",
     "write_report",
 ]
 
@@ -27,10 +28,27 @@ def format_mean_std(mean, std, digits=1):
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def markdown_table(header, rows):
-    """A GitHub-flavoured Markdown table from a header and rows of cells."""
+def markdown_table(header, rows=None, *, floatfmt=".3g"):
+    """A GitHub-flavoured Markdown table: the one table writer of the benchmarks.
+
+    ``markdown_table(header, rows)`` takes a header and rows of cells;
+    ``markdown_table(frame, floatfmt=".2f")`` takes a DataFrame, floats formatted
+    with ``floatfmt`` and missing values left blank.
+    """
+    if rows is None:  # a DataFrame
+        frame = header
+        if frame.index.name is not None or any(frame.index.names):
+            frame = frame.reset_index()
+        header = [
+            " / ".join(str(part) for part in column if str(part)) if isinstance(column, tuple)
+            else str(column)
+            for column in frame.columns
+        ]
+        rows = [list(row) for row in frame.itertuples(index=False)]
 
     def cell(value):
+        if isinstance(value, (float, np.floating)):
+            value = "" if np.isnan(value) else format(value, floatfmt)
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(cell(h) for h in header) + " |",
@@ -39,7 +57,8 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the file-only Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a window
@@ -48,78 +67,140 @@ def _pyplot():
     return plt
 
 
-def _colours(names):
-    plt = _pyplot()
-    palette = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
-    return {name: palette(i % palette.N) for i, name in enumerate(names)}
+_MARKERS = "o^sDvP*Xh<>p"
 
 
-def _markers(summary, names):
+def _styles(summary, names):
+    """A distinct (colour, marker) per estimator: skquad's filled, baselines hollow."""
+    plt = pyplot()
     kinds = summary.drop_duplicates("estimator").set_index("estimator")["kind"]
-    return {name: ("o" if kinds.get(name) == "skquad" else "s") for name in names}
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)] + [(0.0, 0.0, 0.0, 1.0)]
+    styles = {}
+    for i, name in enumerate(names):
+        hollow = kinds.get(name) == "baseline"
+        styles[name] = {
+            "color": palette[i % len(palette)],
+            "marker": _MARKERS[i % len(_MARKERS)],
+            "markerfacecolor": "white" if hollow else palette[i % len(palette)],
+        }
+    return styles
 
 
 def plot_accuracy(summary, path, order):
-    """Dot plot: one row per dataset, one marker per estimator (error bar = std)."""
-    plt = _pyplot()
+    """Dot plot: one row per dataset, one marker per estimator; bars = ±1 std within [0, 100]."""
+    plt = pyplot()
     datasets = list(dict.fromkeys(summary["dataset"]))
     names = [name for name in order if name in set(summary["estimator"])]
-    colours, markers = _colours(names), _markers(summary, names)
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(datasets) + 1.6))
-    offsets = np.linspace(-0.3, 0.3, len(names)) if len(names) > 1 else [0.0]
+    styles = _styles(summary, names)
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(datasets) + 1.8))
+    offsets = np.linspace(-0.32, 0.32, len(names)) if len(names) > 1 else [0.0]
     for offset, name in zip(offsets, names):
         block = summary[summary["estimator"] == name].set_index("dataset")
+        mean = 100 * block["accuracy_mean"]
+        std = 100 * block["accuracy_std"].fillna(0)
+        # Accuracy lives in [0, 100]: the bars stop there.
+        xerr = [np.minimum(std, mean), np.minimum(std, 100 - mean)]
         ys = [datasets.index(d) + offset for d in block.index]
-        ax.errorbar(
-            100 * block["accuracy_mean"], ys, xerr=100 * block["accuracy_std"].fillna(0),
-            fmt=markers[name], color=colours[name], label=name, markersize=5, capsize=2, lw=1,
-        )
+        style = styles[name]
+        ax.errorbar(mean, ys, xerr=xerr, fmt=style["marker"], color=style["color"],
+                    markerfacecolor=style["markerfacecolor"], label=name, markersize=6,
+                    capsize=2, lw=1)
+    for i in range(len(datasets) - 1):
+        ax.axhline(i + 0.5, color="0.85", lw=0.8)
     ax.set_yticks(range(len(datasets)))
     ax.set_yticklabels(datasets)
-    ax.invert_yaxis()
-    ax.set_xlabel("test accuracy (%)")
+    ax.set_ylim(len(datasets) - 0.5, -0.5)
+    ax.set_xlim(right=100.5)
+    ax.set_xlabel("test accuracy (%), mean ± std over the splits")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5),
-              title="circles: skquad", title_fontsize=7)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              title="filled: skquad\nhollow: scikit-learn", title_fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
+def _place_labels(ax, points, labels, fontsize=8):
+    """Annotate points, moving labels down or up until no two overlap."""
+    fig = ax.figure
+    fig.canvas.draw()
+    # The markers themselves are obstacles too: a label must not cover a point.
+    placed = []
+    for x, y in points:
+        px, py = ax.transData.transform((x, y))
+        placed.append((px - 7, py - 7, px + 7, py + 7))
+    for (x, y), label in sorted(zip(points, labels), key=lambda item: -item[0][1]):
+        px, py = ax.transData.transform((x, y))
+        scale = fig.dpi / 72  # points to pixels
+        width, height = 0.62 * fontsize * scale * len(label), 1.4 * fontsize * scale
+        offset = 0.0
+        for step in range(40):
+            trial = py + offset
+            box = (px + 9, trial - height / 2, px + 9 + width, trial + height / 2)
+            if all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in placed):
+                break
+            offset = (step // 2 + 1) * height * 0.6 * (-1 if step % 2 == 0 else 1)
+        placed.append(box)
+        ax.annotate(label, (x, y), xytext=(9 / scale, offset / scale), textcoords="offset points",
+                    fontsize=fontsize, va="center",
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if abs(offset) > 1 else None)
+
+
 def plot_accuracy_vs_time(summary, path, order):
-    """Left: every dataset x estimator; right: each estimator averaged over datasets."""
-    plt = _pyplot()
+    """Left: each estimator over the datasets, labelled; right: the gap to the best, per dataset."""
+    plt = pyplot()
     names = [name for name in order if name in set(summary["estimator"])]
-    colours, markers = _colours(names), _markers(summary, names)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = _styles(summary, names)
     valid = summary.dropna(subset=["accuracy_mean", "fit_time_median"])
+    datasets = list(dict.fromkeys(valid["dataset"]))
     # Accuracy relative to the best estimator on each dataset, so that datasets
     # of different difficulty share one axis.
     best = valid.groupby("dataset")["accuracy_mean"].transform("max")
-    relative = 100 * (valid["accuracy_mean"] - best)
+    valid = valid.assign(gap=100 * (valid["accuracy_mean"] - best))
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(12, max(4.2, 0.45 * len(datasets) + 1.8)),
+        gridspec_kw={"width_ratios": [1.1, 1]},
+    )
+    points, labels = [], []
     for name in names:
-        mask = valid["estimator"] == name
-        if not mask.any():
+        block = valid[valid["estimator"] == name]
+        if block.empty:
             continue
-        times = valid.loc[mask, "fit_time_median"].clip(lower=1e-4)
-        left.scatter(times, relative[mask], color=colours[name], marker=markers[name],
-                     s=18, label=name, alpha=0.8)
-        right.scatter(
-            np.exp(np.log(times).mean()), relative[mask].mean(), color=colours[name],
-            marker=markers[name], s=60, label=name,
-        )
-        right.annotate(name, (np.exp(np.log(times).mean()), relative[mask].mean()),
-                       fontsize=7, xytext=(4, 3), textcoords="offset points")
-    for ax in (left, right):
-        ax.set_xscale("log")
-        ax.set_xlabel("fit time (s, log scale)")
-        ax.grid(alpha=0.3)
-    left.set_ylabel("accuracy minus best on the dataset (pp)")
-    left.set_title("each dataset", fontsize=9)
-    right.set_title("mean over datasets (geometric mean time)", fontsize=9)
-    left.legend(fontsize=7, ncol=2)
+        x = float(np.exp(np.log(block["fit_time_median"].clip(lower=1e-4)).mean()))
+        y = float(block["gap"].mean())
+        style = styles[name]
+        left.scatter(x, y, s=60, marker=style["marker"], color=style["color"],
+                     facecolors=style["markerfacecolor"], zorder=3)
+        points.append((x, y))
+        labels.append(name)
+    left.set_xscale("log")
+    left.set_xlabel("fit time (s, geometric mean over the datasets, log scale)")
+    left.set_ylabel("accuracy minus the best (pp, mean over datasets)")
+    left.set_title("each estimator: closer to 0 is more accurate, left is faster", fontsize=9)
+    left.grid(alpha=0.3)
+    left.margins(y=0.12)  # room above and below for the labels
+    xmin, xmax = left.get_xlim()
+    left.set_xlim(xmin, xmax * 4)  # room for the labels
+    _place_labels(left, points, labels)
+
+    grid = valid.pivot(index="dataset", columns="estimator", values="gap")
+    grid = grid.reindex(index=datasets, columns=[n for n in names if n in grid.columns])
+    floor = min(-10.0, float(np.nanmin(grid.to_numpy())))
+    image = right.imshow(grid.to_numpy(), cmap="viridis", vmin=floor, vmax=0, aspect="auto")
+    right.set_xticks(range(grid.shape[1]))
+    right.set_xticklabels(grid.columns, rotation=45, ha="right", fontsize=8)
+    right.set_yticks(range(grid.shape[0]))
+    right.set_yticklabels(grid.index, fontsize=8)
+    for (i, j), value in np.ndenumerate(grid.to_numpy()):
+        if np.isnan(value):
+            right.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="0.4")
+        else:
+            right.text(j, i, f"{value:.0f}" if value <= -0.5 else "best", ha="center",
+                       va="center", fontsize=7, color="white" if value < floor / 2 else "black")
+    right.set_title("accuracy minus the best on the dataset (pp)", fontsize=9)
+    fig.colorbar(image, ax=right, shrink=0.8, label="pp below the best")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
@@ -154,9 +235,9 @@ def machine_description(command, wall_time=None, device="auto", threads=0):
         used_device = f"{device} ({exc})"
     lines = [
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"command: {command}",
+        f"command: {command or 'skquad.benchmarks.run_benchmark (Python)'}",
         f"cpu: {_cpu_model()}",
-        f"data directory (SKQUAD_DATA): {os.environ.get('SKQUAD_DATA', 'not set')}",
+        f"data directory (SKQUAD_DATA): {'set' if os.environ.get('SKQUAD_DATA') else 'not set'}",
         f"cores: {os.cpu_count()}",
         "threads during the run: "
         + (f"{threads} (BLAS, OpenMP and torch limited)" if threads
@@ -168,10 +249,25 @@ def machine_description(command, wall_time=None, device="auto", threads=0):
         f"python: {platform.python_version()}",
         f"numpy: {np.__version__}, scipy: {scipy.__version__}, scikit-learn: {sklearn.__version__}",
         f"torch: {torch.__version__}, cvxpy: {cvxpy_version}",
+        *_blas_lines(),
     ]
     if wall_time is not None:
         lines.append(f"wall time: {wall_time:.0f} s")
     return lines
+
+
+def _blas_lines():
+    """The BLAS/OpenMP libraries loaded, their threading layer and thread counts."""
+    from threadpoolctl import threadpool_info
+
+    lines = []
+    for pool in threadpool_info():
+        lines.append(
+            f"{pool.get('user_api')}: {pool.get('internal_api')} {pool.get('version') or ''}"
+            f" ({pool.get('threading_layer', 'n/a')} threading, {pool.get('num_threads')} "
+            f"threads, {pool.get('architecture', 'n/a')})"
+        )
+    return lines or ["blas: none reported by threadpoolctl"]
 
 
 def _memory_gib():
@@ -192,7 +288,8 @@ def prefix_figure_links(markdown, figures, prefix):
     return markdown
 
 
-def write_report(output_dir, title, sections, *, command, wall_time, device="auto", threads=0):
+def write_report(output_dir, title, sections, *, command=None, wall_time=None, device="auto",
+                 threads=0):
     """Write ``report.md``, one CSV per table, and ``machine.txt``.
 
     Parameters
@@ -215,7 +312,12 @@ def write_report(output_dir, title, sections, *, command, wall_time, device="aut
     output_dir = Path(output_dir)
     written = []
     machine = machine_description(command, wall_time, device, threads)
-    body = [f"# {title}", "", f"Command: `{command}`  ", f"Wall time: {wall_time:.0f} s", ""]
+    body = [f"# {title}", ""]
+    if command:
+        body.append(f"Command: `{command}`  ")
+    if wall_time is not None:
+        body.append(f"Wall time: {wall_time:.0f} s")
+    body.append("")
     for result, prefix in sections:
         body += [f"## {result['title']}", "", result["markdown"].rstrip(), ""]
         for name, table in result.get("tables", {}).items():

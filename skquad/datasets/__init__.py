@@ -8,6 +8,8 @@ load_uci
 make_uci_preprocessor
     Unfitted ColumnTransformer: impute + one-hot nominal columns, impute +
     standardize numeric ones.
+resolve_uci_name
+    The UCI dataset a file or OpenML name refers to.
 UCI_DATASETS
     The 13 UCI datasets the project's tests and benchmarks use, with their
     file names, OpenML names, targets and sizes.
@@ -15,11 +17,11 @@ UCI_DATASETS
 Generators
 ----------
 make_xor
-    The XOR problem's four points (paper 001).
+    The XOR problem's four points (Noel et al.).
 make_nonlinear_clusters
-    Paper 001's six Gaussian clusters, train and test parts.
+    Noel et al.'s six Gaussian clusters, train and test parts.
 make_planted_quantized
-    Data labelled by a planted binary bilinear network (paper 002).
+    Data labelled by a planted binary bilinear network (Bartan & Pilanci).
 """
 
 from ._generators import make_nonlinear_clusters, make_planted_quantized, make_xor
@@ -31,6 +33,7 @@ from ._uci import (
     make_uci_preprocessor,
     nominal_columns,
     numeric_columns,
+    resolve_uci_name,
 )
 
 __all__ = [
@@ -44,4 +47,5 @@ __all__ = [
     "make_xor",
     "nominal_columns",
     "numeric_columns",
+    "resolve_uci_name",
 ]

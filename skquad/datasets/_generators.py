@@ -14,7 +14,7 @@ __all__ = ["make_nonlinear_clusters", "make_planted_quantized", "make_xor"]
     prefer_skip_nested_validation=True,
 )
 def make_xor(encoding="bipolar"):
-    """The four points of the XOR problem (paper 001, eq. 22).
+    """The four points of the XOR problem (Noel et al., eq. 22).
 
     Parameters
     ----------
@@ -42,7 +42,7 @@ def make_xor(encoding="bipolar"):
     return bits.astype(np.float64), labels.astype(np.int64)
 
 
-# Paper 001, Table 3: two rows of three Gaussian clusters; within each row the
+# Noel et al., Table 3: two rows of three Gaussian clusters; within each row the
 # covariances are, left to right in the table, [[1, -0.3], [-0.3, 1]], I and
 # [[1, 0.3], [0.3, 1]]. Classes are numbered in the table's order (red, black,
 # magenta, green, cyan, blue).
@@ -66,7 +66,7 @@ NONLINEAR_CLUSTER_COVARIANCES = np.array(_ROW_COVARIANCES * 2)
     prefer_skip_nested_validation=True,
 )
 def make_nonlinear_clusters(n_train_per_class=2000, n_test_per_class=500, random_state=None):
-    """Paper 001's six Gaussian clusters in the plane (its Table 3), split.
+    """Noel et al.'s six Gaussian clusters in the plane (its Table 3), split.
 
     Six classes, two rows of three clusters: means (-16, 0), (-8, 0), (0, 0),
     (0, 10), (-8, 10), (-16, 10); in each row the covariances are
@@ -138,7 +138,7 @@ def make_planted_quantized(
     return_planted=False,
     random_state=None,
 ):
-    """Data labelled by a planted binary bilinear network (paper 002, section 5.1).
+    """Data labelled by a planted binary bilinear network (Bartan & Pilanci, section 5.1).
 
     As in the paper's planted experiment, ``X`` is standard Gaussian and the
     target comes from a two-layer network with bilinear activation whose first

@@ -18,8 +18,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils import Bunch
 
-from ._arff import read_arff
-
 __all__ = [
     "UCI_DATASETS",
     "UCIDataset",
@@ -103,6 +101,23 @@ def resolve_uci_name(name):
 
     File names (``"credit.a"``, ``"credit.a.arff"``) and OpenML names
     (``"credit-approval"``) are accepted, in any case.
+
+    Parameters
+    ----------
+    name : str
+        A file or OpenML name of one of :data:`UCI_DATASETS`.
+
+    Returns
+    -------
+    dataset : UCIDataset or None
+
+    Examples
+    --------
+    >>> from skquad.datasets import resolve_uci_name
+    >>> resolve_uci_name("Credit-Approval").file_name
+    'credit.a'
+    >>> resolve_uci_name("no such data") is None
+    True
     """
     return _ALIASES.get(_normalise(name))
 
@@ -151,11 +166,23 @@ def _require_pandas(what):
     return pandas
 
 
+def _read_arff(path):
+    """The decoded content of an ARFF file (liac-arff), errors naming the file."""
+    import arff
+
+    with open(path, encoding="utf-8") as handle:
+        try:
+            return arff.load(handle)
+        except arff.ArffException as exc:
+            raise ValueError(f"{path} is not a readable ARFF file: {exc}") from exc
+
+
 def _frame_from_arff(path, dataset, target):
     """(features DataFrame, target Series, description) from an ARFF file."""
     pd = _require_pandas("load_uci")
-    arff = read_arff(path)
-    names = [attribute.name for attribute in arff.attributes]
+    content = _read_arff(path)
+    attributes = content["attributes"]
+    names = [name for name, _ in attributes]
     if target is None:
         target = dataset.target if dataset is not None else _guess_target(names)
     if target not in names:
@@ -163,17 +190,19 @@ def _frame_from_arff(path, dataset, target):
             f"{path} has no attribute {target!r} to use as the target; "
             f"its attributes are {names}."
         )
+    rows = content["data"]
     columns = {}
-    for attribute, values in zip(arff.attributes, arff.columns):
-        if attribute.kind == "nominal":
-            columns[attribute.name] = pd.Categorical(values, categories=attribute.values)
-        elif attribute.kind == "numeric":
-            columns[attribute.name] = values
-        else:
-            columns[attribute.name] = pd.Series(values, dtype=object)
+    for index, (name, kind) in enumerate(attributes):
+        values = [row[index] for row in rows]
+        if isinstance(kind, list):  # nominal: the declared categories, in order
+            columns[name] = pd.Categorical(values, categories=kind)
+        elif kind.upper() in ("NUMERIC", "REAL", "INTEGER"):
+            columns[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+        else:  # string and date attributes stay text
+            columns[name] = pd.Series([np.nan if v is None else v for v in values], dtype=object)
     frame = pd.DataFrame(columns)
     description = (
-        f"{arff.relation} (read from {path})\n\n{arff.comments}".rstrip() + "\n"
+        f"{content['relation']} (read from {path.name})\n\n{content['description']}".rstrip() + "\n"
     )
     return frame.drop(columns=target), frame[target], description
 
