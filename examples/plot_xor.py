@@ -45,7 +45,7 @@ OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 X, y = make_xor()  # bipolar: inputs and labels in {-1, +1}
 
-sgd = dict(solver="sgd", C=np.inf, batch_size=1, learning_rate=0.05)
+sgd = dict(solver="sgd", C=np.inf, batch_size=1, learning_rate_init=0.05)
 
 
 def conic_type(Q):

@@ -18,6 +18,9 @@ SDPQuantizedClassifier
     Binary-weight bilinear network trained by convex SDP relaxation and
     sampling (Bartan & Pilanci), with a certified lower bound on its training
     objective.
+SDPQuantizedClassifierCV
+    SDPQuantizedClassifier with its penalty ``beta`` chosen by cross-validation
+    along a warm-started regularization path.
 
 The estimators are imported on first use (PEP 562), so that ``import skquad``
 is fast and imports neither torch nor CVXPY; ``from skquad import
@@ -36,6 +39,7 @@ _LAZY_ATTRIBUTES = {
     "QuadraticLogisticRegression": ".linear_model",
     "RPQNNClassifier": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
+    "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
 }
 
 __all__ = [
@@ -44,6 +48,7 @@ __all__ = [
     "QuadraticLogisticRegression",
     "RPQNNClassifier",
     "SDPQuantizedClassifier",
+    "SDPQuantizedClassifierCV",
 ]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
@@ -52,6 +57,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .neural_network import RPQNNClassifier as RPQNNClassifier
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
+    from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV
 
 
 def __getattr__(name):

@@ -103,6 +103,9 @@ DOCUMENTED_MODULES = [
     "skquad.nn.backward",
     "skquad.nn.quadratic_form",
     "skquad.convex",
+    "skquad.quantized",
+    "skquad.inspection",
+    "skquad.export",
 ]
 
 

@@ -33,6 +33,7 @@ EXPECTED_EXAMPLES = {
     "plot_grid_search.py",
     "plot_sdp_certificate.py",
     "plot_quantized_export.py",
+    "plot_feature_interactions.py",
 }
 
 

@@ -185,7 +185,7 @@ def run_benchmark(
     >>> result = run_benchmark(X, y, estimators=mine, include_defaults=False, repeats=3)
     >>> result.summary[["estimator", "accuracy_mean", "n_parameters"]].round(3)
       estimator  accuracy_mean  n_parameters
-    0       QLR          0.985         549.0
+    0       QLR          0.985         315.0
     1     Ridge          0.993          42.0
 
     ``accuracy_mean`` is the test accuracy averaged over the three splits;

@@ -10,7 +10,6 @@ test part), then scored on the test part. Fit time is the wall time of
 unseen) and the fit time includes the search.
 """
 
-import contextlib
 import time
 import warnings
 from collections import Counter
@@ -23,6 +22,7 @@ from sklearn.pipeline import Pipeline
 
 from ..datasets import load_uci, make_uci_preprocessor, resolve_uci_name
 from ._estimators import default_specs, user_spec
+from .._training import limit_threads
 from ._size import parameter_count
 
 __all__ = ["BUNDLED_DATASETS", "require_bench", "resolve_datasets", "run_protocol"]
@@ -36,25 +36,13 @@ RUN_COLUMNS = [
 ]
 
 
-# The benchmarks' only thread setting. At merge, switch to the one thread
-# policy of skquad/_training/ (engineer "training") if it offers a context
-# manager; this one only caps the pools for the run's duration.
-@contextlib.contextmanager
 def thread_limit(threads):
-    """Limit BLAS/OpenMP pools and torch's intra-op threads to ``threads``; 0 or None: no limit."""
-    if not threads:
-        yield
-        return
-    import torch
-    from threadpoolctl import threadpool_limits
+    """Limit torch's and the BLAS/OpenMP pools' threads to ``threads``; 0 or None: no limit.
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        torch.set_num_threads(previous)
+    The training engine's own policy (:func:`skquad._training.limit_threads`),
+    so that a benchmark run and the fits inside it agree on thread counts.
+    """
+    return limit_threads(threads or None, blas=threads or None)
 
 
 def require_bench(what="skquad.benchmarks"):
