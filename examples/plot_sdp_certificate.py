@@ -40,6 +40,7 @@ exactly and test accuracy stays at chance, which makes for a poor picture:
 
 import os
 import time
+import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -60,7 +61,7 @@ X_train, X_test, y_train, y_test = train_test_split(
     X, y, train_size=n_train, stratify=y, random_state=0
 )
 
-sdp = SDPQuantizedClassifier(n_neurons=10, loss="squared", beta=1e-4, random_state=0)
+sdp = SDPQuantizedClassifier(n_neurons=1000, loss="squared", beta=1e-4, random_state=0)
 start = time.perf_counter()
 sdp.fit(X_train, y_train)
 print(f"SDP solved in {time.perf_counter() - start:.1f} s with {sdp.solver_}")
@@ -70,22 +71,38 @@ print(f"lower bound on the training objective: {sdp.lower_bound_:.4f}")
 # Networks of growing width, sampled from one solution
 # ----------------------------------------------------
 # Each call of ``resample`` draws a new binary network from the stored SDP
-# solution: changing the width costs a sampling step, not a solve.
+# solution: changing the width costs a sampling step, not a solve. Two
+# objectives are recorded per draw: ``sampled_objective_``, the network of the
+# paper's Algorithm 1 (one shared output weight per class), and ``objective_``,
+# the same binary first layer with its output weights refitted as the convex
+# problem they are (skquad's default, ``refit_output_layer=True``).
+#
+# Narrow networks are the point of this experiment, and skquad warns when a
+# sampled network is far above the bound (saying how many neurons would close
+# the gap); those expected warnings are silenced for the sweep only.
 
 widths = [1, 2, 5, 10, 20, 50, 100] if QUICK else [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000]
 n_draws = 3 if QUICK else 5
+sampled = np.empty((len(widths), n_draws))
 objective = np.empty((len(widths), n_draws))
 test_accuracy = np.empty((len(widths), n_draws))
-for i, width in enumerate(widths):
-    for draw in range(n_draws):
-        sdp.resample(n_neurons=width, random_state=draw)
-        objective[i, draw] = sdp.objective_
-        test_accuracy[i, draw] = sdp.score(X_test, y_test)
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="The network with n_neurons=")
+    for i, width in enumerate(widths):
+        for draw in range(n_draws):
+            sdp.resample(n_neurons=width, random_state=draw)
+            sampled[i, draw] = sdp.sampled_objective_
+            objective[i, draw] = sdp.objective_
+            test_accuracy[i, draw] = sdp.score(X_test, y_test)
 
 relaxed_test_accuracy = np.mean(sdp.relaxed_predict(X_test) == y_test)
-assert objective.min() >= sdp.lower_bound_ - 1e-3 * abs(sdp.lower_bound_) - 1e-6
-for width, values in zip(widths, objective):
-    print(f"m = {width:5d}: objective {np.median(values):.4f} (bound {sdp.lower_bound_:.4f})")
+# The bound is a proof: no draw, refitted or not, may cross it.
+assert min(objective.min(), sampled.min()) >= sdp.lower_bound_
+for width, paper, refit in zip(widths, sampled, objective):
+    print(
+        f"m = {width:5d}: objective {np.median(paper):.4f} (Algorithm 1), "
+        f"{np.median(refit):.4f} (refitted output layer); bound {sdp.lower_bound_:.4f}"
+    )
 
 # %%
 # The baseline: back-propagation, then quantization
@@ -102,7 +119,7 @@ for width in backprop_widths:
         n_neurons=width,
         loss="squared",
         beta=1e-4,
-        max_iter=20 if QUICK else 100,
+        max_iter=300,
         random_state=0,
     ).fit(X_train, y_train)
     backprop_objective.append(baseline.objective_)
@@ -117,9 +134,10 @@ for width in backprop_widths:
 # the relaxed (unquantized) SDP model for reference.
 
 fig, (ax_obj, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.2))
-median = np.median(objective, axis=1)
-ax_obj.fill_between(widths, objective.min(axis=1), objective.max(axis=1), alpha=0.25)
-ax_obj.plot(widths, median, "o-", label="SDP + sampling (median of draws)")
+ax_obj.fill_between(widths, sampled.min(axis=1), sampled.max(axis=1), alpha=0.2)
+ax_obj.plot(widths, np.median(sampled, axis=1), "o-", label="SDP + sampling, Algorithm 1")
+ax_obj.fill_between(widths, objective.min(axis=1), objective.max(axis=1), alpha=0.2)
+ax_obj.plot(widths, np.median(objective, axis=1), "^-", label="SDP + sampling, refitted output")
 ax_obj.plot(backprop_widths, backprop_objective, "s--", label="backprop + quantization")
 ax_obj.axhline(sdp.lower_bound_, color="k", linestyle=":", label="SDP lower bound")
 ax_obj.set_xscale("log")
@@ -130,7 +148,7 @@ ax_obj.set_title("Training objective against width")
 ax_obj.legend()
 
 ax_acc.fill_between(widths, test_accuracy.min(axis=1), test_accuracy.max(axis=1), alpha=0.25)
-ax_acc.plot(widths, np.median(test_accuracy, axis=1), "o-", label="SDP + sampling")
+ax_acc.plot(widths, np.median(test_accuracy, axis=1), "^-", label="SDP + sampling, refitted output")
 ax_acc.plot(backprop_widths, backprop_accuracy, "s--", label="backprop + quantization")
 ax_acc.axhline(relaxed_test_accuracy, color="k", linestyle=":", label="relaxed SDP model")
 ax_acc.set_xscale("log")
@@ -145,21 +163,19 @@ fig.savefig(OUTPUT_DIR / "sdp_certificate.png", dpi=100)
 # Reading the certificate
 # -----------------------
 # ``objective_ - lower_bound_`` bounds how much *any* binary network of this
-# architecture could still improve the training objective. The sampled
-# networks' objective falls roughly like :math:`1/m` towards the bound: each
+# architecture could still improve the training objective. The objective of
+# Algorithm 1's networks falls roughly like :math:`1/m` towards the bound: each
 # neuron is a random draw whose average is the relaxed solution, so narrow
-# networks are noisy and wide ones concentrate around it. With two thousand
-# neurons the sampled objective is within about a fifth of the bound, so no
-# binary network of any width, found by any method however long it runs, can
-# improve on it by more than that on this data.
+# networks are noisy and wide ones concentrate around it. Refitting the output
+# weights of the same binary neurons (a convex problem once the signs are
+# fixed) can only lower the objective, and it closes most of the gap at a
+# fraction of the width: the run above prints both.
 #
-# The bound applies to the back-propagation baseline too. On this data it
-# reaches a lower objective than sampling at the same width (a handful of
-# trained neurons beats a handful of random draws): sampled networks need
-# several times more neurons for the same objective. What sampling offers
-# instead is no learning rate to tune, every width from one solve, and a
-# certificate: only the SDP route says how far from optimal its result is.
-# (The baseline stops at 200 neurons here to keep the example under a minute.)
+# The bound applies to the back-propagation baseline too, and the printed
+# objectives place it against the same certificate. What the SDP route offers
+# is no learning rate to tune, every width from one solve, and a certificate:
+# only it says how far from optimal its result can be. (The baseline stops at
+# 200 neurons here to keep the example under a minute.)
 # Test accuracy follows the training objective and levels off near the relaxed
 # model's; the bound speaks about the training objective only, and test
 # accuracy still depends on ``beta`` and on the data.
