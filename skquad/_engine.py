@@ -144,6 +144,10 @@ class TrainingConfig:
 
     solver: str = "adam"
     learning_rate: float = 1e-3
+    # MLPClassifier's `learning_rate` schedule and `power_t` (sgd only); the
+    # schedules themselves are implemented by the training package.
+    learning_rate_schedule: str = "constant"
+    power_t: float = 0.5
     batch_size: int | None = None
     tol: float = 1e-4
     n_iter_no_change: int = 10

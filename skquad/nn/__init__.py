@@ -5,11 +5,21 @@ No scikit-learn in here: the estimators wrap these modules.
 Layers
 ------
 QuadraticLayer
-    Paper 001's full quadratic neuron ``b + W a + a^T Q a`` (one symmetric
+    Noel et al.'s full quadratic neuron ``b + W a + a^T Q a`` (one symmetric
     ``Q`` per neuron).
 ReducedQuadraticLayer
-    Paper 001's reduced-parameter neuron ``(W a + b) * (U a + c)``, and with
-    ``power_term=True`` paper 000's neuron.
+    Noel et al.'s reduced-parameter neuron ``(W a + b) * (U a + c)``, and with
+    ``power_term=True`` Fan et al.'s neuron.
+
+Networks
+--------
+network
+    Stacks of layers: :func:`~skquad.nn.network.new_network` (drawn from a local
+    generator), numpy export and rebuild, parameter counts.
+fused
+    :class:`~skquad.nn.fused.FusedNetwork`, the whole network's forward and
+    backward pass written out (Algorithms 1 and 2 chained), the estimators'
+    default training path.
 
 Quadratic logistic regression
 -----------------------------
@@ -21,14 +31,14 @@ quadratic_form
 Backward passes
 ---------------
 CachedQuadraticForm, CachedBilinearProduct
-    Paper 001's Algorithms 1 and 2 as :class:`torch.autograd.Function`.
+    Noel et al.'s Algorithms 1 and 2 as :class:`torch.autograd.Function`.
 PackedQuadraticForm
     Algorithm 1 on the packed upper triangle of ``Q`` (the paper's ``M(x)``
     features), for wide layers.
 """
 
 from .backward import CachedBilinearProduct, CachedQuadraticForm, PackedQuadraticForm
-from .layers import QuadraticLayer, ReducedQuadraticLayer
+from .layers import QuadraticLayer, ReducedQuadraticLayer, layer_from_numpy_state, layer_to_numpy_state, new_layer
 
 __all__ = [
     "CachedBilinearProduct",
@@ -36,4 +46,7 @@ __all__ = [
     "PackedQuadraticForm",
     "QuadraticLayer",
     "ReducedQuadraticLayer",
+    "layer_from_numpy_state",
+    "layer_to_numpy_state",
+    "new_layer",
 ]

@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skquad import QNNClassifier, RPQNNClassifier
-from skquad._fused_network import FusedNetwork
+from skquad.nn.fused import FusedNetwork
 from skquad._torch_utils import make_generator
 from skquad.datasets import make_nonlinear_clusters, make_xor
 
@@ -33,9 +33,8 @@ def binary_data():
 def _network_and_loss(estimator, X, y):
     """The module and per-sample loss an estimator would train, without fitting."""
     estimator.classes_ = np.unique(y)
-    module = estimator._new_module(
-        X.shape[1], torch.device("cpu"), torch.float64, make_generator(0)
-    )
+    hidden, flags = estimator._architecture()
+    module = estimator._new_module([X.shape[1], *hidden, estimator._n_scores], flags, make_generator(0))
     for parameter in module.parameters():
         parameter.grad = torch.zeros_like(parameter)
     return module, estimator._output_kind()
@@ -245,7 +244,7 @@ def test_diverging_learning_rate_is_caught(binary_data):
     X = X * 50  # unscaled inputs make quadratic terms explode
     clf = QNNClassifier(
         (8, 8), quadratic_layers="all", relinear=False, quadratic_learning_rate_scale=1.0,
-        solver="sgd", learning_rate_init=10.0, max_iter=50, random_state=0,
+        solver="sgd", learning_rate_init=10.0, max_iter=50, random_state=0, dtype="float32",
     )
     with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate_init.*ReLinear"):
         clf.fit(X, y)

@@ -1,6 +1,6 @@
 """Whole-network forward and backward without autograd (the estimators' fast path).
 
-Paper 001 writes back-propagation for its layers out by hand (Algorithm 1 caches
+Noel et al. write back-propagation for its layers out by hand (Algorithm 1 caches
 ``V = [Q^(1) a, ..., Q^(K) a]``, Algorithm 2 caches ``v1 = W a + b`` and
 ``v2 = U a + c``). :mod:`skquad.nn.backward` packages each as a
 :class:`torch.autograd.Function`, which still pays autograd's graph bookkeeping
@@ -15,7 +15,7 @@ It reads the parameters of the very :class:`torch.nn.Sequential` module that
 autograd would differentiate (``nn.Linear``, :class:`~skquad.nn.QuadraticLayer`
 with full storage, :class:`~skquad.nn.ReducedQuadraticLayer`, followed by an
 activation module), so the two paths can be compared number for number
-(``tests/test_neural_network.py`` checks the gradient against autograd).
+(``tests/test_nn_fused.py`` checks the gradient against autograd).
 
 Quadratic layers rely on symmetric ``Q^(k)`` (then ``d(a^T Q a)/da = 2 Q a``,
 Algorithm 1). The full-storage parameter ``P`` enters the forward pass as
@@ -27,7 +27,7 @@ symmetric ``P`` stays exactly symmetric under every optimizer step of the engine
 import torch
 from torch import nn
 
-from .nn import QuadraticLayer, ReducedQuadraticLayer
+from .layers import QuadraticLayer, ReducedQuadraticLayer
 
 __all__ = ["FusedNetwork", "supports_fused"]
 
@@ -56,7 +56,7 @@ class FusedNetwork:
         class scores (no activation after it).
     output : {"softmax", "sigmoid", "binary"}
         "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
-        binary cross-entropy per class score (paper 001's output layer);
+        binary cross-entropy per class score (Noel et al.'s output layer);
         "binary": one score, binary cross-entropy of its sigmoid.
     """
 
