@@ -42,6 +42,9 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
     # large problems are not copied (the torch models choose their own dtype).
     _accepted_dtypes = (np.float64, np.float32)
 
+    # True where the estimator trains and predicts on CSR/CSC matrices itself.
+    _accept_sparse = False
+
     # ------------------------------------------------------------------ fit side
     def _validate_training_data(
         self, X, y, sample_weight=None, *, reset=True, classes=None
@@ -77,7 +80,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
             y,
             reset=reset,
             dtype=self._accepted_dtypes,
-            accept_sparse=False,
+            accept_sparse=["csr", "csc"] if self._accept_sparse else False,
             y_numeric=False,
         )
         check_classification_targets(y)
@@ -151,7 +154,11 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseEstimator):
     def _validate_predict_data(self, X):
         check_is_fitted(self)
         return validate_data(
-            self, X, reset=False, dtype=self._accepted_dtypes, accept_sparse=False
+            self,
+            X,
+            reset=False,
+            dtype=self._accepted_dtypes,
+            accept_sparse=["csr", "csc"] if self._accept_sparse else False,
         )
 
     def _raw_scores(self, X):  # pragma: no cover - abstract

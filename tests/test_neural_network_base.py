@@ -5,11 +5,14 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
+from sklearn.compose import ColumnTransformer
 from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
-from sklearn.preprocessing import StandardScaler
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skquad import QNNClassifier, RPQNNClassifier
@@ -303,3 +306,30 @@ def test_divergence_advice_names_the_parameters_once(binary_data):
     assert "diverged" in message and clf.diverged_
     assert message.count("learning_rate_init") == 1 and message.count("(now 10)") == 1
     assert "quadratic_learning_rate_scale" in message
+
+
+@pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
+@pytest.mark.parametrize("options", [{}, {"quadratic_layers": "all"}, {"solver": "lbfgs"}, {"backward": "autograd"}])
+def test_sparse_input_trains_and_predicts_like_dense(iris, Estimator, options):
+    X, y = iris
+    X = np.where(np.abs(X) < 0.5, 0.0, X)
+    params = dict(hidden_layer_sizes=(5,), max_iter=30, random_state=0, **options)
+    with pytest.warns(ConvergenceWarning):
+        dense = Estimator(**params).fit(X, y)
+        on_sparse = Estimator(**params).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(on_sparse.predict_proba(sp.csc_matrix(X)), dense.predict_proba(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(on_sparse.predict_proba(X), dense.predict_proba(X), rtol=1e-9, atol=1e-9)
+
+
+def test_one_hot_column_transformer_pipeline_stays_sparse():
+    rng = np.random.RandomState(0)
+    frame = {"city": rng.choice(list("abcdefghij"), 400), "size": rng.randn(400)}
+    import pandas as pd
+
+    frame = pd.DataFrame(frame)
+    y = (frame["city"].isin(list("abc")) ^ (frame["size"] > 0)).astype(int)
+    encode = ColumnTransformer([("city", OneHotEncoder(), ["city"])], remainder="passthrough", sparse_threshold=1.0)
+    assert sp.issparse(encode.fit_transform(frame))
+    model = make_pipeline(encode, RPQNNClassifier((8,), solver="lbfgs", random_state=0)).fit(frame, y)
+    # city in {a, b, c} XOR size > 0: a product of two features, one quadratic neuron's job
+    assert model.score(frame, y) > 0.95

@@ -13,6 +13,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from scipy import sparse
 from scipy.special import log_expit, logsumexp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -25,6 +26,7 @@ from .._engine import ParameterGroup, Trainer, TrainingConfig, choose_thread_cou
 from .._torch_utils import make_generator, resolve_device, resolve_dtype
 from ..nn import QuadraticLayer, ReducedQuadraticLayer
 from ..nn.fused import FusedNetwork
+from ..nn.sparse import SparseRowsInput, sparse_to_torch
 from ..nn.network import ACTIVATIONS, count_parameters, new_network, network_from_states, network_to_states
 
 __all__ = ["BaseQuadraticNetwork"]
@@ -333,21 +335,39 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
             ),
         )
 
-    def _new_trainer(self, module, device, dtype, generator, config=None, groups=None, fused=None):
+    def _new_trainer(self, network, device, dtype, generator, config=None, groups=None, fused=None):
+        """A Trainer of ``Sequential(SparseRowsInput, network)``.
+
+        The input stage lets every call train on dense or sparse data alike
+        (see :mod:`skquad.nn.sparse`); ``trainer.module[1]`` is the network.
+        """
         output_kind = self._output_kind()
         if fused is None:
             fused = self.backward == "fused"
+        inputs = SparseRowsInput(densify=not isinstance(network[0], torch.nn.Linear))
         return Trainer(
-            module,
+            torch.nn.Sequential(inputs, network),
             self._per_sample_loss(output_kind),
-            self._parameter_groups(module) if groups is None else groups,
+            self._parameter_groups(network) if groups is None else groups,
             self._training_config() if config is None else config,
             device=device,
             dtype=dtype,
             generator=generator,
             validation_score=self._weighted_accuracy,
-            loss_and_gradient=FusedNetwork(module, output_kind) if fused else None,
+            loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
         )
+
+    @staticmethod
+    def _run(trainer, X, y, sample_weight, max_iter=None):
+        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X."""
+        inputs = trainer.module[0]
+        X_engine = inputs.use(X, trainer.dtype)
+        try:
+            if max_iter is None:
+                return trainer.partial_fit(X_engine, y, sample_weight)
+            return trainer.fit(X_engine, y, sample_weight, max_iter=max_iter)
+        finally:
+            inputs.use(None)  # the trainer outlives the call: keep no reference to the data
 
     def _new_module(self, sizes, flags, generator, *, conventional=False):
         return new_network(
@@ -370,8 +390,8 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
             conventional, device, dtype, generator, config=config,
             groups=[ParameterGroup(weights, l2=self.alpha)], fused=False,
         )
-        trainer.fit(*data, max_iter=self.max_iter)
-        for target, source in zip(module, trainer.module):
+        self._run(trainer, *data, max_iter=self.max_iter)
+        for target, source in zip(module, trainer.module[1]):
             if isinstance(target, torch.nn.Linear):
                 target.load_state_dict(source.state_dict())
             elif isinstance(target, (QuadraticLayer, ReducedQuadraticLayer)):
@@ -434,10 +454,7 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
                 history.best_loss = self.best_loss_
                 history.n_iter = self.n_iter_
                 history.n_steps = self.t_
-        if incremental:
-            history = trainer.partial_fit(X, y, sample_weight)
-        else:
-            history = trainer.fit(X, y, sample_weight, max_iter=self.max_iter)
+        history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
         self._trainer = trainer
         self._store_fitted_state(trainer, history, incremental)
         return self
@@ -445,9 +462,11 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
     def _store_fitted_state(self, trainer, history, incremental):
         # Predictions are made from these attributes only (never from the
         # constructor parameters, which set_params may change after fitting).
-        self.__dict__.pop("_prediction_modules", None)
-        self.layers_ = network_to_states(trainer.module)
+        self.layers_ = network_to_states(trainer.module[1])
         self.hidden_activation_ = self.activation
+        # Built now, so that predict leaves __dict__ as it is.
+        self._prediction_modules = {}
+        self._prediction_module()
         self.out_activation_ = "logistic" if self._n_scores == 1 else self.output_activation
         self.loss_curve_ = list(history.loss_curve)
         self.loss_ = float(getattr(history, "loss_", None) or (history.loss_curve[-1] if history.loss_curve else np.nan))
@@ -553,24 +572,32 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         module = self._prediction_module()
         parameter = next(module.parameters())
         n_parameters = sum(p.numel() for p in module.parameters())
-        threads = self.n_threads if self.n_threads != "auto" else choose_thread_count(2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters)
+        threads = self.n_threads
+        if threads == "auto":
+            threads = choose_thread_count(2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters)
+        if sparse.issparse(X):
+            X = X.tocsr()
         chunks = []
         with torch.inference_mode(), thread_limit(threads):
             for start in range(0, X.shape[0], _PREDICT_CHUNK):
                 rows = X[start : start + _PREDICT_CHUNK]
-                if hasattr(rows, "toarray"):
-                    rows = rows.toarray()  # sparse input: one chunk dense at a time
-                batch = torch.as_tensor(np.require(rows, requirements="W")).to(device=parameter.device, dtype=parameter.dtype)
-                scores = module(batch).double().cpu().numpy()
+                scores = module(self._as_batch(rows, parameter)).double().cpu().numpy()
                 if parameter.dtype != torch.float64 and not np.all(np.isfinite(scores)):
                     # float32 overflowed (deep quadratic networks grow fast with
                     # the input): redo these rows in float64 on the CPU.
                     float64 = self._prediction_module(torch.float64)
-                    scores = float64(torch.as_tensor(np.require(rows, requirements="W"), dtype=torch.float64)).numpy()
+                    scores = float64(self._as_batch(rows, next(float64.parameters()))).numpy()
                 chunks.append(scores)
         if not chunks:
             return np.zeros((0, self._n_scores))
         return np.concatenate(chunks)
+
+    def _as_batch(self, rows, parameter):
+        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""
+        options = {"device": parameter.device, "dtype": parameter.dtype}
+        if sparse.issparse(rows):
+            return sparse_to_torch(rows, densify=self.layers_[0]["kind"] != "Linear", **options)
+        return torch.as_tensor(np.require(rows, requirements="W")).to(**options)
 
     def _scores_to_log_proba(self, scores):
         if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":

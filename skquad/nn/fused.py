@@ -58,13 +58,18 @@ class FusedNetwork:
         "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
         binary cross-entropy per class score (Noel et al.'s output layer);
         "binary": one score, binary cross-entropy of its sigmoid.
+    inputs : callable, default=None
+        Applied to each batch first, e.g. :class:`~skquad.nn.sparse.SparseRowsInput`
+        (then the first layer may receive a sparse COO batch: a ``torch.nn.Linear``
+        first layer multiplies it as it is).
     """
 
-    def __init__(self, module, output):
+    def __init__(self, module, output, inputs=None):
         if not supports_fused(module):
             raise ValueError("FusedNetwork supports Linear, full-storage quadratic and reduced layers.")
         self.module = module
         self.output = output
+        self.inputs = inputs
         self.layers = []
         for item in module:
             if type(item) in _ACTIVATIONS:
@@ -169,7 +174,10 @@ class FusedNetwork:
         if isinstance(layer, ReducedQuadraticLayer):
             return self._reduced_backward(index, layer, a, delta, cache)
         need_input_gradient = index > 0
-        torch.mm(delta.t(), a, out=layer.weight.grad)
+        if a.is_sparse:  # a sparse first-layer batch: torch has no out= for dense @ sparse
+            layer.weight.grad.copy_(torch.mm(delta.t(), a))
+        else:
+            torch.mm(delta.t(), a, out=layer.weight.grad)
         if layer.bias is not None:
             torch.sum(delta, 0, out=layer.bias.grad)
         grad_a = self._buffer("grad_a", index, a.shape, a) if need_input_gradient else None
@@ -241,6 +249,8 @@ class FusedNetwork:
         return loss, delta.mul_(weights.unsqueeze(1))
 
     def __call__(self, X, y, weights):
+        if self.inputs is not None:
+            X = self.inputs(X)
         activations = [X]
         caches = []
         for index, (layer, activation) in enumerate(self.layers):
