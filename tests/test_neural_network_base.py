@@ -289,8 +289,10 @@ def test_predictions_come_from_the_fitted_structure(iris, Estimator):
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(X), expected)
 
 
-def test_network_too_large_for_memory_is_refused_naming_the_parameter(iris):
-    X, y = iris
+def test_network_too_large_for_memory_is_refused_naming_the_parameter():
+    # 10 quadratic output neurons on 20000 inputs: 4e9 parameters, ~250 GiB to train.
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(50, 8), np.arange(50) % 10
     clf = QNNClassifier(hidden_layer_sizes=(20000,), max_iter=1)
     with pytest.raises(ValueError, match=r"hidden_layer_sizes=\(20000,\).*GiB.*quadratic_layers"):
         clf.fit(X, y)

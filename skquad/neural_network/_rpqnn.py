@@ -116,7 +116,7 @@ class RPQNNClassifier(BaseQuadraticNetwork):
         Epochs without an improvement of ``tol`` before stopping.
 
     max_fun : int, default=15000
-        lbfgs only: maximum number of loss evaluations.
+        Maximum number of loss evaluations (lbfgs only).
 
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied into ``sample_weight``.

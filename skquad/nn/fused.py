@@ -250,7 +250,7 @@ class FusedNetwork:
 
     def __call__(self, X, y, weights):
         if self.inputs is not None:
-            X = self.inputs(X)
+            X = self.inputs.forward(X)  # skip nn.Module.__call__: a step costs tens of microseconds
         activations = [X]
         caches = []
         for index, (layer, activation) in enumerate(self.layers):

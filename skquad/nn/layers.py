@@ -19,12 +19,12 @@ The layers never change global torch state (threads, default dtype, random
 generator): random initialisation draws from the ``generator`` it is given.
 """
 
+import functools
 import math
 
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils import skip_init
 
 from .backward import (
     PackedPairIndex,
@@ -39,6 +39,7 @@ __all__ = [
     "new_layer",
     "layer_from_numpy_state",
     "layer_to_numpy_state",
+    "build_uninitialised",
 ]
 
 _BACKWARDS = ("cached", "autograd")
@@ -279,9 +280,9 @@ class _QuadraticLayerBase(nn.Module):
         options.update(overrides)
         in_features = options.pop("in_features")
         out_features = options.pop("out_features")
-        # skip_init builds the parameters uninitialised (no draw from torch's
+        # every value is overwritten by the state.
         # global generator): every value is overwritten by the state.
-        layer = skip_init(cls, in_features, out_features, device=device or "cpu", dtype=dtype, **options)
+        layer = build_uninitialised(cls, in_features, out_features, device=device, dtype=dtype, **options)
         return layer.load_numpy_state(state)
 
     def _check_input(self, a):
@@ -656,6 +657,31 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
             parameter.copy_(_as_tensor_like(arrays[name], parameter, name))
 
 
+@functools.cache
+def _without_reset(cls):
+    return type(cls.__name__, (cls,), {"reset_parameters": lambda self, *args, **kwargs: self})
+
+
+def build_uninitialised(cls, *args, **kwargs):
+    """``cls(*args, **kwargs)`` without the random initialisation its constructor runs.
+
+    torch layers (``torch.nn.Linear`` and the layers here) initialise themselves
+    in the constructor from torch's global generator. This builds the layer
+    through a subclass whose ``reset_parameters`` does nothing, then gives it
+    back its own class: the parameters are allocated but never drawn, and the
+    caller fills them (from a local generator or a saved state).
+    ``torch.nn.utils.skip_init`` does the same through the meta device, but its
+    first call imports sympy (seconds).
+
+    Returns
+    -------
+    layer : cls
+    """
+    layer = _without_reset(cls)(*args, **kwargs)
+    layer.__class__ = cls
+    return layer
+
+
 # ---------------------------------------------------------------------------
 # Every layer kind of a network (torch.nn.Linear included) by name, built and
 # exported the same way.
@@ -687,7 +713,7 @@ def new_layer(kind, in_features, out_features, *, generator, relinear=True, devi
     layer : torch.nn.Module
     """
     cls = _LAYER_CLASSES[kind]
-    layer = skip_init(cls, in_features, out_features, device=device or "cpu", dtype=dtype, **options)
+    layer = build_uninitialised(cls, in_features, out_features, device=device, dtype=dtype, **options)
     if cls is nn.Linear:
         # torch.nn.Linear's own rule, U(-1/sqrt(n_in), 1/sqrt(n_in)), weight then bias.
         _init_like_linear_(layer.weight, layer.bias, generator)
@@ -738,7 +764,7 @@ def layer_from_numpy_state(state, *, device=None, dtype=None, **overrides):
     if kind != "Linear":
         return _LAYER_CLASSES[kind].from_numpy_state(state, device=device, dtype=dtype, **overrides)
     options = state["options"]
-    layer = skip_init(nn.Linear, options["in_features"], options["out_features"], device=device or "cpu", dtype=dtype)
+    layer = build_uninitialised(nn.Linear, options["in_features"], options["out_features"], device=device, dtype=dtype)
     with torch.no_grad():
         layer.weight.copy_(_as_tensor_like(state["weight"], layer.weight, "weight"))
         layer.bias.copy_(_as_tensor_like(state["bias"], layer.bias, "bias"))
