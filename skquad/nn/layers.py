@@ -280,8 +280,8 @@ class _QuadraticLayerBase(nn.Module):
         options.update(overrides)
         in_features = options.pop("in_features")
         out_features = options.pop("out_features")
+        # Built without the constructor's draw from torch's global generator:
         # every value is overwritten by the state.
-        # global generator): every value is overwritten by the state.
         layer = build_uninitialised(cls, in_features, out_features, device=device, dtype=dtype, **options)
         return layer.load_numpy_state(state)
 
