@@ -335,3 +335,13 @@ def test_one_hot_column_transformer_pipeline_stays_sparse():
     model = make_pipeline(encode, RPQNNClassifier((8,), solver="lbfgs", random_state=0)).fit(frame, y)
     # city in {a, b, c} XOR size > 0: a product of two features, one quadratic neuron's job
     assert model.score(frame, y) > 0.95
+
+
+def test_fitted_activation_is_what_the_trainer_used(iris):
+    X, y = iris
+    clf = QNNClassifier((4,), random_state=0).partial_fit(X, y, classes=[0, 1, 2])
+    clf.set_params(activation="tanh", output_activation="sigmoid")
+    clf.partial_fit(X, y)  # the running optimizer continues the relu/softmax network
+    assert (clf.hidden_activation_, clf.out_activation_) == ("relu", "softmax")
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))

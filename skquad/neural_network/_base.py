@@ -438,7 +438,7 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
             sizes = [X.shape[1], *sizes, self._n_scores]
             if continuing:
                 self._continue_from_fit(X, architecture)
-                module = network_from_states(self.layers_, self.hidden_activation_, dtype=torch.float64)
+                module = network_from_states(self.layers_, self.activation, dtype=torch.float64)
             else:
                 self._check_memory(sizes, flags, dtype, min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size))
                 module = self._new_module(sizes, flags, generator)
@@ -447,6 +447,8 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
                         module, sizes, flags, (X, y, sample_weight), device, dtype, generator
                     )
             trainer = self._new_trainer(module, device, dtype, generator)
+            # What the trainer's network computes, whatever set_params does later.
+            self._trainer_structure = (self.activation, "logistic" if self._n_scores == 1 else self.output_activation)
             if continuing:
                 history = trainer.history
                 history.loss_curve = list(self.loss_curve_)
@@ -463,11 +465,10 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         # Predictions are made from these attributes only (never from the
         # constructor parameters, which set_params may change after fitting).
         self.layers_ = network_to_states(trainer.module[1])
-        self.hidden_activation_ = self.activation
+        self.hidden_activation_, self.out_activation_ = self._trainer_structure
         # Built now, so that predict leaves __dict__ as it is.
         self._prediction_modules = {}
         self._prediction_module()
-        self.out_activation_ = "logistic" if self._n_scores == 1 else self.output_activation
         self.loss_curve_ = list(history.loss_curve)
         self.loss_ = float(getattr(history, "loss_", None) or (history.loss_curve[-1] if history.loss_curve else np.nan))
         early = self.early_stopping and not incremental
@@ -511,7 +512,8 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         if not warm:
             for attribute in ("layers_", "loss_curve_", "validation_scores_", "best_loss_", "n_iter_", "t_"):
                 self.__dict__.pop(attribute, None)
-        self.__dict__.pop("_trainer", None)
+        for attribute in ("_trainer", "_trainer_structure"):
+            self.__dict__.pop(attribute, None)
         return self._train(X, y_encoded, sample_weight, architecture, incremental=False)
 
     @available_if(_stochastic_solver)
@@ -646,7 +648,7 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         # checkpoint must not drop the optimizer state of the running model.
         state = dict(super().__getstate__())
         # Only numpy weights travel: torch objects may live on a GPU.
-        for key in ("_trainer", "_prediction_modules"):
+        for key in ("_trainer", "_trainer_structure", "_prediction_modules"):
             state.pop(key, None)
         return state
 
