@@ -46,3 +46,10 @@ def test_too_many_rows_for_float32_row_numbers_is_refused():
     with pytest.raises(ValueError, match="dtype='float64'"):
         row_numbers(2**24 + 1, torch.float32)
     assert row_numbers(3, torch.float64).ravel().tolist() == [0, 1, 2]
+
+
+def test_unsorted_and_duplicate_entries_are_summed():
+    # a CSR matrix in non-canonical form: unsorted column indices, a duplicate
+    matrix = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2]), np.array([0, 3])), shape=(1, 3))
+    tensor = sparse_to_torch(matrix, dtype=torch.float64, device=torch.device("cpu"))
+    np.testing.assert_array_equal(tensor.to_dense().numpy(), [[2.0, 0.0, 4.0]])

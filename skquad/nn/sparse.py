@@ -41,9 +41,10 @@ def sparse_to_torch(matrix, *, dtype, device, densify=False):
     if densify:
         return torch.as_tensor(matrix.toarray()).to(device=device, dtype=dtype)
     coo = matrix.tocoo()
+    coo.sum_duplicates()  # sorted, unique indices: a coalesced tensor, valid by construction
     indices = torch.as_tensor(np.vstack([coo.row, coo.col]).astype(np.int64))
     values = torch.as_tensor(coo.data)
-    tensor = torch.sparse_coo_tensor(indices, values, coo.shape, is_coalesced=True)
+    tensor = torch.sparse_coo_tensor(indices, values, coo.shape, is_coalesced=True, check_invariants=False)
     return tensor.to(device=device, dtype=dtype)
 
 
