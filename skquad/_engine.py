@@ -249,12 +249,17 @@ def flush_denormals():
 
 
 def _divergence_advice(solver, learning_rate, extra=""):
-    return (
+    # An estimator's own advice (naming its parameters) replaces the generic
+    # remedies rather than repeating them under other names.
+    head = (
         "Training diverged: the loss or the parameters became NaN or infinite. "
-        "The best parameters seen before that were restored. Try a smaller "
-        f"learning rate (now {learning_rate:g}), standardized features "
+        "The best parameters seen before that were restored. "
+    )
+    if extra:
+        return head + f"Try {extra}."
+    return head + (
+        f"Try a smaller learning rate (now {learning_rate:g}), standardized features "
         "(e.g. StandardScaler in a Pipeline), "
-        + (f"{extra}, " if extra else "")
         + ("or solver='adam'." if solver == "sgd" else "or float64 (dtype='float64').")
     )
 

@@ -171,8 +171,11 @@ def test_warm_start_on_new_classes_raises_up_front(iris, Estimator):
     X, y = iris
     binary = y < 2
     clf = Estimator((4,), solver="lbfgs", warm_start=True, random_state=0).fit(X[binary], y[binary])
+    expected = clf.predict_proba(X)
     with pytest.raises(ValueError, match="warm_start can only be used where `y` has the same classes"):
         clf.fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, [0, 1])  # refused before anything changed
+    np.testing.assert_array_equal(clf.predict_proba(X), expected)
 
 
 def test_bad_input_and_parameters(iris):
@@ -306,8 +309,9 @@ def test_divergence_advice_names_the_parameters_once(binary_data):
         clf.fit(X * 50, y)
     message = str(record[0].message)
     assert "diverged" in message and clf.diverged_
-    assert message.count("learning_rate_init") == 1 and message.count("(now 10)") == 1
-    assert "quadratic_learning_rate_scale" in message
+    assert message.count("learning_rate_init") == 1 and message.count("now 10") == 1
+    assert "learning rate" not in message  # the engine's generic wording is replaced, not repeated
+    assert "quadratic_learning_rate_scale (now 1)" in message and "solver='adam'" in message
 
 
 @pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])

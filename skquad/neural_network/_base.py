@@ -18,7 +18,7 @@ from scipy.special import log_expit, logsumexp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import _check_partial_fit_first_call
+from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticClassifier
@@ -326,13 +326,17 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
             verbose=bool(self.verbose),
             n_threads=self.n_threads,
             stratify=True,
-            # Appended to the engine's warning; names this estimator's parameters.
-            divergence_advice=(
-                f"for {type(self).__name__}: lower learning_rate_init (the step size, now "
-                f"{self.learning_rate_init:g}), or tame the quadratic parts with ReLinear's settings "
-                f"(Fan et al.): relinear=True, a smaller quadratic_learning_rate_scale (now "
-                f"{self.quadratic_learning_rate_scale:g}), quadratic_l2 or quadratic_l1"
-            ),
+            # The engine's divergence warning gives these remedies, in this estimator's names.
+            divergence_advice=self._divergence_advice(),
+        )
+
+    def _divergence_advice(self):
+        last = "solver='adam'" if self.solver == "sgd" else "dtype='float64'"
+        return (
+            f"a smaller learning_rate_init (now {self.learning_rate_init:g}), standardized features "
+            "(e.g. StandardScaler in a Pipeline), ReLinear's settings for the quadratic parts "
+            f"(Fan et al.: relinear=True, a smaller quadratic_learning_rate_scale (now "
+            f"{self.quadratic_learning_rate_scale:g}), quadratic_l2 or quadratic_l1), or {last}"
         )
 
     def _new_trainer(self, network, device, dtype, generator, config=None, groups=None, fused=None):
@@ -501,14 +505,14 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         """
         architecture = self._architecture()
         warm = self.warm_start and hasattr(self, "layers_")
-        previous_classes = self.classes_ if warm else None
-        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight, reset=True)
-        if warm and not np.array_equal(previous_classes, self.classes_):
+        if warm and not np.array_equal(self.classes_, unique_labels(y)):
+            # Checked before validation overwrites classes_.
             raise ValueError(
                 "warm_start can only be used where `y` has the same classes as in the "
-                f"previous call to fit. Previously got {previous_classes}, `y` has "
-                f"{self.classes_}. Set warm_start=False to start over."
+                f"previous call to fit. Previously got {self.classes_}, `y` has "
+                f"{unique_labels(y)}. Set warm_start=False to start over."
             )
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight, reset=True)
         if not warm:
             for attribute in ("layers_", "loss_curve_", "validation_scores_", "best_loss_", "n_iter_", "t_"):
                 self.__dict__.pop(attribute, None)
