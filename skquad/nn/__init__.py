@@ -13,6 +13,9 @@ ReducedQuadraticLayer
 
 Networks
 --------
+layers.new_layer, layers.layer_to_numpy_state, layers.layer_from_numpy_state
+    Any layer kind (``torch.nn.Linear`` included) drawn from a local generator,
+    exported to numpy and rebuilt without a random draw.
 network
     Stacks of layers: :func:`~skquad.nn.network.new_network` (drawn from a local
     generator), numpy export and rebuild, parameter counts.
@@ -20,6 +23,8 @@ fused
     :class:`~skquad.nn.fused.FusedNetwork`, the whole network's forward and
     backward pass written out (Algorithms 1 and 2 chained), the estimators'
     default training path.
+sparse
+    Sparse (CSR/CSC) input: row batches as torch sparse tensors for the first layer.
 
 Quadratic logistic regression
 -----------------------------
@@ -38,7 +43,7 @@ PackedQuadraticForm
 """
 
 from .backward import CachedBilinearProduct, CachedQuadraticForm, PackedQuadraticForm
-from .layers import QuadraticLayer, ReducedQuadraticLayer, layer_from_numpy_state, layer_to_numpy_state, new_layer
+from .layers import QuadraticLayer, ReducedQuadraticLayer
 
 __all__ = [
     "CachedBilinearProduct",
@@ -46,7 +51,4 @@ __all__ = [
     "PackedQuadraticForm",
     "QuadraticLayer",
     "ReducedQuadraticLayer",
-    "layer_from_numpy_state",
-    "layer_to_numpy_state",
-    "new_layer",
 ]
