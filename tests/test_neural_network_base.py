@@ -220,7 +220,7 @@ def test_partial_fit_is_hidden_for_lbfgs_as_in_mlp(Estimator):
     assert not hasattr(Estimator(solver="lbfgs"), "partial_fit")
     assert hasattr(Estimator(solver="sgd"), "partial_fit")
     with pytest.raises(AttributeError, match="has no attribute .partial_fit."):
-        Estimator(solver="lbfgs").partial_fit
+        getattr(Estimator(solver="lbfgs"), "partial_fit")
 
 
 @pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])

@@ -93,7 +93,7 @@ def test_relinear_sw_decay_shrinks_quadratic_weights(iris):
         free = QNNClassifier(**params).fit(X, y)
         decayed = QNNClassifier(quadratic_l2=50.0, **params).fit(X, y)
         l1 = QNNClassifier(quadratic_l1=10.0, **params).fit(X, y)
-    norm = lambda clf: np.abs(clf.layers_[0]["quadratic"]).sum()  # noqa: E731
+    norm = lambda clf: np.abs(clf.layers_[0]["quadratic"]).sum()
     assert norm(decayed) < 0.5 * norm(free)
     assert norm(l1) < 0.5 * norm(free)
 

@@ -7,7 +7,6 @@ import pytest
 from numpydoc.validate import validate
 from sklearn.base import clone
 from sklearn.datasets import load_iris
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from skquad import QNNClassifier, RPQNNClassifier

@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from skquad.nn import QuadraticLayer, ReducedQuadraticLayer
-from skquad.nn.network import count_parameters, new_network, network_from_states, network_to_states
+from skquad.nn.network import (
+    count_parameters,
+    network_from_states,
+    network_to_states,
+    new_network,
+)
 
 CASES = [
     ("QuadraticLayer", {"quadratic_storage": "full"}, [True, True]),

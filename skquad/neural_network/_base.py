@@ -22,12 +22,24 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_label
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticClassifier
-from .._engine import ParameterGroup, Trainer, TrainingConfig, choose_thread_count, thread_limit
+from .._engine import (
+    ParameterGroup,
+    Trainer,
+    TrainingConfig,
+    choose_thread_count,
+    thread_limit,
+)
 from .._torch_utils import make_generator, resolve_device, resolve_dtype
 from ..nn import QuadraticLayer, ReducedQuadraticLayer
 from ..nn.fused import FusedNetwork
+from ..nn.network import (
+    ACTIVATIONS,
+    count_parameters,
+    network_from_states,
+    network_to_states,
+    new_network,
+)
 from ..nn.sparse import SparseRowsInput, sparse_to_torch
-from ..nn.network import ACTIVATIONS, count_parameters, new_network, network_from_states, network_to_states
 
 __all__ = ["BaseQuadraticNetwork"]
 

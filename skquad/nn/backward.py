@@ -33,13 +33,13 @@ import torch
 from torch.autograd.function import once_differentiable
 
 __all__ = [
-    "CachedQuadraticForm",
     "CachedBilinearProduct",
-    "PackedQuadraticForm",
+    "CachedQuadraticForm",
     "PackedPairIndex",
+    "PackedQuadraticForm",
+    "cached_bilinear_product",
     "cached_quadratic_form",
     "packed_quadratic_form",
-    "cached_bilinear_product",
 ]
 
 

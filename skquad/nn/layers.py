@@ -36,10 +36,10 @@ from .backward import (
 __all__ = [
     "QuadraticLayer",
     "ReducedQuadraticLayer",
-    "new_layer",
+    "build_uninitialised",
     "layer_from_numpy_state",
     "layer_to_numpy_state",
-    "build_uninitialised",
+    "new_layer",
 ]
 
 _BACKWARDS = ("cached", "autograd")

@@ -23,9 +23,9 @@ from .layers import layer_from_numpy_state, layer_to_numpy_state, new_layer
 __all__ = [
     "ACTIVATIONS",
     "count_parameters",
-    "new_network",
     "network_from_states",
     "network_to_states",
+    "new_network",
 ]
 
 # "logistic" is MLPClassifier's name for the sigmoid.

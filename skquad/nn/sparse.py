@@ -18,7 +18,7 @@ import torch
 from scipy import sparse
 from torch import nn
 
-__all__ = ["SparseRowsInput", "sparse_to_torch", "row_numbers"]
+__all__ = ["SparseRowsInput", "row_numbers", "sparse_to_torch"]
 
 # float32 represents every integer exactly only up to 2**24.
 _EXACT_ROWS = {torch.float32: 2**24, torch.float64: 2**53}
