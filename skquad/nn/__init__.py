@@ -38,7 +38,7 @@ Backward passes
 CachedQuadraticForm, CachedBilinearProduct
     Noel et al.'s Algorithms 1 and 2 as :class:`torch.autograd.Function`.
 PackedQuadraticForm
-    Algorithm 1 on the packed upper triangle of ``Q`` (the paper's ``M(x)``
+    Algorithm 1 on the packed upper triangle of ``Q`` (Noel et al.'s ``M(x)``
     features), for wide layers.
 """
 
