@@ -9,6 +9,7 @@ backward pass by default) and stored as numpy arrays in ``layers_``.
 """
 
 import inspect
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -54,10 +55,14 @@ _TRAINING_COPIES = 7
 
 
 def _available_memory():
+    """Bytes of memory a fit may use: available memory (psutil), else physical memory, else None."""
     try:
         import psutil
-    except ImportError:  # pragma: no cover - psutil ships with the test environment
-        return None
+    except ImportError:  # psutil is optional: fall back on the physical memory (POSIX)
+        try:
+            return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
     return psutil.virtual_memory().available
 
 
