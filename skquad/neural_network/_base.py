@@ -491,7 +491,9 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         self._prediction_modules = {}
         self._prediction_module()
         self.loss_curve_ = list(history.loss_curve)
-        self.loss_ = float(getattr(history, "loss_", None) or (history.loss_curve[-1] if history.loss_curve else np.nan))
+        # The training package's result carries MLPClassifier's loss_ as `loss`.
+        loss = getattr(history, "loss", None)
+        self.loss_ = float(loss if loss is not None else (history.loss_curve[-1] if history.loss_curve else np.nan))
         early = self.early_stopping and not incremental
         self.validation_scores_ = list(history.validation_scores) if early else None
         self.best_validation_score_ = history.best_validation_score if early else None
