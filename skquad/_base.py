@@ -248,13 +248,14 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
 
-        ``max_iter`` for ``fit`` (one subtask per epoch or iteration), None
-        (unknown) for ``partial_fit``. Override where an estimator's subtasks
-        are counted otherwise.
+        ``max_iter`` for ``fit`` (one subtask per epoch or iteration; the
+        training engine's L-BFGS reports scipy's last, empty iteration too, so
+        one more with ``solver="lbfgs"``), None (unknown) for ``partial_fit``.
+        Override where an estimator's subtasks are counted otherwise.
         """
         max_iter = getattr(self, "max_iter", None)
         if method_name == "fit" and isinstance(max_iter, Integral):
-            return int(max_iter)
+            return int(max_iter) + (getattr(self, "solver", None) == "lbfgs")
         return None
 
     # ------------------------------------------------------------------ fit side

@@ -323,12 +323,6 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         callback_data = dict(X=X, y=self.classes_[y_encoded], metadata=metadata)
         return self._train(X, y_encoded, sample_weight, previous, callback_data=callback_data)
 
-    def _callback_max_subtasks(self, method_name):
-        """One callback subtask per L-BFGS iteration (plus scipy's last, empty one) or epoch."""
-        if method_name != "fit":
-            return None
-        return int(self.max_iter) + (self.solver == "lbfgs")
-
     def _sgd_only(self):
         if self.solver != "sgd":
             raise AttributeError(

@@ -88,13 +88,19 @@ def test_network_counts(data):
 
 def test_quantized_counts(data):
     X, y, y_multi = data
-    sdp = SDPQuantizedClassifier(n_neurons=10, random_state=0).fit(X, y)
+    # Algorithm 1's network: one shared output scale
+    sdp = SDPQuantizedClassifier(n_neurons=10, refit_output_layer=False, random_state=0).fit(X, y)
     size = model_size(sdp)
     assert size.n_binary_parameters == sdp.U_.size + sdp.V_.size == 2 * 10 * 4
     assert size.n_parameters == 80 + 1  # one scale
+    # the refitted output layer (the default) has one weight per neuron
+    refit = SDPQuantizedClassifier(n_neurons=10, random_state=0).fit(X, y)
+    assert model_size(refit).n_parameters == 80 + np.unique(refit.alpha_[refit.alpha_ != 0]).size
     # standardize 2*3; per neuron two ±1 sums over p = 4 and a product; output 10 MACs
     assert size.n_flops == 6 + 10 * (2 * 4 + 1) + 2 * 10
-    multi = model_size(SDPQuantizedClassifier(n_neurons=9, random_state=0).fit(X, y_multi))
+    multi = model_size(
+        SDPQuantizedClassifier(n_neurons=9, refit_output_layer=False, random_state=0).fit(X, y_multi)
+    )
     assert multi.n_real_parameters == 3
     backprop = BackpropQuantizedClassifier(n_neurons=10, max_iter=3, random_state=0).fit(X, y)
     assert model_size(backprop).n_parameters == backprop.U_.size + backprop.V_.size + backprop.scale_.size

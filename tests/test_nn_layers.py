@@ -358,3 +358,24 @@ def test_layers_do_not_change_global_torch_state():
     ReducedQuadraticLayer(8, 4, power_term=True)(_inputs(n_in=8).float()).sum().backward()
     assert torch.get_num_threads() == threads
     assert torch.get_default_dtype() == dtype
+
+
+@pytest.mark.parametrize("kind", ["Linear", "QuadraticLayer", "ReducedQuadraticLayer"])
+def test_new_layer_and_rebuild_never_touch_the_global_generator(kind):
+    from skquad.nn.layers import layer_from_numpy_state, layer_to_numpy_state, new_layer
+
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    layer = new_layer(kind, 5, 3, generator=_generator(1), relinear=False, dtype=F64)
+    again = new_layer(kind, 5, 3, generator=_generator(1), relinear=False, dtype=F64)
+    rebuilt = layer_from_numpy_state(layer_to_numpy_state(layer), dtype=torch.float32)
+    assert torch.equal(torch.rand(3), expected)
+    assert type(layer) is type(rebuilt) and type(layer).__name__ == kind
+    for (name, p1), (_, p2), (_, p3) in zip(
+        layer.named_parameters(), again.named_parameters(), rebuilt.named_parameters()
+    ):
+        assert torch.equal(p1, p2), name
+        torch.testing.assert_close(p3, p1.float(), msg=name)
+    bound = 1 / math.sqrt(5)
+    assert layer.weight.abs().max() <= bound and layer.weight.abs().max() > 0.5 * bound

@@ -616,34 +616,7 @@ def test_sparse_input_is_a_clear_error_where_not_supported(name, fitted_defaults
 
 
 # ----------------------------------------------------------------- devices and read-only input
-_AS_TENSOR = (
-    "neural_network.py must build prediction tensors with skquad._torch_utils.as_tensor"
-)
-_PREDICTION_DEVICE = (
-    "linear_model.py _raw_scores must use skquad._torch_utils.prediction_device"
-)
-_DEVICE_CONSTRAINT = (
-    "the device constraint must be [str, torch.device] in _parameter_constraints"
-)
-# (test, estimator) -> the edit in another engineer's file that makes it pass
-_NEEDS_MERGE = {
-    ("read_only", "QNN"): _AS_TENSOR,
-    ("read_only", "RPQNN"): _AS_TENSOR,
-    **{
-        ("torch_device", name): _DEVICE_CONSTRAINT
-        for name in ("QNN", "RPQNN")
-    },
-}
-
-
-def _mark(test, name):
-    reason = _NEEDS_MERGE.get((test, name))
-    if reason is None:
-        return name
-    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-
-
-@pytest.mark.parametrize("name", [_mark("read_only", name) for name in ESTIMATORS])
+@pytest.mark.parametrize("name", ESTIMATORS)
 def test_predicting_on_read_only_data_emits_no_warning(
     name, data, tmp_path, monkeypatch
 ):
@@ -679,7 +652,7 @@ def _refusing_read_only(function):
 @pytest.mark.parametrize(
     "name",
     [
-        _mark("unpickle", name)
+        name
         for name in ESTIMATORS
         if "device" in DEFAULTS[name]().get_params()
     ],
@@ -717,7 +690,7 @@ def test_device_spellings_are_accepted_at_fit(name, device, data):
 
 
 @pytest.mark.parametrize(
-    "name", [_mark("torch_device", name) for name in _TORCH_ESTIMATORS]
+    "name", _TORCH_ESTIMATORS
 )
 def test_a_torch_device_is_accepted_at_fit(name, data):
     X, y = data

@@ -99,11 +99,11 @@ class Trainer:
         self.loss_function = loss_function
         self.validation_score = validation_score
         self.loss_and_gradient = loss_and_gradient
-        self.callback_context = callback_context
-        self._callback_options = dict(
+        self.attach_callbacks(
+            callback_context,
             estimator=callback_estimator,
             fitted_attributes=fitted_attributes,
-            **(callback_data or {}),
+            callback_data=callback_data,
         )
         self._build_flat_buffers(parameter_groups or [])
         self.history = TrainingResult()
@@ -465,6 +465,24 @@ class Trainer:
             return None
         batch = self._batch_size(n_samples) if self.config.solver != "lbfgs" else n_samples
         return choose_thread_count(6.0 * batch * self.n_parameters)
+
+    def attach_callbacks(
+        self, context, *, estimator=None, fitted_attributes=None, callback_data=None
+    ):
+        """Report the next calls' epochs/iterations to ``context`` (None: to nobody).
+
+        A trainer kept between ``partial_fit`` calls attaches each call's root
+        context and detaches it after, so that it holds no reference to the
+        estimator, the callbacks or the data in between.
+        """
+        self.callback_context = context
+        self._callback_options = dict(
+            estimator=estimator, fitted_attributes=fitted_attributes, **(callback_data or {})
+        )
+
+    def detach_callbacks(self):
+        """Drop the callback context, the estimator and the data (see :meth:`attach_callbacks`)."""
+        self.attach_callbacks(None)
 
     def _reporter(self, task_name):
         return SubtaskReporter(self.callback_context, task_name=task_name, **self._callback_options)

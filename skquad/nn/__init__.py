@@ -5,11 +5,26 @@ No scikit-learn in here: the estimators wrap these modules.
 Layers
 ------
 QuadraticLayer
-    Paper 001's full quadratic neuron ``b + W a + a^T Q a`` (one symmetric
+    Noel et al.'s full quadratic neuron ``b + W a + a^T Q a`` (one symmetric
     ``Q`` per neuron).
 ReducedQuadraticLayer
-    Paper 001's reduced-parameter neuron ``(W a + b) * (U a + c)``, and with
-    ``power_term=True`` paper 000's neuron.
+    Noel et al.'s reduced-parameter neuron ``(W a + b) * (U a + c)``, and with
+    ``power_term=True`` Fan et al.'s neuron.
+
+Networks
+--------
+layers.new_layer, layers.layer_to_numpy_state, layers.layer_from_numpy_state
+    Any layer kind (``torch.nn.Linear`` included) drawn from a local generator,
+    exported to numpy and rebuilt without a random draw.
+network
+    Stacks of layers: :func:`~skquad.nn.network.new_network` (drawn from a local
+    generator), numpy export and rebuild, parameter counts.
+fused
+    :class:`~skquad.nn.fused.FusedNetwork`, the whole network's forward and
+    backward pass written out (Algorithms 1 and 2 chained), the estimators'
+    default training path.
+sparse
+    Sparse (CSR/CSC) input: row batches as torch sparse tensors for the first layer.
 
 Quadratic logistic regression
 -----------------------------
@@ -21,9 +36,9 @@ quadratic_form
 Backward passes
 ---------------
 CachedQuadraticForm, CachedBilinearProduct
-    Paper 001's Algorithms 1 and 2 as :class:`torch.autograd.Function`.
+    Noel et al.'s Algorithms 1 and 2 as :class:`torch.autograd.Function`.
 PackedQuadraticForm
-    Algorithm 1 on the packed upper triangle of ``Q`` (the paper's ``M(x)``
+    Algorithm 1 on the packed upper triangle of ``Q`` (Noel et al.'s ``M(x)``
     features), for wide layers.
 """
 

@@ -1,6 +1,6 @@
 """The papers' vectorized backward passes as :class:`torch.autograd.Function`.
 
-Paper 001 derives explicit back-propagation for its two layers; both cache
+Noel et al. derive explicit back-propagation for its two layers; both cache
 intermediate products of the forward pass so that backward needs no extra
 ``n_out * n_in**2`` work beyond the weight gradient:
 
@@ -18,7 +18,7 @@ intermediate products of the forward pass so that backward needs no extra
   of its parameter), which is what makes ``d(a^T Q a)/da = 2 Q a``.
 
 * Algorithm 2 (reduced-parameter layer, :class:`CachedBilinearProduct`, with
-  paper 000's power term as an option): the
+  Fan et al.'s power term as an option): the
   forward pass keeps ``v1 = W a + b`` and ``v2 = U a + c``; with
   ``z = v1 * v2``, backward is ``dL/da = W^T (delta * v2) + U^T (delta * v1)``,
   ``dL/dW = (delta * v2) a^T``, ``dL/dU = (delta * v1) a^T`` and the bias
@@ -33,13 +33,13 @@ import torch
 from torch.autograd.function import once_differentiable
 
 __all__ = [
-    "CachedQuadraticForm",
     "CachedBilinearProduct",
-    "PackedQuadraticForm",
+    "CachedQuadraticForm",
     "PackedPairIndex",
+    "PackedQuadraticForm",
+    "cached_bilinear_product",
     "cached_quadratic_form",
     "packed_quadratic_form",
-    "cached_bilinear_product",
 ]
 
 
@@ -48,7 +48,7 @@ def _sum_over_batch(tensor):
 
 
 class CachedQuadraticForm(torch.autograd.Function):
-    """Paper 001, Algorithm 1: ``z_k = b_k + W_k a + a^T Q^(k) a``.
+    """Noel et al., Algorithm 1: ``z_k = b_k + W_k a + a^T Q^(k) a``.
 
     Inputs: ``a`` (batch, n_in), ``weight`` (n_out, n_in), ``bias`` (n_out,) or
     None, ``quadratic`` (n_out, n_in, n_in) with every slice symmetric.
@@ -172,7 +172,7 @@ def _use_row_loop(index, tensor):
 
 
 def pair_products_t(a_t, index):
-    """Paper 001's ``M(a)`` per sample, transposed: ``(n_pairs, batch)``.
+    """Noel et al.'s ``M(a)`` per sample, transposed: ``(n_pairs, batch)``.
 
     Row ``p = (i, j)`` holds ``a_i a_j`` for ``i = j`` and ``2 a_i a_j`` for
     ``i < j``, so that ``a^T Q a = M(a) . q`` with ``q`` the packed triangle.
@@ -218,7 +218,7 @@ class PackedQuadraticForm(torch.autograd.Function):
     None, ``packed`` (n_out, n_pairs) the upper triangles of the symmetric
     ``Q^(k)`` row by row, and a :class:`PackedPairIndex`.
 
-    This is paper 001's quadratic-neuron gradient written for the free entries
+    This is Noel et al.'s quadratic-neuron gradient written for the free entries
     (its ``M(x)``: ``x_i^2`` on the diagonal, ``2 x_i x_j`` off it).  The
     forward pass caches ``M(a)`` (batch x n_pairs, half of Algorithm 1's
     ``V``) and backward is
@@ -266,8 +266,8 @@ class PackedQuadraticForm(torch.autograd.Function):
 
 
 class CachedBilinearProduct(torch.autograd.Function):
-    """Paper 001, Algorithm 2: ``z = (W a + b) * (U a + c)``, optionally plus
-    paper 000's power term ``W_p (a * a) + c_p``.
+    """Noel et al., Algorithm 2: ``z = (W a + b) * (U a + c)``, optionally plus
+    Fan et al.'s power term ``W_p (a * a) + c_p``.
 
     Inputs: ``a`` (batch, n_in), ``weight`` ``W`` and ``factor_weight`` ``U``
     (n_out, n_in), ``bias`` ``b`` and ``factor_bias`` ``c`` (n_out,), and

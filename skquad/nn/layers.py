@@ -1,15 +1,15 @@
 """Quadratic layers as :class:`torch.nn.Module` subclasses.
 
-* :class:`QuadraticLayer`: paper 001's full quadratic neuron,
+* :class:`QuadraticLayer`: Noel et al.'s full quadratic neuron,
   ``z_k = b_k + W_k . a + a^T Q^(k) a`` with one symmetric ``Q^(k)`` per neuron.
-* :class:`ReducedQuadraticLayer`: paper 001's reduced-parameter neuron,
-  ``z = (W a + b) * (U a + c)``, and with ``power_term=True`` paper 000's neuron
+* :class:`ReducedQuadraticLayer`: Noel et al.'s reduced-parameter neuron,
+  ``z = (W a + b) * (U a + c)``, and with ``power_term=True`` Fan et al.'s neuron
   ``z = (W_r a + b_r) * (W_g a + b_g) + W_b (a * a) + c``.
 
 Every layer separates its parameters into :meth:`linear_parameters` (those of the
 conventional neuron it contains) and :meth:`quadratic_parameters` (everything
 else), so that a training engine can give the quadratic ones their own learning
-rate or decay (ReLinear, paper 000).  ``reset_parameters(relinear=True)`` starts
+rate or decay (ReLinear, Fan et al.).  ``reset_parameters(relinear=True)`` starts
 every neuron as a conventional one; :meth:`load_linear_from` copies a trained
 :class:`torch.nn.Linear` in (weight transfer).  :meth:`state_to_numpy` and
 :meth:`load_numpy_state` move the weights to and from plain numpy arrays, so an
@@ -19,6 +19,7 @@ The layers never change global torch state (threads, default dtype, random
 generator): random initialisation draws from the ``generator`` it is given.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -32,7 +33,14 @@ from .backward import (
     packed_quadratic_form,
 )
 
-__all__ = ["QuadraticLayer", "ReducedQuadraticLayer"]
+__all__ = [
+    "QuadraticLayer",
+    "ReducedQuadraticLayer",
+    "build_uninitialised",
+    "layer_from_numpy_state",
+    "layer_to_numpy_state",
+    "new_layer",
+]
 
 _BACKWARDS = ("cached", "autograd")
 
@@ -147,7 +155,7 @@ class _QuadraticLayerBase(nn.Module):
             layer's, and a bias if and only if this layer has one.
         reset_quadratic : bool, default=True
             Also put the quadratic part at its ReLinear start, so that the
-            layer computes exactly what ``linear`` computes (paper 000's
+            layer computes exactly what ``linear`` computes (Fan et al.'s
             weight transfer).
 
         Returns
@@ -190,7 +198,7 @@ class _QuadraticLayerBase(nn.Module):
             Local random generator (see :func:`skquad._torch_utils.make_generator`);
             None uses torch's global one, as torch.nn.Linear does.
         relinear : bool, default=True
-            True: the ReLinear start of paper 000, where the quadratic part is
+            True: the ReLinear start of Fan et al., where the quadratic part is
             neutral and every neuron starts as a conventional one. False: a
             small random quadratic part as well.
 
@@ -272,7 +280,9 @@ class _QuadraticLayerBase(nn.Module):
         options.update(overrides)
         in_features = options.pop("in_features")
         out_features = options.pop("out_features")
-        layer = cls(in_features, out_features, device=device, dtype=dtype, **options)
+        # Built without the constructor's draw from torch's global generator:
+        # every value is overwritten by the state.
+        layer = build_uninitialised(cls, in_features, out_features, device=device, dtype=dtype, **options)
         return layer.load_numpy_state(state)
 
     def _check_input(self, a):
@@ -294,14 +304,14 @@ class _QuadraticLayerBase(nn.Module):
 
 
 class QuadraticLayer(_QuadraticLayerBase):
-    r"""Full quadratic layer (paper 001): ``z_k = b_k + W_k . a + a^T Q^(k) a``.
+    r"""Full quadratic layer (Noel et al.): ``z_k = b_k + W_k . a + a^T Q^(k) a``.
 
     Parameters
     ----------
     in_features, out_features : int
     bias : bool, default=True
     backward : {"cached", "autograd"}, default="cached"
-        "cached": paper 001's Algorithm 1, an explicit backward pass that
+        "cached": Noel et al.'s Algorithm 1, an explicit backward pass that
         reuses products of the forward pass. Full storage:
         :class:`~skquad.nn.backward.CachedQuadraticForm` on ``Q = sym(P)``,
         caching ``V = [Q^(1) a, ..., Q^(K) a]``. Packed storage: the same on the
@@ -506,19 +516,19 @@ class QuadraticLayer(_QuadraticLayerBase):
 
 
 class ReducedQuadraticLayer(_QuadraticLayerBase):
-    r"""Reduced-parameter quadratic layer (paper 001), optionally paper 000's neuron.
+    r"""Reduced-parameter quadratic layer (Noel et al.), optionally Fan et al.'s neuron.
 
     ``z = (W a + b) * (U a + c)``; with ``power_term=True``
-    ``z = (W a + b) * (U a + c) + W_p (a * a) + c_p`` (paper 000's
+    ``z = (W a + b) * (U a + c) + W_p (a * a) + c_p`` (Fan et al.'s
     ``(W_r a + b_r) * (W_g a + b_g) + W_b (a * a) + c``).
 
     Parameters
     ----------
     in_features, out_features : int
     power_term : bool, default=False
-        Add paper 000's power term ``W_p (a * a) + c_p``.
+        Add Fan et al.'s power term ``W_p (a * a) + c_p``.
     backward : {"autograd", "cached"}, default="autograd"
-        "cached": paper 001's Algorithm 2
+        "cached": Noel et al.'s Algorithm 2
         (:class:`~skquad.nn.backward.CachedBilinearProduct`, power term
         fused), which keeps ``v1 = W a + b`` and ``v2 = U a + c``;
         "autograd": plain autograd. Both perform the same products (autograd
@@ -533,12 +543,12 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
     Attributes
     ----------
     weight, bias : torch.nn.Parameter
-        ``W`` (out, in) and ``b`` (out,): the linear factor (paper 000's
+        ``W`` (out, in) and ``b`` (out,): the linear factor (Fan et al.'s
         ``W_r``, ``b_r``).
     factor_weight, factor_bias : torch.nn.Parameter
-        ``U`` and ``c`` (paper 000's ``W_g``, ``b_g``): the second factor.
+        ``U`` and ``c`` (Fan et al.'s ``W_g``, ``b_g``): the second factor.
     power_weight, power_bias : torch.nn.Parameter or None
-        ``W_p`` (out, in) and ``c_p`` (out,) (paper 000's ``W_b``, ``c``),
+        ``W_p`` (out, in) and ``c_p`` (out,) (Fan et al.'s ``W_b``, ``c``),
         present with ``power_term=True``.
 
     Examples
@@ -645,3 +655,117 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
                 raise ValueError(f"The state has no {name!r} array.")
             parameter = getattr(self, name)
             parameter.copy_(_as_tensor_like(arrays[name], parameter, name))
+
+
+@functools.cache
+def _without_reset(cls):
+    return type(cls.__name__, (cls,), {"reset_parameters": lambda self, *args, **kwargs: self})
+
+
+def build_uninitialised(cls, *args, **kwargs):
+    """``cls(*args, **kwargs)`` without the random initialisation its constructor runs.
+
+    torch layers (``torch.nn.Linear`` and the layers here) initialise themselves
+    in the constructor from torch's global generator. This builds the layer
+    through a subclass whose ``reset_parameters`` does nothing, then gives it
+    back its own class: the parameters are allocated but never drawn, and the
+    caller fills them (from a local generator or a saved state).
+    ``torch.nn.utils.skip_init`` does the same through the meta device, but its
+    first call imports sympy (seconds).
+
+    Returns
+    -------
+    layer : cls
+    """
+    layer = _without_reset(cls)(*args, **kwargs)
+    layer.__class__ = cls
+    return layer
+
+
+# ---------------------------------------------------------------------------
+# Every layer kind of a network (torch.nn.Linear included) by name, built and
+# exported the same way.
+
+_LAYER_CLASSES = {"Linear": nn.Linear, "QuadraticLayer": QuadraticLayer, "ReducedQuadraticLayer": ReducedQuadraticLayer}
+
+
+def new_layer(kind, in_features, out_features, *, generator, relinear=True, device=None, dtype=None, **options):
+    """A freshly initialised layer whose every random number comes from ``generator``.
+
+    Unlike calling the constructor (which, like :class:`torch.nn.Linear`,
+    draws from torch's global generator), nothing here touches global state.
+
+    Parameters
+    ----------
+    kind : {"Linear", "QuadraticLayer", "ReducedQuadraticLayer"}
+    in_features, out_features : int
+    generator : torch.Generator
+        Local generator (on the CPU, or on ``device``).
+    relinear : bool, default=True
+        Quadratic layers only: ReLinear's start (Fan et al.), see
+        :meth:`QuadraticLayer.reset_parameters`.
+    device, dtype : optional
+    **options
+        Constructor options of the layer (e.g. ``quadratic_storage="full"``).
+
+    Returns
+    -------
+    layer : torch.nn.Module
+    """
+    cls = _LAYER_CLASSES[kind]
+    layer = build_uninitialised(cls, in_features, out_features, device=device, dtype=dtype, **options)
+    if cls is nn.Linear:
+        # torch.nn.Linear's own rule, U(-1/sqrt(n_in), 1/sqrt(n_in)), weight then bias.
+        _init_like_linear_(layer.weight, layer.bias, generator)
+    else:
+        layer.reset_parameters(generator=generator, relinear=relinear)
+    return layer
+
+
+def layer_to_numpy_state(layer):
+    """:meth:`QuadraticLayer.state_to_numpy` for every layer kind, Linear included.
+
+    Parameters
+    ----------
+    layer : torch.nn.Linear, QuadraticLayer or ReducedQuadraticLayer
+
+    Returns
+    -------
+    state : dict
+        ``{"kind", "options", "weight", "bias", ...}`` with numpy copies.
+    """
+    if isinstance(layer, nn.Linear):
+        return {
+            "kind": "Linear",
+            "options": {"in_features": layer.in_features, "out_features": layer.out_features},
+            "weight": to_numpy(layer.weight),
+            "bias": to_numpy(layer.bias),
+        }
+    return layer.state_to_numpy()
+
+
+def layer_from_numpy_state(state, *, device=None, dtype=None, **overrides):
+    """Rebuild any layer from :func:`layer_to_numpy_state`'s dict (no random draws).
+
+    Parameters
+    ----------
+    state : dict
+    device, dtype : optional
+    **overrides
+        Options to change (quadratic layers only), e.g. ``backward="autograd"``.
+
+    Returns
+    -------
+    layer : torch.nn.Module
+    """
+    kind = state.get("kind")
+    if kind not in _LAYER_CLASSES:
+        raise ValueError(f"Unknown layer kind {kind!r}; expected one of {sorted(_LAYER_CLASSES)}.")
+    if kind != "Linear":
+        return _LAYER_CLASSES[kind].from_numpy_state(state, device=device, dtype=dtype, **overrides)
+    options = state["options"]
+    layer = build_uninitialised(nn.Linear, options["in_features"], options["out_features"], device=device, dtype=dtype)
+    with torch.no_grad():
+        layer.weight.copy_(_as_tensor_like(state["weight"], layer.weight, "weight"))
+        layer.bias.copy_(_as_tensor_like(state["bias"], layer.bias, "bias"))
+    return layer

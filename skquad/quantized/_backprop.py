@@ -163,7 +163,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
     1. ``u_j, v_j`` real, the second layer fixed to ``alpha_j = 1 / m``
        (``1 / m_k`` on the neuron's class for ``K > 2`` classes), trained by
        SGD with momentum on the loss plus an L2 penalty ``beta`` (the shared
-       training engine, :mod:`skquad._engine`);
+       training engine, :mod:`skquad._training`);
     2. quantization: ``u_j <- sign(u_j)``, ``v_j <- sign(v_j)`` and one scale
        per class, ``c = <Zhat, Z> / <Zhat, Zhat>``, the least-squares
        minimiser of ``||c Zhat - Z||_F`` with ``Zhat = sum_j sign(u_j) sign(v_j)^T``

@@ -1,6 +1,6 @@
 """Whole-network forward and backward without autograd (the estimators' fast path).
 
-Paper 001 writes back-propagation for its layers out by hand (Algorithm 1 caches
+Noel et al. write back-propagation for its layers out by hand (Algorithm 1 caches
 ``V = [Q^(1) a, ..., Q^(K) a]``, Algorithm 2 caches ``v1 = W a + b`` and
 ``v2 = U a + c``). :mod:`skquad.nn.backward` packages each as a
 :class:`torch.autograd.Function`, which still pays autograd's graph bookkeeping
@@ -9,13 +9,13 @@ optdigits) that bookkeeping costs more than the arithmetic, so the estimators
 train through :class:`FusedNetwork`: the same equations for the whole stack of
 layers, the output non-linearity and the loss in one function, which writes the
 gradient straight into the parameters' ``.grad`` tensors (views into the
-training engine's flat gradient buffer, see :mod:`skquad._engine`).
+training engine's flat gradient buffer, see :mod:`skquad._training`).
 
 It reads the parameters of the very :class:`torch.nn.Sequential` module that
 autograd would differentiate (``nn.Linear``, :class:`~skquad.nn.QuadraticLayer`
 with full storage, :class:`~skquad.nn.ReducedQuadraticLayer`, followed by an
 activation module), so the two paths can be compared number for number
-(``tests/test_neural_network.py`` checks the gradient against autograd).
+(``tests/test_nn_fused.py`` checks the gradient against autograd).
 
 Quadratic layers rely on symmetric ``Q^(k)`` (then ``d(a^T Q a)/da = 2 Q a``,
 Algorithm 1). The full-storage parameter ``P`` enters the forward pass as
@@ -27,7 +27,7 @@ symmetric ``P`` stays exactly symmetric under every optimizer step of the engine
 import torch
 from torch import nn
 
-from .nn import QuadraticLayer, ReducedQuadraticLayer
+from .layers import QuadraticLayer, ReducedQuadraticLayer
 
 __all__ = ["FusedNetwork", "supports_fused"]
 
@@ -47,7 +47,7 @@ def supports_fused(module):
 
 
 class FusedNetwork:
-    """``loss_and_gradient`` callable for :class:`skquad._engine.Trainer`.
+    """``loss_and_gradient`` callable for :class:`skquad._training.Trainer`.
 
     Parameters
     ----------
@@ -56,15 +56,20 @@ class FusedNetwork:
         class scores (no activation after it).
     output : {"softmax", "sigmoid", "binary"}
         "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
-        binary cross-entropy per class score (paper 001's output layer);
+        binary cross-entropy per class score (Noel et al.'s output layer);
         "binary": one score, binary cross-entropy of its sigmoid.
+    inputs : callable, default=None
+        Applied to each batch first, e.g. :class:`~skquad.nn.sparse.SparseRowsInput`
+        (then the first layer may receive a sparse COO batch: a ``torch.nn.Linear``
+        first layer multiplies it as it is).
     """
 
-    def __init__(self, module, output):
+    def __init__(self, module, output, inputs=None):
         if not supports_fused(module):
             raise ValueError("FusedNetwork supports Linear, full-storage quadratic and reduced layers.")
         self.module = module
         self.output = output
+        self.inputs = inputs
         self.layers = []
         for item in module:
             if type(item) in _ACTIVATIONS:
@@ -169,7 +174,10 @@ class FusedNetwork:
         if isinstance(layer, ReducedQuadraticLayer):
             return self._reduced_backward(index, layer, a, delta, cache)
         need_input_gradient = index > 0
-        torch.mm(delta.t(), a, out=layer.weight.grad)
+        if a.is_sparse:  # a sparse first-layer batch: torch has no out= for dense @ sparse
+            layer.weight.grad.copy_(torch.mm(delta.t(), a))
+        else:
+            torch.mm(delta.t(), a, out=layer.weight.grad)
         if layer.bias is not None:
             torch.sum(delta, 0, out=layer.bias.grad)
         grad_a = self._buffer("grad_a", index, a.shape, a) if need_input_gradient else None
@@ -241,6 +249,8 @@ class FusedNetwork:
         return loss, delta.mul_(weights.unsqueeze(1))
 
     def __call__(self, X, y, weights):
+        if self.inputs is not None:
+            X = self.inputs.forward(X)  # skip nn.Module.__call__: a step costs tens of microseconds
         activations = [X]
         caches = []
         for index, (layer, activation) in enumerate(self.layers):

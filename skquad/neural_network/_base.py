@@ -1,0 +1,703 @@
+"""The scikit-learn side shared by QNNClassifier and RPQNNClassifier.
+
+:class:`BaseQuadraticNetwork` holds the shared constructor, ``fit``,
+``partial_fit`` and prediction; the two estimators only say which quadratic
+layer they stack (Noel et al.'s full quadratic neuron or the reduced-parameter
+one). The networks themselves are built by :mod:`skquad.nn.network`, trained by
+:mod:`skquad._training` (through :class:`skquad.nn.fused.FusedNetwork`'s explicit
+backward pass by default) and stored as numpy arrays in ``layers_``.
+"""
+
+import inspect
+import os
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from scipy import sparse
+from scipy.special import log_expit, logsumexp
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
+from sklearn.utils.validation import check_is_fitted
+
+from .._base import BaseQuadraticClassifier
+from .._torch_utils import (
+    as_tensor,
+    make_generator,
+    prediction_device,
+    resolve_device,
+    resolve_dtype,
+)
+from .._training import (
+    ParameterGroup,
+    Trainer,
+    TrainingConfig,
+    choose_thread_count,
+    limit_threads,
+)
+from ..nn import QuadraticLayer, ReducedQuadraticLayer
+from ..nn.fused import FusedNetwork
+from ..nn.network import (
+    ACTIVATIONS,
+    count_parameters,
+    network_from_states,
+    network_to_states,
+    new_network,
+)
+from ..nn.sparse import SparseRowsInput, sparse_to_torch
+
+__all__ = ["BaseQuadraticNetwork"]
+
+# Rows per forward pass at predict time: bounds the (rows x n_out x n_in)
+# cache of a quadratic layer.
+_PREDICT_CHUNK = 4096
+
+# Copies of the parameter vector that training keeps (the parameters, their
+# gradient, the best and the starting snapshot, Adam's two moments and its
+# denominator), plus the float64 copy the network is drawn in.
+_TRAINING_COPIES = 7
+
+
+def _available_memory():
+    """Bytes of memory a fit may use: available memory (psutil), else physical memory, else None."""
+    try:
+        import psutil
+    except ImportError:  # psutil is optional: fall back on the physical memory (POSIX)
+        try:
+            return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    return psutil.virtual_memory().available
+
+
+def signature_with(init, after, **parameters):
+    """``init``'s signature with keyword-only ``parameters`` inserted after ``after``.
+
+    An estimator that adds a parameter to its base's constructor sets its own
+    ``__init__.__signature__`` with this, so that scikit-learn's ``get_params``,
+    ``clone`` and ``repr`` (which read the signature) and numpydoc's
+    parameter-order check see every parameter in order, while the shared
+    parameters are written once, in the base.
+    """
+    signature = inspect.signature(init)
+    existing = list(signature.parameters.values())
+    position = [p.name for p in existing].index(after) + 1
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value) for name, value in parameters.items()]
+    return signature.replace(parameters=existing[:position] + added + existing[position:])
+
+
+def _stochastic_solver(estimator):
+    # available_if hides partial_fit for solver="lbfgs", as in MLPClassifier.
+    if estimator.solver not in ("sgd", "adam"):
+        raise AttributeError(f"partial_fit is only available for stochastic optimizers. {estimator.solver} is not stochastic.")
+    return True
+
+
+class BaseQuadraticNetwork(BaseQuadraticClassifier):
+    """Shared constructor, fit, partial_fit and prediction of the two networks.
+
+    Not for direct use; see :class:`~skquad.QNNClassifier` and
+    :class:`~skquad.RPQNNClassifier` for the parameters.
+    """
+
+    # CSR/CSC input (the base's validation accepts it where this is set).
+    _accept_sparse = True
+
+    # Subclasses: which layer class makes a layer quadratic.
+    _quadratic_kind = None
+
+    _parameter_constraints = {
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "quadratic_layers": [StrOptions({"all", "output"}), "array-like"],
+        "output_activation": [StrOptions({"softmax", "sigmoid"})],
+        "solver": [StrOptions({"sgd", "adam", "lbfgs"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [StrOptions({"constant", "invscaling", "adaptive"})],
+        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
+        "power_t": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "momentum": [Interval(Real, 0, 1, closed="both")],
+        "nesterovs_momentum": ["boolean"],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "beta_1": [Interval(Real, 0, 1, closed="left")],
+        "beta_2": [Interval(Real, 0, 1, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "max_fun": [Interval(Integral, 1, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "relinear": ["boolean"],
+        "quadratic_learning_rate_scale": [Interval(Real, 0, None, closed="left")],
+        "quadratic_l1": [Interval(Real, 0, None, closed="left")],
+        "quadratic_l2": [Interval(Real, 0, None, closed="left")],
+        "weight_transfer": ["boolean"],
+        "backward": [StrOptions({"fused", "cached", "autograd"})],
+        "device": [str, torch.device],
+        "dtype": [StrOptions({"float32", "float64"}), None],
+        "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(100,),
+        activation="relu",
+        *,
+        quadratic_layers="output",
+        output_activation="softmax",
+        solver="adam",
+        alpha=1e-4,
+        batch_size="auto",
+        learning_rate="constant",
+        learning_rate_init=1e-3,
+        power_t=0.5,
+        max_iter=200,
+        shuffle=True,
+        random_state=None,
+        tol=1e-4,
+        verbose=False,
+        warm_start=False,
+        momentum=0.9,
+        nesterovs_momentum=True,
+        early_stopping=False,
+        validation_fraction=0.1,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-8,
+        n_iter_no_change=10,
+        max_fun=15000,
+        class_weight=None,
+        relinear=True,
+        quadratic_learning_rate_scale=0.1,
+        quadratic_l1=0.0,
+        quadratic_l2=0.0,
+        weight_transfer=False,
+        backward="fused",
+        device="auto",
+        dtype=None,
+        n_threads="auto",
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.quadratic_layers = quadratic_layers
+        self.output_activation = output_activation
+        self.solver = solver
+        self.alpha = alpha
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.learning_rate_init = learning_rate_init
+        self.power_t = power_t
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.tol = tol
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.momentum = momentum
+        self.nesterovs_momentum = nesterovs_momentum
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.n_iter_no_change = n_iter_no_change
+        self.max_fun = max_fun
+        self.class_weight = class_weight
+        self.relinear = relinear
+        self.quadratic_learning_rate_scale = quadratic_learning_rate_scale
+        self.quadratic_l1 = quadratic_l1
+        self.quadratic_l2 = quadratic_l2
+        self.weight_transfer = weight_transfer
+        self.backward = backward
+        self.device = device
+        self.dtype = dtype
+        self.n_threads = n_threads
+
+    # ------------------------------------------------------------ architecture
+    def _architecture(self, n_features=None):
+        """``(hidden sizes, one quadratic flag per layer)``, checked once per fit.
+
+        Raises before any data is looked at, so a bad value never reaches the
+        fitted state. With ``n_features``, also refuses a network whose
+        training would not fit in memory.
+        """
+        sizes = self.hidden_layer_sizes
+        sizes = [sizes] if isinstance(sizes, Integral) else list(sizes)
+        if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
+            raise ValueError(f"hidden_layer_sizes must contain positive integers, got {self.hidden_layer_sizes!r}.")
+        sizes = [int(s) for s in sizes]
+        n_layers = len(sizes) + 1
+        if isinstance(self.quadratic_layers, str):
+            flags = [True] * n_layers if self.quadratic_layers == "all" else [False] * (n_layers - 1) + [True]
+        else:
+            flags = list(self.quadratic_layers)
+            if len(flags) != n_layers or not all(isinstance(f, (bool, np.bool_)) for f in flags):
+                raise ValueError(
+                    f"quadratic_layers must be 'all', 'output' or one bool per layer "
+                    f"({n_layers} layers: len(hidden_layer_sizes) + 1 for the output), "
+                    f"got {self.quadratic_layers!r}."
+                )
+            flags = [bool(f) for f in flags]
+        return sizes, flags
+
+    def _quadratic_options(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _layer_backward(self):
+        return "autograd" if self.backward == "autograd" else "cached"
+
+    def _check_memory(self, sizes, flags, dtype, batch_size):
+        """Refuse, naming the parameters, a network whose training cannot fit in memory."""
+        options = self._quadratic_options()
+        n_parameters = count_parameters(
+            sizes, flags, self._quadratic_kind,
+            quadratic_storage=options.get("quadratic_storage", "full"), power_term=options.get("power_term", False),
+        )
+        itemsize = torch.finfo(dtype).bits // 8
+        # The fused backward of a full quadratic layer keeps two (batch, n_out * n_in) products.
+        workspace = sum(
+            2 * batch_size * n_out * n_in
+            for n_in, n_out, quadratic in zip(sizes[:-1], sizes[1:], flags)
+            if quadratic and self._quadratic_kind == "QuadraticLayer"
+        )
+        needed = n_parameters * (8 + _TRAINING_COPIES * itemsize) + workspace * itemsize
+        available = _available_memory()
+        if available is not None and needed > available:
+            raise ValueError(
+                f"{type(self).__name__}(hidden_layer_sizes={self.hidden_layer_sizes!r}, "
+                f"quadratic_layers={self.quadratic_layers!r}) on {sizes[0]} features has "
+                f"{n_parameters:.3g} parameters; training it needs about {needed / 2**30:.3g} GiB "
+                f"but {available / 2**30:.3g} GiB of memory is available. Use smaller "
+                "hidden_layer_sizes, fewer quadratic layers (quadratic_layers), "
+                + ("or RPQNNClassifier (2 n_in parameters per neuron)." if self._quadratic_kind == "QuadraticLayer" else "or fewer features.")
+            )
+
+    # ------------------------------------------------------------ training
+    def _output_kind(self):
+        return "binary" if self._n_scores == 1 else self.output_activation
+
+    @staticmethod
+    def _per_sample_loss(output_kind):
+        functional = torch.nn.functional
+
+        def loss(scores, y):
+            if output_kind == "softmax":
+                return functional.cross_entropy(scores, y, reduction="none")
+            if output_kind == "binary":
+                return functional.binary_cross_entropy_with_logits(scores[:, 0], y.to(scores.dtype), reduction="none")
+            targets = functional.one_hot(y, scores.shape[1]).to(scores.dtype)
+            return functional.binary_cross_entropy_with_logits(scores, targets, reduction="none").sum(1)
+
+        return loss
+
+    @staticmethod
+    def _weighted_accuracy(scores, y, sample_weight):
+        predicted = (scores[:, 0] > 0).long() if scores.shape[1] == 1 else scores.argmax(1)
+        return float(np.average((predicted == y).cpu().numpy(), weights=sample_weight))
+
+    def _parameter_groups(self, module):
+        weights, biases, quadratic_weights, quadratic_biases = [], [], [], []
+        for item in module:
+            if isinstance(item, torch.nn.Linear):
+                weights.append(item.weight)
+                biases.append(item.bias)
+            elif isinstance(item, (QuadraticLayer, ReducedQuadraticLayer)):
+                for parameter in item.linear_parameters():
+                    (weights if parameter.dim() > 1 else biases).append(parameter)
+                for parameter in item.quadratic_parameters():
+                    (quadratic_weights if parameter.dim() > 1 else quadratic_biases).append(parameter)
+        scale = self.quadratic_learning_rate_scale
+        # alpha is MLPClassifier's l2 on every weight (not on the intercepts);
+        # the ReLinear-sw decay adds to it on the quadratic weights only, so that
+        # e.g. the factor bias c that starts at 1 is not pulled towards 0.
+        return [
+            ParameterGroup(weights, name="weights", l2=self.alpha),
+            ParameterGroup(biases, name="biases"),
+            ParameterGroup(
+                quadratic_weights, name="quadratic_weights", learning_rate_scale=scale,
+                l2=self.alpha + self.quadratic_l2, l1=self.quadratic_l1,
+            ),
+            ParameterGroup(quadratic_biases, name="quadratic_biases", learning_rate_scale=scale),
+        ]
+
+    def _training_config(self):
+        return TrainingConfig(
+            solver=self.solver,
+            learning_rate=self.learning_rate_init,
+            learning_rate_schedule=self.learning_rate,
+            power_t=self.power_t,
+            batch_size=None if self.batch_size == "auto" else self.batch_size,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            early_stopping=self.early_stopping,
+            validation_fraction=self.validation_fraction,
+            shuffle=self.shuffle,
+            momentum=self.momentum,
+            nesterov=self.nesterovs_momentum,
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            max_fun=self.max_fun,
+            verbose=bool(self.verbose),
+            n_threads=self.n_threads,
+            stratify=True,
+            # The engine's divergence warning gives these remedies, in this estimator's names.
+            divergence_advice=self._divergence_advice(),
+        )
+
+    def _divergence_advice(self):
+        last = "solver='adam'" if self.solver == "sgd" else "dtype='float64'"
+        return (
+            "standardized features (e.g. StandardScaler in a Pipeline), ReLinear's settings for the quadratic parts "
+            f"(Fan et al.: relinear=True, a smaller quadratic_learning_rate_scale (now "
+            f"{self.quadratic_learning_rate_scale:g}), quadratic_l2 or quadratic_l1), or {last}"
+        )
+
+    def _new_trainer(self, network, device, dtype, generator, config=None, groups=None, fused=None):
+        """A Trainer of ``Sequential(SparseRowsInput, network)``.
+
+        The input stage lets every call train on dense or sparse data alike
+        (see :mod:`skquad.nn.sparse`); ``trainer.module[1]`` is the network.
+        """
+        output_kind = self._output_kind()
+        if fused is None:
+            fused = self.backward == "fused"
+        inputs = SparseRowsInput(densify=not isinstance(network[0], torch.nn.Linear))
+        return Trainer(
+            torch.nn.Sequential(inputs, network),
+            self._per_sample_loss(output_kind),
+            self._parameter_groups(network) if groups is None else groups,
+            self._training_config() if config is None else config,
+            device=device,
+            dtype=dtype,
+            generator=generator,
+            validation_score=self._weighted_accuracy,
+            loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
+        )
+
+    def _fitted_network_attributes(self, network):
+        """What a copy of this estimator needs to predict with ``network``'s current weights."""
+        return {
+            "layers_": network_to_states(network),
+            "hidden_activation_": self.activation,
+            "out_activation_": "logistic" if self._n_scores == 1 else self.output_activation,
+            "_prediction_modules": {},
+        }
+
+    @staticmethod
+    def _run(trainer, X, y, sample_weight, max_iter=None):
+        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X."""
+        inputs = trainer.module[0]
+        X_engine = inputs.use(X, trainer.dtype)
+        try:
+            if max_iter is None:
+                return trainer.partial_fit(X_engine, y, sample_weight)
+            return trainer.fit(X_engine, y, sample_weight, max_iter=max_iter)
+        finally:
+            # the trainer outlives the call: keep no reference to the data or the callbacks
+            inputs.use(None)
+            trainer.detach_callbacks()
+
+    def _new_module(self, sizes, flags, generator, *, conventional=False):
+        return new_network(
+            sizes,
+            [False] * len(flags) if conventional else flags,
+            self.activation,
+            quadratic_kind=self._quadratic_kind,
+            quadratic_options={**self._quadratic_options(), "backward": self._layer_backward()},
+            generator=generator,
+            relinear=self.relinear,
+        )
+
+    def _transfer_conventional_weights(self, module, sizes, flags, data, device, dtype, generator):
+        """Fan et al.'s weight transfer: train a conventional twin, copy it in."""
+        conventional = self._new_module(sizes, flags, generator, conventional=True)
+        weights = [m.weight for m in conventional if isinstance(m, torch.nn.Linear)]
+        config = self._training_config()
+        config.warn_on_max_iter = False
+        trainer = self._new_trainer(
+            conventional, device, dtype, generator, config=config,
+            groups=[ParameterGroup(weights, l2=self.alpha)], fused=False,
+        )
+        self._run(trainer, *data, max_iter=self.max_iter)
+        for target, source in zip(module, trainer.module[1]):
+            if isinstance(target, torch.nn.Linear):
+                target.load_state_dict(source.state_dict())
+            elif isinstance(target, (QuadraticLayer, ReducedQuadraticLayer)):
+                target.load_linear_from(source, reset_quadratic=True)
+        return trainer.history.n_iter
+
+    def _training_dtype(self, X, continuing):
+        """``dtype`` if set, else the fitted network's (when continuing), else X's."""
+        if self.dtype is not None:
+            return resolve_dtype(self.dtype)
+        if continuing:
+            return resolve_dtype(self.layers_[0]["weight"].dtype)
+        return torch.float64 if X.dtype == np.float64 else torch.float32
+
+    def _continue_from_fit(self, X, architecture):
+        """Check that a warm start or later partial_fit matches the fitted network."""
+        sizes, flags = architecture
+        n_features = self.layers_[0]["options"]["in_features"]
+        if X.shape[1] != n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the network was fitted on {n_features}; "
+                "warm_start=True and partial_fit continue the fitted network, so they need the "
+                "same features. Set warm_start=False to start over."
+            )
+        fitted_sizes = [state["options"]["out_features"] for state in self.layers_[:-1]]
+        fitted_flags = [state["kind"] != "Linear" for state in self.layers_]
+        if fitted_sizes != sizes or fitted_flags != flags:
+            raise ValueError(
+                f"warm_start=True needs the same hidden_layer_sizes and quadratic_layers as the "
+                f"previous fit (hidden sizes {fitted_sizes}, quadratic {fitted_flags}); got "
+                f"{sizes} and {flags}. Set warm_start=False to start over."
+            )
+
+    def _train(self, X, y, sample_weight, architecture, *, incremental):
+        device = resolve_device(self.device)
+        continuing = hasattr(self, "layers_") and (incremental or self.warm_start)
+        dtype = self._training_dtype(X, continuing)
+        trainer = getattr(self, "_trainer", None) if incremental else None
+        if trainer is not None and (trainer.dtype != dtype or trainer.device != device):
+            trainer = None  # set_params(dtype=..., device=...) between calls
+        if trainer is None:
+            generator = make_generator(self.random_state)
+            sizes, flags = architecture
+            sizes = [X.shape[1], *sizes, self._n_scores]
+            if continuing:
+                self._continue_from_fit(X, architecture)
+                module = network_from_states(self.layers_, self.activation, dtype=torch.float64)
+            else:
+                self._check_memory(sizes, flags, dtype, min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size))
+                module = self._new_module(sizes, flags, generator)
+                if self.weight_transfer:
+                    self.weight_transfer_n_iter_ = self._transfer_conventional_weights(
+                        module, sizes, flags, (X, y, sample_weight), device, dtype, generator
+                    )
+            trainer = self._new_trainer(module, device, dtype, generator)
+            # What the trainer's network computes, whatever set_params does later.
+            self._trainer_structure = (self.activation, "logistic" if self._n_scores == 1 else self.output_activation)
+            if continuing:
+                history = trainer.history
+                history.loss_curve = list(self.loss_curve_)
+                history.validation_scores = list(self.validation_scores_ or [])
+                history.best_loss = self.best_loss_
+                history.n_iter = self.n_iter_
+                history.n_samples_seen = self.t_
+                trainer.schedule.epoch_ends(self.t_)
+        # This call's epochs go to this call's scikit-learn callbacks (if any).
+        trainer.attach_callbacks(
+            getattr(self, "_callback_fit_ctx", None),
+            estimator=self,
+            fitted_attributes=lambda: self._fitted_network_attributes(trainer.module[1]),
+            callback_data=dict(X=X, y=self.classes_[y], metadata={"sample_weight": sample_weight}),
+        )
+        history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
+        self._trainer = trainer
+        self._store_fitted_state(trainer, history, incremental)
+        return self
+
+    def _store_fitted_state(self, trainer, history, incremental):
+        # Predictions are made from these attributes only (never from the
+        # constructor parameters, which set_params may change after fitting).
+        self.layers_ = network_to_states(trainer.module[1])
+        self.hidden_activation_, self.out_activation_ = self._trainer_structure
+        # Built now, so that predict leaves __dict__ as it is.
+        self._prediction_modules = {}
+        self._prediction_module()
+        self.loss_curve_ = list(history.loss_curve)
+        # The training package's result carries MLPClassifier's loss_ as `loss`.
+        loss = getattr(history, "loss", None)
+        self.loss_ = float(loss if loss is not None else (history.loss_curve[-1] if history.loss_curve else np.nan))
+        early = self.early_stopping and not incremental
+        self.validation_scores_ = list(history.validation_scores) if early else None
+        self.best_validation_score_ = history.best_validation_score if early else None
+        self.best_loss_ = history.best_loss
+        self.n_iter_ = history.n_iter
+        self.t_ = history.n_samples_seen
+        self.diverged_ = bool(history.diverged)
+        self.n_layers_ = len(self.layers_) + 1
+        self.n_outputs_ = self._n_scores
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the network on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+        y : array-like of shape (n_samples,)
+            The target values (class labels).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        architecture = self._architecture()
+        warm = self.warm_start and hasattr(self, "layers_")
+        if warm and not np.array_equal(self.classes_, unique_labels(y)):
+            # Checked before validation overwrites classes_.
+            raise ValueError(
+                "warm_start can only be used where `y` has the same classes as in the "
+                f"previous call to fit. Previously got {self.classes_}, `y` has "
+                f"{unique_labels(y)}. Set warm_start=False to start over."
+            )
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight, reset=True)
+        if not warm:
+            for attribute in ("layers_", "loss_curve_", "validation_scores_", "best_loss_", "n_iter_", "t_"):
+                self.__dict__.pop(attribute, None)
+        for attribute in ("_trainer", "_trainer_structure"):
+            self.__dict__.pop(attribute, None)
+        return self._train(X, y_encoded, sample_weight, architecture, incremental=False)
+
+    @available_if(_stochastic_solver)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of the stochastic solver over ``(X, y)``.
+
+        The optimizer state is kept between calls (not across pickling: an
+        unpickled model continues with a fresh optimizer state). Only
+        available for ``solver="sgd"`` and ``"adam"``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+        y : array-like of shape (n_samples,)
+            The target values (class labels).
+        classes : array-like of shape (n_classes,), default=None
+            Every class that will ever appear; required on the first call,
+            and if given later, it must be the same.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights.
+
+        Returns
+        -------
+        self : object
+            The trained estimator.
+        """
+        architecture = self._architecture()
+        first_call = _check_partial_fit_first_call(self, classes)
+        X, y_encoded, sample_weight = self._validate_training_data(
+            X, y, sample_weight, reset=first_call, classes=classes if first_call else None
+        )
+        return self._train(X, y_encoded, sample_weight, architecture, incremental=True)
+
+    # ------------------------------------------------------------ prediction
+    def _prediction_module(self, dtype=None):
+        """The fitted network rebuilt from ``layers_`` (cached, never pickled).
+
+        In the training dtype on the fitted device (the CPU where that device
+        is missing, e.g. a GPU model unpickled on a CPU-only machine); with
+        ``dtype=torch.float64``, the CPU float64 twin used where float32 overflows.
+        """
+        cache = self.__dict__.setdefault("_prediction_modules", {})
+        key = "fitted" if dtype is None else dtype
+        if key not in cache:
+            device = torch.device("cpu")
+            if dtype is None:
+                dtype = resolve_dtype(self.layers_[0]["weight"].dtype)
+                device = prediction_device(self.device)
+            cache[key] = network_from_states(self.layers_, self.hidden_activation_, device=device, dtype=dtype)
+        return cache[key]
+
+    def _raw_scores(self, X):
+        module = self._prediction_module()
+        parameter = next(module.parameters())
+        n_parameters = sum(p.numel() for p in module.parameters())
+        threads = self.n_threads
+        if threads == "auto":
+            threads = choose_thread_count(2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters)
+        if sparse.issparse(X):
+            X = X.tocsr()
+        chunks = []
+        with torch.inference_mode(), limit_threads(threads):
+            for start in range(0, X.shape[0], _PREDICT_CHUNK):
+                rows = X[start : start + _PREDICT_CHUNK]
+                scores = module(self._as_batch(rows, parameter)).double().cpu().numpy()
+                if parameter.dtype != torch.float64 and not np.all(np.isfinite(scores)):
+                    # float32 overflowed (deep quadratic networks grow fast with
+                    # the input): redo these rows in float64 on the CPU.
+                    float64 = self._prediction_module(torch.float64)
+                    scores = float64(self._as_batch(rows, next(float64.parameters()))).numpy()
+                chunks.append(scores)
+        if not chunks:
+            return np.zeros((0, self._n_scores))
+        return np.concatenate(chunks)
+
+    def _as_batch(self, rows, parameter):
+        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""
+        options = {"device": parameter.device, "dtype": parameter.dtype}
+        if sparse.issparse(rows):
+            return sparse_to_torch(rows, densify=self.layers_[0]["kind"] != "Linear", **options)
+        return as_tensor(np.ascontiguousarray(rows), **options)
+
+    def _scores_to_log_proba(self, scores):
+        if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
+            # Per-class sigmoids, normalised to sum to one.
+            log_sigmoid = log_expit(scores)
+            return log_sigmoid - logsumexp(log_sigmoid, axis=1, keepdims=True)
+        return super()._scores_to_log_proba(scores)
+
+    def _scores_to_proba(self, scores):
+        if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
+            return np.exp(self._scores_to_log_proba(scores))
+        return super()._scores_to_proba(scores)
+
+    def predict_log_proba(self, X):
+        """Logarithm of the class probabilities, ``log(predict_proba(X))``.
+
+        As in MLPClassifier: a probability that rounds to 0 gives ``-inf``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``.
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    @property
+    def coefs_(self):
+        """Linear weights per layer, ``(n_in, n_out)`` as in MLPClassifier."""
+        check_is_fitted(self, "layers_")
+        return [state["weight"].T.copy() for state in self.layers_]
+
+    @property
+    def intercepts_(self):
+        """Biases of the linear part per layer, as in MLPClassifier."""
+        check_is_fitted(self, "layers_")
+        return [state["bias"].copy() for state in self.layers_]
+
+    def __getstate__(self):
+        # A copy: object.__getstate__ returns the live __dict__, and saving a
+        # checkpoint must not drop the optimizer state of the running model.
+        state = dict(super().__getstate__())
+        # Only numpy weights travel: torch objects may live on a GPU.
+        for key in ("_trainer", "_trainer_structure", "_prediction_modules"):
+            state.pop(key, None)
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.device != "cpu" and torch.cuda.is_available()
+        return tags

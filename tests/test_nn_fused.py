@@ -1,0 +1,91 @@
+"""Tests of skquad.nn.fused: the whole network's explicit backward pass against autograd."""
+
+import numpy as np
+import pytest
+import torch
+
+from skquad import QNNClassifier, RPQNNClassifier
+from skquad._torch_utils import make_generator
+from skquad.nn import QuadraticLayer
+from skquad.nn.fused import FusedNetwork, supports_fused
+from skquad.nn.network import new_network
+
+
+def _network_and_loss(estimator, X, y):
+    """The module and per-sample loss an estimator would train, without fitting."""
+    estimator.classes_ = np.unique(y)
+    hidden, flags = estimator._architecture()
+    module = estimator._new_module([X.shape[1], *hidden, estimator._n_scores], flags, make_generator(0))
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    return module, estimator._output_kind()
+
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        QNNClassifier((4, 3), activation="sigmoid", quadratic_layers="all", relinear=False),
+        QNNClassifier((4,), activation="tanh", quadratic_layers=[True, False], relinear=False),
+        QNNClassifier((3,), activation="relu", output_activation="sigmoid", relinear=False),
+        QNNClassifier((), relinear=False),
+        RPQNNClassifier((4, 3), activation="tanh", quadratic_layers="all", relinear=False),
+        RPQNNClassifier((4,), activation="sigmoid", quadratic_layers="all", power_term=True, relinear=False),
+        RPQNNClassifier((4,), activation="identity", output_activation="sigmoid", power_term=True, relinear=False),
+    ],
+    ids=lambda e: repr(e)[:60],
+)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fused_backward_matches_autograd(estimator, n_classes):
+    # The whole network's explicit backward (Algorithms 1 and 2 chained through
+    # the activations and the loss) against autograd on the same module.
+    rng = np.random.RandomState(0)
+    X = torch.as_tensor(rng.randn(17, 5))
+    y = torch.as_tensor(rng.randint(0, n_classes, size=17))
+    y[:n_classes] = torch.arange(n_classes)
+    weights = torch.as_tensor(rng.rand(17))
+    weights /= weights.sum()
+    module, output = _network_and_loss(estimator, X, y.numpy())
+    # random (not ReLinear) quadratic parts must be symmetric, as the layers keep them
+    with torch.no_grad():  # as the engine calls it
+        fused_loss = FusedNetwork(module, output)(X, y, weights)
+    fused = [p.grad.clone() for p in module.parameters()]
+    for parameter in module.parameters():
+        parameter.grad = None
+    loss_function = estimator._per_sample_loss(output)
+    autograd_loss = torch.dot(loss_function(module(X), y), weights)
+    autograd_loss.backward()
+    torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
+    for (name, parameter), gradient in zip(module.named_parameters(), fused):
+        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
+
+
+
+
+def test_supports_fused_only_full_storage_and_known_modules():
+    generator = make_generator(0)
+    full = new_network([3, 4, 2], [True, True], "relu", quadratic_kind="QuadraticLayer",
+                       quadratic_options={"quadratic_storage": "full"}, generator=generator)
+    packed = new_network([3, 4, 2], [True, True], "relu", quadratic_kind="QuadraticLayer",
+                         quadratic_options={"quadratic_storage": "packed"}, generator=generator)
+    assert supports_fused(full)
+    assert not supports_fused(packed)
+    assert not supports_fused(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.GELU()))
+    with pytest.raises(ValueError, match="FusedNetwork supports"):
+        FusedNetwork(packed, "softmax")
+
+
+def test_fused_loss_is_nan_when_a_score_overflows():
+    # The engine's divergence guard relies on it: a -inf score leaves the
+    # log-loss of the true class finite, but the fused loss must not be.
+    layer = QuadraticLayer(2, 3, quadratic_storage="full", dtype=torch.float64)
+    module = torch.nn.Sequential(layer)
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    with torch.no_grad():
+        layer.bias.copy_(torch.tensor([0.0, -float("inf"), 0.0]))
+        loss = FusedNetwork(module, "softmax")(
+            torch.ones(4, 2, dtype=torch.float64), torch.zeros(4, dtype=torch.int64),
+            torch.full((4,), 0.25, dtype=torch.float64),
+        )
+    assert not torch.isfinite(loss)
