@@ -7,7 +7,6 @@ small grid that ``tune=True`` searches.
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
@@ -200,16 +199,3 @@ def default_specs():
 
 
 DEFAULT_ESTIMATOR_NAMES = tuple(spec.name for spec in default_specs())
-
-
-def subsample_indices(y, max_samples, seed):
-    """Stratified subsample of ``max_samples`` indices (all when fewer)."""
-    n = len(y)
-    if max_samples is None or n <= max_samples:
-        return np.arange(n)
-    from sklearn.model_selection import train_test_split
-
-    indices, _ = train_test_split(
-        np.arange(n), train_size=max_samples, stratify=np.asarray(y), random_state=seed
-    )
-    return np.sort(indices)

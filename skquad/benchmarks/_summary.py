@@ -74,14 +74,15 @@ def _pivot_accuracy(summary, order, names):
     return markdown_table(["dataset", *order], table)
 
 
-def _pivot_time(summary, order, names):
+def _pivot(summary, order, names, column, fmt):
+    """One row per dataset, one ``column`` value per estimator (blank where missing)."""
     table = []
     for dataset in names:
         block = summary[summary["dataset"] == dataset].set_index("estimator")
         row = [dataset]
         for name in order:
-            value = block["fit_time_median"].get(name, np.nan)
-            row.append("" if np.isnan(value) else f"{value:.3g}")
+            value = block[column].get(name, np.nan)
+            row.append("" if np.isnan(value) else format(value, fmt))
         table.append(row)
     return markdown_table(["dataset", *order], table)
 
@@ -176,18 +177,6 @@ def _conclusions(summary, ratios, names):
     return lines, overall
 
 
-def _n_parameters_table(summary, order, names):
-    table = []
-    for dataset in names:
-        block = summary[summary["dataset"] == dataset].set_index("estimator")
-        row = [dataset]
-        for name in order:
-            value = block["n_parameters"].get(name, np.nan)
-            row.append("" if np.isnan(value) else f"{value:,.0f}")
-        table.append(row)
-    return markdown_table(["dataset", *order], table)
-
-
 def markdown_section(runs, summary, ratios, *, specs, names, source, repeats, test_size,
                      max_train, tune):
     """The Markdown of one benchmark run: protocol, tables, conclusions, figure links."""
@@ -212,12 +201,12 @@ def markdown_section(runs, summary, ratios, *, specs, names, source, repeats, te
     parts.append("\n### Test accuracy (%)\n")
     parts.append(_pivot_accuracy(summary, order, names))
     parts.append("\nBold: best on the dataset (within 0.1 pp).\n\n### Fit time (median seconds)\n")
-    parts.append(_pivot_time(summary, order, names))
+    parts.append(_pivot(summary, order, names, "fit_time_median", ".3g"))
     parts.append(
         "\n### Learned parameters (median count)\n\nNumbers stored in the fitted model's "
         "weights; blank where the model is not a set of weights (tree ensembles).\n"
     )
-    parts.append(_n_parameters_table(summary, order, names))
+    parts.append(_pivot(summary, order, names, "n_parameters", ",.0f"))
     ratio_table, _ = _ratio_table(ratios, summary)
     if ratio_table:
         parts.append(
