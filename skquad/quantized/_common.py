@@ -1,9 +1,8 @@
 """Validation and preprocessing shared by the two quantized-network estimators."""
 
-import cvxpy as cp
 import numpy as np
 
-from ..convex.formulation import default_solver
+from ..convex.formulation import default_solver, installed_solvers
 
 __all__ = []
 
@@ -32,7 +31,7 @@ def _check_activation(activation):
 def _check_solver(solver, loss, n_lifted, n_outputs):
     if solver is None:
         return default_solver(loss, n_lifted, n_outputs)
-    installed = cp.installed_solvers()
+    installed = installed_solvers()
     if solver.upper() not in installed:
         raise ValueError(
             f"solver={solver!r} is not an installed CVXPY solver; installed: "
