@@ -51,13 +51,13 @@ def test_sampled_objective_approaches_the_bound_and_never_falls_below(planted_mo
 def test_resample_and_warm_start_do_not_solve_again(planted, monkeypatch):
     X, y = planted
     calls = []
-    original = quantized_module.solve_sdp
+    original = quantized_module.solve_relaxation
 
     def counting_solve(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(quantized_module, "solve_sdp", counting_solve)
+    monkeypatch.setattr(quantized_module, "solve_relaxation", counting_solve)
     model = SDPQuantizedClassifier(n_neurons=50, warm_start=True, random_state=0).fit(X, y)
     bound = model.lower_bound_
     model.set_params(n_neurons=500).fit(X, y)
@@ -95,8 +95,7 @@ def test_attributes_and_probabilities(planted_model, planted):
     p = model.n_lifted_features_
     assert p == X.shape[1] + 1
     assert model.U_.dtype == np.int8 and set(np.unique(model.U_)) == {-1, 1}
-    assert SDPQuantizedClassifier(n_neurons=5, loss="hinge").fit(X, y).solver_ == "SCS"
-    assert SDPQuantizedClassifier(n_neurons=5).fit(X, y).solver_ == "SCS"
+    assert SDPQuantizedClassifier(n_neurons=5, loss="logistic").fit(X, y).solver_ == "native"
     assert model.Q_.shape == (1, 2 * p, 2 * p) and model.Z_.shape == (1, p, p)
     np.testing.assert_allclose(model.alpha_, model.alpha_[0, 0])  # one shared weight
     proba = model.predict_proba(X)
