@@ -64,6 +64,9 @@ class Certificate:
         Per block, ``(plus, minus)``: eigenvectors (columns) of
         ``Diag mu ± 2 M`` with clearly negative eigenvalues, as new factor
         columns for ``P`` (plus) and ``N`` (minus). Only when requested.
+    aligned : list
+        Per block, the factor directions after :func:`align_factor` (None
+        where none were given): the next certificate's starting point.
     """
 
     lower_bound: float
@@ -71,6 +74,7 @@ class Certificate:
     trace_bounds: list
     eigenvalue_shifts: list
     growth_directions: list = field(default_factory=list)
+    aligned: list = field(default_factory=list)
 
 
 def align_factor(M, weight, signs, iterations=100):
@@ -115,7 +119,7 @@ def _negative_directions(eigenvalues, eigenvectors, threshold, max_columns):
 
 
 def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=None,
-               align_iterations=0):
+               align_iterations=0, align_starts=None):
     """The certified lower bound of the SDP from a dual point.
 
     Parameters
@@ -134,7 +138,11 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         The objective of a feasible point (``U`` above); None: the zero
         network's. The smaller, the tighter the bound.
     align_iterations : int, default=0
-        For factor directions, L-BFGS iterations of :func:`align_factor`.
+        For factor directions, L-BFGS iterations of :func:`align_factor`;
+        the aligned directions give a second candidate ``mu``.
+    align_starts : list, default=None
+        Per block, where the alignment starts (e.g. the previous
+        certificate's ``aligned``); None: the factors themselves.
 
     Returns
     -------
@@ -144,7 +152,7 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
     p = data.n_lifted
     penalty = data.penalty_per_rho
     eps = torch.finfo(lam.dtype).eps
-    trace_bounds, shifts, growth = [], [], []
+    trace_bounds, shifts, growth, aligned = [], [], [], []
     for k in range(data.n_outputs):
         M = data.weighted_matrix(data.weight * lam[:, k])
         # Candidate 1: no first-order information, mu = ||2 M||_2 * 1.
@@ -153,25 +161,35 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         best = p * norm * (1.0 + 64 * eps) if norm > 0 else 0.0
         shift_k = 0.0
         direction = None if directions is None else directions[k]
+        candidates, aligned_k = [], None
         if isinstance(direction, tuple):
             F, signs = direction
+            candidates.append((F * signs) @ F.T)
             if align_iterations > 0:
-                F = align_factor(M, F, signs, align_iterations)
-            direction = (F * signs) @ F.T
-        if direction is not None:
-            direction = 0.5 * (direction + direction.T)
-            mu = -2.0 * (M * direction).sum(dim=1)
-            wanted = growth_columns > 0
+                start = F if align_starts is None or align_starts[k] is None else align_starts[k]
+                aligned_k = align_factor(M, start, signs, align_iterations)
+                candidates.append((aligned_k * signs) @ aligned_k.T)
+        elif direction is not None:
+            candidates.append(direction)
+        aligned.append(aligned_k)
+        for index, candidate_direction in enumerate(candidates):
+            # The first candidate (the current point) also gives the eigenvalue
+            # test of the rank growth; the aligned one usually the tighter mu.
+            first = index == 0
+            candidate_direction = 0.5 * (candidate_direction + candidate_direction.T)
+            mu = -2.0 * (M * candidate_direction).sum(dim=1)
+            wanted = first and growth_columns > 0
             eig_plus, vec_plus = _symmetric_eigh(torch.diag(mu) + 2.0 * M, wanted)
             eig_minus, vec_minus = _symmetric_eigh(torch.diag(mu) - 2.0 * M, wanted)
             scale = max(float(torch.max(torch.abs(eig_plus))), float(torch.max(torch.abs(eig_minus))))
-            shift_k = max(0.0, -float(eig_plus[0]), -float(eig_minus[0]))
+            shift = max(0.0, -float(eig_plus[0]), -float(eig_minus[0]))
             # Round-off of eigh: a backward error of a few eps times the norm.
-            guarded = shift_k + 64 * eps * p * max(scale, 1e-300)
-            candidate = float(mu.sum()) + p * guarded
-            best = min(best, candidate)
+            guarded = shift + 64 * eps * p * max(scale, 1e-300)
+            best = min(best, float(mu.sum()) + p * guarded)
+            if first:
+                shift_k = shift
             if wanted:
-                threshold = 1e-3 * max(shift_k, 1e-300)
+                threshold = 1e-3 * max(shift, 1e-300)
                 growth.append((
                     _negative_directions(eig_plus, vec_plus, threshold, growth_columns),
                     _negative_directions(eig_minus, vec_minus, threshold, growth_columns),
@@ -220,4 +238,5 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         trace_bounds=trace_bounds,
         eigenvalue_shifts=shifts,
         growth_directions=growth,
+        aligned=aligned,
     )

@@ -51,6 +51,10 @@ FACTOR_SOLVER_OPTIONS = (
 
 _GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
 
+# Rows of W are scaled back to unit norm (and L-BFGS restarted) when one
+# exceeds this: F = W / ||W|| scales each row's gradient by 1 / ||W_j||.
+_RENORMALIZE_ABOVE = 2.0
+
 
 def _golden_minimum(function, low, high, iterations=80):
     """Minimiser of a convex function of one variable on [low, high]."""
@@ -402,6 +406,9 @@ def _solve_factored(
     off_rho = 1e-6 * (rho_max if math.isfinite(rho_max) else 1.0)
 
     history = []
+    aligned = [None] * K
+    # Every certificate is a valid bound on the same optimum: keep the best.
+    best_lower_bound = -math.inf
     n_iter = 0
     previous_objective = None
     optimizer = None
@@ -421,12 +428,19 @@ def _solve_factored(
                 new_dual = None
                 lam = dual_point(scores, data.target, data.loss)
             can_grow = state.rank < K * max_rank
+            # Align from the previous certificate's directions when the rank is
+            # unchanged: the alignment then converges across chunks.
+            starts = [
+                a if a is not None and a.shape == F.shape else None
+                for a, F in zip(aligned, factors)
+            ]
             certificate = dual_bound(
-                data, lam, list(zip(factors, state.signs)),
+                data, lam, list(zip(factors, state.signs)), align_starts=starts,
                 growth_columns=max(2, rank // 4) if can_grow else 0,
                 feasible_value=objective, align_iterations=align_iterations,
             )
-        lower_bound = certificate.lower_bound
+        aligned = certificate.aligned
+        lower_bound = best_lower_bound = max(certificate.lower_bound, best_lower_bound)
         gap = relative_gap(objective, lower_bound)
         elapsed = time.perf_counter() - start_time
         info = {
@@ -468,7 +482,7 @@ def _solve_factored(
             rebuild = True
         with torch.no_grad():
             largest_row = max(float(torch.linalg.vector_norm(w, dim=1).max()) for w in state.weights)
-        if largest_row > 2.0:
+        if largest_row > _RENORMALIZE_ABOVE:
             state.renormalize()
             rebuild = True
         if rebuild:
