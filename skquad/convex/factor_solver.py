@@ -271,8 +271,9 @@ def _grow(state, certificate, tiny_rho):
 # Below this many multiply-adds per product Z @ F, torch's intra-op threads
 # cost more than they save, and on a busy machine far more (measured on the
 # shared two-core machine: 569 x 31 x 8 took 28 us on one thread, 22 ms on
-# two; planted d=200, n=2000 solved in 7.7 s on one thread, 95 s on two).
-_SINGLE_THREAD_WORK = 20_000_000
+# two; planted d=200, n=2000 solved in 7.7 s on one thread, 95 s on two;
+# optdigits, 10 classes, 12 ms per iteration on one thread, 1 s on two).
+_SINGLE_THREAD_WORK = 200_000_000
 
 
 @contextlib.contextmanager
