@@ -224,12 +224,14 @@ def _make_optimizer(state, chunk_size, history_size):
     )
 
 
-def _grow(state, certificate, tiny_rho):
+def _grow(state, certificate, tiny_rho, max_rank):
     """Append the certificate's negative eigenvectors as new columns.
 
     The new columns get the scale that lowers the objective most among a
     few (at a rank-deficient saddle the decrease is second order in it).
-    Returns the number of columns added.
+    At ``max_rank`` the weakest columns (smallest norms: a column near zero
+    has a zero gradient, a saddle) make room for them. Returns the number
+    of columns added.
     """
     added = 0
     for k, (plus, minus) in enumerate(certificate.growth_directions):
@@ -245,6 +247,21 @@ def _grow(state, certificate, tiny_rho):
         with torch.no_grad():
             F = state.factors()[k]
             p = F.shape[0]
+            excess = F.shape[1] + new.shape[1] - max_rank
+            if excess > 0:
+                # Only dead columns (near zero) make room: replacing live ones churns.
+                norms = torch.linalg.vector_norm(F, dim=0)
+                dead = int((norms < 1e-2 * norms.max()).sum())
+                if dead == 0:
+                    continue
+                new = new[:, : min(new.shape[1], dead)]
+                new_signs = new_signs[: new.shape[1]]
+                excess = F.shape[1] + new.shape[1] - max_rank
+                keep = torch.argsort(norms, descending=True)
+                keep = torch.sort(keep[: max(F.shape[1] - max(excess, 0), 0)]).values
+                F = F[:, keep]
+                state.signs[k] = state.signs[k][keep]
+                state.weights[k] = state.weights[k].detach()[:, keep]
             best = None
             for scale in (0.05, 0.15, 0.4, 1.0):
                 trial = torch.cat([F, scale * math.sqrt(p) * new], dim=1)
@@ -428,7 +445,7 @@ def _solve_factored(
             else:
                 new_dual = None
                 lam = dual_point(scores, data.target, data.loss)
-            can_grow = state.rank < K * max_rank
+            can_grow = True  # at max_rank, growth replaces the weakest columns
             # Align from the previous certificate's directions when the rank is
             # unchanged: the alignment then converges across chunks.
             starts = [
@@ -475,7 +492,7 @@ def _solve_factored(
         stalled = progress < 0.1 * absolute_gap
         stalled_chunks = stalled_chunks + 1 if stalled else 0
         if can_grow and stalled and max(certificate.eigenvalue_shifts) > 0.0:
-            if _grow(state, certificate, tiny_rho):
+            if _grow(state, certificate, tiny_rho, max_rank):
                 rebuild = True
                 stalled_chunks = 0
         if data.loss == "hinge":
