@@ -26,7 +26,7 @@ def wine():
 @pytest.mark.parametrize("dataset", ["planted", "wine"])
 def test_native_default_brackets_clarabel_and_predicts_like_its_relaxation(dataset, request):
     X, y = request.getfixturevalue(dataset)
-    params = dict(loss="logistic", beta=1e-2, n_neurons=50, random_state=0)
+    params = {"loss": "logistic", "beta": 1e-2, "n_neurons": 50, "random_state": 0}
     native = SDPQuantizedClassifier(**params).fit(X, y)
     reference = SDPQuantizedClassifier(solver="CLARABEL", **params).fit(X, y)
     optimum = reference.relaxed_objective_

@@ -222,11 +222,10 @@ def test_too_few_iterations_warn_with_the_certified_gap():
 def test_clarabel_iteration_limit_names_its_own_option():
     X, y = _tiny_problem(n=40, d=3)
     lifted = InputLifting().matrices(X)
-    with pytest.raises(SolverFailedError) as info:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            solve_sdp(lifted, y, np.ones(len(y)), loss="logistic", solver="CLARABEL",
-                      solver_options={"max_iter": 1}, tol=1e-4)
+    with pytest.raises(SolverFailedError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        solve_sdp(lifted, y, np.ones(len(y)), loss="logistic", solver="CLARABEL",
+                  solver_options={"max_iter": 1}, tol=1e-4)
     message = str(info.value)
     assert "solver='CLARABEL'" not in message.split("Try", 1)[1]
     assert "'max_iter'" in message and "solver=None" in message

@@ -59,17 +59,16 @@ from .sampling import (
     normalized_block,
     sample_sign_pairs,
 )
-
 from .solution import SDPSolution, SolverFailedError
 
 __all__ = [
-    "Certificate",
     "FACTOR_SOLVER_OPTIONS",
     "GAMMA",
-    "InputLifting",
     "LOSSES",
-    "LiftedData",
     "SDP_SOLVERS",
+    "Certificate",
+    "InputLifting",
+    "LiftedData",
     "QuadraticNetwork",
     "SDPSolution",
     "SolverFailedError",

@@ -39,10 +39,16 @@ import torch
 
 from .._reporting import progress_line
 from .certificate import align_factor, dual_bound
-from .losses import dual_point, hinge_dual_point, hinge_prox, initial_hinge_dual, loss_per_sample
+from .losses import (
+    dual_point,
+    hinge_dual_point,
+    hinge_prox,
+    initial_hinge_dual,
+    loss_per_sample,
+)
 from .solution import SDPSolution, relative_gap
 
-__all__ = ["solve_factored", "FACTOR_SOLVER_OPTIONS"]
+__all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored"]
 
 # Keyword arguments of solve_factored a user may pass as solver_options.
 FACTOR_SOLVER_OPTIONS = (
@@ -197,7 +203,7 @@ def _wake_blocks(state, lam, rho, off_rho):
             unit = 2.0 * data.factor_inner(factors[k], state.signs[k])
             rest = float(rho_all.sum() - rho_all[k])
 
-            def objective(r):
+            def objective(r, others=others, k=k, unit=unit, rest=rest):
                 scores = others.clone()
                 scores[:, k] = r * unit
                 return float(data.objective(scores, rest + r))
@@ -445,7 +451,6 @@ def _solve_factored(
             else:
                 new_dual = None
                 lam = dual_point(scores, data.target, data.loss)
-            can_grow = True  # at max_rank, growth replaces the weakest columns
             # Align from the previous certificate's directions when the rank is
             # unchanged: the alignment then converges across chunks.
             starts = [
@@ -454,7 +459,7 @@ def _solve_factored(
             ]
             certificate = dual_bound(
                 data, lam, list(zip(factors, state.signs)), align_starts=starts,
-                growth_columns=max(2, rank // 4) if can_grow else 0,
+                growth_columns=max(2, rank // 4),
                 feasible_value=objective, align_iterations=align_iterations,
             )
         aligned = certificate.aligned
@@ -491,10 +496,13 @@ def _solve_factored(
             rebuild = True
         stalled = progress < 0.1 * absolute_gap
         stalled_chunks = stalled_chunks + 1 if stalled else 0
-        if can_grow and stalled and max(certificate.eigenvalue_shifts) > 0.0:
-            if _grow(state, certificate, tiny_rho, max_rank):
-                rebuild = True
-                stalled_chunks = 0
+        if (
+            stalled
+            and max(certificate.eigenvalue_shifts) > 0.0
+            and _grow(state, certificate, tiny_rho, max_rank)
+        ):
+            rebuild = True
+            stalled_chunks = 0
         if data.loss == "hinge":
             state.dual = new_dual
             rebuild = True
@@ -511,7 +519,7 @@ def _solve_factored(
         optimizer.param_groups[0]["max_iter"] = budget
         optimizer.param_groups[0]["max_eval"] = int(budget * 1.5) + 5
 
-        def closure():
+        def closure(optimizer=optimizer):
             optimizer.zero_grad()
             value = state.smooth_objective()
             value.backward()

@@ -32,11 +32,11 @@ import numpy as np
 
 __all__ = [
     "InputLifting",
-    "replicate_features",
-    "collapse_replicas",
-    "bilinear_network_scores",
     "QuadraticNetwork",
+    "bilinear_network_scores",
+    "collapse_replicas",
     "export_quadratic_network",
+    "replicate_features",
 ]
 
 

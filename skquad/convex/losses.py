@@ -28,13 +28,13 @@ smooth in ``f`` and equals the loss at a fixed point of the dual update.
 import torch
 
 __all__ = [
-    "loss_per_sample",
-    "dual_point",
-    "project_dual",
     "conjugate",
-    "hinge_prox",
+    "dual_point",
     "hinge_dual_point",
+    "hinge_prox",
     "initial_hinge_dual",
+    "loss_per_sample",
+    "project_dual",
 ]
 
 

@@ -19,7 +19,7 @@ from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
 from .formulation import solve_sdp
 from .problem import LiftedData
 
-__all__ = ["solve_relaxation", "resolve_solver_device"]
+__all__ = ["resolve_solver_device", "solve_relaxation"]
 
 
 def resolve_solver_device(device):

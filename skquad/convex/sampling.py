@@ -27,12 +27,12 @@ from sklearn.utils import check_random_state
 
 __all__ = [
     "GAMMA",
-    "normalized_block",
-    "krivine_covariance",
     "covariance_by_sdp",
     "covariance_objective",
-    "sample_sign_pairs",
+    "krivine_covariance",
     "neuron_scale",
+    "normalized_block",
+    "sample_sign_pairs",
 ]
 
 GAMMA = float(np.log1p(np.sqrt(2.0)))

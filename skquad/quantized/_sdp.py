@@ -12,13 +12,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticClassifier, check_positive_int, labels_from_scores
 from ..convex.formulation import LOSSES, aggregate_samples, network_objective
-from ..convex.relaxation import solve_relaxation
 from ..convex.lifting import (
     InputLifting,
     bilinear_network_scores,
     collapse_replicas,
     export_quadratic_network,
 )
+from ..convex.relaxation import solve_relaxation
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
