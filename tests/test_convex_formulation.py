@@ -16,6 +16,7 @@ from skquad.convex import (
     default_solver,
     loss_value,
     network_objective,
+    solve_relaxation,
     solve_sdp,
 )
 
@@ -71,13 +72,15 @@ def test_sdp_value_below_every_brute_force_network(loss):
     solution = solve_sdp(
         lifting.matrices(X), y, np.ones(len(y)), loss=loss, beta=beta, solver="CLARABEL"
     )
+    native = solve_relaxation(lifting, X, y, np.ones(len(y)), loss=loss, beta=beta, n_outputs=1)
     p = features.shape[1]
     for m in (1, 2):
         best, n_patterns = _brute_force_best(features, y, loss, beta, p, m)
         assert n_patterns > 4
-        assert solution.value <= best + 1e-6, (m, solution.value, best)
+        assert solution.lower_bound <= best + 1e-9, (m, solution.lower_bound, best)
+        assert native.lower_bound <= best + 1e-9, (m, native.lower_bound, best)
     # The bound is informative: not trivially far below the best network.
-    assert solution.value > 0.3 * best
+    assert solution.lower_bound > 0.3 * best and native.lower_bound > 0.3 * best
 
 
 def test_network_maps_to_feasible_sdp_point_with_same_objective():
@@ -184,6 +187,9 @@ def test_solver_error_becomes_clear_failure(monkeypatch):
     monkeypatch.setattr(cp.Problem, "solve", broken_solve)
     with pytest.raises(SolverFailedError, match="CLARABEL"):
         solve_sdp(InputLifting().matrices(X), y, np.ones(len(y)), solver="SCS")
+    with pytest.raises(SolverFailedError, match="solver=None") as info:
+        solve_sdp(InputLifting().matrices(X), y, np.ones(len(y)), solver="CLARABEL")
+    assert "solver='CLARABEL'" not in str(info.value)
 
 
 def test_solver_without_solution_becomes_clear_failure(monkeypatch):
@@ -199,18 +205,43 @@ def test_solver_without_solution_becomes_clear_failure(monkeypatch):
         solve_sdp(InputLifting().matrices(X), y, np.ones(len(y)), solver="SCS")
 
 
-def test_too_few_iterations_warn_or_fail_clearly():
+def test_too_few_iterations_warn_with_the_certified_gap():
+    """SCS stopped after 2 iterations: a ConvergenceWarning with the certified gap."""
     X, y = _tiny_problem(n=40, d=3)
     lifted = InputLifting().matrices(X)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            solve_sdp(lifted, y, np.ones(len(y)), loss="logistic", solver="SCS", solver_options={"max_iters": 2})
-        except SolverFailedError as exc:
-            assert "max_iters" in str(exc) or "CLARABEL" in str(exc)
-            return
-    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
-    assert messages and "inaccurate" in messages[0] and "CLARABEL" in messages[0]
+    with pytest.warns(ConvergenceWarning, match="certified relative gap") as caught:
+        solution = solve_sdp(
+            lifted, y, np.ones(len(y)), loss="logistic", solver="SCS",
+            solver_options={"max_iters": 2}, tol=1e-4,
+        )
+    assert "solver=None" in str(caught[0].message) and "max_iters" in str(caught[0].message)
+    reference = solve_sdp(lifted, y, np.ones(len(y)), loss="logistic", solver="CLARABEL")
+    assert solution.lower_bound <= reference.value + 1e-9
+
+
+def test_clarabel_iteration_limit_names_its_own_option():
+    X, y = _tiny_problem(n=40, d=3)
+    lifted = InputLifting().matrices(X)
+    with pytest.raises(SolverFailedError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        solve_sdp(lifted, y, np.ones(len(y)), loss="logistic", solver="CLARABEL",
+                  solver_options={"max_iter": 1}, tol=1e-4)
+    message = str(info.value)
+    assert "solver='CLARABEL'" not in message.split("Try", 1)[1]
+    assert "'max_iter'" in message and "solver=None" in message
+
+
+def test_bad_solver_options_name_the_parameter():
+    X, y = _tiny_problem()
+    with pytest.raises(TypeError, match="solver_options"):
+        solve_sdp(InputLifting().matrices(X), y, np.ones(len(y)), solver="CLARABEL",
+                  solver_options={"bogus": 1})
+
+
+def test_solver_that_cannot_do_sdp_is_rejected():
+    X, y = _tiny_problem()
+    with pytest.raises(ValueError, match="cannot solve semidefinite programs"):
+        solve_sdp(InputLifting().matrices(X), y, np.ones(len(y)), solver="OSQP")
 
 
 def test_unknown_loss_is_rejected():

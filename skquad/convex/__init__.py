@@ -1,10 +1,25 @@
-"""The convex path of paper 002: SDP relaxation, sampling, liftings.
+"""The convex path of Bartan & Pilanci: SDP relaxation, certificate, sampling, liftings.
 
 No scikit-learn estimators in here: :mod:`skquad.quantized` wraps these.
+Data flow of ``SDPQuantizedClassifier.fit``: ``lifting`` (features ``z``) ->
+``problem.LiftedData`` -> ``factor_solver.solve_factored`` (default) or
+``formulation.solve_sdp`` (CVXPY) -> ``certificate.dual_bound`` (inside both)
+-> ``SDPSolution`` (``Q``, ``rho``, ``lower_bound``) -> ``sampling``.
 
+problem
+    The weighted training set as tensors; products with the lifted inputs
+    ``L(x_i)`` without forming them.
+losses
+    The losses in torch, their dual points and conjugates, the proximal hinge.
+factor_solver
+    The native solver: Burer-Monteiro factors of the ``P - N`` form, L-BFGS,
+    rank growth, warm starts (CPU or CUDA through torch).
+certificate
+    The dual lower bound from any point, for every solver.
 formulation
     The SDP relaxation (scalar and vector output; hinge, logistic and squared
-    losses) solved with CVXPY, and the networks' training objective.
+    losses) solved with CVXPY (the reference path; CVXPY is imported only
+    there), and the networks' training objective.
 sampling
     The covariance step (closed form and the paper's convex problem) and the
     sign sampler of Algorithm 1.
@@ -13,12 +28,14 @@ lifting
     activations by lifting, and the export to a quadratic-activation network.
 """
 
+from .certificate import Certificate, dual_bound
+from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
 from .formulation import (
     LOSSES,
-    SDPSolution,
-    SolverFailedError,
+    SDP_SOLVERS,
     aggregate_samples,
     default_solver,
+    installed_solvers,
     loss_value,
     network_objective,
     solve_sdp,
@@ -31,6 +48,8 @@ from .lifting import (
     export_quadratic_network,
     replicate_features,
 )
+from .problem import LiftedData
+from .relaxation import solve_relaxation
 from .sampling import (
     GAMMA,
     covariance_by_sdp,
@@ -40,11 +59,16 @@ from .sampling import (
     normalized_block,
     sample_sign_pairs,
 )
+from .solution import SDPSolution, SolverFailedError
 
 __all__ = [
+    "FACTOR_SOLVER_OPTIONS",
     "GAMMA",
-    "InputLifting",
     "LOSSES",
+    "SDP_SOLVERS",
+    "Certificate",
+    "InputLifting",
+    "LiftedData",
     "QuadraticNetwork",
     "SDPSolution",
     "SolverFailedError",
@@ -54,7 +78,9 @@ __all__ = [
     "covariance_by_sdp",
     "covariance_objective",
     "default_solver",
+    "dual_bound",
     "export_quadratic_network",
+    "installed_solvers",
     "krivine_covariance",
     "loss_value",
     "network_objective",
@@ -62,5 +88,7 @@ __all__ = [
     "normalized_block",
     "replicate_features",
     "sample_sign_pairs",
+    "solve_factored",
+    "solve_relaxation",
     "solve_sdp",
 ]

@@ -1,6 +1,11 @@
-"""The convex SDP relaxation of binary-weight bilinear networks (paper 002).
+"""The convex SDP relaxation of binary-weight bilinear networks (Bartan & Pilanci).
 
-Scalar output (paper 002, eq. 25; one block per output for vector outputs,
+This module is the CVXPY reference formulation (``solver="SCS"`` or
+``"CLARABEL"`` of :class:`~skquad.SDPQuantizedClassifier`); the default
+solver is the native factor solver of :mod:`skquad.convex.factor_solver`.
+CVXPY is imported only when this path runs.
+
+Scalar output (Bartan & Pilanci, eq. 25; one block per output for vector outputs,
 Appendix B, eq. 67)::
 
     minimise    loss(Yhat, y) + 2 * beta * p * sum_k rho_k
@@ -36,12 +41,17 @@ scalar output and class indices for vector outputs:
 
 import time
 import warnings
-from dataclasses import dataclass, field
 
-import cvxpy as cp
 import numpy as np
+import torch
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
+
+from .._reporting import warn_user
+from .certificate import dual_bound
+from .losses import dual_point, hinge_dual_point
+from .problem import LiftedData
+from .solution import SDPSolution, SolverFailedError, relative_gap
 
 __all__ = [
     "LOSSES",
@@ -49,6 +59,7 @@ __all__ = [
     "SolverFailedError",
     "aggregate_samples",
     "default_solver",
+    "installed_solvers",
     "loss_value",
     "network_objective",
     "solve_sdp",
@@ -56,13 +67,23 @@ __all__ = [
 
 LOSSES = ("hinge", "logistic", "squared")
 
-# Relative violation of diag(Q) = rho or Q >= 0 above which the returned
-# relaxed solution is reported as inaccurate.
-_FEASIBILITY_TOL = 1e-2
+# CVXPY solvers able to solve semidefinite programs.
+SDP_SOLVERS = ("CLARABEL", "SCS", "MOSEK", "CVXOPT", "COPT", "SDPA")
+
+# The iteration-limit option of each solver, for the remedies in messages.
+_ITERATION_OPTION = {"SCS": "max_iters", "CLARABEL": "max_iter", "MOSEK": "mosek_params"}
 
 
-class SolverFailedError(RuntimeError):
-    """The conic solver failed to return a usable solution of the SDP."""
+def installed_solvers():
+    """The installed CVXPY solvers (imports CVXPY; None of it runs otherwise).
+
+    Returns
+    -------
+    solvers : list of str
+    """
+    import cvxpy as cp
+
+    return list(cp.installed_solvers())
 
 
 # Lifted widths up to which CLARABEL beats SCS on the multiclass hinge loss (measured).
@@ -70,10 +91,14 @@ _HINGE_CLARABEL_MAX_P = 20
 
 
 def default_solver(loss="squared", n_lifted=None, n_outputs=1):
-    """The solver used when ``solver=None``: the faster one measured for the problem.
+    """The CVXPY solver to use when one is needed and none is named.
+
+    (``SDPQuantizedClassifier(solver=None)`` uses the native factor solver;
+    this choice serves the CVXPY reference path and the covariance step's
+    ``covariance="sdp"``.)
 
     SCS (first order) for the squared and logistic losses and for the binary
-    hinge loss: on paper 002's UCI problems it is 2x to 17x faster than
+    hinge loss: on Bartan & Pilanci's UCI problems it is 2x to 17x faster than
     CLARABEL (median of 3 solves; ionosphere, p = 35: 0.36 s against 6.3 s
     for the squared loss), and the gap grows with ``p``. The multiclass
     (Crammer-Singer) hinge loss is much harder for SCS (thousands of
@@ -184,7 +209,7 @@ def loss_value(scores, y, weight, loss, n_outputs=1):
 
 
 def network_objective(scores, y, weight, loss, alpha, beta, n_lifted):
-    """Objective of a bilinear network (paper 002, eq. 24 / 57).
+    """Objective of a bilinear network (Bartan & Pilanci, eq. 24 / 57).
 
     ``loss(scores, y) + beta * p * sum_j ||alpha_j||_1`` with ``p`` the length
     of the binary weight vectors.
@@ -194,58 +219,49 @@ def network_objective(scores, y, weight, loss, alpha, beta, n_lifted):
     return loss_value(scores, y, weight, loss, n_outputs=alpha.shape[1]) + penalty
 
 
-def _cvxpy_loss(scores, target, weight, loss, n_outputs):
+def _cvxpy_loss(cp, scores, target, weight, loss, n_outputs):
+    """The loss expression, and for the hinge losses the constraint whose dual is ``w s``.
+
+    The hinge losses are written with explicit epigraph constraints so that
+    their multipliers give the certificate its dual point (``w_i s_i``, or
+    ``w_i pi_ik`` for Crammer-Singer).
+    """
+    n = target.shape[0]
     if n_outputs == 1:
         f = scores[:, 0]
         if loss == "hinge":
-            per_sample = cp.pos(1.0 - cp.multiply(target, f))
-        elif loss == "logistic":
+            slack = cp.Variable(n)
+            margin = slack >= 1.0 - cp.multiply(target, f)
+            return weight @ slack, [slack >= 0, margin], margin
+        if loss == "logistic":
             per_sample = cp.logistic(-cp.multiply(target, f))
         else:
             per_sample = cp.square(f - target)
-        return weight @ per_sample
+        return weight @ per_sample, [], None
     true_score = cp.sum(cp.multiply(scores, target), axis=1)
     if loss == "hinge":
-        per_sample = cp.max(scores + (1.0 - target), axis=1) - true_score
-    elif loss == "logistic":
-        per_sample = cp.log_sum_exp(scores, axis=1) - true_score
-    else:
-        return cp.sum(weight @ cp.square(scores - target))
-    return weight @ per_sample
+        top = cp.Variable(n)
+        margins = cp.reshape(top, (n, 1), order="F") @ np.ones((1, n_outputs)) >= scores + (
+            1.0 - target
+        )
+        return weight @ (top - true_score), [margins], margins
+    if loss == "logistic":
+        return weight @ (cp.log_sum_exp(scores, axis=1) - true_score), [], None
+    return cp.sum(weight @ cp.square(scores - target)), [], None
 
 
-@dataclass
-class SDPSolution:
-    """Optimal relaxed solution, one block per output.
+def relaxed_dual_point(data, scores, hinge_multipliers=None):
+    """The certificate's dual point at given relaxed scores.
 
-    Attributes
-    ----------
-    Q : ndarray of shape (n_outputs, 2p, 2p)
-        The PSD matrices ``[[V_k, Z_k], [Z_k^T, W_k]]``.
-    rho : ndarray of shape (n_outputs,)
-        Their common diagonal value.
-    value : float
-        Optimal value: a lower bound on the objective of every binary network.
-    scores : ndarray of shape (n_samples, n_outputs)
-        The relaxed model's predictions ``2 <L(x_i), Z_k>`` on the data.
-    status, solver : str
-    solve_time : float
-        Seconds spent in ``problem.solve`` (compilation included).
+    ``l'(f)`` for the smooth losses; for the hinge losses the conic solver's
+    multipliers of the margin constraints divided by the sample weights
+    (projected on the dual domain by the certificate).
     """
-
-    Q: np.ndarray
-    rho: np.ndarray
-    value: float
-    scores: np.ndarray
-    status: str
-    solver: str
-    solve_time: float
-    info: dict = field(default_factory=dict)
-
-    @property
-    def Z(self):
-        p = self.Q.shape[1] // 2
-        return self.Q[:, :p, p:]
+    if data.loss != "hinge":
+        return dual_point(scores, data.target, data.loss)
+    weight = data.weight[:, None]
+    dual = torch.where(weight > 0, hinge_multipliers / torch.clamp(weight, min=1e-300), 0.0)
+    return hinge_dual_point(dual, data.target)
 
 
 def solve_sdp(
@@ -258,8 +274,9 @@ def solve_sdp(
     n_outputs=1,
     solver=None,
     solver_options=None,
+    tol=None,
 ):
-    """Solve the SDP relaxation for lifted inputs.
+    """Solve the SDP relaxation with CVXPY (the reference path) and certify it.
 
     Parameters
     ----------
@@ -274,25 +291,43 @@ def solve_sdp(
         Weight of ``beta * p * sum_j ||alpha_j||_1`` in the network objective.
     n_outputs : int
     solver : str or None
-        Any CVXPY solver able to handle SDPs (and exponential cones for the
+        A CVXPY solver able to handle SDPs (and exponential cones for the
         logistic loss); None means :func:`default_solver` for this loss and ``p``.
     solver_options : dict or None
         Passed to ``problem.solve``.
+    tol : float or None
+        When given, a certified relative gap above it gives a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
 
     Returns
     -------
     solution : SDPSolution
+        ``value`` is the relaxed objective at the returned point and
+        ``lower_bound`` the certificate of :func:`skquad.convex.dual_bound`
+        computed from it: a true lower bound on the SDP's optimum whatever
+        the solver's accuracy.
 
     Raises
     ------
+    ValueError
+        For a solver that cannot solve SDPs.
+    TypeError
+        For ``solver_options`` the solver does not accept.
     SolverFailedError
-        When the solver errors out or returns no solution. An inaccurate
-        solution gives a :class:`~sklearn.exceptions.ConvergenceWarning`.
+        When the solver errors out or returns no solution.
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
+    import cvxpy as cp
+
     n, p, _ = lifted.shape
-    solver = default_solver(loss, p, n_outputs) if solver is None else solver
+    solver = default_solver(loss, p, n_outputs) if solver is None else str(solver).upper()
+    if solver not in SDP_SOLVERS:
+        raise ValueError(
+            f"solver={solver!r} cannot solve semidefinite programs. Use solver=None "
+            "(the native factor solver) or one of the CVXPY SDP solvers "
+            f"{[name for name in SDP_SOLVERS if name in installed_solvers()]}."
+        )
     options = dict(solver_options or {})
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
@@ -304,18 +339,32 @@ def solve_sdp(
     constraints = [cp.diag(Q) == rhos[k] for k, Q in enumerate(blocks)]
     columns = [2.0 * (design @ cp.vec(Q[:p, p:], order="F")) for Q in blocks]
     scores = cp.reshape(columns[0], (n, 1), order="F") if n_outputs == 1 else cp.vstack(columns).T
-    objective = _cvxpy_loss(scores, target, weight, loss, n_outputs) + 2.0 * beta * p * cp.sum(rhos)
-    problem = cp.Problem(cp.Minimize(objective), constraints)
+    data_loss, loss_constraints, hinge_constraint = _cvxpy_loss(
+        cp, scores, target, weight, loss, n_outputs
+    )
+    objective = data_loss + 2.0 * beta * p * cp.sum(rhos)
+    problem = cp.Problem(cp.Minimize(objective), constraints + loss_constraints)
 
+    others = "solver=None (the native factor solver)" + (
+        "" if solver == "CLARABEL" else " or solver='CLARABEL' (interior point)"
+    )
+    iteration_option = _ITERATION_OPTION.get(solver, "the solver's iteration limit")
     start = time.perf_counter()
     try:
-        problem.solve(solver=solver, **options)
+        with warnings.catch_warnings():
+            # CVXPY's generic "Solution may be inaccurate": the certified gap says more.
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=solver, **options)
+    except TypeError as exc:
+        raise TypeError(
+            f"solver_options={options!r} holds an option the {solver} solver does "
+            f"not accept ({exc}). See the CVXPY documentation of {solver}'s options."
+        ) from exc
     except cp.error.SolverError as exc:
         raise SolverFailedError(
-            f"The SDP solver {solver!r} failed ({exc}). Try solver='CLARABEL' "
-            "(interior point, robust) or 'SCS' with a larger max_iters, and "
-            "check that the features are standardised (e.g. StandardScaler): "
-            "badly scaled inputs make the SDP ill-conditioned."
+            f"The SDP solver {solver!r} failed ({exc}). Try {others}, and check "
+            "that the features are standardised (standardize=True): badly scaled "
+            "inputs make the SDP ill-conditioned."
         ) from exc
     elapsed = time.perf_counter() - start
 
@@ -323,41 +372,75 @@ def solve_sdp(
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or blocks[0].value is None:
         raise SolverFailedError(
             f"The SDP solver {solver!r} returned status {status!r} without a "
-            "usable solution. Try solver='CLARABEL', or 'SCS' with more "
-            "iterations (solver_options={'max_iters': 100000}), and standardise "
-            "the features."
+            f"usable solution. Try {others}, or allow more iterations "
+            f"(solver_options={{{iteration_option!r}: ...}})."
         )
     Q = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
     Q = 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
-    rho = np.array([np.mean(np.diag(block)) for block in Q])
-    violation = _relative_violation(Q, rho)
-    if status == cp.OPTIMAL_INACCURATE or violation > _FEASIBILITY_TOL:
-        warnings.warn(
-            f"The SDP solver {solver!r} returned an inaccurate solution "
-            f"(status {status!r}, relative constraint violation {violation:.1e}); "
-            "the lower bound and the sampled network may be off. Try "
-            "solver='CLARABEL', or more iterations / a tighter tolerance through "
-            "solver_options (SCS: {'max_iters': ..., 'eps_abs': ..., 'eps_rel': ...}).",
+    rho = np.maximum(np.array([np.mean(np.diag(block)) for block in Q]), 0.0)
+
+    data = LiftedData.from_lifted_matrices(
+        lifted, y, weight, loss=loss, beta=beta, n_outputs=n_outputs
+    )
+    Z = [torch.as_tensor(block[:p, p:]) for block in Q]
+    relaxed_scores = torch.stack([2.0 * data.matrix_inner(z) for z in Z], dim=1)
+    value = float(data.objective(relaxed_scores, float(rho.sum())))
+    multipliers = None
+    if hinge_constraint is not None:
+        multipliers = torch.as_tensor(
+            np.asarray(hinge_constraint.dual_value, dtype=np.float64).reshape(n, -1)
+        )
+    lam = relaxed_dual_point(data, relaxed_scores, multipliers)
+    directions = [_factor_direction(z / r) if r > 0 else None for z, r in zip(Z, rho)]
+    lower_bound = dual_bound(data, lam, directions, feasible_value=value,
+                             align_iterations=100).lower_bound
+    gap = relative_gap(value, lower_bound)
+    if tol is not None and gap > tol:
+        warn_user(
+            f"The SDP solver {solver!r} stopped (status {status!r}) at a certified "
+            f"relative gap of {gap:.1e}, above tol={tol:g}. lower_bound_ still "
+            "holds, but the relaxed solution and the sampled network may be off. "
+            f"Try {others}, or a tighter solver tolerance / more iterations "
+            f"through solver_options (e.g. {{{iteration_option!r}: ...}}).",
             ConvergenceWarning,
-            stacklevel=3,
         )
     return SDPSolution(
         Q=Q,
-        rho=np.maximum(rho, 0.0),
-        value=float(problem.value),
-        scores=np.asarray(scores.value, dtype=np.float64).reshape(n, n_outputs),
+        rho=rho,
+        value=value,
+        scores=relaxed_scores.numpy(),
         status=status,
         solver=solver,
         solve_time=elapsed,
+        lower_bound=lower_bound,
+        n_iter=int(problem.solver_stats.num_iters or 0),
+        converged=tol is None or gap <= tol,
         info={
-            "violation": violation,
+            "violation": _relative_violation(Q, rho),
+            "cvxpy_value": float(problem.value),
             "n_samples": n,
             "n_lifted": p,
             "compile_time": problem.compilation_time,
             "solver_time": problem.solver_stats.solve_time,
-            "iterations": problem.solver_stats.num_iters,
         },
     )
+
+
+def _factor_direction(direction):
+    """Unit-row factors ``(F, s)`` with ``F diag(s) Fᵀ`` close to ``direction``.
+
+    From the eigendecomposition of the symmetric part (columns scaled by
+    ``sqrt|eigenvalue|``, signs from the eigenvalues, rows normalised): the
+    certificate re-optimises them (``align_factor``) to sharpen its ``mu``.
+    """
+    direction = 0.5 * (direction + direction.T)
+    eigenvalues, eigenvectors = torch.linalg.eigh(direction)
+    keep = torch.abs(eigenvalues) > 1e-9 * torch.abs(eigenvalues).max()
+    F = eigenvectors[:, keep] * torch.sqrt(torch.abs(eigenvalues[keep]))
+    norms = torch.linalg.vector_norm(F, dim=1, keepdim=True)
+    F[norms[:, 0] <= 1e-150, 0] = 1.0  # a zero row (unused coordinate): any unit row
+    F = F / torch.linalg.vector_norm(F, dim=1, keepdim=True)
+    return F, torch.sign(eigenvalues[keep])
 
 
 def _relative_violation(Q, rho):

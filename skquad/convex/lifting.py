@@ -1,4 +1,4 @@
-"""Input liftings and network conversions of paper 002, section 2 and Appendix C.
+"""Input liftings and network conversions of Bartan & Pilanci, section 2 and Appendix C.
 
 Every network of the SDP path is a *bilinear* network on a lifted input::
 
@@ -32,16 +32,16 @@ import numpy as np
 
 __all__ = [
     "InputLifting",
-    "replicate_features",
-    "collapse_replicas",
-    "bilinear_network_scores",
     "QuadraticNetwork",
+    "bilinear_network_scores",
+    "collapse_replicas",
     "export_quadratic_network",
+    "replicate_features",
 ]
 
 
 def replicate_features(X, levels):
-    """Replicate every column ``levels`` times: ``x ⊗ 1_M`` (paper 002, eq. 4).
+    """Replicate every column ``levels`` times: ``x ⊗ 1_M`` (Bartan & Pilanci, eq. 4).
 
     Parameters
     ----------
@@ -58,7 +58,7 @@ def replicate_features(X, levels):
 
 
 def collapse_replicas(weights, levels):
-    """Sum the binary weights of each replicated input (paper 002, eq. 30).
+    """Sum the binary weights of each replicated input (Bartan & Pilanci, eq. 30).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""From the SDP solution to a binary network: paper 002, Algorithm 1 (and B.1).
+"""From the SDP solution to a binary network: Bartan & Pilanci, Algorithm 1 (and B.1).
 
 1. ``Z_s = Z* / rho*`` (and the whole block ``Q* / rho*``, unit diagonal).
 2. Covariance step: a unit-diagonal PSD ``K`` with ``K_(12) = sin(gamma Z_s)``,
@@ -27,12 +27,12 @@ from sklearn.utils import check_random_state
 
 __all__ = [
     "GAMMA",
-    "normalized_block",
-    "krivine_covariance",
     "covariance_by_sdp",
     "covariance_objective",
-    "sample_sign_pairs",
+    "krivine_covariance",
     "neuron_scale",
+    "normalized_block",
+    "sample_sign_pairs",
 ]
 
 GAMMA = float(np.log1p(np.sqrt(2.0)))
@@ -93,7 +93,10 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     Z_normalized : ndarray of shape (p, p)
         ``Z* / rho*``.
     solver, solver_options :
-        As in :func:`skquad.convex.formulation.solve_sdp`.
+        A CVXPY solver and its options, as in
+        :func:`skquad.convex.formulation.solve_sdp`. None or ``"native"``
+        (the factor solver, which does not solve this problem) mean
+        :func:`~skquad.convex.default_solver`'s choice with its defaults.
 
     Returns
     -------
@@ -109,7 +112,8 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     problem = cp.Problem(
         cp.Minimize(cp.sum_squares(K[:p, p:] - target)), [cp.diag(K) == 1.0]
     )
-    solver = default_solver() if solver is None else solver
+    if solver is None or solver == "native":
+        solver, solver_options = default_solver(), None
     try:
         problem.solve(solver=solver, **dict(solver_options or {}))
     except cp.error.SolverError as exc:

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from .._base import labels_from_scores
-from ..convex.formulation import default_solver
+from ..convex.formulation import default_solver, installed_solvers
 
 __all__ = []
 
@@ -38,9 +38,7 @@ def _check_activation(activation):
 def _check_solver(solver, loss, n_lifted, n_outputs):
     if solver is None:
         return default_solver(loss, n_lifted, n_outputs)
-    import cvxpy as cp
-
-    installed = cp.installed_solvers()
+    installed = installed_solvers()
     if solver.upper() not in installed:
         raise ValueError(
             f"solver={solver!r} is not an installed CVXPY solver; installed: "

@@ -4,6 +4,7 @@ import hashlib
 from numbers import Integral, Real
 
 import numpy as np
+import torch
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -11,18 +12,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticClassifier, check_positive_int
 from .._reporting import warn_user
-from ..convex.formulation import (
-    LOSSES,
-    aggregate_samples,
-    loss_value,
-    network_objective,
-    solve_sdp,
-)
+from .._training import SubtaskReporter
+from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
     InputLifting,
     collapse_replicas,
     export_quadratic_network,
 )
+from ..convex.relaxation import solve_relaxation
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
@@ -56,9 +53,10 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
 
     (one such sum per class when there are more than two classes). Training
     solves the convex SDP relaxation of the NP-hard problem
-    ``min loss(f) + beta * p * sum_j |alpha_j|``, whose optimum
-    ``lower_bound_`` is a lower bound on the objective of *every* network of
-    this form, then draws ``n_neurons`` sign vectors from a Gaussian whose
+    ``min loss(f) + beta * p * sum_j |alpha_j|`` (by default with a native
+    factor solver that never forms the lifted matrices), certifies a lower
+    bound ``lower_bound_`` on the objective of *every* network of this form
+    from the solution (Bartan & Pilanci's duality), then draws ``n_neurons`` sign vectors from a Gaussian whose
     covariance is shaped from the relaxed solution (the paper's Algorithm 1):
     as ``n_neurons`` grows the sampled network's objective approaches the
     bound. Algorithm 1 gives every neuron of a class one shared second-layer
@@ -114,15 +112,36 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         through the lifting of Bartan & Pilanci, sections 2.3-2.4 (one extra binary
         coordinate per weight vector; a neuron with ``u = v`` computes
         ``sigma(z^T u)`` exactly).
-    solver : str, default=None
-        CVXPY solver for the SDP. None means the fastest reliable one
-        installed for the problem: SCS, or CLARABEL for the multiclass hinge
-        loss with at most 20 lifted features (see :func:`skquad.convex.default_solver`);
-        "CLARABEL" (interior point) gives a certificate accurate to ~1e-8 and
-        is slower for wide problems.
+    solver : {None, "SCS", "CLARABEL"}, default=None
+        How the SDP relaxation is solved. None: the native factor solver
+        (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
+        relaxation, L-BFGS in torch, memory ``O(n p + p r)``, no lifted
+        matrices formed), which stops when the certified relative gap is at
+        most ``tol``. A CVXPY SDP solver name keeps the reference
+        formulation (it forms an ``n x p^2`` design and a ``2 p x 2 p``
+        conic variable per class, so only small problems): "CLARABEL"
+        (interior point, accurate) or "SCS" (first order). Whatever the
+        solver, ``lower_bound_`` is a certified bound.
     solver_options : dict, default=None
-        Keyword arguments of ``cvxpy.Problem.solve``, e.g.
+        Native solver: any of ``rank`` (initial factor columns per class,
+        default ``ceil(sqrt(2 p))``), ``max_rank``, ``chunk_size`` (L-BFGS
+        iterations between certificates, 50), ``history_size`` (30),
+        ``hinge_sigma`` (proximal step of the hinge loss, 10). CVXPY
+        solvers: keyword arguments of ``cvxpy.Problem.solve``, e.g.
         ``{"max_iters": 20000, "eps_abs": 1e-6}`` for SCS.
+    tol : float, default=1e-4
+        Relative certified gap ``(relaxed_objective_ - lower_bound_) /
+        relaxed_objective_`` at which the native solver stops. A solve that
+        ends above it (either solver) gives a ``ConvergenceWarning``.
+    max_iter : int, default=3000
+        Largest number of L-BFGS iterations of the native solver.
+    verbose : int, default=0
+        When positive, the native solver prints its progress after every
+        chunk of iterations: iteration, relaxed objective, certified lower
+        bound, relative gap, rank and elapsed time.
+    device : "auto", "cpu", "cuda" or torch.device, default="auto"
+        Where the native solver computes ("auto" = the CPU). The sampled
+        network and its predictions are numpy, on the CPU.
     covariance : {"krivine", "sdp"}, default="krivine"
         How the covariance step (Bartan & Pilanci, eq. 27) is done: "krivine" uses
         its exact closed-form solution (two elementwise functions), "sdp"
@@ -140,9 +159,11 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     warm_start : bool, default=False
         When True and the training data and the SDP's parameters (loss, beta,
         fit_intercept, weight_levels, activation, class_weight, solver,
-        solver_options) are unchanged since the last fit, ``fit`` reuses the
-        stored SDP solution and only re-samples: changing ``n_neurons`` or
-        ``random_state`` then costs no solve.
+        solver_options, tol, max_iter) are unchanged since the last fit, ``fit``
+        reuses the stored SDP solution and only re-samples: changing
+        ``n_neurons`` or ``random_state`` then costs no solve. When they
+        changed (a new ``beta`` along a regularization path, say), the
+        native solver starts from the previous solution's factors.
     random_state : int, RandomState instance or None, default=None
         Seeds the sign sampling. The SDP solve itself is deterministic.
 
@@ -169,9 +190,17 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     n_neurons_ : int
         Neurons of the current network (set by ``fit`` and :meth:`resample`).
     lower_bound_ : float
-        Optimal value of the SDP relaxation: no network of this architecture,
-        of any width, has a training objective below it (up to the solver's
-        accuracy; use solver="CLARABEL" for a tight certificate).
+        Certified lower bound on the optimum of the SDP relaxation, hence on
+        the training objective of every network of this architecture, of
+        any width: the dual bound of :func:`skquad.convex.dual_bound`
+        computed from the returned point. It holds whatever the solver's
+        accuracy (a looser bound when the solve stopped early).
+    relaxed_objective_ : float
+        Objective of the returned relaxed solution (``loss + 2 beta p
+        sum_k rho_k``), at least the SDP's optimum.
+    certified_gap_ : float
+        ``relaxed_objective_ - lower_bound_``: how far the relaxed solution
+        can be from the SDP's optimum.
     objective_ : float
         Training objective of the network, same loss and penalty:
         ``loss + beta * p * sum_j ||alpha_j||_1`` (after the refit when
@@ -194,8 +223,12 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     n_lifted_features_ : int
         ``p``, the length of the binary weight vectors.
     solver_ : str
-        The CVXPY solver used.
+        ``"native"`` or the CVXPY solver used.
     solver_status_ : str
+        "optimal" (gap within ``tol``), "max_iter", "stopped" (by a
+        callback) for the native solver; CVXPY's status otherwise.
+    n_iter_ : int
+        Iterations of the solve (L-BFGS iterations for the native solver).
     solve_time_ : float
         Seconds of the SDP solve (0 when ``warm_start`` reused it).
 
@@ -266,6 +299,10 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         "activation": [StrOptions({"bilinear"}), tuple, list],
         "solver": [str, None],
         "solver_options": [dict, None],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "device": [str, torch.device],
         "covariance": [StrOptions({"krivine", "sdp"})],
         "refit_output_layer": ["boolean"],
         "class_weight": [dict, StrOptions({"balanced"}), None],
@@ -285,6 +322,10 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         activation="bilinear",
         solver=None,
         solver_options=None,
+        tol=1e-4,
+        max_iter=3000,
+        verbose=0,
+        device="auto",
         covariance="krivine",
         refit_output_layer=True,
         class_weight=None,
@@ -300,6 +341,10 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         self.activation = activation
         self.solver = solver
         self.solver_options = solver_options
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.device = device
         self.covariance = covariance
         self.refit_output_layer = refit_output_layer
         self.class_weight = class_weight
@@ -329,6 +374,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             (self.fit_intercept, self.weight_levels, _check_activation(self.activation)),
             solver,
             repr(sorted((self.solver_options or {}).items())),
+            (float(self.tol), int(self.max_iter)),
             X.shape,
             self.classes_.tolist(),
         )
@@ -358,7 +404,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             levels=int(self.weight_levels),
             activation=_check_activation(self.activation),
         )
-        solver = _check_solver(
+        solver = None if self.solver is None else _check_solver(
             self.solver, self.loss, lifting.n_lifted(X.shape[1]), self._n_scores
         )
         n_outputs = self._n_scores
@@ -376,8 +422,11 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         if self.warm_start and getattr(self, "_sdp_key_", None) == key:
             self.solve_time_ = 0.0
         else:
-            solution = solve_sdp(
-                self._lifting().matrices(X_train),
+            # A warm start (e.g. a path over beta) starts from the previous factors.
+            previous = getattr(self, "_factor_start_", None) if self.warm_start else None
+            solution = solve_relaxation(
+                self._lifting(),
+                X_train,
                 targets,
                 weight,
                 loss=self.loss,
@@ -385,15 +434,25 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
                 n_outputs=n_outputs,
                 solver=solver,
                 solver_options=self.solver_options,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                init=previous if solver is None else None,
+                callback=self._solver_chunk_hook(X, y_encoded),
+                verbose=int(self.verbose),
+                device=self.device,
             )
             self.Q_ = solution.Q
             self.Z_ = solution.Z.copy()
             self.rho_ = solution.rho
-            self.lower_bound_ = solution.value
+            self.lower_bound_ = solution.lower_bound
+            self.relaxed_objective_ = solution.objective
+            self.certified_gap_ = solution.gap
             self.solver_ = solution.solver
             self.solver_status_ = solution.status
             self.solve_time_ = solution.solve_time
+            self.n_iter_ = solution.n_iter
             self.n_lifted_features_ = solution.Q.shape[1] // 2
+            self._factor_start_ = solution.warm_start_state()
             self._sdp_key_ = key
             self._covariance_method = None
         if self._covariance_method != self.covariance:
@@ -403,6 +462,28 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             self._covariance_method = self.covariance
         self._training_data = (X_train, targets, weight)
         return self._sample(self.n_neurons, self.random_state)
+
+    def _solver_chunk_hook(self, X, y_encoded):
+        """The native solver's per-chunk hook as scikit-learn callback subtasks.
+
+        Each chunk of solver iterations is one subtask of the fit's root
+        context (:mod:`sklearn.callback`); a callback that asks to stop ends
+        the solve there (the certificate still holds for the point reached).
+        There is no fitted network to score until sampling, so the subtasks
+        carry no reconstruction attributes.
+        """
+        context = getattr(self, "_callback_fit_ctx", None)
+        if context is None:
+            return None
+        reporter = SubtaskReporter(
+            context, estimator=self, task_name="solver-chunk", X=X, y=self.classes_[y_encoded]
+        )
+
+        def on_chunk(info):
+            reporter.begin()
+            return reporter.end()
+
+        return on_chunk
 
     def _covariance(self, Q_normalized):
         if self.covariance == "krivine":

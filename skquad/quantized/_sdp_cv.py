@@ -102,7 +102,7 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         solve); its attributes describe that part.
     n_jobs : int, default=None
         Folds fitted in parallel (joblib).
-    loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, covariance, refit_output_layer, class_weight, random_state :
+    loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, class_weight, random_state :
         As in :class:`SDPQuantizedClassifier`.
 
     Attributes
@@ -161,6 +161,10 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         activation="bilinear",
         solver=None,
         solver_options=None,
+        tol=1e-4,
+        max_iter=3000,
+        verbose=0,
+        device="auto",
         covariance="krivine",
         refit_output_layer=True,
         class_weight=None,
@@ -179,6 +183,10 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         self.activation = activation
         self.solver = solver
         self.solver_options = solver_options
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.device = device
         self.covariance = covariance
         self.refit_output_layer = refit_output_layer
         self.class_weight = class_weight

@@ -1,0 +1,242 @@
+"""A lower bound on the SDP's optimum from any point: the certificate.
+
+The SDP (Bartan & Pilanci, with the ``P - N`` form of the design note)::
+
+    minimise  Σ_i w_i l(f_i) + 2 beta p Σ_k rho_k
+    over      P_k, N_k ⪰ 0,  diag(P_k + N_k) = rho_k 1,  f_ik = 2 ⟨L(x_i), P_k - N_k⟩.
+
+Weak duality, for any dual point ``lam`` (n x K, in the domain of ``l*``) and
+any vectors ``mu_k`` with ``Diag(mu_k) ± 2 M_k ⪰ 0``, ``M_k = Σ_i w_i lam_ik L(x_i)``:
+
+* Fenchel-Young: ``l(f_i) >= ⟨lam_i, f_i⟩ - l*(lam_i)``, so the loss is at
+  least ``Σ_k 2 ⟨M_k, P_k - N_k⟩ - Σ_i w_i l*(lam_i)``;
+* ``2 ⟨M_k, P_k⟩ >= -⟨Diag mu_k, P_k⟩`` and ``-2 ⟨M_k, N_k⟩ >= -⟨Diag mu_k, N_k⟩``,
+  so ``2 ⟨M_k, P_k - N_k⟩ >= -rho_k 1ᵀ mu_k``;
+* ``rho_k >= 0`` and ``2 beta p Σ_k rho_k <= optimum <= U`` for the
+  objective ``U`` of any feasible point (the losses are non-negative), so
+  ``Σ_k rho_k <= R = U / (2 beta p)``.
+
+Hence, for every ``theta`` in [0, 1] (``theta lam`` stays in the domain and
+``theta mu_k`` certifies ``theta M_k``)::
+
+    LB(theta) = -Σ_i w_i l*(theta lam_i) - R max_k (theta 1ᵀmu_k - 2 beta p)_+
+
+is below the SDP's optimum, hence below the training objective of every
+binary network. It holds whatever ``lam`` is: the solver's accuracy only
+decides how tight it is. ``lam = l'(f)`` at the returned scores (the
+proximal dual for the hinge losses) is exact at the optimum. ``mu_k`` is the
+first-order guess ``mu_j = -2 (M_k D_k)_jj`` with ``D_k = (P_k - N_k) /
+rho_k`` (for factors, ``D_k = F diag(s) Fᵀ`` first re-optimised for the
+linear objective ``⟨M_k, D⟩``, which makes the guess exact when the
+factors' rank suffices: :func:`align_factor`), lifted by the smallest eigenvalue of ``Diag mu_k ± 2 M_k`` (the
+*eigenvalue test*; the rank growth of the factor solver adds the negative
+eigenvectors as columns), or ``||2 M_k||_2 1`` when that is smaller.
+``LB`` is maximised over ``theta`` (it is concave in ``theta``).
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .losses import conjugate, project_dual
+
+__all__ = ["Certificate", "align_factor", "dual_bound"]
+
+_GOLDEN = 0.5 * (5.0**0.5 - 1.0)
+
+
+@dataclass
+class Certificate:
+    """A certified lower bound and what it was made of.
+
+    Attributes
+    ----------
+    lower_bound : float
+        ``max_theta LB(theta)``: at most the SDP's optimum.
+    theta : float
+        The maximiser.
+    trace_bounds : list of float
+        ``1ᵀ mu_k`` per block.
+    eigenvalue_shifts : list of float
+        How far below zero the first-order guess's eigenvalue test was, per
+        block (0 at a second-order critical point of large enough rank).
+    growth_directions : list of tuple
+        Per block, ``(plus, minus)``: eigenvectors (columns) of
+        ``Diag mu ± 2 M`` with clearly negative eigenvalues, as new factor
+        columns for ``P`` (plus) and ``N`` (minus). Only when requested.
+    aligned : list
+        Per block, the factor directions after :func:`align_factor` (None
+        where none were given): the next certificate's starting point.
+    """
+
+    lower_bound: float
+    theta: float
+    trace_bounds: list
+    eigenvalue_shifts: list
+    growth_directions: list = field(default_factory=list)
+    aligned: list = field(default_factory=list)
+
+
+def align_factor(M, weight, signs, iterations=100):
+    """Factor columns minimising ``⟨M, F diag(s) Fᵀ⟩`` over unit rows.
+
+    ``min ⟨2 M, D⟩`` over ``D = P - N``, ``diag(P + N) = 1`` is the dual of
+    ``min 1ᵀmu`` subject to ``Diag mu ± 2 M ⪰ 0``; its first-order
+    conditions give the certificate's ``mu``. Also the slope of the SDP
+    objective in ``rho`` at ``rho = 0`` (a block that is switched off gets
+    no gradient in its factors). ``O(p² r)`` per iteration, no pass over the
+    samples. The input ``weight`` (p x r) is not modified.
+    """
+    variable = weight.detach().clone().requires_grad_(True)
+    optimizer = torch.optim.LBFGS(
+        [variable], lr=1.0, max_iter=iterations, tolerance_grad=1e-12,
+        tolerance_change=1e-15, history_size=20, line_search_fn="strong_wolfe",
+    )
+
+    def closure():
+        optimizer.zero_grad()
+        F = variable / torch.linalg.vector_norm(variable, dim=1, keepdim=True)
+        value = ((M @ F) * F * signs).sum()
+        value.backward()
+        return value
+
+    with torch.enable_grad():
+        optimizer.step(closure)
+    with torch.no_grad():
+        return variable / torch.linalg.vector_norm(variable, dim=1, keepdim=True)
+
+
+def _symmetric_eigh(matrix, vectors):
+    matrix = 0.5 * (matrix + matrix.T)
+    if vectors:
+        return torch.linalg.eigh(matrix)
+    return torch.linalg.eigvalsh(matrix), None
+
+
+def _negative_directions(eigenvalues, eigenvectors, threshold, max_columns):
+    selected = torch.nonzero(eigenvalues < -threshold).flatten()[:max_columns]
+    return eigenvectors[:, selected]
+
+
+def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=None,
+               align_iterations=0, align_starts=None):
+    """The certified lower bound of the SDP from a dual point.
+
+    Parameters
+    ----------
+    data : LiftedData
+    lam : tensor of shape (n_samples, n_outputs)
+        Dual point; projected into the conjugate's domain first.
+    directions : list, default=None
+        Per block, ``(P_k - N_k) / rho_k`` of the current point (a p x p
+        tensor), or factors ``(F_k, s_k)`` with ``D_k = F_k diag(s_k) F_kᵀ``,
+        or None: shapes the first-order guess of ``mu_k``.
+    growth_columns : int, default=0
+        When positive, also return up to this many negative-eigenvalue
+        directions per block and sign (``Certificate.growth_directions``).
+    feasible_value : float, default=None
+        The objective of a feasible point (``U`` above); None: the zero
+        network's. The smaller, the tighter the bound.
+    align_iterations : int, default=0
+        For factor directions, L-BFGS iterations of :func:`align_factor`;
+        the aligned directions give a second candidate ``mu``.
+    align_starts : list, default=None
+        Per block, where the alignment starts (e.g. the previous
+        certificate's ``aligned``); None: the factors themselves.
+
+    Returns
+    -------
+    certificate : Certificate
+    """
+    lam = project_dual(lam, data.target, data.loss)
+    p = data.n_lifted
+    penalty = data.penalty_per_rho
+    eps = torch.finfo(lam.dtype).eps
+    trace_bounds, shifts, growth, aligned = [], [], [], []
+    for k in range(data.n_outputs):
+        M = data.weighted_matrix(data.weight * lam[:, k])
+        # Candidate 1: no first-order information, mu = ||2 M||_2 * 1.
+        eig_M = torch.linalg.eigvalsh(0.5 * (M + M.T))
+        norm = 2.0 * float(torch.max(torch.abs(eig_M)))
+        best = p * norm * (1.0 + 64 * eps) if norm > 0 else 0.0
+        shift_k = 0.0
+        direction = None if directions is None else directions[k]
+        candidates, aligned_k = [], None
+        if isinstance(direction, tuple):
+            F, signs = direction
+            candidates.append((F * signs) @ F.T)
+            if align_iterations > 0:
+                start = F if align_starts is None or align_starts[k] is None else align_starts[k]
+                aligned_k = align_factor(M, start, signs, align_iterations)
+                candidates.append((aligned_k * signs) @ aligned_k.T)
+        elif direction is not None:
+            candidates.append(direction)
+        aligned.append(aligned_k)
+        for index, candidate_direction in enumerate(candidates):
+            # The first candidate (the current point) also gives the eigenvalue
+            # test of the rank growth; the aligned one usually the tighter mu.
+            first = index == 0
+            candidate_direction = 0.5 * (candidate_direction + candidate_direction.T)
+            mu = -2.0 * (M * candidate_direction).sum(dim=1)
+            wanted = first and growth_columns > 0
+            eig_plus, vec_plus = _symmetric_eigh(torch.diag(mu) + 2.0 * M, wanted)
+            eig_minus, vec_minus = _symmetric_eigh(torch.diag(mu) - 2.0 * M, wanted)
+            scale = max(float(torch.max(torch.abs(eig_plus))), float(torch.max(torch.abs(eig_minus))))
+            shift = max(0.0, -float(eig_plus[0]), -float(eig_minus[0]))
+            # Round-off of eigh: a backward error of a few eps times the norm.
+            guarded = shift + 64 * eps * p * max(scale, 1e-300)
+            best = min(best, float(mu.sum()) + p * guarded)
+            if first:
+                shift_k = shift
+            if wanted:
+                threshold = 1e-3 * max(shift, 1e-300)
+                growth.append((
+                    _negative_directions(eig_plus, vec_plus, threshold, growth_columns),
+                    _negative_directions(eig_minus, vec_minus, threshold, growth_columns),
+                ))
+        trace_bounds.append(best)
+        shifts.append(shift_k)
+
+    weight = data.weight
+    zero_value = data.zero_network_value()
+    upper = zero_value if feasible_value is None else min(zero_value, float(feasible_value))
+    rho_sum_max = upper / penalty if penalty > 0 else float("inf")
+
+    def bound(theta):
+        dual = -float(weight @ conjugate(theta * lam, data.target, data.loss))
+        excess = max(max(0.0, theta * t - penalty) for t in trace_bounds)
+        if excess <= 0.0:
+            return dual
+        if rho_sum_max == float("inf"):
+            return -float("inf")
+        return dual - rho_sum_max * excess
+
+    # LB is concave in theta: golden-section search on [0, 1], plus the kink.
+    candidates = [0.0, 1.0]
+    largest = max(trace_bounds) if trace_bounds else 0.0
+    if largest > penalty:
+        candidates.append(penalty / largest)
+    low, high = 0.0, 1.0
+    x1 = high - _GOLDEN * (high - low)
+    x2 = low + _GOLDEN * (high - low)
+    f1, f2 = bound(x1), bound(x2)
+    for _ in range(60):
+        if f1 < f2:
+            low, x1, f1 = x1, x2, f2
+            x2 = low + _GOLDEN * (high - low)
+            f2 = bound(x2)
+        else:
+            high, x2, f2 = x2, x1, f1
+            x1 = high - _GOLDEN * (high - low)
+            f1 = bound(x1)
+    candidates.extend([x1, x2])
+    values = [(bound(theta), theta) for theta in candidates]
+    lower_bound, theta = max(values)
+    return Certificate(
+        lower_bound=float(lower_bound),
+        theta=float(theta),
+        trace_bounds=trace_bounds,
+        eigenvalue_shifts=shifts,
+        growth_directions=growth,
+        aligned=aligned,
+    )

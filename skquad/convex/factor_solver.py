@@ -1,0 +1,575 @@
+"""The native SDP solver: Burer-Monteiro factors of the ``P - N`` form.
+
+The SDP of Bartan & Pilanci has the same optimum as (design note, section 1)::
+
+    minimise  Σ_i w_i l(f_i) + 2 beta p Σ_k rho_k,   f_ik = 2 ⟨L(x_i), P_k - N_k⟩
+    over      P_k, N_k ⪰ 0,  diag(P_k + N_k) = rho_k 1,
+
+with the relaxed block ``Q_k = [[P+N, P-N], [P-N, P+N]]``. Each block is
+factored as ``P = rho A Aᵀ``, ``N = rho B Bᵀ`` with every row of
+``F = [A, B]`` of unit norm (so the diagonal constraint holds exactly) and
+``rho = exp(t)``. The scores are ``f = 2 rho Σ_c s_c q(Z F_c)`` (no
+``L(x_i)`` is formed: :class:`~skquad.convex.problem.LiftedData`), and the
+unconstrained parameters ``(W, t)`` with ``F = W / ||W rows||`` are minimised
+by torch's L-BFGS in chunks. After every chunk the certificate
+(:func:`~skquad.convex.certificate.dual_bound`) gives a lower bound; the
+solver stops when the relative gap ``(objective - bound) / objective`` is at
+most ``tol``.
+
+* Start: the eigenvectors of ``M_0 = Σ w_i l'(0) L(x_i)`` (most negative for
+  ``A``, most positive for ``B``), then a golden-section search of ``rho``
+  on ``[0, rho_max]`` (the objective is convex in ``rho`` for fixed factors).
+  A warm start (``init``) keeps the previous factors and searches a common
+  scale of the previous ``rho``.
+* Rank: starts at ``ceil(sqrt(2 p))`` columns per block (Burer-Monteiro:
+  rank ``r`` with ``r (r + 1) / 2 >= p`` has no spurious second-order
+  points for generic data), and grows when the chunk made little progress
+  and the certificate's eigenvalue test is the main part of the gap: the
+  negative eigenvectors of ``Diag mu ± 2 M`` become new columns.
+* Hinge losses: the proximal method of multipliers on the dual box /
+  simplex (:func:`~skquad.convex.losses.hinge_prox`), one dual update per chunk.
+"""
+
+import contextlib
+import math
+import time
+
+import numpy as np
+import torch
+
+from .._reporting import progress_line
+from .certificate import align_factor, dual_bound
+from .losses import (
+    dual_point,
+    hinge_dual_point,
+    hinge_prox,
+    initial_hinge_dual,
+    loss_per_sample,
+)
+from .solution import SDPSolution, relative_gap
+
+__all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored"]
+
+# Keyword arguments of solve_factored a user may pass as solver_options.
+FACTOR_SOLVER_OPTIONS = (
+    "rank", "max_rank", "chunk_size", "history_size", "hinge_sigma", "align_iterations",
+)
+
+_GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
+
+# Rows of W are scaled back to unit norm (and L-BFGS restarted) when one
+# exceeds this: F = W / ||W|| scales each row's gradient by 1 / ||W_j||.
+_RENORMALIZE_ABOVE = 2.0
+
+
+def _golden_minimum(function, low, high, iterations=80):
+    """Minimiser of a convex function of one variable on [low, high]."""
+    x1 = high - _GOLDEN * (high - low)
+    x2 = low + _GOLDEN * (high - low)
+    f1, f2 = function(x1), function(x2)
+    for _ in range(iterations):
+        if f1 > f2:
+            low, x1, f1 = x1, x2, f2
+            x2 = low + _GOLDEN * (high - low)
+            f2 = function(x2)
+        else:
+            high, x2, f2 = x2, x1, f1
+            x1 = high - _GOLDEN * (high - low)
+            f1 = function(x1)
+    best = min([(function(low), low), (f1, x1), (f2, x2), (function(high), high)])
+    return best[1]
+
+
+class _FactorState:
+    """The solver's variables: per block ``W_k`` (p x r_k) and signs, and ``t``."""
+
+    def __init__(self, data, weights, signs, log_rho, dual):
+        self.data = data
+        self.weights = [w.detach().clone().requires_grad_(True) for w in weights]
+        self.signs = signs
+        self.log_rho = log_rho.detach().clone().requires_grad_(True)
+        self.dual = dual
+
+    @property
+    def rank(self):
+        return sum(w.shape[1] for w in self.weights)
+
+    def factors(self):
+        return [w / torch.linalg.vector_norm(w, dim=1, keepdim=True) for w in self.weights]
+
+    def scores(self, factors=None, rho=None):
+        factors = self.factors() if factors is None else factors
+        rho = torch.exp(self.log_rho) if rho is None else rho
+        columns = [
+            2.0 * rho[k] * self.data.factor_inner(F, s)
+            for k, (F, s) in enumerate(zip(factors, self.signs))
+        ]
+        return torch.stack(columns, dim=1)
+
+    def smooth_objective(self):
+        """The function L-BFGS minimises (the hinge in its proximal form)."""
+        data = self.data
+        # rho* <= rho_max: capping keeps line-search trials finite.
+        rho = torch.exp(torch.clamp(self.log_rho, max=self.log_rho_cap))
+        scores = self.scores(rho=rho)
+        if data.loss == "hinge":
+            values, _ = hinge_prox(scores, data.target, self.dual, self._sigma)
+        else:
+            values = loss_per_sample(scores, data.target, data.loss)
+        return data.weight @ values + data.penalty_per_rho * rho.sum()
+
+    def renormalize(self):
+        with torch.no_grad():
+            for w in self.weights:
+                w /= torch.linalg.vector_norm(w, dim=1, keepdim=True)
+
+    def parameters(self):
+        return [*self.weights, self.log_rho]
+
+
+def _spectral_start(data, rank, generator):
+    """Factors from the eigenvectors of ``M_0 = Σ w l'(0) L(x)``, signs, dual at 0."""
+    zeros = torch.zeros_like(data.target)
+    if data.loss == "hinge":
+        dual = initial_hinge_dual(data.target)
+        lam = hinge_dual_point(dual, data.target)
+    else:
+        dual = None
+        lam = dual_point(zeros, data.target, data.loss)
+    p = data.n_lifted
+    weights, signs = [], []
+    for k in range(data.n_outputs):
+        M = data.weighted_matrix(data.weight * lam[:, k])
+        _, vectors = torch.linalg.eigh(0.5 * (M + M.T))
+        n_plus = min(p, max(1, (rank + 1) // 2))
+        n_minus = min(p, max(1, rank - n_plus))
+        block = torch.cat([vectors[:, :n_plus], vectors[:, p - n_minus:]], dim=1)
+        noise = torch.randn(block.shape, generator=generator, dtype=block.dtype, device="cpu")
+        block = block + 0.3 / math.sqrt(p) * noise.to(block.device)
+        sign = torch.ones(block.shape[1], dtype=block.dtype, device=block.device)
+        sign[n_plus:] = -1.0
+        weights.append(align_factor(M, block, sign))
+        signs.append(sign)
+    return weights, signs, dual
+
+
+def _search_rho(data, weights, signs, base_rho):
+    """Golden-section search of ``c`` in ``rho = c * base_rho`` (convex in ``c``)."""
+    with torch.no_grad():
+        factors = [w / torch.linalg.vector_norm(w, dim=1, keepdim=True) for w in weights]
+        unit = torch.stack(
+            [2.0 * base_rho[k] * data.factor_inner(F, s) for k, (F, s) in enumerate(zip(factors, signs))],
+            dim=1,
+        )
+        base_sum = float(base_rho.sum())
+
+        def objective(c):
+            return float(data.objective(c * unit, c * base_sum))
+
+        high = data.rho_max() / float(base_rho.max())
+        if not math.isfinite(high):
+            scale = float(unit.abs().max())
+            high = 1e3 / max(scale, 1e-12)
+        c = _golden_minimum(objective, 0.0, high)
+    return c * base_rho
+
+
+def _wake_blocks(state, lam, rho, off_rho):
+    """Re-aim the blocks whose ``rho`` is (near) zero; restart those that pay.
+
+    For such a block the slope of the objective in ``rho_k`` is
+    ``2 ⟨M_k, D_k⟩ + 2 beta p``: its directions are re-optimised for the
+    current dual (:func:`_align`), and when the slope is negative its
+    ``rho_k`` is set by a 1-D search. Returns whether anything changed.
+    """
+    data = state.data
+    changed = False
+    for k, value in enumerate(rho):
+        if value > off_rho:
+            continue
+        with torch.no_grad():
+            M = data.weighted_matrix(data.weight * lam[:, k])
+        F = align_factor(M, state.weights[k].detach(), state.signs[k])
+        state.weights[k] = F.clone().requires_grad_(True)
+        changed = True
+        slope = 2.0 * float(((M @ F) * F * state.signs[k]).sum()) + data.penalty_per_rho
+        if slope >= 0.0:
+            continue
+        with torch.no_grad():
+            factors = state.factors()
+            rho_all = torch.exp(state.log_rho)
+            others = state.scores(factors, rho_all)
+            others[:, k] = 0.0
+            unit = 2.0 * data.factor_inner(factors[k], state.signs[k])
+            rest = float(rho_all.sum() - rho_all[k])
+
+            def objective(r, others=others, k=k, unit=unit, rest=rest):
+                scores = others.clone()
+                scores[:, k] = r * unit
+                return float(data.objective(scores, rest + r))
+
+            high = data.rho_max()
+            if not math.isfinite(high):
+                high = 1e3 / max(float(unit.abs().max()), 1e-12)
+            best = _golden_minimum(objective, 0.0, high)
+            if best > value:
+                state.log_rho[k] = math.log(max(best, off_rho * 1e-6))
+    return changed
+
+
+def _make_optimizer(state, chunk_size, history_size):
+    return torch.optim.LBFGS(
+        state.parameters(),
+        lr=1.0,
+        max_iter=chunk_size,
+        max_eval=int(chunk_size * 1.5) + 5,
+        tolerance_grad=1e-13,
+        tolerance_change=1e-15,
+        history_size=history_size,
+        line_search_fn="strong_wolfe",
+    )
+
+
+def _grow(state, certificate, tiny_rho, max_rank):
+    """Append the certificate's negative eigenvectors as new columns.
+
+    The new columns get the scale that lowers the objective most among a
+    few (at a rank-deficient saddle the decrease is second order in it).
+    At ``max_rank`` the weakest columns (smallest norms: a column near zero
+    has a zero gradient, a saddle) make room for them. Returns the number
+    of columns added.
+    """
+    added = 0
+    for k, (plus, minus) in enumerate(certificate.growth_directions):
+        if certificate.eigenvalue_shifts[k] <= 0.0 or float(state.log_rho[k].detach().exp()) <= tiny_rho:
+            continue
+        new = torch.cat([plus, minus], dim=1)
+        if new.shape[1] == 0:
+            continue
+        new_signs = torch.cat([
+            torch.ones(plus.shape[1], dtype=new.dtype, device=new.device),
+            -torch.ones(minus.shape[1], dtype=new.dtype, device=new.device),
+        ])
+        with torch.no_grad():
+            F = state.factors()[k]
+            p = F.shape[0]
+            excess = F.shape[1] + new.shape[1] - max_rank
+            if excess > 0:
+                # Only dead columns (near zero) make room: replacing live ones churns.
+                norms = torch.linalg.vector_norm(F, dim=0)
+                dead = int((norms < 1e-2 * norms.max()).sum())
+                if dead == 0:
+                    continue
+                new = new[:, : min(new.shape[1], dead)]
+                new_signs = new_signs[: new.shape[1]]
+                excess = F.shape[1] + new.shape[1] - max_rank
+                keep = torch.argsort(norms, descending=True)
+                keep = torch.sort(keep[: max(F.shape[1] - max(excess, 0), 0)]).values
+                F = F[:, keep]
+                state.signs[k] = state.signs[k][keep]
+                state.weights[k] = state.weights[k].detach()[:, keep]
+            best = None
+            for scale in (0.05, 0.15, 0.4, 1.0):
+                trial = torch.cat([F, scale * math.sqrt(p) * new], dim=1)
+                trial = trial / torch.linalg.vector_norm(trial, dim=1, keepdim=True)
+                weights = [w.detach() for w in state.weights]
+                weights[k] = trial
+                factors = [w / torch.linalg.vector_norm(w, dim=1, keepdim=True) for w in weights]
+                signs = list(state.signs)
+                signs[k] = torch.cat([state.signs[k], new_signs])
+                scores = torch.stack(
+                    [2.0 * torch.exp(state.log_rho[j]) * state.data.factor_inner(G, s)
+                     for j, (G, s) in enumerate(zip(factors, signs))],
+                    dim=1,
+                )
+                value = float(state.data.objective(scores, torch.exp(state.log_rho).sum()))
+                if best is None or value < best[0]:
+                    best = (value, trial)
+        state.weights[k] = best[1].clone().requires_grad_(True)
+        state.signs[k] = torch.cat([state.signs[k], new_signs])
+        added += new.shape[1]
+    return added
+
+
+# Below this many multiply-adds per product Z @ F, torch's intra-op threads
+# cost more than they save, and on a busy machine far more (measured on the
+# shared two-core machine: 569 x 31 x 8 took 28 us on one thread, 22 ms on
+# two; planted d=200, n=2000 solved in 7.7 s on one thread, 95 s on two;
+# optdigits, 10 classes, 12 ms per iteration on one thread, 1 s on two).
+_SINGLE_THREAD_WORK = 200_000_000
+
+
+@contextlib.contextmanager
+def _threads_for(work, device):
+    """One torch thread for small CPU problems; restore the setting afterwards."""
+    previous = torch.get_num_threads()
+    single = device.type == "cpu" and work < _SINGLE_THREAD_WORK
+    if single:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if single:
+            torch.set_num_threads(previous)
+
+
+def solve_factored(data, **options):
+    """Solve the SDP relaxation with the factor (Burer-Monteiro) solver.
+
+    See :func:`_solve_factored` for the parameters (this wrapper only picks
+    the number of torch threads for the problem's size).
+    """
+    rank = options.get("rank") or math.ceil(math.sqrt(2.0 * data.n_lifted))
+    work = data.features.shape[0] * data.n_lifted * rank * data.n_outputs
+    with _threads_for(work, data.features.device):
+        return _solve_factored(data, **options)
+
+
+def _solve_factored(
+    data,
+    *,
+    tol=1e-4,
+    max_iter=3000,
+    rank=None,
+    max_rank=None,
+    init=None,
+    callback=None,
+    verbose=0,
+    chunk_size=50,
+    history_size=30,
+    hinge_sigma=10.0,
+    align_iterations=30,
+    random_state=0,
+):
+    """Solve the SDP relaxation with the factor (Burer-Monteiro) solver.
+
+    Parameters
+    ----------
+    data : LiftedData
+        The weighted training set (float64 recommended: the certificate is
+        computed in the data's dtype).
+    tol : float, default=1e-4
+        Stop when the certified relative gap ``(objective - lower_bound) /
+        |objective|`` is at most ``tol``.
+    max_iter : int, default=3000
+        Largest total number of L-BFGS iterations.
+    rank : int, default=None
+        Initial number of factor columns per block; None: ``ceil(sqrt(2 p))``
+        (at least 4, at most ``2 p``).
+    max_rank : int, default=None
+        Largest number of columns per block; None: ``2 p``.
+    init : SDPSolution, default=None
+        A previous solution of the factor solver (a warm start, e.g. along a
+        path of ``beta``): its factors, its ``rho`` (rescaled by a 1-D
+        search) and, for the hinge losses on the same samples, its dual.
+    callback : callable, default=None
+        ``callback(info) -> bool`` after every chunk, with ``info`` a dict of
+        ``iteration``, ``objective``, ``lower_bound``, ``gap`` (relative),
+        ``rank`` and ``elapsed`` (seconds); returning True stops the solver.
+    verbose : int, default=0
+        Print one :func:`~skquad._reporting.progress_line` per chunk.
+    chunk_size : int, default=50
+        L-BFGS iterations between two certificates.
+    history_size : int, default=30
+        L-BFGS memory.
+    hinge_sigma : float, default=10.0
+        Step of the proximal method of multipliers (hinge losses).
+    align_iterations : int, default=30
+        Iterations that re-optimise the factors' directions for the
+        certificate's linear model (:func:`~skquad.convex.certificate.align_factor`).
+    random_state : int, default=0
+        Seeds the small perturbation of the spectral start (a private
+        generator; the solve is deterministic).
+
+    Returns
+    -------
+    solution : SDPSolution
+        With ``solver="native"``, ``factors``, ``dual``, ``lower_bound``,
+        ``converged`` and ``info["history"]`` (one dict per chunk).
+    """
+    start_time = time.perf_counter()
+    p = data.n_lifted
+    K = data.n_outputs
+    dtype, device = data.features.dtype, data.features.device
+    max_rank = 2 * p if max_rank is None else int(max_rank)
+    if rank is None:
+        rank = math.ceil(math.sqrt(2.0 * p))
+    rank = int(min(max(rank, 4), max_rank, 2 * p))
+    generator = torch.Generator().manual_seed(int(random_state))
+
+    usable_init = (
+        init is not None
+        and init.factors is not None
+        and len(init.factors) == K
+        and all(F.shape[0] == p for F, _ in init.factors)
+    )
+    if usable_init:
+        weights = [torch.as_tensor(F, dtype=dtype, device=device) for F, _ in init.factors]
+        signs = [torch.as_tensor(s, dtype=dtype, device=device) for _, s in init.factors]
+        dual = None
+        if data.loss == "hinge":
+            same_samples = init.dual is not None and init.dual.shape[0] == data.target.shape[0]
+            same_shape = same_samples and init.dual.shape[1] == (1 if K == 1 else K)
+            dual = (
+                torch.as_tensor(init.dual, dtype=dtype, device=device)
+                if same_shape
+                else initial_hinge_dual(data.target)
+            )
+        base_rho = torch.as_tensor(np.maximum(init.rho, 0.0), dtype=dtype, device=device)
+        if float(base_rho.max()) <= 0.0:
+            base_rho = torch.ones(K, dtype=dtype, device=device)
+    else:
+        weights, signs, dual = _spectral_start(data, rank, generator)
+        base_rho = torch.ones(K, dtype=dtype, device=device)
+    rho = _search_rho(data, weights, signs, base_rho)
+    rho_max = data.rho_max()
+    tiny_rho = 1e-12 * (rho_max if math.isfinite(rho_max) else 1.0)
+    state = _FactorState(data, weights, signs, torch.log(torch.clamp(rho, min=tiny_rho)), dual)
+    state._sigma = float(hinge_sigma)
+    state.log_rho_cap = math.log(2.0 * rho_max) if math.isfinite(rho_max) else 50.0
+    off_rho = 1e-6 * (rho_max if math.isfinite(rho_max) else 1.0)
+
+    history = []
+    aligned = [None] * K
+    # Every certificate is a valid bound on the same optimum: keep the best.
+    best_lower_bound = -math.inf
+    n_iter = 0
+    previous_objective = None
+    optimizer = None
+    stopped_by_callback = False
+    converged = False
+    stalled_chunks = 0
+    while True:
+        with torch.no_grad():
+            factors = state.factors()
+            rho_now = torch.exp(state.log_rho)
+            scores = state.scores(factors, rho_now)
+            objective = float(data.objective(scores, rho_now.sum()))
+            if data.loss == "hinge":
+                _, new_dual = hinge_prox(scores, data.target, state.dual, state._sigma)
+                lam = hinge_dual_point(new_dual, data.target)
+            else:
+                new_dual = None
+                lam = dual_point(scores, data.target, data.loss)
+            # Align from the previous certificate's directions when the rank is
+            # unchanged: the alignment then converges across chunks.
+            starts = [
+                a if a is not None and a.shape == F.shape else None
+                for a, F in zip(aligned, factors)
+            ]
+            certificate = dual_bound(
+                data, lam, list(zip(factors, state.signs)), align_starts=starts,
+                growth_columns=max(2, rank // 4),
+                feasible_value=objective, align_iterations=align_iterations,
+            )
+        aligned = certificate.aligned
+        lower_bound = best_lower_bound = max(certificate.lower_bound, best_lower_bound)
+        gap = relative_gap(objective, lower_bound)
+        elapsed = time.perf_counter() - start_time
+        info = {
+            "iteration": n_iter,
+            "objective": objective,
+            "lower_bound": lower_bound,
+            "gap": gap,
+            "rank": state.rank,
+            "elapsed": elapsed,
+        }
+        history.append(info)
+        if verbose:
+            print(progress_line(n_iter, objective, elapsed, lower_bound=lower_bound,
+                                gap=float(gap), rank=state.rank))
+        if gap <= tol:
+            converged = True
+            break
+        if callback is not None and callback(dict(info)):
+            stopped_by_callback = True
+            break
+        if n_iter >= max_iter:
+            break
+
+        # Decide what the next chunk starts from.
+        rebuild = optimizer is None
+        absolute_gap = objective - lower_bound
+        progress = float("inf") if previous_objective is None else previous_objective - objective
+        rho_list = [float(r) for r in rho_now]
+        if _wake_blocks(state, lam, rho_list, off_rho):
+            rebuild = True
+        stalled = progress < 0.1 * absolute_gap
+        stalled_chunks = stalled_chunks + 1 if stalled else 0
+        if (
+            stalled
+            and max(certificate.eigenvalue_shifts) > 0.0
+            and _grow(state, certificate, tiny_rho, max_rank)
+        ):
+            rebuild = True
+            stalled_chunks = 0
+        if data.loss == "hinge":
+            state.dual = new_dual
+            rebuild = True
+        with torch.no_grad():
+            largest_row = max(float(torch.linalg.vector_norm(w, dim=1).max()) for w in state.weights)
+        if largest_row > _RENORMALIZE_ABOVE:
+            state.renormalize()
+            rebuild = True
+        if rebuild:
+            optimizer = _make_optimizer(state, chunk_size, history_size)
+        previous_objective = objective
+
+        budget = min(chunk_size, max_iter - n_iter)
+        optimizer.param_groups[0]["max_iter"] = budget
+        optimizer.param_groups[0]["max_eval"] = int(budget * 1.5) + 5
+
+        def closure(optimizer=optimizer):
+            optimizer.zero_grad()
+            value = state.smooth_objective()
+            value.backward()
+            return value
+
+        before = optimizer.state[optimizer._params[0]].get("n_iter", 0)
+        optimizer.step(closure)
+        done = optimizer.state[optimizer._params[0]].get("n_iter", 0) - before
+        n_iter += max(done, 1)
+        if done == 0 and stalled_chunks > 3:
+            break
+
+    # The zero network is feasible: return it when it is at least as good.
+    zero_value = data.zero_network_value()
+    with torch.no_grad():
+        factors = state.factors()
+        rho_now = torch.exp(state.log_rho)
+        scores = state.scores(factors, rho_now)
+    if zero_value <= objective:
+        rho_now = torch.zeros_like(rho_now)
+        scores = torch.zeros_like(scores)
+        objective = zero_value
+        gap = relative_gap(objective, lower_bound)
+        converged = converged or gap <= tol
+
+    factors_np = [F.detach().cpu().numpy().astype(np.float64) for F in factors]
+    signs_np = [s.detach().cpu().numpy().astype(np.float64) for s in state.signs]
+    rho_np = rho_now.detach().cpu().numpy().astype(np.float64)
+    Q = np.stack([_relaxed_block(F, s, r) for F, s, r in zip(factors_np, signs_np, rho_np)])
+    return SDPSolution(
+        Q=Q,
+        rho=rho_np,
+        value=float(objective),
+        scores=scores.detach().cpu().numpy().astype(np.float64),
+        status="optimal" if converged else ("stopped" if stopped_by_callback else "max_iter"),
+        solver="native",
+        solve_time=time.perf_counter() - start_time,
+        lower_bound=float(lower_bound),
+        factors=list(zip(factors_np, signs_np)),
+        dual=None if new_dual is None else new_dual.detach().cpu().numpy(),
+        n_iter=int(n_iter),
+        converged=bool(converged),
+        info={"history": history, "rank": state.rank, "stopped_by_callback": stopped_by_callback},
+    )
+
+
+def _relaxed_block(F, signs, rho):
+    """``Q = rho [[A Aᵀ + B Bᵀ, A Aᵀ - B Bᵀ], [A Aᵀ - B Bᵀ, A Aᵀ + B Bᵀ]]``."""
+    plus = F[:, signs > 0]
+    minus = F[:, signs < 0]
+    P = plus @ plus.T
+    N = minus @ minus.T
+    return rho * np.block([[P + N, P - N], [P - N, P + N]])

@@ -1,0 +1,136 @@
+"""One entry point for the SDP relaxation: the native solver or CVXPY, certified.
+
+:func:`solve_relaxation` is what :class:`~skquad.SDPQuantizedClassifier`
+(and a regularization path over ``beta``) calls: it builds the lifted data
+(:class:`~skquad.convex.problem.LiftedData`) from an
+:class:`~skquad.convex.lifting.InputLifting` and raw inputs, runs the chosen
+solver, and returns an :class:`~skquad.convex.solution.SDPSolution` whose
+``lower_bound`` is the certificate of :mod:`skquad.convex.certificate`.
+Messages name the estimator's parameters (``tol``, ``max_iter``, ``solver``,
+``solver_options``, ``beta``), which are also this function's.
+"""
+
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from .._reporting import warn_user
+from .._torch_utils import resolve_device
+from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
+from .formulation import solve_sdp
+from .problem import LiftedData
+
+__all__ = ["resolve_solver_device", "solve_relaxation"]
+
+
+def resolve_solver_device(device):
+    """``"auto"`` (and None) is the CPU; otherwise a CPU or CUDA device."""
+    if device is None or (isinstance(device, str) and device.lower() == "auto"):
+        return torch.device("cpu")
+    if isinstance(device, str):
+        device = device.lower()
+    return resolve_device(device)
+
+
+def solve_relaxation(
+    lifting,
+    X,
+    y,
+    weight,
+    *,
+    loss,
+    beta,
+    n_outputs,
+    solver=None,
+    solver_options=None,
+    tol=1e-4,
+    max_iter=3000,
+    init=None,
+    callback=None,
+    verbose=0,
+    device="auto",
+):
+    """Solve the SDP relaxation of Bartan & Pilanci and certify the result.
+
+    Parameters
+    ----------
+    lifting : InputLifting
+        With the standardization to apply (``center``, ``scale``).
+    X : ndarray of shape (n_samples, n_features)
+        Raw training inputs (deduplicated, see :func:`aggregate_samples`).
+    y : ndarray of shape (n_samples,)
+        ±1 labels (one output) or class indices.
+    weight : ndarray of shape (n_samples,)
+        Non-negative sample weights.
+    loss : {"hinge", "logistic", "squared"}
+    beta : float
+    n_outputs : int
+    solver : None or str, default=None
+        None: the native factor solver (:func:`solve_factored`); a CVXPY
+        solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
+        (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
+    solver_options : dict, default=None
+        Native solver: keyword arguments among ``FACTOR_SOLVER_OPTIONS``
+        (``rank``, ``max_rank``, ``chunk_size``, ``history_size``,
+        ``hinge_sigma``); CVXPY: keyword arguments of ``problem.solve``.
+    tol : float, default=1e-4
+        Relative certified gap at which the native solver stops (and above
+        which either path warns).
+    max_iter : int, default=3000
+        Native solver: largest number of L-BFGS iterations.
+    init : SDPSolution, default=None
+        Native solver: warm start from a previous native solution.
+    callback : callable, default=None
+        Native solver: ``callback(info) -> bool`` after every chunk (see
+        :func:`solve_factored`); True stops the solve.
+    verbose : int, default=0
+        Native solver: print the progress of every chunk.
+    device : "auto", str or torch.device, default="auto"
+        Native solver: where it computes ("auto" = the CPU).
+
+    Returns
+    -------
+    solution : SDPSolution
+    """
+    if solver is not None:
+        solution = solve_sdp(
+            lifting.matrices(X), y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
+            solver=solver, solver_options=solver_options, tol=tol,
+        )
+    else:
+        options = dict(solver_options or {})
+        unknown = sorted(set(options) - set(FACTOR_SOLVER_OPTIONS))
+        if unknown:
+            raise TypeError(
+                f"solver_options={options!r} holds options the native solver "
+                f"(solver=None) does not accept: {unknown}. It accepts "
+                f"{list(FACTOR_SOLVER_OPTIONS)}; CVXPY options go with a CVXPY "
+                "solver (solver='SCS' or 'CLARABEL')."
+            )
+        data = LiftedData.from_lifting(
+            lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
+            device=resolve_solver_device(device),
+        )
+        solution = solve_factored(
+            data, tol=tol, max_iter=max_iter, init=init, callback=callback,
+            verbose=verbose, **options,
+        )
+        if not solution.converged and not solution.info.get("stopped_by_callback"):
+            warn_user(
+                f"The native SDP solver stopped after {solution.n_iter} iterations "
+                f"at a certified relative gap of {solution.relative_gap:.1e}, above "
+                f"tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
+                f"the network sampled from it) may be improved by a larger max_iter "
+                f"(now {max_iter}), a larger tol, or solver='CLARABEL' for small "
+                "problems.",
+                ConvergenceWarning,
+            )
+    n_lifted = solution.Q.shape[1] // 2
+    penalty = 2.0 * beta * n_lifted * float(solution.rho.sum())
+    if beta > 0 and penalty <= 1e-7 * max(abs(solution.value), 1e-300):
+        warn_user(
+            f"beta={beta:g} is so large that the relaxed optimum is the zero "
+            "network (rho = 0, certified): the model predicts a constant score. "
+            "Use a smaller beta.",
+            UserWarning,
+        )
+    return solution

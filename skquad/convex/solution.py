@@ -1,0 +1,99 @@
+"""The result of an SDP solve, whichever solver produced it."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["SDPSolution", "SolverFailedError"]
+
+
+class SolverFailedError(RuntimeError):
+    """The solver failed to return a usable solution of the SDP."""
+
+
+@dataclass
+class SDPSolution:
+    """A relaxed solution with its certified lower bound, one block per output.
+
+    Attributes
+    ----------
+    Q : ndarray of shape (n_outputs, 2p, 2p)
+        PSD matrices ``[[V_k, Z_k], [Z_k^T, W_k]]`` with diagonal ``rho_k``
+        (for the factor solver ``[[P+N, P-N], [P-N, P+N]]``, exactly PSD
+        with exactly that diagonal).
+    rho : ndarray of shape (n_outputs,)
+        Their common diagonal value.
+    value : float
+        The relaxed objective at the returned point (``objective``; kept
+        under this name for older code).
+    scores : ndarray of shape (n_samples, n_outputs)
+        The relaxed model's predictions ``2 <L(x_i), Z_k>`` on the data.
+    status, solver : str
+        ``solver`` is ``"native"`` for the factor solver, else the CVXPY name.
+    solve_time : float
+        Seconds of the solve (for CVXPY, compilation included).
+    lower_bound : float
+        Certified lower bound on the SDP's optimum (hence on every binary
+        network's objective), from :func:`skquad.convex.dual_bound`.
+    factors : list of (ndarray, ndarray) or None
+        Factor solver only: per block ``(F_k, s_k)`` with ``F_k`` of shape
+        (p, r_k), unit rows, and column signs ``s_k`` (+1: ``P``, -1: ``N``),
+        so that ``P_k - N_k = rho_k F_k diag(s_k) F_k^T``. A warm start.
+    dual : ndarray or None
+        Factor solver with the hinge losses only: the proximal dual (a warm start).
+    n_iter : int
+        L-BFGS iterations (factor solver) or the conic solver's iterations.
+    converged : bool
+        Whether the relative gap reached the tolerance.
+    info : dict
+        Solver details (history of the factor solver's chunks, violations...).
+    """
+
+    Q: np.ndarray
+    rho: np.ndarray
+    value: float
+    scores: np.ndarray
+    status: str
+    solver: str
+    solve_time: float
+    lower_bound: float = -np.inf
+    factors: list = None
+    dual: np.ndarray = None
+    n_iter: int = 0
+    converged: bool = False
+    info: dict = field(default_factory=dict)
+
+    @property
+    def objective(self):
+        """The relaxed objective at the returned point (an upper bound on the optimum)."""
+        return self.value
+
+    @property
+    def gap(self):
+        """``objective - lower_bound``: the certified absolute gap."""
+        return self.value - self.lower_bound
+
+    @property
+    def relative_gap(self):
+        """``gap / |objective|``, the quantity the tolerance applies to."""
+        return relative_gap(self.value, self.lower_bound)
+
+    def warm_start_state(self):
+        """What a warm start needs (factors, ``rho``, dual), without ``Q``; None for CVXPY."""
+        if self.factors is None:
+            return None
+        return SDPSolution(
+            Q=None, rho=self.rho, value=self.value, scores=None, status=self.status,
+            solver=self.solver, solve_time=0.0, lower_bound=self.lower_bound,
+            factors=self.factors, dual=self.dual,
+        )
+
+    @property
+    def Z(self):
+        p = self.Q.shape[1] // 2
+        return self.Q[:, :p, p:]
+
+
+def relative_gap(objective, lower_bound):
+    """``(objective - lower_bound) / max(|objective|, 1e-12)``."""
+    return (objective - lower_bound) / max(abs(objective), 1e-12)

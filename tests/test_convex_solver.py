@@ -1,0 +1,216 @@
+"""The native factor solver and the certificate, against CLARABEL."""
+
+import numpy as np
+import pytest
+import torch
+
+from skquad.convex import (
+    InputLifting,
+    LiftedData,
+    dual_bound,
+    loss_value,
+    solve_factored,
+    solve_relaxation,
+    solve_sdp,
+)
+from skquad.convex.losses import dual_point, hinge_dual_point
+
+
+def _problem(seed, n_outputs, n=40, d=3):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    if n_outputs == 1:
+        y = np.sign(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n))
+        y[y == 0] = 1
+    else:
+        y = rng.randint(0, n_outputs, size=n)
+    weight = rng.uniform(0.2, 2.0, size=n)
+    return X, y, weight
+
+
+def _reference(lifting, X, y, weight, loss, beta, n_outputs):
+    return solve_sdp(
+        lifting.matrices(X), y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
+        solver="CLARABEL",
+    ).value
+
+
+# Converged to tol=1e-4 within max_iter in all of these; the hinge loss at
+# small beta converges slowly (see test_hinge_small_beta_bound_still_holds).
+CONVERGING = [
+    (loss, n_outputs, beta)
+    for loss in ("squared", "logistic")
+    for n_outputs in (1, 3)
+    for beta in (1e-3, 3e-2, 1.0)
+] + [("hinge", 1, 3e-2), ("hinge", 1, 1.0), ("hinge", 3, 1.0)]
+
+
+@pytest.mark.parametrize("loss, n_outputs, beta", CONVERGING)
+def test_bracket_holds_clarabel_optimum_and_gap_meets_tol(loss, n_outputs, beta):
+    X, y, weight = _problem(7 * n_outputs + int(100 * beta), n_outputs)
+    lifting = InputLifting()
+    reference = _reference(lifting, X, y, weight, loss, beta, n_outputs)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs)
+    solution = solve_factored(data, tol=1e-4)
+    assert solution.lower_bound <= reference + 1e-7
+    assert reference <= solution.value + 1e-6
+    assert solution.converged and solution.relative_gap <= 1e-4
+    # The reported value is the objective of the returned relaxed point.
+    p = lifting.n_lifted(X.shape[1])
+    recomputed = loss_value(solution.scores, y, weight, loss, n_outputs) + 2 * beta * p * solution.rho.sum()
+    np.testing.assert_allclose(solution.value, recomputed, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_hinge_small_beta_bound_still_holds(n_outputs):
+    X, y, weight = _problem(3, n_outputs)
+    lifting = InputLifting()
+    reference = _reference(lifting, X, y, weight, "hinge", 1e-3, n_outputs)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-3, n_outputs=n_outputs)
+    solution = solve_factored(data, tol=1e-4, max_iter=300)
+    assert solution.lower_bound <= reference + 1e-7 <= solution.value + 1e-6
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_bound_holds_at_random_non_optimal_points(loss, n_outputs):
+    """A bound, not an estimate: any factors, any rho, any dual point."""
+    X, y, weight = _problem(11, n_outputs)
+    lifting = InputLifting()
+    beta = 1e-2
+    reference = _reference(lifting, X, y, weight, loss, beta, n_outputs)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs)
+    generator = torch.Generator().manual_seed(0)
+    p = data.n_lifted
+    for trial in range(5):
+        factors = []
+        for _ in range(n_outputs):
+            F = torch.randn((p, 4), generator=generator, dtype=torch.float64)
+            F = F / torch.linalg.vector_norm(F, dim=1, keepdim=True)
+            factors.append((F, torch.tensor([1.0, 1.0, -1.0, -1.0], dtype=torch.float64)))
+        rho = torch.rand(n_outputs, generator=generator, dtype=torch.float64) * 0.5
+        scores = torch.stack(
+            [2 * r * data.factor_inner(F, s) for r, (F, s) in zip(rho, factors)], dim=1
+        )
+        if loss == "hinge":
+            raw = torch.rand(data.target.shape if n_outputs > 1 else (len(y), 1), generator=generator,
+                             dtype=torch.float64)
+            dual = raw if n_outputs == 1 else raw / raw.sum(dim=1, keepdim=True)
+            lam = hinge_dual_point(dual, data.target)
+        else:
+            lam = dual_point(scores, data.target, loss)
+        value = float(data.objective(scores, rho.sum()))
+        bound = dual_bound(data, lam, factors, feasible_value=value, align_iterations=trial * 5)
+        assert bound.lower_bound <= reference + 1e-9
+        assert reference <= value
+
+
+def test_bound_of_an_inexact_scs_solution_stays_below_the_optimum():
+    """The old certificate was SCS's primal value, above the optimum; now a dual bound."""
+    X, y, weight = _problem(5, 1, n=60, d=4)
+    lifted = InputLifting().matrices(X)
+    reference = solve_sdp(lifted, y, weight, loss="logistic", beta=1e-2, solver="CLARABEL")
+    loose = solve_sdp(
+        lifted, y, weight, loss="logistic", beta=1e-2, solver="SCS",
+        solver_options={"eps_abs": 1e-3, "eps_rel": 1e-3},
+    )
+    assert loose.lower_bound <= reference.value + 1e-9
+    assert reference.lower_bound <= reference.value + 1e-9
+    assert reference.relative_gap < 1e-3
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_clarabel_hinge_certificate_uses_the_constraint_duals(n_outputs):
+    X, y, weight = _problem(9, n_outputs)
+    solution = solve_sdp(
+        InputLifting().matrices(X), y, weight, loss="hinge", beta=1e-2, n_outputs=n_outputs,
+        solver="CLARABEL",
+    )
+    assert solution.lower_bound <= solution.value
+    assert solution.relative_gap < 1e-4
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_returned_Q_is_psd_with_diagonal_rho_and_reproduces_the_scores(n_outputs):
+    X, y, weight = _problem(2, n_outputs)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="logistic", beta=1e-2, n_outputs=n_outputs)
+    solution = solve_factored(data)
+    for k in range(n_outputs):
+        Q = solution.Q[k]
+        np.testing.assert_allclose(np.diag(Q), solution.rho[k], rtol=1e-12, atol=1e-14)
+        assert np.linalg.eigvalsh(Q)[0] >= -1e-12 * max(1.0, solution.rho[k])
+        relaxed = 2.0 * lifting.inner(X, solution.Z[k])
+        np.testing.assert_allclose(relaxed, solution.scores[:, k], rtol=1e-9, atol=1e-10)
+
+
+def test_huge_beta_gives_the_zero_network_and_its_value():
+    X, y, weight = _problem(4, 3)
+    data = LiftedData.from_lifting(InputLifting(), X, y, weight, loss="logistic", beta=1e6, n_outputs=3)
+    solution = solve_factored(data)
+    np.testing.assert_array_equal(solution.rho, 0.0)
+    np.testing.assert_array_equal(solution.Q, 0.0)
+    assert solution.value == pytest.approx(np.log(3.0), rel=1e-12)
+    assert solution.lower_bound == pytest.approx(np.log(3.0), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "lifting",
+    [InputLifting(levels=2), InputLifting(activation=(1.0, 0.5, -0.2)), InputLifting(fit_intercept=False)],
+    ids=["weight_levels", "polynomial", "no_intercept"],
+)
+def test_liftings_match_clarabel(lifting):
+    X, y, weight = _problem(6, 1, n=30)
+    reference = _reference(lifting, X, y, weight, "logistic", 1e-2, 1)
+    solution = solve_relaxation(
+        lifting, X, y, weight, loss="logistic", beta=1e-2, n_outputs=1, tol=1e-6
+    )
+    assert solution.lower_bound <= reference + 1e-7 <= solution.value + 1e-6
+    assert solution.relative_gap <= 1e-6
+
+
+def test_warm_start_along_beta_reaches_the_same_optimum_faster():
+    X, y, weight = _problem(8, 1, n=60, d=4)
+    lifting = InputLifting()
+
+    def data(beta):
+        return LiftedData.from_lifting(lifting, X, y, weight, loss="logistic", beta=beta, n_outputs=1)
+
+    first = solve_factored(data(1e-2), tol=1e-6)
+    cold = solve_factored(data(5e-3), tol=1e-6)
+    warm = solve_factored(data(5e-3), tol=1e-6, init=first)
+    assert warm.converged and cold.converged
+    np.testing.assert_allclose(warm.value, cold.value, rtol=2e-6)
+    assert warm.n_iter < cold.n_iter
+
+
+def test_callback_sees_progress_and_can_stop(capsys):
+    X, y, weight = _problem(1, 1, n=60, d=4)
+    data = LiftedData.from_lifting(InputLifting(), X, y, weight, loss="squared", beta=1e-3, n_outputs=1)
+    seen = []
+
+    def callback(info):
+        seen.append(info)
+        return len(seen) == 2
+
+    solution = solve_factored(data, tol=1e-12, callback=callback, verbose=1, chunk_size=5)
+    assert len(seen) == 2 and solution.status == "stopped" and not solution.converged
+    assert set(seen[0]) == {"iteration", "objective", "lower_bound", "gap", "rank", "elapsed"}
+    assert seen[1]["iteration"] == 5 and seen[1]["objective"] <= seen[0]["objective"]
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("Iteration 5, loss = ") and "gap = " in lines[1]
+
+
+def test_native_solver_does_not_import_cvxpy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from skquad import SDPQuantizedClassifier\n"
+        "X = np.random.RandomState(0).standard_normal((40, 3)); y = (X[:, 0] > 0).astype(int)\n"
+        "SDPQuantizedClassifier(n_neurons=20, random_state=0).fit(X, y)\n"
+        "print('cvxpy' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
