@@ -44,7 +44,11 @@ def test_quadratic_logistic_regression_imports_torch_but_not_cvxpy_or_matplotlib
 
 
 def test_sdp_imports_cvxpy_only_when_used():
-    assert "cvxpy" in _imported_after("from skquad import SDPQuantizedClassifier")
+    # The default solver is the native one: CVXPY is the reference path only.
+    assert "cvxpy" not in _imported_after("from skquad import SDPQuantizedClassifier")
+    assert "cvxpy" in _imported_after(
+        "from skquad.convex import solve_sdp, installed_solvers; installed_solvers()"
+    )
 
 
 def test_import_skquad_takes_well_under_a_second():
