@@ -1,0 +1,40 @@
+"""Targets of issue 9 for the SDP solver. Usage: python tools/measure_sdp_targets.py CASE
+CASE in credit, credit_scs, planted200, planted784, optdigits. Needs SKQUAD_DATA for
+the UCI cases. Prints time, certified gap, peak RSS."""
+import resource, sys, time, warnings
+import numpy as np
+from sklearn.model_selection import train_test_split
+from skquad import SDPQuantizedClassifier
+from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
+
+case = sys.argv[1]
+warnings.simplefilter("always")
+def report(model, elapsed, extra=""):
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{case}: fit {elapsed:.1f}s solve {model.solve_time_:.1f}s status={model.solver_status_} "
+          f"relaxed={model.relaxed_objective_:.8f} lower={model.lower_bound_:.8f} "
+          f"relgap={model.certified_gap_ / model.relaxed_objective_:.2e} n_iter={model.n_iter_} "
+          f"peak_rss={rss:.0f}MB {extra}", flush=True)
+
+if case.startswith("credit"):
+    X, y = load_uci("credit-approval", return_X_y=True, as_frame=True)
+    X = make_uci_preprocessor().fit_transform(X)
+    y = np.asarray(y).astype(str)
+    solver = "SCS" if case == "credit_scs" else None
+    t = time.perf_counter()
+    model = SDPQuantizedClassifier(loss="logistic", solver=solver, random_state=0).fit(X, y)
+    report(model, time.perf_counter() - t, f"n={X.shape[0]} d={X.shape[1]} train_acc={model.score(X, y):.3f}")
+elif case.startswith("planted"):
+    d = int(case[len("planted"):])
+    X, y = make_planted_quantized(n_samples=2000, n_features=d, n_planted=10, random_state=0)
+    t = time.perf_counter()
+    model = SDPQuantizedClassifier(loss="logistic", n_neurons=1000, random_state=0).fit(X, y)
+    report(model, time.perf_counter() - t, f"train_acc={model.score(X, y):.3f} relaxed_acc={np.mean(model.relaxed_predict(X) == y):.3f}")
+elif case == "optdigits":
+    X, y = load_uci("optdigits", return_X_y=True, as_frame=True)
+    X = np.asarray(X, dtype=np.float64); y = np.asarray(y).astype(str)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=4496, stratify=y, random_state=0)
+    t = time.perf_counter()
+    model = SDPQuantizedClassifier(random_state=0).fit(X_train, y_train)
+    report(model, time.perf_counter() - t,
+           f"test_acc_sampled={model.score(X_test, y_test):.4f} test_acc_relaxed={np.mean(model.relaxed_predict(X_test) == y_test):.4f}")
