@@ -8,27 +8,13 @@ import pytest
 import scipy.sparse as sp
 import torch
 from sklearn.compose import ColumnTransformer
-from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skquad import QNNClassifier, RPQNNClassifier
-
-
-@pytest.fixture(scope="module")
-def iris():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
-
-
-
-@pytest.fixture(scope="module")
-def binary_data():
-    X, y = make_classification(n_samples=300, n_features=5, n_informative=3, random_state=0)
-    return X, y
 
 
 
@@ -45,7 +31,6 @@ def test_backward_options_train_the_same_model(iris, Estimator):
             probas.append(clf.fit(X, y).predict_proba(X))
     np.testing.assert_allclose(probas[1], probas[0], rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(probas[2], probas[0], rtol=1e-8, atol=1e-10)
-
 
 
 @pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
@@ -69,7 +54,6 @@ def test_partial_fit_on_chunks_matches_fit(iris, Estimator):
     assert chunked.t_ == whole.t_ == 4 * len(y)
 
 
-
 def test_determinism_and_seed_dependence(iris):
     X, y = iris
     with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
@@ -79,7 +63,6 @@ def test_determinism_and_seed_dependence(iris):
             if key in first:
                 np.testing.assert_array_equal(first[key], second[key])
     assert not np.array_equal(fits[0].layers_[0]["weight"], fits[2].layers_[0]["weight"])
-
 
 
 @pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
@@ -98,7 +81,6 @@ def test_pickle_keeps_numpy_only_and_predicts(iris, Estimator):
     assert restored.n_iter_ == clf.n_iter_ + 1
 
 
-
 def test_relinear_start_is_a_conventional_network(iris):
     X, y = iris
     params = dict(hidden_layer_sizes=(5,), max_iter=15, random_state=0, dtype="float64")
@@ -111,7 +93,6 @@ def test_relinear_start_is_a_conventional_network(iris):
     assert all(np.all(layer["quadratic"] == 0) for layer in frozen.layers_)
     np.testing.assert_allclose(frozen.predict_proba(X), conventional.predict_proba(X), rtol=1e-10)
     np.testing.assert_allclose(rp_frozen.predict_proba(X), conventional.predict_proba(X), rtol=1e-10)
-
 
 
 def test_early_stopping_and_verbose(iris, capsys):
@@ -127,7 +108,6 @@ def test_early_stopping_and_verbose(iris, capsys):
     assert "validation score" in epoch_lines[0] and "elapsed" in epoch_lines[0]
 
 
-
 def test_sample_and_class_weight_shift_the_decision(binary_data):
     X, y = binary_data
     params = dict(hidden_layer_sizes=(), solver="lbfgs", random_state=0)
@@ -136,7 +116,6 @@ def test_sample_and_class_weight_shift_the_decision(binary_data):
     weighted = QNNClassifier(**params).fit(X, y, sample_weight=np.where(y == 0, 20.0, 1.0))
     assert np.mean(heavy.predict(X) == 0) > np.mean(plain.predict(X) == 0)
     np.testing.assert_allclose(heavy.predict_proba(X), weighted.predict_proba(X), rtol=1e-5, atol=1e-6)
-
 
 
 def test_dtype_follows_the_input_unless_forced(iris):

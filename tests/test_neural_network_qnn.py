@@ -2,25 +2,11 @@
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from skquad import QNNClassifier
 from skquad.datasets import make_nonlinear_clusters, make_xor
-
-
-@pytest.fixture(scope="module")
-def iris():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
-
-
-
-@pytest.fixture(scope="module")
-def binary_data():
-    X, y = make_classification(n_samples=300, n_features=5, n_informative=3, random_state=0)
-    return X, y
 
 
 
@@ -38,14 +24,12 @@ def test_xor_with_one_quadratic_neuron():
     assert linear.score(X, y) < 1.0
 
 
-
 @pytest.fixture(scope="module")
 def six_clusters():
     # Paper 001's data set at full size: 2000 train + 500 test points per class.
     X_train, X_test, y_train, y_test = make_nonlinear_clusters(2000, 500, random_state=0)
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
-
 
 
 def test_six_clusters_one_layer_of_six_quadratic_neurons(six_clusters):
@@ -73,7 +57,6 @@ def test_six_clusters_one_layer_of_six_quadratic_neurons(six_clusters):
         assert linear_one_vs_rest < 0.88, (k, linear_one_vs_rest)
 
 
-
 def test_six_clusters_with_adam(six_clusters):
     X_train, X_test, y_train, y_test = six_clusters
     clf = QNNClassifier(
@@ -82,7 +65,6 @@ def test_six_clusters_with_adam(six_clusters):
     with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
         clf.fit(X_train, y_train)
     assert clf.score(X_test, y_test) > 0.995
-
 
 
 def test_relinear_sw_decay_shrinks_quadratic_weights(iris):
@@ -98,14 +80,12 @@ def test_relinear_sw_decay_shrinks_quadratic_weights(iris):
     assert norm(l1) < 0.5 * norm(free)
 
 
-
 def test_weight_transfer(iris):
     X, y = iris
     clf = QNNClassifier((5,), quadratic_layers="all", weight_transfer=True, max_iter=200,
                         learning_rate_init=0.01, random_state=0).fit(X, y)
     assert clf.weight_transfer_n_iter_ > 0
     assert clf.score(X, y) > 0.9
-
 
 
 def test_diverging_learning_rate_is_caught(binary_data):

@@ -6,16 +6,8 @@ import numpy as np
 import pytest
 from numpydoc.validate import validate
 from sklearn.base import clone
-from sklearn.datasets import load_iris
-from sklearn.preprocessing import StandardScaler
 
 from skquad import QNNClassifier, RPQNNClassifier
-
-
-@pytest.fixture(scope="module")
-def iris():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
 
 
 
@@ -29,8 +21,6 @@ def test_sigmoid_outputs_give_normalised_probabilities(iris):
     np.testing.assert_allclose(np.log(proba), clf.predict_log_proba(X), rtol=1e-8, atol=1e-12)
     assert np.array_equal(proba.argmax(1), np.searchsorted(clf.classes_, clf.predict(X)))
     assert clf.score(X, y) > 0.9
-
-
 
 
 def _numpydoc_errors(name, is_method):
