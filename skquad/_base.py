@@ -1,4 +1,4 @@
-"""The scikit-learn side shared by every skquad classifier.
+"""The scikit-learn side shared by every skquad estimator.
 
 Everything here is plumbing: input validation, label encoding, sample and class
 weights, the mapping from raw class scores to probabilities and labels, the
@@ -10,13 +10,18 @@ SDP path); an estimator only has to implement
 * ``_raw_scores(X)``: an ``(n_samples, n_scores)`` float64 array of scores for
   already validated ``X``.
 
-With one score the problem is binary and the score is the log-odds of
-``classes_[1]``; with ``n_classes`` scores they are the logits of a softmax.
+:class:`BaseQuadraticEstimator` holds what every estimator shares (atomic fits,
+callbacks, weights, predict-side validation); :class:`BaseQuadraticClassifier`
+adds labels and probabilities, :class:`BaseQuadraticRegressor` numeric
+(multi-output) targets. For a classifier, one score means a binary problem and
+the score is the log-odds of ``classes_[1]``; ``n_classes`` scores are the
+logits of a softmax. For a regressor the scores are the predictions, one
+column per output.
 
 Atomic fit
 ----------
 Every subclass's ``fit``, ``partial_fit`` and ``resample`` is wrapped when the
-class is created (:meth:`BaseQuadraticClassifier.__init_subclass__`, as
+class is created (:meth:`BaseQuadraticEstimator.__init_subclass__`, as
 scikit-learn's ``_SetOutputMixin`` wraps ``transform``). The wrapper
 
 1. validates the constructor parameters and manages the callbacks' lifecycle as
@@ -51,7 +56,7 @@ from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.callback import CallbackSupportMixin
 from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.class_weight import compute_class_weight
@@ -62,7 +67,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-__all__ = ["BaseQuadraticClassifier"]
+__all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
 
 # scikit-learn's callback objects live in the estimator's __dict__ but are not
 # fitted state: they are shared by reference (as sklearn.base.clone does) and
@@ -102,7 +107,7 @@ def _unwrap_fit_context(method):
 
 
 def _atomic(method, name):
-    """Wrap ``method`` of a BaseQuadraticClassifier subclass (see the module docstring)."""
+    """Wrap ``method`` of a BaseQuadraticEstimator subclass (see the module docstring)."""
     raw, prefer_skip = _unwrap_fit_context(method)
     signature = inspect.signature(raw)
 
@@ -158,16 +163,16 @@ def _atomic(method, name):
     return entry
 
 
-class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimator):
-    """Base class of the skquad classifiers (not for direct use).
+class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
+    """Base class of every skquad estimator (not for direct use).
 
-    Subclasses declare their ``_parameter_constraints``, call
-    :meth:`_validate_training_data` at the top of ``fit`` and implement
-    ``_raw_scores``. The base provides ``decision_function``,
-    ``predict_proba``, ``predict_log_proba``, ``predict`` and ``score``,
-    scikit-learn's callback API (``set_callbacks``) and atomic fits: a
-    ``fit``, ``partial_fit`` or ``resample`` that raises or is interrupted
-    leaves the previously fitted model exactly as it was.
+    Subclasses declare their ``_parameter_constraints`` and implement
+    ``_raw_scores``; :class:`BaseQuadraticClassifier` and
+    :class:`BaseQuadraticRegressor` add the task-specific validation and
+    prediction methods. The base provides scikit-learn's callback API
+    (``set_callbacks``), sample-weight scale checks, predict-side validation
+    and atomic fits: a ``fit``, ``partial_fit`` or ``resample`` that raises or
+    is interrupted leaves the previously fitted model exactly as it was.
 
     Contract for subclasses: don't decorate ``fit`` yourselves beyond
     ``@_fit_context``/``@available_if`` (both are handled), don't call
@@ -259,6 +264,102 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
         return None
 
     # ------------------------------------------------------------------ fit side
+    def _check_weight_scale(self, sample_weight):
+        """Rescale or reject weights whose sum over- or underflows.
+
+        Applies the rule declared by the class attribute
+        ``_sample_weight_scale`` ("ratio" or "absolute", see its comment).
+        """
+        with np.errstate(over="ignore"):
+            total = float(np.sum(sample_weight))
+        if total == 0:
+            raise ValueError(
+                f"sample_weight (times class_weight) is zero for every sample; "
+                f"{type(self).__name__} needs positive weights."
+            )
+        # The range of float32, the narrowest dtype an estimator computes in.
+        limits = np.finfo(np.float32)
+        if float(limits.tiny) <= total <= float(limits.max):
+            return sample_weight
+        if self._sample_weight_scale == "ratio":
+            # Dividing by a power of two is exact: the ratios stay bit for bit.
+            exponent = np.frexp(np.max(sample_weight))[1]
+            return np.ldexp(sample_weight, -exponent)
+        problem = "overflows to inf" if not np.isfinite(total) else f"is {total:.3g}"
+        raise ValueError(
+            f"The sum of sample_weight (times class_weight) {problem}, out of the "
+            f"range {type(self).__name__} can compute with. Its objective depends on "
+            "the scale of the weights, not only on their ratios: rescale "
+            "sample_weight (e.g. divide it by its mean) and adapt the "
+            "regularization parameters if the scale was intended."
+        )
+
+    def _sparse_formats(self):
+        return ["csr", "csc"] if self._accept_sparse else False
+
+    # ------------------------------------------------------------ predict side
+    def _validate_predict_data(self, X):
+        check_is_fitted(self)
+        return validate_data(
+            self,
+            X,
+            reset=False,
+            dtype=self._accepted_dtypes,
+            accept_sparse=self._sparse_formats(),
+        )
+
+    def _raw_scores(self, X):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _checked_scores(self, X):
+        scores = np.asarray(self._raw_scores(X), dtype=np.float64)
+        if scores.ndim == 1:
+            scores = scores[:, None]
+        if not np.all(np.isfinite(scores)):
+            # A fitted model never gives NaN silently: this only happens when
+            # inputs far outside the training range overflow the model.
+            raise ValueError(
+                f"{type(self).__name__} produced non-finite scores for some "
+                "samples. The input is probably far outside the range seen in "
+                "training (quadratic models grow with the square of the input); "
+                "scale the features, e.g. with StandardScaler in a Pipeline."
+            )
+        return scores
+
+    def to_torch(self, *, dtype=None):
+        """The fitted model as a :class:`torch.nn.Module` computing ``decision_function``.
+
+        See :func:`skquad.export.to_torch`.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, default=None
+            None: the precision the estimator predicts in.
+
+        Returns
+        -------
+        module : torch.nn.Module
+            Output of shape ``(n,)`` for binary problems, else ``(n, n_classes)``.
+        """
+        from .export import to_torch
+
+        return to_torch(self, dtype=dtype)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = bool(self._accept_sparse)
+        return tags
+
+
+class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
+    """Base class of the skquad classifiers (not for direct use).
+
+    Subclasses call :meth:`_validate_training_data` at the top of ``fit`` and
+    implement ``_raw_scores``; the base provides ``decision_function``,
+    ``predict_proba``, ``predict_log_proba``, ``predict`` and ``score``.
+    """
+
     def _validate_training_data(
         self, X, y, sample_weight=None, *, reset=True, classes=None
     ):
@@ -376,72 +477,10 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
             )
         return per_class[y_encoded]
 
-    def _check_weight_scale(self, sample_weight):
-        """Rescale or reject weights whose sum over- or underflows.
-
-        Applies the rule declared by the class attribute
-        ``_sample_weight_scale`` ("ratio" or "absolute", see its comment).
-        """
-        with np.errstate(over="ignore"):
-            total = float(np.sum(sample_weight))
-        if total == 0:
-            raise ValueError(
-                f"sample_weight (times class_weight) is zero for every sample; "
-                f"{type(self).__name__} needs positive weights."
-            )
-        # The range of float32, the narrowest dtype an estimator computes in.
-        limits = np.finfo(np.float32)
-        if float(limits.tiny) <= total <= float(limits.max):
-            return sample_weight
-        if self._sample_weight_scale == "ratio":
-            # Dividing by a power of two is exact: the ratios stay bit for bit.
-            exponent = np.frexp(np.max(sample_weight))[1]
-            return np.ldexp(sample_weight, -exponent)
-        problem = "overflows to inf" if not np.isfinite(total) else f"is {total:.3g}"
-        raise ValueError(
-            f"The sum of sample_weight (times class_weight) {problem}, out of the "
-            f"range {type(self).__name__} can compute with. Its objective depends on "
-            "the scale of the weights, not only on their ratios: rescale "
-            "sample_weight (e.g. divide it by its mean) and adapt the "
-            "regularization parameters if the scale was intended."
-        )
-
-    def _sparse_formats(self):
-        return ["csr", "csc"] if self._accept_sparse else False
-
     @property
     def _n_scores(self):
         """1 score for binary problems (log-odds), else one per class."""
         return 1 if self.classes_.shape[0] == 2 else self.classes_.shape[0]
-
-    # ------------------------------------------------------------ predict side
-    def _validate_predict_data(self, X):
-        check_is_fitted(self)
-        return validate_data(
-            self,
-            X,
-            reset=False,
-            dtype=self._accepted_dtypes,
-            accept_sparse=self._sparse_formats(),
-        )
-
-    def _raw_scores(self, X):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _checked_scores(self, X):
-        scores = np.asarray(self._raw_scores(X), dtype=np.float64)
-        if scores.ndim == 1:
-            scores = scores[:, None]
-        if not np.all(np.isfinite(scores)):
-            # A fitted model never gives NaN silently: this only happens when
-            # inputs far outside the training range overflow the model.
-            raise ValueError(
-                f"{type(self).__name__} produced non-finite scores for some "
-                "samples. The input is probably far outside the range seen in "
-                "training (quadratic models grow with the square of the input); "
-                "scale the features, e.g. with StandardScaler in a Pipeline."
-            )
-        return scores
 
     def decision_function(self, X):
         """Raw class scores.
@@ -515,31 +554,118 @@ class BaseQuadraticClassifier(CallbackSupportMixin, ClassifierMixin, BaseEstimat
         scores = self._checked_scores(self._validate_predict_data(X))
         return labels_from_scores(self.classes_, scores)
 
-    def to_torch(self, *, dtype=None):
-        """The fitted model as a :class:`torch.nn.Module` computing ``decision_function``.
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        tags.classifier_tags.poor_score = False
+        return tags
 
-        See :func:`skquad.export.to_torch`.
+
+class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
+    """Base class of the skquad regressors (not for direct use).
+
+    Subclasses call :meth:`_validate_training_data` at the top of ``fit`` and
+    implement ``_raw_scores`` returning one column per output; the base
+    provides ``predict`` and ``score`` (R², as every scikit-learn regressor).
+    ``y`` may be 1-D (one output) or 2-D ``(n_samples, n_outputs)``;
+    ``predict`` returns the shape that was fitted, as
+    :class:`~sklearn.linear_model.Ridge` does.
+    """
+
+    def _validate_training_data(self, X, y, sample_weight=None, *, reset=True):
+        """Validate ``X``, numeric ``y`` and weights at the top of ``fit``/``partial_fit``.
 
         Parameters
         ----------
-        dtype : torch.dtype, default=None
-            None: the precision the estimator predicts in.
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Finite numeric targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+        reset : bool, default=True
+            True for ``fit`` and the first ``partial_fit``: sets
+            ``n_features_in_``, ``feature_names_in_`` and ``n_outputs_``.
+            False for later ``partial_fit`` calls: checks against them.
 
         Returns
         -------
-        module : torch.nn.Module
-            Output of shape ``(n,)`` for binary problems, else ``(n, n_classes)``.
+        X : ndarray of shape (n_samples, n_features), float64 or float32
+        y : ndarray of shape (n_samples, n_outputs)
+            In ``X``'s float dtype, always 2-D.
+        sample_weight : ndarray of shape (n_samples,), float64
         """
-        from .export import to_torch
+        y_array = np.asarray(y) if not hasattr(y, "dtype") else y
+        if getattr(y_array, "dtype", None) is not None and (
+            y_array.dtype.kind in "OUS"
+        ):
+            try:
+                np.asarray(y_array, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"{type(self).__name__} is a regressor: `y` must be numeric, "
+                    f"but it holds non-numeric values ({exc}). For class labels "
+                    "use the matching classifier."
+                ) from exc
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=reset,
+            dtype=self._accepted_dtypes,
+            accept_sparse=self._sparse_formats(),
+            y_numeric=True,
+            multi_output=True,
+        )
+        y = np.asarray(y)  # finite: validate_data checked it
+        y_ndim = 1 if y.ndim == 1 else 2
+        y = y.reshape(y.shape[0], -1).astype(X.dtype, copy=False)
+        if reset:
+            self.n_outputs_ = y.shape[1]
+            self._fitted_y_ndim = y_ndim
+        else:
+            check_is_fitted(self, "n_outputs_")
+            if y.shape[1] != self.n_outputs_ or y_ndim != self._fitted_y_ndim:
+                fitted = (
+                    "a 1-D y"
+                    if self._fitted_y_ndim == 1
+                    else f"a 2-D y with {self.n_outputs_} column(s)"
+                )
+                given = "a 1-D y" if y_ndim == 1 else f"a 2-D y with {y.shape[1]} column(s)"
+                raise ValueError(
+                    f"`y` has the wrong shape: the model was fitted on {fitted}, "
+                    f"got {given}."
+                )
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True
+        )
+        sample_weight = self._check_weight_scale(sample_weight)
+        return X, y, sample_weight
 
-        return to_torch(self, dtype=dtype)
+    def _format_predictions(self, scores):
+        """``(n, n_outputs)`` scores in the shape of the fitted ``y``."""
+        if getattr(self, "_fitted_y_ndim", 2) == 1:
+            return scores[:, 0]
+        return scores
+
+    def predict(self, X):
+        """Predicted targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The shape of the ``y`` the model was fitted on.
+        """
+        scores = self._checked_scores(self._validate_predict_data(X))
+        return self._format_predictions(scores)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        tags.input_tags.sparse = bool(self._accept_sparse)
-        tags.classifier_tags.multi_class = True
-        tags.classifier_tags.poor_score = False
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        tags.regressor_tags.poor_score = False
         return tags
 
 

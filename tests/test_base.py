@@ -374,3 +374,63 @@ def test_sparse_input_follows_accept_sparse():
     assert not _CentroidScorer().__sklearn_tags__().input_tags.sparse
     with pytest.raises(TypeError, match="Sparse data"):
         _CentroidScorer().fit(scipy.sparse.csr_matrix(X), y)
+
+
+# ----------------------------------------------------------------- regressors
+from sklearn.linear_model import LinearRegression  # noqa: E402
+from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+
+from skquad._base import BaseQuadraticRegressor  # noqa: E402
+
+
+class _WeightedLeastSquares(BaseQuadraticRegressor):
+    """Ordinary weighted least squares with an intercept, through the regressor base."""
+
+    def fit(self, X, y, sample_weight=None):
+        X, Y, sw = self._validate_training_data(X, y, sample_weight)
+        design = np.column_stack([X, np.ones(X.shape[0])]) * np.sqrt(sw)[:, None]
+        self.coef_ = np.linalg.lstsq(design, Y * np.sqrt(sw)[:, None], rcond=None)[0]
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        first = not hasattr(self, "coef_")
+        self._validate_training_data(X, y, sample_weight, reset=first)
+        return self if not first else self.fit(X, y, sample_weight)
+
+    def _raw_scores(self, X):
+        return X @ self.coef_[:-1] + self.coef_[-1]
+
+
+def test_regressor_base_passes_check_estimator():
+    check_estimator(_WeightedLeastSquares())
+
+
+@pytest.mark.parametrize("n_outputs", [None, 1, 3])
+def test_regressor_predicts_the_fitted_shape_and_matches_least_squares(n_outputs):
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 4)
+    y = rng.randn(30) if n_outputs is None else rng.randn(30, n_outputs)
+    sw = rng.uniform(0.5, 2.0, size=30)
+    model = _WeightedLeastSquares().fit(X, y, sample_weight=sw)
+    reference = LinearRegression().fit(X, y, sample_weight=sw)
+    assert model.predict(X).shape == y.shape
+    assert model.n_outputs_ == (1 if n_outputs is None else n_outputs)
+    # Both solve the same well-conditioned least-squares problem in float64.
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=1e-8, atol=1e-10)
+    assert model.score(X, y) == pytest.approx(reference.score(X, y), rel=1e-8)
+
+
+def test_regressor_refuses_bad_targets_and_keeps_the_previous_model():
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(20, 2), rng.randn(20)
+    model = _WeightedLeastSquares().fit(X, y)
+    before = model.coef_.copy()
+    with pytest.raises(ValueError, match="must be numeric"):
+        model.fit(X, np.array(["a", "b"] * 10))
+    with pytest.raises(ValueError, match="NaN"):
+        model.fit(X, np.where(np.arange(20) == 3, np.nan, y))
+    with pytest.raises(ValueError, match="infinity"):
+        model.fit(X, np.where(np.arange(20) == 3, np.inf, y))
+    with pytest.raises(ValueError, match="fitted on a 1-D y"):
+        model.partial_fit(X, y[:, None])
+    np.testing.assert_array_equal(model.coef_, before)
