@@ -404,7 +404,8 @@ def _solve_factored(
         and all(F.shape[0] == p for F, _ in init.factors)
     )
     if usable_init:
-        weights = [torch.as_tensor(F, dtype=dtype, device=device) for F, _ in init.factors]
+        # contiguous: torch's L-BFGS flattens its parameters with views.
+        weights = [torch.as_tensor(F, dtype=dtype, device=device).contiguous() for F, _ in init.factors]
         signs = [torch.as_tensor(s, dtype=dtype, device=device) for _, s in init.factors]
         dual = None
         if data.loss == "hinge":

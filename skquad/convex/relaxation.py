@@ -15,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
+from .compact_solver import compact_applies, solve_compact
 from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
 from .formulation import solve_sdp
 from .problem import LiftedData
@@ -65,7 +66,13 @@ def solve_relaxation(
     beta : float
     n_outputs : int
     solver : None or str, default=None
-        None: the native factor solver (:func:`solve_factored`); a CVXPY
+        None: the native solvers. The squared loss with a small lifting
+        (``p (p + 1) / 2 <= 600``, see :func:`compact_applies`) is solved
+        block by block in its compact cone form
+        (:func:`~skquad.convex.compact_solver.solve_compact`, an interior-point
+        solve to about 1e-8, then certified), which the factor solver continues from if its
+        certified gap is still above ``tol``; everything else goes to the
+        factor solver (:func:`solve_factored`). A CVXPY
         solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
         (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
     solver_options : dict, default=None
@@ -110,10 +117,24 @@ def solve_relaxation(
             lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
             device=resolve_solver_device(device),
         )
-        solution = solve_factored(
-            data, tol=tol, max_iter=max_iter, init=init, callback=callback,
-            verbose=verbose, **options,
-        )
+        compact = None
+        if not options and compact_applies(data):
+            # solver_options configure the factor solver: asking for them
+            # means asking for it.
+            compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
+        if compact is not None and (
+            compact.converged or compact.info["stopped_by_callback"] or max_iter == 0
+        ):
+            solution = compact
+        else:
+            solution = solve_factored(
+                data, tol=tol, max_iter=max_iter, init=compact if compact is not None else init,
+                callback=callback, verbose=verbose, **options,
+            )
+            if compact is not None and compact.lower_bound > solution.lower_bound:
+                # Both bounds hold for the same optimum: keep the larger.
+                solution.lower_bound = compact.lower_bound
+                solution.converged = solution.relative_gap <= tol
         if not solution.converged and not solution.info.get("stopped_by_callback"):
             warn_user(
                 f"The native SDP solver stopped after {solution.n_iter} iterations "

@@ -94,7 +94,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
         ``Z* / rho*``.
     solver, solver_options :
         A CVXPY solver and its options, as in
-        :func:`skquad.convex.formulation.solve_sdp`. None or ``"native"``
+        :func:`skquad.convex.formulation.solve_sdp`. None, ``"native"`` or ``"compact"``
         (the factor solver, which does not solve this problem) mean
         :func:`~skquad.convex.default_solver`'s choice with its defaults.
 
@@ -112,7 +112,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     problem = cp.Problem(
         cp.Minimize(cp.sum_squares(K[:p, p:] - target)), [cp.diag(K) == 1.0]
     )
-    if solver is None or solver == "native":
+    if solver is None or solver in ("native", "compact"):
         solver, solver_options = default_solver(), None
     try:
         problem.solve(solver=solver, **dict(solver_options or {}))

@@ -1,0 +1,125 @@
+"""The compact (interior-point) solver of the squared-loss SDP, against CLARABEL through CVXPY."""
+
+import numpy as np
+import pytest
+import torch
+
+from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
+from skquad.convex.compact_solver import (
+    compact_applies,
+    lifted_svecs,
+    solve_compact,
+    svec_indices,
+)
+
+
+def _problem(seed, n_outputs, n=40, d=3):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    if n_outputs == 1:
+        y = X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n)  # real targets
+    else:
+        y = rng.randint(0, n_outputs, size=n)
+    weight = rng.uniform(0.2, 2.0, size=n)
+    return X, y, weight
+
+
+LIFTINGS = {
+    "bilinear": InputLifting(),
+    "weight_levels": InputLifting(levels=2),
+    "polynomial": InputLifting(activation=(1.0, 0.5, -0.2)),
+    "no_intercept": InputLifting(fit_intercept=False),
+}
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+def test_svec_features_give_the_lifted_inner_products(name):
+    """``Φ_i · svec(D) = ⟨L(x_i), D⟩`` for a random symmetric ``D``."""
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(0, 1)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    p = data.n_lifted
+    D = np.random.RandomState(1).standard_normal((p, p))
+    D = D + D.T
+    rows, cols = svec_indices(p)
+    svec = D[rows, cols] * np.where(rows == cols, 1.0, np.sqrt(2.0))
+    expected = data.matrix_inner(torch.as_tensor(D)).numpy()
+    # Both sides sum O(p²) products of O(1) numbers: rounding is ~1e-15 relative.
+    np.testing.assert_allclose(lifted_svecs(data) @ svec, expected, rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("beta", [1e-3, 3e-2, 1.0])
+def test_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(5 * n_outputs + int(100 * beta), n_outputs)
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="squared", beta=beta, n_outputs=n_outputs,
+        solver="CLARABEL",
+    ).value
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=n_outputs)
+    solution = solve_compact(data, tol=1e-4)
+    # The bound is a proof (weak duality), the value a feasible point's
+    # objective; CLARABEL's own value is accurate to ~1e-8 relative.
+    scale = max(1.0, abs(reference))
+    assert solution.lower_bound <= reference + 1e-7 * scale
+    assert reference <= solution.value + 1e-7 * scale
+    assert solution.converged and solution.relative_gap <= 1e-4
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_solution_is_exactly_feasible_and_reproduces_its_scores(n_outputs):
+    X, y, weight = _problem(2, n_outputs)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=n_outputs)
+    solution = solve_compact(data)
+    for k in range(n_outputs):
+        Q = solution.Q[k]
+        np.testing.assert_allclose(np.diag(Q), solution.rho[k], rtol=1e-12, atol=1e-14)
+        assert np.linalg.eigvalsh(Q)[0] >= -1e-12 * max(1.0, solution.rho[k])
+        relaxed = 2.0 * lifting.inner(X, solution.Z[k])
+        np.testing.assert_allclose(relaxed, solution.scores[:, k], rtol=1e-9, atol=1e-10)
+        F, signs = solution.factors[k]
+        np.testing.assert_allclose(np.linalg.norm(F, axis=1), 1.0, rtol=1e-12)
+
+
+def test_huge_beta_gives_the_zero_network():
+    X, y, weight = _problem(4, 3)
+    data = LiftedData.from_lifting(InputLifting(), X, y, weight, loss="squared", beta=1e6, n_outputs=3)
+    solution = solve_compact(data)
+    np.testing.assert_array_equal(solution.rho, 0.0)
+    assert solution.value == pytest.approx(data.zero_network_value(), rel=1e-12)
+    assert solution.lower_bound <= solution.value
+
+
+def test_relaxation_chooses_the_compact_form_only_where_it_applies():
+    X, y, weight = _problem(3, 1)
+    lifting = InputLifting()
+    squared = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    assert squared.solver == "compact" and squared.converged
+    labels = np.where(y > 0, 1.0, -1.0)
+    logistic = solve_relaxation(lifting, X, labels, weight, loss="logistic", beta=1e-2, n_outputs=1)
+    assert logistic.solver == "native"
+    # solver_options configure the factor solver: asking for them selects it.
+    factored = solve_relaxation(
+        lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1, solver_options={"rank": 4}
+    )
+    assert factored.solver == "native"
+    assert factored.lower_bound <= squared.value + 1e-9 and squared.lower_bound <= factored.value + 1e-9
+    wide = LiftedData.from_lifting(
+        lifting, np.zeros((5, 40)), np.zeros(5), np.ones(5), loss="squared", beta=1e-2, n_outputs=1
+    )
+    assert not compact_applies(wide)  # p = 41: m = 861 > 600
+
+
+def test_warm_start_of_the_factor_solver_from_a_compact_solution():
+    """The factor solver continues from compact factors (the fall-back path)."""
+    from skquad.convex import solve_factored
+
+    X, y, weight = _problem(8, 3)
+    data = LiftedData.from_lifting(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+    compact = solve_compact(data)
+    continued = solve_factored(data, tol=1e-6, init=compact, max_iter=500)
+    assert continued.lower_bound <= compact.value + 1e-9
+    assert compact.lower_bound <= continued.value + 1e-9
