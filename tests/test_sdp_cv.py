@@ -105,3 +105,59 @@ def test_parallel_folds_give_the_same_search(cancer):
     parallel = SDPQuantizedClassifierCV(n_jobs=2, **common).fit(X_train, y_train)
     np.testing.assert_allclose(parallel.scores_, serial.scores_)
     assert parallel.beta_ == serial.beta_
+
+
+def _accuracy_unless_large_beta(threshold):
+    """A scorer that fails (NaN) for the betas at or above ``threshold``."""
+
+    def score(estimator, X, y):
+        if estimator.beta >= threshold:
+            return np.nan
+        return float(np.mean(estimator.predict(X) == y))
+
+    return score
+
+
+def test_non_finite_fold_scores_rank_last_with_a_warning():
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 3)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    betas = [1e-1, 1e-2, 1e-3]
+    # The largest beta would win a NaN-blind argmax (it is first on the path).
+    model = SDPQuantizedClassifierCV(
+        betas=betas, cv=2, n_neurons=30, scoring=_accuracy_unless_large_beta(5e-2), random_state=0
+    )
+    with pytest.warns(UserWarning, match="non-finite cross-validated scores"):
+        model.fit(X, y)
+    assert model.beta_ < 5e-2
+    assert np.isnan(model.scores_[:, 0]).all()
+
+
+def test_all_non_finite_fold_scores_raise():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = (X[:, 0] > 0).astype(int)
+    model = SDPQuantizedClassifierCV(
+        betas=[1e-1, 1e-2], cv=2, n_neurons=20, scoring=_accuracy_unless_large_beta(0.0)
+    )
+    with pytest.raises(ValueError, match="non-finite"):
+        model.fit(X, y)
+    assert not hasattr(model, "beta_")
+
+
+@pytest.mark.parametrize(
+    "params", [{"weight_levels": 3}, {"activation": (1.0, 0.5, -0.2)}, {"loss": "hinge"}]
+)
+def test_the_top_of_the_path_is_the_zero_network_for_every_lifting(params):
+    """The path starts where the fit's own lifting certifies the zero network."""
+    rng = np.random.RandomState(1)
+    X = rng.randn(40, 3)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = SDPQuantizedClassifierCV(betas=3, n_neurons=20, **params)
+    model._validate_params()
+    X_checked, y_encoded, weight = model._validate_training_data(X, y)
+    top = model._path(X_checked, y_encoded, weight)[0]
+    single = SDPQuantizedClassifier(beta=top, n_neurons=20, **params)
+    with pytest.warns(UserWarning, match="relaxed optimum is the zero network"):
+        single.fit(X, y)
+    np.testing.assert_array_equal(single.rho_, 0.0)

@@ -321,3 +321,52 @@ def test_relaxed_predict_matches_the_relaxed_scores(planted_model, planted):
     np.testing.assert_array_equal(
         planted_model.relaxed_predict(X), planted_model.classes_[(scores > 0).astype(int)]
     )
+
+
+# ------------------------------------------- solver_options and callback subtasks
+@pytest.mark.parametrize(
+    "options, key",
+    [
+        ({"rank": 0}, "rank"),
+        ({"rank": -3}, "rank"),
+        ({"rank": 2.5}, "rank"),
+        ({"rank": float("nan")}, "rank"),
+        ({"rank": True}, "rank"),
+        ({"chunk_size": 0}, "chunk_size"),
+        ({"history_size": 0}, "history_size"),
+        ({"hinge_sigma": -1}, "hinge_sigma"),
+        ({"hinge_sigma": float("inf")}, "hinge_sigma"),
+        ({"align_iterations": -1}, "align_iterations"),
+        ({"rank": 8, "max_rank": 4}, "rank"),
+    ],
+)
+def test_invalid_solver_options_name_the_key(options, key):
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(40, 3), np.arange(40) % 2
+    with pytest.raises(ValueError, match=rf"solver_options\['{key}'\]"):
+        SDPQuantizedClassifier(n_neurons=20, solver_options=options).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_iter": 0},
+        {"max_iter": 1},
+        {"max_iter": 0, "loss": "logistic"},
+        {"max_iter": 1, "loss": "logistic"},
+        {"max_iter": 120, "loss": "logistic", "tol": 1e-12},
+    ],
+)
+def test_any_number_of_solver_chunks_fits_the_callback_context(params):
+    from sklearn.callback import ScoringMonitor
+
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(40, 3), np.arange(40) % 2
+    X[:, 0] += y
+    model = SDPQuantizedClassifier(n_neurons=20, random_state=0, **params)
+    model.set_callbacks(ScoringMonitor(scoring="accuracy"))
+    with warnings.catch_warnings():
+        # Stopping early at max_iter is the point here; its warning is tested elsewhere.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X, y)
+    assert model.lower_bound_ <= model.relaxed_objective_ + 1e-12

@@ -10,6 +10,9 @@ Messages name the estimator's parameters (``tol``, ``max_iter``, ``solver``,
 ``solver_options``, ``beta``), which are also this function's.
 """
 
+import math
+from numbers import Integral, Real
+
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
@@ -30,6 +33,49 @@ def resolve_solver_device(device):
     if isinstance(device, str):
         device = device.lower()
     return resolve_device(device)
+
+
+# The native solver's options: (kind, smallest allowed value).
+_OPTION_RULES = {
+    "rank": ("int", 1),
+    "max_rank": ("int", 1),
+    "chunk_size": ("int", 1),
+    "history_size": ("int", 1),
+    "align_iterations": ("int", 0),
+    "hinge_sigma": ("real", 0.0),
+}
+
+
+def _check_factor_options(options):
+    """Validate the values of ``solver_options`` for the native solver.
+
+    Integers (not bools, not floats such as 2.5) at least the rule's minimum;
+    ``hinge_sigma`` a finite real above 0; None leaves ``rank`` and
+    ``max_rank`` to the solver's defaults.
+    """
+    for key, value in options.items():
+        kind, smallest = _OPTION_RULES[key]
+        if value is None and key in ("rank", "max_rank"):
+            continue
+        if kind == "int":
+            valid = isinstance(value, Integral) and not isinstance(value, bool) and value >= smallest
+            wanted = f"an integer >= {smallest}"
+        else:
+            valid = (
+                isinstance(value, Real) and not isinstance(value, bool)
+                and math.isfinite(value) and value > smallest
+            )
+            wanted = "a finite number > 0"
+        if not valid:
+            raise ValueError(
+                f"solver_options[{key!r}] must be {wanted}, got {value!r}."
+            )
+    if options.get("rank") is not None and options.get("max_rank") is not None:
+        if options["rank"] > options["max_rank"]:
+            raise ValueError(
+                f"solver_options['rank']={options['rank']} is larger than "
+                f"solver_options['max_rank']={options['max_rank']}."
+            )
 
 
 def solve_relaxation(
@@ -113,6 +159,7 @@ def solve_relaxation(
                 f"{list(FACTOR_SOLVER_OPTIONS)}; CVXPY options go with a CVXPY "
                 "solver (solver='SCS' or 'CLARABEL')."
             )
+        _check_factor_options(options)
         data = LiftedData.from_lifting(
             lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
             device=resolve_solver_device(device),

@@ -493,6 +493,10 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
             Q_normalized[:p, p:], solver=self.solver_, solver_options=self.solver_options
         )
 
+    def _callback_max_subtasks(self, method_name):
+        """Unknown (None): the solver reports one subtask per chunk until it certifies ``tol``."""
+        return None
+
     def _penalty_beta(self):
         """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
         return float(self.beta)

@@ -11,48 +11,16 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
-from ._common import _standardization
+from .._reporting import warn_user
+from ..convex.lifting import InputLifting
+from ..convex.path import zero_network_beta
+from ._common import _check_activation, _class_targets, _standardization
 from ._sdp import SDPQuantizedClassifier
 
 __all__ = ["SDPQuantizedClassifierCV"]
 
 # The start of SDPQuantizedClassifier's warning about a network far from its bound.
 _FAR_FROM_BOUND = "The network with n_neurons="
-
-
-def _zero_network_beta(X, y_encoded, sample_weight, n_classes, loss, fit_intercept, standardize):
-    """The smallest ``beta`` above which the zero network is optimal, approximately.
-
-    At ``rho = 0`` the SDP's objective decreases along a direction ``Z_s``
-    (unit-diagonal block) at rate ``2 <M_0, Z_s> + 2 beta p`` with
-    ``M_0 = sum_i w_i loss'(0; y_i) z_i z_i^T``; since ``|<M_0, Z_s>| <= p ||M_0||_2``,
-    ``beta >= ||M_0||_2`` makes the zero network optimal. Computed per class
-    (one-vs-rest derivative of each loss at 0) on the standardized lifted
-    inputs, the largest over classes.
-    """
-    X = np.asarray(X, dtype=np.float64)
-    weight = sample_weight / sample_weight.sum()
-    if standardize:
-        mean, scale = _standardization(X, weight)
-        X = (X - mean) / scale
-    if fit_intercept:
-        X = np.hstack([X, np.ones((X.shape[0], 1))])
-    n_outputs = 1 if n_classes == 2 else n_classes
-    largest = 0.0
-    for k in range(n_outputs):
-        if n_outputs == 1:
-            sign = 2.0 * y_encoded - 1.0
-            slope = {"squared": -2.0 * sign, "logistic": -0.5 * sign, "hinge": -sign}[loss]
-        else:
-            onehot = (y_encoded == k).astype(np.float64)
-            slope = {
-                "squared": -2.0 * onehot,
-                "logistic": 1.0 / n_classes - onehot,
-                "hinge": 1.0 - 2.0 * onehot,
-            }[loss]
-        M = (X * (weight * slope)[:, None]).T @ X
-        largest = max(largest, float(np.max(np.abs(np.linalg.eigvalsh(M)))))
-    return largest
 
 
 def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
@@ -201,6 +169,27 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         params = {name: value for name, value in self.get_params(deep=False).items() if name in names}
         return SDPQuantizedClassifier(**params)
 
+    def _best_index(self, scores):
+        """The beta of the best mean fold score; non-finite means rank last (as GridSearchCV)."""
+        mean_scores = scores.mean(axis=0)
+        finite = np.isfinite(mean_scores)
+        if not finite.any():
+            raise ValueError(
+                f"Every beta's cross-validated score is non-finite (scoring="
+                f"{self.scoring!r}), so no beta can be chosen. A fold's test split "
+                "probably holds a single class (use a stratified cv with fewer "
+                "folds) or the scorer fails on these predictions; choose another "
+                "scoring or cv."
+            )
+        if not finite.all():
+            warn_user(
+                f"{int((~finite).sum())} of the {finite.size} betas have non-finite "
+                f"cross-validated scores (scoring={self.scoring!r}); they are ranked "
+                "last, as GridSearchCV ranks them.",
+                UserWarning,
+            )
+        return int(np.argmax(np.where(finite, mean_scores, -np.inf)))
+
     def _path(self, X, y_encoded, sample_weight):
         if not isinstance(self.betas, Integral):
             betas = np.sort(np.asarray(self.betas, dtype=np.float64).ravel())[::-1]
@@ -210,9 +199,19 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
                     f"non-negative floats, got {self.betas!r}."
                 )
             return betas
-        beta_max = _zero_network_beta(
-            X, y_encoded, sample_weight, self.classes_.shape[0], self.loss,
-            self.fit_intercept, self.standardize,
+        weight = sample_weight / sample_weight.sum()
+        center, scale = _standardization(X, weight) if self.standardize else (None, None)
+        lifting = InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+            center=center,
+            scale=scale,
+        )
+        n_outputs = self._n_scores
+        targets = _class_targets(y_encoded, n_outputs)
+        beta_max = zero_network_beta(
+            lifting, X, targets, sample_weight, loss=self.loss, n_outputs=n_outputs
         )
         beta_max = beta_max if beta_max > 0 else 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
@@ -245,7 +244,7 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
             for train, test in folds
         )
         scores = np.vstack(scores)
-        best = int(np.argmax(scores.mean(axis=0)))
+        best = self._best_index(scores)
         model = clone(base).set_params(beta=betas[best])
         if self.refit:
             model.fit(X, y, sample_weight=sample_weight)

@@ -1,0 +1,53 @@
+"""The top of the beta path: beta_max through the fit's own lifting."""
+
+import numpy as np
+import pytest
+
+from skquad.convex import InputLifting, solve_relaxation
+from skquad.convex.path import zero_network_beta
+
+LIFTINGS = {
+    "bilinear": InputLifting(),
+    "weight_levels": InputLifting(levels=3),
+    "polynomial": InputLifting(activation=(1.0, 0.5, -0.2)),
+}
+
+
+def _data(n_outputs, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((30, 3))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0) if n_outputs == 1 else rng.randint(0, 3, 30)
+    return X, y, rng.uniform(0.5, 2.0, 30)
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
+def test_beta_max_is_the_spectral_norm_of_the_lifted_slope_matrix(name, loss):
+    """Brute force: M = Σ w_i l'(0) L(x_i) with the explicit lifted matrices."""
+    lifting = LIFTINGS[name]
+    X, y, w = _data(1)
+    slope = {"squared": -2.0 * y, "logistic": -0.5 * y, "hinge": -y}[loss]
+    weight = w / w.sum()
+    M = np.einsum("n,nij->ij", weight * slope, lifting.matrices(X))
+    expected = np.max(np.abs(np.linalg.eigvalsh(0.5 * (M + M.T))))
+    got = zero_network_beta(lifting, X, y, w, loss=loss, n_outputs=1)
+    # Two summation orders of the same O(n p²) terms.
+    assert got == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_beta_max_gives_the_zero_network_and_a_smaller_beta_does_not(name, n_outputs):
+    lifting = LIFTINGS[name]
+    X, y, w = _data(n_outputs, seed=1)
+    beta_max = zero_network_beta(lifting, X, y, w, loss="logistic", n_outputs=n_outputs)
+    with pytest.warns(UserWarning, match="relaxed optimum is the zero network"):
+        at_max = solve_relaxation(
+            lifting, X, y, w, loss="logistic", beta=beta_max, n_outputs=n_outputs
+        )
+    # A certified zero network: the bound reaches the zero network's value.
+    np.testing.assert_array_equal(at_max.rho, 0.0)
+    below = solve_relaxation(
+        lifting, X, y, w, loss="logistic", beta=beta_max / 20, n_outputs=n_outputs
+    )
+    assert below.rho.max() > 0
