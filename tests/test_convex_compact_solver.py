@@ -123,3 +123,20 @@ def test_warm_start_of_the_factor_solver_from_a_compact_solution():
     continued = solve_factored(data, tol=1e-6, init=compact, max_iter=500)
     assert continued.lower_bound <= compact.value + 1e-9
     assert compact.lower_bound <= continued.value + 1e-9
+
+
+def test_factor_solver_takes_the_squared_blocks_one_at_a_time():
+    """Blocks solved apart: the sums of values and bounds bracket CLARABEL's optimum."""
+    X, y, weight = _problem(9, 3)
+    lifting = InputLifting()
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="squared", beta=1e-2, n_outputs=3, solver="CLARABEL"
+    ).value
+    solution = solve_relaxation(
+        lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3, tol=1e-4,
+        solver_options={"chunk_size": 50},  # selects the factor solver
+    )
+    assert solution.solver == "native" and len(solution.info["blocks"]) == 3
+    assert solution.lower_bound <= reference + 1e-7 <= solution.value + 2e-7
+    assert solution.converged and solution.relative_gap <= 1e-4
+    assert solution.Q.shape[0] == 3 and solution.scores.shape == (X.shape[0], 3)
