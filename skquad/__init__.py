@@ -11,6 +11,9 @@ QNNClassifier
     (Fan et al.).
 QuadraticLogisticRegression
     One quadratic neuron ``sigmoid(x^T Q x + w^T x + b)`` per class score.
+QuadraticRegression
+    One quadratic neuron ``x^T Q x + w^T x + b`` per output, with Ridge's
+    penalty: ``PolynomialFeatures(2) + Ridge`` without the feature matrix.
 RPQNNClassifier
     Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (Noel et al.,
     QNN/RPQNN), optionally with Fan et al.'s (ReLinear) power term.
@@ -37,6 +40,7 @@ _LAZY_ATTRIBUTES = {
     "BackpropQuantizedClassifier": ".quantized._backprop",
     "QNNClassifier": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
+    "QuadraticRegression": ".linear_model",
     "RPQNNClassifier": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
@@ -46,6 +50,7 @@ __all__ = [
     "BackpropQuantizedClassifier",
     "QNNClassifier",
     "QuadraticLogisticRegression",
+    "QuadraticRegression",
     "RPQNNClassifier",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
@@ -53,6 +58,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
+    from .linear_model import QuadraticRegression as QuadraticRegression
     from .neural_network import QNNClassifier as QNNClassifier
     from .neural_network import RPQNNClassifier as RPQNNClassifier
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier

@@ -13,6 +13,7 @@ from skquad import (
     BackpropQuantizedClassifier,
     QNNClassifier,
     QuadraticLogisticRegression,
+    QuadraticRegression,
     RPQNNClassifier,
     SDPQuantizedClassifier,
 )
@@ -26,6 +27,9 @@ ESTIMATORS = [
     RPQNNClassifier(solver="lbfgs"),
     SDPQuantizedClassifier(),
     BackpropQuantizedClassifier(),
+    QuadraticRegression(),
+    QuadraticRegression(solver="cg"),
+    QuadraticRegression(solver="kernel"),
 ]
 
 

@@ -406,9 +406,9 @@ def test_verbose_prints_progress(iris, capsys):
 def test_docstring_examples_run():
     import doctest
 
-    import skquad.linear_model
+    import skquad.linear_model._logistic
 
-    result = doctest.testmod(skquad.linear_model, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(skquad.linear_model._logistic, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -9,17 +9,17 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseQuadraticClassifier
-from ._reporting import warn_user
-from ._torch_utils import as_tensor, make_generator, prediction_device, resolve_device, seed_from, to_numpy
-from ._training import (
+from .._base import BaseQuadraticClassifier
+from .._reporting import warn_user
+from .._torch_utils import as_tensor, make_generator, prediction_device, resolve_device, seed_from, to_numpy
+from .._training import (
     SparseRows,
     Trainer,
     TrainingConfig,
     choose_thread_count,
     merge_duplicate_samples,
 )
-from .nn.quadratic_form import (
+from ..nn.quadratic_form import (
     QuadraticScores,
     chunked_quadratic_form_scores,
     log_loss_per_sample,

@@ -1,0 +1,13 @@
+"""Single quadratic neurons: ``QuadraticLogisticRegression`` and ``QuadraticRegression``.
+
+One module per estimator, as :mod:`sklearn.linear_model` keeps them:
+``_logistic`` (the classifier, trained by the L-BFGS driver of
+:mod:`skquad._training`) and ``_regression`` (the regressor, a ridge problem
+on the degree-2 features solved in closed form by
+:mod:`skquad.nn.quadratic_ridge`).
+"""
+
+from ._logistic import QuadraticLogisticRegression
+from ._regression import QuadraticRegression
+
+__all__ = ["QuadraticLogisticRegression", "QuadraticRegression"]

@@ -1,0 +1,241 @@
+"""Ridge regression on the degree-2 features, without the n x d(d+3)/2 feature matrix.
+
+The features are those of ``PolynomialFeatures(2, include_bias=False)``:
+``φ(x) = [x_1, ..., x_d, x_1², x_1 x_2, ..., x_d²]`` (pairs ``a <= b`` in
+row-major order), ``D = d (d + 3) / 2`` of them. The model
+``y = b + φ(x)ᵀ c`` is ``y = b + wᵀx + xᵀQx`` with ``w`` the first ``d``
+coefficients, ``Q_aa = c_aa`` and ``Q_ab = Q_ba = c_ab / 2``, and the
+problem is Ridge's::
+
+    minimise  Σ_i s_i (y_i - b - φ(x_i)ᵀ c)² + alpha ||c||²
+
+with the intercept ``b`` unpenalised, that is, with ``φ`` and ``y``
+centred by their ``s``-weighted means, as :class:`sklearn.linear_model.Ridge`
+does. Three exact or convergent ways, all streaming over row blocks so
+that at most ``_BLOCK_ELEMENTS`` expanded numbers exist at once:
+
+* ``primal``: the ``D x D`` normal equations, accumulated block by block
+  (``O(n D²)`` time, ``O(D²)`` memory), solved by Cholesky;
+* ``kernel``: the dual ``(K + alpha I) a = y`` with the ``n x n`` Gram
+  ``K = Φ Φᵀ = S + (S ∘ S + (X∘X)(X∘X)ᵀ) / 2``, ``S = X Xᵀ``, computed from
+  ``X`` alone (``O(n² d)``); for ``n < D``;
+* ``cg``: conjugate gradients on the normal equations, each product a pass
+  over the row blocks (``O(n D)`` time, ``O(D)`` memory), with the Jacobi
+  preconditioner; for systems too large to hold.
+"""
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
+
+__all__ = [
+    "coefficients_to_model",
+    "expansion_size",
+    "fit_quadratic_ridge",
+    "quadratic_model_scores",
+]
+
+# Expanded numbers per row block: 2**21 float64 = 16 MB of scratch.
+_BLOCK_ELEMENTS = 2**21
+
+
+def expansion_size(n_features):
+    """``D = d (d + 3) / 2``: the number of degree-2 features."""
+    return n_features * (n_features + 3) // 2
+
+
+def _pairs(n_features):
+    return np.triu_indices(n_features)
+
+
+def _dense_blocks(X, width):
+    """Row blocks of ``X`` as dense float64 arrays, each with at most ``_BLOCK_ELEMENTS / width`` rows."""
+    n = X.shape[0]
+    step = max(1, _BLOCK_ELEMENTS // max(1, width))
+    for start in range(0, n, step):
+        block = X[start : start + step]
+        block = block.toarray() if scipy.sparse.issparse(block) else block
+        yield start, np.asarray(block, dtype=np.float64)
+
+
+def _expand(block, rows, cols):
+    return np.hstack([block, block[:, rows] * block[:, cols]])
+
+
+def _feature_means(X, weight, rows, cols):
+    """The ``weight``-weighted mean of ``φ``, from ``Xᵀ w`` and ``Xᵀ diag(w) X``."""
+    total = weight.sum()
+    if scipy.sparse.issparse(X):
+        linear = np.asarray(X.T @ weight).ravel()
+        second = np.asarray((X.T @ X.multiply(weight[:, None])).todense())
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        linear = X.T @ weight
+        second = X.T @ (X * weight[:, None])
+    return np.concatenate([linear, second[rows, cols]]) / total
+
+
+def _transpose_product(X, V, rows, cols):
+    """``Φᵀ V`` for ``V`` of shape (n, k), from ``Xᵀ V`` and ``Xᵀ diag(v) X``."""
+    out = []
+    for j in range(V.shape[1]):
+        if scipy.sparse.issparse(X):
+            linear = np.asarray(X.T @ V[:, j]).ravel()
+            second = np.asarray((X.T @ X.multiply(V[:, j][:, None])).todense())
+        else:
+            linear = X.T @ V[:, j]
+            second = X.T @ (X * V[:, j][:, None])
+        out.append(np.concatenate([linear, second[rows, cols]]))
+    return np.column_stack(out)
+
+
+def _solve_symmetric(matrix, rhs, alpha):
+    """``(matrix + alpha I)⁻¹ rhs`` per column (alpha per column), Cholesky or least squares."""
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (rhs.shape[1],))
+    out = np.empty_like(rhs)
+    for value in np.unique(alpha):
+        columns = np.flatnonzero(alpha == value)
+        system = matrix + value * np.eye(matrix.shape[0])
+        try:
+            out[:, columns] = scipy.linalg.solve(system, rhs[:, columns], assume_a="pos")
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            # alpha = 0 with collinear features: the minimum-norm solution, as Ridge.
+            out[:, columns] = scipy.linalg.lstsq(system, rhs[:, columns])[0]
+    return out
+
+
+def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="primal",
+                        tol=1e-4, max_iter=None):
+    """Ridge coefficients of the degree-2 features.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    Y : ndarray of shape (n_samples, n_targets)
+    weight : ndarray of shape (n_samples,)
+        Non-negative sample weights.
+    alpha : float or ndarray of shape (n_targets,)
+    fit_intercept : bool, default=True
+    solver : {"primal", "kernel", "cg"}, default="primal"
+    tol : float, default=1e-4
+        ``cg``: relative residual at which it stops.
+    max_iter : int, default=None
+        ``cg``: largest number of iterations (None: scipy's default, 10 D).
+
+    Returns
+    -------
+    coefficients : ndarray of shape (D, n_targets)
+    intercept : ndarray of shape (n_targets,)
+    n_iter : ndarray of shape (n_targets,) or None
+        ``cg`` only.
+    """
+    n, d = X.shape
+    rows, cols = _pairs(d)
+    D = expansion_size(d)
+    Y = np.asarray(Y, dtype=np.float64)
+    weight = np.asarray(weight, dtype=np.float64)
+    if fit_intercept:
+        mean = _feature_means(X, weight, rows, cols)
+        y_mean = weight @ Y / weight.sum()
+    else:
+        mean, y_mean = np.zeros(D), np.zeros(Y.shape[1])
+    Y_centred = Y - y_mean
+    n_iter = None
+
+    if solver == "kernel":
+        dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
+        S = dense @ dense.T
+        squares = dense * dense
+        K = S + 0.5 * (S * S + squares @ squares.T)
+        if fit_intercept:
+            # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
+            share = weight / weight.sum()
+            k_bar = K @ share
+            K = K - k_bar[:, None] - k_bar[None, :] + share @ k_bar
+        root = np.sqrt(weight)
+        dual = _solve_symmetric(root[:, None] * K * root[None, :], root[:, None] * Y_centred, alpha)
+        V = root[:, None] * dual
+        coefficients = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
+    elif solver == "primal":
+        G = np.zeros((D, D))
+        R = np.zeros((D, Y.shape[1]))
+        for start, block in _dense_blocks(X, D):
+            features = _expand(block, rows, cols) - mean
+            weighted = features * weight[start : start + block.shape[0], None]
+            G += features.T @ weighted
+            R += weighted.T @ Y_centred[start : start + block.shape[0]]
+        coefficients = _solve_symmetric(G, R, alpha)
+    elif solver == "cg":
+        coefficients, n_iter = _conjugate_gradients(
+            X, Y_centred, weight, alpha, mean, rows, cols, tol, max_iter
+        )
+    else:  # pragma: no cover - validated by the estimator
+        raise ValueError(f"Unknown solver {solver!r}.")
+    intercept = y_mean - mean @ coefficients
+    return coefficients, intercept, n_iter
+
+
+def _conjugate_gradients(X, Y_centred, weight, alpha, mean, rows, cols, tol, max_iter):
+    D = mean.shape[0]
+
+    def normal_product(vector):
+        out = np.zeros(D)
+        for start, block in _dense_blocks(X, D):
+            features = _expand(block, rows, cols) - mean
+            out += features.T @ (weight[start : start + block.shape[0]] * (features @ vector))
+        return out
+
+    diagonal = np.zeros(D)
+    R = np.zeros((D, Y_centred.shape[1]))
+    for start, block in _dense_blocks(X, D):
+        features = _expand(block, rows, cols) - mean
+        w = weight[start : start + block.shape[0]]
+        diagonal += w @ (features * features)
+        R += features.T @ (w[:, None] * Y_centred[start : start + block.shape[0]])
+    alphas = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (R.shape[1],))
+    coefficients = np.zeros_like(R)
+    n_iter = np.zeros(R.shape[1], dtype=np.int64)
+    for k, value in enumerate(alphas):
+        counter = [0]
+
+        def count(_, counter=counter):
+            counter[0] += 1
+
+        operator = scipy.sparse.linalg.LinearOperator(
+            (D, D), matvec=lambda v, value=value: normal_product(v) + value * v, dtype=np.float64
+        )
+        preconditioner = scipy.sparse.linalg.LinearOperator(
+            (D, D), matvec=lambda v, value=value: v / np.maximum(diagonal + value, 1e-300),
+            dtype=np.float64,
+        )
+        coefficients[:, k], _ = scipy.sparse.linalg.cg(
+            operator, R[:, k], rtol=tol, atol=0.0, maxiter=max_iter, M=preconditioner,
+            callback=count,
+        )
+        n_iter[k] = counter[0]
+    return coefficients, n_iter
+
+
+def coefficients_to_model(coefficients, n_features):
+    """``(coef, Q)`` from degree-2 coefficients of shape (D, n_targets).
+
+    Returns ``coef`` of shape (n_targets, d) and ``Q`` of shape
+    (n_targets, d, d), symmetric, with ``xᵀQx`` the quadratic part.
+    """
+    rows, cols = _pairs(n_features)
+    coef = coefficients[:n_features].T
+    Q = np.zeros((coefficients.shape[1], n_features, n_features))
+    Q[:, rows, cols] = coefficients[n_features:].T
+    Q = 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
+    return coef, Q
+
+
+def quadratic_model_scores(X, Q, coef, intercept):
+    """``xᵀ Q_k x + coef_kᵀ x + intercept_k`` in row blocks, shape (n_samples, n_targets)."""
+    n, d = X.shape
+    out = np.empty((n, Q.shape[0]))
+    for start, block in _dense_blocks(X, d * Q.shape[0] + d):
+        quadratic = np.einsum("nk,tkl,nl->nt", block, Q, block, optimize=True)
+        out[start : start + block.shape[0]] = quadratic + block @ coef.T + intercept
+    return out
