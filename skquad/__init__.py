@@ -21,6 +21,9 @@ SDPQuantizedClassifier
     Binary-weight bilinear network trained by convex SDP relaxation and
     sampling (Bartan & Pilanci), with a certified lower bound on its training
     objective.
+SDPQuantizedRegressor
+    The same binary-weight network for regression (squared loss, vector
+    outputs), with the same certificate.
 SDPQuantizedClassifierCV
     SDPQuantizedClassifier with its penalty ``beta`` chosen by cross-validation
     along a warm-started regularization path.
@@ -44,6 +47,7 @@ _LAZY_ATTRIBUTES = {
     "RPQNNClassifier": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
+    "SDPQuantizedRegressor": ".quantized._sdp_regressor",
 }
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "RPQNNClassifier",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
+    "SDPQuantizedRegressor",
 ]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
@@ -64,6 +69,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
     from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV
+    from .quantized import SDPQuantizedRegressor as SDPQuantizedRegressor
 
 
 def __getattr__(name):

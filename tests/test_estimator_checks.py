@@ -16,6 +16,7 @@ from skquad import (
     QuadraticRegression,
     RPQNNClassifier,
     SDPQuantizedClassifier,
+    SDPQuantizedRegressor,
 )
 
 ESTIMATORS = [
@@ -30,6 +31,7 @@ ESTIMATORS = [
     QuadraticRegression(),
     QuadraticRegression(solver="cg"),
     QuadraticRegression(solver="kernel"),
+    SDPQuantizedRegressor(),
 ]
 
 
