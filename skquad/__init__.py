@@ -5,6 +5,8 @@ Estimators
 BackpropQuantizedClassifier
     Bartan & Pilanci's (SDP) baseline: a bilinear network with real weights
     trained by SGD, then sign-quantized with one fitted scale.
+BackpropQuantizedRegressor
+    The same baseline for regression.
 QNNClassifier
     Quadratic neural network: layers of full quadratic neurons
     ``b + W a + a^T Q a`` (Noel et al., QNN/RPQNN), trained with ReLinear
@@ -41,6 +43,7 @@ from ._version import __version__ as __version__
 # Public name -> submodule that defines it.
 _LAZY_ATTRIBUTES = {
     "BackpropQuantizedClassifier": ".quantized._backprop",
+    "BackpropQuantizedRegressor": ".quantized._backprop_regressor",
     "QNNClassifier": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
     "QuadraticRegression": ".linear_model",
@@ -52,6 +55,7 @@ _LAZY_ATTRIBUTES = {
 
 __all__ = [
     "BackpropQuantizedClassifier",
+    "BackpropQuantizedRegressor",
     "QNNClassifier",
     "QuadraticLogisticRegression",
     "QuadraticRegression",
@@ -67,6 +71,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .neural_network import QNNClassifier as QNNClassifier
     from .neural_network import RPQNNClassifier as RPQNNClassifier
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
+    from .quantized import BackpropQuantizedRegressor as BackpropQuantizedRegressor
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
     from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV
     from .quantized import SDPQuantizedRegressor as SDPQuantizedRegressor

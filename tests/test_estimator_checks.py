@@ -11,6 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skquad import (
     BackpropQuantizedClassifier,
+    BackpropQuantizedRegressor,
     QNNClassifier,
     QuadraticLogisticRegression,
     QuadraticRegression,
@@ -32,6 +33,7 @@ ESTIMATORS = [
     QuadraticRegression(solver="cg"),
     QuadraticRegression(solver="kernel"),
     SDPQuantizedRegressor(),
+    BackpropQuantizedRegressor(),
 ]
 
 
