@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from skquad import BackpropQuantizedRegressor
 from skquad.nn.bilinear import bilinear_loss
@@ -51,6 +52,8 @@ def test_partial_fit_continues_and_checks_the_target_shape():
 
 def test_same_seed_same_model():
     X, y = _data()
-    a = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
-    b = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        a = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        b = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
