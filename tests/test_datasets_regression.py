@@ -7,12 +7,22 @@ import numpy as np
 import pytest
 
 from skquad import QuadraticRegression
-from skquad.datasets import REGRESSION_DATASETS, load_regression, make_uci_preprocessor
+from skquad.datasets import (
+    REGRESSION_DATASETS,
+    list_regression_datasets,
+    load_regression,
+    make_regression_preprocessor,
+    make_uci_preprocessor,
+)
 
+# conftest.py points SKQUAD_DATA at ../shared/datasets/uci when it is beside the
+# checkout; the regression CSVs are in the regression/ folder next to it.
 UCI = Path(os.environ.get("SKQUAD_DATA", "missing"))
 needs_data = pytest.mark.skipif(
-    not (UCI.parent / "regression" / "concrete.csv").exists(),
-    reason="the shared regression data (../shared/datasets/regression) is not beside the checkout",
+    not (UCI.parent / "regression").is_dir(),
+    reason="no regression data directory: ../shared/datasets/regression is not beside the "
+    "checkout and SKQUAD_DATA does not point next to one (the loader's own rules are "
+    "tested on temporary files regardless)",
 )
 
 SHAPES = {
@@ -67,3 +77,55 @@ def test_a_csv_in_the_data_home_is_found(tmp_path):
     X, y = load_regression("cpus", data_home=tmp_path, return_X_y=True)
     np.testing.assert_array_equal(X, [[1.0, 2.0], [4.0, 5.0]])
     np.testing.assert_array_equal(y, [3.5, 6.5])
+
+
+@needs_data
+def test_every_set_is_listed_and_values_match_the_csv():
+    import pandas as pd
+
+    assert list_regression_datasets() == list(REGRESSION_DATASETS)
+    # An independent reading of the file: the loader adds or drops nothing.
+    raw = pd.read_csv(UCI.parent / "regression" / "meats.csv")
+    X, Y = load_regression("meats", return_X_y=True)
+    np.testing.assert_array_equal(Y, raw[["water", "fat", "protein"]].to_numpy())
+    np.testing.assert_array_equal(X, raw.drop(columns=["water", "fat", "protein"]).to_numpy())
+    bunch = load_regression("cpus", as_frame=True)
+    assert list(bunch.frame.columns) == list(pd.read_csv(UCI.parent / "regression" / "cpus.csv").columns)
+    assert bunch.skewed_target and "GPL-2" in bunch.DESCR and "MASS" in bunch.DESCR
+
+
+@needs_data
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_the_regression_preprocessor_one_hot_encodes_and_imputes(as_frame):
+    X = load_regression("wage", as_frame=as_frame).data
+    Z = make_regression_preprocessor().fit_transform(X)
+    # year and age stay, each string column becomes one column per level.
+    levels = sum(len(set(np.asarray(X)[:, j])) for j in range(2, 9))
+    assert Z.shape == (3000, 2 + levels) and np.all(np.isfinite(Z))
+    X = load_regression("chem_proc_yield", as_frame=as_frame).data
+    Z = make_regression_preprocessor().fit_transform(X)
+    assert Z.shape == (176, 57) and np.all(np.isfinite(Z))
+    # Standardized numeric columns: zero mean; unit variance where not constant.
+    np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-9)
+
+
+def test_listing_follows_the_data_home_rules(tmp_path, monkeypatch):
+    monkeypatch.delenv("SKQUAD_DATA", raising=False)
+    assert list_regression_datasets() == []  # no directory set: nothing to load
+    (tmp_path / "regression").mkdir()
+    (tmp_path / "regression" / "wage.csv").write_text("age,wage\n30,80.5\n")
+    (tmp_path / "concrete.csv").write_text("age,compressive_strength\n28,40.0\n")
+    assert list_regression_datasets(data_home=tmp_path) == ["concrete", "wage"]
+    monkeypatch.setenv("SKQUAD_DATA", str(tmp_path))
+    assert list_regression_datasets() == ["concrete", "wage"]
+    with pytest.raises(FileNotFoundError, match="does not exist .*data_home"):
+        load_regression("wage", data_home=tmp_path / "nowhere")
+    monkeypatch.setenv("SKQUAD_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="SKQUAD_DATA"):
+        list_regression_datasets()
+
+
+def test_a_csv_without_its_target_column_is_refused(tmp_path):
+    (tmp_path / "meats.csv").write_text("x_001,water,fat\n1.0,60.0,20.0\n")
+    with pytest.raises(ValueError, match="protein"):
+        load_regression("meats", data_home=tmp_path)

@@ -13,6 +13,11 @@ resolve_uci_name
 load_regression
     A tabular regression dataset (concrete, diamonds, wage, cpus, car_prices,
     chem_proc_yield, meats) from a CSV file in the same data directory.
+list_regression_datasets
+    The regression sets whose CSV file is in the data directory.
+make_regression_preprocessor
+    Unfitted ColumnTransformer for them: impute + one-hot string columns,
+    impute + standardize numeric ones.
 REGRESSION_DATASETS
     What the loader knows of each: targets, origin, license, skew.
 UCI_DATASETS
@@ -30,7 +35,13 @@ make_planted_quantized
 """
 
 from ._generators import make_nonlinear_clusters, make_planted_quantized, make_xor
-from ._regression import REGRESSION_DATASETS, RegressionDataset, load_regression
+from ._regression import (
+    REGRESSION_DATASETS,
+    RegressionDataset,
+    list_regression_datasets,
+    load_regression,
+    make_regression_preprocessor,
+)
 from ._uci import (
     UCI_DATASETS,
     UCIDataset,
@@ -48,10 +59,12 @@ __all__ = [
     "UCI_DATASETS",
     "UCIDataset",
     "get_data_home",
+    "list_regression_datasets",
     "load_regression",
     "load_uci",
     "make_nonlinear_clusters",
     "make_planted_quantized",
+    "make_regression_preprocessor",
     "make_uci_preprocessor",
     "make_xor",
     "nominal_columns",

@@ -6,8 +6,9 @@ data directory as the UCI sets (``data_home``, else ``SKQUAD_DATA``, see
 :func:`skquad.datasets.get_data_home`): ``NAME.csv`` there, in its
 ``regression/`` subfolder, or in a ``regression/`` folder beside it (the layout
 ``datasets/uci`` + ``datasets/regression``). Preprocess them with
-:func:`skquad.datasets.make_uci_preprocessor`, which imputes and one-hot encodes
-string columns and imputes and standardizes numeric ones.
+:func:`skquad.datasets.make_regression_preprocessor`, which imputes and one-hot
+encodes string columns and imputes and standardizes numeric ones, and model the
+targets the README calls skewed (``skewed_target``) on a log scale.
 """
 
 from dataclasses import dataclass
@@ -16,9 +17,15 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._uci import _require_pandas, get_data_home
+from ._uci import _require_pandas, existing_data_home, make_uci_preprocessor
 
-__all__ = ["REGRESSION_DATASETS", "RegressionDataset", "load_regression"]
+__all__ = [
+    "REGRESSION_DATASETS",
+    "RegressionDataset",
+    "list_regression_datasets",
+    "load_regression",
+    "make_regression_preprocessor",
+]
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,77 @@ def _find_csv(directory, name):
     return None
 
 
+def list_regression_datasets(*, data_home=None):
+    """The regression datasets whose CSV file is in the data directory.
+
+    Parameters
+    ----------
+    data_home : str or path-like, default=None
+        The data directory; None: the ``SKQUAD_DATA`` environment variable
+        (the same rules as :func:`load_regression`).
+
+    Returns
+    -------
+    names : list of str
+        The names of :data:`REGRESSION_DATASETS` that :func:`load_regression`
+        can load from there, in the table's order; empty when no data
+        directory is set.
+
+    Examples
+    --------
+    >>> from skquad.datasets import list_regression_datasets
+    >>> list_regression_datasets()  # doctest: +SKIP
+    ['concrete', 'diamonds', 'wage', 'cpus', 'car_prices', 'chem_proc_yield', 'meats']
+    """
+    directory = existing_data_home(data_home, "the regression CSV files")
+    return [name for name in REGRESSION_DATASETS if _find_csv(directory, name) is not None]
+
+
+def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy="most_frequent",
+                                 scale=True):
+    """An unfitted transformer from raw regression features to a dense numeric matrix.
+
+    The same rules as :func:`make_uci_preprocessor` (it is that transformer):
+    string columns are imputed and one-hot encoded (categories unseen in
+    training encode as all zeros), numeric columns imputed and standardized.
+    It works on the DataFrame of ``load_regression(as_frame=True)``, on the
+    object array of ``load_regression()`` and on numeric arrays. The target is
+    not its business: put the pipeline in a
+    :class:`~sklearn.compose.TransformedTargetRegressor` with ``func=np.log``
+    for the sets whose ``skewed_target`` is True.
+
+    Parameters
+    ----------
+    numeric_strategy : {"mean", "median", "most_frequent"}, default="median"
+        :class:`~sklearn.impute.SimpleImputer` strategy for numeric columns
+        (``chem_proc_yield`` has missing values).
+    nominal_strategy : {"most_frequent", "constant"}, default="most_frequent"
+        Strategy for string columns; ``"constant"`` makes "missing" a category
+        of its own.
+    scale : bool, default=True
+        Standardize the numeric columns (a quadratic model's terms grow with
+        the square of the inputs, and its penalty treats them alike).
+
+    Returns
+    -------
+    preprocessor : :class:`~sklearn.compose.ColumnTransformer`
+        Unfitted; its output is a dense float64 array without NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.datasets import make_regression_preprocessor
+    >>> X = np.array([["Ideal", 0.3], ["Good", np.nan], ["Ideal", 0.9]], dtype=object)
+    >>> make_regression_preprocessor().fit_transform(X).round(2)
+    array([[ 0.  ,  1.  , -1.22],
+           [ 1.  ,  0.  ,  0.  ],
+           [ 0.  ,  1.  ,  1.22]])
+    """
+    return make_uci_preprocessor(
+        numeric_strategy=numeric_strategy, nominal_strategy=nominal_strategy, scale=scale
+    )
+
+
 def load_regression(name, *, data_home=None, as_frame=False, return_X_y=False):
     """Load one of the tabular regression datasets.
 
@@ -117,7 +195,7 @@ def load_regression(name, *, data_home=None, as_frame=False, return_X_y=False):
         raise ValueError(
             f"Unknown regression dataset {name!r}; choose one of {sorted(REGRESSION_DATASETS)}."
         )
-    directory = get_data_home(data_home)
+    directory = existing_data_home(data_home, "the regression CSV files")
     path = _find_csv(directory, key)
     if path is None:
         where = (

@@ -143,6 +143,23 @@ def get_data_home(data_home=None):
     return Path(data_home).expanduser()
 
 
+def existing_data_home(data_home, holding):
+    """:func:`get_data_home`, or FileNotFoundError when it names a missing folder.
+
+    The one rule every loader follows: ``data_home``, else ``SKQUAD_DATA``;
+    None when neither is set; a folder that does not exist is an error naming
+    where it came from. ``holding`` says what the folder should hold.
+    """
+    directory = get_data_home(data_home)
+    if directory is not None and not directory.is_dir():
+        raise FileNotFoundError(
+            f"The data directory {directory} does not exist (it comes from "
+            f"{'data_home' if data_home is not None else DATA_ENV_VAR}). Point it "
+            f"at the folder holding {holding}."
+        )
+    return directory
+
+
 def _find_arff(directory, name, dataset):
     if directory is None:
         return None
@@ -316,13 +333,7 @@ def load_uci(name, *, data_home=None, return_X_y=False, as_frame=False, target=N
     if target is not None and not isinstance(target, str):
         raise TypeError(f"target must be a string or None, got {target!r}.")
     dataset = resolve_uci_name(name)
-    directory = get_data_home(data_home)
-    if directory is not None and not directory.is_dir():
-        raise FileNotFoundError(
-            f"The data directory {directory} does not exist (it comes from "
-            f"{'data_home' if data_home is not None else DATA_ENV_VAR}). Point it "
-            "at the folder holding the ARFF files."
-        )
+    directory = existing_data_home(data_home, "the ARFF files")
     path = _find_arff(directory, name.strip(), dataset)
     if path is not None:
         features, y, description = _frame_from_arff(path, dataset, target)
