@@ -126,3 +126,19 @@ def test_unknown_steps(data):
         model_size(svc)
     size = model_size(make_pipeline(StandardScaler(), SVC()).fit(X, y), unknown="ignore")
     assert size.uncounted == ("SVC",) and size.n_flops == 6
+
+
+def test_regressors_are_counted_as_their_scikit_learn_equivalents(data):
+    from sklearn.linear_model import Ridge
+    from sklearn.neural_network import MLPRegressor
+
+    from skquad import QuadraticRegression
+
+    X, _, _ = data
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    for target in (y, np.column_stack([y, -y])):  # 1-D coef_ and (k, d) coef_
+        ours = model_size(QuadraticRegression().fit(X, target))
+        poly = make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge()).fit(X, target)
+        assert ours == model_size(poly)
+    mlp = MLPRegressor(hidden_layer_sizes=(4,), max_iter=5).fit(X, y)
+    assert model_size(mlp).n_parameters == 3 * 4 + 4 + 4 + 1 and not model_size(mlp).uncounted

@@ -87,7 +87,8 @@ def _quadratic_neurons_size(d, n_out, with_bias):
 
 
 def _qlr_size(estimator):
-    n_scores, d = np.shape(estimator.coef_)
+    # A single-output regressor's coef_ is 1-D, as scikit-learn's Ridge's.
+    n_scores, d = np.shape(np.atleast_2d(estimator.coef_))
     with_bias = bool(getattr(estimator, "fit_intercept", True))
     vectors = getattr(estimator, "Q_vectors_", None)
     if vectors is None:
@@ -211,7 +212,7 @@ def model_size(estimator, *, unknown="raise"):
     ModelSize(n_parameters=6, n_flops=14, n_binary_parameters=0, uncounted=())
     """
     from sklearn.compose import ColumnTransformer
-    from sklearn.neural_network import MLPClassifier
+    from sklearn.neural_network import MLPClassifier, MLPRegressor
     from sklearn.pipeline import Pipeline
 
     if unknown not in ("raise", "ignore"):
@@ -235,7 +236,7 @@ def model_size(estimator, *, unknown="raise"):
         return _bilinear_size(estimator)
     if hasattr(estimator, "Q_") and hasattr(estimator, "coef_"):
         return _qlr_size(estimator)
-    if isinstance(estimator, MLPClassifier):
+    if isinstance(estimator, (MLPClassifier, MLPRegressor)):
         return _mlp_size(estimator)
     size = _transformer_size(estimator)
     if size is not None:
