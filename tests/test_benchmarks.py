@@ -81,7 +81,7 @@ def test_quick_cli_writes_report_csvs_and_plots(tmp_path, capsys):
         (["--quick", "--datasets", "credit.a"], "unknown dataset 'credit.a' for --quick"),
         (["--estimators", "Magic"], "unknown ['Magic']"),
         (["--repeats", "0"], "expected a positive integer"),
-        (["--suite", "speed", "--tune"], "--tune applies to --suite uci only"),
+        (["--suite", "speed", "--tune"], "--tune applies to --suite uci or regression only"),
     ],
 )
 def test_cli_errors(argv, message, capsys, tmp_path):

@@ -6,7 +6,7 @@ fit) on your own ``(X, y)``, on scikit-learn's bundled datasets or on the UCI
 datasets, with your estimators beside the defaults, and returns a
 :class:`BenchmarkResult` (DataFrames, a Markdown report, plots).
 
-From the shell, ``python -m skquad.benchmarks`` runs one of four suites and
+From the shell, ``python -m skquad.benchmarks`` runs one of five suites and
 writes ``report.md``, CSV tables and PNG plots to ``--output``:
 
 uci (default)
@@ -15,6 +15,12 @@ uci (default)
     MLPClassifier, SVC with RBF and degree-2 polynomial kernels,
     HistGradientBoostingClassifier) on the 13 UCI datasets; ``--quick`` runs it
     on scikit-learn's bundled datasets.
+regression
+    skquad's regressors against Ridge, PolynomialFeatures(2) + Ridge,
+    MLPRegressor, SVR, KernelRidge(kernel="poly", degree=2) and
+    HistGradientBoostingRegressor on the seven regression sets of
+    :func:`skquad.datasets.load_regression` (3 x 5-fold cross-validation, R²,
+    RMSE, fit time, parameters); ``--quick`` runs it on scikit-learn's diabetes.
 paper001
     The experiments of Noel et al. (QNN/RPQNN): XOR, six clusters, the
     Table 4/5 analogues, and the ReLinear divergence study of Fan et al.
@@ -28,5 +34,6 @@ without it they say so instead of failing on a missing import.
 """
 
 from ._api import BenchmarkResult, run_benchmark
+from ._estimators import REGRESSION_ESTIMATOR_NAMES
 
-__all__ = ["BenchmarkResult", "run_benchmark"]
+__all__ = ["REGRESSION_ESTIMATOR_NAMES", "BenchmarkResult", "run_benchmark"]

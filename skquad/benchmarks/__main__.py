@@ -32,6 +32,7 @@ from ._report import prefix_figure_links, prepare_output_dir, write_report
 # section per part.
 SUITES = {
     "uci": [("_uci_suite", "run")],
+    "regression": [("_regression_suite", "run")],
     "paper001": [("_paper001", "run")],
     "paper002": [("_paper002", "run")],
     "speed": [
@@ -44,6 +45,9 @@ SUITES = {
 
 SUITE_HELP = {
     "uci": "every skquad estimator and the usual baselines on the 13 UCI datasets (default)",
+    "regression": "skquad's regressors against Ridge, PolynomialFeatures(2) + Ridge, "
+    "MLPRegressor, SVR, KernelRidge(poly 2) and HistGradientBoosting on the seven "
+    "regression sets (repeated 5-fold cross-validation)",
     "paper001": "the experiments of Noel et al. (QNN/RPQNN): XOR, six clusters, Table 4/5 "
     "analogues, and the ReLinear divergence study of Fan et al.",
     "paper002": "the experiments of Bartan & Pilanci (SDP): planted network, UCI, vehicle",
@@ -52,10 +56,14 @@ SUITE_HELP = {
 
 SUITE_TITLES = {
     "uci": "UCI benchmark",
+    "regression": "Regression benchmark",
     "paper001": "Experiments of Noel et al. (QNN/RPQNN) and Fan et al. (ReLinear)",
     "paper002": "Experiments of Bartan & Pilanci (SDP)",
     "speed": "Speed targets",
 }
+
+# The suites that run_benchmark's protocol drives (estimators, tuning, seeds).
+TABULAR_SUITES = ("uci", "regression")
 
 # Measured with `time python -m skquad.benchmarks --quick` on the project's
 # 2-core machine, shared: 31 s at load 5, 48 s and 57 s at load 11. The README,
@@ -106,7 +114,8 @@ def build_parser():
         "--datasets", nargs="+", metavar="NAME",
         help="datasets to run (space or comma separated); uci: UCI file or OpenML names "
         "(credit.a, credit-approval, ...); with --quick: iris, wine, breast_cancer (the "
-        "default), digits",
+        "default), digits; regression: concrete, diamonds, wage, cpus, car_prices, "
+        "chem_proc_yield, meats; with --quick: diabetes (the default), linnerud",
     )
     parser.add_argument("--repeats", type=_positive_int, help="splits / seeds per dataset (default: the suite's)")
     parser.add_argument(
@@ -117,7 +126,7 @@ def build_parser():
         "--device", default="auto",
         help="torch device for skquad estimators: auto (the estimators' default), cpu, cuda, cuda:N",
     )
-    uci = parser.add_argument_group("uci suite only")
+    uci = parser.add_argument_group("uci and regression suites only")
     uci.add_argument("--tune", action="store_true", help="nested 3-fold GridSearchCV per estimator (slower)")
     uci.add_argument("--estimators", nargs="+", metavar="NAME", help="run only these estimators (e.g. QLR LogReg)")
     uci.add_argument(
@@ -127,11 +136,21 @@ def build_parser():
     parser.add_argument(
         "--threads", type=_non_negative_int, metavar="N",
         help="threads for BLAS/OpenMP and torch during the run (default: 1 for the uci "
-        "suite, so that fit times compare algorithms and are not distorted by "
+        "and regression suites, so that fit times compare algorithms and are not distorted by "
         "oversubscription on shared machines; the libraries' defaults for the other "
         "suites; 0: the libraries' defaults)",
     )
     uci.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
+    regression = parser.add_argument_group("regression suite only")
+    regression.add_argument(
+        "--folds", type=_positive_int, metavar="K",
+        help="folds of the repeated K-fold cross-validation (default 5)",
+    )
+    regression.add_argument(
+        "--max-samples", type=_non_negative_int, metavar="N",
+        help="subsample a larger dataset to N rows before the splits (default 5000, which "
+        "only diamonds exceeds; 0: none)",
+    )
     return parser
 
 
@@ -154,9 +173,11 @@ def _run_parts(parser, args, parts, output, datasets):
             output_dir=part_dir, quick=args.quick, repeats=args.repeats, datasets=datasets,
             device=args.device, progress=_progress,
         )
-        if args.suite == "uci":
+        if args.suite in TABULAR_SUITES:
             kwargs.update(tune=args.tune, estimators=args.estimators, max_train=args.max_train,
                           random_state=args.seed)
+        if args.suite == "regression":
+            kwargs.update(max_samples=args.max_samples, n_splits=args.folds or 5)
         if multi_part:
             _progress(f"part {short.replace('_', ' ')} ({function_name})")
         try:
@@ -205,25 +226,32 @@ def main(argv=None):
         parser.error(f"argument --device: {exc}")
 
     datasets = _names(args.datasets)
-    if args.suite != "uci":
+    if args.suite not in TABULAR_SUITES:
         for option in ("tune", "estimators", "max_train"):
             if getattr(args, option) not in (None, False):
-                parser.error(f"--{option.replace('_', '-')} applies to --suite uci only")
-    else:
-        from ._uci_suite import resolve_suite_datasets
+                parser.error(f"--{option.replace('_', '-')} applies to --suite uci or regression only")
+    if args.suite != "regression":
+        for option in ("folds", "max_samples"):
+            if getattr(args, option) is not None:
+                parser.error(f"--{option.replace('_', '-')} applies to --suite regression only")
+    if args.suite in TABULAR_SUITES:
+        if args.suite == "uci":
+            from ._estimators import DEFAULT_ESTIMATOR_NAMES as known
+            from ._uci_suite import resolve_suite_datasets
+        else:
+            from ._estimators import REGRESSION_ESTIMATOR_NAMES as known
+            from ._regression_suite import resolve_suite_datasets
 
         try:
             datasets = resolve_suite_datasets(datasets, args.quick) if datasets else None
         except ValueError as exc:
             parser.error(f"argument --datasets: {exc}")
         if args.estimators:
-            from ._estimators import DEFAULT_ESTIMATOR_NAMES
-
-            unknown = [name for name in args.estimators if name not in DEFAULT_ESTIMATOR_NAMES]
+            unknown = [name for name in args.estimators if name not in known]
             if unknown:
-                parser.error(
-                    f"argument --estimators: unknown {unknown}; choose from {list(DEFAULT_ESTIMATOR_NAMES)}"
-                )
+                parser.error(f"argument --estimators: unknown {unknown}; choose from {list(known)}")
+        if args.folds is not None and args.folds < 2:
+            parser.error("argument --folds: expected at least 2")
 
     parts = [(name, function, _load_part(name, function)) for name, function in SUITES[args.suite]]
 
@@ -231,14 +259,16 @@ def main(argv=None):
     output = prepare_output_dir(output)
     _progress(f"suite {args.suite}{' (quick)' if args.quick else ''} -> {output}")
 
-    threads = args.threads if args.threads is not None else (1 if args.suite == "uci" else 0)
+    threads = args.threads if args.threads is not None else (1 if args.suite in TABULAR_SUITES else 0)
     with thread_limit(threads):
         sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets)
 
     if failures:
         notes = [f"- failed: {item}" for item in failures]
         sections.append(({"title": "Parts that failed", "markdown": "\n".join(notes), "tables": {}}, ""))
-    title = "Quick benchmark" if args.suite == "uci" and args.quick else SUITE_TITLES[args.suite]
+    title = SUITE_TITLES[args.suite]
+    if args.quick and args.suite in TABULAR_SUITES:
+        title = "Quick benchmark" if args.suite == "uci" else "Quick regression benchmark"
     written = write_report(
         output, title, sections, command=command, wall_time=wall_time, device=args.device, threads=threads
     )

@@ -7,8 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 from sklearn.base import BaseEstimator
 
-from ._protocol import BUNDLED_DATASETS, resolve_datasets, run_protocol
+from ._protocol import (
+    BUNDLED_DATASETS,
+    BUNDLED_REGRESSION_DATASETS,
+    resolve_datasets,
+    run_protocol,
+)
 from ._report import (
+    ACCURACY,
+    R2,
+    Score,
     plot_accuracy,
     plot_accuracy_vs_time,
     prepare_output_dir,
@@ -21,10 +29,18 @@ if TYPE_CHECKING:  # pandas comes with the bench extra, imported only when a run
 
 __all__ = ["BenchmarkResult", "run_benchmark"]
 
-FIGURES = {
-    "accuracy.png": ("Test accuracy per dataset", plot_accuracy),
-    "accuracy_vs_time.png": ("Accuracy against fit time", plot_accuracy_vs_time),
-}
+
+
+def _figures(score):
+    """``{file name: (title, plot function)}`` of a run scored by ``score``."""
+    return {
+        f"{score.column}.png": (f"Test {score.name} per dataset", plot_accuracy),
+        f"{score.column}_vs_time.png": (f"{score.name[0].upper()}{score.name[1:]} against fit time",
+                                        plot_accuracy_vs_time),
+    }
+
+
+FIGURES = _figures(ACCURACY)
 
 
 @dataclass
@@ -34,12 +50,12 @@ class BenchmarkResult:
     Attributes
     ----------
     runs : pandas.DataFrame
-        One row per fit: dataset, estimator, split, sizes, ``accuracy``, ``fit_time``,
-        ``predict_time``, ``n_parameters``, the warnings it raised (category and message)
-        and its error, if any.
+        One row per fit: dataset, estimator, split, sizes, ``accuracy`` (regression:
+        ``r2`` and ``rmse``), ``fit_time``, ``predict_time``, ``n_parameters``, the
+        warnings it raised (category and message) and its error, if any.
     summary : pandas.DataFrame
-        One row per dataset and estimator: accuracy mean and std, median fit time and
-        parameter count.
+        One row per dataset and estimator: accuracy (regression: R² and RMSE) mean and
+        std, median fit time and parameter count.
     ratios : pandas.DataFrame
         Per dataset, every skquad estimator (and yours) against every baseline: accuracy
         difference and ratio, fit-time ratio.
@@ -50,6 +66,8 @@ class BenchmarkResult:
         The report section: protocol, tables and what the numbers say.
     figures : dict
         ``{file name: path}`` of the plots written by :meth:`save` (empty until then).
+    score : Score
+        What the runs are scored by: accuracy (classification) or R² (regression).
     """
 
     runs: "pandas.DataFrame"
@@ -58,14 +76,19 @@ class BenchmarkResult:
     overall: "pandas.DataFrame"
     markdown: str
     figures: dict[str, Path] = field(default_factory=dict)
+    score: Score = ACCURACY
 
     def plot(self, output_dir):
-        """Write ``accuracy.png`` and ``accuracy_vs_time.png`` to ``output_dir``; return their paths."""
+        """Write the score's plots to ``output_dir``; return their paths.
+
+        ``accuracy.png`` and ``accuracy_vs_time.png`` for classification,
+        ``r2.png`` and ``r2_vs_time.png`` for regression.
+        """
         output_dir = prepare_output_dir(output_dir)
         order = list(dict.fromkeys(self.summary["estimator"]))
-        if self.summary["accuracy_mean"].notna().any():
-            for name, (_, plot) in FIGURES.items():
-                plot(self.summary, output_dir / name, order)
+        if self.summary[f"{self.score.column}_mean"].notna().any():
+            for name, (_, plot) in _figures(self.score).items():
+                plot(self.summary, output_dir / name, order, self.score)
                 self.figures[name] = output_dir / name
         return dict(self.figures)
 
@@ -90,7 +113,8 @@ class BenchmarkResult:
 
     def markdown_with_figures(self):
         """The report section with links to the figures written so far."""
-        links = [f"\n![{FIGURES[name][0]}]({name})" for name in self.figures]
+        titles = _figures(self.score)
+        links = [f"\n![{titles[name][0]}]({name})" for name in self.figures]
         return self.markdown.rstrip() + "\n" + "\n".join(links) + ("\n" if links else "")
 
 
@@ -110,15 +134,31 @@ def run_benchmark(
     n_threads: int | None = 1,
     output_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    task: str = "auto",
+    n_splits: int = 5,
+    log_target: bool | str = "auto",
+    max_samples: int | None = None,
 ) -> "BenchmarkResult":
     """Compare estimators on your data with the protocol of ``python -m skquad.benchmarks``.
 
-    For each dataset, ``repeats`` stratified shuffle splits; on each split every
-    estimator is fitted as ``Pipeline([("preprocess", preprocessor), ("model",
-    estimator)])`` on the training part and scored on the test part. By default
-    skquad's five estimators run beside the usual scikit-learn baselines
-    (LogisticRegression, PolynomialFeatures(2) + LogisticRegression,
-    MLPClassifier, RBF and degree-2 SVC, HistGradientBoostingClassifier).
+    Classification: for each dataset, ``repeats`` stratified shuffle splits; on
+    each split every estimator is fitted as ``Pipeline([("preprocess",
+    preprocessor), ("model", estimator)])`` on the training part and scored
+    (accuracy) on the test part. By default skquad's five classifiers run beside
+    the usual scikit-learn baselines (LogisticRegression,
+    PolynomialFeatures(2) + LogisticRegression, MLPClassifier, RBF and degree-2
+    SVC, HistGradientBoostingClassifier).
+
+    Regression (a continuous ``y``, a regression dataset's name, or
+    ``task="regression"``): for each dataset, ``repeats`` times ``n_splits``-fold
+    cross-validation; every estimator is fitted as
+    ``TransformedTargetRegressor(Pipeline([("preprocess", preprocessor),
+    ("model", estimator)]))`` whose target transformer takes the log (see
+    ``log_target``) and standardizes, and scored by R² and RMSE on the held-out
+    fold, on the target's own scale. By default skquad's regressors run beside
+    Ridge, PolynomialFeatures(2) + Ridge, MLPRegressor, SVR,
+    KernelRidge(kernel="poly", degree=2) and HistGradientBoostingRegressor (SVR
+    and HistGradientBoostingRegressor one per output for a 2-D target).
 
     Needs the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``.
 
@@ -128,30 +168,42 @@ def run_benchmark(
         ``X`` (then pass ``y``); a dataset name or a list of names (scikit-learn's
         bundled ``"iris"``, ``"wine"``, ``"breast_cancer"``, ``"digits"``, or the UCI
         datasets of :data:`skquad.datasets.UCI_DATASETS` by file or OpenML name, read by
-        :func:`skquad.datasets.load_uci`); or ``{name: (X, y)}``.
-    y : array-like of shape (n_samples,), default=None
-        Class labels, when ``data`` is ``X``.
+        :func:`skquad.datasets.load_uci`; for regression the sets of
+        :data:`skquad.datasets.REGRESSION_DATASETS`, read by
+        :func:`skquad.datasets.load_regression`, or scikit-learn's bundled
+        ``"diabetes"`` and ``"linnerud"``); or ``{name: (X, y)}``.
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+        Class labels or regression targets, when ``data`` is ``X``.
     estimators : dict or list of str, default=None
         ``{name: estimator}``: your unfitted classifiers, run beside the defaults
         (cloned for every fit; a ``random_state`` left at None gets the split's seed).
         A list of names selects among the defaults (``"QLR"``, ``"QNN"``, ``"RPQNN"``,
         ``"SDP"``, ``"BackpropQ"``, ``"LogReg"``, ``"Poly2+LogReg"``, ``"MLP"``,
-        ``"SVC-rbf"``, ``"SVC-poly2"``, ``"HistGB"``).
+        ``"SVC-rbf"``, ``"SVC-poly2"``, ``"HistGB"``; for regression ``"QuadReg"``,
+        ``"QuadRegCV"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"SDPCV"``, ``"BackpropQ"``,
+        ``"Ridge"``, ``"Poly2+Ridge"``, ``"MLP"``, ``"SVR"``, ``"KRR-poly2"``,
+        ``"HistGB"``: those of :data:`skquad.benchmarks.REGRESSION_ESTIMATOR_NAMES` this
+        install has).
     include_defaults : bool, default=True
         Run the default estimators; False runs only ``estimators``.
     repeats : int, default=3
-        Stratified shuffle splits per dataset (split ``r`` is seeded ``random_state + r``).
+        Stratified shuffle splits per dataset (split ``r`` is seeded ``random_state + r``);
+        for regression, repetitions of the K-fold cross-validation (the estimators of
+        repetition ``r`` are seeded ``random_state + r``).
     test_size : float, default=0.25
-        Fraction of each dataset held out for testing.
+        Fraction of each dataset held out for testing (classification).
     max_train : int, default=None
-        Cap on every training part (a stratified subsample); None uses the whole part.
+        Cap on every training part (a stratified subsample; uniform for regression);
+        None uses the whole part.
     tune : bool, default=False
         Wrap every default estimator in a nested 3-fold GridSearchCV over a small grid
         (its fit time includes the search).
     preprocessor : "auto", transformer or None, default="auto"
-        ``"auto"``: :func:`skquad.datasets.make_uci_preprocessor` (impute and one-hot
-        encode nominal columns, impute and standardize numeric ones); a transformer of
-        your own (cloned for every fit); None: the models see ``X`` as it is.
+        ``"auto"``: :func:`skquad.datasets.make_uci_preprocessor` (regression:
+        :func:`skquad.datasets.make_regression_preprocessor`, the same rules: impute and
+        one-hot encode nominal columns, impute and standardize numeric ones); a
+        transformer of your own (cloned for every fit); None: the models see ``X`` as
+        it is.
     random_state : int, default=0
         Seeds the splits and the estimators.
     device : str, default="auto"
@@ -165,6 +217,20 @@ def run_benchmark(
         ``overall.csv``, ``machine.txt`` and the plots are written there.
     progress : callable, default=None
         Called with one line per fit (``print`` shows progress).
+    task : {"auto", "classification", "regression"}, default="auto"
+        ``"auto"``: regression when scikit-learn's ``type_of_target(y)`` is
+        ``"continuous"`` or ``"continuous-multioutput"``, or ``y`` is floating point
+        with more than 20 distinct values (or the datasets named are regression sets).
+        Integer targets read as class labels: pass ``task="regression"`` for counts.
+    n_splits : int, default=5
+        Folds of the regression cross-validation.
+    log_target : "auto" or bool, default="auto"
+        Regression: model ``log(y)`` (the predictions are exponentiated back before
+        scoring). ``"auto"``: for the shared sets whose README calls the target skewed
+        (diamonds, wage, cpus, car_prices), not for your data.
+    max_samples : int, default=None
+        Regression: a dataset with more rows is subsampled to this many (uniformly, once,
+        seeded ``random_state``) before the splits; the report says so.
 
     Returns
     -------
@@ -200,9 +266,10 @@ def run_benchmark(
         data, y, estimators=estimators, include_defaults=include_defaults, repeats=repeats,
         test_size=test_size, max_train=max_train, tune=tune, preprocessor=preprocessor,
         random_state=random_state, device=device, n_threads=n_threads, progress=progress,
+        task=task, n_splits=n_splits, log_target=log_target, max_samples=max_samples,
     )
     result = _result(runs, specs, names, source=_describe_source(data, y), repeats=repeats,
-                     test_size=test_size, max_train=max_train, tune=tune)
+                     test_size=test_size, max_train=max_train, tune=tune, n_splits=n_splits)
     if output_dir is not None:
         result.save(Path(output_dir), wall_time=time.perf_counter() - start)
     return result
@@ -213,7 +280,18 @@ def _describe_source(data, y):
         return "your data"
     if isinstance(data, dict):
         return "your datasets"
-    names = resolve_datasets([data] if isinstance(data, str) else list(data))
+    names = [data] if isinstance(data, str) else list(data)
+    from ._protocol import _is_regression_name, resolve_regression_datasets
+
+    if names and all(_is_regression_name(name) for name in names):
+        names = resolve_regression_datasets(names)
+        kinds = []
+        if any(name in BUNDLED_REGRESSION_DATASETS for name in names):
+            kinds.append("scikit-learn's bundled regression datasets")
+        if any(name not in BUNDLED_REGRESSION_DATASETS for name in names):
+            kinds.append("regression sets read by `skquad.datasets.load_regression`")
+        return " and ".join(kinds)
+    names = resolve_datasets(names)
     kinds = []
     if any(name in BUNDLED_DATASETS for name in names):
         kinds.append("scikit-learn's bundled datasets")
@@ -222,9 +300,49 @@ def _describe_source(data, y):
     return " and ".join(kinds)
 
 
-def _result(runs, specs, names, **context):
-    summary = summarize(runs)
+def _regression_protocol(runs, names, *, source, repeats, n_splits, max_train, tune):
+    """The regression run's protocol paragraph and its notes (log targets, subsampling)."""
+    first = runs.groupby("dataset", sort=False).first()
+    logged = [name for name in names if name in first.index and bool(first.loc[name, "log_target"])]
+    text = (
+        f"Datasets: {', '.join(names)} ({source}). Protocol: {repeats} x {n_splits}-fold "
+        "cross-validation per dataset (`RepeatedKFold`, the same folds for every estimator); "
+        "every estimator is `TransformedTargetRegressor(Pipeline([make_regression_preprocessor(), "
+        "model]))`: one-hot string columns, impute and standardize numeric ones; the target "
+        + ("is log-transformed on " + ", ".join(logged) + " (skewed targets), then " if logged
+           else "is ")
+        + "standardized. Everything is fitted on the training folds only. "
+        + (f"Training parts are capped at {max_train} samples (uniform subsample). "
+           if max_train else "")
+        + ("Each estimator is tuned by a nested 3-fold GridSearchCV on the training folds "
+           "(its fit time includes the search). " if tune else "Default settings, no tuning. ")
+        + "R² and RMSE are computed on the held-out fold on the target's own scale (averaged "
+        "over the outputs of a multi-output target), mean ± std over the folds; fit time is "
+        "the median wall time of `fit`, in seconds, on a machine shared with other jobs (so "
+        "ratios are more telling than absolute times)."
+    )
+    notes = [
+        f"**{name}** was subsampled to {int(first.loc[name, 'n_used']):,} of its "
+        f"{int(first.loc[name, 'n_samples']):,} rows (uniformly, once, before the splits) to "
+        "keep the run short."
+        for name in names
+        if name in first.index and first.loc[name, "n_used"] < first.loc[name, "n_samples"]
+    ]
+    return text, notes
+
+
+def _result(runs, specs, names, *, n_splits=None, **context):
+    score = R2 if "r2" in runs.columns else ACCURACY
+    summary = summarize(runs, score)
     order = [spec.name for spec in specs]
-    ratios = ratios_to_baselines(summary)
-    markdown = markdown_section(runs, summary, ratios, specs=specs, names=names, **context)
-    return BenchmarkResult(runs, summary, ratios, overall_table(summary, order), markdown)
+    ratios = ratios_to_baselines(summary, score)
+    protocol, notes = None, ()
+    if score is R2:
+        protocol, notes = _regression_protocol(
+            runs, names, source=context["source"], repeats=context["repeats"], n_splits=n_splits,
+            max_train=context["max_train"], tune=context["tune"],
+        )
+    markdown = markdown_section(runs, summary, ratios, specs=specs, names=names, score=score,
+                                protocol=protocol, notes=notes, **context)
+    return BenchmarkResult(runs, summary, ratios, overall_table(summary, order, score), markdown,
+                           score=score)

@@ -23,7 +23,15 @@ from .. import (
     SDPQuantizedClassifier,
 )
 
-__all__ = ["DEFAULT_ESTIMATOR_NAMES", "EstimatorSpec", "default_specs", "user_spec"]
+__all__ = [
+    "DEFAULT_ESTIMATOR_NAMES",
+    "REGRESSION_ESTIMATOR_NAMES",
+    "EstimatorSpec",
+    "default_regression_specs",
+    "default_specs",
+    "missing_regressors",
+    "user_spec",
+]
 
 
 @dataclass
@@ -44,6 +52,9 @@ class EstimatorSpec:
         ``tune=True`` grid, parameter names of the estimator itself.
     quick : bool
         Part of the ``--quick`` run.
+    multi_output : bool
+        Fits a 2-D regression target itself; the regression protocol wraps the
+        others (SVR, HistGradientBoostingRegressor) in a MultiOutputRegressor.
     """
 
     name: str
@@ -52,6 +63,7 @@ class EstimatorSpec:
     settings: str
     grid: dict = field(default_factory=dict)
     quick: bool = True
+    multi_output: bool = True
 
 
 def user_spec(name, estimator, grid=None):
@@ -199,3 +211,119 @@ def default_specs():
 
 
 DEFAULT_ESTIMATOR_NAMES = tuple(spec.name for spec in default_specs())
+
+
+# ----------------------------------------------------------------- regression
+# skquad's regressors by benchmark name: (public class name, description, grid).
+# They are looked up on the skquad package when a run starts, so the suite runs
+# with whichever of them this install has and names the missing ones.
+_NETWORK_GRID = {"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]}
+_RIDGE_GRID = {"alpha": [0.1, 1.0, 10.0, 100.0]}
+_SKQUAD_REGRESSORS = (
+    ("QuadReg", "QuadraticRegression",
+     "QuadraticRegression, defaults (alpha=1: PolynomialFeatures(2) + Ridge's optimum without "
+     "the feature matrix)", _RIDGE_GRID),
+    ("QuadRegCV", "QuadraticRegressionCV",
+     "QuadraticRegressionCV, defaults (alpha chosen along its own path)", {}),
+    ("QNN", "QNNRegressor",
+     "QNNRegressor (Noel et al.), defaults (MLPRegressor's: one hidden ReLU layer of 100, "
+     "Adam)", _NETWORK_GRID),
+    ("RPQNN", "RPQNNRegressor",
+     "RPQNNRegressor (Noel et al.), defaults (reduced-parameter quadratic output layer)",
+     _NETWORK_GRID),
+    ("SDP", "SDPQuantizedRegressor",
+     "SDPQuantizedRegressor (Bartan & Pilanci, squared loss), defaults",
+     {"beta": [1e-3, 1e-2, 1e-1]}),
+    ("SDPCV", "SDPQuantizedRegressorCV",
+     "SDPQuantizedRegressorCV, defaults (beta chosen by its own cross-validation)", {}),
+    ("BackpropQ", "BackpropQuantizedRegressor",
+     "BackpropQuantizedRegressor, defaults (the baseline of Bartan & Pilanci)",
+     {"beta": [1e-4, 1e-2]}),
+)
+
+
+def _skquad_class(class_name):
+    """The public skquad class, or None where this install has none of that name."""
+    import skquad
+
+    try:
+        return getattr(skquad, class_name)
+    except AttributeError:
+        return None
+
+
+def _seeded(cls, seed, device, **params):
+    """``cls(**params)`` with the split's seed and the run's device where it takes them."""
+    model = cls(**params)
+    own = model.get_params(deep=False)
+    if "random_state" in own:
+        model.set_params(random_state=seed)
+    if "device" in own:
+        model.set_params(device=device)
+    return model
+
+
+def missing_regressors():
+    """The skquad regressors of the suite that this install does not have (class names)."""
+    return [cls for _, cls, _, _ in _SKQUAD_REGRESSORS if _skquad_class(cls) is None]
+
+
+def _skquad_regression_specs():
+    specs = []
+    for name, class_name, settings, grid in _SKQUAD_REGRESSORS:
+        cls = _skquad_class(class_name)
+        if cls is None:
+            continue
+        specs.append(EstimatorSpec(
+            name, "skquad", lambda seed, device, cls=cls: _seeded(cls, seed, device),
+            settings, grid=dict(grid),
+        ))
+    return specs
+
+
+def _regression_baseline_specs():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.svm import SVR
+
+    return [
+        EstimatorSpec("Ridge", "baseline", lambda seed, device: Ridge(), "Ridge, defaults (alpha=1)",
+                      grid=dict(_RIDGE_GRID)),
+        EstimatorSpec(
+            "Poly2+Ridge", "baseline",
+            lambda seed, device: make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge()),
+            "PolynomialFeatures(2) + Ridge, defaults: the explicit-feature route to "
+            "QuadraticRegression's model (the same alpha penalizes the same coefficients)",
+            grid={"ridge__alpha": _RIDGE_GRID["alpha"]},
+        ),
+        EstimatorSpec("MLP", "baseline", lambda seed, device: MLPRegressor(random_state=seed),
+                      "MLPRegressor, defaults (one hidden ReLU layer of 100, Adam, 200 epochs)",
+                      grid=dict(_NETWORK_GRID)),
+        EstimatorSpec("SVR", "baseline", lambda seed, device: SVR(),
+                      "SVR(kernel='rbf'), defaults (one per output for a multi-output target)",
+                      grid={"C": [0.1, 1.0, 10.0], "gamma": ["scale", 0.01]}, multi_output=False),
+        EstimatorSpec(
+            "KRR-poly2", "baseline", lambda seed, device: KernelRidge(kernel="poly", degree=2),
+            "KernelRidge(kernel='poly', degree=2), defaults (coef0=1, gamma=1/n_features): the "
+            "degree-2 kernel route",
+            grid={"alpha": [0.1, 1.0, 10.0]},
+        ),
+        EstimatorSpec(
+            "HistGB", "baseline",
+            lambda seed, device: HistGradientBoostingRegressor(random_state=seed),
+            "HistGradientBoostingRegressor, defaults (one per output for a multi-output target)",
+            grid={"learning_rate": [0.05, 0.1], "max_leaf_nodes": [15, 31]}, multi_output=False,
+        ),
+    ]
+
+
+def default_regression_specs():
+    """The regressors the regression suite compares: skquad's (those installed), then the baselines."""
+    return _skquad_regression_specs() + _regression_baseline_specs()
+
+
+REGRESSION_ESTIMATOR_NAMES = tuple(name for name, _, _, _ in _SKQUAD_REGRESSORS) + tuple(
+    spec.name for spec in _regression_baseline_specs()
+)

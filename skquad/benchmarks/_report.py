@@ -4,11 +4,15 @@ import datetime
 import os
 import platform
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 __all__ = [
+    "ACCURACY",
+    "R2",
+    "Score",
     "format_mean_std",
     "machine_description",
     "markdown_table",
@@ -19,6 +23,49 @@ __all__ = [
     "pyplot",
     "write_report",
 ]
+
+
+@dataclass(frozen=True)
+class Score:
+    """How a benchmark's score is named, scaled and printed: one object per task.
+
+    The tables, the narrative and the plots read every label, scale and bound
+    from here, so classification (accuracy) and regression (R²) share them.
+
+    Attributes
+    ----------
+    column : str
+        The runs' column (the summary has ``column + "_mean"`` and ``"_std"``).
+    name : str
+        The score in words.
+    label : str
+        Axis and table title, with the unit.
+    scale : float
+        Printed value = scale x stored value (100 for accuracy in percent).
+    digits : int
+        Decimals printed (after scaling).
+    unit : str
+        Unit of a difference of two scores.
+    lower, upper : float or None
+        The score's range (None: unbounded); error bars stop there.
+    gap_floor : float
+        The darkest colour of the gap-to-the-best heat map (scaled units).
+    """
+
+    column: str
+    name: str
+    label: str
+    scale: float
+    digits: int
+    unit: str
+    lower: float | None
+    upper: float | None
+    gap_floor: float
+
+
+ACCURACY = Score("accuracy", "accuracy", "test accuracy (%)", 100.0, 1, "pp", 0.0, 1.0, -10.0)
+# R² is unbounded below: a model worse than the mean predictor scores below 0.
+R2 = Score("r2", "R²", "test R²", 1.0, 3, "R²", None, 1.0, -0.1)
 
 
 def format_mean_std(mean, std, digits=1):
@@ -86,20 +133,27 @@ def _styles(summary, names):
     return styles
 
 
-def plot_accuracy(summary, path, order):
-    """Dot plot: one row per dataset, one marker per estimator; bars = ±1 std within [0, 100]."""
+def plot_accuracy(summary, path, order, score=ACCURACY):
+    """Dot plot: one row per dataset, one marker per estimator; bars = ±1 std within the score's range."""
     plt = pyplot()
     datasets = list(dict.fromkeys(summary["dataset"]))
     names = [name for name in order if name in set(summary["estimator"])]
     styles = _styles(summary, names)
     fig, ax = plt.subplots(figsize=(9, 0.6 * len(datasets) + 1.8))
     offsets = np.linspace(-0.32, 0.32, len(names)) if len(names) > 1 else [0.0]
+    upper = np.inf if score.upper is None else score.scale * score.upper
+    lower = -np.inf if score.lower is None else score.scale * score.lower
+    # An unbounded score (R²) can be far below 0 for a failed model: such points
+    # are drawn at the axis' left end, which the label states.
+    shown_floor = -1.0 * score.scale if score.lower is None else lower
+    clipped = False
     for offset, name in zip(offsets, names):
         block = summary[summary["estimator"] == name].set_index("dataset")
-        mean = 100 * block["accuracy_mean"]
-        std = 100 * block["accuracy_std"].fillna(0)
-        # Accuracy lives in [0, 100]: the bars stop there.
-        xerr = [np.minimum(std, mean), np.minimum(std, 100 - mean)]
+        mean = score.scale * block[f"{score.column}_mean"]
+        std = score.scale * block[f"{score.column}_std"].fillna(0)
+        clipped |= bool((mean < shown_floor).any())
+        mean = mean.clip(lower=shown_floor)
+        xerr = [np.minimum(std, mean - lower), np.minimum(std, upper - mean)]
         ys = [datasets.index(d) + offset for d in block.index]
         style = styles[name]
         ax.errorbar(mean, ys, xerr=xerr, fmt=style["marker"], color=style["color"],
@@ -110,8 +164,14 @@ def plot_accuracy(summary, path, order):
     ax.set_yticks(range(len(datasets)))
     ax.set_yticklabels(datasets)
     ax.set_ylim(len(datasets) - 0.5, -0.5)
-    ax.set_xlim(right=100.5)
-    ax.set_xlabel("test accuracy (%), mean ± std over the splits")
+    if np.isfinite(upper):
+        ax.set_xlim(right=upper + 0.005 * score.scale)
+    if clipped:
+        ax.set_xlim(left=shown_floor - 0.02 * score.scale)
+    ax.set_xlabel(
+        f"{score.label}, mean ± std over the splits"
+        + (f" (below {shown_floor:g}: drawn at {shown_floor:g})" if clipped else "")
+    )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               title="filled: skquad\nhollow: scikit-learn", title_fontsize=8)
@@ -146,17 +206,18 @@ def _place_labels(ax, points, labels, fontsize=8):
                     arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if abs(offset) > 1 else None)
 
 
-def plot_accuracy_vs_time(summary, path, order):
+def plot_accuracy_vs_time(summary, path, order, score=ACCURACY):
     """Left: each estimator over the datasets, labelled; right: the gap to the best, per dataset."""
     plt = pyplot()
     names = [name for name in order if name in set(summary["estimator"])]
     styles = _styles(summary, names)
-    valid = summary.dropna(subset=["accuracy_mean", "fit_time_median"])
+    mean_column = f"{score.column}_mean"
+    valid = summary.dropna(subset=[mean_column, "fit_time_median"])
     datasets = list(dict.fromkeys(valid["dataset"]))
-    # Accuracy relative to the best estimator on each dataset, so that datasets
+    # The score relative to the best estimator on each dataset, so that datasets
     # of different difficulty share one axis.
-    best = valid.groupby("dataset")["accuracy_mean"].transform("max")
-    valid = valid.assign(gap=100 * (valid["accuracy_mean"] - best))
+    best = valid.groupby("dataset")[mean_column].transform("max")
+    valid = valid.assign(gap=score.scale * (valid[mean_column] - best))
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(12, max(4.2, 0.45 * len(datasets) + 1.8)),
         gridspec_kw={"width_ratios": [1.1, 1]},
@@ -175,7 +236,7 @@ def plot_accuracy_vs_time(summary, path, order):
         labels.append(name)
     left.set_xscale("log")
     left.set_xlabel("fit time (s, geometric mean over the datasets, log scale)")
-    left.set_ylabel("accuracy minus the best (pp, mean over datasets)")
+    left.set_ylabel(f"{score.name} minus the best ({score.unit}, mean over datasets)")
     left.set_title("each estimator: closer to 0 is more accurate, left is faster", fontsize=9)
     left.grid(alpha=0.3)
     left.margins(y=0.12)  # room above and below for the labels
@@ -185,7 +246,8 @@ def plot_accuracy_vs_time(summary, path, order):
 
     grid = valid.pivot(index="dataset", columns="estimator", values="gap")
     grid = grid.reindex(index=datasets, columns=[n for n in names if n in grid.columns])
-    floor = min(-10.0, float(np.nanmin(grid.to_numpy())))
+    floor = min(score.gap_floor, float(np.nanmin(grid.to_numpy())))
+    gap_digits = max(score.digits - 1, 0)
     image = right.imshow(grid.to_numpy(), cmap="viridis", vmin=floor, vmax=0, aspect="auto")
     right.set_xticks(range(grid.shape[1]))
     right.set_xticklabels(grid.columns, rotation=45, ha="right", fontsize=8)
@@ -195,10 +257,11 @@ def plot_accuracy_vs_time(summary, path, order):
         if np.isnan(value):
             right.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="0.4")
         else:
-            right.text(j, i, f"{value:.0f}" if value <= -0.5 else "best", ha="center",
+            shown = f"{value:.{gap_digits}f}"
+            right.text(j, i, shown if float(shown) < 0 else "best", ha="center",
                        va="center", fontsize=7, color="white" if value < floor / 2 else "black")
-    right.set_title("accuracy minus the best on the dataset (pp)", fontsize=9)
-    fig.colorbar(image, ax=right, shrink=0.8, label="pp below the best")
+    right.set_title(f"{score.name} minus the best on the dataset ({score.unit})", fontsize=9)
+    fig.colorbar(image, ax=right, shrink=0.8, label=f"{score.unit} below the best")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
