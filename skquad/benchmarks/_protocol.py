@@ -186,6 +186,8 @@ def _looks_continuous(y):
     with more than ``MAX_FLOAT_CLASSES`` distinct values. Integers, strings and a few
     distinct floats are class labels (pass ``task="regression"`` for counts)."""
     y = np.asarray(y)
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("the target y has NaN or infinite values; drop those rows")
     if type_of_target(y) in ("continuous", "continuous-multioutput"):
         return True
     return y.dtype.kind == "f" and len(np.unique(y)) > MAX_FLOAT_CLASSES
