@@ -11,6 +11,8 @@ QNNClassifier
     Quadratic neural network: layers of full quadratic neurons
     ``b + W a + a^T Q a`` (Noel et al., QNN/RPQNN), trained with ReLinear
     (Fan et al.).
+QNNRegressor, RPQNNRegressor
+    The two networks with MLPRegressor's output and losses.
 QuadraticLogisticRegression
     One quadratic neuron ``sigmoid(x^T Q x + w^T x + b)`` per class score.
 QuadraticRegression
@@ -45,9 +47,11 @@ _LAZY_ATTRIBUTES = {
     "BackpropQuantizedClassifier": ".quantized._backprop",
     "BackpropQuantizedRegressor": ".quantized._backprop_regressor",
     "QNNClassifier": ".neural_network",
+    "QNNRegressor": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
     "QuadraticRegression": ".linear_model",
     "RPQNNClassifier": ".neural_network",
+    "RPQNNRegressor": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
     "SDPQuantizedRegressor": ".quantized._sdp_regressor",
@@ -57,9 +61,11 @@ __all__ = [
     "BackpropQuantizedClassifier",
     "BackpropQuantizedRegressor",
     "QNNClassifier",
+    "QNNRegressor",
     "QuadraticLogisticRegression",
     "QuadraticRegression",
     "RPQNNClassifier",
+    "RPQNNRegressor",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
     "SDPQuantizedRegressor",
@@ -69,7 +75,9 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
     from .linear_model import QuadraticRegression as QuadraticRegression
     from .neural_network import QNNClassifier as QNNClassifier
+    from .neural_network import QNNRegressor as QNNRegressor
     from .neural_network import RPQNNClassifier as RPQNNClassifier
+    from .neural_network import RPQNNRegressor as RPQNNRegressor
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
     from .quantized import BackpropQuantizedRegressor as BackpropQuantizedRegressor
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier

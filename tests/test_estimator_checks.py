@@ -13,9 +13,11 @@ from skquad import (
     BackpropQuantizedClassifier,
     BackpropQuantizedRegressor,
     QNNClassifier,
+    QNNRegressor,
     QuadraticLogisticRegression,
     QuadraticRegression,
     RPQNNClassifier,
+    RPQNNRegressor,
     SDPQuantizedClassifier,
     SDPQuantizedRegressor,
 )
@@ -34,6 +36,10 @@ ESTIMATORS = [
     QuadraticRegression(solver="kernel"),
     SDPQuantizedRegressor(),
     BackpropQuantizedRegressor(),
+    QNNRegressor(),
+    QNNRegressor(solver="lbfgs"),
+    RPQNNRegressor(),
+    RPQNNRegressor(solver="lbfgs"),
 ]
 
 

@@ -22,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import BaseQuadraticClassifier
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, BaseQuadraticRegressor
 from .._torch_utils import (
     as_tensor,
     make_generator,
@@ -95,18 +95,397 @@ def _stochastic_solver(estimator):
     return True
 
 
-class BaseQuadraticNetwork(BaseQuadraticClassifier):
-    """Shared constructor, fit, partial_fit and prediction of the two networks.
+class _QuadraticNetwork(BaseQuadraticEstimator):
+    """Training, storage and prediction shared by the network classifiers and regressors.
 
-    Not for direct use; see :class:`~skquad.QNNClassifier` and
-    :class:`~skquad.RPQNNClassifier` for the parameters.
+    Not for direct use. A subclass says what its outputs are through
+    ``_n_network_outputs`` (the output layer's width), ``_output_kind`` (the
+    loss: ``"binary"``, ``"softmax"``, ``"sigmoid"``, ``"squared_error"`` or
+    ``"poisson"``), ``_out_activation`` (what ``out_activation_`` records),
+    ``_validation_score`` (the early-stopping score), ``_target_dtype`` and
+    ``_callback_targets``, and writes its own ``fit`` and ``partial_fit``
+    around :meth:`_train`.
     """
+
+    # Early stopping sets aside a stratified validation split (classifiers).
+    _stratify_validation = True
 
     # CSR/CSC input (the base's validation accepts it where this is set).
     _accept_sparse = True
 
     # Subclasses: which layer class makes a layer quadratic.
     _quadratic_kind = None
+
+    # ------------------------------------------------------------ architecture
+    def _architecture(self, n_features=None):
+        """``(hidden sizes, one quadratic flag per layer)``, checked once per fit.
+
+        Raises before any data is looked at, so a bad value never reaches the
+        fitted state. With ``n_features``, also refuses a network whose
+        training would not fit in memory.
+        """
+        sizes = self.hidden_layer_sizes
+        sizes = [sizes] if isinstance(sizes, Integral) else list(sizes)
+        if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
+            raise ValueError(f"hidden_layer_sizes must contain positive integers, got {self.hidden_layer_sizes!r}.")
+        sizes = [int(s) for s in sizes]
+        n_layers = len(sizes) + 1
+        if isinstance(self.quadratic_layers, str):
+            flags = [True] * n_layers if self.quadratic_layers == "all" else [False] * (n_layers - 1) + [True]
+        else:
+            flags = list(self.quadratic_layers)
+            if len(flags) != n_layers or not all(isinstance(f, (bool, np.bool_)) for f in flags):
+                raise ValueError(
+                    f"quadratic_layers must be 'all', 'output' or one bool per layer "
+                    f"({n_layers} layers: len(hidden_layer_sizes) + 1 for the output), "
+                    f"got {self.quadratic_layers!r}."
+                )
+            flags = [bool(f) for f in flags]
+        return sizes, flags
+
+    def _quadratic_options(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _layer_backward(self):
+        return "autograd" if self.backward == "autograd" else "cached"
+
+    def _check_memory(self, sizes, flags, dtype, batch_size):
+        """Refuse, naming the parameters, a network whose training cannot fit in memory."""
+        options = self._quadratic_options()
+        n_parameters = count_parameters(
+            sizes, flags, self._quadratic_kind,
+            quadratic_storage=options.get("quadratic_storage", "full"), power_term=options.get("power_term", False),
+        )
+        itemsize = torch.finfo(dtype).bits // 8
+        # The fused backward of a full quadratic layer keeps two (batch, n_out * n_in) products.
+        workspace = sum(
+            2 * batch_size * n_out * n_in
+            for n_in, n_out, quadratic in zip(sizes[:-1], sizes[1:], flags)
+            if quadratic and self._quadratic_kind == "QuadraticLayer"
+        )
+        needed = n_parameters * (8 + _TRAINING_COPIES * itemsize) + workspace * itemsize
+        available = _available_memory()
+        if available is not None and needed > available:
+            raise ValueError(
+                f"{type(self).__name__}(hidden_layer_sizes={self.hidden_layer_sizes!r}, "
+                f"quadratic_layers={self.quadratic_layers!r}) on {sizes[0]} features has "
+                f"{n_parameters:.3g} parameters; training it needs about {needed / 2**30:.3g} GiB "
+                f"but {available / 2**30:.3g} GiB of memory is available. Use smaller "
+                "hidden_layer_sizes, fewer quadratic layers (quadratic_layers), "
+                + ("or RPQNNClassifier (2 n_in parameters per neuron)." if self._quadratic_kind == "QuadraticLayer" else "or fewer features.")
+            )
+
+    # ------------------------------------------------------------ training
+    def _parameter_groups(self, module):
+        weights, biases, quadratic_weights, quadratic_biases = [], [], [], []
+        for item in module:
+            if isinstance(item, torch.nn.Linear):
+                weights.append(item.weight)
+                biases.append(item.bias)
+            elif isinstance(item, (QuadraticLayer, ReducedQuadraticLayer)):
+                for parameter in item.linear_parameters():
+                    (weights if parameter.dim() > 1 else biases).append(parameter)
+                for parameter in item.quadratic_parameters():
+                    (quadratic_weights if parameter.dim() > 1 else quadratic_biases).append(parameter)
+        scale = self.quadratic_learning_rate_scale
+        # alpha is MLPClassifier's l2 on every weight (not on the intercepts);
+        # the ReLinear-sw decay adds to it on the quadratic weights only, so that
+        # e.g. the factor bias c that starts at 1 is not pulled towards 0.
+        return [
+            ParameterGroup(weights, name="weights", l2=self.alpha),
+            ParameterGroup(biases, name="biases"),
+            ParameterGroup(
+                quadratic_weights, name="quadratic_weights", learning_rate_scale=scale,
+                l2=self.alpha + self.quadratic_l2, l1=self.quadratic_l1,
+            ),
+            ParameterGroup(quadratic_biases, name="quadratic_biases", learning_rate_scale=scale),
+        ]
+
+    def _training_config(self):
+        return TrainingConfig(
+            solver=self.solver,
+            learning_rate=self.learning_rate_init,
+            learning_rate_schedule=self.learning_rate,
+            power_t=self.power_t,
+            batch_size=None if self.batch_size == "auto" else self.batch_size,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            early_stopping=self.early_stopping,
+            validation_fraction=self.validation_fraction,
+            shuffle=self.shuffle,
+            momentum=self.momentum,
+            nesterov=self.nesterovs_momentum,
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            max_fun=self.max_fun,
+            verbose=bool(self.verbose),
+            n_threads=self.n_threads,
+            stratify=self._stratify_validation,
+            # The engine's divergence warning gives these remedies, in this estimator's names.
+            divergence_advice=self._divergence_advice(),
+        )
+
+    def _divergence_advice(self):
+        last = "solver='adam'" if self.solver == "sgd" else "dtype='float64'"
+        return (
+            "standardized features (e.g. StandardScaler in a Pipeline), ReLinear's settings for the quadratic parts "
+            f"(Fan et al.: relinear=True, a smaller quadratic_learning_rate_scale (now "
+            f"{self.quadratic_learning_rate_scale:g}), quadratic_l2 or quadratic_l1), or {last}"
+        )
+
+    def _new_trainer(self, network, device, dtype, generator, config=None, groups=None, fused=None):
+        """A Trainer of ``Sequential(SparseRowsInput, network)``.
+
+        The input stage lets every call train on dense or sparse data alike
+        (see :mod:`skquad.nn.sparse`); ``trainer.module[1]`` is the network.
+        """
+        output_kind = self._output_kind()
+        if fused is None:
+            fused = self.backward == "fused"
+        inputs = SparseRowsInput(densify=not isinstance(network[0], torch.nn.Linear))
+        return Trainer(
+            torch.nn.Sequential(inputs, network),
+            self._loss_function(),
+            self._parameter_groups(network) if groups is None else groups,
+            self._training_config() if config is None else config,
+            device=device,
+            dtype=dtype,
+            generator=generator,
+            validation_score=self._validation_score,
+            target_dtype=self._target_dtype(dtype),
+            loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
+        )
+
+    def _fitted_network_attributes(self, network):
+        """What a copy of this estimator needs to predict with ``network``'s current weights."""
+        return {
+            "layers_": network_to_states(network),
+            "hidden_activation_": self.activation,
+            "out_activation_": self._out_activation(),
+            "_prediction_modules": {},
+        }
+
+    @staticmethod
+    def _run(trainer, X, y, sample_weight, max_iter=None):
+        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X."""
+        inputs = trainer.module[0]
+        X_engine = inputs.use(X, trainer.dtype)
+        try:
+            if max_iter is None:
+                return trainer.partial_fit(X_engine, y, sample_weight)
+            return trainer.fit(X_engine, y, sample_weight, max_iter=max_iter)
+        finally:
+            # the trainer outlives the call: keep no reference to the data or the callbacks
+            inputs.use(None)
+            trainer.detach_callbacks()
+
+    def _new_module(self, sizes, flags, generator, *, conventional=False):
+        return new_network(
+            sizes,
+            [False] * len(flags) if conventional else flags,
+            self.activation,
+            quadratic_kind=self._quadratic_kind,
+            quadratic_options={**self._quadratic_options(), "backward": self._layer_backward()},
+            generator=generator,
+            relinear=self.relinear,
+        )
+
+    def _transfer_conventional_weights(self, module, sizes, flags, data, device, dtype, generator):
+        """Fan et al.'s weight transfer: train a conventional twin, copy it in."""
+        conventional = self._new_module(sizes, flags, generator, conventional=True)
+        weights = [m.weight for m in conventional if isinstance(m, torch.nn.Linear)]
+        config = self._training_config()
+        config.warn_on_max_iter = False
+        trainer = self._new_trainer(
+            conventional, device, dtype, generator, config=config,
+            groups=[ParameterGroup(weights, l2=self.alpha)], fused=False,
+        )
+        self._run(trainer, *data, max_iter=self.max_iter)
+        for target, source in zip(module, trainer.module[1]):
+            if isinstance(target, torch.nn.Linear):
+                target.load_state_dict(source.state_dict())
+            elif isinstance(target, (QuadraticLayer, ReducedQuadraticLayer)):
+                target.load_linear_from(source, reset_quadratic=True)
+        return trainer.history.n_iter
+
+    def _training_dtype(self, X, continuing):
+        """``dtype`` if set, else the fitted network's (when continuing), else X's."""
+        if self.dtype is not None:
+            return resolve_dtype(self.dtype)
+        if continuing:
+            return resolve_dtype(self.layers_[0]["weight"].dtype)
+        return torch.float64 if X.dtype == np.float64 else torch.float32
+
+    def _continue_from_fit(self, X, architecture):
+        """Check that a warm start or later partial_fit matches the fitted network."""
+        sizes, flags = architecture
+        n_features = self.layers_[0]["options"]["in_features"]
+        if X.shape[1] != n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the network was fitted on {n_features}; "
+                "warm_start=True and partial_fit continue the fitted network, so they need the "
+                "same features. Set warm_start=False to start over."
+            )
+        fitted_sizes = [state["options"]["out_features"] for state in self.layers_[:-1]]
+        fitted_flags = [state["kind"] != "Linear" for state in self.layers_]
+        if fitted_sizes != sizes or fitted_flags != flags:
+            raise ValueError(
+                f"warm_start=True needs the same hidden_layer_sizes and quadratic_layers as the "
+                f"previous fit (hidden sizes {fitted_sizes}, quadratic {fitted_flags}); got "
+                f"{sizes} and {flags}. Set warm_start=False to start over."
+            )
+
+    def _train(self, X, y, sample_weight, architecture, *, incremental):
+        device = resolve_device(self.device)
+        continuing = hasattr(self, "layers_") and (incremental or self.warm_start)
+        dtype = self._training_dtype(X, continuing)
+        trainer = getattr(self, "_trainer", None) if incremental else None
+        if trainer is not None and (trainer.dtype != dtype or trainer.device != device):
+            trainer = None  # set_params(dtype=..., device=...) between calls
+        if trainer is None:
+            generator = make_generator(self.random_state)
+            sizes, flags = architecture
+            sizes = [X.shape[1], *sizes, self._n_network_outputs()]
+            if continuing:
+                self._continue_from_fit(X, architecture)
+                module = network_from_states(self.layers_, self.activation, dtype=torch.float64)
+            else:
+                self._check_memory(sizes, flags, dtype, min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size))
+                module = self._new_module(sizes, flags, generator)
+                if self.weight_transfer:
+                    self.weight_transfer_n_iter_ = self._transfer_conventional_weights(
+                        module, sizes, flags, (X, y, sample_weight), device, dtype, generator
+                    )
+            trainer = self._new_trainer(module, device, dtype, generator)
+            # What the trainer's network computes, whatever set_params does later.
+            self._trainer_structure = (self.activation, self._out_activation())
+            if continuing:
+                history = trainer.history
+                history.loss_curve = list(self.loss_curve_)
+                history.validation_scores = list(self.validation_scores_ or [])
+                history.best_loss = self.best_loss_
+                history.n_iter = self.n_iter_
+                history.n_samples_seen = self.t_
+                trainer.schedule.epoch_ends(self.t_)
+        # This call's epochs go to this call's scikit-learn callbacks (if any).
+        trainer.attach_callbacks(
+            getattr(self, "_callback_fit_ctx", None),
+            estimator=self,
+            fitted_attributes=lambda: self._fitted_network_attributes(trainer.module[1]),
+            callback_data=dict(X=X, y=self._callback_targets(y), metadata={"sample_weight": sample_weight}),
+        )
+        history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
+        self._trainer = trainer
+        self._store_fitted_state(trainer, history, incremental)
+        return self
+
+    def _store_fitted_state(self, trainer, history, incremental):
+        # Predictions are made from these attributes only (never from the
+        # constructor parameters, which set_params may change after fitting).
+        self.layers_ = network_to_states(trainer.module[1])
+        self.hidden_activation_, self.out_activation_ = self._trainer_structure
+        # Built now, so that predict leaves __dict__ as it is.
+        self._prediction_modules = {}
+        self._prediction_module()
+        self.loss_curve_ = list(history.loss_curve)
+        # The training package's result carries MLPClassifier's loss_ as `loss`.
+        loss = getattr(history, "loss", None)
+        self.loss_ = float(loss if loss is not None else (history.loss_curve[-1] if history.loss_curve else np.nan))
+        early = self.early_stopping and not incremental
+        self.validation_scores_ = list(history.validation_scores) if early else None
+        self.best_validation_score_ = history.best_validation_score if early else None
+        self.best_loss_ = history.best_loss
+        self.n_iter_ = history.n_iter
+        self.t_ = history.n_samples_seen
+        self.diverged_ = bool(history.diverged)
+        self.n_layers_ = len(self.layers_) + 1
+        self.n_outputs_ = self._n_network_outputs()
+
+    # ------------------------------------------------------------ prediction
+    def _prediction_module(self, dtype=None):
+        """The fitted network rebuilt from ``layers_`` (cached, never pickled).
+
+        In the training dtype on the fitted device (the CPU where that device
+        is missing, e.g. a GPU model unpickled on a CPU-only machine); with
+        ``dtype=torch.float64``, the CPU float64 twin used where float32 overflows.
+        """
+        cache = self.__dict__.setdefault("_prediction_modules", {})
+        key = "fitted" if dtype is None else dtype
+        if key not in cache:
+            device = torch.device("cpu")
+            if dtype is None:
+                dtype = resolve_dtype(self.layers_[0]["weight"].dtype)
+                device = prediction_device(self.device)
+            cache[key] = network_from_states(self.layers_, self.hidden_activation_, device=device, dtype=dtype)
+        return cache[key]
+
+    def _raw_scores(self, X):
+        module = self._prediction_module()
+        parameter = next(module.parameters())
+        n_parameters = sum(p.numel() for p in module.parameters())
+        threads = self.n_threads
+        if threads == "auto":
+            threads = choose_thread_count(2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters)
+        if sparse.issparse(X):
+            X = X.tocsr()
+        chunks = []
+        with torch.inference_mode(), limit_threads(threads):
+            for start in range(0, X.shape[0], _PREDICT_CHUNK):
+                rows = X[start : start + _PREDICT_CHUNK]
+                scores = module(self._as_batch(rows, parameter)).double().cpu().numpy()
+                if parameter.dtype != torch.float64 and not np.all(np.isfinite(scores)):
+                    # float32 overflowed (deep quadratic networks grow fast with
+                    # the input): redo these rows in float64 on the CPU.
+                    float64 = self._prediction_module(torch.float64)
+                    scores = float64(self._as_batch(rows, next(float64.parameters()))).numpy()
+                chunks.append(scores)
+        if not chunks:
+            return np.zeros((0, self._n_network_outputs()))
+        return np.concatenate(chunks)
+
+    def _as_batch(self, rows, parameter):
+        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""
+        options = {"device": parameter.device, "dtype": parameter.dtype}
+        if sparse.issparse(rows):
+            return sparse_to_torch(rows, densify=self.layers_[0]["kind"] != "Linear", **options)
+        return as_tensor(np.ascontiguousarray(rows), **options)
+
+    @property
+    def coefs_(self):
+        """Linear weights per layer, ``(n_in, n_out)`` as in MLPClassifier."""
+        check_is_fitted(self, "layers_")
+        return [state["weight"].T.copy() for state in self.layers_]
+
+    @property
+    def intercepts_(self):
+        """Biases of the linear part per layer, as in MLPClassifier."""
+        check_is_fitted(self, "layers_")
+        return [state["bias"].copy() for state in self.layers_]
+
+    def __getstate__(self):
+        # A copy: object.__getstate__ returns the live __dict__, and saving a
+        # checkpoint must not drop the optimizer state of the running model.
+        state = dict(super().__getstate__())
+        # Only numpy weights travel: torch objects may live on a GPU.
+        for key in ("_trainer", "_trainer_structure", "_prediction_modules"):
+            state.pop(key, None)
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.device != "cpu" and torch.cuda.is_available()
+        return tags
+
+
+class BaseQuadraticNetwork(_QuadraticNetwork, BaseQuadraticClassifier):
+    """Shared constructor, fit, partial_fit and prediction of the two network classifiers.
+
+    Not for direct use; see :class:`~skquad.QNNClassifier` and
+    :class:`~skquad.RPQNNClassifier` for the parameters.
+    """
+
 
     _parameter_constraints = {
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
@@ -221,66 +600,6 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         self.dtype = dtype
         self.n_threads = n_threads
 
-    # ------------------------------------------------------------ architecture
-    def _architecture(self, n_features=None):
-        """``(hidden sizes, one quadratic flag per layer)``, checked once per fit.
-
-        Raises before any data is looked at, so a bad value never reaches the
-        fitted state. With ``n_features``, also refuses a network whose
-        training would not fit in memory.
-        """
-        sizes = self.hidden_layer_sizes
-        sizes = [sizes] if isinstance(sizes, Integral) else list(sizes)
-        if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
-            raise ValueError(f"hidden_layer_sizes must contain positive integers, got {self.hidden_layer_sizes!r}.")
-        sizes = [int(s) for s in sizes]
-        n_layers = len(sizes) + 1
-        if isinstance(self.quadratic_layers, str):
-            flags = [True] * n_layers if self.quadratic_layers == "all" else [False] * (n_layers - 1) + [True]
-        else:
-            flags = list(self.quadratic_layers)
-            if len(flags) != n_layers or not all(isinstance(f, (bool, np.bool_)) for f in flags):
-                raise ValueError(
-                    f"quadratic_layers must be 'all', 'output' or one bool per layer "
-                    f"({n_layers} layers: len(hidden_layer_sizes) + 1 for the output), "
-                    f"got {self.quadratic_layers!r}."
-                )
-            flags = [bool(f) for f in flags]
-        return sizes, flags
-
-    def _quadratic_options(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _layer_backward(self):
-        return "autograd" if self.backward == "autograd" else "cached"
-
-    def _check_memory(self, sizes, flags, dtype, batch_size):
-        """Refuse, naming the parameters, a network whose training cannot fit in memory."""
-        options = self._quadratic_options()
-        n_parameters = count_parameters(
-            sizes, flags, self._quadratic_kind,
-            quadratic_storage=options.get("quadratic_storage", "full"), power_term=options.get("power_term", False),
-        )
-        itemsize = torch.finfo(dtype).bits // 8
-        # The fused backward of a full quadratic layer keeps two (batch, n_out * n_in) products.
-        workspace = sum(
-            2 * batch_size * n_out * n_in
-            for n_in, n_out, quadratic in zip(sizes[:-1], sizes[1:], flags)
-            if quadratic and self._quadratic_kind == "QuadraticLayer"
-        )
-        needed = n_parameters * (8 + _TRAINING_COPIES * itemsize) + workspace * itemsize
-        available = _available_memory()
-        if available is not None and needed > available:
-            raise ValueError(
-                f"{type(self).__name__}(hidden_layer_sizes={self.hidden_layer_sizes!r}, "
-                f"quadratic_layers={self.quadratic_layers!r}) on {sizes[0]} features has "
-                f"{n_parameters:.3g} parameters; training it needs about {needed / 2**30:.3g} GiB "
-                f"but {available / 2**30:.3g} GiB of memory is available. Use smaller "
-                "hidden_layer_sizes, fewer quadratic layers (quadratic_layers), "
-                + ("or RPQNNClassifier (2 n_in parameters per neuron)." if self._quadratic_kind == "QuadraticLayer" else "or fewer features.")
-            )
-
-    # ------------------------------------------------------------ training
     def _output_kind(self):
         return "binary" if self._n_scores == 1 else self.output_activation
 
@@ -302,231 +621,6 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
     def _weighted_accuracy(scores, y, sample_weight):
         predicted = (scores[:, 0] > 0).long() if scores.shape[1] == 1 else scores.argmax(1)
         return float(np.average((predicted == y).cpu().numpy(), weights=sample_weight))
-
-    def _parameter_groups(self, module):
-        weights, biases, quadratic_weights, quadratic_biases = [], [], [], []
-        for item in module:
-            if isinstance(item, torch.nn.Linear):
-                weights.append(item.weight)
-                biases.append(item.bias)
-            elif isinstance(item, (QuadraticLayer, ReducedQuadraticLayer)):
-                for parameter in item.linear_parameters():
-                    (weights if parameter.dim() > 1 else biases).append(parameter)
-                for parameter in item.quadratic_parameters():
-                    (quadratic_weights if parameter.dim() > 1 else quadratic_biases).append(parameter)
-        scale = self.quadratic_learning_rate_scale
-        # alpha is MLPClassifier's l2 on every weight (not on the intercepts);
-        # the ReLinear-sw decay adds to it on the quadratic weights only, so that
-        # e.g. the factor bias c that starts at 1 is not pulled towards 0.
-        return [
-            ParameterGroup(weights, name="weights", l2=self.alpha),
-            ParameterGroup(biases, name="biases"),
-            ParameterGroup(
-                quadratic_weights, name="quadratic_weights", learning_rate_scale=scale,
-                l2=self.alpha + self.quadratic_l2, l1=self.quadratic_l1,
-            ),
-            ParameterGroup(quadratic_biases, name="quadratic_biases", learning_rate_scale=scale),
-        ]
-
-    def _training_config(self):
-        return TrainingConfig(
-            solver=self.solver,
-            learning_rate=self.learning_rate_init,
-            learning_rate_schedule=self.learning_rate,
-            power_t=self.power_t,
-            batch_size=None if self.batch_size == "auto" else self.batch_size,
-            tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change,
-            early_stopping=self.early_stopping,
-            validation_fraction=self.validation_fraction,
-            shuffle=self.shuffle,
-            momentum=self.momentum,
-            nesterov=self.nesterovs_momentum,
-            beta_1=self.beta_1,
-            beta_2=self.beta_2,
-            epsilon=self.epsilon,
-            max_fun=self.max_fun,
-            verbose=bool(self.verbose),
-            n_threads=self.n_threads,
-            stratify=True,
-            # The engine's divergence warning gives these remedies, in this estimator's names.
-            divergence_advice=self._divergence_advice(),
-        )
-
-    def _divergence_advice(self):
-        last = "solver='adam'" if self.solver == "sgd" else "dtype='float64'"
-        return (
-            "standardized features (e.g. StandardScaler in a Pipeline), ReLinear's settings for the quadratic parts "
-            f"(Fan et al.: relinear=True, a smaller quadratic_learning_rate_scale (now "
-            f"{self.quadratic_learning_rate_scale:g}), quadratic_l2 or quadratic_l1), or {last}"
-        )
-
-    def _new_trainer(self, network, device, dtype, generator, config=None, groups=None, fused=None):
-        """A Trainer of ``Sequential(SparseRowsInput, network)``.
-
-        The input stage lets every call train on dense or sparse data alike
-        (see :mod:`skquad.nn.sparse`); ``trainer.module[1]`` is the network.
-        """
-        output_kind = self._output_kind()
-        if fused is None:
-            fused = self.backward == "fused"
-        inputs = SparseRowsInput(densify=not isinstance(network[0], torch.nn.Linear))
-        return Trainer(
-            torch.nn.Sequential(inputs, network),
-            self._per_sample_loss(output_kind),
-            self._parameter_groups(network) if groups is None else groups,
-            self._training_config() if config is None else config,
-            device=device,
-            dtype=dtype,
-            generator=generator,
-            validation_score=self._weighted_accuracy,
-            loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
-        )
-
-    def _fitted_network_attributes(self, network):
-        """What a copy of this estimator needs to predict with ``network``'s current weights."""
-        return {
-            "layers_": network_to_states(network),
-            "hidden_activation_": self.activation,
-            "out_activation_": "logistic" if self._n_scores == 1 else self.output_activation,
-            "_prediction_modules": {},
-        }
-
-    @staticmethod
-    def _run(trainer, X, y, sample_weight, max_iter=None):
-        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X."""
-        inputs = trainer.module[0]
-        X_engine = inputs.use(X, trainer.dtype)
-        try:
-            if max_iter is None:
-                return trainer.partial_fit(X_engine, y, sample_weight)
-            return trainer.fit(X_engine, y, sample_weight, max_iter=max_iter)
-        finally:
-            # the trainer outlives the call: keep no reference to the data or the callbacks
-            inputs.use(None)
-            trainer.detach_callbacks()
-
-    def _new_module(self, sizes, flags, generator, *, conventional=False):
-        return new_network(
-            sizes,
-            [False] * len(flags) if conventional else flags,
-            self.activation,
-            quadratic_kind=self._quadratic_kind,
-            quadratic_options={**self._quadratic_options(), "backward": self._layer_backward()},
-            generator=generator,
-            relinear=self.relinear,
-        )
-
-    def _transfer_conventional_weights(self, module, sizes, flags, data, device, dtype, generator):
-        """Fan et al.'s weight transfer: train a conventional twin, copy it in."""
-        conventional = self._new_module(sizes, flags, generator, conventional=True)
-        weights = [m.weight for m in conventional if isinstance(m, torch.nn.Linear)]
-        config = self._training_config()
-        config.warn_on_max_iter = False
-        trainer = self._new_trainer(
-            conventional, device, dtype, generator, config=config,
-            groups=[ParameterGroup(weights, l2=self.alpha)], fused=False,
-        )
-        self._run(trainer, *data, max_iter=self.max_iter)
-        for target, source in zip(module, trainer.module[1]):
-            if isinstance(target, torch.nn.Linear):
-                target.load_state_dict(source.state_dict())
-            elif isinstance(target, (QuadraticLayer, ReducedQuadraticLayer)):
-                target.load_linear_from(source, reset_quadratic=True)
-        return trainer.history.n_iter
-
-    def _training_dtype(self, X, continuing):
-        """``dtype`` if set, else the fitted network's (when continuing), else X's."""
-        if self.dtype is not None:
-            return resolve_dtype(self.dtype)
-        if continuing:
-            return resolve_dtype(self.layers_[0]["weight"].dtype)
-        return torch.float64 if X.dtype == np.float64 else torch.float32
-
-    def _continue_from_fit(self, X, architecture):
-        """Check that a warm start or later partial_fit matches the fitted network."""
-        sizes, flags = architecture
-        n_features = self.layers_[0]["options"]["in_features"]
-        if X.shape[1] != n_features:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but the network was fitted on {n_features}; "
-                "warm_start=True and partial_fit continue the fitted network, so they need the "
-                "same features. Set warm_start=False to start over."
-            )
-        fitted_sizes = [state["options"]["out_features"] for state in self.layers_[:-1]]
-        fitted_flags = [state["kind"] != "Linear" for state in self.layers_]
-        if fitted_sizes != sizes or fitted_flags != flags:
-            raise ValueError(
-                f"warm_start=True needs the same hidden_layer_sizes and quadratic_layers as the "
-                f"previous fit (hidden sizes {fitted_sizes}, quadratic {fitted_flags}); got "
-                f"{sizes} and {flags}. Set warm_start=False to start over."
-            )
-
-    def _train(self, X, y, sample_weight, architecture, *, incremental):
-        device = resolve_device(self.device)
-        continuing = hasattr(self, "layers_") and (incremental or self.warm_start)
-        dtype = self._training_dtype(X, continuing)
-        trainer = getattr(self, "_trainer", None) if incremental else None
-        if trainer is not None and (trainer.dtype != dtype or trainer.device != device):
-            trainer = None  # set_params(dtype=..., device=...) between calls
-        if trainer is None:
-            generator = make_generator(self.random_state)
-            sizes, flags = architecture
-            sizes = [X.shape[1], *sizes, self._n_scores]
-            if continuing:
-                self._continue_from_fit(X, architecture)
-                module = network_from_states(self.layers_, self.activation, dtype=torch.float64)
-            else:
-                self._check_memory(sizes, flags, dtype, min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size))
-                module = self._new_module(sizes, flags, generator)
-                if self.weight_transfer:
-                    self.weight_transfer_n_iter_ = self._transfer_conventional_weights(
-                        module, sizes, flags, (X, y, sample_weight), device, dtype, generator
-                    )
-            trainer = self._new_trainer(module, device, dtype, generator)
-            # What the trainer's network computes, whatever set_params does later.
-            self._trainer_structure = (self.activation, "logistic" if self._n_scores == 1 else self.output_activation)
-            if continuing:
-                history = trainer.history
-                history.loss_curve = list(self.loss_curve_)
-                history.validation_scores = list(self.validation_scores_ or [])
-                history.best_loss = self.best_loss_
-                history.n_iter = self.n_iter_
-                history.n_samples_seen = self.t_
-                trainer.schedule.epoch_ends(self.t_)
-        # This call's epochs go to this call's scikit-learn callbacks (if any).
-        trainer.attach_callbacks(
-            getattr(self, "_callback_fit_ctx", None),
-            estimator=self,
-            fitted_attributes=lambda: self._fitted_network_attributes(trainer.module[1]),
-            callback_data=dict(X=X, y=self.classes_[y], metadata={"sample_weight": sample_weight}),
-        )
-        history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
-        self._trainer = trainer
-        self._store_fitted_state(trainer, history, incremental)
-        return self
-
-    def _store_fitted_state(self, trainer, history, incremental):
-        # Predictions are made from these attributes only (never from the
-        # constructor parameters, which set_params may change after fitting).
-        self.layers_ = network_to_states(trainer.module[1])
-        self.hidden_activation_, self.out_activation_ = self._trainer_structure
-        # Built now, so that predict leaves __dict__ as it is.
-        self._prediction_modules = {}
-        self._prediction_module()
-        self.loss_curve_ = list(history.loss_curve)
-        # The training package's result carries MLPClassifier's loss_ as `loss`.
-        loss = getattr(history, "loss", None)
-        self.loss_ = float(loss if loss is not None else (history.loss_curve[-1] if history.loss_curve else np.nan))
-        early = self.early_stopping and not incremental
-        self.validation_scores_ = list(history.validation_scores) if early else None
-        self.best_validation_score_ = history.best_validation_score if early else None
-        self.best_loss_ = history.best_loss
-        self.n_iter_ = history.n_iter
-        self.t_ = history.n_samples_seen
-        self.diverged_ = bool(history.diverged)
-        self.n_layers_ = len(self.layers_) + 1
-        self.n_outputs_ = self._n_scores
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -596,55 +690,6 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         )
         return self._train(X, y_encoded, sample_weight, architecture, incremental=True)
 
-    # ------------------------------------------------------------ prediction
-    def _prediction_module(self, dtype=None):
-        """The fitted network rebuilt from ``layers_`` (cached, never pickled).
-
-        In the training dtype on the fitted device (the CPU where that device
-        is missing, e.g. a GPU model unpickled on a CPU-only machine); with
-        ``dtype=torch.float64``, the CPU float64 twin used where float32 overflows.
-        """
-        cache = self.__dict__.setdefault("_prediction_modules", {})
-        key = "fitted" if dtype is None else dtype
-        if key not in cache:
-            device = torch.device("cpu")
-            if dtype is None:
-                dtype = resolve_dtype(self.layers_[0]["weight"].dtype)
-                device = prediction_device(self.device)
-            cache[key] = network_from_states(self.layers_, self.hidden_activation_, device=device, dtype=dtype)
-        return cache[key]
-
-    def _raw_scores(self, X):
-        module = self._prediction_module()
-        parameter = next(module.parameters())
-        n_parameters = sum(p.numel() for p in module.parameters())
-        threads = self.n_threads
-        if threads == "auto":
-            threads = choose_thread_count(2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters)
-        if sparse.issparse(X):
-            X = X.tocsr()
-        chunks = []
-        with torch.inference_mode(), limit_threads(threads):
-            for start in range(0, X.shape[0], _PREDICT_CHUNK):
-                rows = X[start : start + _PREDICT_CHUNK]
-                scores = module(self._as_batch(rows, parameter)).double().cpu().numpy()
-                if parameter.dtype != torch.float64 and not np.all(np.isfinite(scores)):
-                    # float32 overflowed (deep quadratic networks grow fast with
-                    # the input): redo these rows in float64 on the CPU.
-                    float64 = self._prediction_module(torch.float64)
-                    scores = float64(self._as_batch(rows, next(float64.parameters()))).numpy()
-                chunks.append(scores)
-        if not chunks:
-            return np.zeros((0, self._n_scores))
-        return np.concatenate(chunks)
-
-    def _as_batch(self, rows, parameter):
-        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""
-        options = {"device": parameter.device, "dtype": parameter.dtype}
-        if sparse.issparse(rows):
-            return sparse_to_torch(rows, densify=self.layers_[0]["kind"] != "Linear", **options)
-        return as_tensor(np.ascontiguousarray(rows), **options)
-
     def _scores_to_log_proba(self, scores):
         if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
             # Per-class sigmoids, normalised to sum to one.
@@ -675,29 +720,20 @@ class BaseQuadraticNetwork(BaseQuadraticClassifier):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
-    @property
-    def coefs_(self):
-        """Linear weights per layer, ``(n_in, n_out)`` as in MLPClassifier."""
-        check_is_fitted(self, "layers_")
-        return [state["weight"].T.copy() for state in self.layers_]
+    def _n_network_outputs(self):
+        return self._n_scores
 
-    @property
-    def intercepts_(self):
-        """Biases of the linear part per layer, as in MLPClassifier."""
-        check_is_fitted(self, "layers_")
-        return [state["bias"].copy() for state in self.layers_]
+    def _out_activation(self):
+        return "logistic" if self._n_scores == 1 else self.output_activation
 
-    def __getstate__(self):
-        # A copy: object.__getstate__ returns the live __dict__, and saving a
-        # checkpoint must not drop the optimizer state of the running model.
-        state = dict(super().__getstate__())
-        # Only numpy weights travel: torch objects may live on a GPU.
-        for key in ("_trainer", "_trainer_structure", "_prediction_modules"):
-            state.pop(key, None)
-        return state
+    def _loss_function(self):
+        return self._per_sample_loss(self._output_kind())
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.device != "cpu" and torch.cuda.is_available()
-        return tags
+    def _validation_score(self, scores, y, sample_weight):
+        return self._weighted_accuracy(scores, y, sample_weight)
+
+    def _target_dtype(self, dtype):
+        return torch.int64
+
+    def _callback_targets(self, y):
+        return self.classes_[y]
