@@ -34,6 +34,7 @@ EXPECTED_EXAMPLES = {
     "plot_sdp_certificate.py",
     "plot_quantized_export.py",
     "plot_feature_interactions.py",
+    "plot_regression_diamonds.py",
 }
 
 
