@@ -73,6 +73,7 @@ exclude_patterns = [
     "_build",
     "benchmark_results/**/report.md",
     "generated/benchmarks/*",  # table snippets that benchmarks.rst includes
+    "generated/benchmarks_regression/*",  # and benchmarks_regression.rst
     "_intersphinx",
     "Thumbs.db",
     ".DS_Store",
@@ -119,6 +120,9 @@ sphinx_gallery_conf = {
 # generated pages at build time.
 BENCHMARK_DIR = DOC_DIR / "benchmark_results" / "uci"
 BENCHMARK_TABLES = DOC_DIR / "generated" / "benchmarks"
+# benchmarks_regression.rst: the same tables of ``--suite regression``, R² for accuracy.
+REGRESSION_BENCHMARK_DIR = DOC_DIR / "benchmark_results" / "regression"
+REGRESSION_BENCHMARK_TABLES = DOC_DIR / "generated" / "benchmarks_regression"
 
 
 # Full names of the benchmark's estimators (the CSVs use the short names of
@@ -136,6 +140,21 @@ BENCHMARK_ESTIMATORS = {
     "SVC-poly2": ":class:`~sklearn.svm.SVC` (degree-2 polynomial kernel)",
     "HistGB": ":class:`~sklearn.ensemble.HistGradientBoostingClassifier`",
 }
+REGRESSION_BENCHMARK_ESTIMATORS = {
+    "QuadReg": ":class:`~skquad.QuadraticRegression`",
+    "QuadRegCV": "``QuadraticRegressionCV``",
+    "QNN": ":class:`~skquad.QNNRegressor`",
+    "RPQNN": ":class:`~skquad.RPQNNRegressor`",
+    "SDP": ":class:`~skquad.SDPQuantizedRegressor`",
+    "SDPCV": "``SDPQuantizedRegressorCV``",
+    "BackpropQ": ":class:`~skquad.BackpropQuantizedRegressor`",
+    "Ridge": ":class:`~sklearn.linear_model.Ridge`",
+    "Poly2+Ridge": "``PolynomialFeatures(2)`` + :class:`~sklearn.linear_model.Ridge`",
+    "MLP": ":class:`~sklearn.neural_network.MLPRegressor`",
+    "SVR": ":class:`~sklearn.svm.SVR` (RBF kernel)",
+    "KRR-poly2": ":class:`~sklearn.kernel_ridge.KernelRidge` (degree-2 polynomial kernel)",
+    "HistGB": ":class:`~sklearn.ensemble.HistGradientBoostingRegressor`",
+}
 NBSP = "\u00a0"  # keeps "70.4 ± 4.0" on one line
 
 
@@ -151,15 +170,20 @@ def _rst_table(header, rows, widths=None, table_class="benchmark-table"):
     return "\n".join(lines) + "\n"
 
 
-def _write_benchmark_tables():
+def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
+                            names=BENCHMARK_ESTIMATORS, score="accuracy", scale=100, digits=1,
+                            score_label="mean accuracy (%)"):
+    """The pivots of one suite's committed results (uci: accuracy in %; regression: R²)."""
     import pandas as pd
 
-    summary = pd.read_csv(BENCHMARK_DIR / "summary.csv")
+    if not (results / "summary.csv").is_file():
+        return
+    summary = pd.read_csv(results / "summary.csv")
     estimators = list(dict.fromkeys(summary["estimator"]))
     kinds = summary.drop_duplicates("estimator").set_index("estimator")["kind"]
     datasets = list(dict.fromkeys(summary["dataset"]))
     summary = summary.set_index(["dataset", "estimator"])
-    BENCHMARK_TABLES.mkdir(parents=True, exist_ok=True)
+    tables.mkdir(parents=True, exist_ok=True)
 
     def cell(dataset, estimator, format_row):
         if (dataset, estimator) not in summary.index:
@@ -170,7 +194,8 @@ def _write_benchmark_tables():
         return format_row(row)
 
     def accuracy(row):
-        return f"{100 * row['accuracy_mean']:.1f}{NBSP}±{NBSP}{100 * row['accuracy_std']:.1f}"
+        mean, std = scale * row[f"{score}_mean"], scale * row[f"{score}_std"]
+        return f"{mean:.{digits}f}{NBSP}±{NBSP}{std:.{digits}f}"
 
     def fit_time(row):
         return f"{row['fit_time_median']:.3g}"
@@ -181,34 +206,48 @@ def _write_benchmark_tables():
         "skquad": [e for e in estimators if kinds[e] == "skquad"],
         "baselines": [e for e in estimators if kinds[e] != "skquad"],
     }
-    for name, format_row in [("accuracy", accuracy), ("fit_time", fit_time)]:
+    for name, format_row in [(score, accuracy), ("fit_time", fit_time)]:
         for group, members in groups.items():
             rows = [[dataset] + [cell(dataset, e, format_row) for e in members] for dataset in datasets]
             text = _rst_table(["dataset", *members], rows)
-            (BENCHMARK_TABLES / f"{name}_{group}.rst").write_text(text, encoding="utf-8")
+            (tables / f"{name}_{group}.rst").write_text(text, encoding="utf-8")
 
-    legend = [[f"**{short}**", full] for short, full in BENCHMARK_ESTIMATORS.items() if short in estimators]
-    (BENCHMARK_TABLES / "estimators.rst").write_text(
+    legend = [[f"**{short}**", full] for short, full in names.items() if short in estimators]
+    (tables / "estimators.rst").write_text(
         _rst_table(["short name", "estimator"], legend, widths=[20, 80], table_class="benchmark-legend"), encoding="utf-8"
     )
 
-    overall = pd.read_csv(BENCHMARK_DIR / "overall.csv")
-    header = ["estimator", "mean accuracy (%)", "mean rank", "fit time (s)"]
+    overall = pd.read_csv(results / "overall.csv")
+    header = ["estimator", score_label, "mean rank", "fit time (s)"]
     has_size = "n_parameters_median" in overall
     if has_size:
         header.append("parameters (median)")
     rows = []
     for row in overall.itertuples():
-        cells = [BENCHMARK_ESTIMATORS.get(row.estimator, row.estimator),
-                 f"{100 * row.accuracy_mean:.1f}", f"{row.mean_rank:.2f}",
+        cells = [names.get(row.estimator, row.estimator),
+                 f"{scale * getattr(row, f'{score}_mean'):.{digits}f}", f"{row.mean_rank:.2f}",
                  f"{row.fit_time_geomean:.3g}"]
         if has_size:
             cells.append("" if pd.isna(row.n_parameters_median) else f"{row.n_parameters_median:,.0f}")
         rows.append(cells)
-    (BENCHMARK_TABLES / "overall.rst").write_text(_rst_table(header, rows), encoding="utf-8")
+    (tables / "overall.rst").write_text(_rst_table(header, rows), encoding="utf-8")
+
+    best_file = results / "best_against_baselines.csv"
+    if best_file.is_file():  # the regression suite's comparison with the best baseline
+        best = pd.read_csv(best_file)
+        rows = [[row.dataset, f"{row.skquad} {row.skquad_r2:.3f}",
+                 f"{row.baseline} {row.baseline_r2:.3f}", f"{row.difference:+.3f}"]
+                for row in best.itertuples()]
+        (tables / "best.rst").write_text(
+            _rst_table(["dataset", "best skquad", "best baseline", "difference"], rows),
+            encoding="utf-8",
+        )
 
 
 _write_benchmark_tables()
+_write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
+                        REGRESSION_BENCHMARK_ESTIMATORS, score="r2", scale=1, digits=3,
+                        score_label="mean R²")
 
 # -- HTML --------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

@@ -12,7 +12,7 @@ from ._api import _describe_source, _result
 from ._estimators import missing_regressors
 from ._protocol import BUNDLED_REGRESSION_DATASETS, resolve_regression_datasets, run_protocol
 
-__all__ = ["resolve_suite_datasets", "run"]
+__all__ = ["best_against_baselines", "resolve_suite_datasets", "run"]
 
 # 3 repetitions of 5-fold cross-validation: the default run, the one committed
 # to doc/benchmark_results/regression/.
@@ -43,6 +43,50 @@ def resolve_suite_datasets(datasets, quick):
     return resolved
 
 
+def best_against_baselines(summary, *, within=0.02):
+    """Per dataset, the best skquad regressor against the best baseline (mean R²).
+
+    The accuracy target of the regression issue reads from it: the best skquad
+    regressor within ``within`` of the best baseline, or ahead of it.
+    """
+    import pandas as pd
+
+    rows = []
+    for dataset, block in summary.dropna(subset=["r2_mean"]).groupby("dataset", sort=False):
+        ours = block[block["kind"] == "skquad"]
+        theirs = block[block["kind"] == "baseline"]
+        if ours.empty or theirs.empty:
+            continue
+        best_ours = ours.loc[ours["r2_mean"].idxmax()]
+        best_theirs = theirs.loc[theirs["r2_mean"].idxmax()]
+        difference = best_ours["r2_mean"] - best_theirs["r2_mean"]
+        rows.append({
+            "dataset": dataset, "skquad": best_ours["estimator"], "skquad_r2": best_ours["r2_mean"],
+            "baseline": best_theirs["estimator"], "baseline_r2": best_theirs["r2_mean"],
+            "difference": difference, "within": bool(difference >= -within),
+            "ahead": bool(difference > 0),
+        })
+    return pd.DataFrame(rows, columns=["dataset", "skquad", "skquad_r2", "baseline", "baseline_r2",
+                                       "difference", "within", "ahead"])
+
+
+def _best_section(best, within=0.02):
+    from ._report import markdown_table
+
+    if best.empty:
+        return ""
+    rows = [[row.dataset, f"{row.skquad} {row.skquad_r2:.3f}", f"{row.baseline} {row.baseline_r2:.3f}",
+             f"{row.difference:+.3f}"] for row in best.itertuples()]
+    return (
+        "\n### Best skquad regressor against the best baseline\n\nPer dataset, mean test R² of "
+        "the best skquad regressor and of the best scikit-learn baseline, and their difference. "
+        f"The best skquad regressor is within {within} R² of the best baseline on "
+        f"{int(best['within'].sum())} of {len(best)} datasets and ahead on "
+        f"{int(best['ahead'].sum())} of {len(best)}.\n\n"
+        + markdown_table(["dataset", "best skquad", "best baseline", "difference"], rows) + "\n"
+    )
+
+
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print,
         tune=False, estimators=None, max_train=None, random_state=0, max_samples=None,
         n_splits=N_SPLITS):
@@ -64,7 +108,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
         test_size=1 / n_splits, max_train=max_train or None, tune=tune, n_splits=n_splits,
     )
     result.plot(output_dir)
-    markdown = result.markdown_with_figures()
+    best = best_against_baselines(result.summary)
+    markdown = result.markdown_with_figures() + _best_section(best)
     missing = missing_regressors()
     if missing and estimators is None:
         markdown = (
@@ -74,6 +119,6 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
         "title": "Quick regression benchmark (scikit-learn's diabetes)" if quick
         else "Regression benchmark",
         "markdown": markdown,
-        "tables": result.tables(),
+        "tables": {**result.tables(), "best_against_baselines": best},
         "figures": list(result.figures),
     }
