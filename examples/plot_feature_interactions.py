@@ -16,7 +16,10 @@ the two rankings, and their sizes, compare directly. Last, the models' sizes
 with :func:`skquad.inspection.model_size`.
 
 EBM comes from the ``interpret-core`` package (in skquad's ``docs`` extra);
-it is not needed by skquad itself.
+it is not needed by skquad itself. Without the UCI data folder (``SKQUAD_DATA``)
+and without network access, the example runs on the first eight (``mean ...``)
+features of scikit-learn's bundled breast cancer data instead, which has the
+same number of terms.
 """
 
 # %%
@@ -38,6 +41,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from interpret.glassbox import ExplainableBoostingClassifier
 from scipy.stats import spearmanr
+from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.neural_network import MLPClassifier
@@ -57,8 +61,13 @@ from skquad.inspection import (
 QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
-diabetes = load_uci("diabetes", as_frame=True)
-X, y = diabetes.data, diabetes.target
+try:
+    diabetes = load_uci("diabetes", as_frame=True)
+    X, y = diabetes.data, diabetes.target
+except (FileNotFoundError, OSError):
+    # Offline and without SKQUAD_DATA: eight named measurements bundled with scikit-learn.
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :8]
 X_train, X_test, y_train, y_test = train_test_split(X, y, stratify=y, test_size=0.25, random_state=0)
 
 search = GridSearchCV(
@@ -177,7 +186,8 @@ for name, count in stable:
 # model are only as good as the features: impute such zeros first
 # (``SimpleImputer(missing_values=0)``) before reading pairs as medicine.
 
-print("share of zeros (missing):", {c: f"{(X_train[c] == 0).mean():.0%}" for c in ["skin", "insu"]})
+zero_coded = [c for c in ["skin", "insu"] if c in X_train]  # the diabetes columns
+print("share of zeros (missing):", {c: f"{(X_train[c] == 0).mean():.0%}" for c in zero_coded})
 
 # %%
 # The shape of the decision surface
