@@ -34,6 +34,5 @@ without it they say so instead of failing on a missing import.
 """
 
 from ._api import BenchmarkResult, run_benchmark
-from ._estimators import REGRESSION_ESTIMATOR_NAMES
 
-__all__ = ["REGRESSION_ESTIMATOR_NAMES", "BenchmarkResult", "run_benchmark"]
+__all__ = ["BenchmarkResult", "run_benchmark"]

@@ -182,8 +182,7 @@ def run_benchmark(
         ``"SVC-rbf"``, ``"SVC-poly2"``, ``"HistGB"``; for regression ``"QuadReg"``,
         ``"QuadRegCV"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"SDPCV"``, ``"BackpropQ"``,
         ``"Ridge"``, ``"Poly2+Ridge"``, ``"MLP"``, ``"SVR"``, ``"KRR-poly2"``,
-        ``"HistGB"``: those of :data:`skquad.benchmarks.REGRESSION_ESTIMATOR_NAMES` this
-        install has).
+        ``"HistGB"``: the skquad ones this install has).
     include_defaults : bool, default=True
         Run the default estimators; False runs only ``estimators``.
     repeats : int, default=3
