@@ -9,6 +9,8 @@ QNNClassifier
     Quadratic neural network: layers of full quadratic neurons
     ``b + W a + a^T Q a`` (Noel et al., QNN/RPQNN), trained with ReLinear
     (Fan et al.).
+QNNRegressor
+    The same network as a regressor (MLPRegressor's parameters).
 QuadraticLogisticRegression
     One quadratic neuron ``sigmoid(x^T Q x + w^T x + b)`` per class score.
 QuadraticRegression
@@ -17,6 +19,8 @@ QuadraticRegression
 RPQNNClassifier
     Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (Noel et al.,
     QNN/RPQNN), optionally with Fan et al.'s (ReLinear) power term.
+RPQNNRegressor
+    The reduced-parameter network as a regressor (MLPRegressor's parameters).
 SDPQuantizedClassifier
     Binary-weight bilinear network trained by convex SDP relaxation and
     sampling (Bartan & Pilanci), with a certified lower bound on its training
@@ -39,9 +43,11 @@ from ._version import __version__ as __version__
 _LAZY_ATTRIBUTES = {
     "BackpropQuantizedClassifier": ".quantized._backprop",
     "QNNClassifier": ".neural_network",
+    "QNNRegressor": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
     "QuadraticRegression": ".linear_model",
     "RPQNNClassifier": ".neural_network",
+    "RPQNNRegressor": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
 }
@@ -49,9 +55,11 @@ _LAZY_ATTRIBUTES = {
 __all__ = [
     "BackpropQuantizedClassifier",
     "QNNClassifier",
+    "QNNRegressor",
     "QuadraticLogisticRegression",
     "QuadraticRegression",
     "RPQNNClassifier",
+    "RPQNNRegressor",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
 ]
@@ -60,7 +68,9 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
     from .linear_model import QuadraticRegression as QuadraticRegression
     from .neural_network import QNNClassifier as QNNClassifier
+    from .neural_network import QNNRegressor as QNNRegressor
     from .neural_network import RPQNNClassifier as RPQNNClassifier
+    from .neural_network import RPQNNRegressor as RPQNNRegressor
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
     from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV

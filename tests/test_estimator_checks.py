@@ -12,9 +12,11 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skquad import (
     BackpropQuantizedClassifier,
     QNNClassifier,
+    QNNRegressor,
     QuadraticLogisticRegression,
     QuadraticRegression,
     RPQNNClassifier,
+    RPQNNRegressor,
     SDPQuantizedClassifier,
 )
 
@@ -23,8 +25,12 @@ ESTIMATORS = [
     QuadraticLogisticRegression(rank=2),
     QNNClassifier(),
     QNNClassifier(solver="lbfgs"),
+    QNNRegressor(),
+    QNNRegressor(solver="lbfgs"),
     RPQNNClassifier(),
     RPQNNClassifier(solver="lbfgs"),
+    RPQNNRegressor(),
+    RPQNNRegressor(solver="lbfgs"),
     SDPQuantizedClassifier(),
     BackpropQuantizedClassifier(),
     QuadraticRegression(),

@@ -54,10 +54,14 @@ class FusedNetwork:
     module : torch.nn.Sequential
         Layers alternating with activation modules; the last layer gives the
         class scores (no activation after it).
-    output : {"softmax", "sigmoid", "binary"}
+    output : {"softmax", "sigmoid", "binary", "identity", "poisson"}
+        The output non-linearity and loss (:data:`skquad.nn.losses.OUTPUT_LOSSES`):
         "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
-        binary cross-entropy per class score (Noel et al.'s output layer);
-        "binary": one score, binary cross-entropy of its sigmoid.
+        binary cross-entropy per class score (Noel et al.'s output layer; the
+        targets are class indices, or an indicator matrix for multilabel
+        problems); "binary": one score, binary cross-entropy of its sigmoid;
+        "identity": half the squared error per output (regression);
+        "poisson": half the Poisson deviance of ``exp(score)`` per output.
     inputs : callable, default=None
         Applied to each batch first, e.g. :class:`~skquad.nn.sparse.SparseRowsInput`
         (then the first layer may receive a sparse COO batch: a ``torch.nn.Linear``
@@ -238,8 +242,22 @@ class FusedNetwork:
             delta = exponentials.mul_(weights.unsqueeze(1) / totals)
             delta.scatter_add_(1, y.unsqueeze(1), -weights.unsqueeze(1))
             return loss + overflow_marker, delta
+        if self.output in ("identity", "poisson"):
+            # Regression (MLPRegressor's losses): half the squared error, or
+            # half the Poisson deviance with exp as the inverse link; both are
+            # canonical, so dL/dz is prediction - y.
+            if self.output == "identity":
+                delta = scores.sub_(y)
+                per_sample = 0.5 * (delta * delta).sum(1)
+            else:
+                predictions = scores.exp()
+                per_sample = (predictions - y * scores + torch.xlogy(y, y) - y).sum(1)
+                delta = predictions.sub_(y)
+            return torch.dot(per_sample, weights) + overflow_marker, delta.mul_(weights.unsqueeze(1))
         if self.output == "binary":
             targets = y.to(scores.dtype).unsqueeze(1)
+        elif y.dim() == 2:  # multilabel: y is the indicator matrix
+            targets = y.to(scores.dtype)
         else:
             targets = torch.zeros_like(scores)
             targets[torch.arange(y.shape[0], device=y.device), y] = 1.0

@@ -1,0 +1,64 @@
+"""Per-sample losses of the networks' output layers (the autograd reference).
+
+One function per output kind, ``loss(scores, y) -> (n,)`` with no reduction,
+as :class:`skquad._training.Trainer` takes them. They define the objective of
+the "cached" and "autograd" backward options and of validation;
+:class:`~skquad.nn.fused.FusedNetwork` computes the same losses with their
+gradients written out (``tests/test_nn_fused.py`` compares the two).
+
+The kinds follow scikit-learn's MLP:
+
+* "binary": one score, the log-loss of its sigmoid (``y``: 0/1 indices);
+* "softmax": the cross-entropy of the softmax (``y``: class indices);
+* "sigmoid": one binary log-loss per score, summed (``y``: class indices, or
+  the indicator matrix of a multilabel problem);
+* "identity": half the squared error, summed over outputs (``y``: targets);
+* "poisson": half the Poisson deviance of ``exp(score)``, summed over
+  outputs, ``exp(z) - y z + y log y - y`` (``y``: non-negative targets).
+
+Summing over outputs (rather than MLPRegressor's reported mean) is the
+objective whose gradient MLPRegressor follows; for one output the two agree.
+"""
+
+import torch
+from torch.nn import functional
+
+__all__ = ["OUTPUT_LOSSES", "per_sample_loss"]
+
+
+def _binary(scores, y):
+    return functional.binary_cross_entropy_with_logits(scores[:, 0], y.to(scores.dtype), reduction="none")
+
+
+def _softmax(scores, y):
+    return functional.cross_entropy(scores, y, reduction="none")
+
+
+def _sigmoid(scores, y):
+    targets = y.to(scores.dtype) if y.dim() == 2 else functional.one_hot(y, scores.shape[1]).to(scores.dtype)
+    return functional.binary_cross_entropy_with_logits(scores, targets, reduction="none").sum(1)
+
+
+def _identity(scores, y):
+    return 0.5 * ((scores - y) ** 2).sum(1)
+
+
+def _poisson(scores, y):
+    return (torch.exp(scores) - y * scores + torch.xlogy(y, y) - y).sum(1)
+
+
+OUTPUT_LOSSES = {
+    "binary": _binary,
+    "softmax": _softmax,
+    "sigmoid": _sigmoid,
+    "identity": _identity,
+    "poisson": _poisson,
+}
+
+
+def per_sample_loss(output):
+    """The per-sample loss of an output kind (see the module docstring)."""
+    try:
+        return OUTPUT_LOSSES[output]
+    except KeyError:
+        raise ValueError(f"Unknown output kind {output!r}; expected one of {sorted(OUTPUT_LOSSES)}.") from None
