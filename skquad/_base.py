@@ -374,8 +374,8 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
         shape = getattr(y, "shape", None)
         if shape is None:
             try:
-                shape = np.shape(y)
-            except ValueError:  # ragged
+                shape = np.asarray(y).shape
+            except (TypeError, ValueError):  # ragged or not array-like: validation says so
                 return False
         if len(shape) != 2 or shape[1] < 2:
             return False
@@ -582,7 +582,10 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
     def _scores_to_proba(self, scores):
         """Map ``(n, n_scores)`` scores to ``(n, n_classes)`` probabilities."""
         if getattr(self, "_multilabel", False):
-            return expit(scores)
+            # Each label's probability stays inside (0, 1), as a probability of
+            # a finite score is: expit rounds to exactly 0 or 1 beyond |score| ~ 37.
+            limits = np.finfo(np.float64)
+            return np.clip(expit(scores), limits.tiny, 1.0 - limits.epsneg)
         if scores.shape[1] == 1:
             p = expit(scores[:, 0])
             return np.column_stack([1.0 - p, p])
