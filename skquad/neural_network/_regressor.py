@@ -123,6 +123,23 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return self._train(X, y, sample_weight, architecture, incremental=True)
 
     # ------------------------------------------------------------ prediction
+    def predict(self, X):
+        """Predicted targets, in the precision the network was trained in.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The shape of the fitted ``y``; float32 for a network trained in
+            float32 (as MLPRegressor's predictions follow its weights).
+        """
+        predictions = super().predict(X)
+        return predictions.astype(self.layers_[0]["weight"].dtype, copy=False)
+
     def _raw_scores(self, X):
         scores = super()._raw_scores(X)
         if self.out_activation_ == "exp":
