@@ -5,6 +5,8 @@ Estimators
 BackpropQuantizedClassifier
     Bartan & Pilanci's (SDP) baseline: a bilinear network with real weights
     trained by SGD, then sign-quantized with one fitted scale.
+BackpropQuantizedRegressor
+    The same baseline for regression.
 QNNClassifier
     Quadratic neural network: layers of full quadratic neurons
     ``b + W a + a^T Q a`` (Noel et al., QNN/RPQNN), trained with ReLinear
@@ -25,6 +27,9 @@ SDPQuantizedClassifier
     Binary-weight bilinear network trained by convex SDP relaxation and
     sampling (Bartan & Pilanci), with a certified lower bound on its training
     objective.
+SDPQuantizedRegressor
+    The same binary-weight network for regression (squared loss, vector
+    outputs), with the same certificate.
 SDPQuantizedClassifierCV
     SDPQuantizedClassifier with its penalty ``beta`` chosen by cross-validation
     along a warm-started regularization path.
@@ -42,6 +47,7 @@ from ._version import __version__ as __version__
 # Public name -> submodule that defines it.
 _LAZY_ATTRIBUTES = {
     "BackpropQuantizedClassifier": ".quantized._backprop",
+    "BackpropQuantizedRegressor": ".quantized._backprop_regressor",
     "QNNClassifier": ".neural_network",
     "QNNRegressor": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
@@ -50,10 +56,12 @@ _LAZY_ATTRIBUTES = {
     "RPQNNRegressor": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
+    "SDPQuantizedRegressor": ".quantized._sdp_regressor",
 }
 
 __all__ = [
     "BackpropQuantizedClassifier",
+    "BackpropQuantizedRegressor",
     "QNNClassifier",
     "QNNRegressor",
     "QuadraticLogisticRegression",
@@ -62,6 +70,7 @@ __all__ = [
     "RPQNNRegressor",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
+    "SDPQuantizedRegressor",
 ]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
@@ -72,8 +81,10 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .neural_network import RPQNNClassifier as RPQNNClassifier
     from .neural_network import RPQNNRegressor as RPQNNRegressor
     from .quantized import BackpropQuantizedClassifier as BackpropQuantizedClassifier
+    from .quantized import BackpropQuantizedRegressor as BackpropQuantizedRegressor
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
     from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV
+    from .quantized import SDPQuantizedRegressor as SDPQuantizedRegressor
 
 
 def __getattr__(name):

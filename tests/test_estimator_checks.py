@@ -11,6 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skquad import (
     BackpropQuantizedClassifier,
+    BackpropQuantizedRegressor,
     QNNClassifier,
     QNNRegressor,
     QuadraticLogisticRegression,
@@ -18,6 +19,7 @@ from skquad import (
     RPQNNClassifier,
     RPQNNRegressor,
     SDPQuantizedClassifier,
+    SDPQuantizedRegressor,
 )
 
 ESTIMATORS = [
@@ -36,6 +38,12 @@ ESTIMATORS = [
     QuadraticRegression(),
     QuadraticRegression(solver="cg"),
     QuadraticRegression(solver="kernel"),
+    SDPQuantizedRegressor(),
+    BackpropQuantizedRegressor(),
+    QNNRegressor(),
+    QNNRegressor(solver="lbfgs"),
+    RPQNNRegressor(),
+    RPQNNRegressor(solver="lbfgs"),
 ]
 
 

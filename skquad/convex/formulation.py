@@ -50,7 +50,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .certificate import dual_bound
 from .losses import dual_point, hinge_dual_point
-from .problem import LiftedData
+from .problem import LiftedData, encode_targets
 from .solution import SDPSolution, SolverFailedError, relative_gap
 
 __all__ = [
@@ -151,20 +151,20 @@ def aggregate_samples(X, y, sample_weight):
     """
     keep = sample_weight > 0
     X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
-    rows = np.column_stack([X.astype(np.float64), y.astype(np.float64)])
+    width = 1 if y.ndim == 1 else y.shape[1]  # 2-D: vector-output real targets
+    rows = np.column_stack([X.astype(np.float64), y.astype(np.float64).reshape(len(y), width)])
     unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
     weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(unique_rows))
-    return unique_rows[:, :-1], unique_rows[:, -1].astype(y.dtype), weight / weight.sum()
+    targets = unique_rows[:, -width:].astype(y.dtype)
+    if y.ndim == 1:
+        targets = targets[:, 0]
+    return unique_rows[:, :-width], targets, weight / weight.sum()
 
 
 def _encode_targets(y, n_outputs):
-    """The targets as given (±1 labels or reals) for one output; else one-hot."""
-    y = np.asarray(y)
-    if n_outputs == 1:
-        return y.astype(np.float64)
-    onehot = np.zeros((y.shape[0], n_outputs))
-    onehot[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
-    return onehot
+    """The targets as given (±1 labels or reals) for one output; else a matrix."""
+    target = encode_targets(y, n_outputs)
+    return target[:, 0] if n_outputs == 1 else target
 
 
 def loss_value(scores, y, weight, loss, n_outputs=1):

@@ -21,7 +21,26 @@ import torch
 
 from .losses import loss_per_sample
 
-__all__ = ["LiftedData"]
+__all__ = ["LiftedData", "encode_targets"]
+
+
+def encode_targets(y, n_outputs):
+    """The targets as a float64 matrix of shape (n_samples, n_outputs).
+
+    ``y`` is either 1-D, ±1 labels or real values for one output and class
+    indices (one-hot encoded here) for more, or already 2-D real targets of
+    shape (n_samples, n_outputs) (a vector-output regression, squared loss).
+    """
+    y = np.asarray(y)
+    if y.ndim == 2:
+        if y.shape[1] != n_outputs:
+            raise ValueError(f"y has {y.shape[1]} columns for {n_outputs} outputs.")
+        return y.astype(np.float64)
+    if n_outputs == 1:
+        return y.astype(np.float64).reshape(-1, 1)
+    onehot = np.zeros((y.shape[0], n_outputs))
+    onehot[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
+    return onehot
 
 
 @dataclass
@@ -79,12 +98,7 @@ class LiftedData:
         """
         weight = np.asarray(weight, dtype=np.float64)
         weight = weight / weight.sum()
-        y = np.asarray(y)
-        if n_outputs == 1:
-            target = y.astype(np.float64).reshape(-1, 1)
-        else:
-            target = np.zeros((y.shape[0], n_outputs))
-            target[np.arange(y.shape[0]), y.astype(np.int64)] = 1.0
+        target = encode_targets(y, n_outputs)
 
         def tensor(array):
             return torch.as_tensor(np.array(array, dtype=np.float64), device=device).to(dtype)

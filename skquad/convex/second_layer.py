@@ -43,6 +43,7 @@ from scipy.special import expit, softmax
 from threadpoolctl import threadpool_limits
 
 from .formulation import LOSSES, loss_value
+from .problem import encode_targets
 
 __all__ = ["SecondLayerFit", "refit_second_layer"]
 
@@ -70,11 +71,8 @@ class SecondLayerFit:
 
 
 def _targets(y, n_outputs):
-    if n_outputs == 1:
-        return np.asarray(y, dtype=np.float64)
-    onehot = np.zeros((len(y), n_outputs))
-    onehot[np.arange(len(y)), np.asarray(y, dtype=np.int64)] = 1.0
-    return onehot
+    target = encode_targets(y, n_outputs)
+    return target[:, 0] if n_outputs == 1 else target
 
 
 def _smooth_loss(scores, target, weight, loss, n_outputs, mu):

@@ -10,6 +10,11 @@ make_uci_preprocessor
     standardize numeric ones.
 resolve_uci_name
     The UCI dataset a file or OpenML name refers to.
+load_regression
+    A tabular regression dataset (concrete, diamonds, wage, cpus, car_prices,
+    chem_proc_yield, meats) from a CSV file in the same data directory.
+REGRESSION_DATASETS
+    What the loader knows of each: targets, origin, license, skew.
 UCI_DATASETS
     The 13 UCI datasets the project's tests and benchmarks use, with their
     file names, OpenML names, targets and sizes.
@@ -25,6 +30,7 @@ make_planted_quantized
 """
 
 from ._generators import make_nonlinear_clusters, make_planted_quantized, make_xor
+from ._regression import REGRESSION_DATASETS, RegressionDataset, load_regression
 from ._uci import (
     UCI_DATASETS,
     UCIDataset,
@@ -37,9 +43,12 @@ from ._uci import (
 )
 
 __all__ = [
+    "REGRESSION_DATASETS",
+    "RegressionDataset",
     "UCI_DATASETS",
     "UCIDataset",
     "get_data_home",
+    "load_regression",
     "load_uci",
     "make_nonlinear_clusters",
     "make_planted_quantized",

@@ -463,9 +463,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         n_scores = self.layers_[-1]["options"]["out_features"]
         if n_scores != self._n_scores:
             raise ValueError(
-                f"y has {self._n_scores} output(s) (columns), but the network was fitted with "
-                f"{n_scores}; warm_start=True continues the fitted network, so y needs the same "
-                "outputs. Set warm_start=False to start over."
+                f"warm_start=True continues the previous fit's {n_scores} output(s), but y has "
+                f"{self._n_scores}. Set warm_start=False to start over."
             )
         fitted_sizes = [state["options"]["out_features"] for state in self.layers_[:-1]]
         fitted_flags = [state["kind"] != "Linear" for state in self.layers_]

@@ -286,8 +286,8 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
         MLPRegressor's losses: "squared_error" is half the squared error with
         an identity output; "poisson" is half the Poisson deviance with an
         ``exp`` output (the targets must be non-negative). For several
-        outputs the losses are summed over them (the objective whose gradient
-        MLPRegressor follows; its reported ``loss_`` is the mean).
+        outputs the squared error is averaged over them and the Poisson
+        deviance summed, as in MLPRegressor's ``loss_``.
 
     solver : {"adam", "sgd", "lbfgs"}, default="adam"
         "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"

@@ -44,7 +44,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return self.n_outputs_
 
     def _output_kind(self):
-        return "poisson" if self.loss == "poisson" else "identity"
+        return self.loss
 
     def _out_activation_name(self):
         # MLPRegressor's names.
@@ -63,8 +63,8 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         X, y, sample_weight = self._validate_training_data(X, y, sample_weight, reset=reset)
         if self.loss == "poisson" and np.any(y < 0):
             raise ValueError(
-                "loss='poisson' needs non-negative targets, but `y` has negative values "
-                f"(min {float(np.min(y)):.4g}); use loss='squared_error' or transform y."
+                "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
+                f"values (min {float(np.min(y)):.4g}); use loss='squared_error' or transform y."
             )
         return X, y, sample_weight
 

@@ -308,8 +308,8 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
         MLPRegressor's losses: "squared_error" is half the squared error with
         an identity output; "poisson" is half the Poisson deviance with an
         ``exp`` output (the targets must be non-negative). For several
-        outputs the losses are summed over them (the objective whose gradient
-        MLPRegressor follows; its reported ``loss_`` is the mean).
+        outputs the squared error is averaged over them and the Poisson
+        deviance summed, as in MLPRegressor's ``loss_``.
 
     power_term : bool, default=False
         Use Fan et al.'s neuron: add ``W_p (a * a) + c_p`` (``power_weight``,

@@ -25,9 +25,22 @@ class BilinearModule(torch.nn.Module):
         return ((Z @ self.U.T) * (Z @ self.V.T)) @ self.output_weights
 
 
-def bilinear_loss(loss, n_outputs):
-    """Per-sample loss ``(scores, targets) -> (n,)`` matching the SDP's losses."""
+def bilinear_loss(loss, n_outputs, *, real_targets=False):
+    """Per-sample loss ``(scores, targets) -> (n,)`` matching the SDP's losses.
+
+    ``real_targets``: vector-output regression, targets of shape
+    (n, n_outputs) compared as they are (the squared loss only).
+    """
     functional = torch.nn.functional
+
+    if real_targets and n_outputs > 1:
+        if loss != "squared":
+            raise ValueError(f"Real vector targets need the squared loss, got loss={loss!r}.")
+
+        def vector(scores, target):
+            return ((scores - target) ** 2).sum(dim=1)
+
+        return vector
 
     if n_outputs == 1:
         def binary(scores, target):

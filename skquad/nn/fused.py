@@ -29,7 +29,7 @@ from torch import nn
 
 from .layers import QuadraticLayer, ReducedQuadraticLayer
 
-__all__ = ["FusedNetwork", "supports_fused"]
+__all__ = ["REGRESSION_LOSSES", "FusedNetwork", "regression_loss", "supports_fused"]
 
 _ACTIVATIONS = {nn.Identity: "identity", nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh"}
 
@@ -46,6 +46,27 @@ def supports_fused(module):
     return True
 
 
+REGRESSION_LOSSES = ("squared_error", "poisson")
+
+
+def regression_loss(loss, scores, y, *, with_delta=False):
+    """MLPRegressor's per-sample losses on raw output scores ``s`` (n, k).
+
+    ``"squared_error"``: ``sum_k (s_k - y_k)² / (2 k)`` (scikit-learn averages
+    over the outputs and halves); ``"poisson"``: the half Poisson deviance of
+    the prediction ``exp(s)``, ``sum_k y_k log(y_k / e^{s_k}) - y_k + e^{s_k}``.
+    With ``with_delta``, also ``d loss / d s`` per sample, (n, k).
+    """
+    y = y.reshape(scores.shape).to(scores.dtype)
+    if loss == "squared_error":
+        residual = scores - y
+        per_sample = residual.square().sum(1) / (2.0 * scores.shape[1])
+        return (per_sample, residual / scores.shape[1]) if with_delta else per_sample
+    predictions = scores.exp()
+    per_sample = (torch.xlogy(y, y) - y * scores - y + predictions).sum(1)
+    return (per_sample, predictions - y) if with_delta else per_sample
+
+
 class FusedNetwork:
     """``loss_and_gradient`` callable for :class:`skquad._training.Trainer`.
 
@@ -54,14 +75,13 @@ class FusedNetwork:
     module : torch.nn.Sequential
         Layers alternating with activation modules; the last layer gives the
         class scores (no activation after it).
-    output : {"softmax", "sigmoid", "binary", "identity", "poisson"}
+    output : {"softmax", "sigmoid", "binary", "squared_error", "poisson"}
         The output non-linearity and loss (:data:`skquad.nn.losses.OUTPUT_LOSSES`):
         "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
         binary cross-entropy per class score (Noel et al.'s output layer; the
         targets are class indices, or an indicator matrix for multilabel
-        problems); "binary": one score, binary cross-entropy of its sigmoid;
-        "identity": half the squared error per output (regression);
-        "poisson": half the Poisson deviance of ``exp(score)`` per output.
+        problems); "binary": one score, binary cross-entropy of its sigmoid.
+        The regression losses are MLPRegressor's (:func:`regression_loss`).
     inputs : callable, default=None
         Applied to each batch first, e.g. :class:`~skquad.nn.sparse.SparseRowsInput`
         (then the first layer may receive a sparse COO batch: a ``torch.nn.Linear``
@@ -231,6 +251,9 @@ class FusedNetwork:
         log-loss alone would ignore, so that the engine's divergence guard fires.
         """
         overflow_marker = scores.sum() * 0.0
+        if self.output in REGRESSION_LOSSES:
+            per_sample, delta = regression_loss(self.output, scores, y, with_delta=True)
+            return torch.dot(per_sample, weights) + overflow_marker, delta.mul_(weights.unsqueeze(1))
         if self.output == "softmax":
             # Written out: torch.log_softmax + gather + an indexed update cost
             # twice as much for the narrow score matrices of classifiers.
@@ -242,18 +265,6 @@ class FusedNetwork:
             delta = exponentials.mul_(weights.unsqueeze(1) / totals)
             delta.scatter_add_(1, y.unsqueeze(1), -weights.unsqueeze(1))
             return loss + overflow_marker, delta
-        if self.output in ("identity", "poisson"):
-            # Regression (MLPRegressor's losses): half the squared error, or
-            # half the Poisson deviance with exp as the inverse link; both are
-            # canonical, so dL/dz is prediction - y.
-            if self.output == "identity":
-                delta = scores.sub_(y)
-                per_sample = 0.5 * (delta * delta).sum(1)
-            else:
-                predictions = scores.exp()
-                per_sample = (predictions - y * scores + torch.xlogy(y, y) - y).sum(1)
-                delta = predictions.sub_(y)
-            return torch.dot(per_sample, weights) + overflow_marker, delta.mul_(weights.unsqueeze(1))
         if self.output == "binary":
             targets = y.to(scores.dtype).unsqueeze(1)
         elif y.dim() == 2:  # multilabel: y is the indicator matrix

@@ -12,16 +12,13 @@ The kinds follow scikit-learn's MLP:
 * "softmax": the cross-entropy of the softmax (``y``: class indices);
 * "sigmoid": one binary log-loss per score, summed (``y``: class indices, or
   the indicator matrix of a multilabel problem);
-* "identity": half the squared error, summed over outputs (``y``: targets);
-* "poisson": half the Poisson deviance of ``exp(score)``, summed over
-  outputs, ``exp(z) - y z + y log y - y`` (``y``: non-negative targets).
-
-Summing over outputs (rather than MLPRegressor's reported mean) is the
-objective whose gradient MLPRegressor follows; for one output the two agree.
+* "squared_error" and "poisson": MLPRegressor's losses with an identity and
+  an ``exp`` output (:func:`skquad.nn.fused.regression_loss`).
 """
 
-import torch
 from torch.nn import functional
+
+from .fused import regression_loss
 
 __all__ = ["OUTPUT_LOSSES", "per_sample_loss"]
 
@@ -39,19 +36,19 @@ def _sigmoid(scores, y):
     return functional.binary_cross_entropy_with_logits(scores, targets, reduction="none").sum(1)
 
 
-def _identity(scores, y):
-    return 0.5 * ((scores - y) ** 2).sum(1)
+def _squared_error(scores, y):
+    return regression_loss("squared_error", scores, y)
 
 
 def _poisson(scores, y):
-    return (torch.exp(scores) - y * scores + torch.xlogy(y, y) - y).sum(1)
+    return regression_loss("poisson", scores, y)
 
 
 OUTPUT_LOSSES = {
     "binary": _binary,
     "softmax": _softmax,
     "sigmoid": _sigmoid,
-    "identity": _identity,
+    "squared_error": _squared_error,
     "poisson": _poisson,
 }
 

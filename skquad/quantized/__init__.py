@@ -8,20 +8,28 @@ with real weights trained by SGD with momentum, then quantized by signs and one
 fitted scale.
 
 :class:`SDPQuantizedClassifierCV` chooses the SDP's ``beta`` by
-cross-validation along a warm-started regularization path.
+cross-validation along a warm-started regularization path;
+:class:`SDPQuantizedRegressor` is the same network for regression (the squared
+loss, vector outputs), sharing the classifier's fit, sampling and export;
+:class:`BackpropQuantizedRegressor` is the baseline for it.
 
-One module per estimator (``_sdp``, ``_sdp_cv``, ``_backprop``); the math
+One module per estimator (``_sdp``, ``_sdp_cv``, ``_sdp_regressor``, ``_backprop``,
+``_backprop_regressor``); the math
 lives in :mod:`skquad.convex` (the second-layer refit in
 :mod:`skquad.convex.second_layer`) and :mod:`skquad.nn.bilinear`.
 """
 
 from ._backprop import BackpropQuantizedClassifier, make_bilinear_trainer
+from ._backprop_regressor import BackpropQuantizedRegressor
 from ._sdp import SDPQuantizedClassifier
 from ._sdp_cv import SDPQuantizedClassifierCV
+from ._sdp_regressor import SDPQuantizedRegressor
 
 __all__ = [
     "BackpropQuantizedClassifier",
+    "BackpropQuantizedRegressor",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
+    "SDPQuantizedRegressor",
     "make_bilinear_trainer",
 ]

@@ -9,7 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
-from .._base import BaseQuadraticClassifier
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
 from .._reporting import warn_user
 from .._torch_utils import make_generator, resolve_device, resolve_dtype, to_numpy
 from .._training import ParameterGroup, Trainer, TrainingConfig
@@ -63,6 +63,7 @@ def make_bilinear_trainer(
     dtype=torch.float64,
     initial=None,
     curvature=1.0,
+    real_targets=False,
 ):
     """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
 
@@ -94,6 +95,9 @@ def make_bilinear_trainer(
         Starting ``(U, V)``; None draws ``N(0, I / p)`` rows.
     curvature : float, default=1.0
         Divides the step (see :func:`skquad.nn.bilinear.bilinear_curvature`).
+    real_targets : bool, default=False
+        ``targets`` of shape (n, n_outputs) are real values (vector-output
+        regression with the squared loss), not class indices.
 
     Returns
     -------
@@ -142,18 +146,179 @@ def make_bilinear_trainer(
     )
     trainer = Trainer(
         module,
-        bilinear_loss(loss, n_outputs),
+        bilinear_loss(loss, n_outputs, real_targets=real_targets),
         [group],
         config,
         device=resolve_device(device),
         dtype=dtype,
         generator=generator,
-        target_dtype=dtype if n_outputs == 1 else torch.int64,
+        target_dtype=dtype if n_outputs == 1 or real_targets else torch.int64,
     )
     return trainer, neuron_class, output_weights
 
 
-class BackpropQuantizedClassifier(BaseQuadraticClassifier):
+class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
+    """The baseline's training, quantization and prediction (not for direct use).
+
+    Shared by :class:`BackpropQuantizedClassifier` and
+    :class:`~skquad.BackpropQuantizedRegressor`; a subclass says what its
+    targets are through ``_network_n_outputs``, ``_network_targets`` and
+    ``_real_targets`` (vector targets compared as they are).
+    """
+
+    _real_targets = False
+
+    def _lifting(self):
+        return InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            center=self.feature_mean_,
+            scale=self.feature_scale_,
+        )
+
+    def _step_and_schedule(self):
+        """``(learning_rate_init, schedule)``, accepting the deprecated float ``learning_rate``."""
+        if isinstance(self.learning_rate, str):
+            return float(self.learning_rate_init), self.learning_rate
+        warn_user(
+            f"Passing a float as learning_rate (here {self.learning_rate!r}) is "
+            "deprecated since 0.2 and will stop working in 0.4: the step size is "
+            "now learning_rate_init, and learning_rate is the schedule "
+            "('constant', 'invscaling', 'adaptive') as in MLPClassifier. Using "
+            "it as learning_rate_init with the 'constant' schedule.",
+            FutureWarning,
+        )
+        return float(self.learning_rate), "constant"
+
+    def _torch_dtype(self, X):
+        if self.dtype is not None:
+            return resolve_dtype(self.dtype)
+        return torch.float32 if X.dtype == np.float32 else torch.float64
+
+    def _make_trainer(self, X, sample_weight, resume=False):
+        """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
+
+        Resuming serves ``partial_fit`` after unpickling (the trainer is not
+        pickled); the optimizer's momentum starts again from zero.
+        """
+        step, schedule = self._step_and_schedule()
+        dtype = self._torch_dtype(X)
+        if not resume:
+            self.feature_mean_, self.feature_scale_ = (
+                _standardization(X, sample_weight) if self.standardize else (None, None)
+            )
+        p = self._lifting().n_lifted(X.shape[1])
+        batch = min(self.batch_size or 200, X.shape[0])
+        _check_memory(
+            _training_memory(self.n_neurons, p, batch, dtype.itemsize),
+            "n_neurons", self.n_neurons, "training the network",
+        )
+        if not resume:
+            self.input_curvature_ = bilinear_curvature(
+                self._lifting().features(X), sample_weight, self.batch_size
+            )
+        trainer, neuron_class, output_weights = make_bilinear_trainer(
+            p,
+            self._network_n_outputs(),
+            n_neurons=self.n_neurons,
+            loss=self.loss,
+            beta=self.beta,
+            learning_rate_init=step,
+            learning_rate=schedule,
+            power_t=self.power_t,
+            momentum=self.momentum,
+            batch_size=self.batch_size,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose,
+            device=self.device,
+            random_state=self.random_state,
+            n_threads=self.n_threads,
+            dtype=dtype,
+            initial=(self.U_float_, self.V_float_) if resume else None,
+            curvature=self.input_curvature_,
+            real_targets=self._real_targets,
+        )
+        self.neuron_class_ = neuron_class
+        self.float_alpha_ = output_weights
+        self.n_lifted_features_ = p
+        if not resume:
+            self.loss_curve_ = []
+            self.n_iter_ = 0
+            self.training_time_ = 0.0
+        self._history_offset = (list(self.loss_curve_), self.n_iter_)
+        self._trainer = trainer
+        return trainer
+
+    def _train(self, X, y_validated, sample_weight, *, epochs=None):
+        Z = self._lifting().features(X)
+        if self._trainer.dtype == torch.float32:
+            Z = Z.astype(np.float32)
+        targets = self._network_targets(y_validated)
+        started = time.perf_counter()
+        if epochs is None:
+            history = self._trainer.fit(Z, targets, sample_weight, max_iter=int(self.max_iter))
+        else:
+            history = self._trainer.partial_fit(Z, targets, sample_weight)
+        self.training_time_ += time.perf_counter() - started
+        previous_curve, previous_iterations = self._history_offset
+        self.loss_curve_ = previous_curve + list(history.loss_curve)
+        self.n_iter_ = previous_iterations + history.n_iter
+        if self.loss_curve_:
+            self.loss_ = float(self.loss_curve_[-1])
+        self._quantize(X, targets, sample_weight)
+        return self
+
+    def _quantize(self, X, targets, sample_weight):
+        module = self._trainer.module
+        self.U_float_ = to_numpy(module.U).astype(np.float64)
+        self.V_float_ = to_numpy(module.V).astype(np.float64)
+        self.U_, self.V_, self.alpha_, self.scale_ = quantize_bilinear(
+            self.U_float_, self.V_float_, self.float_alpha_, self.neuron_class_
+        )
+        scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        self.objective_ = network_objective(
+            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
+        )
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the real-weight network with SGD, then quantize it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : BackpropQuantizedClassifier
+        """
+        X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
+        self._make_trainer(X, sample_weight)
+        return self._train(X, y_validated, sample_weight)
+
+
+    def _raw_scores(self, X):
+        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+
+    def _float_scores(self, X):
+        """Scores of the real-weight network, shape (n_samples, n_outputs)."""
+        X = self._validate_predict_data(X)
+        return _batched_network_scores(
+            self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
+        )
+
+
+    def __getstate__(self):
+        # The torch trainer is a training-time object; the model is in numpy.
+        state = self.__dict__.copy()
+        state.pop("_trainer", None)
+        return state
+
+
+
+class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassifier):
     """Bartan & Pilanci's baseline: a bilinear network trained by SGD, then sign-quantized.
 
     The network is the one of :class:`SDPQuantizedClassifier`,
@@ -363,134 +528,11 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         self.verbose = verbose
         self.random_state = random_state
 
-    def _lifting(self):
-        return InputLifting(
-            fit_intercept=bool(self.fit_intercept),
-            center=self.feature_mean_,
-            scale=self.feature_scale_,
-        )
+    def _network_n_outputs(self):
+        return self._n_scores
 
-    def _step_and_schedule(self):
-        """``(learning_rate_init, schedule)``, accepting the deprecated float ``learning_rate``."""
-        if isinstance(self.learning_rate, str):
-            return float(self.learning_rate_init), self.learning_rate
-        warn_user(
-            f"Passing a float as learning_rate (here {self.learning_rate!r}) is "
-            "deprecated since 0.2 and will stop working in 0.4: the step size is "
-            "now learning_rate_init, and learning_rate is the schedule "
-            "('constant', 'invscaling', 'adaptive') as in MLPClassifier. Using "
-            "it as learning_rate_init with the 'constant' schedule.",
-            FutureWarning,
-        )
-        return float(self.learning_rate), "constant"
-
-    def _torch_dtype(self, X):
-        if self.dtype is not None:
-            return resolve_dtype(self.dtype)
-        return torch.float32 if X.dtype == np.float32 else torch.float64
-
-    def _make_trainer(self, X, sample_weight, resume=False):
-        """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
-
-        Resuming serves ``partial_fit`` after unpickling (the trainer is not
-        pickled); the optimizer's momentum starts again from zero.
-        """
-        step, schedule = self._step_and_schedule()
-        dtype = self._torch_dtype(X)
-        if not resume:
-            self.feature_mean_, self.feature_scale_ = (
-                _standardization(X, sample_weight) if self.standardize else (None, None)
-            )
-        p = self._lifting().n_lifted(X.shape[1])
-        batch = min(self.batch_size or 200, X.shape[0])
-        _check_memory(
-            _training_memory(self.n_neurons, p, batch, dtype.itemsize),
-            "n_neurons", self.n_neurons, "training the network",
-        )
-        if not resume:
-            self.input_curvature_ = bilinear_curvature(
-                self._lifting().features(X), sample_weight, self.batch_size
-            )
-        trainer, neuron_class, output_weights = make_bilinear_trainer(
-            p,
-            self._n_scores,
-            n_neurons=self.n_neurons,
-            loss=self.loss,
-            beta=self.beta,
-            learning_rate_init=step,
-            learning_rate=schedule,
-            power_t=self.power_t,
-            momentum=self.momentum,
-            batch_size=self.batch_size,
-            tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change,
-            verbose=self.verbose,
-            device=self.device,
-            random_state=self.random_state,
-            n_threads=self.n_threads,
-            dtype=dtype,
-            initial=(self.U_float_, self.V_float_) if resume else None,
-            curvature=self.input_curvature_,
-        )
-        self.neuron_class_ = neuron_class
-        self.float_alpha_ = output_weights
-        self.n_lifted_features_ = p
-        if not resume:
-            self.loss_curve_ = []
-            self.n_iter_ = 0
-            self.training_time_ = 0.0
-        self._history_offset = (list(self.loss_curve_), self.n_iter_)
-        self._trainer = trainer
-        return trainer
-
-    def _train(self, X, y_encoded, sample_weight, *, epochs=None):
-        Z = self._lifting().features(X)
-        if self._trainer.dtype == torch.float32:
-            Z = Z.astype(np.float32)
-        targets = _class_targets(y_encoded, self._n_scores)
-        started = time.perf_counter()
-        if epochs is None:
-            history = self._trainer.fit(Z, targets, sample_weight, max_iter=int(self.max_iter))
-        else:
-            history = self._trainer.partial_fit(Z, targets, sample_weight)
-        self.training_time_ += time.perf_counter() - started
-        previous_curve, previous_iterations = self._history_offset
-        self.loss_curve_ = previous_curve + list(history.loss_curve)
-        self.n_iter_ = previous_iterations + history.n_iter
-        if self.loss_curve_:
-            self.loss_ = float(self.loss_curve_[-1])
-        self._quantize(X, targets, sample_weight)
-        return self
-
-    def _quantize(self, X, targets, sample_weight):
-        module = self._trainer.module
-        self.U_float_ = to_numpy(module.U).astype(np.float64)
-        self.V_float_ = to_numpy(module.V).astype(np.float64)
-        self.U_, self.V_, self.alpha_, self.scale_ = quantize_bilinear(
-            self.U_float_, self.V_float_, self.float_alpha_, self.neuron_class_
-        )
-        scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
-        self.objective_ = network_objective(
-            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
-        )
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Train the real-weight network with SGD, then quantize it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : BackpropQuantizedClassifier
-        """
-        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        self._make_trainer(X, sample_weight)
-        return self._train(X, y_encoded, sample_weight)
+    def _network_targets(self, y_encoded):
+        return _class_targets(y_encoded, self._n_scores)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -516,10 +558,6 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         if first_call or not hasattr(self, "_trainer"):
             self._make_trainer(X, sample_weight, resume=not first_call)
         return self._train(X, y_encoded, sample_weight, epochs=1)
-
-    def _raw_scores(self, X):
-        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
-
     def float_decision_function(self, X):
         """Scores of the trained real-weight (unquantized) network.
 
@@ -531,12 +569,7 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        X = self._validate_predict_data(X)
-        return _decision_values(
-            _batched_network_scores(
-                self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
-            )
-        )
+        return _decision_values(self._float_scores(X))
 
     def float_predict(self, X):
         """Class labels predicted by the real-weight network.
@@ -550,9 +583,3 @@ class BackpropQuantizedClassifier(BaseQuadraticClassifier):
         y_pred : ndarray of shape (n_samples,)
         """
         return _predict_labels(self, self.float_decision_function, X)
-
-    def __getstate__(self):
-        # The torch trainer is a training-time object; the model is in numpy.
-        state = self.__dict__.copy()
-        state.pop("_trainer", None)
-        return state

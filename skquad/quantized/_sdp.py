@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import BaseQuadraticClassifier, check_positive_int
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
 from .._training import SubtaskReporter
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
@@ -43,7 +43,363 @@ from ._common import (
 __all__ = ["SDPQuantizedClassifier"]
 
 
-class SDPQuantizedClassifier(BaseQuadraticClassifier):
+class _SDPQuantizedNetwork(BaseQuadraticEstimator):
+    """The SDP network's fit, sampling, resampling and export (not for direct use).
+
+    Shared by :class:`SDPQuantizedClassifier` and
+    :class:`~skquad.SDPQuantizedRegressor`; a subclass says what its targets
+    are through ``_sdp_n_outputs`` (the SDP's blocks), ``_sdp_targets`` (what
+    the solver fits: ±1 labels, class indices or real values) and
+    ``_target_signature`` (what a warm start must match).
+    """
+
+    # The objective is a weighted mean: only the ratios of sample_weight matter.
+    _sample_weight_scale = "ratio"
+
+    # ------------------------------------------------------------------ fit
+    def _lifting(self):
+        return InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+            center=self.feature_mean_,
+            scale=self.feature_scale_,
+        )
+
+    def _sdp_key(self, X, y, weight, solver):
+        """Fingerprint of everything the SDP solution depends on."""
+        digest = hashlib.sha256()
+        for array in (X, y, weight):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        for array in (self.feature_mean_, self.feature_scale_):
+            digest.update(b"none" if array is None else array.tobytes())
+        settings = (
+            self.loss,
+            float(self.beta),
+            (self.fit_intercept, self.weight_levels, _check_activation(self.activation)),
+            solver,
+            repr(sorted((self.solver_options or {}).items())),
+            (float(self.tol), int(self.max_iter)),
+            X.shape,
+            self._target_signature(),
+        )
+        digest.update(repr(settings).encode())
+        return digest.hexdigest()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Solve the SDP relaxation and sample a binary network from it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights (weight 2 is the same as repeating a sample).
+
+        Returns
+        -------
+        self : SDPQuantizedClassifier
+        """
+        X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
+        lifting = InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+        )
+        n_outputs = self._sdp_n_outputs()
+        solver = None if self.solver is None else _check_solver(
+            self.solver, self.loss, lifting.n_lifted(X.shape[1]), n_outputs
+        )
+        _neurons_per_output(self.n_neurons, n_outputs)
+
+        # The SDP sees only the weighted empirical distribution: merge duplicates.
+        X_train, y_train, weight = aggregate_samples(X, y_validated, sample_weight)
+        self._check_network_memory(
+            self.n_neurons, X_train.shape[0], lifting.n_lifted(X.shape[1]), n_outputs
+        )
+        self.feature_mean_, self.feature_scale_ = (
+            _standardization(X_train, weight) if self.standardize else (None, None)
+        )
+        targets = self._sdp_targets(y_train, n_outputs)
+        key = self._sdp_key(X_train, targets, weight, solver)
+
+        if self.warm_start and getattr(self, "_sdp_key_", None) == key:
+            self.solve_time_ = 0.0
+        else:
+            # A warm start (e.g. a path over beta) starts from the previous factors.
+            previous = getattr(self, "_factor_start_", None) if self.warm_start else None
+            solution = solve_relaxation(
+                self._lifting(),
+                X_train,
+                targets,
+                weight,
+                loss=self.loss,
+                beta=float(self.beta),
+                n_outputs=n_outputs,
+                solver=solver,
+                solver_options=self.solver_options,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                init=previous if solver is None else None,
+                callback=self._solver_chunk_hook(X, y),
+                verbose=int(self.verbose),
+                device=self.device,
+            )
+            self.Q_ = solution.Q
+            self.Z_ = solution.Z.copy()
+            self.rho_ = solution.rho
+            self.lower_bound_ = solution.lower_bound
+            self.relaxed_objective_ = solution.objective
+            self.certified_gap_ = solution.gap
+            self.solver_ = solution.solver
+            self.solver_status_ = solution.status
+            self.solve_time_ = solution.solve_time
+            self.n_iter_ = solution.n_iter
+            self.n_lifted_features_ = solution.Q.shape[1] // 2
+            self._factor_start_ = solution.warm_start_state()
+            self._sdp_key_ = key
+            self._covariance_method = None
+        if self._covariance_method != self.covariance:
+            self.covariance_ = np.stack(
+                [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
+            )
+            self._covariance_method = self.covariance
+        self._training_data = (X_train, targets, weight)
+        return self._sample(self.n_neurons, self.random_state)
+
+    def _solver_chunk_hook(self, X, y):
+        """The native solver's per-chunk hook as scikit-learn callback subtasks.
+
+        Each chunk of solver iterations is one subtask of the fit's root
+        context (:mod:`sklearn.callback`); a callback that asks to stop ends
+        the solve there (the certificate still holds for the point reached).
+        There is no fitted network to score until sampling, so the subtasks
+        carry no reconstruction attributes.
+        """
+        context = getattr(self, "_callback_fit_ctx", None)
+        if context is None:
+            return None
+        reporter = SubtaskReporter(
+            context, estimator=self, task_name="solver-chunk", X=X, y=y
+        )
+
+        def on_chunk(info):
+            reporter.begin()
+            return reporter.end()
+
+        return on_chunk
+
+    def _covariance(self, Q_normalized):
+        if self.covariance == "krivine":
+            return krivine_covariance(Q_normalized)
+        p = Q_normalized.shape[0] // 2
+        return covariance_by_sdp(
+            Q_normalized[:p, p:], solver=self.solver_, solver_options=self.solver_options
+        )
+
+    def _callback_max_subtasks(self, method_name):
+        """Unknown (None): the solver reports one subtask per chunk until it certifies ``tol``."""
+        return None
+
+    def _penalty_beta(self):
+        """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
+        return float(self.beta)
+
+    def _check_network_memory(self, n_neurons, n_unique, n_lifted, n_outputs):
+        """Refuse, before the solve, a width whose sampling and refit cannot fit in memory."""
+        # Gaussian draws (float64, 2p per neuron), the int8 signs, the second
+        # layer; the refit adds the neurons' outputs on the training rows.
+        required = 16.0 * n_neurons * n_lifted + 4.0 * n_neurons * n_lifted
+        required += 8.0 * n_neurons * n_outputs
+        if self.refit_output_layer:
+            required += 8.0 * n_neurons * n_unique
+        _check_memory(required, "n_neurons", n_neurons, "sampling and refitting the network")
+
+    def _sample(self, n_neurons, random_state):
+        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit."""
+        rng = check_random_state(random_state)
+        n_outputs = self.rho_.shape[0]
+        counts = _neurons_per_output(n_neurons, n_outputs)
+        U_blocks, V_blocks = [], []
+        alpha = np.zeros((n_neurons, n_outputs))
+        neuron_class = np.repeat(np.arange(n_outputs), counts)
+        for k, count in enumerate(counts):
+            U, V = sample_sign_pairs(self.covariance_[k], int(count), rng)
+            U_blocks.append(U)
+            V_blocks.append(V)
+            alpha[neuron_class == k, k] = neuron_scale(self.rho_[k], count)
+        U, V = np.vstack(U_blocks), np.vstack(V_blocks)
+
+        X_train, targets, weight = self._training_data
+        lifting = self._lifting()
+        beta, p = self._penalty_beta(), self.n_lifted_features_
+        if self.refit_output_layer:
+            outputs = lifting.bilinear(X_train, U, V)
+            scores = outputs @ alpha
+        else:
+            scores = _batched_network_scores(lifting, X_train, U, V, alpha)
+        sampled_objective = network_objective(scores, targets, weight, self.loss, alpha, beta, p)
+        objective = sampled_objective
+        if self.refit_output_layer:
+            refit = refit_second_layer(
+                outputs, targets, weight, loss=self.loss, beta=beta, n_lifted=p, alpha=alpha
+            )
+            alpha, objective = refit.alpha, refit.objective
+
+        self.U_, self.V_, self.alpha_ = U, V, alpha
+        self.neuron_class_ = neuron_class
+        self.n_neurons_ = int(n_neurons)
+        self.sampled_objective_ = sampled_objective
+        self.objective_ = objective
+        self.relaxed_objective_gap_ = self.objective_ - self.lower_bound_
+        self._warn_if_far_from_bound(targets, weight)
+        return self
+
+    def _warn_if_far_from_bound(self, targets, weight):
+        """Warn when the network is barely better than the zero network, or worse.
+
+        The scale of "far" is the distance from the bound to the zero
+        network's objective (feasible, so never below the bound); no warning
+        when that distance is under 1 % of the zero network's objective. The
+        sampling error of Algorithm 1 decays like ``1 / n_neurons``, so the
+        width that brings the sampled network's gap to 10 % of that scale is
+        about ``n_neurons * gap / (0.1 * scale)``.
+        """
+        zero = loss_value(
+            np.zeros((len(targets), self.rho_.shape[0])), targets, weight, self.loss,
+            self.rho_.shape[0],
+        )
+        scale = zero - self.lower_bound_
+        gap = self.objective_ - self.lower_bound_
+        # Where the best network improves on the zero network by under 1 %
+        # (beta near the zero network's threshold) no width is worth adding.
+        if scale <= 0.01 * abs(zero) or gap <= 0.5 * scale:
+            return
+        sampled_gap = max(self.sampled_objective_ - self.lower_bound_, gap)
+        suggested = int(np.ceil(self.n_neurons_ * sampled_gap / (0.1 * scale)))
+        warn_user(
+            f"The network with n_neurons={self.n_neurons_} is far from the SDP's "
+            f"lower bound: its training objective {self.objective_:.4g} is more "
+            f"than half-way from the bound {self.lower_bound_:.4g} to the zero "
+            f"network's {zero:.4g}. The sampling error decays like 1/n_neurons; "
+            f"about {suggested} neurons would bring it within 10 % of that "
+            "distance (resample(n_neurons) draws a wider network without a new "
+            "solve).",
+            UserWarning,
+        )
+
+    def resample(self, n_neurons=None, random_state=None):
+        """Draw a new network from the stored SDP solution (no new solve).
+
+        Parameters
+        ----------
+        n_neurons : int, default=None
+            Width of the new network; None keeps ``n_neurons_``. The
+            ``n_neurons`` parameter is left unchanged; ``n_neurons_`` records
+            the current width.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the new draw.
+
+        Returns
+        -------
+        self : SDPQuantizedClassifier
+            With new ``U_``, ``V_``, ``alpha_``, ``objective_`` (the second
+            layer refitted when ``refit_output_layer=True``).
+        """
+        check_is_fitted(self, "covariance_")
+        n_neurons = self.n_neurons_ if n_neurons is None else check_positive_int(n_neurons, "n_neurons")
+        if getattr(self, "_training_data", None) is None:
+            raise ValueError(
+                "resample needs the training data, which drop_training_data() "
+                "removed; call fit again."
+            )
+        X_train = self._training_data[0]
+        self._check_network_memory(
+            n_neurons, X_train.shape[0], self.n_lifted_features_, self.rho_.shape[0]
+        )
+        return self._sample(n_neurons, random_state)
+
+    def drop_training_data(self):
+        """Forget the stored training data (smaller pickles); predicting is unaffected.
+
+        The fitted model keeps the deduplicated, weighted training rows so
+        that :meth:`resample` can score and refit a new draw. After this call
+        :meth:`resample` raises, and ``warm_start`` still recognises the same
+        data (it stores only a fingerprint).
+
+        Returns
+        -------
+        self : SDPQuantizedClassifier
+        """
+        check_is_fitted(self, "covariance_")
+        self._training_data = None
+        return self
+
+    # -------------------------------------------------------------- predict
+    def _raw_scores(self, X):
+        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+
+    def _relaxed_scores(self, X):
+        """``2 <L(x), Z_k>`` for every block, shape (n_samples, n_outputs)."""
+        X = self._validate_predict_data(X)
+        lifting = self._lifting()
+        return np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
+
+    def integer_weights(self):
+        """The first layer as multi-level integer weights on the original features.
+
+        Returns
+        -------
+        weights : dict
+            ``"U"``, ``"V"``: int64 arrays of shape (n_neurons_, n_features_in_)
+            with values in ``{-M, -M+2, ..., M}`` (M = ``weight_levels``);
+            ``"U_bias"``, ``"V_bias"``: the weights of the constant input
+            (None without ``fit_intercept``); ``"U_lift"``, ``"V_lift"``: the
+            ±1 polynomial-lifting coordinates (None for the bilinear
+            activation). With ``t_u = x @ U[j] + U_bias[j]`` (and ``t_v``
+            alike), neuron ``j`` computes ``t_u * t_v`` (bilinear) or
+            ``a t_u t_v + (b/2)(V_lift[j] t_u + U_lift[j] t_v) + c U_lift[j] V_lift[j]``
+            (polynomial ``(a, b, c)``; equal to ``sigma(t_u)`` when ``u = v``).
+        """
+        check_is_fitted(self, "U_")
+        lifting = self._lifting()
+        result = {}
+        for name, signs in (("U", self.U_), ("V", self.V_)):
+            lift = None
+            if lifting.polynomial:
+                signs, lift = signs[:, :-1], signs[:, -1].astype(np.int64)
+            collapsed = collapse_replicas(signs, lifting.levels)
+            bias = None
+            if lifting.fit_intercept:
+                collapsed, bias = collapsed[:, :-1], collapsed[:, -1]
+            result.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
+        return result
+
+    def export_quadratic_network(self):
+        """The network as ``3 n_neurons`` quadratic-activation neurons (Appendix C).
+
+        Returns
+        -------
+        network : :class:`skquad.convex.QuadraticNetwork`
+            ``network.scores(X)`` equals ``decision_function(X)`` (as a
+            column); ``network.weights`` are in {-1, 0, 1} on the lifted
+            input and ``network.integer_weights()`` gives the integer weights
+            and biases on the original features.
+        """
+        check_is_fitted(self, "U_")
+        return export_quadratic_network(self.U_, self.V_, self.alpha_, self._lifting())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+
+class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     """Binary-weight bilinear network trained by convex SDP relaxation and sampling.
 
     The model is the two-layer network of Bartan & Pilanci with first-layer weights
@@ -286,8 +642,6 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
     0.9
     """
 
-    # The objective is a weighted mean: only the ratios of sample_weight matter.
-    _sample_weight_scale = "ratio"
 
     _parameter_constraints = {
         "n_neurons": [Interval(Integral, 1, None, closed="left")],
@@ -352,286 +706,16 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
-    def _lifting(self):
-        return InputLifting(
-            fit_intercept=bool(self.fit_intercept),
-            levels=int(self.weight_levels),
-            activation=_check_activation(self.activation),
-            center=self.feature_mean_,
-            scale=self.feature_scale_,
-        )
+    def _sdp_n_outputs(self):
+        """Blocks of the SDP: one for a binary problem, one per class otherwise."""
+        return self._n_scores
 
-    def _sdp_key(self, X, y, weight, solver):
-        """Fingerprint of everything the SDP solution depends on."""
-        digest = hashlib.sha256()
-        for array in (X, y, weight):
-            digest.update(np.ascontiguousarray(array).tobytes())
-        for array in (self.feature_mean_, self.feature_scale_):
-            digest.update(b"none" if array is None else array.tobytes())
-        settings = (
-            self.loss,
-            float(self.beta),
-            (self.fit_intercept, self.weight_levels, _check_activation(self.activation)),
-            solver,
-            repr(sorted((self.solver_options or {}).items())),
-            (float(self.tol), int(self.max_iter)),
-            X.shape,
-            self.classes_.tolist(),
-        )
-        digest.update(repr(settings).encode())
-        return digest.hexdigest()
+    def _sdp_targets(self, y_train, n_outputs):
+        """±1 labels (binary) or class indices, from the encoded labels."""
+        return _class_targets(y_train, n_outputs)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Solve the SDP relaxation and sample a binary network from it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Class labels.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-sample weights (weight 2 is the same as repeating a sample).
-
-        Returns
-        -------
-        self : SDPQuantizedClassifier
-        """
-        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        lifting = InputLifting(
-            fit_intercept=bool(self.fit_intercept),
-            levels=int(self.weight_levels),
-            activation=_check_activation(self.activation),
-        )
-        solver = None if self.solver is None else _check_solver(
-            self.solver, self.loss, lifting.n_lifted(X.shape[1]), self._n_scores
-        )
-        n_outputs = self._n_scores
-        _neurons_per_output(self.n_neurons, n_outputs)
-
-        # The SDP sees only the weighted empirical distribution: merge duplicates.
-        X_train, y_train, weight = aggregate_samples(X, y_encoded, sample_weight)
-        self._check_network_memory(self.n_neurons, X_train.shape[0], lifting.n_lifted(X.shape[1]))
-        self.feature_mean_, self.feature_scale_ = (
-            _standardization(X_train, weight) if self.standardize else (None, None)
-        )
-        targets = _class_targets(y_train, n_outputs)
-        key = self._sdp_key(X_train, targets, weight, solver)
-
-        if self.warm_start and getattr(self, "_sdp_key_", None) == key:
-            self.solve_time_ = 0.0
-        else:
-            # A warm start (e.g. a path over beta) starts from the previous factors.
-            previous = getattr(self, "_factor_start_", None) if self.warm_start else None
-            solution = solve_relaxation(
-                self._lifting(),
-                X_train,
-                targets,
-                weight,
-                loss=self.loss,
-                beta=float(self.beta),
-                n_outputs=n_outputs,
-                solver=solver,
-                solver_options=self.solver_options,
-                tol=float(self.tol),
-                max_iter=int(self.max_iter),
-                init=previous if solver is None else None,
-                callback=self._solver_chunk_hook(X, y_encoded),
-                verbose=int(self.verbose),
-                device=self.device,
-            )
-            self.Q_ = solution.Q
-            self.Z_ = solution.Z.copy()
-            self.rho_ = solution.rho
-            self.lower_bound_ = solution.lower_bound
-            self.relaxed_objective_ = solution.objective
-            self.certified_gap_ = solution.gap
-            self.solver_ = solution.solver
-            self.solver_status_ = solution.status
-            self.solve_time_ = solution.solve_time
-            self.n_iter_ = solution.n_iter
-            self.n_lifted_features_ = solution.Q.shape[1] // 2
-            self._factor_start_ = solution.warm_start_state()
-            self._sdp_key_ = key
-            self._covariance_method = None
-        if self._covariance_method != self.covariance:
-            self.covariance_ = np.stack(
-                [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
-            )
-            self._covariance_method = self.covariance
-        self._training_data = (X_train, targets, weight)
-        return self._sample(self.n_neurons, self.random_state)
-
-    def _solver_chunk_hook(self, X, y_encoded):
-        """The native solver's per-chunk hook as scikit-learn callback subtasks.
-
-        Each chunk of solver iterations is one subtask of the fit's root
-        context (:mod:`sklearn.callback`); a callback that asks to stop ends
-        the solve there (the certificate still holds for the point reached).
-        There is no fitted network to score until sampling, so the subtasks
-        carry no reconstruction attributes.
-        """
-        context = getattr(self, "_callback_fit_ctx", None)
-        if context is None:
-            return None
-        reporter = SubtaskReporter(
-            context, estimator=self, task_name="solver-chunk", X=X, y=self.classes_[y_encoded]
-        )
-
-        def on_chunk(info):
-            reporter.begin()
-            return reporter.end()
-
-        return on_chunk
-
-    def _covariance(self, Q_normalized):
-        if self.covariance == "krivine":
-            return krivine_covariance(Q_normalized)
-        p = Q_normalized.shape[0] // 2
-        return covariance_by_sdp(
-            Q_normalized[:p, p:], solver=self.solver_, solver_options=self.solver_options
-        )
-
-    def _callback_max_subtasks(self, method_name):
-        """Unknown (None): the solver reports one subtask per chunk until it certifies ``tol``."""
-        return None
-
-    def _penalty_beta(self):
-        """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
-        return float(self.beta)
-
-    def _check_network_memory(self, n_neurons, n_unique, n_lifted):
-        """Refuse, before the solve, a width whose sampling and refit cannot fit in memory."""
-        # Gaussian draws (float64, 2p per neuron), the int8 signs, the second
-        # layer; the refit adds the neurons' outputs on the training rows.
-        required = 16.0 * n_neurons * n_lifted + 4.0 * n_neurons * n_lifted
-        required += 8.0 * n_neurons * self.classes_.shape[0]
-        if self.refit_output_layer:
-            required += 8.0 * n_neurons * n_unique
-        _check_memory(required, "n_neurons", n_neurons, "sampling and refitting the network")
-
-    def _sample(self, n_neurons, random_state):
-        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit."""
-        rng = check_random_state(random_state)
-        n_outputs = self.rho_.shape[0]
-        counts = _neurons_per_output(n_neurons, n_outputs)
-        U_blocks, V_blocks = [], []
-        alpha = np.zeros((n_neurons, n_outputs))
-        neuron_class = np.repeat(np.arange(n_outputs), counts)
-        for k, count in enumerate(counts):
-            U, V = sample_sign_pairs(self.covariance_[k], int(count), rng)
-            U_blocks.append(U)
-            V_blocks.append(V)
-            alpha[neuron_class == k, k] = neuron_scale(self.rho_[k], count)
-        U, V = np.vstack(U_blocks), np.vstack(V_blocks)
-
-        X_train, targets, weight = self._training_data
-        lifting = self._lifting()
-        beta, p = self._penalty_beta(), self.n_lifted_features_
-        if self.refit_output_layer:
-            outputs = lifting.bilinear(X_train, U, V)
-            scores = outputs @ alpha
-        else:
-            scores = _batched_network_scores(lifting, X_train, U, V, alpha)
-        sampled_objective = network_objective(scores, targets, weight, self.loss, alpha, beta, p)
-        objective = sampled_objective
-        if self.refit_output_layer:
-            refit = refit_second_layer(
-                outputs, targets, weight, loss=self.loss, beta=beta, n_lifted=p, alpha=alpha
-            )
-            alpha, objective = refit.alpha, refit.objective
-
-        self.U_, self.V_, self.alpha_ = U, V, alpha
-        self.neuron_class_ = neuron_class
-        self.n_neurons_ = int(n_neurons)
-        self.sampled_objective_ = sampled_objective
-        self.objective_ = objective
-        self.relaxed_objective_gap_ = self.objective_ - self.lower_bound_
-        self._warn_if_far_from_bound(targets, weight)
-        return self
-
-    def _warn_if_far_from_bound(self, targets, weight):
-        """Warn when the network is barely better than the zero network, or worse.
-
-        The scale of "far" is the distance from the bound to the zero
-        network's objective (feasible, so never below the bound); no warning
-        when that distance is under 1 % of the zero network's objective. The
-        sampling error of Algorithm 1 decays like ``1 / n_neurons``, so the
-        width that brings the sampled network's gap to 10 % of that scale is
-        about ``n_neurons * gap / (0.1 * scale)``.
-        """
-        zero = loss_value(
-            np.zeros((len(targets), self.rho_.shape[0])), targets, weight, self.loss,
-            self.rho_.shape[0],
-        )
-        scale = zero - self.lower_bound_
-        gap = self.objective_ - self.lower_bound_
-        # Where the best network improves on the zero network by under 1 %
-        # (beta near the zero network's threshold) no width is worth adding.
-        if scale <= 0.01 * abs(zero) or gap <= 0.5 * scale:
-            return
-        sampled_gap = max(self.sampled_objective_ - self.lower_bound_, gap)
-        suggested = int(np.ceil(self.n_neurons_ * sampled_gap / (0.1 * scale)))
-        warn_user(
-            f"The network with n_neurons={self.n_neurons_} is far from the SDP's "
-            f"lower bound: its training objective {self.objective_:.4g} is more "
-            f"than half-way from the bound {self.lower_bound_:.4g} to the zero "
-            f"network's {zero:.4g}. The sampling error decays like 1/n_neurons; "
-            f"about {suggested} neurons would bring it within 10 % of that "
-            "distance (resample(n_neurons) draws a wider network without a new "
-            "solve).",
-            UserWarning,
-        )
-
-    def resample(self, n_neurons=None, random_state=None):
-        """Draw a new network from the stored SDP solution (no new solve).
-
-        Parameters
-        ----------
-        n_neurons : int, default=None
-            Width of the new network; None keeps ``n_neurons_``. The
-            ``n_neurons`` parameter is left unchanged; ``n_neurons_`` records
-            the current width.
-        random_state : int, RandomState instance or None, default=None
-            Seed of the new draw.
-
-        Returns
-        -------
-        self : SDPQuantizedClassifier
-            With new ``U_``, ``V_``, ``alpha_``, ``objective_`` (the second
-            layer refitted when ``refit_output_layer=True``).
-        """
-        check_is_fitted(self, "covariance_")
-        n_neurons = self.n_neurons_ if n_neurons is None else check_positive_int(n_neurons, "n_neurons")
-        if getattr(self, "_training_data", None) is None:
-            raise ValueError(
-                "resample needs the training data, which drop_training_data() "
-                "removed; call fit again."
-            )
-        X_train = self._training_data[0]
-        self._check_network_memory(n_neurons, X_train.shape[0], self.n_lifted_features_)
-        return self._sample(n_neurons, random_state)
-
-    def drop_training_data(self):
-        """Forget the stored training data (smaller pickles); predicting is unaffected.
-
-        The fitted model keeps the deduplicated, weighted training rows so
-        that :meth:`resample` can score and refit a new draw. After this call
-        :meth:`resample` raises, and ``warm_start`` still recognises the same
-        data (it stores only a fingerprint).
-
-        Returns
-        -------
-        self : SDPQuantizedClassifier
-        """
-        check_is_fitted(self, "covariance_")
-        self._training_data = None
-        return self
-
-    # -------------------------------------------------------------- predict
-    def _raw_scores(self, X):
-        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+    def _target_signature(self):
+        return self.classes_.tolist()
 
     def relaxed_decision_function(self, X):
         """Scores of the relaxed (unquantized) SDP model, ``2 <L(x), Z_k>``.
@@ -647,9 +731,7 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        X = self._validate_predict_data(X)
-        lifting = self._lifting()
-        return _decision_values(np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_]))
+        return _decision_values(self._relaxed_scores(X))
 
     def relaxed_predict(self, X):
         """Class labels predicted by the relaxed SDP model.
@@ -663,52 +745,3 @@ class SDPQuantizedClassifier(BaseQuadraticClassifier):
         y_pred : ndarray of shape (n_samples,)
         """
         return _predict_labels(self, self.relaxed_decision_function, X)
-
-    def integer_weights(self):
-        """The first layer as multi-level integer weights on the original features.
-
-        Returns
-        -------
-        weights : dict
-            ``"U"``, ``"V"``: int64 arrays of shape (n_neurons_, n_features_in_)
-            with values in ``{-M, -M+2, ..., M}`` (M = ``weight_levels``);
-            ``"U_bias"``, ``"V_bias"``: the weights of the constant input
-            (None without ``fit_intercept``); ``"U_lift"``, ``"V_lift"``: the
-            ±1 polynomial-lifting coordinates (None for the bilinear
-            activation). With ``t_u = x @ U[j] + U_bias[j]`` (and ``t_v``
-            alike), neuron ``j`` computes ``t_u * t_v`` (bilinear) or
-            ``a t_u t_v + (b/2)(V_lift[j] t_u + U_lift[j] t_v) + c U_lift[j] V_lift[j]``
-            (polynomial ``(a, b, c)``; equal to ``sigma(t_u)`` when ``u = v``).
-        """
-        check_is_fitted(self, "U_")
-        lifting = self._lifting()
-        result = {}
-        for name, signs in (("U", self.U_), ("V", self.V_)):
-            lift = None
-            if lifting.polynomial:
-                signs, lift = signs[:, :-1], signs[:, -1].astype(np.int64)
-            collapsed = collapse_replicas(signs, lifting.levels)
-            bias = None
-            if lifting.fit_intercept:
-                collapsed, bias = collapsed[:, :-1], collapsed[:, -1]
-            result.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
-        return result
-
-    def export_quadratic_network(self):
-        """The network as ``3 n_neurons`` quadratic-activation neurons (Appendix C).
-
-        Returns
-        -------
-        network : :class:`skquad.convex.QuadraticNetwork`
-            ``network.scores(X)`` equals ``decision_function(X)`` (as a
-            column); ``network.weights`` are in {-1, 0, 1} on the lifted
-            input and ``network.integer_weights()`` gives the integer weights
-            and biases on the original features.
-        """
-        check_is_fitted(self, "U_")
-        return export_quadratic_network(self.U_, self.V_, self.alpha_, self._lifting())
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags

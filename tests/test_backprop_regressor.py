@@ -1,0 +1,59 @@
+"""BackpropQuantizedRegressor: the baseline network on real, vector targets."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
+
+from skquad import BackpropQuantizedRegressor
+from skquad.nn.bilinear import bilinear_loss
+
+
+def _data(n_outputs=None, n=200, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, 3))
+    y = X[:, 0] * X[:, 1]
+    if n_outputs is not None:
+        y = np.column_stack([y] + [X[:, k % 3] ** 2 for k in range(n_outputs - 1)])
+    return X, y
+
+
+def test_vector_squared_loss_compares_the_targets_as_they_are():
+    scores = torch.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=torch.float64)
+    target = torch.tensor([[0.0, 2.5], [1.5, -1.0]], dtype=torch.float64)
+    per_sample = bilinear_loss("squared", 2, real_targets=True)(scores, target)
+    torch.testing.assert_close(per_sample, torch.tensor([1.25, 1.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match="squared loss"):
+        bilinear_loss("logistic", 2, real_targets=True)
+
+
+@pytest.mark.parametrize("n_outputs", [None, 2])
+def test_the_real_network_learns_and_quantization_keeps_the_shape(n_outputs):
+    X, y = _data(n_outputs)
+    model = BackpropQuantizedRegressor(n_neurons=200, random_state=0).fit(X, y)
+    assert model.predict(X).shape == y.shape == model.float_predict(X).shape
+    # The real-weight network fits x0 * x1 (and x_k²): a bilinear network
+    # represents them exactly; R² well above 0 on the training data.
+    float_r2 = 1 - np.mean((model.float_predict(X) - y) ** 2) / np.var(y)
+    assert float_r2 > 0.8
+    assert np.all(np.isin(model.U_, [-1, 1]))
+
+
+def test_partial_fit_continues_and_checks_the_target_shape():
+    X, y = _data(2)
+    model = BackpropQuantizedRegressor(n_neurons=40, random_state=0)
+    model.partial_fit(X, y)
+    model.partial_fit(X, y)
+    assert model.n_iter_ == 2 and len(model.loss_curve_) == 2
+    with pytest.raises(ValueError, match="fitted on a 2-D y with 2"):
+        model.partial_fit(X, y[:, 0])
+    assert model.n_iter_ == 2
+
+
+def test_same_seed_same_model():
+    X, y = _data()
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        a = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        b = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
