@@ -118,3 +118,36 @@ def test_to_torch_rejects_what_it_cannot_export():
     model = make_pipeline(PolynomialFeatures(1), QuadraticLogisticRegression()).fit(X, y)
     with pytest.raises(TypeError, match="StandardScaler steps followed by a skquad estimator"):
         to_torch(model)
+
+
+# ---------------------------------------------------------------- regressors
+@pytest.mark.parametrize("n_outputs", [None, 2])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: __import__("skquad").QuadraticRegression(),
+        lambda: __import__("skquad").QNNRegressor(hidden_layer_sizes=(4,), max_iter=5),
+        lambda: __import__("skquad").RPQNNRegressor(hidden_layer_sizes=(4,), max_iter=5),
+        lambda: __import__("skquad").SDPQuantizedRegressor(n_neurons=20),
+        lambda: __import__("skquad").BackpropQuantizedRegressor(n_neurons=20, max_iter=5),
+    ],
+    ids=["QuadraticRegression", "QNNRegressor", "RPQNNRegressor", "SDPQuantizedRegressor", "BackpropQuantizedRegressor"],
+)
+def test_regressors_export_to_torch_as_their_predict(make, n_outputs):
+    import warnings
+
+    import torch
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skquad.export import to_torch
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 3)
+    y = X[:, 0] * X[:, 1] if n_outputs is None else np.column_stack([X[:, 0] * X[:, 1], X[:, 2]])
+    with warnings.catch_warnings():
+        # A few epochs are enough to export; convergence is not the subject.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = make().fit(X, y)
+    output = to_torch(model)(torch.as_tensor(X)).detach().numpy()
+    # The same float64 operations in torch and numpy: rounding-level agreement.
+    np.testing.assert_allclose(output.reshape(y.shape), model.predict(X), rtol=1e-9, atol=1e-9)

@@ -342,3 +342,23 @@ def test_backprop_float_and_quantized_networks_and_bad_data():
     X_missing[0, 0] = np.nan
     with pytest.raises(ValueError, match="finite values"):
         interaction_table(model, X_missing)
+
+
+# ---------------------------------------------------------------- regressors
+def test_regressors_are_read_as_quadrics_and_sized():
+    from skquad import QuadraticRegression, SDPQuantizedRegressor
+    from skquad.inspection import interaction_table, model_size
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 3)
+    y = 2.0 * X[:, 0] * X[:, 1] + X[:, 2]
+    model = QuadraticRegression(alpha=1e-8).fit(X, y)
+    table = interaction_table(model, X)
+    top = table.iloc[0]
+    assert top["neuron"] == "prediction" and {top["feature_1"], top["feature_2"]} == {"x0", "x1"}
+    # d(d+3)/2 coefficients and the intercept, as PolynomialFeatures(2) + Ridge.
+    assert model_size(model).n_parameters == 3 * 6 // 2 + 1
+    two = QuadraticRegression().fit(X, np.column_stack([y, X[:, 2]]))
+    assert set(interaction_table(two, X)["neuron"]) == {"output 0", "output 1"}
+    sdp = SDPQuantizedRegressor(n_neurons=50, random_state=0).fit(X, y)
+    assert interaction_table(sdp, X).iloc[0][["feature_1", "feature_2"]].tolist() in (["x0", "x1"], ["x1", "x0"])

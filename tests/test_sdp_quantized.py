@@ -363,7 +363,7 @@ def test_any_number_of_solver_chunks_fits_the_callback_context(params):
     rng = np.random.RandomState(0)
     X, y = rng.randn(40, 3), np.arange(40) % 2
     X[:, 0] += y
-    model = SDPQuantizedClassifier(n_neurons=20, random_state=0, **params)
+    model = SDPQuantizedClassifier(n_neurons=400, random_state=0, **params)
     model.set_callbacks(ScoringMonitor(scoring="accuracy"))
     with warnings.catch_warnings():
         # Stopping early at max_iter is the point here; its warning is tested elsewhere.

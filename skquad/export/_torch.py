@@ -206,7 +206,10 @@ def _scores_module(estimator, dtype):
     if hasattr(estimator, "U_") and hasattr(estimator, "alpha_"):
         return BilinearNetworkScores(bilinear_parts(estimator), dtype)
     if hasattr(estimator, "Q_") and hasattr(estimator, "coef_"):
-        return QuadraticFormScores(estimator.Q_, estimator.coef_, estimator.intercept_, dtype)
+        # A single-output regressor stores Ridge's shapes: (d, d), (d,), a float.
+        coef = np.atleast_2d(estimator.coef_)
+        Q = np.reshape(estimator.Q_, (coef.shape[0], coef.shape[1], coef.shape[1]))
+        return QuadraticFormScores(Q, coef, np.reshape(estimator.intercept_, -1), dtype)
     raise TypeError(f"{type(estimator).__name__} is not a skquad estimator that to_torch can export.")
 
 

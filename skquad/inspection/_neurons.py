@@ -36,12 +36,25 @@ from ._pipeline import input_feature_names, split_pipeline
 
 __all__ = ["QuadraticNeuron", "quadratic_neurons"]
 
+# The score function of each ``which``: a classifier's decision function, or
+# the prediction of a regressor (whose output is the score itself).
 _SCORE_FUNCTIONS = {
-    "sampled": "decision_function",
-    "quantized": "decision_function",
-    "relaxed": "relaxed_decision_function",
-    "float": "float_decision_function",
+    "sampled": ("decision_function", "predict"),
+    "quantized": ("decision_function", "predict"),
+    "relaxed": ("relaxed_decision_function", "relaxed_predict"),
+    "float": ("float_decision_function", "float_predict"),
 }
+
+
+def _score_function(estimator, which):
+    """The estimator's method for ``which``, or None."""
+    is_classifier = hasattr(estimator, "classes_")
+    for attribute in _SCORE_FUNCTIONS.get(which, ()):
+        if attribute.endswith("predict") and is_classifier:
+            continue  # a classifier's predict gives labels, not scores
+        if hasattr(estimator, attribute):
+            return getattr(estimator, attribute)
+    return None
 # Largest total size of the dense Q matrices built for a network's neurons.
 _MAX_NEURON_BYTES = 2 * 2**30
 # Rows per call when a function is polarized (bounds memory for wide inputs).
@@ -177,8 +190,8 @@ def _without_name_warning(function, estimator):
 
 def _score_names(estimator, n_scores):
     classes = getattr(estimator, "classes_", None)
-    if classes is None:  # a regressor: one output per column of y
-        return ["output"] if n_scores == 1 else [f"output {k}" for k in range(n_scores)]
+    if classes is None:  # a regressor: its scores are its predictions
+        return ["prediction"] if n_scores == 1 else [f"output {k}" for k in range(n_scores)]
     if getattr(estimator, "_multilabel", False):
         return [f"score (log-odds of label {c})" for c in classes]
     if n_scores == 1:
@@ -187,9 +200,10 @@ def _score_names(estimator, n_scores):
 
 
 def _qlr_neurons(estimator, names):
-    Q = np.asarray(estimator.Q_, dtype=np.float64)
-    coef = np.asarray(estimator.coef_, dtype=np.float64)
-    intercept = np.asarray(estimator.intercept_, dtype=np.float64)
+    # A single-output regressor stores Ridge's shapes: (d, d), (d,), a float.
+    coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=np.float64))
+    Q = np.asarray(estimator.Q_, dtype=np.float64).reshape(coef.shape[0], coef.shape[1], coef.shape[1])
+    intercept = np.asarray(estimator.intercept_, dtype=np.float64).reshape(-1)
     labels = _score_names(estimator, Q.shape[0])
     return [
         QuadraticNeuron(labels[k], 0.5 * (Q[k] + Q[k].T), coef[k], float(intercept[k]), names, 0, k)
@@ -251,10 +265,11 @@ def _network_neurons(estimator, names, layer):
 
 def _bilinear_network_neurons(estimator, names, which):
     which = "sampled" if which is None else which
-    if which not in _SCORE_FUNCTIONS or not hasattr(estimator, _SCORE_FUNCTIONS[which]):
-        available = [key for key, attr in _SCORE_FUNCTIONS.items() if hasattr(estimator, attr)]
+    method = _score_function(estimator, which)
+    if method is None:
+        available = [key for key in _SCORE_FUNCTIONS if _score_function(estimator, key) is not None]
         raise ValueError(f"which={which!r} is not available for {type(estimator).__name__}; use one of {available}.")
-    function = _without_name_warning(getattr(estimator, _SCORE_FUNCTIONS[which]), estimator)
+    function = _without_name_warning(method, estimator)
     d = estimator.n_features_in_
     center = getattr(estimator, "feature_mean_", None)
     scale = getattr(estimator, "feature_scale_", None)

@@ -87,7 +87,7 @@ def _quadratic_neurons_size(d, n_out, with_bias):
 
 
 def _qlr_size(estimator):
-    n_scores, d = np.shape(estimator.coef_)
+    n_scores, d = np.shape(np.atleast_2d(estimator.coef_))
     with_bias = bool(getattr(estimator, "fit_intercept", True))
     vectors = getattr(estimator, "Q_vectors_", None)
     if vectors is None:
