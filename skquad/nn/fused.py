@@ -217,11 +217,15 @@ class FusedNetwork:
         torch.mm(weighted.t(), a, out=views["stacked_grad"])
         if not need_input_gradient:
             return None
-        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, taken as one
-        # product of the (delta (x) a) rows above with the stacked Q: a plain
-        # matrix product is several times faster on the CPU than the batched
-        # (1 x n_out) @ (n_out x n_in) products with the cached V.
+        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a. With one output
+        # neuron (binary scores, a regressor's single target) it is the cached
+        # V scaled row by row, O(batch n_in) instead of a product with Q.
+        # Otherwise it is taken as one product of the (delta (x) a) rows above
+        # with the stacked Q: a plain matrix product is several times faster on
+        # the CPU than the batched (1 x n_out) @ (n_out x n_in) products with V.
         torch.mm(delta, layer.weight, out=grad_a)
+        if n_out == 1:
+            return grad_a.addcmul_(cache[:, 0, :], delta, value=2.0)
         return grad_a.addmm_(weighted, stacked, alpha=2.0)
 
     def _reduced_backward(self, index, layer, a, delta, cache):
