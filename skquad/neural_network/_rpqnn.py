@@ -172,7 +172,7 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels.
+        Class labels; ``arange(n_labels)`` for a multilabel ``y``.
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -201,7 +201,8 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
         use it, whatever ``activation`` is set to later).
 
     out_activation_ : str
-        "logistic" (binary), "softmax" or "sigmoid" (per-class sigmoids).
+        "logistic" (binary or multilabel), "softmax" or "sigmoid"
+        (per-class sigmoids).
 
     loss_ : float
         Training objective at the last epoch (lbfgs: iteration).
@@ -209,8 +210,9 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
     loss_curve_ : list of float
         Training objective per epoch (lbfgs: per iteration).
 
-    best_loss_ : float
-        Lowest training objective seen.
+    best_loss_ : float or None
+        Lowest training objective seen; None with ``early_stopping=True``
+        (the validation score takes its place), as in MLPClassifier.
 
     validation_scores_ : list of float or None
         Validation accuracy per epoch with ``early_stopping``, else None.
@@ -219,10 +221,11 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
         Best validation accuracy with ``early_stopping``, else None.
 
     n_iter_ : int
-        Epochs run (lbfgs: iterations).
+        Epochs (lbfgs: iterations) run by the last ``fit`` or
+        ``partial_fit`` call, as in MLPClassifier.
 
     t_ : int
-        Optimizer steps taken.
+        Training samples seen, over every call (MLPClassifier's ``t_``).
 
     diverged_ : bool
         True when the last fit stopped because training diverged (the best
@@ -232,7 +235,8 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
         Number of layers, counting the input layer (as in MLPClassifier).
 
     n_outputs_ : int
-        Number of class scores (1 for binary problems).
+        Number of class scores (1 for binary problems; one per label for
+        a multilabel ``y``).
 
     weight_transfer_n_iter_ : int
         Epochs of the conventional network, with ``weight_transfer=True``.
