@@ -11,8 +11,8 @@ QNNClassifier
     Quadratic neural network: layers of full quadratic neurons
     ``b + W a + a^T Q a`` (Noel et al., QNN/RPQNN), trained with ReLinear
     (Fan et al.).
-QNNRegressor, RPQNNRegressor
-    The two networks with MLPRegressor's output and losses.
+QNNRegressor
+    The same network as a regressor (MLPRegressor's parameters).
 QuadraticLogisticRegression
     One quadratic neuron ``sigmoid(x^T Q x + w^T x + b)`` per class score.
 QuadraticRegression
@@ -21,6 +21,8 @@ QuadraticRegression
 RPQNNClassifier
     Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (Noel et al.,
     QNN/RPQNN), optionally with Fan et al.'s (ReLinear) power term.
+RPQNNRegressor
+    The reduced-parameter network as a regressor (MLPRegressor's parameters).
 SDPQuantizedClassifier
     Binary-weight bilinear network trained by convex SDP relaxation and
     sampling (Bartan & Pilanci), with a certified lower bound on its training

@@ -97,3 +97,103 @@ def test_poisson_predictions_are_positive(Estimator):
         model = Estimator(loss="poisson", random_state=0, max_iter=300).fit(X, counts)
     assert model.out_activation_ == "exp"
     assert np.all(model.predict(X) > 0)
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_targets_are_refused_naming_y(Estimator, bad):
+    X, y = _data(n=20)
+    y[3] = bad
+    with pytest.raises(ValueError, match="Input y contains (NaN|infinity)"):
+        Estimator().fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_target_shape_change_at_partial_fit_is_refused_both_ways(Estimator):
+    X, y = _data(2, n=40)
+    model = Estimator(hidden_layer_sizes=(3,), random_state=0).partial_fit(X, y)
+    before = [state["weight"].copy() for state in model.layers_]
+    with pytest.raises(ValueError, match="fitted on a 2-D y with 2 column"):
+        model.partial_fit(X, y[:, 0])
+    # the failed call left the model as it was (atomic partial_fit)
+    for state, weight in zip(model.layers_, before):
+        np.testing.assert_array_equal(state["weight"], weight)
+    with pytest.raises(ValueError, match="fitted on a 2-D y with 2 column"):
+        model.partial_fit(X, y[:, :1])
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_failed_fit_leaves_the_previous_model(Estimator):
+    X, y = _data(n=40)
+    with pytest.warns(ConvergenceWarning):
+        model = Estimator(hidden_layer_sizes=(3,), max_iter=3, random_state=0).fit(X, y)
+    expected = model.predict(X)
+    with pytest.raises(ValueError, match="non-negative y"):
+        model.set_params(loss="poisson").fit(X, y - 10.0)
+    np.testing.assert_array_equal(model.set_params(loss="squared_error").predict(X), expected)
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_float32_input_trains_and_predicts_in_float32(Estimator):
+    X, y = _data(n=40)
+    with pytest.warns(ConvergenceWarning):
+        model = Estimator(hidden_layer_sizes=(3,), max_iter=3, random_state=0).fit(X.astype(np.float32), y)
+    assert model.layers_[0]["weight"].dtype == np.float32
+    assert model.predict(X.astype(np.float32)).dtype == np.float32
+
+
+# ------------------------------------------------------- inspection, export
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+@pytest.mark.parametrize(("loss", "n_outputs"), [("squared_error", None), ("poisson", None), ("squared_error", 1),
+                                                  ("squared_error", 2)])
+def test_to_torch_computes_predict(Estimator, loss, n_outputs):
+    X, y = _data(n_outputs, n=60)
+    y = np.abs(y) if loss == "poisson" else y
+    y = y.reshape(-1, 1) if n_outputs == 1 else y
+    with pytest.warns(ConvergenceWarning):
+        model = Estimator(hidden_layer_sizes=(4,), max_iter=5, loss=loss, random_state=0).fit(X, y)
+    out = model.to_torch()(torch.as_tensor(X)).detach().numpy()
+    # the same float64 products in another order: agreement to rounding
+    assert out.shape == model.predict(X).shape
+    np.testing.assert_allclose(out, model.predict(X), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_inspection_reads_the_output_neurons_and_sizes(Estimator):
+    from skquad.inspection import model_size, quadratic_neurons
+
+    X, y = _data(2, n=60)
+    with pytest.warns(ConvergenceWarning):
+        model = Estimator(hidden_layer_sizes=(4,), max_iter=5, random_state=0).fit(X, y)
+    neurons = quadratic_neurons(model)
+    assert [n.name for n in neurons] == ["output 0", "output 1"]
+    # each output neuron is the quadratic function of the hidden layer the network computes
+    hidden = np.maximum(X @ model.layers_[0]["weight"].T + model.layers_[0]["bias"], 0)
+    for k, neuron in enumerate(neurons):
+        value = np.einsum("ni,ij,nj->n", hidden, neuron.Q, hidden) + hidden @ neuron.w + neuron.b
+        np.testing.assert_allclose(value, model.predict(X)[:, k], rtol=1e-9, atol=1e-9)
+    assert model_size(model).n_parameters > 0
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+@pytest.mark.parametrize("loss", ["squared_error", "poisson"])
+def test_onnx_in_a_column_transformer_pipeline(Estimator, loss):
+    ort = pytest.importorskip("onnxruntime")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skquad.export import register_onnx_converters
+
+    register_onnx_converters()
+    X, y = _data(2, n=60)
+    y = np.abs(y) if loss == "poisson" else y
+    columns = ColumnTransformer([("scale", StandardScaler(), [0, 1]), ("keep", "passthrough", [2])])
+    with pytest.warns(ConvergenceWarning):
+        pipeline = make_pipeline(columns, Estimator(hidden_layer_sizes=(4,), max_iter=5, loss=loss,
+                                                    random_state=0)).fit(X, y)
+    onnx_model = skl2onnx.to_onnx(pipeline, X[:1])
+    (out,) = ort.InferenceSession(onnx_model.SerializeToString()).run(None, {"X": X})
+    np.testing.assert_allclose(out, pipeline.predict(X), rtol=1e-9, atol=1e-12)

@@ -7,7 +7,7 @@ import pytest
 from numpydoc.validate import validate
 from sklearn.base import clone
 
-from skquad import QNNClassifier, RPQNNClassifier
+from skquad import QNNClassifier, QNNRegressor, RPQNNClassifier, RPQNNRegressor
 
 
 
@@ -30,9 +30,10 @@ def _numpydoc_errors(name, is_method):
     return [(code, message) for code, message in validate(name)["errors"] if code not in ignored]
 
 
-@pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
 @pytest.mark.parametrize(
-    "method", [None, "fit", "partial_fit", "predict_log_proba"]
+    ("Estimator", "method"),
+    [(E, m) for E in (QNNClassifier, RPQNNClassifier) for m in (None, "fit", "partial_fit", "predict_log_proba")]
+    + [(E, m) for E in (QNNRegressor, RPQNNRegressor) for m in (None, "fit", "partial_fit", "predict")],
 )
 def test_docstrings_pass_numpydoc_validation(Estimator, method):
     name = f"skquad.{Estimator.__name__}" + (f".{method}" if method else "")

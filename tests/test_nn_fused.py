@@ -8,6 +8,7 @@ from skquad import QNNClassifier, RPQNNClassifier
 from skquad._torch_utils import make_generator
 from skquad.nn import QuadraticLayer
 from skquad.nn.fused import FusedNetwork, supports_fused
+from skquad.nn.losses import per_sample_loss
 from skquad.nn.network import new_network
 
 
@@ -52,7 +53,7 @@ def test_fused_backward_matches_autograd(estimator, n_classes):
     fused = [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
-    loss_function = estimator._per_sample_loss(output)
+    loss_function = per_sample_loss(output)
     autograd_loss = torch.dot(loss_function(module(X), y), weights)
     autograd_loss.backward()
     torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
@@ -60,6 +61,54 @@ def test_fused_backward_matches_autograd(estimator, n_classes):
         torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
 
 
+
+
+@pytest.mark.parametrize("kind", ["QuadraticLayer", "ReducedQuadraticLayer"])
+@pytest.mark.parametrize("output", ["squared_error", "poisson", "multilabel"])
+def test_fused_regression_and_multilabel_losses_match_autograd(kind, output):
+    # The regressors' outputs (half squared error, half Poisson deviance with
+    # exp) and a multilabel indicator target against autograd of
+    # skquad.nn.losses; float64 throughout, so agreement to ~1e-12 relative
+    # (a few dozen roundings of O(1) numbers).
+    rng = np.random.RandomState(1)
+    X = torch.as_tensor(rng.randn(13, 4))
+    if output == "multilabel":
+        y = torch.as_tensor(rng.randint(0, 2, size=(13, 3))).to(torch.float64)
+    elif output == "poisson":
+        y = torch.as_tensor(rng.poisson(2.0, size=(13, 3))).to(torch.float64)
+    else:
+        y = torch.as_tensor(rng.randn(13, 3))
+    weights = torch.as_tensor(rng.rand(13))
+    weights /= weights.sum()
+    options = {"quadratic_storage": "full"} if kind == "QuadraticLayer" else {}
+    module = new_network([4, 5, 3], [True, True], "tanh", quadratic_kind=kind, generator=make_generator(0),
+                         quadratic_options=options,
+                         relinear=False)
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    kind_name = "sigmoid" if output == "multilabel" else output
+    with torch.no_grad():
+        fused_loss = FusedNetwork(module, kind_name)(X, y, weights)
+    fused = [p.grad.clone() for p in module.parameters()]
+    for parameter in module.parameters():
+        parameter.grad = None
+    autograd_loss = torch.dot(per_sample_loss(kind_name)(module(X), y), weights)
+    autograd_loss.backward()
+    torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
+    for (name, parameter), gradient in zip(module.named_parameters(), fused):
+        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_poisson_loss_is_half_the_deviance_as_in_mlp():
+    # skquad.nn.losses' "poisson" is sklearn's poisson_loss (half the Poisson
+    # deviance, y log(y / mu) - y + mu) of mu = exp(score), per sample.
+    from sklearn.neural_network._base import poisson_loss
+
+    rng = np.random.RandomState(0)
+    scores = rng.randn(20, 1)
+    y = rng.poisson(1.5, size=(20, 1)).astype(float)
+    ours = per_sample_loss("poisson")(torch.as_tensor(scores), torch.as_tensor(y)).numpy()
+    np.testing.assert_allclose(ours.mean(), poisson_loss(y, np.exp(scores)), rtol=1e-12)
 
 
 def test_supports_fused_only_full_storage_and_known_modules():

@@ -243,6 +243,13 @@ class Trainer:
                 f"({exc}). Use more data, a larger validation_fraction, or "
                 "early_stopping=False."
             ) from exc
+        if len(validation_index) < 2:
+            # MLPClassifier's rule and words: one sample gives no usable score (R^2 is undefined).
+            raise ValueError(
+                "The validation set is too small. Increase 'validation_fraction' "
+                f"(now {config.validation_fraction}) or the size of your dataset "
+                f"({len(y)} samples), or use early_stopping=False."
+            )
         if not sample_weight[validation_index].sum() > 0:
             raise ValueError(
                 "early_stopping: every sample of the validation split "

@@ -1,4 +1,4 @@
-"""skl2onnx converters and shape calculators for the five skquad classifiers.
+"""skl2onnx converters and shape calculators for the skquad classifiers and network regressors.
 
 Imported only by :func:`skquad.export.register_onnx_converters`: importing
 skquad never imports onnx or skl2onnx. Each converter writes the estimator's
@@ -7,14 +7,18 @@ double), then the probabilities with the estimator's link (sigmoid, softmax, or
 normalized sigmoids for ``output_activation="sigmoid"``) and the label
 (``ArgMax`` into ``classes_``); skl2onnx's classifier parser adds the ZipMap
 (option ``zipmap``) as for its own classifiers. The quantized networks' ±1
-weights are int8 initializers, cast at run time.
+weights are int8 initializers, cast at run time. The network regressors'
+converter writes ``predict`` (the scores, ``exp`` for ``loss="poisson"``) as one
+``[N, n_outputs_]`` tensor. A classifier fitted on multilabel ``y`` is refused
+with a clear error (skl2onnx's classifier parser has one label per sample).
 """
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
 from skl2onnx import update_registered_converter
-from skl2onnx.common.data_types import guess_proto_type
+from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, guess_proto_type
 from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
+from skl2onnx.common.utils import check_input_and_output_numbers
 
 from ..inspection._neurons import _layer_quadratic_forms
 from ._torch import bilinear_parts
@@ -112,7 +116,8 @@ def _layer(graph, x, state):
 
 
 def _network_scores(graph, x, estimator):
-    activation = _ACTIVATION_OPS[estimator.activation]
+    # the activation the network was trained with (set_params may change `activation`)
+    activation = _ACTIVATION_OPS[getattr(estimator, "hidden_activation_", estimator.activation)]
     for index, state in enumerate(estimator.layers_):
         x = _layer(graph, x, state)
         if index < len(estimator.layers_) - 1 and activation is not None:
@@ -154,8 +159,44 @@ def _probabilities(graph, scores, estimator, n_scores):
     return graph.node("Softmax", scores, axis=1)
 
 
+def _refuse_multilabel(estimator):
+    if getattr(estimator, "_multilabel", False):
+        raise NotImplementedError(
+            f"ONNX export of a {type(estimator).__name__} fitted on multilabel y (a label "
+            "indicator matrix) is not supported: skl2onnx's classifier outputs one label per "
+            "sample. Use skquad.export.to_torch (its output is the per-label log-odds)."
+        )
+
+
+def _classifier_output_shapes(operator):
+    _refuse_multilabel(operator.raw_operator)
+    calculate_linear_classifier_output_shapes(operator)
+
+
+def _regressor_output_shapes(operator):
+    """``[N, n_outputs_]`` predictions in the input's precision (float or double)."""
+    check_input_and_output_numbers(operator, input_count_range=1, output_count_range=1)
+    input_type = operator.inputs[0].type
+    tensor_type = input_type.__class__ if isinstance(input_type, (FloatTensorType, DoubleTensorType)) else FloatTensorType
+    operator.outputs[0].type = tensor_type([operator.inputs[0].get_first_dimension(), operator.raw_operator.n_outputs_])
+
+
+def _convert_regressor(scope, operator, container):
+    """A network regressor's ``predict``: the scores, ``exp`` for ``loss="poisson"``."""
+    estimator = operator.raw_operator
+    graph = _Graph(scope, operator, container)
+    scores = _network_scores(graph, operator.inputs[0].full_name, estimator)
+    if estimator.out_activation_ == "exp":
+        scores = graph.node("Exp", scores)
+    container.add_node(
+        "Identity", [scores], [operator.outputs[0].full_name],
+        name=scope.get_unique_operator_name("SkquadPrediction"),
+    )
+
+
 def _convert(scope, operator, container):
     estimator = operator.raw_operator
+    _refuse_multilabel(estimator)
     graph = _Graph(scope, operator, container)
     x = operator.inputs[0].full_name
     if hasattr(estimator, "layers_"):
@@ -190,8 +231,10 @@ def register():
     from .. import (
         BackpropQuantizedClassifier,
         QNNClassifier,
+        QNNRegressor,
         QuadraticLogisticRegression,
         RPQNNClassifier,
+        RPQNNRegressor,
         SDPQuantizedClassifier,
     )
 
@@ -205,7 +248,9 @@ def register():
         update_registered_converter(
             cls,
             f"Skquad{cls.__name__}",
-            calculate_linear_classifier_output_shapes,
+            _classifier_output_shapes,
             _convert,
             options={"zipmap": [True, False, "columns"], "nocl": [True, False]},
         )
+    for cls in (QNNRegressor, RPQNNRegressor):
+        update_registered_converter(cls, f"Skquad{cls.__name__}", _regressor_output_shapes, _convert_regressor)

@@ -10,6 +10,7 @@ softmax, or normalized sigmoids for ``output_activation="sigmoid"``).
 
 import numpy as np
 import torch
+from sklearn.base import is_regressor
 from torch import nn
 
 from .. import nn as skquad_nn
@@ -106,11 +107,18 @@ class DecisionFunctionModule(nn.Module):
     The preprocessing (a Pipeline's StandardScaler steps) runs in float64, as
     scikit-learn runs it, and its output is cast to the scores' precision, as
     the estimator casts its input. The output has shape ``(n,)`` for one score
-    (binary problems), else ``(n, n_scores)``.
+    (binary problems), else ``(n, n_scores)``. For a regressor the module
+    computes ``predict``: the inverse link applied (``exp`` for
+    ``loss="poisson"``) and the shape of the fitted ``y``.
     """
 
-    def __init__(self, scores, preprocessing=None, dtype=torch.float64):
+    def __init__(self, scores, preprocessing=None, dtype=torch.float64, *, exponential_output=False, squeeze=True):
         super().__init__()
+        # A regressor's inverse link (MLPRegressor's loss="poisson": exp), so
+        # that the module computes predict; squeeze=False keeps a regressor's
+        # (n, 1) output when it was fitted on a 2-D y.
+        self.exponential_output = exponential_output
+        self.squeeze = squeeze
         self.preprocessing = preprocessing if preprocessing is not None else nn.Identity()
         self.scores = scores
         self.dtype = dtype
@@ -119,7 +127,9 @@ class DecisionFunctionModule(nn.Module):
         if not isinstance(self.preprocessing, nn.Identity):
             x = self.preprocessing(x.to(torch.float64))
         out = self.scores(x.to(self.dtype))
-        return out[:, 0] if out.shape[1] == 1 else out
+        if self.exponential_output:
+            out = torch.exp(out)
+        return out[:, 0] if out.shape[1] == 1 and self.squeeze else out
 
 
 def layer_module(state, dtype):
@@ -185,7 +195,8 @@ def _learned_dtype(estimator):
 
 def _scores_module(estimator, dtype):
     if hasattr(estimator, "layers_"):
-        activation = _ACTIVATIONS[estimator.activation]
+        # the activation the network was trained with (set_params may change `activation`)
+        activation = _ACTIVATIONS[getattr(estimator, "hidden_activation_", estimator.activation)]
         items = []
         for index, state in enumerate(estimator.layers_):
             items.append(layer_module(state, dtype))
@@ -261,4 +272,11 @@ def to_torch(estimator, *, dtype=None):
     dtype = _learned_dtype(final) if dtype is None else dtype
     scores = _scores_module(final, dtype)
     pre = _preprocessing_module(preprocessing, torch.float64) if preprocessing is not None else None
-    return DecisionFunctionModule(scores, pre, dtype).eval()
+    regressor = is_regressor(final)
+    return DecisionFunctionModule(
+        scores,
+        pre,
+        dtype,
+        exponential_output=regressor and getattr(final, "out_activation_", None) == "exp",
+        squeeze=not (regressor and getattr(final, "_fitted_y_ndim", 1) == 2),
+    ).eval()

@@ -192,6 +192,8 @@ def _score_names(estimator, n_scores):
     classes = getattr(estimator, "classes_", None)
     if classes is None:  # a regressor: its scores are its predictions
         return ["prediction"] if n_scores == 1 else [f"output {k}" for k in range(n_scores)]
+    if getattr(estimator, "_multilabel", False):
+        return [f"score (log-odds of label {c})" for c in classes]
     if n_scores == 1:
         return [f"score (log-odds of {classes[1]})"]
     return [f"score of {c}" for c in classes]

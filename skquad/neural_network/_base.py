@@ -1,11 +1,26 @@
-"""The scikit-learn side shared by QNNClassifier and RPQNNClassifier.
+"""The scikit-learn side shared by the quadratic networks.
 
-:class:`BaseQuadraticNetwork` holds the shared constructor, ``fit``,
-``partial_fit`` and prediction; the two estimators only say which quadratic
-layer they stack (Noel et al.'s full quadratic neuron or the reduced-parameter
-one). The networks themselves are built by :mod:`skquad.nn.network`, trained by
-:mod:`skquad._training` (through :class:`skquad.nn.fused.FusedNetwork`'s explicit
-backward pass by default) and stored as numpy arrays in ``layers_``.
+:class:`BaseQuadraticNetwork` holds what the four network estimators share
+(constructor, architecture, training, warm start, prediction, persistence);
+:mod:`._classifier` and :mod:`._regressor` add the task (labels or targets, the
+output layer's loss, the validation score) and the estimators only say which
+quadratic layer they stack (Noel et al.'s full quadratic neuron or the
+reduced-parameter one). The networks themselves are built by
+:mod:`skquad.nn.network`, trained by :mod:`skquad._training` (through
+:class:`skquad.nn.fused.FusedNetwork`'s explicit backward pass by default) and
+stored as numpy arrays in ``layers_``.
+
+What a task base provides (the hooks the shared code calls):
+
+* ``_n_scores``: outputs of the last layer;
+* ``_output_kind()``: the output non-linearity and loss, a key of
+  :data:`skquad.nn.losses.OUTPUT_LOSSES`;
+* ``_out_activation_name()``: MLP's ``out_activation_`` for it;
+* ``_validation_score(scores, y, sample_weight)``: early stopping's score
+  (accuracy, R^2), higher is better;
+* ``_float_targets``: whether ``y`` reaches the trainer as floats (targets,
+  indicator matrices) rather than class indices;
+* ``_callback_targets(y)``: ``y`` as the user gave it, for the callbacks.
 """
 
 import inspect
@@ -15,14 +30,10 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from scipy import sparse
-from scipy.special import log_expit, logsumexp
-from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, BaseQuadraticRegressor
+from .._base import BaseQuadraticEstimator
 from .._torch_utils import (
     as_tensor,
     make_generator,
@@ -39,6 +50,7 @@ from .._training import (
 )
 from ..nn import QuadraticLayer, ReducedQuadraticLayer
 from ..nn.fused import FusedNetwork
+from ..nn.losses import per_sample_loss
 from ..nn.network import (
     ACTIVATIONS,
     count_parameters,
@@ -73,7 +85,7 @@ def _available_memory():
 
 
 def signature_with(init, after, **parameters):
-    """``init``'s signature with keyword-only ``parameters`` inserted after ``after``.
+    """``init``'s signature (``init`` may be a signature itself) with keyword-only ``parameters`` inserted after ``after``.
 
     An estimator that adds a parameter to its base's constructor sets its own
     ``__init__.__signature__`` with this, so that scikit-learn's ``get_params``,
@@ -81,7 +93,10 @@ def signature_with(init, after, **parameters):
     parameter-order check see every parameter in order, while the shared
     parameters are written once, in the base.
     """
-    signature = inspect.signature(init)
+    signature = init if isinstance(init, inspect.Signature) else inspect.signature(init)
+    for name in parameters:
+        if name in signature.parameters:
+            raise ValueError(f"{name!r} is already a parameter of this signature.")
     existing = list(signature.parameters.values())
     position = [p.name for p in existing].index(after) + 1
     added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value) for name, value in parameters.items()]
@@ -95,26 +110,127 @@ def _stochastic_solver(estimator):
     return True
 
 
-class _QuadraticNetwork(BaseQuadraticEstimator):
-    """Training, storage and prediction shared by the network classifiers and regressors.
+class BaseQuadraticNetwork(BaseQuadraticEstimator):
+    """Shared constructor, training and prediction of the quadratic networks.
 
-    Not for direct use. A subclass says what its outputs are through
-    ``_n_network_outputs`` (the output layer's width), ``_output_kind`` (the
-    loss: ``"binary"``, ``"softmax"``, ``"sigmoid"``, ``"squared_error"`` or
-    ``"poisson"``), ``_out_activation`` (what ``out_activation_`` records),
-    ``_validation_score`` (the early-stopping score), ``_target_dtype`` and
-    ``_callback_targets``, and writes its own ``fit`` and ``partial_fit``
-    around :meth:`_train`.
+    Not for direct use; see :class:`~skquad.QNNClassifier`,
+    :class:`~skquad.RPQNNClassifier`, :class:`~skquad.QNNRegressor` and
+    :class:`~skquad.RPQNNRegressor` for the parameters.
     """
-
-    # Early stopping sets aside a stratified validation split (classifiers).
-    _stratify_validation = True
 
     # CSR/CSC input (the base's validation accepts it where this is set).
     _accept_sparse = True
 
     # Subclasses: which layer class makes a layer quadratic.
     _quadratic_kind = None
+
+    _parameter_constraints = {
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "quadratic_layers": [StrOptions({"all", "output"}), "array-like"],
+        "solver": [StrOptions({"sgd", "adam", "lbfgs"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [StrOptions({"constant", "invscaling", "adaptive"})],
+        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
+        "power_t": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "momentum": [Interval(Real, 0, 1, closed="both")],
+        "nesterovs_momentum": ["boolean"],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "beta_1": [Interval(Real, 0, 1, closed="left")],
+        "beta_2": [Interval(Real, 0, 1, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        # np.inf: never stop on the loss (or validation score), as in MLPClassifier.
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), Options(Real, {np.inf})],
+        "max_fun": [Interval(Integral, 1, None, closed="left")],
+        "relinear": ["boolean"],
+        "quadratic_learning_rate_scale": [Interval(Real, 0, None, closed="left")],
+        "quadratic_l1": [Interval(Real, 0, None, closed="left")],
+        "quadratic_l2": [Interval(Real, 0, None, closed="left")],
+        "weight_transfer": ["boolean"],
+        "backward": [StrOptions({"fused", "cached", "autograd"})],
+        "device": [str, torch.device],
+        "dtype": [StrOptions({"float32", "float64"}), None],
+        "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(100,),
+        activation="relu",
+        *,
+        quadratic_layers="output",
+        solver="adam",
+        alpha=1e-4,
+        batch_size="auto",
+        learning_rate="constant",
+        learning_rate_init=1e-3,
+        power_t=0.5,
+        max_iter=200,
+        shuffle=True,
+        random_state=None,
+        tol=1e-4,
+        verbose=False,
+        warm_start=False,
+        momentum=0.9,
+        nesterovs_momentum=True,
+        early_stopping=False,
+        validation_fraction=0.1,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-8,
+        n_iter_no_change=10,
+        max_fun=15000,
+        relinear=True,
+        quadratic_learning_rate_scale=0.1,
+        quadratic_l1=0.0,
+        quadratic_l2=0.0,
+        weight_transfer=False,
+        backward="fused",
+        device="auto",
+        dtype=None,
+        n_threads="auto",
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.quadratic_layers = quadratic_layers
+        self.solver = solver
+        self.alpha = alpha
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.learning_rate_init = learning_rate_init
+        self.power_t = power_t
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.tol = tol
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.momentum = momentum
+        self.nesterovs_momentum = nesterovs_momentum
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.n_iter_no_change = n_iter_no_change
+        self.max_fun = max_fun
+        self.relinear = relinear
+        self.quadratic_learning_rate_scale = quadratic_learning_rate_scale
+        self.quadratic_l1 = quadratic_l1
+        self.quadratic_l2 = quadratic_l2
+        self.weight_transfer = weight_transfer
+        self.backward = backward
+        self.device = device
+        self.dtype = dtype
+        self.n_threads = n_threads
 
     # ------------------------------------------------------------ architecture
     def _architecture(self, n_features=None):
@@ -175,6 +291,22 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
                 + ("or RPQNNClassifier (2 n_in parameters per neuron)." if self._quadratic_kind == "QuadraticLayer" else "or fewer features.")
             )
 
+    # ------------------------------------------------------------ task hooks
+    # (see the module docstring; the task bases define them)
+    _float_targets = False
+
+    def _output_kind(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _out_activation_name(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _validation_score(self, scores, y, sample_weight):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _callback_targets(self, y):
+        return y
+
     # ------------------------------------------------------------ training
     def _parameter_groups(self, module):
         weights, biases, quadratic_weights, quadratic_biases = [], [], [], []
@@ -221,7 +353,8 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
             max_fun=self.max_fun,
             verbose=bool(self.verbose),
             n_threads=self.n_threads,
-            stratify=self._stratify_validation,
+            # MLP's split: stratified for single-label classification only.
+            stratify=not self._float_targets,
             # The engine's divergence warning gives these remedies, in this estimator's names.
             divergence_advice=self._divergence_advice(),
         )
@@ -246,15 +379,15 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
         inputs = SparseRowsInput(densify=not isinstance(network[0], torch.nn.Linear))
         return Trainer(
             torch.nn.Sequential(inputs, network),
-            self._loss_function(),
+            per_sample_loss(output_kind),
             self._parameter_groups(network) if groups is None else groups,
             self._training_config() if config is None else config,
             device=device,
             dtype=dtype,
             generator=generator,
             validation_score=self._validation_score,
-            target_dtype=self._target_dtype(dtype),
             loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
+            target_dtype=dtype if self._float_targets else torch.int64,
         )
 
     def _fitted_network_attributes(self, network):
@@ -262,7 +395,7 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
         return {
             "layers_": network_to_states(network),
             "hidden_activation_": self.activation,
-            "out_activation_": self._out_activation(),
+            "out_activation_": self._out_activation_name(),
             "_prediction_modules": {},
         }
 
@@ -327,6 +460,12 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
                 "warm_start=True and partial_fit continue the fitted network, so they need the "
                 "same features. Set warm_start=False to start over."
             )
+        n_scores = self.layers_[-1]["options"]["out_features"]
+        if n_scores != self._n_scores:
+            raise ValueError(
+                f"warm_start=True continues the previous fit's {n_scores} output(s), but y has "
+                f"{self._n_scores}. Set warm_start=False to start over."
+            )
         fitted_sizes = [state["options"]["out_features"] for state in self.layers_[:-1]]
         fitted_flags = [state["kind"] != "Linear" for state in self.layers_]
         if fitted_sizes != sizes or fitted_flags != flags:
@@ -335,6 +474,22 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
                 f"previous fit (hidden sizes {fitted_sizes}, quadratic {fitted_flags}); got "
                 f"{sizes} and {flags}. Set warm_start=False to start over."
             )
+
+    def _start_fit(self, X, y, sample_weight):
+        """``fit``'s shared part, once the task base has validated ``(X, y)``."""
+        architecture = self._architecture()
+        warm = self.warm_start and hasattr(self, "layers_")
+        if not warm:
+            for attribute in ("layers_", "loss_curve_", "validation_scores_", "best_loss_", "n_iter_", "t_"):
+                self.__dict__.pop(attribute, None)
+        for attribute in ("_trainer", "_trainer_structure"):
+            self.__dict__.pop(attribute, None)
+        return self._train(X, y, sample_weight, architecture, incremental=False)
+
+    def _check_partial_fit_allowed(self):
+        # MLPClassifier's rule and words: there is no validation split to hold out.
+        if self.early_stopping:
+            raise ValueError("partial_fit does not support early_stopping=True")
 
     def _train(self, X, y, sample_weight, architecture, *, incremental):
         device = resolve_device(self.device)
@@ -346,7 +501,7 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
         if trainer is None:
             generator = make_generator(self.random_state)
             sizes, flags = architecture
-            sizes = [X.shape[1], *sizes, self._n_network_outputs()]
+            sizes = [X.shape[1], *sizes, self._n_scores]
             if continuing:
                 self._continue_from_fit(X, architecture)
                 module = network_from_states(self.layers_, self.activation, dtype=torch.float64)
@@ -359,13 +514,12 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
                     )
             trainer = self._new_trainer(module, device, dtype, generator)
             # What the trainer's network computes, whatever set_params does later.
-            self._trainer_structure = (self.activation, self._out_activation())
+            self._trainer_structure = (self.activation, self._out_activation_name())
             if continuing:
                 history = trainer.history
                 history.loss_curve = list(self.loss_curve_)
                 history.validation_scores = list(self.validation_scores_ or [])
-                history.best_loss = self.best_loss_
-                history.n_iter = self.n_iter_
+                history.best_loss = np.inf if self.best_loss_ is None else self.best_loss_
                 history.n_samples_seen = self.t_
                 trainer.schedule.epoch_ends(self.t_)
         # This call's epochs go to this call's scikit-learn callbacks (if any).
@@ -375,12 +529,15 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
             fitted_attributes=lambda: self._fitted_network_attributes(trainer.module[1]),
             callback_data=dict(X=X, y=self._callback_targets(y), metadata={"sample_weight": sample_weight}),
         )
+        # n_iter_ counts this call's epochs (iterations), as in MLPClassifier;
+        # loss_curve_ and t_ keep accumulating over warm starts and partial_fit.
+        n_iter_before = trainer.history.n_iter
         history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
         self._trainer = trainer
-        self._store_fitted_state(trainer, history, incremental)
+        self._store_fitted_state(trainer, history, incremental, history.n_iter - n_iter_before)
         return self
 
-    def _store_fitted_state(self, trainer, history, incremental):
+    def _store_fitted_state(self, trainer, history, incremental, n_iter):
         # Predictions are made from these attributes only (never from the
         # constructor parameters, which set_params may change after fitting).
         self.layers_ = network_to_states(trainer.module[1])
@@ -395,12 +552,13 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
         early = self.early_stopping and not incremental
         self.validation_scores_ = list(history.validation_scores) if early else None
         self.best_validation_score_ = history.best_validation_score if early else None
-        self.best_loss_ = history.best_loss
-        self.n_iter_ = history.n_iter
+        # As in MLP: with early stopping the validation score takes the place of the best loss.
+        self.best_loss_ = None if early else history.best_loss
+        self.n_iter_ = n_iter
         self.t_ = history.n_samples_seen
         self.diverged_ = bool(history.diverged)
         self.n_layers_ = len(self.layers_) + 1
-        self.n_outputs_ = self._n_network_outputs()
+        self.n_outputs_ = self._n_scores
 
     # ------------------------------------------------------------ prediction
     def _prediction_module(self, dtype=None):
@@ -441,7 +599,7 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
                     scores = float64(self._as_batch(rows, next(float64.parameters()))).numpy()
                 chunks.append(scores)
         if not chunks:
-            return np.zeros((0, self._n_network_outputs()))
+            return np.zeros((0, self._n_scores))
         return np.concatenate(chunks)
 
     def _as_batch(self, rows, parameter):
@@ -477,263 +635,3 @@ class _QuadraticNetwork(BaseQuadraticEstimator):
         tags.input_tags.sparse = True
         tags.non_deterministic = self.device != "cpu" and torch.cuda.is_available()
         return tags
-
-
-class BaseQuadraticNetwork(_QuadraticNetwork, BaseQuadraticClassifier):
-    """Shared constructor, fit, partial_fit and prediction of the two network classifiers.
-
-    Not for direct use; see :class:`~skquad.QNNClassifier` and
-    :class:`~skquad.RPQNNClassifier` for the parameters.
-    """
-
-
-    _parameter_constraints = {
-        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
-        "activation": [StrOptions(set(ACTIVATIONS))],
-        "quadratic_layers": [StrOptions({"all", "output"}), "array-like"],
-        "output_activation": [StrOptions({"softmax", "sigmoid"})],
-        "solver": [StrOptions({"sgd", "adam", "lbfgs"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [StrOptions({"constant", "invscaling", "adaptive"})],
-        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
-        "power_t": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "shuffle": ["boolean"],
-        "random_state": ["random_state"],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "verbose": ["verbose"],
-        "warm_start": ["boolean"],
-        "momentum": [Interval(Real, 0, 1, closed="both")],
-        "nesterovs_momentum": ["boolean"],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "beta_1": [Interval(Real, 0, 1, closed="left")],
-        "beta_2": [Interval(Real, 0, 1, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "max_fun": [Interval(Integral, 1, None, closed="left")],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
-        "relinear": ["boolean"],
-        "quadratic_learning_rate_scale": [Interval(Real, 0, None, closed="left")],
-        "quadratic_l1": [Interval(Real, 0, None, closed="left")],
-        "quadratic_l2": [Interval(Real, 0, None, closed="left")],
-        "weight_transfer": ["boolean"],
-        "backward": [StrOptions({"fused", "cached", "autograd"})],
-        "device": [str, torch.device],
-        "dtype": [StrOptions({"float32", "float64"}), None],
-        "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-    }
-
-    def __init__(
-        self,
-        hidden_layer_sizes=(100,),
-        activation="relu",
-        *,
-        quadratic_layers="output",
-        output_activation="softmax",
-        solver="adam",
-        alpha=1e-4,
-        batch_size="auto",
-        learning_rate="constant",
-        learning_rate_init=1e-3,
-        power_t=0.5,
-        max_iter=200,
-        shuffle=True,
-        random_state=None,
-        tol=1e-4,
-        verbose=False,
-        warm_start=False,
-        momentum=0.9,
-        nesterovs_momentum=True,
-        early_stopping=False,
-        validation_fraction=0.1,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-8,
-        n_iter_no_change=10,
-        max_fun=15000,
-        class_weight=None,
-        relinear=True,
-        quadratic_learning_rate_scale=0.1,
-        quadratic_l1=0.0,
-        quadratic_l2=0.0,
-        weight_transfer=False,
-        backward="fused",
-        device="auto",
-        dtype=None,
-        n_threads="auto",
-    ):
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.quadratic_layers = quadratic_layers
-        self.output_activation = output_activation
-        self.solver = solver
-        self.alpha = alpha
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.learning_rate_init = learning_rate_init
-        self.power_t = power_t
-        self.max_iter = max_iter
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.tol = tol
-        self.verbose = verbose
-        self.warm_start = warm_start
-        self.momentum = momentum
-        self.nesterovs_momentum = nesterovs_momentum
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-        self.n_iter_no_change = n_iter_no_change
-        self.max_fun = max_fun
-        self.class_weight = class_weight
-        self.relinear = relinear
-        self.quadratic_learning_rate_scale = quadratic_learning_rate_scale
-        self.quadratic_l1 = quadratic_l1
-        self.quadratic_l2 = quadratic_l2
-        self.weight_transfer = weight_transfer
-        self.backward = backward
-        self.device = device
-        self.dtype = dtype
-        self.n_threads = n_threads
-
-    def _output_kind(self):
-        return "binary" if self._n_scores == 1 else self.output_activation
-
-    @staticmethod
-    def _per_sample_loss(output_kind):
-        functional = torch.nn.functional
-
-        def loss(scores, y):
-            if output_kind == "softmax":
-                return functional.cross_entropy(scores, y, reduction="none")
-            if output_kind == "binary":
-                return functional.binary_cross_entropy_with_logits(scores[:, 0], y.to(scores.dtype), reduction="none")
-            targets = functional.one_hot(y, scores.shape[1]).to(scores.dtype)
-            return functional.binary_cross_entropy_with_logits(scores, targets, reduction="none").sum(1)
-
-        return loss
-
-    @staticmethod
-    def _weighted_accuracy(scores, y, sample_weight):
-        predicted = (scores[:, 0] > 0).long() if scores.shape[1] == 1 else scores.argmax(1)
-        return float(np.average((predicted == y).cpu().numpy(), weights=sample_weight))
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Train the network on ``(X, y)``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The input data.
-        y : array-like of shape (n_samples,)
-            The target values (class labels).
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-sample weights.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        architecture = self._architecture()
-        warm = self.warm_start and hasattr(self, "layers_")
-        if warm and not np.array_equal(self.classes_, unique_labels(y)):
-            # Checked before validation overwrites classes_.
-            raise ValueError(
-                "warm_start can only be used where `y` has the same classes as in the "
-                f"previous call to fit. Previously got {self.classes_}, `y` has "
-                f"{unique_labels(y)}. Set warm_start=False to start over."
-            )
-        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight, reset=True)
-        if not warm:
-            for attribute in ("layers_", "loss_curve_", "validation_scores_", "best_loss_", "n_iter_", "t_"):
-                self.__dict__.pop(attribute, None)
-        for attribute in ("_trainer", "_trainer_structure"):
-            self.__dict__.pop(attribute, None)
-        return self._train(X, y_encoded, sample_weight, architecture, incremental=False)
-
-    @available_if(_stochastic_solver)
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """One epoch of the stochastic solver over ``(X, y)``.
-
-        The optimizer state is kept between calls (not across pickling: an
-        unpickled model continues with a fresh optimizer state). Only
-        available for ``solver="sgd"`` and ``"adam"``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The input data.
-        y : array-like of shape (n_samples,)
-            The target values (class labels).
-        classes : array-like of shape (n_classes,), default=None
-            Every class that will ever appear; required on the first call,
-            and if given later, it must be the same.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-sample weights.
-
-        Returns
-        -------
-        self : object
-            The trained estimator.
-        """
-        architecture = self._architecture()
-        first_call = _check_partial_fit_first_call(self, classes)
-        X, y_encoded, sample_weight = self._validate_training_data(
-            X, y, sample_weight, reset=first_call, classes=classes if first_call else None
-        )
-        return self._train(X, y_encoded, sample_weight, architecture, incremental=True)
-
-    def _scores_to_log_proba(self, scores):
-        if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
-            # Per-class sigmoids, normalised to sum to one.
-            log_sigmoid = log_expit(scores)
-            return log_sigmoid - logsumexp(log_sigmoid, axis=1, keepdims=True)
-        return super()._scores_to_log_proba(scores)
-
-    def _scores_to_proba(self, scores):
-        if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
-            return np.exp(self._scores_to_log_proba(scores))
-        return super()._scores_to_proba(scores)
-
-    def predict_log_proba(self, X):
-        """Logarithm of the class probabilities, ``log(predict_proba(X))``.
-
-        As in MLPClassifier: a probability that rounds to 0 gives ``-inf``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The input data.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Columns follow ``classes_``.
-        """
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-    def _n_network_outputs(self):
-        return self._n_scores
-
-    def _out_activation(self):
-        return "logistic" if self._n_scores == 1 else self.output_activation
-
-    def _loss_function(self):
-        return self._per_sample_loss(self._output_kind())
-
-    def _validation_score(self, scores, y, sample_weight):
-        return self._weighted_accuracy(scores, y, sample_weight)
-
-    def _target_dtype(self, dtype):
-        return torch.int64
-
-    def _callback_targets(self, y):
-        return self.classes_[y]

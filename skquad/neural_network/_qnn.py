@@ -1,12 +1,13 @@
-"""Quadratic neural network classifier (Noel et al., Algorithm 1)."""
+"""Quadratic neural networks (Noel et al., Algorithm 1): classifier and regressor."""
 
 from ..nn.layers import QuadraticLayer
-from ._base import BaseQuadraticNetwork
+from ._classifier import BaseQuadraticNetworkClassifier
+from ._regressor import BaseQuadraticNetworkRegressor
 
-__all__ = ["QNNClassifier"]
+__all__ = ["QNNClassifier", "QNNRegressor"]
 
 
-class QNNClassifier(BaseQuadraticNetwork):
+class QNNClassifier(BaseQuadraticNetworkClassifier):
     """Quadratic neural network classifier (Noel et al., Algorithm 1).
 
     Layer ``l``, neuron ``k`` computes ``z_k = b_k + W_k a + a^T Q^(k) a`` with
@@ -165,7 +166,7 @@ class QNNClassifier(BaseQuadraticNetwork):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels.
+        Class labels; ``arange(n_labels)`` for a multilabel ``y``.
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -193,7 +194,8 @@ class QNNClassifier(BaseQuadraticNetwork):
         use it, whatever ``activation`` is set to later).
 
     out_activation_ : str
-        "logistic" (binary), "softmax" or "sigmoid" (per-class sigmoids).
+        "logistic" (binary or multilabel), "softmax" or "sigmoid"
+        (per-class sigmoids).
 
     loss_ : float
         Training objective at the last epoch (lbfgs: iteration).
@@ -201,8 +203,9 @@ class QNNClassifier(BaseQuadraticNetwork):
     loss_curve_ : list of float
         Training objective per epoch (lbfgs: per iteration).
 
-    best_loss_ : float
-        Lowest training objective seen.
+    best_loss_ : float or None
+        Lowest training objective seen; None with ``early_stopping=True``
+        (the validation score takes its place), as in MLPClassifier.
 
     validation_scores_ : list of float or None
         Validation accuracy per epoch with ``early_stopping``, else None.
@@ -211,10 +214,11 @@ class QNNClassifier(BaseQuadraticNetwork):
         Best validation accuracy with ``early_stopping``, else None.
 
     n_iter_ : int
-        Epochs run (lbfgs: iterations).
+        Epochs (lbfgs: iterations) run by the last ``fit`` or
+        ``partial_fit`` call, as in MLPClassifier.
 
     t_ : int
-        Optimizer steps taken.
+        Training samples seen, over every call (MLPClassifier's ``t_``).
 
     diverged_ : bool
         True when the last fit stopped because training diverged (the best
@@ -224,7 +228,8 @@ class QNNClassifier(BaseQuadraticNetwork):
         Number of layers, counting the input layer (as in MLPClassifier).
 
     n_outputs_ : int
-        Number of class scores (1 for binary problems).
+        Number of class scores (1 for binary problems; one per label for
+        a multilabel ``y``).
 
     weight_transfer_n_iter_ : int
         Epochs of the conventional network, with ``weight_transfer=True``.
@@ -253,3 +258,244 @@ class QNNClassifier(BaseQuadraticNetwork):
     def _quadratic_options(self):
         # The fused backward pass works on full storage.
         return {"quadratic_storage": "full"}
+
+
+class QNNRegressor(BaseQuadraticNetworkRegressor):
+    """Quadratic neural network regressor (Noel et al., Algorithm 1).
+
+    Layer ``l``, neuron ``k`` computes ``z_k = b_k + W_k a + a^T Q^(k) a`` with
+    a symmetric ``Q^(k)`` per neuron (``n_out * n_in**2`` parameters), or a
+    conventional ``b + W a`` where ``quadratic_layers`` says so. Trained with
+    ReLinear (Fan et al.) by default: the quadratic parts start at zero and
+    learn with a smaller learning rate. Accepts every parameter of
+    :class:`~sklearn.neural_network.MLPRegressor` with the same meaning.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : array-like of int, default=(100,)
+        Neurons per hidden layer. ``()`` means no hidden layer: one layer
+        straight from the features to the outputs.
+
+    activation : {"relu", "logistic", "sigmoid", "tanh", "identity"}, default="relu"
+        Hidden-layer activation ("logistic", MLPRegressor's name, and
+        "sigmoid" are the same function).
+
+    quadratic_layers : {"output", "all"} or list of bool, default="output"
+        Which layers are quadratic: only the output layer (Noel et al.'s MNIST
+        network: a conventional hidden layer and a quadratic output layer),
+        every layer, or one flag per layer (``len(hidden_layer_sizes) + 1``
+        flags, the output layer last). The others are ``torch.nn.Linear``.
+
+    loss : {"squared_error", "poisson"}, default="squared_error"
+        MLPRegressor's losses: "squared_error" is half the squared error with
+        an identity output; "poisson" is half the Poisson deviance with an
+        ``exp`` output (the targets must be non-negative). For several
+        outputs the squared error is averaged over them and the Poisson
+        deviance summed, as in MLPRegressor's ``loss_``.
+
+    solver : {"adam", "sgd", "lbfgs"}, default="adam"
+        "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"
+        (scipy's L-BFGS-B on the whole data set) suits small problems and has
+        no ``partial_fit``.
+
+    alpha : float, default=1e-4
+        L2 penalty on every weight matrix (not on biases), scaled like
+        MLPRegressor's.
+
+    batch_size : int or "auto", default="auto"
+        ``min(200, n_samples)`` for "auto". Ignored by lbfgs.
+
+    learning_rate : {"constant", "invscaling", "adaptive"}, default="constant"
+        Step-size schedule for ``solver="sgd"``, as in MLPRegressor:
+        "constant" keeps ``learning_rate_init``; "invscaling" uses
+        ``learning_rate_init / t ** power_t`` at step ``t``; "adaptive" keeps it
+        while the training loss falls and divides it by 5 each time two
+        consecutive epochs fail to improve by ``tol``.
+
+    learning_rate_init : float, default=1e-3
+        Initial step size of sgd and adam.
+
+    power_t : float, default=0.5
+        Exponent of the "invscaling" schedule (sgd only).
+
+    max_iter : int, default=200
+        Epochs for sgd and adam; iterations for lbfgs.
+
+    shuffle : bool, default=True
+        Shuffle the samples every epoch.
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights, the shuffling and the early-stopping split
+        through a local torch generator (never torch's global one). On the CPU
+        the same value gives the same model.
+
+    tol : float, default=1e-4
+        Stop when the training loss (or, with early stopping, the validation
+        R^2) has not improved by ``tol`` for ``n_iter_no_change`` epochs.
+
+    verbose : bool, default=False
+        Print one line per epoch: loss, validation score, elapsed time.
+
+    warm_start : bool, default=False
+        Start ``fit`` from the previous solution (with a fresh optimizer). The
+        outputs, features and architecture must be those of the previous fit.
+
+    momentum : float, default=0.9
+        Momentum of sgd.
+
+    nesterovs_momentum : bool, default=True
+        Nesterov's momentum for sgd.
+
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training data, stop when its
+        R^2 stops improving and keep the best weights.
+
+    validation_fraction : float, default=0.1
+        Share of the training data held out by ``early_stopping``.
+
+    beta_1 : float, default=0.9
+        Decay of adam's first-moment estimate.
+
+    beta_2 : float, default=0.999
+        Decay of adam's second-moment estimate.
+
+    epsilon : float, default=1e-8
+        Adam's numerical-stability constant.
+
+    n_iter_no_change : int, default=10
+        Epochs without an improvement of ``tol`` before stopping.
+
+    max_fun : int, default=15000
+        Maximum number of loss evaluations (lbfgs only).
+
+    relinear : bool, default=True
+        ReLinear's start (Fan et al.): the quadratic part of every neuron starts
+        neutral, so each neuron starts as a conventional one. False draws a
+        small random quadratic part.
+
+    quadratic_learning_rate_scale : float, default=0.1
+        ReLinear-sg (Fan et al.): the quadratic parameters learn with
+        ``learning_rate_init * quadratic_learning_rate_scale`` (sgd and adam).
+        1.0 trains them like the linear ones.
+
+    quadratic_l1 : float, default=0.0
+        ReLinear-sw (Fan et al.): extra l1 decay on the quadratic weights
+        (scaled like ``alpha``).
+
+    quadratic_l2 : float, default=0.0
+        ReLinear-sw: extra l2 decay on the quadratic weights (scaled like
+        ``alpha``).
+
+    weight_transfer : bool, default=False
+        Fan et al.'s weight transfer: first train a conventional network of the
+        same shape with the same settings, copy its weights into the linear
+        part of every layer, then train the quadratic network.
+
+    backward : {"fused", "cached", "autograd"}, default="fused"
+        How gradients are computed: "fused" runs Noel et al.'s explicit
+        back-propagation (Algorithms 1 and 2) for the whole network without
+        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
+        differentiates plain torch operations. All three give the same
+        gradients.
+
+    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+        Where to train. Weights are stored as numpy arrays, so a model fitted
+        on a GPU unpickles and predicts on a CPU-only machine.
+
+    dtype : {"float32", "float64"} or None, default=None
+        Precision of training and prediction. None follows the input, as
+        MLPRegressor does: float32 data is trained in float32, anything else
+        in float64.
+
+    n_threads : int or "auto", default="auto"
+        CPU threads for training and prediction. "auto" picks one thread for
+        small steps (where torch's thread hand-off costs more than it saves)
+        and all of torch's threads for large ones. The previous setting is
+        restored afterwards.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during fit. Defined only when ``X`` has
+        feature names that are all strings.
+
+    layers_ : list of dict
+        Learned weights per layer (input side first) as numpy arrays in the
+        training dtype, plus an ``"options"`` dict with the layer's shape:
+        ``{"kind": "QuadraticLayer", "weight": (n_out, n_in), "bias": (n_out,),
+        "quadratic": (n_out, n_in, n_in)}`` (the symmetric ``Q^(k)`` of each
+        neuron) or ``{"kind": "Linear", "weight", "bias"}``.
+
+    coefs_ : list of ndarray
+        The linear weight of each layer, shape ``(n_in, n_out)`` as in
+        MLPRegressor (read from ``layers_``).
+
+    intercepts_ : list of ndarray
+        The linear bias of each layer (read from ``layers_``).
+
+    hidden_activation_ : str
+        The hidden-layer activation the network was trained with (predictions
+        use it, whatever ``activation`` is set to later).
+
+    out_activation_ : str
+        "identity" (``loss="squared_error"``) or "exp" (``loss="poisson"``).
+
+    loss_ : float
+        Training objective at the last epoch (lbfgs: iteration).
+
+    loss_curve_ : list of float
+        Training objective per epoch (lbfgs: per iteration).
+
+    best_loss_ : float or None
+        Lowest training objective seen; None with ``early_stopping=True``
+        (the validation score takes its place), as in MLPRegressor.
+
+    validation_scores_ : list of float or None
+        Validation R^2 per epoch with ``early_stopping``, else None.
+
+    best_validation_score_ : float or None
+        Best validation R^2 with ``early_stopping``, else None.
+
+    n_iter_ : int
+        Epochs (lbfgs: iterations) run by the last ``fit`` or
+        ``partial_fit`` call, as in MLPRegressor.
+
+    t_ : int
+        Training samples seen, over every call (MLPRegressor's ``t_``).
+
+    diverged_ : bool
+        True when the last fit stopped because training diverged (the best
+        weights seen were restored, and a ConvergenceWarning said so).
+
+    n_layers_ : int
+        Number of layers, counting the input layer (as in MLPRegressor).
+
+    n_outputs_ : int
+        Number of outputs (columns of ``y``).
+
+    weight_transfer_n_iter_ : int
+        Epochs of the conventional network, with ``weight_transfer=True``.
+
+    See Also
+    --------
+    RPQNNRegressor : The reduced-parameter network, ``O(n_out n_in)`` per layer.
+    sklearn.neural_network.MLPRegressor : The conventional network.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_friedman1
+    >>> from skquad import QNNRegressor
+    >>> X, y = make_friedman1(n_samples=200, random_state=0)
+    >>> reg = QNNRegressor(hidden_layer_sizes=(), solver="lbfgs", random_state=0)
+    >>> reg.fit(X, y).score(X, y) > 0.8
+    True
+    >>> reg.layers_[0]["quadratic"].shape
+    (1, 10, 10)
+    """
+
+    _quadratic_kind = QuadraticLayer.__name__
+    _quadratic_options = QNNClassifier._quadratic_options

@@ -76,10 +76,12 @@ class FusedNetwork:
         Layers alternating with activation modules; the last layer gives the
         class scores (no activation after it).
     output : {"softmax", "sigmoid", "binary", "squared_error", "poisson"}
+        The output non-linearity and loss (:data:`skquad.nn.losses.OUTPUT_LOSSES`):
         "softmax": cross-entropy of the softmax of the scores; "sigmoid": one
-        binary cross-entropy per class score (Noel et al.'s output layer);
-        "binary": one score, binary cross-entropy of its sigmoid. The
-        regression losses are MLPRegressor's (:func:`regression_loss`).
+        binary cross-entropy per class score (Noel et al.'s output layer; the
+        targets are class indices, or an indicator matrix for multilabel
+        problems); "binary": one score, binary cross-entropy of its sigmoid.
+        The regression losses are MLPRegressor's (:func:`regression_loss`).
     inputs : callable, default=None
         Applied to each batch first, e.g. :class:`~skquad.nn.sparse.SparseRowsInput`
         (then the first layer may receive a sparse COO batch: a ``torch.nn.Linear``
@@ -215,11 +217,15 @@ class FusedNetwork:
         torch.mm(weighted.t(), a, out=views["stacked_grad"])
         if not need_input_gradient:
             return None
-        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, taken as one
-        # product of the (delta (x) a) rows above with the stacked Q: a plain
-        # matrix product is several times faster on the CPU than the batched
-        # (1 x n_out) @ (n_out x n_in) products with the cached V.
+        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a. With one output
+        # neuron (binary scores, a regressor's single target) it is the cached
+        # V scaled row by row, O(batch n_in) instead of a product with Q.
+        # Otherwise it is taken as one product of the (delta (x) a) rows above
+        # with the stacked Q: a plain matrix product is several times faster on
+        # the CPU than the batched (1 x n_out) @ (n_out x n_in) products with V.
         torch.mm(delta, layer.weight, out=grad_a)
+        if n_out == 1:
+            return grad_a.addcmul_(cache[:, 0, :], delta, value=2.0)
         return grad_a.addmm_(weighted, stacked, alpha=2.0)
 
     def _reduced_backward(self, index, layer, a, delta, cache):
@@ -265,6 +271,8 @@ class FusedNetwork:
             return loss + overflow_marker, delta
         if self.output == "binary":
             targets = y.to(scores.dtype).unsqueeze(1)
+        elif y.dim() == 2:  # multilabel: y is the indicator matrix
+            targets = y.to(scores.dtype)
         else:
             targets = torch.zeros_like(scores)
             targets[torch.arange(y.shape[0], device=y.device), y] = 1.0

@@ -1,0 +1,187 @@
+"""The classification side of the quadratic networks (MLPClassifier's behaviour).
+
+:class:`BaseQuadraticNetworkClassifier` adds to the shared network base the
+class labels (single-label, or a label indicator matrix for multilabel ``y``),
+the output layer ("logistic" for binary and multilabel problems, softmax or
+Noel et al.'s per-class sigmoids otherwise), ``class_weight``, accuracy as the
+early-stopping score and the probabilities.
+"""
+
+import numpy as np
+from scipy.special import log_expit, logsumexp
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
+
+from .._base import BaseQuadraticClassifier
+from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
+
+__all__ = ["BaseQuadraticNetworkClassifier"]
+
+
+class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwork):
+    """Labels, output layer and probabilities of the network classifiers.
+
+    Not for direct use; see :class:`~skquad.QNNClassifier` and
+    :class:`~skquad.RPQNNClassifier` for the parameters.
+    """
+
+    _accept_multilabel = True
+
+    _parameter_constraints = {
+        **BaseQuadraticNetwork._parameter_constraints,
+        "output_activation": [StrOptions({"softmax", "sigmoid"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(100,),
+        activation="relu",
+        *,
+        output_activation="softmax",
+        class_weight=None,
+        **network_parameters,
+    ):
+        super().__init__(hidden_layer_sizes, activation, **network_parameters)
+        self.output_activation = output_activation
+        self.class_weight = class_weight
+
+    # The shared parameters are written once, in the network base; the
+    # signature that get_params, clone and numpydoc read lists them all.
+    __init__.__signature__ = signature_with(
+        signature_with(BaseQuadraticNetwork.__init__, "quadratic_layers", output_activation="softmax"),
+        "max_fun",
+        class_weight=None,
+    )
+
+    # ------------------------------------------------------------ task hooks
+    @property
+    def _float_targets(self):
+        return bool(getattr(self, "_multilabel", False))
+
+    def _output_kind(self):
+        if getattr(self, "_multilabel", False):
+            return "sigmoid"
+        return "binary" if self._n_scores == 1 else self.output_activation
+
+    def _out_activation_name(self):
+        # MLPClassifier's names: one logistic output per label for binary and
+        # multilabel problems; "sigmoid" is Noel et al.'s per-class sigmoids.
+        if getattr(self, "_multilabel", False) or self._n_scores == 1:
+            return "logistic"
+        return self.output_activation
+
+    @staticmethod
+    def _validation_score(scores, y, sample_weight):
+        """Weighted accuracy (subset accuracy for an indicator matrix, as MLPClassifier)."""
+        if y.dim() == 2:
+            correct = ((scores > 0) == (y > 0.5)).all(1)
+        else:
+            predicted = (scores[:, 0] > 0).long() if scores.shape[1] == 1 else scores.argmax(1)
+            correct = predicted == y
+        return float(np.average(correct.cpu().numpy(), weights=sample_weight))
+
+    def _callback_targets(self, y):
+        return y if getattr(self, "_multilabel", False) else self.classes_[y]
+
+    # ------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the network on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            The target values: class labels, or a label indicator matrix
+            for multilabel classification.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._architecture()  # a bad architecture is refused before the data is looked at
+        if self.warm_start and hasattr(self, "layers_") and not np.array_equal(self.classes_, unique_labels(y)):
+            # Checked before validation overwrites classes_.
+            raise ValueError(
+                "warm_start can only be used where `y` has the same classes as in the "
+                f"previous call to fit. Previously got {self.classes_}, `y` has "
+                f"{unique_labels(y)}. Set warm_start=False to start over."
+            )
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight, reset=True)
+        return self._start_fit(X, y_encoded, sample_weight)
+
+    @available_if(_stochastic_solver)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of the stochastic solver over ``(X, y)``.
+
+        The optimizer state is kept between calls (not across pickling: an
+        unpickled model continues with a fresh optimizer state). Only
+        available for ``solver="sgd"`` and ``"adam"``, and not with
+        ``early_stopping=True`` (as in MLPClassifier).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            The target values: class labels, or a label indicator matrix
+            for multilabel classification.
+        classes : array-like of shape (n_classes,), default=None
+            Every class that will ever appear; required on the first call,
+            and if given later, it must be the same. For a label indicator
+            matrix, ``range(n_labels)``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights.
+
+        Returns
+        -------
+        self : object
+            The trained estimator.
+        """
+        architecture = self._architecture()
+        self._check_partial_fit_allowed()
+        first_call = _check_partial_fit_first_call(self, classes)
+        X, y_encoded, sample_weight = self._validate_training_data(
+            X, y, sample_weight, reset=first_call, classes=classes if first_call else None
+        )
+        return self._train(X, y_encoded, sample_weight, architecture, incremental=True)
+
+    # ------------------------------------------------------------ prediction
+    def _scores_to_log_proba(self, scores):
+        if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
+            # Per-class sigmoids, normalised to sum to one.
+            log_sigmoid = log_expit(scores)
+            return log_sigmoid - logsumexp(log_sigmoid, axis=1, keepdims=True)
+        return super()._scores_to_log_proba(scores)
+
+    def _scores_to_proba(self, scores):
+        if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
+            return np.exp(self._scores_to_log_proba(scores))
+        return super()._scores_to_proba(scores)
+
+    def predict_log_proba(self, X):
+        """Logarithm of the class probabilities, ``log(predict_proba(X))``.
+
+        As in MLPClassifier: a probability that rounds to 0 gives ``-inf``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_`` (for multilabel ``y``, one column per
+            label).
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))

@@ -1,0 +1,148 @@
+"""The regression side of the quadratic networks (MLPRegressor's behaviour).
+
+:class:`BaseQuadraticNetworkRegressor` adds to the shared network base numeric
+(multi-output) targets, MLPRegressor's losses (half the squared error with an
+identity output, or half the Poisson deviance with an ``exp`` output) and R^2
+as the early-stopping score.
+"""
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.metaestimators import available_if
+
+from .._base import BaseQuadraticRegressor
+from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
+
+__all__ = ["BaseQuadraticNetworkRegressor"]
+
+
+class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork):
+    """Targets, losses and R^2 of the network regressors.
+
+    Not for direct use; see :class:`~skquad.QNNRegressor` and
+    :class:`~skquad.RPQNNRegressor` for the parameters.
+    """
+
+    _float_targets = True
+
+    _parameter_constraints = {
+        **BaseQuadraticNetwork._parameter_constraints,
+        "loss": [StrOptions({"squared_error", "poisson"})],
+    }
+
+    def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error", **network_parameters):
+        super().__init__(hidden_layer_sizes, activation, **network_parameters)
+        self.loss = loss
+
+    # The shared parameters are written once, in the network base.
+    __init__.__signature__ = signature_with(BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error")
+
+    # ------------------------------------------------------------ task hooks
+    @property
+    def _n_scores(self):
+        return self.n_outputs_
+
+    def _output_kind(self):
+        return self.loss
+
+    def _out_activation_name(self):
+        # MLPRegressor's names.
+        return "exp" if self.loss == "poisson" else "identity"
+
+    def _validation_score(self, scores, y, sample_weight):
+        """Weighted R^2 of the predictions, averaged over outputs (MLPRegressor's score)."""
+        from sklearn.metrics import r2_score
+
+        predictions = scores.double().cpu().numpy()
+        if self.loss == "poisson":
+            predictions = np.exp(predictions)
+        return float(r2_score(y.double().cpu().numpy(), predictions, sample_weight=sample_weight))
+
+    def _validate_targets(self, X, y, sample_weight, *, reset):
+        X, y, sample_weight = self._validate_training_data(X, y, sample_weight, reset=reset)
+        if self.loss == "poisson" and np.any(y < 0):
+            raise ValueError(
+                "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
+                f"values (min {float(np.min(y)):.4g}); use loss='squared_error' or transform y."
+            )
+        return X, y, sample_weight
+
+    # ------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the network on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            The target values (finite numbers; non-negative for
+            ``loss="poisson"``).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._architecture()  # a bad architecture is refused before the data is looked at
+        X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=True)
+        return self._start_fit(X, y, sample_weight)
+
+    @available_if(_stochastic_solver)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """One epoch of the stochastic solver over ``(X, y)``.
+
+        The optimizer state is kept between calls (not across pickling: an
+        unpickled model continues with a fresh optimizer state). Only
+        available for ``solver="sgd"`` and ``"adam"``, and not with
+        ``early_stopping=True`` (as in MLPRegressor).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            The target values, in the shape of the first call's ``y``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights.
+
+        Returns
+        -------
+        self : object
+            The trained estimator.
+        """
+        architecture = self._architecture()
+        self._check_partial_fit_allowed()
+        first_call = not hasattr(self, "layers_")
+        X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=first_call)
+        return self._train(X, y, sample_weight, architecture, incremental=True)
+
+    # ------------------------------------------------------------ prediction
+    def predict(self, X):
+        """Predicted targets, in the precision the network was trained in.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The input data.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The shape of the fitted ``y``; float32 for a network trained in
+            float32 (as MLPRegressor's predictions follow its weights).
+        """
+        predictions = super().predict(X)
+        return predictions.astype(self.layers_[0]["weight"].dtype, copy=False)
+
+    def _raw_scores(self, X):
+        scores = super()._raw_scores(X)
+        if self.out_activation_ == "exp":
+            with np.errstate(over="ignore"):  # an overflow is reported by the base's check
+                return np.exp(scores)
+        return scores
