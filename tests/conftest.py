@@ -37,3 +37,46 @@ def binary_data():
     X, y = make_classification(n_samples=300, n_features=5, n_informative=3, random_state=0)
     return X, y
 
+
+
+# Numerics that must hold on any x86-64 CPU (issue 19). MKL and OpenBLAS, on
+# AMD and on Intel, reduce in different orders; a tolerance tuned on one
+# machine's rounding fails on another. Two tools make that fail here first:
+#
+# * ``thread_counts``: the test runs once with 1 and once with 2 torch and
+#   BLAS threads (threaded reductions split sums differently, as another CPU's
+#   kernels do). skquad's own thread policy would pin small fits to one
+#   thread, so it is told that every step is worth the threads it is given.
+# * ``perturb_ulps``: moves every entry of an input by a few units in the last
+#   place, so a comparison of two computations on "the same" data must hold
+#   for any rounding of that data, not for one bit pattern.
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def thread_counts(request, monkeypatch):
+    """Run the test under ``request.param`` torch and BLAS threads, then restore."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    import skquad._training._threads as threads
+
+    n_threads = request.param
+    monkeypatch.setattr(threads, "PARALLEL_FLOPS", 0.0)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n_threads)
+    try:
+        with threadpool_limits(limits=n_threads, user_api="blas"):
+            yield n_threads
+    finally:
+        torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def perturb_ulps():
+    """``perturb_ulps(X, n_ulps=4, seed=0)``: X with each entry moved by up to n_ulps ulps."""
+    import numpy as np
+
+    def perturb(X, n_ulps=4, seed=0):
+        X = np.asarray(X, dtype=np.float64)
+        steps = np.random.RandomState(seed).randint(-n_ulps, n_ulps + 1, size=X.shape)
+        return np.where(X == 0, 0.0, X + steps * np.spacing(X))  # zeros stay zeros (sparsity)
+
+    return perturb

@@ -212,11 +212,31 @@ def test_run_benchmark_selects_defaults_and_records_warning_messages():
         ({"estimators": {"LogReg": LogisticRegression()}}, "already used by the defaults"),
         ({"repeats": 0}, "repeats must be a positive integer"),
         ({"preprocessor": "scale"}, "preprocessor must be 'auto'"),
+        # issue 19: a torch error, a silent "no limit", every fit failing, "choose from []"
+        ({"n_threads": -1}, r"n_threads must be None or a positive integer; got -1"),
+        ({"n_threads": 0}, r"n_threads must be None or a positive integer; got 0"),
+        ({"device": "mps"}, "mps"),
+        ({"estimators": ["QLRR"], "include_defaults": False},
+         r"unknown estimators \['QLRR'\]; choose from \['QLR', "),
     ],
 )
 def test_run_benchmark_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         run_benchmark("iris", **kwargs)
+
+
+def test_run_benchmark_refuses_rows_and_labels_that_do_not_pair():
+    # Issue 19: run_benchmark(X, y[1:]) ran and scored rows against the wrong labels.
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(ValueError, match=r"X and y: X has 150 rows but y has 149 labels"):
+        run_benchmark(X, y[1:], estimators=["LogReg"], repeats=1)
+    with pytest.raises(ValueError, match=r"data\['mine'\]: X has 150 rows but y has 149"):
+        run_benchmark({"mine": (X, y[1:])}, estimators=["LogReg"], repeats=1)
+
+
+def test_run_benchmark_selects_default_names_without_the_other_defaults():
+    result = run_benchmark("iris", estimators=["LogReg"], include_defaults=False, repeats=1)
+    assert result.runs["estimator"].tolist() == ["LogReg"]
 
 
 def test_without_the_bench_extra_the_message_names_it():

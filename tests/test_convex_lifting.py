@@ -91,3 +91,26 @@ def test_export_to_quadratic_activation_network_is_exact(lifting, n_outputs):
         a, b, c = lifting.activation
         activations = a * t**2 + b * lifting_sign * t + c * lifting_sign**2
     np.testing.assert_allclose(activations @ network.output_weights, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_exported_network_scores_in_bounded_row_batches(monkeypatch):
+    # Issue 19: QuadraticNetwork.scores formed the whole (n, 3 m) activation
+    # matrix (300k rows x 500 neurons: 3.35 GiB) where predict batches.
+    import skquad.convex.lifting as lifting_module
+
+    lifting = InputLifting(fit_intercept=True)
+    rng = np.random.RandomState(6)
+    X = rng.standard_normal((50, 3))
+    U, V, alpha = _random_network(lifting, 3, 4, 2, seed=7)
+    network = export_quadratic_network(U, V, alpha, lifting)
+    whole = network.scores(X)
+    seen = []
+    quadratic = InputLifting.quadratic
+    monkeypatch.setattr(InputLifting, "quadratic",
+                        lambda self, X, W: seen.append(len(X)) or quadratic(self, X, W))
+    # 3 rows per batch: 3 * 8 bytes * 12 neurons * 3 rows
+    monkeypatch.setattr(lifting_module, "PREDICT_BATCH_BYTES", 3 * 8 * 12 * 3)
+    batched = network.scores(X)
+    assert max(seen) == 3 and sum(seen) == 50
+    # the same arithmetic on each row: equal to rounding of the final product
+    np.testing.assert_allclose(batched, whole, rtol=1e-12, atol=1e-12)

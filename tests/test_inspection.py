@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -362,3 +363,67 @@ def test_regressors_are_read_as_quadrics_and_sized():
     assert set(interaction_table(two, X)["neuron"]) == {"output 0", "output 1"}
     sdp = SDPQuantizedRegressor(n_neurons=50, random_state=0).fit(X, y)
     assert interaction_table(sdp, X).iloc[0][["feature_1", "feature_2"]].tolist() in (["x0", "x1"], ["x1", "x0"])
+
+
+def test_interaction_table_refuses_reordered_columns_as_predict_does():
+    # Issue 19: a frame with the fitted columns in another order was read as the
+    # wrong features; predict refuses it, and so does the table now.
+    pd = pytest.importorskip("pandas")
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = np.arange(40) % 2
+    X[:, 0] += y
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = QuadraticLogisticRegression().fit(frame, y)
+    reordered = frame[["c", "b", "a"]]
+    with pytest.raises(ValueError, match="same order as they were in fit") as from_predict:
+        model.predict(reordered)
+    with pytest.raises(ValueError, match="same order as they were in fit") as from_table:
+        interaction_table(model, reordered)
+    assert str(from_table.value) == str(from_predict.value)
+    # the fitted order still works
+    assert interaction_table(model, frame)["importance"].notna().all()
+
+
+def _issue19_model():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = np.arange(40) % 2
+    X[:, 0] += y
+    return QuadraticLogisticRegression().fit(X, y), X, y
+
+
+def test_quadratic_neurons_refuses_arguments_that_do_not_apply():
+    # Issue 19: which="bogus", layer=99 were ignored where they do not apply.
+    from skquad import QNNClassifier
+
+    model, X, y = _issue19_model()
+    with pytest.raises(ValueError, match=r"layer=99 applies to the quadratic networks"):
+        quadratic_neurons(model, layer=99)
+    with pytest.raises(ValueError, match=r"which='bogus' applies to the quantized networks"):
+        quadratic_neurons(model, which="bogus")
+    network = QNNClassifier(hidden_layer_sizes=(2,), max_iter=5, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        network.fit(X, y)
+    with pytest.raises(ValueError, match=r"layer=99 is not an index of QNNClassifier.layers_ \(0 to 1\)"):
+        quadratic_neurons(network, layer=99)
+    with pytest.raises(ValueError, match=r"which='sampled' applies to the quantized"):
+        quadratic_neurons(network, which="sampled")
+    assert quadratic_neurons(network, layer=1)  # a valid index still reads the layer
+
+
+def test_analyze_quadric_refuses_a_nan_quadric():
+    # Issue 19: a NaN Q was answered "constant".
+    with pytest.raises(ValueError, match="Q has non-finite values"):
+        analyze_quadric(np.full((2, 2), np.nan), np.zeros(2), 0.0)
+    with pytest.raises(ValueError, match="w has non-finite values"):
+        analyze_quadric(np.eye(2), np.array([np.inf, 0.0]), 0.0)
+
+
+def test_slice_display_on_one_feature_says_it_needs_two():
+    # Issue 19: the message was "features must name two ..., got (0, 1)".
+    X = np.random.RandomState(0).randn(40, 1)
+    y = (X[:, 0] ** 2 > 0.5).astype(int)
+    model = QuadraticLogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"plane of two features.* has 1 input feature \(\['x0'\]\)"):
+        QuadricSliceDisplay.from_estimator(model)

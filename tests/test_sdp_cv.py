@@ -161,3 +161,28 @@ def test_the_top_of_the_path_is_the_zero_network_for_every_lifting(params):
     with pytest.warns(UserWarning, match="relaxed optimum is the zero network"):
         single.fit(X, y)
     np.testing.assert_array_equal(single.rho_, 0.0)
+
+
+def test_fold_scores_weight_held_out_rows_as_repetitions():
+    # Issue 19: held-out rows were scored without their weights, so an integer
+    # weight did not score as that many repeated rows, and the chosen beta (and
+    # sklearn's check_sample_weight_equivalence) depended on near-ties.
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    y = (X[:, 0] + 0.5 * rng.randn(30) > 0).astype(int)
+    weight = rng.randint(1, 4, size=30)
+    groups = np.arange(30) % 2
+    X_rep, y_rep, g_rep = (np.repeat(a, weight, axis=0) for a in (X, y, groups))
+    common = dict(n_neurons=20, betas=[1e-1, 1e-3], max_iter=100, random_state=0)
+    weighted = SDPQuantizedClassifierCV(
+        cv=list(LeaveOneGroupOut().split(X, groups=groups)), **common
+    ).fit(X, y, sample_weight=weight)
+    repeated = SDPQuantizedClassifierCV(
+        cv=list(LeaveOneGroupOut().split(X_rep, groups=g_rep)), **common
+    ).fit(X_rep, y_rep)
+    # accuracy with integer weights is a ratio of integers: exactly equal
+    # unless a held-out prediction sits on the boundary (none does here: the
+    # two fits agree to solver rounding, far from the 1/45 accuracy step)
+    np.testing.assert_allclose(weighted.scores_, repeated.scores_, rtol=0, atol=1e-12)

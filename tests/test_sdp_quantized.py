@@ -262,13 +262,22 @@ def test_iris_narrow_network_is_fixed_by_the_refit_or_warns():
     paper = SDPQuantizedClassifier(refit_output_layer=False, random_state=0).fit(X, y)
     with pytest.warns(UserWarning, match=r"about \d+ neurons would bring it"):
         paper.resample(150, random_state=0)
-    assert paper.score(X, y) < 0.8  # the paper's shared weights at m = 150 stay poor
+    # The paper's network at m = 150 scored 0.39 (issue 9) and 0.89 on another
+    # CPU (issue 19): its accuracy depends on which signs rounding gives a few
+    # near-zero projections, so it is not asserted; what the warning promises
+    # is: an objective far above the certified bound (2.04 against 0.145 here,
+    # a 14x margin over the warning's 1.05 threshold).
+    assert paper.objective_ > 1.05 * paper.lower_bound_
     model = SDPQuantizedClassifier(random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         model.resample(150, random_state=0)
     assert model.score(X, y) > 0.95  # majority class: 0.33
     assert model.objective_ < 1.05 * model.lower_bound_
+    # Same solve, same draw: the refit only re-solves the output layer (a convex
+    # problem) over the paper's first layer, so it can only lower the objective.
+    np.testing.assert_array_equal(model.U_, paper.U_)
+    assert model.objective_ <= paper.objective_
 
 
 def test_standardize_threshold_is_relative_to_the_feature_scale():
@@ -370,3 +379,32 @@ def test_any_number_of_solver_chunks_fits_the_callback_context(params):
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
     assert model.lower_bound_ <= model.relaxed_objective_ + 1e-12
+
+
+@pytest.mark.parametrize("estimator", ["SDP", "BackpropQ"])
+@pytest.mark.parametrize("column_scale", [[1e160] * 3, [1e-170, 1.0, 1.0]], ids=["1e160", "1e-170"])
+def test_standardization_neither_overflows_nor_underflows(estimator, column_scale):
+    # Issue 19: at X * 1e160 the SDP failed in eigh and BackpropQ fitted a NaN
+    # objective; a column near 1e-170 had its variance underflow to 0 and was
+    # dropped as constant. Standardized data is the same whatever the scale.
+    from skquad import BackpropQuantizedClassifier
+
+    Est = SDPQuantizedClassifier if estimator == "SDP" else BackpropQuantizedClassifier
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = np.arange(40) % 2
+    X[:, 0] += y
+    params = dict(n_neurons=20, random_state=0)
+    reference = Est(**params).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = Est(**params).fit(X * np.asarray(column_scale), y)
+    # (X - mean) / std differs from the unscaled one by rounding only (a few
+    # eps relative per entry); the fits' scores agree to 1e-9 of their size,
+    # orders of magnitude beyond that and far below a changed model's O(1).
+    reference_scores = reference.decision_function(X)
+    np.testing.assert_allclose(
+        scaled.decision_function(X * np.asarray(column_scale)), reference_scores,
+        rtol=0, atol=1e-9 * np.abs(reference_scores).max(),
+    )
+    assert np.all(np.isfinite(scaled.feature_scale_)) and np.all(scaled.feature_scale_ > 0)

@@ -36,6 +36,10 @@ def _divergence_message(config):
     )
 
 
+class _NonFiniteObjective(Exception):
+    """Raised inside the L-BFGS objective at a point where the loss overflows."""
+
+
 class Trainer:
     """Train a torch module with skquad's shared loop (see the package docstring).
 
@@ -645,8 +649,12 @@ class Trainer:
             # A copy: scipy keeps the previous gradient, and the buffer is reused.
             gradient = self.flat_gradient.double().cpu().numpy().copy()
             if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
-                # L-BFGS-B backs off on an infinite value during its line search.
-                return math.inf, np.zeros_like(gradient)
+                # No value/gradient pair describes an overflowed point: scipy's
+                # line search cannot interpolate through inf, and a zero
+                # gradient was read as convergence (issue 19: X * 1e80 gave an
+                # all-zero model, "converged"). Stop; the best point is restored
+                # below and the fit reported as diverged.
+                raise _NonFiniteObjective
             if loss < best["loss"]:
                 best["loss"] = loss
                 self._remember_best()
@@ -667,21 +675,28 @@ class Trainer:
 
         theta0 = self.flat_parameters.double().cpu().numpy().copy()
         reporter.begin()
-        result = minimize_lbfgs(
-            objective,
-            theta0,
-            max_iter=max_iter,
-            max_fun=config.max_fun,
-            tol=config.tol,
-            ftol=config.lbfgs_ftol,
-            maxls=config.lbfgs_maxls,
-            on_iteration=on_iteration,
-        )
+        try:
+            result = minimize_lbfgs(
+                objective,
+                theta0,
+                max_iter=max_iter,
+                max_fun=config.max_fun,
+                tol=config.tol,
+                ftol=config.lbfgs_ftol,
+                maxls=config.lbfgs_maxls,
+                on_iteration=on_iteration,
+            )
+            non_finite = False
+        except _NonFiniteObjective:
+            result, non_finite = None, True
         reporter.close()
         self._restore_best()
         history.best_loss = min(history.best_loss, best["loss"])
         history.loss = best["loss"]
-        history.stopped_by_callback = result.stopped_by_callback
+        history.stopped_by_callback = bool(result is not None and result.stopped_by_callback)
+        if non_finite and math.isfinite(best["loss"]):
+            self._warn_divergence()
+            return history
         if not math.isfinite(best["loss"]):
             history.loss = self._full_loss(X, y, sample_weight)
             self._warn_divergence()

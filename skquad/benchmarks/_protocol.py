@@ -33,6 +33,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
 
+from .._torch_utils import resolve_device
 from ..datasets import (
     REGRESSION_DATASETS,
     load_regression,
@@ -334,6 +335,7 @@ def _load_regression_named(name):
 def _as_datasets(data, y, task="classification"):
     """``{name: loader}`` from the forms run_benchmark accepts."""
     if y is not None:
+        _check_pair("X and y", data, y)
         return {"data": lambda: (data, y)}
     if isinstance(data, str):
         data = [data]
@@ -344,6 +346,7 @@ def _as_datasets(data, y, task="classification"):
                 raise ValueError(
                     f"data[{name!r}] must be an (X, y) pair; got {type(value).__name__}"
                 )
+            _check_pair(f"data[{name!r}]", *value)
             out[str(name)] = lambda value=value: value
         return out
     if isinstance(data, (list, tuple)) and all(isinstance(name, str) for name in data):
@@ -357,6 +360,16 @@ def _as_datasets(data, y, task="classification"):
     )
 
 
+def _check_pair(what, X, y):
+    """Refuse an (X, y) pair whose rows and labels do not pair up (issue 19)."""
+    n_rows, n_labels = (X.shape[0] if hasattr(X, "shape") else len(X)), len(y)
+    if n_rows != n_labels:
+        raise ValueError(
+            f"{what}: X has {n_rows} rows but y has {n_labels} labels; they must pair "
+            "row for row."
+        )
+
+
 def _as_specs(estimators, include_defaults, quick, task="classification"):
     defaults = default_regression_specs if task == "regression" else default_specs
     specs = defaults() if include_defaults else []
@@ -367,7 +380,8 @@ def _as_specs(estimators, include_defaults, quick, task="classification"):
             raise ValueError("no estimators: pass estimators= or include_defaults=True")
         return specs
     if isinstance(estimators, (list, tuple)) and all(isinstance(e, str) for e in estimators):
-        known = {spec.name: spec for spec in specs}
+        # names select among the defaults whatever include_defaults says
+        known = {spec.name: spec for spec in defaults() if spec.quick or not quick}
         unknown = [name for name in estimators if name not in known]
         if unknown:
             raise ValueError(f"unknown estimators {unknown}; choose from {list(known)}")
@@ -403,6 +417,14 @@ def run_protocol(
             raise ValueError(f"{name} must be None or a positive integer; got {value!r}")
     if not 0 < test_size < 1:
         raise ValueError(f"test_size must be in (0, 1); got {test_size!r}")
+    if n_threads is not None and (
+        isinstance(n_threads, bool) or not isinstance(n_threads, Integral) or n_threads < 1
+    ):
+        raise ValueError(f"n_threads must be None or a positive integer; got {n_threads!r}")
+    # The estimators' own device check, once up front: an unavailable device
+    # (device="mps", "cuda" without CUDA) is an error here, not a runs table
+    # in which every fit failed.
+    resolve_device(device)
     task = resolve_task(task, data, y)
     if task == "regression":
         if not isinstance(n_splits, Integral) or n_splits < 2:

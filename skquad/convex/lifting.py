@@ -30,6 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Rows of a prediction batch are chosen so that the (rows x n_neurons)
+# intermediate arrays of a network stay under this many bytes (the quantized
+# estimators' predict and QuadraticNetwork.scores).
+PREDICT_BATCH_BYTES = 64 * 2**20
+
 __all__ = [
     "InputLifting",
     "QuadraticNetwork",
@@ -217,8 +222,22 @@ class QuadraticNetwork:
     lifting: InputLifting
 
     def scores(self, X):
-        """Network output for raw inputs ``X``, shape (n_samples, n_outputs)."""
-        return self.lifting.quadratic(X, self.weights) @ self.output_weights
+        """Network output for raw inputs ``X``, shape (n_samples, n_outputs).
+
+        Computed in row batches whose ``(rows, 3 n_neurons)`` intermediates take
+        about :data:`PREDICT_BATCH_BYTES`, as ``predict`` does (issue 19: 300k
+        rows x 500 neurons took 3.35 GiB in one piece).
+        """
+        X = np.asarray(X, dtype=np.float64)
+        output_weights = np.asarray(self.output_weights, dtype=np.float64)
+        n_neurons = max(1, self.weights.shape[0])
+        rows = max(1, PREDICT_BATCH_BYTES // (3 * 8 * n_neurons))
+        out = np.empty((X.shape[0],) + output_weights.shape[1:])
+        for start in range(0, X.shape[0], rows):
+            out[start : start + rows] = (
+                self.lifting.quadratic(X[start : start + rows], self.weights) @ output_weights
+            )
+        return out
 
     def integer_weights(self):
         """First-layer weights on the original inputs (replicas summed).

@@ -272,6 +272,13 @@ class QuadricSliceDisplay:
             chosen = neurons[int(neuron)]
         names = list(chosen.feature_names)
         d = len(names)
+        if d < 2:
+            raise ValueError(
+                f"QuadricSliceDisplay draws the neuron on a plane of two features, but "
+                f"neuron {chosen.name!r} has {d} input feature{'s' if d != 1 else ''} "
+                f"({names}); plot its score against that feature instead "
+                "(e.g. sklearn.inspection.PartialDependenceDisplay)."
+            )
         pair = [names.index(f) if isinstance(f, str) else int(f) for f in features]
         if len(pair) != 2 or pair[0] == pair[1] or not all(0 <= i < d for i in pair):
             raise ValueError(f"features must name two different features of the neuron's input, got {features!r}.")

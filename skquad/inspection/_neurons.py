@@ -26,6 +26,7 @@ function at random points, so a function that is not quadratic is an error.
 
 import warnings
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -321,7 +322,28 @@ def quadratic_neurons(estimator, *, layer=None, which=None, feature_names=None):
     _, final = split_pipeline(estimator)
     check_is_fitted(final)
     names = input_feature_names(estimator, feature_names)
-    if hasattr(final, "layers_"):
+    is_network = hasattr(final, "layers_")
+    is_quantized = hasattr(final, "U_") and hasattr(final, "V_")
+    # An argument that does not apply to this estimator is an error, not
+    # ignored (issue 19: which="bogus", layer=99 passed silently).
+    if layer is not None:
+        if not is_network:
+            raise ValueError(
+                f"layer={layer!r} applies to the quadratic networks (layers_) only, not "
+                f"to {type(final).__name__}; leave layer=None."
+            )
+        n_layers = len(final.layers_)
+        if isinstance(layer, bool) or not isinstance(layer, Integral) or not 0 <= layer < n_layers:
+            raise ValueError(
+                f"layer={layer!r} is not an index of {type(final).__name__}.layers_ "
+                f"(0 to {n_layers - 1})."
+            )
+    if which is not None and not is_quantized:
+        raise ValueError(
+            f"which={which!r} applies to the quantized networks only, not to "
+            f"{type(final).__name__}; leave which=None."
+        )
+    if is_network:
         neurons = _network_neurons(final, names, layer)
         if not neurons:
             kinds = [state["kind"] for state in final.layers_]
@@ -331,7 +353,7 @@ def quadratic_neurons(estimator, *, layer=None, which=None, feature_names=None):
                 + f" (layers: {kinds})."
             )
         return neurons
-    if hasattr(final, "U_") and hasattr(final, "V_"):
+    if is_quantized:
         return _bilinear_network_neurons(final, names, which)
     if hasattr(final, "Q_") and hasattr(final, "coef_"):
         return _qlr_neurons(final, names)

@@ -2,7 +2,7 @@
 
 import numpy as np
 from sklearn.pipeline import Pipeline
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = []
 
@@ -47,9 +47,14 @@ def input_feature_names(estimator, feature_names=None):
 
 def transform_to_estimator_input(estimator, X):
     """``X`` as the final estimator sees it (through the preceding steps), float64."""
-    preprocessing, _ = split_pipeline(estimator)
+    preprocessing, final = split_pipeline(estimator)
     if preprocessing is not None:
         X = preprocessing.transform(X)
+    # The estimator's own input check, as predict runs it (issue 19): a
+    # DataFrame whose columns come in another order than at fit is refused with
+    # scikit-learn's message, not read as the wrong features.
+    validate_data(final, X, reset=False, accept_sparse=True, dtype=None,
+                  ensure_all_finite=False, skip_check_array=True)
     if hasattr(X, "toarray"):
         X = X.toarray()
     X = np.asarray(X, dtype=np.float64)

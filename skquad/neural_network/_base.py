@@ -24,7 +24,6 @@ What a task base provides (the hooks the shared code calls):
 """
 
 import inspect
-import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -34,6 +33,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticEstimator
+from .._memory import available_memory as _available_memory
 from .._torch_utils import (
     as_tensor,
     make_generator,
@@ -70,18 +70,6 @@ _PREDICT_CHUNK = 4096
 # gradient, the best and the starting snapshot, Adam's two moments and its
 # denominator), plus the float64 copy the network is drawn in.
 _TRAINING_COPIES = 7
-
-
-def _available_memory():
-    """Bytes of memory a fit may use: available memory (psutil), else physical memory, else None."""
-    try:
-        import psutil
-    except ImportError:  # psutil is optional: fall back on the physical memory (POSIX)
-        try:
-            return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):
-            return None
-    return psutil.virtual_memory().available
 
 
 def signature_with(init, after, **parameters):

@@ -1,17 +1,15 @@
 """Validation, preprocessing and memory rules shared by the two quantized-network estimators."""
 
-import os
 
 import numpy as np
 
 from .._base import labels_from_scores
+from .._memory import check_memory as _check_memory
 from ..convex.formulation import default_solver, installed_solvers
+from ..convex.lifting import PREDICT_BATCH_BYTES
 
 __all__ = []
 
-# Rows of a prediction batch are chosen so that the (rows x n_neurons)
-# intermediate arrays of a bilinear network stay under this many bytes.
-PREDICT_BATCH_BYTES = 64 * 2**20
 
 
 def _check_activation(activation):
@@ -71,11 +69,18 @@ def _standardization(X, weight):
     weight = np.asarray(weight, dtype=np.float64)
     n_samples = np.count_nonzero(weight)
     weight = weight / weight.sum()
-    mean = weight @ X
-    variance = weight @ (X - mean) ** 2
+    # Each column divided by its largest magnitude first (issue 19): squares of
+    # values near 1e160 overflow and those near 1e-170 underflow to 0 (such a
+    # column was dropped as constant); in [-1, 1] the variance is exact to
+    # rounding, and the rule below is relative, so the result scales back.
+    magnitude = np.abs(X).max(axis=0) if X.shape[0] else np.ones(X.shape[1])
+    magnitude = np.where(magnitude > 0, magnitude, 1.0)
+    scaled = X / magnitude
+    mean = weight @ scaled
+    variance = weight @ (scaled - mean) ** 2
     eps = np.finfo(np.float64).eps
     constant = variance <= n_samples * eps * variance + (n_samples * mean * eps) ** 2
-    return mean, np.where(constant, 1.0, np.sqrt(variance))
+    return mean * magnitude, np.where(constant, 1.0, np.sqrt(variance) * magnitude)
 
 
 def _class_targets(y_encoded, n_outputs):
@@ -107,33 +112,3 @@ def _decision_values(scores):
 def _predict_labels(estimator, decision_function, X):
     """Labels of ``estimator.classes_`` from an alternative decision function."""
     return labels_from_scores(estimator.classes_, decision_function(X))
-
-
-def _available_memory():
-    """Bytes of physical memory available now (None where the OS does not say)."""
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _check_memory(required_bytes, parameter, value, what):
-    """Refuse, before allocating, a model whose memory exceeds what is available.
-
-    Parameters
-    ----------
-    required_bytes : float
-        The estimate.
-    parameter, value : str, object
-        The parameter to name in the message and its current value.
-    what : str
-        What needs the memory (e.g. "sampling the network").
-    """
-    available = _available_memory()
-    if available is None or required_bytes <= available:
-        return
-    raise MemoryError(
-        f"{parameter}={value!r} needs about {required_bytes / 2**30:.1f} GiB for "
-        f"{what}, more than the {available / 2**30:.1f} GiB of memory available; "
-        f"reduce {parameter}."
-    )

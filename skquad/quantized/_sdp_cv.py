@@ -34,7 +34,12 @@ def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
             # chosen is noise; the refitted model still gives it.
             warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
             estimator.set_params(beta=beta).fit(X[train], y[train], sample_weight=weight)
-        scores[index] = scorer(estimator, X[test], y[test])
+        # The held-out rows are scored with their weights, so that an integer
+        # weight scores as that many repeated rows (sklearn's weight semantics).
+        if sample_weight is None:
+            scores[index] = scorer(estimator, X[test], y[test])
+        else:
+            scores[index] = scorer(estimator, X[test], y[test], sample_weight=sample_weight[test])
     return scores
 
 
@@ -225,7 +230,7 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
-            Used in every fold's fit (not in the scoring).
+            Used in every fold's fit and in the scoring of its held-out rows.
 
         Returns
         -------
