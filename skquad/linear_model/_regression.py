@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import (
@@ -140,6 +141,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return alpha
 
     @_fit_context(prefer_skip_nested_validation=True)
+
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the ridge problem on the degree-2 features.
 

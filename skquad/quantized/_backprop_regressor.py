@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 
@@ -118,6 +119,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
     @_fit_context(prefer_skip_nested_validation=True)
+
+    @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
 
