@@ -141,7 +141,6 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return alpha
 
     @_fit_context(prefer_skip_nested_validation=True)
-
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the ridge problem on the degree-2 features.
@@ -171,6 +170,15 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 solver="primal" if solver == "cholesky" else solver,
                 tol=float(self.tol),
                 max_iter=self.max_iter,
+            )
+        if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
+            # The normal equations hold degree-4 products of the features:
+            # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
+            raise ValueError(
+                f"{type(self).__name__} could not fit X: its largest entry, "
+                f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "
+                "quadratic features. Scale the features, e.g. with "
+                "StandardScaler in a Pipeline."
             )
         coef, Q = coefficients_to_model(coefficients, X.shape[1])
         # Fitted arrays in the input's float dtype, as scikit-learn's estimators.

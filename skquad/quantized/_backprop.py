@@ -282,7 +282,6 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
-
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Train the real-weight network with SGD, then quantize it.
@@ -538,7 +537,6 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         return _class_targets(y_encoded, self._n_scores)
 
     @_fit_context(prefer_skip_nested_validation=True)
-
     @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).

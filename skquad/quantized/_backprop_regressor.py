@@ -119,7 +119,6 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
     @_fit_context(prefer_skip_nested_validation=True)
-
     @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).

@@ -88,7 +88,6 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         return digest.hexdigest()
 
     @_fit_context(prefer_skip_nested_validation=True)
-
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the SDP relaxation and sample a binary network from it.

@@ -223,7 +223,6 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
 
     @_fit_context(prefer_skip_nested_validation=False)
-
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
