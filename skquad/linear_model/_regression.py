@@ -163,7 +163,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         n, D = X.shape[0], expansion_size(X.shape[1])
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
         threads = choose_thread_count(flops)
-        with limit_threads(None, blas=threads):
+        # Overflow is checked on the result below, with a message that says what to do.
+        with limit_threads(None, blas=threads), np.errstate(over="ignore", invalid="ignore"):
             coefficients, intercept, n_iter = fit_quadratic_ridge(
                 X, Y, sample_weight, alpha,
                 fit_intercept=bool(self.fit_intercept),
