@@ -590,7 +590,14 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
                 chunks.append(scores)
         if not chunks:
             return np.zeros((0, self._n_scores))
-        return np.concatenate(chunks)
+        scores = np.concatenate(chunks)
+        # MLPClassifier's dtype: result_type(X, weights), float32 for a float32
+        # network on float32 input, unless the float64 fallback above was needed.
+        if np.result_type(X.dtype, self.layers_[0]["weight"].dtype) == np.float32 and np.all(
+            np.abs(scores) <= np.finfo(np.float32).max
+        ):
+            scores = scores.astype(np.float32)
+        return scores
 
     def _as_batch(self, rows, parameter):
         """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""
