@@ -9,6 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
 from .._reporting import warn_user
 from .._torch_utils import as_tensor, prediction_device, to_numpy
@@ -342,6 +343,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -372,6 +374,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     @available_if(_sgd_only)
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One SGD epoch over ``(X, y)``, continuing from the current model.
 

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._training import limit_threads, thread_count
 from ..nn.quadratic_ridge import (
@@ -141,6 +142,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return alpha
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the ridge problem on the degree-2 features.
 
@@ -163,13 +165,23 @@ class QuadraticRegression(BaseQuadraticRegressor):
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
         # (numpy computes here: the runtime policy's thread rule, for BLAS)
         threads = thread_count("auto", "cpu", flops)
-        with limit_threads(None, blas=threads):
+        # Overflow is checked on the result below, with a message that says what to do.
+        with limit_threads(None, blas=threads), np.errstate(over="ignore", invalid="ignore"):
             coefficients, intercept, n_iter = fit_quadratic_ridge(
                 X, Y, sample_weight, alpha,
                 fit_intercept=bool(self.fit_intercept),
                 solver="primal" if solver == "cholesky" else solver,
                 tol=float(self.tol),
                 max_iter=self.max_iter,
+            )
+        if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
+            # The normal equations hold degree-4 products of the features:
+            # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
+            raise ValueError(
+                f"{type(self).__name__} could not fit X: its largest entry, "
+                f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "
+                "quadratic features. Scale the features, e.g. with "
+                "StandardScaler in a Pipeline."
             )
         coef, Q = coefficients_to_model(coefficients, X.shape[1])
         # Fitted arrays in the input's float dtype, as scikit-learn's estimators.

@@ -9,6 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
 from .._reporting import warn_user
 from .._torch_utils import to_numpy
@@ -324,6 +325,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Train the real-weight network with SGD, then quantize it.
 
@@ -595,6 +597,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         return self.classes_[y_encoded]
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
 

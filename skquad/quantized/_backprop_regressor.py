@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 
@@ -124,6 +125,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         return self._format_predictions(Y)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
 

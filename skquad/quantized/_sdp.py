@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
@@ -88,6 +89,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         return digest.hexdigest()
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the SDP relaxation and sample a binary network from it.
 
@@ -295,6 +297,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             UserWarning,
         )
 
+    @atomic_fit
     def resample(self, n_neurons=None, random_state=None):
         """Draw a new network from the stored SDP solution (no new solve).
 

@@ -11,6 +11,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from .._atomic import atomic_fit
 from .._reporting import warn_user
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
@@ -222,6 +223,7 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
 
