@@ -9,7 +9,7 @@ The gallery runs every script of ``examples/``; set ``SKQUAD_EXAMPLES_QUICK=1``
 for a fast build with small sizes, or ``SKQUAD_DOCS_NO_GALLERY=1`` to skip running
 the examples while you work on the pages.
 
-The build needs no network: links to scikit-learn, NumPy, pandas and torch come
+The build needs no network: links to scikit-learn, NumPy, pandas, torch, Dask and skl2onnx come
 from the small inventories in ``_intersphinx/`` (see make_inventories.py there),
 and MathJax is served from the pages themselves (sphinx-mathjax-offline).
 """
@@ -66,6 +66,8 @@ intersphinx_mapping = {
     "numpy": ("https://numpy.org/doc/stable/", str(_INVENTORIES / "numpy.inv")),
     "pandas": ("https://pandas.pydata.org/docs/", str(_INVENTORIES / "pandas.inv")),
     "torch": ("https://docs.pytorch.org/docs/stable/", str(_INVENTORIES / "torch.inv")),
+    "distributed": ("https://distributed.dask.org/en/stable/", str(_INVENTORIES / "distributed.inv")),
+    "skl2onnx": ("https://onnx.ai/sklearn-onnx/", str(_INVENTORIES / "skl2onnx.inv")),
 }
 
 templates_path = ["_templates"]
@@ -80,12 +82,16 @@ exclude_patterns = [
 ]
 root_doc = "index"
 default_role = "literal"
-nitpicky = False
+# Every cross-reference must resolve (CI builds with -W -n as well).
+nitpicky = True
 
 # -- API reference -----------------------------------------------------------
 autosummary_generate = True
 autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
+# "On this page" of a class page lists ``fit()``, not ``QNNClassifier.fit()``,
+# which the narrow column would cut off.
+toc_object_entries_show_parents = "hide"
 # An override without a docstring (a torch autograd Function's forward) would
 # otherwise show torch's text, with links into torch's own documentation.
 autodoc_inherit_docstrings = False
@@ -94,6 +100,34 @@ autodoc_inherit_docstrings = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+
+
+def _undocumented_methods():
+    """Per class of the API pages, the methods autodoc leaves out (no docstring).
+
+    The class templates' "Methods" tables list the rest: an entry for a method
+    without a docstring (a torch module's ``forward``) would link to nothing.
+    """
+    import importlib
+    import inspect
+
+    undocumented = {}
+    for module_name in ["skquad", "skquad.datasets", "skquad.benchmarks", "skquad.nn",
+                        "skquad.nn.backward", "skquad.nn.quadratic_form", "skquad.convex",
+                        "skquad.quantized", "skquad.inspection", "skquad.export"]:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            cls = getattr(module, name)
+            if not inspect.isclass(cls):
+                continue
+            undocumented[f"{module_name}.{name}"] = [
+                member for member, value in inspect.getmembers(cls)
+                if callable(value) and not (getattr(value, "__doc__", None) or "").strip()
+            ]
+    return undocumented
+
+
+autosummary_context = {"undocumented_methods": _undocumented_methods()}
 
 # -- Gallery -----------------------------------------------------------------
 sphinx_gallery_conf = {
@@ -257,7 +291,13 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"**": ["sidebar-nav-bs"]}
+# Pages without sub-pages would show an empty "Section Navigation" column.
+html_sidebars = {
+    "**": ["sidebar-nav-bs"],
+    "install": [],
+    "benchmarks": [],
+    "benchmarks_regression": [],
+}
 html_static_path = ["_static"]
 html_css_files = ["skquad.css"]
 
@@ -284,9 +324,30 @@ _SKLEARN_XREF = re.compile(r":(?:ref|term):`([^`<]*?)\s*(?:<([^`>]*)>)?`")
 _LITERAL = re.compile(r"``.+?``")
 
 
+# scikit-learn's version notes ("Added in version 1.3.") on the methods skquad's
+# estimators inherit would read as skquad's own versions.
+_VERSION_NOTE = re.compile(r"^\s*\.\. (versionadded|versionchanged|deprecated)::")
+
+
+def _without_version_notes(lines):
+    """``lines`` less every version directive and its indented body."""
+    kept, skipping, indent = [], False, 0
+    for line in lines:
+        if _VERSION_NOTE.match(line):
+            skipping, indent = True, len(line) - len(line.lstrip())
+            continue
+        if skipping and (not line.strip() or len(line) - len(line.lstrip()) > indent):
+            continue
+        skipping = False
+        kept.append(line)
+    return kept
+
+
 def _touch_up_docstring(app, what, name, obj, options, lines):
     module = getattr(obj, "__module__", "") or ""
     from_sklearn = module.startswith("sklearn")
+    if from_sklearn:
+        lines[:] = _without_version_notes(lines)
     for index, line in enumerate(lines):
         if " . " in line:
             line = lines[index] = _LITERAL.sub(lambda m: m.group(0).replace(" . ", " \u00b7 "), line)
@@ -299,6 +360,41 @@ def _touch_up_docstring(app, what, name, obj, options, lines):
             )
 
 
+def _skip_member(app, what, name, obj, skip, options):
+    """Skip fitted attributes that are properties (``coefs_``, ``intercepts_``).
+
+    scikit-learn's convention: a name ending in "_" is a fitted attribute, and the
+    class's numpydoc Attributes section describes it; autodoc's ``:members:`` would
+    list the property a second time. tests/test_doctests.py checks that every such
+    property is in its class's Attributes section, so skipping loses nothing.
+    """
+    if what == "class" and isinstance(obj, property) and name.endswith("_") and not name.startswith("_"):
+        return True
+    return None
+
+
+def _attributes_without_property_links():
+    """numpydoc: describe a fitted property in the Attributes list, without a link.
+
+    numpydoc turns an Attributes entry that is a documented property into a link to
+    the property's own entry and replaces the description with the property's
+    summary; with those entries skipped (above) the link would point nowhere.
+    """
+    from numpydoc.docscrape_sphinx import SphinxDocString
+
+    process_param = SphinxDocString._process_param
+
+    def process_param_plain_for_fitted_properties(self, param, desc, fake_autosummary):
+        name = param.strip()
+        if name.endswith("_") and isinstance(getattr(self._obj, name, None), property):
+            fake_autosummary = False
+        return process_param(self, param, desc, fake_autosummary)
+
+    SphinxDocString._process_param = process_param_plain_for_fitted_properties
+
+
 def setup(app):
+    _attributes_without_property_links()
     # Before numpydoc (priority 500) turns the sections into reStructuredText.
     app.connect("autodoc-process-docstring", _touch_up_docstring, priority=100)
+    app.connect("autodoc-skip-member", _skip_member)

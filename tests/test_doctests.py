@@ -116,7 +116,7 @@ def _documented_objects(text):
     in_autosummary = False
     for line in text.splitlines():
         stripped = line.strip()
-        if match := re.match(r"\.\. currentmodule:: (\S+)", stripped):
+        if match := re.match(r"\.\. (?:current)?module:: (\S+)", stripped):
             module, in_autosummary = match.group(1), False
         elif stripped.startswith(".. autosummary::"):
             in_autosummary = True
