@@ -308,7 +308,12 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 
 
 # -- Docstring touch-ups -------------------------------------------------------
+import posixpath  # noqa: E402
 import re  # noqa: E402
+
+from sphinx.util import logging as sphinx_logging  # noqa: E402
+
+logger = sphinx_logging.getLogger(__name__)
 
 # ``ndarray of shape (n_features_in_,)``: in reStructuredText a bare word ending
 # with "_" is a link to a target of that name. Show such names literally.
@@ -393,8 +398,49 @@ def _attributes_without_property_links():
     SphinxDocString._process_param = process_param_plain_for_fitted_properties
 
 
+_VIEWCODE_BACKLINK = re.compile(r'(<a class="viewcode-back" href=")([^"#]*)#([^"]+)(")')
+
+
+def _fix_viewcode_backlinks(app, pagename, templatename, context, doctree):
+    """Point every "[docs]" link of a source page at the object's real anchor.
+
+    sphinx.ext.viewcode prefixes all back-links of one source file with the first
+    public module it saw documenting that file: PackedPairIndex (skquad.nn.backward)
+    would link to ``#skquad.nn.PackedPairIndex`` because PackedQuadraticForm, from
+    the same file, is documented as skquad.nn.PackedQuadraticForm. The Python
+    domain knows each object's page and anchor; use them.
+    """
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    objects = app.env.get_domain("py").objects
+    by_page = {}
+    for fullname, entry in objects.items():
+        by_page.setdefault(entry.docname, []).append((fullname, entry.node_id))
+    page_dir = posixpath.dirname(pagename)
+
+    def relink(match):
+        opening, href, anchor, closing = match.groups()
+        docname = posixpath.normpath(posixpath.join(page_dir, href)).removesuffix(".html")
+        entries = by_page.get(docname, [])
+        if any(node_id == anchor for _, node_id in entries):
+            return match.group(0)
+        # Drop the wrong module prefix one part at a time ("nn.PackedPairIndex.pack",
+        # then "PackedPairIndex.pack") until one object of the page ends with the rest.
+        parts = anchor.split(".")
+        for start in range(1, len(parts)):
+            tail = "." + ".".join(parts[start:])
+            candidates = [node_id for fullname, node_id in entries if fullname.endswith(tail)]
+            if len(candidates) == 1:
+                return f"{opening}{href}#{candidates[0]}{closing}"
+        logger.warning("source page %s: no anchor for the back-link %s#%s", pagename, href, anchor)
+        return match.group(0)
+
+    context["body"] = _VIEWCODE_BACKLINK.sub(relink, context["body"])
+
+
 def setup(app):
     _attributes_without_property_links()
+    app.connect("html-page-context", _fix_viewcode_backlinks)
     # Before numpydoc (priority 500) turns the sections into reStructuredText.
     app.connect("autodoc-process-docstring", _touch_up_docstring, priority=100)
     app.connect("autodoc-skip-member", _skip_member)
