@@ -251,6 +251,9 @@ def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
         _rst_table(["short name", "estimator"], legend, widths=[20, 80], table_class="benchmark-legend"), encoding="utf-8"
     )
 
+    (tables / "caps.rst").write_text(_caps_and_skips(results, datasets, estimators),
+                                     encoding="utf-8")
+
     overall = pd.read_csv(results / "overall.csv")
     header = ["estimator", score_label, "mean rank", "fit time (s)"]
     has_size = "n_parameters_median" in overall
@@ -276,6 +279,55 @@ def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
             _rst_table(["dataset", "best skquad", "best baseline", "difference"], rows),
             encoding="utf-8",
         )
+
+
+def _caps_and_skips(results, datasets, estimators):
+    """What the run's ``runs.csv`` says about smaller training parts and skipped cells.
+
+    A dataset's training part is the split's training rows, subsampled (stratified)
+    to the suite's cap where the dataset is larger; an estimator may have a smaller
+    cap of its own, and may be skipped on some datasets (the reason is in the
+    report's settings column). The text is generated from the committed run so
+    that it cannot disagree with the tables.
+    """
+    import pandas as pd
+
+    runs = pd.read_csv(results / "runs.csv")
+    sizes = runs.groupby(["dataset", "estimator"])[["n_train", "n_test"]].max()
+    largest = sizes.groupby("dataset").max()
+    # The test part is a fixed share of the rows; a training part shorter than the
+    # rest of the rows means the suite's cap applied.
+    test_share = float(runs["n_test"].iloc[0] / (runs["n_test"].iloc[0] + runs["n_train"].iloc[0]))
+    full_train = largest["n_test"] * (1 - test_share) / test_share
+    suite_capped = largest.index[largest["n_train"] < 0.95 * full_train].tolist()
+    text = []
+    if suite_capped:
+        cap = int(largest.loc[suite_capped, "n_train"].max())
+        text.append(
+            f"Training parts are capped at {cap:,} rows, a stratified subsample of the "
+            f"training split, on {', '.join(suite_capped)}; the test part is always the whole "
+            f"test split, so every estimator is scored on the same rows.\n"
+        )
+    rows = []
+    for estimator in estimators:
+        own = sizes.xs(estimator, level="estimator")["n_train"]
+        smaller = own[own < largest.loc[own.index, "n_train"]]
+        skipped = [d for d in datasets if d not in own.index]
+        if smaller.empty and not skipped:
+            continue
+        cap = f"at most {int(smaller.max()):,} rows (on {len(smaller)} datasets)" if len(smaller) else ""
+        rows.append([f"**{estimator}**", cap, ", ".join(skipped)])
+    if rows:
+        text.append(
+            "Estimators with a smaller training part of their own, or not run on some datasets "
+            "(\"skipped\" in the tables; \"failed\" would mean that every fit raised). The "
+            "report's settings column says why:\n"
+        )
+        text.append(_rst_table(["estimator", "training part", "skipped on"], rows,
+                               widths=[20, 40, 40], table_class="benchmark-legend"))
+    else:
+        text.append("Every estimator ran on every dataset with the same training part.\n")
+    return "\n".join(text)
 
 
 _write_benchmark_tables()
