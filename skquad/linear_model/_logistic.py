@@ -122,7 +122,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         ``d(d+1)/2`` free entries, i.e. ``2 G - diag(G)`` for the gradient
         ``G`` with respect to the symmetric matrix), plain SGD without
         momentum on shuffled mini-batches of ``batch_size`` samples. Both run
-        in skquad's training engine (:mod:`skquad._training`), with
+        in skquad's training engine (``skquad._training``), with
         MLPClassifier's stopping rule, warnings and divergence guard.
     max_iter : int, default=500
         Iterations of L-BFGS, or epochs of SGD. Higher than
@@ -189,7 +189,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     n_threads : "auto" or int, default="auto"
         CPU threads of torch during fit. ``"auto"`` uses one thread for
         products under 2e8 flops (faster on small problems, see
-        :func:`skquad._training.choose_thread_count`) and all of torch's
+        ``skquad._training.choose_thread_count()``) and all of torch's
         threads above; an int fixes the count. The previous setting is
         restored after the fit, also when fits run concurrently in threads.
 
