@@ -18,6 +18,9 @@ QuadraticLogisticRegression
 QuadraticRegression
     One quadratic neuron ``x^T Q x + w^T x + b`` per output, with Ridge's
     penalty: ``PolynomialFeatures(2) + Ridge`` without the feature matrix.
+QuadraticRegressionCV
+    QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it
+    (efficient leave-one-out, or K-fold).
 RPQNNClassifier
     Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (Noel et al.,
     QNN/RPQNN), optionally with Fan et al.'s (ReLinear) power term.
@@ -52,6 +55,7 @@ _LAZY_ATTRIBUTES = {
     "QNNRegressor": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
     "QuadraticRegression": ".linear_model",
+    "QuadraticRegressionCV": ".linear_model",
     "RPQNNClassifier": ".neural_network",
     "RPQNNRegressor": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
@@ -66,6 +70,7 @@ __all__ = [
     "QNNRegressor",
     "QuadraticLogisticRegression",
     "QuadraticRegression",
+    "QuadraticRegressionCV",
     "RPQNNClassifier",
     "RPQNNRegressor",
     "SDPQuantizedClassifier",
@@ -76,6 +81,7 @@ __all__ = [
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
     from .linear_model import QuadraticRegression as QuadraticRegression
+    from .linear_model import QuadraticRegressionCV as QuadraticRegressionCV
     from .neural_network import QNNClassifier as QNNClassifier
     from .neural_network import QNNRegressor as QNNRegressor
     from .neural_network import RPQNNClassifier as RPQNNClassifier
