@@ -36,6 +36,8 @@ SDPQuantizedRegressor
 SDPQuantizedClassifierCV
     SDPQuantizedClassifier with its penalty ``beta`` chosen by cross-validation
     along a warm-started regularization path.
+SDPQuantizedRegressorCV
+    SDPQuantizedRegressor with ``beta`` chosen the same way.
 
 The estimators are imported on first use (PEP 562), so that ``import skquad``
 is fast and imports neither torch nor CVXPY; ``from skquad import
@@ -61,6 +63,7 @@ _LAZY_ATTRIBUTES = {
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
     "SDPQuantizedRegressor": ".quantized._sdp_regressor",
+    "SDPQuantizedRegressorCV": ".quantized._sdp_regressor_cv",
 }
 
 __all__ = [
@@ -76,6 +79,7 @@ __all__ = [
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
     "SDPQuantizedRegressor",
+    "SDPQuantizedRegressorCV",
 ]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
@@ -91,6 +95,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
     from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV
     from .quantized import SDPQuantizedRegressor as SDPQuantizedRegressor
+    from .quantized import SDPQuantizedRegressorCV as SDPQuantizedRegressorCV
 
 
 def __getattr__(name):
