@@ -15,6 +15,7 @@ from skquad import (
     QuadraticLogisticRegression,
     RPQNNClassifier,
     SDPQuantizedClassifier,
+    SDPQuantizedClassifierCV,
 )
 from skquad.export import to_torch
 
@@ -31,6 +32,7 @@ ESTIMATORS = {
         n_neurons=40, weight_levels=2, activation=(1.0, 0.5, 0.25), random_state=0
     ),
     "backprop": lambda: BackpropQuantizedClassifier(n_neurons=40, max_iter=20, random_state=0),
+    "sdp-cv": lambda: SDPQuantizedClassifierCV(n_neurons=30, betas=[1e-1, 1e-2], cv=2, random_state=0),
 }
 
 
