@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
-from skquad.convex.relaxation import resolve_solver_device
+from skquad._torch_utils import resolve_device
 
 
 def _problem(seed=0, n=30, d=2):
@@ -16,12 +16,13 @@ def _problem(seed=0, n=30, d=2):
 
 
 def test_auto_and_none_solve_on_the_cpu():
-    assert resolve_solver_device("auto") == torch.device("cpu")
-    assert resolve_solver_device("AUTO") == torch.device("cpu")
-    assert resolve_solver_device(None) == torch.device("cpu")
-    assert resolve_solver_device("CPU") == torch.device("cpu")
+    # the solver resolves its device through the one device rule
+    assert resolve_device("auto") == torch.device("cpu")
+    assert resolve_device("AUTO") == torch.device("cpu")
+    assert resolve_device(None) == torch.device("cpu")
+    assert resolve_device("CPU") == torch.device("cpu")
     with pytest.raises(ValueError):
-        resolve_solver_device("tpu")
+        resolve_device("tpu")
 
 
 def test_a_cvxpy_name_gives_the_reference_formulation():

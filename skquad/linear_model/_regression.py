@@ -183,23 +183,35 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 "quadratic features. Scale the features, e.g. with "
                 "StandardScaler in a Pipeline."
             )
-        coef, Q = coefficients_to_model(coefficients, X.shape[1])
-        # Fitted arrays in the input's float dtype, as scikit-learn's estimators.
-        dtype = X.dtype
-        if self._fitted_y_ndim == 1:
-            self.coef_, self.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
-            self.intercept_ = dtype.type(intercept[0])  # a numpy scalar of X's dtype, as Ridge
-        else:
-            self.coef_, self.Q_ = coef.astype(dtype), Q.astype(dtype)
-            self.intercept_ = intercept.astype(dtype)
+        publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype)
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
         return self
 
     def _raw_scores(self, X):
         """Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts."""
-        Q = np.asarray(self.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
-        coef = np.asarray(self.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
-        intercept = np.asarray(self.intercept_, dtype=np.float64).reshape(-1)
-        scores = quadratic_model_scores(X, Q, coef, intercept)
+        scores = fitted_quadratic_scores(self, X)
         return scores.astype(np.result_type(X.dtype, self.coef_.dtype), copy=False)
+
+
+def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtype):
+    """Set ``coef_``, ``Q_`` and ``intercept_`` from degree-2 coefficients (D, n_targets).
+
+    In the input's float ``dtype``, as scikit-learn's estimators, and in the
+    shape of the fitted ``y`` (1-D: one model, a float intercept).
+    """
+    coef, Q = coefficients_to_model(coefficients, n_features)
+    if estimator._fitted_y_ndim == 1:
+        estimator.coef_, estimator.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
+        estimator.intercept_ = np.dtype(dtype).type(intercept[0])  # a numpy scalar, as Ridge
+    else:
+        estimator.coef_, estimator.Q_ = coef.astype(dtype), Q.astype(dtype)
+        estimator.intercept_ = np.asarray(intercept).astype(dtype)
+
+
+def fitted_quadratic_scores(estimator, X):
+    """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``."""
+    Q = np.asarray(estimator.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
+    coef = np.asarray(estimator.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
+    intercept = np.asarray(estimator.intercept_, dtype=np.float64).reshape(-1)
+    return quadratic_model_scores(X, Q, coef, intercept)
