@@ -1,5 +1,6 @@
 """The training loop: :class:`Trainer` (see the package docstring for the API)."""
 
+import copy
 import math
 import time
 from contextlib import nullcontext
@@ -90,6 +91,27 @@ class Trainer:
         self.guard = DivergenceGuard(self.config, self.flat_parameters)
         self._fit_started = None
 
+    def __deepcopy__(self, memo):
+        """A working copy: its module's parameters are views of its own flat buffers.
+
+        A plain deep copy clones each ``nn.Parameter`` on its own (torch's
+        ``Parameter.__deepcopy__``), so the copy's optimizer would step the
+        copied flat buffer while its module kept the old weights: a
+        ``partial_fit`` on an atomic fit's working copy then never learned
+        (issue 19). The parameters are re-bound to the copied buffers.
+        """
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        for name, value in self.__dict__.items():
+            setattr(copied, name, copy.deepcopy(value, memo))
+        parameters = dict(copied.module.named_parameters())
+        for name, offset in copied._flat_layout:
+            parameter = parameters[name]
+            size = parameter.numel()
+            parameter.data = copied.flat_parameters[offset : offset + size].view_as(parameter)
+            parameter.grad = copied.flat_gradient[offset : offset + size].view_as(parameter)
+        return copied
+
     # ------------------------------------------------------------ parameters
     def _build_flat_buffers(self, parameter_groups):
         trainable = [p for p in self.module.parameters() if p.requires_grad]
@@ -127,6 +149,10 @@ class Trainer:
         scales, l1s, l2s, sizes = [], [], [], []
         offset = 0
         self.parameter_slices = {}
+        names = {id(p): name for name, p in self.module.named_parameters()}
+        # (name, offset) of every parameter in the flat buffers: how a copy of
+        # this trainer binds its module's parameters to its own buffers.
+        self._flat_layout = []
         for group, members in groups:
             start = offset
             for parameter in members:
@@ -135,6 +161,7 @@ class Trainer:
                 view.copy_(parameter.detach())
                 parameter.data = view
                 parameter.grad = self.flat_gradient[offset : offset + size].view_as(parameter)
+                self._flat_layout.append((names[id(parameter)], offset))
                 offset += size
             self.parameter_slices[group.name] = slice(start, offset)
             scales.append(group.learning_rate_scale)
