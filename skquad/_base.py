@@ -68,6 +68,8 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._dask_dispatch import make_dask_aware
+
 __all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
 
 # scikit-learn's callback objects live in the estimator's __dict__ but are not
@@ -214,6 +216,8 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
                 attribute, "_skquad_atomic", False
             ):
                 setattr(cls, name, _atomic(attribute, name))
+        # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py)
+        make_dask_aware(cls)
 
     def _snapshot_fitted_state(self):
         """A deep copy of everything a fit may change (see the module docstring)."""

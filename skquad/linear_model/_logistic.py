@@ -10,6 +10,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseQuadraticClassifier
+from .._dask_dispatch import is_dask_collection
 from .._memory import check_memory
 from .._reporting import warn_user
 from .._torch_utils import as_tensor, make_generator, prediction_device, resolve_device, seed_from, to_numpy
@@ -259,6 +260,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
 
+    # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
+    _fits_dask_collections = True
+
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="right")],
         "penalty": [StrOptions({"polynomial", "frobenius"})],
@@ -352,6 +356,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self : QuadraticLogisticRegression
             The fitted estimator.
         """
+        if is_dask_collection(X, y, sample_weight):
+            from .._dask import fit_quadratic_logistic_regression
+
+            return fit_quadratic_logistic_regression(self, X, y, sample_weight)
         previous = self._previous_solution() if self.warm_start else None
         metadata = None if sample_weight is None else {"sample_weight": sample_weight}
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
