@@ -41,7 +41,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, check_array, check_is_fitted
 
 from ._reporting import progress_line, warn_user
-from ._training import lbfgs_convergence_message, minimize_lbfgs
+from ._training import (
+    choose_thread_count,
+    flush_denormals,
+    lbfgs_convergence_message,
+    limit_threads,
+    minimize_lbfgs,
+)
 from .nn.quadratic_form import QuadraticScores, quadratic_logistic_loss_and_gradient
 
 __all__ = [
@@ -149,8 +155,18 @@ def _block_weight(w, n_rows):
     return w
 
 
+def _check_names(estimator, X, *, reset):
+    """scikit-learn's feature-name rules, applied to a dask.dataframe's columns."""
+    if _is_frame(X):
+        import pandas as pd
+
+        # an empty pandas frame with the same columns: scikit-learn's own checks
+        X = pd.DataFrame(columns=X.columns)
+    _check_feature_names(estimator, X, reset=reset)
+
+
 def _set_input_attributes(estimator, X_original, n_features):
-    _check_feature_names(estimator, X_original, reset=True)
+    _check_names(estimator, X_original, reset=True)
     estimator.n_features_in_ = int(n_features)
 
 
@@ -225,7 +241,10 @@ def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_wei
     function = quadratic_logistic_loss_and_gradient(
         module, l2, cross_weight=cross_weight, class_blocks=class_blocks
     )
-    with torch.no_grad():
+    # the in-memory trainer's thread and denormal policy, per block
+    n_features = X.shape[1]
+    threads = choose_thread_count(3.0 * params[0].shape[0] * X.shape[0] * n_features * n_features)
+    with torch.no_grad(), limit_threads(threads), flush_denormals():
         loss = function(
             torch.from_numpy(X).to(dtype),
             torch.from_numpy(y),
@@ -376,11 +395,15 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
     theta0 = np.concatenate([params[i].ravel() for i in trainable]).astype(np.float64)
     diverged = False
     try:
-        result = minimize_lbfgs(
-            objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
-            tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
-            on_iteration=on_iteration,
-        )
+        # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
+        # penalty): one thread, as the in-memory trainer's L-BFGS; scipy's BLAS
+        # on two threads of a loaded machine took 10 ms per step instead of 0.1.
+        with limit_threads(1, blas=1):
+            result = minimize_lbfgs(
+                objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
+                tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
+                on_iteration=on_iteration,
+            )
     except _NonFinite:
         result, diverged = None, True
     finally:
@@ -528,7 +551,7 @@ def predict_blockwise(estimator, method, X):
     check_is_fitted(estimator)
     names = getattr(estimator, "feature_names_in_", None)
     if _is_frame(X):
-        _check_feature_names(estimator, X, reset=False)
+        _check_names(estimator, X, reset=False)
         if len(X.columns) != estimator.n_features_in_:
             raise ValueError(
                 f"X has {len(X.columns)} features, but {type(estimator).__name__} is "
@@ -599,8 +622,7 @@ def score_blockwise(estimator, X, y, sample_weight=None):
         estimator, "classes_"
     )
     names = getattr(estimator, "feature_names_in_", None)
-    if _is_frame(X):
-        _check_feature_names(estimator, X, reset=False)
+    _check_names(estimator, X, reset=False)
     X, blocks = _training_blocks(X, y, sample_weight)
     if X.shape[1] != estimator.n_features_in_:
         raise ValueError(

@@ -12,7 +12,7 @@ import pytest
 
 import skquad
 
-HEAVY = ("torch", "cvxpy", "pandas", "matplotlib", "sklearn", "scipy")
+HEAVY = ("torch", "cvxpy", "pandas", "matplotlib", "sklearn", "scipy", "dask")
 
 
 def _imported_after(statement, *, before=""):
