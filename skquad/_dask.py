@@ -35,6 +35,7 @@ import dask
 import dask.array as da
 import numpy as np
 import torch
+from sklearn.base import is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
@@ -473,7 +474,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
 
     name = type(estimator).__name__
     X_original = X
-    y_ndim = 1 if getattr(y, "ndim", 1) == 1 else 2
+    y_ndim = 1 if (y.ndim if hasattr(y, "ndim") else np.ndim(y)) == 1 else 2
     X, blocks = _training_blocks(X, y, sample_weight)
     n_features = X.shape[1]
     D = expansion_size(n_features)
@@ -618,9 +619,7 @@ def score_blockwise(estimator, X, y, sample_weight=None):
     the predictions are never gathered.
     """
     check_is_fitted(estimator)
-    classifier = getattr(estimator, "_estimator_type", None) == "classifier" or hasattr(
-        estimator, "classes_"
-    )
+    classifier = is_classifier(estimator)
     names = getattr(estimator, "feature_names_in_", None)
     _check_names(estimator, X, reset=False)
     X, blocks = _training_blocks(X, y, sample_weight)
