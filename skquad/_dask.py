@@ -28,6 +28,7 @@ Every computation goes through ``dask.compute``: the user's
 ``distributed.Client`` when one is active, else Dask's default scheduler.
 """
 
+import copy
 import math
 import time
 
@@ -44,6 +45,7 @@ from sklearn.utils.validation import _check_feature_names, check_array, check_is
 from ._reporting import progress_line, warn_user
 from ._training import (
     choose_thread_count,
+    runtime_policy,
     flush_denormals,
     lbfgs_convergence_message,
     limit_threads,
@@ -313,9 +315,19 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
         per_class = n_rows / (classes.shape[0] * counts)
     elif estimator.class_weight is not None:
         per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
-    data_dtype = np.float32 if all_float32 else np.float64
-    dtype = estimator._compute_dtype(np.empty(0, dtype=data_dtype))
-    numpy_dtype = np.float32 if dtype == torch.float32 else np.float64
+    if previous is not None and not estimator._previous_fits(previous, n_features):
+        previous = None
+    # The in-memory fit's runtime policy (dtype, initialization stream); the
+    # workers compute on their CPUs, the driver holds only the parameters.
+    policy = runtime_policy(
+        np.dtype(np.float32 if all_float32 else np.float64),
+        dtype=estimator.dtype,
+        fitted_dtype=None if previous is None else previous["Q"].dtype,
+        device="cpu",
+        n_threads=1,
+        random_state=estimator.random_state,
+    )
+    dtype, numpy_dtype = policy.dtype, policy.numpy_dtype
 
     prepared = [
         dask.delayed(_prepare_classifier_block)(*b, classes, per_class, numpy_dtype)
@@ -336,10 +348,12 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
         )
     l2 = 0.0 if np.isinf(estimator.C) else 1.0 / (estimator.C * total_weight)
 
-    estimator._check_memory(n_features, 0)
-    if previous is not None and not estimator._previous_fits(previous, n_features):
-        previous = None
-    tensors = estimator._initial_params(n_features, torch.device("cpu"), previous)
+    policy.require_memory(
+        estimator._required_memory(n_features, 0), "rank", estimator.rank,
+        f"fitting {name} on {n_features} features",
+        advice="set a small rank (e.g. rank=8) or select fewer features.",
+    )
+    tensors = estimator._initial_params(n_features, policy.device, previous, policy.init_generator)
     if not estimator.fit_intercept:
         tensors[-1].zero_()
     params = [t.numpy() for t in tensors]
@@ -413,8 +427,10 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
         best["theta"] = theta0
         diverged = True
     final = unflatten(best["theta"])
-    estimator._store_params([torch.from_numpy(np.asarray(p, dtype=np.float64)) for p in final])
-    estimator.n_iter_ = len(curve)
+    # fitted arrays in the computation dtype, as the in-memory fit stores them
+    estimator._store_params([torch.from_numpy(np.asarray(p)).to(dtype) for p in final])
+    estimator.device_ = policy.device_name
+    estimator.n_iter_ = np.array([len(curve)], dtype=np.int32)
     estimator.loss_ = float(best["loss"]) if math.isfinite(best["loss"]) else math.inf
     estimator.diverged_ = diverged
     for stale in ("loss_curve_", "t_"):
@@ -470,7 +486,8 @@ def _regression_normal_equations(X, Y, w, mean, y_mean):
 
 def fit_quadratic_regression(estimator, X, y, sample_weight):
     """:meth:`QuadraticRegression.fit` on Dask collections: the normal equations, reduced."""
-    from .nn.quadratic_ridge import coefficients_to_model, expansion_size, solve_normal_equations
+    from .linear_model._regression import publish_quadratic_model
+    from .nn.quadratic_ridge import expansion_size, solve_normal_equations
 
     name = type(estimator).__name__
     X_original = X
@@ -506,17 +523,18 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
             _add,
         )
     )[0]
-    coefficients, intercept = solve_normal_equations(G, R, mean, y_mean, alpha)
-    coef, Q = coefficients_to_model(coefficients, n_features)
-    dtype = np.float32 if all_float32 else np.float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        coefficients, intercept = solve_normal_equations(G, R, mean, y_mean, alpha)
+    if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
+        raise ValueError(
+            f"{name} could not fit X: the degree-4 products of the quadratic features "
+            "overflow. Scale the features, e.g. with dask_ml.preprocessing.StandardScaler."
+        )
     estimator.n_outputs_ = n_outputs
     estimator._fitted_y_ndim = y_ndim
-    if y_ndim == 1:
-        estimator.coef_, estimator.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
-        estimator.intercept_ = float(intercept[0])
-    else:
-        estimator.coef_, estimator.Q_ = coef.astype(dtype), Q.astype(dtype)
-        estimator.intercept_ = intercept.astype(dtype)
+    publish_quadratic_model(
+        estimator, coefficients, intercept, n_features, np.float32 if all_float32 else np.float64
+    )
     estimator.n_iter_ = np.ones(n_outputs, dtype=np.int64)
     estimator.solver_ = "cholesky"
     return estimator
@@ -550,6 +568,9 @@ def predict_blockwise(estimator, method, X):
     are predicted as they are).
     """
     check_is_fitted(estimator)
+    # A shallow copy travels with the graph: a fit published before the graph
+    # is computed replaces the live estimator's state, not this model's.
+    estimator = copy.copy(estimator)
     names = getattr(estimator, "feature_names_in_", None)
     if _is_frame(X):
         _check_names(estimator, X, reset=False)
@@ -619,6 +640,7 @@ def score_blockwise(estimator, X, y, sample_weight=None):
     the predictions are never gathered.
     """
     check_is_fitted(estimator)
+    estimator = copy.copy(estimator)  # one model throughout (see predict_blockwise)
     classifier = is_classifier(estimator)
     names = getattr(estimator, "feature_names_in_", None)
     _check_names(estimator, X, reset=False)

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -79,10 +80,12 @@ def data():
     return X[rows, :8], y[rows]
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_grid_search_on_a_dask_cluster_matches_the_local_search(data, cluster_client):
     X, y = data
-    local = _search().set_params(n_jobs=1).fit(X, y)
+    # RPQNN's 20 epochs stop before convergence: the warning is expected
+    # (here; the cluster's fits warn in their own processes).
+    with pytest.warns(ConvergenceWarning):
+        local = _search().set_params(n_jobs=1).fit(X, y)
 
     client = cluster_client
     with (
@@ -233,7 +236,7 @@ def test_quadratic_regression_on_dask_matches_the_exact_in_memory_solve():
         np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=1e-9, atol=1e-10)
     local_1d = QuadraticRegression(alpha=0.5).fit(X, Y[:, 0])
     np.testing.assert_allclose(remote_1d.Q_, local_1d.Q_, rtol=1e-9, atol=1e-10)
-    assert remote_1d.Q_.shape == (4, 4) and isinstance(remote_1d.intercept_, float)
+    assert remote_1d.Q_.shape == (4, 4) and np.ndim(remote_1d.intercept_) == 0
     assert remote.solver_ == "cholesky"
     with dask.config.set(scheduler="sync"):
         score = remote.score(da.from_array(X, chunks=700), da.from_array(Y, chunks=(700, 2)),
