@@ -38,7 +38,6 @@ import numpy as np
 import torch
 from sklearn.base import is_classifier
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, check_array, check_is_fitted
 
@@ -454,7 +453,7 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
 
 
 # ------------------------------------------------------------- quadratic regression
-def _regression_block(X, Y, w, dtype_name):
+def _regression_block(X, Y, w):
     X = _checked_block(X, (np.float64, np.float32))
     Y = check_array(np.asarray(Y).reshape(X.shape[0], -1), dtype=np.float64,
                     ensure_min_samples=0, input_name="y")
@@ -464,7 +463,7 @@ def _regression_block(X, Y, w, dtype_name):
 def _regression_sums(X, Y, w):
     from .nn.quadratic_ridge import weighted_sums
 
-    X, Y, w = _regression_block(X, Y, w, None)
+    X, Y, w = _regression_block(X, Y, w)
     total, features, targets = weighted_sums(X, Y, w)
     return X.shape[0], X.dtype == np.float32, total, features, targets
 
@@ -480,7 +479,7 @@ def _merge_regression_sums(*parts):
 def _regression_normal_equations(X, Y, w, mean, y_mean):
     from .nn.quadratic_ridge import normal_equations
 
-    X, Y, w = _regression_block(X, Y, w, None)
+    X, Y, w = _regression_block(X, Y, w)
     return normal_equations(X, Y, w, mean, y_mean)
 
 
