@@ -7,8 +7,8 @@ themselves live in :mod:`skquad.nn` (torch modules) and :mod:`skquad.convex` (th
 SDP path); an estimator only has to implement
 
 * ``fit`` (starting with :meth:`BaseQuadraticClassifier._validate_training_data`),
-* ``_raw_scores(X)``: an ``(n_samples, n_scores)`` float64 array of scores for
-  already validated ``X``.
+* ``_raw_scores(X)``: an ``(n_samples, n_scores)`` array of scores for
+  already validated ``X``, float64, or float32 for a float32 model on float32 input.
 
 :class:`BaseQuadraticEstimator` holds what every estimator shares (atomic fits,
 callbacks, weights, predict-side validation); :class:`BaseQuadraticClassifier`
@@ -313,7 +313,11 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         raise NotImplementedError
 
     def _checked_scores(self, X):
-        scores = np.asarray(self._raw_scores(X), dtype=np.float64)
+        scores = np.asarray(self._raw_scores(X))
+        # float32 scores stay float32 (a float32 model on float32 input, as
+        # scikit-learn's estimators); anything else is float64.
+        if scores.dtype != np.float32:
+            scores = scores.astype(np.float64, copy=False)
         if scores.ndim == 1:
             scores = scores[:, None]
         if not np.all(np.isfinite(scores)):

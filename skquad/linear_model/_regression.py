@@ -7,7 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseQuadraticRegressor
-from .._training import choose_thread_count, limit_threads
+from .._training import limit_threads, thread_count
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
     expansion_size,
@@ -70,6 +70,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
         Linear coefficients.
     intercept_ : float or ndarray of shape (n_targets,)
+        In the input's float dtype, as ``coef_`` and ``Q_`` (and as Ridge's).
     n_iter_ : ndarray of shape (n_targets,)
         Iterations of ``"cg"`` per target; 1 for the direct solvers (one
         exact solve: scikit-learn's checks want ``n_iter_ >= 1`` wherever
@@ -160,7 +161,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         # two threads ran 10-100x slower than on one on a loaded 2-core machine.
         n, D = X.shape[0], expansion_size(X.shape[1])
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
-        threads = choose_thread_count(flops)
+        # (numpy computes here: the runtime policy's thread rule, for BLAS)
+        threads = thread_count("auto", "cpu", flops)
         with limit_threads(None, blas=threads):
             coefficients, intercept, n_iter = fit_quadratic_ridge(
                 X, Y, sample_weight, alpha,
@@ -174,7 +176,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         dtype = X.dtype
         if self._fitted_y_ndim == 1:
             self.coef_, self.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
-            self.intercept_ = float(intercept[0])
+            self.intercept_ = dtype.type(intercept[0])  # a numpy scalar of X's dtype, as Ridge
         else:
             self.coef_, self.Q_ = coef.astype(dtype), Q.astype(dtype)
             self.intercept_ = intercept.astype(dtype)
@@ -183,7 +185,9 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return self
 
     def _raw_scores(self, X):
+        """Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts."""
         Q = np.asarray(self.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
         coef = np.asarray(self.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
         intercept = np.asarray(self.intercept_, dtype=np.float64).reshape(-1)
-        return quadratic_model_scores(X, Q, coef, intercept)
+        scores = quadratic_model_scores(X, Q, coef, intercept)
+        return scores.astype(np.result_type(X.dtype, self.coef_.dtype), copy=False)

@@ -124,7 +124,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
 
     # ------------------------------------------------------------ prediction
     def predict(self, X):
-        """Predicted targets, in the precision the network was trained in.
+        """Predicted targets.
 
         Parameters
         ----------
@@ -134,11 +134,11 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The shape of the fitted ``y``; float32 for a network trained in
-            float32 (as MLPRegressor's predictions follow its weights).
+            The shape of the fitted ``y``, in ``numpy.result_type(X, weights)``:
+            float32 for a network trained in float32 on float32 input, as
+            MLPRegressor's.
         """
-        predictions = super().predict(X)
-        return predictions.astype(self.layers_[0]["weight"].dtype, copy=False)
+        return super().predict(X)
 
     def _raw_scores(self, X):
         scores = super()._raw_scores(X)

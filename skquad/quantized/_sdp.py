@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
+from .._torch_utils import resolve_device
 from .._training import SubtaskReporter
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
@@ -104,6 +105,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self : SDPQuantizedClassifier
         """
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
+        # The one device rule (skquad._training._runtime): a bad or missing
+        # device is refused here, before any work.
+        device = resolve_device(self.device)
         lifting = InputLifting(
             fit_intercept=bool(self.fit_intercept),
             levels=int(self.weight_levels),
@@ -146,7 +150,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 init=previous if solver is None else None,
                 callback=self._solver_chunk_hook(X, y),
                 verbose=int(self.verbose),
-                device=self.device,
+                device=device,
             )
             self.Q_ = solution.Q
             self.Z_ = solution.Z.copy()
