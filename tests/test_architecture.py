@@ -23,6 +23,7 @@ ROOMS = {
     "skquad._memory": "foundation",
     "skquad._torch_utils": "foundation",
     "skquad._pipeline": "foundation",
+    "skquad._rows": "foundation",
     "skquad._training": "training",
     "skquad._base": "base",
     "skquad.nn": "nn",

@@ -32,7 +32,7 @@ BOXES = {
     "training": ((11.4, 5.0), "_training/\nthe engine: loop, optimizers,\nL-BFGS driver, threads"),
     "nn": ((6.6, 2.8), "nn/\ntorch layers, fused pass,\nquadratic forms"),
     "convex": ((11.4, 2.8), "convex/\nSDP: lifting, solvers,\ncertificate, sampling"),
-    "foundation": ((9.0, 0.9), "foundation:  _torch_utils   _reporting   _memory   _pipeline   _version"),
+    "foundation": ((9.0, 0.9), "foundation:  _torch_utils   _reporting   _memory   _rows   _pipeline   _version"),
 }
 WIDTH = {
     "estimators": 3.9, "foundation": 11.0, "research": 3.7, "benchmarks": 3.1, "inspection": 2.9,

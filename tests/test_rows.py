@@ -1,10 +1,10 @@
-"""skquad._training._samples: merging duplicate rows changes no weighted objective."""
+"""skquad._rows: merging duplicate rows changes no weighted objective."""
 
 import numpy as np
 import pytest
 import scipy.sparse
 
-from skquad._training import merge_duplicate_samples
+from skquad._rows import merge_duplicate_samples
 
 
 def _data():
