@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
-from skquad.convex.relaxation import resolve_solver_device
 
 
 def _problem(seed=0, n=30, d=2):
@@ -15,13 +14,15 @@ def _problem(seed=0, n=30, d=2):
     return X, y, np.ones(n)
 
 
-def test_auto_and_none_solve_on_the_cpu():
-    assert resolve_solver_device("auto") == torch.device("cpu")
-    assert resolve_solver_device("AUTO") == torch.device("cpu")
-    assert resolve_solver_device(None) == torch.device("cpu")
-    assert resolve_solver_device("CPU") == torch.device("cpu")
+def test_device_spellings_reach_the_one_parser():
+    X, y, weight = _problem()
+    kwargs = dict(loss="logistic", beta=1e-2, n_outputs=1, tol=1e-3)
+    reference = solve_relaxation(InputLifting(), X, y, weight, device="cpu", **kwargs)
+    for device in ("auto", "CPU", torch.device("cpu")):
+        solution = solve_relaxation(InputLifting(), X, y, weight, device=device, **kwargs)
+        np.testing.assert_array_equal(solution.Q, reference.Q)  # the same solve, bit for bit
     with pytest.raises(ValueError):
-        resolve_solver_device("tpu")
+        solve_relaxation(InputLifting(), X, y, weight, device="tpu", **kwargs)
 
 
 def test_a_cvxpy_name_gives_the_reference_formulation():
