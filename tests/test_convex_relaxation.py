@@ -14,15 +14,19 @@ def _problem(seed=0, n=30, d=2):
     return X, y, np.ones(n)
 
 
-def test_device_spellings_reach_the_one_parser():
+@pytest.mark.parametrize("device", ["auto", "AUTO", None, "CPU"])
+def test_auto_and_none_solve_on_the_cpu(device):
+    # the one device parser (skquad._torch_utils.resolve_device), not a copy of it
     X, y, weight = _problem()
-    kwargs = dict(loss="logistic", beta=1e-2, n_outputs=1, tol=1e-3)
-    reference = solve_relaxation(InputLifting(), X, y, weight, device="cpu", **kwargs)
-    for device in ("auto", "CPU", torch.device("cpu")):
-        solution = solve_relaxation(InputLifting(), X, y, weight, device=device, **kwargs)
-        np.testing.assert_array_equal(solution.Q, reference.Q)  # the same solve, bit for bit
-    with pytest.raises(ValueError):
-        solve_relaxation(InputLifting(), X, y, weight, device="tpu", **kwargs)
+    solution = solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
+                                device=device)
+    assert solution.converged and np.isfinite(solution.lower_bound)
+
+
+def test_an_unknown_device_is_refused_naming_it():
+    X, y, weight = _problem()
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda'.*'tpu'"):
+        solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1, device="tpu")
 
 
 def test_a_cvxpy_name_gives_the_reference_formulation():
