@@ -26,6 +26,7 @@ ROOMS = {
     "skquad._rows": "foundation",
     "skquad._training": "training",
     "skquad._base": "base",
+    "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad.nn": "nn",
     "skquad.convex": "convex",
     "skquad.linear_model": "estimators",

@@ -53,6 +53,16 @@ class _InterruptHalfway:
         self.exception = exception
         self.count = 0
         self.n_features_when_fired = None
+        self.working_n_features_when_fired = None
+
+    def _working_n_features(self, frame):
+        """``n_features_in_`` of the working copy being fitted (the innermost ``self``)."""
+        while frame is not None:
+            candidate = frame.f_locals.get("self")
+            if type(candidate) is type(self.estimator) and candidate is not self.estimator:
+                return getattr(candidate, "n_features_in_", None)
+            frame = frame.f_back
+        return None
 
     def _is_training(self, frame):
         filename = frame.f_code.co_filename
@@ -71,6 +81,7 @@ class _InterruptHalfway:
                 self.n_features_when_fired = getattr(
                     self.estimator, "n_features_in_", None
                 )
+                self.working_n_features_when_fired = self._working_n_features(frame)
                 raise self.exception
         return self._local
 
@@ -113,8 +124,10 @@ def test_refit_interrupted_halfway_leaves_the_model_as_it_was(
         _InterruptHalfway(estimator, at=total // 2, exception=exception) as injected,
     ):
         refit(estimator)
-    # The interruption came after the validation had overwritten the state.
-    assert injected.n_features_when_fired == X2.shape[1]
+    # The interruption came after the validation had set the new state on
+    # the working copy; the live estimator never saw it.
+    assert injected.working_n_features_when_fired == X2.shape[1]
+    assert injected.n_features_when_fired == X.shape[1]
     _assert_untouched(estimator, before_state, before_proba, X)
     # The restored model is a working model: it refits and predicts.
     assert fit_allowing_convergence_warning(estimator, X2, y2).predict(X2).shape == (X2.shape[0],)

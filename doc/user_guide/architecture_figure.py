@@ -28,7 +28,7 @@ BOXES = {
     "export": ((4.9, 7.2), "export/\nto_torch, ONNX"),
     "estimators": ((9.0, 7.2), "linear_model/  neural_network/\nquantized/  (one module each)"),
     "datasets": ((15.0, 7.2), "datasets/\nUCI, generators"),
-    "base": ((6.6, 5.0), "_base.py\nvalidation, fit wrapper,\nscores -> labels"),
+    "base": ((6.6, 5.0), "_base.py, _atomic.py\nvalidation, atomic fit,\nscores -> labels"),
     "training": ((11.4, 5.0), "_training/\nthe engine: loop, optimizers,\nL-BFGS driver, threads"),
     "nn": ((6.6, 2.8), "nn/\ntorch layers, fused pass,\nquadratic forms"),
     "convex": ((11.4, 2.8), "convex/\nSDP: lifting, solvers,\ncertificate, sampling"),

@@ -93,7 +93,12 @@ class SubtaskReporter:
         if self.context is None:
             return
         self._current = self.context.subcontext(task_name=self.task_name)
-        self._current.call_on_fit_task_begin(estimator=self.estimator, **self._hook_data)
+        # The model as the subtask starts (LogisticRegression passes it too).
+        self._current.call_on_fit_task_begin(
+            estimator=self.estimator,
+            reconstruction_attributes=self._fitted_attributes,
+            **self._hook_data,
+        )
 
     def end(self):
         """End the current subtask; True when a callback asks to stop."""

@@ -176,9 +176,9 @@ def solve_relaxation(
     n_outputs : int
     solver : None or str, default=None
         None: the native solvers. The squared loss with a small lifting
-        (``p (p + 1) / 2 <= 600``, see :func:`compact_applies`) is solved
+        (``p (p + 1) / 2 <= 600``, see ``compact_applies()``) is solved
         block by block in its compact cone form
-        (:func:`~skquad.convex.compact_solver.solve_compact`, an interior-point
+        (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; everything else goes to the
         factor solver (:func:`solve_factored`). A CVXPY

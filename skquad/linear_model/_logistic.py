@@ -9,6 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
 from .._reporting import warn_user
 from .._torch_utils import as_tensor, prediction_device, to_numpy
@@ -27,6 +28,7 @@ from ..nn.quadratic_form import (
     low_rank_quadratic_scores,
     low_rank_to_dense,
     quadratic_logistic_loss_and_gradient,
+    quadratic_penalty,
 )
 
 __all__ = ["QuadraticLogisticRegression"]
@@ -121,10 +123,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         ``d(d+1)/2`` free entries, i.e. ``2 G - diag(G)`` for the gradient
         ``G`` with respect to the symmetric matrix), plain SGD without
         momentum on shuffled mini-batches of ``batch_size`` samples. Both run
-        in skquad's training engine (:mod:`skquad._training`), with
+        in skquad's training engine (``skquad._training``), with
         MLPClassifier's stopping rule, warnings and divergence guard.
     max_iter : int, default=500
-        Iterations of L-BFGS, or epochs of SGD. Higher than
+        Iterations of L-BFGS, or epochs of SGD; 0 returns the starting model
+        (``Q_init``, or the previous one with ``warm_start``) with
+        ``n_iter_ = [0]`` and a ConvergenceWarning. Higher than
         ``LogisticRegression``'s 100: on real data with many degree-2 terms
         (e.g. spambase, 1 710 of them) L-BFGS needs 200 to 300 iterations.
     tol : float, default=1e-4
@@ -188,7 +192,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     n_threads : "auto" or int, default="auto"
         CPU threads of torch during fit. ``"auto"`` uses one thread for
         products under 2e8 flops (faster on small problems, see
-        :func:`skquad._training.choose_thread_count`) and all of torch's
+        ``skquad._training.choose_thread_count()``) and all of torch's
         threads above; an int fixes the count. The previous setting is
         restored after the fit, also when fits run concurrently in threads.
 
@@ -222,8 +226,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Only when ``rank`` is set: the vectors ``v_j`` (columns).
     Q_scales_ : ndarray of shape (n_scores, rank)
         Only when ``rank`` is set: the scales ``s_j``.
-    n_iter_ : int
-        L-BFGS iterations or SGD epochs run.
+    n_iter_ : ndarray of shape (1,)
+        L-BFGS iterations or SGD epochs run (int32, in an array as
+        ``LogisticRegression``'s, binary or multinomial).
     loss_ : float
         The final objective divided by ``C * sum(sample_weight)`` (L-BFGS), or
         the last epoch's mean objective (SGD).
@@ -271,7 +276,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         "penalty": [StrOptions({"polynomial", "frobenius"})],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"lbfgs", "sgd"})],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [
             StrOptions({"constant", "invscaling", "adaptive"}),
@@ -342,6 +347,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -372,6 +378,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     @available_if(_sgd_only)
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One SGD epoch over ``(X, y)``, continuing from the current model.
 
@@ -532,7 +539,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             ),
         )
         if partial:
-            done = self.n_iter_ if previous is not None else 0
+            done = int(self.n_iter_[0]) if previous is not None else 0
         trainer = Trainer(
             module,
             log_loss_per_sample,
@@ -575,10 +582,23 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             del self.t_
         self._store_params(module.tensors())
         self.device_ = policy.device_name
-        self.n_iter_ = int(n_iter)
+        if history.loss is None:
+            # max_iter=0 with SGD: no epoch ran, the model is the starting one.
+            history.loss = self._objective(X, y_encoded, sample_weight, l2)
+        # LogisticRegression's shape and dtype: (1,) int32, multinomial included.
+        self.n_iter_ = np.array([n_iter], dtype=np.int32)
         self.loss_ = float(history.loss)
         self.diverged_ = bool(history.diverged)
         return self
+
+    def _objective(self, X, y_encoded, sample_weight, l2):
+        """The training objective at the stored model: weighted mean log-loss plus the penalty."""
+        with torch.no_grad():
+            scores = torch.as_tensor(self._raw_scores(X))
+            losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64))
+            data = float(losses.double().numpy() @ sample_weight) / float(sample_weight.sum())
+            penalty = float(quadratic_penalty(torch.as_tensor(self.Q_), self._cross_weight))
+        return data + 0.5 * l2 * (penalty + float(np.sum(self.coef_**2)))
 
     def _previous_solution(self):
         if not hasattr(self, "Q_"):

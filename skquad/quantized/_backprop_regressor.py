@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 
@@ -24,7 +25,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     n_neurons : int, default=1000
         Hidden neurons (split over the outputs).
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
-        As in :class:`BackpropQuantizedClassifier` (``loss`` is always
+        As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
 
     Attributes
@@ -124,6 +125,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         return self._format_predictions(Y)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
 

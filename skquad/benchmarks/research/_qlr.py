@@ -90,7 +90,7 @@ def _uci_runs(datasets, repeats, device, progress):
                 model = models[model_name]
                 load = _load()
                 wall, cpu, converged = _timed_fit(model, X_train, y[train])
-                n_iter = model.n_iter_ if model_name == "QLR" else int(model[-1].n_iter_[0])
+                n_iter = int((model if model_name == "QLR" else model[-1]).n_iter_[0])
                 rows.append(
                     dict(
                         dataset=name, split=split, model=model_name,
@@ -182,7 +182,7 @@ def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_
         model = QuadraticLogisticRegression(C=100.0, max_iter=max_iter, tol=0.0, device=device)
         wall, cpu, converged = _timed_fit(model, X, y)
         out.update(
-            fit_time_s=wall, fit_cpu_s=cpu, n_iter=model.n_iter_, converged=converged,
+            fit_time_s=wall, fit_cpu_s=cpu, n_iter=int(model.n_iter_[0]), converged=converged,
             train_accuracy=model.score(X, y), peak_rss_gb=_peak_rss_gb(),
             torch_threads=torch.get_num_threads(),
         )
