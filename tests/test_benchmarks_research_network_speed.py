@@ -9,7 +9,7 @@ def test_regressor_part_times_every_model_in_both_dtypes(monkeypatch, tmp_path):
     monkeypatch.setattr(_network_speed, "QUICK_REGRESSION_SHAPE", (240, 5, 6))
     messages = []
     result = _network_speed.regressors(output_dir=tmp_path, quick=True, repeats=2, progress=messages.append)
-    table = result["tables"]["speed_network_regressors"]
+    table = result["tables"]["regressors"]
     assert list(table["dtype"]) == ["float64"] * 3 + ["float32"] * 3
     assert list(table["model"]) == ["MLPRegressor", "QNNRegressor", "RPQNNRegressor"] * 2
     ratio = table["ratio to MLPRegressor (median of rounds)"]

@@ -179,11 +179,8 @@ def _run_parts(parser, args, parts, output, datasets):
     start = time.perf_counter()
     sections, failures = [], []
     multi_part = len(SUITES[args.suite]) > 1
-    modules = [name for name, _ in SUITES[args.suite]]
     for name, function_name, function in parts:
         short = name.rpartition(".")[2].lstrip("_")
-        if modules.count(name) > 1:  # several parts of one module: one folder each
-            short = f"{short}_{function_name}"
         part_dir = prepare_output_dir(output / short) if multi_part else output
         kwargs = dict(
             output_dir=part_dir, quick=args.quick, repeats=args.repeats, datasets=datasets,

@@ -102,7 +102,7 @@ def classifiers(*, output_dir, quick=False, repeats=None, datasets=None, device=
     return {
         "title": "Network classifiers: fit time against MLPClassifier",
         "markdown": markdown,
-        "tables": {"speed_network_classifiers": table},
+        "tables": {"classifiers": table},
         "figures": [],
     }
 
@@ -141,6 +141,6 @@ def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="
     return {
         "title": "Network regressors: epoch time against MLPRegressor",
         "markdown": markdown,
-        "tables": {"speed_network_regressors": table},
+        "tables": {"regressors": table},
         "figures": [],
     }
