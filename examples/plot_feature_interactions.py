@@ -114,9 +114,11 @@ for name, model in [
 
 table = interaction_table(qlr, X_train)
 pairs = table[table["term"] == "interaction"]
-print(pairs.head(8).to_string(index=False))
+# One neuron here (the score), so its column is dropped from the printout.
+print(pairs.head(8).drop(columns="neuron").to_string(index=False))
 print()
-print(table[table["term"] != "interaction"].head(6).to_string(index=False))
+others = table[table["term"] != "interaction"].head(6)
+print(others.drop(columns="neuron").to_string(index=False))
 
 fig, (ax_heat, ax_bars) = plt.subplots(1, 2, figsize=(12, 4.8))
 InteractionDisplay.from_estimator(qlr, X_train, ax=ax_heat)
@@ -151,8 +153,9 @@ e = np.array([ebm_pairs[n] for n in names])
 top_qlr = [names[i] for i in np.argsort(-q)[:5]]
 top_ebm = [names[i] for i in np.argsort(-e)[:5]]
 rho = spearmanr(q, e).statistic
-print("top 5 pairs, quadratic LR:", top_qlr)
-print("top 5 pairs, EBM:         ", top_ebm)
+print("top 5 pairs")
+print("  quadratic LR:", ", ".join(top_qlr))
+print("  EBM:         ", ", ".join(top_ebm))
 print(f"in both top 5: {sorted(set(top_qlr) & set(top_ebm))}")
 print(f"Spearman rank correlation over the 28 pairs: {rho:.2f}")
 main = {n: v for n, v in ebm_importance.items() if "&" not in n}
@@ -238,7 +241,7 @@ print(
 # units (same type, different axes).
 
 (surface,) = quadric_analysis(qlr)
-print(surface.summary(n_axes=3))
+print(surface.summary(n_axes=3, n_center=4))
 (raw,) = quadric_analysis(qlr, units="raw")
 largest = np.abs(raw.eigenvalues).max()
 print(f"in raw units: {raw.surface_type}")

@@ -178,8 +178,7 @@ fig.savefig(OUTPUT_DIR / "regression_diamonds_terms.png", dpi=90)
 print(f"surface type {analysis.surface_type}, inertia (+, -, 0) {analysis.inertia}")
 axis = analysis.axes[:, 0]
 strongest = np.argsort(-np.abs(axis))[:4]
-print(
-    f"largest eigenvalue {analysis.eigenvalues[0]:.3f}, along "
-    + ", ".join(f"{analysis.feature_names[j]} ({axis[j]:+.2f})" for j in strongest)
-)
+print(f"largest eigenvalue {analysis.eigenvalues[0]:.3f}, along")
+for j in strongest:
+    print(f"  {analysis.feature_names[j]:<24} {axis[j]:+.2f}")
 print(f"smallest eigenvalue {analysis.eigenvalues[-1]:.3f}")
