@@ -157,9 +157,9 @@ fig.savefig(OUTPUT_DIR / "grid_search.png", dpi=100)
 # same folds, same preprocessing fitted on each training fold only. On credit
 # approval no quadratic model beats plain logistic regression (about 0.87): the
 # best networks and the best quadratic logistic regression come within one
-# standard deviation of it, and only with a strong penalty (``alpha`` of 0.1 to
-# 1, small ``C``). With a weak penalty they fit the training folds more closely
-# and lose two to three points on the validation folds: the pairwise
+# standard deviation of it, and only with a strong penalty (``alpha=1``, ``C``
+# of 0.01 to 0.1). With a weaker penalty they fit the training folds more
+# closely and lose one to three points on the validation folds: the pairwise
 # interactions add variance, not signal, on this dataset. That is a result too,
 # and the search is how you find it out; on other datasets (see the benchmark
 # page) the ranking differs. To run the same search on a cluster, wrap
