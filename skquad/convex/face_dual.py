@@ -52,6 +52,7 @@ stopped as soon as the bound it certifies is within the requested gap.
 """
 
 import math
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -68,7 +69,8 @@ _FACE_EIGENVALUE = 1e-3
 # cost O(q p³ + q² p²); beyond it the weakest face directions are dropped
 # (a smaller face only loosens the bound).
 MAX_FACE_VARIABLES = 350
-_DEBUG = False
+# The barrier weight's growth per centring, and the relative eigenvalue of
+# the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
 _KEEP = 1e-12
 
@@ -226,8 +228,6 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         :func:`verified_bound`); ``-inf`` when the face is too large to try.
     """
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)
-    if _DEBUG:
-        import time; start = time.perf_counter(); print("face", U.shape, V.shape)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
     pieces = [t[:, None]] + [_pair_scores(data, basis) for basis in (U, V) if basis.shape[1]]
     B = np.hstack(pieces)
@@ -309,7 +309,12 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         grad[q:] += 1.0 / slack
         hess[q:, q:] += 1.0 / slack**2  # the 1 1ᵀ / slack² of -log(slack)
         try:
-            step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
+            with warnings.catch_warnings():
+                # Near the LMIs' boundary the Hessian's scales spread: the
+                # step may be inexact, which only slows the barrier (the bound
+                # is verified at the end).
+                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
         except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
             break
         decrement = float(-grad @ step)
@@ -329,8 +334,6 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         value = dual_value(y)
         if value > best:
             best_y, best_mu, best = y, mu, value
-        if _DEBUG:
-            print(newton, tau, length, decrement, value)
         if best >= target_value:
             break
         if decrement < 0.5:
@@ -339,9 +342,8 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             # face misses directions; the primal must move first) or the
             # barrier is at round-off level; else raise tau.
             reach = n_barrier / tau
-            if value + 2.0 * reach < target_value or reach < 1e-12 * max(abs(best), 1e-300):
+            out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
+            if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):
                 break
             tau *= _TAU_FACTOR
-    if _DEBUG:
-        print("face done", newton, time.perf_counter() - start, best)
     return verified_bound(data, basis @ best_y, best_mu)
