@@ -18,6 +18,9 @@ QuadraticLogisticRegression
 QuadraticRegression
     One quadratic neuron ``x^T Q x + w^T x + b`` per output, with Ridge's
     penalty: ``PolynomialFeatures(2) + Ridge`` without the feature matrix.
+QuadraticRegressionCV
+    QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it
+    (efficient leave-one-out, or K-fold).
 RPQNNClassifier
     Reduced-parameter quadratic network ``(W a + b) * (U a + c)`` (Noel et al.,
     QNN/RPQNN), optionally with Fan et al.'s (ReLinear) power term.
@@ -33,6 +36,8 @@ SDPQuantizedRegressor
 SDPQuantizedClassifierCV
     SDPQuantizedClassifier with its penalty ``beta`` chosen by cross-validation
     along a warm-started regularization path.
+SDPQuantizedRegressorCV
+    SDPQuantizedRegressor with ``beta`` chosen the same way.
 
 The estimators are imported on first use (PEP 562), so that ``import skquad``
 is fast and imports neither torch nor CVXPY; ``from skquad import
@@ -52,11 +57,13 @@ _LAZY_ATTRIBUTES = {
     "QNNRegressor": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
     "QuadraticRegression": ".linear_model",
+    "QuadraticRegressionCV": ".linear_model",
     "RPQNNClassifier": ".neural_network",
     "RPQNNRegressor": ".neural_network",
     "SDPQuantizedClassifier": ".quantized._sdp",
     "SDPQuantizedClassifierCV": ".quantized._sdp_cv",
     "SDPQuantizedRegressor": ".quantized._sdp_regressor",
+    "SDPQuantizedRegressorCV": ".quantized._sdp_regressor_cv",
 }
 
 __all__ = [
@@ -66,16 +73,19 @@ __all__ = [
     "QNNRegressor",
     "QuadraticLogisticRegression",
     "QuadraticRegression",
+    "QuadraticRegressionCV",
     "RPQNNClassifier",
     "RPQNNRegressor",
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
     "SDPQuantizedRegressor",
+    "SDPQuantizedRegressorCV",
 ]
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
     from .linear_model import QuadraticRegression as QuadraticRegression
+    from .linear_model import QuadraticRegressionCV as QuadraticRegressionCV
     from .neural_network import QNNClassifier as QNNClassifier
     from .neural_network import QNNRegressor as QNNRegressor
     from .neural_network import RPQNNClassifier as RPQNNClassifier
@@ -85,6 +95,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .quantized import SDPQuantizedClassifier as SDPQuantizedClassifier
     from .quantized import SDPQuantizedClassifierCV as SDPQuantizedClassifierCV
     from .quantized import SDPQuantizedRegressor as SDPQuantizedRegressor
+    from .quantized import SDPQuantizedRegressorCV as SDPQuantizedRegressorCV
 
 
 def __getattr__(name):

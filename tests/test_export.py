@@ -15,6 +15,7 @@ from skquad import (
     QuadraticLogisticRegression,
     RPQNNClassifier,
     SDPQuantizedClassifier,
+    SDPQuantizedClassifierCV,
 )
 from skquad.export import to_torch
 
@@ -31,6 +32,7 @@ ESTIMATORS = {
         n_neurons=40, weight_levels=2, activation=(1.0, 0.5, 0.25), random_state=0
     ),
     "backprop": lambda: BackpropQuantizedClassifier(n_neurons=40, max_iter=20, random_state=0),
+    "sdp-cv": lambda: SDPQuantizedClassifierCV(n_neurons=30, betas=[1e-1, 1e-2], cv=2, random_state=0),
 }
 
 
@@ -151,3 +153,82 @@ def test_regressors_export_to_torch_as_their_predict(make, n_outputs):
     output = to_torch(model)(torch.as_tensor(X)).detach().numpy()
     # The same float64 operations in torch and numpy: rounding-level agreement.
     np.testing.assert_allclose(output.reshape(y.shape), model.predict(X), rtol=1e-9, atol=1e-9)
+
+
+_NON_NETWORK_REGRESSORS = {
+    "QuadraticRegression": lambda: __import__("skquad").QuadraticRegression(),
+    "QuadraticRegressionCV": lambda: __import__("skquad").QuadraticRegressionCV(),
+    "SDPQuantizedRegressor": lambda: __import__("skquad").SDPQuantizedRegressor(n_neurons=30, random_state=0),
+    "SDPQuantizedRegressorCV": lambda: __import__("skquad").SDPQuantizedRegressorCV(
+        n_neurons=20, betas=[1e-1, 1e-2], cv=2, random_state=0
+    ),
+    "BackpropQuantizedRegressor": lambda: __import__("skquad").BackpropQuantizedRegressor(
+        n_neurons=20, max_iter=5, random_state=0
+    ),
+}
+
+
+@pytest.mark.parametrize("two_outputs", [False, True])
+@pytest.mark.parametrize("name", list(_NON_NETWORK_REGRESSORS))
+def test_onnx_regressor_in_a_column_transformer_pipeline(name, two_outputs):
+    """Issue 23: the non-network regressors convert inside a Pipeline with a ColumnTransformer."""
+    import warnings
+
+    import onnxruntime
+    import pandas as pd
+    import skl2onnx
+    from sklearn.compose import ColumnTransformer
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from skquad.export import register_onnx_converters
+
+    register_onnx_converters()
+    rng = np.random.RandomState(0)
+    n = 80
+    frame = pd.DataFrame(
+        {"a": rng.randn(n), "b": rng.randn(n), "c": rng.randn(n), "kind": rng.choice(["x", "y", "z"], n)}
+    )
+    y = frame.a * frame.b + (frame.kind == "x") + 0.1 * rng.randn(n)
+    y = np.column_stack([y, frame.a**2]) if two_outputs else y.to_numpy()
+    columns = ColumnTransformer(
+        [("scale", StandardScaler(), ["a", "b", "c"]), ("onehot", OneHotEncoder(sparse_output=False), ["kind"])]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a few epochs suffice to export
+        pipeline = make_pipeline(columns, _NON_NETWORK_REGRESSORS[name]()).fit(frame, y)
+    onx = skl2onnx.to_onnx(pipeline, frame[:1])
+    session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, {column: frame[[column]].to_numpy() for column in frame.columns})
+    expected = pipeline.predict(frame)
+    assert out.shape == (n, 2 if two_outputs else 1)
+    # The same float64 products in another order: rounding-level agreement.
+    np.testing.assert_allclose(out.reshape(expected.shape), expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["QuadraticRegression", "SDPQuantizedRegressor", "BackpropQuantizedRegressor"])
+def test_onnx_regressor_float32_input(name):
+    import warnings
+
+    import onnxruntime
+    import skl2onnx
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skquad.export import register_onnx_converters
+
+    register_onnx_converters()
+    rng = np.random.RandomState(1)
+    X = rng.randn(60, 4)
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = _NON_NETWORK_REGRESSORS[name]().fit(X, y)
+    onx = skl2onnx.to_onnx(model, X[:1].astype(np.float32))
+    session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, {session.get_inputs()[0].name: X.astype(np.float32)})
+    assert out.dtype == np.float32
+    # float32 rounding (eps 1.2e-7) of the input and of sums of a few dozen
+    # terms, relative to the predictions' scale: 1e-4 leaves a wide margin.
+    expected = model.predict(X)
+    np.testing.assert_allclose(out[:, 0], expected, rtol=0, atol=1e-4 * np.abs(expected).max())

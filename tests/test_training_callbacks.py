@@ -52,7 +52,7 @@ def test_scoring_monitor_scores_every_lbfgs_iteration(iris):
     clf = QuadraticLogisticRegression().set_callbacks(monitor).fit(X, y)
     rows = monitor.get_logs().data
     iterations = [row for row in rows if row["task_name"] == "lbfgs-iter"]
-    assert [row["task_id"] for row in iterations] == list(range(clf.n_iter_))
+    assert [row["task_id"] for row in iterations] == list(range(clf.n_iter_[0]))
     # the first iteration is far from the optimum, the last one is the fitted model
     assert iterations[0]["accuracy"] < iterations[-1]["accuracy"]
     assert iterations[-1]["accuracy"] == pytest.approx(clf.score(X, y))

@@ -8,7 +8,7 @@ stops before convergence, naming the limit that stopped it.
 """
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 __all__ = ["lbfgs_convergence_message", "minimize_lbfgs"]
 
@@ -50,6 +50,16 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
             state["stopped"] = True
             raise StopIteration
 
+    if int(max_iter) == 0:
+        # scipy's L-BFGS-B takes one step even with maxiter=0 (it checks the
+        # limit after the first iteration); zero iterations means the
+        # starting point, reported as scipy reports a reached limit.
+        x0 = np.asarray(x0, dtype=np.float64)
+        value, gradient = objective(x0)
+        return OptimizeResult(
+            x=x0, fun=value, jac=gradient, nit=0, nfev=1, status=1, success=False,
+            message="STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT", stopped_by_callback=False,
+        )
     options = {"maxiter": int(max_iter), "maxfun": int(max_fun), "gtol": float(tol)}
     if ftol is not None:
         options["ftol"] = float(ftol)

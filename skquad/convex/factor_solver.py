@@ -344,7 +344,7 @@ def _threads_for(work, device):
 def solve_factored(data, **options):
     """Solve the SDP relaxation with the factor (Burer-Monteiro) solver.
 
-    See :func:`_solve_factored` for the parameters (this wrapper only picks
+    See ``_solve_factored()`` for the parameters (this wrapper only picks
     the number of torch threads for the problem's size).
     """
     rank = options.get("rank") or math.ceil(math.sqrt(2.0 * data.n_lifted))
@@ -404,7 +404,7 @@ def _solve_factored(
         Step of the proximal method of multipliers (hinge losses).
     align_iterations : int, default=30
         Iterations that re-optimise the factors' directions for the
-        certificate's linear model (:func:`~skquad.convex.certificate.align_factor`).
+        certificate's linear model (``align_factor()``).
     random_state : int, default=0
         Seeds the small perturbation of the spectral start (a private
         generator; the solve is deterministic).

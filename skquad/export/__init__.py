@@ -3,8 +3,9 @@
 to_torch
     A :class:`torch.nn.Module` whose output equals ``decision_function``.
 register_onnx_converters
-    Register skl2onnx converters and shape calculators for the five skquad
-    classifiers (imports onnx and skl2onnx; importing skquad never does).
+    Register skl2onnx converters and shape calculators for the skquad
+    classifiers and regressors (imports onnx and skl2onnx; importing skquad
+    never does).
 """
 
 from ._torch import (
@@ -26,10 +27,13 @@ __all__ = [
 
 
 def register_onnx_converters():
-    """Register skl2onnx converters for the five skquad classifiers.
+    """Register skl2onnx converters for the skquad classifiers and regressors.
 
     After this call, :func:`skl2onnx.to_onnx` converts fitted skquad
-    estimators, alone or inside a Pipeline (e.g. after a ``StandardScaler``).
+    estimators, alone or inside a Pipeline (e.g. after a ``StandardScaler``,
+    or a ``ColumnTransformer`` that one-hot encodes string columns). A
+    regressor's ONNX output is ``predict`` as an ``[N, n_outputs_]`` tensor
+    (``[N, 1]`` for a 1-D ``y``).
     Needs the ``export`` extra (onnx, onnxruntime, skl2onnx). Calling it again
     is harmless.
 

@@ -1,4 +1,4 @@
-"""skl2onnx converters and shape calculators for the skquad classifiers and network regressors.
+"""skl2onnx converters and shape calculators for the skquad classifiers and regressors.
 
 Imported only by :func:`skquad.export.register_onnx_converters`: importing
 skquad never imports onnx or skl2onnx. Each converter writes the estimator's
@@ -7,9 +7,10 @@ double), then the probabilities with the estimator's link (sigmoid, softmax, or
 normalized sigmoids for ``output_activation="sigmoid"``) and the label
 (``ArgMax`` into ``classes_``); skl2onnx's classifier parser adds the ZipMap
 (option ``zipmap``) as for its own classifiers. The quantized networks' ±1
-weights are int8 initializers, cast at run time. The network regressors'
-converter writes ``predict`` (the scores, ``exp`` for ``loss="poisson"``) as one
-``[N, n_outputs_]`` tensor. A classifier fitted on multilabel ``y`` is refused
+weights are int8 initializers, cast at run time. The regressors' converter
+writes ``predict`` (the scores: a network's, the quantized networks', or the
+quadratic forms of QuadraticRegression(CV); ``exp`` for a network's
+``loss="poisson"``) as one ``[N, n_outputs_]`` tensor. A classifier fitted on multilabel ``y`` is refused
 with a clear error (skl2onnx's classifier parser has one label per sample).
 """
 
@@ -20,7 +21,7 @@ from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, guess_
 from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
 from skl2onnx.common.utils import check_input_and_output_numbers
 
-from ..inspection._neurons import _layer_quadratic_forms
+from ..nn.polarization import layer_quadratic_forms
 from ._torch import bilinear_parts
 
 __all__ = ["register"]
@@ -112,7 +113,7 @@ def _layer(graph, x, state):
             out = graph.node("Add", out, power)
         return out
     # full quadratic layers, and any other quadratic layer read off by polarization
-    return graph.quadratic_form(x, *_layer_quadratic_forms(state))
+    return graph.quadratic_form(x, *layer_quadratic_forms(state))
 
 
 def _network_scores(graph, x, estimator):
@@ -181,12 +182,28 @@ def _regressor_output_shapes(operator):
     operator.outputs[0].type = tensor_type([operator.inputs[0].get_first_dimension(), operator.raw_operator.n_outputs_])
 
 
+def _quadratic_model_scores(graph, x, estimator):
+    """A single quadratic neuron per output; Ridge's shapes ((d, d), (d,), a float) for 1-D y."""
+    coef = np.atleast_2d(estimator.coef_)
+    Q = np.reshape(estimator.Q_, (coef.shape[0], coef.shape[1], coef.shape[1]))
+    return graph.quadratic_form(x, Q, coef, np.reshape(estimator.intercept_, -1))
+
+
 def _convert_regressor(scope, operator, container):
-    """A network regressor's ``predict``: the scores, ``exp`` for ``loss="poisson"``."""
+    """A regressor's ``predict`` as ``[N, n_outputs_]``: the network, bilinear or quadratic-form scores.
+
+    The network regressors add ``exp`` for ``loss="poisson"``.
+    """
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
-    scores = _network_scores(graph, operator.inputs[0].full_name, estimator)
-    if estimator.out_activation_ == "exp":
+    x = operator.inputs[0].full_name
+    if hasattr(estimator, "layers_"):
+        scores = _network_scores(graph, x, estimator)
+    elif hasattr(estimator, "U_"):
+        scores = _bilinear_scores(graph, x, estimator)
+    else:
+        scores = _quadratic_model_scores(graph, x, estimator)
+    if getattr(estimator, "out_activation_", None) == "exp":
         scores = graph.node("Exp", scores)
     container.add_node(
         "Identity", [scores], [operator.outputs[0].full_name],
@@ -204,7 +221,7 @@ def _convert(scope, operator, container):
     elif hasattr(estimator, "U_"):
         scores = _bilinear_scores(graph, x, estimator)
     else:
-        scores = graph.quadratic_form(x, estimator.Q_, estimator.coef_, estimator.intercept_)
+        scores = _quadratic_model_scores(graph, x, estimator)
     n_scores = 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
     proba = _probabilities(graph, scores, estimator, n_scores)
     container.add_node(
@@ -230,12 +247,18 @@ def register():
     """Register the converters (idempotent)."""
     from .. import (
         BackpropQuantizedClassifier,
+        BackpropQuantizedRegressor,
         QNNClassifier,
         QNNRegressor,
         QuadraticLogisticRegression,
+        QuadraticRegression,
+        QuadraticRegressionCV,
         RPQNNClassifier,
         RPQNNRegressor,
         SDPQuantizedClassifier,
+        SDPQuantizedClassifierCV,
+        SDPQuantizedRegressor,
+        SDPQuantizedRegressorCV,
     )
 
     for cls in (
@@ -243,6 +266,7 @@ def register():
         QNNClassifier,
         RPQNNClassifier,
         SDPQuantizedClassifier,
+        SDPQuantizedClassifierCV,
         BackpropQuantizedClassifier,
     ):
         update_registered_converter(
@@ -252,5 +276,13 @@ def register():
             _convert,
             options={"zipmap": [True, False, "columns"], "nocl": [True, False]},
         )
-    for cls in (QNNRegressor, RPQNNRegressor):
+    for cls in (
+        QuadraticRegression,
+        QuadraticRegressionCV,
+        QNNRegressor,
+        RPQNNRegressor,
+        SDPQuantizedRegressor,
+        SDPQuantizedRegressorCV,
+        BackpropQuantizedRegressor,
+    ):
         update_registered_converter(cls, f"Skquad{cls.__name__}", _regressor_output_shapes, _convert_regressor)

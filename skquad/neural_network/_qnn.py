@@ -143,7 +143,7 @@ class QNNClassifier(BaseQuadraticNetworkClassifier):
     backward : {"fused", "cached", "autograd"}, default="fused"
         How gradients are computed: "fused" runs Noel et al.'s explicit
         back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
         per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
         differentiates plain torch operations. All three give the same
         gradients.
@@ -223,6 +223,10 @@ class QNNClassifier(BaseQuadraticNetworkClassifier):
     diverged_ : bool
         True when the last fit stopped because training diverged (the best
         weights seen were restored, and a ConvergenceWarning said so).
+
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
+        predicts there, or on the CPU where that device is missing.
 
     n_layers_ : int
         Number of layers, counting the input layer (as in MLPClassifier).
@@ -394,7 +398,7 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
     backward : {"fused", "cached", "autograd"}, default="fused"
         How gradients are computed: "fused" runs Noel et al.'s explicit
         back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
         per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
         differentiates plain torch operations. All three give the same
         gradients.
@@ -470,6 +474,10 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
     diverged_ : bool
         True when the last fit stopped because training diverged (the best
         weights seen were restored, and a ConvergenceWarning said so).
+
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
+        predicts there, or on the CPU where that device is missing.
 
     n_layers_ : int
         Number of layers, counting the input layer (as in MLPRegressor).

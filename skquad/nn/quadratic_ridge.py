@@ -30,6 +30,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 __all__ = [
+    "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
     "expansion_size",
     "fit_quadratic_ridge",
@@ -109,6 +110,19 @@ def _solve_symmetric(matrix, rhs, alpha):
     return out
 
 
+def _centred_kernel(dense, weight, fit_intercept):
+    """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``."""
+    S = dense @ dense.T
+    squares = dense * dense
+    K = S + 0.5 * (S * S + squares @ squares.T)
+    if fit_intercept:
+        # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
+        share = weight / weight.sum()
+        k_bar = K @ share
+        K = K - k_bar[:, None] - k_bar[None, :] + share @ k_bar
+    return K
+
+
 def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="primal",
                         tol=1e-4, max_iter=None):
     """Ridge coefficients of the degree-2 features.
@@ -149,14 +163,7 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
 
     if solver == "kernel":
         dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-        S = dense @ dense.T
-        squares = dense * dense
-        K = S + 0.5 * (S * S + squares @ squares.T)
-        if fit_intercept:
-            # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
-            share = weight / weight.sum()
-            k_bar = K @ share
-            K = K - k_bar[:, None] - k_bar[None, :] + share @ k_bar
+        K = _centred_kernel(dense, weight, fit_intercept)
         root = np.sqrt(weight)
         dual = _solve_symmetric(root[:, None] * K * root[None, :], root[:, None] * Y_centred, alpha)
         V = root[:, None] * dual
@@ -243,3 +250,156 @@ def quadratic_model_scores(X, Q, coef, intercept):
         quadratic = np.einsum("nk,tkl,nl->nt", block, Q, block, optimize=True)
         out[start : start + block.shape[0]] = quadratic + block @ coef.T + intercept
     return out
+
+
+class QuadraticRidgeLeaveOneOut:
+    """Exact leave-one-out errors of the degree-2 ridge problem for many ``alpha`` at once.
+
+    :class:`sklearn.linear_model.RidgeCV`'s efficient leave-one-out
+    (Rifkin & Lippert, "Notes on Regularized Least Squares", 2007) on the
+    features ``φ`` of this module, without the ``n x D`` feature matrix. With
+    ``Φ_w = diag(√s) (Φ - 1 mᵀ)`` and ``ỹ = √s (y - ȳ)`` (``m``, ``ȳ`` the
+    ``s``-weighted means, zero without an intercept), one eigendecomposition
+    serves every ``alpha``:
+
+    * ``"gram"`` (``n <= D``): ``Φ_w Φ_wᵀ = Q Λ Qᵀ``, the ``n x n`` kernel
+      from ``X`` alone (``O(n² d + n³)``); ``c = Q (Λ + α)⁻¹ Qᵀ ỹ``,
+      ``looe = c / diag(Q (Λ + α)⁻¹ Qᵀ)``;
+    * ``"cov"`` (``n > D``): ``Φ_wᵀ Φ_w = V Λ Vᵀ``, the ``D x D`` normal
+      matrix accumulated over row blocks (``O(n D² + D³)``);
+      ``H⁻¹ = V (Λ + α)⁻¹ Vᵀ``, ``α looe = (ỹ - Φ_w H⁻¹ Φ_wᵀ ỹ) /
+      (1 - diag(Φ_w H⁻¹ Φ_wᵀ))``, the diagonal for all alphas in one more
+      pass over the row blocks of ``Φ_w V``.
+
+    With an intercept both get RidgeCV's correction of the diagonal,
+    ``d -= G⁻¹√s ∘ √s / Σs``. The errors are those of the weighted problem
+    (scaled by ``√s``), as RidgeCV's.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    Y : ndarray of shape (n_samples, n_targets)
+    weight : ndarray of shape (n_samples,)
+    fit_intercept : bool, default=True
+    mode : {"gram", "cov"}, default="gram"
+    """
+
+    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram"):
+        n, d = X.shape
+        self._X = X
+        self._rows, self._cols = _pairs(d)
+        self.mode = mode
+        D = expansion_size(d)
+        Y = np.asarray(Y, dtype=np.float64)
+        weight = np.asarray(weight, dtype=np.float64)
+        self._root = np.sqrt(weight)
+        self._weight_sum = weight.sum()
+        self.fit_intercept = fit_intercept
+        if fit_intercept:
+            self._mean = _feature_means(X, weight, self._rows, self._cols)
+            self.y_mean = weight @ Y / self._weight_sum
+        else:
+            self._mean, self.y_mean = np.zeros(D), np.zeros(Y.shape[1])
+        # ỹ with √s appended as one more column: the intercept correction
+        # needs G⁻¹√s (or Φ_w H⁻¹ Φ_wᵀ √s), computed alongside the targets.
+        self._rhs = np.column_stack([self._root[:, None] * (Y - self.y_mean), self._root])
+        if mode == "gram":
+            self._dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
+            K = _centred_kernel(self._dense, weight, fit_intercept)
+            K = self._root[:, None] * K * self._root[None, :]
+            self.eigenvalues, self._vectors = np.linalg.eigh(K)
+            del K
+            self._projected = self._vectors.T @ self._rhs
+        elif mode == "cov":
+            C = np.zeros((D, D))
+            projected = np.zeros((D, self._rhs.shape[1]))
+            for start, rows, features in self._weighted_feature_blocks():
+                C += features.T @ features
+                projected += features.T @ self._rhs[rows]
+            self.eigenvalues, self._vectors = np.linalg.eigh(C)
+            del C
+            # Φ_wᵀ [ỹ, √s] in the eigenbasis.
+            self._projected = self._vectors.T @ projected
+        else:  # pragma: no cover - validated by the estimator
+            raise ValueError(f"Unknown mode {mode!r}.")
+
+    def _weighted_feature_blocks(self):
+        """Row blocks of ``Φ_w`` (never more than ``_BLOCK_ELEMENTS`` numbers)."""
+        D = self._mean.shape[0]
+        for start, block in _dense_blocks(self._X, D):
+            rows = slice(start, start + block.shape[0])
+            features = _expand(block, self._rows, self._cols) - self._mean
+            yield start, rows, features * self._root[rows, None]
+
+    def errors(self, alphas):
+        """Leave-one-out errors for every alpha.
+
+        Parameters
+        ----------
+        alphas : ndarray of shape (n_alphas,)
+            Positive penalties.
+
+        Returns
+        -------
+        looe : ndarray of shape (n_samples, n_targets, n_alphas)
+            ``√s_i`` times the error on sample ``i`` of the model fitted
+            without it.
+        """
+        alphas = np.asarray(alphas, dtype=np.float64)
+        inverse = 1.0 / (self.eigenvalues[:, None] + alphas[None, :])  # (r, A)
+        n_targets = self._rhs.shape[1] - 1
+        # The products for all alphas at once: (r, k + 1, A).
+        scaled = self._projected[:, :, None] * inverse[:, None, :]
+        if self.mode == "gram":
+            n = self._vectors.shape[0]
+            # c = G⁻¹ [ỹ, √s] and diag(G⁻¹), over row chunks of Q.
+            values = np.empty((n, n_targets + 1, alphas.shape[0]))
+            diagonal = np.empty((n, alphas.shape[0]))
+            step = max(1, _BLOCK_ELEMENTS // max(1, n))
+            flat = scaled.reshape(scaled.shape[0], -1)
+            for start in range(0, n, step):
+                Q = self._vectors[start : start + step]
+                values[start : start + step] = (Q @ flat).reshape(Q.shape[0], n_targets + 1, -1)
+                diagonal[start : start + step] = (Q * Q) @ inverse
+            if self.fit_intercept:
+                diagonal -= values[:, -1, :] * self._root[:, None] / self._weight_sum
+            return values[:, :n_targets, :] / diagonal[:, None, :]
+        # "cov": α c = [ỹ, √s] - Φ_w H⁻¹ Φ_wᵀ [ỹ, √s], α d = 1 - diag(Φ_w H⁻¹ Φ_wᵀ).
+        n = self._rhs.shape[0]
+        fitted = np.empty((n, n_targets + 1, alphas.shape[0]))
+        leverage = np.empty((n, alphas.shape[0]))
+        flat = scaled.reshape(scaled.shape[0], -1)
+        for start, rows, features in self._weighted_feature_blocks():
+            P = features @ self._vectors
+            fitted[rows] = (P @ flat).reshape(P.shape[0], n_targets + 1, -1)
+            leverage[rows] = (P * P) @ inverse
+        residual = self._rhs[:, :, None] - fitted
+        denominator = 1.0 - leverage
+        if self.fit_intercept:
+            denominator -= residual[:, -1, :] * self._root[:, None] / self._weight_sum
+        return residual[:, :n_targets, :] / denominator[:, None, :]
+
+    def coefficients(self, alpha):
+        """The ridge solution for one alpha per target.
+
+        Parameters
+        ----------
+        alpha : ndarray of shape (n_targets,)
+
+        Returns
+        -------
+        coefficients : ndarray of shape (D, n_targets)
+        intercept : ndarray of shape (n_targets,)
+        """
+        alpha = np.asarray(alpha, dtype=np.float64)
+        scaled = self._projected[:, :-1] / (self.eigenvalues[:, None] + alpha[None, :])
+        if self.mode == "gram":
+            # Φ_wᵀ c with c = G⁻¹ ỹ: Φᵀ(√s c) less the mean's share.
+            V = self._root[:, None] * (self._vectors @ scaled)
+            coefficients = _transpose_product(self._dense, V, self._rows, self._cols) - np.outer(
+                self._mean, V.sum(axis=0)
+            )
+        else:
+            coefficients = self._vectors @ scaled
+        intercept = self.y_mean - self._mean @ coefficients
+        return coefficients, intercept

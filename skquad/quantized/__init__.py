@@ -11,19 +11,22 @@ fitted scale.
 cross-validation along a warm-started regularization path;
 :class:`SDPQuantizedRegressor` is the same network for regression (the squared
 loss, vector outputs), sharing the classifier's fit, sampling and export;
+:class:`SDPQuantizedRegressorCV` chooses its ``beta`` by the same search;
 :class:`BackpropQuantizedRegressor` is the baseline for it.
 
-One module per estimator (``_sdp``, ``_sdp_cv``, ``_sdp_regressor``, ``_backprop``,
+One module per estimator (``_sdp``, ``_sdp_cv``, ``_sdp_regressor``,
+``_sdp_regressor_cv``, ``_backprop``,
 ``_backprop_regressor``); the math
 lives in :mod:`skquad.convex` (the second-layer refit in
 :mod:`skquad.convex.second_layer`) and :mod:`skquad.nn.bilinear`.
 """
 
-from ._backprop import BackpropQuantizedClassifier, make_bilinear_trainer
+from ._backprop import BackpropQuantizedClassifier
 from ._backprop_regressor import BackpropQuantizedRegressor
 from ._sdp import SDPQuantizedClassifier
 from ._sdp_cv import SDPQuantizedClassifierCV
 from ._sdp_regressor import SDPQuantizedRegressor
+from ._sdp_regressor_cv import SDPQuantizedRegressorCV
 
 __all__ = [
     "BackpropQuantizedClassifier",
@@ -31,5 +34,5 @@ __all__ = [
     "SDPQuantizedClassifier",
     "SDPQuantizedClassifierCV",
     "SDPQuantizedRegressor",
-    "make_bilinear_trainer",
+    "SDPQuantizedRegressorCV",
 ]

@@ -10,8 +10,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
+from .._torch_utils import resolve_device
 from .._training import SubtaskReporter
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
@@ -87,6 +89,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         return digest.hexdigest()
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the SDP relaxation and sample a binary network from it.
 
@@ -104,6 +107,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self : SDPQuantizedClassifier
         """
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
+        # The one device rule (skquad._training._runtime): a bad or missing
+        # device is refused here, before any work.
+        device = resolve_device(self.device)
         lifting = InputLifting(
             fit_intercept=bool(self.fit_intercept),
             levels=int(self.weight_levels),
@@ -146,7 +152,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 init=previous if solver is None else None,
                 callback=self._solver_chunk_hook(X, y),
                 verbose=int(self.verbose),
-                device=self.device,
+                device=device,
             )
             self.Q_ = solution.Q
             self.Z_ = solution.Z.copy()
@@ -291,6 +297,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             UserWarning,
         )
 
+    @atomic_fit
     def resample(self, n_neurons=None, random_state=None):
         """Draw a new network from the stored SDP solution (no new solve).
 
@@ -418,7 +425,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     bound. Algorithm 1 gives every neuron of a class one shared second-layer
     weight; with ``refit_output_layer=True`` (the default, beyond the paper)
     the second layer is then refitted as the convex problem it is once the
-    binary first layer is fixed (:mod:`skquad.convex.second_layer`), which can
+    binary first layer is fixed (``skquad.convex.second_layer``), which can
     only lower the objective ``objective_`` and keeps ``lower_bound_`` valid.
     A network far above the bound gets a warning that says how many neurons
     would help.
@@ -440,7 +447,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Regularization ``beta``: the objective penalizes
         ``beta * p * sum_j ||alpha_j||_1`` (the paper's ``beta d sum |alpha_j|``,
         with ``p`` the length of the binary weight vectors). In the SDP this is
-        ``2 * beta * p * rho``; see :mod:`skquad.convex.formulation` for why
+        ``2 * beta * p * rho``; see ``skquad.convex.formulation`` for why
         the factor 2 (the paper writes ``beta * d * rho``, a looser bound).
         Larger values give smaller second-layer weights; too large a value
         gives the zero network.
@@ -507,7 +514,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         weight per neuron and class) by minimising the network's own
         objective ``loss + beta * p * sum_j ||alpha_j||_1`` from Algorithm 1's
         shared weights (a convex, L1-penalised linear model on the neurons'
-        outputs; see :mod:`skquad.convex.second_layer`). The objective never
+        outputs; see ``skquad.convex.second_layer``). The objective never
         goes up and the network needs far fewer neurons for the same
         accuracy. False keeps the paper's shared weights.
     class_weight : dict, "balanced" or None, default=None

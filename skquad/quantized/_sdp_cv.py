@@ -1,23 +1,30 @@
-"""SDPQuantizedClassifierCV: choose the SDP's ``beta`` by cross-validation along a path."""
+"""SDPQuantizedClassifierCV: choose the SDP's ``beta`` by cross-validation along a path.
+
+The search itself (the path from ``beta_max`` down, the warm-started folds, the
+choice with non-finite scores ranked last, the refit) is
+:class:`BetaPathSearchMixin`, shared with
+:class:`~skquad.quantized.SDPQuantizedRegressorCV`.
+"""
 
 import warnings
 from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import _fit_context, clone
+from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from .._atomic import atomic_fit
 from .._reporting import warn_user
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
-from ._common import _check_activation, _class_targets, _standardization
+from ._common import _check_activation, _standardization
 from ._sdp import SDPQuantizedClassifier
 
-__all__ = ["SDPQuantizedClassifierCV"]
+__all__ = ["BetaPathSearchMixin", "SDPQuantizedClassifierCV"]
 
 # The start of SDPQuantizedClassifier's warning about a network far from its bound.
 _FAR_FROM_BOUND = "The network with n_neurons="
@@ -43,7 +50,118 @@ def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
     return scores
 
 
-class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
+class BetaPathSearchMixin:
+    """The ``beta`` search of the SDP CV estimators (not for direct use).
+
+    A subclass names its single-``beta`` estimator in ``_single_estimator_class``
+    and its ``fit`` validates the data, computes the path with :meth:`_path`
+    and hands over to :meth:`_search`. Scoring (None: the estimator's
+    ``score``, accuracy or R²) and the default folds (stratified for a
+    classifier, :class:`~sklearn.model_selection.KFold` for a regressor)
+    follow from whether the subclass is a classifier, as in
+    :func:`~sklearn.model_selection.check_cv`.
+    """
+
+    _single_estimator_class = None
+
+    def _penalty_beta(self):
+        return float(self.beta_)
+
+    def _single_estimator(self):
+        """The single-``beta`` estimator with this estimator's model parameters."""
+        single = self._single_estimator_class
+        names = single._get_param_names()
+        params = {name: value for name, value in self.get_params(deep=False).items() if name in names}
+        return single(**params)
+
+    def _best_index(self, scores):
+        """The beta of the best mean fold score; non-finite means rank last (as GridSearchCV)."""
+        mean_scores = scores.mean(axis=0)
+        finite = np.isfinite(mean_scores)
+        if not finite.any():
+            raise ValueError(
+                f"Every beta's cross-validated score is non-finite (scoring="
+                f"{self.scoring!r}), so no beta can be chosen. The scorer fails on "
+                "these folds' predictions (for a classifier, a fold's test split "
+                "probably holds a single class: use a stratified cv with fewer "
+                "folds); choose another scoring or cv."
+            )
+        if not finite.all():
+            warn_user(
+                f"{int((~finite).sum())} of the {finite.size} betas have non-finite "
+                f"cross-validated scores (scoring={self.scoring!r}); they are ranked "
+                "last, as GridSearchCV ranks them.",
+                UserWarning,
+            )
+        return int(np.argmax(np.where(finite, mean_scores, -np.inf)))
+
+    def _path(self, X, y_validated, sample_weight):
+        """The betas, decreasing: ``betas`` as given, or log-spaced down from ``beta_max``."""
+        if not isinstance(self.betas, Integral):
+            betas = np.sort(np.asarray(self.betas, dtype=np.float64).ravel())[::-1]
+            if betas.size == 0 or not np.all(np.isfinite(betas)) or np.any(betas < 0):
+                raise ValueError(
+                    f"betas must be a positive int or a non-empty list of finite "
+                    f"non-negative floats, got {self.betas!r}."
+                )
+            return betas
+        weight = sample_weight / sample_weight.sum()
+        center, scale = _standardization(X, weight) if self.standardize else (None, None)
+        lifting = InputLifting(
+            fit_intercept=bool(self.fit_intercept),
+            levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+            center=center,
+            scale=scale,
+        )
+        # The targets and blocks of the fit itself (the class encoding, or
+        # the regressor's real targets).
+        n_outputs = self._sdp_n_outputs()
+        targets = self._sdp_targets(y_validated, n_outputs)
+        beta_max = zero_network_beta(
+            lifting, X, targets, sample_weight, loss=self.loss, n_outputs=n_outputs
+        )
+        beta_max = beta_max if beta_max > 0 else 1.0
+        return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
+
+    def _search(self, X, y, sample_weight, betas):
+        """Score every fold along ``betas``, choose ``beta_`` and refit; returns ``self``.
+
+        ``y`` is what the folds' estimators are fitted on (labels, or the
+        real targets in the fitted shape); ``sample_weight`` the user's
+        weights (None when not given).
+        """
+        folds = list(check_cv(self.cv, y, classifier=is_classifier(self)).split(X, y))
+        scorer = check_scoring(self, scoring=self.scoring)
+        base = self._single_estimator()
+        scores = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_path)(base, betas, X, y, sample_weight, train, test, scorer)
+            for train, test in folds
+        )
+        scores = np.vstack(scores)
+        best = self._best_index(scores)
+        model = clone(base).set_params(beta=betas[best])
+        if self.refit:
+            model.fit(X, y, sample_weight=sample_weight)
+        else:
+            train = folds[0][0]
+            model.fit(
+                X[train], y[train],
+                sample_weight=None if sample_weight is None else sample_weight[train],
+            )
+        fitted = {
+            name: value
+            for name, value in vars(model).items()
+            if name not in model.get_params(deep=False)
+        }
+        vars(self).update(fitted)
+        self.beta_ = float(betas[best])
+        self.betas_ = betas
+        self.scores_ = scores
+        return self
+
+
+class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
     """:class:`SDPQuantizedClassifier` with ``beta`` chosen by cross-validation.
 
     Like :class:`~sklearn.linear_model.LogisticRegressionCV`: on every fold,
@@ -118,6 +236,8 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         "n_jobs": [Integral, None],
     }
 
+    _single_estimator_class = SDPQuantizedClassifier
+
     def __init__(
         self,
         n_neurons=1000,
@@ -165,63 +285,8 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         self.class_weight = class_weight
         self.random_state = random_state
 
-    def _penalty_beta(self):
-        return float(self.beta_)
-
-    def _single_estimator(self):
-        """The :class:`SDPQuantizedClassifier` with this estimator's model parameters."""
-        names = SDPQuantizedClassifier._get_param_names()
-        params = {name: value for name, value in self.get_params(deep=False).items() if name in names}
-        return SDPQuantizedClassifier(**params)
-
-    def _best_index(self, scores):
-        """The beta of the best mean fold score; non-finite means rank last (as GridSearchCV)."""
-        mean_scores = scores.mean(axis=0)
-        finite = np.isfinite(mean_scores)
-        if not finite.any():
-            raise ValueError(
-                f"Every beta's cross-validated score is non-finite (scoring="
-                f"{self.scoring!r}), so no beta can be chosen. A fold's test split "
-                "probably holds a single class (use a stratified cv with fewer "
-                "folds) or the scorer fails on these predictions; choose another "
-                "scoring or cv."
-            )
-        if not finite.all():
-            warn_user(
-                f"{int((~finite).sum())} of the {finite.size} betas have non-finite "
-                f"cross-validated scores (scoring={self.scoring!r}); they are ranked "
-                "last, as GridSearchCV ranks them.",
-                UserWarning,
-            )
-        return int(np.argmax(np.where(finite, mean_scores, -np.inf)))
-
-    def _path(self, X, y_encoded, sample_weight):
-        if not isinstance(self.betas, Integral):
-            betas = np.sort(np.asarray(self.betas, dtype=np.float64).ravel())[::-1]
-            if betas.size == 0 or not np.all(np.isfinite(betas)) or np.any(betas < 0):
-                raise ValueError(
-                    f"betas must be a positive int or a non-empty list of finite "
-                    f"non-negative floats, got {self.betas!r}."
-                )
-            return betas
-        weight = sample_weight / sample_weight.sum()
-        center, scale = _standardization(X, weight) if self.standardize else (None, None)
-        lifting = InputLifting(
-            fit_intercept=bool(self.fit_intercept),
-            levels=int(self.weight_levels),
-            activation=_check_activation(self.activation),
-            center=center,
-            scale=scale,
-        )
-        n_outputs = self._n_scores
-        targets = _class_targets(y_encoded, n_outputs)
-        beta_max = zero_network_beta(
-            lifting, X, targets, sample_weight, loss=self.loss, n_outputs=n_outputs
-        )
-        beta_max = beta_max if beta_max > 0 else 1.0
-        return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
-
     @_fit_context(prefer_skip_nested_validation=False)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
 
@@ -237,35 +302,7 @@ class SDPQuantizedClassifierCV(SDPQuantizedClassifier):
         self : SDPQuantizedClassifierCV
         """
         X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
-        y = self.classes_[y_encoded]
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         betas = self._path(X, y_encoded, weight)
-        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
-        scorer = check_scoring(self, scoring=self.scoring)
-        base = self._single_estimator()
-        scores = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_path)(base, betas, X, y, sample_weight, train, test, scorer)
-            for train, test in folds
-        )
-        scores = np.vstack(scores)
-        best = self._best_index(scores)
-        model = clone(base).set_params(beta=betas[best])
-        if self.refit:
-            model.fit(X, y, sample_weight=sample_weight)
-        else:
-            train = folds[0][0]
-            model.fit(
-                X[train], y[train],
-                sample_weight=None if sample_weight is None else sample_weight[train],
-            )
-        fitted = {
-            name: value
-            for name, value in vars(model).items()
-            if name not in model.get_params(deep=False)
-        }
-        vars(self).update(fitted)
-        self.beta_ = float(betas[best])
-        self.betas_ = betas
-        self.scores_ = scores
-        return self
+        return self._search(X, self.classes_[y_encoded], sample_weight, betas)

@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ._report import markdown_table
+from .._report import markdown_table
 
 __all__ = ["speed"]
 
@@ -66,8 +66,8 @@ def _uci_runs(datasets, repeats, device, progress):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import PolynomialFeatures
 
-    from ..datasets import load_uci, make_uci_preprocessor
-    from ..linear_model import QuadraticLogisticRegression
+    from skquad.datasets import load_uci, make_uci_preprocessor
+    from skquad.linear_model import QuadraticLogisticRegression
 
     rows = []
     for name in datasets:
@@ -90,7 +90,7 @@ def _uci_runs(datasets, repeats, device, progress):
                 model = models[model_name]
                 load = _load()
                 wall, cpu, converged = _timed_fit(model, X_train, y[train])
-                n_iter = model.n_iter_ if model_name == "QLR" else int(model[-1].n_iter_[0])
+                n_iter = int((model if model_name == "QLR" else model[-1]).n_iter_[0])
                 rows.append(
                     dict(
                         dataset=name, split=split, model=model_name,
@@ -177,12 +177,12 @@ def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_
     if task == "qlr":
         import torch
 
-        from ..linear_model import QuadraticLogisticRegression
+        from skquad.linear_model import QuadraticLogisticRegression
 
         model = QuadraticLogisticRegression(C=100.0, max_iter=max_iter, tol=0.0, device=device)
         wall, cpu, converged = _timed_fit(model, X, y)
         out.update(
-            fit_time_s=wall, fit_cpu_s=cpu, n_iter=model.n_iter_, converged=converged,
+            fit_time_s=wall, fit_cpu_s=cpu, n_iter=int(model.n_iter_[0]), converged=converged,
             train_accuracy=model.score(X, y), peak_rss_gb=_peak_rss_gb(),
             torch_threads=torch.get_num_threads(),
         )
@@ -206,7 +206,7 @@ def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_
 
 def _run_child(task, n_samples, n_features, device, max_iter, progress):
     code = (
-        "from skquad.benchmarks._qlr import _large_child; "
+        "from skquad.benchmarks.research._qlr import _large_child; "
         f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter}, "
         f"{LARGE_MEMORY_TARGET_GB!r})"
     )

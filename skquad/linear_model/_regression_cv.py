@@ -1,0 +1,282 @@
+"""QuadraticRegressionCV: QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it."""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.model_selection import GridSearchCV
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._base import BaseQuadraticRegressor
+from .._memory import check_memory
+from .._training import choose_thread_count, limit_threads
+from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
+from ._regression import QuadraticRegression, fitted_quadratic_scores, publish_quadratic_model
+
+__all__ = ["QuadraticRegressionCV"]
+
+
+class _PredictionsAsInput(RegressorMixin, BaseEstimator):
+    """A "regressor" whose predictions are its input: scores given predictions with a scorer."""
+
+    def predict(self, predictions):
+        return predictions
+
+
+class QuadraticRegressionCV(BaseQuadraticRegressor):
+    """:class:`QuadraticRegression` with ``alpha`` chosen by cross-validation, as RidgeCV.
+
+    It is :class:`~sklearn.linear_model.RidgeCV` on the degree-2 features of
+    ``PolynomialFeatures(2, include_bias=False)`` (the same ``alpha``
+    penalizes the same coefficients as in :class:`QuadraticRegression`), so
+    ``alpha_``, ``best_score_`` and the predictions are RidgeCV's on the
+    expanded data, without forming the ``n x d(d+3)/2`` feature matrix.
+
+    By default (``cv=None``) the selection is RidgeCV's efficient
+    leave-one-out: one eigendecomposition, of the ``n x n`` kernel (computed
+    from ``X``, ``O(n² d + n³)``) when ``n <= D = d(d+3)/2``, else of the
+    ``D x D`` normal matrix (``O(n D² + D³)``, streamed over row blocks),
+    gives the exact leave-one-out errors of every ``alpha`` at once, at about
+    the cost of two or three fits instead of ``n`` per ``alpha``. With ``cv``
+    an integer or a splitter, each ``alpha`` is fitted on each fold by
+    :class:`QuadraticRegression` through
+    :class:`~sklearn.model_selection.GridSearchCV`, as RidgeCV does.
+
+    Parameters
+    ----------
+    alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
+        The ``alpha`` values to try (Ridge's meaning). Strictly positive for
+        the leave-one-out (``cv=None``).
+    fit_intercept : bool, default=True
+        Fit an unpenalized intercept.
+    scoring : str, callable or None, default=None
+        None: the negative mean squared leave-one-out error (``cv=None``,
+        weighted by ``sample_weight``) or R² (``cv`` given), as RidgeCV. Else
+        a scorer name or callable, given the leave-one-out predictions
+        (``cv=None``) or each fold's model.
+    cv : int, cross-validation generator, iterable or None, default=None
+        None: the efficient leave-one-out. Otherwise the folds of
+        :class:`~sklearn.model_selection.GridSearchCV` (an integer is a
+        :class:`~sklearn.model_selection.KFold`).
+    gcv_mode : {"auto", "eigen", "gram", "cov"} or None, default=None
+        The decomposition of the leave-one-out. None, ``"auto"`` and
+        ``"eigen"``: as RidgeCV's ``"eigen"``, the ``n x n`` kernel when
+        ``n <= D``, else the ``D x D`` normal matrix. ``"gram"`` or ``"cov"``
+        force one of them.
+    store_cv_results : bool, default=False
+        Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only).
+    alpha_per_target : bool, default=False
+        Choose ``alpha`` per target for a 2-D ``y`` (``cv=None`` only).
+
+    Attributes
+    ----------
+    alpha_ : float or ndarray of shape (n_targets,)
+        The chosen ``alpha`` (one per target with ``alpha_per_target``).
+    best_score_ : float or ndarray of shape (n_targets,)
+        Its score.
+    cv_results_ : ndarray of shape (n_samples, n_alphas) or (n_samples, n_targets, n_alphas)
+        With ``store_cv_results``: the squared leave-one-out errors (times
+        ``sample_weight``) when ``scoring`` is None, else the leave-one-out
+        predictions.
+    Q_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
+        Symmetric quadratic forms of the model refitted with ``alpha_``.
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        Linear coefficients.
+    intercept_ : float or ndarray of shape (n_targets,)
+    n_outputs_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when ``X`` has string feature names.
+
+    See Also
+    --------
+    QuadraticRegression : the model at one ``alpha``.
+    sklearn.linear_model.RidgeCV : the same selection on linear features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad import QuadraticRegressionCV
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-1, 1, size=(200, 3))
+    >>> y = X[:, 0] * X[:, 1] - X[:, 2] ** 2 + 0.1 * rng.randn(200)
+    >>> model = QuadraticRegressionCV(alphas=[1e-3, 1e-1, 10.0]).fit(X, y)
+    >>> float(model.alpha_)
+    0.1
+    """
+
+    _parameter_constraints = {
+        "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "cv": ["cv_object"],
+        "gcv_mode": [StrOptions({"auto", "eigen", "gram", "cov"}), None],
+        "store_cv_results": ["boolean"],
+        "alpha_per_target": ["boolean"],
+    }
+
+    _accept_sparse = True
+
+    def __init__(
+        self,
+        alphas=(0.1, 1.0, 10.0),
+        *,
+        fit_intercept=True,
+        scoring=None,
+        cv=None,
+        gcv_mode=None,
+        store_cv_results=False,
+        alpha_per_target=False,
+    ):
+        self.alphas = alphas
+        self.fit_intercept = fit_intercept
+        self.scoring = scoring
+        self.cv = cv
+        self.gcv_mode = gcv_mode
+        self.store_cv_results = store_cv_results
+        self.alpha_per_target = alpha_per_target
+
+    def _checked_alphas(self):
+        alphas = np.atleast_1d(np.asarray(self.alphas, dtype=np.float64))
+        if alphas.ndim != 1 or alphas.shape[0] == 0:
+            raise ValueError(f"alphas must be a non-empty 1-D array-like, got {self.alphas!r}.")
+        # RidgeCV's rule: the leave-one-out needs alpha > 0, the folds alpha >= 0.
+        if self.cv is None:
+            bad = ~(np.isfinite(alphas) & (alphas > 0))
+            rule = "> 0 (the leave-one-out needs a positive penalty)"
+        else:
+            bad = ~(np.isfinite(alphas) & (alphas >= 0))
+            rule = ">= 0"
+        if np.any(bad):
+            index = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"alphas[{index}] == {alphas[index]}, must be {rule}.")
+        return alphas
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Choose ``alpha`` and fit the model with it on all the data.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the ridge objective; with ``cv=None`` they also weight
+            the leave-one-out score (and are passed to ``scoring``), as in
+            RidgeCV.
+
+        Returns
+        -------
+        self : QuadraticRegressionCV
+        """
+        if self.cv is not None and self.store_cv_results:
+            raise ValueError("cv!=None and store_cv_results=True are incompatible")
+        if self.cv is not None and self.alpha_per_target:
+            raise ValueError("cv!=None and alpha_per_target=True are incompatible")
+        given_weight = sample_weight
+        X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
+        alphas = self._checked_alphas()
+        if self.cv is None:
+            self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas)
+        else:
+            self._fit_folds(X, Y, given_weight, alphas)
+        return self
+
+    def _mode(self, n_samples, n_features):
+        if self.gcv_mode in ("gram", "cov"):
+            return self.gcv_mode
+        return "gram" if n_samples <= expansion_size(n_features) else "cov"
+
+    def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas):
+        n, d = X.shape
+        D = expansion_size(d)
+        k, n_alphas = Y.shape[1], alphas.shape[0]
+        mode = self._mode(n, d)
+        size = n if mode == "gram" else D
+        # The matrix, its eigenvectors and eigh's workspace, plus the errors
+        # and fitted values for every alpha.
+        check_memory(
+            8.0 * (3 * size**2 + 3 * n * (k + 1) * n_alphas),
+            "cv", self.cv,
+            f"the leave-one-out's eigendecomposition of a {size} x {size} matrix",
+            advice="pass cv=5 (K-fold with QuadraticRegression's memory-bounded solvers).",
+        )
+        flops = 2.0 * n * size * size + 10.0 * size**3
+        with limit_threads(None, blas=choose_thread_count(flops)):
+            loo = QuadraticRidgeLeaveOneOut(
+                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode
+            )
+            errors = loo.errors(alphas)  # (n, k, n_alphas), times √s
+        if self.scoring is None:
+            values = errors**2
+            axis = 0 if self.alpha_per_target else (0, 1)
+            scores = np.mean(-values, axis=axis)  # (k, A) or (A,)
+        else:
+            # RidgeCV's: y - looe in the weighted space, back to the original.
+            root = np.sqrt(sample_weight)
+            values = np.asarray(Y, dtype=np.float64)[:, :, None] - errors / root[:, None, None]
+            scores = self._scores_of_predictions(values, Y, given_weight)
+        per_target = self.alpha_per_target and k > 1
+        if per_target:
+            best = np.array([_first_best(row) for row in scores])
+            self.alpha_ = alphas[best]
+            self.best_score_ = scores[np.arange(k), best]
+            chosen = self.alpha_
+        else:
+            scores = scores.reshape(-1, n_alphas).mean(axis=0) if scores.ndim == 2 else scores
+            best = _first_best(scores)
+            self.alpha_ = float(alphas[best])
+            self.best_score_ = float(scores[best])
+            chosen = np.full(k, self.alpha_)
+        coefficients, intercept = loo.coefficients(chosen)
+        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
+        if self.store_cv_results:
+            values = values.astype(X.dtype, copy=False)
+            self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values
+
+    def _scores_of_predictions(self, predictions, Y, given_weight):
+        """``scoring`` of the leave-one-out predictions (n, k, A): (k, A) or (A,) scores."""
+        scorer = check_scoring(self, scoring=self.scoring)
+        identity = _PredictionsAsInput()
+        params = {} if given_weight is None else {"sample_weight": given_weight}
+        one_dimensional = self._fitted_y_ndim == 1
+        n_alphas = predictions.shape[2]
+        if self.alpha_per_target and Y.shape[1] > 1:
+            return np.array(
+                [
+                    [scorer(identity, predictions[:, j, a], Y[:, j], **params) for a in range(n_alphas)]
+                    for j in range(Y.shape[1])
+                ]
+            )
+        target = Y[:, 0] if one_dimensional else Y
+        return np.array(
+            [
+                scorer(identity, predictions[:, 0, a] if one_dimensional else predictions[:, :, a],
+                       target, **params)
+                for a in range(n_alphas)
+            ]
+        )
+
+    def _fit_folds(self, X, Y, given_weight, alphas):
+        search = GridSearchCV(
+            QuadraticRegression(fit_intercept=self.fit_intercept),
+            {"alpha": alphas},
+            cv=self.cv,
+            scoring=check_scoring(self, scoring=self.scoring, allow_none=True),
+        )
+        params = {} if given_weight is None else {"sample_weight": given_weight}
+        search.fit(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, **params)
+        best = search.best_estimator_
+        self.alpha_ = float(best.alpha)
+        self.best_score_ = float(search.best_score_)
+        self.Q_, self.coef_, self.intercept_ = best.Q_, best.coef_, best.intercept_
+
+    def _raw_scores(self, X):
+        return fitted_quadratic_scores(self, X)
+
+
+def _first_best(scores):
+    """Index of the first highest score, NaN ranked last (as RidgeCV's strict ``>`` scan)."""
+    scores = np.where(np.isnan(scores), -np.inf, scores)
+    return int(np.argmax(scores))

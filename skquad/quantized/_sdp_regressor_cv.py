@@ -1,0 +1,157 @@
+"""SDPQuantizedRegressorCV: the regressor's ``beta`` by cross-validation along a path."""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import _check_sample_weight
+
+from ._sdp_cv import BetaPathSearchMixin
+from ._sdp_regressor import SDPQuantizedRegressor
+
+__all__ = ["SDPQuantizedRegressorCV"]
+
+
+class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
+    """:class:`SDPQuantizedRegressor` with ``beta`` chosen by cross-validation.
+
+    The search of :class:`SDPQuantizedClassifierCV` on the regressor: on
+    every fold, the squared-loss SDP is solved along a path of ``betas`` from
+    the largest (``beta_max``, the zero network's) down, each solve
+    warm-started from the previous one; the sampled and refitted network of
+    each ``beta`` is scored on the held-out part (R² by default, weighted by
+    ``sample_weight``); the ``beta`` with the best mean score (non-finite
+    means ranked last, with a warning), ``beta_``, is refitted on all the
+    data. The fitted attributes and methods are those of that refitted
+    :class:`SDPQuantizedRegressor` (``U_``, ``alpha_``, ``lower_bound_``,
+    ``certified_gap_``, ``resample``, ``relaxed_predict``, ...).
+
+    Parameters
+    ----------
+    n_neurons : int, default=1000
+        As in :class:`SDPQuantizedRegressor`.
+    betas : int or array-like of float, default=10
+        The path. An int ``n`` gives ``n`` values log-spaced from
+        ``beta_max`` (above which the zero network is optimal, computed from
+        the data) down to ``1e-4 * beta_max``; a list gives them directly.
+    cv : int, cross-validation generator or iterable, default=None
+        None is 5-fold :class:`~sklearn.model_selection.KFold` (no shuffling).
+    scoring : str or callable, default=None
+        Scorer of the held-out folds; None is R² (the regressor's ``score``).
+    refit : bool, default=True
+        Refit with ``beta_`` on all the data. With False, the model is fitted
+        at ``beta_`` on the first fold's training part only.
+    n_jobs : int, default=None
+        Folds fitted in parallel (joblib).
+    fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, random_state :
+        As in :class:`SDPQuantizedRegressor`.
+
+    Attributes
+    ----------
+    beta_ : float
+        The chosen ``beta``.
+    betas_ : ndarray of shape (n_betas,)
+        The path, decreasing.
+    scores_ : ndarray of shape (n_folds, n_betas)
+        Held-out score of every fold and ``beta``.
+    n_features_in_, n_outputs_, U_, V_, alpha_, lower_bound_, objective_, ... :
+        Those of the refitted :class:`SDPQuantizedRegressor` (see there).
+
+    See Also
+    --------
+    SDPQuantizedRegressor : the estimator at one ``beta``.
+    SDPQuantizedClassifierCV : the same search for classification.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.quantized import SDPQuantizedRegressorCV
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.standard_normal((150, 3))
+    >>> y = X[:, 0] * X[:, 1] + 0.1 * rng.standard_normal(150)
+    >>> model = SDPQuantizedRegressorCV(100, betas=4, cv=3, random_state=0).fit(X, y)
+    >>> model.scores_.shape
+    (3, 4)
+    >>> bool(model.beta_ in model.betas_)
+    True
+    """
+
+    _parameter_constraints = {
+        **{
+            name: constraint
+            for name, constraint in SDPQuantizedRegressor._parameter_constraints.items()
+            if name not in ("beta", "warm_start")
+        },
+        "betas": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [str, callable, None],
+        "refit": ["boolean"],
+        "n_jobs": [Integral, None],
+    }
+
+    _single_estimator_class = SDPQuantizedRegressor
+
+    def __init__(
+        self,
+        n_neurons=1000,
+        *,
+        betas=10,
+        cv=None,
+        scoring=None,
+        refit=True,
+        n_jobs=None,
+        fit_intercept=True,
+        standardize=True,
+        weight_levels=1,
+        activation="bilinear",
+        solver=None,
+        solver_options=None,
+        tol=1e-4,
+        max_iter=3000,
+        verbose=0,
+        device="auto",
+        covariance="krivine",
+        refit_output_layer=True,
+        random_state=None,
+    ):
+        self.n_neurons = n_neurons
+        self.betas = betas
+        self.cv = cv
+        self.scoring = scoring
+        self.refit = refit
+        self.n_jobs = n_jobs
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+        self.weight_levels = weight_levels
+        self.activation = activation
+        self.solver = solver
+        self.solver_options = solver_options
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.device = device
+        self.covariance = covariance
+        self.refit_output_layer = refit_output_layer
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, sample_weight=None):
+        """Cross-validate ``beta`` along the path, then refit at ``beta_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Used in every fold's fit and in the scoring of its held-out rows.
+
+        Returns
+        -------
+        self : SDPQuantizedRegressorCV
+        """
+        X, Y, weight = self._validate_training_data(X, y, sample_weight)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        betas = self._path(X, Y, weight)
+        return self._search(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, sample_weight, betas)
