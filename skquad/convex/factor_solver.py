@@ -60,6 +60,7 @@ __all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored"]
 # Keyword arguments of solve_factored a user may pass as solver_options.
 FACTOR_SOLVER_OPTIONS = (
     "rank", "max_rank", "chunk_size", "history_size", "hinge_sigma", "align_iterations",
+    "time_limit",
 )
 
 _GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
@@ -367,6 +368,7 @@ def _solve_factored(
     history_size=30,
     hinge_sigma=10.0,
     align_iterations=30,
+    time_limit=None,
     random_state=0,
 ):
     """Solve the SDP relaxation with the factor (Burer-Monteiro) solver.
@@ -405,6 +407,10 @@ def _solve_factored(
     align_iterations : int, default=30
         Iterations that re-optimise the factors' directions for the
         certificate's linear model (``align_factor()``).
+    time_limit : float, default=None
+        Seconds after which the solver stops at the end of a chunk (status
+        ``"time_limit"``) with its current point and the best certified
+        bound so far; None: no limit.
     random_state : int, default=0
         Seeds the small perturbation of the spectral start (a private
         generator; the solve is deterministic).
@@ -468,6 +474,7 @@ def _solve_factored(
     stopped_by_callback = False
     converged = False
     stalled_chunks = 0
+    out_of_time = False
     use_face_dual = data.loss == "squared" and data.lifted is None
     next_face_iteration, face_spacing = 0, 2 * chunk_size
     while True:
@@ -526,6 +533,9 @@ def _solve_factored(
             stopped_by_callback = True
             break
         if n_iter >= max_iter:
+            break
+        if time_limit is not None and elapsed >= time_limit:
+            out_of_time = True
             break
 
         # Decide what the next chunk starts from.
@@ -594,7 +604,9 @@ def _solve_factored(
         rho=rho_np,
         value=float(objective),
         scores=scores.detach().cpu().numpy().astype(np.float64),
-        status="optimal" if converged else ("stopped" if stopped_by_callback else "max_iter"),
+        status="optimal" if converged else (
+            "stopped" if stopped_by_callback else ("time_limit" if out_of_time else "max_iter")
+        ),
         solver="native",
         solve_time=time.perf_counter() - start_time,
         lower_bound=float(lower_bound),
