@@ -10,8 +10,10 @@ Messages name the estimator's parameters (``tol``, ``max_iter``, ``solver``,
 ``solver_options``, ``beta``), which are also this function's.
 """
 
+import concurrent.futures
 import dataclasses
 import math
+import os
 import time
 from numbers import Integral, Real
 
@@ -22,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .compact_solver import compact_applies, solve_compact
-from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
+from .factor_solver import _SINGLE_THREAD_WORK, FACTOR_SOLVER_OPTIONS, solve_factored, threads_for
 from .formulation import solve_sdp
 from .problem import LiftedData
 from .solution import SDPSolution, relative_gap
@@ -86,12 +88,10 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
     ``tol`` keeps the sum's relative gap at most ``tol``. ``max_iter``
     applies to each block.
     """
-    parts = []
-    stopped = False
     time_limit = options.pop("time_limit", None)
     start_time = time.perf_counter()
-    out_of_time = False
-    for k in range(data.n_outputs):
+
+    def solve_block(k):
         block = dataclasses.replace(data, target=data.target[:, k : k + 1])
         start = None
         if init is not None and init.factors is not None and len(init.factors) == data.n_outputs:
@@ -100,9 +100,27 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
             )
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - start_time)
         if remaining is not None and remaining <= 0:
+            return None
+        return solve_factored(block, init=start, callback=callback, time_limit=remaining, **options)
+
+    workers = _block_workers(data, callback, options)
+    if workers > 1:
+        # Independent blocks, each on one torch and one BLAS thread (small
+        # problems only, see _block_workers): the matrix products release
+        # the GIL, so blocks run side by side on the cores.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(solve_block, range(data.n_outputs)))
+    else:
+        results = []
+        for k in range(data.n_outputs):
+            results.append(solve_block(k))
+            if results[-1] is None or results[-1].info.get("stopped_by_callback"):
+                break
+    parts, stopped, out_of_time = [], False, False
+    for part in results:
+        if part is None:
             out_of_time = True
             break
-        part = solve_factored(block, init=start, callback=callback, time_limit=remaining, **options)
         parts.append(part)
         if part.info.get("stopped_by_callback"):
             stopped = True
@@ -142,6 +160,23 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
             "blocks": [{"n_iter": part.n_iter, "gap": part.relative_gap} for part in parts],
         },
     )
+
+
+def _block_workers(data, callback, options):
+    """How many blocks to solve at once: one per available core when each
+    block runs on one thread (``threads_for``'s small problems), there is no
+    callback to call in order, and the problem is on the CPU."""
+    if callback is not None or options.get("verbose") or data.features.device.type != "cpu":
+        return 1
+    rank = options.get("rank") or math.ceil(math.sqrt(2.0 * data.n_lifted))
+    work = data.features.shape[0] * data.n_lifted * rank
+    if work >= _SINGLE_THREAD_WORK:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, data.n_outputs))
 
 
 def _zero_block(block):
@@ -245,7 +280,9 @@ def solve_relaxation(
         if not set(options) - {"time_limit"} and compact_applies(data):
             # solver_options configure the factor solver: asking for them
             # means asking for it (a time limit applies to either).
-            compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
+            # Small by construction (m <= 600): one torch and one BLAS thread.
+            with threads_for(0, data.features.device):
+                compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
         if compact is not None and (
             compact.converged or compact.info["stopped_by_callback"] or max_iter == 0
         ):
