@@ -103,3 +103,21 @@ def test_time_limit_spans_the_squared_loss_blocks():
     # The first block stops after one chunk; the others keep the zero network.
     assert solution.info["blocks"][0]["n_iter"] <= 60
     assert all(block["n_iter"] == 0 for block in solution.info["blocks"][1:])
+
+
+def test_parallel_squared_blocks_match_the_sequential_solve(monkeypatch):
+    """Without a callback the blocks run side by side; each block's solve is
+    deterministic, so the result is bit for bit the sequential one."""
+    from skquad.convex import relaxation
+
+    rng = np.random.RandomState(6)
+    X = rng.standard_normal((120, 4))
+    y = rng.randint(0, 3, size=120)
+    args = (InputLifting(), X, y, np.ones(120))
+    kwargs = dict(loss="squared", beta=1e-2, n_outputs=3, tol=1e-5, solver_options={"rank": 3})
+    monkeypatch.setattr(relaxation.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    parallel = solve_relaxation(*args, **kwargs)
+    sequential = solve_relaxation(*args, callback=lambda info: False, **kwargs)
+    assert parallel.converged and sequential.converged
+    np.testing.assert_array_equal(parallel.scores, sequential.scores)
+    assert parallel.lower_bound == sequential.lower_bound
