@@ -217,7 +217,8 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         with a barrier weight matched to that point's gap, instead of from
         ``lam = 0``.
     target_value : float, default=inf
-        Stop as soon as a centred point's bound reaches this value.
+        Stop as soon as an iterate's bound reaches this value, or once the
+        barrier shows the face cannot reach it.
     max_newton : int, default=60
         Largest number of Newton steps.
 
@@ -225,7 +226,8 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     -------
     bound : float
         A lower bound on the block's optimum (checked by
-        :func:`verified_bound`); ``-inf`` when the face is too large to try.
+        :func:`verified_bound`). Faces larger than ``MAX_FACE_VARIABLES``
+        lose their weakest directions first (a looser, still valid bound).
     """
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
