@@ -12,9 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
 from skquad import BackpropQuantizedClassifier
-from skquad.convex import InputLifting, loss_value
-from skquad.nn.bilinear import quantize_bilinear
-from skquad.quantized import make_bilinear_trainer
+from skquad.convex import loss_value
 
 
 @pytest.fixture(scope="module")
@@ -137,26 +135,3 @@ def test_huge_width_is_refused_up_front():
     X, y = load_wine(return_X_y=True)
     with pytest.raises(MemoryError, match="n_neurons=1000000000"):
         BackpropQuantizedClassifier(n_neurons=10**9).fit(X, y)
-
-
-def test_planted_regression_through_the_public_trainer():
-    # The Bartan & Pilanci planted experiment trains the baseline on real
-    # targets: the public make_bilinear_trainer does it, without the classifier.
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 6))
-    truth_u, truth_v = np.sign(rng.standard_normal((2, 3, 6)))
-    y = ((X @ truth_u.T) * (X @ truth_v.T)).sum(axis=1)
-    y = y / y.std()
-    Z = InputLifting(fit_intercept=False).features(X)
-    trainer, neuron_class, output_weights = make_bilinear_trainer(
-        6, 1, n_neurons=50, loss="squared", beta=1e-4, learning_rate_init=0.003,
-        random_state=0, n_threads=1, max_iter_warning=False,
-    )
-    history = trainer.fit(Z, y, max_iter=200)
-    U = trainer.module.U.detach().numpy()
-    V = trainer.module.V.detach().numpy()
-    fitted = ((Z @ U.T) * (Z @ V.T)) @ output_weights
-    assert loss_value(fitted, y, np.ones(200), "squared") < 0.2 * np.mean(y**2)
-    assert history.loss_curve[-1] < 0.2 * history.loss_curve[0]
-    U_sign, _, alpha, _ = quantize_bilinear(U, V, output_weights, neuron_class)
-    assert set(np.unique(U_sign)) <= {-1, 1} and alpha.shape == (50, 1)

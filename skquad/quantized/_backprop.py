@@ -30,7 +30,7 @@ from ._common import (
     _standardization,
 )
 
-__all__ = ["BackpropQuantizedClassifier", "make_bilinear_trainer"]
+__all__ = ["BackpropQuantizedClassifier"]
 
 _SCHEDULES = ("constant", "invscaling", "adaptive")
 
