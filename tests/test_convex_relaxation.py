@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
-from skquad.convex.relaxation import resolve_solver_device
 
 
 def _problem(seed=0, n=30, d=2):
@@ -15,13 +14,19 @@ def _problem(seed=0, n=30, d=2):
     return X, y, np.ones(n)
 
 
-def test_auto_and_none_solve_on_the_cpu():
-    assert resolve_solver_device("auto") == torch.device("cpu")
-    assert resolve_solver_device("AUTO") == torch.device("cpu")
-    assert resolve_solver_device(None) == torch.device("cpu")
-    assert resolve_solver_device("CPU") == torch.device("cpu")
-    with pytest.raises(ValueError):
-        resolve_solver_device("tpu")
+@pytest.mark.parametrize("device", ["auto", "AUTO", None, "CPU"])
+def test_auto_and_none_solve_on_the_cpu(device):
+    # the one device parser (skquad._torch_utils.resolve_device), not a copy of it
+    X, y, weight = _problem()
+    solution = solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
+                                device=device)
+    assert solution.converged and np.isfinite(solution.lower_bound)
+
+
+def test_an_unknown_device_is_refused_naming_it():
+    X, y, weight = _problem()
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda'.*'tpu'"):
+        solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1, device="tpu")
 
 
 def test_a_cvxpy_name_gives_the_reference_formulation():
