@@ -511,18 +511,20 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         # n_iter_ counts this call's epochs (iterations), as in MLPClassifier;
         # loss_curve_ and t_ keep accumulating over warm starts and partial_fit.
         n_iter_before = trainer.history.n_iter
+        n_threads = self.n_threads
         # This call's epochs go to this call's scikit-learn callbacks (if any).
         with reporting_epochs(
             trainer, self, X, self._callback_targets(y), sample_weight,
             fitted_attributes=lambda: {
-                **self._fitted_network_attributes(trainer.module[1]), "device_": policy.device_name,
+                **self._fitted_network_attributes(trainer.module[1]),
+                "device_": policy.device_name, "_fitted_n_threads": n_threads,
             },
         ):
             history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
         self._trainer = trainer
         self.device_ = policy.device_name
         # predict's threads follow the fit's n_threads, not a later set_params
-        self._fitted_n_threads = self.n_threads
+        self._fitted_n_threads = n_threads
         self._store_fitted_state(trainer, history, incremental, history.n_iter - n_iter_before)
         return self
 
