@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
 
