@@ -17,6 +17,10 @@ factor_solver
     rank growth, warm starts (CPU or CUDA through torch).
 certificate
     The dual lower bound from any point, for every solver.
+face_dual
+    The squared loss's face-restricted dual: a bound as tight as the primal.
+compact_solver
+    Small squared-loss problems in their compact cone form (Clarabel).
 formulation
     The SDP relaxation (scalar and vector output; hinge, logistic and squared
     losses) solved with CVXPY (the reference path; CVXPY is imported only
@@ -30,6 +34,7 @@ lifting
 """
 
 from .certificate import Certificate, dual_bound
+from .face_dual import face_dual_bound
 from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
 from .formulation import (
     LOSSES,
@@ -81,6 +86,7 @@ __all__ = [
     "default_solver",
     "dual_bound",
     "export_quadratic_network",
+    "face_dual_bound",
     "installed_solvers",
     "krivine_covariance",
     "loss_value",
