@@ -36,7 +36,7 @@ sdp-targets
     (``--datasets`` picks the cases).
 
 The paper reproductions and the speed runs are in
-:mod:`skquad.benchmarks.research`, on skquad's public API.
+``skquad.benchmarks.research``, on skquad's public API.
 
 All need the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``;
 without it they say so instead of failing on a missing import.
