@@ -39,7 +39,7 @@ dask-scaling
     agreement with the in-memory fit, 1 against 2 workers, dask-ml.
 
 The paper reproductions and the speed runs are in
-:mod:`skquad.benchmarks.research`, on skquad's public API.
+``skquad.benchmarks.research``, on skquad's public API.
 
 All need the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``;
 without it they say so instead of failing on a missing import.

@@ -23,8 +23,8 @@ If only ``1ᵀmu = T > 2 beta p``, the pair ``(theta lam, theta mu)`` with
 ``theta <= 2 beta p / T`` satisfies the lemma (the LMIs are cones), and
 ``D(theta lam) = -theta a - theta² b`` (``a = Σ w lam t``, ``b = Σ w lam²/4``)
 is a concave quadratic: its maximiser on ``[0, 2 beta p / T]`` is in closed
-form (:func:`verified_bound`). Nothing here depends on how ``lam`` and ``mu``
-were found: :func:`verified_bound` re-checks the LMIs with an eigenvalue
+form (``verified_bound()``). Nothing here depends on how ``lam`` and ``mu``
+were found: ``verified_bound()`` re-checks the LMIs with an eigenvalue
 decomposition of ``Diag mu ± 2 M(lam)`` formed from ``lam`` itself (the
 smallest eigenvalue, less a round-off guard, shifts ``mu``), so an inexact
 solve below costs tightness, never validity.
@@ -226,7 +226,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     -------
     bound : float
         A lower bound on the block's optimum (checked by
-        :func:`verified_bound`). Faces larger than ``MAX_FACE_VARIABLES``
+        ``verified_bound()``). Faces larger than ``MAX_FACE_VARIABLES``
         lose their weakest directions first (a looser, still valid bound).
     """
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)

@@ -597,7 +597,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     n_lifted_features_ : int
         ``p``, the length of the binary weight vectors.
     solver_ : str
-        ``"native"`` or the CVXPY solver used.
+        The solver that produced the relaxed solution: ``"native"`` (the
+        factor solver), ``"compact"`` (the exact compact-cone solve of a small
+        squared-loss lifting, chosen by ``solver=None`` on the CPU) or the
+        CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
         (by a callback) for the native solver; "inaccurate" for a compact
