@@ -2,10 +2,8 @@
 
 import numpy as np
 import pytest
-import torch
 
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
-from skquad._torch_utils import resolve_device
 
 
 def _problem(seed=0, n=30, d=2):
@@ -15,14 +13,19 @@ def _problem(seed=0, n=30, d=2):
     return X, y, np.ones(n)
 
 
-def test_auto_and_none_solve_on_the_cpu():
-    # the solver resolves its device through the one device rule
-    assert resolve_device("auto") == torch.device("cpu")
-    assert resolve_device("AUTO") == torch.device("cpu")
-    assert resolve_device(None) == torch.device("cpu")
-    assert resolve_device("CPU") == torch.device("cpu")
-    with pytest.raises(ValueError):
-        resolve_device("tpu")
+@pytest.mark.parametrize("device", ["auto", "AUTO", None, "CPU"])
+def test_auto_and_none_solve_on_the_cpu(device):
+    # the one device parser (skquad._torch_utils.resolve_device), not a copy of it
+    X, y, weight = _problem()
+    solution = solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
+                                device=device)
+    assert solution.converged and np.isfinite(solution.lower_bound)
+
+
+def test_an_unknown_device_is_refused_naming_it():
+    X, y, weight = _problem()
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda'.*'tpu'"):
+        solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1, device="tpu")
 
 
 def test_a_cvxpy_name_gives_the_reference_formulation():

@@ -1,6 +1,7 @@
 """The convex path of Bartan & Pilanci: SDP relaxation, certificate, sampling, liftings.
 
-No scikit-learn estimators in here: :mod:`skquad.quantized` wraps these.
+No scikit-learn estimators in here: :class:`~skquad.SDPQuantizedClassifier` and
+:class:`~skquad.SDPQuantizedRegressor` wrap these.
 Data flow of ``SDPQuantizedClassifier.fit``: ``lifting`` (features ``z``) ->
 ``problem.LiftedData`` -> ``factor_solver.solve_factored`` (default) or
 ``formulation.solve_sdp`` (CVXPY) -> ``certificate.dual_bound`` (inside both)

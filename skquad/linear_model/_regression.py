@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
+from .._dask_dispatch import is_dask_collection
 from .._training import limit_threads, thread_count
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
@@ -112,6 +113,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     _accept_sparse = True
 
+    # Dask collections: the normal equations are reduced over the row blocks
+    # and solved on the driver (skquad/_dask.py).
+    _fits_dask_collections = True
+
     def __init__(self, alpha=1.0, *, fit_intercept=True, solver="auto", tol=1e-4, max_iter=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -156,6 +161,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
         -------
         self : QuadraticRegression
         """
+        if is_dask_collection(X, y, sample_weight):
+            from .._dask import fit_quadratic_regression
+
+            return fit_quadratic_regression(self, X, y, sample_weight)
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         alpha = self._checked_alpha(Y.shape[1])
         solver = self._choose_solver(*X.shape)
