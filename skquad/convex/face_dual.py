@@ -107,7 +107,7 @@ def face_basis(factor, signs, threshold=_FACE_EIGENVALUE, max_size=None):
 
 def _pair_scores(data, basis):
     """``(⟨L_i, sym(u_a u_bᵀ)⟩)_i`` for all ``a <= b``: shape (n_samples, r (r + 1) / 2)."""
-    Z = data.features.detach().cpu().numpy()
+    Z = data.features.detach().cpu().numpy().astype(np.float64)
     width = Z.shape[1]
     rows, cols = np.triu_indices(basis.shape[1])
     g = Z @ basis[:width]
@@ -125,7 +125,7 @@ def _pair_scores(data, basis):
 
 def _weighted_matrices(data, coefficients, chunk=512):
     """``Σ_i C_ia L_i`` for every column ``a`` of ``C``: shape (q, p, p), float64."""
-    Z = data.features.detach().cpu().numpy()
+    Z = data.features.detach().cpu().numpy().astype(np.float64)
     n, width = Z.shape
     q = coefficients.shape[1]
     gram = np.zeros((width * width, q))
@@ -153,9 +153,9 @@ def verified_bound(data, lam, mu):
     raised by the smallest eigenvalue of ``Diag mu ± 2 M`` less a round-off
     guard, so the returned value is a lower bound whatever ``lam`` and ``mu``.
     """
-    dtype = data.features.dtype
-    lam_t = torch.as_tensor(np.asarray(lam, dtype=np.float64), dtype=dtype)
-    mu_t = torch.as_tensor(np.asarray(mu, dtype=np.float64), dtype=dtype)
+    dtype, device = data.features.dtype, data.features.device
+    lam_t = torch.as_tensor(np.asarray(lam, dtype=np.float64), dtype=dtype, device=device)
+    mu_t = torch.as_tensor(np.asarray(mu, dtype=np.float64), dtype=dtype, device=device)
     M = data.weighted_matrix(data.weight * lam_t)
     M = 0.5 * (M + M.T)
     eps = torch.finfo(dtype).eps
