@@ -7,8 +7,8 @@ themselves live in :mod:`skquad.nn` (torch modules) and :mod:`skquad.convex` (th
 SDP path); an estimator only has to implement
 
 * ``fit`` (starting with :meth:`BaseQuadraticClassifier._validate_training_data`),
-* ``_raw_scores(X)``: an ``(n_samples, n_scores)`` float64 array of scores for
-  already validated ``X``.
+* ``_raw_scores(X)``: an ``(n_samples, n_scores)`` array of scores for
+  already validated ``X``, float64, or float32 for a float32 model on float32 input.
 
 :class:`BaseQuadraticEstimator` holds what every estimator shares (atomic fits,
 callbacks, weights, predict-side validation); :class:`BaseQuadraticClassifier`
@@ -20,46 +20,21 @@ column per output.
 
 Atomic fit
 ----------
-Every subclass's ``fit``, ``partial_fit`` and ``resample`` is wrapped when the
-class is created (:meth:`BaseQuadraticEstimator.__init_subclass__`, as
-scikit-learn's ``_SetOutputMixin`` wraps ``transform``). The wrapper
-
-1. validates the constructor parameters and manages the callbacks' lifecycle as
-   :func:`sklearn.base._fit_context` does (a subclass may keep or drop its own
-   ``@_fit_context``: it is unwrapped and applied once, outermost);
-2. snapshots the fitted state (a deep copy of ``__dict__`` less the constructor
-   parameters and scikit-learn's callback objects), cheap when nothing is
-   fitted yet;
-3. for ``fit``/``partial_fit``, opens the callback root context
-   (``self._callback_fit_ctx``) and calls the root ``on_fit_task_begin`` /
-   ``on_fit_task_end`` hooks with ``X`` and ``y``;
-4. on any exception, ``KeyboardInterrupt`` included, puts the snapshot back
-   (attributes the failed call added are removed) and re-raises.
-
-A call of one wrapped method from inside another on the same instance (``fit``
-calling ``self.partial_fit``, ``super().fit``) runs unwrapped, inside the
-outer call's snapshot and callback context.
-
-The price of atomicity is one deep copy of the fitted state per call: as much
-memory as the fitted model holds (its weights, a network's optimizer state, the
-SDP's stored solution) and the time to copy it, about 1 microsecond when
-nothing is fitted yet and about a millisecond for a network of a few
-thousand weights.
+Each estimator decorates its ``fit``, ``partial_fit`` and ``resample`` with
+:func:`skquad._atomic.atomic_fit`, under scikit-learn's ``@_fit_context``: the
+method runs on a working copy, whose fitted state is published in one step at
+the end, and calls on one instance serialize. The public methods that read the
+fitted state are decorated with :func:`skquad._atomic.reads_fitted_state`, so
+they read one model throughout. See :mod:`skquad._atomic`.
 """
 
-import copy
-import functools
-import inspect
-import sys
-import threading
 from numbers import Integral
 from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.callback import CallbackSupportMixin
-from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import (
@@ -68,101 +43,9 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._atomic import reads_fitted_state
+
 __all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
-
-# scikit-learn's callback objects live in the estimator's __dict__ but are not
-# fitted state: they are shared by reference (as sklearn.base.clone does) and
-# never rolled back by a failed fit.
-_CALLBACK_ATTRIBUTES = frozenset(
-    {
-        "_skl_callbacks",
-        "_callback_fit_ctx",
-        "_skl_callbacks_to_teardown",
-        "_parent_callback_ctx",
-    }
-)
-
-# Methods made atomic; the first two also get parameter validation and the
-# callback root context.
-_FIT_METHODS = ("fit", "partial_fit")
-_ATOMIC_METHODS = (*_FIT_METHODS, "resample")
-
-# The code object shared by every method decorated with sklearn's _fit_context:
-# how a subclass's own @_fit_context is recognised and unwrapped.
-_FIT_CONTEXT_CODE = _fit_context(prefer_skip_nested_validation=True)(
-    lambda self: None
-).__code__
-
-# Instances whose wrapped method is running, per thread: nested calls run unwrapped.
-_running = threading.local()
-
-
-def _unwrap_fit_context(method):
-    """Split a method into its undecorated function and ``_fit_context`` setting."""
-    if getattr(method, "__code__", None) is _FIT_CONTEXT_CODE:
-        prefer_skip = inspect.getclosurevars(method).nonlocals.get(
-            "prefer_skip_nested_validation", True
-        )
-        return method.__wrapped__, bool(prefer_skip)
-    return method, True
-
-
-def _atomic(method, name):
-    """Wrap ``method`` of a BaseQuadraticEstimator subclass (see the module docstring)."""
-    raw, prefer_skip = _unwrap_fit_context(method)
-    signature = inspect.signature(raw)
-
-    def guarded(estimator, *args, **kwargs):
-        snapshot = estimator._snapshot_fitted_state()
-        try:
-            if name not in _FIT_METHODS:
-                return raw(estimator, *args, **kwargs)
-            bound = signature.bind_partial(estimator, *args, **kwargs).arguments
-            X, y = bound.get("X"), bound.get("y")
-            sample_weight = bound.get("sample_weight")
-            # As LogisticRegression: scorers in callbacks see the sample weights.
-            metadata = (
-                None if sample_weight is None else {"sample_weight": sample_weight}
-            )
-            context = estimator._init_callback_context(
-                task_name=name, max_subtasks=estimator._callback_max_subtasks(name)
-            )
-            context.call_on_fit_task_begin(
-                estimator=estimator, X=X, y=y, metadata=metadata
-            )
-            result = raw(estimator, *args, **kwargs)
-            # The root task ends on the fitted estimator itself (no reconstruction).
-            context.call_on_fit_task_end(
-                estimator=estimator,
-                X=X,
-                y=y,
-                metadata=metadata,
-                reconstruction_attributes={},
-            )
-            return result
-        except BaseException:
-            estimator._restore_fitted_state(snapshot)
-            raise
-
-    functools.update_wrapper(guarded, raw)
-    if name in _FIT_METHODS:
-        # Parameter validation, nested-validation config and callback teardown.
-        guarded = _fit_context(prefer_skip_nested_validation=prefer_skip)(guarded)
-
-    @functools.wraps(raw)
-    def entry(estimator, *args, **kwargs):
-        running = _running.__dict__.setdefault("ids", set())
-        if id(estimator) in running:
-            return raw(estimator, *args, **kwargs)
-        running.add(id(estimator))
-        try:
-            return guarded(estimator, *args, **kwargs)
-        finally:
-            running.discard(id(estimator))
-
-    entry._skquad_atomic = True
-    return entry
-
 
 class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     """Base class of every skquad estimator (not for direct use).
@@ -175,14 +58,17 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     and atomic fits: a ``fit``, ``partial_fit`` or ``resample`` that raises or
     is interrupted leaves the previously fitted model exactly as it was.
 
-    Contract for subclasses: don't decorate ``fit`` yourselves beyond
-    ``@_fit_context``/``@available_if`` (both are handled), don't call
-    ``_init_callback_context`` (the root context is ``self._callback_fit_ctx``
-    during ``fit``/``partial_fit``; make per-epoch subtasks from it), and keep
-    fitted state deep-copyable (numpy arrays, torch modules, leaf tensors).
+    Contract for subclasses: decorate ``fit``, ``partial_fit`` and
+    ``resample`` with ``@_fit_context(...)`` over ``@atomic_fit`` (see
+    :mod:`skquad._atomic`), and a public method that reads the fitted state
+    with ``@reads_fitted_state``; don't call ``_init_callback_context`` (the
+    root context is ``self._callback_fit_ctx`` during ``fit``/``partial_fit``;
+    make per-epoch subtasks from it); don't call one decorated method from
+    another (share a private helper instead); keep fitted state deep-copyable
+    (numpy arrays, torch modules, leaf tensors).
     """
 
-    # Subclasses declare theirs (validated at fit by the wrapper, see above).
+    # Subclasses declare theirs (validated at fit by scikit-learn's _fit_context).
     _parameter_constraints: ClassVar[dict] = {}
 
     # dtypes accepted by validate_data; float32 input stays float32 so that
@@ -201,55 +87,6 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     #   LogisticRegression, or a penalty divided by sum(w) as in
     #   MLPClassifier), so such weights are rejected with a clear error.
     _sample_weight_scale = "absolute"
-
-    # ------------------------------------------------------- atomic fit
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name in _ATOMIC_METHODS:
-            attribute = cls.__dict__.get(name)
-            if isinstance(attribute, _AvailableIfDescriptor):
-                if not getattr(attribute.fn, "_skquad_atomic", False):
-                    attribute.fn = _atomic(attribute.fn, name)
-            elif callable(attribute) and not getattr(
-                attribute, "_skquad_atomic", False
-            ):
-                setattr(cls, name, _atomic(attribute, name))
-
-    def _snapshot_fitted_state(self):
-        """A deep copy of everything a fit may change (see the module docstring)."""
-        skipped = self._not_fitted_state()
-        state = {
-            key: value for key, value in self.__dict__.items() if key not in skipped
-        }
-        if not state:
-            return state
-        try:
-            return _deepcopy_on_one_thread(state)
-        except Exception as exc:
-            culprit = next(key for key in state if not _deep_copyable(state[key]))
-            raise TypeError(
-                f"{type(self).__name__}.{culprit} cannot be deep-copied, so a failed "
-                "fit could not restore the previous model. Fitted state must be "
-                "deep-copyable (numpy arrays, torch modules, leaf tensors)."
-            ) from exc
-
-    def _restore_fitted_state(self, snapshot):
-        """Put back a snapshot; keep the parameters and the callback objects."""
-        kept = self._not_fitted_state()
-        restored = {key: value for key, value in self.__dict__.items() if key in kept}
-        restored.update(snapshot)
-        self.__dict__.clear()
-        self.__dict__.update(restored)
-
-    @classmethod
-    def _not_fitted_state(cls):
-        """Names in ``__dict__`` that a snapshot leaves out: parameters, callbacks."""
-        names = cls.__dict__.get("_not_fitted_state_cache")
-        if names is None:
-            # Cached per class: inspect.signature costs ~0.1 ms per call.
-            names = _CALLBACK_ATTRIBUTES.union(cls._get_param_names())
-            cls._not_fitted_state_cache = names
-        return names
 
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
@@ -313,7 +150,11 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         raise NotImplementedError
 
     def _checked_scores(self, X):
-        scores = np.asarray(self._raw_scores(X), dtype=np.float64)
+        scores = np.asarray(self._raw_scores(X))
+        # float32 scores stay float32 (a float32 model on float32 input, as
+        # scikit-learn's estimators); anything else is float64.
+        if scores.dtype != np.float32:
+            scores = scores.astype(np.float64, copy=False)
         if scores.ndim == 1:
             scores = scores[:, None]
         if not np.all(np.isfinite(scores)):
@@ -564,6 +405,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
             return self.classes_.shape[0]
         return 1 if self.classes_.shape[0] == 2 else self.classes_.shape[0]
 
+    @reads_fitted_state
     def decision_function(self, X):
         """Raw class scores.
 
@@ -599,6 +441,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
             return np.column_stack([log_expit(-scores[:, 0]), log_expit(scores[:, 0])])
         return log_softmax(scores, axis=1)
 
+    @reads_fitted_state
     def predict_proba(self, X):
         """Class probabilities.
 
@@ -614,6 +457,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
         scores = self._checked_scores(self._validate_predict_data(X))
         return self._scores_to_proba(scores)
 
+    @reads_fitted_state
     def predict_log_proba(self, X):
         """Logarithm of the class probabilities.
 
@@ -628,6 +472,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
         scores = self._checked_scores(self._validate_predict_data(X))
         return self._scores_to_log_proba(scores)
 
+    @reads_fitted_state
     def predict(self, X):
         """Predicted class labels.
 
@@ -739,6 +584,7 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
             return scores[:, 0]
         return scores
 
+    @reads_fitted_state
     def predict(self, X):
         """Predicted targets.
 
@@ -760,32 +606,6 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         tags.target_tags.single_output = True
         tags.regressor_tags.poor_score = False
         return tags
-
-
-def _deepcopy_on_one_thread(state):
-    """``copy.deepcopy(state)``, with torch on one thread while it copies tensors.
-
-    A fitted network's state holds many small tensors (weights, optimizer
-    state, workspaces). torch parallelizes each storage copy over its threads,
-    and waking them costs more than the copy: a 12,000-element float64 tensor
-    took 8 ms to deep-copy on 2 threads of a loaded machine and 0.05 ms on one
-    (a partial_fit's snapshot: 96 ms against 1 ms). torch is only consulted
-    when it is already imported (no tensor can be in the state otherwise).
-    """
-    if "torch" not in sys.modules:
-        return copy.deepcopy(state)
-    from ._training import limit_threads
-
-    with limit_threads(1):
-        return copy.deepcopy(state)
-
-
-def _deep_copyable(value):
-    try:
-        copy.deepcopy(value)
-    except Exception:  # noqa: BLE001 - any failure means "not copyable"
-        return False
-    return True
 
 
 def labels_from_scores(classes, scores):

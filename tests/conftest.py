@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # scikit-learn's estimator checks include an array-API input check that only
 # runs when SciPy's array-API mode is on; it must be set before SciPy is imported.
@@ -17,6 +18,33 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 _SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "uci"
 if "SKQUAD_DATA" not in os.environ and _SHARED_UCI.is_dir():
     os.environ["SKQUAD_DATA"] = str(_SHARED_UCI)
+
+
+# Hypothesis profiles (tests/test_properties.py), chosen by the environment
+# variable SKQUAD_HYPOTHESIS_PROFILE:
+#
+# * ``ci`` (the default): few examples, derandomized (the same inputs on every
+#   run and every machine, so CI never fails on a draw it did not make
+#   before), no example database written into the checkout; the whole module
+#   runs in well under a minute on 2 cores.
+# * ``nightly``: many random examples, for a scheduled run:
+#   ``SKQUAD_HYPOTHESIS_PROFILE=nightly python -m pytest tests/test_properties.py``.
+#   A failure prints the falsifying example and a ``@reproduce_failure`` line.
+#
+# No deadline in either: a fit's time depends on the machine's load.
+_SLOW_IS_FINE = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile(
+    "ci",
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=_SLOW_IS_FINE,
+)
+settings.register_profile(
+    "nightly", max_examples=300, deadline=None, suppress_health_check=_SLOW_IS_FINE
+)
+settings.load_profile(os.environ.get("SKQUAD_HYPOTHESIS_PROFILE", "ci"))
 
 
 # Data shared by the network test modules (test_neural_network_*.py); a module

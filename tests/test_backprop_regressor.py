@@ -57,3 +57,25 @@ def test_same_seed_same_model():
     with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
         b = BackpropQuantizedRegressor(n_neurons=30, max_iter=20, random_state=3).fit(X, y)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_planted_regression_on_the_inputs_as_given():
+    # Bartan & Pilanci's planted experiment (the paper002 suite): real targets
+    # of a planted +-1 network, no intercept, no standardization.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 6))
+    truth_u, truth_v = np.sign(rng.standard_normal((2, 3, 6)))
+    y = ((X @ truth_u.T) * (X @ truth_v.T)).sum(axis=1)
+    y = y / y.std()
+    model = BackpropQuantizedRegressor(
+        50, fit_intercept=False, standardize=False, max_iter=200, tol=0.0, n_iter_no_change=200,
+        n_threads=1, random_state=0,
+    )
+    with pytest.warns(ConvergenceWarning):  # all 200 epochs run on purpose
+        model.fit(X, y)
+    assert model.U_.shape == (50, 6)  # the inputs as given: no intercept column
+    real = ((X @ model.U_float_.T) * (X @ model.V_float_.T)) @ model.float_alpha_
+    # the real network explains most of the variance (y has unit variance)
+    assert np.mean((real.ravel() - y) ** 2) < 0.2
+    assert model.loss_curve_[-1] < 0.2 * model.loss_curve_[0]
+    assert set(np.unique(model.U_)) <= {-1, 1} and model.alpha_.shape == (50, 1)

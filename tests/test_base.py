@@ -12,6 +12,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
+from skquad._atomic import atomic_fit, copy_fitted_state
 from skquad._base import BaseQuadraticClassifier
 
 
@@ -96,8 +97,9 @@ def test_bad_input_gets_sklearn_errors():
 class _Iterative(BaseQuadraticClassifier):
     """A toy iterative estimator that exercises the fit wrapper.
 
-    ``fit`` runs ``max_iter`` ``partial_fit`` steps (nested wrapped calls),
-    ``fail_at`` makes the given step raise after it changed the state.
+    ``fit`` runs ``max_iter`` steps of ``partial_fit``'s update (a shared
+    private helper, as decorated methods don't call each other), ``fail_at``
+    makes the given step raise after it changed the state.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -110,22 +112,24 @@ class _Iterative(BaseQuadraticClassifier):
         self.stochastic = stochastic
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         self.contexts_seen_ = []
         X, y, _ = self._validate_training_data(X, y, sample_weight)
         self.means_ = np.zeros((len(self.classes_), X.shape[1]))
         self.steps_ = 0
         for _ in range(self.max_iter):
-            self.partial_fit(X, self.classes_[y], sample_weight=sample_weight)
+            self._step(X, y)
         return self
 
     def _stochastic(self):
         return self.stochastic
 
     @available_if(_stochastic)
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         self.contexts_seen_ = getattr(self, "contexts_seen_", [])
-        self.contexts_seen_.append(self.__dict__.get("_callback_fit_ctx"))
         first = not hasattr(self, "classes_")
         X, y, _ = self._validate_training_data(
             X, y, sample_weight, reset=first, classes=classes if first else None
@@ -133,6 +137,10 @@ class _Iterative(BaseQuadraticClassifier):
         if first:
             self.means_ = np.zeros((len(self.classes_), X.shape[1]))
             self.steps_ = 0
+        return self._step(X, y)
+
+    def _step(self, X, y):
+        self.contexts_seen_.append(self.__dict__.get("_callback_fit_ctx"))
         self.steps_ += 1
         for k in range(len(self.classes_)):
             self.means_[k] += X[y == k].mean(axis=0) / self.max_iter
@@ -169,7 +177,7 @@ def blobs():
     return X, np.repeat([0, 1], 20)
 
 
-def test_callback_root_context_exists_during_fit_and_nested_calls_share_it(blobs):
+def test_callback_root_context_exists_during_fit_and_every_step_sees_it(blobs):
     X, y = blobs
     recorder = _Recorder()
     clf = _Iterative(max_iter=3).set_callbacks(recorder).fit(X, y)
@@ -177,7 +185,7 @@ def test_callback_root_context_exists_during_fit_and_nested_calls_share_it(blobs
     assert len(contexts) == 3 and contexts[0] is not None
     assert all(
         context is contexts[0] for context in contexts
-    )  # one root, nested calls unwrapped
+    )  # one root for the whole fit
     assert contexts[0].task_name == "fit" and contexts[0].max_subtasks == 3
     assert recorder.events == ["setup", ("begin", "fit", 3), ("end", "fit"), "teardown"]
     assert not hasattr(clf, "_callback_fit_ctx")
@@ -234,7 +242,7 @@ def test_failed_first_fit_leaves_an_unfitted_estimator(blobs):
 
 def test_snapshot_is_empty_before_the_first_fit():
     clf = _Iterative()
-    assert clf._snapshot_fitted_state() == {}
+    assert copy_fitted_state(clf) == {}
 
 
 def test_parameters_are_validated_once_by_the_wrapper(blobs, monkeypatch):
@@ -247,7 +255,7 @@ def test_parameters_are_validated_once_by_the_wrapper(blobs, monkeypatch):
         _Iterative, "_validate_params", lambda self: calls.append(1) or original(self)
     )
     _Iterative(max_iter=3).fit(X, y)
-    assert len(calls) == 1  # the nested partial_fit calls run unwrapped
+    assert len(calls) == 1
 
 
 def test_available_if_still_hides_partial_fit(blobs):
@@ -289,7 +297,7 @@ def test_fitted_state_that_cannot_be_copied_is_named():
     clf = _Iterative()
     clf.lock_ = threading.Lock()
     with pytest.raises(TypeError, match=r"_Iterative.lock_ cannot be deep-copied"):
-        clf._snapshot_fitted_state()
+        copy_fitted_state(clf)
 
 
 def test_clone_keeps_callbacks_and_drops_fitted_state(blobs):

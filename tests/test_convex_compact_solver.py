@@ -69,7 +69,7 @@ def test_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])
-def test_solution_is_exactly_feasible_and_reproduces_its_scores(n_outputs):
+def test_solution_is_exactly_feasible_and_reproduces_its_scores(n_outputs, thread_counts):
     X, y, weight = _problem(2, n_outputs)
     lifting = InputLifting()
     data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=n_outputs)

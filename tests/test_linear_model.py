@@ -369,7 +369,12 @@ def test_float32_input_is_computed_in_float32_unless_dtype_says_otherwise(iris):
     np.testing.assert_allclose(forced.Q_, QuadraticLogisticRegression(
         tol=1e-10, max_iter=500).fit(X32.astype(np.float64), y).Q_, atol=1e-12)
     followed = QuadraticLogisticRegression(max_iter=500).fit(X32, y)
-    assert followed.Q_.dtype == np.float64  # fitted arrays are float64 either way
+    # Fitted arrays keep the training dtype, as LogisticRegression's coef_ (issue 22).
+    assert forced.Q_.dtype == forced.coef_.dtype == forced.intercept_.dtype == np.float64
+    assert followed.Q_.dtype == followed.coef_.dtype == followed.intercept_.dtype == np.float32
+    assert followed.predict_proba(X32).dtype == np.float32
+    assert followed.decision_function(X32).dtype == np.float32
+    assert followed.predict_proba(X).dtype == np.float64  # result_type(X, coef_), as LogisticRegression
     # float32 arithmetic: the same optimum to float32 accuracy, not to float64's
     np.testing.assert_allclose(followed.predict_proba(X), reference.predict_proba(X), atol=2e-3)
     assert not np.array_equal(followed.Q_, forced.Q_)

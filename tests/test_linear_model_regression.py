@@ -1,6 +1,7 @@
 """QuadraticRegression against PolynomialFeatures(2) + Ridge, the model it claims to be."""
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -135,3 +136,16 @@ def test_concrete_matches_the_pipeline_to_1e_6():
     model = QuadraticRegression(alpha=1.0).fit(X, y)
     assert _relative_error(model.predict(X), reference.predict(X)) < 1e-6
     assert model.score(X, y) == pytest.approx(reference.score(X, y), abs=1e-9)
+
+
+def test_features_whose_degree_4_products_overflow_are_a_clear_error():
+    # Issue 19 (found by tests/test_properties.py): X ~ 1e77 overflowed the
+    # normal equations (x^4 > 1e308) and the fit returned NaN coefficients.
+    rng = np.random.RandomState(0)
+    X = rng.randn(20, 2)
+    y = X[:, 0] * X[:, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the error, not numpy's overflow warnings
+        with pytest.raises(ValueError, match=r"largest entry, 2.\d+e\+77.*Scale the features"):
+            QuadraticRegression().fit(X * 1e77, y)
+    assert np.all(np.isfinite(QuadraticRegression().fit(X * 1e30, y).coef_))

@@ -128,7 +128,7 @@ def test_every_layer_gradcheck(make, backward):
 
 @pytest.mark.parametrize("make", [m for _, m in LAYERS], ids=[n for n, _ in LAYERS])
 @pytest.mark.parametrize("dtype, tolerance", [(F64, 1e-10), (torch.float32, 1e-4)])
-def test_cached_gradients_equal_autograd_gradients(make, dtype, tolerance):
+def test_cached_gradients_equal_autograd_gradients(make, dtype, tolerance, thread_counts):
     cached = make("cached").to(dtype).reset_parameters(_generator(), relinear=False)
     plain = make("autograd").to(dtype)
     plain.load_numpy_state(cached.state_to_numpy())
@@ -179,7 +179,7 @@ def test_cached_backward_is_once_differentiable():
         grad.sum().backward()
 
 
-def test_wide_packed_layer_uses_the_triangle_algorithm_and_matches_autograd():
+def test_wide_packed_layer_uses_the_triangle_algorithm_and_matches_autograd(thread_counts):
     from skquad.nn import layers
 
     n_in = layers.PACKED_TRIANGLE_MIN_FEATURES

@@ -37,7 +37,7 @@ def _network_and_loss(estimator, X, y):
     ids=lambda e: repr(e)[:60],
 )
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_fused_backward_matches_autograd(estimator, n_classes):
+def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
     # The whole network's explicit backward (Algorithms 1 and 2 chained through
     # the activations and the loss) against autograd on the same module.
     rng = np.random.RandomState(0)
@@ -65,7 +65,7 @@ def test_fused_backward_matches_autograd(estimator, n_classes):
 
 @pytest.mark.parametrize("kind", ["QuadraticLayer", "ReducedQuadraticLayer"])
 @pytest.mark.parametrize("output", ["squared_error", "poisson", "multilabel"])
-def test_fused_regression_and_multilabel_losses_match_autograd(kind, output):
+def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, thread_counts):
     # The regressors' outputs (half squared error, half Poisson deviance with
     # exp) and a multilabel indicator target against autograd of
     # skquad.nn.losses; float64 throughout, so agreement to ~1e-12 relative

@@ -20,7 +20,7 @@ def test_sparse_to_torch_holds_the_same_numbers(matrix, densify):
     np.testing.assert_array_equal(tensor.to_dense().numpy(), matrix.toarray())
 
 
-def test_linear_on_a_sparse_batch_matches_dense_with_gradients(matrix):
+def test_linear_on_a_sparse_batch_matches_dense_with_gradients(matrix, thread_counts):
     linear = torch.nn.Linear(7, 3, dtype=torch.float64)
     sparse_batch = sparse_to_torch(matrix, dtype=torch.float64, device=torch.device("cpu"))
     linear(sparse_batch).square().sum().backward()

@@ -18,6 +18,14 @@ from skquad._torch_utils import (
     to_numpy,
 )
 
+from _estimator_cases import (
+    _TORCH_ESTIMATORS,
+    DEFAULTS,
+    ESTIMATORS,
+    data,
+    fit_allowing_convergence_warning,
+)
+
 
 # ------------------------------------------------------------------ random state
 def test_generator_is_seeded_from_random_state_and_leaves_the_global_one_alone():
@@ -166,3 +174,88 @@ def test_to_numpy_detaches_and_copies():
     leaf.add_(1.0)
     np.testing.assert_array_equal(copied, [0.0, 0.0])
     assert pickle.loads(pickle.dumps(copied)).tolist() == [0.0, 0.0]
+
+
+# ------------------------------------------------------------------ devices and read-only input, on every estimator
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_predicting_on_read_only_data_emits_no_warning(
+    name, data, tmp_path, monkeypatch
+):
+    X, y = data
+    estimator = fit_allowing_convergence_warning(ESTIMATORS[name](), X, y)
+    expected = estimator.predict_proba(X)
+    memmap = np.memmap(tmp_path / "X.dat", dtype=X.dtype, mode="w+", shape=X.shape)
+    memmap[:] = X
+    memmap.flush()
+    read_only = np.memmap(tmp_path / "X.dat", dtype=X.dtype, mode="r", shape=X.shape)
+    frame = pd.DataFrame(X)
+    # torch warns about a non-writable array only once per process, so the
+    # entry points that make tensors from numpy arrays are watched as well.
+    for function in ("as_tensor", "from_numpy", "tensor"):
+        monkeypatch.setattr(
+            torch, function, _refusing_read_only(getattr(torch, function))
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for inputs in (read_only, frame):
+            np.testing.assert_array_equal(estimator.predict_proba(inputs), expected)
+
+
+def _refusing_read_only(function):
+    def watched(data, *args, **kwargs):
+        if isinstance(data, np.ndarray) and not data.flags.writeable:
+            raise AssertionError(f"torch.{function.__name__} got a read-only array")
+        return function(data, *args, **kwargs)
+
+    return watched
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name in ESTIMATORS
+        if "device" in DEFAULTS[name]().get_params()
+    ],
+)
+def test_a_model_fitted_on_a_gpu_predicts_after_unpickling_on_a_cpu_machine(name, data):
+    X, y = data
+    estimator = fit_allowing_convergence_warning(ESTIMATORS[name](), X, y)
+    expected = estimator.predict_proba(X)
+    estimator.device = "cuda"  # as if fitted on a GPU
+    restored = pickle.loads(pickle.dumps(estimator))
+    if not torch.cuda.is_available():
+        np.testing.assert_allclose(
+            restored.predict_proba(X), expected, rtol=1e-6, atol=1e-9
+        )
+    else:  # pragma: no cover - GPU machines compute in another order
+        np.testing.assert_allclose(
+            restored.predict_proba(X), expected, rtol=1e-4, atol=1e-5
+        )
+
+
+
+
+@pytest.mark.parametrize("device", ["CPU", "auto", "cpu"])
+@pytest.mark.parametrize("name", _TORCH_ESTIMATORS)
+def test_device_spellings_are_accepted_at_fit(name, device, data):
+    X, y = data
+    reference = fit_allowing_convergence_warning(
+        ESTIMATORS[name]().set_params(device="cpu"), X, y
+    ).predict_proba(X)
+    fitted = fit_allowing_convergence_warning(ESTIMATORS[name]().set_params(device=device), X, y)
+    np.testing.assert_array_equal(fitted.predict_proba(X), reference)
+
+
+@pytest.mark.parametrize(
+    "name", _TORCH_ESTIMATORS
+)
+def test_a_torch_device_is_accepted_at_fit(name, data):
+    X, y = data
+    reference = fit_allowing_convergence_warning(
+        ESTIMATORS[name]().set_params(device="cpu"), X, y
+    ).predict_proba(X)
+    fitted = fit_allowing_convergence_warning(ESTIMATORS[name]().set_params(device=torch.device("cpu")), X, y)
+    np.testing.assert_array_equal(fitted.predict_proba(X), reference)
+
+

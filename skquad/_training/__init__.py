@@ -11,15 +11,19 @@ device and thread handling.
 
 Modules
 -------
+``_runtime``     :func:`runtime_policy` -> :class:`RuntimePolicy`: the dtype, device,
+                 generators, thread count and memory check of one fit.
 ``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
-``_trainer``     :class:`Trainer`: the epoch loop, stopping, divergence, early stopping.
+``_trainer``     :class:`Trainer`: the epoch loop, stopping, early stopping.
+``_optimizers``  :class:`SGDOptimizer`, :class:`AdamOptimizer`: MLP's update rules.
+``_divergence``  :class:`DivergenceGuard`: the blow-up test, recovery and warning.
 ``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text.
 ``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".
 ``_threads``     :func:`limit_threads`, :func:`choose_thread_count`,
                  :func:`flush_denormals`: the one thread and denormal policy.
-``_callbacks``   :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
+``_callbacks``   :func:`reporting_epochs` (how every estimator attaches its fit's
+                 callbacks), :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
 ``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
-``_samples``     :func:`merge_duplicate_samples`: weights exactly equal repetition.
 
 API
 ---
@@ -43,8 +47,7 @@ API
     ``convergence_advice``.
 
 ``Trainer(module, loss_function, parameter_groups=None, config=None, *, device, dtype,
-generator, validation_score=None, loss_and_gradient=None, target_dtype=torch.int64,
-callback_context=None, callback_estimator=None, fitted_attributes=None, callback_data=None)``
+generator, validation_score=None, loss_and_gradient=None, target_dtype=torch.int64)``
     ``module(X_batch) -> outputs`` is any :class:`torch.nn.Module`;
     ``loss_function(outputs, y_batch) -> per-sample losses`` (shape ``(n,)``,
     no reduction). Every trainable parameter of the module takes part; the ones
@@ -90,10 +93,11 @@ the ``fit`` call).
 
 Callbacks
 ---------
-With ``callback_context`` (the estimator's root ``sklearn.callback`` context,
-``self._callback_fit_ctx``), every epoch (L-BFGS: iteration) is a subtask
+Inside ``with reporting_epochs(trainer, estimator, X, y, sample_weight,
+fitted_attributes=...)`` (which attaches the estimator's root
+``sklearn.callback`` context, ``self._callback_fit_ctx``), every epoch (L-BFGS: iteration) is a subtask
 whose ``on_fit_task_begin``/``on_fit_task_end`` hooks are called with
-``callback_estimator``, ``callback_data`` (``X``, ``y``, ``metadata``) and, for
+the estimator, ``X``, ``y``, ``metadata`` (the sample weights) and, for
 ``fitted_estimator``, the attributes ``fitted_attributes()`` returns. A hook
 returning True stops training after that epoch (iteration), without a
 ConvergenceWarning (``TrainingResult.stopped_by_callback``).
@@ -126,10 +130,13 @@ data) of the best parameters seen so far and the starting ones is put back,
 therefore never holds NaN or blown-up weights after training.
 """
 
-from ._callbacks import SubtaskReporter
+from ._callbacks import SubtaskReporter, callback_data, reporting_epochs
 from ._config import SOLVERS, ParameterGroup, TrainingConfig, TrainingResult
+from ._divergence import DivergenceGuard
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
-from ._samples import merge_duplicate_samples
+from ._optimizers import AdamOptimizer, SGDOptimizer, make_optimizer
+from ._runtime import RuntimePolicy, compute_dtype, runtime_policy, spawn_generators, thread_count
+from .._rows import merge_duplicate_samples  # the one merge, shared with convex/
 from ._schedules import SCHEDULES, LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
 from ._threads import (
@@ -141,6 +148,17 @@ from ._threads import (
 from ._trainer import Trainer
 
 __all__ = [
+    "AdamOptimizer",
+    "DivergenceGuard",
+    "RuntimePolicy",
+    "SGDOptimizer",
+    "callback_data",
+    "compute_dtype",
+    "make_optimizer",
+    "reporting_epochs",
+    "runtime_policy",
+    "spawn_generators",
+    "thread_count",
     "PARALLEL_FLOPS",
     "SCHEDULES",
     "SOLVERS",

@@ -7,7 +7,52 @@ fit); the :class:`~skquad._training.Trainer` makes one subtask per epoch
 on it and stops training when a callback asks to.
 """
 
-__all__ = ["SubtaskReporter"]
+from contextlib import contextmanager
+
+__all__ = ["SubtaskReporter", "callback_data", "reporting_epochs"]
+
+
+def callback_data(X, y, sample_weight=None):
+    """The ``X``, ``y`` and ``metadata`` every hook receives (one rule for every estimator).
+
+    ``y`` is as the user gave it (labels, not class indices), so that a
+    ``ScoringMonitor`` scores the fitted estimator on it; the sample weights
+    travel as metadata, as scikit-learn's ``LogisticRegression`` passes them.
+    """
+    metadata = None if sample_weight is None else {"sample_weight": sample_weight}
+    return dict(X=X, y=y, metadata=metadata)
+
+
+@contextmanager
+def reporting_epochs(trainer, estimator, X, y, sample_weight=None, *, fitted_attributes=None):
+    """Report ``trainer``'s epochs (L-BFGS iterations) in the block to ``estimator``'s fit.
+
+    The one way a torch-trained estimator attaches scikit-learn's callbacks:
+    the estimator's root context (``_callback_fit_ctx``, None when no
+    callback is set) for the duration of one ``fit``/``partial_fit`` call;
+    the trainer is detached on leaving, so that a trainer kept between
+    ``partial_fit`` calls holds no reference to the estimator, the callbacks
+    or the data.
+
+    Parameters
+    ----------
+    trainer : Trainer
+    estimator : estimator
+    X, y, sample_weight : the call's data (see :func:`callback_data`)
+    fitted_attributes : callable, default=None
+        ``fitted_attributes() -> dict``: what a copy of the estimator needs to
+        predict with the trainer's current parameters.
+    """
+    trainer.attach_callbacks(
+        getattr(estimator, "_callback_fit_ctx", None),
+        estimator=estimator,
+        fitted_attributes=fitted_attributes,
+        callback_data=callback_data(X, y, sample_weight),
+    )
+    try:
+        yield trainer
+    finally:
+        trainer.detach_callbacks()
 
 
 class SubtaskReporter:

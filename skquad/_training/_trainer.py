@@ -13,31 +13,15 @@ from sklearn.model_selection import train_test_split
 from .._reporting import progress_line, warn_user
 from ._callbacks import SubtaskReporter
 from ._config import ParameterGroup, TrainingConfig, TrainingResult
+from ._divergence import DivergenceGuard, NonFiniteObjective
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
+from ._optimizers import make_optimizer
+from ._runtime import thread_count
 from ._schedules import LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
-from ._threads import choose_thread_count, flush_denormals, limit_threads
+from ._threads import flush_denormals, limit_threads
 
 __all__ = ["Trainer"]
-
-
-def _divergence_message(config):
-    remedies = []
-    if config.solver != "lbfgs":
-        remedies.append(f"a smaller {config.learning_rate_name} (now {config.learning_rate:g})")
-    if config.divergence_advice:
-        remedies.append(config.divergence_advice)
-    listed = remedies[0] if len(remedies) == 1 else ", ".join(remedies[:-1]) + " or " + remedies[-1]
-    return (
-        "Training diverged: the loss or the parameters became NaN or infinite, or "
-        f"the loss grew more than {config.loss_growth_limit:g} times above its best "
-        "value. The better of the best parameters seen and the starting ones was "
-        f"restored. Try {listed}."
-    )
-
-
-class _NonFiniteObjective(Exception):
-    """Raised inside the L-BFGS objective at a point where the loss overflows."""
 
 
 class Trainer:
@@ -63,17 +47,9 @@ class Trainer:
         Optional explicit forward and backward (see "Fast path").
     target_dtype : torch.dtype, default=torch.int64
         dtype of ``y`` on the device (int64 class indices, or float targets).
-    callback_context : sklearn.callback CallbackContext, default=None
-        The fit's root callback context (the estimator's
-        ``_callback_fit_ctx``): one subtask per epoch or L-BFGS iteration.
-    callback_estimator : estimator, default=None
-        The estimator passed to the callback hooks.
-    fitted_attributes : callable, default=None
-        ``fitted_attributes() -> dict``: the estimator's fitted attributes for
-        the current parameters (callbacks' ``reconstruction_attributes``).
-    callback_data : dict, default=None
-        ``X``, ``y`` and ``metadata`` passed to the callback hooks (the data as
-        the user gave them, e.g. for ``ScoringMonitor``).
+
+    Callbacks are attached per call with :meth:`attach_callbacks` (the
+    estimators use :func:`skquad._training._callbacks.reporting_epochs`).
     """
 
     def __init__(
@@ -89,10 +65,6 @@ class Trainer:
         validation_score=None,
         loss_and_gradient=None,
         target_dtype=torch.int64,
-        callback_context=None,
-        callback_estimator=None,
-        fitted_attributes=None,
-        callback_data=None,
     ):
         self.config = TrainingConfig() if config is None else config
         self.device = torch.device(device)
@@ -103,12 +75,7 @@ class Trainer:
         self.loss_function = loss_function
         self.validation_score = validation_score
         self.loss_and_gradient = loss_and_gradient
-        self.attach_callbacks(
-            callback_context,
-            estimator=callback_estimator,
-            fitted_attributes=fitted_attributes,
-            callback_data=callback_data,
-        )
+        self.detach_callbacks()
         self._build_flat_buffers(parameter_groups or [])
         self.history = TrainingResult()
         self.schedule = LearningRateSchedule(
@@ -118,11 +85,9 @@ class Trainer:
             self.config.solver,
         )
         self.history.learning_rate = self.schedule.learning_rate
-        self._optimizer_state = None
+        self._optimizer = None
         self._no_improvement_count = 0
-        self._best_flat = self.flat_parameters.detach().clone()
-        self._start_flat = self._best_flat.clone()
-        self._reference_loss = None
+        self.guard = DivergenceGuard(self.config, self.flat_parameters)
         self._fit_started = None
 
     # ------------------------------------------------------------ parameters
@@ -274,48 +239,12 @@ class Trainer:
 
     # ------------------------------------------------------------- optimizers
     def _init_optimizer_state(self):
-        zeros = lambda: torch.zeros_like(self.flat_parameters)
-        if self.config.solver == "sgd":
-            self._optimizer_state = {"velocity": zeros()}
-        elif self.config.solver == "adam":
-            self._optimizer_state = {"m": zeros(), "v": zeros(), "denominator": zeros(), "t": 0}
-        else:
-            self._optimizer_state = {}
+        """A fresh update rule (:mod:`._optimizers`) on the flat buffer."""
+        self._optimizer = make_optimizer(self.config, self.flat_parameters)
 
     def _optimizer_step(self):
-        """One update of the flat buffer; MLPClassifier's SGD and Adam rules."""
-        config, state = self.config, self._optimizer_state
-        theta, gradient = self.flat_parameters, self.flat_gradient
-        learning_rate = self._learning_rates(self.schedule.learning_rate)  # float or vector
-        vector_rate = not isinstance(learning_rate, float)
-        if config.solver == "sgd":
-            velocity = state["velocity"]
-            velocity.mul_(config.momentum)
-            if vector_rate:
-                velocity.addcmul_(gradient, learning_rate, value=-1.0)
-            else:
-                velocity.add_(gradient, alpha=-learning_rate)
-            if config.nesterov:
-                theta.add_(velocity, alpha=config.momentum)
-                if vector_rate:
-                    theta.addcmul_(gradient, learning_rate, value=-1.0)
-                else:
-                    theta.add_(gradient, alpha=-learning_rate)
-            else:
-                theta.add_(velocity)
-        else:
-            state["t"] += 1
-            t = state["t"]
-            m, v, denominator = state["m"], state["v"], state["denominator"]
-            m.mul_(config.beta_1).add_(gradient, alpha=1.0 - config.beta_1)
-            v.mul_(config.beta_2).addcmul_(gradient, gradient, value=1.0 - config.beta_2)
-            correction = math.sqrt(1.0 - config.beta_2**t) / (1.0 - config.beta_1**t)
-            torch.sqrt(v, out=denominator).add_(config.epsilon)
-            if vector_rate:
-                denominator.div_(learning_rate)
-                theta.addcdiv_(m, denominator, value=-correction)
-            else:
-                theta.addcdiv_(m, denominator, value=-learning_rate * correction)
+        """One update of the flat buffer with the scheduled (per-group) rate."""
+        self._optimizer.step(self.flat_gradient, self._learning_rates(self.schedule.learning_rate))
 
     def _learning_rates(self, base):
         """``base * learning_rate_scale``: a float, or a vector built once."""
@@ -376,10 +305,10 @@ class Trainer:
                 loss = self._loss_and_gradient(
                     X_epoch[start:stop], y_epoch[start:stop], normalised[start:stop]
                 )
-                if self._reference_loss is None:
-                    # The first batch's loss at the starting parameters: the
-                    # scale against which the divergence guard measures growth.
-                    self._reference_loss = float(loss)
+                # The first batch's loss at the starting parameters: the
+                # scale against which the divergence guard measures growth.
+                if self.guard.reference_loss is None:
+                    self.guard.observe_first_loss(loss)
                 if penalty:
                     self._add_penalty_gradient(1.0 / weight_sum)
                 self._optimizer_step()
@@ -407,25 +336,8 @@ class Trainer:
             losses = self.loss_function(outputs, y).reshape(-1).double().cpu().numpy()
             return -float(np.average(losses, weights=sample_weight))
 
-    def _parameters_finite(self):
-        return bool(torch.isfinite(self.flat_parameters).all())
-
     def _diverged(self, loss):
-        """Non-finite loss or parameters, or a loss orders of magnitude too large.
-
-        The growth is measured against the larger of the best epoch loss, the
-        loss at the start (the first batch) and 1: a loss that has grown
-        ``loss_growth_limit`` times above all of them is a blow-up on its way
-        to overflow (an SGD step of 1e6 took a log-loss from 0.7 to 5e8 in one
-        epoch and to 1e91 in six), never a plateau.
-        """
-        if not (math.isfinite(loss) and self._parameters_finite()):
-            return True
-        scale = 1.0
-        for value in (self.history.best_loss, self._reference_loss):
-            if value is not None and math.isfinite(value):
-                scale = max(scale, value)
-        return loss > self.config.loss_growth_limit * scale
+        return self.guard.diverged(loss, self.history.best_loss)
 
     def _full_loss(self, X, y, sample_weight, chunk=4096):
         """Weighted mean loss over the data; inf if any output is not finite."""
@@ -441,41 +353,26 @@ class Trainer:
         return value if math.isfinite(value) else math.inf
 
     def _recover_from_divergence(self, X, y, sample_weight):
-        """Put back the better of the best epoch's parameters and the start.
-
-        An epoch can end with a finite but enormous loss just before the
-        overflow, so the "best" snapshot alone may be a blown-up network: both
-        candidates are scored on the training data, and the one with the lower
-        finite loss (and finite outputs) wins.
-        """
-        best_value, chosen = math.inf, self._start_flat
-        for candidate in (self._best_flat, self._start_flat):
-            self.flat_parameters.copy_(candidate)
-            value = self._full_loss(X, y, sample_weight)
-            if value < best_value:
-                best_value, chosen = value, candidate
-        self.flat_parameters.copy_(chosen)
+        """The guard's recovery (best or start, scored on the training data), then the warning."""
+        best_value = self.guard.recover(lambda: self._full_loss(X, y, sample_weight))
         self.history.best_loss = min(self.history.best_loss, best_value)
         self.history.loss = best_value
         self._warn_divergence()
 
     def _restore_best(self):
-        self.flat_parameters.copy_(self._best_flat)
+        self.guard.restore_best()
 
     def _remember_best(self):
-        self._best_flat.copy_(self.flat_parameters)
+        self.guard.remember_best()
 
     def _warn_divergence(self):
         self.history.diverged = True
-        warn_user(_divergence_message(self.config), ConvergenceWarning)
+        self.guard.warn()
 
     def _thread_count(self, n_samples):
-        if self.config.n_threads != "auto":
-            return int(self.config.n_threads)
-        if self.device.type != "cpu":
-            return None
+        """The runtime policy's rule on ``6 * batch * n_parameters`` flops per step."""
         batch = self._batch_size(n_samples) if self.config.solver != "lbfgs" else n_samples
-        return choose_thread_count(6.0 * batch * self.n_parameters)
+        return thread_count(self.config.n_threads, self.device, 6.0 * batch * self.n_parameters)
 
     def attach_callbacks(
         self, context, *, estimator=None, fitted_attributes=None, callback_data=None
@@ -513,12 +410,12 @@ class Trainer:
             )
         sample_weight = np.ones(len(y)) if sample_weight is None else sample_weight
         X, y, sample_weight = self._to_device(X, y, sample_weight)
-        if self._optimizer_state is None:
+        if self._optimizer is None:
             self._init_optimizer_state()
         self._start_call()
         reporter = self._reporter("epoch")
         with limit_threads(self._thread_count(X.shape[0])), flush_denormals():
-            self._start_flat = self.flat_parameters.clone()
+            self.guard.mark_start()
             reporter.begin()
             loss = self._run_epoch(X, y, sample_weight)
             if self._diverged(loss):
@@ -532,7 +429,7 @@ class Trainer:
         """Train until the stopping rule fires or ``max_iter`` epochs have run."""
         sample_weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight)
         self._start_call()
-        self._reference_loss = None
+        self.guard.reference_loss = None
         if self.config.solver == "lbfgs":
             with limit_threads(self._thread_count(len(y)), blas=1), flush_denormals():
                 return self._fit_lbfgs(X, y, sample_weight, max_iter)
@@ -546,7 +443,7 @@ class Trainer:
         self._init_optimizer_state()
         self._no_improvement_count = 0
         self._remember_best()
-        self._start_flat = self.flat_parameters.clone()
+        self.guard.mark_start()
         if self.config.early_stopping:
             self.history.best_validation_score = -math.inf
         history = self.history
@@ -654,7 +551,7 @@ class Trainer:
                 # gradient was read as convergence (issue 19: X * 1e80 gave an
                 # all-zero model, "converged"). Stop; the best point is restored
                 # below and the fit reported as diverged.
-                raise _NonFiniteObjective
+                raise NonFiniteObjective
             if loss < best["loss"]:
                 best["loss"] = loss
                 self._remember_best()
@@ -687,7 +584,7 @@ class Trainer:
                 on_iteration=on_iteration,
             )
             non_finite = False
-        except _NonFiniteObjective:
+        except NonFiniteObjective:
             result, non_finite = None, True
         reporter.close()
         self._restore_best()

@@ -3,7 +3,9 @@
 Run ``python -m skquad.benchmarks --help`` for the options. A thin layer: the
 uci suite is :func:`skquad.benchmarks.run_benchmark`'s protocol.
 
-Contract for suite modules: a module ``skquad/benchmarks/_NAME.py`` exposes
+Contract for suite modules: a module ``skquad/benchmarks/_NAME.py`` (the
+tabular suites) or ``skquad/benchmarks/research/_NAME.py`` (the paper
+reproductions and speed runs) exposes
 
 .. code-block:: python
 
@@ -33,13 +35,13 @@ from ._report import prefix_figure_links, prepare_output_dir, write_report
 SUITES = {
     "uci": [("_uci_suite", "run")],
     "regression": [("_regression_suite", "run")],
-    "paper001": [("_paper001", "run")],
-    "paper002": [("_paper002", "run")],
+    "paper001": [("research._paper001", "run")],
+    "paper002": [("research._paper002", "run")],
     "speed": [
-        ("_qlr", "speed"),
-        ("_layers", "speed"),
-        ("_paper001", "speed"),
-        ("_paper002", "speed"),
+        ("research._qlr", "speed"),
+        ("research._layers", "speed"),
+        ("research._paper001", "speed"),
+        ("research._paper002", "speed"),
     ],
 }
 
@@ -167,7 +169,7 @@ def _run_parts(parser, args, parts, output, datasets):
     sections, failures = [], []
     multi_part = len(SUITES[args.suite]) > 1
     for name, function_name, function in parts:
-        short = name.lstrip("_")
+        short = name.rpartition(".")[2].lstrip("_")
         part_dir = prepare_output_dir(output / short) if multi_part else output
         kwargs = dict(
             output_dir=part_dir, quick=args.quick, repeats=args.repeats, datasets=datasets,

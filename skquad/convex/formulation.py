@@ -48,6 +48,7 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from .._reporting import warn_user
+from .._rows import merge_duplicate_samples
 from .certificate import dual_bound
 from .losses import dual_point, hinge_dual_point
 from .problem import LiftedData, encode_targets
@@ -148,17 +149,10 @@ def aggregate_samples(X, y, sample_weight):
     Returns
     -------
     X, y, weight : arrays in a canonical (sorted) order, weights sum to 1.
+        (:func:`skquad._rows.merge_duplicate_samples`, then normalised.)
     """
-    keep = sample_weight > 0
-    X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
-    width = 1 if y.ndim == 1 else y.shape[1]  # 2-D: vector-output real targets
-    rows = np.column_stack([X.astype(np.float64), y.astype(np.float64).reshape(len(y), width)])
-    unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
-    weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(unique_rows))
-    targets = unique_rows[:, -width:].astype(y.dtype)
-    if y.ndim == 1:
-        targets = targets[:, 0]
-    return unique_rows[:, :-width], targets, weight / weight.sum()
+    X, y, weight = merge_duplicate_samples(np.asarray(X, dtype=np.float64), y, sample_weight)
+    return X, y, weight / weight.sum()
 
 
 def _encode_targets(y, n_outputs):

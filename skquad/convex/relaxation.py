@@ -16,7 +16,6 @@ from numbers import Integral, Real
 
 import numpy as np
 
-import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._reporting import warn_user
@@ -27,16 +26,7 @@ from .formulation import solve_sdp
 from .problem import LiftedData
 from .solution import SDPSolution, relative_gap
 
-__all__ = ["resolve_solver_device", "solve_relaxation"]
-
-
-def resolve_solver_device(device):
-    """``"auto"`` (and None) is the CPU; otherwise a CPU or CUDA device."""
-    if device is None or (isinstance(device, str) and device.lower() == "auto"):
-        return torch.device("cpu")
-    if isinstance(device, str):
-        device = device.lower()
-    return resolve_device(device)
+__all__ = ["solve_relaxation"]
 
 
 # The native solver's options: (kind, smallest allowed value).
@@ -235,7 +225,7 @@ def solve_relaxation(
         _check_factor_options(options)
         data = LiftedData.from_lifting(
             lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
-            device=resolve_solver_device(device),
+            device=resolve_device(device),
         )
         compact = None
         if not options and compact_applies(data):

@@ -21,7 +21,7 @@ from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, guess_
 from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
 from skl2onnx.common.utils import check_input_and_output_numbers
 
-from ..inspection._neurons import _layer_quadratic_forms
+from ..nn.polarization import layer_quadratic_forms
 from ._torch import bilinear_parts
 
 __all__ = ["register"]
@@ -113,7 +113,7 @@ def _layer(graph, x, state):
             out = graph.node("Add", out, power)
         return out
     # full quadratic layers, and any other quadratic layer read off by polarization
-    return graph.quadratic_form(x, *_layer_quadratic_forms(state))
+    return graph.quadratic_form(x, *layer_quadratic_forms(state))
 
 
 def _network_scores(graph, x, estimator):

@@ -13,9 +13,9 @@ import torch
 from sklearn.base import is_regressor
 from torch import nn
 
-from .. import nn as skquad_nn
+from .._pipeline import split_pipeline
 from ..convex.lifting import collapse_replicas
-from ..inspection._pipeline import split_pipeline
+from ..nn.layers import layer_from_numpy_state
 
 __all__ = [
     "BilinearNetworkScores",
@@ -132,21 +132,6 @@ class DecisionFunctionModule(nn.Module):
         return out[:, 0] if out.shape[1] == 1 and self.squeeze else out
 
 
-def layer_module(state, dtype):
-    """A torch layer rebuilt from one entry of a network's ``layers_``."""
-    if state["kind"] == "Linear":
-        options = state["options"]
-        layer = nn.Linear(options["in_features"], options["out_features"], dtype=dtype)
-        with torch.no_grad():
-            layer.weight.copy_(torch.as_tensor(np.asarray(state["weight"])))
-            layer.bias.copy_(torch.as_tensor(np.asarray(state["bias"])))
-        return layer
-    cls = getattr(skquad_nn, state["kind"], None)
-    if cls is None:
-        raise TypeError(f"Unknown layer kind {state['kind']!r} in layers_.")
-    return cls.from_numpy_state(state, device="cpu", dtype=dtype)
-
-
 def bilinear_parts(estimator):
     """The quantized network's arrays on the original features (public attributes only).
 
@@ -199,7 +184,7 @@ def _scores_module(estimator, dtype):
         activation = _ACTIVATIONS[getattr(estimator, "hidden_activation_", estimator.activation)]
         items = []
         for index, state in enumerate(estimator.layers_):
-            items.append(layer_module(state, dtype))
+            items.append(layer_from_numpy_state(state, device="cpu", dtype=dtype))
             if index < len(estimator.layers_) - 1:
                 items.append(activation())
         return nn.Sequential(*items)

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
-import torch
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._pipeline import input_feature_names, split_pipeline
+from .._pipeline import split_pipeline
+from ..nn.polarization import layer_quadratic_forms, quadratic_form_by_polarization
+from ._pipeline import input_feature_names
 
 __all__ = ["QuadraticNeuron", "quadratic_neurons"]
 
@@ -58,8 +58,6 @@ def _score_function(estimator, which):
     return None
 # Largest total size of the dense Q matrices built for a network's neurons.
 _MAX_NEURON_BYTES = 2 * 2**30
-# Rows per call when a function is polarized (bounds memory for wide inputs).
-_POLARIZATION_CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -102,82 +100,6 @@ class QuadraticNeuron:
         return np.einsum("ni,ij,nj->n", X, self.Q, X) + X @ self.w + self.b
 
 
-def quadratic_form_by_polarization(function, n_features, *, center=None, scale=None, check=True):
-    """``(Q, w, b)`` of each output of a quadratic ``function``.
-
-    Parameters
-    ----------
-    function : callable
-        Maps an ``(n, d)`` float64 array to ``(n,)`` or ``(n, k)`` values.
-    n_features : int
-    center, scale : ndarray of shape (d,), default=None
-        The points used are ``center + scale * t`` with ``t`` in
-        ``{0, ±e_i, e_i + e_j}``: pick the data's scale for accuracy.
-    check : bool, default=True
-        Compare with ``function`` at random points; raise when it is not
-        quadratic.
-
-    Returns
-    -------
-    Q : ndarray of shape (k, d, d)
-    w : ndarray of shape (k, d)
-    b : ndarray of shape (k,)
-    """
-    d = int(n_features)
-    center = np.zeros(d) if center is None else np.asarray(center, dtype=np.float64)
-    scale = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
-    rows, cols = np.triu_indices(d, k=1)
-    # the points t: 0, e_i, -e_i, then e_i + e_j (i < j); built a block at a time
-    first = np.concatenate([[-1], np.arange(d), np.arange(d), rows])
-    second = np.concatenate([[-1], np.full(2 * d, -1), cols])
-    signs = np.concatenate([[0.0], np.ones(d), -np.ones(d), np.ones(rows.size)])
-
-    def steps(start, stop):
-        T = np.zeros((stop - start, d))
-        index = np.arange(stop - start)
-        has_first = first[start:stop] >= 0
-        T[index[has_first], first[start:stop][has_first]] = signs[start:stop][has_first]
-        has_second = second[start:stop] >= 0
-        T[index[has_second], second[start:stop][has_second]] = 1.0
-        return T
-
-    def evaluate(make_block, n_rows):
-        pieces = []
-        for start in range(0, n_rows, _POLARIZATION_CHUNK):
-            T = make_block(start, min(start + _POLARIZATION_CHUNK, n_rows))
-            values = np.asarray(function(center + T * scale))
-            pieces.append(values.reshape(values.shape[0], -1).astype(np.float64))
-        return np.concatenate(pieces)
-
-    values = evaluate(steps, first.size)
-    k = values.shape[1]
-    f0, f_plus, f_minus, f_pair = values[0], values[1 : d + 1], values[d + 1 : 2 * d + 1], values[2 * d + 1 :]
-    A = np.zeros((k, d, d))
-    diagonal = 0.5 * (f_plus + f_minus) - f0  # (d, k)
-    A[:, np.arange(d), np.arange(d)] = diagonal.T
-    # f(e_i + e_j) = A_ii + A_jj + 2 A_ij + beta_i + beta_j + f0
-    beta = 0.5 * (f_plus - f_minus)  # (d, k)
-    off = 0.5 * (f_pair - diagonal[rows] - diagonal[cols] - beta[rows] - beta[cols] - f0)
-    A[:, rows, cols] = off.T
-    A[:, cols, rows] = off.T
-    Q = A / np.outer(scale, scale)
-    w = beta.T / scale - 2.0 * np.einsum("kij,j->ki", Q, center)
-    b = f0 - np.einsum("i,kij,j->k", center, Q, center) - w @ center
-    if check:
-        rng = check_random_state(0)
-        T = rng.standard_normal((min(64, 4 + 2 * d), d))
-        expected = evaluate(lambda start, stop: T[start:stop], T.shape[0])
-        X = center + T * scale
-        got = np.einsum("ni,kij,nj->nk", X, Q, X) + X @ w.T + b
-        tolerance = 1e-6 * (1.0 + np.max(np.abs(expected)))
-        if not np.all(np.abs(got - expected) <= tolerance):
-            raise ValueError(
-                "The function is not a quadratic function of its input (largest "
-                f"mismatch {np.max(np.abs(got - expected)):.3g}); its quadric cannot be read."
-            )
-    return Q, w, b
-
-
 def _without_name_warning(function, estimator):
     """Call ``function`` on arrays without the 'X does not have valid feature names' warning."""
 
@@ -212,26 +134,6 @@ def _qlr_neurons(estimator, names):
     ]
 
 
-def _layer_quadratic_forms(state):
-    """``(Q, w, b)`` of every neuron of one quadratic layer's numpy state."""
-    if "quadratic" in state:
-        Q = np.asarray(state["quadratic"], dtype=np.float64)
-        w = np.asarray(state["weight"], dtype=np.float64)
-        bias = state.get("bias")
-        b = np.zeros(w.shape[0]) if bias is None else np.asarray(bias, dtype=np.float64)
-        return 0.5 * (Q + Q.transpose(0, 2, 1)), w, b
-    from ..export._torch import layer_module  # the layer's own forward, in float64
-
-    module = layer_module(state, torch.float64)
-    n_in = state["options"]["in_features"]
-
-    def forward(A):
-        with torch.no_grad():
-            return module(torch.as_tensor(A, dtype=torch.float64)).numpy()
-
-    return quadratic_form_by_polarization(forward, n_in)
-
-
 def _network_neurons(estimator, names, layer):
     selected = [
         state for index, state in enumerate(estimator.layers_)
@@ -249,7 +151,7 @@ def _network_neurons(estimator, names, layer):
     for index, state in enumerate(estimator.layers_):
         n_out = state["options"]["out_features"]
         if state["kind"] != "Linear" and (layer is None or layer == index):
-            Q, w, b = _layer_quadratic_forms(state)
+            Q, w, b = layer_quadratic_forms(state)
             last = index == len(estimator.layers_) - 1
             labels = (
                 _score_names(estimator, n_out)

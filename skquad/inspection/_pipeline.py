@@ -1,19 +1,11 @@
-"""Find the skquad estimator in a Pipeline, and the names of its input features."""
+"""The names of a fitted estimator's input features, and ``X`` as it sees it (after a Pipeline's steps)."""
 
 import numpy as np
-from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._pipeline import split_pipeline
+
 __all__ = []
-
-
-def split_pipeline(estimator):
-    """``(preprocessing, final_estimator)``; preprocessing is None without a Pipeline."""
-    if isinstance(estimator, Pipeline):
-        final = estimator.steps[-1][1]
-        preprocessing = estimator[:-1] if len(estimator.steps) > 1 else None
-        return preprocessing, final
-    return None, estimator
 
 
 def input_feature_names(estimator, feature_names=None):

@@ -9,16 +9,17 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
-from .._memory import check_memory
 from .._reporting import warn_user
-from .._torch_utils import as_tensor, make_generator, prediction_device, resolve_device, seed_from, to_numpy
+from .._torch_utils import as_tensor, prediction_device, to_numpy
 from .._training import (
     SparseRows,
     Trainer,
     TrainingConfig,
-    choose_thread_count,
     merge_duplicate_samples,
+    reporting_epochs,
+    runtime_policy,
 )
 from ..nn.quadratic_form import (
     QuadraticScores,
@@ -180,13 +181,14 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         skquad's one progress format (``elapsed`` counts from the start of
         the fit).
     random_state : int, RandomState instance or None, default=None
-        Seeds ``Q_init="random"``, the low-rank factors and SGD shuffling,
-        through a local torch generator (torch's global one is never touched).
+        Seeds ``Q_init="random"`` and the low-rank factors, and (an
+        independent stream) SGD shuffling, through local torch generators
+        (torch's global one is never touched; see
+        :mod:`skquad._training._runtime`).
     device : {"auto", "cpu", "cuda"} or str, default="auto"
-        Where torch computes; ``"auto"`` takes CUDA when available. Learned
-        arrays are numpy, so a model fitted on a GPU predicts anywhere: after
-        unpickling on a machine without the fitting device, predictions run
-        on the CPU.
+        Where torch computes; ``"auto"`` means the CPU. Learned arrays are
+        numpy, so a model fitted on a GPU predicts anywhere: predictions run
+        on ``device_``, or on the CPU after unpickling on a machine without it.
     n_threads : "auto" or int, default="auto"
         CPU threads of torch during fit. ``"auto"`` uses one thread for
         products under 2e8 flops (faster on small problems, see
@@ -204,7 +206,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         (below about 1e-6 L-BFGS stops when the objective no longer changes
         in float32: at ``tol=1e-8`` it stopped after 418 iterations where
         float64 ran 791), so pass ``dtype="float64"`` when the optimum is
-        needed to high accuracy. The fitted arrays are float64 either way.
+        needed to high accuracy. The fitted arrays (``Q_``, ``coef_``,
+        ``intercept_``) are in the training dtype, and the scores and
+        probabilities in ``numpy.result_type(X, coef_)``, as
+        ``LogisticRegression``'s.
 
     Attributes
     ----------
@@ -238,6 +243,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         or the loss grew by orders of magnitude); the better of the best
         parameters seen and the starting ones were kept and a
         ConvergenceWarning said what to try.
+    device_ : str
+        The device the model was fitted on (``"cpu"``, ``"cuda:0"``), where
+        it predicts (the CPU when that device is missing).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -339,6 +347,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -357,10 +366,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             The fitted estimator.
         """
         previous = self._previous_solution() if self.warm_start else None
-        metadata = None if sample_weight is None else {"sample_weight": sample_weight}
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        callback_data = dict(X=X, y=self.classes_[y_encoded], metadata=metadata)
-        return self._train(X, y_encoded, sample_weight, previous, callback_data=callback_data)
+        return self._train(X, y_encoded, sample_weight, previous)
 
     def _sgd_only(self):
         if self.solver != "sgd":
@@ -371,6 +378,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     @available_if(_sgd_only)
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One SGD epoch over ``(X, y)``, continuing from the current model.
 
@@ -432,13 +440,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         return float(self.learning_rate), "constant"
 
-    def _compute_dtype(self, X):
-        """The input's floating dtype, unless the ``dtype`` parameter forces one."""
-        dtype = X.dtype if self.dtype is None else np.dtype(self.dtype)
-        return torch.float32 if dtype == np.float32 else torch.float64
-
-    def _check_memory(self, n_features, n_rows):
-        """Refuse, before allocating, a fit that cannot fit in memory (issue 19).
+    def _required_memory(self, n_features, n_rows):
+        """Bytes a fit needs, checked before allocating (issue 19).
 
         Parameters: ``n_scores * (d * d + d + 1)`` (full rank) or
         ``n_scores * (d * rank + rank + d + 1)``, held by L-BFGS as about 26
@@ -450,31 +453,21 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         d, n_scores = int(n_features), self._n_scores
         width = d if self.rank is None else min(int(self.rank), d)
         n_parameters = n_scores * (d * width + (width if self.rank is not None else 0) + d + 1)
-        required = 8.0 * (26 * n_parameters + 2 * n_scores * n_rows * width)
-        check_memory(
-            required, "rank", self.rank,
-            f"fitting {type(self).__name__} on {d} features",
-            advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
-            "of d * d) or select fewer features.",
-        )
+        return 8.0 * (26 * n_parameters + 2 * n_scores * n_rows * width)
 
-    def _thread_count(self, n_rows, n_features, device):
-        if self.n_threads != "auto":
-            return int(self.n_threads)
-        if device.type != "cpu":
-            return None
-        # flops of one step: per score, X Q_k (2 n d w) and the Gram gradient
-        # (n d w as SYRK), on the scale of the networks' 6 * batch * n_parameters
+    def _flops_per_step(self, n_rows, n_features):
+        """Per score, ``X Q_k`` (2 n d w) and the Gram gradient (n d w as SYRK)."""
         width = n_features if self.rank is None else min(self.rank, n_features)
-        return choose_thread_count(3.0 * self._n_scores * n_rows * n_features * width)
+        return 3.0 * self._n_scores * n_rows * n_features * width
 
-    def _train(self, X, y_encoded, sample_weight, previous, *, partial=False, callback_data=None):
+    def _train(self, X, y_encoded, sample_weight, previous, *, partial=False):
         """Fit from validated data through the training engine."""
         _check_feature_scale(X, type(self).__name__)
-        device = resolve_device(self.device)
         learning_rate_init, schedule = self._step_size()
         if previous is not None and not self._previous_fits(previous, X.shape[1]):
             previous = None
+        # The callbacks score against the data as the user gave them (labels, all rows).
+        user_data = (X, self.classes_[y_encoded], sample_weight)
         stochastic = partial or self.solver == "sgd"
         if not stochastic:
             # L-BFGS sees the weighted distribution: duplicates merged, rows in
@@ -495,12 +488,28 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         batch_rows = X.shape[0]
         if stochastic:
             batch_rows = min(200 if self.batch_size == "auto" else self.batch_size, batch_rows)
-        self._check_memory(X.shape[1], batch_rows)
-        tensors = self._initial_params(X.shape[1], device, previous)
+        policy = runtime_policy(
+            X.dtype,
+            dtype=self.dtype,
+            fitted_dtype=None if previous is None else previous["Q"].dtype,
+            device=self.device,
+            n_threads=self.n_threads,
+            flops_per_step=self._flops_per_step(batch_rows, X.shape[1]),
+            random_state=self.random_state,
+            # partial_fit call k shuffles with its own stream (len(loss_curve_) counts the calls)
+            call=len(getattr(self, "loss_curve_", [])) if partial and previous is not None else 0,
+        )
+        policy.require_memory(
+            self._required_memory(X.shape[1], batch_rows), "rank", self.rank,
+            f"fitting {type(self).__name__} on {X.shape[1]} features",
+            advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
+            "of d * d) or select fewer features.",
+        )
+        device = policy.device
+        tensors = self._initial_params(X.shape[1], device, previous, policy.init_generator)
         if not self.fit_intercept:
             tensors[-1].zero_()
         module = QuadraticScores(tensors, fit_intercept=self.fit_intercept)
-        n_threads = self._thread_count(batch_rows, X.shape[1], device)
         config = TrainingConfig(
             solver="sgd" if stochastic else "lbfgs",
             learning_rate=learning_rate_init,
@@ -514,7 +523,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             nesterov=False,
             max_fun=self.max_fun,
             verbose=bool(self.verbose),
-            n_threads="auto" if n_threads is None else n_threads,
+            n_threads="auto" if policy.n_threads is None else policy.n_threads,
             warn_on_max_iter=not partial,
             # LogisticRegression's L-BFGS settings
             lbfgs_ftol=64 * np.finfo(float).eps,
@@ -531,17 +540,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         if partial:
             done = int(self.n_iter_[0]) if previous is not None else 0
-            # a new shuffle per call, reproducible from random_state
-            generator = torch.Generator().manual_seed(seed_from(self.random_state) + done)
-        else:
-            generator = make_generator(self.random_state, "cpu")
         trainer = Trainer(
             module,
             log_loss_per_sample,
             config=config,
             device=device,
-            dtype=self._compute_dtype(X),
-            generator=generator,
+            dtype=policy.dtype,
+            generator=policy.shuffle_generator,
             loss_and_gradient=quadratic_logistic_loss_and_gradient(
                 module,
                 l2,
@@ -549,24 +554,23 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 class_blocks=None if stochastic else class_blocks,
                 free_entry_gradient=stochastic,
             ),
-            callback_context=getattr(self, "_callback_fit_ctx", None),
-            callback_estimator=self,
-            fitted_attributes=lambda: self._fitted_arrays(module.tensors()),
-            callback_data=callback_data,
         )
         X_sorted, y_sorted, w_sorted = X[order], y_encoded[order], sample_weight[order]
+        fitted = lambda: {**self._fitted_arrays(module.tensors()), "device_": policy.device_name}
         if partial:
             seen = getattr(self, "t_", 0) if previous is not None else 0
             trainer.history.n_samples_seen = seen
             if seen:
                 trainer.schedule.epoch_ends(seen)
-            history = trainer.partial_fit(X_sorted, y_sorted, w_sorted)
+            with reporting_epochs(trainer, self, *user_data, fitted_attributes=fitted):
+                history = trainer.partial_fit(X_sorted, y_sorted, w_sorted)
             if previous is None or not hasattr(self, "loss_curve_"):
                 self.loss_curve_ = []
             self.loss_curve_.extend(history.loss_curve)
             n_iter = done + history.n_iter
         else:
-            history = trainer.fit(X_sorted, y_sorted, w_sorted, max_iter=self.max_iter)
+            with reporting_epochs(trainer, self, *user_data, fitted_attributes=fitted):
+                history = trainer.fit(X_sorted, y_sorted, w_sorted, max_iter=self.max_iter)
             n_iter = history.n_iter
             if stochastic:
                 self.loss_curve_ = list(history.loss_curve)
@@ -580,6 +584,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         if history.loss is None:
             # max_iter=0 with SGD: no epoch ran, the model is the starting one.
             history.loss = self._objective(X, y_encoded, sample_weight, l2)
+        self.device_ = policy.device_name
         # LogisticRegression's shape and dtype: (1,) int32, multinomial included.
         self.n_iter_ = np.array([n_iter], dtype=np.int32)
         self.loss_ = float(history.loss)
@@ -617,8 +622,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         return bool(same_classes and same_shape and same_rank)
 
-    def _initial_params(self, n_features, device, previous):
-        """Starting tensors: ``[Q, coef, intercept]`` or ``[V, s, coef, intercept]``."""
+    def _initial_params(self, n_features, device, previous, generator):
+        """Starting tensors: ``[Q, coef, intercept]`` or ``[V, s, coef, intercept]``.
+
+        Drawn in float64 from ``generator`` (the runtime policy's CPU
+        initialization stream): the same model on every device and dtype.
+        """
         n_scores, d = self._n_scores, n_features
         as_t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), device=device)
         if previous is not None:
@@ -627,8 +636,6 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 return [as_t(previous["Q"])] + tail
             return [as_t(previous["vectors"]), as_t(previous["scales"])] + tail
 
-        # Random draws on a CPU generator: the same model on every device.
-        generator = make_generator(self.random_state, "cpu")
         gauss = lambda *shape: torch.randn(*shape, generator=generator, dtype=torch.float64)
         coef = torch.zeros(n_scores, d, dtype=torch.float64)
         intercept = torch.zeros(n_scores, dtype=torch.float64)
@@ -669,12 +676,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             Q = 0.5 * (Q + Q.transpose(1, 2))  # remove rounding asymmetry
         else:
             vectors, scales, coef, intercept = params
-            arrays["Q_vectors_"] = to_numpy(vectors.double())
-            arrays["Q_scales_"] = to_numpy(scales.double())
+            arrays["Q_vectors_"] = to_numpy(vectors)
+            arrays["Q_scales_"] = to_numpy(scales)
             Q = low_rank_to_dense(vectors, scales)
-        arrays["Q_"] = to_numpy(Q.double())
-        arrays["coef_"] = to_numpy(coef.double())
-        arrays["intercept_"] = to_numpy(intercept.double())
+        # In the computation dtype, as LogisticRegression keeps float32 in coef_.
+        arrays["Q_"] = to_numpy(Q)
+        arrays["coef_"] = to_numpy(coef)
+        arrays["intercept_"] = to_numpy(intercept)
         if not self.fit_intercept:
             arrays["intercept_"][:] = 0.0
         return arrays
@@ -693,25 +701,25 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
-        device = prediction_device(self.device)
+        """Scores computed in float64, returned in ``result_type(X, coef_)`` (LogisticRegression's dtype)."""
+        device = prediction_device(self.device_)
         if scipy.sparse.issparse(X):
             X_t = SparseRows(X, device, torch.float64)
         else:
             # C order, as in training: the summation order (and so the last
             # bit of every score) does not depend on the input's memory layout
             X_t = as_tensor(np.ascontiguousarray(X), dtype=torch.float64, device=device)
-        coef = torch.as_tensor(self.coef_, device=device)
-        intercept = torch.as_tensor(self.intercept_, device=device)
+        as_float64 = lambda array: torch.as_tensor(np.asarray(array, dtype=np.float64), device=device)
+        coef, intercept = as_float64(self.coef_), as_float64(self.intercept_)
         with torch.no_grad():
             if getattr(self, "Q_vectors_", None) is not None:
                 scores = low_rank_quadratic_scores(
                     X_t,
-                    torch.as_tensor(self.Q_vectors_, device=device),
-                    torch.as_tensor(self.Q_scales_, device=device),
+                    as_float64(self.Q_vectors_),
+                    as_float64(self.Q_scales_),
                     coef,
                     intercept,
                 )
             else:
-                Q = torch.as_tensor(self.Q_, device=device)
-                scores = chunked_quadratic_form_scores(X_t, Q, coef, intercept)
-        return to_numpy(scores)
+                scores = chunked_quadratic_form_scores(X_t, as_float64(self.Q_), coef, intercept)
+        return to_numpy(scores).astype(np.result_type(X.dtype, self.coef_.dtype), copy=False)

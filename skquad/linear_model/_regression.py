@@ -6,8 +6,9 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
-from .._training import choose_thread_count, limit_threads
+from .._training import limit_threads, thread_count
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
     expansion_size,
@@ -70,6 +71,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
         Linear coefficients.
     intercept_ : float or ndarray of shape (n_targets,)
+        In the input's float dtype, as ``coef_`` and ``Q_`` (and as Ridge's).
     n_iter_ : ndarray of shape (n_targets,)
         Iterations of ``"cg"`` per target; 1 for the direct solvers (one
         exact solve: scikit-learn's checks want ``n_iter_ >= 1`` wherever
@@ -140,6 +142,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return alpha
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the ridge problem on the degree-2 features.
 
@@ -160,8 +163,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
         # two threads ran 10-100x slower than on one on a loaded 2-core machine.
         n, D = X.shape[0], expansion_size(X.shape[1])
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
-        threads = choose_thread_count(flops)
-        with limit_threads(None, blas=threads):
+        # (numpy computes here: the runtime policy's thread rule, for BLAS)
+        threads = thread_count("auto", "cpu", flops)
+        # Overflow is checked on the result below, with a message that says what to do.
+        with limit_threads(None, blas=threads), np.errstate(over="ignore", invalid="ignore"):
             coefficients, intercept, n_iter = fit_quadratic_ridge(
                 X, Y, sample_weight, alpha,
                 fit_intercept=bool(self.fit_intercept),
@@ -169,7 +174,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 tol=float(self.tol),
                 max_iter=self.max_iter,
             )
-        publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype)
+        publish_quadratic_model(self, coefficients, intercept, X)
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
         return self
@@ -178,24 +183,39 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return fitted_quadratic_scores(self, X)
 
 
-def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtype):
+def publish_quadratic_model(estimator, coefficients, intercept, X):
     """Set ``coef_``, ``Q_`` and ``intercept_`` from degree-2 coefficients (D, n_targets).
 
-    In the input's float ``dtype``, as scikit-learn's estimators, and in the
-    shape of the fitted ``y`` (1-D: one model, a float intercept).
+    In ``X``'s float dtype, as scikit-learn's estimators, and in the shape of
+    the fitted ``y`` (1-D: one model, a numpy scalar intercept, as Ridge).
+    Refuses coefficients that overflowed.
     """
-    coef, Q = coefficients_to_model(coefficients, n_features)
+    if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
+        # The normal equations hold degree-4 products of the features:
+        # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
+        raise ValueError(
+            f"{type(estimator).__name__} could not fit X: its largest entry, "
+            f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "
+            "quadratic features. Scale the features, e.g. with "
+            "StandardScaler in a Pipeline."
+        )
+    coef, Q = coefficients_to_model(coefficients, X.shape[1])
+    dtype = X.dtype
     if estimator._fitted_y_ndim == 1:
         estimator.coef_, estimator.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
-        estimator.intercept_ = float(intercept[0])
+        estimator.intercept_ = dtype.type(intercept[0])
     else:
         estimator.coef_, estimator.Q_ = coef.astype(dtype), Q.astype(dtype)
         estimator.intercept_ = np.asarray(intercept).astype(dtype)
 
 
 def fitted_quadratic_scores(estimator, X):
-    """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``."""
+    """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``.
+
+    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts.
+    """
     Q = np.asarray(estimator.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
     coef = np.asarray(estimator.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
     intercept = np.asarray(estimator.intercept_, dtype=np.float64).reshape(-1)
-    return quadratic_model_scores(X, Q, coef, intercept)
+    scores = quadratic_model_scores(X, Q, coef, intercept)
+    return scores.astype(np.result_type(X.dtype, estimator.coef_.dtype), copy=False)

@@ -230,7 +230,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             self.best_score_ = float(scores[best])
             chosen = np.full(k, self.alpha_)
         coefficients, intercept = loo.coefficients(chosen)
-        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
+        publish_quadratic_model(self, coefficients, intercept, X)
         if self.store_cv_results:
             values = values.astype(X.dtype, copy=False)
             self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values

@@ -33,20 +33,15 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseQuadraticEstimator
-from .._memory import available_memory as _available_memory
-from .._torch_utils import (
-    as_tensor,
-    make_generator,
-    prediction_device,
-    resolve_device,
-    resolve_dtype,
-)
+from .._torch_utils import as_tensor, prediction_device, resolve_dtype
 from .._training import (
     ParameterGroup,
     Trainer,
     TrainingConfig,
-    choose_thread_count,
     limit_threads,
+    reporting_epochs,
+    runtime_policy,
+    thread_count,
 )
 from ..nn import QuadraticLayer, ReducedQuadraticLayer
 from ..nn.fused import FusedNetwork
@@ -253,14 +248,17 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
     def _layer_backward(self):
         return "autograd" if self.backward == "autograd" else "cached"
 
-    def _check_memory(self, sizes, flags, dtype, batch_size):
-        """Refuse, naming the parameters, a network whose training cannot fit in memory."""
+    def _n_parameters(self, sizes, flags):
         options = self._quadratic_options()
-        n_parameters = count_parameters(
+        return count_parameters(
             sizes, flags, self._quadratic_kind,
             quadratic_storage=options.get("quadratic_storage", "full"), power_term=options.get("power_term", False),
         )
-        itemsize = torch.finfo(dtype).bits // 8
+
+    def _check_memory(self, policy, sizes, flags, batch_size):
+        """Refuse, naming the parameters, a network whose training cannot fit in memory."""
+        n_parameters = self._n_parameters(sizes, flags)
+        itemsize = torch.finfo(policy.dtype).bits // 8
         # The fused backward of a full quadratic layer keeps two (batch, n_out * n_in) products.
         workspace = sum(
             2 * batch_size * n_out * n_in
@@ -268,16 +266,13 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             if quadratic and self._quadratic_kind == "QuadraticLayer"
         )
         needed = n_parameters * (8 + _TRAINING_COPIES * itemsize) + workspace * itemsize
-        available = _available_memory()
-        if available is not None and needed > available:
-            raise ValueError(
-                f"{type(self).__name__}(hidden_layer_sizes={self.hidden_layer_sizes!r}, "
-                f"quadratic_layers={self.quadratic_layers!r}) on {sizes[0]} features has "
-                f"{n_parameters:.3g} parameters; training it needs about {needed / 2**30:.3g} GiB "
-                f"but {available / 2**30:.3g} GiB of memory is available. Use smaller "
-                "hidden_layer_sizes, fewer quadratic layers (quadratic_layers), "
-                + ("or RPQNNClassifier (2 n_in parameters per neuron)." if self._quadratic_kind == "QuadraticLayer" else "or fewer features.")
-            )
+        policy.require_memory(
+            needed, "hidden_layer_sizes", self.hidden_layer_sizes,
+            f"training {type(self).__name__}(quadratic_layers={self.quadratic_layers!r}) on "
+            f"{sizes[0]} features ({n_parameters:.3g} parameters)",
+            advice="use smaller hidden_layer_sizes, fewer quadratic layers (quadratic_layers), "
+            + ("or RPQNNClassifier (2 n_in parameters per neuron)." if self._quadratic_kind == "QuadraticLayer" else "or fewer features."),
+        )
 
     # ------------------------------------------------------------ task hooks
     # (see the module docstring; the task bases define them)
@@ -321,7 +316,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             ParameterGroup(quadratic_biases, name="quadratic_biases", learning_rate_scale=scale),
         ]
 
-    def _training_config(self):
+    def _training_config(self, n_threads="auto"):
         return TrainingConfig(
             solver=self.solver,
             learning_rate=self.learning_rate_init,
@@ -340,7 +335,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             epsilon=self.epsilon,
             max_fun=self.max_fun,
             verbose=bool(self.verbose),
-            n_threads=self.n_threads,
+            # the runtime policy's count (None: a GPU, leave torch alone)
+            n_threads="auto" if n_threads is None else n_threads,
             # MLP's split: stratified for single-label classification only.
             stratify=not self._float_targets,
             # The engine's divergence warning gives these remedies, in this estimator's names.
@@ -355,7 +351,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             f"{self.quadratic_learning_rate_scale:g}), quadratic_l2 or quadratic_l1), or {last}"
         )
 
-    def _new_trainer(self, network, device, dtype, generator, config=None, groups=None, fused=None):
+    def _new_trainer(self, network, policy, config=None, groups=None, fused=None):
         """A Trainer of ``Sequential(SparseRowsInput, network)``.
 
         The input stage lets every call train on dense or sparse data alike
@@ -369,13 +365,13 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             torch.nn.Sequential(inputs, network),
             per_sample_loss(output_kind),
             self._parameter_groups(network) if groups is None else groups,
-            self._training_config() if config is None else config,
-            device=device,
-            dtype=dtype,
-            generator=generator,
+            self._training_config(policy.n_threads) if config is None else config,
+            device=policy.device,
+            dtype=policy.dtype,
+            generator=policy.shuffle_generator,
             validation_score=self._validation_score,
             loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
-            target_dtype=dtype if self._float_targets else torch.int64,
+            target_dtype=policy.dtype if self._float_targets else torch.int64,
         )
 
     def _fitted_network_attributes(self, network):
@@ -397,9 +393,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
                 return trainer.partial_fit(X_engine, y, sample_weight)
             return trainer.fit(X_engine, y, sample_weight, max_iter=max_iter)
         finally:
-            # the trainer outlives the call: keep no reference to the data or the callbacks
+            # the trainer outlives the call: keep no reference to the data
             inputs.use(None)
-            trainer.detach_callbacks()
 
     def _new_module(self, sizes, flags, generator, *, conventional=False):
         return new_network(
@@ -412,14 +407,14 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             relinear=self.relinear,
         )
 
-    def _transfer_conventional_weights(self, module, sizes, flags, data, device, dtype, generator):
+    def _transfer_conventional_weights(self, module, sizes, flags, data, policy):
         """Fan et al.'s weight transfer: train a conventional twin, copy it in."""
-        conventional = self._new_module(sizes, flags, generator, conventional=True)
+        conventional = self._new_module(sizes, flags, policy.init_generator, conventional=True)
         weights = [m.weight for m in conventional if isinstance(m, torch.nn.Linear)]
-        config = self._training_config()
+        config = self._training_config(policy.n_threads)
         config.warn_on_max_iter = False
         trainer = self._new_trainer(
-            conventional, device, dtype, generator, config=config,
+            conventional, policy, config=config,
             groups=[ParameterGroup(weights, l2=self.alpha)], fused=False,
         )
         self._run(trainer, *data, max_iter=self.max_iter)
@@ -429,14 +424,6 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             elif isinstance(target, (QuadraticLayer, ReducedQuadraticLayer)):
                 target.load_linear_from(source, reset_quadratic=True)
         return trainer.history.n_iter
-
-    def _training_dtype(self, X, continuing):
-        """``dtype`` if set, else the fitted network's (when continuing), else X's."""
-        if self.dtype is not None:
-            return resolve_dtype(self.dtype)
-        if continuing:
-            return resolve_dtype(self.layers_[0]["weight"].dtype)
-        return torch.float64 if X.dtype == np.float64 else torch.float32
 
     def _continue_from_fit(self, X, architecture):
         """Check that a warm start or later partial_fit matches the fitted network."""
@@ -480,27 +467,38 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             raise ValueError("partial_fit does not support early_stopping=True")
 
     def _train(self, X, y, sample_weight, architecture, *, incremental):
-        device = resolve_device(self.device)
         continuing = hasattr(self, "layers_") and (incremental or self.warm_start)
-        dtype = self._training_dtype(X, continuing)
+        sizes, flags = architecture
+        sizes = [X.shape[1], *sizes, self._n_scores]
+        batch = min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size)
+        if self.solver == "lbfgs":
+            batch = X.shape[0]
+        # dtype, device, threads, generators: decided once, here (skquad._training._runtime)
+        policy = runtime_policy(
+            X.dtype,
+            dtype=self.dtype,
+            fitted_dtype=self.layers_[0]["weight"].dtype if continuing else None,
+            device=self.device,
+            n_threads=self.n_threads,
+            # forward and backward of one step
+            flops_per_step=6.0 * batch * self._n_parameters(sizes, flags),
+            random_state=self.random_state,
+        )
         trainer = getattr(self, "_trainer", None) if incremental else None
-        if trainer is not None and (trainer.dtype != dtype or trainer.device != device):
+        if trainer is not None and (trainer.dtype != policy.dtype or trainer.device != policy.device):
             trainer = None  # set_params(dtype=..., device=...) between calls
         if trainer is None:
-            generator = make_generator(self.random_state)
-            sizes, flags = architecture
-            sizes = [X.shape[1], *sizes, self._n_scores]
             if continuing:
                 self._continue_from_fit(X, architecture)
                 module = network_from_states(self.layers_, self.activation, dtype=torch.float64)
             else:
-                self._check_memory(sizes, flags, dtype, min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size))
-                module = self._new_module(sizes, flags, generator)
+                self._check_memory(policy, sizes, flags, batch)
+                module = self._new_module(sizes, flags, policy.init_generator)
                 if self.weight_transfer:
                     self.weight_transfer_n_iter_ = self._transfer_conventional_weights(
-                        module, sizes, flags, (X, y, sample_weight), device, dtype, generator
+                        module, sizes, flags, (X, y, sample_weight), policy
                     )
-            trainer = self._new_trainer(module, device, dtype, generator)
+            trainer = self._new_trainer(module, policy)
             # What the trainer's network computes, whatever set_params does later.
             self._trainer_structure = (self.activation, self._out_activation_name())
             if continuing:
@@ -510,18 +508,22 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
                 history.best_loss = np.inf if self.best_loss_ is None else self.best_loss_
                 history.n_samples_seen = self.t_
                 trainer.schedule.epoch_ends(self.t_)
-        # This call's epochs go to this call's scikit-learn callbacks (if any).
-        trainer.attach_callbacks(
-            getattr(self, "_callback_fit_ctx", None),
-            estimator=self,
-            fitted_attributes=lambda: self._fitted_network_attributes(trainer.module[1]),
-            callback_data=dict(X=X, y=self._callback_targets(y), metadata={"sample_weight": sample_weight}),
-        )
         # n_iter_ counts this call's epochs (iterations), as in MLPClassifier;
         # loss_curve_ and t_ keep accumulating over warm starts and partial_fit.
         n_iter_before = trainer.history.n_iter
-        history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
+        # predict's threads follow the fit's n_threads, not a later set_params;
+        # set before training, so that callbacks can score the epochs' models.
+        self._fitted_n_threads = self.n_threads
+        # This call's epochs go to this call's scikit-learn callbacks (if any).
+        with reporting_epochs(
+            trainer, self, X, self._callback_targets(y), sample_weight,
+            fitted_attributes=lambda: {
+                **self._fitted_network_attributes(trainer.module[1]), "device_": policy.device_name,
+            },
+        ):
+            history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)
         self._trainer = trainer
+        self.device_ = policy.device_name
         self._store_fitted_state(trainer, history, incremental, history.n_iter - n_iter_before)
         return self
 
@@ -562,7 +564,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             device = torch.device("cpu")
             if dtype is None:
                 dtype = resolve_dtype(self.layers_[0]["weight"].dtype)
-                device = prediction_device(self.device)
+                device = prediction_device(self.device_)
             cache[key] = network_from_states(self.layers_, self.hidden_activation_, device=device, dtype=dtype)
         return cache[key]
 
@@ -570,9 +572,10 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         module = self._prediction_module()
         parameter = next(module.parameters())
         n_parameters = sum(p.numel() for p in module.parameters())
-        threads = self.n_threads
-        if threads == "auto":
-            threads = choose_thread_count(2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters)
+        # a forward pass only: 2 flops per parameter and row
+        threads = thread_count(
+            self._fitted_n_threads, parameter.device, 2.0 * min(X.shape[0], _PREDICT_CHUNK) * n_parameters
+        )
         if sparse.issparse(X):
             X = X.tocsr()
         chunks = []
@@ -588,7 +591,14 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
                 chunks.append(scores)
         if not chunks:
             return np.zeros((0, self._n_scores))
-        return np.concatenate(chunks)
+        scores = np.concatenate(chunks)
+        # MLPClassifier's dtype: result_type(X, weights), float32 for a float32
+        # network on float32 input, unless the float64 fallback above was needed.
+        if np.result_type(X.dtype, self.layers_[0]["weight"].dtype) == np.float32 and np.all(
+            np.abs(scores) <= np.finfo(np.float32).max
+        ):
+            scores = scores.astype(np.float32)
+        return scores
 
     def _as_batch(self, rows, parameter):
         """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""

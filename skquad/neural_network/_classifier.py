@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
@@ -88,6 +89,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
 
     # ------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Train the network on ``(X, y)``.
 
@@ -119,6 +121,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
 
     @available_if(_stochastic_solver)
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch of the stochastic solver over ``(X, y)``.
 
@@ -167,6 +170,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
             return np.exp(self._scores_to_log_proba(scores))
         return super()._scores_to_proba(scores)
 
+    @reads_fitted_state
     def predict_log_proba(self, X):
         """Logarithm of the class probabilities, ``log(predict_proba(X))``.
 

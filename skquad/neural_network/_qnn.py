@@ -224,6 +224,10 @@ class QNNClassifier(BaseQuadraticNetworkClassifier):
         True when the last fit stopped because training diverged (the best
         weights seen were restored, and a ConvergenceWarning said so).
 
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
+        predicts there, or on the CPU where that device is missing.
+
     n_layers_ : int
         Number of layers, counting the input layer (as in MLPClassifier).
 
@@ -470,6 +474,10 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
     diverged_ : bool
         True when the last fit stopped because training diverged (the best
         weights seen were restored, and a ConvergenceWarning said so).
+
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
+        predicts there, or on the CPU where that device is missing.
 
     n_layers_ : int
         Number of layers, counting the input layer (as in MLPRegressor).

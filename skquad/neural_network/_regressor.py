@@ -11,6 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
@@ -70,6 +71,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
 
     # ------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Train the network on ``(X, y)``.
 
@@ -94,6 +96,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
 
     @available_if(_stochastic_solver)
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
         """One epoch of the stochastic solver over ``(X, y)``.
 
@@ -123,8 +126,9 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return self._train(X, y, sample_weight, architecture, incremental=True)
 
     # ------------------------------------------------------------ prediction
+    @reads_fitted_state
     def predict(self, X):
-        """Predicted targets, in the precision the network was trained in.
+        """Predicted targets.
 
         Parameters
         ----------
@@ -134,11 +138,11 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            The shape of the fitted ``y``; float32 for a network trained in
-            float32 (as MLPRegressor's predictions follow its weights).
+            The shape of the fitted ``y``, in ``numpy.result_type(X, weights)``:
+            float32 for a network trained in float32 on float32 input, as
+            MLPRegressor's.
         """
-        predictions = super().predict(X)
-        return predictions.astype(self.layers_[0]["weight"].dtype, copy=False)
+        return super().predict(X)
 
     def _raw_scores(self, X):
         scores = super()._raw_scores(X)

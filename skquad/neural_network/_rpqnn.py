@@ -231,6 +231,10 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
         True when the last fit stopped because training diverged (the best
         weights seen were restored, and a ConvergenceWarning said so).
 
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
+        predicts there, or on the CPU where that device is missing.
+
     n_layers_ : int
         Number of layers, counting the input layer (as in MLPClassifier).
 
@@ -497,6 +501,10 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
     diverged_ : bool
         True when the last fit stopped because training diverged (the best
         weights seen were restored, and a ConvergenceWarning said so).
+
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
+        predicts there, or on the CPU where that device is missing.
 
     n_layers_ : int
         Number of layers, counting the input layer (as in MLPRegressor).

@@ -25,6 +25,10 @@ fused
     default training path.
 sparse
     Sparse (CSR/CSC) input: row batches as torch sparse tensors for the first layer.
+polarization
+    ``(Q, w, b)`` of a layer's neurons from its numpy state, and of any
+    quadratic function by polarization (read by :mod:`skquad.inspection` and
+    :mod:`skquad.export`).
 
 Quadratic logistic regression
 -----------------------------

@@ -364,7 +364,7 @@ class QuadraticLayer(_QuadraticLayerBase):
 
     _linear_names = ("weight", "bias")
     _quadratic_names = ("quadratic_weight",)
-    # Chosen by measurement (skquad.benchmarks._layers, storage table): the
+    # Chosen by measurement (skquad.benchmarks.research._layers, storage table): the
     # packed triangle is as fast for narrow layers, faster for wide ones (half
     # the multiplications) and halves memory and optimizer work.
     default_storage = "packed"

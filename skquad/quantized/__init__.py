@@ -21,7 +21,7 @@ lives in :mod:`skquad.convex` (the second-layer refit in
 :mod:`skquad.convex.second_layer`) and :mod:`skquad.nn.bilinear`.
 """
 
-from ._backprop import BackpropQuantizedClassifier, make_bilinear_trainer
+from ._backprop import BackpropQuantizedClassifier
 from ._backprop_regressor import BackpropQuantizedRegressor
 from ._sdp import SDPQuantizedClassifier
 from ._sdp_cv import SDPQuantizedClassifierCV
@@ -35,5 +35,4 @@ __all__ = [
     "SDPQuantizedClassifierCV",
     "SDPQuantizedRegressor",
     "SDPQuantizedRegressorCV",
-    "make_bilinear_trainer",
 ]

@@ -9,10 +9,11 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
 from .._reporting import warn_user
-from .._torch_utils import make_generator, resolve_device, resolve_dtype, to_numpy
-from .._training import ParameterGroup, Trainer, TrainingConfig
+from .._torch_utils import to_numpy
+from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs, runtime_policy
 from ..convex.formulation import LOSSES, network_objective
 from ..convex.lifting import InputLifting
 from ..nn.bilinear import (
@@ -23,7 +24,6 @@ from ..nn.bilinear import (
 )
 from ._common import (
     _batched_network_scores,
-    _check_memory,
     _class_targets,
     _decision_values,
     _neurons_per_output,
@@ -31,7 +31,7 @@ from ._common import (
     _standardization,
 )
 
-__all__ = ["BackpropQuantizedClassifier", "make_bilinear_trainer"]
+__all__ = ["BackpropQuantizedClassifier"]
 
 _SCHEDULES = ("constant", "invscaling", "adaptive")
 
@@ -39,6 +39,11 @@ _SCHEDULES = ("constant", "invscaling", "adaptive")
 def _training_memory(n_neurons, n_lifted, batch_size, itemsize):
     """Bytes of training: parameter copies (engine buffers, optimizer, best/start) and activations."""
     return itemsize * (12.0 * n_neurons * n_lifted + 6.0 * batch_size * n_neurons) + 16.0 * n_neurons * n_lifted
+
+
+def _flops_per_step(n_neurons, n_lifted, batch_size):
+    """Forward and backward of one step: the ``Z U^T`` and ``Z V^T`` products, three times each."""
+    return 6.0 * batch_size * 2 * n_neurons * n_lifted
 
 
 def make_bilinear_trainer(
@@ -106,10 +111,33 @@ def make_bilinear_trainer(
     neuron_class : ndarray of shape (n_neurons,)
     output_weights : ndarray of shape (n_neurons, n_outputs)
     """
+    policy = runtime_policy(
+        np.float64,
+        dtype=dtype,
+        device=device,
+        n_threads=n_threads,
+        flops_per_step=_flops_per_step(n_neurons, n_lifted, batch_size or 200),
+        random_state=random_state,
+    )
+    return _bilinear_trainer(
+        n_lifted, n_outputs, policy, n_neurons=n_neurons, loss=loss, beta=beta,
+        learning_rate_init=learning_rate_init, momentum=momentum, batch_size=batch_size, tol=tol,
+        n_iter_no_change=n_iter_no_change, verbose=verbose, learning_rate=learning_rate,
+        power_t=power_t, max_iter_warning=max_iter_warning, initial=initial, curvature=curvature,
+        real_targets=real_targets,
+    )
+
+
+def _bilinear_trainer(
+    n_lifted, n_outputs, policy, *, n_neurons, loss, beta, learning_rate_init, momentum,
+    batch_size, tol, n_iter_no_change, verbose, learning_rate, power_t, max_iter_warning,
+    initial, curvature, real_targets,
+):
+    """:func:`make_bilinear_trainer` under a decided :class:`~skquad._training.RuntimePolicy`."""
     counts = _neurons_per_output(n_neurons, n_outputs)
-    generator = make_generator(random_state)
     if initial is None:
         # Unit-variance projections z^T u for standardized inputs.
+        generator = policy.init_generator
         U = torch.randn(n_neurons, n_lifted, generator=generator, dtype=torch.float64)
         V = torch.randn(n_neurons, n_lifted, generator=generator, dtype=torch.float64)
         U, V = U / np.sqrt(n_lifted), V / np.sqrt(n_lifted)
@@ -130,7 +158,7 @@ def make_bilinear_trainer(
         tol=float(tol),
         n_iter_no_change=int(n_iter_no_change),
         verbose=bool(verbose),
-        n_threads=n_threads,
+        n_threads="auto" if policy.n_threads is None else policy.n_threads,
         warn_on_max_iter=bool(max_iter_warning),
         divergence_advice=f"a larger beta (now {float(beta):g}) or a larger batch_size",
     )
@@ -149,10 +177,10 @@ def make_bilinear_trainer(
         bilinear_loss(loss, n_outputs, real_targets=real_targets),
         [group],
         config,
-        device=resolve_device(device),
-        dtype=dtype,
-        generator=generator,
-        target_dtype=dtype if n_outputs == 1 or real_targets else torch.int64,
+        device=policy.device,
+        dtype=policy.dtype,
+        generator=policy.shuffle_generator,
+        target_dtype=policy.dtype if n_outputs == 1 or real_targets else torch.int64,
     )
     return trainer, neuron_class, output_weights
 
@@ -189,11 +217,6 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         )
         return float(self.learning_rate), "constant"
 
-    def _torch_dtype(self, X):
-        if self.dtype is not None:
-            return resolve_dtype(self.dtype)
-        return torch.float32 if X.dtype == np.float32 else torch.float64
-
     def _make_trainer(self, X, sample_weight, resume=False):
         """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
 
@@ -201,24 +224,34 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         pickled); the optimizer's momentum starts again from zero.
         """
         step, schedule = self._step_and_schedule()
-        dtype = self._torch_dtype(X)
         if not resume:
             self.feature_mean_, self.feature_scale_ = (
                 _standardization(X, sample_weight) if self.standardize else (None, None)
             )
         p = self._lifting().n_lifted(X.shape[1])
         batch = min(self.batch_size or 200, X.shape[0])
-        _check_memory(
-            _training_memory(self.n_neurons, p, batch, dtype.itemsize),
+        # dtype, device, threads, generators: decided once (skquad._training._runtime)
+        policy = runtime_policy(
+            X.dtype,
+            dtype=self.dtype,
+            fitted_dtype=self.U_float_.dtype if resume else None,
+            device=self.device,
+            n_threads=self.n_threads,
+            flops_per_step=_flops_per_step(self.n_neurons, p, batch),
+            random_state=self.random_state,
+        )
+        policy.require_memory(
+            _training_memory(self.n_neurons, p, batch, policy.dtype.itemsize),
             "n_neurons", self.n_neurons, "training the network",
         )
         if not resume:
             self.input_curvature_ = bilinear_curvature(
                 self._lifting().features(X), sample_weight, self.batch_size
             )
-        trainer, neuron_class, output_weights = make_bilinear_trainer(
+        trainer, neuron_class, output_weights = _bilinear_trainer(
             p,
             self._network_n_outputs(),
+            policy,
             n_neurons=self.n_neurons,
             loss=self.loss,
             beta=self.beta,
@@ -230,17 +263,15 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
-            device=self.device,
-            random_state=self.random_state,
-            n_threads=self.n_threads,
-            dtype=dtype,
+            max_iter_warning=True,
             initial=(self.U_float_, self.V_float_) if resume else None,
             curvature=self.input_curvature_,
             real_targets=self._real_targets,
         )
         self.neuron_class_ = neuron_class
-        self.float_alpha_ = output_weights
+        self.float_alpha_ = output_weights.astype(policy.numpy_dtype)
         self.n_lifted_features_ = p
+        self.device_ = policy.device_name
         if not resume:
             self.loss_curve_ = []
             self.n_iter_ = 0
@@ -255,10 +286,16 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             Z = Z.astype(np.float32)
         targets = self._network_targets(y_validated)
         started = time.perf_counter()
-        if epochs is None:
-            history = self._trainer.fit(Z, targets, sample_weight, max_iter=int(self.max_iter))
-        else:
-            history = self._trainer.partial_fit(Z, targets, sample_weight)
+        # Every epoch is a callback subtask; its fitted estimator is the
+        # quantized network of that epoch's weights (what predict would use).
+        with reporting_epochs(
+            self._trainer, self, X, self._callback_targets(y_validated), sample_weight,
+            fitted_attributes=self._quantized_attributes,
+        ):
+            if epochs is None:
+                history = self._trainer.fit(Z, targets, sample_weight, max_iter=int(self.max_iter))
+            else:
+                history = self._trainer.partial_fit(Z, targets, sample_weight)
         self.training_time_ += time.perf_counter() - started
         previous_curve, previous_iterations = self._history_offset
         self.loss_curve_ = previous_curve + list(history.loss_curve)
@@ -268,19 +305,27 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         self._quantize(X, targets, sample_weight)
         return self
 
-    def _quantize(self, X, targets, sample_weight):
+    def _quantized_attributes(self):
+        """The trained weights and their quantization, in the training dtype."""
         module = self._trainer.module
-        self.U_float_ = to_numpy(module.U).astype(np.float64)
-        self.V_float_ = to_numpy(module.V).astype(np.float64)
-        self.U_, self.V_, self.alpha_, self.scale_ = quantize_bilinear(
-            self.U_float_, self.V_float_, self.float_alpha_, self.neuron_class_
-        )
+        U_float, V_float = to_numpy(module.U), to_numpy(module.V)
+        U, V, alpha, scale = quantize_bilinear(U_float, V_float, self.float_alpha_, self.neuron_class_)
+        dtype = U_float.dtype
+        return {
+            "U_float_": U_float, "V_float_": V_float, "U_": U, "V_": V,
+            "alpha_": alpha.astype(dtype), "scale_": scale.astype(dtype), "device_": self.device_,
+        }
+
+    def _quantize(self, X, targets, sample_weight):
+        for name, value in self._quantized_attributes().items():
+            setattr(self, name, value)
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
         self.objective_ = network_objective(
             scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Train the real-weight network with SGD, then quantize it.
 
@@ -300,14 +345,17 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
 
 
     def _raw_scores(self, X):
-        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        """Computed in float64; returned in ``result_type(X, alpha_)`` (float32 for a float32 model on float32 X)."""
+        scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        return scores.astype(np.result_type(X.dtype, self.alpha_.dtype), copy=False)
 
     def _float_scores(self, X):
         """Scores of the real-weight network, shape (n_samples, n_outputs)."""
         X = self._validate_predict_data(X)
-        return _batched_network_scores(
+        scores = _batched_network_scores(
             self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
         )
+        return scores.astype(np.result_type(X.dtype, self.float_alpha_.dtype), copy=False)
 
 
     def __getstate__(self):
@@ -385,18 +433,22 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         epochs.
     class_weight : dict, "balanced" or None, default=None
     device : {"auto", "cpu", "cuda"}, default="auto"
-        Where torch trains ("auto": CUDA when available). Weights are stored as
-        numpy arrays.
+        Where torch trains ("auto": the CPU). Weights are stored as numpy
+        arrays.
     dtype : {"float32", "float64"} or None, default=None
         Training precision. None follows the input, as MLPClassifier does:
-        float32 ``X`` trains in float32, anything else in float64.
+        float32 ``X`` trains in float32, anything else in float64. The
+        fitted real-valued arrays (``U_float_``, ``V_float_``, ``alpha_``,
+        ``float_alpha_``, ``scale_``) are in that dtype, and the scores in
+        ``numpy.result_type(X, alpha_)``.
     n_threads : "auto" or int, default="auto"
         CPU threads for training: "auto" uses one thread for small steps and
         torch's thread count for large ones; pass 1 on a machine busy with
         other work (competing threads can slow training many times over).
     verbose : bool, default=False
     random_state : int, RandomState instance or None, default=None
-        Seeds the initialization and the batch order.
+        Seeds the initialization and, through an independent stream, the
+        batch order.
 
     Attributes
     ----------
@@ -430,6 +482,8 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     n_lifted_features_ : int
     training_time_ : float
         Seconds spent training (cumulative over partial_fit calls).
+    device_ : str
+        The device the network was trained on (``"cpu"``, ``"cuda:0"``).
 
     See Also
     --------
@@ -437,6 +491,11 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
 
     Notes
     -----
+    Every epoch is a subtask of scikit-learn's callback API
+    (``set_callbacks``), as for the other torch-trained estimators; the
+    fitted estimator handed to a callback is the quantized network of that
+    epoch's weights.
+
     Memory: training holds about 12 copies of the first layer
     (``2 * n_neurons * p`` numbers: the engine's buffers, the momentum, the
     best and starting points) plus ``6 * batch_size * n_neurons`` activations;
@@ -534,7 +593,11 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     def _network_targets(self, y_encoded):
         return _class_targets(y_encoded, self._n_scores)
 
+    def _callback_targets(self, y_encoded):
+        return self.classes_[y_encoded]
+
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
 

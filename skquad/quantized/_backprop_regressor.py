@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 
@@ -40,6 +41,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     loss_curve_ : list of float
     n_iter_ : int
     n_outputs_ : int
+    device_ : str
+        The device the network was trained on.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
@@ -117,7 +120,12 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         """A vector for one output, the (n, k) matrix otherwise."""
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
+    def _callback_targets(self, Y):
+        """``y`` in the shape the user fitted (what ``score`` compares with)."""
+        return self._format_predictions(Y)
+
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
         """One SGD epoch over ``(X, y)``, then quantize (keeps the optimizer state).
 

@@ -10,8 +10,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
+from .._torch_utils import resolve_device
 from .._training import SubtaskReporter
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
@@ -87,6 +89,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         return digest.hexdigest()
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Solve the SDP relaxation and sample a binary network from it.
 
@@ -104,6 +107,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self : SDPQuantizedClassifier
         """
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
+        # The one device rule (skquad._training._runtime): a bad or missing
+        # device is refused here, before any work.
+        device = resolve_device(self.device)
         lifting = InputLifting(
             fit_intercept=bool(self.fit_intercept),
             levels=int(self.weight_levels),
@@ -146,7 +152,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 init=previous if solver is None else None,
                 callback=self._solver_chunk_hook(X, y),
                 verbose=int(self.verbose),
-                device=self.device,
+                device=device,
             )
             self.Q_ = solution.Q
             self.Z_ = solution.Z.copy()
@@ -291,6 +297,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             UserWarning,
         )
 
+    @atomic_fit
     def resample(self, n_neurons=None, random_state=None):
         """Draw a new network from the stored SDP solution (no new solve).
 

@@ -17,6 +17,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from .._atomic import atomic_fit
 from .._reporting import warn_user
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
@@ -285,6 +286,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
 

@@ -1,4 +1,10 @@
-"""Training samples in a canonical form for deterministic full-batch solvers."""
+"""Training rows in a canonical form: the one duplicate-row merge of skquad.
+
+A pure numpy/scipy module below every other room: the training engine's
+full-batch solvers (quadratic logistic regression's L-BFGS) and the convex
+package's SDP (:func:`skquad.convex.formulation.aggregate_samples`) both call
+:func:`merge_duplicate_samples`.
+"""
 
 import numpy as np
 import scipy.sparse
@@ -18,24 +24,32 @@ def merge_duplicate_samples(X, y, sample_weight):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Class indices, labels as numbers, or real targets (2-D: several).
     sample_weight : ndarray of shape (n_samples,)
 
     Returns
     -------
     X, y, sample_weight : ndarrays
         The distinct ``(x, y)`` pairs with positive weight, sorted, with their
-        summed weights (the total weight is unchanged).
+        summed weights (the total weight is unchanged); ``X`` and ``y`` keep
+        their dtypes.
     """
+    sample_weight = np.asarray(sample_weight)
     keep = sample_weight > 0
     X, y, sample_weight = X[keep], y[keep], sample_weight[keep]
     if scipy.sparse.issparse(X):
         return _merge_sparse(X, y, sample_weight)
-    rows = np.column_stack([X, y.astype(X.dtype)])
+    # One dtype that holds both exactly (float32 X with int64 class indices: float64).
+    common = np.result_type(X.dtype, y.dtype, np.float32)
+    width = 1 if y.ndim == 1 else y.shape[1]
+    rows = np.column_stack([X.astype(common, copy=False), y.astype(common).reshape(len(y), width)])
     unique_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
     weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(unique_rows))
-    return np.ascontiguousarray(unique_rows[:, :-1]), unique_rows[:, -1].astype(y.dtype), weight
+    targets = unique_rows[:, -width:].astype(y.dtype)
+    X_unique = np.ascontiguousarray(unique_rows[:, :-width], dtype=X.dtype)
+    return X_unique, targets[:, 0] if y.ndim == 1 else targets, weight
 
 
 def _merge_sparse(X, y, sample_weight):

@@ -41,13 +41,14 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.compose import ColumnTransformer
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OrdinalEncoder, StandardScaler
 
-from .. import BackpropQuantizedClassifier, SDPQuantizedClassifier
-from ..convex import (
+from skquad import BackpropQuantizedClassifier, BackpropQuantizedRegressor, SDPQuantizedClassifier
+from skquad.convex import (
     InputLifting,
     SolverFailedError,
     bilinear_network_scores,
@@ -58,16 +59,14 @@ from ..convex import (
     sample_sign_pairs,
     solve_sdp,
 )
-from ..datasets import (
+from skquad.datasets import (
     load_uci,
     make_planted_quantized,
     nominal_columns,
     numeric_columns,
 )
-from ..nn.bilinear import quantize_bilinear
-from ..quantized import make_bilinear_trainer
-from ._estimators import SDP_SETTINGS
-from ._report import markdown_table, pyplot
+from skquad.nn.bilinear import bilinear_curvature
+from .._report import markdown_table, pyplot
 
 __all__ = ["run", "speed"]
 
@@ -126,24 +125,27 @@ def _planted_cost(lifting, X, y, U, V, alpha, p):
     return loss_value(scores, y, np.ones(len(y)), "squared") + PLANTED_BETA * p * np.abs(alpha).sum()
 
 
-def _backprop_real_targets(Z, y, m, *, epochs, seed):
-    """Bartan & Pilanci's baseline on real-valued targets: SGD with momentum 0.9.
+def _backprop_real_targets(X, y, m, *, epochs, seed):
+    """Bartan & Pilanci's baseline on real-valued targets: SGD with momentum 0.9, then signs.
 
-    :class:`~skquad.BackpropQuantizedClassifier` trains the same network on class
-    labels; the planted experiment's targets are real, so the suite uses the
-    estimator's public low-level form, :func:`skquad.quantized.make_bilinear_trainer`
-    (same engine, same step-size rule), for a fixed number of epochs.
+    :class:`~skquad.BackpropQuantizedRegressor` (no intercept, no
+    standardization: the planted inputs are used as they are) for a fixed
+    number of epochs. The paper's step is 0.003 per first-layer step (times
+    ``m``); the estimator's ``learning_rate_init`` is relative to the data's
+    curvature (:func:`skquad.nn.bilinear.bilinear_curvature`), so the paper's
+    step is that curvature times 0.003.
     """
-    trainer, _, output_weights = make_bilinear_trainer(
-        Z.shape[1], 1, n_neurons=m, loss="squared", beta=PLANTED_BETA,
-        learning_rate_init=0.003, batch_size=None, tol=0.0, n_iter_no_change=epochs,
-        device="cpu", random_state=seed, n_threads=1, max_iter_warning=False,
-        dtype=torch.float32,
+    curvature = bilinear_curvature(X, np.ones(len(y)), None)
+    model = BackpropQuantizedRegressor(
+        m, beta=PLANTED_BETA, fit_intercept=False, standardize=False,
+        learning_rate_init=0.003 * curvature, batch_size=None, max_iter=epochs, tol=0.0,
+        n_iter_no_change=epochs, device="cpu", dtype="float32", n_threads=1, random_state=seed,
     )
-    trainer.fit(Z, y, max_iter=epochs)
-    U = trainer.module.U.detach().double().numpy().copy()
-    V = trainer.module.V.detach().double().numpy().copy()
-    return U, V, output_weights
+    with warnings.catch_warnings():
+        # a fixed number of epochs on purpose: running out of them is expected
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        model.fit(X, y)
+    return model.U_, model.V_, model.alpha_
 
 
 def _planted(*, quick, repeats, device, progress, output_dir):
@@ -188,10 +190,7 @@ def _planted(*, quick, repeats, device, progress, output_dir):
             rows.append({"seed": seed, "method": "SDP lower bound", "m": m,
                          "train cost": solution.value, "test cost": test_bound})
         for m in backprop_counts:
-            U_real, V_real, output_weights = _backprop_real_targets(
-                lifting.features(X_train), y_train, m, epochs=epochs, seed=seed
-            )
-            U, V, alpha, _ = quantize_bilinear(U_real, V_real, output_weights, np.zeros(m, dtype=int))
+            U, V, alpha = _backprop_real_targets(X_train, y_train, m, epochs=epochs, seed=seed)
             rows.append(
                 {
                     "seed": seed, "method": "backprop + quantization", "m": m,
@@ -247,7 +246,7 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
         for m in neuron_counts:
             started = time.perf_counter()
             sdp = SDPQuantizedClassifier(
-                m, beta=sdp_beta / n, random_state=seed, **SDP_SETTINGS
+                m, beta=sdp_beta / n, random_state=seed
             ).fit(X_train, y_train)
             sdp_time = time.perf_counter() - started
             rows.append(
@@ -344,7 +343,6 @@ def _vehicle(*, quick, repeats, progress, output_dir):
         started = time.perf_counter()
         model = SDPQuantizedClassifier(
             neuron_counts[0], beta=PAPER_VEHICLE_BETA / len(y_train), random_state=seed,
-            **SDP_SETTINGS,
         ).fit(X_train, y_train)
         progress(f"paper002 vehicle seed {seed}: SDP solved in {time.perf_counter() - started:.1f}s")
         relaxed = (np.mean(model.relaxed_predict(X_train) == y_train),

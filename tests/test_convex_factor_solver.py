@@ -73,7 +73,7 @@ def test_hinge_small_beta_bound_still_holds(n_outputs):
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
 @pytest.mark.parametrize("n_outputs", [1, 3])
-def test_bound_holds_at_random_non_optimal_points(loss, n_outputs):
+def test_bound_holds_at_random_non_optimal_points(loss, n_outputs, thread_counts):
     """A bound, not an estimate: any factors, any rho, any dual point."""
     X, y, weight = _problem(11, n_outputs)
     lifting = InputLifting()

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from skquad.benchmarks import _paper002
+from skquad.benchmarks.research import _paper002
 from skquad.datasets import load_uci
 
 

@@ -1,6 +1,6 @@
 """The QLR speed benchmark runs (quick mode) and follows the benchmark contract."""
 
-from skquad.benchmarks import _qlr
+from skquad.benchmarks.research import _qlr
 
 
 def test_speed_quick_contract(tmp_path, monkeypatch):

@@ -58,7 +58,7 @@ def _sorted_blocks(X, y, weight, n_classes):
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("use_blocks", [False, True])
 @pytest.mark.parametrize("cross_weight", [1.0, 2.0])
-def test_closed_form_gradient_matches_autograd(n_scores, n_classes, use_blocks, cross_weight):
+def test_closed_form_gradient_matches_autograd(n_scores, n_classes, use_blocks, cross_weight, thread_counts):
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes)
     blocks = None
     if use_blocks:
@@ -150,7 +150,7 @@ def test_binary_loss_is_stable_for_large_scores():
     torch.testing.assert_close(residuals[:, 0], torch.tensor([1.0, -1.0], dtype=torch.float64))
 
 
-def test_low_rank_scores_and_penalty_match_dense():
+def test_low_rank_scores_and_penalty_match_dense(thread_counts):
     generator = torch.Generator().manual_seed(4)
     randn = lambda *s: torch.randn(*s, generator=generator, dtype=torch.float64)
     X, vectors, scales = randn(20, 7), randn(3, 7, 2), randn(3, 2)
@@ -190,7 +190,7 @@ def test_low_rank_loss_gradcheck():
     )
 
 
-def test_chunked_scores_equal_unchunked(monkeypatch):
+def test_chunked_scores_equal_unchunked(monkeypatch, thread_counts):
     import skquad.nn.quadratic_form as qf
 
     X, _, _, Q, coef, intercept = _problem(2, 2, n_samples=50)
@@ -213,7 +213,7 @@ def _sparsify(X, max_elements):
 
 
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
-def test_sparse_rows_give_the_dense_loss_gradient_and_scores(n_scores, n_classes):
+def test_sparse_rows_give_the_dense_loss_gradient_and_scores(n_scores, n_classes, thread_counts):
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes)
     # 7 rows of 5 features per chunk: the streamed path sums several chunks
     X, sparse = _sparsify(X, max_elements=35)
@@ -238,7 +238,7 @@ def test_sparse_rows_give_the_dense_loss_gradient_and_scores(n_scores, n_classes
 
 @pytest.mark.parametrize("low_rank", [False, True])
 @pytest.mark.parametrize("free_entry", [False, True])
-def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_entry):
+def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_entry, thread_counts):
     """The callable the training engine calls: loss and .grad against autograd."""
     from skquad.nn.quadratic_form import QuadraticScores, quadratic_logistic_loss_and_gradient
 

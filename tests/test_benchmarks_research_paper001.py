@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from skquad.benchmarks import _paper001
+from skquad.benchmarks.research import _paper001
 
 
 def _check_contract(result, output_dir):

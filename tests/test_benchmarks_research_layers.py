@@ -2,7 +2,7 @@
 
 import torch
 
-from skquad.benchmarks import _layers
+from skquad.benchmarks.research import _layers
 
 
 def test_speed_contract_and_thread_setting_restored(tmp_path, monkeypatch):

@@ -31,7 +31,7 @@ import torch
 
 from skquad.nn import QuadraticLayer, ReducedQuadraticLayer
 
-from ._report import markdown_table, pyplot
+from .._report import markdown_table, pyplot
 
 __all__ = ["speed"]
 

@@ -27,15 +27,14 @@ from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
-from .. import QNNClassifier, RPQNNClassifier
-from .._torch_utils import resolve_device
-from ..datasets import (
+from skquad import QNNClassifier, RPQNNClassifier
+from skquad.datasets import (
     load_uci,
     make_nonlinear_clusters,
     make_uci_preprocessor,
     make_xor,
 )
-from ._report import markdown_table, pyplot
+from .._report import markdown_table, pyplot
 
 __all__ = ["run", "speed"]
 
@@ -488,11 +487,10 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     ratio = dict(zip(table["model"], table["ratio to MLPClassifier (median of rounds)"]))
     qnn_ratio = ratio["QNNClassifier (quadratic output)"]
     rp_ratio = ratio["RPQNNClassifier (reduced output)"]
-    used_device = resolve_device(device)
     markdown = f"""
 64-30-10 networks on optdigits ({len(y)} samples, standardized), {epochs} epochs of Adam
 (learning rate 1e-3), batches of 200 ({n_steps} steps), all epochs run; {repeats} rounds, models
-fitted in turn within each round; skquad models on {used_device} (torch {torch.__version__},
+fitted in turn within each round; skquad models with device={device!r} (torch {torch.__version__},
 {torch.get_num_threads()} threads available, the engine picks 1 thread at this size).
 
 {markdown_table(table, floatfmt=".3f")}

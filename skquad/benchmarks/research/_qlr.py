@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ._report import markdown_table
+from .._report import markdown_table
 
 __all__ = ["speed"]
 
@@ -66,8 +66,8 @@ def _uci_runs(datasets, repeats, device, progress):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import PolynomialFeatures
 
-    from ..datasets import load_uci, make_uci_preprocessor
-    from ..linear_model import QuadraticLogisticRegression
+    from skquad.datasets import load_uci, make_uci_preprocessor
+    from skquad.linear_model import QuadraticLogisticRegression
 
     rows = []
     for name in datasets:
@@ -177,7 +177,7 @@ def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_
     if task == "qlr":
         import torch
 
-        from ..linear_model import QuadraticLogisticRegression
+        from skquad.linear_model import QuadraticLogisticRegression
 
         model = QuadraticLogisticRegression(C=100.0, max_iter=max_iter, tol=0.0, device=device)
         wall, cpu, converged = _timed_fit(model, X, y)
@@ -206,7 +206,7 @@ def _large_child(task, n_samples, n_features, device, max_iter, memory_gb=LARGE_
 
 def _run_child(task, n_samples, n_features, device, max_iter, progress):
     code = (
-        "from skquad.benchmarks._qlr import _large_child; "
+        "from skquad.benchmarks.research._qlr import _large_child; "
         f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter}, "
         f"{LARGE_MEMORY_TARGET_GB!r})"
     )

@@ -1,0 +1,234 @@
+"""Atomic, serialized fits and consistent reads of the fitted state.
+
+Two decorators, applied explicitly in each estimator module:
+
+``@atomic_fit`` on ``fit``, ``partial_fit`` and ``resample``, stacked under
+scikit-learn's ``@_fit_context`` (which validates the parameters first)::
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def fit(self, X, y, sample_weight=None):
+        ...
+
+The decorated method does not run on the live estimator but on a *working
+copy*: a new instance of the same class holding the same parameters and
+callback objects (by reference) and a deep copy of the fitted state (what
+``partial_fit`` and ``warm_start`` continue from). When the method returns,
+the working copy's fitted state is *published*: the live estimator's
+``__dict__`` is replaced by a new dict (its current parameters and callbacks,
+the new fitted state) in one reference assignment. So
+
+* a fit that raises or is interrupted (``KeyboardInterrupt`` included) never
+  touched the live estimator: the previous model stays exactly as it was;
+* a reader never sees half a fit (``classes_`` of the new fit with the weights
+  of the old one): see ``@reads_fitted_state`` below;
+* calls on one instance serialize on a per-instance re-entrant lock, so four
+  threads calling ``fit`` on one estimator run one after the other and leave
+  the model of the last one. The lock is kept in a module-level weak mapping,
+  not in the instance: pickling, ``copy.deepcopy``, ``clone`` and
+  ``get_params`` never see it, and a copy gets a lock of its own.
+
+For ``fit`` and ``partial_fit`` the decorator also opens scikit-learn's
+callback root context on the working copy (``self._callback_fit_ctx`` inside
+the method: make per-epoch subtasks from it), calls the root
+``on_fit_task_begin``/``on_fit_task_end`` hooks with ``X`` and ``y`` and tears
+the callbacks down (as ``_fit_context`` does for an estimator that opens its
+context itself). Callbacks therefore see the working copy, which holds the
+model being trained.
+
+``@reads_fitted_state`` on the public methods that read the fitted state
+(``predict``, ``predict_proba``, ``decision_function``...): the method runs
+on a view that shares the live estimator's ``__dict__`` as it was when the
+call began. A fit published meanwhile replaces the live ``__dict__`` and
+leaves the view's alone, so one prediction reads one model throughout.
+
+The price of atomicity is one deep copy of the fitted state per fit: as much
+memory as the fitted model holds (its weights, a network's optimizer state,
+the SDP's stored solution) and the time to copy it, about a microsecond when
+nothing is fitted yet and about a millisecond for a network of a few thousand
+weights.
+"""
+
+import copy
+import functools
+import inspect
+import sys
+import threading
+import weakref
+
+from sklearn.callback._callback_support import callback_management_context
+
+__all__ = ["atomic_fit", "reads_fitted_state"]
+
+# scikit-learn's callback objects live in the estimator's __dict__ but are not
+# fitted state: they are shared by reference (as sklearn.base.clone does) and
+# never copied or rolled back.
+CALLBACK_ATTRIBUTES = frozenset(
+    {
+        "_skl_callbacks",
+        "_callback_fit_ctx",
+        "_skl_callbacks_to_teardown",
+        "_parent_callback_ctx",
+    }
+)
+
+# Methods that open the callback root context.
+_CALLBACK_TASKS = ("fit", "partial_fit")
+
+# One re-entrant lock per live estimator. Weak keys: an estimator that is
+# garbage-collected takes its lock along; nothing is stored on the instance.
+_fit_locks = weakref.WeakKeyDictionary()
+_fit_locks_guard = threading.Lock()
+
+
+def _fit_lock(estimator):
+    with _fit_locks_guard:
+        lock = _fit_locks.get(estimator)
+        if lock is None:
+            # Re-entrant: a callback that refits the same estimator from the
+            # fitting thread runs (on a copy of the old model) instead of
+            # deadlocking.
+            lock = _fit_locks[estimator] = threading.RLock()
+        return lock
+
+
+def _not_fitted_names(cls):
+    """Names in ``__dict__`` that are not fitted state: parameters, callbacks."""
+    names = cls.__dict__.get("_not_fitted_state_cache")
+    if names is None:
+        # Cached per class: inspect.signature costs ~0.1 ms per call.
+        names = CALLBACK_ATTRIBUTES.union(cls._get_param_names())
+        cls._not_fitted_state_cache = names
+    return names
+
+
+def fitted_state(estimator):
+    """The fitted part of ``estimator.__dict__`` (a new dict, values shared)."""
+    skipped = _not_fitted_names(type(estimator))
+    return {
+        key: value for key, value in estimator.__dict__.items() if key not in skipped
+    }
+
+
+def copy_fitted_state(estimator):
+    """A deep copy of the fitted state, with a clear error when it cannot be made."""
+    state = fitted_state(estimator)
+    if not state:
+        return state
+    try:
+        return _deepcopy_on_one_thread(state)
+    except Exception as exc:
+        culprit = next(key for key in state if not _deep_copyable(state[key]))
+        raise TypeError(
+            f"{type(estimator).__name__}.{culprit} cannot be deep-copied, so a fit "
+            "could not keep the previous model intact. Fitted state must be "
+            "deep-copyable (numpy arrays, torch modules, leaf tensors)."
+        ) from exc
+
+
+def _working_copy(estimator):
+    """A new instance: the parameters and callbacks by reference, a copy of the fitted state."""
+    cls = type(estimator)
+    skipped = _not_fitted_names(cls)
+    work = cls.__new__(cls)
+    work.__dict__.update(
+        (key, value) for key, value in estimator.__dict__.items() if key in skipped
+    )
+    work.__dict__.update(copy_fitted_state(estimator))
+    return work
+
+
+def _publish(estimator, work):
+    """Give ``estimator`` the fitted state of ``work`` in one reference assignment."""
+    skipped = _not_fitted_names(type(estimator))
+    state = {
+        key: value for key, value in estimator.__dict__.items() if key in skipped
+    }
+    state.update(
+        (key, value) for key, value in work.__dict__.items() if key not in skipped
+    )
+    # One assignment: a reader holds either the old dict or this one.
+    estimator.__dict__ = state
+
+
+def atomic_fit(method):
+    """Run ``method`` on a working copy and publish its fitted state (module docstring)."""
+    task_name = method.__name__
+    signature = inspect.signature(method)
+
+    def run_in_root_context(work, args, kwargs):
+        bound = signature.bind_partial(work, *args, **kwargs).arguments
+        X, y = bound.get("X"), bound.get("y")
+        sample_weight = bound.get("sample_weight")
+        # As LogisticRegression: scorers in callbacks see the sample weights.
+        metadata = None if sample_weight is None else {"sample_weight": sample_weight}
+        with callback_management_context(work):
+            context = work._init_callback_context(
+                task_name=task_name,
+                max_subtasks=work._callback_max_subtasks(task_name),
+            )
+            context.call_on_fit_task_begin(estimator=work, X=X, y=y, metadata=metadata)
+            result = method(work, *args, **kwargs)
+            # The root task ends on the fitted model itself (no reconstruction).
+            context.call_on_fit_task_end(
+                estimator=work,
+                X=X,
+                y=y,
+                metadata=metadata,
+                reconstruction_attributes={},
+            )
+        return result
+
+    @functools.wraps(method)
+    def atomic(estimator, *args, **kwargs):
+        with _fit_lock(estimator):
+            work = _working_copy(estimator)
+            if task_name in _CALLBACK_TASKS:
+                result = run_in_root_context(work, args, kwargs)
+            else:
+                result = method(work, *args, **kwargs)
+            _publish(estimator, work)
+        return estimator if result is work else result
+
+    atomic.skquad_atomic_fit = True
+    return atomic
+
+
+def reads_fitted_state(method):
+    """Run ``method`` on a view of the fitted state as it was when the call began."""
+
+    @functools.wraps(method)
+    def consistent(estimator, *args, **kwargs):
+        cls = type(estimator)
+        view = cls.__new__(cls)
+        # Shared, not copied: a publish replaces the live dict, never mutates it.
+        view.__dict__ = estimator.__dict__
+        return method(view, *args, **kwargs)
+
+    return consistent
+
+
+def _deepcopy_on_one_thread(state):
+    """``copy.deepcopy(state)``, with torch on one thread while it copies tensors.
+
+    A fitted network's state holds many small tensors (weights, optimizer
+    state, workspaces). torch parallelizes each storage copy over its threads,
+    and waking them costs more than the copy: a 12,000-element float64 tensor
+    took 8 ms to deep-copy on 2 threads of a loaded machine and 0.05 ms on one
+    (a partial_fit's copy: 96 ms against 1 ms). torch is only consulted when
+    it is already imported (no tensor can be in the state otherwise).
+    """
+    if "torch" not in sys.modules:
+        return copy.deepcopy(state)
+    from ._training import limit_threads
+
+    with limit_threads(1):
+        return copy.deepcopy(state)
+
+
+def _deep_copyable(value):
+    try:
+        copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 - any failure means "not copyable"
+        return False
+    return True

@@ -1,0 +1,107 @@
+"""The stochastic update rules of the training engine, on one flat parameter buffer.
+
+scikit-learn's MLPClassifier keeps its rules in ``_stochastic_optimizers.py``;
+these are the same rules (SGD with momentum or Nesterov's momentum, Adam with
+the bias correction folded into the step), written as in-place operations on
+the :class:`~skquad._training.Trainer`'s flat buffers so that a step costs a
+handful of fused tensor operations and allocates nothing.
+
+``learning_rate`` is a float, or a per-element tensor where parameter groups
+scale their step differently (ReLinear's quadratic groups).
+"""
+
+import math
+
+import torch
+
+__all__ = ["AdamOptimizer", "SGDOptimizer", "make_optimizer"]
+
+
+class SGDOptimizer:
+    """MLPClassifier's SGD: ``v <- momentum v - lr g``; ``theta += v`` (Nesterov: ``momentum v - lr g``).
+
+    Parameters
+    ----------
+    parameters : torch.Tensor
+        The flat parameter buffer, updated in place.
+    momentum : float
+    nesterov : bool
+    """
+
+    def __init__(self, parameters, momentum=0.9, nesterov=True):
+        self.parameters = parameters
+        self.momentum = float(momentum)
+        self.nesterov = bool(nesterov)
+        self.velocity = torch.zeros_like(parameters)
+
+    def step(self, gradient, learning_rate):
+        """One update with ``gradient`` (same shape as the parameters)."""
+        theta, velocity = self.parameters, self.velocity
+        vector_rate = isinstance(learning_rate, torch.Tensor)
+        velocity.mul_(self.momentum)
+        if vector_rate:
+            velocity.addcmul_(gradient, learning_rate, value=-1.0)
+        else:
+            velocity.add_(gradient, alpha=-learning_rate)
+        if self.nesterov:
+            theta.add_(velocity, alpha=self.momentum)
+            if vector_rate:
+                theta.addcmul_(gradient, learning_rate, value=-1.0)
+            else:
+                theta.add_(gradient, alpha=-learning_rate)
+        else:
+            theta.add_(velocity)
+
+
+class AdamOptimizer:
+    """MLPClassifier's Adam (Kingma & Ba): bias-corrected step ``lr_t m / (sqrt(v) + eps)``.
+
+    Parameters
+    ----------
+    parameters : torch.Tensor
+        The flat parameter buffer, updated in place.
+    beta_1, beta_2, epsilon : float
+    """
+
+    def __init__(self, parameters, beta_1=0.9, beta_2=0.999, epsilon=1e-8):
+        self.parameters = parameters
+        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+        self.m = torch.zeros_like(parameters)
+        self.v = torch.zeros_like(parameters)
+        self._denominator = torch.zeros_like(parameters)
+        self.t = 0
+
+    def step(self, gradient, learning_rate):
+        """One update with ``gradient`` (same shape as the parameters)."""
+        self.t += 1
+        m, v, denominator = self.m, self.v, self._denominator
+        m.mul_(self.beta_1).add_(gradient, alpha=1.0 - self.beta_1)
+        v.mul_(self.beta_2).addcmul_(gradient, gradient, value=1.0 - self.beta_2)
+        # scikit-learn's learning_rate_t = lr sqrt(1 - beta_2^t) / (1 - beta_1^t)
+        correction = math.sqrt(1.0 - self.beta_2**self.t) / (1.0 - self.beta_1**self.t)
+        torch.sqrt(v, out=denominator).add_(self.epsilon)
+        if isinstance(learning_rate, torch.Tensor):
+            denominator.div_(learning_rate)
+            self.parameters.addcdiv_(m, denominator, value=-correction)
+        else:
+            self.parameters.addcdiv_(m, denominator, value=-learning_rate * correction)
+
+
+def make_optimizer(config, parameters):
+    """The update rule ``config.solver`` names, on the flat buffer ``parameters``.
+
+    Parameters
+    ----------
+    config : TrainingConfig
+        ``solver`` ("sgd" or "adam") and its settings.
+    parameters : torch.Tensor
+
+    Returns
+    -------
+    optimizer : SGDOptimizer or AdamOptimizer
+    """
+    if config.solver == "sgd":
+        return SGDOptimizer(parameters, config.momentum, config.nesterov)
+    if config.solver == "adam":
+        return AdamOptimizer(parameters, config.beta_1, config.beta_2, config.epsilon)
+    raise ValueError(f"No stochastic update rule for solver={config.solver!r}.")

@@ -1,0 +1,215 @@
+"""The runtime policy of one fit: dtype, device, generators, threads, memory.
+
+Every estimator asks :func:`runtime_policy` once per ``fit`` (and per
+``partial_fit`` call) and uses what it returns; nothing else in skquad decides
+these five things:
+
+* **dtype** (:func:`compute_dtype`): the ``dtype`` parameter when set; else
+  the fitted model's dtype when a fit continues (``warm_start``,
+  ``partial_fit``); else float32 for float32 input and float64 for anything
+  else, as scikit-learn's ``LogisticRegression`` and ``MLPClassifier`` do. The
+  fitted arrays keep that dtype.
+* **device** (:func:`skquad._torch_utils.resolve_device`, the one device
+  parser): ``"auto"`` and None are the CPU; CUDA without CUDA is a clear error
+  at fit. The estimators record the device they fitted on (``device_``) and
+  predict there (the CPU where it is missing, see
+  :func:`skquad._torch_utils.prediction_device`).
+* **generators** (:func:`spawn_generators`): ``random_state`` is drawn from
+  once (a ``RandomState`` instance advances once per fit). The draw seeds the
+  initialization generator (as :func:`skquad._torch_utils.make_generator`
+  does, so models drawn from a given ``random_state`` stay the same) and a
+  :class:`numpy.random.SeedSequence`, whose spawned child seeds the generator
+  for shuffling and the validation split. Two generators seeded with the same
+  number draw identical streams (QLR's shuffles used to repeat its initial
+  weights' normal draws); the child's stream is independent of its root's.
+  ``partial_fit`` call number ``k`` takes the child ``k``, so every call
+  shuffles anew, reproducibly.
+* **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; on a
+  GPU torch's CPU threads are left alone; else
+  :func:`~skquad._training._threads.choose_thread_count` on the work of one
+  step, which the estimator measures in flops.
+* **memory** (:meth:`RuntimePolicy.require_memory`, through
+  :func:`skquad._memory.check_memory`): an estimate of the big allocations,
+  refused with a :class:`MemoryError` that names the parameter to change.
+"""
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from .._memory import check_memory
+from .._torch_utils import resolve_device, resolve_dtype, seed_from
+from ._threads import choose_thread_count
+
+__all__ = [
+    "RuntimePolicy",
+    "compute_dtype",
+    "runtime_policy",
+    "spawn_generators",
+    "thread_count",
+]
+
+
+def compute_dtype(input_dtype, requested=None, fitted=None):
+    """The torch dtype a fit computes (and stores its arrays) in.
+
+    Parameters
+    ----------
+    input_dtype : numpy dtype
+        The validated ``X``'s dtype.
+    requested : {"float32", "float64"} or None, default=None
+        The estimator's ``dtype`` parameter; wins when set.
+    fitted : numpy or torch dtype, default=None
+        The dtype of the model a fit continues (warm start, ``partial_fit``):
+        continuing keeps it, whatever the new batch's dtype.
+
+    Returns
+    -------
+    dtype : torch.float32 or torch.float64
+    """
+    if requested is not None:
+        return resolve_dtype(requested)
+    if fitted is not None:
+        return resolve_dtype(fitted)
+    return torch.float32 if np.dtype(input_dtype) == np.float32 else torch.float64
+
+
+def spawn_generators(random_state, n=2, *, call=0):
+    """``n`` CPU torch generators with independent streams from ``random_state``.
+
+    Parameters
+    ----------
+    random_state : int, RandomState instance or None
+        Drawn from once (:func:`skquad._torch_utils.seed_from`).
+    n : int, default=2
+        How many generators: the first (initialization) is seeded with the
+        draw itself, the others with the children of a
+        :class:`numpy.random.SeedSequence` rooted at it.
+    call : int, default=0
+        Which call of a sequence (``partial_fit`` number ``call``): each call
+        gets its own children of the same root.
+
+    Returns
+    -------
+    generators : tuple of torch.Generator
+    """
+    seed = seed_from(random_state)
+    children = np.random.SeedSequence(seed, spawn_key=(int(call),)).spawn(n - 1)
+    seeds = [seed] + [int(child.generate_state(1, np.uint64)[0]) for child in children]
+    return tuple(torch.Generator().manual_seed(value) for value in seeds)
+
+
+def thread_count(n_threads, device, flops_per_step):
+    """torch CPU threads for a fit: the one rule.
+
+    Parameters
+    ----------
+    n_threads : "auto" or int
+        The estimator's parameter; an int wins.
+    device : torch.device
+    flops_per_step : float or None
+        Work of one training step; None (unknown) counts as large.
+
+    Returns
+    -------
+    n_threads : int or None
+        None leaves torch's setting alone (a GPU computes, the CPU only feeds it).
+    """
+    if n_threads != "auto":
+        return int(n_threads)
+    if torch.device(device).type != "cpu":
+        return None
+    return choose_thread_count(np.inf if flops_per_step is None else flops_per_step)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimePolicy:
+    """What one fit computes with (see the module docstring).
+
+    Attributes
+    ----------
+    dtype : torch.dtype
+        Computation dtype, and the dtype of the fitted arrays.
+    device : torch.device
+    n_threads : int or None
+        torch CPU threads (None: leave them alone).
+    init_generator, shuffle_generator : torch.Generator
+        Independent CPU streams for the initial parameters and for shuffling.
+    """
+
+    dtype: torch.dtype
+    device: torch.device
+    n_threads: object
+    init_generator: torch.Generator
+    shuffle_generator: torch.Generator
+
+    @property
+    def numpy_dtype(self):
+        """The numpy dtype of :attr:`dtype` (for the fitted arrays)."""
+        return np.float32 if self.dtype == torch.float32 else np.float64
+
+    @property
+    def device_name(self):
+        """:attr:`device` as a string, what the estimators store in ``device_``."""
+        return str(self.device)
+
+    def numpy_rng(self):
+        """A ``RandomState`` from the initialization stream (numpy-side sampling)."""
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.init_generator))
+        return np.random.RandomState(seed)
+
+    @staticmethod
+    def require_memory(required_bytes, parameter, value, what, *, advice=None):
+        """Refuse the fit (MemoryError naming ``parameter``) when the estimate exceeds the memory available."""
+        check_memory(required_bytes, parameter, value, what, advice=advice)
+
+
+def runtime_policy(
+    X_dtype,
+    *,
+    dtype=None,
+    fitted_dtype=None,
+    device="auto",
+    n_threads="auto",
+    flops_per_step=None,
+    random_state=None,
+    call=0,
+):
+    """Decide dtype, device, threads and generators of one fit.
+
+    Parameters
+    ----------
+    X_dtype : numpy dtype
+        The validated training input's dtype.
+    dtype : {"float32", "float64"} or None, default=None
+        The estimator's ``dtype`` parameter.
+    fitted_dtype : dtype, default=None
+        The continued model's dtype (see :func:`compute_dtype`).
+    device : str, torch.device or None, default="auto"
+        The estimator's ``device`` parameter.
+    n_threads : "auto" or int, default="auto"
+    flops_per_step : float, default=None
+        Work of one training step, for the "auto" thread count.
+    random_state : int, RandomState instance or None, default=None
+    call : int, default=0
+        ``partial_fit`` call number (see :func:`spawn_generators`).
+
+    Returns
+    -------
+    policy : RuntimePolicy
+
+    Raises
+    ------
+    ValueError
+        Unknown device, or CUDA where it is not available (naming ``device``).
+    """
+    resolved = resolve_device(device)
+    init_generator, shuffle_generator = spawn_generators(random_state, 2, call=call)
+    return RuntimePolicy(
+        dtype=compute_dtype(X_dtype, dtype, fitted_dtype),
+        device=resolved,
+        n_threads=thread_count(n_threads, resolved, flops_per_step),
+        init_generator=init_generator,
+        shuffle_generator=shuffle_generator,
+    )

@@ -1,0 +1,25 @@
+"""The paper reproductions and speed runs of ``python -m skquad.benchmarks``.
+
+Suites of the benchmark command, not a library: each module follows the suite
+contract of :mod:`skquad.benchmarks.__main__` (``run`` and/or ``speed``
+returning a report section) and is run through the command
+(``--suite paper001``, ``paper002``, ``speed``).
+
+``_paper001``
+    Noel et al. (QNN/RPQNN): XOR, six clusters, the Table 4/5 analogues, the
+    ReLinear divergence study of Fan et al., and the training-speed targets.
+``_paper002``
+    Bartan & Pilanci (SDP): planted network, UCI, vehicle, and the SDP solver
+    speed targets.
+``_qlr``
+    QuadraticLogisticRegression's speed and memory targets.
+``_layers``
+    The quadratic layers' forward/backward speed and the storage table.
+
+They are written on skquad's public API only (the estimators, ``skquad.nn``,
+``skquad.convex``, ``skquad.datasets``) plus the command's report helpers
+(Markdown tables, matplotlib on the Agg backend), so that they keep working
+when the internals change; ``tests/test_architecture.py`` checks it.
+"""
+
+__all__ = []

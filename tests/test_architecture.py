@@ -1,0 +1,229 @@
+"""The rooms of skquad and what each may import (doc/user_guide/architecture.rst).
+
+Every module's imports are read with :mod:`ast` (module-level and
+function-level alike, relative imports resolved) and checked against the
+table below, the one that the architecture page prints. A new module must
+belong to a room; a new arrow between rooms is a decision to make here, in
+the table, and on the page.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "skquad"
+
+# Module prefix -> room (the longest matching prefix wins).
+ROOMS = {
+    "skquad": "package",  # skquad/__init__.py only (not a prefix): re-exports the estimators
+    "skquad._version": "foundation",
+    "skquad._reporting": "foundation",
+    "skquad._memory": "foundation",
+    "skquad._torch_utils": "foundation",
+    "skquad._pipeline": "foundation",
+    "skquad._training": "training",
+    "skquad._base": "base",
+    "skquad.nn": "nn",
+    "skquad.convex": "convex",
+    "skquad.linear_model": "estimators",
+    "skquad.neural_network": "estimators",
+    "skquad.quantized": "estimators",
+    "skquad.datasets": "datasets",
+    "skquad.inspection": "inspection",
+    "skquad.export": "export",
+    "skquad.benchmarks": "benchmarks",
+    "skquad.benchmarks.research": "research",
+}
+
+# Room -> the rooms it may import. "package" as a target is ``from skquad
+# import X``: the estimators' public names.
+ALLOWED = {
+    "foundation": {"foundation"},
+    "training": {"foundation", "training"},
+    "nn": {"foundation", "nn"},
+    "convex": {"foundation", "convex"},
+    "base": {"foundation", "training", "base"},
+    "estimators": {"foundation", "training", "base", "nn", "convex", "estimators"},
+    "package": {"foundation", "estimators"},
+    "datasets": {"foundation", "datasets"},
+    "inspection": {"foundation", "nn", "convex", "inspection"},
+    "export": {"foundation", "nn", "convex", "estimators", "package", "export"},
+    "benchmarks": {
+        "foundation", "training", "nn", "convex", "estimators", "package", "datasets",
+        "inspection", "benchmarks",
+    },
+    "research": {
+        "nn", "convex", "estimators", "package", "datasets", "inspection", "export",
+        "benchmarks", "research",
+    },
+}
+
+# Rooms whose imports from other rooms must be public names (no private
+# module, no underscore name): (importing room, imported room).
+PUBLIC_ONLY = {
+    ("export", "estimators"),
+    ("export", "package"),
+    *(("research", room) for room in ALLOWED["research"] - {"research", "benchmarks"}),
+}
+
+# The research suites may use the benchmark command's report helpers (the
+# suite contract's table and figure writers), nothing else of the command.
+RESEARCH_REPORT_HELPERS = "skquad.benchmarks._report"
+
+# Named exceptions: (module, imported module, enclosing function). The
+# estimators' ``to_torch`` is a one-line delegate to skquad.export.to_torch,
+# imported when called so that the base does not depend on export.
+EXCEPTIONS = {("skquad._base", "skquad.export", "to_torch")}
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def room_of(name):
+    matches = [
+        prefix for prefix in ROOMS
+        if name == prefix or (prefix != "skquad" and name.startswith(prefix + "."))
+    ]
+    return ROOMS[max(matches, key=len)] if matches else None
+
+
+def _is_module(name):
+    relative = Path(*name.split(".")[1:]) if "." in name else Path()
+    return (PACKAGE_ROOT / relative).with_suffix(".py").is_file() or (
+        PACKAGE_ROOT / relative / "__init__.py"
+    ).is_file()
+
+
+def _static_all(name):
+    """The module's ``__all__`` when it is a literal list, else None."""
+    relative = Path(*name.split(".")[1:]) if "." in name else Path()
+    path = (PACKAGE_ROOT / relative).with_suffix(".py")
+    if not path.is_file():
+        path = PACKAGE_ROOT / relative / "__init__.py"
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            try:
+                return set(ast.literal_eval(node.value))
+            except ValueError:
+                return None
+    return None
+
+
+def skquad_imports(source, name, is_package):
+    """``(imported module, imported name or None, enclosing function or None)`` of every skquad import."""
+    package = name if is_package else name.rpartition(".")[0]
+    found = []
+
+    def visit(node, function):
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, None, function) for alias in child.names if alias.name.split(".")[0] == "skquad")
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                if target.split(".")[0] != "skquad":
+                    continue
+                for alias in child.names:
+                    submodule = f"{target}.{alias.name}"
+                    if _is_module(submodule):
+                        found.append((submodule, None, function))
+                    else:
+                        found.append((target, alias.name, function))
+            visit(child, inner)
+
+    visit(ast.parse(source), None)
+    return found
+
+
+def _is_public(target, imported_name):
+    if any(part.startswith("_") for part in target.split(".")[1:]):
+        return False
+    if imported_name is None:
+        return True
+    if imported_name.startswith("_"):
+        return False
+    names = _static_all(target)
+    return names is None or imported_name in names
+
+
+def violations(name, source, is_package=False):
+    """The imports of module ``name`` (its ``source``) that break the table, as messages."""
+    room = room_of(name)
+    if room is None:
+        return [f"{name} belongs to no room: add it to ROOMS (and to architecture.rst)"]
+    problems = []
+    for target, imported_name, function in skquad_imports(source, name, is_package):
+        target_room = room_of(target)
+        what = target + (f".{imported_name}" if imported_name else "")
+        if (name, target, function) in EXCEPTIONS:
+            continue
+        if target_room not in ALLOWED[room]:
+            problems.append(f"{name} ({room}) imports {what} ({target_room})")
+        elif room == "research" and target_room == "benchmarks" and target != RESEARCH_REPORT_HELPERS:
+            problems.append(f"{name} (research) imports {what}: only the report helpers of the command")
+        elif (room, target_room) in PUBLIC_ONLY and not _is_public(target, imported_name):
+            problems.append(f"{name} ({room}) imports the private {what}")
+    return problems
+
+
+def _modules():
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        yield module_name(path), path
+
+
+@pytest.mark.parametrize("name, path", list(_modules()), ids=lambda v: v if isinstance(v, str) else "")
+def test_module_imports_follow_the_room_table(name, path):
+    assert violations(name, path.read_text(), path.name == "__init__.py") == []
+
+
+def test_the_exception_is_a_one_line_delegate():
+    # The base's only arrow to export: ``to_torch``, whose body (after its
+    # docstring) is the import and one return.
+    tree = ast.parse((PACKAGE_ROOT / "_base.py").read_text())
+    delegates = [
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "to_torch"
+    ]
+    assert len(delegates) == 1
+    body = delegates[0].body
+    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    assert [type(statement) for statement in body] == [ast.ImportFrom, ast.Return]
+
+
+@pytest.mark.parametrize(
+    "name, source, expected",
+    [
+        # an upward arrow: nn reaching for an estimator
+        ("skquad.nn.layers", "from ..quantized import SDPQuantizedClassifier\n", "(estimators)"),
+        # inspection and export leaning on each other, even inside a function
+        ("skquad.inspection._neurons", "def f():\n    from ..export._torch import to_torch\n", "(export)"),
+        ("skquad.export._onnx", "from skquad.inspection import quadratic_neurons\n", "(inspection)"),
+        # the base importing export outside the to_torch delegate
+        ("skquad._base", "from .export import to_torch\n", "(export)"),
+        # research on private code
+        ("skquad.benchmarks.research._paper002", "from ..._training import Trainer\n", "(training)"),
+        ("skquad.benchmarks.research._paper002", "from skquad.quantized._backprop import x\n", "private"),
+        ("skquad.benchmarks.research._paper002", "from skquad.convex import _private\n", "private"),
+        ("skquad.benchmarks.research._qlr", "from .._protocol import run_protocol\n", "report helpers"),
+        # export on an estimator's private module
+        ("skquad.export._torch", "from ..quantized._common import _standardization\n", "private"),
+        # a module outside every room
+        ("skquad.newroom.module", "", "belongs to no room"),
+    ],
+)
+def test_the_checker_finds_forbidden_imports(name, source, expected):
+    problems = violations(name, source)
+    assert problems and expected in problems[0]
+
+
+def test_the_checker_accepts_the_allowed_forms():
+    assert violations("skquad._base", "def to_torch(self):\n    from .export import to_torch\n") == []
+    assert violations("skquad.benchmarks.research._paper002", "from .._report import markdown_table\n") == []
+    assert violations("skquad.benchmarks.research._layers", "from skquad.nn import QuadraticLayer\n") == []

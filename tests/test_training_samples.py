@@ -1,0 +1,63 @@
+"""skquad._training._samples: merging duplicate rows changes no weighted objective."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from skquad._training import merge_duplicate_samples
+
+
+def _data():
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 3, size=(40, 2)).astype(np.float64)  # many exact duplicates
+    y = rng.randint(0, 2, size=40).astype(np.int64)
+    weight = rng.uniform(0.0, 2.0, size=40)
+    weight[:5] = 0.0
+    return X, y, weight
+
+
+def _weighted_sums(X, y, weight):
+    """The weighted empirical distribution as {(x, y): total weight} (positive only)."""
+    totals = {}
+    for row, label, w in zip(np.asarray(X), y, weight):
+        if w > 0:
+            key = (tuple(row), int(label))
+            totals[key] = totals.get(key, 0.0) + w
+    return totals
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_merged_rows_carry_the_same_weighted_distribution(sparse):
+    X, y, weight = _data()
+    merged_X, merged_y, merged_weight = merge_duplicate_samples(
+        scipy.sparse.csr_matrix(X) if sparse else X, y, weight
+    )
+    dense = merged_X.toarray() if sparse else merged_X
+    expected = _weighted_sums(X, y, weight)
+    got = _weighted_sums(dense, merged_y, merged_weight)
+    assert got.keys() == expected.keys()
+    for key in expected:
+        assert got[key] == pytest.approx(expected[key], rel=1e-12)
+    # distinct pairs only, no zero weight
+    assert len(set(zip(map(tuple, dense), merged_y))) == len(merged_y)
+    assert np.all(merged_weight > 0)
+    assert merged_y.dtype == y.dtype
+
+
+def test_weight_two_and_a_repeated_row_give_the_very_same_arrays():
+    X, y, weight = _data()
+    keep = weight > 0
+    X, y, weight = X[keep], y[keep], weight[keep]
+    doubled = merge_duplicate_samples(X, y, np.where(np.arange(len(y)) == 3, 2 * weight, weight))
+    repeated = merge_duplicate_samples(
+        np.vstack([X, X[3:4]]), np.append(y, y[3]), np.append(weight, weight[3])
+    )
+    for a, b in zip(doubled, repeated):
+        np.testing.assert_array_equal(a, b)
+    # and the row order does not matter
+    order = np.random.RandomState(1).permutation(len(y))
+    shuffled = merge_duplicate_samples(X[order], y[order], weight[order])
+    reference = merge_duplicate_samples(X, y, weight)
+    for a, b in zip(shuffled[:2], reference[:2]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(shuffled[2], reference[2], rtol=1e-14)
