@@ -581,10 +581,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         elif hasattr(self, "t_"):
             del self.t_
         self._store_params(module.tensors())
+        self.device_ = policy.device_name
         if history.loss is None:
             # max_iter=0 with SGD: no epoch ran, the model is the starting one.
             history.loss = self._objective(X, y_encoded, sample_weight, l2)
-        self.device_ = policy.device_name
         # LogisticRegression's shape and dtype: (1,) int32, multinomial included.
         self.n_iter_ = np.array([n_iter], dtype=np.int32)
         self.loss_ = float(history.loss)
