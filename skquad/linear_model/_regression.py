@@ -67,9 +67,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
     Attributes
     ----------
     Q_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
-        Symmetric quadratic forms (one per target when ``y`` is 2-D).
+        Symmetric quadratic forms (one per target when ``y`` has more than one
+        column).
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
-        Linear coefficients.
+        Linear coefficients (1-D for one target, as Ridge's).
     intercept_ : float or ndarray of shape (n_targets,)
         In the input's float dtype, as ``coef_`` and ``Q_`` (and as Ridge's).
     n_iter_ : ndarray of shape (n_targets,)
@@ -135,7 +136,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         if alpha.shape[0] not in (1, n_targets):
             raise ValueError(
                 f"Number of targets and number of penalties do not correspond: "
-                f"{n_targets} != {alpha.shape[0]} (alpha)."
+                f"{alpha.shape[0]} != {n_targets}"
             )
         if not np.all(np.isfinite(alpha)) or np.any(alpha < 0):
             raise ValueError(f"alpha values must be finite and non-negative, got {self.alpha!r}.")
@@ -201,11 +202,14 @@ def publish_quadratic_model(estimator, coefficients, intercept, X):
         )
     coef, Q = coefficients_to_model(coefficients, X.shape[1])
     dtype = X.dtype
+    # Ridge's shapes: one target (1-D y, or a 2-D y of one column) has a 1-D
+    # coef_ (and a (d, d) Q_); the intercept is a scalar for a 1-D y only.
+    one_target = coef.shape[0] == 1
+    estimator.coef_ = (coef[0] if one_target else coef).astype(dtype)
+    estimator.Q_ = (Q[0] if one_target else Q).astype(dtype)
     if estimator._fitted_y_ndim == 1:
-        estimator.coef_, estimator.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
         estimator.intercept_ = dtype.type(intercept[0])
     else:
-        estimator.coef_, estimator.Q_ = coef.astype(dtype), Q.astype(dtype)
         estimator.intercept_ = np.asarray(intercept).astype(dtype)
 
 
