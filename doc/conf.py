@@ -9,7 +9,7 @@ The gallery runs every script of ``examples/``; set ``SKQUAD_EXAMPLES_QUICK=1``
 for a fast build with small sizes, or ``SKQUAD_DOCS_NO_GALLERY=1`` to skip running
 the examples while you work on the pages.
 
-The build needs no network: links to scikit-learn, NumPy, pandas and torch come
+The build needs no network: links to Python, scikit-learn, NumPy, pandas, torch, Dask and skl2onnx come
 from the small inventories in ``_intersphinx/`` (see make_inventories.py there),
 and MathJax is served from the pages themselves (sphinx-mathjax-offline).
 """
@@ -62,10 +62,13 @@ extensions = [
 # never downloads anything, and the links point at the online documentation.
 _INVENTORIES = DOC_DIR / "_intersphinx"
 intersphinx_mapping = {
+    "python": ("https://docs.python.org/3/", str(_INVENTORIES / "python.inv")),
     "sklearn": ("https://scikit-learn.org/stable/", str(_INVENTORIES / "sklearn.inv")),
     "numpy": ("https://numpy.org/doc/stable/", str(_INVENTORIES / "numpy.inv")),
     "pandas": ("https://pandas.pydata.org/docs/", str(_INVENTORIES / "pandas.inv")),
     "torch": ("https://docs.pytorch.org/docs/stable/", str(_INVENTORIES / "torch.inv")),
+    "distributed": ("https://distributed.dask.org/en/stable/", str(_INVENTORIES / "distributed.inv")),
+    "skl2onnx": ("https://onnx.ai/sklearn-onnx/", str(_INVENTORIES / "skl2onnx.inv")),
 }
 
 templates_path = ["_templates"]
@@ -80,12 +83,16 @@ exclude_patterns = [
 ]
 root_doc = "index"
 default_role = "literal"
-nitpicky = False
+# Every cross-reference must resolve (CI builds with -W -n as well).
+nitpicky = True
 
 # -- API reference -----------------------------------------------------------
 autosummary_generate = True
 autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
+# "On this page" of a class page lists ``fit()``, not ``QNNClassifier.fit()``,
+# which the narrow column would cut off.
+toc_object_entries_show_parents = "hide"
 # An override without a docstring (a torch autograd Function's forward) would
 # otherwise show torch's text, with links into torch's own documentation.
 autodoc_inherit_docstrings = False
@@ -94,6 +101,34 @@ autodoc_inherit_docstrings = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+
+
+def _undocumented_methods():
+    """Per class of the API pages, the methods autodoc leaves out (no docstring).
+
+    The class templates' "Methods" tables list the rest: an entry for a method
+    without a docstring (a torch module's ``forward``) would link to nothing.
+    """
+    import importlib
+    import inspect
+
+    undocumented = {}
+    for module_name in ["skquad", "skquad.datasets", "skquad.benchmarks", "skquad.nn",
+                        "skquad.nn.backward", "skquad.nn.quadratic_form", "skquad.convex",
+                        "skquad.quantized", "skquad.inspection", "skquad.export"]:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            cls = getattr(module, name)
+            if not inspect.isclass(cls):
+                continue
+            undocumented[f"{module_name}.{name}"] = [
+                member for member, value in inspect.getmembers(cls)
+                if callable(value) and not (getattr(value, "__doc__", None) or "").strip()
+            ]
+    return undocumented
+
+
+autosummary_context = {"undocumented_methods": _undocumented_methods()}
 
 # -- Gallery -----------------------------------------------------------------
 sphinx_gallery_conf = {
@@ -217,6 +252,9 @@ def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
         _rst_table(["short name", "estimator"], legend, widths=[20, 80], table_class="benchmark-legend"), encoding="utf-8"
     )
 
+    (tables / "caps.rst").write_text(_caps_and_skips(results, datasets, estimators),
+                                     encoding="utf-8")
+
     overall = pd.read_csv(results / "overall.csv")
     header = ["estimator", score_label, "mean rank", "fit time (s)"]
     has_size = "n_parameters_median" in overall
@@ -244,6 +282,55 @@ def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
         )
 
 
+def _caps_and_skips(results, datasets, estimators):
+    """What the run's ``runs.csv`` says about smaller training parts and skipped cells.
+
+    A dataset's training part is the split's training rows, subsampled (stratified)
+    to the suite's cap where the dataset is larger; an estimator may have a smaller
+    cap of its own, and may be skipped on some datasets (the reason is in the
+    report's settings column). The text is generated from the committed run so
+    that it cannot disagree with the tables.
+    """
+    import pandas as pd
+
+    runs = pd.read_csv(results / "runs.csv")
+    sizes = runs.groupby(["dataset", "estimator"])[["n_train", "n_test"]].max()
+    largest = sizes.groupby("dataset").max()
+    # The test part is a fixed share of the rows; a training part shorter than the
+    # rest of the rows means the suite's cap applied.
+    test_share = float(runs["n_test"].iloc[0] / (runs["n_test"].iloc[0] + runs["n_train"].iloc[0]))
+    full_train = largest["n_test"] * (1 - test_share) / test_share
+    suite_capped = largest.index[largest["n_train"] < 0.95 * full_train].tolist()
+    text = []
+    if suite_capped:
+        cap = int(largest.loc[suite_capped, "n_train"].max())
+        text.append(
+            f"Training parts are capped at {cap:,} rows, a stratified subsample of the "
+            f"training split, on {', '.join(suite_capped)}; the test part is always the whole "
+            f"test split, so every estimator is scored on the same rows.\n"
+        )
+    rows = []
+    for estimator in estimators:
+        own = sizes.xs(estimator, level="estimator")["n_train"]
+        smaller = own[own < largest.loc[own.index, "n_train"]]
+        skipped = [d for d in datasets if d not in own.index]
+        if smaller.empty and not skipped:
+            continue
+        cap = f"at most {int(smaller.max()):,} rows (on {len(smaller)} datasets)" if len(smaller) else ""
+        rows.append([f"**{estimator}**", cap, ", ".join(skipped)])
+    if rows:
+        text.append(
+            "Estimators with a smaller training part of their own, or not run on some datasets "
+            "(\"skipped\" in the tables; \"failed\" would mean that every fit raised). The "
+            "report's settings column says why:\n"
+        )
+        text.append(_rst_table(["estimator", "training part", "skipped on"], rows,
+                               widths=[20, 40, 40], table_class="benchmark-legend"))
+    else:
+        text.append("Every estimator ran on every dataset with the same training part.\n")
+    return "\n".join(text)
+
+
 _write_benchmark_tables()
 _write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
                         REGRESSION_BENCHMARK_ESTIMATORS, score="r2", scale=1, digits=3,
@@ -257,7 +344,13 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"**": ["sidebar-nav-bs"]}
+# Pages without sub-pages would show an empty "Section Navigation" column.
+html_sidebars = {
+    "**": ["sidebar-nav-bs"],
+    "install": [],
+    "benchmarks": [],
+    "benchmarks_regression": [],
+}
 html_static_path = ["_static"]
 html_css_files = ["skquad.css"]
 
@@ -268,7 +361,12 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 
 
 # -- Docstring touch-ups -------------------------------------------------------
+import posixpath  # noqa: E402
 import re  # noqa: E402
+
+from sphinx.util import logging as sphinx_logging  # noqa: E402
+
+logger = sphinx_logging.getLogger(__name__)
 
 # ``ndarray of shape (n_features_in_,)``: in reStructuredText a bare word ending
 # with "_" is a link to a target of that name. Show such names literally.
@@ -284,9 +382,30 @@ _SKLEARN_XREF = re.compile(r":(?:ref|term):`([^`<]*?)\s*(?:<([^`>]*)>)?`")
 _LITERAL = re.compile(r"``.+?``")
 
 
+# scikit-learn's version notes ("Added in version 1.3.") on the methods skquad's
+# estimators inherit would read as skquad's own versions.
+_VERSION_NOTE = re.compile(r"^\s*\.\. (versionadded|versionchanged|deprecated)::")
+
+
+def _without_version_notes(lines):
+    """``lines`` less every version directive and its indented body."""
+    kept, skipping, indent = [], False, 0
+    for line in lines:
+        if _VERSION_NOTE.match(line):
+            skipping, indent = True, len(line) - len(line.lstrip())
+            continue
+        if skipping and (not line.strip() or len(line) - len(line.lstrip()) > indent):
+            continue
+        skipping = False
+        kept.append(line)
+    return kept
+
+
 def _touch_up_docstring(app, what, name, obj, options, lines):
     module = getattr(obj, "__module__", "") or ""
     from_sklearn = module.startswith("sklearn")
+    if from_sklearn:
+        lines[:] = _without_version_notes(lines)
     for index, line in enumerate(lines):
         if " . " in line:
             line = lines[index] = _LITERAL.sub(lambda m: m.group(0).replace(" . ", " \u00b7 "), line)
@@ -299,6 +418,82 @@ def _touch_up_docstring(app, what, name, obj, options, lines):
             )
 
 
+def _skip_member(app, what, name, obj, skip, options):
+    """Skip fitted attributes that are properties (``coefs_``, ``intercepts_``).
+
+    scikit-learn's convention: a name ending in "_" is a fitted attribute, and the
+    class's numpydoc Attributes section describes it; autodoc's ``:members:`` would
+    list the property a second time. tests/test_doctests.py checks that every such
+    property is in its class's Attributes section, so skipping loses nothing.
+    """
+    if what == "class" and isinstance(obj, property) and name.endswith("_") and not name.startswith("_"):
+        return True
+    return None
+
+
+def _attributes_without_property_links():
+    """numpydoc: describe a fitted property in the Attributes list, without a link.
+
+    numpydoc turns an Attributes entry that is a documented property into a link to
+    the property's own entry and replaces the description with the property's
+    summary; with those entries skipped (above) the link would point nowhere.
+    """
+    from numpydoc.docscrape_sphinx import SphinxDocString
+
+    process_param = SphinxDocString._process_param
+
+    def process_param_plain_for_fitted_properties(self, param, desc, fake_autosummary):
+        name = param.strip()
+        if name.endswith("_") and isinstance(getattr(self._obj, name, None), property):
+            fake_autosummary = False
+        return process_param(self, param, desc, fake_autosummary)
+
+    SphinxDocString._process_param = process_param_plain_for_fitted_properties
+
+
+_VIEWCODE_BACKLINK = re.compile(r'(<a class="viewcode-back" href=")([^"#]*)#([^"]+)(")')
+
+
+def _fix_viewcode_backlinks(app, pagename, templatename, context, doctree):
+    """Point every "[docs]" link of a source page at the object's real anchor.
+
+    sphinx.ext.viewcode prefixes all back-links of one source file with the first
+    public module it saw documenting that file: PackedPairIndex (skquad.nn.backward)
+    would link to ``#skquad.nn.PackedPairIndex`` because PackedQuadraticForm, from
+    the same file, is documented as skquad.nn.PackedQuadraticForm. The Python
+    domain knows each object's page and anchor; use them.
+    """
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    objects = app.env.get_domain("py").objects
+    by_page = {}
+    for fullname, entry in objects.items():
+        by_page.setdefault(entry.docname, []).append((fullname, entry.node_id))
+    page_dir = posixpath.dirname(pagename)
+
+    def relink(match):
+        opening, href, anchor, closing = match.groups()
+        docname = posixpath.normpath(posixpath.join(page_dir, href)).removesuffix(".html")
+        entries = by_page.get(docname, [])
+        if any(node_id == anchor for _, node_id in entries):
+            return match.group(0)
+        # Drop the wrong module prefix one part at a time ("nn.PackedPairIndex.pack",
+        # then "PackedPairIndex.pack") until one object of the page ends with the rest.
+        parts = anchor.split(".")
+        for start in range(1, len(parts)):
+            tail = "." + ".".join(parts[start:])
+            candidates = [node_id for fullname, node_id in entries if fullname.endswith(tail)]
+            if len(candidates) == 1:
+                return f"{opening}{href}#{candidates[0]}{closing}"
+        logger.warning("source page %s: no anchor for the back-link %s#%s", pagename, href, anchor)
+        return match.group(0)
+
+    context["body"] = _VIEWCODE_BACKLINK.sub(relink, context["body"])
+
+
 def setup(app):
+    _attributes_without_property_links()
+    app.connect("html-page-context", _fix_viewcode_backlinks)
     # Before numpydoc (priority 500) turns the sections into reStructuredText.
     app.connect("autodoc-process-docstring", _touch_up_docstring, priority=100)
+    app.connect("autodoc-skip-member", _skip_member)

@@ -44,6 +44,7 @@ from sklearn.utils.validation import (
 )
 
 from ._atomic import reads_fitted_state
+from ._dask_dispatch import make_dask_aware
 
 __all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
 
@@ -87,6 +88,11 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     #   LogisticRegression, or a penalty divided by sum(w) as in
     #   MLPClassifier), so such weights are rejected with a clear error.
     _sample_weight_scale = "absolute"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py)
+        make_dask_aware(cls)
 
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.

@@ -1,12 +1,22 @@
-"""GridSearchCV over skquad estimators under joblib's Dask backend.
+"""skquad on Dask: hyper-parameter search, data-parallel fits, block-wise predictions.
 
-Runs the search on a local ``dask.distributed`` cluster of two worker
-processes (one thread each), so that every candidate estimator is pickled to
-another process, fitted there and pickled back, and checks that the results
-are those of the same search run locally, to the last bit.
+* GridSearchCV under joblib's Dask backend, on a local ``dask.distributed``
+  cluster of two worker processes (one thread each): every candidate is
+  pickled to another process, fitted there and pickled back; the results
+  are those of the same search run locally, to the last bit.
+* QuadraticLogisticRegression and QuadraticRegression fitted on dask arrays
+  and dataframes (skquad/_dask.py) against the in-memory fits; the CI's
+  small version of the scaling target runs on the two-process cluster
+  (1e5 rows generated on the workers).
+* predict / predict_proba / decision_function / score on Dask collections,
+  for every estimator, against the in-memory results.
+* dask-ml's Incremental streaming blocks through partial_fit.
 """
 
 import os
+import subprocess
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -44,20 +54,8 @@ def _search():
 
 
 @pytest.fixture(scope="module")
-def data():
-    X, y = load_breast_cancer(return_X_y=True)
-    rng = np.random.RandomState(0)
-    rows = rng.choice(len(X), size=240, replace=False)
-    return X[rows, :8], y[rows]
-
-
-def test_grid_search_on_a_dask_cluster_matches_the_local_search(data):
-    X, y = data
-    # RPQNN's 20 epochs stop before convergence: the warning is expected
-    # (here; the cluster's fits warn in their own processes).
-    with pytest.warns(ConvergenceWarning):
-        local = _search().set_params(n_jobs=1).fit(X, y)
-
+def cluster_client():
+    """A local cluster of two worker processes with one thread each, and its client."""
     with (
         distributed.LocalCluster(
             n_workers=2,
@@ -66,17 +64,37 @@ def test_grid_search_on_a_dask_cluster_matches_the_local_search(data):
             dashboard_address=None,
             worker_dashboard_address=None,
         ) as cluster,
-        distributed.Client(cluster) as client,
+        distributed.Client(cluster, set_as_default=False) as client,
     ):
         # The workers are other processes that import this checkout of skquad.
         worker_pids = set(client.run(os.getpid).values())
         assert len(worker_pids) == 2 and os.getpid() not in worker_pids
-        with (
-            distributed.get_task_stream(client) as task_stream,
-            joblib.parallel_backend("dask"),
-        ):
-            remote = _search().fit(X, y)
-        workers = {task["worker"] for task in task_stream.data}
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.RandomState(0)
+    rows = rng.choice(len(X), size=240, replace=False)
+    return X[rows, :8], y[rows]
+
+
+def test_grid_search_on_a_dask_cluster_matches_the_local_search(data, cluster_client):
+    X, y = data
+    # RPQNN's 20 epochs stop before convergence: the warning is expected
+    # (here; the cluster's fits warn in their own processes).
+    with pytest.warns(ConvergenceWarning):
+        local = _search().set_params(n_jobs=1).fit(X, y)
+
+    client = cluster_client
+    with (
+        client.as_current(),
+        distributed.get_task_stream(client) as task_stream,
+        joblib.parallel_backend("dask"),
+    ):
+        remote = _search().fit(X, y)
+    workers = {task["worker"] for task in task_stream.data}
 
     # The fits ran on the cluster, on both workers.
     n_candidates = len(local.cv_results_["params"])
@@ -97,3 +115,295 @@ def test_grid_search_on_a_dask_cluster_matches_the_local_search(data):
         rtol=1e-6,
         atol=1e-8,
     )
+
+
+# ---------------------------------------------------------------------------
+# Data-parallel fits and block-wise predictions (skquad/_dask.py)
+# ---------------------------------------------------------------------------
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import make_classification, make_regression  # noqa: E402
+
+import skquad  # noqa: E402
+from skquad import (  # noqa: E402
+    BackpropQuantizedClassifier,
+    BackpropQuantizedRegressor,
+    QNNClassifier,
+    QNNRegressor,
+    QuadraticRegression,
+    RPQNNRegressor,
+    SDPQuantizedClassifier,
+)
+
+dask_ml_wrappers = pytest.importorskip("dask_ml.wrappers")
+
+
+def test_importing_skquad_does_not_import_dask():
+    # A fresh interpreter: fitting and predicting on numpy never imports Dask.
+    # (QuadraticRegression: the same dispatch hooks as every estimator, without torch's import time)
+    code = (
+        "import sys, numpy as np; import skquad; "
+        "X = np.random.RandomState(0).normal(size=(40, 3)); y = X[:, 0] * X[:, 1]; "
+        "model = skquad.QuadraticRegression().fit(X, y); model.predict(X); model.score(X, y); "
+        "assert 'dask' not in sys.modules, sorted(m for m in sys.modules if 'dask' in m)"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def _qlr_reference_tolerances(model, n_weight, C, tol):
+    """Bounds for two L-BFGS solutions of the same strongly convex objective.
+
+    The objective (divided by C * sum(w)) has the penalty 0.5 / (C sum(w)) ||theta||^2,
+    so it is mu-strongly convex with mu >= 1 / (C sum(w)). Both fits stop with
+    |gradient|_inf <= tol, i.e. |gradient|_2 <= sqrt(p) tol: each is within
+    sqrt(p) tol / mu of the optimum in the parameters and within p tol^2 / (2 mu)
+    in the objective. The loss bound gets a float64 rounding allowance on top.
+    """
+    p = model.Q_.size + model.coef_.size + model.intercept_.size
+    mu = 1.0 / (C * n_weight)
+    parameters = 2 * np.sqrt(p) * tol / mu
+    loss = 2 * p * tol**2 / (2 * mu) + 1e-12
+    return parameters, loss
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_qlr_fit_on_dask_array_matches_the_in_memory_fit(n_classes):
+    X, y = make_classification(
+        n_samples=1500, n_features=5, n_informative=4, n_redundant=0,
+        n_classes=n_classes, random_state=0,
+    )
+    weight = np.random.RandomState(1).uniform(0.5, 2.0, size=len(y))
+    params = dict(C=1.0, tol=1e-8, class_weight="balanced")
+    with dask.config.set(scheduler="sync"):
+        remote = QuadraticLogisticRegression(**params).fit(
+            da.from_array(X, chunks=(400, 2)),  # column chunks are joined
+            da.from_array(y, chunks=300),  # misaligned with X's rows on purpose
+            sample_weight=da.from_array(weight, chunks=500),
+        )
+    local = QuadraticLogisticRegression(**params).fit(X, y, sample_weight=weight)
+    total = float((weight * local._class_weights("balanced", np.searchsorted(local.classes_, y))).sum())
+    parameters, loss = _qlr_reference_tolerances(local, total, 1.0, 1e-8)
+    np.testing.assert_array_equal(remote.classes_, local.classes_)
+    assert abs(remote.loss_ - local.loss_) <= loss
+    for name in ("Q_", "coef_", "intercept_"):
+        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=0, atol=parameters)
+    assert remote.n_features_in_ == 5 and remote.n_iter_ >= 1 and not remote.diverged_
+
+
+def test_qlr_fit_on_dask_dataframe_keeps_feature_names_and_string_labels():
+    X, y = make_classification(n_samples=600, n_features=4, random_state=1)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    labels = np.array(["no", "yes"])[y]
+    X_dd = dd.from_pandas(frame, npartitions=3)
+    y_dd = dd.from_pandas(pd.Series(labels), npartitions=3)
+    with dask.config.set(scheduler="sync"):
+        remote = QuadraticLogisticRegression(tol=1e-8).fit(X_dd, y_dd)
+        proba = remote.predict_proba(X_dd)
+        predicted = remote.predict(X_dd).compute()
+    local = QuadraticLogisticRegression(tol=1e-8).fit(frame, labels)
+    np.testing.assert_array_equal(remote.feature_names_in_, ["a", "b", "c", "d"])
+    np.testing.assert_array_equal(remote.classes_, ["no", "yes"])
+    parameters, loss = _qlr_reference_tolerances(local, 600, 1.0, 1e-8)
+    assert abs(remote.loss_ - local.loss_) <= loss
+    assert isinstance(proba, da.Array)
+    # probabilities are Lipschitz in the parameters: |d p / d theta| <= |phi(x)| / 4
+    scale = float(np.abs(X).max()) ** 2 * (local.Q_.size + local.coef_.size + 1)
+    np.testing.assert_allclose(proba.compute(), local.predict_proba(frame), atol=parameters * scale)
+    assert set(predicted) <= {"no", "yes"}
+    with pytest.raises(ValueError, match="feature names"):
+        remote.predict(dd.from_pandas(frame.rename(columns={"a": "z"}), npartitions=2)).compute()
+
+
+def test_quadratic_regression_on_dask_matches_the_exact_in_memory_solve():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(2000, 4))
+    Y = np.column_stack([X[:, 0] * X[:, 1] - X[:, 2] ** 2, X[:, 3]]) + 0.1 * rng.normal(size=(2000, 2))
+    weight = rng.uniform(0.5, 2.0, size=2000)
+    local = QuadraticRegression(alpha=0.5).fit(X, Y, sample_weight=weight)
+    with dask.config.set(scheduler="sync"):
+        remote = QuadraticRegression(alpha=0.5).fit(
+            da.from_array(X, chunks=(300, 4)), da.from_array(Y, chunks=(700, 2)),
+            sample_weight=weight,  # in memory, cut along X's blocks
+        )
+        remote_1d = QuadraticRegression(alpha=0.5).fit(da.from_array(X, chunks=500), Y[:, 0])
+    # One exact solve of the same normal equations, summed in another order:
+    # cond(G) (about 1e2 here) * n * eps bounds the difference well below 1e-9.
+    for name in ("Q_", "coef_", "intercept_"):
+        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=1e-9, atol=1e-10)
+    local_1d = QuadraticRegression(alpha=0.5).fit(X, Y[:, 0])
+    np.testing.assert_allclose(remote_1d.Q_, local_1d.Q_, rtol=1e-9, atol=1e-10)
+    assert remote_1d.Q_.shape == (4, 4) and np.ndim(remote_1d.intercept_) == 0
+    assert remote.solver_ == "cholesky"
+    with dask.config.set(scheduler="sync"):
+        score = remote.score(da.from_array(X, chunks=700), da.from_array(Y, chunks=(700, 2)),
+                             sample_weight=weight)
+        prediction = remote_1d.predict(da.from_array(X, chunks=700))
+    assert score == pytest.approx(local.score(X, Y, sample_weight=weight), rel=1e-12)
+    assert isinstance(prediction, da.Array) and prediction.ndim == 1
+    np.testing.assert_allclose(prediction.compute(), local_1d.predict(X), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="solver='cholesky'"):
+        QuadraticRegression(solver="kernel").fit(da.from_array(X, chunks=500), Y[:, 0])
+
+
+def _fitted(estimator, classifier):
+    if classifier:
+        X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
+                                   n_redundant=0, n_classes=3, n_clusters_per_class=1,
+                                   random_state=0)
+    else:
+        X, y = make_regression(n_samples=60, n_features=3, n_targets=2, random_state=0)
+        y = y / np.std(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return clone(estimator).fit(X, y), X, y
+
+
+_PREDICTORS = [
+    (QuadraticLogisticRegression(), True),
+    (QNNClassifier(hidden_layer_sizes=(3,), max_iter=30, random_state=0), True),
+    (BackpropQuantizedClassifier(max_iter=5, random_state=0), True),
+    (SDPQuantizedClassifier(n_neurons=8, random_state=0), True),
+    (QuadraticRegression(), False),
+    (QNNRegressor(hidden_layer_sizes=(3,), max_iter=30, random_state=0), False),
+    (RPQNNRegressor(hidden_layer_sizes=(3,), max_iter=30, random_state=0), False),
+    (BackpropQuantizedRegressor(max_iter=5, random_state=0), False),
+]
+
+
+def _assert_same_predictions(actual, expected):
+    # The same function on each block; only the BLAS's blocking of a 25-row
+    # block against a 60-row array may change the last bits of a float.
+    if np.asarray(expected).dtype.kind == "f":
+        np.testing.assert_allclose(actual, expected, rtol=1e-10, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize(
+    "estimator, classifier", _PREDICTORS, ids=[type(e).__name__ for e, _ in _PREDICTORS]
+)
+def test_predictions_on_dask_collections_are_lazy_block_by_block(estimator, classifier):
+    model, X, y = _fitted(estimator, classifier)
+    X_da = da.from_array(X, chunks=(25, 3))
+    weight = np.linspace(0.5, 1.5, len(X))
+    methods = ["predict"] + [
+        m for m in ("predict_proba", "predict_log_proba", "decision_function") if hasattr(model, m)
+    ]
+    with dask.config.set(scheduler="sync"):
+        for method in methods:
+            lazy = getattr(model, method)(X_da)
+            assert isinstance(lazy, da.Array), method
+            assert lazy.numblocks[0] == X_da.numblocks[0]  # one task per block
+            _assert_same_predictions(lazy.compute(), getattr(model, method)(X))
+        frame = dd.from_pandas(pd.DataFrame(X), npartitions=2)
+        _assert_same_predictions(model.predict(frame).compute(), model.predict(X))
+        score = model.score(X_da, da.from_array(y, chunks=25), sample_weight=weight)
+    assert isinstance(score, float)
+    assert score == pytest.approx(model.score(X, y, sample_weight=weight), rel=1e-12, abs=1e-12)
+
+
+def test_every_estimator_routes_dask_collections():
+    # The hook is installed on every public class (SDPQuantizedClassifierCV included).
+    for name in skquad.__all__:
+        cls = getattr(skquad, name)
+        for method in ("predict", "score", "fit"):
+            assert getattr(getattr(cls, method), "_skquad_dask_aware", False), (name, method)
+
+
+def test_fits_that_would_gather_the_data_refuse_dask_collections():
+    X_da = da.from_array(np.zeros((20, 3)), chunks=10)
+    y_da = da.from_array(np.arange(20) % 2, chunks=10)
+    with pytest.raises(TypeError, match="dask_ml.wrappers.Incremental"):
+        QNNClassifier().fit(X_da, y_da)
+    with pytest.raises(TypeError, match="whole lifted problem"):
+        SDPQuantizedClassifier().fit(X_da, y_da)
+    with pytest.raises(TypeError, match="partial_fit does not take Dask"):
+        QuadraticLogisticRegression(solver="sgd").partial_fit(X_da, y_da, classes=[0, 1])
+    with pytest.raises(ValueError, match="solver='lbfgs'"):
+        QuadraticLogisticRegression(solver="sgd").fit(X_da, y_da)
+
+
+def test_bad_dask_input_fails_clearly_and_leaves_the_fitted_model():
+    X, y = make_classification(n_samples=200, n_features=3, n_informative=2,
+                               n_redundant=0, random_state=0)
+    model = QuadraticLogisticRegression().fit(X, y)
+    Q = model.Q_.copy()
+    broken = X.copy()
+    broken[150, 1] = np.nan  # in the last block only: a worker finds it
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match="NaN"):
+            model.fit(da.from_array(broken, chunks=50), da.from_array(y, chunks=50))
+        with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+            model.fit(da.from_array(X, chunks=50), y[:-1])
+        with pytest.raises(ValueError, match="2 classes"):
+            model.fit(da.from_array(X, chunks=50), np.zeros(200))
+    np.testing.assert_array_equal(model.Q_, Q)
+
+
+def test_dask_ml_scaler_pipeline_equals_the_in_memory_pipeline():
+    preprocessing = pytest.importorskip("dask_ml.preprocessing")
+    from sklearn.pipeline import make_pipeline
+
+    X, y = make_classification(n_samples=500, n_features=4, random_state=2)
+    X = X * [1.0, 10.0, 100.0, 0.1] + 3.0
+    with dask.config.set(scheduler="sync"):
+        remote = make_pipeline(
+            preprocessing.StandardScaler(), QuadraticLogisticRegression(tol=1e-8)
+        ).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+        proba = remote.predict_proba(da.from_array(X, chunks=100)).compute()
+    local = make_pipeline(StandardScaler(), QuadraticLogisticRegression(tol=1e-8)).fit(X, y)
+    parameters, loss = _qlr_reference_tolerances(local[-1], 500, 1.0, 1e-8)
+    assert abs(remote[-1].loss_ - local[-1].loss_) <= loss
+    np.testing.assert_allclose(proba, local.predict_proba(X), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "estimator, classifier",
+    [
+        (QNNClassifier(hidden_layer_sizes=(4,), random_state=0), True),
+        (QNNRegressor(hidden_layer_sizes=(4,), random_state=0), False),
+        (BackpropQuantizedClassifier(random_state=0), True),
+        (QuadraticLogisticRegression(solver="sgd", random_state=0), True),
+    ],
+    ids=lambda value: type(value).__name__ if not isinstance(value, bool) else "",
+)
+def test_incremental_streams_blocks_through_partial_fit(estimator, classifier):
+    if classifier:
+        X, y = make_classification(n_samples=400, n_features=4, random_state=0)
+    else:
+        X, y = make_regression(n_samples=400, n_features=4, random_state=0)
+        y = y / np.std(y)
+    extra = {"classes": [0, 1]} if classifier else {}
+    with dask.config.set(scheduler="sync"):
+        streamed = dask_ml_wrappers.Incremental(clone(estimator), shuffle_blocks=False).fit(
+            da.from_array(X, chunks=100), da.from_array(y, chunks=100), **extra
+        )
+        prediction = streamed.predict(da.from_array(X, chunks=100)).compute()
+    # The same partial_fit calls on the same blocks in the same order: the same model.
+    reference = clone(estimator)
+    for start in range(0, 400, 100):
+        reference.partial_fit(X[start : start + 100], y[start : start + 100], **extra)
+    np.testing.assert_array_equal(prediction, reference.predict(X))
+    assert streamed.estimator_.t_ == reference.t_ == 400 if hasattr(reference, "t_") else True
+
+
+def test_ci_scale_fit_on_a_two_process_cluster(cluster_client):
+    """The CI's small version of the scaling target: 1e5 rows generated on the workers."""
+    state = da.random.RandomState(0)
+    X = state.normal(size=(100_000, 6), chunks=(25_000, 6))
+    noise = state.logistic(size=100_000, chunks=25_000)
+    y = (X[:, 0] * X[:, 1] - 0.5 * X[:, 2] ** 2 + X[:, 3] + noise > 0).astype(int)
+    with cluster_client.as_current(), distributed.get_task_stream(cluster_client) as stream:
+        remote = QuadraticLogisticRegression(tol=1e-7).fit(X, y)
+        accuracy = remote.score(X, y)
+    workers = {task["worker"] for task in stream.data if "_block_objective" in str(task["key"])}
+    assert len(workers) == 2  # the gradient blocks ran on both worker processes
+    X_local, y_local = dask.compute(X, y, scheduler=cluster_client.get)
+    local = QuadraticLogisticRegression(tol=1e-7).fit(X_local, y_local)
+    parameters, loss = _qlr_reference_tolerances(local, 100_000, 1.0, 1e-7)
+    assert abs(remote.loss_ - local.loss_) <= loss
+    assert accuracy == pytest.approx(local.score(X_local, y_local), abs=1e-4)

@@ -13,6 +13,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -116,7 +117,7 @@ def _documented_objects(text):
     in_autosummary = False
     for line in text.splitlines():
         stripped = line.strip()
-        if match := re.match(r"\.\. currentmodule:: (\S+)", stripped):
+        if match := re.match(r"\.\. (?:current)?module:: (\S+)", stripped):
             module, in_autosummary = match.group(1), False
         elif stripped.startswith(".. autosummary::"):
             in_autosummary = True
@@ -149,3 +150,72 @@ def test_api_reference_lists_every_public_name():
         f"public names missing from doc/api/: {missing}; add each to the "
         "autosummary list of its section (see the existing entries)"
     )
+
+
+# -- The user guide's examples ---------------------------------------------------
+# A page that states a behaviour (a default, a solver, a parameter's rule) shows it
+# with a ``>>>`` example, and the example runs here: when the code changes, the
+# page fails instead of falling silently behind.
+DOC_DIR = API_REFERENCE.parent
+PAGES_STATING_BEHAVIOUR = [
+    "user_guide/devices.rst",
+    "user_guide/larger_than_memory.rst",
+    "user_guide/quadratic_logistic_regression.rst",
+    "user_guide/quadratic_networks.rst",
+    "user_guide/quantized_networks.rst",
+    "user_guide/regression.rst",
+    "user_guide/relinear.rst",
+    "user_guide/reproducibility.rst",
+    "user_guide/scaling_out.rst",
+]
+
+
+def _pages_with_examples():
+    return sorted(str(page.relative_to(DOC_DIR)) for page in DOC_DIR.rglob("*.rst")
+                  if "generated" not in page.parts and ">>> " in page.read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(not DOC_DIR.exists(), reason="no doc/ folder beside the tests")
+def test_pages_stating_behaviour_have_examples():
+    missing = sorted(set(PAGES_STATING_BEHAVIOUR) - set(_pages_with_examples()))
+    assert not missing, f"pages without a >>> example pinning what they state: {missing}"
+
+
+@pytest.mark.skipif(not DOC_DIR.exists(), reason="no doc/ folder beside the tests")
+@pytest.mark.parametrize("page", _pages_with_examples() if DOC_DIR.exists() else [])
+def test_user_guide_examples_run(page):
+    path = DOC_DIR / page
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(path.read_text(encoding="utf-8"), {}, page, str(path), 0)
+    runner = doctest.DocTestRunner(optionflags=OPTIONFLAGS)
+    with warnings.catch_warnings():
+        # The examples fit tiny models; what they show is the value, not a
+        # ConvergenceWarning about a model nobody will use.
+        warnings.simplefilter("ignore")
+        with np.printoptions(legacy=False, precision=8, suppress=False):
+            runner.run(test)
+    summary = runner.summarize(verbose=False)
+    assert summary.failed == 0, (
+        f"{summary.failed} of {summary.attempted} examples failed in doc/{page}; "
+        f"run `python -m doctest -v doc/{page}` to see them."
+    )
+
+
+def test_fitted_properties_are_in_the_attributes_section():
+    """doc/conf.py hides properties named like fitted attributes (``coefs_``): the
+    class's numpydoc Attributes section must describe each, or it is undocumented."""
+    undocumented = []
+    for module_name in DOCUMENTED_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            cls = getattr(module, name)
+            if not inspect.isclass(cls):
+                continue
+            doc = inspect.getdoc(cls) or ""
+            attributes = doc.split("Attributes\n----------\n", 1)[-1] if "Attributes\n---" in doc else ""
+            for member, value in inspect.getmembers(cls):
+                if (isinstance(value, property) and member.endswith("_")
+                        and not member.startswith("_")
+                        and not re.search(rf"^{re.escape(member)}\b", attributes, re.M)):
+                    undocumented.append(f"{module_name}.{name}.{member}")
+    assert not undocumented, f"fitted properties missing from the Attributes section: {undocumented}"

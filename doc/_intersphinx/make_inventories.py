@@ -7,7 +7,8 @@ and docstrings reference. Add a name here and run
 
     python doc/_intersphinx/make_inventories.py
 
-when a page references a new scikit-learn, NumPy, pandas or torch object.
+when a page references a new Python, scikit-learn, NumPy, pandas, torch, Dask or
+skl2onnx object.
 """
 
 import zlib
@@ -29,6 +30,16 @@ INVENTORIES = {
             "sklearn.neural_network.MLPClassifier",
             "sklearn.linear_model.LogisticRegression",
             "sklearn.linear_model.RidgeClassifier",
+            "sklearn.linear_model.LogisticRegressionCV",
+            "sklearn.linear_model.Ridge",
+            "sklearn.linear_model.RidgeCV",
+            "sklearn.model_selection.KFold",
+            "sklearn.neural_network.MLPRegressor",
+            "sklearn.multioutput.MultiOutputRegressor",
+            "sklearn.compose.TransformedTargetRegressor",
+            "sklearn.preprocessing.QuantileTransformer",
+            "sklearn.preprocessing.MultiLabelBinarizer",
+            "sklearn.utils.metadata_routing.MetadataRequest",
             "sklearn.preprocessing.StandardScaler",
             "sklearn.preprocessing.PolynomialFeatures",
             "sklearn.preprocessing.OneHotEncoder",
@@ -41,6 +52,9 @@ INVENTORIES = {
         ]},
         **{name: ("function", SKLEARN) for name in [
             "sklearn.model_selection.train_test_split",
+            "sklearn.set_config",
+            "sklearn.metrics.r2_score",
+            "sklearn.base.clone",
             "sklearn.datasets.fetch_openml",
             "sklearn.utils.estimator_checks.check_estimator",
         ]},
@@ -67,6 +81,15 @@ INVENTORIES = {
         "torch.triu_indices": ("function", TORCH),
         "torch.autograd.gradcheck": (
             "function", "generated/torch.autograd.gradcheck.gradcheck.html#{}"),
+    }),
+    "python": ("Python", "3", {
+        "copy.deepcopy": ("function", "library/copy.html#copy.deepcopy"),
+    }),
+    "distributed": ("Dask.distributed", "stable", {
+        "distributed.Client": ("class", "api.html#distributed.Client"),
+    }),
+    "skl2onnx": ("sklearn-onnx", "stable", {
+        "skl2onnx.to_onnx": ("function", "api_summary.html#skl2onnx.to_onnx"),
     }),
 }
 

@@ -28,7 +28,7 @@ proximal dual for the hinge losses) is exact at the optimum. ``mu_k`` is the
 first-order guess ``mu_j = -2 (M_k D_k)_jj`` with ``D_k = (P_k - N_k) /
 rho_k`` (for factors, ``D_k = F diag(s) Fᵀ`` first re-optimised for the
 linear objective ``⟨M_k, D⟩``, which makes the guess exact when the
-factors' rank suffices: :func:`align_factor`), lifted by the smallest eigenvalue of ``Diag mu_k ± 2 M_k`` (the
+factors' rank suffices: ``align_factor()``), lifted by the smallest eigenvalue of ``Diag mu_k ± 2 M_k`` (the
 *eigenvalue test*; the rank growth of the factor solver adds the negative
 eigenvectors as columns), or ``||2 M_k||_2 1`` when that is smaller.
 ``LB`` is maximised over ``theta`` (it is concave in ``theta``).
@@ -65,7 +65,7 @@ class Certificate:
         ``Diag mu ± 2 M`` with clearly negative eigenvalues, as new factor
         columns for ``P`` (plus) and ``N`` (minus). Only when requested.
     aligned : list
-        Per block, the factor directions after :func:`align_factor` (None
+        Per block, the factor directions after ``align_factor()`` (None
         where none were given): the next certificate's starting point.
     """
 
@@ -138,7 +138,7 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         The objective of a feasible point (``U`` above); None: the zero
         network's. The smaller, the tighter the bound.
     align_iterations : int, default=0
-        For factor directions, L-BFGS iterations of :func:`align_factor`;
+        For factor directions, L-BFGS iterations of ``align_factor()``;
         the aligned directions give a second candidate ``mu``.
     align_starts : list, default=None
         Per block, where the alignment starts (e.g. the previous

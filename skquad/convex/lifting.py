@@ -225,7 +225,7 @@ class QuadraticNetwork:
         """Network output for raw inputs ``X``, shape (n_samples, n_outputs).
 
         Computed in row batches whose ``(rows, 3 n_neurons)`` intermediates take
-        about :data:`PREDICT_BATCH_BYTES`, as ``predict`` does (issue 19: 300k
+        about ``PREDICT_BATCH_BYTES``, as ``predict`` does (issue 19: 300k
         rows x 500 neurons took 3.35 GiB in one piece).
         """
         X = np.asarray(X, dtype=np.float64)

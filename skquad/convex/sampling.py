@@ -94,7 +94,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
         ``Z* / rho*``.
     solver, solver_options :
         A CVXPY solver and its options, as in
-        :func:`skquad.convex.formulation.solve_sdp`. None, ``"native"`` or ``"compact"``
+        :func:`skquad.convex.solve_sdp`. None, ``"native"`` or ``"compact"``
         (the factor solver, which does not solve this problem) mean
         :func:`~skquad.convex.default_solver`'s choice with its defaults.
 

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
+from .._dask_dispatch import is_dask_collection
 from .._reporting import warn_user
 from .._torch_utils import as_tensor, prediction_device, to_numpy
 from .._training import (
@@ -123,7 +124,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         ``d(d+1)/2`` free entries, i.e. ``2 G - diag(G)`` for the gradient
         ``G`` with respect to the symmetric matrix), plain SGD without
         momentum on shuffled mini-batches of ``batch_size`` samples. Both run
-        in skquad's training engine (:mod:`skquad._training`), with
+        in skquad's training engine (``skquad._training``), with
         MLPClassifier's stopping rule, warnings and divergence guard.
     max_iter : int, default=500
         Iterations of L-BFGS, or epochs of SGD; 0 returns the starting model
@@ -184,7 +185,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Seeds ``Q_init="random"`` and the low-rank factors, and (an
         independent stream) SGD shuffling, through local torch generators
         (torch's global one is never touched; see
-        :mod:`skquad._training._runtime`).
+        ``skquad._training._runtime``).
     device : {"auto", "cpu", "cuda"} or str, default="auto"
         Where torch computes; ``"auto"`` means the CPU. Learned arrays are
         numpy, so a model fitted on a GPU predicts anywhere: predictions run
@@ -192,7 +193,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     n_threads : "auto" or int, default="auto"
         CPU threads of torch during fit. ``"auto"`` uses one thread for
         products under 2e8 flops (faster on small problems, see
-        :func:`skquad._training.choose_thread_count`) and all of torch's
+        ``skquad._training.choose_thread_count()``) and all of torch's
         threads above; an int fixes the count. The previous setting is
         restored after the fit, also when fits run concurrently in threads.
 
@@ -270,6 +271,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
+
+    # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
+    _fits_dask_collections = True
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="right")],
@@ -365,6 +369,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self : QuadraticLogisticRegression
             The fitted estimator.
         """
+        if is_dask_collection(X, y, sample_weight):
+            from .._dask import fit_quadratic_logistic_regression
+
+            return fit_quadratic_logistic_regression(self, X, y, sample_weight)
         previous = self._previous_solution() if self.warm_start else None
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
         return self._train(X, y_encoded, sample_weight, previous)

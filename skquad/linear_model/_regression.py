@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
+from .._dask_dispatch import is_dask_collection
 from .._training import limit_threads, thread_count
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
@@ -113,6 +114,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     _accept_sparse = True
 
+    # Dask collections: the normal equations are reduced over the row blocks
+    # and solved on the driver (skquad/_dask.py).
+    _fits_dask_collections = True
+
     def __init__(self, alpha=1.0, *, fit_intercept=True, solver="auto", tol=1e-4, max_iter=None):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -157,6 +162,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
         -------
         self : QuadraticRegression
         """
+        if is_dask_collection(X, y, sample_weight):
+            from .._dask import fit_quadratic_regression
+
+            return fit_quadratic_regression(self, X, y, sample_weight)
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         alpha = self._checked_alpha(Y.shape[1])
         solver = self._choose_solver(*X.shape)
@@ -175,7 +184,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 tol=float(self.tol),
                 max_iter=self.max_iter,
             )
-        publish_quadratic_model(self, coefficients, intercept, X)
+        check_finite_solution(self, coefficients, intercept, X)
+        publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype)
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
         return self
@@ -184,13 +194,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return fitted_quadratic_scores(self, X)
 
 
-def publish_quadratic_model(estimator, coefficients, intercept, X):
-    """Set ``coef_``, ``Q_`` and ``intercept_`` from degree-2 coefficients (D, n_targets).
-
-    In ``X``'s float dtype, as scikit-learn's estimators, and in the shape of
-    the fitted ``y`` (1-D: one model, a numpy scalar intercept, as Ridge).
-    Refuses coefficients that overflowed.
-    """
+def check_finite_solution(estimator, coefficients, intercept, X):
+    """Refuse coefficients that overflowed, naming the cause and the remedy."""
     if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
         # The normal equations hold degree-4 products of the features:
         # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
@@ -200,8 +205,16 @@ def publish_quadratic_model(estimator, coefficients, intercept, X):
             "quadratic features. Scale the features, e.g. with "
             "StandardScaler in a Pipeline."
         )
-    coef, Q = coefficients_to_model(coefficients, X.shape[1])
-    dtype = X.dtype
+
+
+def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtype):
+    """Set ``coef_``, ``Q_`` and ``intercept_`` from degree-2 coefficients (D, n_targets).
+
+    In the input's float ``dtype``, as scikit-learn's estimators, and in the
+    shape of the fitted ``y`` (1-D: one model, a numpy scalar intercept, as Ridge).
+    """
+    coef, Q = coefficients_to_model(coefficients, n_features)
+    dtype = np.dtype(dtype)
     # Ridge's shapes: one target (1-D y, or a 2-D y of one column) has a 1-D
     # coef_ (and a (d, d) Q_); the intercept is a scalar for a 1-D y only.
     one_target = coef.shape[0] == 1

@@ -9,11 +9,17 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils import check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
-from ._regression import QuadraticRegression, fitted_quadratic_scores, publish_quadratic_model
+from ._regression import (
+    QuadraticRegression,
+    check_finite_solution,
+    fitted_quadratic_scores,
+    publish_quadratic_model,
+)
 
 __all__ = ["QuadraticRegressionCV"]
 
@@ -158,6 +164,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Choose ``alpha`` and fit the model with it on all the data.
 
@@ -234,7 +241,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             self.best_score_ = float(scores[best])
             chosen = np.full(k, self.alpha_)
         coefficients, intercept = loo.coefficients(chosen)
-        publish_quadratic_model(self, coefficients, intercept, X)
+        check_finite_solution(self, coefficients, intercept, X)
+        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
         if self.store_cv_results:
             values = values.astype(X.dtype, copy=False)
             self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values

@@ -143,7 +143,7 @@ class QNNClassifier(BaseQuadraticNetworkClassifier):
     backward : {"fused", "cached", "autograd"}, default="fused"
         How gradients are computed: "fused" runs Noel et al.'s explicit
         back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
         per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
         differentiates plain torch operations. All three give the same
         gradients.
@@ -398,7 +398,7 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
     backward : {"fused", "cached", "autograd"}, default="fused"
         How gradients are computed: "fused" runs Noel et al.'s explicit
         back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
         per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
         differentiates plain torch operations. All three give the same
         gradients.

@@ -149,7 +149,7 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
     backward : {"fused", "cached", "autograd"}, default="fused"
         How gradients are computed: "fused" runs Noel et al.'s explicit
         back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
         per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
         differentiates plain torch operations. All three give the same
         gradients.
@@ -424,7 +424,7 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
     backward : {"fused", "cached", "autograd"}, default="fused"
         How gradients are computed: "fused" runs Noel et al.'s explicit
         back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, :mod:`skquad.nn.fused`); "cached" uses the
+        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
         per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
         differentiates plain torch operations. All three give the same
         gradients.

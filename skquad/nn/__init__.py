@@ -17,10 +17,10 @@ layers.new_layer, layers.layer_to_numpy_state, layers.layer_from_numpy_state
     Any layer kind (``torch.nn.Linear`` included) drawn from a local generator,
     exported to numpy and rebuilt without a random draw.
 network
-    Stacks of layers: :func:`~skquad.nn.network.new_network` (drawn from a local
+    Stacks of layers: ``new_network()`` (drawn from a local
     generator), numpy export and rebuild, parameter counts.
 fused
-    :class:`~skquad.nn.fused.FusedNetwork`, the whole network's forward and
+    ``FusedNetwork``, the whole network's forward and
     backward pass written out (Algorithms 1 and 2 chained), the estimators'
     default training path.
 sparse

@@ -216,7 +216,7 @@ class PackedQuadraticForm(torch.autograd.Function):
 
     Inputs: ``a`` (batch, n_in), ``weight`` (n_out, n_in), ``bias`` (n_out,) or
     None, ``packed`` (n_out, n_pairs) the upper triangles of the symmetric
-    ``Q^(k)`` row by row, and a :class:`PackedPairIndex`.
+    ``Q^(k)`` row by row, and a :class:`~skquad.nn.backward.PackedPairIndex`.
 
     This is Noel et al.'s quadratic-neuron gradient written for the free entries
     (its ``M(x)``: ``x_i^2`` on the diagonal, ``2 x_i x_j`` off it).  The

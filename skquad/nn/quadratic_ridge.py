@@ -34,7 +34,10 @@ __all__ = [
     "coefficients_to_model",
     "expansion_size",
     "fit_quadratic_ridge",
+    "normal_equations",
     "quadratic_model_scores",
+    "solve_normal_equations",
+    "weighted_sums",
 ]
 
 # Expanded numbers per row block: 2**21 float64 = 16 MB of scratch.
@@ -64,9 +67,8 @@ def _expand(block, rows, cols):
     return np.hstack([block, block[:, rows] * block[:, cols]])
 
 
-def _feature_means(X, weight, rows, cols):
-    """The ``weight``-weighted mean of ``φ``, from ``Xᵀ w`` and ``Xᵀ diag(w) X``."""
-    total = weight.sum()
+def _feature_sums(X, weight, rows, cols):
+    """``Σ_i w_i φ(x_i)``, from ``Xᵀ w`` and ``Xᵀ diag(w) X``."""
     if scipy.sparse.issparse(X):
         linear = np.asarray(X.T @ weight).ravel()
         second = np.asarray((X.T @ X.multiply(weight[:, None])).todense())
@@ -74,7 +76,55 @@ def _feature_means(X, weight, rows, cols):
         X = np.asarray(X, dtype=np.float64)
         linear = X.T @ weight
         second = X.T @ (X * weight[:, None])
-    return np.concatenate([linear, second[rows, cols]]) / total
+    return np.concatenate([linear, second[rows, cols]])
+
+
+def _feature_means(X, weight, rows, cols):
+    """The ``weight``-weighted mean of ``φ``."""
+    return _feature_sums(X, weight, rows, cols) / weight.sum()
+
+
+def weighted_sums(X, Y, weight):
+    """``(Σ w, Σ w φ(x), Σ w y)`` of a row block: the intercept's statistics.
+
+    Sums over rows, so the statistics of row blocks add up to those of the
+    whole data (what a data-parallel fit reduces, :mod:`skquad._dask`).
+    """
+    weight = np.asarray(weight, dtype=np.float64)
+    rows, cols = _pairs(X.shape[1])
+    return (
+        weight.sum(),
+        _feature_sums(X, weight, rows, cols),
+        weight @ np.asarray(Y, dtype=np.float64),
+    )
+
+
+def normal_equations(X, Y, weight, mean, y_mean):
+    """``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` over row blocks.
+
+    ``mean`` and ``y_mean`` are the weighted means of ``φ`` and ``y`` (zeros
+    without an intercept). Sums over rows: the ``(G, R)`` of row blocks add up
+    to the whole data's. ``O(n D²)`` time, ``O(D²)`` memory.
+    """
+    D = mean.shape[0]
+    rows, cols = _pairs(X.shape[1])
+    Y = np.asarray(Y, dtype=np.float64)
+    weight = np.asarray(weight, dtype=np.float64)
+    G = np.zeros((D, D))
+    R = np.zeros((D, Y.shape[1]))
+    for start, block in _dense_blocks(X, D):
+        stop = start + block.shape[0]
+        features = _expand(block, rows, cols) - mean
+        weighted = features * weight[start:stop, None]
+        G += features.T @ weighted
+        R += weighted.T @ (Y[start:stop] - y_mean)
+    return G, R
+
+
+def solve_normal_equations(G, R, mean, y_mean, alpha):
+    """Ridge's ``(coefficients, intercept)`` from :func:`normal_equations`' ``G`` and ``R``."""
+    coefficients = _solve_symmetric(G, R, alpha)
+    return coefficients, y_mean - mean @ coefficients
 
 
 def _transpose_product(X, V, rows, cols):
@@ -169,13 +219,7 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
         V = root[:, None] * dual
         coefficients = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
     elif solver == "primal":
-        G = np.zeros((D, D))
-        R = np.zeros((D, Y.shape[1]))
-        for start, block in _dense_blocks(X, D):
-            features = _expand(block, rows, cols) - mean
-            weighted = features * weight[start : start + block.shape[0], None]
-            G += features.T @ weighted
-            R += weighted.T @ Y_centred[start : start + block.shape[0]]
+        G, R = normal_equations(X, Y, weight, mean, y_mean)
         coefficients = _solve_symmetric(G, R, alpha)
     elif solver == "cg":
         coefficients, n_iter = _conjugate_gradients(

@@ -72,7 +72,7 @@ def make_bilinear_trainer(
 ):
     """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
 
-    The low-level form of :class:`BackpropQuantizedClassifier`, for inputs
+    The low-level form of :class:`~skquad.BackpropQuantizedClassifier`, for inputs
     that are already lifted (``z = [x, 1]`` or any other features) and for
     targets the classifier does not take: with one output and the squared
     loss, ``targets`` may be any real numbers (the planted regression
@@ -80,7 +80,7 @@ def make_bilinear_trainer(
     sample_weight=None, max_iter=...)`` (or ``trainer.partial_fit`` for one
     epoch), read the real first layer from ``trainer.module.U`` and
     ``trainer.module.V`` (torch tensors) and quantize it with
-    :func:`skquad.nn.bilinear.quantize_bilinear`.
+    ``skquad.nn.bilinear.quantize_bilinear()``.
 
     Parameters
     ----------
@@ -90,7 +90,7 @@ def make_bilinear_trainer(
         1 (targets ±1 or real) or the number of classes (targets: indices).
     n_neurons, loss, beta, learning_rate_init, momentum, batch_size, tol,
     n_iter_no_change, verbose, device, random_state, n_threads, learning_rate, power_t :
-        As in :class:`BackpropQuantizedClassifier`; the step applied to the
+        As in :class:`~skquad.BackpropQuantizedClassifier`; the step applied to the
         first layer is ``learning_rate_init * m_k / curvature``.
     max_iter_warning : bool, default=True
         Emit a ConvergenceWarning when ``fit`` runs out of epochs.
@@ -99,7 +99,7 @@ def make_bilinear_trainer(
     initial : tuple of two arrays, default=None
         Starting ``(U, V)``; None draws ``N(0, I / p)`` rows.
     curvature : float, default=1.0
-        Divides the step (see :func:`skquad.nn.bilinear.bilinear_curvature`).
+        Divides the step (see ``skquad.nn.bilinear.bilinear_curvature()``).
     real_targets : bool, default=False
         ``targets`` of shape (n, n_outputs) are real values (vector-output
         regression with the squared loss), not class indices.
@@ -107,7 +107,7 @@ def make_bilinear_trainer(
     Returns
     -------
     trainer : Trainer
-        skquad's training loop around a :class:`skquad.nn.bilinear.BilinearModule`.
+        skquad's training loop around a ``skquad.nn.bilinear.BilinearModule``.
     neuron_class : ndarray of shape (n_neurons,)
     output_weights : ndarray of shape (n_neurons, n_outputs)
     """
@@ -188,7 +188,7 @@ def _bilinear_trainer(
 class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
     """The baseline's training, quantization and prediction (not for direct use).
 
-    Shared by :class:`BackpropQuantizedClassifier` and
+    Shared by :class:`~skquad.BackpropQuantizedClassifier` and
     :class:`~skquad.BackpropQuantizedRegressor`; a subclass says what its
     targets are through ``_network_n_outputs``, ``_network_targets`` and
     ``_real_targets`` (vector targets compared as they are).
@@ -376,7 +376,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     1. ``u_j, v_j`` real, the second layer fixed to ``alpha_j = 1 / m``
        (``1 / m_k`` on the neuron's class for ``K > 2`` classes), trained by
        SGD with momentum on the loss plus an L2 penalty ``beta`` (the shared
-       training engine, :mod:`skquad._training`);
+       training engine, ``skquad._training``);
     2. quantization: ``u_j <- sign(u_j)``, ``v_j <- sign(v_j)`` and one scale
        per class, ``c = <Zhat, Z> / <Zhat, Zhat>``, the least-squares
        minimiser of ``||c Zhat - Z||_F`` with ``Zhat = sum_j sign(u_j) sign(v_j)^T``
@@ -473,7 +473,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     objective_ : float
         Training objective of the quantized network with the SDP estimator's
         definition, ``loss + beta * p * sum_j ||alpha_j||_1`` (comparable
-        with :attr:`SDPQuantizedClassifier.lower_bound_`).
+        with ``SDPQuantizedClassifier.lower_bound_``).
     loss_curve_ : list of float
         Training loss per epoch (real network, with its penalty).
     loss_ : float

@@ -25,7 +25,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     n_neurons : int, default=1000
         Hidden neurons (split over the outputs).
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
-        As in :class:`BackpropQuantizedClassifier` (``loss`` is always
+        As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
 
     Attributes

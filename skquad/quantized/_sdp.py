@@ -425,7 +425,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     bound. Algorithm 1 gives every neuron of a class one shared second-layer
     weight; with ``refit_output_layer=True`` (the default, beyond the paper)
     the second layer is then refitted as the convex problem it is once the
-    binary first layer is fixed (:mod:`skquad.convex.second_layer`), which can
+    binary first layer is fixed (``skquad.convex.second_layer``), which can
     only lower the objective ``objective_`` and keeps ``lower_bound_`` valid.
     A network far above the bound gets a warning that says how many neurons
     would help.
@@ -447,7 +447,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Regularization ``beta``: the objective penalizes
         ``beta * p * sum_j ||alpha_j||_1`` (the paper's ``beta d sum |alpha_j|``,
         with ``p`` the length of the binary weight vectors). In the SDP this is
-        ``2 * beta * p * rho``; see :mod:`skquad.convex.formulation` for why
+        ``2 * beta * p * rho``; see ``skquad.convex.formulation`` for why
         the factor 2 (the paper writes ``beta * d * rho``, a looser bound).
         Larger values give smaller second-layer weights; too large a value
         gives the zero network.
@@ -489,7 +489,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Native solver: any of ``rank`` (initial factor columns per class,
         default ``ceil(sqrt(2 p))``), ``max_rank``, ``chunk_size`` (L-BFGS
         iterations between certificates, 50), ``history_size`` (30),
-        ``hinge_sigma`` (proximal step of the hinge loss, 10). CVXPY
+        ``hinge_sigma`` (proximal step of the hinge loss, 10),
+        ``time_limit`` (seconds; the solve then stops with its current point,
+        the best certified bound and a ``ConvergenceWarning`` that gives the
+        gap; default None). CVXPY
         solvers: keyword arguments of ``cvxpy.Problem.solve``, e.g.
         ``{"max_iters": 20000, "eps_abs": 1e-6}`` for SCS.
     tol : float, default=1e-4
@@ -514,7 +517,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         weight per neuron and class) by minimising the network's own
         objective ``loss + beta * p * sum_j ||alpha_j||_1`` from Algorithm 1's
         shared weights (a convex, L1-penalised linear model on the neurons'
-        outputs; see :mod:`skquad.convex.second_layer`). The objective never
+        outputs; see ``skquad.convex.second_layer``). The objective never
         goes up and the network needs far fewer neurons for the same
         accuracy. False keeps the paper's shared weights.
     class_weight : dict, "balanced" or None, default=None
@@ -588,8 +591,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     solver_ : str
         ``"native"`` or the CVXPY solver used.
     solver_status_ : str
-        "optimal" (gap within ``tol``), "max_iter", "stopped" (by a
-        callback) for the native solver; CVXPY's status otherwise.
+        "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
+        (by a callback) for the native solver; "inaccurate" for a compact
+        interior-point solve above ``tol``; CVXPY's status otherwise.
     n_iter_ : int
         Iterations of the solve (L-BFGS iterations for the native solver).
     solve_time_ : float

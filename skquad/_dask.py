@@ -1,0 +1,666 @@
+"""Dask collections: data-parallel fits and block-wise predictions.
+
+Imported only when an estimator meets a Dask collection (the routing is in
+:mod:`skquad._dask_dispatch`, which does not import Dask).
+
+Fits (:func:`fit_quadratic_logistic_regression`, :func:`fit_quadratic_regression`)
+never gather ``X`` into one process. The models' objectives are sums over rows,
+so each row block (a chunk of a ``dask.array``, a partition of a
+``dask.dataframe``) computes its share where it lives, with the same functions
+the in-memory fit runs on the whole array (:mod:`skquad.nn.quadratic_form`,
+:mod:`skquad.nn.quadratic_ridge`); the shares are added up as a tree (fan-in
+``_SPLIT_EVERY``) and only the sums, ``O(K d²)`` numbers, reach the driver:
+
+* quadratic logistic regression: one pass for the statistics (rows,
+  features, the classes and their counts, the columns' magnitudes), then
+  per L-BFGS evaluation the log-loss and its gradient, while the driver runs
+  the same L-BFGS (:func:`skquad._training.minimize_lbfgs`) as in memory;
+* quadratic regression: one pass for the weighted means, one for the
+  ``D x D`` normal equations, solved on the driver.
+
+The validated blocks (labels encoded, weights combined, rows sorted by class)
+are persisted on the workers for the fit's duration: L-BFGS reads them once
+per evaluation, and recomputing the user's graph (reading files, generating
+data) every time would cost more than the gradient. The cluster's memory must
+hold ``X`` once; the driver holds ``O(K d²)``.
+
+Every computation goes through ``dask.compute``: the user's
+``distributed.Client`` when one is active, else Dask's default scheduler.
+"""
+
+import copy
+import math
+import time
+
+import dask
+import dask.array as da
+import numpy as np
+import torch
+from sklearn.base import is_classifier
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_feature_names, check_array, check_is_fitted
+
+from ._reporting import progress_line, warn_user
+from ._training import (
+    choose_thread_count,
+    runtime_policy,
+    flush_denormals,
+    lbfgs_convergence_message,
+    limit_threads,
+    minimize_lbfgs,
+)
+from .nn.quadratic_form import QuadraticScores, quadratic_logistic_loss_and_gradient
+
+__all__ = [
+    "fit_quadratic_logistic_regression",
+    "fit_quadratic_regression",
+    "predict_blockwise",
+    "score_blockwise",
+]
+
+# Fan-in of the reduction tree: partial sums of at most this many blocks are
+# added on a worker before moving up, so the driver receives one K d² sum
+# whatever the number of blocks.
+_SPLIT_EVERY = 8
+
+
+# ----------------------------------------------------------------- collections
+def _is_frame(obj):
+    return dask.is_dask_collection(obj) and hasattr(obj, "to_dask_array")
+
+
+def _as_array(obj):
+    """A dask array with known row chunks and one chunk across the columns."""
+    if _is_frame(obj):
+        obj = obj.to_dask_array(lengths=True)
+    elif not isinstance(obj, da.Array):
+        raise TypeError(
+            f"Expected a dask.array or dask.dataframe collection, got {type(obj).__name__}."
+        )
+    if any(math.isnan(size) for size in obj.chunks[0]):
+        obj = obj.compute_chunk_sizes()
+    if obj.ndim == 2 and len(obj.chunks[1]) > 1:
+        obj = obj.rechunk({1: -1})
+    return obj
+
+
+def _aligned(values, row_chunks, name):
+    """``values`` (dask or in-memory) as a dask array chunked along ``row_chunks``."""
+    n_rows = sum(row_chunks)
+    if dask.is_dask_collection(values):
+        values = _as_array(values)
+    else:
+        values = np.asarray(values)
+    if values.ndim == 0 or values.shape[0] != n_rows:
+        length = "a scalar" if values.ndim == 0 else values.shape[0]
+        raise ValueError(
+            "Found input variables with inconsistent numbers of samples: "
+            f"[{n_rows}, {length}] (X and {name})."
+        )
+    if isinstance(values, np.ndarray):
+        return da.from_array(values, chunks=(row_chunks,) + values.shape[1:])
+    if values.chunks[0] != tuple(row_chunks):
+        values = values.rechunk({0: row_chunks})
+    return values
+
+
+def _training_blocks(X, y, sample_weight):
+    """``(X, blocks)``: ``X`` as a dask array and one ``(X, y, w)`` delayed triple per row block."""
+    X = _as_array(X)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D X, got {X.ndim} dimension(s).")
+    rows = X.chunks[0]
+    y = _aligned(y, rows, "y")
+    xs = X.to_delayed().ravel()
+    ys = y.to_delayed().ravel()
+    if sample_weight is None:
+        ws = [None] * len(xs)
+    else:
+        weight = _aligned(sample_weight, rows, "sample_weight")
+        if weight.ndim != 1:
+            raise ValueError(f"sample_weight must be 1-D, got shape {weight.shape}.")
+        ws = list(weight.to_delayed().ravel())
+    return X, list(zip(xs, ys, ws))
+
+
+def _tree(parts, combine):
+    """Reduce delayed ``parts`` pairwise-upward with ``combine(*items)``: one delayed result."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [
+            dask.delayed(combine, pure=True)(*parts[i : i + _SPLIT_EVERY])
+            for i in range(0, len(parts), _SPLIT_EVERY)
+        ]
+    return parts[0]
+
+
+def _add(*items):
+    """Element-wise sum of tuples (or lists) of numbers and arrays."""
+    total = list(items[0])
+    for item in items[1:]:
+        total = [a + b for a, b in zip(total, item)]
+    return tuple(total)
+
+
+def _checked_block(X, dtype):
+    # Each worker validates its own block, with scikit-learn's messages.
+    return check_array(X, dtype=dtype, ensure_min_samples=0, input_name="X")
+
+
+def _block_weight(w, n_rows):
+    if w is None:
+        return np.ones(n_rows)
+    w = np.asarray(w, dtype=np.float64)
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    return w
+
+
+def _check_names(estimator, X, *, reset):
+    """scikit-learn's feature-name rules, applied to a dask.dataframe's columns."""
+    if _is_frame(X):
+        import pandas as pd
+
+        # an empty pandas frame with the same columns: scikit-learn's own checks
+        X = pd.DataFrame(columns=X.columns)
+    _check_feature_names(estimator, X, reset=reset)
+
+
+def _set_input_attributes(estimator, X_original, n_features):
+    _check_names(estimator, X_original, reset=True)
+    estimator.n_features_in_ = int(n_features)
+
+
+def _check_total_weight(estimator, total):
+    # The base's rule for the weights' scale, applied to their (reduced) sum.
+    estimator._check_weight_scale(np.array([total]))
+
+
+# ---------------------------------------------------- quadratic logistic regression
+def _classifier_statistics(X, y, w):
+    """First pass: rows, column magnitudes, labels with their counts and weights."""
+    X = _checked_block(X, (np.float64, np.float32))
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(
+            "On Dask collections y must hold 1-D class labels; multilabel y is only "
+            "supported in memory."
+        )
+    if y.shape[0]:
+        check_classification_targets(y)
+    w = _block_weight(w, X.shape[0])
+    labels, inverse = np.unique(y, return_inverse=True)
+    counts = np.bincount(inverse, minlength=labels.shape[0])
+    magnitude = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    return X.shape[0], magnitude.astype(np.float64), labels, counts, X.dtype == np.float32
+
+
+def _merge_statistics(*parts):
+    n_rows = sum(part[0] for part in parts)
+    magnitude = np.maximum.reduce([part[1] for part in parts])
+    labels, inverse = np.unique(np.concatenate([part[2] for part in parts]), return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([part[3] for part in parts]),
+                         minlength=labels.shape[0])
+    return n_rows, magnitude, labels, counts, all(part[4] for part in parts)
+
+
+def _prepare_classifier_block(X, y, w, classes, per_class_weight, dtype):
+    """Validated, encoded, class-sorted block: ``(X, y, w, class_blocks)`` in numpy."""
+    X = np.ascontiguousarray(_checked_block(X, (np.float64, np.float32)), dtype=dtype)
+    y = np.asarray(y).reshape(-1)
+    encoded = np.searchsorted(classes, y).astype(np.int64)
+    weight = _block_weight(w, X.shape[0])
+    if per_class_weight is not None:
+        weight = weight * per_class_weight[encoded]
+    # rows sorted by class: the SYRK gradient products of the in-memory fit
+    order = np.argsort(encoded, kind="stable")
+    counts = np.bincount(encoded, minlength=classes.shape[0])
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    class_blocks = [(int(bounds[k]), int(bounds[k + 1])) for k in range(classes.shape[0])]
+    return np.ascontiguousarray(X[order]), encoded[order], weight[order], class_blocks
+
+
+def _class_weight_sums(block):
+    _, y, w, class_blocks = block
+    return (np.array([w[start:stop].sum() for start, stop in class_blocks]),)
+
+
+def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_weight,
+                                 class_blocks, dtype):
+    """``(loss, [gradients])`` of the trainable parameters on one block (or the penalty alone).
+
+    The in-memory fit's function (:func:`quadratic_logistic_loss_and_gradient`),
+    run on this block's rows with the driver's parameters.
+    """
+    tensors = [torch.from_numpy(np.asarray(p)).to(dtype) for p in params]
+    module = QuadraticScores(tensors, fit_intercept=fit_intercept)
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    for parameter in trainable:
+        parameter.grad = torch.zeros_like(parameter)
+    function = quadratic_logistic_loss_and_gradient(
+        module, l2, cross_weight=cross_weight, class_blocks=class_blocks
+    )
+    # the in-memory trainer's thread and denormal policy, per block
+    n_features = X.shape[1]
+    threads = choose_thread_count(3.0 * params[0].shape[0] * X.shape[0] * n_features * n_features)
+    with torch.no_grad(), limit_threads(threads), flush_denormals():
+        loss = function(
+            torch.from_numpy(X).to(dtype),
+            torch.from_numpy(y),
+            torch.from_numpy(w).to(dtype),
+        )
+    return float(loss), [p.grad.double().numpy().copy() for p in trainable]
+
+
+def _block_objective(block, params, total_weight, settings):
+    X, y, w, class_blocks = block
+    # the in-memory trainer's normalisation: weights divided by their sum
+    return _logistic_loss_and_gradient(
+        X, y, w / total_weight, params, 0.0, class_blocks=class_blocks, **settings
+    )
+
+
+def _add_objectives(*parts):
+    loss = sum(part[0] for part in parts)
+    gradients = [sum(grads) for grads in zip(*(part[1] for part in parts))]
+    return loss, gradients
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
+    """:meth:`QuadraticLogisticRegression.fit` on Dask collections (see the module docstring)."""
+    name = type(estimator).__name__
+    if estimator.solver != "lbfgs":
+        raise ValueError(
+            f"{name} fits Dask collections with solver='lbfgs' (the full-batch objective "
+            f"is a sum over blocks); got solver={estimator.solver!r}. For stochastic "
+            f"training stream the blocks with dask_ml.wrappers.Incremental({name}"
+            "(solver='sgd')), which calls partial_fit on each block."
+        )
+    if str(estimator.device) not in ("auto", "cpu"):
+        raise ValueError(
+            f"{name} computes on the Dask workers' CPUs; got device={estimator.device!r}. "
+            "Use device='cpu' (or 'auto') with Dask collections."
+        )
+    previous = estimator._previous_solution() if estimator.warm_start else None
+    X_original = X
+    X, blocks = _training_blocks(X, y, sample_weight)
+    n_features = X.shape[1]
+
+    statistics = _tree([dask.delayed(_classifier_statistics)(*b) for b in blocks], _merge_statistics)
+    (n_rows, magnitude, classes, counts, all_float32), = dask.compute(statistics)
+    if n_rows == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is required by {name}.")
+    _set_input_attributes(estimator, X_original, n_features)
+    estimator._multilabel = False
+    estimator.classes_ = classes
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"{name} needs samples of at least 2 classes in the data, but the data "
+            f"contains only one class: {classes[0]!r}."
+        )
+    from .linear_model._logistic import _check_feature_scale
+
+    _check_feature_scale(magnitude[None, :], name)
+
+    per_class = None
+    if estimator.class_weight == "balanced":
+        per_class = n_rows / (classes.shape[0] * counts)
+    elif estimator.class_weight is not None:
+        per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
+    if previous is not None and not estimator._previous_fits(previous, n_features):
+        previous = None
+    # The in-memory fit's runtime policy (dtype, initialization stream); the
+    # workers compute on their CPUs, the driver holds only the parameters.
+    policy = runtime_policy(
+        np.dtype(np.float32 if all_float32 else np.float64),
+        dtype=estimator.dtype,
+        fitted_dtype=None if previous is None else previous["Q"].dtype,
+        device="cpu",
+        n_threads=1,
+        random_state=estimator.random_state,
+    )
+    dtype, numpy_dtype = policy.dtype, policy.numpy_dtype
+
+    prepared = [
+        dask.delayed(_prepare_classifier_block)(*b, classes, per_class, numpy_dtype)
+        for b in blocks
+    ]
+    # persisted on the workers for the fit: every evaluation reads them
+    prepared = list(dask.persist(*prepared))
+    (class_weights,) = dask.compute(
+        _tree([dask.delayed(_class_weight_sums)(p) for p in prepared], _add)
+    )[0]
+    total_weight = float(class_weights.sum())
+    _check_total_weight(estimator, total_weight)
+    if np.count_nonzero(class_weights > 0) < 2:
+        raise ValueError(
+            f"{name} needs samples of at least 2 classes with positive weight, but after "
+            "applying sample_weight and class_weight only one class is left: "
+            f"{classes[class_weights > 0].tolist()!r}."
+        )
+    l2 = 0.0 if np.isinf(estimator.C) else 1.0 / (estimator.C * total_weight)
+
+    policy.require_memory(
+        estimator._required_memory(n_features, 0), "rank", estimator.rank,
+        f"fitting {name} on {n_features} features",
+        advice="set a small rank (e.g. rank=8) or select fewer features.",
+    )
+    tensors = estimator._initial_params(n_features, policy.device, previous, policy.init_generator)
+    if not estimator.fit_intercept:
+        tensors[-1].zero_()
+    params = [t.numpy() for t in tensors]
+    trainable = [i for i in range(len(params)) if estimator.fit_intercept or i != len(params) - 1]
+    shapes = [params[i].shape for i in trainable]
+    sizes = [int(np.prod(s)) for s in shapes]
+    settings = {
+        "fit_intercept": bool(estimator.fit_intercept),
+        "cross_weight": estimator._cross_weight,
+        "dtype": dtype,
+    }
+    empty = (np.zeros((0, n_features), numpy_dtype), np.zeros(0, np.int64), np.zeros(0, numpy_dtype))
+
+    def unflatten(theta):
+        current = [p.copy() for p in params]
+        for index, piece in zip(trainable, np.split(theta, np.cumsum(sizes)[:-1])):
+            current[index] = piece.reshape(params[index].shape)
+        return current
+
+    best = {"loss": math.inf, "theta": None}
+
+    def objective(theta):
+        current = unflatten(theta)
+        shared = dask.delayed(current, pure=True, traverse=False)
+        data = _tree(
+            [dask.delayed(_block_objective, pure=True)(p, shared, total_weight, settings)
+             for p in prepared],
+            _add_objectives,
+        )
+        (loss, gradients), = dask.compute(data)
+        # the penalty: the same function on no rows, with the L2 strength
+        penalty, penalty_gradients = _logistic_loss_and_gradient(
+            *empty, current, l2, class_blocks=None, **settings
+        )
+        loss += penalty
+        gradient = np.concatenate(
+            [(g + h).ravel() for g, h in zip(gradients, penalty_gradients)]
+        )
+        if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
+            raise _NonFinite
+        if loss < best["loss"]:
+            best.update(loss=loss, theta=theta.copy())
+        return loss, gradient
+
+    started = time.perf_counter()
+    curve = []
+
+    def on_iteration(iteration, loss, theta):
+        curve.append(loss)
+        if estimator.verbose:
+            print(progress_line(iteration, loss, time.perf_counter() - started), flush=True)
+        return False
+
+    theta0 = np.concatenate([params[i].ravel() for i in trainable]).astype(np.float64)
+    diverged = False
+    try:
+        # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
+        # penalty): one thread, as the in-memory trainer's L-BFGS; scipy's BLAS
+        # on two threads of a loaded machine took 10 ms per step instead of 0.1.
+        with limit_threads(1, blas=1):
+            result = minimize_lbfgs(
+                objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
+                tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
+                on_iteration=on_iteration,
+            )
+    except _NonFinite:
+        result, diverged = None, True
+    finally:
+        del prepared  # releases the persisted blocks on the workers
+    if best["theta"] is None:
+        best["theta"] = theta0
+        diverged = True
+    final = unflatten(best["theta"])
+    # fitted arrays in the computation dtype, as the in-memory fit stores them
+    estimator._store_params([torch.from_numpy(np.asarray(p)).to(dtype) for p in final])
+    estimator.device_ = policy.device_name
+    estimator.n_iter_ = np.array([len(curve)], dtype=np.int32)
+    estimator.loss_ = float(best["loss"]) if math.isfinite(best["loss"]) else math.inf
+    estimator.diverged_ = diverged
+    for stale in ("loss_curve_", "t_"):
+        if hasattr(estimator, stale):
+            delattr(estimator, stale)
+    if diverged:
+        warn_user(
+            "Training diverged: the loss or its gradient became NaN or infinite. The best "
+            "parameters seen were kept. Try standardized features (e.g. "
+            "dask_ml.preprocessing.StandardScaler in a Pipeline) or a smaller C.",
+            ConvergenceWarning,
+        )
+    else:
+        message = lbfgs_convergence_message(
+            result, estimator.max_iter, estimator.max_fun,
+            "Standardise the features (e.g. dask_ml.preprocessing.StandardScaler) or lower C.",
+        )
+        if message is not None:
+            warn_user(message, ConvergenceWarning)
+    return estimator
+
+
+# ------------------------------------------------------------- quadratic regression
+def _regression_block(X, Y, w):
+    X = _checked_block(X, (np.float64, np.float32))
+    Y = check_array(np.asarray(Y).reshape(X.shape[0], -1), dtype=np.float64,
+                    ensure_min_samples=0, input_name="y")
+    return X, Y, _block_weight(w, X.shape[0])
+
+
+def _regression_sums(X, Y, w):
+    from .nn.quadratic_ridge import weighted_sums
+
+    X, Y, w = _regression_block(X, Y, w)
+    total, features, targets = weighted_sums(X, Y, w)
+    return X.shape[0], X.dtype == np.float32, total, features, targets
+
+
+def _merge_regression_sums(*parts):
+    return (
+        sum(p[0] for p in parts),
+        all(p[1] for p in parts),
+        *(sum(p[i] for p in parts) for i in (2, 3, 4)),
+    )
+
+
+def _regression_normal_equations(X, Y, w, mean, y_mean):
+    from .nn.quadratic_ridge import normal_equations
+
+    X, Y, w = _regression_block(X, Y, w)
+    return normal_equations(X, Y, w, mean, y_mean)
+
+
+def fit_quadratic_regression(estimator, X, y, sample_weight):
+    """:meth:`QuadraticRegression.fit` on Dask collections: the normal equations, reduced."""
+    from .linear_model._regression import publish_quadratic_model
+    from .nn.quadratic_ridge import expansion_size, solve_normal_equations
+
+    name = type(estimator).__name__
+    X_original = X
+    y_ndim = 1 if (y.ndim if hasattr(y, "ndim") else np.ndim(y)) == 1 else 2
+    X, blocks = _training_blocks(X, y, sample_weight)
+    n_features = X.shape[1]
+    D = expansion_size(n_features)
+    solver = estimator.solver
+    if solver == "auto":
+        solver = "cholesky"
+    if solver != "cholesky":
+        raise ValueError(
+            f"{name} fits Dask collections with solver='cholesky' (or 'auto'): the "
+            f"{D} x {D} normal equations are sums over blocks, solved on the driver. "
+            f"solver={estimator.solver!r} needs all the rows in one process."
+        )
+    (n_rows, all_float32, total, feature_sums, target_sums), = dask.compute(
+        _tree([dask.delayed(_regression_sums)(*b) for b in blocks], _merge_regression_sums)
+    )
+    if n_rows == 0:
+        raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {name}.")
+    _set_input_attributes(estimator, X_original, n_features)
+    _check_total_weight(estimator, total)
+    n_outputs = np.atleast_1d(target_sums).shape[0]
+    alpha = estimator._checked_alpha(n_outputs)
+    if estimator.fit_intercept:
+        mean, y_mean = feature_sums / total, np.atleast_1d(target_sums) / total
+    else:
+        mean, y_mean = np.zeros(D), np.zeros(n_outputs)
+    G, R = dask.compute(
+        _tree(
+            [dask.delayed(_regression_normal_equations)(*b, mean, y_mean) for b in blocks],
+            _add,
+        )
+    )[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        coefficients, intercept = solve_normal_equations(G, R, mean, y_mean, alpha)
+    if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
+        raise ValueError(
+            f"{name} could not fit X: the degree-4 products of the quadratic features "
+            "overflow. Scale the features, e.g. with dask_ml.preprocessing.StandardScaler."
+        )
+    estimator.n_outputs_ = n_outputs
+    estimator._fitted_y_ndim = y_ndim
+    publish_quadratic_model(
+        estimator, coefficients, intercept, n_features, np.float32 if all_float32 else np.float64
+    )
+    estimator.n_iter_ = np.ones(n_outputs, dtype=np.int64)
+    estimator.solver_ = "cholesky"
+    return estimator
+
+
+# -------------------------------------------------------------------- prediction
+def _as_frame_block(block, feature_names):
+    """A numpy block with the fitted column names, so scikit-learn's name checks pass."""
+    if feature_names is None:
+        return block
+    import pandas as pd
+
+    return pd.DataFrame(block, columns=feature_names, copy=False)
+
+
+def _call(block, estimator, method, feature_names):
+    return getattr(estimator, method)(_as_frame_block(block, feature_names))
+
+
+def _output_template(estimator, method, n_features, feature_names):
+    """One prediction on a row of zeros: the output's trailing shape and dtype."""
+    return _call(np.zeros((1, n_features)), estimator, method, feature_names)
+
+
+def predict_blockwise(estimator, method, X):
+    """``estimator.<method>(X)`` as a dask array computed block by block on the workers.
+
+    As dask-ml's ``ParallelPostFit``: the fitted estimator travels with the
+    graph, each row block is predicted where it lives, and the result has
+    ``X``'s row chunks (unknown sizes for a dask.dataframe, whose partitions
+    are predicted as they are).
+    """
+    check_is_fitted(estimator)
+    # A shallow copy travels with the graph: a fit published before the graph
+    # is computed replaces the live estimator's state, not this model's.
+    estimator = copy.copy(estimator)
+    names = getattr(estimator, "feature_names_in_", None)
+    if _is_frame(X):
+        _check_names(estimator, X, reset=False)
+        if len(X.columns) != estimator.n_features_in_:
+            raise ValueError(
+                f"X has {len(X.columns)} features, but {type(estimator).__name__} is "
+                f"expecting {estimator.n_features_in_} features as input."
+            )
+        template = _output_template(estimator, method, estimator.n_features_in_, names)
+        meta = np.empty((0,) + template.shape[1:], dtype=template.dtype)
+        return X.map_partitions(
+            lambda part: getattr(estimator, method)(part), meta=meta
+        )
+    X = _as_array(X)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D X, got {X.ndim} dimension(s).")
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    template = _output_template(estimator, method, X.shape[1], names)
+    if template.ndim == 1:
+        return X.map_blocks(
+            _call, estimator, method, names, dtype=template.dtype, drop_axis=1,
+            chunks=(X.chunks[0],), meta=np.empty((0,), dtype=template.dtype),
+        )
+    return X.map_blocks(
+        _call, estimator, method, names, dtype=template.dtype,
+        chunks=(X.chunks[0], template.shape[1:]),
+        meta=np.empty((0, 0), dtype=template.dtype),
+    )
+
+
+def _score_block(X, y, w, estimator, names, classifier):
+    prediction = getattr(estimator, "predict")(_as_frame_block(X, names))
+    y = np.asarray(y)
+    w = _block_weight(w, X.shape[0])
+    if classifier:
+        correct = prediction == y.reshape(prediction.shape)
+        if correct.ndim == 2:  # multilabel: subset accuracy, as accuracy_score
+            correct = correct.all(axis=1)
+        return w @ correct, w.sum()
+    Y = y.reshape(X.shape[0], -1).astype(np.float64)
+    P = np.asarray(prediction, dtype=np.float64).reshape(Y.shape)
+    return (w @ np.square(Y - P),)
+
+
+def _target_sums(y, w):
+    Y = np.asarray(y, dtype=np.float64)
+    Y = Y.reshape(Y.shape[0], -1)
+    w = _block_weight(w, Y.shape[0])
+    return w.sum(), w @ Y
+
+
+def _target_spread(y, w, y_mean):
+    Y = np.asarray(y, dtype=np.float64)
+    Y = Y.reshape(Y.shape[0], -1)
+    return (_block_weight(w, Y.shape[0]) @ np.square(Y - y_mean),)
+
+
+def score_blockwise(estimator, X, y, sample_weight=None):
+    """``estimator.score(X, y)`` reduced block by block: a float, as scikit-learn's ``score``.
+
+    Accuracy (classifiers) or R² (regressors, averaged uniformly over the
+    outputs, as :func:`~sklearn.metrics.r2_score`). Only per-block sums travel;
+    the predictions are never gathered.
+    """
+    check_is_fitted(estimator)
+    estimator = copy.copy(estimator)  # one model throughout (see predict_blockwise)
+    classifier = is_classifier(estimator)
+    names = getattr(estimator, "feature_names_in_", None)
+    _check_names(estimator, X, reset=False)
+    X, blocks = _training_blocks(X, y, sample_weight)
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    scores = [dask.delayed(_score_block)(*b, estimator, names, classifier) for b in blocks]
+    if classifier:
+        correct, total = dask.compute(_tree(scores, _add))[0]
+        return float(correct / total)
+    total, target_sums = dask.compute(
+        _tree([dask.delayed(_target_sums)(yb, wb) for _, yb, wb in blocks], _add)
+    )[0]
+    y_mean = target_sums / total
+    spread = _tree([dask.delayed(_target_spread)(yb, wb, y_mean) for _, yb, wb in blocks], _add)
+    (residual,), (denominator,) = dask.compute(_tree(scores, _add), spread)
+    # scikit-learn's r2_score with force_finite=True: constant targets score 1 or 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.where(denominator > 0, 1.0 - residual / denominator,
+                      np.where(residual == 0, 1.0, 0.0))
+    return float(np.mean(r2))

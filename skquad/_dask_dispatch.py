@@ -1,0 +1,99 @@
+"""Route Dask collections to :mod:`skquad._dask`, without importing Dask.
+
+Every skquad estimator class passes through :func:`make_dask_aware` when it is
+created (one call in ``BaseQuadraticEstimator.__init_subclass__``). It wraps
+
+* the prediction methods (``predict``, ``predict_proba``,
+  ``predict_log_proba``, ``decision_function``, ``score``): on a Dask
+  collection they run block by block on the workers
+  (:func:`skquad._dask.predict_blockwise`, :func:`skquad._dask.score_blockwise`);
+* ``fit`` and ``partial_fit`` of the estimators that cannot fit on a Dask
+  collection without gathering it into one process: they refuse one, and
+  say what to do instead. Estimators that can (``_fits_dask_collections =
+  True``) dispatch inside their own ``fit``.
+
+A Dask collection can only exist once its creator has imported ``dask``, so
+the check looks at ``sys.modules`` first: ``import skquad`` never imports Dask,
+and an estimator fed numpy arrays never touches it.
+"""
+
+import functools
+import inspect
+import sys
+
+from sklearn.utils._available_if import _AvailableIfDescriptor
+
+__all__ = ["is_dask_collection", "make_dask_aware"]
+
+_PREDICTION_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score")
+_FIT_METHODS = ("fit", "partial_fit")
+_MARK = "_skquad_dask_aware"
+
+
+def is_dask_collection(*objects):
+    """Whether any of ``objects`` is a Dask collection (array, dataframe, series, ...)."""
+    if "dask" not in sys.modules:
+        return False
+    from dask import is_dask_collection as check
+
+    return any(check(obj) for obj in objects)
+
+
+def _prediction(method, name):
+    @functools.wraps(method)
+    def dispatch(estimator, X, *args, **kwargs):
+        if is_dask_collection(X, *args, *kwargs.values()):
+            from . import _dask
+
+            if name == "score":
+                return _dask.score_blockwise(estimator, X, *args, **kwargs)
+            return _dask.predict_blockwise(estimator, name, X)
+        return method(estimator, X, *args, **kwargs)
+
+    setattr(dispatch, _MARK, True)
+    return dispatch
+
+
+def _refusing_fit(method, name):
+    @functools.wraps(method)
+    def guard(estimator, *args, **kwargs):
+        if not getattr(estimator, "_fits_dask_collections", False) or name != "fit":
+            if is_dask_collection(*args, *kwargs.values()):
+                raise TypeError(_fit_refusal(estimator, name))
+        return method(estimator, *args, **kwargs)
+
+    setattr(guard, _MARK, True)
+    return guard
+
+
+def _fit_refusal(estimator, name):
+    estimator_name = type(estimator).__name__
+    message = (
+        f"{estimator_name}.{name} does not take Dask collections: it would gather the "
+        "whole data into this process. "
+    )
+    if hasattr(estimator, "partial_fit"):
+        return message + (
+            "Stream the blocks through partial_fit instead, with "
+            f"dask_ml.wrappers.Incremental({estimator_name}(...)).fit(X, y, classes=...) "
+            "(classes only for classifiers), or pass X.compute() if the data fit in memory."
+        )
+    return message + (
+        "Its solver needs the whole lifted problem in one process: fit it on a sample "
+        "that fits in memory (e.g. X[:n].compute()), or use BackpropQuantizedClassifier / "
+        "BackpropQuantizedRegressor with dask_ml.wrappers.Incremental. Predictions on Dask "
+        "collections run block by block."
+    )
+
+
+def make_dask_aware(cls):
+    """Wrap ``cls``'s prediction and fit methods (see the module docstring); idempotent."""
+    for names, wrap in ((_PREDICTION_METHODS, _prediction), (_FIT_METHODS, _refusing_fit)):
+        for name in names:
+            attribute = inspect.getattr_static(cls, name, None)
+            if isinstance(attribute, _AvailableIfDescriptor):
+                # available_if keeps deciding whether the method exists
+                if not getattr(attribute.fn, _MARK, False):
+                    attribute.fn = wrap(attribute.fn, name)
+            elif callable(attribute) and not getattr(attribute, _MARK, False):
+                setattr(cls, name, wrap(attribute, name))
