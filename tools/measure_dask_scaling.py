@@ -22,6 +22,8 @@ model, standard normal features; never materialised in this process):
   data (D (D + 3) / 2 columns), 2 workers: seconds per iteration and the
   workers' peak RSS of each, the objectives (dask-glm also penalises the
   intercept, so the optima differ by O(1 / (C n)) relative).
+* ``daskml-converged`` (default N=20_000, D=10): the same, both solvers run to
+  convergence (tol=1e-8, at most 500 iterations), to compare the optima.
 
 Seconds per iteration come from ``verbose`` (the elapsed time printed at each
 L-BFGS iteration: the first iteration, which includes the persisting of the
@@ -127,7 +129,7 @@ def case_memory(n, d, iterations):
             model = QuadraticLogisticRegression(max_iter=iterations, tol=0.0)
             per_iteration, wall = timed_fit(model, X, y)
     return {
-        "case": "memory", "n": n, "d": d, "iterations": int(model.n_iter_),
+        "case": "memory", "n": n, "d": d, "iterations": int(model.n_iter_[0]),
         "gb_of_X": round(n * d * 8 / 1e9, 2), "seconds_per_iteration": round(per_iteration, 3),
         "fit_seconds": round(wall, 1), "client_peak_rss_gib_before_fit": before,
         "client_peak_rss_gib": client_peak_gib(), "worker_peak_rss_gib": peak.gib(),
@@ -151,7 +153,7 @@ def case_match(n, d):
         "case": "match", "n": n, "d": d,
         "objective_dask": remote.loss_, "objective_in_memory": local.loss_,
         "relative_difference": abs(remote.loss_ - local.loss_) / abs(local.loss_),
-        "iterations_dask": int(remote.n_iter_), "iterations_in_memory": int(local.n_iter_),
+        "iterations_dask": int(remote.n_iter_[0]), "iterations_in_memory": int(local.n_iter_[0]),
         "max_probability_difference": float(np.abs(
             remote.predict_proba(X_local[rows]) - local.predict_proba(X_local[rows])).max()),
         "fit_seconds_dask": round(remote_seconds, 1), "fit_seconds_in_memory": round(local_seconds, 1),
@@ -183,8 +185,13 @@ def _expand(block):
     return PolynomialFeatures(2, include_bias=False).fit_transform(block)
 
 
-def case_daskml(n, d, iterations):
+def case_daskml(n, d, iterations, converged=False):
+    """``converged``: both solvers run to their own stopping rules (max_iter=500) instead
+    of exactly ``iterations`` iterations, to compare the optima."""
     from dask_ml.linear_model import LogisticRegression
+
+    if converged:
+        iterations = 500
 
     D = d * (d + 3) // 2
     result = {"case": "daskml", "n": n, "d": d, "expanded_columns": D,
@@ -194,21 +201,25 @@ def case_daskml(n, d, iterations):
         X, y = make_data(n, d, chunk_rows(n, D, 2))
         X, y = client.persist([X, y])
         with PeakRSS(workers) as peak:
-            model = QuadraticLogisticRegression(max_iter=iterations, tol=0.0)
+            model = QuadraticLogisticRegression(max_iter=iterations, tol=1e-8 if converged else 0.0)
             per_iteration, wall = timed_fit(model, X, y)
+        result["skquad_iterations"] = int(model.n_iter_[0])
         result["skquad_seconds_per_iteration"] = round(per_iteration, 3)
         result["skquad_worker_peak_rss_gib"] = peak.gib()
         result["skquad_objective"] = model.loss_
         expanded = X.map_blocks(_expand, chunks=(X.chunks[0], (D,)), dtype=np.float64)
         expanded = client.persist(expanded)
         with PeakRSS(workers) as peak:
-            reference = LogisticRegression(solver="lbfgs", C=1.0, max_iter=iterations, tol=0.0)
+            reference = LogisticRegression(
+                solver="lbfgs", C=1.0, max_iter=iterations, tol=1e-8 if converged else 0.0)
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 reference.fit(expanded, y)
             wall = time.perf_counter() - start
-        result["daskml_seconds_per_iteration"] = round(wall / iterations, 3)
+        result["daskml_fit_seconds"] = round(wall, 1)
+        if not converged:
+            result["daskml_seconds_per_iteration"] = round(wall / iterations, 3)
         result["daskml_worker_peak_rss_gib"] = peak.gib()
         # dask-ml's solution in skquad's objective (loss_ is divided by C * n)
         # (penalty="polynomial" is the L2 norm of the expanded coefficients)
@@ -217,15 +228,17 @@ def case_daskml(n, d, iterations):
         data = da.logaddexp(0, -da.where(y == 1, 1, -1) * scores).sum()
         penalty = 0.5 * np.square(coef).sum()
         result["daskml_objective_in_skquad_terms"] = float((data.compute() + penalty) / n)
-        result["ratio_time_daskml_over_skquad"] = round(
-            result["daskml_seconds_per_iteration"] / result["skquad_seconds_per_iteration"], 2)
+        if not converged:
+            result["ratio_time_daskml_over_skquad"] = round(
+                result["daskml_seconds_per_iteration"] / result["skquad_seconds_per_iteration"], 2)
     return result
 
 
 def main():
     case = sys.argv[1] if len(sys.argv) > 1 else "match"
     defaults = {"memory": (10_000_000, 50), "match": (1_000_000, 50),
-                "scaling": (1_000_000, 50), "daskml": (200_000, 50)}
+                "scaling": (1_000_000, 50), "daskml": (200_000, 50),
+                "daskml-converged": (20_000, 10)}
     n, d = (int(v) for v in sys.argv[2:4]) if len(sys.argv) > 3 else defaults[case]
     iterations = int(sys.argv[4]) if len(sys.argv) > 4 else 10
     rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 3
@@ -235,10 +248,10 @@ def main():
         result = case_match(n, d)
     elif case == "scaling":
         result = case_scaling(n, d, iterations, rounds)
-    elif case == "daskml":
-        result = case_daskml(n, d, iterations)
+    elif case in ("daskml", "daskml-converged"):
+        result = case_daskml(n, d, iterations, converged=case == "daskml-converged")
     else:
-        raise SystemExit(f"unknown case {case!r}: memory, match, scaling or daskml")
+        raise SystemExit(f"unknown case {case!r}: memory, match, scaling, daskml or daskml-converged")
     print(json.dumps(result))
 
 
