@@ -9,7 +9,7 @@ The gallery runs every script of ``examples/``; set ``SKQUAD_EXAMPLES_QUICK=1``
 for a fast build with small sizes, or ``SKQUAD_DOCS_NO_GALLERY=1`` to skip running
 the examples while you work on the pages.
 
-The build needs no network: links to scikit-learn, NumPy, pandas, torch, Dask and skl2onnx come
+The build needs no network: links to Python, scikit-learn, NumPy, pandas, torch, Dask and skl2onnx come
 from the small inventories in ``_intersphinx/`` (see make_inventories.py there),
 and MathJax is served from the pages themselves (sphinx-mathjax-offline).
 """
@@ -62,6 +62,7 @@ extensions = [
 # never downloads anything, and the links point at the online documentation.
 _INVENTORIES = DOC_DIR / "_intersphinx"
 intersphinx_mapping = {
+    "python": ("https://docs.python.org/3/", str(_INVENTORIES / "python.inv")),
     "sklearn": ("https://scikit-learn.org/stable/", str(_INVENTORIES / "sklearn.inv")),
     "numpy": ("https://numpy.org/doc/stable/", str(_INVENTORIES / "numpy.inv")),
     "pandas": ("https://pandas.pydata.org/docs/", str(_INVENTORIES / "pandas.inv")),

@@ -58,34 +58,51 @@ from skquad.inspection import (
     quadric_analysis,
 )
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+# small sizes for the test suite
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 try:
     diabetes = load_uci("diabetes", as_frame=True)
     X, y = diabetes.data, diabetes.target
 except (FileNotFoundError, OSError):
-    # Offline and without SKQUAD_DATA: eight named measurements bundled with scikit-learn.
+    # Offline and without SKQUAD_DATA: eight named measurements that ship with
+    # scikit-learn.
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     X = X.iloc[:, :8]
-X_train, X_test, y_train, y_test = train_test_split(X, y, stratify=y, test_size=0.25, random_state=0)
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, stratify=y, test_size=0.25, random_state=0
+)
 
 search = GridSearchCV(
     make_pipeline(StandardScaler(), QuadraticLogisticRegression()),
-    {"quadraticlogisticregression__C": [0.03, 0.3] if QUICK else [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]},
+    {
+        "quadraticlogisticregression__C": [0.03, 0.3]
+        if QUICK
+        else [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]
+    },
     scoring="neg_log_loss",
     cv=3 if QUICK else 5,
 ).fit(X_train, y_train)
 qlr = search.best_estimator_
 print(f"C chosen by cross-validation: {qlr[-1].C}")
 ebm = ExplainableBoostingClassifier(
-    outer_bags=1 if QUICK else 8, max_rounds=500 if QUICK else 50000, n_jobs=1, random_state=0
+    outer_bags=1 if QUICK else 8,
+    max_rounds=500 if QUICK else 50000,
+    n_jobs=1,
+    random_state=0,
 ).fit(X_train, y_train)
 linear = make_pipeline(StandardScaler(), LogisticRegression()).fit(X_train, y_train)
 mlp = make_pipeline(
-    StandardScaler(), MLPClassifier((16,), solver="lbfgs", alpha=3.0, max_iter=2000, random_state=0)
+    StandardScaler(),
+    MLPClassifier((16,), solver="lbfgs", alpha=3.0, max_iter=2000, random_state=0),
 ).fit(X_train, y_train)
-for name, model in [("logistic regression", linear), ("quadratic LR", qlr), ("MLP (16)", mlp), ("EBM", ebm)]:
+for name, model in [
+    ("logistic regression", linear),
+    ("quadratic LR", qlr),
+    ("MLP (16)", mlp),
+    ("EBM", ebm),
+]:
     print(f"{name:>20}: test accuracy {model.score(X_test, y_test):.3f}")
 
 # %%
@@ -97,9 +114,11 @@ for name, model in [("logistic regression", linear), ("quadratic LR", qlr), ("ML
 
 table = interaction_table(qlr, X_train)
 pairs = table[table["term"] == "interaction"]
-print(pairs.head(8).to_string(index=False))
+# One neuron here (the score), so its column is dropped from the printout.
+print(pairs.head(8).drop(columns="neuron").to_string(index=False))
 print()
-print(table[table["term"] != "interaction"].head(6).to_string(index=False))
+others = table[table["term"] != "interaction"].head(6)
+print(others.drop(columns="neuron").to_string(index=False))
 
 fig, (ax_heat, ax_bars) = plt.subplots(1, 2, figsize=(12, 4.8))
 InteractionDisplay.from_estimator(qlr, X_train, ax=ax_heat)
@@ -118,30 +137,47 @@ fig.savefig(OUTPUT_DIR / "feature_interactions_qlr.png", dpi=90)
 # measures for the quadratic model. Pairs that EBM did not select count as 0.
 
 ebm_importance = dict(zip(ebm.term_names_, ebm.term_importances()))
-qlr_pairs = {f"{a} & {b}": v for a, b, v in zip(pairs["feature_1"], pairs["feature_2"], pairs["importance"])}
+qlr_pairs = {
+    f"{a} & {b}": v
+    for a, b, v in zip(pairs["feature_1"], pairs["feature_2"], pairs["importance"])
+}
 ebm_pairs = {}
 for name in qlr_pairs:
     a, b = name.split(" & ")
-    ebm_pairs[name] = ebm_importance.get(f"{a} & {b}", ebm_importance.get(f"{b} & {a}", 0.0))
+    ebm_pairs[name] = ebm_importance.get(
+        f"{a} & {b}", ebm_importance.get(f"{b} & {a}", 0.0)
+    )
 names = list(qlr_pairs)
 q = np.array([qlr_pairs[n] for n in names])
 e = np.array([ebm_pairs[n] for n in names])
 top_qlr = [names[i] for i in np.argsort(-q)[:5]]
 top_ebm = [names[i] for i in np.argsort(-e)[:5]]
 rho = spearmanr(q, e).statistic
-print("top 5 pairs, quadratic LR:", top_qlr)
-print("top 5 pairs, EBM:         ", top_ebm)
-print(f"in both top 5: {sorted(set(top_qlr) & set(top_ebm))}; Spearman rank correlation over 28 pairs: {rho:.2f}")
+print("top 5 pairs")
+print("  quadratic LR:", ", ".join(top_qlr))
+print("  EBM:         ", ", ".join(top_ebm))
+print(f"in both top 5: {sorted(set(top_qlr) & set(top_ebm))}")
+print(f"Spearman rank correlation over the 28 pairs: {rho:.2f}")
 main = {n: v for n, v in ebm_importance.items() if "&" not in n}
-print(f"largest main effect, EBM: {max(main, key=main.get)} {max(main.values()):.3f}; "
-      f"largest pair: EBM {e.max():.3f}, quadratic LR {q.max():.3f} (log-odds)")
+print(
+    f"largest main effect, EBM: {max(main, key=main.get)} {max(main.values()):.3f}"
+)
+print(f"largest pair: EBM {e.max():.3f}, quadratic LR {q.max():.3f} (log-odds)")
 
 fig, ax = plt.subplots(figsize=(6.4, 5.2))
 ax.scatter(e, q, color="tab:purple")
 for i in set(np.argsort(-q)[:5]) | set(np.argsort(-e)[:5]):
-    ax.annotate(names[i], (e[i], q[i]), fontsize=8, xytext=(4, 2), textcoords="offset points")
+    ax.annotate(
+        names[i],
+        (e[i], q[i]),
+        fontsize=8,
+        xytext=(4, 2),
+        textcoords="offset points",
+    )
 limit = 1.1 * max(q.max(), e.max())
-ax.plot([0, limit], [0, limit], color="grey", linestyle=":", label="equal importance")
+ax.plot(
+    [0, limit], [0, limit], color="grey", linestyle=":", label="equal importance"
+)
 ax.set_xlim(0, limit)
 ax.set_ylim(0, limit)
 ax.set_xlabel("EBM pair importance (mean |term| in log-odds)")
@@ -163,7 +199,9 @@ n_boot = 5 if QUICK else 50
 counts = dict.fromkeys(names, 0)
 for _ in range(n_boot):
     index = rng.integers(0, len(X_train), len(X_train))
-    refit = make_pipeline(StandardScaler(), QuadraticLogisticRegression(C=qlr[-1].C))
+    refit = make_pipeline(
+        StandardScaler(), QuadraticLogisticRegression(C=qlr[-1].C)
+    )
     refit.fit(X_train.iloc[index], y_train.iloc[index])
     boot = interaction_table(refit, X_train)
     boot = boot[boot["term"] == "interaction"].head(5)
@@ -172,7 +210,8 @@ for _ in range(n_boot):
 stable = sorted(counts.items(), key=lambda item: -item[1])[:6]
 print("share of bootstrap fits with the pair in their top 5:")
 for name, count in stable:
-    print(f"  {name:>12}: {count / n_boot:.0%}   (EBM importance {ebm_pairs[name]:.3f})")
+    share, importance = count / n_boot, ebm_pairs[name]
+    print(f"  {name:>12}: {share:.0%}   (EBM importance {importance:.3f})")
 
 # %%
 # What the comparison says: on this data the main effects dominate in both
@@ -187,7 +226,10 @@ for name, count in stable:
 # (``SimpleImputer(missing_values=0)``) before reading pairs as medicine.
 
 zero_coded = [c for c in ["skin", "insu"] if c in X_train]  # the diabetes columns
-print("share of zeros (missing):", {c: f"{(X_train[c] == 0).mean():.0%}" for c in zero_coded})
+print(
+    "share of zeros (missing):",
+    {c: f"{(X_train[c] == 0).mean():.0%}" for c in zero_coded},
+)
 
 # %%
 # The shape of the decision surface
@@ -199,17 +241,20 @@ print("share of zeros (missing):", {c: f"{(X_train[c] == 0).mean():.0%}" for c i
 # units (same type, different axes).
 
 (surface,) = quadric_analysis(qlr)
-print(surface.summary(n_axes=3))
+print(surface.summary(n_axes=3, n_center=4))
 (raw,) = quadric_analysis(qlr, units="raw")
-print(f"in raw units: {raw.surface_type}; the largest |eigenvalue| is now {np.abs(raw.eigenvalues).max():.3g} per unit^2")
+largest = np.abs(raw.eigenvalues).max()
+print(f"in raw units: {raw.surface_type}")
+print(f"the largest |eigenvalue| is now {largest:.3g} per unit^2")
 
 # %%
 # A slice through the strongest pair, with the other six features at their
 # training means: the black line is the decision boundary of the slice (a
 # conic, here a hyperbola whose center is the cross), the background the
-# log-odds, the points the training patients (coloured by class). The center of the full 8-dimensional quadric lies far
-# outside the data (many standard deviations away): inside the data range the
-# surface is a gently curved sheet, which is what the slice shows.
+# log-odds, the points the training patients (coloured by class). The center of
+# the full 8-dimensional quadric lies far outside the data (many standard
+# deviations away): inside the data range the surface is a gently curved sheet,
+# which is what the slice shows.
 
 top = pairs.iloc[0]
 fig, ax = plt.subplots(figsize=(6.4, 5.2))
@@ -228,6 +273,13 @@ fig.savefig(OUTPUT_DIR / "feature_interactions_slice.png", dpi=90)
 # (the StandardScaler's 16 operations included): the quadratic model costs
 # the same as ``PolynomialFeatures(2)`` followed by logistic regression.
 
-for name, model in [("logistic regression", linear), ("quadratic LR", qlr), ("MLP (16)", mlp)]:
+for name, model in [
+    ("logistic regression", linear),
+    ("quadratic LR", qlr),
+    ("MLP (16)", mlp),
+]:
     size = model_size(model)
-    print(f"{name:>20}: {size.n_parameters:4d} parameters, {size.n_flops:4d} FLOPs per sample")
+    n_parameters, n_flops = size.n_parameters, size.n_flops
+    print(
+        f"{name:>20}: {n_parameters:4d} parameters, {n_flops:4d} FLOPs per sample"
+    )

@@ -39,7 +39,8 @@ from sklearn.pipeline import Pipeline
 from skquad import QNNClassifier, QuadraticLogisticRegression, RPQNNClassifier
 from skquad.datasets import load_uci, make_uci_preprocessor
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+# small sizes for the test suite
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 try:
@@ -60,7 +61,10 @@ print(f"{dataset}: {X.shape[0]} samples, {X.shape[1]} raw features")
 # the grid puts one estimator there and lists that estimator's own values.
 
 pipeline = Pipeline(
-    [("preprocess", make_uci_preprocessor()), ("classifier", QuadraticLogisticRegression())]
+    [
+        ("preprocess", make_uci_preprocessor()),
+        ("classifier", QuadraticLogisticRegression()),
+    ]
 )
 # Each network trains to convergence (adam, up to 2000 epochs) and the L2 penalty
 # ``alpha`` alone controls how closely it fits the training fold. (With
@@ -70,7 +74,10 @@ pipeline = Pipeline(
 network = dict(hidden_layer_sizes=(16,), max_iter=2000, random_state=0)
 alphas = [1.0] if QUICK else [1e-2, 1e-1, 1.0]
 param_grid = [
-    {"classifier": [LogisticRegression(max_iter=1000)], "classifier__C": [0.1, 1.0]},
+    {
+        "classifier": [LogisticRegression(max_iter=1000)],
+        "classifier__C": [0.1, 1.0],
+    },
     {
         "classifier": [QuadraticLogisticRegression()],
         "classifier__C": [0.01, 0.1] if QUICK else [0.001, 0.01, 0.1, 1.0],
@@ -91,14 +98,26 @@ search.fit(X_train, y_train)
 # -------
 
 results = pd.DataFrame(search.cv_results_)
-results["model"] = [type(params["classifier"]).__name__ for params in results["params"]]
+results["model"] = [
+    type(params["classifier"]).__name__ for params in results["params"]
+]
 results["setting"] = [
-    ", ".join(f"{key.split('__')[1]}={value}" for key, value in params.items() if "__" in key)
+    ", ".join(
+        f"{key.split('__')[1]}={value}"
+        for key, value in params.items()
+        if "__" in key
+    )
     for params in results["params"]
 ]
-table = results[["model", "setting", "mean_test_score", "std_test_score", "mean_fit_time"]]
+table = results[
+    ["model", "setting", "mean_test_score", "std_test_score", "mean_fit_time"]
+]
 table.columns = ["model", "setting", "CV accuracy", "std", "fit time (s)"]
-print(table.sort_values("CV accuracy", ascending=False).round(3).to_string(index=False))
+print(
+    table.sort_values("CV accuracy", ascending=False)
+    .round(3)
+    .to_string(index=False)
+)
 print(f"\nbest: {search.best_params_['classifier']!r}")
 print(f"cross-validated accuracy of the best: {search.best_score_:.3f}")
 print(f"accuracy on the held-out test part: {search.score(X_test, y_test):.3f}")
@@ -108,8 +127,14 @@ print(f"accuracy on the held-out test part: {search.score(X_test, y_test):.3f}")
 # deviation over the folds), grouped by model.
 
 fig, ax = plt.subplots(figsize=(9, 0.35 * len(results) + 1.5))
-labels = [f"{model} ({setting})" for model, setting in zip(results["model"], results["setting"])]
-colors = {name: plt.get_cmap("tab10")(i) for i, name in enumerate(dict.fromkeys(results["model"]))}
+labels = [
+    f"{model} ({setting})"
+    for model, setting in zip(results["model"], results["setting"])
+]
+colors = {
+    name: plt.get_cmap("tab10")(i)
+    for i, name in enumerate(dict.fromkeys(results["model"]))
+}
 positions = np.arange(len(results))
 ax.barh(
     positions,
@@ -132,9 +157,9 @@ fig.savefig(OUTPUT_DIR / "grid_search.png", dpi=100)
 # same folds, same preprocessing fitted on each training fold only. On credit
 # approval no quadratic model beats plain logistic regression (about 0.87): the
 # best networks and the best quadratic logistic regression come within one
-# standard deviation of it, and only with a strong penalty (``alpha`` of 0.1 to
-# 1, small ``C``). With a weak penalty they fit the training folds more closely
-# and lose two to three points on the validation folds: the pairwise
+# standard deviation of it, and only with a strong penalty (``alpha=1``, ``C``
+# of 0.01 to 0.1). With a weaker penalty they fit the training folds more
+# closely and lose one to three points on the validation folds: the pairwise
 # interactions add variance, not signal, on this dataset. That is a result too,
 # and the search is how you find it out; on other datasets (see the benchmark
 # page) the ranking differs. To run the same search on a cluster, wrap

@@ -36,7 +36,8 @@ from sklearn.preprocessing import MinMaxScaler
 from skquad import QNNClassifier, RPQNNClassifier
 from skquad.datasets import load_uci
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+# small sizes for the test suite
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 try:
@@ -98,7 +99,10 @@ for i, h in enumerate(hidden_sizes):
 
 print("hidden  " + "  ".join(f"{name:>20}" for name in models))
 for i, h in enumerate(hidden_sizes):
-    cells = [f"{accuracy[name][i].mean():.3f} ± {accuracy[name][i].std():.3f}" for name in models]
+    cells = [
+        f"{accuracy[name][i].mean():.3f} ± {accuracy[name][i].std():.3f}"
+        for name in models
+    ]
     print(f"{h:6d}  " + "  ".join(f"{cell:>20}" for cell in cells))
 for name in models:
     print(f"total fit time, {name}: {fit_time[name]:.1f} s")
@@ -119,7 +123,12 @@ ax_acc.legend()
 
 baseline = accuracy["conventional"].mean(axis=1)
 for name in ["QNN output layer", "RPQNN output layer"]:
-    ax_gain.plot(hidden_sizes, 100 * (accuracy[name].mean(axis=1) - baseline), "o-", label=name)
+    ax_gain.plot(
+        hidden_sizes,
+        100 * (accuracy[name].mean(axis=1) - baseline),
+        "o-",
+        label=name,
+    )
 ax_gain.axhline(0, color="k", linewidth=0.8)
 ax_gain.set_xscale("log", base=2)
 ax_gain.set_xlabel("hidden neurons")

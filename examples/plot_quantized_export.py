@@ -33,27 +33,35 @@ from sklearn.preprocessing import StandardScaler
 
 from skquad import SDPQuantizedClassifier
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+# small sizes for the test suite
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 X, y = load_breast_cancer(return_X_y=True)
 if QUICK:
     X = X[:, :8]
-X_train, X_test, y_train, y_test = train_test_split(X, y, stratify=y, random_state=0)
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, stratify=y, random_state=0
+)
 
 model = make_pipeline(
     StandardScaler(),
     # The paper's network: one shared second-layer weight (the default refit
     # gives every neuron its own weight).
     SDPQuantizedClassifier(
-        n_neurons=100 if QUICK else 1000, beta=0.1, refit_output_layer=False, random_state=0
+        n_neurons=100 if QUICK else 1000,
+        beta=0.1,
+        refit_output_layer=False,
+        random_state=0,
     ),
 )
 model.fit(X_train, y_train)
 scaler, network = model[0], model[-1]
 print(f"test accuracy: {model.score(X_test, y_test):.3f}")
-print(f"first layer: U_ {network.U_.shape} and V_ {network.V_.shape}, dtype {network.U_.dtype}")
-print(f"distinct first-layer values: {np.unique(np.concatenate([network.U_, network.V_])).tolist()}")
+print(f"first layer: U_ {network.U_.shape} and V_ {network.V_.shape}")
+print(f"dtype {network.U_.dtype}")
+first_layer = np.concatenate([network.U_, network.V_])
+print(f"distinct first-layer values: {np.unique(first_layer).tolist()}")
 print(f"distinct second-layer values: {np.unique(network.alpha_).tolist()}")
 
 # %%
@@ -77,7 +85,9 @@ np.savez(
     classes=network.classes_,
 )
 n_bits = 2 * network.U_.size
-print(f"{n_bits} weight bits ({n_bits // 8} bytes) and one float: {export_path.name}")
+print(
+    f"{n_bits} weight bits ({n_bits // 8} bytes) and one float: {export_path.name}"
+)
 
 # %%
 # Predict from the file, with numpy only
@@ -91,8 +101,14 @@ print(f"{n_bits} weight bits ({n_bits // 8} bytes) and one float: {export_path.n
 def load_and_predict(path, X):
     saved = np.load(path)
     n_inputs = int(saved["n_inputs"])
-    U = np.unpackbits(saved["U_bits"], axis=1, count=n_inputs).astype(np.int8) * 2 - 1
-    V = np.unpackbits(saved["V_bits"], axis=1, count=n_inputs).astype(np.int8) * 2 - 1
+    U = (
+        np.unpackbits(saved["U_bits"], axis=1, count=n_inputs).astype(np.int8) * 2
+        - 1
+    )
+    V = (
+        np.unpackbits(saved["V_bits"], axis=1, count=n_inputs).astype(np.int8) * 2
+        - 1
+    )
     z = (X - saved["mean"]) / saved["std"]
     z = np.hstack([z, np.ones((len(z), 1))])
     scores = saved["scale"] * np.sum((z @ U.T) * (z @ V.T), axis=1)
@@ -100,7 +116,9 @@ def load_and_predict(path, X):
 
 
 exported_labels, exported_scores = load_and_predict(export_path, X_test)
-np.testing.assert_allclose(exported_scores, model.decision_function(X_test), rtol=1e-9, atol=1e-9)
+np.testing.assert_allclose(
+    exported_scores, model.decision_function(X_test), rtol=1e-9, atol=1e-9
+)
 assert np.array_equal(exported_labels, model.predict(X_test))
 print("the exported network's predictions are the estimator's")
 
@@ -116,7 +134,8 @@ print("the exported network's predictions are the estimator's")
 quadratic = network.export_quadratic_network()
 quadratic_scores = quadratic.scores(scaler.transform(X_test)).ravel()
 np.testing.assert_allclose(quadratic_scores, exported_scores, rtol=1e-9, atol=1e-9)
-print(f"quadratic-activation export: {quadratic.weights.shape[0]} neurons, same scores")
+n_exported = quadratic.weights.shape[0]
+print(f"quadratic-activation export: {n_exported} neurons, same scores")
 
 # %%
 # What the weights look like
@@ -128,14 +147,20 @@ print(f"quadratic-activation export: {quadratic.weights.shape[0]} neurons, same 
 fig, (ax_weights, ax_scores) = plt.subplots(
     1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.2, 1]}
 )
-shown = np.hstack([network.U_[:40], np.zeros((min(40, len(network.U_)), 1)), network.V_[:40]])
-ax_weights.imshow(shown, cmap="gray", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+shown = np.hstack(
+    [network.U_[:40], np.zeros((min(40, len(network.U_)), 1)), network.V_[:40]]
+)
+ax_weights.imshow(
+    shown, cmap="gray", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"
+)
 ax_weights.set_title("u_j (left) and v_j (right), first 40 neurons")
 ax_weights.set_xlabel("input (last column of each block: bias)")
 ax_weights.set_ylabel("neuron j")
 
 for label, name in zip(network.classes_, ["malignant", "benign"]):
-    ax_scores.hist(exported_scores[y_test == label], bins=25, alpha=0.6, label=f"true {name}")
+    ax_scores.hist(
+        exported_scores[y_test == label], bins=25, alpha=0.6, label=f"true {name}"
+    )
 ax_scores.axvline(0, color="k", linestyle=":")
 ax_scores.set_xlabel("score f(x) of the exported network")
 ax_scores.set_ylabel("test samples")

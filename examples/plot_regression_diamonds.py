@@ -45,10 +45,15 @@ from sklearn.pipeline import make_pipeline
 from threadpoolctl import threadpool_limits
 
 from skquad import QuadraticRegression
-from skquad.datasets import list_regression_datasets, load_regression, make_regression_preprocessor
+from skquad.datasets import (
+    list_regression_datasets,
+    load_regression,
+    make_regression_preprocessor,
+)
 from skquad.inspection import interaction_table, quadric_analysis
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+# small sizes for the test suite
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 try:
@@ -85,8 +90,9 @@ print(f"{len(X_train)} training and {len(X_test)} test rows, {X.shape[1]} column
 models = {
     "Ridge (linear)": Ridge(),
     "QuadraticRegression": QuadraticRegression(alpha=1.0),
-    "MLPRegressor": MLPRegressor(hidden_layer_sizes=(50,), max_iter=500, early_stopping=True,
-                                 random_state=0),
+    "MLPRegressor": MLPRegressor(
+        hidden_layer_sizes=(50,), max_iter=500, early_stopping=True, random_state=0
+    ),
     "HistGradientBoosting": HistGradientBoostingRegressor(random_state=0),
 }
 scores, times, fitted = {}, {}, {}
@@ -103,7 +109,7 @@ for name, model in models.items():
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
 names = list(models)
 left.barh(names, [scores[n] for n in names], color=["0.6", "C0", "0.6", "0.6"])
-# The scores are close: the axis starts just below the lowest, with the values written.
+# The scores are close: the axis starts just below the lowest, values written.
 low = min(scores.values())
 left.set_xlim(max(0.0, low - 2 * (1 - low)) if low > 0 else low - 0.05, 1.0)
 for i, n in enumerate(names):
@@ -131,15 +137,21 @@ fig.savefig(OUTPUT_DIR / "regression_diamonds_scores.png", dpi=90)
 quadratic = fitted["QuadraticRegression"]
 table = interaction_table(quadratic, X_test)
 top = table.sort_values("importance", ascending=False).head(12)
-print(top[["term", "feature_1", "feature_2", "coefficient", "importance"]].to_string(index=False))
+print(
+    top[["term", "feature_1", "feature_2", "coefficient", "importance"]].to_string(
+        index=False
+    )
+)
+
 
 def short(name):
-    """``nominal__cut_Ideal`` -> ``cut_Ideal``: the preprocessor's prefixes dropped."""
+    """``nominal__cut_Ideal`` -> ``cut_Ideal``: the preprocessor prefix dropped."""
     return str(name).split("__", 1)[-1]
 
 
 labels = [
-    f"{short(a)} x {short(b)}" if term == "interaction"
+    f"{short(a)} x {short(b)}"
+    if term == "interaction"
     else (f"{short(a)}²" if term == "self" else short(a))
     for term, a, b in zip(top["term"], top["feature_1"], top["feature_2"])
 ]
@@ -166,6 +178,7 @@ fig.savefig(OUTPUT_DIR / "regression_diamonds_terms.png", dpi=90)
 print(f"surface type {analysis.surface_type}, inertia (+, -, 0) {analysis.inertia}")
 axis = analysis.axes[:, 0]
 strongest = np.argsort(-np.abs(axis))[:4]
-print(f"largest eigenvalue {analysis.eigenvalues[0]:.3f}, along "
-      + ", ".join(f"{analysis.feature_names[j]} ({axis[j]:+.2f})" for j in strongest))
+print(f"largest eigenvalue {analysis.eigenvalues[0]:.3f}, along")
+for j in strongest:
+    print(f"  {analysis.feature_names[j]:<24} {axis[j]:+.2f}")
 print(f"smallest eigenvalue {analysis.eigenvalues[-1]:.3f}")

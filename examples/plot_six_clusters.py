@@ -35,7 +35,8 @@ from sklearn.preprocessing import StandardScaler
 from skquad import QNNClassifier
 from skquad.datasets import make_nonlinear_clusters
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # small sizes for the test suite
+# small sizes for the test suite
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 n_train, n_test = (300, 100) if QUICK else (2000, 500)
@@ -60,8 +61,10 @@ def single_layer(quadratic):
 
 quadratic_layer = single_layer(True).fit(X_train, y_train)
 linear_layer = single_layer(False).fit(X_train, y_train)
-print(f"one quadratic layer: test accuracy {quadratic_layer.score(X_test, y_test):.4f}")
-print(f"one linear layer:    test accuracy {linear_layer.score(X_test, y_test):.4f}")
+quadratic_accuracy = quadratic_layer.score(X_test, y_test)
+linear_accuracy = linear_layer.score(X_test, y_test)
+print(f"one quadratic layer: test accuracy {quadratic_accuracy:.4f}")
+print(f"one linear layer:    test accuracy {linear_accuracy:.4f}")
 
 # %%
 # Each neuron on its own
@@ -76,7 +79,10 @@ for k in range(6):
     is_k = y_test == k
     quadratic_alone = np.mean((quadratic_scores[:, k] > 0) == is_k)
     linear_alone = np.mean((linear_scores[:, k] > 0) == is_k)
-    print(f"cluster {k}: quadratic neuron {quadratic_alone:.4f}, linear neuron {linear_alone:.4f}")
+    print(
+        f"cluster {k}: quadratic neuron {quadratic_alone:.4f}, "
+        f"linear neuron {linear_alone:.4f}"
+    )
 
 # %%
 # Decision regions and boundaries
@@ -90,7 +96,9 @@ for k in range(6):
 
 x_min, y_min = X_train.min(axis=0) - 2
 x_max, y_max = X_train.max(axis=0) + 2
-grid_x, grid_y = np.meshgrid(np.linspace(x_min, x_max, 300), np.linspace(y_min, y_max, 300))
+grid_x, grid_y = np.meshgrid(
+    np.linspace(x_min, x_max, 300), np.linspace(y_min, y_max, 300)
+)
 grid = np.column_stack([grid_x.ravel(), grid_y.ravel()])
 colors = plt.get_cmap("tab10").colors[:6]
 
@@ -100,10 +108,18 @@ for ax, model, title in [
     (axes[1], quadratic_layer, "One quadratic layer (6 neurons)"),
 ]:
     regions = model.predict(grid).reshape(grid_x.shape)
-    ax.contourf(grid_x, grid_y, regions, levels=np.arange(-0.5, 6), colors=colors, alpha=0.2)
-    shown = np.random.default_rng(0).choice(len(X_test), size=min(1500, len(X_test)), replace=False)
+    ax.contourf(
+        grid_x, grid_y, regions, levels=np.arange(-0.5, 6), colors=colors, alpha=0.2
+    )
+    shown = np.random.default_rng(0).choice(
+        len(X_test), size=min(1500, len(X_test)), replace=False
+    )
     ax.scatter(
-        X_test[shown, 0], X_test[shown, 1], c=[colors[k] for k in y_test[shown]], s=4, alpha=0.6
+        X_test[shown, 0],
+        X_test[shown, 1],
+        c=[colors[k] for k in y_test[shown]],
+        s=4,
+        alpha=0.6,
     )
     ax.set_title(f"{title}: test accuracy {model.score(X_test, y_test):.4f}")
     ax.set_xlabel("x1")
@@ -113,8 +129,12 @@ for ax, model in [(axes[0], linear_layer), (axes[1], quadratic_layer)]:
     neuron_scores = model.decision_function(grid)
     for k in range(6):
         ax.contour(
-            grid_x, grid_y, neuron_scores[:, k].reshape(grid_x.shape), levels=[0],
-            colors=[colors[k]], linewidths=2,
+            grid_x,
+            grid_y,
+            neuron_scores[:, k].reshape(grid_x.shape),
+            levels=[0],
+            colors=[colors[k]],
+            linewidths=2,
         )
 fig.tight_layout()
 fig.savefig(OUTPUT_DIR / "six_clusters.png", dpi=100)

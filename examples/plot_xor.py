@@ -6,8 +6,9 @@ XOR with a single quadratic neuron
 No single linear neuron can learn XOR, but one quadratic neuron
 :math:`\\sigma(x^\\top Q x + w^\\top x + b)` can: its decision boundary
 :math:`x^\\top Q x + w^\\top x + b = 0` is a conic section. Noel et al.
-(section 2 and Fig. 1 of their paper, see :ref:`references`) train one neuron on the four bipolar XOR points
-with plain stochastic gradient descent and report two solutions:
+(section 2 and Fig. 1 of their paper, see :ref:`references`) train one neuron on the
+four bipolar XOR points with plain stochastic gradient descent and report two
+solutions:
 
 * :math:`Q` started at the identity ends with an **ellipse** around one class;
 * :math:`Q` started at random ends with a **hyperbola** between the classes.
@@ -40,7 +41,8 @@ import numpy as np
 from skquad import QuadraticLogisticRegression
 from skquad.datasets import make_xor
 
-QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"  # the example is fast either way
+# the example is fast either way
+QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 X, y = make_xor()  # bipolar: inputs and labels in {-1, +1}
@@ -55,7 +57,9 @@ def conic_type(Q):
 
 # Q = I, stopped at the first epoch that separates the four points
 # (``partial_fit`` runs one SGD epoch per call and continues from the last).
-identity_early = QuadraticLogisticRegression(Q_init="identity", random_state=0, **sgd)
+identity_early = QuadraticLogisticRegression(
+    Q_init="identity", random_state=0, **sgd
+)
 for epoch in range(1, 201):
     identity_early.partial_fit(X, y, classes=np.unique(y))
     if identity_early.score(X, y) == 1.0:
@@ -95,12 +99,21 @@ panels = [
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.9), sharey=True)
 for ax, (model, title) in zip(axes, panels):
     scores = model.decision_function(points).reshape(xx.shape)
-    ax.contourf(xx, yy, scores > 0, levels=[-0.5, 0.5, 1.5], colors=["#f4c7a1", "#a9c9ec"])
+    ax.contourf(
+        xx, yy, scores > 0, levels=[-0.5, 0.5, 1.5], colors=["#f4c7a1", "#a9c9ec"]
+    )
     ax.contour(xx, yy, scores, levels=[0.0], colors="black", linewidths=2)
     for label, marker, color in ((-1, "o", "#c8540c"), (1, "s", "#1f5fa6")):
         mask = y == label
-        ax.scatter(X[mask, 0], X[mask, 1], marker=marker, s=120, c=color,
-                   edgecolors="black", label=f"y = {label:+d}")
+        ax.scatter(
+            X[mask, 0],
+            X[mask, 1],
+            marker=marker,
+            s=120,
+            c=color,
+            edgecolors="black",
+            label=f"y = {label:+d}",
+        )
     ax.set_title(f"{title}\n{conic_type(model.Q_[0])}", fontsize=10)
     ax.set_xlabel("$x_1$")
     ax.set_aspect("equal")

@@ -8,6 +8,7 @@ the table, and on the page.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,10 @@ ROOMS = {
     "skquad._memory": "foundation",
     "skquad._torch_utils": "foundation",
     "skquad._pipeline": "foundation",
+    "skquad._rows": "foundation",
     "skquad._training": "training",
     "skquad._base": "base",
+    "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad.nn": "nn",
     "skquad.convex": "convex",
     "skquad.linear_model": "estimators",
@@ -227,3 +230,19 @@ def test_the_checker_accepts_the_allowed_forms():
     assert violations("skquad._base", "def to_torch(self):\n    from .export import to_torch\n") == []
     assert violations("skquad.benchmarks.research._paper002", "from .._report import markdown_table\n") == []
     assert violations("skquad.benchmarks.research._layers", "from skquad.nn import QuadraticLayer\n") == []
+
+
+def test_the_architecture_page_prints_this_table():
+    # doc/user_guide/architecture.rst, section "What each room may import":
+    # the same arrows as ALLOWED (the foundation and a room's own modules aside).
+    page = (PACKAGE_ROOT.parent / "doc" / "user_guide" / "architecture.rst").read_text()
+    section = page.split(".. _architecture-imports:")[1].split("\nThe path of one fit")[0]
+    rows = re.findall(r"^   \* - (\w+)\n     - (.+?)(?=^   \* - |\n\n|\Z)", section, flags=re.M | re.S)
+    words = "|".join(sorted(set(ALLOWED) - {"package"}))
+    printed = {room: set(re.findall(rf"\b({words})\b", text)) for room, text in rows if room != "room"}
+    expected = {
+        room: {"estimators" if target == "package" else target for target in targets} - {room, "foundation"}
+        for room, targets in ALLOWED.items()
+        if room != "package"
+    }
+    assert printed == expected

@@ -2,10 +2,8 @@
 
 import numpy as np
 import pytest
-import torch
 
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
-from skquad._torch_utils import resolve_device
 
 
 def _problem(seed=0, n=30, d=2):
@@ -15,14 +13,19 @@ def _problem(seed=0, n=30, d=2):
     return X, y, np.ones(n)
 
 
-def test_auto_and_none_solve_on_the_cpu():
-    # the solver resolves its device through the one device rule
-    assert resolve_device("auto") == torch.device("cpu")
-    assert resolve_device("AUTO") == torch.device("cpu")
-    assert resolve_device(None) == torch.device("cpu")
-    assert resolve_device("CPU") == torch.device("cpu")
-    with pytest.raises(ValueError):
-        resolve_device("tpu")
+@pytest.mark.parametrize("device", ["auto", "AUTO", None, "CPU"])
+def test_auto_and_none_solve_on_the_cpu(device):
+    # the one device parser (skquad._torch_utils.resolve_device), not a copy of it
+    X, y, weight = _problem()
+    solution = solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
+                                device=device)
+    assert solution.converged and np.isfinite(solution.lower_bound)
+
+
+def test_an_unknown_device_is_refused_naming_it():
+    X, y, weight = _problem()
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda'.*'tpu'"):
+        solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1, device="tpu")
 
 
 def test_a_cvxpy_name_gives_the_reference_formulation():
@@ -55,6 +58,8 @@ def test_the_native_solver_brackets_the_reference_optimum():
         ({"chunk_size": True}, r"solver_options\['chunk_size'\] must be an integer"),
         ({"hinge_sigma": float("nan")}, r"solver_options\['hinge_sigma'\] must be a finite number > 0"),
         ({"rank": 5, "max_rank": 2}, r"'rank'\]=5 is larger than"),
+        ({"time_limit": 0}, r"solver_options\['time_limit'\] must be a finite number > 0"),
+        ({"time_limit": float("inf")}, r"solver_options\['time_limit'\] must be a finite number"),
     ],
 )
 def test_native_solver_options_are_checked_by_name(options, message):
@@ -62,3 +67,60 @@ def test_native_solver_options_are_checked_by_name(options, message):
     with pytest.raises(ValueError, match=message):
         solve_relaxation(InputLifting(), X, y, weight, loss="logistic", beta=1e-2, n_outputs=1,
                          solver_options=options)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_time_limit_stops_with_a_valid_bound_and_a_warning_giving_the_gap(n_outputs):
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.RandomState(4)
+    X = rng.standard_normal((200, 5))
+    y = rng.randint(0, 3, size=200) if n_outputs == 3 else np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    weight = np.ones(len(y))
+    lifting = InputLifting()
+    reference = solve_sdp(lifting.matrices(X), y, weight, loss="logistic", beta=1e-3,
+                          n_outputs=n_outputs, solver="CLARABEL")
+    # The limit is checked after each chunk: 1e-9 s stops after the first one.
+    with pytest.warns(ConvergenceWarning, match=r"time limit .* certified relative gap of"):
+        solution = solve_relaxation(lifting, X, y, weight, loss="logistic", beta=1e-3,
+                                    n_outputs=n_outputs, tol=1e-9,
+                                    solver_options={"time_limit": 1e-9})
+    assert solution.status == "time_limit" and not solution.converged
+    assert solution.n_iter <= 60
+    # CLARABEL's value is optimal to about 1e-6 relative here.
+    assert solution.lower_bound <= reference.value * (1 + 1e-6) <= solution.value * (1 + 2e-6)
+
+
+def test_time_limit_spans_the_squared_loss_blocks():
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.RandomState(5)
+    X = rng.standard_normal((150, 8))
+    y = rng.randint(0, 4, size=150)
+    # rank=4 asks for the factor solver (not the compact interior point).
+    with pytest.warns(ConvergenceWarning, match="time limit"):
+        solution = solve_relaxation(InputLifting(), X, y, np.ones(150), loss="squared", beta=1e-3,
+                                    n_outputs=4, tol=1e-12,
+                                    solver_options={"time_limit": 1e-9, "rank": 4})
+    assert solution.status == "time_limit"
+    # The first block stops after one chunk; the others keep the zero network.
+    assert solution.info["blocks"][0]["n_iter"] <= 60
+    assert all(block["n_iter"] == 0 for block in solution.info["blocks"][1:])
+
+
+def test_parallel_squared_blocks_match_the_sequential_solve(monkeypatch):
+    """Without a callback the blocks run side by side; each block's solve is
+    deterministic, so the result is bit for bit the sequential one."""
+    from skquad.convex import relaxation
+
+    rng = np.random.RandomState(6)
+    X = rng.standard_normal((120, 4))
+    y = rng.randint(0, 3, size=120)
+    args = (InputLifting(), X, y, np.ones(120))
+    kwargs = dict(loss="squared", beta=1e-2, n_outputs=3, tol=1e-5, solver_options={"rank": 3})
+    monkeypatch.setattr(relaxation.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    parallel = solve_relaxation(*args, **kwargs)
+    sequential = solve_relaxation(*args, callback=lambda info: False, **kwargs)
+    assert parallel.converged and sequential.converged
+    np.testing.assert_array_equal(parallel.scores, sequential.scores)
+    assert parallel.lower_bound == sequential.lower_bound

@@ -134,6 +134,18 @@ def test_data_home_argument_beats_the_environment(tmp_path, monkeypatch):
         load_uci("tiny")
 
 
+def test_rows_without_a_target_are_dropped_with_a_warning(tmp_path):
+    # Issue 19: they were dropped silently.
+    (tmp_path / "tiny.arff").write_text(
+        "@relation tiny\n@attribute a numeric\n@attribute class {x,y}\n@data\n"
+        "1,x\n2,?\n3,y\n4,x\n"
+    )
+    with pytest.warns(UserWarning, match=r"'tiny': 1 of 4 rows have no value of the target"):
+        X, y = load_uci("tiny", data_home=tmp_path, return_X_y=True)
+    np.testing.assert_array_equal(X, [[1.0], [3.0], [4.0]])
+    np.testing.assert_array_equal(y, ["x", "y", "x"])
+
+
 def test_missing_file_without_network_says_where_to_put_it(tmp_path, monkeypatch):
     def offline(**kwargs):
         raise URLError("no network")

@@ -155,6 +155,23 @@ def test_regressors_export_to_torch_as_their_predict(make, n_outputs):
     np.testing.assert_allclose(output.reshape(y.shape), model.predict(X), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("labels", ["float", "bool"])
+def test_onnx_refuses_float_and_bool_labels_and_says_why(labels):
+    # Issue 19: the refusal named the dtype only.
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from skquad import QuadraticLogisticRegression
+    from skquad.export import register_onnx_converters
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 2)
+    y = X[:, 0] > 0
+    y = y.astype(float) if labels == "float" else y  # 0.0 and 1.0: classes to sklearn
+    model = QuadraticLogisticRegression().fit(X, y)
+    register_onnx_converters()
+    with pytest.raises(TypeError, match=r"int64 or a string tensor.*y\.astype\(int\)"):
+        skl2onnx.to_onnx(model, X[:1], options={"zipmap": False})
+
+
 _NON_NETWORK_REGRESSORS = {
     "QuadraticRegression": lambda: __import__("skquad").QuadraticRegression(),
     "QuadraticRegressionCV": lambda: __import__("skquad").QuadraticRegressionCV(),

@@ -81,9 +81,10 @@ def test_per_target_alpha_and_its_validation():
 
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
-def test_sparse_input_gives_the_dense_model(solver, fmt):
+def test_sparse_input_gives_the_dense_model(solver, fmt, thread_counts, perturb_ulps):
     X, y, w = _data(60, 5)
     X[np.abs(X) < 0.8] = 0.0
+    X = perturb_ulps(X)
     dense = QuadraticRegression(solver=solver, tol=1e-12).fit(X, y, sample_weight=w)
     sparse = QuadraticRegression(solver=solver, tol=1e-12).fit(
         scipy.sparse.csr_matrix(X).asformat(fmt), y, sample_weight=w

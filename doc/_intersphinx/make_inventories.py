@@ -7,7 +7,8 @@ and docstrings reference. Add a name here and run
 
     python doc/_intersphinx/make_inventories.py
 
-when a page references a new scikit-learn, NumPy, pandas, torch, Dask or skl2onnx object.
+when a page references a new Python, scikit-learn, NumPy, pandas, torch, Dask or
+skl2onnx object.
 """
 
 import zlib
@@ -31,6 +32,8 @@ INVENTORIES = {
             "sklearn.linear_model.RidgeClassifier",
             "sklearn.linear_model.LogisticRegressionCV",
             "sklearn.linear_model.Ridge",
+            "sklearn.linear_model.RidgeCV",
+            "sklearn.model_selection.KFold",
             "sklearn.neural_network.MLPRegressor",
             "sklearn.multioutput.MultiOutputRegressor",
             "sklearn.compose.TransformedTargetRegressor",
@@ -51,6 +54,7 @@ INVENTORIES = {
             "sklearn.model_selection.train_test_split",
             "sklearn.set_config",
             "sklearn.metrics.r2_score",
+            "sklearn.base.clone",
             "sklearn.datasets.fetch_openml",
             "sklearn.utils.estimator_checks.check_estimator",
         ]},
@@ -77,6 +81,9 @@ INVENTORIES = {
         "torch.triu_indices": ("function", TORCH),
         "torch.autograd.gradcheck": (
             "function", "generated/torch.autograd.gradcheck.gradcheck.html#{}"),
+    }),
+    "python": ("Python", "3", {
+        "copy.deepcopy": ("function", "library/copy.html#copy.deepcopy"),
     }),
     "distributed": ("Dask.distributed", "stable", {
         "distributed.Client": ("class", "api.html#distributed.Client"),

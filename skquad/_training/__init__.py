@@ -16,6 +16,7 @@ Modules
 ``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
 ``_trainer``     :class:`Trainer`: the epoch loop, stopping, early stopping.
 ``_optimizers``  :class:`SGDOptimizer`, :class:`AdamOptimizer`: MLP's update rules.
+``_parameters``  :class:`FlatParameters`: one flat buffer, per-group step scales and penalties.
 ``_divergence``  :class:`DivergenceGuard`: the blow-up test, recovery and warning.
 ``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text.
 ``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".

@@ -154,11 +154,6 @@ class RuntimePolicy:
         """:attr:`device` as a string, what the estimators store in ``device_``."""
         return str(self.device)
 
-    def numpy_rng(self):
-        """A ``RandomState`` from the initialization stream (numpy-side sampling)."""
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.init_generator))
-        return np.random.RandomState(seed)
-
     @staticmethod
     def require_memory(required_bytes, parameter, value, what, *, advice=None):
         """Refuse the fit (MemoryError naming ``parameter``) when the estimate exceeds the memory available."""

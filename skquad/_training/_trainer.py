@@ -12,10 +12,11 @@ from sklearn.model_selection import train_test_split
 
 from .._reporting import progress_line, warn_user
 from ._callbacks import SubtaskReporter
-from ._config import ParameterGroup, TrainingConfig, TrainingResult
+from ._config import TrainingConfig, TrainingResult
 from ._divergence import DivergenceGuard, NonFiniteObjective
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
 from ._optimizers import make_optimizer
+from ._parameters import FlatParameters
 from ._runtime import thread_count
 from ._schedules import LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
@@ -92,95 +93,23 @@ class Trainer:
 
     # ------------------------------------------------------------ parameters
     def _build_flat_buffers(self, parameter_groups):
-        trainable = [p for p in self.module.parameters() if p.requires_grad]
-        seen = {}
-        groups = []
-        for group in parameter_groups:
-            members = []
-            for parameter in group.parameters:
-                if not parameter.requires_grad:
-                    continue
-                if id(parameter) in seen:
-                    raise ValueError(
-                        f"A parameter appears in both groups {seen[id(parameter)]!r} "
-                        f"and {group.name!r}."
-                    )
-                seen[id(parameter)] = group.name
-                members.append(parameter)
-            groups.append((group, members))
-        missing = [p for p in trainable if id(p) not in seen]
-        unknown = set(seen) - {id(p) for p in trainable}
-        if unknown:
-            raise ValueError(
-                "parameter_groups name parameters that are not trainable parameters "
-                "of the module (move the module to its device and dtype first)."
-            )
-        if missing:
-            groups.append((ParameterGroup([], name="other"), missing))
-        if not any(members for _, members in groups):
-            raise ValueError("The module has no trainable parameters.")
-
-        total = sum(p.numel() for _, members in groups for p in members)
-        options = dict(device=self.device, dtype=self.dtype)
-        self.flat_parameters = torch.empty(total, **options)
-        self.flat_gradient = torch.zeros(total, **options)
-        scales, l1s, l2s, sizes = [], [], [], []
-        offset = 0
-        self.parameter_slices = {}
-        for group, members in groups:
-            start = offset
-            for parameter in members:
-                size = parameter.numel()
-                view = self.flat_parameters[offset : offset + size].view_as(parameter)
-                view.copy_(parameter.detach())
-                parameter.data = view
-                parameter.grad = self.flat_gradient[offset : offset + size].view_as(parameter)
-                offset += size
-            self.parameter_slices[group.name] = slice(start, offset)
-            scales.append(group.learning_rate_scale)
-            l1s.append(group.l1)
-            l2s.append(group.l2)
-            sizes.append(offset - start)
-        self.n_parameters = total
-        # A per-element vector only where the groups really differ: a scalar
-        # keeps the common case to the cheapest tensor operations.
-        self._learning_rate_scale = self._per_element(scales, sizes)
-        self._l1 = self._per_element(l1s, sizes)
-        self._l2 = self._per_element(l2s, sizes)
-
-    def _per_element(self, values, sizes):
-        if all(v == values[0] for v in values):
-            return float(values[0])
-        return torch.cat(
-            [torch.full((n,), float(v), device=self.device, dtype=self.dtype) for v, n in zip(values, sizes)]
-        )
+        self.parameters = FlatParameters(self.module, parameter_groups, device=self.device, dtype=self.dtype)
+        self.flat_parameters = self.parameters.values
+        self.flat_gradient = self.parameters.gradient
+        self.parameter_slices = self.parameters.slices
+        self.n_parameters = self.parameters.size
 
     def _has_penalty(self):
-        return not (isinstance(self._l1, float) and self._l1 == 0.0) or not (
-            isinstance(self._l2, float) and self._l2 == 0.0
-        )
+        return self.parameters.has_penalty
 
     def _penalty_value(self):
-        theta = self.flat_parameters
-        value = 0.0
-        if not (isinstance(self._l2, float) and self._l2 == 0.0):
-            value += float((0.5 * self._l2 * theta * theta).sum())
-        if not (isinstance(self._l1, float) and self._l1 == 0.0):
-            value += float((self._l1 * theta.abs()).sum())
-        return value
+        return self.parameters.penalty_value()
 
     def _add_penalty_gradient(self, inverse_weight_sum):
-        theta, gradient = self.flat_parameters, self.flat_gradient
-        if isinstance(self._l2, float):
-            if self._l2 != 0.0:
-                gradient.add_(theta, alpha=self._l2 * inverse_weight_sum)
-        else:
-            gradient.addcmul_(theta, self._l2, value=inverse_weight_sum)
-        if isinstance(self._l1, float):
-            if self._l1 != 0.0:
-                gradient.add_(torch.sign(theta), alpha=self._l1 * inverse_weight_sum)
-        else:
-            gradient.addcmul_(torch.sign(theta), self._l1, value=inverse_weight_sum)
+        self.parameters.add_penalty_gradient(inverse_weight_sum)
+
+    def _learning_rates(self, base):
+        return self.parameters.learning_rates(base)
 
     # ------------------------------------------------------------------ data
     def _to_device(self, X, y, sample_weight):
@@ -245,16 +174,6 @@ class Trainer:
     def _optimizer_step(self):
         """One update of the flat buffer with the scheduled (per-group) rate."""
         self._optimizer.step(self.flat_gradient, self._learning_rates(self.schedule.learning_rate))
-
-    def _learning_rates(self, base):
-        """``base * learning_rate_scale``: a float, or a vector built once."""
-        if isinstance(self._learning_rate_scale, float):
-            return base * self._learning_rate_scale
-        cached = getattr(self, "_learning_rate_cache", None)
-        if cached is None or cached[0] != base:
-            cached = (base, base * self._learning_rate_scale)
-            self._learning_rate_cache = cached
-        return cached[1]
 
     # --------------------------------------------------------------- gradient
     def _loss_and_gradient(self, X, y, weights):

@@ -6,7 +6,7 @@ fit) on your own ``(X, y)``, on scikit-learn's bundled datasets or on the UCI
 datasets, with your estimators beside the defaults, and returns a
 :class:`BenchmarkResult` (DataFrames, a Markdown report, plots).
 
-From the shell, ``python -m skquad.benchmarks`` runs one of five suites and
+From the shell, ``python -m skquad.benchmarks`` runs one of seven suites and
 writes ``report.md``, CSV tables and PNG plots to ``--output``:
 
 uci (default)
@@ -28,8 +28,17 @@ paper002
     The experiments of Bartan & Pilanci (SDP): planted network, UCI, vehicle.
 speed
     The speed targets of the estimators, measured side by side.
+speed-networks
+    The networks' epoch time against MLPClassifier and MLPRegressor, in
+    float64 and float32.
+sdp-targets
+    The SDP solver's time, certified gap and peak memory per case
+    (``--datasets`` picks the cases).
 
-Both need the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``;
+The paper reproductions and the speed runs are in
+:mod:`skquad.benchmarks.research`, on skquad's public API.
+
+All need the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``;
 without it they say so instead of failing on a missing import.
 """
 

@@ -43,6 +43,11 @@ SUITES = {
         ("research._paper001", "speed"),
         ("research._paper002", "speed"),
     ],
+    "speed-networks": [
+        ("research._network_speed", "classifiers"),
+        ("research._network_speed", "regressors"),
+    ],
+    "sdp-targets": [("research._sdp_targets", "run")],
 }
 
 SUITE_HELP = {
@@ -54,6 +59,10 @@ SUITE_HELP = {
     "analogues, and the ReLinear divergence study of Fan et al.",
     "paper002": "the experiments of Bartan & Pilanci (SDP): planted network, UCI, vehicle",
     "speed": "the speed targets, measured side by side",
+    "speed-networks": "QNN/RPQNN classifiers and regressors against scikit-learn's MLPs, fit "
+    "time per epoch in float64 and float32 (--repeats: rounds)",
+    "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
+    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, small; --quick: small)",
 }
 
 SUITE_TITLES = {
@@ -62,6 +71,8 @@ SUITE_TITLES = {
     "paper001": "Experiments of Noel et al. (QNN/RPQNN) and Fan et al. (ReLinear)",
     "paper002": "Experiments of Bartan & Pilanci (SDP)",
     "speed": "Speed targets",
+    "speed-networks": "Network speed against scikit-learn's MLPs",
+    "sdp-targets": "SDP solver targets",
 }
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).

@@ -1,6 +1,7 @@
 """The convex path of Bartan & Pilanci: SDP relaxation, certificate, sampling, liftings.
 
-No scikit-learn estimators in here: :mod:`skquad.quantized` wraps these.
+No scikit-learn estimators in here: :class:`~skquad.SDPQuantizedClassifier` and
+:class:`~skquad.SDPQuantizedRegressor` wrap these.
 Data flow of ``SDPQuantizedClassifier.fit``: ``lifting`` (features ``z``) ->
 ``problem.LiftedData`` -> ``factor_solver.solve_factored`` (default) or
 ``formulation.solve_sdp`` (CVXPY) -> ``certificate.dual_bound`` (inside both)
@@ -16,6 +17,10 @@ factor_solver
     rank growth, warm starts (CPU or CUDA through torch).
 certificate
     The dual lower bound from any point, for every solver.
+face_dual
+    The squared loss's face-restricted dual: a bound as tight as the primal.
+compact_solver
+    Small squared-loss problems in their compact cone form (Clarabel).
 formulation
     The SDP relaxation (scalar and vector output; hinge, logistic and squared
     losses) solved with CVXPY (the reference path; CVXPY is imported only
@@ -29,6 +34,7 @@ lifting
 """
 
 from .certificate import Certificate, dual_bound
+from .face_dual import face_dual_bound
 from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
 from .formulation import (
     LOSSES,
@@ -80,6 +86,7 @@ __all__ = [
     "default_solver",
     "dual_bound",
     "export_quadratic_network",
+    "face_dual_bound",
     "installed_solvers",
     "krivine_covariance",
     "loss_value",

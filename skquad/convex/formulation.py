@@ -149,7 +149,7 @@ def aggregate_samples(X, y, sample_weight):
     Returns
     -------
     X, y, weight : arrays in a canonical (sorted) order, weights sum to 1.
-        (:func:`skquad._rows.merge_duplicate_samples`, then normalised.)
+        (``merge_duplicate_samples()``, then normalised.)
     """
     X, y, weight = merge_duplicate_samples(np.asarray(X, dtype=np.float64), y, sample_weight)
     return X, y, weight / weight.sum()

@@ -10,8 +10,11 @@ Messages name the estimator's parameters (``tol``, ``max_iter``, ``solver``,
 ``solver_options``, ``beta``), which are also this function's.
 """
 
+import concurrent.futures
 import dataclasses
 import math
+import os
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .compact_solver import compact_applies, solve_compact
-from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
+from .factor_solver import _SINGLE_THREAD_WORK, FACTOR_SOLVER_OPTIONS, solve_factored, threads_for
 from .formulation import solve_sdp
 from .problem import LiftedData
 from .solution import SDPSolution, relative_gap
@@ -37,6 +40,7 @@ _OPTION_RULES = {
     "history_size": ("int", 1),
     "align_iterations": ("int", 0),
     "hinge_sigma": ("real", 0.0),
+    "time_limit": ("real", 0.0),
 }
 
 
@@ -44,12 +48,12 @@ def _check_factor_options(options):
     """Validate the values of ``solver_options`` for the native solver.
 
     Integers (not bools, not floats such as 2.5) at least the rule's minimum;
-    ``hinge_sigma`` a finite real above 0; None leaves ``rank`` and
-    ``max_rank`` to the solver's defaults.
+    ``hinge_sigma`` and ``time_limit`` finite reals above 0; None leaves
+    ``rank``, ``max_rank`` and ``time_limit`` to the solver's defaults.
     """
     for key, value in options.items():
         kind, smallest = _OPTION_RULES[key]
-        if value is None and key in ("rank", "max_rank"):
+        if value is None and key in ("rank", "max_rank", "time_limit"):
             continue
         if kind == "int":
             valid = isinstance(value, Integral) and not isinstance(value, bool) and value >= smallest
@@ -84,21 +88,44 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
     ``tol`` keeps the sum's relative gap at most ``tol``. ``max_iter``
     applies to each block.
     """
-    parts = []
-    stopped = False
-    for k in range(data.n_outputs):
+    time_limit = options.pop("time_limit", None)
+    start_time = time.perf_counter()
+
+    def solve_block(k):
         block = dataclasses.replace(data, target=data.target[:, k : k + 1])
         start = None
         if init is not None and init.factors is not None and len(init.factors) == data.n_outputs:
             start = dataclasses.replace(
                 init, factors=[init.factors[k]], rho=np.asarray(init.rho)[k : k + 1], dual=None
             )
-        part = solve_factored(block, init=start, callback=callback, **options)
+        remaining = None if time_limit is None else time_limit - (time.perf_counter() - start_time)
+        if remaining is not None and remaining <= 0:
+            return None
+        return solve_factored(block, init=start, callback=callback, time_limit=remaining, **options)
+
+    workers = _block_workers(data, callback, options)
+    if workers > 1:
+        # Independent blocks, each on one torch and one BLAS thread (small
+        # problems only, see _block_workers): the matrix products release
+        # the GIL, so blocks run side by side on the cores.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(solve_block, range(data.n_outputs)))
+    else:
+        results = []
+        for k in range(data.n_outputs):
+            results.append(solve_block(k))
+            if results[-1] is None or results[-1].info.get("stopped_by_callback"):
+                break
+    parts, stopped, out_of_time = [], False, False
+    for part in results:
+        if part is None:
+            out_of_time = True
+            break
         parts.append(part)
         if part.info.get("stopped_by_callback"):
             stopped = True
             break
-    if stopped:
+    if stopped or out_of_time:
         # The remaining blocks keep the zero network: feasible, and certified
         # by the zero network's own value bound 0 <= optimum (losses are >= 0).
         for k in range(len(parts), data.n_outputs):
@@ -113,7 +140,12 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
         rho=np.concatenate([part.rho for part in parts]),
         value=float(value),
         scores=np.column_stack([part.scores for part in parts]),
-        status="optimal" if converged else ("stopped" if stopped else "max_iter"),
+        status="optimal" if converged else (
+            "stopped" if stopped else (
+                "time_limit" if out_of_time or any(part.status == "time_limit" for part in parts)
+                else "max_iter"
+            )
+        ),
         solver="native",
         solve_time=sum(part.solve_time for part in parts),
         lower_bound=float(lower_bound),
@@ -128,6 +160,23 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
             "blocks": [{"n_iter": part.n_iter, "gap": part.relative_gap} for part in parts],
         },
     )
+
+
+def _block_workers(data, callback, options):
+    """How many blocks to solve at once: one per available core when each
+    block runs on one thread (``threads_for``'s small problems), there is no
+    callback to call in order, and the problem is on the CPU."""
+    if callback is not None or options.get("verbose") or data.features.device.type != "cpu":
+        return 1
+    rank = options.get("rank") or math.ceil(math.sqrt(2.0 * data.n_lifted))
+    work = data.features.shape[0] * data.n_lifted * rank
+    if work >= _SINGLE_THREAD_WORK:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, data.n_outputs))
 
 
 def _zero_block(block):
@@ -228,16 +277,20 @@ def solve_relaxation(
             device=resolve_device(device),
         )
         compact = None
-        if not options and compact_applies(data):
+        if not set(options) - {"time_limit"} and compact_applies(data):
             # solver_options configure the factor solver: asking for them
-            # means asking for it.
-            compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
+            # means asking for it (a time limit applies to either).
+            # Small by construction (m <= 600): one torch and one BLAS thread.
+            with threads_for(0, data.features.device):
+                compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
         if compact is not None and (
             compact.converged or compact.info["stopped_by_callback"] or max_iter == 0
         ):
             solution = compact
         else:
             start = compact if compact is not None else init
+            if compact is not None and options.get("time_limit") is not None:
+                options["time_limit"] = max(options["time_limit"] - compact.solve_time, 1e-9)
             if loss == "squared" and data.n_outputs > 1:
                 solution = _solve_blocks_separately(
                     data, start, tol=tol, max_iter=max_iter, callback=callback,
@@ -253,18 +306,25 @@ def solve_relaxation(
                 solution.lower_bound = compact.lower_bound
                 solution.converged = solution.relative_gap <= tol
         if not solution.converged and not solution.info.get("stopped_by_callback"):
+            reason = (
+                f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
+                if solution.status == "time_limit"
+                else f"max_iter={max_iter}"
+            )
             warn_user(
-                f"The native SDP solver stopped after {solution.n_iter} iterations "
-                f"at a certified relative gap of {solution.relative_gap:.1e}, above "
-                f"tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
+                f"The native SDP solver stopped at {reason} after {solution.n_iter} "
+                f"iterations at a certified relative gap of {solution.relative_gap:.1e}, "
+                f"above tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
                 f"the network sampled from it) may be improved by a larger max_iter "
-                f"(now {max_iter}), a larger tol, or solver='CLARABEL' for small "
+                f"or time limit, a larger tol, or solver='CLARABEL' for small "
                 "problems.",
                 ConvergenceWarning,
             )
     n_lifted = solution.Q.shape[1] // 2
     penalty = 2.0 * beta * n_lifted * float(solution.rho.sum())
-    if beta > 0 and penalty <= 1e-7 * max(abs(solution.value), 1e-300):
+    # (A solve cut short keeps unreached blocks at zero: no statement about beta.)
+    finished = solution.status not in ("time_limit", "stopped")
+    if finished and beta > 0 and penalty <= 1e-7 * max(abs(solution.value), 1e-300):
         warn_user(
             f"beta={beta:g} is so large that the relaxed optimum is the zero "
             "network (rho = 0, certified): the model predicts a constant score. "

@@ -234,7 +234,15 @@ def _convert(scope, operator, container):
     elif classes.dtype.kind in "OUS":
         class_values = graph.const(np.array([str(c) for c in classes], dtype=object), object)
     else:
-        raise TypeError(f"ONNX export supports integer or string classes, got {classes.dtype}.")
+        # Issue 19: say why, and what to do.
+        raise TypeError(
+            f"ONNX export supports integer or string class labels, but {type(estimator).__name__}"
+            f" was fitted on labels of dtype {classes.dtype}: an ONNX classifier's label "
+            "output is an int64 or a string tensor (skl2onnx's convention), which cannot "
+            "give back float or bool labels as they were. Fit on integer or string labels "
+            "(e.g. y.astype(int) for booleans, y.astype(str) for floats), or use the "
+            "probability output, whose columns follow classes_."
+        )
     index = graph.node("ArgMax", proba, axis=1, keepdims=0)
     picked = graph.node("ArrayFeatureExtractor", class_values, index, domain="ai.onnx.ml")
     container.add_node(

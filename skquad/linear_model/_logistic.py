@@ -185,7 +185,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Seeds ``Q_init="random"`` and the low-rank factors, and (an
         independent stream) SGD shuffling, through local torch generators
         (torch's global one is never touched; see
-        :mod:`skquad._training._runtime`).
+        ``skquad._training._runtime``).
     device : {"auto", "cpu", "cuda"} or str, default="auto"
         Where torch computes; ``"auto"`` means the CPU. Learned arrays are
         numpy, so a model fitted on a GPU predicts anywhere: predictions run

@@ -8,6 +8,7 @@ from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
@@ -154,6 +155,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         return alphas
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Choose ``alpha`` and fit the model with it on all the data.
 

@@ -489,7 +489,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Native solver: any of ``rank`` (initial factor columns per class,
         default ``ceil(sqrt(2 p))``), ``max_rank``, ``chunk_size`` (L-BFGS
         iterations between certificates, 50), ``history_size`` (30),
-        ``hinge_sigma`` (proximal step of the hinge loss, 10). CVXPY
+        ``hinge_sigma`` (proximal step of the hinge loss, 10),
+        ``time_limit`` (seconds; the solve then stops with its current point,
+        the best certified bound and a ``ConvergenceWarning`` that gives the
+        gap; default None). CVXPY
         solvers: keyword arguments of ``cvxpy.Problem.solve``, e.g.
         ``{"max_iters": 20000, "eps_abs": 1e-6}`` for SCS.
     tol : float, default=1e-4
@@ -588,8 +591,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     solver_ : str
         ``"native"`` or the CVXPY solver used.
     solver_status_ : str
-        "optimal" (gap within ``tol``), "max_iter", "stopped" (by a
-        callback) for the native solver; CVXPY's status otherwise.
+        "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
+        (by a callback) for the native solver; "inaccurate" for a compact
+        interior-point solve above ``tol``; CVXPY's status otherwise.
     n_iter_ : int
         Iterations of the solve (L-BFGS iterations for the native solver).
     solve_time_ : float

@@ -7,6 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from .._atomic import atomic_fit
 from ._sdp_cv import BetaPathSearchMixin
 from ._sdp_regressor import SDPQuantizedRegressor
 
@@ -136,6 +137,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @atomic_fit
     def fit(self, X, y, sample_weight=None):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
 

@@ -211,7 +211,8 @@ def _run_child(task, n_samples, n_features, device, max_iter, progress):
         f"{LARGE_MEMORY_TARGET_GB!r})"
     )
     env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # the folder that holds the skquad package: research/ -> benchmarks/ -> skquad/ -> it
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     progress(f"qlr speed: large problem n={n_samples} d={n_features}: {task} (child process)")
     completed = subprocess.run(

@@ -1,10 +1,10 @@
-"""skquad._training._samples: merging duplicate rows changes no weighted objective."""
+"""skquad._rows: merging duplicate rows changes no weighted objective (the one merge, used by _training and convex)."""
 
 import numpy as np
 import pytest
 import scipy.sparse
 
-from skquad._training import merge_duplicate_samples
+from skquad._rows import merge_duplicate_samples
 
 
 def _data():
@@ -61,3 +61,20 @@ def test_weight_two_and_a_repeated_row_give_the_very_same_arrays():
     for a, b in zip(shuffled[:2], reference[:2]):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(shuffled[2], reference[2], rtol=1e-14)
+
+
+def test_dtypes_are_kept_and_float32_rows_merge_exactly():
+    X, y, weight = _data()
+    X32 = (X + 0.1).astype(np.float32)  # 0.1 is not exact in float32: rows must not be re-rounded
+    merged_X, merged_y, merged_w = merge_duplicate_samples(X32, y, weight)
+    assert merged_X.dtype == np.float32 and merged_y.dtype == np.int64
+    assert set(map(tuple, merged_X.tolist())) == set(map(tuple, X32[weight > 0].tolist()))
+    assert merged_w.sum() == pytest.approx(weight.sum())
+
+
+def test_two_dimensional_real_targets_are_part_of_the_row():
+    X = np.array([[0.0], [0.0], [0.0], [1.0]])
+    Y = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 3.0], [1.0, 2.0]])
+    merged_X, merged_Y, merged_w = merge_duplicate_samples(X, Y, np.ones(4))
+    assert merged_Y.shape == (3, 2)
+    np.testing.assert_array_equal(merged_w, [2.0, 1.0, 1.0])  # only the identical (x, y) pair merges

@@ -1,0 +1,162 @@
+"""The SDP solver's targets (issue 9): time, certified gap and peak memory per case.
+
+Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
+``tools/measure_sdp_targets.py``). ``--datasets`` picks the cases:
+
+``credit``, ``credit_scs``
+    SDPQuantizedClassifier (logistic loss) on the preprocessed
+    credit-approval data, native solver / SCS.
+``planted200``, ``planted784``
+    A planted network (2,000 samples, 10 planted neurons) with 200 / 784
+    features, 1,000 neurons.
+``optdigits``, ``letter``
+    The default classifier on 4,496 training digits (letter: 16,000 training
+    rows, 26 classes, preprocessed), test accuracy of the sampled and the
+    relaxed network, and the process CPU time (which a loaded machine inflates
+    less than the wall time).
+``small``
+    Default fits against ``solver="SCS"`` on standardized iris, wine and
+    breast cancer, interleaved after a warm-up; medians of 5 rounds.
+
+Each case runs in a child process of its own, so that its peak resident
+memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from skquad import SDPQuantizedClassifier
+from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
+
+from .._report import markdown_table
+
+CASES = ("credit", "credit_scs", "planted200", "planted784", "optdigits", "letter", "small")
+QUICK_CASES = ("small",)
+
+
+def _peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _summary(model, elapsed):
+    return {
+        "fit time (s)": elapsed,
+        "solve time (s)": model.solve_time_,
+        "status": model.solver_status_,
+        "relaxed objective": model.relaxed_objective_,
+        "lower bound": model.lower_bound_,
+        "relative gap": model.certified_gap_ / model.relaxed_objective_,
+        "iterations": model.n_iter_,
+    }
+
+
+def _fit(model, X, y):
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    return time.perf_counter() - started, [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+def _case(case, rounds):
+    """One case's measurements as a list of row dicts (runs in the child process)."""
+    if case.startswith("credit"):
+        X, y = load_uci("credit-approval", return_X_y=True, as_frame=True)
+        X = make_uci_preprocessor().fit_transform(X)
+        y = np.asarray(y).astype(str)
+        model = SDPQuantizedClassifier(loss="logistic", solver="SCS" if case == "credit_scs" else None,
+                                       random_state=0)
+        elapsed, caught = _fit(model, X, y)
+        extra = {"n": X.shape[0], "d": X.shape[1], "training accuracy": model.score(X, y)}
+        return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+    if case.startswith("planted"):
+        d = int(case[len("planted"):])
+        X, y = make_planted_quantized(n_samples=2000, n_features=d, n_planted=10, random_state=0)
+        model = SDPQuantizedClassifier(loss="logistic", n_neurons=1000, random_state=0)
+        elapsed, caught = _fit(model, X, y)
+        extra = {"n": 2000, "d": d, "training accuracy": model.score(X, y),
+                 "relaxed training accuracy": float(np.mean(model.relaxed_predict(X) == y))}
+        return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+    if case in ("optdigits", "letter"):
+        X, y = load_uci(case, return_X_y=True, as_frame=True)
+        if case == "letter":
+            X = make_uci_preprocessor().fit_transform(X)
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y).astype(str)
+        size = 4496 if case == "optdigits" else 16000
+        X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=size, stratify=y, random_state=0)
+        model = SDPQuantizedClassifier(random_state=0)
+        cpu = time.process_time()
+        elapsed, caught = _fit(model, X_train, y_train)
+        extra = {"n": len(y_train), "d": X.shape[1], "cpu time (s)": time.process_time() - cpu,
+                 "test accuracy": model.score(X_test, y_test),
+                 "relaxed test accuracy": float(np.mean(model.relaxed_predict(X_test) == y_test))}
+        return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+    if case == "small":
+        rows = []
+        for name, loader in (("iris", load_iris), ("wine", load_wine), ("breast_cancer", load_breast_cancer)):
+            X, y = loader(return_X_y=True)
+            X = StandardScaler().fit_transform(X)
+            times = {"native": [], "SCS": []}
+            for round_index in range(rounds + 1):  # round 0 warms up (imports, compilation)
+                for label, solver in (("native", None), ("SCS", "SCS")):
+                    elapsed, _ = _fit(SDPQuantizedClassifier(solver=solver, random_state=0), X, y)
+                    if round_index:
+                        times[label].append(elapsed)
+            native, scs = float(np.median(times["native"])), float(np.median(times["SCS"]))
+            rows.append({"case": f"small: {name}", "n": X.shape[0], "d": X.shape[1],
+                         "fit time (s)": native, "SCS fit time (s)": scs, "SCS / native": scs / native})
+        return rows
+    raise ValueError(f"unknown case {case!r}; choose from {list(CASES)}")
+
+
+def _child(case, rounds):
+    """Entry point of the child process: one JSON line with the rows and the peak memory."""
+    rows = _case(case, rounds)
+    peak = _peak_rss_mb()
+    print(json.dumps([{**row, "peak RSS (MB)": peak} for row in rows]))
+
+
+def _run_child(case, rounds, progress):
+    code = f"from skquad.benchmarks.research._sdp_targets import _child; _child({case!r}, {rounds})"
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    progress(f"sdp targets: {case} (child process)")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("[")]
+    if completed.returncode != 0 or not lines:
+        return [{"case": case, "error": f"exit {completed.returncode}: {completed.stderr.strip()[-300:]}"}]
+    return json.loads(lines[-1])
+
+
+def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
+    """The cases named in ``datasets`` (default: all; quick: ``small``), one child process each.
+
+    ``repeats``: rounds of the ``small`` case (default 5; quick 2). ``device``
+    is not used (the SDP's default device is the CPU).
+    """
+    cases = list(datasets or (QUICK_CASES if quick else CASES))
+    unknown = [case for case in cases if case not in CASES]
+    if unknown:
+        raise ValueError(f"unknown SDP target cases {unknown}; choose from {list(CASES)}")
+    rounds = repeats or (2 if quick else 5)
+    rows = [row for case in cases for row in _run_child(case, rounds, progress)]
+    table = pd.DataFrame(rows)
+    markdown = (
+        "SDPQuantizedClassifier on the cases of the solver targets (issue 9), each in its own "
+        "process (peak RSS is the process's). The relative gap is the certified one "
+        f"(relaxed objective minus lower bound, over the objective); `small`: medians of {rounds} "
+        "rounds after a warm-up.\n\n" + markdown_table(table, floatfmt=".4g")
+    )
+    return {"title": "SDP solver targets", "markdown": markdown, "tables": {"sdp_targets": table}, "figures": []}

@@ -1,0 +1,35 @@
+"""The sdp-targets suite (skquad.benchmarks.research._sdp_targets)."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from skquad.benchmarks.research import _sdp_targets
+
+
+def test_unknown_cases_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown SDP target cases \['bogus'\]"):
+        _sdp_targets.run(output_dir=tmp_path, datasets=["small", "bogus"])
+
+
+def test_small_case_times_the_native_solver_against_scs(monkeypatch, capsys):
+    def tiny(return_X_y=True):
+        return make_classification(n_samples=40, n_features=3, n_informative=2, n_redundant=0, random_state=0)
+
+    for name in ("load_iris", "load_wine", "load_breast_cancer"):
+        monkeypatch.setattr(_sdp_targets, name, tiny)  # looked up when the case runs
+    _sdp_targets._child("small", 1)
+    rows = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert [row["case"] for row in rows] == ["small: iris", "small: wine", "small: breast_cancer"]
+    for row in rows:
+        assert row["n"] == 40 and row["d"] == 3
+        assert row["fit time (s)"] > 0 and row["SCS fit time (s)"] > 0
+        np.testing.assert_allclose(row["SCS / native"], row["SCS fit time (s)"] / row["fit time (s)"])
+        assert row["peak RSS (MB)"] > 0
+
+
+def test_a_failing_case_reports_its_error_instead_of_stopping_the_suite():
+    rows = _sdp_targets._run_child("bogus", 1, progress=lambda message: None)
+    assert rows[0]["case"] == "bogus" and "unknown case 'bogus'" in rows[0]["error"]
