@@ -25,8 +25,13 @@ ROOMS = {
     "skquad._pipeline": "foundation",
     "skquad._rows": "foundation",
     "skquad._training": "training",
+    # the one thread policy: a foundation module (it imports no other room),
+    # used by the solvers in convex/ as by the training engine
+    "skquad._training._threads": "foundation",
     "skquad._base": "base",
     "skquad._atomic": "base",  # the fit decorators the base's estimators use
+    "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
+    "skquad._dask": "estimators",  # the data-parallel fits of QLR and QuadraticRegression
     "skquad.nn": "nn",
     "skquad.convex": "convex",
     "skquad.linear_model": "estimators",
@@ -77,7 +82,12 @@ RESEARCH_REPORT_HELPERS = "skquad.benchmarks._report"
 # Named exceptions: (module, imported module, enclosing function). The
 # estimators' ``to_torch`` is a one-line delegate to skquad.export.to_torch,
 # imported when called so that the base does not depend on export.
-EXCEPTIONS = {("skquad._base", "skquad.export", "to_torch")}
+EXCEPTIONS = {
+    ("skquad._base", "skquad.export", "to_torch"),
+    # A Dask collection passed to predict/score goes to the blockwise
+    # predictions of skquad._dask, imported when such a collection arrives.
+    ("skquad._dask_dispatch", "skquad._dask", "dispatch"),
+}
 
 
 def module_name(path):
