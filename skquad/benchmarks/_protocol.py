@@ -18,6 +18,7 @@ output at a time (SVR, HistGradientBoostingRegressor) is wrapped in a
 ``MultiOutputRegressor`` for a 2-D target.
 """
 
+import contextlib
 import time
 import warnings
 from collections import Counter
@@ -32,6 +33,7 @@ from sklearn.multioutput import MultiOutputRegressor
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
+from threadpoolctl import threadpool_limits
 
 from .._torch_utils import resolve_device
 from ..datasets import (
@@ -78,9 +80,16 @@ def thread_limit(threads):
     """Limit torch's and the BLAS/OpenMP pools' threads to ``threads``; 0 or None: no limit.
 
     The training engine's own policy (:func:`skquad._training.limit_threads`),
-    so that a benchmark run and the fits inside it agree on thread counts.
+    so that a benchmark run and the fits inside it agree on thread counts, plus
+    the OpenMP pools of compiled baselines (HistGradientBoosting's): left at the
+    core count on a busy machine, their spinning threads made single fits take
+    300-1000 s instead of about 1 s in the regression suite.
     """
-    return limit_threads(threads or None, blas=threads or None)
+    stack = contextlib.ExitStack()
+    stack.enter_context(limit_threads(threads or None, blas=threads or None))
+    if threads:
+        stack.enter_context(threadpool_limits(int(threads), user_api="openmp"))
+    return stack
 
 
 def require_bench(what="skquad.benchmarks"):
