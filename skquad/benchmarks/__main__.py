@@ -48,6 +48,7 @@ SUITES = {
         ("research._network_speed", "regressors"),
     ],
     "sdp-targets": [("research._sdp_targets", "run")],
+    "dask-scaling": [("research._dask_scaling", "run")],
 }
 
 SUITE_HELP = {
@@ -63,6 +64,9 @@ SUITE_HELP = {
     "time per epoch in float64 and float32 (--repeats: rounds)",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
     "(--datasets: credit, credit_scs, planted200, planted784, optdigits, small; --quick: small)",
+    "dask-scaling": "QuadraticLogisticRegression on Dask collections (the dask extra): objective "
+    "against the in-memory fit, client memory, 2 workers against 1, dask-ml on expanded data "
+    "(--datasets: match, memory, scaling, daskml, daskml-converged; --repeats: scaling rounds)",
 }
 
 SUITE_TITLES = {
@@ -73,6 +77,7 @@ SUITE_TITLES = {
     "speed": "Speed targets",
     "speed-networks": "Network speed against scikit-learn's MLPs",
     "sdp-targets": "SDP solver targets",
+    "dask-scaling": "Dask scaling targets",
 }
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).
