@@ -63,10 +63,10 @@ SUITE_HELP = {
     "speed-networks": "QNN/RPQNN classifiers and regressors against scikit-learn's MLPs, fit "
     "time per epoch in float64 and float32 (--repeats: rounds)",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
-    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, small; --quick: small)",
-    "dask-scaling": "QuadraticLogisticRegression on Dask collections (the dask extra): objective "
-    "against the in-memory fit, client memory, 2 workers against 1, dask-ml on expanded data "
-    "(--datasets: match, memory, scaling, daskml, daskml-converged; --repeats: scaling rounds)",
+    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small; --quick: small)",
+    "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
+    "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
+    "scaling, daskml; --quick: match and scaling on a small array)",
 }
 
 SUITE_TITLES = {
@@ -77,7 +77,7 @@ SUITE_TITLES = {
     "speed": "Speed targets",
     "speed-networks": "Network speed against scikit-learn's MLPs",
     "sdp-targets": "SDP solver targets",
-    "dask-scaling": "Dask scaling targets",
+    "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
 }
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).

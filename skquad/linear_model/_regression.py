@@ -68,9 +68,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
     Attributes
     ----------
     Q_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
-        Symmetric quadratic forms (one per target when ``y`` is 2-D).
+        Symmetric quadratic forms (one per target when ``y`` has more than one
+        column).
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
-        Linear coefficients.
+        Linear coefficients (1-D for one target, as Ridge's).
     intercept_ : float or ndarray of shape (n_targets,)
         In the input's float dtype, as ``coef_`` and ``Q_`` (and as Ridge's).
     n_iter_ : ndarray of shape (n_targets,)
@@ -140,7 +141,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         if alpha.shape[0] not in (1, n_targets):
             raise ValueError(
                 f"Number of targets and number of penalties do not correspond: "
-                f"{n_targets} != {alpha.shape[0]} (alpha)."
+                f"{alpha.shape[0]} != {n_targets}"
             )
         if not np.all(np.isfinite(alpha)) or np.any(alpha < 0):
             raise ValueError(f"alpha values must be finite and non-negative, got {self.alpha!r}.")
@@ -183,44 +184,55 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 tol=float(self.tol),
                 max_iter=self.max_iter,
             )
-        if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
-            # The normal equations hold degree-4 products of the features:
-            # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
-            raise ValueError(
-                f"{type(self).__name__} could not fit X: its largest entry, "
-                f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "
-                "quadratic features. Scale the features, e.g. with "
-                "StandardScaler in a Pipeline."
-            )
+        check_finite_solution(self, coefficients, intercept, X)
         publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype)
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
         return self
 
     def _raw_scores(self, X):
-        """Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts."""
-        scores = fitted_quadratic_scores(self, X)
-        return scores.astype(np.result_type(X.dtype, self.coef_.dtype), copy=False)
+        return fitted_quadratic_scores(self, X)
+
+
+def check_finite_solution(estimator, coefficients, intercept, X):
+    """Refuse coefficients that overflowed, naming the cause and the remedy."""
+    if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
+        # The normal equations hold degree-4 products of the features:
+        # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
+        raise ValueError(
+            f"{type(estimator).__name__} could not fit X: its largest entry, "
+            f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "
+            "quadratic features. Scale the features, e.g. with "
+            "StandardScaler in a Pipeline."
+        )
 
 
 def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtype):
     """Set ``coef_``, ``Q_`` and ``intercept_`` from degree-2 coefficients (D, n_targets).
 
     In the input's float ``dtype``, as scikit-learn's estimators, and in the
-    shape of the fitted ``y`` (1-D: one model, a float intercept).
+    shape of the fitted ``y`` (1-D: one model, a numpy scalar intercept, as Ridge).
     """
     coef, Q = coefficients_to_model(coefficients, n_features)
+    dtype = np.dtype(dtype)
+    # Ridge's shapes: one target (1-D y, or a 2-D y of one column) has a 1-D
+    # coef_ (and a (d, d) Q_); the intercept is a scalar for a 1-D y only.
+    one_target = coef.shape[0] == 1
+    estimator.coef_ = (coef[0] if one_target else coef).astype(dtype)
+    estimator.Q_ = (Q[0] if one_target else Q).astype(dtype)
     if estimator._fitted_y_ndim == 1:
-        estimator.coef_, estimator.Q_ = coef[0].astype(dtype), Q[0].astype(dtype)
-        estimator.intercept_ = np.dtype(dtype).type(intercept[0])  # a numpy scalar, as Ridge
+        estimator.intercept_ = dtype.type(intercept[0])
     else:
-        estimator.coef_, estimator.Q_ = coef.astype(dtype), Q.astype(dtype)
         estimator.intercept_ = np.asarray(intercept).astype(dtype)
 
 
 def fitted_quadratic_scores(estimator, X):
-    """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``."""
+    """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``.
+
+    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts.
+    """
     Q = np.asarray(estimator.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
     coef = np.asarray(estimator.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
     intercept = np.asarray(estimator.intercept_, dtype=np.float64).reshape(-1)
-    return quadratic_model_scores(X, Q, coef, intercept)
+    scores = quadratic_model_scores(X, Q, coef, intercept)
+    return scores.astype(np.result_type(X.dtype, estimator.coef_.dtype), copy=False)

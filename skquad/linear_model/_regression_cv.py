@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils import check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._atomic import atomic_fit
@@ -13,7 +14,12 @@ from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
-from ._regression import QuadraticRegression, fitted_quadratic_scores, publish_quadratic_model
+from ._regression import (
+    QuadraticRegression,
+    check_finite_solution,
+    fitted_quadratic_scores,
+    publish_quadratic_model,
+)
 
 __all__ = ["QuadraticRegressionCV"]
 
@@ -139,20 +145,23 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self.alpha_per_target = alpha_per_target
 
     def _checked_alphas(self):
-        alphas = np.atleast_1d(np.asarray(self.alphas, dtype=np.float64))
-        if alphas.ndim != 1 or alphas.shape[0] == 0:
-            raise ValueError(f"alphas must be a non-empty 1-D array-like, got {self.alphas!r}.")
+        """``alphas`` as a float array, checked one by one with RidgeCV's messages."""
         # RidgeCV's rule: the leave-one-out needs alpha > 0, the folds alpha >= 0.
-        if self.cv is None:
-            bad = ~(np.isfinite(alphas) & (alphas > 0))
-            rule = "> 0 (the leave-one-out needs a positive penalty)"
-        else:
-            bad = ~(np.isfinite(alphas) & (alphas >= 0))
-            rule = ">= 0"
-        if np.any(bad):
-            index = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"alphas[{index}] == {alphas[index]}, must be {rule}.")
-        return alphas
+        boundaries = "neither" if self.cv is None else "left"
+        values = self.alphas
+        if np.ndim(values) == 0:
+            values = [values]
+        if len(values) == 0:
+            raise ValueError("alphas must hold at least one value.")
+        names = ["alphas"] if len(values) == 1 else [f"alphas[{i}]" for i in range(len(values))]
+        return np.array(
+            [
+                check_scalar(value, name, target_type=Real, min_val=0.0,
+                             include_boundaries=boundaries)
+                for name, value in zip(names, values)
+            ],
+            dtype=np.float64,
+        )
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
@@ -232,6 +241,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             self.best_score_ = float(scores[best])
             chosen = np.full(k, self.alpha_)
         coefficients, intercept = loo.coefficients(chosen)
+        check_finite_solution(self, coefficients, intercept, X)
         publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
         if self.store_cv_results:
             values = values.astype(X.dtype, copy=False)
