@@ -9,8 +9,9 @@ The gallery runs every script of ``examples/``; set ``SKQUAD_EXAMPLES_QUICK=1``
 for a fast build with small sizes, or ``SKQUAD_DOCS_NO_GALLERY=1`` to skip running
 the examples while you work on the pages.
 
-The build needs no network: links to Python, scikit-learn, NumPy, pandas, torch, Dask and skl2onnx come
-from the small inventories in ``_intersphinx/`` (see make_inventories.py there),
+The build needs no network: links to Python, scikit-learn, NumPy, pandas, torch,
+Dask, joblib, skops and skl2onnx come from the small inventories in
+``_intersphinx/`` (see make_inventories.py there),
 and MathJax is served from the pages themselves (sphinx-mathjax-offline).
 """
 
@@ -68,6 +69,8 @@ intersphinx_mapping = {
     "pandas": ("https://pandas.pydata.org/docs/", str(_INVENTORIES / "pandas.inv")),
     "torch": ("https://docs.pytorch.org/docs/stable/", str(_INVENTORIES / "torch.inv")),
     "distributed": ("https://distributed.dask.org/en/stable/", str(_INVENTORIES / "distributed.inv")),
+    "joblib": ("https://joblib.readthedocs.io/en/stable/", str(_INVENTORIES / "joblib.inv")),
+    "skops": ("https://skops.readthedocs.io/en/stable/", str(_INVENTORIES / "skops.inv")),
     "skl2onnx": ("https://onnx.ai/sklearn-onnx/", str(_INVENTORIES / "skl2onnx.inv")),
 }
 

@@ -7,8 +7,8 @@ and docstrings reference. Add a name here and run
 
     python doc/_intersphinx/make_inventories.py
 
-when a page references a new Python, scikit-learn, NumPy, pandas, torch, Dask or
-skl2onnx object.
+when a page references a new Python, scikit-learn, NumPy, pandas, torch, Dask, joblib,
+skops or skl2onnx object.
 """
 
 import zlib
@@ -86,6 +86,13 @@ INVENTORIES = {
     }),
     "python": ("Python", "3", {
         "copy.deepcopy": ("function", "library/copy.html#copy.deepcopy"),
+        "pickle": ("module", "library/pickle.html#module-pickle"),
+    }),
+    "joblib": ("joblib", "stable", {
+        "joblib.dump": ("function", "generated/joblib.dump.html#{}"),
+    }),
+    "skops": ("skops", "stable", {
+        "skops.io.get_untrusted_types": ("function", "modules/classes.html#{}"),
     }),
     "distributed": ("Dask.distributed", "stable", {
         "distributed.Client": ("class", "api.html#distributed.Client"),
