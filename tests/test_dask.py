@@ -138,7 +138,9 @@ from skquad import (  # noqa: E402
     SDPQuantizedClassifier,
 )
 
-dask_ml_wrappers = pytest.importorskip("dask_ml.wrappers")
+# dask-ml is in the test extra: a missing one fails here instead of skipping.
+import dask_ml.preprocessing  # noqa: E402
+import dask_ml.wrappers  # noqa: E402
 
 
 def test_importing_skquad_does_not_import_dask():
@@ -345,14 +347,13 @@ def test_bad_dask_input_fails_clearly_and_leaves_the_fitted_model():
 
 
 def test_dask_ml_scaler_pipeline_equals_the_in_memory_pipeline():
-    preprocessing = pytest.importorskip("dask_ml.preprocessing")
     from sklearn.pipeline import make_pipeline
 
     X, y = make_classification(n_samples=500, n_features=4, random_state=2)
     X = X * [1.0, 10.0, 100.0, 0.1] + 3.0
     with dask.config.set(scheduler="sync"):
         remote = make_pipeline(
-            preprocessing.StandardScaler(), QuadraticLogisticRegression(tol=1e-8)
+            dask_ml.preprocessing.StandardScaler(), QuadraticLogisticRegression(tol=1e-8)
         ).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
         proba = remote.predict_proba(da.from_array(X, chunks=100)).compute()
     local = make_pipeline(StandardScaler(), QuadraticLogisticRegression(tol=1e-8)).fit(X, y)
@@ -379,7 +380,7 @@ def test_incremental_streams_blocks_through_partial_fit(estimator, classifier):
         y = y / np.std(y)
     extra = {"classes": [0, 1]} if classifier else {}
     with dask.config.set(scheduler="sync"):
-        streamed = dask_ml_wrappers.Incremental(clone(estimator), shuffle_blocks=False).fit(
+        streamed = dask_ml.wrappers.Incremental(clone(estimator), shuffle_blocks=False).fit(
             da.from_array(X, chunks=100), da.from_array(y, chunks=100), **extra
         )
         prediction = streamed.predict(da.from_array(X, chunks=100)).compute()

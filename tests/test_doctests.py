@@ -159,6 +159,8 @@ def test_api_reference_lists_every_public_name():
 DOC_DIR = API_REFERENCE.parent
 PAGES_STATING_BEHAVIOUR = [
     "user_guide/devices.rst",
+    "user_guide/inspection.rst",
+    "user_guide/larger_than_memory.rst",
     "user_guide/larger_than_memory.rst",
     "user_guide/quadratic_logistic_regression.rst",
     "user_guide/quadratic_networks.rst",
@@ -219,3 +221,17 @@ def test_fitted_properties_are_in_the_attributes_section():
                         and not re.search(rf"^{re.escape(member)}\b", attributes, re.M)):
                     undocumented.append(f"{module_name}.{name}.{member}")
     assert not undocumented, f"fitted properties missing from the Attributes section: {undocumented}"
+
+
+@pytest.mark.skipif(not DOC_DIR.exists(), reason="no doc/ folder beside the tests")
+def test_scaling_out_states_the_thread_rule_of_the_code():
+    """scaling_out.rst gives n_threads="auto"'s threshold; the runtime's rule must match."""
+    from skquad._training._threads import PARALLEL_FLOPS, choose_thread_count
+
+    text = (DOC_DIR / "user_guide" / "scaling_out.rst").read_text(encoding="utf-8")
+    match = re.search(r"about :math:`(\d+) \\times 10\^(\d+)`\s+floating-point operations", text)
+    assert match, "scaling_out.rst no longer states the flops threshold of n_threads='auto'"
+    stated = float(match.group(1)) * 10.0 ** int(match.group(2))
+    assert stated == PARALLEL_FLOPS
+    assert choose_thread_count(0.5 * stated, available=4) == 1
+    assert choose_thread_count(2 * stated, available=4) == 4

@@ -91,3 +91,25 @@ def test_concrete_certified_and_at_least_as_accurate_as_ridge():
     r2 = 1 - np.mean((model.predict(scaler.transform(X_test)) * scale + mean - y_test) ** 2) / np.var(y_test)
     ridge = Ridge().fit(scaler.transform(X_train), y_train).score(scaler.transform(X_test), y_test)
     assert r2 >= ridge
+
+
+def test_a_solver_failure_on_badly_scaled_targets_says_to_standardize_y(monkeypatch):
+    # Issue 19 (found by tests/test_properties.py): at |y| ~ 1e8 Clarabel
+    # reported the compact SDP dual infeasible, in the solver's words only.
+    # The solver's failure is simulated: whether a solver fails at a given
+    # scale depends on its rounding, the explanation must not.
+    import skquad.quantized._sdp as sdp_module
+    from skquad.convex.solution import SolverFailedError
+
+    def failing_solver(*args, **kwargs):
+        raise SolverFailedError("Clarabel ended with status DualInfeasible")
+
+    monkeypatch.setattr(sdp_module, "solve_relaxation", failing_solver)
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    y = X[:, 0] * X[:, 1] + 0.1 * rng.randn(30)
+    with pytest.raises(ValueError, match=r"magnitude up to 4.31e\+08.*DualInfeasible.*standardize y"):
+        SDPQuantizedRegressor(n_neurons=20, random_state=0).fit(X, y * 1e8)
+    # Targets of order 1: the solver's own error, nothing to explain.
+    with pytest.raises(SolverFailedError, match="DualInfeasible"):
+        SDPQuantizedRegressor(n_neurons=20, random_state=0).fit(X, y)

@@ -65,6 +65,8 @@ INVENTORIES = {
             "class", "reference/random/legacy.html#numpy.random.RandomState"),
         "numpy.random.Generator": (
             "class", "reference/random/generator.html#numpy.random.Generator"),
+        "numpy.random.SeedSequence": (
+            "class", "reference/random/bit_generators/generated/numpy.random.SeedSequence.html#{}"),
     }),
     "pandas": ("pandas", "stable", {
         "pandas.DataFrame": ("class", "reference/api/pandas.DataFrame.html#pandas.DataFrame"),

@@ -22,20 +22,20 @@ OUTPUT = REPOSITORY / "doc" / "_static" / "architecture.svg"
 # Room -> (x, y) of the box centre, label. Rows from the top: what users
 # import, the estimators, the base and the engine, the math, the foundation.
 BOXES = {
-    "research": ((15.0, 9.2), "benchmarks/research/\npaper reproductions, speed runs"),
+    "research": ((15.0, 9.2), "benchmarks/research/\npaper reproductions,\nspeed runs"),
     "benchmarks": ((11.55, 9.2), "benchmarks/\nrun_benchmark, the CLI"),
     "inspection": ((1.7, 7.2), "inspection/\nquadrics, interactions"),
     "export": ((4.9, 7.2), "export/\nto_torch, ONNX"),
-    "estimators": ((9.0, 7.2), "linear_model/  neural_network/\nquantized/  (one module each)"),
+    "estimators": ((9.0, 7.2), "linear_model/  neural_network/\nquantized/  _dask.py"),
     "datasets": ((15.0, 7.2), "datasets/\nUCI, generators"),
-    "base": ((6.6, 5.0), "_base.py, _atomic.py\nvalidation, atomic fit,\nscores -> labels"),
-    "training": ((11.4, 5.0), "_training/\nthe engine: loop, optimizers,\nL-BFGS driver, threads"),
+    "base": ((6.6, 5.0), "_base.py  _atomic.py\n_dask_dispatch.py\nvalidation, atomic fit, predict"),
+    "training": ((11.4, 5.0), "_training/\nthe engine: runtime policy,\nloop, optimizers, L-BFGS"),
     "nn": ((6.6, 2.8), "nn/\ntorch layers, fused pass,\nquadratic forms"),
     "convex": ((11.4, 2.8), "convex/\nSDP: lifting, solvers,\ncertificate, sampling"),
-    "foundation": ((9.0, 0.9), "foundation:  _torch_utils   _reporting   _memory   _rows   _pipeline   _version"),
+    "foundation": ((9.0, 0.9), "foundation:  _torch_utils   _reporting   _memory   _rows   _pipeline   _training/_threads   _version"),
 }
 WIDTH = {
-    "estimators": 3.9, "foundation": 11.0, "research": 3.7, "benchmarks": 3.1, "inspection": 2.9,
+    "estimators": 3.9, "foundation": 12.6, "base": 3.6, "research": 3.7, "benchmarks": 3.1, "inspection": 2.9,
     "export": 2.7, "training": 3.5, "convex": 3.1,
 }
 HEIGHT = 1.3

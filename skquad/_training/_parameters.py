@@ -74,6 +74,9 @@ class FlatParameters:
         scales, l1s, l2s, sizes = [], [], [], []
         offset = 0
         self.slices = {}
+        names = {id(p): name for name, p in module.named_parameters()}
+        # (name, offset) of every parameter: how bind() re-seats a copy's module.
+        self.layout = []
         for group, members in groups:
             start = offset
             for parameter in members:
@@ -82,6 +85,7 @@ class FlatParameters:
                 view.copy_(parameter.detach())
                 parameter.data = view
                 parameter.grad = self.gradient[offset : offset + size].view_as(parameter)
+                self.layout.append((names[id(parameter)], offset))
                 offset += size
             self.slices[group.name] = slice(start, offset)
             scales.append(group.learning_rate_scale)
@@ -93,6 +97,19 @@ class FlatParameters:
         self._l1 = self._per_element(l1s, sizes)
         self._l2 = self._per_element(l2s, sizes)
         self._learning_rate_cache = None
+
+    def bind(self, module):
+        """Re-seat ``module``'s parameters (same names and shapes) as views of these buffers.
+
+        For a deep copy of a trainer: torch deep-copies each ``nn.Parameter``
+        on its own, which cuts the copied module off the copied buffers.
+        """
+        parameters = dict(module.named_parameters())
+        for name, offset in self.layout:
+            parameter = parameters[name]
+            size = parameter.numel()
+            parameter.data = self.values[offset : offset + size].view_as(parameter)
+            parameter.grad = self.gradient[offset : offset + size].view_as(parameter)
 
     def _per_element(self, values, sizes):
         if all(v == values[0] for v in values):

@@ -1,5 +1,6 @@
 """The training loop: :class:`Trainer` (see the package docstring for the API)."""
 
+import copy
 import math
 import time
 from contextlib import nullcontext
@@ -90,6 +91,22 @@ class Trainer:
         self._no_improvement_count = 0
         self.guard = DivergenceGuard(self.config, self.flat_parameters)
         self._fit_started = None
+
+    def __deepcopy__(self, memo):
+        """A working copy: its module's parameters are views of its own flat buffers.
+
+        A plain deep copy clones each ``nn.Parameter`` on its own (torch's
+        ``Parameter.__deepcopy__``), so the copy's optimizer would step the
+        copied flat buffer while its module kept the old weights: a
+        ``partial_fit`` on an atomic fit's working copy then never learned
+        (issue 19). The parameters are re-bound to the copied buffers.
+        """
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        for name, value in self.__dict__.items():
+            setattr(copied, name, copy.deepcopy(value, memo))
+        copied.parameters.bind(copied.module)
+        return copied
 
     # ------------------------------------------------------------ parameters
     def _build_flat_buffers(self, parameter_groups):

@@ -6,7 +6,7 @@ fit) on your own ``(X, y)``, on scikit-learn's bundled datasets or on the UCI
 datasets, with your estimators beside the defaults, and returns a
 :class:`BenchmarkResult` (DataFrames, a Markdown report, plots).
 
-From the shell, ``python -m skquad.benchmarks`` runs one of seven suites and
+From the shell, ``python -m skquad.benchmarks`` runs one of eight suites and
 writes ``report.md``, CSV tables and PNG plots to ``--output``:
 
 uci (default)
@@ -34,9 +34,12 @@ speed-networks
 sdp-targets
     The SDP solver's time, certified gap and peak memory per case
     (``--datasets`` picks the cases).
+dask-scaling
+    QuadraticLogisticRegression on Dask arrays of a local cluster: memory,
+    agreement with the in-memory fit, 1 against 2 workers, dask-ml.
 
 The paper reproductions and the speed runs are in
-:mod:`skquad.benchmarks.research`, on skquad's public API.
+``skquad.benchmarks.research``, on skquad's public API.
 
 All need the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``;
 without it they say so instead of failing on a missing import.

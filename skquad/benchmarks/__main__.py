@@ -48,6 +48,7 @@ SUITES = {
         ("research._network_speed", "regressors"),
     ],
     "sdp-targets": [("research._sdp_targets", "run")],
+    "dask-scaling": [("research._dask_scaling", "run")],
 }
 
 SUITE_HELP = {
@@ -62,7 +63,10 @@ SUITE_HELP = {
     "speed-networks": "QNN/RPQNN classifiers and regressors against scikit-learn's MLPs, fit "
     "time per epoch in float64 and float32 (--repeats: rounds)",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
-    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, small; --quick: small)",
+    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small; --quick: small)",
+    "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
+    "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
+    "scaling, daskml; --quick: match and scaling on a small array)",
 }
 
 SUITE_TITLES = {
@@ -73,6 +77,7 @@ SUITE_TITLES = {
     "speed": "Speed targets",
     "speed-networks": "Network speed against scikit-learn's MLPs",
     "sdp-targets": "SDP solver targets",
+    "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
 }
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).

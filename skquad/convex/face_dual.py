@@ -23,8 +23,8 @@ If only ``1ᵀmu = T > 2 beta p``, the pair ``(theta lam, theta mu)`` with
 ``theta <= 2 beta p / T`` satisfies the lemma (the LMIs are cones), and
 ``D(theta lam) = -theta a - theta² b`` (``a = Σ w lam t``, ``b = Σ w lam²/4``)
 is a concave quadratic: its maximiser on ``[0, 2 beta p / T]`` is in closed
-form (:func:`verified_bound`). Nothing here depends on how ``lam`` and ``mu``
-were found: :func:`verified_bound` re-checks the LMIs with an eigenvalue
+form (``verified_bound()``). Nothing here depends on how ``lam`` and ``mu``
+were found: ``verified_bound()`` re-checks the LMIs with an eigenvalue
 decomposition of ``Diag mu ± 2 M(lam)`` formed from ``lam`` itself (the
 smallest eigenvalue, less a round-off guard, shifts ``mu``), so an inexact
 solve below costs tightness, never validity.
@@ -107,7 +107,7 @@ def face_basis(factor, signs, threshold=_FACE_EIGENVALUE, max_size=None):
 
 def _pair_scores(data, basis):
     """``(⟨L_i, sym(u_a u_bᵀ)⟩)_i`` for all ``a <= b``: shape (n_samples, r (r + 1) / 2)."""
-    Z = data.features.detach().cpu().numpy()
+    Z = data.features.detach().cpu().numpy().astype(np.float64)
     width = Z.shape[1]
     rows, cols = np.triu_indices(basis.shape[1])
     g = Z @ basis[:width]
@@ -125,7 +125,7 @@ def _pair_scores(data, basis):
 
 def _weighted_matrices(data, coefficients, chunk=512):
     """``Σ_i C_ia L_i`` for every column ``a`` of ``C``: shape (q, p, p), float64."""
-    Z = data.features.detach().cpu().numpy()
+    Z = data.features.detach().cpu().numpy().astype(np.float64)
     n, width = Z.shape
     q = coefficients.shape[1]
     gram = np.zeros((width * width, q))
@@ -153,9 +153,9 @@ def verified_bound(data, lam, mu):
     raised by the smallest eigenvalue of ``Diag mu ± 2 M`` less a round-off
     guard, so the returned value is a lower bound whatever ``lam`` and ``mu``.
     """
-    dtype = data.features.dtype
-    lam_t = torch.as_tensor(np.asarray(lam, dtype=np.float64), dtype=dtype)
-    mu_t = torch.as_tensor(np.asarray(mu, dtype=np.float64), dtype=dtype)
+    dtype, device = data.features.dtype, data.features.device
+    lam_t = torch.as_tensor(np.asarray(lam, dtype=np.float64), dtype=dtype, device=device)
+    mu_t = torch.as_tensor(np.asarray(mu, dtype=np.float64), dtype=dtype, device=device)
     M = data.weighted_matrix(data.weight * lam_t)
     M = 0.5 * (M + M.T)
     eps = torch.finfo(dtype).eps
@@ -226,7 +226,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     -------
     bound : float
         A lower bound on the block's optimum (checked by
-        :func:`verified_bound`). Faces larger than ``MAX_FACE_VARIABLES``
+        ``verified_bound()``). Faces larger than ``MAX_FACE_VARIABLES``
         lose their weakest directions first (a looser, still valid bound).
     """
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)

@@ -519,7 +519,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             trainer, self, X, self._callback_targets(y), sample_weight,
             fitted_attributes=lambda: {
                 **self._fitted_network_attributes(trainer.module[1]),
-                "device_": policy.device_name, "_fitted_n_threads": n_threads,
+                "device_": policy.device_name, "_fitted_n_threads": self._fitted_n_threads,
             },
         ):
             history = self._run(trainer, X, y, sample_weight, None if incremental else self.max_iter)

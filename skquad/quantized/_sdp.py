@@ -22,6 +22,7 @@ from ..convex.lifting import (
     export_quadratic_network,
 )
 from ..convex.relaxation import solve_relaxation
+from ..convex.solution import SolverFailedError
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
@@ -137,23 +138,27 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         else:
             # A warm start (e.g. a path over beta) starts from the previous factors.
             previous = getattr(self, "_factor_start_", None) if self.warm_start else None
-            solution = solve_relaxation(
-                self._lifting(),
-                X_train,
-                targets,
-                weight,
-                loss=self.loss,
-                beta=float(self.beta),
-                n_outputs=n_outputs,
-                solver=solver,
-                solver_options=self.solver_options,
-                tol=float(self.tol),
-                max_iter=int(self.max_iter),
-                init=previous if solver is None else None,
-                callback=self._solver_chunk_hook(X, y),
-                verbose=int(self.verbose),
-                device=device,
-            )
+            try:
+                solution = solve_relaxation(
+                    self._lifting(),
+                    X_train,
+                    targets,
+                    weight,
+                    loss=self.loss,
+                    beta=float(self.beta),
+                    n_outputs=n_outputs,
+                    solver=solver,
+                    solver_options=self.solver_options,
+                    tol=float(self.tol),
+                    max_iter=int(self.max_iter),
+                    init=previous if solver is None else None,
+                    callback=self._solver_chunk_hook(X, y),
+                    verbose=int(self.verbose),
+                    device=device,
+                )
+            except SolverFailedError as exc:
+                self._explain_solver_failure(exc, targets)
+                raise
             self.Q_ = solution.Q
             self.Z_ = solution.Z.copy()
             self.rho_ = solution.rho
@@ -209,6 +214,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
     def _callback_max_subtasks(self, method_name):
         """Unknown (None): the solver reports one subtask per chunk until it certifies ``tol``."""
         return None
+
+    def _explain_solver_failure(self, error, targets):
+        """Raise a clearer error than the solver's where the input explains it (or return)."""
 
     def _penalty_beta(self):
         """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
@@ -589,7 +597,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     n_lifted_features_ : int
         ``p``, the length of the binary weight vectors.
     solver_ : str
-        ``"native"`` or the CVXPY solver used.
+        The solver that produced the relaxed solution: ``"native"`` (the
+        factor solver), ``"compact"`` (the exact compact-cone solve of a small
+        squared-loss lifting, chosen by ``solver=None`` on the CPU) or the
+        CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
         (by a callback) for the native solver; "inaccurate" for a compact

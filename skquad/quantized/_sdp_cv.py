@@ -216,7 +216,8 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
     >>> from sklearn.datasets import load_breast_cancer
     >>> from skquad.quantized import SDPQuantizedClassifierCV
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = SDPQuantizedClassifierCV(100, betas=4, cv=3, random_state=0).fit(X[:, :5], y)
+    >>> clf = SDPQuantizedClassifierCV(100, betas=4, cv=3, random_state=0)
+    >>> clf = clf.fit(X[:, :5], y)
     >>> clf.scores_.shape
     (3, 4)
     >>> bool(clf.beta_ in clf.betas_)

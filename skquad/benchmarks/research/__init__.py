@@ -3,7 +3,8 @@
 Suites of the benchmark command, not a library: each module follows the suite
 contract of :mod:`skquad.benchmarks.__main__` (``run`` and/or ``speed``
 returning a report section) and is run through the command
-(``--suite paper001``, ``paper002``, ``speed``).
+(``--suite paper001``, ``paper002``, ``speed``, ``speed-networks``,
+``sdp-targets``, ``dask-scaling``).
 
 ``_paper001``
     Noel et al. (QNN/RPQNN): XOR, six clusters, the Table 4/5 analogues, the
@@ -15,6 +16,12 @@ returning a report section) and is run through the command
     QuadraticLogisticRegression's speed and memory targets.
 ``_layers``
     The quadratic layers' forward/backward speed and the storage table.
+``_network_speed``
+    The networks against scikit-learn's MLPs, float64 and float32.
+``_sdp_targets``
+    The SDP solver's targets: time, certified gap, peak memory.
+``_dask_scaling``
+    QuadraticLogisticRegression on Dask arrays of a local cluster.
 
 They are written on skquad's public API only (the estimators, ``skquad.nn``,
 ``skquad.convex``, ``skquad.datasets``) plus the command's report helpers
