@@ -46,94 +46,27 @@ def _flops_per_step(n_neurons, n_lifted, batch_size):
     return 6.0 * batch_size * 2 * n_neurons * n_lifted
 
 
-def make_bilinear_trainer(
-    n_lifted,
-    n_outputs,
-    *,
-    n_neurons,
-    loss,
-    beta,
-    learning_rate_init,
-    momentum=0.9,
-    batch_size=None,
-    tol=1e-4,
-    n_iter_no_change=10,
-    verbose=False,
-    device="auto",
-    random_state=None,
-    n_threads="auto",
-    learning_rate="constant",
-    power_t=0.5,
-    max_iter_warning=True,
-    dtype=torch.float64,
-    initial=None,
-    curvature=1.0,
-    real_targets=False,
-):
-    """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
-
-    The low-level form of :class:`~skquad.BackpropQuantizedClassifier`, for inputs
-    that are already lifted (``z = [x, 1]`` or any other features) and for
-    targets the classifier does not take: with one output and the squared
-    loss, ``targets`` may be any real numbers (the planted regression
-    experiment of Bartan & Pilanci). Train with ``trainer.fit(Z, targets,
-    sample_weight=None, max_iter=...)`` (or ``trainer.partial_fit`` for one
-    epoch), read the real first layer from ``trainer.module.U`` and
-    ``trainer.module.V`` (torch tensors) and quantize it with
-    ``skquad.nn.bilinear.quantize_bilinear()``.
-
-    Parameters
-    ----------
-    n_lifted : int
-        ``p``, the width of the inputs ``Z``.
-    n_outputs : int
-        1 (targets ±1 or real) or the number of classes (targets: indices).
-    n_neurons, loss, beta, learning_rate_init, momentum, batch_size, tol,
-    n_iter_no_change, verbose, device, random_state, n_threads, learning_rate, power_t :
-        As in :class:`~skquad.BackpropQuantizedClassifier`; the step applied to the
-        first layer is ``learning_rate_init * m_k / curvature``.
-    max_iter_warning : bool, default=True
-        Emit a ConvergenceWarning when ``fit`` runs out of epochs.
-    dtype : torch.dtype, default=torch.float64
-        Computation dtype.
-    initial : tuple of two arrays, default=None
-        Starting ``(U, V)``; None draws ``N(0, I / p)`` rows.
-    curvature : float, default=1.0
-        Divides the step (see ``skquad.nn.bilinear.bilinear_curvature()``).
-    real_targets : bool, default=False
-        ``targets`` of shape (n, n_outputs) are real values (vector-output
-        regression with the squared loss), not class indices.
-
-    Returns
-    -------
-    trainer : Trainer
-        skquad's training loop around a ``skquad.nn.bilinear.BilinearModule``.
-    neuron_class : ndarray of shape (n_neurons,)
-    output_weights : ndarray of shape (n_neurons, n_outputs)
-    """
-    policy = runtime_policy(
-        np.float64,
-        dtype=dtype,
-        device=device,
-        n_threads=n_threads,
-        flops_per_step=_flops_per_step(n_neurons, n_lifted, batch_size or 200),
-        random_state=random_state,
-    )
-    return _bilinear_trainer(
-        n_lifted, n_outputs, policy, n_neurons=n_neurons, loss=loss, beta=beta,
-        learning_rate_init=learning_rate_init, momentum=momentum, batch_size=batch_size, tol=tol,
-        n_iter_no_change=n_iter_no_change, verbose=verbose, learning_rate=learning_rate,
-        power_t=power_t, max_iter_warning=max_iter_warning, initial=initial, curvature=curvature,
-        real_targets=real_targets,
-    )
-
-
 def _bilinear_trainer(
     n_lifted, n_outputs, policy, *, n_neurons, loss, beta, learning_rate_init, momentum,
     batch_size, tol, n_iter_no_change, verbose, learning_rate, power_t, max_iter_warning,
     initial, curvature, real_targets,
 ):
-    """:func:`make_bilinear_trainer` under a decided :class:`~skquad._training.RuntimePolicy`."""
+    """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
+
+    The training half of the backprop estimators, on inputs already lifted
+    (``Z`` of width ``n_lifted``), under the fit's decided
+    :class:`~skquad._training.RuntimePolicy` (dtype, device, threads, the
+    initialization and shuffling generators). The step applied to the first
+    layer is ``learning_rate_init * m_k / curvature``; ``initial`` is a
+    starting ``(U, V)`` (None draws ``N(0, I / p)`` rows from the policy's
+    initialization generator); ``real_targets`` means targets of shape
+    (n, n_outputs) compared as they are (the regressor), not class indices.
+
+    Returns ``(trainer, neuron_class, output_weights)``: the engine's
+    :class:`~skquad._training.Trainer` around a
+    :class:`~skquad.nn.bilinear.BilinearModule`, each neuron's output, and
+    the fixed second layer of shape (n_neurons, n_outputs).
+    """
     counts = _neurons_per_output(n_neurons, n_outputs)
     if initial is None:
         # Unit-variance projections z^T u for standardized inputs.
