@@ -1,4 +1,4 @@
-"""Multilabel y (a label indicator matrix) for QNNClassifier and RPQNNClassifier.
+"""Multilabel y (a label indicator matrix) for QNNClassifier and RPQNNClassifier (_classifier.py).
 
 As MLPClassifier: one logistic output per label, ``predict`` returns the
 indicator matrix, ``predict_proba`` one independent probability per label;

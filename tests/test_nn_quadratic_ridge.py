@@ -1,0 +1,89 @@
+"""skquad.nn.quadratic_ridge against scikit-learn's Ridge on PolynomialFeatures(2).
+
+The module never forms the n x D feature matrix; the reference does. Both solve
+the same strictly convex problem (alpha > 0), so the solutions agree up to the
+rounding of a well-conditioned solve (condition number ~1e3 here): 1e-8
+relative for the direct solvers; conjugate gradients run to a relative
+residual of 1e-12, which bounds the error by cond * 1e-12, so 1e-7.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse
+from sklearn.linear_model import Ridge
+from sklearn.preprocessing import PolynomialFeatures
+
+from skquad.nn.quadratic_ridge import (
+    QuadraticRidgeLeaveOneOut,
+    coefficients_to_model,
+    expansion_size,
+    fit_quadratic_ridge,
+    quadratic_model_scores,
+)
+
+
+def _data(n=40, d=3, n_targets=2):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(n, d))
+    X[rng.uniform(size=X.shape) < 0.3] = 0.0  # zeros, for the sparse case
+    Y = X[:, :1] ** 2 - X[:, 1:2] * X[:, 2:3] + rng.normal(scale=0.1, size=(n, n_targets))
+    weight = rng.uniform(0.5, 2.0, size=n)
+    return X, Y, weight
+
+
+def _reference(X, Y, weight, alpha, fit_intercept):
+    features = PolynomialFeatures(2, include_bias=False).fit_transform(X)
+    ridge = Ridge(alpha=alpha, fit_intercept=fit_intercept, solver="cholesky")
+    ridge.fit(features, Y, sample_weight=weight)
+    return ridge.coef_.T, np.broadcast_to(ridge.intercept_, (Y.shape[1],))
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_expansion_size_is_polynomial_features_width(d):
+    assert expansion_size(d) == PolynomialFeatures(2, include_bias=False).fit(np.ones((1, d))).n_output_features_
+
+
+@pytest.mark.parametrize("solver, rtol", [("primal", 1e-8), ("kernel", 1e-8), ("cg", 1e-7)])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_solvers_match_ridge_on_the_expanded_features(solver, rtol, fit_intercept, sparse):
+    X, Y, weight = _data()
+    expected_coef, expected_intercept = _reference(X, Y, weight, 0.5, fit_intercept)
+    coefficients, intercept, n_iter = fit_quadratic_ridge(
+        scipy.sparse.csr_matrix(X) if sparse else X, Y, weight, 0.5,
+        fit_intercept=fit_intercept, solver=solver, tol=1e-12,
+    )
+    scale = np.abs(expected_coef).max()
+    np.testing.assert_allclose(coefficients, expected_coef, rtol=rtol, atol=rtol * scale)
+    np.testing.assert_allclose(intercept, expected_intercept, rtol=rtol, atol=rtol * scale)
+    assert (n_iter is None) == (solver != "cg")
+
+
+def test_the_model_form_reproduces_the_features_scores():
+    X, Y, weight = _data()
+    coefficients, intercept, _ = fit_quadratic_ridge(X, Y, weight, 0.5)
+    coef, Q = coefficients_to_model(coefficients, X.shape[1])
+    assert coef.shape == (2, 3) and Q.shape == (2, 3, 3)
+    np.testing.assert_array_equal(Q, np.transpose(Q, (0, 2, 1)))
+    features = PolynomialFeatures(2, include_bias=False).fit_transform(X)
+    np.testing.assert_allclose(
+        quadratic_model_scores(X, Q, coef, intercept), features @ coefficients + intercept, rtol=1e-12, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("mode", ["gram", "cov"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_leave_one_out_errors_are_those_of_refits(mode, fit_intercept):
+    # n = 15 refits, each without one row; the error is scaled by sqrt(weight), as RidgeCV's
+    X, Y, weight = _data(n=15)
+    alphas = np.array([0.1, 1.0, 10.0])
+    looe = QuadraticRidgeLeaveOneOut(X, Y, weight, fit_intercept=fit_intercept, mode=mode).errors(alphas)
+    assert looe.shape == (15, 2, 3)
+    expected = np.empty_like(looe)
+    features = PolynomialFeatures(2, include_bias=False).fit_transform(X)
+    for i in range(15):
+        keep = np.arange(15) != i
+        for k, alpha in enumerate(alphas):
+            coef, intercept = _reference(X[keep], Y[keep], weight[keep], alpha, fit_intercept)
+            expected[i, :, k] = np.sqrt(weight[i]) * (Y[i] - features[i] @ coef - intercept)
+    np.testing.assert_allclose(looe, expected, rtol=1e-7, atol=1e-9)
