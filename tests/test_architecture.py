@@ -256,3 +256,115 @@ def test_the_architecture_page_prints_this_table():
         if room != "package"
     }
     assert printed == expected
+
+
+# ---------------------------------------------------------------------------
+# One test module per source module, named after it.
+#
+# ``skquad/a/_b.py`` is tested in ``tests/test_a_b.py`` (leading underscores
+# dropped, the path joined with "_"), or in ``tests/test_b.py`` when no other
+# module's full name is ``b`` (``quantized/_sdp_cv.py`` -> ``test_sdp_cv.py``,
+# but ``skquad/_pipeline.py`` owns ``test_pipeline.py``, not
+# ``inspection/_pipeline.py``). ``__init__`` and ``__main__`` modules are the
+# packages' doors: they are tested through the modules behind them.
+#
+# The exceptions: module -> (the test module that tests it, why not its own).
+TESTED_ELSEWHERE = {
+    "skquad.nn.losses": (
+        "test_nn_fused.py",
+        "the autograd reference of nn/fused.py: its losses are checked against the fused "
+        "network's written-out gradients, where they are used",
+    ),
+    # Packages tested as one through their public functions; each test module
+    # exercises the package's public API end to end (splitting them per private
+    # module is outstanding work).
+    **{
+        f"skquad.inspection.{module}": ("test_inspection.py", "inspection tested through its public API")
+        for module in ("_analysis", "_displays", "_interactions", "_neurons", "_pipeline", "_quadric")
+    },
+    **{
+        f"skquad.export.{module}": ("test_export.py", "to_torch and ONNX round trips of every estimator")
+        for module in ("_onnx", "_torch")
+    },
+    **{
+        f"skquad.datasets.{module}": ("test_datasets.py", "the loaders and generators through skquad.datasets")
+        for module in ("_generators", "_uci")
+    },
+    **{
+        f"skquad.benchmarks.{module}": (
+            "test_benchmarks.py",
+            "the benchmark command tested through run_benchmark and its command line "
+            "(test_benchmarks.py, test_benchmarks_regression.py)",
+        )
+        for module in ("_api", "_estimators", "_protocol", "_regression_suite", "_report", "_size",
+                       "_summary", "_uci_suite")
+    },
+}
+
+
+def _test_names(name):
+    """``(full, short)`` test module stems of module ``name`` (``skquad.a._b``)."""
+    parts = [part.lstrip("_") for part in name.split(".")[1:]]
+    return "test_" + "_".join(parts), "test_" + parts[-1]
+
+
+def naming_problems(modules, test_stems, tested_elsewhere):
+    """Modules with no test module named after them, and stale or broken exceptions."""
+    full_names = {_test_names(name)[0]: name for name in modules}
+    problems = []
+    for name in modules:
+        full, short = _test_names(name)
+        named = full in test_stems or (short in test_stems and full_names.get(short, name) == name)
+        if name in tested_elsewhere:
+            test_module, _ = tested_elsewhere[name]
+            if named:
+                problems.append(f"{name} has its own test module now: drop it from TESTED_ELSEWHERE")
+            elif test_module.removesuffix(".py") not in test_stems:
+                problems.append(f"{name}: TESTED_ELSEWHERE names {test_module}, which does not exist")
+        elif not named:
+            problems.append(f"{name} has no test module: write tests/{full}.py")
+    problems.extend(
+        f"TESTED_ELSEWHERE names {name}, which is not a module" for name in tested_elsewhere if name not in modules
+    )
+    return problems
+
+
+def _source_modules():
+    return {
+        name for name, path in _modules()
+        if path.stem not in ("__init__", "__main__")
+    }
+
+
+def test_every_module_has_a_test_module_named_after_it():
+    tests = {path.stem for path in Path(__file__).parent.glob("test_*.py")}
+    assert naming_problems(_source_modules(), tests, TESTED_ELSEWHERE) == []
+
+
+@pytest.mark.parametrize(
+    "modules, tests, elsewhere, expected",
+    [
+        # a new module without a test
+        ({"skquad.convex.newsolver"}, {"test_convex"}, {}, "write tests/test_convex_newsolver.py"),
+        # the short form belongs to the module whose full name it is
+        ({"skquad._pipeline", "skquad.inspection._pipeline"}, {"test_pipeline"}, {},
+         "skquad.inspection._pipeline has no test module"),
+        # an exception that is no longer needed, or points nowhere
+        ({"skquad.nn.losses"}, {"test_nn_losses", "test_nn_fused"},
+         {"skquad.nn.losses": ("test_nn_fused.py", "")}, "has its own test module now"),
+        ({"skquad.nn.losses"}, set(), {"skquad.nn.losses": ("test_nn_fused.py", "")}, "does not exist"),
+        ({"skquad.nn.layers"}, {"test_nn_layers"}, {"skquad.nn.gone": ("test_nn_layers.py", "")},
+         "not a module"),
+    ],
+)
+def test_the_naming_check_finds_missing_tests(modules, tests, elsewhere, expected):
+    problems = naming_problems(modules, tests, elsewhere)
+    assert len(problems) == 1 and expected in problems[0]
+
+
+def test_the_naming_check_accepts_both_forms():
+    assert naming_problems(
+        {"skquad._training._config", "skquad.quantized._sdp_cv", "skquad._rows"},
+        {"test_training_config", "test_sdp_cv", "test_rows"},
+        {},
+    ) == []
