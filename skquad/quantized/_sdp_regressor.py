@@ -164,16 +164,16 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         # overflow nor underflow.
         unit = targets.reshape(len(targets), -1) / largest
         rms = largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
-        scale = float(np.ldexp(1.0, int(np.round(np.log2(rms)))))
-        tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max
-        if not tiny <= scale**2 <= huge:
+        exponent = int(np.round(np.log2(rms)))
+        # c^2 = 2^(2 exponent) must be a normal float64 (2^-1022 to 2^1023).
+        if not -1022 <= 2 * exponent <= 1023:
             raise ValueError(
                 f"y has a root mean square of {rms:.3g}: its squared loss, the "
                 f"objective and certificate of {type(self).__name__} (of order "
                 f"{rms:.3g}^2), is outside float64's range. Rescale y (e.g. by a "
                 "power of ten) and the predictions back."
             )
-        return scale
+        return float(np.ldexp(1.0, exponent))
 
     def _sdp_targets(self, y_train, n_outputs):
         """Real targets: a vector for one output, the (n, k) matrix otherwise."""
