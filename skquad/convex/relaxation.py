@@ -258,6 +258,8 @@ def solve_relaxation(
         and the solution is returned for ``(y, beta)``
         (:func:`~skquad.convex.solution.rescale_solution`: exact, the
         problem is scale-equivariant); ``init`` is given for ``(y, beta)``.
+        ``verbose`` prints the scaled problem's objective and bound (``1 /
+        c^2`` of ``y``'s; the relative gap is the same).
 
     Returns
     -------

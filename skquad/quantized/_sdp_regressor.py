@@ -43,7 +43,9 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
     beta : float, default=1e-2
-        Penalty on the second layer's l1 norm, times ``p``.
+        Penalty on the second layer's l1 norm, times ``p``, in the units of
+        ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
+        model).
     fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
