@@ -27,7 +27,7 @@ from .compact_solver import compact_applies, solve_compact
 from .factor_solver import _SINGLE_THREAD_WORK, FACTOR_SOLVER_OPTIONS, solve_factored, threads_for
 from .formulation import solve_sdp
 from .problem import LiftedData
-from .solution import SDPSolution, relative_gap
+from .solution import SDPSolution, relative_gap, rescale_solution
 
 __all__ = ["solve_relaxation"]
 
@@ -207,6 +207,7 @@ def solve_relaxation(
     callback=None,
     verbose=0,
     device="auto",
+    target_scale=1.0,
 ):
     """Solve the SDP relaxation of Bartan & Pilanci and certify the result.
 
@@ -251,11 +252,26 @@ def solve_relaxation(
         Native solver: print the progress of every chunk.
     device : "auto", str or torch.device, default="auto"
         Native solver: where it computes ("auto" = the CPU).
+    target_scale : float, default=1.0
+        Squared loss only: ``c > 0``. The solvers see ``y / c`` and
+        ``beta / c`` (targets of order 1 for a ``c`` of ``y``'s magnitude)
+        and the solution is returned for ``(y, beta)``
+        (:func:`~skquad.convex.solution.rescale_solution`: exact, the
+        problem is scale-equivariant); ``init`` is given for ``(y, beta)``.
+        ``verbose`` prints the scaled problem's objective and bound (``1 /
+        c^2`` of ``y``'s; the relative gap is the same).
 
     Returns
     -------
     solution : SDPSolution
     """
+    user_beta = beta
+    if target_scale != 1.0:
+        if loss != "squared":
+            raise ValueError(f"target_scale applies to the squared loss only, got loss={loss!r}.")
+        y = np.asarray(y, dtype=np.float64) / target_scale
+        beta = beta / target_scale
+        init = None if init is None else rescale_solution(init, 1.0 / target_scale)
     if solver is not None:
         solution = solve_sdp(
             lifting.matrices(X), y, weight, loss=loss, beta=beta, n_outputs=n_outputs,
@@ -326,9 +342,9 @@ def solve_relaxation(
     finished = solution.status not in ("time_limit", "stopped")
     if finished and beta > 0 and penalty <= 1e-7 * max(abs(solution.value), 1e-300):
         warn_user(
-            f"beta={beta:g} is so large that the relaxed optimum is the zero "
+            f"beta={user_beta:g} is so large that the relaxed optimum is the zero "
             "network (rho = 0, certified): the model predicts a constant score. "
             "Use a smaller beta.",
             UserWarning,
         )
-    return solution
+    return rescale_solution(solution, target_scale)

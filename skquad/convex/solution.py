@@ -1,10 +1,10 @@
 """The result of an SDP solve, whichever solver produced it."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["SDPSolution", "SolverFailedError"]
+__all__ = ["SDPSolution", "SolverFailedError", "rescale_solution"]
 
 
 class SolverFailedError(RuntimeError):
@@ -92,6 +92,48 @@ class SDPSolution:
     def Z(self):
         p = self.Q.shape[1] // 2
         return self.Q[:, :p, p:]
+
+
+def rescale_solution(solution, c):
+    """The squared-loss solution for targets ``c * y`` and ``c * beta`` from that for ``(y, beta)``.
+
+    The squared-loss relaxation is exactly scale-equivariant. Its objective is
+
+        F_(y, beta)(Q) = sum_i w_i ||f_i(Q) - y_i||^2 + 2 beta p sum_k rho_k,
+
+    over ``Q_k = [[V_k, Z_k], [Z_k^T, W_k]] >= 0`` with ``diag(Q_k) = rho_k``,
+    where ``f_ik(Q) = 2 <L(x_i), Z_k>`` and ``rho_k`` are linear in ``Q``. For
+    ``c > 0``, ``Q -> c Q`` is a bijection of the feasible set (the PSD cone
+    is a cone, the diagonal constraint is linear), and
+    ``F_(c y, c beta)(c Q) = sum_i w_i c^2 ||f_i(Q) - y_i||^2 + 2 c beta p
+    sum_k c rho_k = c^2 F_(y, beta)(Q)``. So ``c Q`` is optimal (or within a
+    gap ``c^2 g`` of the optimum) for ``(c y, c beta)`` exactly when ``Q`` is
+    (within ``g``) for ``(y, beta)``; a certified lower bound ``b`` of the
+    latter's optimum gives ``c^2 b`` of the former's (``min F_(c y, c beta) =
+    c^2 min F_(y, beta)``), and the relative gap is unchanged. The factors
+    ``F_k`` have unit rows (``Q`` scales through ``rho``) and are kept; the
+    scores ``f`` and a dual point (``lam = 2 (f - y)`` for the squared loss)
+    scale by ``c``.
+
+    Only the squared loss is equivariant (the hinge and logistic losses are
+    not homogeneous): the classifiers call this with ``c = 1``, which returns
+    ``solution`` itself.
+    """
+    if c == 1.0:
+        return solution
+
+    def times(value, factor):
+        return None if value is None else value * factor
+
+    return replace(
+        solution,
+        Q=times(solution.Q, c),
+        rho=times(solution.rho, c),
+        value=solution.value * c**2,
+        scores=times(solution.scores, c),
+        lower_bound=solution.lower_bound * c**2,
+        dual=times(solution.dual, c),
+    )
 
 
 def relative_gap(objective, lower_bound):

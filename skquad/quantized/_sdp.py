@@ -22,7 +22,6 @@ from ..convex.lifting import (
     export_quadratic_network,
 )
 from ..convex.relaxation import solve_relaxation
-from ..convex.solution import SolverFailedError
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
@@ -132,33 +131,33 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         )
         targets = self._sdp_targets(y_train, n_outputs)
         key = self._sdp_key(X_train, targets, weight, solver)
+        # The solver sees targets / c and beta / c (see _target_scale) and
+        # returns the solution in the user's units.
+        target_scale = self._target_scale(targets, weight)
 
         if self.warm_start and getattr(self, "_sdp_key_", None) == key:
             self.solve_time_ = 0.0
         else:
             # A warm start (e.g. a path over beta) starts from the previous factors.
             previous = getattr(self, "_factor_start_", None) if self.warm_start else None
-            try:
-                solution = solve_relaxation(
-                    self._lifting(),
-                    X_train,
-                    targets,
-                    weight,
-                    loss=self.loss,
-                    beta=float(self.beta),
-                    n_outputs=n_outputs,
-                    solver=solver,
-                    solver_options=self.solver_options,
-                    tol=float(self.tol),
-                    max_iter=int(self.max_iter),
-                    init=previous if solver is None else None,
-                    callback=self._solver_chunk_hook(X, y),
-                    verbose=int(self.verbose),
-                    device=device,
-                )
-            except SolverFailedError as exc:
-                self._explain_solver_failure(exc, targets)
-                raise
+            solution = solve_relaxation(
+                self._lifting(),
+                X_train,
+                targets,
+                weight,
+                loss=self.loss,
+                beta=float(self.beta),
+                n_outputs=n_outputs,
+                solver=solver,
+                solver_options=self.solver_options,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                init=previous if solver is None else None,
+                callback=self._solver_chunk_hook(X, y),
+                verbose=int(self.verbose),
+                device=device,
+                target_scale=target_scale,
+            )
             self.Q_ = solution.Q
             self.Z_ = solution.Z.copy()
             self.rho_ = solution.rho
@@ -179,7 +178,16 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             )
             self._covariance_method = self.covariance
         self._training_data = (X_train, targets, weight)
+        self._target_scale_ = target_scale
         return self._sample(self.n_neurons, self.random_state)
+
+    def _target_scale(self, targets, weight):
+        """The ``c`` by which the SDP and the refit divide the targets (1: classifiers).
+
+        The classifiers' targets are ±1 labels or one-hot rows, already of
+        order 1; the regressor returns the targets' magnitude.
+        """
+        return 1.0
 
     def _solver_chunk_hook(self, X, y):
         """The native solver's per-chunk hook as scikit-learn callback subtasks.
@@ -215,9 +223,6 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         """Unknown (None): the solver reports one subtask per chunk until it certifies ``tol``."""
         return None
 
-    def _explain_solver_failure(self, error, targets):
-        """Raise a clearer error than the solver's where the input explains it (or return)."""
-
     def _penalty_beta(self):
         """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
         return float(self.beta)
@@ -236,6 +241,8 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit."""
         rng = check_random_state(random_state)
         n_outputs = self.rho_.shape[0]
+        # Models fitted before the target scaling have none: scale 1.
+        scale = getattr(self, "_target_scale_", 1.0)
         counts = _neurons_per_output(n_neurons, n_outputs)
         U_blocks, V_blocks = [], []
         alpha = np.zeros((n_neurons, n_outputs))
@@ -244,30 +251,37 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             U, V = sample_sign_pairs(self.covariance_[k], int(count), rng)
             U_blocks.append(U)
             V_blocks.append(V)
-            alpha[neuron_class == k, k] = neuron_scale(self.rho_[k], count)
+            alpha[neuron_class == k, k] = neuron_scale(self.rho_[k] / scale, count)
         U, V = np.vstack(U_blocks), np.vstack(V_blocks)
 
+        # The network is scored and refitted on the scaled problem (targets
+        # / c, beta / c: see _target_scale), then mapped back: alpha * c,
+        # objectives * c^2.
         X_train, targets, weight = self._training_data
         lifting = self._lifting()
-        beta, p = self._penalty_beta(), self.n_lifted_features_
+        beta, p = self._penalty_beta() / scale, self.n_lifted_features_
         if self.refit_output_layer:
             outputs = lifting.bilinear(X_train, U, V)
             scores = outputs @ alpha
         else:
             scores = _batched_network_scores(lifting, X_train, U, V, alpha)
-        sampled_objective = network_objective(scores, targets, weight, self.loss, alpha, beta, p)
+        scaled_targets = targets / scale
+        sampled_objective = network_objective(
+            scores, scaled_targets, weight, self.loss, alpha, beta, p
+        )
         objective = sampled_objective
         if self.refit_output_layer:
             refit = refit_second_layer(
-                outputs, targets, weight, loss=self.loss, beta=beta, n_lifted=p, alpha=alpha
+                outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
+                alpha=alpha,
             )
             alpha, objective = refit.alpha, refit.objective
 
-        self.U_, self.V_, self.alpha_ = U, V, alpha
+        self.U_, self.V_, self.alpha_ = U, V, alpha * scale
         self.neuron_class_ = neuron_class
         self.n_neurons_ = int(n_neurons)
-        self.sampled_objective_ = sampled_objective
-        self.objective_ = objective
+        self.sampled_objective_ = sampled_objective * scale**2
+        self.objective_ = objective * scale**2
         self.relaxed_objective_gap_ = self.objective_ - self.lower_bound_
         self._warn_if_far_from_bound(targets, weight)
         return self

@@ -7,11 +7,6 @@ from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
 
 __all__ = ["SDPQuantizedRegressor"]
 
-# Target magnitudes the relaxation's solvers handle at their default
-# tolerances (measured: 1e-10 to 1e4 solve; 1e8 and beyond fail in Clarabel).
-_WELL_SCALED_TARGETS = (1e-3, 1e3)
-
-
 class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     """Binary-weight bilinear network for regression, trained by convex SDP relaxation.
 
@@ -33,16 +28,24 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     ``lower_bound_`` is a certificate: no network of this shape with ±1
     first-layer weights reaches a training objective below it.
 
-    Standardize ``y`` (or use a
-    :class:`~sklearn.compose.TransformedTargetRegressor`) when its scale is far
-    from 1: ``beta`` is relative to the squared loss's scale.
+    Any scale of ``y`` is solved as accurately as ``y`` of order 1: the
+    relaxation and the refit are solved for ``y / c`` and ``beta / c`` (``c``
+    the power of two nearest the targets' root mean square), which the
+    squared loss makes exactly equivalent, and every fitted attribute is in
+    ``y``'s units. ``beta`` is in those units too: fitting ``c * y`` with
+    ``c * beta`` gives ``c`` times the predictions, ``c^2`` times the
+    objectives and bounds and the same relative gap. With a fixed ``beta``,
+    a larger ``y`` is a relatively weaker penalty
+    (:class:`SDPQuantizedRegressorCV` chooses ``beta`` for the data).
 
     Parameters
     ----------
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
     beta : float, default=1e-2
-        Penalty on the second layer's l1 norm, times ``p``.
+        Penalty on the second layer's l1 norm, times ``p``, in the units of
+        ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
+        model).
     fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
@@ -141,20 +144,38 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     def _sdp_n_outputs(self):
         return self.n_outputs_
 
-    def _explain_solver_failure(self, error, targets):
-        # Issue 19: at |y| ~ 1e8 Clarabel reported the compact SDP dual
-        # infeasible, and the user got the solver's words, not the cause.
-        scale = float(np.max(np.abs(targets)))
-        low, high = _WELL_SCALED_TARGETS
-        if not low <= scale <= high:
+    def _target_scale(self, targets, weight):
+        """``c``: the power of two nearest the targets' weighted root mean square.
+
+        The relaxation and the refit are solved for ``y / c`` and
+        ``beta / c``, whose squared loss is of order 1 whatever the scale of
+        ``y`` (at ``|y| ~ 1e6`` the native solver had stopped at a relative
+        gap of 0.99, at ``1e8`` Clarabel failed), and mapped back exactly:
+        the squared-loss problem is scale-equivariant
+        (:func:`skquad.convex.solution.rescale_solution`). The targets are
+        scaled, not centred: the model has no free output intercept (a
+        constant output is a penalised neuron), so shifting ``y`` would
+        change the problem. A power of two makes ``y / c``, ``beta / c`` and
+        the way back exact in floating point.
+        """
+        targets = np.asarray(targets, dtype=np.float64)
+        largest = float(np.max(np.abs(targets)))
+        if largest == 0.0:
+            return 1.0
+        # Scaled by the largest magnitude first, so the squares neither
+        # overflow nor underflow.
+        unit = targets.reshape(len(targets), -1) / largest
+        rms = largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
+        exponent = int(np.round(np.log2(rms)))
+        # c^2 = 2^(2 exponent) must be a normal float64 (2^-1022 to 2^1023).
+        if not -1022 <= 2 * exponent <= 1023:
             raise ValueError(
-                f"The SDP solver failed on targets y of magnitude up to {scale:.3g} "
-                f"({error}). {type(self).__name__}'s beta is relative to the squared "
-                "loss's scale, and the relaxation is solved accurately for targets "
-                "of order 1: standardize y, e.g. with "
-                "sklearn.compose.TransformedTargetRegressor(regressor=..., "
-                "transformer=StandardScaler())."
-            ) from error
+                f"y has a root mean square of {rms:.3g}: its squared loss, the "
+                f"objective and certificate of {type(self).__name__} (of order "
+                f"{rms:.3g}^2), is outside float64's range. Rescale y (e.g. by a "
+                "power of ten) and the predictions back."
+            )
+        return float(np.ldexp(1.0, exponent))
 
     def _sdp_targets(self, y_train, n_outputs):
         """Real targets: a vector for one output, the (n, k) matrix otherwise."""
