@@ -65,7 +65,7 @@ from .sampling import (
     normalized_block,
     sample_sign_pairs,
 )
-from .solution import SDPSolution, SolverFailedError
+from .solution import SDPSolution, SolverFailedError, rescale_solution
 
 __all__ = [
     "FACTOR_SOLVER_OPTIONS",
@@ -78,6 +78,7 @@ __all__ = [
     "QuadraticNetwork",
     "SDPSolution",
     "SolverFailedError",
+    "rescale_solution",
     "aggregate_samples",
     "bilinear_network_scores",
     "collapse_replicas",

@@ -256,7 +256,7 @@ def solve_relaxation(
         Squared loss only: ``c > 0``. The solvers see ``y / c`` and
         ``beta / c`` (targets of order 1 for a ``c`` of ``y``'s magnitude)
         and the solution is returned for ``(y, beta)``
-        (:func:`~skquad.convex.solution.rescale_solution`: exact, the
+        (:func:`~skquad.convex.rescale_solution`: exact, the
         problem is scale-equivariant); ``init`` is given for ``(y, beta)``.
         ``verbose`` prints the scaled problem's objective and bound (``1 /
         c^2`` of ``y``'s; the relative gap is the same).
