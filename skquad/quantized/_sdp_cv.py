@@ -50,6 +50,22 @@ def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
     return scores
 
 
+def beta_search_constraints(single_estimator_class):
+    """The search's parameter constraints: the single estimator's, ``betas`` for ``beta``."""
+    return {
+        **{
+            name: constraint
+            for name, constraint in single_estimator_class._parameter_constraints.items()
+            if name not in ("beta", "warm_start")
+        },
+        "betas": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [str, callable, None],
+        "refit": ["boolean"],
+        "n_jobs": [Integral, None],
+    }
+
+
 class BetaPathSearchMixin:
     """The ``beta`` search of the SDP CV estimators (not for direct use).
 
@@ -224,18 +240,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
     True
     """
 
-    _parameter_constraints = {
-        **{
-            name: constraint
-            for name, constraint in SDPQuantizedClassifier._parameter_constraints.items()
-            if name not in ("beta", "warm_start")
-        },
-        "betas": [Interval(Integral, 1, None, closed="left"), "array-like"],
-        "cv": ["cv_object"],
-        "scoring": [str, callable, None],
-        "refit": ["boolean"],
-        "n_jobs": [Integral, None],
-    }
+    _parameter_constraints = beta_search_constraints(SDPQuantizedClassifier)
 
     _single_estimator_class = SDPQuantizedClassifier
 

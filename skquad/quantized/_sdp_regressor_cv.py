@@ -1,14 +1,11 @@
 """SDPQuantizedRegressorCV: the regressor's ``beta`` by cross-validation along a path."""
 
-from numbers import Integral
-
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
 from .._atomic import atomic_fit
-from ._sdp_cv import BetaPathSearchMixin
+from ._sdp_cv import BetaPathSearchMixin, beta_search_constraints
 from ._sdp_regressor import SDPQuantizedRegressor
 
 __all__ = ["SDPQuantizedRegressorCV"]
@@ -78,18 +75,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
     True
     """
 
-    _parameter_constraints = {
-        **{
-            name: constraint
-            for name, constraint in SDPQuantizedRegressor._parameter_constraints.items()
-            if name not in ("beta", "warm_start")
-        },
-        "betas": [Interval(Integral, 1, None, closed="left"), "array-like"],
-        "cv": ["cv_object"],
-        "scoring": [str, callable, None],
-        "refit": ["boolean"],
-        "n_jobs": [Integral, None],
-    }
+    _parameter_constraints = beta_search_constraints(SDPQuantizedRegressor)
 
     _single_estimator_class = SDPQuantizedRegressor
 
