@@ -14,6 +14,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from skquad import QuadraticLogisticRegression
 from skquad.benchmarks import BenchmarkResult, run_benchmark
 from skquad.benchmarks import __main__ as cli
 from skquad.benchmarks._estimators import EstimatorSpec, default_specs
@@ -82,6 +83,8 @@ def test_quick_cli_writes_report_csvs_and_plots(tmp_path, capsys):
         (["--estimators", "Magic"], "unknown ['Magic']"),
         (["--repeats", "0"], "expected a positive integer"),
         (["--suite", "speed", "--tune"], "--tune applies to --suite uci or regression only"),
+        (["--suite", "speed", "--jobs", "2"], "--jobs applies to --suite uci or regression only"),
+        (["--jobs", "0"], "argument --jobs"),
     ],
 )
 def test_cli_errors(argv, message, capsys, tmp_path):
@@ -215,6 +218,8 @@ def test_run_benchmark_selects_defaults_and_records_warning_messages():
         # issue 19: a torch error, a silent "no limit", every fit failing, "choose from []"
         ({"n_threads": -1}, r"n_threads must be None or a positive integer; got -1"),
         ({"n_threads": 0}, r"n_threads must be None or a positive integer; got 0"),
+        ({"n_jobs": 0}, r"n_jobs must be a positive integer; got 0"),
+        ({"n_jobs": 1.5}, r"n_jobs must be a positive integer; got 1.5"),
         ({"device": "mps"}, "mps"),
         ({"estimators": ["QLRR"], "include_defaults": False},
          r"unknown estimators \['QLRR'\]; choose from \['QLR', "),
@@ -232,6 +237,18 @@ def test_run_benchmark_refuses_rows_and_labels_that_do_not_pair():
         run_benchmark(X, y[1:], estimators=["LogReg"], repeats=1)
     with pytest.raises(ValueError, match=r"data\['mine'\]: X has 150 rows but y has 149"):
         run_benchmark({"mine": (X, y[1:])}, estimators=["LogReg"], repeats=1)
+
+
+def test_run_benchmark_in_worker_processes_gives_the_same_rows():
+    # Every fit is seeded by its split, so n_jobs changes where fits run, not what they score.
+    X, y = load_iris(return_X_y=True)
+    mine = {"QLR": QuadraticLogisticRegression(C=0.5), "LogReg2": LogisticRegression(C=0.1)}
+    kwargs = dict(estimators=mine, include_defaults=False, repeats=2)
+    sequential = run_benchmark({"iris": (X, y)}, **kwargs).runs
+    parallel = run_benchmark({"iris": (X, y)}, n_jobs=2, **kwargs).runs
+    columns = ["dataset", "estimator", "repeat", "seed", "n_train", "accuracy", "n_parameters"]
+    pd.testing.assert_frame_equal(sequential[columns], parallel[columns])
+    assert parallel["error"].isna().all()
 
 
 def test_run_benchmark_selects_default_names_without_the_other_defaults():

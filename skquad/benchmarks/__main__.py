@@ -158,6 +158,12 @@ def build_parser():
         "oversubscription on shared machines; the libraries' defaults for the other "
         "suites; 0: the libraries' defaults)",
     )
+    uci.add_argument(
+        "--jobs", type=_positive_int, metavar="N",
+        help="worker processes fitting side by side, each fit under --threads (default 1); "
+        "the scores do not depend on it; with --threads 1, at most one job per idle core "
+        "keeps fit times comparable",
+    )
     uci.add_argument("--seed", type=int, default=0, help="seed of the splits and estimators (default 0)")
     regression = parser.add_argument_group("regression suite only")
     regression.add_argument(
@@ -180,7 +186,7 @@ def _progress(message):
     print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def _run_parts(parser, args, parts, output, datasets):
+def _run_parts(parser, args, parts, output, datasets, threads):
     start = time.perf_counter()
     sections, failures = [], []
     multi_part = len(SUITES[args.suite]) > 1
@@ -193,7 +199,7 @@ def _run_parts(parser, args, parts, output, datasets):
         )
         if args.suite in TABULAR_SUITES:
             kwargs.update(tune=args.tune, estimators=args.estimators, max_train=args.max_train,
-                          random_state=args.seed)
+                          random_state=args.seed, n_jobs=args.jobs or 1, n_threads=threads or None)
         if args.suite == "regression":
             kwargs.update(max_samples=args.max_samples, n_splits=args.folds or 5)
         if multi_part:
@@ -245,7 +251,7 @@ def main(argv=None):
 
     datasets = _names(args.datasets)
     if args.suite not in TABULAR_SUITES:
-        for option in ("tune", "estimators", "max_train"):
+        for option in ("tune", "estimators", "max_train", "jobs"):
             if getattr(args, option) not in (None, False):
                 parser.error(f"--{option.replace('_', '-')} applies to --suite uci or regression only")
     if args.suite != "regression":
@@ -279,7 +285,7 @@ def main(argv=None):
 
     threads = args.threads if args.threads is not None else (1 if args.suite in TABULAR_SUITES else 0)
     with thread_limit(threads):
-        sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets)
+        sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets, threads)
 
     if failures:
         notes = [f"- failed: {item}" for item in failures]

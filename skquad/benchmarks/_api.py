@@ -138,6 +138,7 @@ def run_benchmark(
     n_splits: int = 5,
     log_target: bool | str = "auto",
     max_samples: int | None = None,
+    n_jobs: int = 1,
 ) -> "BenchmarkResult":
     """Compare estimators on your data with the protocol of ``python -m skquad.benchmarks``.
 
@@ -230,6 +231,12 @@ def run_benchmark(
     max_samples : int, default=None
         Regression: a dataset with more rows is subsampled to this many (uniformly, once,
         seeded ``random_state``) before the splits; the report says so.
+    n_jobs : int, default=1
+        Worker processes that run the fits side by side, one fit each at a time under
+        ``n_threads`` (joblib's process backend). Every fit is seeded by its split, so
+        the scores do not depend on ``n_jobs``; with ``n_threads=1`` and no more jobs
+        than idle cores, each fit has a core to itself and its time compares with a
+        sequential run's.
 
     Returns
     -------
@@ -266,6 +273,7 @@ def run_benchmark(
         test_size=test_size, max_train=max_train, tune=tune, preprocessor=preprocessor,
         random_state=random_state, device=device, n_threads=n_threads, progress=progress,
         task=task, n_splits=n_splits, log_target=log_target, max_samples=max_samples,
+        n_jobs=n_jobs,
     )
     result = _result(runs, specs, names, source=_describe_source(data, y), repeats=repeats,
                      test_size=test_size, max_train=max_train, tune=tune, n_splits=n_splits)

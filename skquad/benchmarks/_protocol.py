@@ -23,6 +23,7 @@ import time
 import warnings
 from collections import Counter
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import clone
@@ -411,7 +412,7 @@ def run_protocol(
     data, y=None, *, estimators=None, include_defaults=True, quick=False, repeats=3,
     test_size=0.25, max_train=None, tune=False, preprocessor="auto", random_state=0,
     device="auto", n_threads=None, progress=None, task="auto", n_splits=5, log_target="auto",
-    max_samples=None,
+    max_samples=None, n_jobs=1,
 ):
     """The rows of every fit (a DataFrame), the specs run, and the datasets; see run_benchmark.
 
@@ -430,6 +431,8 @@ def run_protocol(
         isinstance(n_threads, bool) or not isinstance(n_threads, Integral) or n_threads < 1
     ):
         raise ValueError(f"n_threads must be None or a positive integer; got {n_threads!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive integer; got {n_jobs!r}")
     # The estimators' own device check, once up front: an unavailable device
     # (device="mps", "cuda" without CUDA) is an error here, not a runs table
     # in which every fit failed.
@@ -453,12 +456,12 @@ def run_protocol(
                 datasets, specs, preprocessor, repeats=repeats, n_splits=n_splits,
                 max_samples=max_samples, max_train=max_train, tune=tune,
                 random_state=random_state, device=device, progress=progress,
-                log_target=log_target,
+                log_target=log_target, n_jobs=n_jobs, n_threads=n_threads,
             )
             return pd.DataFrame(runs).reindex(columns=REGRESSION_RUN_COLUMNS), specs, list(datasets)
         runs = _run_fits(datasets, specs, preprocessor, repeats=repeats, test_size=test_size,
                          max_train=max_train, tune=tune, random_state=random_state,
-                         device=device, progress=progress)
+                         device=device, progress=progress, n_jobs=n_jobs, n_threads=n_threads)
     return pd.DataFrame(runs).reindex(columns=RUN_COLUMNS), specs, list(datasets)
 
 
@@ -484,93 +487,127 @@ def _regression_target(y, dataset, log_target):
 
 
 def _run_regression_fits(datasets, specs, preprocessor, *, repeats, n_splits, max_samples,
-                         max_train, tune, random_state, device, progress, log_target):
-    rows = []
-    n_fits = len(datasets) * repeats * n_splits * len(specs)  # fixed for the whole run
-    done = 0
-    start_time = time.perf_counter()
-    for dataset, load in datasets.items():
-        X, y = load()
-        if log_target == "auto":  # the README's advice for the shared sets; none for others
-            log = dataset in REGRESSION_DATASETS and REGRESSION_DATASETS[dataset].skewed_target
-        else:
-            log = bool(log_target)
-        y = _regression_target(y, dataset, log)
-        n_samples = len(y)
-        # A large set is subsampled once, uniformly, before the splits.
-        kept = subsample_indices(y, max_samples, random_state, stratify=False)
-        X, y = _take(X, kept), y[kept]
-        target = regression_target_transformer(log)
-        splitter = RepeatedKFold(n_splits=n_splits, n_repeats=repeats, random_state=random_state)
-        for index, (train, test) in enumerate(splitter.split(np.zeros(len(y)))):
-            repeat, fold = divmod(index, n_splits)
-            seed = random_state + repeat
-            X_test, y_test = _take(X, test), y[test]
-            used = train[subsample_indices(y[train], max_train, seed, stratify=False)]
-            for spec in specs:
-                record = _fit_one(
-                    spec, preprocessor, _take(X, used), y[used], X_test, y_test, seed=seed,
-                    device=device, tune=tune, task="regression", target_transformer=target,
-                )
-                done += 1
-                rows.append(
-                    {
+                         max_train, tune, random_state, device, progress, log_target,
+                         n_jobs=1, n_threads=None):
+    def tasks():
+        for dataset, load in datasets.items():
+            X, y = load()
+            if log_target == "auto":  # the README's advice for the shared sets; none for others
+                log = dataset in REGRESSION_DATASETS and REGRESSION_DATASETS[dataset].skewed_target
+            else:
+                log = bool(log_target)
+            y = _regression_target(y, dataset, log)
+            n_samples = len(y)
+            # A large set is subsampled once, uniformly, before the splits.
+            kept = subsample_indices(y, max_samples, random_state, stratify=False)
+            X, y = _take(X, kept), y[kept]
+            target = regression_target_transformer(log)
+            splitter = RepeatedKFold(n_splits=n_splits, n_repeats=repeats, random_state=random_state)
+            for index, (train, test) in enumerate(splitter.split(np.zeros(len(y)))):
+                repeat, fold = divmod(index, n_splits)
+                seed = random_state + repeat
+                X_test, y_test = _take(X, test), y[test]
+                used = train[subsample_indices(y[train], max_train, seed, stratify=False)]
+                X_train, y_train = _take(X, used), y[used]
+                for spec in specs:
+                    row = {
                         "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
                         "repeat": repeat, "fold": fold, "seed": seed, "n_samples": n_samples,
                         "n_used": len(y), "n_train": len(used), "n_test": len(test),
                         "n_features": X.shape[1], "n_outputs": 1 if y.ndim == 1 else y.shape[1],
-                        "log_target": log, "tuned": bool(tune and spec.grid), **record,
+                        "log_target": log, "tuned": bool(tune and spec.grid),
                     }
-                )
-                status = (
-                    f"FAILED {record['error'][:80]}" if record["error"]
-                    else f"R2 {record['r2']:.3f}  fit {record['fit_time']:.2f}s"
-                )
-                progress(
-                    f"[{done}/{n_fits} {time.perf_counter() - start_time:6.0f}s] "
-                    f"{dataset} repeat {repeat + 1}/{repeats} fold {fold + 1}/{n_splits} "
-                    f"{spec.name}: {status}"
-                )
-    return rows
+                    yield _FitTask(
+                        row, (spec, preprocessor, X_train, y_train, X_test, y_test),
+                        dict(seed=seed, device=device, tune=tune, task="regression",
+                             target_transformer=target),
+                    )
+
+    def describe(row):
+        status = (
+            f"FAILED {row['error'][:80]}" if row["error"]
+            else f"R2 {row['r2']:.3f}  fit {row['fit_time']:.2f}s"
+        )
+        return (f"{row['dataset']} repeat {row['repeat'] + 1}/{repeats} fold {row['fold'] + 1}/"
+                f"{n_splits} {row['estimator']}: {status}")
+
+    n_fits = len(datasets) * repeats * n_splits * len(specs)  # fixed for the whole run
+    return _execute(tasks(), n_fits=n_fits, n_jobs=n_jobs, n_threads=n_threads,
+                    progress=progress, describe=describe)
 
 
 def _run_fits(datasets, specs, preprocessor, *, repeats, test_size, max_train, tune,
-              random_state, device, progress):
-    rows = []
-    n_fits = len(datasets) * repeats * len(specs)  # fixed for the whole run
-    done = 0
-    start_time = time.perf_counter()
-    for dataset, load in datasets.items():
-        X, labels = load()
-        labels = np.asarray(labels)
-        splitter = StratifiedShuffleSplit(
-            n_splits=repeats, test_size=test_size, random_state=random_state
-        )
-        for repeat, (train, test) in enumerate(splitter.split(np.zeros(len(labels)), labels)):
-            seed = random_state + repeat
-            X_test, y_test = _take(X, test), labels[test]
-            used = train[subsample_indices(labels[train], max_train, seed)]
-            for spec in specs:
-                record = _fit_one(
-                    spec, preprocessor, _take(X, used), labels[used], X_test, y_test,
-                    seed=seed, device=device, tune=tune,
-                )
-                done += 1
-                rows.append(
-                    {
+              random_state, device, progress, n_jobs=1, n_threads=None):
+    def tasks():
+        for dataset, load in datasets.items():
+            X, labels = load()
+            labels = np.asarray(labels)
+            splitter = StratifiedShuffleSplit(
+                n_splits=repeats, test_size=test_size, random_state=random_state
+            )
+            for repeat, (train, test) in enumerate(splitter.split(np.zeros(len(labels)), labels)):
+                seed = random_state + repeat
+                X_test, y_test = _take(X, test), labels[test]
+                used = train[subsample_indices(labels[train], max_train, seed)]
+                X_train, y_train = _take(X, used), labels[used]
+                for spec in specs:
+                    row = {
                         "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
                         "repeat": repeat, "seed": seed, "n_train": len(used),
                         "n_test": len(test), "n_features": X.shape[1],
                         "n_classes": len(np.unique(labels)),
-                        "tuned": bool(tune and spec.grid), **record,
+                        "tuned": bool(tune and spec.grid),
                     }
-                )
-                status = (
-                    f"FAILED {record['error'][:80]}" if record["error"]
-                    else f"acc {record['accuracy']:.3f}  fit {record['fit_time']:.2f}s"
-                )
-                progress(
-                    f"[{done}/{n_fits} {time.perf_counter() - start_time:6.0f}s] "
-                    f"{dataset} split {repeat + 1}/{repeats} {spec.name}: {status}"
-                )
+                    yield _FitTask(row, (spec, preprocessor, X_train, y_train, X_test, y_test),
+                                   dict(seed=seed, device=device, tune=tune))
+
+    def describe(row):
+        status = (
+            f"FAILED {row['error'][:80]}" if row["error"]
+            else f"acc {row['accuracy']:.3f}  fit {row['fit_time']:.2f}s"
+        )
+        return f"{row['dataset']} split {row['repeat'] + 1}/{repeats} {row['estimator']}: {status}"
+
+    n_fits = len(datasets) * repeats * len(specs)  # fixed for the whole run
+    return _execute(tasks(), n_fits=n_fits, n_jobs=n_jobs, n_threads=n_threads,
+                    progress=progress, describe=describe)
+
+
+class _FitTask(NamedTuple):
+    """One fit of the protocol: the row's identifying columns and ``_fit_one``'s arguments."""
+
+    row: dict
+    args: tuple
+    kwargs: dict
+
+
+def _run_task(task, threads):
+    """Fit one task (in a worker process when ``n_jobs > 1``) and return its row."""
+    with thread_limit(threads) if threads else contextlib.nullcontext():
+        record = _fit_one(*task.args, **task.kwargs)
+    return {**task.row, **record}
+
+
+def _execute(tasks, *, n_fits, n_jobs, n_threads, progress, describe):
+    """The rows of ``tasks``, in order, fitted in this process or in ``n_jobs`` worker processes.
+
+    Every fit is seeded by its split, so the rows do not depend on ``n_jobs``; each
+    worker runs one fit at a time under the run's thread limit (the parent's limit
+    does not reach a child process), so with ``n_threads=1`` and ``n_jobs`` at most
+    the number of cores, each fit has a core to itself, as in a sequential run on an
+    idle machine.
+    """
+    start_time = time.perf_counter()
+    if n_jobs == 1:
+        results = (_run_task(task, None) for task in tasks)  # the caller's thread limit applies
+    else:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_run_task)(task, n_threads) for task in tasks
+        )
+    rows = []
+    for done, row in enumerate(results, 1):
+        rows.append(row)
+        progress(f"[{done}/{n_fits} {time.perf_counter() - start_time:6.0f}s] {describe(row)}")
     return rows

@@ -89,7 +89,7 @@ def _best_section(best, within=0.02):
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print,
         tune=False, estimators=None, max_train=None, random_state=0, max_samples=None,
-        n_splits=N_SPLITS):
+        n_splits=N_SPLITS, n_jobs=1, n_threads=None):
     """Run the regression suite (or its quick version) and return the report section.
 
     Follows the suite contract of :mod:`skquad.benchmarks.__main__`; the
@@ -101,7 +101,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     runs, specs, names = run_protocol(
         names, task="regression", estimators=estimators, quick=quick, repeats=repeats,
         n_splits=n_splits, max_samples=max_samples, max_train=max_train or None, tune=tune,
-        random_state=random_state, device=device, progress=progress,
+        random_state=random_state, device=device, progress=progress, n_jobs=n_jobs,
+        n_threads=n_threads,
     )
     result = _result(
         runs, specs, names, source=_describe_source(names, None), repeats=repeats,

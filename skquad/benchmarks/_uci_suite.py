@@ -38,7 +38,7 @@ def resolve_suite_datasets(datasets, quick):
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print,
-        tune=False, estimators=None, max_train=None, random_state=0):
+        tune=False, estimators=None, max_train=None, random_state=0, n_jobs=1, n_threads=None):
     """Run the uci suite (or its quick version) and return the report section.
 
     Follows the suite contract of :mod:`skquad.benchmarks.__main__`; the
@@ -49,7 +49,7 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     runs, specs, names = run_protocol(
         names, estimators=estimators, quick=quick, repeats=repeats, test_size=TEST_SIZE,
         max_train=max_train or None, tune=tune, random_state=random_state, device=device,
-        progress=progress,
+        progress=progress, n_jobs=n_jobs, n_threads=n_threads,
     )
     result = _result(
         runs, specs, names,
