@@ -108,3 +108,21 @@ def perturb_ulps():
         return np.where(X == 0, 0.0, X + steps * np.spacing(X))  # zeros stay zeros (sparsity)
 
     return perturb
+
+
+# The planted-interaction Pipeline read by two inspection test modules
+# (test_inspection_interactions.py, test_inspection_displays.py): fitted once
+# per session, never modified by the tests.
+@pytest.fixture(scope="session")
+def planted_pipeline():
+    """A StandardScaler + QuadraticLogisticRegression fitted on ``_planted()``, and its frame."""
+    import pandas as pd
+    from _inspection_cases import _planted
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skquad import QuadraticLogisticRegression
+
+    X, y = _planted()
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(10)])
+    return make_pipeline(StandardScaler(), QuadraticLogisticRegression(C=1.0)).fit(frame, y), frame

@@ -279,10 +279,6 @@ TESTED_ELSEWHERE = {
     # exercises the package's public API end to end (splitting them per private
     # module is outstanding work).
     **{
-        f"skquad.inspection.{module}": ("test_inspection.py", "inspection tested through its public API")
-        for module in ("_analysis", "_displays", "_interactions", "_neurons", "_pipeline", "_quadric")
-    },
-    **{
         f"skquad.export.{module}": ("test_export.py", "to_torch and ONNX round trips of every estimator")
         for module in ("_onnx", "_torch")
     },
