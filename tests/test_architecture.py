@@ -279,14 +279,6 @@ TESTED_ELSEWHERE = {
     # exercises the package's public API end to end (splitting them per private
     # module is outstanding work).
     **{
-        f"skquad.export.{module}": ("test_export.py", "to_torch and ONNX round trips of every estimator")
-        for module in ("_onnx", "_torch")
-    },
-    **{
-        f"skquad.datasets.{module}": ("test_datasets.py", "the loaders and generators through skquad.datasets")
-        for module in ("_generators", "_uci")
-    },
-    **{
         f"skquad.benchmarks.{module}": (
             "test_benchmarks.py",
             "the benchmark command tested through run_benchmark and its command line "
