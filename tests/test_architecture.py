@@ -269,25 +269,8 @@ def test_the_architecture_page_prints_this_table():
 # packages' doors: they are tested through the modules behind them.
 #
 # The exceptions: module -> (the test module that tests it, why not its own).
-TESTED_ELSEWHERE = {
-    "skquad.nn.losses": (
-        "test_nn_fused.py",
-        "the autograd reference of nn/fused.py: its losses are checked against the fused "
-        "network's written-out gradients, where they are used",
-    ),
-    # Packages tested as one through their public functions; each test module
-    # exercises the package's public API end to end (splitting them per private
-    # module is outstanding work).
-    **{
-        f"skquad.benchmarks.{module}": (
-            "test_benchmarks.py",
-            "the benchmark command tested through run_benchmark and its command line "
-            "(test_benchmarks.py, test_benchmarks_regression.py)",
-        )
-        for module in ("_api", "_estimators", "_protocol", "_regression_suite", "_report", "_size",
-                       "_summary", "_uci_suite")
-    },
-}
+# None now; adding one is a decision to justify here, as the room table's are.
+TESTED_ELSEWHERE = {}
 
 
 def _test_names(name):
