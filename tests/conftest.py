@@ -108,3 +108,47 @@ def perturb_ulps():
         return np.where(X == 0, 0.0, X + steps * np.spacing(X))  # zeros stay zeros (sparsity)
 
     return perturb
+
+
+# The planted-interaction Pipeline read by two inspection test modules
+# (test_inspection_interactions.py, test_inspection_displays.py): fitted once
+# per session, never modified by the tests.
+@pytest.fixture(scope="session")
+def planted_pipeline():
+    """A StandardScaler + QuadraticLogisticRegression fitted on ``_planted()``, and its frame."""
+    import pandas as pd
+    from _inspection_cases import _planted
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skquad import QuadraticLogisticRegression
+
+    X, y = _planted()
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(10)])
+    return make_pipeline(StandardScaler(), QuadraticLogisticRegression(C=1.0)).fit(frame, y), frame
+
+
+def _export_estimator_names():
+    from _export_cases import ESTIMATORS
+
+    return list(ESTIMATORS)
+
+
+# Every exportable classifier in a Pipeline, on binary and three-class data,
+# fitted once per session for both export test modules (test_export_torch.py,
+# test_export_onnx.py), which only read them.
+@pytest.fixture(
+    scope="session",
+    params=[(name, problem) for name in _export_estimator_names() for problem in ("binary", "multiclass")],
+    ids=lambda p: f"{p[0]}-{p[1]}",
+)
+def exported_pipeline(request):
+    """``(name, StandardScaler + estimator fitted on _data(problem), X)``."""
+    from _export_cases import ESTIMATORS, _data
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    name, problem = request.param
+    X, y = _data(problem)
+    model = make_pipeline(StandardScaler(), ESTIMATORS[name]()).fit(X, y)
+    return name, model, X

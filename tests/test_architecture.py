@@ -269,37 +269,8 @@ def test_the_architecture_page_prints_this_table():
 # packages' doors: they are tested through the modules behind them.
 #
 # The exceptions: module -> (the test module that tests it, why not its own).
-TESTED_ELSEWHERE = {
-    "skquad.nn.losses": (
-        "test_nn_fused.py",
-        "the autograd reference of nn/fused.py: its losses are checked against the fused "
-        "network's written-out gradients, where they are used",
-    ),
-    # Packages tested as one through their public functions; each test module
-    # exercises the package's public API end to end (splitting them per private
-    # module is outstanding work).
-    **{
-        f"skquad.inspection.{module}": ("test_inspection.py", "inspection tested through its public API")
-        for module in ("_analysis", "_displays", "_interactions", "_neurons", "_pipeline", "_quadric")
-    },
-    **{
-        f"skquad.export.{module}": ("test_export.py", "to_torch and ONNX round trips of every estimator")
-        for module in ("_onnx", "_torch")
-    },
-    **{
-        f"skquad.datasets.{module}": ("test_datasets.py", "the loaders and generators through skquad.datasets")
-        for module in ("_generators", "_uci")
-    },
-    **{
-        f"skquad.benchmarks.{module}": (
-            "test_benchmarks.py",
-            "the benchmark command tested through run_benchmark and its command line "
-            "(test_benchmarks.py, test_benchmarks_regression.py)",
-        )
-        for module in ("_api", "_estimators", "_protocol", "_regression_suite", "_report", "_size",
-                       "_summary", "_uci_suite")
-    },
-}
+# None now; adding one is a decision to justify here, as the room table's are.
+TESTED_ELSEWHERE = {}
 
 
 def _test_names(name):

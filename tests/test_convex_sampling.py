@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from skquad.convex import (
     GAMMA,
@@ -62,7 +63,7 @@ def test_grothendieck_identity_for_the_sampler():
     p = 3
     K = krivine_covariance(Q)
     n = 200_000
-    U, V = sample_sign_pairs(K, n, random_state=0)
+    U, V = sample_sign_pairs(K, n, torch.Generator().manual_seed(0))
     assert U.dtype == np.int8 and set(np.unique(U)) <= {-1, 1}
     empirical = U.T.astype(float) @ V / n
     expected = 2.0 / np.pi * np.arcsin(K[:p, p:])
@@ -75,14 +76,23 @@ def test_grothendieck_identity_for_the_sampler():
     np.testing.assert_allclose(neuron_scale(2.0, m) * m * (2 * GAMMA / np.pi) / 2.0, 2.0)
 
 
-def test_sampler_is_deterministic_per_seed():
+def test_sampler_is_deterministic_per_seed_and_leaves_the_global_generators_alone():
     K = krivine_covariance(_random_correlation(4, seed=0))
-    first = sample_sign_pairs(K, 50, random_state=7)
-    again = sample_sign_pairs(K, 50, random_state=7)
-    other = sample_sign_pairs(K, 50, random_state=8)
+    numpy_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state()
+    first = sample_sign_pairs(K, 50, torch.Generator().manual_seed(7))
+    again = sample_sign_pairs(K, 50, torch.Generator().manual_seed(7))
+    other = sample_sign_pairs(K, 50, torch.Generator().manual_seed(8))
     np.testing.assert_array_equal(first[0], again[0])
     np.testing.assert_array_equal(first[1], again[1])
     assert not np.array_equal(first[0], other[0])
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+
+
+def test_sampler_needs_a_generator():
+    K = krivine_covariance(_random_correlation(2, seed=0))
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        sample_sign_pairs(K, 5, 0)
 
 
 def test_zero_block_gives_identity_covariance():

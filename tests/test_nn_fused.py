@@ -99,18 +99,6 @@ def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, thr
         torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
 
 
-def test_poisson_loss_is_half_the_deviance_as_in_mlp():
-    # skquad.nn.losses' "poisson" is sklearn's poisson_loss (half the Poisson
-    # deviance, y log(y / mu) - y + mu) of mu = exp(score), per sample.
-    from sklearn.neural_network._base import poisson_loss
-
-    rng = np.random.RandomState(0)
-    scores = rng.randn(20, 1)
-    y = rng.poisson(1.5, size=(20, 1)).astype(float)
-    ours = per_sample_loss("poisson")(torch.as_tensor(scores), torch.as_tensor(y)).numpy()
-    np.testing.assert_allclose(ours.mean(), poisson_loss(y, np.exp(scores)), rtol=1e-12)
-
-
 def test_supports_fused_only_full_storage_and_known_modules():
     generator = make_generator(0)
     full = new_network([3, 4, 2], [True, True], "relu", quadratic_kind="QuadraticLayer",

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_iris, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
@@ -89,6 +90,26 @@ def test_same_random_state_same_model(planted):
     np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
     assert not np.array_equal(first.U_, third.U_)
     assert first.lower_bound_ == third.lower_bound_
+
+
+def test_sampling_uses_local_generators_and_records_the_device(planted):
+    # The first layer is drawn from the runtime policy's generator: the global
+    # numpy and torch generators are left alone, a RandomState instance is
+    # drawn from once per fit (as the torch estimators' random_state), and the
+    # same seed at resample draws the same network as at fit.
+    X, y = planted
+    numpy_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state()
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert model.device_ == "cpu"
+    first_U = model.U_.copy()
+    model.resample(30, random_state=3)
+    np.testing.assert_array_equal(model.U_, first_U)
+    random_state, one_draw = np.random.RandomState(3), np.random.RandomState(3)
+    SDPQuantizedClassifier(n_neurons=30, random_state=random_state).fit(X, y)
+    one_draw.randint(np.iinfo(np.int32).max)
+    np.testing.assert_array_equal(random_state.randint(1000, size=5), one_draw.randint(1000, size=5))
 
 
 def test_attributes_and_probabilities(planted_model, planted):

@@ -186,3 +186,22 @@ def test_fold_scores_weight_held_out_rows_as_repetitions():
     # unless a held-out prediction sits on the boundary (none does here: the
     # two fits agree to solver rounding, far from the 1/45 accuracy step)
     np.testing.assert_allclose(weighted.scores_, repeated.scores_, rtol=0, atol=1e-12)
+
+
+def test_the_path_from_weights_is_the_path_from_repeated_rows():
+    # beta_max is computed on the merged distribution, as the fit sees it: a
+    # summation over repeated rows in another order moved it by an ulp, and
+    # the L1 refit of the second layer amplified that to 1e-7 in
+    # predict_proba (check_sample_weight_equivalence failed on some draws).
+    rng = np.random.RandomState(0)
+    X = rng.rand(12, 4)
+    y = rng.randint(0, 2, size=12)
+    weight = rng.randint(1, 4, size=12)
+    order = rng.permutation(int(weight.sum()))
+    X_repeated, y_repeated = np.repeat(X, weight, axis=0)[order], np.repeat(y, weight)[order]
+    paths = []
+    for data in ((X, y, weight), (X_repeated, y_repeated, None)):
+        search = SDPQuantizedClassifierCV(betas=3)
+        X_valid, y_encoded, sample_weight = search._validate_training_data(*data)
+        paths.append(search._path(X_valid, y_encoded, sample_weight))
+    np.testing.assert_array_equal(paths[0], paths[1])

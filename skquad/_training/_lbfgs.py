@@ -1,16 +1,31 @@
-"""The one L-BFGS driver: scipy's L-BFGS-B on a flat float64 parameter vector.
+"""The scipy L-BFGS driver and the Trainer's full-batch fit on it.
 
-Every full-batch solver of skquad (the networks' ``solver="lbfgs"``,
-quadratic logistic regression) goes through :func:`minimize_lbfgs`, so they
-share the stopping options, the per-iteration hook (verbose lines and
-scikit-learn callbacks, which may ask to stop) and one warning when scipy
-stops before convergence, naming the limit that stopped it.
+:func:`minimize_lbfgs` runs scipy's L-BFGS-B on a flat float64 parameter
+vector. Every scipy L-BFGS of skquad goes through it (the networks'
+``solver="lbfgs"`` and quadratic logistic regression through
+:func:`fit_trainer_lbfgs`, the Dask fit of QLR directly), so they share the
+stopping options, the per-iteration hook (verbose lines and scikit-learn
+callbacks, which may ask to stop) and one warning when scipy stops before
+convergence, naming the limit that stopped it.
+
+:func:`fit_trainer_lbfgs` is the adapter of a :class:`~._trainer.Trainer`
+onto the driver: the objective on the trainer's flat parameter buffer, the
+best point kept by its divergence guard, the iterations reported to its
+callbacks. The SDP's solvers in ``convex/`` run torch's own L-BFGS on the
+device instead (``convex/factor_solver.py``, ``convex/certificate.py``).
 """
 
-import numpy as np
-from scipy.optimize import OptimizeResult, minimize
+import math
 
-__all__ = ["lbfgs_convergence_message", "minimize_lbfgs"]
+import numpy as np
+import torch
+from scipy.optimize import OptimizeResult, minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from .._reporting import progress_line, warn_user
+from ._divergence import NonFiniteObjective
+
+__all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 
 
 def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=None,
@@ -104,3 +119,92 @@ def lbfgs_convergence_message(result, max_iter, max_fun, remedies=""):
     if remedies:
         message += f"\n{remedies}"
     return message
+
+
+def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
+    """Fit ``trainer``'s module on all of ``(X, y)`` by :func:`minimize_lbfgs`.
+
+    The objective is the weighted mean loss (plus the penalty over the total
+    weight) at the trainer's flat parameters; the best point evaluated is
+    kept and restored at the end, so that an overflow in the line search
+    (:class:`NonFiniteObjective`) leaves the best model, reported as diverged.
+    Returns the trainer's :class:`~._config.TrainingResult`.
+    """
+    config, history = trainer.config, trainer.history
+    X, y, sample_weight = trainer._to_device(X, y, sample_weight)
+    total_weight = sample_weight.sum()
+    weights = torch.as_tensor(sample_weight / total_weight).to(device=trainer.device, dtype=trainer.dtype)
+    penalty = trainer._has_penalty()
+    best = {"loss": math.inf}
+    trainer._remember_best()
+    reporter = trainer._reporter("lbfgs-iter")
+
+    def objective(theta):
+        trainer.flat_parameters.copy_(torch.as_tensor(theta))
+        loss = float(trainer._loss_and_gradient(X, y, weights))
+        if penalty:
+            trainer._add_penalty_gradient(1.0 / total_weight)
+            loss += trainer._penalty_value() / total_weight
+        # A copy: scipy keeps the previous gradient, and the buffer is reused.
+        gradient = trainer.flat_gradient.double().cpu().numpy().copy()
+        if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
+            # No value/gradient pair describes an overflowed point: scipy's
+            # line search cannot interpolate through inf, and a zero
+            # gradient was read as convergence (issue 19: X * 1e80 gave an
+            # all-zero model, "converged"). Stop; the best point is restored
+            # below and the fit reported as diverged.
+            raise NonFiniteObjective
+        if loss < best["loss"]:
+            best["loss"] = loss
+            trainer._remember_best()
+        return loss, gradient
+
+    def on_iteration(iteration, loss, theta):
+        history.n_iter += 1
+        history.loss_curve.append(loss)
+        if config.verbose:
+            print(progress_line(history.n_iter, loss, trainer._elapsed()), flush=True)
+        if not reporter.active:
+            return False
+        trainer.flat_parameters.copy_(torch.as_tensor(theta))
+        stop = reporter.end()
+        if not stop:
+            reporter.begin()
+        return stop
+
+    theta0 = trainer.flat_parameters.double().cpu().numpy().copy()
+    reporter.begin()
+    try:
+        result = minimize_lbfgs(
+            objective,
+            theta0,
+            max_iter=max_iter,
+            max_fun=config.max_fun,
+            tol=config.tol,
+            ftol=config.lbfgs_ftol,
+            maxls=config.lbfgs_maxls,
+            on_iteration=on_iteration,
+        )
+        non_finite = False
+    except NonFiniteObjective:
+        result, non_finite = None, True
+    reporter.close()
+    trainer._restore_best()
+    history.best_loss = min(history.best_loss, best["loss"])
+    history.loss = best["loss"]
+    history.stopped_by_callback = bool(result is not None and result.stopped_by_callback)
+    if non_finite and math.isfinite(best["loss"]):
+        trainer._warn_divergence()
+        return history
+    if not math.isfinite(best["loss"]):
+        history.loss = trainer._full_loss(X, y, sample_weight)
+        trainer._warn_divergence()
+        return history
+    message = lbfgs_convergence_message(
+        result, max_iter, config.max_fun, config.convergence_advice
+    )
+    if message is None:
+        history.converged = bool(result.success)
+    elif config.warn_on_max_iter:
+        warn_user(message, ConvergenceWarning)
+    return history

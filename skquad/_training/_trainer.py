@@ -14,8 +14,8 @@ from sklearn.model_selection import train_test_split
 from .._reporting import progress_line, warn_user
 from ._callbacks import SubtaskReporter
 from ._config import TrainingConfig, TrainingResult
-from ._divergence import DivergenceGuard, NonFiniteObjective
-from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
+from ._divergence import DivergenceGuard
+from ._lbfgs import fit_trainer_lbfgs
 from ._optimizers import make_optimizer
 from ._parameters import FlatParameters
 from ._runtime import thread_count
@@ -368,7 +368,7 @@ class Trainer:
         self.guard.reference_loss = None
         if self.config.solver == "lbfgs":
             with limit_threads(self._thread_count(len(y)), blas=1), flush_denormals():
-                return self._fit_lbfgs(X, y, sample_weight, max_iter)
+                return fit_trainer_lbfgs(self, X, y, sample_weight, max_iter)
         validation = None
         if self.config.early_stopping:
             (X, y, sample_weight), validation = self._split_validation(
@@ -462,83 +462,3 @@ class Trainer:
 
     def _elapsed(self):
         return time.perf_counter() - self._fit_started
-
-    def _fit_lbfgs(self, X, y, sample_weight, max_iter):
-        config, history = self.config, self.history
-        X, y, sample_weight = self._to_device(X, y, sample_weight)
-        total_weight = sample_weight.sum()
-        weights = torch.as_tensor(sample_weight / total_weight).to(device=self.device, dtype=self.dtype)
-        penalty = self._has_penalty()
-        best = {"loss": math.inf}
-        self._remember_best()
-        reporter = self._reporter("lbfgs-iter")
-
-        def objective(theta):
-            self.flat_parameters.copy_(torch.as_tensor(theta))
-            loss = float(self._loss_and_gradient(X, y, weights))
-            if penalty:
-                self._add_penalty_gradient(1.0 / total_weight)
-                loss += self._penalty_value() / total_weight
-            # A copy: scipy keeps the previous gradient, and the buffer is reused.
-            gradient = self.flat_gradient.double().cpu().numpy().copy()
-            if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
-                # No value/gradient pair describes an overflowed point: scipy's
-                # line search cannot interpolate through inf, and a zero
-                # gradient was read as convergence (issue 19: X * 1e80 gave an
-                # all-zero model, "converged"). Stop; the best point is restored
-                # below and the fit reported as diverged.
-                raise NonFiniteObjective
-            if loss < best["loss"]:
-                best["loss"] = loss
-                self._remember_best()
-            return loss, gradient
-
-        def on_iteration(iteration, loss, theta):
-            history.n_iter += 1
-            history.loss_curve.append(loss)
-            if config.verbose:
-                print(progress_line(history.n_iter, loss, self._elapsed()), flush=True)
-            if not reporter.active:
-                return False
-            self.flat_parameters.copy_(torch.as_tensor(theta))
-            stop = reporter.end()
-            if not stop:
-                reporter.begin()
-            return stop
-
-        theta0 = self.flat_parameters.double().cpu().numpy().copy()
-        reporter.begin()
-        try:
-            result = minimize_lbfgs(
-                objective,
-                theta0,
-                max_iter=max_iter,
-                max_fun=config.max_fun,
-                tol=config.tol,
-                ftol=config.lbfgs_ftol,
-                maxls=config.lbfgs_maxls,
-                on_iteration=on_iteration,
-            )
-            non_finite = False
-        except NonFiniteObjective:
-            result, non_finite = None, True
-        reporter.close()
-        self._restore_best()
-        history.best_loss = min(history.best_loss, best["loss"])
-        history.loss = best["loss"]
-        history.stopped_by_callback = bool(result is not None and result.stopped_by_callback)
-        if non_finite and math.isfinite(best["loss"]):
-            self._warn_divergence()
-            return history
-        if not math.isfinite(best["loss"]):
-            history.loss = self._full_loss(X, y, sample_weight)
-            self._warn_divergence()
-            return history
-        message = lbfgs_convergence_message(
-            result, max_iter, config.max_fun, config.convergence_advice
-        )
-        if message is None:
-            history.converged = bool(result.success)
-        elif config.warn_on_max_iter:
-            warn_user(message, ConvergenceWarning)
-        return history

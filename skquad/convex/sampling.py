@@ -23,7 +23,7 @@ the tests check that both reach objective 0.
 """
 
 import numpy as np
-from sklearn.utils import check_random_state
+import torch
 
 __all__ = [
     "GAMMA",
@@ -129,7 +129,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     return _nearest_correlation(np.asarray(K.value, dtype=np.float64))
 
 
-def sample_sign_pairs(K, n_neurons, random_state):
+def sample_sign_pairs(K, n_neurons, generator):
     """Draw ``[u; v] = sign(N(0, K))`` ``n_neurons`` times.
 
     Parameters
@@ -137,17 +137,24 @@ def sample_sign_pairs(K, n_neurons, random_state):
     K : ndarray of shape (2p, 2p)
         Covariance (PSD, unit diagonal).
     n_neurons : int
-    random_state : int, RandomState instance or None
+    generator : torch.Generator
+        CPU generator of the standard normal draws. The estimators pass the
+        one their fit's runtime policy derives from ``random_state``
+        (``skquad._training._runtime``); no global generator is used.
 
     Returns
     -------
     U, V : ndarray of shape (n_neurons, p), int8 in {-1, +1}
         A zero draw (probability 0) counts as +1.
     """
-    rng = check_random_state(random_state)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator, got {type(generator).__name__}."
+        )
     eigenvalues, eigenvectors = np.linalg.eigh(K)
     factor = eigenvectors * np.sqrt(np.maximum(eigenvalues, 0.0))
-    gaussian = rng.standard_normal((n_neurons, K.shape[0])) @ factor.T
+    normal = torch.randn((int(n_neurons), K.shape[0]), generator=generator, dtype=torch.float64)
+    gaussian = normal.numpy() @ factor.T
     signs = np.where(gaussian >= 0.0, 1, -1).astype(np.int8)
     p = K.shape[0] // 2
     return signs[:, :p], signs[:, p:]

@@ -6,15 +6,13 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import _fit_context
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
-from .._torch_utils import resolve_device
-from .._training import SubtaskReporter
+from .._training import SubtaskReporter, runtime_policy, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
     InputLifting,
@@ -107,9 +105,12 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self : SDPQuantizedClassifier
         """
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
-        # The one device rule (skquad._training._runtime): a bad or missing
-        # device is refused here, before any work.
-        device = resolve_device(self.device)
+        # The one runtime policy (skquad._training._runtime): a bad or missing
+        # device is refused here, before any work; the first layer is drawn
+        # from its generator. The SDP computes in float64 whatever the input.
+        policy = runtime_policy(
+            X.dtype, dtype="float64", device=self.device, random_state=self.random_state
+        )
         lifting = InputLifting(
             fit_intercept=bool(self.fit_intercept),
             levels=int(self.weight_levels),
@@ -155,7 +156,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 init=previous if solver is None else None,
                 callback=self._solver_chunk_hook(X, y),
                 verbose=int(self.verbose),
-                device=device,
+                device=policy.device,
                 target_scale=target_scale,
             )
             self.Q_ = solution.Q
@@ -172,6 +173,8 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             self._factor_start_ = solution.warm_start_state()
             self._sdp_key_ = key
             self._covariance_method = None
+            # CVXPY's solvers run on the CPU whatever the device parameter.
+            self.device_ = policy.device_name if solver is None else "cpu"
         if self._covariance_method != self.covariance:
             self.covariance_ = np.stack(
                 [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
@@ -179,7 +182,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             self._covariance_method = self.covariance
         self._training_data = (X_train, targets, weight)
         self._target_scale_ = target_scale
-        return self._sample(self.n_neurons, self.random_state)
+        return self._sample(self.n_neurons, policy.init_generator)
 
     def _target_scale(self, targets, weight):
         """The ``c`` by which the SDP and the refit divide the targets (1: classifiers).
@@ -237,9 +240,12 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             required += 8.0 * n_neurons * n_unique
         _check_memory(required, "n_neurons", n_neurons, "sampling and refitting the network")
 
-    def _sample(self, n_neurons, random_state):
-        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit."""
-        rng = check_random_state(random_state)
+    def _sample(self, n_neurons, generator):
+        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit.
+
+        ``generator`` (a CPU torch generator from the runtime policy) draws
+        every block's signs in turn.
+        """
         n_outputs = self.rho_.shape[0]
         # Models fitted before the target scaling have none: scale 1.
         scale = getattr(self, "_target_scale_", 1.0)
@@ -248,7 +254,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         alpha = np.zeros((n_neurons, n_outputs))
         neuron_class = np.repeat(np.arange(n_outputs), counts)
         for k, count in enumerate(counts):
-            U, V = sample_sign_pairs(self.covariance_[k], int(count), rng)
+            U, V = sample_sign_pairs(self.covariance_[k], int(count), generator)
             U_blocks.append(U)
             V_blocks.append(V)
             alpha[neuron_class == k, k] = neuron_scale(self.rho_[k] / scale, count)
@@ -349,7 +355,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self._check_network_memory(
             n_neurons, X_train.shape[0], self.n_lifted_features_, self.rho_.shape[0]
         )
-        return self._sample(n_neurons, random_state)
+        # The runtime policy's rule for the draw: the generator seeded from
+        # random_state, as at fit.
+        (generator,) = spawn_generators(random_state, 1)
+        return self._sample(n_neurons, generator)
 
     def drop_training_data(self):
         """Forget the stored training data (smaller pickles); predicting is unaffected.
@@ -553,7 +562,8 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         changed (a new ``beta`` along a regularization path, say), the
         native solver starts from the previous solution's factors.
     random_state : int, RandomState instance or None, default=None
-        Seeds the sign sampling. The SDP solve itself is deterministic.
+        Seeds the sign sampling (a local generator; the global ones are left
+        alone). The SDP solve itself is deterministic.
 
     Attributes
     ----------
@@ -623,6 +633,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Iterations of the solve (L-BFGS iterations for the native solver).
     solve_time_ : float
         Seconds of the SDP solve (0 when ``warm_start`` reused it).
+    device_ : str
+        The device the SDP was solved on (``"cpu"``, ``"cuda:0"``; ``"cpu"``
+        for the CVXPY solvers). Sampling, the refit and predictions run on
+        the CPU.
 
     See Also
     --------

@@ -19,6 +19,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._atomic import atomic_fit
 from .._reporting import warn_user
+from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
 from ._common import _check_activation, _standardization
@@ -121,7 +122,10 @@ class BetaPathSearchMixin:
                     f"non-negative floats, got {self.betas!r}."
                 )
             return betas
-        weight = sample_weight / sample_weight.sum()
+        # The distribution the fit sees (duplicates merged, canonical order):
+        # a weight of 2 and a repeated row give beta_max to the last bit, so
+        # the path, and every model on it, are the same.
+        X, y_validated, weight = aggregate_samples(X, y_validated, sample_weight)
         center, scale = _standardization(X, weight) if self.standardize else (None, None)
         lifting = InputLifting(
             fit_intercept=bool(self.fit_intercept),
@@ -135,7 +139,7 @@ class BetaPathSearchMixin:
         n_outputs = self._sdp_n_outputs()
         targets = self._sdp_targets(y_validated, n_outputs)
         beta_max = zero_network_beta(
-            lifting, X, targets, sample_weight, loss=self.loss, n_outputs=n_outputs
+            lifting, X, targets, weight, loss=self.loss, n_outputs=n_outputs
         )
         beta_max = beta_max if beta_max > 0 else 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))

@@ -70,6 +70,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     solver_, solver_status_ : str
     solve_time_ : float
     n_iter_ : int
+    device_ : str
+        The device the SDP was solved on, as in the classifier.
     n_neurons_ : int
     n_outputs_ : int
     n_features_in_ : int
