@@ -273,7 +273,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         if self.refit_output_layer:
             refit = refit_second_layer(
                 outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
-                alpha=alpha,
+                alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
             )
             alpha, objective = refit.alpha, refit.objective
 
