@@ -613,7 +613,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     solver_ : str
         The solver that produced the relaxed solution: ``"native"`` (the
         factor solver), ``"compact"`` (the exact compact-cone solve of a small
-        squared-loss lifting, chosen by ``solver=None`` on the CPU) or the
+        squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU) or the
         CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
