@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, softmax
-from threadpoolctl import threadpool_limits
 
+from .._training._threads import blas_limits
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
 
@@ -123,7 +123,8 @@ def _smooth_loss(scores, target, weight, loss, n_outputs, mu):
 
 
 def _soft_threshold(values, threshold):
-    return np.sign(values) * np.maximum(np.abs(values) - threshold, 0.0)
+    # sign(v) max(|v| - t, 0) in two array operations (bit for bit the same).
+    return values - np.clip(values, -threshold, threshold)
 
 
 def _top_curvature(H, weight, n_iter=30, seed=0):
@@ -208,7 +209,7 @@ def refit_second_layer(
         value = loss_value(scores, y, weight, loss, n_outputs) + penalty * np.abs(point).sum()
         return value if np.isfinite(value) else np.inf
 
-    with threadpool_limits(limits=1, user_api="blas") if small else nullcontext():
+    with blas_limits(1) if small else nullcontext():
         reduced = None
         if (
             loss == "squared" and rank_bound is not None
@@ -305,7 +306,8 @@ def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_ite
             scores_c = H @ candidate
             value_c = _smooth_loss(scores_c, target, weight, loss, n_outputs, mu)[0]
             # Sufficient decrease of the smooth part (the standard backtracking test).
-            bound = value_y + np.sum(gradient * difference) + np.sum(difference**2) / (2.0 * step)
+            flat = difference.ravel()
+            bound = value_y + np.dot(gradient.ravel(), flat) + np.dot(flat, flat) / (2.0 * step)
             if value_c <= bound + 1e-12 * abs(bound) or step < 1e-300:
                 break
             step *= 0.5
