@@ -28,6 +28,7 @@ def test_small_case_times_the_native_solver_against_scs(monkeypatch, capsys):
         assert row["fit time (s)"] > 0 and row["SCS fit time (s)"] > 0
         np.testing.assert_allclose(row["SCS / native"], row["SCS fit time (s)"] / row["fit time (s)"])
         assert row["peak RSS (MB)"] > 0
+        assert 0 <= row["relative gap"] <= 1 and 0 <= row["SCS relative gap"] <= 1
 
 
 def test_a_failing_case_reports_its_error_instead_of_stopping_the_suite():

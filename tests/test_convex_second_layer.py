@@ -87,3 +87,21 @@ def test_refit_rejects_an_unknown_loss():
     H, y, weight, p = _problem(1)
     with pytest.raises(ValueError, match="loss"):
         refit_second_layer(H, y, weight, loss="absolute", beta=1e-3, n_lifted=p, alpha=np.zeros((30, 1)))
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_squared_refit_on_the_range_reduced_form_reaches_clarabels_optimum(n_outputs):
+    # rank(H) <= p (p + 1) / 2 = 21 < 0.75 * 120 rows: the r-row form is used.
+    H, y, weight, p = _problem(n_outputs, seed=5)
+    beta = 1e-3
+    start = np.full((H.shape[1], n_outputs), 0.01)
+    result = refit_second_layer(
+        H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
+        tol=1e-12, rank_bound=p * (p + 1) // 2,
+    )
+    optimum = _clarabel_optimum(H, y, weight, "squared", beta, p, n_outputs)
+    recomputed = loss_value(H @ result.alpha, y, weight, "squared", n_outputs)
+    recomputed += beta * p * np.abs(result.alpha).sum()
+    assert result.objective == pytest.approx(recomputed, rel=1e-12)
+    assert result.objective <= result.initial_objective
+    assert optimum - 1e-7 <= result.objective <= optimum * (1 + 1e-6)

@@ -61,3 +61,18 @@ def test_flush_denormals_is_scoped():
         assert (subnormal * 1.0)[0] == 0
     assert not _denormals_are_flushed()
     assert (subnormal * 1.0)[0] > 0
+
+
+def test_blas_limits_limits_and_restores_from_its_cached_scan():
+    from threadpoolctl import threadpool_info
+
+    from skquad._training._threads import blas_limits
+
+    def blas_threads():
+        return [entry["num_threads"] for entry in threadpool_info() if entry["user_api"] == "blas"]
+
+    before = blas_threads()
+    for _ in range(2):  # the second call reuses the scan
+        with blas_limits(1):
+            assert blas_threads() and all(count == 1 for count in blas_threads())
+        assert blas_threads() == before

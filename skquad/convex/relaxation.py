@@ -227,7 +227,9 @@ def solve_relaxation(
     solver : None or str, default=None
         None: the native solvers. The squared loss with a small lifting
         (``p (p + 1) / 2 <= 600``, see ``compact_applies()``) is solved
-        block by block in its compact cone form
+        block by block in its compact cone form (the hinge losses with
+        ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over the
+        PSD cones)
         (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; everything else goes to the

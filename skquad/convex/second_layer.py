@@ -25,8 +25,17 @@ the best one seen *by the true objective*, the start included, so the result
 never has a higher objective than the starting ``alpha`` (the tests compare
 the optimum with CLARABEL's).
 
+The squared loss depends on ``alpha`` only through ``W^(1/2) H alpha``, which
+lies in the range of ``W^(1/2) H``. The neurons' outputs are linear in the
+``p (p + 1) / 2`` entries of the symmetric ``L(x)``, so that range has at most
+that dimension, often far below ``n`` (iris: 15 against 149 rows). With an
+orthonormal basis ``B`` of the range, ``||W^(1/2)(H alpha - t)||^2 =
+||B^T W^(1/2) H alpha - B^T W^(1/2) t||^2 + ||(I - B B^T) W^(1/2) t||^2``
+exactly, so FISTA runs the same iterates on the ``r``-row problem; the
+returned objective is recomputed on ``H`` itself.
+
 Memory: ``H`` is ``n x m`` float64 (the caller's); the solver keeps a few
-``m x K`` and ``n x K`` arrays.
+``m x K`` and ``n x K`` arrays (and the ``r x m`` reduced matrix).
 
 Threads: each iteration is two or three thin products ``H @ alpha`` and
 ``H^T g``. Below 2e8 flops per product (the threshold of skquad's training
@@ -40,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, softmax
-from threadpoolctl import threadpool_limits
 
+from .._training._threads import blas_limits
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
 
@@ -114,7 +123,8 @@ def _smooth_loss(scores, target, weight, loss, n_outputs, mu):
 
 
 def _soft_threshold(values, threshold):
-    return np.sign(values) * np.maximum(np.abs(values) - threshold, 0.0)
+    # sign(v) max(|v| - t, 0) in two array operations (bit for bit the same).
+    return values - np.clip(values, -threshold, threshold)
 
 
 def _top_curvature(H, weight, n_iter=30, seed=0):
@@ -137,8 +147,15 @@ _SINGLE_THREAD_FLOPS = 2e8
 _CURVATURE = {"squared": lambda mu: 2.0, "logistic": lambda mu: 0.5, "hinge": lambda mu: 1.0 / mu}
 
 
+# The squared loss is refitted on its range-reduced form (module docstring)
+# when the caller's bound on rank(H) is at most this fraction of the rows:
+# the n x n Gram matrix that finds the basis costs about n / (3000 K) of the
+# full-size iterations, and the reduction saves a factor n / r on each.
+_REDUCE_BELOW_FRACTION = 0.75
+
+
 def refit_second_layer(
-    H, y, weight, *, loss, beta, n_lifted, alpha, max_iter=500, tol=1e-7
+    H, y, weight, *, loss, beta, n_lifted, alpha, max_iter=500, tol=1e-7, rank_bound=None
 ):
     """Minimise ``loss(H @ alpha) + beta * p * ||alpha||_1`` starting from ``alpha``.
 
@@ -166,6 +183,11 @@ def refit_second_layer(
     tol : float, default=1e-7
         Stop a stage when the relative decrease of its objective over 10
         iterations falls below ``tol``.
+    rank_bound : int, default=None
+        An upper bound on the rank of ``H`` (the SDP network's: ``p (p + 1)
+        / 2``). Squared loss: when it is well below ``n_samples``, the
+        problem is solved on its exact range-reduced form (same optimum,
+        cheaper iterations). None: no reduction.
 
     Returns
     -------
@@ -182,15 +204,64 @@ def refit_second_layer(
     target = _targets(y, n_outputs)
     penalty = float(beta) * int(n_lifted)
     small = 2.0 * H.shape[0] * H.shape[1] * n_outputs < _SINGLE_THREAD_FLOPS
-    with threadpool_limits(limits=1, user_api="blas") if small else nullcontext():
-        return _refit(H, y, weight, target, loss, penalty, alpha, n_outputs, max_iter, tol)
 
-
-def _refit(H, y, weight, target, loss, penalty, alpha, n_outputs, max_iter, tol):
     def true_objective(point, scores):
         value = loss_value(scores, y, weight, loss, n_outputs) + penalty * np.abs(point).sum()
         return value if np.isfinite(value) else np.inf
 
+    with blas_limits(1) if small else nullcontext():
+        reduced = None
+        if (
+            loss == "squared" and rank_bound is not None
+            and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]
+        ):
+            reduced = _range_reduced(H, target, weight)
+        if reduced is None:
+            return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective)
+        A, reduced_target, offset = reduced
+
+        def reduced_objective(point, scores):
+            residual = scores - (reduced_target if n_outputs > 1 else reduced_target[:, None])
+            return float(np.sum(residual**2)) + offset + penalty * np.abs(point).sum()
+
+        fit = _refit(
+            A, np.ones(A.shape[0]), reduced_target, loss, penalty, alpha, max_iter, tol,
+            reduced_objective,
+        )
+        # The reported objectives are the true ones, on H itself.
+        initial = true_objective(alpha, H @ alpha)
+        objective = true_objective(fit.alpha, H @ fit.alpha)
+        if objective > initial:  # rounding only: the reduction is exact
+            return SecondLayerFit(alpha=alpha, objective=initial, initial_objective=initial,
+                                  n_iter=fit.n_iter)
+        return SecondLayerFit(alpha=fit.alpha, objective=objective, initial_objective=initial,
+                              n_iter=fit.n_iter)
+
+
+def _range_reduced(H, target, weight):
+    """The squared loss's exact ``r``-row form (module docstring), or None if ``r`` is not small.
+
+    Returns ``(A, c, offset)`` with ``Σ_i w_i ||H_i alpha - t_i||^2 =
+    ||A alpha - c||^2 + offset`` for every ``alpha``.
+    """
+    root_weight = np.sqrt(weight)
+    weighted = H * root_weight[:, None]
+    values, vectors = np.linalg.eigh(weighted @ weighted.T)
+    # Directions below 1e-13 of the top eigenvalue carry under 3e-7 of H's
+    # norm: rounding, not rank (the outputs are exact products of integers
+    # and standardized inputs).
+    keep = values > 1e-13 * max(values[-1], 1e-300)
+    if keep.sum() > _REDUCE_BELOW_FRACTION * H.shape[0]:
+        return None
+    basis = vectors[:, keep]
+    weighted_target = target * (root_weight if target.ndim == 1 else root_weight[:, None])
+    reduced_target = basis.T @ weighted_target
+    offset = float(np.sum(weighted_target**2) - np.sum(reduced_target**2))
+    return basis.T @ weighted, reduced_target, max(offset, 0.0)
+
+
+def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective):
+    n_outputs = alpha.shape[1]
     initial = true_objective(alpha, H @ alpha)
     best = {"alpha": alpha.copy(), "objective": initial}
     curvature = _top_curvature(H, weight)
@@ -235,7 +306,8 @@ def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_ite
             scores_c = H @ candidate
             value_c = _smooth_loss(scores_c, target, weight, loss, n_outputs, mu)[0]
             # Sufficient decrease of the smooth part (the standard backtracking test).
-            bound = value_y + np.sum(gradient * difference) + np.sum(difference**2) / (2.0 * step)
+            flat = difference.ravel()
+            bound = value_y + np.dot(gradient.ravel(), flat) + np.dot(flat, flat) / (2.0 * step)
             if value_c <= bound + 1e-12 * abs(bound) or step < 1e-300:
                 break
             step *= 0.5

@@ -279,7 +279,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         if self.refit_output_layer:
             refit = refit_second_layer(
                 outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
-                alpha=alpha,
+                alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
             )
             alpha, objective = refit.alpha, refit.objective
 
@@ -623,7 +623,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     solver_ : str
         The solver that produced the relaxed solution: ``"native"`` (the
         factor solver), ``"compact"`` (the exact compact-cone solve of a small
-        squared-loss lifting, chosen by ``solver=None`` on the CPU) or the
+        squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU) or the
         CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"

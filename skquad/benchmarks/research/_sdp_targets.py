@@ -16,8 +16,12 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     less than the wall time). ``optdigits_tol1e-3``: the same with ``tol=1e-3``
     (issue 18's target is a certified gap of at most 1e-3).
 ``small``
-    Default fits against ``solver="SCS"`` on standardized iris, wine and
-    breast cancer, interleaved after a warm-up; medians of 5 rounds.
+    Default fits against ``solver="SCS"`` (the same refit on both sides) on
+    standardized iris, wine and breast cancer, interleaved after a warm-up;
+    medians of 5 rounds of the process CPU time (issue 18's target: at least
+    5x, each default fit under 1 s, certified relative gap at most 1e-3). Run
+    it with ``--threads 1``: CPU time then measures the work, which a loaded
+    machine inflates far less than the wall time.
 
 Each case runs in a child process of its own, so that its peak resident
 memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
@@ -63,12 +67,12 @@ def _summary(model, elapsed):
     }
 
 
-def _fit(model, X, y):
-    started = time.perf_counter()
+def _fit(model, X, y, clock=time.perf_counter):
+    started = clock()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.fit(X, y)
-    return time.perf_counter() - started, [f"{w.category.__name__}: {w.message}" for w in caught]
+    return clock() - started, [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
 def _case(case, rounds):
@@ -79,15 +83,19 @@ def _case(case, rounds):
         y = np.asarray(y).astype(str)
         model = SDPQuantizedClassifier(loss="logistic", solver="SCS" if case == "credit_scs" else None,
                                        random_state=0)
+        cpu = time.process_time()
         elapsed, caught = _fit(model, X, y)
-        extra = {"n": X.shape[0], "d": X.shape[1], "training accuracy": model.score(X, y)}
+        extra = {"n": X.shape[0], "d": X.shape[1], "cpu time (s)": time.process_time() - cpu,
+                 "training accuracy": model.score(X, y)}
         return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
     if case.startswith("planted"):
         d = int(case[len("planted"):])
         X, y = make_planted_quantized(n_samples=2000, n_features=d, n_planted=10, random_state=0)
         model = SDPQuantizedClassifier(loss="logistic", n_neurons=1000, random_state=0)
+        cpu = time.process_time()
         elapsed, caught = _fit(model, X, y)
-        extra = {"n": 2000, "d": d, "training accuracy": model.score(X, y),
+        extra = {"n": 2000, "d": d, "cpu time (s)": time.process_time() - cpu,
+                 "training accuracy": model.score(X, y),
                  "relaxed training accuracy": float(np.mean(model.relaxed_predict(X) == y))}
         return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
     if case in ("optdigits", "optdigits_tol1e-3", "letter"):
@@ -112,14 +120,22 @@ def _case(case, rounds):
             X, y = loader(return_X_y=True)
             X = StandardScaler().fit_transform(X)
             times = {"native": [], "SCS": []}
+            models = {}
             for round_index in range(rounds + 1):  # round 0 warms up (imports, compilation)
                 for label, solver in (("native", None), ("SCS", "SCS")):
-                    elapsed, _ = _fit(SDPQuantizedClassifier(solver=solver, random_state=0), X, y)
+                    models[label] = SDPQuantizedClassifier(solver=solver, random_state=0)
+                    elapsed, _ = _fit(models[label], X, y, clock=time.process_time)
                     if round_index:
                         times[label].append(elapsed)
             native, scs = float(np.median(times["native"])), float(np.median(times["SCS"]))
+            model = models["native"]
             rows.append({"case": f"small: {name}", "n": X.shape[0], "d": X.shape[1],
-                         "fit time (s)": native, "SCS fit time (s)": scs, "SCS / native": scs / native})
+                         "fit time (s)": native, "SCS fit time (s)": scs, "SCS / native": scs / native,
+                         "solver": model.solver_,
+                         "relative gap": model.certified_gap_ / model.relaxed_objective_,
+                         "SCS relative gap": models["SCS"].certified_gap_ / models["SCS"].relaxed_objective_,
+                         "training accuracy": model.score(X, y),
+                         "SCS training accuracy": models["SCS"].score(X, y)})
         return rows
     raise ValueError(f"unknown case {case!r}; choose from {list(CASES)}")
 
@@ -161,6 +177,6 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
         "SDPQuantizedClassifier on the cases of the solver targets (issue 9), each in its own "
         "process (peak RSS is the process's). The relative gap is the certified one "
         f"(relaxed objective minus lower bound, over the objective); `small`: medians of {rounds} "
-        "rounds after a warm-up.\n\n" + markdown_table(table, floatfmt=".4g")
+        "rounds after a warm-up, process CPU time.\n\n" + markdown_table(table, floatfmt=".4g")
     )
     return {"title": "SDP solver targets", "markdown": markdown, "tables": {"sdp_targets": table}, "figures": []}
