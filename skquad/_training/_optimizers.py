@@ -8,10 +8,16 @@ handful of fused tensor operations and allocates nothing.
 
 ``learning_rate`` is a float, or a per-element tensor where parameter groups
 scale their step differently (ReLinear's quadratic groups).
+
+``state()`` / ``load_state()`` move a rule's running state (momentum buffers,
+Adam's moments and step count) to and from plain numpy, so that a saved model
+continues training exactly as the live one would (issue 22): no torch object
+enters a pickle.
 """
 
 import math
 
+import numpy as np
 import torch
 
 __all__ = ["AdamOptimizer", "SGDOptimizer", "make_optimizer"]
@@ -52,6 +58,14 @@ class SGDOptimizer:
         else:
             theta.add_(velocity)
 
+    def state(self):
+        """The momentum buffer as a numpy array (a copy, on the CPU)."""
+        return {"velocity": _to_numpy(self.velocity)}
+
+    def load_state(self, state):
+        """Continue from :meth:`state` (the buffer keeps its device and dtype)."""
+        _load_into(self.velocity, state["velocity"], "velocity")
+
 
 class AdamOptimizer:
     """MLPClassifier's Adam (Kingma & Ba): bias-corrected step ``lr_t m / (sqrt(v) + eps)``.
@@ -85,6 +99,30 @@ class AdamOptimizer:
             self.parameters.addcdiv_(m, denominator, value=-correction)
         else:
             self.parameters.addcdiv_(m, denominator, value=-learning_rate * correction)
+
+    def state(self):
+        """The moments (numpy copies, on the CPU) and the step count of the bias correction."""
+        return {"m": _to_numpy(self.m), "v": _to_numpy(self.v), "t": self.t}
+
+    def load_state(self, state):
+        """Continue from :meth:`state` (the buffers keep their device and dtype)."""
+        _load_into(self.m, state["m"], "m")
+        _load_into(self.v, state["v"], "v")
+        self.t = int(state["t"])
+
+
+def _to_numpy(buffer):
+    return buffer.detach().cpu().numpy().copy()
+
+
+def _load_into(buffer, values, name):
+    values = np.require(values, requirements=["C", "W"])  # torch cannot wrap read-only arrays
+    if values.shape != tuple(buffer.shape):
+        raise ValueError(
+            f"The saved optimizer state {name!r} has shape {values.shape}, but the network has "
+            f"{tuple(buffer.shape)} parameters."
+        )
+    buffer.copy_(torch.from_numpy(values))
 
 
 def make_optimizer(config, parameters):
