@@ -210,23 +210,34 @@ class FusedNetwork:
         n_out, n_in = layer.out_features, layer.in_features
         batch = a.shape[0]
         views = self._parameter_views()[index]
-        stacked = views["stacked"]
-        # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product (delta (x) a)^T a.
+        # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product a^T (delta (x) a),
+        # (n_in x batch) @ (batch x n_out*n_in): its [i, k*n_in + j] is
+        # dL/dP^(k)_ij, put in place by a transposing copy of n_out*n_in^2
+        # numbers. The other order, (delta (x) a)^T a, gives (k, i, j) directly
+        # but its long side is the product's rows and its short side (n_in) the
+        # columns, a shape BLAS runs at half the speed (1.2x in float64 and
+        # 2x in float32 with MKL on an AMD EPYC, batch 200, 30 x 10 units).
         weighted = self._buffer("weighted", index, (batch, n_out * n_in), a)
         torch.mul(delta.unsqueeze(2), a.unsqueeze(1), out=weighted.view(batch, n_out, n_in))
-        torch.mm(weighted.t(), a, out=views["stacked_grad"])
+        gradient_by_row = self._buffer("gradient_by_row", index, (n_in, n_out * n_in), a)
+        torch.mm(a.t(), weighted, out=gradient_by_row)
+        views["stacked_grad"].view(n_out, n_in, n_in).copy_(gradient_by_row.view(n_in, n_out, n_in).transpose(0, 1))
         if not need_input_gradient:
             return None
-        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a. With one output
-        # neuron (binary scores, a regressor's single target) it is the cached
-        # V scaled row by row, O(batch n_in) instead of a product with Q.
-        # Otherwise it is taken as one product of the (delta (x) a) rows above
-        # with the stacked Q: a plain matrix product is several times faster on
-        # the CPU than the batched (1 x n_out) @ (n_out x n_in) products with V.
+        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, from the cached
+        # V = [Q^(k) a]: O(batch n_out n_in) elementwise work and a sum, where
+        # the product (delta (x) a) @ stacked Q costs n_in times more
+        # arithmetic (3x its time in float64, 1.6x in float32, measured as above;
+        # a batched (1 x n_out) @ (n_out x n_in) product with V is slower still).
+        # With one output neuron (binary scores, a regressor's single target)
+        # it is V scaled row by row.
         torch.mm(delta, layer.weight, out=grad_a)
         if n_out == 1:
             return grad_a.addcmul_(cache[:, 0, :], delta, value=2.0)
-        return grad_a.addmm_(weighted, stacked, alpha=2.0)
+        scaled = weighted.view(batch, n_out, n_in)  # free again: reused for delta_k V_k
+        torch.mul(cache, delta.unsqueeze(2), out=scaled)
+        summed = self._buffer("summed", index, a.shape, a)
+        return grad_a.add_(torch.sum(scaled, 1, out=summed), alpha=2.0)
 
     def _reduced_backward(self, index, layer, a, delta, cache):
         v1, v2 = cache
