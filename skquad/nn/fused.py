@@ -155,10 +155,11 @@ class FusedNetwork:
             cached_v = self._buffer("v", index, (batch, n_out * n_in), a)
             torch.mm(a, views["stacked_t"], out=cached_v)
             cached_v = cached_v.view(batch, n_out, n_in)
-            torch.bmm(cached_v, a.unsqueeze(2), out=z.unsqueeze(2))
-            z.addmm_(a, views["weight_t"])
             if layer.bias is not None:
-                z.add_(layer.bias)
+                torch.addmm(layer.bias, a, views["weight_t"], out=z)
+            else:
+                torch.mm(a, views["weight_t"], out=z)
+            z.unsqueeze(2).baddbmm_(cached_v, a.unsqueeze(2))  # + a_b^T P^(k) a_b
             return z, cached_v
         # Reduced layer: v1 = W a + b, v2 = U a + c (Algorithm 2's cache).
         v1 = torch.addmm(layer.bias, a, views["weight_t"], out=self._buffer("v1", index, (batch, n_out), a))
@@ -231,13 +232,13 @@ class FusedNetwork:
         # a batched (1 x n_out) @ (n_out x n_in) product with V is slower still).
         # With one output neuron (binary scores, a regressor's single target)
         # it is V scaled row by row.
-        torch.mm(delta, layer.weight, out=grad_a)
         if n_out == 1:
+            torch.mm(delta, layer.weight, out=grad_a)
             return grad_a.addcmul_(cache[:, 0, :], delta, value=2.0)
         scaled = weighted.view(batch, n_out, n_in)  # free again: reused for delta_k V_k
         torch.mul(cache, delta.unsqueeze(2), out=scaled)
-        summed = self._buffer("summed", index, a.shape, a)
-        return grad_a.add_(torch.sum(scaled, 1, out=summed), alpha=2.0)
+        torch.sum(scaled, 1, out=grad_a)
+        return grad_a.addmm_(delta, layer.weight, beta=2.0)  # 2 sum_k delta_k V_k + W^T delta
 
     def _reduced_backward(self, index, layer, a, delta, cache):
         v1, v2 = cache
