@@ -15,6 +15,7 @@ continues training exactly as the live one would (issue 22): no torch object
 enters a pickle.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -87,7 +88,7 @@ class AdamOptimizer:
         # torch's fused Adam kernel: one pass over the buffers per step where
         # the loop below makes seven (the step was 10-15% of a small network's
         # training step, mostly memory traffic).
-        self._fused = hasattr(torch, "_fused_adam_") and parameters.device.type in ("cpu", "cuda")
+        self._fused = _has_fused_adam(parameters.device.type, parameters.dtype)
         self._step_count = torch.zeros((), dtype=torch.float32, device=parameters.device)
         self._runs = None
 
@@ -159,6 +160,23 @@ class AdamOptimizer:
         _load_into(self.m, state["m"], "m")
         _load_into(self.v, state["v"], "v")
         self.t = int(state["t"])
+
+
+@functools.cache
+def _has_fused_adam(device_type, dtype):
+    """Whether this torch has the fused Adam kernel for the device (CPU: torch >= 2.4)."""
+    if not hasattr(torch, "_fused_adam_"):
+        return False
+    try:
+        tensors = [[torch.zeros(2, dtype=dtype, device=device_type)] for _ in range(4)]
+        step = [torch.ones((), dtype=torch.float32, device=device_type)]
+        torch._fused_adam_(
+            *tensors, [], step, lr=1e-3, beta1=0.9, beta2=0.999, weight_decay=0.0, eps=1e-8,
+            amsgrad=False, maximize=False,
+        )
+    except (NotImplementedError, RuntimeError):
+        return False
+    return True
 
 
 def _to_numpy(buffer):
