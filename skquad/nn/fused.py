@@ -280,7 +280,7 @@ class FusedNetwork:
         if self.output == "squared_error":
             # sum_b w_b sum_k r_bk^2 / (2k) as one dot of the weighted residuals
             # with the residuals (an overflowed score makes it inf or NaN by itself).
-            residual = scores.sub_(y.reshape_as(scores))
+            residual = scores.sub_(y.reshape_as(scores).to(scores.dtype))
             delta = torch.mul(residual, weights.unsqueeze(1))
             if scores.shape[1] > 1:
                 delta.div_(scores.shape[1])
