@@ -238,3 +238,18 @@ def test_partial_fit_after_round_trip_continues_exactly(name, setting, round_tri
     for attribute in ("n_iter_", "t_", "loss_curve_"):
         if hasattr(kept, attribute):
             np.testing.assert_array_equal(getattr(loaded, attribute), getattr(kept, attribute))
+
+
+def test_saved_optimizer_state_of_another_solver_is_not_used():
+    """set_params(solver=...) after loading: partial_fit starts the new rule afresh, as a live model."""
+    estimator = _make("QNNClassifier").set_params(batch_size=16)
+    X, y = _data(estimator)
+    _quiet_fit(estimator.partial_fit, X, y, classes=np.unique(y))
+    loaded = _skops_round_trip(estimator).set_params(solver="sgd")
+    assert loaded._training_state["solver"] == "adam"
+    fresh = _skops_round_trip(estimator).set_params(solver="sgd")
+    del fresh._training_state  # what a model saved without optimizer state does
+    for model in (loaded, fresh):
+        _quiet_fit(model.partial_fit, X, y)
+    _assert_same_predictions(loaded, fresh, X)
+    assert not hasattr(loaded, "_training_state")

@@ -214,13 +214,23 @@ class Trainer:
             "n_samples_seen": int(self.history.n_samples_seen),
         }
 
+    def accepts_training_state(self, state):
+        """Whether :meth:`restore_training_state` can continue from ``state``: same solver and dtype.
+
+        Otherwise (``set_params`` changed them since the state was saved) the
+        trainer starts its optimizer afresh, as a live one does then.
+        """
+        return state is not None and (state["solver"], state["dtype"]) == (
+            self.config.solver, str(self.dtype).removeprefix("torch.")
+        )
+
     def restore_training_state(self, state):
         """Continue from :meth:`training_state` (same network, solver and dtype).
 
         Call on a trainer built from the saved weights, before its first
         ``partial_fit``; the buffers stay on this trainer's device.
         """
-        if state["solver"] != self.config.solver or state["dtype"] != str(self.dtype).removeprefix("torch."):
+        if not self.accepts_training_state(state):
             raise ValueError(
                 f"The saved training state is for solver={state['solver']!r} in {state['dtype']}; "
                 f"this trainer runs solver={self.config.solver!r} in {self.dtype}."

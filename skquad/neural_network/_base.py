@@ -510,9 +510,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
                 history.best_loss = np.inf if self.best_loss_ is None else self.best_loss_
                 history.n_samples_seen = self.t_
                 trainer.schedule.epoch_ends(self.t_)
-                if saved_training_state is not None and (saved_training_state["solver"], saved_training_state["dtype"]) == (
-                    self.solver, str(policy.dtype).removeprefix("torch.")
-                ):
+                if trainer.accepts_training_state(saved_training_state):
                     trainer.restore_training_state(saved_training_state)
         # n_iter_ counts this call's epochs (iterations), as in MLPClassifier;
         # loss_curve_ and t_ keep accumulating over warm starts and partial_fit.

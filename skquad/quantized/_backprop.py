@@ -211,7 +211,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             self.training_time_ = 0.0
         self._history_offset = (list(self.loss_curve_), self.n_iter_)
         saved_training_state = self.__dict__.pop("_training_state", None)
-        if resume and saved_training_state is not None and saved_training_state["dtype"] == str(trainer.dtype).removeprefix("torch."):
+        if resume and trainer.accepts_training_state(saved_training_state):
             trainer.restore_training_state(saved_training_state)
         self._trainer = trainer
         return trainer
