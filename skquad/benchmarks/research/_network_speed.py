@@ -21,7 +21,7 @@ with several threads CPU time adds up every thread's and is not a fit time).
 
 Where a QNN step's time went (issue 22; one thread, AMD EPYC, torch 2.13 with
 MKL, CPU time per step of the 64-30-10 float64 fit, timers around each part
-of :class:`skquad.nn.fused.FusedNetwork` in a real fit, under load): the
+of ``skquad.nn.fused.FusedNetwork`` in a real fit, under load): the
 quadratic output layer's backward 544 us and forward 299 us (three products of
 200 x 30 by 30 x 300 size), the loss 195 us, the hidden layer 217 us, Adam
 70 us (190 us before torch's fused kernel), the loop around them 159 us;
