@@ -7,13 +7,15 @@ fit), so ``skops.io`` needs to trust exactly the estimator's own class, plus
 relaxed solution that ``resample`` and warm starts use), and nothing from
 torch. Each test checks that list, loads with it, and compares the loaded
 model's predictions (bit for bit: the same arrays) and, mid-training, its
-continued training with the original's (QLR's SGD, the SDP's warm start) or,
-for the networks, whose optimizer state is not saved, with a pickle-loaded
-copy's.
+continued training with the original's (QLR's SGD, the SDP's warm start, the
+networks' partial_fit with their optimizer state, which travels as numpy).
 """
 
+import io
 import pickle
 import warnings
+
+import joblib
 
 import numpy as np
 import pytest
@@ -137,11 +139,6 @@ def _continue(estimator, X, y):
     return _quiet_fit(estimator.set_params(beta=estimator.beta / 10).fit, X, y)
 
 
-_OPTIMIZER_STATE_NOT_SAVED = {
-    "BackpropQuantizedClassifier", "BackpropQuantizedRegressor", "QNNClassifier", "QNNRegressor",
-    "RPQNNClassifier", "RPQNNRegressor",
-}
-
 MID_TRAINING = [
     name for name in sorted(CONFIGS)
     if hasattr(getattr(skquad, name), "partial_fit") or name in ("QuadraticLogisticRegression",)
@@ -163,13 +160,96 @@ def test_mid_training_round_trip_continues_identically(name):
     _no_torch_objects(estimator.__getstate__())
     loaded = _round_trip(estimator, fitted=True)
     _assert_same_predictions(estimator, loaded, X)
-    # The networks' optimizer state (adam's moments, momentum buffers) lives
-    # in the torch trainer, which is not saved: their continuation is that of
-    # a pickle-loaded copy, not of the live model (doc/user_guide/persistence.rst).
-    reference = pickle.loads(pickle.dumps(estimator)) if name in _OPTIMIZER_STATE_NOT_SAVED else estimator
+    # The networks' optimizer state (Adam's moments, momentum buffers, the
+    # shuffling generator) is saved as numpy: the loaded model continues as the live one.
+    reference = estimator
     _continue(reference, X, y)
     _continue(loaded, X, y)
     _assert_same_predictions(reference, loaded, X)
     for attribute in ("n_iter_", "t_", "loss_curve_"):
         if hasattr(reference, attribute):
             np.testing.assert_array_equal(getattr(loaded, attribute), getattr(reference, attribute))
+
+
+def _pickle_round_trip(estimator):
+    return pickle.loads(pickle.dumps(estimator))
+
+
+def _joblib_round_trip(estimator):
+    buffer = io.BytesIO()
+    joblib.dump(estimator, buffer)
+    buffer.seek(0)
+    return joblib.load(buffer)
+
+
+def _skops_round_trip(estimator):
+    data = sio.dumps(estimator)
+    return sio.loads(data, trusted=sio.get_untrusted_types(data=data))
+
+
+ROUND_TRIPS = {"pickle": _pickle_round_trip, "joblib": _joblib_round_trip, "skops": _skops_round_trip}
+
+# The rules whose running state a continuation needs: Adam's moments and step
+# count; SGD's Nesterov momentum under the invscaling schedule (its rate
+# follows the samples seen). Batches of 16 and shuffling: several steps per
+# epoch, and the shuffling generator's state matters too.
+TWIN_SETTINGS = {
+    "adam-float64": (dict(solver="adam"), np.float64),
+    "adam-float32": (dict(solver="adam"), np.float32),
+    "sgd-invscaling": (dict(solver="sgd", learning_rate="invscaling", learning_rate_init=0.1), np.float64),
+}
+
+
+# BackpropQuantized trains with SGD only (no solver parameter).
+TWINS = [
+    (name, setting)
+    for name in ("QNNClassifier", "RPQNNRegressor", "BackpropQuantizedClassifier")
+    for setting in sorted(TWIN_SETTINGS)
+    if not (name.startswith("Backprop") and TWIN_SETTINGS[setting][0]["solver"] != "sgd")
+]
+
+
+# Every twin through skops (the secure format); pickle and joblib share
+# __getstate__, so one twin each (the suite's time budget).
+TWIN_CASES = [(name, setting, "skops") for name, setting in TWINS] + [
+    ("QNNClassifier", "adam-float64", round_trip) for round_trip in ("pickle", "joblib")
+]
+
+
+@pytest.mark.parametrize(("name", "setting", "round_trip"), TWIN_CASES)
+def test_partial_fit_after_round_trip_continues_exactly(name, setting, round_trip):
+    """Twins: one saved and loaded between partial_fit calls, one never saved; the same outputs."""
+    options, dtype = TWIN_SETTINGS[setting]
+    if name.startswith("Backprop"):
+        options = {key: value for key, value in options.items() if key != "solver"}
+    twins = [_make(name).set_params(batch_size=16, **options) for _ in range(2)]
+    X, y = _data(twins[0])
+    X = X.astype(dtype)
+    kwargs = {"classes": np.unique(y)} if is_classifier(twins[0]) else {}
+    for twin in twins:
+        for _ in range(2):
+            _quiet_fit(twin.partial_fit, X, y, **kwargs)
+    twins[1] = ROUND_TRIPS[round_trip](twins[1])
+    for twin in twins:
+        for _ in range(3):
+            _quiet_fit(twin.partial_fit, X, y)
+    kept, loaded = twins
+    _assert_same_predictions(kept, loaded, X)
+    for attribute in ("n_iter_", "t_", "loss_curve_"):
+        if hasattr(kept, attribute):
+            np.testing.assert_array_equal(getattr(loaded, attribute), getattr(kept, attribute))
+
+
+def test_saved_optimizer_state_of_another_solver_is_not_used():
+    """set_params(solver=...) after loading: partial_fit starts the new rule afresh, as a live model."""
+    estimator = _make("QNNClassifier").set_params(batch_size=16)
+    X, y = _data(estimator)
+    _quiet_fit(estimator.partial_fit, X, y, classes=np.unique(y))
+    loaded = _skops_round_trip(estimator).set_params(solver="sgd")
+    assert loaded._training_state["solver"] == "adam"
+    fresh = _skops_round_trip(estimator).set_params(solver="sgd")
+    del fresh._training_state  # what a model saved without optimizer state does
+    for model in (loaded, fresh):
+        _quiet_fit(model.partial_fit, X, y)
+    _assert_same_predictions(loaded, fresh, X)
+    assert not hasattr(loaded, "_training_state")

@@ -7,7 +7,7 @@ from sklearn.neural_network._stochastic_optimizers import AdamOptimizer as Sklea
 from sklearn.neural_network._stochastic_optimizers import SGDOptimizer as SklearnSGD
 
 from skquad._training import TrainingConfig
-from skquad._training._optimizers import AdamOptimizer, SGDOptimizer, make_optimizer
+from skquad._training._optimizers import AdamOptimizer, SGDOptimizer, _has_fused_adam, make_optimizer
 
 
 def _reference(solver, params, nesterov):
@@ -16,15 +16,25 @@ def _reference(solver, params, nesterov):
     return SklearnAdam(params, learning_rate_init=0.05, beta_1=0.8, beta_2=0.99, epsilon=1e-7)
 
 
-@pytest.mark.parametrize("solver,nesterov", [("sgd", True), ("sgd", False), ("adam", False)])
+# Adam runs torch's fused kernel where torch has it, else the written-out
+# step: both must be scikit-learn's rule ("adam-unfused" forces the latter).
+@pytest.mark.parametrize(
+    "solver,nesterov", [("sgd", True), ("sgd", False), ("adam", False), ("adam-unfused", False)]
+)
 def test_flat_buffer_updates_are_scikit_learns_rules(solver, nesterov):
     rng = np.random.RandomState(0)
     start = rng.randn(7)
     theta = torch.as_tensor(start.copy())
+    unfused = solver == "adam-unfused"
+    solver = "adam" if unfused else solver
     config = TrainingConfig(solver=solver, momentum=0.8, nesterov=nesterov, beta_1=0.8,
                             beta_2=0.99, epsilon=1e-7)
     optimizer = make_optimizer(config, theta)
     assert isinstance(optimizer, SGDOptimizer if solver == "sgd" else AdamOptimizer)
+    if solver == "adam":
+        assert optimizer._fused is _has_fused_adam("cpu", torch.float64)
+        if unfused:
+            optimizer._fused = False
     params = [start.copy()]
     reference = _reference(solver, params, nesterov)
     for _ in range(6):

@@ -188,6 +188,70 @@ class Trainer:
         """A fresh update rule (:mod:`._optimizers`) on the flat buffer."""
         self._optimizer = make_optimizer(self.config, self.flat_parameters)
 
+    def training_state(self):
+        """What a stochastic fit continues from, as plain numpy; None before the first epoch.
+
+        The update rule's running state (Adam's moments and step count, SGD's
+        momentum buffer), the learning rate the schedule has reached, the
+        shuffling generator's state, the divergence guard's reference loss and
+        best snapshot, and the step and sample counts. An estimator saves it with its
+        numpy weights, so that ``partial_fit`` after a pickle, joblib or skops
+        round trip continues exactly as the live model would (issue 22), with
+        no torch object in the saved file. The parameters themselves are not
+        included: the estimator stores them already.
+        """
+        if self._optimizer is None:
+            return None
+        return {
+            "solver": self.config.solver,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "optimizer": self._optimizer.state(),
+            "learning_rate": float(self.schedule.learning_rate),
+            "generator": self.generator.get_state().numpy().copy(),
+            "reference_loss": self.guard.reference_loss,
+            "best_parameters": self.guard.best.detach().cpu().numpy().copy(),
+            "n_steps": int(self.history.n_steps),
+            "n_samples_seen": int(self.history.n_samples_seen),
+        }
+
+    def accepts_training_state(self, state):
+        """Whether :meth:`restore_training_state` can continue from ``state``: same solver and dtype.
+
+        Otherwise (``set_params`` changed them since the state was saved) the
+        trainer starts its optimizer afresh, as a live one does then.
+        """
+        return state is not None and (state["solver"], state["dtype"]) == (
+            self.config.solver, str(self.dtype).removeprefix("torch.")
+        )
+
+    def restore_training_state(self, state):
+        """Continue from :meth:`training_state` (same network, solver and dtype).
+
+        Call on a trainer built from the saved weights, before its first
+        ``partial_fit``; the buffers stay on this trainer's device.
+        """
+        if not self.accepts_training_state(state):
+            raise ValueError(
+                f"The saved training state is for solver={state['solver']!r} in {state['dtype']}; "
+                f"this trainer runs solver={self.config.solver!r} in {self.dtype}."
+            )
+        self._init_optimizer_state()
+        self._optimizer.load_state(state["optimizer"])
+        self.schedule.learning_rate = float(state["learning_rate"])
+        self.history.learning_rate = self.schedule.learning_rate
+        generator_state = np.require(state["generator"], dtype=np.uint8, requirements=["C", "W"])
+        self.generator.set_state(torch.from_numpy(generator_state))
+        self.guard.reference_loss = state["reference_loss"]
+        best = np.require(state["best_parameters"], requirements=["C", "W"])
+        if best.shape != tuple(self.guard.best.shape):
+            raise ValueError(
+                f"The saved training state holds {best.size} parameters; this network has "
+                f"{self.guard.best.numel()}."
+            )
+        self.guard.best.copy_(torch.from_numpy(best))
+        self.history.n_steps = int(state["n_steps"])
+        self.history.n_samples_seen = int(state["n_samples_seen"])
+
     def _optimizer_step(self):
         """One update of the flat buffer with the scheduled (per-group) rate."""
         self._optimizer.step(self.flat_gradient, self._learning_rates(self.schedule.learning_rate))

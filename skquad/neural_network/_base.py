@@ -457,7 +457,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         if not warm:
             for attribute in ("layers_", "loss_curve_", "validation_scores_", "best_loss_", "n_iter_", "t_"):
                 self.__dict__.pop(attribute, None)
-        for attribute in ("_trainer", "_trainer_structure"):
+        for attribute in ("_trainer", "_trainer_structure", "_training_state"):
             self.__dict__.pop(attribute, None)
         return self._train(X, y, sample_weight, architecture, incremental=False)
 
@@ -487,6 +487,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         trainer = getattr(self, "_trainer", None) if incremental else None
         if trainer is not None and (trainer.dtype != policy.dtype or trainer.device != policy.device):
             trainer = None  # set_params(dtype=..., device=...) between calls
+        # A loaded model's optimizer state (see __getstate__), used once by the trainer rebuilt below.
+        saved_training_state = self.__dict__.pop("_training_state", None) if incremental else None
         if trainer is None:
             if continuing:
                 self._continue_from_fit(X, architecture)
@@ -508,6 +510,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
                 history.best_loss = np.inf if self.best_loss_ is None else self.best_loss_
                 history.n_samples_seen = self.t_
                 trainer.schedule.epoch_ends(self.t_)
+                if trainer.accepts_training_state(saved_training_state):
+                    trainer.restore_training_state(saved_training_state)
         # n_iter_ counts this call's epochs (iterations), as in MLPClassifier;
         # loss_curve_ and t_ keep accumulating over warm starts and partial_fit.
         n_iter_before = trainer.history.n_iter
@@ -624,8 +628,15 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         # A copy: object.__getstate__ returns the live __dict__, and saving a
         # checkpoint must not drop the optimizer state of the running model.
         state = dict(super().__getstate__())
-        # Only numpy weights travel: torch objects may live on a GPU.
-        for key in ("_trainer", "_trainer_structure", "_prediction_modules"):
+        # Only numpy weights travel: torch objects may live on a GPU. The
+        # optimizer state travels as numpy too (as MLPClassifier pickles its
+        # _optimizer), so that partial_fit after loading continues exactly as
+        # the live model would; a trainer built from layers_ takes it back.
+        trainer = state.pop("_trainer", None)
+        training_state = trainer.training_state() if trainer is not None else None
+        if training_state is not None:
+            state["_training_state"] = training_state
+        for key in ("_trainer_structure", "_prediction_modules"):
             state.pop(key, None)
         return state
 

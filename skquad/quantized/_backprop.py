@@ -154,7 +154,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
 
         Resuming serves ``partial_fit`` after unpickling (the trainer is not
-        pickled); the optimizer's momentum starts again from zero.
+        pickled): the optimizer state saved as numpy by ``__getstate__`` is put back.
         """
         step, schedule = self._step_and_schedule()
         if not resume:
@@ -210,6 +210,9 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             self.n_iter_ = 0
             self.training_time_ = 0.0
         self._history_offset = (list(self.loss_curve_), self.n_iter_)
+        saved_training_state = self.__dict__.pop("_training_state", None)
+        if resume and trainer.accepts_training_state(saved_training_state):
+            trainer.restore_training_state(saved_training_state)
         self._trainer = trainer
         return trainer
 
@@ -294,7 +297,11 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
     def __getstate__(self):
         # The torch trainer is a training-time object; the model is in numpy.
         state = self.__dict__.copy()
-        state.pop("_trainer", None)
+        trainer = state.pop("_trainer", None)
+        # Its optimizer state travels as numpy, for partial_fit after loading.
+        training_state = trainer.training_state() if trainer is not None else None
+        if training_state is not None:
+            state["_training_state"] = training_state
         return state
 
 

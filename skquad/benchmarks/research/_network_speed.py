@@ -14,7 +14,20 @@ Each round fits every model once, in turn, so that a machine whose speed
 drifts slows all of them alike; the figure reported is the median over the
 rounds of the per-round ratio to the MLP, the number that survives a loaded
 machine. Both dtypes run: the input's float dtype is the one the networks
-compute in.
+compute in. Each fit is timed by the wall clock and by the process's CPU time;
+on a machine shared with other work, run with ``--threads 1`` and read the
+CPU-time ratio (the time other processes take from the cores is not counted;
+with several threads CPU time adds up every thread's and is not a fit time).
+
+Where a QNN step's time went (issue 22; one thread, AMD EPYC, torch 2.13 with
+MKL, CPU time per step of the 64-30-10 float64 fit, timers around each part
+of ``skquad.nn.fused.FusedNetwork`` in a real fit, under load): the
+quadratic output layer's backward 544 us and forward 299 us (three products of
+200 x 30 by 30 x 300 size), the loss 195 us, the hidden layer 217 us, Adam
+70 us (190 us before torch's fused kernel), the loop around them 159 us;
+scikit-learn's whole MLP step is about 1 ms. At these shapes numpy's float64
+products (OpenBLAS, what MLPClassifier uses) took 0.6-0.8x torch's (MKL) on
+that machine; in float32 the two were close.
 """
 
 import time
@@ -39,8 +52,9 @@ QUICK_REGRESSION_SHAPE = (1000, 20, 100)
 
 
 def _timed_rounds(makers, X, y, rounds, epochs, progress, label):
-    """Seconds per epoch of every model in every round, models fitted in turn."""
+    """Wall and CPU seconds per epoch of every model in every round, models fitted in turn."""
     seconds = {name: [] for name in makers}
+    cpu_seconds = {name: [] for name in makers}
     for round_index in range(rounds):
         progress(f"{label}: round {round_index + 1}/{rounds}")
         for name, make in makers.items():
@@ -48,14 +62,16 @@ def _timed_rounds(makers, X, y, rounds, epochs, progress, label):
             with warnings.catch_warnings():
                 # every epoch runs on purpose (tol=0): the warning is expected
                 warnings.filterwarnings("ignore", category=ConvergenceWarning)
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 model.fit(X, y)
                 seconds[name].append((time.perf_counter() - started) / epochs)
-    return seconds
+                cpu_seconds[name].append((time.process_time() - cpu_started) / epochs)
+    return seconds, cpu_seconds
 
 
-def _ratio_rows(seconds, baseline, dtype):
-    base = np.asarray(seconds[baseline])
+def _ratio_rows(timings, baseline, dtype):
+    seconds, cpu_seconds = timings
+    base, cpu_base = np.asarray(seconds[baseline]), np.asarray(cpu_seconds[baseline])
     return [
         {
             "dtype": dtype,
@@ -63,6 +79,9 @@ def _ratio_rows(seconds, baseline, dtype):
             "median epoch time (ms)": 1e3 * float(np.median(values)),
             f"ratio to {baseline} (median of rounds)": float(np.median(np.asarray(values) / base)),
             "ratios of the rounds": " ".join(f"{v:.2f}" for v in np.asarray(values) / base),
+            f"CPU-time ratio to {baseline} (median of rounds)": float(
+                np.median(np.asarray(cpu_seconds[name]) / cpu_base)
+            ),
         }
         for name, values in seconds.items()
     ]
@@ -90,8 +109,8 @@ def classifiers(*, output_dir, quick=False, repeats=None, datasets=None, device=
     }
     rows = []
     for dtype in DTYPES:
-        seconds = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"classifiers {dtype}")
-        rows += _ratio_rows(seconds, "MLPClassifier", dtype)
+        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"classifiers {dtype}")
+        rows += _ratio_rows(timings, "MLPClassifier", dtype)
     table = pd.DataFrame(rows)
     markdown = (
         f"64-30-10 networks on optdigits ({X.shape[0]} samples, standardized), {epochs} epochs "
@@ -130,8 +149,8 @@ def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="
     }
     rows = []
     for dtype in DTYPES:
-        seconds = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"regressors {dtype}")
-        rows += _ratio_rows(seconds, "MLPRegressor", dtype)
+        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"regressors {dtype}")
+        rows += _ratio_rows(timings, "MLPRegressor", dtype)
     table = pd.DataFrame(rows)
     markdown = (
         f"Friedman #1 (n={n}, d={d}), one hidden layer of {hidden}, Adam, batches of 200, "
