@@ -241,7 +241,9 @@ def solve_relaxation(
         (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; everything else goes to the
-        factor solver (:func:`solve_factored`). A CVXPY
+        factor solver (:func:`solve_factored`; the blocks of a many-class
+        squared loss one at a time, on the CPU by its numpy form
+        ``solve_squared_block()``). A CVXPY
         solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
         (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
     solver_options : dict, default=None
