@@ -274,3 +274,26 @@ def test_squared_block_solver_stops_at_time_limit_and_callback_with_a_valid_boun
     assert timed.status == "time_limit" and timed.n_iter == 0
     for solution in (stopped, timed):
         assert solution.lower_bound <= reference + 1e-7 <= solution.value + 1e-6
+
+
+def test_squared_block_solver_at_max_iter_certifies_its_last_point_with_the_face_dual():
+    import dataclasses
+
+    from skquad.convex.factor_solver import solve_squared_block
+
+    X, y, weight = _problem(6, 3, n=80, d=5)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=3)
+    block = dataclasses.replace(data, target=data.target[:, 1:2])
+    short = solve_squared_block(block, tol=1e-12, max_iter=100, chunk_size=10)
+    assert short.status == "max_iter" and short.n_iter == 100
+    # The last point is certified twice: by the chunk's cheap bound, then by
+    # the face dual, which is far tighter there.
+    cheap, final = short.info["history"][-2:]
+    assert cheap["iteration"] == final["iteration"] == 100
+    assert final["gap"] == short.relative_gap < 0.1 * cheap["gap"]
+    reference = solve_sdp(
+        lifting.matrices(X), (y == 1).astype(float), weight, loss="squared", beta=1e-3,
+        n_outputs=1, solver="CLARABEL",
+    ).value
+    assert short.lower_bound <= reference + 1e-7 <= short.value + 1e-6

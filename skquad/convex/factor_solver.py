@@ -727,8 +727,10 @@ def _solve_squared_block(
         "stopped": False, "out_of_time": False, "signs": signs,
     }
 
-    def certify(x):
-        """The point's objective, its certificate and the chunk's bookkeeping."""
+    def certify(x, final=False):
+        """The point's objective, its certificate and the chunk's bookkeeping
+        (``final``: the last point of a solve stopped by ``max_iter``, which
+        gets the face dual whatever its progress)."""
         signs = state["signs"]
         _, _, F, rho = point(x, signs)
         G = Z @ F
@@ -743,8 +745,7 @@ def _solve_squared_block(
         progress = math.inf if previous is None else previous - objective
         if (
             objective - state["best"] > tol * abs(objective)
-            and state["iteration"] >= state["next_face"]
-            and progress <= tol * abs(objective)
+            and (final or (state["iteration"] >= state["next_face"] and progress <= tol * abs(objective)))
         ):
             face = face_dual_bound(data, F, signs, f, target_value=objective - 0.5 * tol * abs(objective))
             state["best"] = max(state["best"], face)
@@ -785,11 +786,16 @@ def _solve_squared_block(
         )
         x = result.x
         if state["history"][-1]["iteration"] == state["iteration"]:
+            # The callback certified this point: it met tol, or was told to stop.
             gap = state["history"][-1]["gap"]
-            if state["iteration"] % chunk_size == 0 and gap <= tol or state["stopped"] or state["out_of_time"]:
+            if gap <= tol or state["stopped"] or state["out_of_time"]:
                 break
+        if state["iteration"] >= max_iter:
+            # The budget is spent: the best certificate for the point reached.
+            gap, M, mu = certify(x, final=True)
+            break
         gap, M, mu = certify(x)
-        if gap <= tol or state["stopped"] or state["out_of_time"] or state["iteration"] >= max_iter:
+        if gap <= tol or state["stopped"] or state["out_of_time"]:
             break
         # L-BFGS-B ended on its own (line search or stationarity) short of
         # tol: grow by the directions the eigenvalue test finds negative.
