@@ -668,7 +668,9 @@ def solve_squared_block(data, **options):
     ``align_iterations`` do not apply); ``rank`` is the number of columns in
     all, ``max_rank`` caps it.
     """
-    with threads_for(0, data.features.device):
+    n, p = data.features.shape
+    rank = options.get("rank") or 2 * (math.ceil(p / 2) + 1)
+    with threads_for(n * p * rank, data.features.device):
         return _solve_squared_block(data, **options)
 
 
