@@ -652,8 +652,8 @@ def solve_squared_block(data, **options):
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
     * one L-BFGS-B run keeps its memory; every ``chunk_size`` iterations its
       callback certifies the point (``lam = 2 (f - t)``, first-order ``mu``,
-      :func:`~skquad.convex.face_dual.verified_bound`) and, once the objective
-      moves by at most ``tol`` (relative) in a chunk, the face-restricted
+      ``verified_bound()``) and, once the objective moves by at most ``tol``
+      (relative) in a chunk, the face-restricted
       dual (:func:`~skquad.convex.face_dual.face_dual_bound`), at doubling
       spacings;
     * the start has ``ceil(p / 2) + 1`` columns per sign (the eigenvectors of
@@ -662,7 +662,10 @@ def solve_squared_block(data, **options):
       a run that stops short of ``tol`` grows the rank by the negative
       eigenvectors of ``Diag mu ± 2 M`` and continues.
 
-    Every reported bound is a bound whatever the iterate (both certificates
+    A solve stopped by ``max_iter`` certifies its last point with the face
+    dual too (the best bound for the point it returns; with the gap in the
+    caller's ``ConvergenceWarning``). Every reported bound is a bound
+    whatever the iterate (both certificates
     re-check their LMIs exactly); the returned bound is the best one met.
     Takes the options of :func:`solve_factored` (``hinge_sigma`` and
     ``align_iterations`` do not apply); ``rank`` is the number of columns in
@@ -688,7 +691,11 @@ def _solve_squared_block(
     max_rank = 2 * p if max_rank is None else int(max_rank)
     rho_cap = math.log(2.0 * data.rho_max()) if math.isfinite(data.rho_max()) else 50.0
 
-    if init is not None and init.factors is not None and len(init.factors) == 1 and init.factors[0][0].shape[0] == p:
+    usable_init = (
+        init is not None and init.factors is not None
+        and len(init.factors) == 1 and init.factors[0][0].shape[0] == p
+    )
+    if usable_init:
         F = np.array(init.factors[0][0], dtype=np.float64)
         signs = np.array(init.factors[0][1], dtype=np.float64)
     else:
