@@ -214,3 +214,86 @@ def test_native_solver_does_not_import_cvxpy():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("beta", [1e-3, 3e-2, 1.0])
+def test_squared_block_solver_brackets_clarabel_on_every_class(beta):
+    # The many-class squared loss's blocks (numpy L-BFGS-B path): each block's
+    # bracket holds CLARABEL's optimum of that block, and each meets tol.
+    import dataclasses
+
+    from skquad.convex.factor_solver import solve_squared_block, squared_block_applies
+
+    X, y, weight = _problem(5 + int(100 * beta), 3, n=60, d=4)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=3)
+    p = lifting.n_lifted(X.shape[1])
+    reference = _reference(lifting, X, y, weight, "squared", beta, 3)
+    total_value = total_bound = 0.0
+    for k in range(3):
+        block = dataclasses.replace(data, target=data.target[:, k : k + 1])
+        assert squared_block_applies(block)
+        solution = solve_squared_block(block, tol=1e-4)
+        assert solution.converged and solution.relative_gap <= 1e-4
+        scores = solution.scores[:, 0]
+        recomputed = float(data.weight.numpy() @ (scores - block.target.numpy()[:, 0]) ** 2)
+        np.testing.assert_allclose(solution.value, recomputed + 2 * beta * p * solution.rho[0], rtol=1e-10)
+        # Q reproduces the scores: 2 <L(x_i), P - N>.
+        Q = solution.Q[0]
+        lifted = lifting.matrices(X)
+        np.testing.assert_allclose(2 * np.einsum("nij,ij->n", lifted, Q[:p, p:]), scores, atol=1e-9)
+        total_value += solution.value
+        total_bound += solution.lower_bound
+    # The blocks separate: the sums bracket the joint optimum.
+    assert total_bound <= reference + 1e-7
+    assert reference <= total_value + 1e-6
+
+
+def test_squared_block_solver_stops_at_time_limit_and_callback_with_a_valid_bound():
+    import dataclasses
+
+    from skquad.convex.factor_solver import solve_squared_block
+
+    X, y, weight = _problem(4, 3, n=80, d=5)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=3)
+    block = dataclasses.replace(data, target=data.target[:, :1])
+    reference = solve_sdp(
+        lifting.matrices(X), (y == 0).astype(float), weight, loss="squared", beta=1e-3,
+        n_outputs=1, solver="CLARABEL",
+    ).value
+    seen = []
+    def callback(info):
+        seen.append(info)
+        return len(seen) == 2
+
+    stopped = solve_squared_block(block, tol=1e-12, chunk_size=5, callback=callback)
+    assert stopped.status == "stopped" and not stopped.converged and len(seen) == 2
+    assert seen[1]["iteration"] == 5 and seen[1]["objective"] <= seen[0]["objective"]
+    timed = solve_squared_block(block, tol=1e-12, chunk_size=5, time_limit=1e-9)
+    assert timed.status == "time_limit" and timed.n_iter == 0
+    for solution in (stopped, timed):
+        assert solution.lower_bound <= reference + 1e-7 <= solution.value + 1e-6
+
+
+def test_squared_block_solver_at_max_iter_certifies_its_last_point_with_the_face_dual():
+    import dataclasses
+
+    from skquad.convex.factor_solver import solve_squared_block
+
+    X, y, weight = _problem(6, 3, n=80, d=5)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=3)
+    block = dataclasses.replace(data, target=data.target[:, 1:2])
+    short = solve_squared_block(block, tol=1e-12, max_iter=100, chunk_size=10)
+    assert short.status == "max_iter" and short.n_iter == 100
+    # The last point is certified twice: by the chunk's cheap bound, then by
+    # the face dual, which is far tighter there.
+    cheap, final = short.info["history"][-2:]
+    assert cheap["iteration"] == final["iteration"] == 100
+    assert final["gap"] == short.relative_gap < 0.1 * cheap["gap"]
+    reference = solve_sdp(
+        lifting.matrices(X), (y == 1).astype(float), weight, loss="squared", beta=1e-3,
+        n_outputs=1, solver="CLARABEL",
+    ).value
+    assert short.lower_bound <= reference + 1e-7 <= short.value + 1e-6

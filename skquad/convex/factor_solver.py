@@ -41,12 +41,13 @@ import math
 import time
 
 import numpy as np
+import scipy.optimize
 import torch
 
 from .._reporting import progress_line
 from .._training._threads import limit_threads
 from .certificate import align_factor, dual_bound
-from .face_dual import face_dual_bound
+from .face_dual import face_dual_bound, verified_bound
 from .losses import (
     dual_point,
     hinge_dual_point,
@@ -56,7 +57,7 @@ from .losses import (
 )
 from .solution import SDPSolution, relative_gap
 
-__all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored"]
+__all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block"]
 
 # Keyword arguments of solve_factored a user may pass as solver_options.
 FACTOR_SOLVER_OPTIONS = (
@@ -623,3 +624,232 @@ def _relaxed_block(F, signs, rho):
     P = plus @ plus.T
     N = minus @ minus.T
     return rho * np.block([[P + N, P - N], [P - N, P + N]])
+
+
+def squared_block_applies(data):
+    """Whether :func:`solve_squared_block` solves this block: one output of
+    the squared loss, plain features (no lifted matrices, no polynomial
+    coordinate) on the CPU."""
+    return (
+        data.loss == "squared" and data.n_outputs == 1 and data.lifted is None
+        and data.polynomial is None and data.features.device.type == "cpu"
+    )
+
+
+def solve_squared_block(data, **options):
+    """One squared-loss block by Burer-Monteiro in numpy with scipy's L-BFGS-B.
+
+    The same problem, factorisation and certificates as
+    :func:`solve_factored`, for the blocks that
+    ``relaxation._solve_blocks_separately`` solves one at a time (the many-class
+    squared loss). Design note ``sdp-small-and-many-class.md``, sections 1, 2
+    and 5, measured that most of the torch solver's time there is overhead:
+    autograd and the Python L-BFGS per iteration, restarts of its memory at
+    every chunk and rank growth from ``ceil(sqrt(2 p))`` columns while the
+    optima have about ``p / 2`` per sign. Here:
+
+    * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
+      ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
+    * one L-BFGS-B run keeps its memory; every ``chunk_size`` iterations its
+      callback certifies the point (``lam = 2 (f - t)``, first-order ``mu``,
+      ``verified_bound()``) and, once the objective moves by at most ``tol``
+      (relative) in a chunk, the face-restricted
+      dual (:func:`~skquad.convex.face_dual.face_dual_bound`), at doubling
+      spacings;
+    * the start has ``ceil(p / 2) + 1`` columns per sign (the eigenvectors of
+      ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
+      minimiser for those directions (the objective is quadratic in ``rho``);
+      a run that stops short of ``tol`` grows the rank by the negative
+      eigenvectors of ``Diag mu ± 2 M`` and continues.
+
+    A solve stopped by ``max_iter`` certifies its last point with the face
+    dual too (the best bound for the point it returns; with the gap in the
+    caller's ``ConvergenceWarning``). Every reported bound is a bound
+    whatever the iterate (both certificates
+    re-check their LMIs exactly); the returned bound is the best one met.
+    Takes the options of :func:`solve_factored` (``hinge_sigma`` and
+    ``align_iterations`` do not apply); ``rank`` is the number of columns in
+    all, ``max_rank`` caps it.
+    """
+    n, p = data.features.shape
+    rank = options.get("rank") or 2 * (math.ceil(p / 2) + 1)
+    with threads_for(n * p * rank, data.features.device):
+        return _solve_squared_block(data, **options)
+
+
+def _solve_squared_block(
+    data, *, tol=1e-4, max_iter=3000, rank=None, max_rank=None, init=None, callback=None,
+    verbose=0, chunk_size=50, history_size=30, time_limit=None, random_state=0,
+    hinge_sigma=None, align_iterations=None,
+):
+    start_time = time.perf_counter()
+    Z = data.features.detach().cpu().numpy().astype(np.float64)
+    weight = data.weight.detach().cpu().numpy().astype(np.float64)
+    target = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+    p = Z.shape[1]
+    penalty = data.penalty_per_rho
+    max_rank = 2 * p if max_rank is None else int(max_rank)
+    rho_cap = math.log(2.0 * data.rho_max()) if math.isfinite(data.rho_max()) else 50.0
+
+    usable_init = (
+        init is not None and init.factors is not None
+        and len(init.factors) == 1 and init.factors[0][0].shape[0] == p
+    )
+    if usable_init:
+        F = np.array(init.factors[0][0], dtype=np.float64)
+        signs = np.array(init.factors[0][1], dtype=np.float64)
+    else:
+        per_sign = math.ceil(p / 2) + 1 if rank is None else max(1, int(rank) // 2)
+        per_sign = max(1, min(per_sign, p, max_rank // 2 or 1))
+        M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
+        _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
+        generator = np.random.default_rng(int(random_state))
+        F = np.hstack([vectors[:, :per_sign], vectors[:, p - per_sign:]])
+        F = F + 0.3 / math.sqrt(p) * generator.standard_normal(F.shape)
+        signs = np.r_[np.ones(per_sign), -np.ones(per_sign)]
+    F = F / np.linalg.norm(F, axis=1, keepdims=True)
+    G = Z @ F
+    unit = 2.0 * (G * G) @ signs
+    curvature = float(weight @ (unit * unit))
+    rho = (float(weight @ (unit * target)) - 0.5 * penalty) / curvature if curvature > 0 else 0.0
+    rho = min(max(rho, 1e-8), math.exp(rho_cap))
+
+    def point(x, signs):
+        W = x[:-1].reshape(p, signs.shape[0])
+        norms = np.linalg.norm(W, axis=1, keepdims=True)
+        return W, norms, W / norms, math.exp(min(x[-1], rho_cap))
+
+    def objective_and_gradient(x, signs):
+        _, norms, F, rho = point(x, signs)
+        G = Z @ F
+        f = 2.0 * rho * ((G * G) @ signs)
+        weighted_residual = weight * (f - target)
+        value = float(weighted_residual @ (f - target)) + penalty * rho
+        grad_F = Z.T @ ((8.0 * rho) * weighted_residual[:, None] * G * signs)
+        grad_W = (grad_F - (grad_F * F).sum(axis=1, keepdims=True) * F) / norms
+        grad_t = 2.0 * float(weighted_residual @ f) + penalty * rho
+        return value, np.r_[grad_W.ravel(), grad_t]
+
+    state = {
+        "iteration": 0, "best": -math.inf, "previous": None, "history": [],
+        "next_face": 2 * chunk_size, "face_spacing": 2 * chunk_size,
+        "stopped": False, "out_of_time": False, "signs": signs,
+    }
+
+    def certify(x, final=False):
+        """The point's objective, its certificate and the chunk's bookkeeping
+        (``final``: the last point of a solve stopped by ``max_iter``, which
+        gets the face dual whatever its progress)."""
+        signs = state["signs"]
+        _, _, F, rho = point(x, signs)
+        G = Z @ F
+        f = 2.0 * rho * ((G * G) @ signs)
+        objective = float(weight @ (f - target) ** 2) + penalty * rho
+        lam = 2.0 * (f - target)
+        M = Z.T @ (Z * (weight * lam)[:, None])
+        M = 0.5 * (M + M.T)
+        mu = -2.0 * (M * ((F * signs) @ F.T)).sum(axis=1)
+        state["best"] = max(state["best"], verified_bound(data, lam, mu))
+        previous = state["previous"]
+        progress = math.inf if previous is None else previous - objective
+        if (
+            objective - state["best"] > tol * abs(objective)
+            and (final or (state["iteration"] >= state["next_face"] and progress <= tol * abs(objective)))
+        ):
+            face = face_dual_bound(data, F, signs, f, target_value=objective - 0.5 * tol * abs(objective))
+            state["best"] = max(state["best"], face)
+            state["next_face"] = state["iteration"] + state["face_spacing"]
+            state["face_spacing"] *= 2
+        state["previous"] = objective
+        gap = relative_gap(objective, state["best"])
+        elapsed = time.perf_counter() - start_time
+        info = {
+            "iteration": state["iteration"], "objective": objective,
+            "lower_bound": state["best"], "gap": gap, "rank": signs.shape[0], "elapsed": elapsed,
+        }
+        state["history"].append(info)
+        if verbose:
+            print(progress_line(state["iteration"], objective, elapsed, lower_bound=state["best"],
+                                gap=float(gap), rank=signs.shape[0]))
+        if gap > tol and callback is not None and callback(dict(info)):
+            state["stopped"] = True
+        if gap > tol and time_limit is not None and elapsed >= time_limit:
+            state["out_of_time"] = True
+        return gap, M, mu
+
+    def every_iteration(intermediate_result):
+        state["iteration"] += 1
+        if state["iteration"] % chunk_size == 0:
+            gap, _, _ = certify(intermediate_result.x)
+            if gap <= tol or state["stopped"] or state["out_of_time"]:
+                raise StopIteration
+
+    x = np.r_[F.ravel(), math.log(rho)]
+    gap, M, mu = certify(x)
+    while gap > tol and not (state["stopped"] or state["out_of_time"]) and state["iteration"] < max_iter:
+        result = scipy.optimize.minimize(
+            objective_and_gradient, x, args=(state["signs"],), jac=True, method="L-BFGS-B",
+            callback=every_iteration,
+            options={"maxiter": max_iter - state["iteration"], "maxcor": history_size,
+                     "ftol": 0.0, "gtol": 0.0, "maxls": 30},
+        )
+        x = result.x
+        if state["history"][-1]["iteration"] == state["iteration"]:
+            # The callback certified this point: it met tol, or was told to stop.
+            gap = state["history"][-1]["gap"]
+            if gap <= tol or state["stopped"] or state["out_of_time"]:
+                break
+        if state["iteration"] >= max_iter:
+            # The budget is spent: the best certificate for the point reached.
+            gap, M, mu = certify(x, final=True)
+            break
+        gap, M, mu = certify(x)
+        if gap <= tol or state["stopped"] or state["out_of_time"]:
+            break
+        # L-BFGS-B ended on its own (line search or stationarity) short of
+        # tol: grow by the directions the eigenvalue test finds negative.
+        W, _, F, rho = point(x, state["signs"])
+        new_columns, new_signs = [], []
+        for sign in (1.0, -1.0):
+            values, vectors = np.linalg.eigh(np.diag(mu) + sign * 2.0 * M)
+            negative = vectors[:, values < -1e-9 * max(abs(values).max(), 1e-300)][:, :4]
+            new_columns.append(negative)
+            new_signs.append(np.full(negative.shape[1], sign))
+        added = np.hstack(new_columns)[:, : max(0, max_rank - state["signs"].shape[0])]
+        if added.shape[1] == 0:
+            break
+        F = np.hstack([F, 0.15 * math.sqrt(p) * added])
+        state["signs"] = np.r_[state["signs"], np.concatenate(new_signs)[: added.shape[1]]]
+        x = np.r_[F.ravel(), math.log(rho)]
+        state["iteration"] += 1
+
+    # The zero network is feasible: return it when it is at least as good.
+    signs = state["signs"]
+    _, _, F, rho = point(x, signs)
+    G = Z @ F
+    scores = 2.0 * rho * ((G * G) @ signs)
+    objective = float(weight @ (scores - target) ** 2) + penalty * rho
+    zero_value = data.zero_network_value()
+    if zero_value <= objective:
+        rho, scores, objective = 0.0, np.zeros_like(scores), zero_value
+    gap = relative_gap(objective, state["best"])
+    converged = gap <= tol
+    status = "optimal" if converged else (
+        "stopped" if state["stopped"] else ("time_limit" if state["out_of_time"] else "max_iter")
+    )
+    return SDPSolution(
+        Q=_relaxed_block(F, signs, rho)[None],
+        rho=np.array([rho]),
+        value=objective,
+        scores=scores[:, None],
+        status=status,
+        solver="native",
+        solve_time=time.perf_counter() - start_time,
+        lower_bound=float(state["best"]),
+        factors=[(F, signs.astype(np.float64))],
+        dual=None,
+        n_iter=int(state["iteration"]),
+        converged=bool(converged),
+        info={"history": state["history"], "rank": int(signs.shape[0]),
+              "stopped_by_callback": state["stopped"]},
+    )

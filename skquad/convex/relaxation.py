@@ -24,7 +24,14 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .compact_solver import compact_applies, solve_compact
-from .factor_solver import _SINGLE_THREAD_WORK, FACTOR_SOLVER_OPTIONS, solve_factored, threads_for
+from .factor_solver import (
+    _SINGLE_THREAD_WORK,
+    FACTOR_SOLVER_OPTIONS,
+    solve_factored,
+    solve_squared_block,
+    squared_block_applies,
+    threads_for,
+)
 from .formulation import solve_sdp
 from .problem import LiftedData
 from .solution import SDPSolution, relative_gap, rescale_solution
@@ -101,7 +108,10 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - start_time)
         if remaining is not None and remaining <= 0:
             return None
-        return solve_factored(block, init=start, callback=callback, time_limit=remaining, **options)
+        # Plain CPU blocks go to the numpy L-BFGS-B solver (no autograd, one
+        # L-BFGS memory, a rank near the optima's from the start).
+        solve = solve_squared_block if squared_block_applies(block) else solve_factored
+        return solve(block, init=start, callback=callback, time_limit=remaining, **options)
 
     workers = _block_workers(data, callback, options)
     if workers > 1:
@@ -233,7 +243,9 @@ def solve_relaxation(
         (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; everything else goes to the
-        factor solver (:func:`solve_factored`). A CVXPY
+        factor solver (:func:`solve_factored`; the blocks of a many-class
+        squared loss one at a time, on the CPU by its numpy form
+        ``solve_squared_block()``). A CVXPY
         solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
         (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
     solver_options : dict, default=None
