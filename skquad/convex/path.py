@@ -6,7 +6,7 @@ import torch
 from .losses import dual_point
 from .problem import LiftedData
 
-__all__ = ["zero_network_beta"]
+__all__ = ["default_beta", "zero_network_beta"]
 
 
 def zero_network_beta(lifting, X, y, weight, *, loss, n_outputs):
@@ -52,3 +52,35 @@ def zero_network_beta(lifting, X, y, weight, *, loss, n_outputs):
         eigenvalues = np.linalg.eigvalsh(0.5 * (M + M.T).cpu().numpy())
         largest = max(largest, float(np.max(np.abs(eigenvalues))))
     return largest
+
+
+# beta = DEFAULT_BETA_FRACTION * beta_max: see default_beta for how it was chosen.
+DEFAULT_BETA_FRACTION = 1e-2
+
+
+def default_beta(lifting, X, y, weight, *, loss, n_outputs):
+    """The ``beta="auto"`` of the SDP estimators: a fixed fraction of ``beta_max``.
+
+    ``beta_max`` (:func:`zero_network_beta`) is the penalty at which the data
+    can no longer pay for a single neuron: it carries the scale of the loss
+    and of the lifted inputs (``p``, the targets' units, the loss's slope),
+    and ``beta`` only matters relative to it, as glmnet scales its
+    ``lambda`` path from ``lambda_max``. The fraction is the one measured
+    best on the UCI benchmark's sets (see the user guide's "Choosing beta").
+
+    Parameters
+    ----------
+    lifting, X, y, weight, loss, n_outputs :
+        As in :func:`zero_network_beta`.
+
+    Returns
+    -------
+    beta : float
+        ``DEFAULT_BETA_FRACTION * beta_max``; when ``beta_max`` is 0 (the
+        zero network fits the data exactly, e.g. all-zero regression
+        targets) every ``beta`` gives the same solution and this is
+        ``DEFAULT_BETA_FRACTION``.
+    beta_max : float
+    """
+    beta_max = zero_network_beta(lifting, X, y, weight, loss=loss, n_outputs=n_outputs)
+    return DEFAULT_BETA_FRACTION * (beta_max if beta_max > 0 else 1.0), beta_max
