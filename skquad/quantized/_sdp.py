@@ -56,8 +56,12 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
     ``_target_signature`` (what a warm start must match).
     """
 
-    # The objective is a weighted mean: only the ratios of sample_weight matter.
-    _sample_weight_scale = "ratio"
+    @property
+    def _sample_weight_scale(self):
+        """The objective is a weighted mean: only the ratios of sample_weight
+        matter, except to ``beta="auto"``, whose rule reads their sum (the
+        number of samples)."""
+        return "absolute" if isinstance(getattr(self, "beta", None), str) else "ratio"
 
     # ------------------------------------------------------------------ fit
     def _lifting(self):
@@ -132,7 +136,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         )
         targets = self._sdp_targets(y_train, n_outputs)
         # "auto" is a fraction of the data's beta_max (skquad.convex.path.default_beta).
-        self.beta_ = self._resolve_beta(X_train, targets, weight, n_outputs)
+        self.beta_ = self._resolve_beta(
+            X_train, targets, weight, n_outputs, n_samples=float(np.sum(sample_weight))
+        )
         key = self._sdp_key(X_train, targets, weight, solver)
         # The solver sees targets / c and beta / c (see _target_scale) and
         # returns the solution in the user's units.
@@ -184,12 +190,17 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self._target_scale_ = target_scale
         return self._sample(self.n_neurons, self.random_state)
 
-    def _resolve_beta(self, X_train, targets, weight, n_outputs):
-        """The ``beta`` of this fit: the float given, or ``"auto"``'s rule on the data."""
+    def _resolve_beta(self, X_train, targets, weight, n_outputs, *, n_samples):
+        """The ``beta`` of this fit: the float given, or ``"auto"``'s rule on the data.
+
+        ``weight`` is the aggregated rows' (normalized) weights, ``n_samples``
+        the total of the user's sample and class weights.
+        """
         if not isinstance(self.beta, str):
             return float(self.beta)
         beta, self.beta_max_ = default_beta(
-            self._lifting(), X_train, targets, weight, loss=self.loss, n_outputs=n_outputs
+            self._lifting(), X_train, targets, weight, loss=self.loss, n_outputs=n_outputs,
+            n_samples=n_samples,
         )
         return beta
 
