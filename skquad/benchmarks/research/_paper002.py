@@ -517,7 +517,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
             "### UCI data: accuracy against wall-clock time (Bartan & Pilanci, Figures 2, 3, 5)\n\n"
             f"Means over {repeats or (1 if quick else 3)} random 80/20 stratified split(s) "
             "(plots: the first), the paper's m and beta (SDP: beta_paper / n_train under "
-            "our mean loss; backprop: the paper's beta as weight decay), squared loss, the default solver (solver=None); "
+            "our mean loss; backprop: the paper's beta as weight decay), squared loss, "
+            "the default solver (solver=None); "
             f"backprop: {10 if quick else 100} epochs of SGD with momentum, time = training time.\n\n"
             + markdown_table(summary, floatfmt=".3g") + "\n\n"
             + "\n".join(f"![{f}]({f})" for f in figures if f.startswith("paper002_") and "_m" in f)
