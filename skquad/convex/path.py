@@ -103,6 +103,19 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
         fits the data exactly, e.g. all-zero regression targets) every
         ``beta`` gives the same solution and this is ``fraction``.
     beta_max : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.convex import InputLifting, default_beta
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.standard_normal((200, 3))
+    >>> y = np.sign(X[:, 0] * X[:, 1])
+    >>> beta, beta_max = default_beta(
+    ...     InputLifting(), X, y, np.ones(200), loss="squared", n_outputs=1
+    ... )
+    >>> bool(np.isclose(beta, 1e-3 * beta_max))  # (4 / 200)^2 = 4e-4, clipped up to 1e-3
+    True
     """
     beta_max = zero_network_beta(lifting, X, y, weight, loss=loss, n_outputs=n_outputs)
     n_samples = float(np.sum(weight) if n_samples is None else n_samples)
