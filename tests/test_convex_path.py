@@ -51,3 +51,31 @@ def test_beta_max_gives_the_zero_network_and_a_smaller_beta_does_not(name, n_out
         lifting, X, y, w, loss="logistic", beta=beta_max / 20, n_outputs=n_outputs
     )
     assert below.rho.max() > 0
+
+
+@pytest.mark.parametrize("n_samples, fraction", [(12, 5e-2), (60, (12 / 60) ** 2), (400, 1e-3)])
+def test_default_beta_is_beta_max_times_the_clipped_squared_width_ratio(n_samples, fraction):
+    """p / n = 12 / n (3 features and the intercept, 3 replicas of each)."""
+    from skquad.convex.path import default_beta
+
+    lifting = InputLifting(levels=3)
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((n_samples, 3))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
+    w = np.ones(n_samples)
+    beta, beta_max = default_beta(lifting, X, y, w, loss="squared", n_outputs=1)
+    assert beta_max == zero_network_beta(lifting, X, y, w, loss="squared", n_outputs=1)
+    assert beta == pytest.approx(fraction * beta_max, rel=1e-12)
+
+
+def test_default_beta_counts_an_integer_weight_as_repeated_rows():
+    from skquad.convex.path import default_beta
+
+    X, y, _ = _data(1)
+    counts = np.arange(len(y)) % 3 + 1
+    weighted = default_beta(InputLifting(), X, y, counts, loss="logistic", n_outputs=1)
+    repeated = default_beta(
+        InputLifting(), np.repeat(X, counts, axis=0), np.repeat(y, counts),
+        np.ones(counts.sum()), loss="logistic", n_outputs=1,
+    )
+    np.testing.assert_allclose(weighted, repeated, rtol=1e-10)

@@ -136,7 +136,8 @@ def _continue(estimator, X, y):
     if hasattr(estimator, "partial_fit"):
         kwargs = {"classes": np.unique(y)} if is_classifier(estimator) else {}
         return _quiet_fit(estimator.partial_fit, X, y, **kwargs)
-    return _quiet_fit(estimator.set_params(beta=estimator.beta / 10).fit, X, y)
+    # beta_: the value the fit used (beta may be "auto").
+    return _quiet_fit(estimator.set_params(beta=estimator.beta_ / 10).fit, X, y)
 
 
 MID_TRAINING = [

@@ -528,3 +528,43 @@ def test_solver_parameter_errors_are_clear(solve_planted, params, error, message
     X, y = solve_planted
     with pytest.raises(error, match=message):
         SDPQuantizedClassifier(**params).fit(X, y)
+
+
+def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
+    """beta="auto": beta_max from the lifted, standardized, class-weighted data, then the rule."""
+    from skquad.convex import InputLifting
+    from skquad.convex.path import default_beta, zero_network_beta
+
+    X, y = load_wine(return_X_y=True)
+    X, y = X[::3, :4], y[::3]
+    model = SDPQuantizedClassifier(
+        n_neurons=30, weight_levels=2, class_weight="balanced", random_state=0
+    ).fit(X, y)
+    assert model.get_params()["beta"] == "auto"
+    # An independent beta_max: the weighted standardization and one-hot
+    # targets written out here, the class weights n / (K n_k).
+    counts = np.bincount(y)
+    weight = (len(y) / (len(counts) * counts))[y]
+    mean = weight @ X / weight.sum()
+    scale = np.sqrt(weight @ (X - mean) ** 2 / weight.sum())
+    lifting = InputLifting(levels=2, center=mean, scale=scale)
+    beta_max = zero_network_beta(lifting, X, y, weight, loss="squared", n_outputs=3)
+    assert model.beta_max_ == pytest.approx(beta_max, rel=1e-9)
+    expected, _ = default_beta(lifting, X, y, weight, loss="squared", n_outputs=3)
+    assert model.beta_ == pytest.approx(expected, rel=1e-9)
+    assert 0 < model.beta_ < model.beta_max_
+    # The same fit as the float it resolved to.
+    fixed = SDPQuantizedClassifier(
+        n_neurons=30, weight_levels=2, class_weight="balanced", beta=model.beta_,
+        random_state=0,
+    ).fit(X, y)
+    assert fixed.beta_ == model.beta_
+    assert not hasattr(fixed, "beta_max_")
+    np.testing.assert_allclose(fixed.rho_, model.rho_, rtol=1e-9)
+    np.testing.assert_array_equal(fixed.predict(X), model.predict(X))
+
+
+def test_bad_beta_string_names_the_parameter():
+    X, y = load_wine(return_X_y=True)
+    with pytest.raises(ValueError, match="'beta' parameter"):
+        SDPQuantizedClassifier(beta="automatic").fit(X[:60], y[:60])

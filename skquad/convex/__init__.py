@@ -28,6 +28,8 @@ formulation
 sampling
     The covariance step (closed form and the paper's convex problem) and the
     sign sampler of Algorithm 1.
+path
+    ``beta_max`` (the top of a ``beta`` path) and the ``beta="auto"`` rule.
 lifting
     Intercept, multi-level weights by input replication, polynomial
     activations by lifting, and the export to a quadratic-activation network.
@@ -54,6 +56,7 @@ from .lifting import (
     export_quadratic_network,
     replicate_features,
 )
+from .path import default_beta, zero_network_beta
 from .problem import LiftedData
 from .relaxation import solve_relaxation
 from .sampling import (
@@ -84,6 +87,7 @@ __all__ = [
     "collapse_replicas",
     "covariance_by_sdp",
     "covariance_objective",
+    "default_beta",
     "default_solver",
     "dual_bound",
     "export_quadratic_network",
@@ -99,4 +103,5 @@ __all__ = [
     "solve_factored",
     "solve_relaxation",
     "solve_sdp",
+    "zero_network_beta",
 ]

@@ -19,6 +19,7 @@ from ..convex.lifting import (
     collapse_replicas,
     export_quadratic_network,
 )
+from ..convex.path import default_beta
 from ..convex.relaxation import solve_relaxation
 from ..convex.sampling import (
     covariance_by_sdp,
@@ -53,8 +54,12 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
     ``_target_signature`` (what a warm start must match).
     """
 
-    # The objective is a weighted mean: only the ratios of sample_weight matter.
-    _sample_weight_scale = "ratio"
+    @property
+    def _sample_weight_scale(self):
+        """The objective is a weighted mean: only the ratios of sample_weight
+        matter, except to ``beta="auto"``, whose rule reads their sum (the
+        number of samples)."""
+        return "absolute" if isinstance(getattr(self, "beta", None), str) else "ratio"
 
     # ------------------------------------------------------------------ fit
     def _lifting(self):
@@ -75,7 +80,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             digest.update(b"none" if array is None else array.tobytes())
         settings = (
             self.loss,
-            float(self.beta),
+            self.beta_,
             (self.fit_intercept, self.weight_levels, _check_activation(self.activation)),
             solver,
             repr(sorted((self.solver_options or {}).items())),
@@ -131,6 +136,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             _standardization(X_train, weight) if self.standardize else (None, None)
         )
         targets = self._sdp_targets(y_train, n_outputs)
+        # "auto" is a fraction of the data's beta_max (skquad.convex.path.default_beta).
+        self.beta_ = self._resolve_beta(
+            X_train, targets, weight, n_outputs, n_samples=float(np.sum(sample_weight))
+        )
         key = self._sdp_key(X_train, targets, weight, solver)
         # The solver sees targets / c and beta / c (see _target_scale) and
         # returns the solution in the user's units.
@@ -147,7 +156,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 targets,
                 weight,
                 loss=self.loss,
-                beta=float(self.beta),
+                beta=self.beta_,
                 n_outputs=n_outputs,
                 solver=solver,
                 solver_options=self.solver_options,
@@ -183,6 +192,20 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self._training_data = (X_train, targets, weight)
         self._target_scale_ = target_scale
         return self._sample(self.n_neurons, policy.init_generator)
+
+    def _resolve_beta(self, X_train, targets, weight, n_outputs, *, n_samples):
+        """The ``beta`` of this fit: the float given, or ``"auto"``'s rule on the data.
+
+        ``weight`` is the aggregated rows' (normalized) weights, ``n_samples``
+        the total of the user's sample and class weights.
+        """
+        if not isinstance(self.beta, str):
+            return float(self.beta)
+        beta, self.beta_max_ = default_beta(
+            self._lifting(), X_train, targets, weight, loss=self.loss, n_outputs=n_outputs,
+            n_samples=n_samples,
+        )
+        return beta
 
     def _target_scale(self, targets, weight):
         """The ``c`` by which the SDP and the refit divide the targets (1: classifiers).
@@ -227,8 +250,8 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         return None
 
     def _penalty_beta(self):
-        """The ``beta`` of the fitted objective (the CV estimator overrides it)."""
-        return float(self.beta)
+        """The ``beta`` of the fitted objective (``beta_``: the value ``fit`` used)."""
+        return float(self.beta_)
 
     def _check_network_memory(self, n_neurons, n_unique, n_lifted, n_outputs):
         """Refuse, before the solve, a width whose sampling and refit cannot fit in memory."""
@@ -474,14 +497,20 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         the squared error to the one-hot labels, the Crammer-Singer hinge and
         the multinomial logistic loss. "squared" solves fastest, "logistic"
         gives the most meaningful ``predict_proba``.
-    beta : float, default=1e-2
+    beta : float or "auto", default="auto"
         Regularization ``beta``: the objective penalizes
         ``beta * p * sum_j ||alpha_j||_1`` (the paper's ``beta d sum |alpha_j|``,
         with ``p`` the length of the binary weight vectors). In the SDP this is
         ``2 * beta * p * rho``; see ``skquad.convex.formulation`` for why
         the factor 2 (the paper writes ``beta * d * rho``, a looser bound).
         Larger values give smaller second-layer weights; too large a value
-        gives the zero network.
+        gives the zero network. "auto" takes it from the training data as
+        :func:`skquad.convex.default_beta` does: a fixed fraction of
+        ``beta_max_``, the smallest ``beta`` at which the zero network
+        solves the relaxation (computed through the fit's own lifting,
+        standardization, loss and sample weights), as glmnet scales its
+        ``lambda`` from ``lambda_max``; a float is used as given. The value
+        used is ``beta_``.
     fit_intercept : bool, default=True
         Append a constant input 1 to every sample, so that each neuron is
         ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
@@ -567,6 +596,12 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
 
     Attributes
     ----------
+    beta_ : float
+        The ``beta`` of the fit: ``beta`` itself, or the value "auto" chose.
+    beta_max_ : float
+        With ``beta="auto"`` only: the smallest ``beta`` at which the zero
+        network solves the relaxation, on this training data
+        (:func:`skquad.convex.zero_network_beta`).
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -696,7 +731,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     _parameter_constraints = {
         "n_neurons": [Interval(Integral, 1, None, closed="left")],
         "loss": [StrOptions(set(LOSSES))],
-        "beta": [Interval(Real, 0, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
         "standardize": ["boolean"],
         "weight_levels": [Interval(Integral, 1, None, closed="left")],
@@ -719,7 +754,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         n_neurons=1000,
         *,
         loss="squared",
-        beta=1e-2,
+        beta="auto",
         fit_intercept=True,
         standardize=True,
         weight_levels=1,

@@ -81,9 +81,6 @@ class BetaPathSearchMixin:
 
     _single_estimator_class = None
 
-    def _penalty_beta(self):
-        return float(self.beta_)
-
     def _single_estimator(self):
         """The single-``beta`` estimator with this estimator's model parameters."""
         single = self._single_estimator_class

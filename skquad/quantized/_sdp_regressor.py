@@ -42,16 +42,24 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     ----------
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
-    beta : float, default=1e-2
+    beta : float or "auto", default=1e-2
         Penalty on the second layer's l1 norm, times ``p``, in the units of
         ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
-        model).
+        model). "auto" takes it from the data as the classifier's "auto"
+        does (:func:`skquad.convex.default_beta`: a fraction of ``beta_max_``,
+        which is in ``y``'s units, so the fit is then the same model for
+        every scale of ``y``). The value used is ``beta_``.
     fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
 
     Attributes
     ----------
+    beta_ : float
+        The ``beta`` of the fit (``beta``, or the value "auto" chose).
+    beta_max_ : float
+        With ``beta="auto"`` only: the smallest ``beta`` at which the zero
+        network solves the relaxation, on this training data.
     U_, V_ : ndarray of shape (n_neurons_, n_lifted_features_)
         The ±1 first-layer weights on the lifted input.
     alpha_ : ndarray of shape (n_neurons_, n_outputs_)

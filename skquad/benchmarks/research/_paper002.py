@@ -128,6 +128,9 @@ def _planted_cost(lifting, X, y, U, V, alpha, p):
 def _backprop_real_targets(X, y, m, *, epochs, seed):
     """Bartan & Pilanci's baseline on real-valued targets: SGD with momentum 0.9, then signs.
 
+    Returns the quantized network ``(U, V, alpha)`` and the real-weight one
+    it was quantized from.
+
     :class:`~skquad.BackpropQuantizedRegressor` (no intercept, no
     standardization: the planted inputs are used as they are) for a fixed
     number of epochs. The paper's step is 0.003 per first-layer step (times
@@ -145,7 +148,9 @@ def _backprop_real_targets(X, y, m, *, epochs, seed):
         # a fixed number of epochs on purpose: running out of them is expected
         warnings.filterwarnings("ignore", category=ConvergenceWarning)
         model.fit(X, y)
-    return model.U_, model.V_, model.alpha_
+    quantized = (model.U_, model.V_, model.alpha_)
+    real = (model.U_float_, model.V_float_, model.float_alpha_)
+    return quantized, real
 
 
 def _planted(*, quick, repeats, device, progress, output_dir):
@@ -190,7 +195,9 @@ def _planted(*, quick, repeats, device, progress, output_dir):
             rows.append({"seed": seed, "method": "SDP lower bound", "m": m,
                          "train cost": solution.value, "test cost": test_bound})
         for m in backprop_counts:
-            U, V, alpha = _backprop_real_targets(X_train, y_train, m, epochs=epochs, seed=seed)
+            (U, V, alpha), (U_real, V_real, output_weights) = _backprop_real_targets(
+                X_train, y_train, m, epochs=epochs, seed=seed
+            )
             rows.append(
                 {
                     "seed": seed, "method": "backprop + quantization", "m": m,
@@ -510,7 +517,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
             "### UCI data: accuracy against wall-clock time (Bartan & Pilanci, Figures 2, 3, 5)\n\n"
             f"Means over {repeats or (1 if quick else 3)} random 80/20 stratified split(s) "
             "(plots: the first), the paper's m and beta (SDP: beta_paper / n_train under "
-            "our mean loss; backprop: the paper's beta as weight decay), squared loss, SCS; "
+            "our mean loss; backprop: the paper's beta as weight decay), squared loss, "
+            "the default solver (solver=None); "
             f"backprop: {10 if quick else 100} epochs of SGD with momentum, time = training time.\n\n"
             + markdown_table(summary, floatfmt=".3g") + "\n\n"
             + "\n".join(f"![{f}]({f})" for f in figures if f.startswith("paper002_") and "_m" in f)
