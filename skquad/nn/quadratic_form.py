@@ -47,7 +47,6 @@ import numpy as np
 import scipy.linalg.blas
 import torch
 import torch.nn.functional as F
-from threadpoolctl import threadpool_limits
 
 __all__ = [
     "QuadraticScores",
@@ -75,6 +74,9 @@ _SCRATCH_ELEMENTS = 1 << 24
 # the n x d scratch of the whole-data products was most of the 5.2 GB peak of
 # a 1e6 x 200 float32 fit (issue 23).
 _CPU_CHUNK_ELEMENTS = 1 << 22
+# Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
+# product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
+_SMALL_PROBLEM_PRODUCT = 1 << 22
 
 
 def _is_sparse_rows(X):
@@ -326,7 +328,9 @@ def _blas_threads(n_threads):
     """
     if n_threads <= 1:
         return contextlib.nullcontext()
-    return threadpool_limits(n_threads, user_api="blas")
+    from .._training._threads import blas_thread_limit  # (nn/ sits below _training/)
+
+    return blas_thread_limit(n_threads)
 
 
 def _upper_halves(Q):
@@ -391,6 +395,8 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
     dtype = rows_all.dtype
     Q_np, coef_np = Q.detach().numpy(), coef.detach().numpy()
     intercept_np = intercept.detach().numpy()
+    if n_samples * n_features * n_features * n_scores <= _SMALL_PROBLEM_PRODUCT:
+        return _small_log_loss_gradient(rows_all, y, sample_weight, Q_np, coef_np, intercept_np)
     lower_halves = _upper_halves(Q_np)
     trmm = scipy.linalg.blas.get_blas_funcs("trmm", (rows_all,))
     step = max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
@@ -417,6 +423,26 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
                     first, last = min(max(first, start), stop), min(max(last, start), stop)
                     negative_rows = (first - start, last - start)
                 _accumulate_gram(grad_Q[k], rows, residuals_np[start:stop, k], negative_rows)
+    return data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef), residuals.sum(0)
+
+
+def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
+    """:func:`_cpu_log_loss_gradient` for small problems: one GEMM for all scores' ``X Q_k``
+    and one for all their grams, at twice the flops of TRMM and SYRK per score but
+    in two BLAS calls, where the calls' overhead outweighs their arithmetic."""
+    n_samples, n_features = rows.shape
+    n_scores = Q.shape[0]
+    # [X Q_1 | ... | X Q_K] in one product
+    stacked = rows @ Q.transpose(1, 0, 2).reshape(n_features, n_scores * n_features)
+    scores = np.einsum("nkd,nd->nk", stacked.reshape(n_samples, n_scores, n_features), rows)
+    scores += rows @ coef.T
+    scores += intercept
+    data_loss, residuals = log_loss_residuals(torch.from_numpy(scores), y, sample_weight)
+    residuals_np = residuals.numpy()
+    # rows k * d + i of the product: sum_n r_nk x_ni x_n, the grams of all scores at once
+    weighted = (residuals_np[:, :, None] * rows[:, None, :]).reshape(n_samples, -1)
+    grad_Q = (weighted.T @ rows).reshape(n_scores, n_features, n_features)
+    grad_coef = residuals_np.T @ rows
     return data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef), residuals.sum(0)
 
 

@@ -24,6 +24,8 @@ that at most ``_BLOCK_ELEMENTS`` expanded numbers exist at once:
   preconditioner; for systems too large to hold.
 """
 
+import functools
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse
@@ -49,8 +51,13 @@ def expansion_size(n_features):
     return n_features * (n_features + 3) // 2
 
 
+@functools.lru_cache(maxsize=16)
 def _pairs(n_features):
-    return np.triu_indices(n_features)
+    """``triu_indices(d)``, made once per ``d`` (read-only): 1 ms a call, a
+    fifth of a fit on a 1 000-row set."""
+    rows, cols = np.triu_indices(n_features)
+    rows.flags.writeable = cols.flags.writeable = False
+    return rows, cols
 
 
 def _dense_blocks(X, width):

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._report import markdown_table
 
-__all__ = ["speed"]
+__all__ = ["regression_speed", "speed"]
 
 UCI_DATASETS = ("spambase", "optdigits", "vehicle", "ionosphere")
 ACCURACY_TARGET_PP = 0.5
@@ -379,4 +379,205 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
         "markdown": markdown,
         "tables": {"qlr_uci_runs": runs, "qlr_uci_summary": summary, "qlr_large": large_table},
         "figures": [figure],
+    }
+
+
+# ------------------------------------------------------- quadratic regression
+# Issue 23's targets for QuadraticRegression against PolynomialFeatures(2) + Ridge.
+REGRESSION_MATCH_TARGET = 1e-6
+REGRESSION_TIME_RATIO_TARGET = 0.5
+REGRESSION_LARGE_PROBLEM = (100_000, 200)
+REGRESSION_QUICK_LARGE_PROBLEM = (10_000, 60)
+REGRESSION_LARGE_TIME_TARGET_S = 30.0
+REGRESSION_LARGE_MEMORY_TARGET_GB = 2.0
+
+
+def _regression_runs(datasets, repeats, progress):
+    """Both models on each whole preprocessed set, interleaved, ``repeats`` times."""
+    import pandas as pd
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures
+
+    from skquad.datasets import load_regression, make_regression_preprocessor
+    from skquad.linear_model import QuadraticRegression
+
+    rows = []
+    for name in datasets:
+        X, y = load_regression(name, return_X_y=True, as_frame=True)
+        X = np.asarray(make_regression_preprocessor().fit_transform(X), dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        models = {
+            "QuadraticRegression": lambda: QuadraticRegression(alpha=1.0),
+            "PF2+Ridge": lambda: make_pipeline(
+                PolynomialFeatures(2, include_bias=False), Ridge(alpha=1.0)
+            ),
+        }
+        for repeat in range(repeats):
+            predictions = {}
+            order = list(models) if repeat % 2 == 0 else list(models)[::-1]
+            for model_name in order:
+                model = models[model_name]()
+                wall, cpu, _ = _timed_fit(model, X, y)
+                predictions[model_name] = model.predict(X)
+                solver = model.solver_ if model_name == "QuadraticRegression" else model[-1].solver
+                rows.append(
+                    dict(dataset=name, repeat=repeat, model=model_name, n=X.shape[0],
+                         d=X.shape[1], D=X.shape[1] * (X.shape[1] + 3) // 2, solver=solver,
+                         fit_time_s=wall, fit_cpu_s=cpu, load_average=_load())
+                )
+            reference = predictions["PF2+Ridge"]
+            difference = np.max(np.abs(predictions["QuadraticRegression"] - reference))
+            rows[-1]["relative_difference"] = rows[-2]["relative_difference"] = float(
+                difference / np.max(np.abs(reference))
+            )
+        progress(f"qlr regression speed: {name} ({X.shape[0]} x {X.shape[1]}) done")
+    return pd.DataFrame(rows)
+
+
+def _regression_summary(runs):
+    import pandas as pd
+
+    per = runs.pivot_table(
+        index="dataset", columns="model", values=["fit_cpu_s", "fit_time_s"],
+        aggfunc="median", sort=False,
+    )
+    first = runs.groupby("dataset", sort=False).first()
+    qr = runs[runs.model == "QuadraticRegression"].groupby("dataset", sort=False)
+    summary = pd.DataFrame(
+        {
+            "n": first["n"], "d": first["d"], "D": first["D"],
+            "QR solver": qr["solver"].first(),
+            "max relative difference": runs.groupby("dataset", sort=False)[
+                "relative_difference"].max(),
+            "QR CPU s (median)": per[("fit_cpu_s", "QuadraticRegression")],
+            "pipeline CPU s (median)": per[("fit_cpu_s", "PF2+Ridge")],
+            "CPU ratio": per[("fit_cpu_s", "QuadraticRegression")] / per[("fit_cpu_s", "PF2+Ridge")],
+            "wall ratio": per[("fit_time_s", "QuadraticRegression")] / per[("fit_time_s", "PF2+Ridge")],
+        }
+    )
+    summary.index.name = "dataset"
+    return summary.reset_index()
+
+
+def _regression_synthetic(n_samples, n_features, seed=0):
+    """Gaussian rows and a quadratic target with noise, built in row blocks (no n x d temporaries)."""
+    rng = np.random.RandomState(seed)
+    A = rng.standard_normal((n_features, n_features)) / n_features
+    w = rng.standard_normal(n_features) / np.sqrt(n_features)
+    X = np.empty((n_samples, n_features))
+    y = np.empty(n_samples)
+    step = 10_000
+    for start in range(0, n_samples, step):
+        block = rng.standard_normal((min(step, n_samples - start), n_features))
+        X[start : start + block.shape[0]] = block
+        y[start : start + block.shape[0]] = (
+            np.einsum("ij,ij->i", block @ A, block) + block @ w + 0.1 * rng.standard_normal(block.shape[0])
+        )
+    return X, y
+
+
+def _regression_large_child(n_samples, n_features):
+    """Runs in a child process; prints one JSON line."""
+    X, y = _regression_synthetic(n_samples, n_features)
+    out = dict(data_peak_rss_gb=_peak_rss_gb(), load_average=_load())
+    from skquad.linear_model import QuadraticRegression
+
+    model = QuadraticRegression(alpha=1.0)
+    wall, cpu, converged = _timed_fit(model, X, y)
+    out.update(
+        fit_time_s=wall, fit_cpu_s=cpu, solver=model.solver_, n_iter=int(np.max(model.n_iter_)),
+        converged=converged, train_r2=model.score(X, y), peak_rss_gb=_peak_rss_gb(),
+    )
+    print(json.dumps(out))
+
+
+def regression_speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
+                     progress=print):
+    """QuadraticRegression vs ``PolynomialFeatures(2) + Ridge``: agreement, fit time, memory.
+
+    Parameters
+    ----------
+    output_dir : pathlib.Path
+        Existing folder (unused: no figure).
+    quick : bool, default=False
+        concrete and cpus, one repeat, and a 10 000 x 60 large problem.
+    repeats : int, default=None
+        Fits of each model per set (default 5, quick 1); the medians are compared.
+    datasets : list of str, default=None
+        Regression set names (default: the seven shared sets).
+    device : str, default="auto"
+        Unused (QuadraticRegression computes with numpy).
+    progress : callable, default=print
+
+    Returns
+    -------
+    result : dict
+        ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
+    """
+    from skquad.datasets import REGRESSION_DATASETS
+
+    if datasets is None:
+        datasets = ["concrete", "cpus"] if quick else list(REGRESSION_DATASETS)
+    repeats = repeats if repeats is not None else (1 if quick else 5)
+    n_large, d_large = REGRESSION_QUICK_LARGE_PROBLEM if quick else REGRESSION_LARGE_PROBLEM
+    runs = _regression_runs(datasets, repeats, progress)
+    summary = _regression_summary(runs)
+    worst_match = float(summary["max relative difference"].max())
+    median_ratio = float(summary["CPU ratio"].median())
+    worst_ratio = float(summary["CPU ratio"].max())
+
+    progress(f"qlr regression speed: large problem n={n_large} d={d_large} (child process)")
+    code = (
+        "from skquad.benchmarks.research._qlr import _regression_large_child; "
+        f"_regression_large_child({n_large}, {d_large})"
+    )
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
+    large = json.loads(lines[-1]) if completed.returncode == 0 and lines else dict(
+        error=f"child failed (exit {completed.returncode}): {completed.stderr.strip()[-500:]}"
+    )
+    large_ok = (
+        large.get("fit_time_s", np.inf) < REGRESSION_LARGE_TIME_TARGET_S
+        and large.get("peak_rss_gb", np.inf) < REGRESSION_LARGE_MEMORY_TARGET_GB
+    )
+    pipeline_gb = n_large * (d_large * (d_large + 3) // 2) * 8 / 1e9
+    verdict = lambda ok: "**met**" if ok else "**missed**"
+    markdown = "\n".join(
+        [
+            "Each shared regression set, preprocessed once (`make_regression_preprocessor`), "
+            "fitted whole by `QuadraticRegression(alpha=1)` and "
+            "`make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge(alpha=1))`, "
+            f"{repeats} times each, interleaved; CPU times (process time, so that the "
+            "machine's load does not count), medians per set.",
+            "",
+            markdown_table(summary.round(6), floatfmt=".3g"),
+            "",
+            f"- Predictions: largest difference relative to the pipeline's largest "
+            f"prediction {worst_match:.2e} (target <= {REGRESSION_MATCH_TARGET:g}): "
+            f"{verdict(worst_match <= REGRESSION_MATCH_TARGET)}.",
+            f"- Fit CPU time over the pipeline's: median {median_ratio:.3f} (target <= "
+            f"{REGRESSION_TIME_RATIO_TARGET}) {verdict(median_ratio <= REGRESSION_TIME_RATIO_TARGET)}; "
+            f"largest {worst_ratio:.3f} (target <= 1) {verdict(worst_ratio <= 1.0)}.",
+            f"- n = {n_large}, d = {d_large} (own process; the pipeline's features alone "
+            f"would need {pipeline_gb:.1f} GB): solver {large.get('solver')}, "
+            f"{large.get('n_iter')} iterations, {_fmt(large.get('fit_time_s'), 1)} s wall, "
+            f"{_fmt(large.get('fit_cpu_s'), 1)} s CPU, peak RSS {_fmt(large.get('peak_rss_gb'))} GB "
+            f"({_fmt(large.get('data_peak_rss_gb'))} GB after making the data), training R² "
+            f"{_fmt(large.get('train_r2'), 4)}, load average {_fmt(large.get('load_average'), 1)} "
+            f"(targets < {REGRESSION_LARGE_TIME_TARGET_S:.0f} s, < "
+            f"{REGRESSION_LARGE_MEMORY_TARGET_GB:.0f} GB): {verdict(large_ok)}."
+            + (f" Error: {large['error']}" if "error" in large else ""),
+        ]
+    )
+    return {
+        "title": "QuadraticRegression vs PolynomialFeatures(2) + Ridge",
+        "markdown": markdown,
+        "tables": {"qr_runs": runs, "qr_summary": summary},
+        "figures": [],
     }
