@@ -20,8 +20,10 @@ that at most ``_BLOCK_ELEMENTS`` expanded numbers exist at once:
   ``K = Φ Φᵀ = S + (S ∘ S + (X∘X)(X∘X)ᵀ) / 2``, ``S = X Xᵀ``, computed from
   ``X`` alone (``O(n² d)``); for ``n < D``;
 * ``cg``: conjugate gradients on the normal equations, each product a pass
-  over the row blocks (``O(n D)`` time, ``O(D)`` memory), with the Jacobi
-  preconditioner; for systems too large to hold.
+  over the row blocks of ``X`` with the quadratic-form products of quadratic
+  logistic regression (``Φ c`` by a triangular ``X U`` product, ``Φᵀ v`` by
+  a gram ``Xᵀ diag(v) X``: ``O(n d²)`` time, ``O(D)`` memory), with the
+  Jacobi preconditioner; for systems too large to hold.
 """
 
 import functools
