@@ -23,3 +23,21 @@ def test_speed_quick_contract(tmp_path, monkeypatch):
     qlr, pipeline = result["tables"]["qlr_large"].to_dict("records")
     assert qlr["fit s"] > 0 and qlr["iterations"] > 0 and "train accuracy" in qlr["note"]
     assert "MemoryError" in pipeline["note"], pipeline
+
+
+def test_regression_speed_parts(capsys):
+    """The regression part's runs, summary and large-problem child, in this process
+    (the suite itself runs the child in its own process, for its peak memory)."""
+    import json
+
+    runs = _qlr._regression_runs(["cpus"], 2, lambda _: None)
+    summary = _qlr._regression_summary(runs)
+    assert list(summary["dataset"]) == ["cpus"] and len(runs) == 4
+    # the same ridge problem: the predictions agree far below the target
+    assert summary["max relative difference"].iloc[0] < _qlr.REGRESSION_MATCH_TARGET
+    assert summary["CPU ratio"].iloc[0] > 0
+    # n > D = 90: the matrix-free conjugate gradients are not "auto"'s choice here
+    _qlr._regression_large_child(2_000, 12)
+    large = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert large["solver"] == "cholesky" and large["train_r2"] > 0.9
+    assert large["peak_rss_gb"] >= large["data_peak_rss_gb"] > 0

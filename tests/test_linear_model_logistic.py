@@ -656,3 +656,18 @@ def test_a_fit_too_large_for_memory_is_refused_before_allocating(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         QuadraticLogisticRegression(rank=8, max_iter=2, random_state=0).fit(X, y)
+
+
+def test_predictions_in_row_blocks_equal_whole(monkeypatch):
+    """Large X is scored in float64 row blocks (no float64 copy of the whole X): same scores."""
+    import skquad.linear_model._logistic as logistic
+
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((300, 6)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = QuadraticLogisticRegression().fit(X, y)
+    whole = model.decision_function(X)
+    monkeypatch.setattr(logistic, "_PREDICTION_ROW_ELEMENTS", 6 * 7)  # blocks of 7 rows
+    blocks = model.decision_function(X)
+    assert blocks.dtype == whole.dtype == np.float32
+    np.testing.assert_array_equal(blocks, whole)

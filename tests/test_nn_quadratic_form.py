@@ -275,3 +275,34 @@ def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_en
         fn_data = unpenalised(X, y, weight)
         per_sample = log_loss_per_sample(module(X), y)
     torch.testing.assert_close((weight * per_sample).sum(), fn_data)
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("path", ["chunks", "small"])
+def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes, dtype, path):
+    """The CPU engine: TRMM scores and SYRK grams in chunks that cut through the class
+    blocks, or the small problems' two GEMMs."""
+    import skquad.nn.quadratic_form as quadratic_form
+
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
+    X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
+    if path == "chunks":
+        # 5 features: chunks of 7 rows, 14 of them, most straddling a class boundary
+        monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
+        monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
+    else:
+        monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 1 << 30)
+    cast = lambda t: t.to(dtype)
+    loss, gQ, gcoef, gintercept = quadratic_log_loss_gradient(
+        cast(X), y, cast(weight), cast(Q), cast(coef), cast(intercept), 0.7, cross_weight=2.0,
+        class_blocks=blocks,
+    )
+    leaves = [t.clone().requires_grad_(True) for t in (Q, coef, intercept)]
+    reference = _naive_objective(X, y, weight, *leaves, 0.7, 2.0)
+    rQ, rcoef, rintercept = torch.autograd.grad(reference, leaves)
+    rtol = 1e-10 if dtype == torch.float64 else 2e-5
+    for value, expected in ((loss, reference.detach()), (gQ, rQ), (gcoef, rcoef),
+                            (gintercept, rintercept)):
+        assert value.dtype == dtype
+        torch.testing.assert_close(value.double(), expected, rtol=rtol, atol=rtol)

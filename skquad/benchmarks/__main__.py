@@ -47,6 +47,7 @@ SUITES = {
         ("research._network_speed", "classifiers"),
         ("research._network_speed", "regressors"),
     ],
+    "qlr": [("research._qlr", "speed"), ("research._qlr", "regression_speed")],
     "sdp-targets": [("research._sdp_targets", "run")],
     "dask-scaling": [("research._dask_scaling", "run")],
 }
@@ -62,6 +63,9 @@ SUITE_HELP = {
     "speed": "the speed targets, measured side by side",
     "speed-networks": "QNN/RPQNN classifiers and regressors against scikit-learn's MLPs, fit "
     "time per epoch in float64 and float32 (--repeats: rounds)",
+    "qlr": "the quadratic-form engine's targets (issue 23): QuadraticLogisticRegression "
+    "against PolynomialFeatures(2) + LogisticRegression, QuadraticRegression against "
+    "PolynomialFeatures(2) + Ridge, and both at large n",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
     "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small; --quick: small)",
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
@@ -76,6 +80,7 @@ SUITE_TITLES = {
     "paper002": "Experiments of Bartan & Pilanci (SDP)",
     "speed": "Speed targets",
     "speed-networks": "Network speed against scikit-learn's MLPs",
+    "qlr": "Quadratic-form engine targets",
     "sdp-targets": "SDP solver targets",
     "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
 }
