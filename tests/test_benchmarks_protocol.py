@@ -91,6 +91,9 @@ def test_task_detection():
     assert resolve_task("auto", None, np.arange(30)) == "classification"  # integers: labels
     assert resolve_task("regression", None, np.arange(30)) == "regression"
     assert resolve_task("auto", ["concrete", "diabetes"]) == "regression"
+    # "diabetes" is also the UCI (Pima) classification set: the full uci suite's list
+    assert resolve_task("auto", ["iris", "diabetes"]) == "classification"
+    assert resolve_task("auto", ["breast.cancer", "diabetes", "letter"]) == "classification"
     assert resolve_task("auto", "iris") == "classification"
     with pytest.raises(ValueError, match="mixes regression and classification"):
         resolve_task("auto", ["concrete", "iris"])

@@ -166,7 +166,11 @@ def resolve_task(task, data, y=None):
         isinstance(data, (list, tuple)) and data and all(isinstance(n, str) for n in data)
     ):
         names = [data] if isinstance(data, str) else list(data)
-        kinds = {_is_regression_name(name) for name in names}
+        # "diabetes" names both scikit-learn's regression set and the UCI (Pima)
+        # classification set: the other names decide, and alone it is regression.
+        decided = [name for name in names
+                   if not (_is_regression_name(name) and resolve_uci_name(name) is not None)]
+        kinds = {_is_regression_name(name) for name in decided or names}
         if len(kinds) > 1:
             raise ValueError(
                 "data mixes regression and classification datasets; run them separately "

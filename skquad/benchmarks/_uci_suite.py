@@ -47,7 +47,7 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     repeats = repeats or (QUICK_REPEATS if quick else DEFAULT_REPEATS)
     names = resolve_suite_datasets(datasets, quick)
     runs, specs, names = run_protocol(
-        names, estimators=estimators, quick=quick, repeats=repeats, test_size=TEST_SIZE,
+        names, task="classification", estimators=estimators, quick=quick, repeats=repeats, test_size=TEST_SIZE,
         max_train=max_train or None, tune=tune, random_state=random_state, device=device,
         progress=progress, n_jobs=n_jobs, n_threads=n_threads,
     )
