@@ -169,6 +169,11 @@ def build_parser():
         help="subsample a larger dataset to N rows before the splits (default 5000, which "
         "only diamonds exceeds; 0: none)",
     )
+    regression.add_argument(
+        "--jobs", type=int, metavar="N",
+        help="fits run at once, in worker processes, each under --threads (default 1; the "
+        "fit times then include the contention between the workers)",
+    )
     return parser
 
 
@@ -195,7 +200,8 @@ def _run_parts(parser, args, parts, output, datasets):
             kwargs.update(tune=args.tune, estimators=args.estimators, max_train=args.max_train,
                           random_state=args.seed)
         if args.suite == "regression":
-            kwargs.update(max_samples=args.max_samples, n_splits=args.folds or 5)
+            kwargs.update(max_samples=args.max_samples, n_splits=args.folds or 5,
+                          n_jobs=args.jobs or 1)
         if multi_part:
             _progress(f"part {short.replace('_', ' ')} ({function_name})")
         try:
@@ -249,7 +255,7 @@ def main(argv=None):
             if getattr(args, option) not in (None, False):
                 parser.error(f"--{option.replace('_', '-')} applies to --suite uci or regression only")
     if args.suite != "regression":
-        for option in ("folds", "max_samples"):
+        for option in ("folds", "max_samples", "jobs"):
             if getattr(args, option) is not None:
                 parser.error(f"--{option.replace('_', '-')} applies to --suite regression only")
     if args.suite in TABULAR_SUITES:
@@ -270,6 +276,8 @@ def main(argv=None):
                 parser.error(f"argument --estimators: unknown {unknown}; choose from {list(known)}")
         if args.folds is not None and args.folds < 2:
             parser.error("argument --folds: expected at least 2")
+        if args.jobs is not None and args.jobs < 1:
+            parser.error("argument --jobs: expected at least 1")
 
     parts = [(name, function, _load_part(name, function)) for name, function in SUITES[args.suite]]
 

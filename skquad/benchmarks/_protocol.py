@@ -25,7 +25,7 @@ from collections import Counter
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.metrics import r2_score, root_mean_squared_error
 from sklearn.model_selection import GridSearchCV, KFold, RepeatedKFold, StratifiedShuffleSplit
@@ -33,6 +33,7 @@ from sklearn.multioutput import MultiOutputRegressor
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_array, check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from .._torch_utils import resolve_device
@@ -203,16 +204,43 @@ def _looks_continuous(y):
     return y.dtype.kind == "f" and len(np.unique(y)) > MAX_FLOAT_CLASSES
 
 
+class TrainingRangeBound(TransformerMixin, BaseEstimator):
+    """The identity on the training targets; bounds predictions to their range.
+
+    ``inverse_transform`` (what :class:`~sklearn.compose.TransformedTargetRegressor`
+    applies to a model's predictions) clips every output to the range the
+    training targets had. A tree ensemble's predictions are averages of
+    training targets, so always in that range; a linear, quadratic or network
+    model extrapolates, and on a log target ``exp`` turns an extrapolated log
+    into a prediction orders of magnitude beyond any price seen (a quadratic
+    model on a diamond recorded with depth ``z = 0`` predicted $1.6 million).
+    """
+
+    def fit(self, y, _=None):
+        y = check_array(y, ensure_2d=False)
+        self.data_min_, self.data_max_ = np.min(y, axis=0), np.max(y, axis=0)
+        return self
+
+    def transform(self, y):
+        return y
+
+    def inverse_transform(self, y):
+        check_is_fitted(self)
+        return np.clip(y, self.data_min_, self.data_max_)
+
+
 def regression_target_transformer(log_target):
-    """The target's side of the regression pipeline: log (skewed targets), then standardize.
+    """The target's side of the regression pipeline: log (skewed targets), standardize, bound.
 
     Standardizing puts every target on one scale, so that default
     regularization (Ridge's and KernelRidge's ``alpha``, SVR's ``epsilon``, a
-    network's initialization) means the same on every dataset; R² and RMSE are
-    computed on the original scale, after the inverse transform.
+    network's initialization) means the same on every dataset; predictions are
+    bounded to the training targets' range (:class:`TrainingRangeBound`);
+    R² and RMSE are computed on the original scale, after the inverse
+    transform.
     """
     steps = [FunctionTransformer(np.log, inverse_func=np.exp, check_inverse=False)] if log_target else []
-    return make_pipeline(*steps, StandardScaler())
+    return make_pipeline(*steps, StandardScaler(), TrainingRangeBound())
 
 
 def _load_named(name):
@@ -411,7 +439,7 @@ def run_protocol(
     data, y=None, *, estimators=None, include_defaults=True, quick=False, repeats=3,
     test_size=0.25, max_train=None, tune=False, preprocessor="auto", random_state=0,
     device="auto", n_threads=None, progress=None, task="auto", n_splits=5, log_target="auto",
-    max_samples=None,
+    max_samples=None, n_jobs=1,
 ):
     """The rows of every fit (a DataFrame), the specs run, and the datasets; see run_benchmark.
 
@@ -438,6 +466,8 @@ def run_protocol(
     if task == "regression":
         if not isinstance(n_splits, Integral) or n_splits < 2:
             raise ValueError(f"n_splits must be an integer of at least 2; got {n_splits!r}")
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs < 1:
+            raise ValueError(f"n_jobs must be a positive integer; got {n_jobs!r}")
         if not (log_target == "auto" or isinstance(log_target, (bool, np.bool_))):
             raise ValueError(f"log_target must be 'auto', True or False; got {log_target!r}")
     datasets = _as_datasets(data, y, task)
@@ -453,7 +483,7 @@ def run_protocol(
                 datasets, specs, preprocessor, repeats=repeats, n_splits=n_splits,
                 max_samples=max_samples, max_train=max_train, tune=tune,
                 random_state=random_state, device=device, progress=progress,
-                log_target=log_target,
+                log_target=log_target, n_jobs=n_jobs,
             )
             return pd.DataFrame(runs).reindex(columns=REGRESSION_RUN_COLUMNS), specs, list(datasets)
         runs = _run_fits(datasets, specs, preprocessor, repeats=repeats, test_size=test_size,
@@ -483,12 +513,15 @@ def _regression_target(y, dataset, log_target):
     return y
 
 
+def _fit_one_in_worker(threads, *args, **kwargs):
+    """:func:`_fit_one` in a worker process, under the run's thread limit (not inherited)."""
+    with thread_limit(threads):
+        return _fit_one(*args, **kwargs)
+
+
 def _run_regression_fits(datasets, specs, preprocessor, *, repeats, n_splits, max_samples,
-                         max_train, tune, random_state, device, progress, log_target):
-    rows = []
-    n_fits = len(datasets) * repeats * n_splits * len(specs)  # fixed for the whole run
-    done = 0
-    start_time = time.perf_counter()
+                         max_train, tune, random_state, device, progress, log_target, n_jobs=1):
+    tasks = []  # (row context, _fit_one's arguments), in the order of the runs table
     for dataset, load in datasets.items():
         X, y = load()
         if log_target == "auto":  # the README's advice for the shared sets; none for others
@@ -508,29 +541,43 @@ def _run_regression_fits(datasets, specs, preprocessor, *, repeats, n_splits, ma
             X_test, y_test = _take(X, test), y[test]
             used = train[subsample_indices(y[train], max_train, seed, stratify=False)]
             for spec in specs:
-                record = _fit_one(
-                    spec, preprocessor, _take(X, used), y[used], X_test, y_test, seed=seed,
-                    device=device, tune=tune, task="regression", target_transformer=target,
-                )
-                done += 1
-                rows.append(
-                    {
-                        "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
-                        "repeat": repeat, "fold": fold, "seed": seed, "n_samples": n_samples,
-                        "n_used": len(y), "n_train": len(used), "n_test": len(test),
-                        "n_features": X.shape[1], "n_outputs": 1 if y.ndim == 1 else y.shape[1],
-                        "log_target": log, "tuned": bool(tune and spec.grid), **record,
-                    }
-                )
-                status = (
-                    f"FAILED {record['error'][:80]}" if record["error"]
-                    else f"R2 {record['r2']:.3f}  fit {record['fit_time']:.2f}s"
-                )
-                progress(
-                    f"[{done}/{n_fits} {time.perf_counter() - start_time:6.0f}s] "
-                    f"{dataset} repeat {repeat + 1}/{repeats} fold {fold + 1}/{n_splits} "
-                    f"{spec.name}: {status}"
-                )
+                context = {
+                    "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
+                    "repeat": repeat, "fold": fold, "seed": seed, "n_samples": n_samples,
+                    "n_used": len(y), "n_train": len(used), "n_test": len(test),
+                    "n_features": X.shape[1], "n_outputs": 1 if y.ndim == 1 else y.shape[1],
+                    "log_target": log, "tuned": bool(tune and spec.grid),
+                }
+                arguments = ((spec, preprocessor, _take(X, used), y[used], X_test, y_test),
+                             dict(seed=seed, device=device, tune=tune, task="regression",
+                                  target_transformer=target))
+                tasks.append((context, arguments))
+    if n_jobs == 1:
+        records = (_fit_one(*args, **kwargs) for _, (args, kwargs) in tasks)
+    else:
+        from joblib import Parallel, delayed
+
+        # Each worker process keeps the run's thread limit (1 by default), so
+        # n_jobs workers use n_jobs cores; results come back in task order.
+        import torch
+
+        threads = torch.get_num_threads()  # what the run's thread_limit set
+        records = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_fit_one_in_worker)(threads, *args, **kwargs) for _, (args, kwargs) in tasks
+        )
+    rows = []
+    start_time = time.perf_counter()
+    for done, ((context, _), record) in enumerate(zip(tasks, records), start=1):
+        rows.append({**context, **record})
+        status = (
+            f"FAILED {record['error'][:80]}" if record["error"]
+            else f"R2 {record['r2']:.3f}  fit {record['fit_time']:.2f}s"
+        )
+        progress(
+            f"[{done}/{len(tasks)} {time.perf_counter() - start_time:6.0f}s] "
+            f"{context['dataset']} repeat {context['repeat'] + 1}/{repeats} fold "
+            f"{context['fold'] + 1}/{n_splits} {context['estimator']}: {status}"
+        )
     return rows
 
 

@@ -89,11 +89,12 @@ def _best_section(best, within=0.02):
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print,
         tune=False, estimators=None, max_train=None, random_state=0, max_samples=None,
-        n_splits=N_SPLITS):
+        n_splits=N_SPLITS, n_jobs=1):
     """Run the regression suite (or its quick version) and return the report section.
 
     Follows the suite contract of :mod:`skquad.benchmarks.__main__`; the
-    experiment itself is :func:`skquad.benchmarks.run_benchmark`'s.
+    experiment itself is :func:`skquad.benchmarks.run_benchmark`'s. ``n_jobs``
+    fits run at once, in worker processes (each under the run's thread limit).
     """
     repeats = repeats or (QUICK_REPEATS if quick else DEFAULT_REPEATS)
     names = resolve_suite_datasets(datasets, quick)
@@ -101,7 +102,7 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     runs, specs, names = run_protocol(
         names, task="regression", estimators=estimators, quick=quick, repeats=repeats,
         n_splits=n_splits, max_samples=max_samples, max_train=max_train or None, tune=tune,
-        random_state=random_state, device=device, progress=progress,
+        random_state=random_state, device=device, progress=progress, n_jobs=n_jobs,
     )
     result = _result(
         runs, specs, names, source=_describe_source(names, None), repeats=repeats,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils import Bunch
 
 from ._uci import _require_pandas, existing_data_home, make_uci_preprocessor
@@ -108,12 +109,13 @@ def list_regression_datasets(*, data_home=None):
 
 
 def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy="most_frequent",
-                                 scale=True):
+                                 scale=True, clip=True):
     """An unfitted transformer from raw regression features to a dense numeric matrix.
 
-    The same rules as :func:`make_uci_preprocessor` (it is that transformer):
-    string columns are imputed and one-hot encoded (categories unseen in
-    training encode as all zeros), numeric columns imputed and standardized.
+    The rules of :func:`make_uci_preprocessor` (it is that transformer, with
+    one step more): string columns are imputed and one-hot encoded (categories
+    unseen in training encode as all zeros), numeric columns imputed, clipped
+    to the range they had in training and standardized.
     It works on the DataFrame of ``load_regression(as_frame=True)``, on the
     object array of ``load_regression()`` and on numeric arrays. The target is
     not its business: put the pipeline in a
@@ -131,6 +133,17 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
     scale : bool, default=True
         Standardize the numeric columns (a quadratic model's terms grow with
         the square of the inputs, and its penalty treats them alike).
+    clip : bool, default=True
+        Clip every numeric value to the range of its column in the training
+        data (after imputation), with
+        :class:`~sklearn.preprocessing.MinMaxScaler`'s ``clip=True`` before the
+        standardization; the training data are transformed exactly as without
+        it. A model is then never evaluated beyond the feature values it was
+        fitted on, as a tree never is: a linear or quadratic model (and a
+        network) extrapolates, and one recording error far out (a column 130
+        standard deviations beyond the training range in ``chem_proc_yield``)
+        would dominate its prediction. Without ``scale``, the clipped columns
+        are min-max scaled to [0, 1].
 
     Returns
     -------
@@ -147,9 +160,15 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
            [ 1.  ,  0.  ,  0.  ],
            [ 0.  ,  1.  ,  1.22]])
     """
-    return make_uci_preprocessor(
+    preprocessor = make_uci_preprocessor(
         numeric_strategy=numeric_strategy, nominal_strategy=nominal_strategy, scale=scale
     )
+    if clip:
+        # An affine map to [0, 1] that clips values outside the training range;
+        # the standardization after it undoes the map on the training data.
+        numeric = dict((name, pipeline) for name, pipeline, _ in preprocessor.transformers)["numeric"]
+        numeric.steps.insert(1, ("clip", MinMaxScaler(clip=True)))
+    return preprocessor
 
 
 def load_regression(name, *, data_home=None, as_frame=False, return_X_y=False):
