@@ -7,7 +7,8 @@ data directory as the UCI sets (``data_home``, else ``SKQUAD_DATA``, see
 ``regression/`` subfolder, or in a ``regression/`` folder beside it (the layout
 ``datasets/uci`` + ``datasets/regression``). Preprocess them with
 :func:`skquad.datasets.make_regression_preprocessor`, which imputes and one-hot
-encodes string columns and imputes and standardizes numeric ones, and model the
+encodes string columns and imputes, clips (to the training range) and
+standardizes numeric ones, and model the
 targets the README calls skewed (``skewed_target``) on a log scale.
 """
 
