@@ -173,6 +173,8 @@ def test_the_quick_regression_suite_writes_its_report(tmp_path, capsys):
         (["--suite", "regression", "--estimators", "QLR"], "unknown ['QLR']"),
         (["--suite", "uci", "--folds", "3"], "--folds applies to --suite regression only"),
         (["--suite", "regression", "--folds", "1"], "--folds: expected at least 2"),
+        (["--suite", "regression", "--jobs", "0"], "--jobs: expected at least 1"),
+        (["--suite", "uci", "--jobs", "2"], "--jobs applies to --suite regression only"),
     ],
 )
 def test_regression_cli_errors(argv, message, capsys, tmp_path):
