@@ -155,11 +155,18 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
     --------
     >>> import numpy as np
     >>> from skquad.datasets import make_regression_preprocessor
-    >>> X = np.array([["Ideal", 0.3], ["Good", np.nan], ["Ideal", 0.9]], dtype=object)
-    >>> make_regression_preprocessor().fit_transform(X).round(2)
-    array([[ 0.  ,  1.  , -1.22],
-           [ 1.  ,  0.  ,  0.  ],
-           [ 0.  ,  1.  ,  1.22]])
+    >>> X = np.array([["Ideal", 0.2], ["Good", np.nan], ["Ideal", 1.0], ["Good", 0.4]], dtype=object)
+    >>> preprocessor = make_regression_preprocessor().fit(X)
+    >>> preprocessor.transform(X).round(2)
+    array([[ 0.  ,  1.  , -1.  ],
+           [ 1.  ,  0.  , -0.33],
+           [ 0.  ,  1.  ,  1.67],
+           [ 1.  ,  0.  , -0.33]])
+
+    A value beyond the training range is read as the range's end:
+
+    >>> preprocessor.transform(np.array([["Good", 5.0]], dtype=object)).round(2)
+    array([[1.  , 0.  , 1.67]])
     """
     preprocessor = make_uci_preprocessor(
         numeric_strategy=numeric_strategy, nominal_strategy=nominal_strategy, scale=scale
