@@ -137,7 +137,7 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
     clip : bool, default=True
         Clip every numeric value to the range of its column in the training
         data (after imputation), with
-        :class:`~sklearn.preprocessing.MinMaxScaler`'s ``clip=True`` before the
+        scikit-learn's ``MinMaxScaler(clip=True)`` before the
         standardization; the training data are transformed exactly as without
         it. A model is then never evaluated beyond the feature values it was
         fitted on, as a tree never is: a linear or quadratic model (and a
