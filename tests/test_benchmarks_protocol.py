@@ -8,10 +8,10 @@ from sklearn.linear_model import Ridge
 from sklearn.metrics import r2_score, root_mean_squared_error
 from sklearn.model_selection import RepeatedKFold
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, StandardScaler
 
 from skquad.benchmarks import run_benchmark
-from skquad.benchmarks._protocol import resolve_task
+from skquad.benchmarks._protocol import regression_target_transformer, resolve_task, run_protocol
 
 
 @pytest.fixture(scope="module")
@@ -23,13 +23,18 @@ def data():
 
 
 def _by_hand(X, y, model, *, log=False, n_splits=3):
-    """The first fold's R² and RMSE of ``model`` with the benchmark's pipeline, built by hand."""
+    """The first fold's R² and RMSE of ``model`` with the benchmark's pipeline, built by hand.
+
+    Features clipped to their training range, then standardized; predictions
+    bounded to the training targets' range.
+    """
     train, test = next(RepeatedKFold(n_splits=n_splits, n_repeats=1, random_state=0).split(X))
     steps = [FunctionTransformer(np.log, inverse_func=np.exp)] if log else []
     fitted = TransformedTargetRegressor(
-        make_pipeline(StandardScaler(), model), transformer=make_pipeline(*steps, StandardScaler())
+        make_pipeline(MinMaxScaler(clip=True), StandardScaler(), model),
+        transformer=make_pipeline(*steps, StandardScaler()),
     ).fit(X[train], y[train])
-    prediction = fitted.predict(X[test])
+    prediction = np.clip(fitted.predict(X[test]), y[train].min(), y[train].max())
     return r2_score(y[test], prediction), root_mean_squared_error(y[test], prediction)
 
 
@@ -73,6 +78,27 @@ def test_log_target_and_its_errors(data):
         run_benchmark(X, np.where(np.arange(60) == 3, np.nan, y), estimators=["Ridge"], repeats=1)
     with pytest.raises(ValueError, match="n_splits"):
         run_benchmark(X, y, estimators=["Ridge"], repeats=1, n_splits=1)
+
+
+def test_predictions_are_bounded_to_the_training_targets_range():
+    # Two outputs, bounded each to its own range, on the log scale too.
+    Y = np.column_stack([np.linspace(1.0, 2.0, 10), np.linspace(10.0, 50.0, 10)])
+    for log in (False, True):
+        bound = regression_target_transformer(log).fit(Y)
+        far = bound.transform(np.array([[0.5, 5.0], [1.5, 30.0], [9.0, 500.0]]))
+        np.testing.assert_allclose(bound.inverse_transform(far),
+                                   [[1.0, 10.0], [1.5, 30.0], [2.0, 50.0]], rtol=1e-12)
+        # The training targets themselves go through unchanged.
+        np.testing.assert_allclose(bound.inverse_transform(bound.transform(Y)), Y, rtol=1e-12)
+
+
+def test_n_jobs_is_checked(data):
+    # (The parallel path itself is what the committed suite run used; starting
+    # worker processes takes too long for a unit test.)
+    X, y = data
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+            run_protocol(X, y, estimators=["Ridge"], repeats=1, n_splits=2, n_jobs=bad)
 
 
 def test_multi_output_targets_wrap_single_output_models(data):

@@ -109,6 +109,24 @@ def test_the_regression_preprocessor_one_hot_encodes_and_imputes(as_frame):
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-9)
 
 
+def test_the_regression_preprocessor_clips_to_the_training_range():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3)) * [1.0, 10.0, 0.1] + [0.0, 5.0, -2.0]
+    clipped = make_regression_preprocessor().fit(X)
+    plain = make_regression_preprocessor(clip=False).fit(X)
+    # The training data are transformed as without clipping (standardized).
+    np.testing.assert_allclose(clipped.transform(X), plain.transform(X), atol=1e-12)
+    # A value beyond the training range becomes the range's end; inside, nothing changes.
+    beyond = np.array([[100.0, 5.0, -2.0], [-100.0, 5.0, -2.0]])
+    expected = plain.transform(np.array([[X[:, 0].max(), 5.0, -2.0], [X[:, 0].min(), 5.0, -2.0]]))
+    np.testing.assert_allclose(clipped.transform(beyond), expected, atol=1e-12)
+    assert plain.transform(beyond)[0, 0] > 50  # what a model would have extrapolated to
+    # Without scaling, the clipped columns are min-max scaled to [0, 1].
+    unscaled = make_regression_preprocessor(scale=False).fit(X)
+    Z = unscaled.transform(np.vstack([X, beyond]))
+    assert Z.min() == 0.0 and Z.max() == 1.0
+
+
 def test_listing_follows_the_data_home_rules(tmp_path, monkeypatch):
     monkeypatch.delenv("SKQUAD_DATA", raising=False)
     assert list_regression_datasets() == []  # no directory set: nothing to load

@@ -155,8 +155,9 @@ def run_benchmark(
     cross-validation; every estimator is fitted as
     ``TransformedTargetRegressor(Pipeline([("preprocess", preprocessor),
     ("model", estimator)]))`` whose target transformer takes the log (see
-    ``log_target``) and standardizes, and scored by R² and RMSE on the held-out
-    fold, on the target's own scale. By default skquad's regressors run beside
+    ``log_target``), standardizes and bounds the predictions to the training
+    targets' range (per output, as a tree's predictions are), and scored by R²
+    and RMSE on the held-out fold, on the target's own scale. By default skquad's regressors run beside
     Ridge, PolynomialFeatures(2) + Ridge, MLPRegressor, SVR,
     KernelRidge(kernel="poly", degree=2) and HistGradientBoostingRegressor (SVR
     and HistGradientBoostingRegressor one per output for a 2-D target).
@@ -200,8 +201,9 @@ def run_benchmark(
         (its fit time includes the search).
     preprocessor : "auto", transformer or None, default="auto"
         ``"auto"``: :func:`skquad.datasets.make_uci_preprocessor` (regression:
-        :func:`skquad.datasets.make_regression_preprocessor`, the same rules: impute and
-        one-hot encode nominal columns, impute and standardize numeric ones); a
+        :func:`skquad.datasets.make_regression_preprocessor`, the same rules, and numeric
+        columns clipped to their training range: impute and one-hot encode nominal
+        columns, impute and standardize numeric ones); a
         transformer of your own (cloned for every fit); None: the models see ``X`` as
         it is.
     random_state : int, default=0
@@ -315,10 +317,12 @@ def _regression_protocol(runs, names, *, source, repeats, n_splits, max_train, t
         f"Datasets: {', '.join(names)} ({source}). Protocol: {repeats} x {n_splits}-fold "
         "cross-validation per dataset (`RepeatedKFold`, the same folds for every estimator); "
         "every estimator is `TransformedTargetRegressor(Pipeline([make_regression_preprocessor(), "
-        "model]))`: one-hot string columns, impute and standardize numeric ones; the target "
+        "model]))`: one-hot string columns; impute numeric ones, clip them to their training "
+        "range and standardize them; the target "
         + ("is log-transformed on " + ", ".join(logged) + " (skewed targets), then " if logged
            else "is ")
-        + "standardized. Everything is fitted on the training folds only. "
+        + "standardized, and predictions are bounded to the training targets' range (as a "
+        "tree's are). Everything is fitted on the training folds only. "
         + (f"Training parts are capped at {max_train} samples (uniform subsample). "
            if max_train else "")
         + ("Each estimator is tuned by a nested 3-fold GridSearchCV on the training folds "

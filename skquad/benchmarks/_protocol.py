@@ -26,7 +26,7 @@ from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.metrics import r2_score, root_mean_squared_error
 from sklearn.model_selection import GridSearchCV, KFold, RepeatedKFold, StratifiedShuffleSplit
@@ -34,6 +34,7 @@ from sklearn.multioutput import MultiOutputRegressor
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_array, check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from .._torch_utils import resolve_device
@@ -208,16 +209,43 @@ def _looks_continuous(y):
     return y.dtype.kind == "f" and len(np.unique(y)) > MAX_FLOAT_CLASSES
 
 
+class TrainingRangeBound(TransformerMixin, BaseEstimator):
+    """The identity on the training targets; bounds predictions to their range.
+
+    ``inverse_transform`` (what :class:`~sklearn.compose.TransformedTargetRegressor`
+    applies to a model's predictions) clips every output to the range the
+    training targets had. A tree ensemble's predictions are averages of
+    training targets, so always in that range; a linear, quadratic or network
+    model extrapolates, and on a log target ``exp`` turns an extrapolated log
+    into a prediction orders of magnitude beyond any price seen (a quadratic
+    model on a diamond recorded with depth ``z = 0`` predicted $1.6 million).
+    """
+
+    def fit(self, y, _=None):
+        y = check_array(y, ensure_2d=False)
+        self.data_min_, self.data_max_ = np.min(y, axis=0), np.max(y, axis=0)
+        return self
+
+    def transform(self, y):
+        return y
+
+    def inverse_transform(self, y):
+        check_is_fitted(self)
+        return np.clip(y, self.data_min_, self.data_max_)
+
+
 def regression_target_transformer(log_target):
-    """The target's side of the regression pipeline: log (skewed targets), then standardize.
+    """The target's side of the regression pipeline: log (skewed targets), standardize, bound.
 
     Standardizing puts every target on one scale, so that default
     regularization (Ridge's and KernelRidge's ``alpha``, SVR's ``epsilon``, a
-    network's initialization) means the same on every dataset; R² and RMSE are
-    computed on the original scale, after the inverse transform.
+    network's initialization) means the same on every dataset; predictions are
+    bounded to the training targets' range (:class:`TrainingRangeBound`);
+    R² and RMSE are computed on the original scale, after the inverse
+    transform.
     """
     steps = [FunctionTransformer(np.log, inverse_func=np.exp, check_inverse=False)] if log_target else []
-    return make_pipeline(*steps, StandardScaler())
+    return make_pipeline(*steps, StandardScaler(), TrainingRangeBound())
 
 
 def _load_named(name):

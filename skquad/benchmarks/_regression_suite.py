@@ -93,7 +93,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     """Run the regression suite (or its quick version) and return the report section.
 
     Follows the suite contract of :mod:`skquad.benchmarks.__main__`; the
-    experiment itself is :func:`skquad.benchmarks.run_benchmark`'s.
+    experiment itself is :func:`skquad.benchmarks.run_benchmark`'s. ``n_jobs``
+    fits run at once, in worker processes (each under the run's thread limit).
     """
     repeats = repeats or (QUICK_REPEATS if quick else DEFAULT_REPEATS)
     names = resolve_suite_datasets(datasets, quick)

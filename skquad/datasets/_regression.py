@@ -7,7 +7,8 @@ data directory as the UCI sets (``data_home``, else ``SKQUAD_DATA``, see
 ``regression/`` subfolder, or in a ``regression/`` folder beside it (the layout
 ``datasets/uci`` + ``datasets/regression``). Preprocess them with
 :func:`skquad.datasets.make_regression_preprocessor`, which imputes and one-hot
-encodes string columns and imputes and standardizes numeric ones, and model the
+encodes string columns and imputes, clips (to the training range) and
+standardizes numeric ones, and model the
 targets the README calls skewed (``skewed_target``) on a log scale.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.preprocessing import MinMaxScaler
 from sklearn.utils import Bunch
 
 from ._uci import _require_pandas, existing_data_home, make_uci_preprocessor
@@ -108,12 +110,13 @@ def list_regression_datasets(*, data_home=None):
 
 
 def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy="most_frequent",
-                                 scale=True):
+                                 scale=True, clip=True):
     """An unfitted transformer from raw regression features to a dense numeric matrix.
 
-    The same rules as :func:`make_uci_preprocessor` (it is that transformer):
-    string columns are imputed and one-hot encoded (categories unseen in
-    training encode as all zeros), numeric columns imputed and standardized.
+    The rules of :func:`make_uci_preprocessor` (it is that transformer, with
+    one step more): string columns are imputed and one-hot encoded (categories
+    unseen in training encode as all zeros), numeric columns imputed, clipped
+    to the range they had in training and standardized.
     It works on the DataFrame of ``load_regression(as_frame=True)``, on the
     object array of ``load_regression()`` and on numeric arrays. The target is
     not its business: put the pipeline in a
@@ -131,6 +134,17 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
     scale : bool, default=True
         Standardize the numeric columns (a quadratic model's terms grow with
         the square of the inputs, and its penalty treats them alike).
+    clip : bool, default=True
+        Clip every numeric value to the range of its column in the training
+        data (after imputation), with
+        scikit-learn's ``MinMaxScaler(clip=True)`` before the
+        standardization; the training data are transformed exactly as without
+        it. A model is then never evaluated beyond the feature values it was
+        fitted on, as a tree never is: a linear or quadratic model (and a
+        network) extrapolates, and one recording error far out (a column 130
+        standard deviations beyond the training range in ``chem_proc_yield``)
+        would dominate its prediction. Without ``scale``, the clipped columns
+        are min-max scaled to [0, 1].
 
     Returns
     -------
@@ -141,15 +155,28 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
     --------
     >>> import numpy as np
     >>> from skquad.datasets import make_regression_preprocessor
-    >>> X = np.array([["Ideal", 0.3], ["Good", np.nan], ["Ideal", 0.9]], dtype=object)
-    >>> make_regression_preprocessor().fit_transform(X).round(2)
-    array([[ 0.  ,  1.  , -1.22],
-           [ 1.  ,  0.  ,  0.  ],
-           [ 0.  ,  1.  ,  1.22]])
+    >>> X = np.array([["Ideal", 0.2], ["Good", np.nan], ["Ideal", 1.0], ["Good", 0.4]], dtype=object)
+    >>> preprocessor = make_regression_preprocessor().fit(X)
+    >>> preprocessor.transform(X).round(2)
+    array([[ 0.  ,  1.  , -1.  ],
+           [ 1.  ,  0.  , -0.33],
+           [ 0.  ,  1.  ,  1.67],
+           [ 1.  ,  0.  , -0.33]])
+
+    A value beyond the training range is read as the range's end:
+
+    >>> preprocessor.transform(np.array([["Good", 5.0]], dtype=object)).round(2)
+    array([[1.  , 0.  , 1.67]])
     """
-    return make_uci_preprocessor(
+    preprocessor = make_uci_preprocessor(
         numeric_strategy=numeric_strategy, nominal_strategy=nominal_strategy, scale=scale
     )
+    if clip:
+        # An affine map to [0, 1] that clips values outside the training range;
+        # the standardization after it undoes the map on the training data.
+        numeric = dict((name, pipeline) for name, pipeline, _ in preprocessor.transformers)["numeric"]
+        numeric.steps.insert(1, ("clip", MinMaxScaler(clip=True)))
+    return preprocessor
 
 
 def load_regression(name, *, data_home=None, as_frame=False, return_X_y=False):
