@@ -1,6 +1,7 @@
 """SDPQuantizedClassifier: binary networks trained through a convex SDP (Bartan & Pilanci)."""
 
 import hashlib
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -137,7 +138,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         targets = self._sdp_targets(y_train, n_outputs)
         # "auto" is a fraction of the data's beta_max (skquad.convex.path.default_beta).
         self.beta_ = self._resolve_beta(
-            X_train, targets, weight, n_outputs, n_samples=float(np.sum(sample_weight))
+            # fsum: exactly rounded, so the same for every row order and for
+            # duplicates with halved weights (the fit is bit-for-bit invariant).
+            X_train, targets, weight, n_outputs, n_samples=math.fsum(sample_weight)
         )
         key = self._sdp_key(X_train, targets, weight, solver)
         # The solver sees targets / c and beta / c (see _target_scale) and
