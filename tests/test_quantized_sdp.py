@@ -562,6 +562,9 @@ def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
     assert not hasattr(fixed, "beta_max_")
     np.testing.assert_allclose(fixed.rho_, model.rho_, rtol=1e-9)
     np.testing.assert_array_equal(fixed.predict(X), model.predict(X))
+    # A refit at a float forgets the earlier data's beta_max_.
+    model.set_params(beta=model.beta_ / 2).fit(X, y)
+    assert not hasattr(model, "beta_max_")
 
 
 def test_bad_beta_string_names_the_parameter():

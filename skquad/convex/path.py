@@ -1,5 +1,7 @@
 """The top of a regularization path: the smallest ``beta`` with a certified zero network."""
 
+import math
+
 import numpy as np
 import torch
 
@@ -118,7 +120,7 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     True
     """
     beta_max = zero_network_beta(lifting, X, y, weight, loss=loss, n_outputs=n_outputs)
-    n_samples = float(np.sum(weight) if n_samples is None else n_samples)
+    n_samples = math.fsum(weight) if n_samples is None else float(n_samples)
     # The lifted width p (replicas included), so that a multi-level model and
     # the binary model on the replicated inputs (the same network) get the
     # same beta.

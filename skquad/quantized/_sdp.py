@@ -1,6 +1,7 @@
 """SDPQuantizedClassifier: binary networks trained through a convex SDP (Bartan & Pilanci)."""
 
 import hashlib
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -138,7 +139,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         targets = self._sdp_targets(y_train, n_outputs)
         # "auto" is a fraction of the data's beta_max (skquad.convex.path.default_beta).
         self.beta_ = self._resolve_beta(
-            X_train, targets, weight, n_outputs, n_samples=float(np.sum(sample_weight))
+            # fsum: exactly rounded, so the same for every row order and for
+            # duplicates with halved weights (the fit is bit-for-bit invariant).
+            X_train, targets, weight, n_outputs, n_samples=math.fsum(sample_weight)
         )
         key = self._sdp_key(X_train, targets, weight, solver)
         # The solver sees targets / c and beta / c (see _target_scale) and
@@ -200,6 +203,8 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         the total of the user's sample and class weights.
         """
         if not isinstance(self.beta, str):
+            # A beta_max_ from an earlier "auto" fit would describe other data.
+            vars(self).pop("beta_max_", None)
             return float(self.beta)
         beta, self.beta_max_ = default_beta(
             self._lifting(), X_train, targets, weight, loss=self.loss, n_outputs=n_outputs,
@@ -505,12 +510,13 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         the factor 2 (the paper writes ``beta * d * rho``, a looser bound).
         Larger values give smaller second-layer weights; too large a value
         gives the zero network. "auto" takes it from the training data as
-        :func:`skquad.convex.default_beta` does: a fixed fraction of
-        ``beta_max_``, the smallest ``beta`` at which the zero network
-        solves the relaxation (computed through the fit's own lifting,
-        standardization, loss and sample weights), as glmnet scales its
-        ``lambda`` from ``lambda_max``; a float is used as given. The value
-        used is ``beta_``.
+        :func:`skquad.convex.default_beta` does: ``beta_max_ * (p / n)^2``
+        with the fraction clipped to ``[1e-3, 0.05]``, where ``beta_max_`` is
+        the smallest ``beta`` at which the zero network solves the
+        relaxation (computed through the fit's own lifting, standardization,
+        loss and sample weights, as glmnet scales its ``lambda`` from
+        ``lambda_max``) and ``n`` the sum of the sample weights; a float is
+        used as given. The value used is ``beta_``.
     fit_intercept : bool, default=True
         Append a constant input 1 to every sample, so that each neuron is
         ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
