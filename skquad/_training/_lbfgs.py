@@ -1,8 +1,8 @@
 """The scipy L-BFGS driver and the Trainer's full-batch fit on it.
 
 :func:`minimize_lbfgs` runs scipy's L-BFGS-B on a flat float64 parameter
-vector. Every scipy L-BFGS of skquad goes through it (the networks'
-``solver="lbfgs"`` and quadratic logistic regression through
+vector. Every scipy L-BFGS of the estimators' training goes through it (the
+networks' ``solver="lbfgs"`` and quadratic logistic regression through
 :func:`fit_trainer_lbfgs`, the Dask fit of QLR directly), so they share the
 stopping options, the per-iteration hook (verbose lines and scikit-learn
 callbacks, which may ask to stop) and one warning when scipy stops before
@@ -11,8 +11,11 @@ convergence, naming the limit that stopped it.
 :func:`fit_trainer_lbfgs` is the adapter of a :class:`~._trainer.Trainer`
 onto the driver: the objective on the trainer's flat parameter buffer, the
 best point kept by its divergence guard, the iterations reported to its
-callbacks. The SDP's solvers in ``convex/`` run torch's own L-BFGS on the
-device instead (``convex/factor_solver.py``, ``convex/certificate.py``).
+callbacks. The SDP's solvers in ``convex/`` are solvers of their own, below
+the engine: torch's L-BFGS on the device (``convex/factor_solver.py``,
+``convex/certificate.py``), and, for the many-class squared loss on the CPU,
+scipy's L-BFGS-B called directly on numpy blocks between certificate checks
+(``solve_squared_block``).
 """
 
 import math
