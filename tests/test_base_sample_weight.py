@@ -35,16 +35,20 @@ def test_weights_out_of_range_are_rejected_where_their_scale_matters(name, scale
 
 @pytest.mark.parametrize("scale", [1e-300, 1e307])
 def test_sdp_rescales_weights_out_of_range_exactly(scale, data):
-    """The SDP's objective is a weighted mean: only the weights' ratios matter.
+    """At a float ``beta`` the SDP's objective is a weighted mean: only the weights' ratios matter.
 
     The rescaled weights equal the reference ones to rounding; the native solver
     stops on a certified gap (tol=1e-4), so rounding may move its stopping point
-    and the models agree to the solver's tolerance, not to the last bit.
+    and the models agree to the solver's tolerance, not to the last bit. Under
+    ``beta="auto"`` the weights count samples (the default beta shrinks with
+    their sum, as with repeated rows), so a sum out of range is refused instead.
     """
     X, y = data
     ratios = np.random.RandomState(0).uniform(0.5, 2.0, len(y))
-    reference = ESTIMATORS["SDP"]().fit(X, y, sample_weight=ratios)
-    scaled = ESTIMATORS["SDP"]().fit(X, y, sample_weight=ratios * scale)
+    with pytest.raises(ValueError, match="sum of sample_weight .* out of the range"):
+        ESTIMATORS["SDP"]().fit(X, y, sample_weight=ratios * scale)
+    reference = ESTIMATORS["SDP"]().set_params(beta=1e-2).fit(X, y, sample_weight=ratios)
+    scaled = ESTIMATORS["SDP"]().set_params(beta=1e-2).fit(X, y, sample_weight=ratios * scale)
     np.testing.assert_allclose(scaled.lower_bound_, reference.lower_bound_, rtol=1e-4)
     np.testing.assert_allclose(
         scaled.predict_proba(X), reference.predict_proba(X), rtol=0, atol=1e-3

@@ -440,7 +440,8 @@ def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
     data_loss, residuals = log_loss_residuals(torch.from_numpy(scores), y, sample_weight)
     residuals_np = residuals.numpy()
     # rows k * d + i of the product: sum_n r_nk x_ni x_n, the grams of all scores at once
-    weighted = (residuals_np[:, :, None] * rows[:, None, :]).reshape(n_samples, -1)
+    # (an explicit width: a Dask fit's block may have no rows)
+    weighted = (residuals_np[:, :, None] * rows[:, None, :]).reshape(n_samples, n_scores * n_features)
     grad_Q = (weighted.T @ rows).reshape(n_scores, n_features, n_features)
     grad_coef = residuals_np.T @ rows
     return data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef), residuals.sum(0)
