@@ -51,13 +51,22 @@ from .formulation import relaxed_dual_point
 from .losses import dual_point
 from .solution import SDPSolution, SolverFailedError, relative_gap
 
-__all__ = ["COMPACT_MAX_SIZE", "compact_applies", "solve_compact"]
+__all__ = ["COMPACT_MAX_SIZE", "COMPACT_SQUARED_MAX_SIZE", "compact_applies", "solve_compact"]
 
 # Largest m = p (p + 1) / 2 solved in the compact form: the interior-point
-# steps factor a dense m x m block (O(m³) each). At m = 496 (breast cancer,
-# p = 31) a block takes well under a second; at m = 2145 (optdigits, p = 65)
-# one step costs more than the whole factor solve.
+# steps factor a dense m x m block (O(m³) each). At m = 2145 (optdigits,
+# p = 65) one step costs more than the whole factor solve.
 COMPACT_MAX_SIZE = 600
+
+# The squared loss has a second fast method, the numpy Burer-Monteiro block
+# solver (factor_solver.solve_squared_block), so the compact form serves it
+# only up to the crossover, as Ridge(solver="auto") chooses by size. CPU
+# seconds to a certified 1e-4 on one thread, breast-cancer features and
+# targets, compact / factor (machine under load):
+#     m = 120: 0.07 / 0.14-0.22    m = 190: 0.11-0.13 / 0.11-0.41
+#     m = 276: 0.30 / 0.13-0.39    m = 378: 0.44-0.55 / 0.16-0.32
+#     m = 496 (all 30 features): 0.84 / 0.33
+COMPACT_SQUARED_MAX_SIZE = 300
 
 
 # The hinge form's margin rows are dense in the m entries of each block they
@@ -67,14 +76,16 @@ COMPACT_MAX_SIZE = 600
 COMPACT_HINGE_MAX_NONZEROS = 1_000_000
 
 
-def compact_applies(data, max_size=COMPACT_MAX_SIZE):
+def compact_applies(data, max_size=None):
     """Whether ``data``'s relaxation is solved in the compact form by default.
 
     Lifted inputs given as features (not explicit matrices), data on the
     CPU, Clarabel installed, and: the squared loss with ``m = p (p + 1) / 2
-    <= max_size`` (its blocks are solved one by one, whatever ``n``); the
-    hinge losses with ``K m <= max_size`` (blocks solved jointly) and at
-    most ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows.
+    <= max_size`` (default ``COMPACT_SQUARED_MAX_SIZE``, where the compact
+    form is faster than the factor solver; its blocks are solved one by one,
+    whatever ``n``); the hinge losses with ``K m <= max_size`` (default
+    ``COMPACT_MAX_SIZE``; blocks solved jointly) and at most
+    ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows.
     """
     if data.loss not in ("squared", "hinge") or data.lifted is not None:
         return False
@@ -82,6 +93,8 @@ def compact_applies(data, max_size=COMPACT_MAX_SIZE):
         return False
     p = data.n_lifted
     m = p * (p + 1) // 2
+    if max_size is None:
+        max_size = COMPACT_SQUARED_MAX_SIZE if data.loss == "squared" else COMPACT_MAX_SIZE
     if data.loss == "squared" and m > max_size:
         return False
     if data.loss == "hinge":
