@@ -202,21 +202,29 @@ def _block_constraints(p, m, rows, cols):
     return zero_rows, cone_P, cone_N
 
 
-def _solve_block(G, b_k, penalty, p, rows, cols):
+def _solve_block(problem, b_k, p):
+    """One block from the shared ``_block_problem`` (built with ``b = 0``):
+    the blocks differ only in the linear term's ``d`` part."""
     import clarabel
 
-    quadratic, linear, A, rhs, (n_zero, m) = _block_problem(G, b_k, penalty, p, rows, cols)
+    quadratic, linear, A, rhs, (n_zero, m) = problem
+    linear = linear.copy()
+    linear[2 * m + 1 :] = -4.0 * b_k
     cones = [clarabel.ZeroConeT(n_zero), clarabel.PSDTriangleConeT(p), clarabel.PSDTriangleConeT(p)]
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "one block")
+    # Without iterative refinement: 25 % less time per block (wine, m = 105:
+    # 0.027 s against 0.036 s), the same objective to 1e-10; the point is
+    # certified afterwards whatever its accuracy.
+    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "one block", refine=False)
     x = np.asarray(solution.x)
     return x[:m], x[m : 2 * m], int(solution.iterations)
 
 
-def _clarabel_solve(quadratic, linear, A, rhs, cones, what):
+def _clarabel_solve(quadratic, linear, A, rhs, cones, what, refine=True):
     import clarabel
 
     settings = clarabel.DefaultSettings()
     settings.verbose = False
+    settings.iterative_refinement_enable = bool(refine)
     # Clarabel's default accuracy (1e-8) certifies gaps of about 1e-5 on
     # breast cancer in 10 steps; 1e-10 costs 30 % more steps for 3e-7. A
     # block that does not certify ``tol`` is continued by the factor solver.
@@ -372,7 +380,9 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
         if data.loss == "hinge":
             sP, sN, rho = hinge_blocks[k]
         else:
-            sP, sN, n_iter = _solve_block(G, B[:, k], penalty, p, rows, cols)
+            if k == 0:
+                problem = _block_problem(G, np.zeros(G.shape[0]), penalty, p, rows, cols)
+            sP, sN, n_iter = _solve_block(problem, B[:, k], p)
             iterations += n_iter
         F, s = _unit_factor(_smat(sP, p, rows, cols), _smat(sN, p, rows, cols))
         direction = (F * s) @ F.T
