@@ -24,6 +24,26 @@ def test_limit_threads_restores_and_heuristic():
     assert choose_thread_count(PARALLEL_FLOPS * 5, available=4) == 4
 
 
+def test_nested_limit_gives_back_the_enclosing_limit():
+    """A solver's limit inside a benchmark's --threads 1 used to restore the
+    process baseline on leaving, undoing the outer limit."""
+    baseline = torch.get_num_threads()
+    if baseline < 2:
+        torch.set_num_threads(2)
+    try:
+        expected = torch.get_num_threads()
+        with limit_threads(1):
+            with limit_threads(1):
+                assert torch.get_num_threads() == 1
+            assert torch.get_num_threads() == 1
+            with limit_threads(None):
+                pass
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(baseline)
+
+
 def test_concurrent_limits_leave_every_thread_at_the_baseline():
     """Overlapping blocks in a thread pool used to leave workers at 1 thread."""
     baseline = torch.get_num_threads()

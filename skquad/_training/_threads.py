@@ -41,6 +41,7 @@ __all__ = [
 PARALLEL_FLOPS = 2e8
 
 _lock = threading.Lock()
+_local = threading.local()  # per thread: the torch thread counts of its open blocks
 _active = 0
 _baseline = None
 _blas_limiter = None
@@ -122,13 +123,22 @@ def limit_threads(n_threads, *, blas=None):
                 _blas_limiter = blas_limits(blas)
         _active += 1
         baseline = _baseline
+    # A block nested in another block of the same thread (a solver's limit
+    # inside a benchmark's --threads 1) gives back the enclosing block's
+    # count: restoring the baseline there undid the outer limit for the rest
+    # of its block (measured: the SDP fits that followed ran their tiny torch
+    # products on two threads, 16 ms of CPU each instead of 25 us, under load).
+    stack = _local.__dict__.setdefault("stack", [])
+    stack.append(torch.get_num_threads())
     try:
         if n_threads is not None and int(n_threads) != torch.get_num_threads():
             torch.set_num_threads(int(n_threads))
         yield
     finally:
-        if torch.get_num_threads() != baseline:
-            torch.set_num_threads(baseline)
+        enclosing = stack.pop()
+        restore = enclosing if stack else baseline
+        if torch.get_num_threads() != restore:
+            torch.set_num_threads(restore)
         with _lock:
             _active -= 1
             if _active == 0:
