@@ -310,6 +310,8 @@ def quadratic_log_loss_gradient(
             X, y, sample_weight, Q, coef, intercept, class_blocks, scratch
         )
     loss = data_loss
+    if l2 > 0 and Q.device.type == "cpu" and not (torch.is_grad_enabled() and Q.requires_grad):
+        return _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
     if l2 > 0:
         loss = loss + 0.5 * l2 * (quadratic_penalty(Q, cross_weight) + coef.square().sum())
         grad_Q.add_(Q, alpha=l2 * cross_weight)
@@ -318,6 +320,33 @@ def quadratic_log_loss_gradient(
             diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2 * (1.0 - cross_weight))
         grad_coef.add_(coef, alpha=l2)
     return loss, grad_Q, grad_coef, grad_intercept
+
+
+def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
+    """The penalty's value and gradient of :func:`quadratic_log_loss_gradient` in numpy.
+
+    On CPU tensors, written into the gradients' memory: the same arithmetic as
+    the torch branch, without its eight small operations' overhead (about a
+    third of an evaluation on ionosphere, 263 x 34).
+    """
+    with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
+        return _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
+
+
+def _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
+    Q_np, coef_np = Q.detach().numpy(), coef.detach().numpy()
+    grad_Q_np, grad_coef_np = grad_Q.numpy(), grad_coef.numpy()
+    diagonal = np.arange(Q_np.shape[-1])
+    squares = np.vdot(Q_np, Q_np)
+    if cross_weight != 1.0:
+        on_diagonal = Q_np[:, diagonal, diagonal]
+        squares = cross_weight * squares + (1.0 - cross_weight) * np.vdot(on_diagonal, on_diagonal)
+    penalty = 0.5 * l2 * (squares + np.vdot(coef_np, coef_np))
+    grad_Q_np += (l2 * cross_weight) * Q_np
+    if cross_weight != 1.0:
+        grad_Q_np[:, diagonal, diagonal] += (l2 * (1.0 - cross_weight)) * on_diagonal
+    grad_coef_np += l2 * coef_np
+    return loss + float(penalty), grad_Q, grad_coef, grad_intercept
 
 
 def _blas_threads(n_threads):
