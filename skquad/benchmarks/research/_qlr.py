@@ -137,6 +137,7 @@ def _uci_summary(runs):
             "QLR fit s (total)": per[("fit_time_s", "QLR")],
             "pipeline fit s (total)": per[("fit_time_s", "PF2+LogReg")],
             "time ratio": per[("fit_time_s", "QLR")] / per[("fit_time_s", "PF2+LogReg")],
+            "CPU ratio": per[("fit_cpu_s", "QLR")] / per[("fit_cpu_s", "PF2+LogReg")],
             "QLR CPU s": per[("fit_cpu_s", "QLR")],
             "pipeline CPU s": per[("fit_cpu_s", "PF2+LogReg")],
             "QLR iterations (mean)": per[("n_iter", "QLR")],
@@ -357,7 +358,11 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     plt.close(fig)
 
     accuracy_ok = mean_difference >= -ACCURACY_TARGET_PP
-    time_ok = ratio <= TIME_RATIO_TARGET
+    # CPU times decide, as in regression_speed: on the shared machine the
+    # wall time also measures the other processes' load
+    time_ok = cpu_ratio <= TIME_RATIO_TARGET
+    worst_set_ratio = float(summary["CPU ratio"].max())
+    no_set_slower = worst_set_ratio <= 1.0
     large_time = large.get("fit_time_s")
     per_iteration = large.get("seconds_per_iteration")
     large_ok = (
@@ -380,8 +385,9 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             f"{mean_difference:+.2f} pp (target: no worse than -{ACCURACY_TARGET_PP} pp): "
             f"{verdict(accuracy_ok)}.",
             f"- Total fit time: QLR {total_qlr:.2f} s, pipeline {total_pipeline:.2f} s, "
-            f"ratio {ratio:.3f} (target <= {TIME_RATIO_TARGET}): {verdict(time_ok)}. "
-            f"CPU-time ratio {cpu_ratio:.3f}.",
+            f"ratio {ratio:.3f}; CPU-time ratio {cpu_ratio:.3f} (target <= {TIME_RATIO_TARGET}): "
+            f"{verdict(time_ok)}. Largest CPU-time ratio of one dataset {worst_set_ratio:.3f} "
+            f"(target: no set slower, <= 1): {verdict(no_set_slower)}.",
             "- With its default `penalty=\"polynomial\"` QLR minimises the pipeline's own "
             "objective (the same optimum, up to each solver's tolerance); the differences "
             "in accuracy come from where each solver stops.",
