@@ -37,7 +37,8 @@ def _network_and_loss(estimator, X, y):
     ids=lambda e: repr(e)[:60],
 )
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_fused_backward_matches_autograd(estimator, n_classes, backend, thread_counts):
     # The whole network's explicit backward (Algorithms 1 and 2 chained through
     # the activations and the loss) against autograd on the same module.
     rng = np.random.RandomState(0)
@@ -49,7 +50,7 @@ def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
     module, output = _network_and_loss(estimator, X, y.numpy())
     # random (not ReLinear) quadratic parts must be symmetric, as the layers keep them
     with torch.no_grad():  # as the engine calls it
-        fused_loss = FusedNetwork(module, output)(X, y, weights)
+        fused_loss = FusedNetwork(module, output, backend=backend)(X, y, weights)
     fused = [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
@@ -65,7 +66,8 @@ def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
 
 @pytest.mark.parametrize("kind", ["QuadraticLayer", "ReducedQuadraticLayer"])
 @pytest.mark.parametrize("output", ["squared_error", "poisson", "multilabel"])
-def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, thread_counts):
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, backend, thread_counts):
     # The regressors' outputs (half squared error, half Poisson deviance with
     # exp) and a multilabel indicator target against autograd of
     # skquad.nn.losses; float64 throughout, so agreement to ~1e-12 relative
@@ -88,7 +90,7 @@ def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, thr
         parameter.grad = torch.zeros_like(parameter)
     kind_name = "sigmoid" if output == "multilabel" else output
     with torch.no_grad():
-        fused_loss = FusedNetwork(module, kind_name)(X, y, weights)
+        fused_loss = FusedNetwork(module, kind_name, backend=backend)(X, y, weights)
     fused = [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
@@ -112,7 +114,9 @@ def test_supports_fused_only_full_storage_and_known_modules():
         FusedNetwork(packed, "softmax")
 
 
-def test_fused_loss_is_nan_when_a_score_overflows():
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("output", ["softmax", "sigmoid", "squared_error"])
+def test_fused_loss_is_nan_when_a_score_overflows(backend, output):
     # The engine's divergence guard relies on it: a -inf score leaves the
     # log-loss of the true class finite, but the fused loss must not be.
     layer = QuadraticLayer(2, 3, quadratic_storage="full", dtype=torch.float64)
@@ -121,8 +125,52 @@ def test_fused_loss_is_nan_when_a_score_overflows():
         parameter.grad = torch.zeros_like(parameter)
     with torch.no_grad():
         layer.bias.copy_(torch.tensor([0.0, -float("inf"), 0.0]))
-        loss = FusedNetwork(module, "softmax")(
-            torch.ones(4, 2, dtype=torch.float64), torch.zeros(4, dtype=torch.int64),
+        y = torch.zeros((4, 3), dtype=torch.float64) if output == "squared_error" else torch.zeros(4, dtype=torch.int64)
+        loss = FusedNetwork(module, output, backend=backend)(
+            torch.ones(4, 2, dtype=torch.float64), y,
             torch.full((4,), 0.25, dtype=torch.float64),
         )
     assert not torch.isfinite(loss)
+
+
+def test_numpy_and_torch_steps_agree_in_float32(thread_counts):
+    # The numpy step reads the same float32 tensors; its products round
+    # differently (another BLAS, another summation order), so the agreement
+    # is float32's: ~1e-6 relative on O(1) numbers.
+    estimator = QNNClassifier((6,), activation="relu", relinear=False)
+    rng = np.random.RandomState(2)
+    X = torch.as_tensor(rng.randn(40, 5), dtype=torch.float32)
+    y = torch.as_tensor(rng.randint(0, 4, size=40))
+    weights = torch.full((40,), 1 / 40, dtype=torch.float32)
+    module, output = _network_and_loss(estimator, X, y.numpy())
+    module = module.to(torch.float32)
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    results = {}
+    for backend in ("torch", "numpy"):
+        with torch.no_grad():
+            loss = FusedNetwork(module, output, backend=backend)(X, y, weights)
+        assert loss.dtype == torch.float32
+        results[backend] = (loss, [p.grad.clone() for p in module.parameters()])
+    torch.testing.assert_close(results["numpy"][0], results["torch"][0], rtol=1e-6, atol=1e-6)
+    for numpy_gradient, torch_gradient in zip(results["numpy"][1], results["torch"][1]):
+        torch.testing.assert_close(numpy_gradient, torch_gradient, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_step_follows_a_deep_copy_of_the_trainer(thread_counts):
+    # The numpy step caches numpy views of the parameters; a deep copy of the
+    # trainer (an atomic fit's working copy) must step its own buffers, and
+    # both must then train exactly alike (issue 19's failure mode).
+    import copy
+
+    rng = np.random.RandomState(3)
+    X, y = rng.randn(60, 4), rng.randint(0, 3, size=60)
+    clf = QNNClassifier((5,), random_state=0, max_iter=1).partial_fit(X, y, classes=[0, 1, 2])
+    trainer = clf._trainer
+    twin = copy.deepcopy(trainer)
+    before = trainer.flat_parameters.clone()
+    twin.partial_fit(X, y)
+    torch.testing.assert_close(trainer.flat_parameters, before, rtol=0, atol=0)
+    assert not torch.equal(twin.flat_parameters, before)
+    trainer.partial_fit(X, y)
+    torch.testing.assert_close(trainer.flat_parameters, twin.flat_parameters, rtol=0, atol=0)
