@@ -12,6 +12,17 @@ from skquad.nn.losses import per_sample_loss
 from skquad.nn.network import new_network
 
 
+# The torch step, and the numpy step with numpy's or torch's matrix products
+# (skquad._training._runtime.cpu_matmul_library picks one per CPU vendor).
+BACKENDS = ["torch", "numpy", "numpy-torch-matmul"]
+
+
+def _fused(module, output, backend):
+    if backend == "numpy-torch-matmul":
+        return FusedNetwork(module, output, backend="numpy", matmul="torch")
+    return FusedNetwork(module, output, backend=backend)
+
+
 def _network_and_loss(estimator, X, y):
     """The module and per-sample loss an estimator would train, without fitting."""
     estimator.classes_ = np.unique(y)
@@ -37,7 +48,7 @@ def _network_and_loss(estimator, X, y):
     ids=lambda e: repr(e)[:60],
 )
 @pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_fused_backward_matches_autograd(estimator, n_classes, backend, thread_counts):
     # The whole network's explicit backward (Algorithms 1 and 2 chained through
     # the activations and the loss) against autograd on the same module.
@@ -50,7 +61,7 @@ def test_fused_backward_matches_autograd(estimator, n_classes, backend, thread_c
     module, output = _network_and_loss(estimator, X, y.numpy())
     # random (not ReLinear) quadratic parts must be symmetric, as the layers keep them
     with torch.no_grad():  # as the engine calls it
-        fused_loss = FusedNetwork(module, output, backend=backend)(X, y, weights)
+        fused_loss = _fused(module, output, backend)(X, y, weights)
     fused = [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
@@ -66,7 +77,7 @@ def test_fused_backward_matches_autograd(estimator, n_classes, backend, thread_c
 
 @pytest.mark.parametrize("kind", ["QuadraticLayer", "ReducedQuadraticLayer"])
 @pytest.mark.parametrize("output", ["squared_error", "poisson", "multilabel"])
-@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, backend, thread_counts):
     # The regressors' outputs (half squared error, half Poisson deviance with
     # exp) and a multilabel indicator target against autograd of
@@ -90,7 +101,7 @@ def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, bac
         parameter.grad = torch.zeros_like(parameter)
     kind_name = "sigmoid" if output == "multilabel" else output
     with torch.no_grad():
-        fused_loss = FusedNetwork(module, kind_name, backend=backend)(X, y, weights)
+        fused_loss = _fused(module, kind_name, backend)(X, y, weights)
     fused = [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
@@ -114,7 +125,7 @@ def test_supports_fused_only_full_storage_and_known_modules():
         FusedNetwork(packed, "softmax")
 
 
-@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("output", ["softmax", "sigmoid", "squared_error"])
 def test_fused_loss_is_nan_when_a_score_overflows(backend, output):
     # The engine's divergence guard relies on it: a -inf score leaves the
@@ -126,7 +137,7 @@ def test_fused_loss_is_nan_when_a_score_overflows(backend, output):
     with torch.no_grad():
         layer.bias.copy_(torch.tensor([0.0, -float("inf"), 0.0]))
         y = torch.zeros((4, 3), dtype=torch.float64) if output == "squared_error" else torch.zeros(4, dtype=torch.int64)
-        loss = FusedNetwork(module, output, backend=backend)(
+        loss = _fused(module, output, backend)(
             torch.ones(4, 2, dtype=torch.float64), y,
             torch.full((4,), 0.25, dtype=torch.float64),
         )
@@ -147,14 +158,15 @@ def test_numpy_and_torch_steps_agree_in_float32(thread_counts):
     for parameter in module.parameters():
         parameter.grad = torch.zeros_like(parameter)
     results = {}
-    for backend in ("torch", "numpy"):
+    for backend in BACKENDS:
         with torch.no_grad():
-            loss = FusedNetwork(module, output, backend=backend)(X, y, weights)
+            loss = _fused(module, output, backend)(X, y, weights)
         assert loss.dtype == torch.float32
         results[backend] = (loss, [p.grad.clone() for p in module.parameters()])
-    torch.testing.assert_close(results["numpy"][0], results["torch"][0], rtol=1e-6, atol=1e-6)
-    for numpy_gradient, torch_gradient in zip(results["numpy"][1], results["torch"][1]):
-        torch.testing.assert_close(numpy_gradient, torch_gradient, rtol=1e-5, atol=1e-6)
+    for backend in BACKENDS[1:]:
+        torch.testing.assert_close(results[backend][0], results["torch"][0], rtol=1e-6, atol=1e-6)
+        for numpy_gradient, torch_gradient in zip(results[backend][1], results["torch"][1]):
+            torch.testing.assert_close(numpy_gradient, torch_gradient, rtol=1e-5, atol=1e-6)
 
 
 def test_numpy_step_follows_a_deep_copy_of_the_trainer(thread_counts):

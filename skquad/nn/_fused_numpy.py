@@ -21,6 +21,7 @@ against autograd.
 
 import numpy as np
 import scipy.special
+import torch
 from torch import nn
 
 from .layers import QuadraticLayer, ReducedQuadraticLayer
@@ -69,6 +70,12 @@ class _Layer:
                 self.power_bias = _array(layer.power_bias)
 
 
+def _torch_matmul(a, b, out):
+    """``np.matmul(a, b, out=out)`` for 2-D arrays, multiplied by torch (MKL) on the same memory."""
+    torch.mm(torch.from_numpy(a), torch.from_numpy(b), out=torch.from_numpy(out))
+    return out
+
+
 class NumpyStep:
     """One training step of :class:`FusedNetwork` (same arguments, same result) on numpy arrays.
 
@@ -78,11 +85,19 @@ class NumpyStep:
         :class:`FusedNetwork`'s layers with the name of the activation after each.
     output : str
         :class:`FusedNetwork`'s ``output``.
+    matmul : {"numpy", "torch"}, default="numpy"
+        Which library computes the matrix products (2-D, the step's bulk
+        arithmetic); everything else runs in numpy. Which is faster depends
+        on the CPU (:func:`skquad._training._runtime.cpu_matmul_library`).
     """
 
-    def __init__(self, layers, output):
+    def __init__(self, layers, output, matmul="numpy"):
+        if matmul not in ("numpy", "torch"):
+            raise ValueError(f"matmul must be 'numpy' or 'torch', got {matmul!r}.")
         self.modules = layers
         self.output = output
+        self.matmul = matmul
+        self._gemm = np.matmul if matmul == "numpy" else _torch_matmul
         self._layers = None
         self._key = None
         self._workspace = {}
@@ -91,7 +106,11 @@ class NumpyStep:
     def __getstate__(self):
         # numpy views do not follow a deep copy of the tensors they view: a
         # copy makes its own from its own parameters.
-        return {**self.__dict__, "_layers": None, "_key": None, "_workspace": {}}
+        return {**self.__dict__, "_layers": None, "_key": None, "_workspace": {}, "_gemm": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._gemm = np.matmul if self.matmul == "numpy" else _torch_matmul
 
     def _views(self):
         first = self.modules[0][0].weight
@@ -131,18 +150,19 @@ class NumpyStep:
 
     # -------------------------------------------------------------- forward
     def _forward(self, index, layer, a):
+        gemm = self._gemm
         batch, dtype = a.shape[0], a.dtype
         z = self._buffer("z", index, (batch, layer.n_out), dtype)
         if layer.kind == "linear":
-            np.matmul(a, layer.weight_t, out=z)
+            gemm(a, layer.weight_t, z)
             if layer.bias is not None:
                 z += layer.bias
             return z, None
         if layer.kind == "quadratic":
             n_out, n_in = layer.n_out, layer.n_in
-            v = np.matmul(a, layer.stacked_t, out=self._buffer("v", index, (batch, n_out * n_in), dtype))
+            v = gemm(a, layer.stacked_t, self._buffer("v", index, (batch, n_out * n_in), dtype))
             v = v.reshape(batch, n_out, n_in)
-            np.matmul(a, layer.weight_t, out=z)
+            gemm(a, layer.weight_t, z)
             if layer.bias is not None:
                 z += layer.bias
             # + a_b^T P^(k) a_b = V[b, k, :] . a_b, one stacked matrix-vector product
@@ -150,15 +170,15 @@ class NumpyStep:
             z += np.matmul(v, a[:, :, None], out=quadratic)[:, :, 0]
             return z, v
         # Reduced layer: v1 = W a + b, v2 = U a + c (Algorithm 2's cache).
-        v1 = np.matmul(a, layer.weight_t, out=self._buffer("v1", index, (batch, layer.n_out), dtype))
+        v1 = gemm(a, layer.weight_t, self._buffer("v1", index, (batch, layer.n_out), dtype))
         v1 += layer.bias
-        v2 = np.matmul(a, layer.factor_weight_t, out=self._buffer("v2", index, (batch, layer.n_out), dtype))
+        v2 = gemm(a, layer.factor_weight_t, self._buffer("v2", index, (batch, layer.n_out), dtype))
         v2 += layer.factor_bias
         np.multiply(v1, v2, out=z)
         squares = None
         if layer.power:
             squares = np.multiply(a, a, out=self._buffer("squares", index, a.shape, dtype))
-            z += np.matmul(squares, layer.power_weight_t, out=self._buffer("power", index, z.shape, dtype))
+            z += gemm(squares, layer.power_weight_t, self._buffer("power", index, z.shape, dtype))
             z += layer.power_bias
         return z, (v1, v2, squares)
 
@@ -186,16 +206,17 @@ class NumpyStep:
     # ------------------------------------------------------------- backward
     def _backward(self, index, layer, a, delta, cache):
         """Write parameter gradients; return dL/da (None for the first layer)."""
+        gemm = self._gemm
         batch, dtype = a.shape[0], a.dtype
         need_input_gradient = index > 0
         if layer.kind == "reduced":
             return self._reduced_backward(index, layer, a, delta, cache)
-        np.matmul(delta.T, a, out=layer.weight_grad)
+        gemm(delta.T, a, layer.weight_grad)
         if layer.bias is not None:
             np.add.reduce(delta, 0, out=layer.bias_grad)
         grad_a = self._buffer("grad_a", index, a.shape, dtype) if need_input_gradient else None
         if layer.kind == "linear":
-            return np.matmul(delta, layer.weight, out=grad_a) if need_input_gradient else None
+            return gemm(delta, layer.weight, grad_a) if need_input_gradient else None
         n_out, n_in = layer.n_out, layer.n_in
         # dL/dP^(k)_ij = sum_b delta_bk a_bi a_bj as one product
         # (delta (x) a)^T a, (n_out*n_in x batch) @ (batch x n_in), whose
@@ -209,36 +230,43 @@ class NumpyStep:
         np.copyto(a_t, a.T)
         weighted_t = self._buffer("weighted_t", index, (n_out, n_in, batch), dtype)
         np.multiply(delta_t[:, None, :], a_t[None, :, :], out=weighted_t)
-        np.matmul(weighted_t.reshape(n_out * n_in, batch), a, out=layer.stacked_grad)
+        gemm(weighted_t.reshape(n_out * n_in, batch), a, layer.stacked_grad)
         if not need_input_gradient:
             return None
+        gemm(delta, layer.weight, grad_a)
+        if n_out == 1:  # one output (a regressor's target): 2 delta_b V_b, row by row
+            cache = cache[:, 0, :]
+            cache *= delta
+            cache *= 2.0
+            grad_a += cache
+            return grad_a
         # Algorithm 1's 2 sum_k delta_bk Q^(k) a_b from the cached V = [Q^(k) a_b]:
         # one stacked (1 x n_out) @ (n_out x n_in) product per sample.
         np.multiply(delta, 2.0, out=delta_t.reshape(batch, n_out))  # delta_t is free again
         twice = delta_t.reshape(batch, 1, n_out)
         quadratic = self._buffer("grad_quadratic", index, (batch, 1, n_in), dtype)
         np.matmul(twice, cache, out=quadratic)
-        np.matmul(delta, layer.weight, out=grad_a)
         grad_a += quadratic[:, 0, :]
         return grad_a
 
     def _reduced_backward(self, index, layer, a, delta, cache):
+        gemm = self._gemm
         v1, v2, squares = cache
         grad_v1 = np.multiply(v2, delta, out=v2)  # the factors are not needed any more
         grad_v2 = np.multiply(v1, delta, out=v1)
-        np.matmul(grad_v1.T, a, out=layer.weight_grad)
+        gemm(grad_v1.T, a, layer.weight_grad)
         np.add.reduce(grad_v1, 0, out=layer.bias_grad)
-        np.matmul(grad_v2.T, a, out=layer.factor_weight_grad)
+        gemm(grad_v2.T, a, layer.factor_weight_grad)
         np.add.reduce(grad_v2, 0, out=layer.factor_bias_grad)
         if layer.power:
-            np.matmul(delta.T, squares, out=layer.power_weight_grad)
+            gemm(delta.T, squares, layer.power_weight_grad)
             np.add.reduce(delta, 0, out=layer.power_bias_grad)
         if index == 0:
             return None
-        grad_a = np.matmul(grad_v1, layer.weight, out=self._buffer("grad_a", index, a.shape, a.dtype))
-        grad_a += np.matmul(grad_v2, layer.factor_weight, out=self._buffer("grad_a2", index, a.shape, a.dtype))
+        grad_a = gemm(grad_v1, layer.weight, self._buffer("grad_a", index, a.shape, a.dtype))
+        grad_a += gemm(grad_v2, layer.factor_weight, self._buffer("grad_a2", index, a.shape, a.dtype))
         if layer.power:
-            power = np.matmul(delta, layer.power_weight, out=self._buffer("grad_a2", index, a.shape, a.dtype))
+            power = gemm(delta, layer.power_weight, self._buffer("grad_a2", index, a.shape, a.dtype))
             power *= a
             power *= 2.0
             grad_a += power

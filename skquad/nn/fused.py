@@ -93,9 +93,12 @@ class FusedNetwork:
         at the papers' sizes, where torch's per-operation dispatch dominates);
         "auto" does so for dense float32/float64 CPU batches (after
         ``inputs``) and uses torch otherwise (GPU, sparse batches, other dtypes).
+    matmul : {"numpy", "torch"}, default="numpy"
+        The numpy step's library for matrix products (the estimators pass
+        :func:`skquad._training._runtime.cpu_matmul_library`'s choice).
     """
 
-    def __init__(self, module, output, inputs=None, backend="auto"):
+    def __init__(self, module, output, inputs=None, backend="auto", matmul="numpy"):
         if not supports_fused(module):
             raise ValueError("FusedNetwork supports Linear, full-storage quadratic and reduced layers.")
         if backend not in ("auto", "torch", "numpy"):
@@ -112,7 +115,7 @@ class FusedNetwork:
                 self.layers.append([item, "identity"])
         self._workspace = {}
         self._views = None
-        self._numpy_step = NumpyStep(self.layers, output)
+        self._numpy_step = NumpyStep(self.layers, output, matmul)
 
     def _runs_in_numpy(self, X):
         if self.backend != "auto":
