@@ -6,6 +6,7 @@ import torch
 
 from skquad import QNNClassifier, RPQNNClassifier
 from skquad._torch_utils import make_generator
+from skquad._training import limit_threads
 from skquad.nn import QuadraticLayer
 from skquad.nn.fused import FusedNetwork, supports_fused
 from skquad.nn.losses import per_sample_loss
@@ -48,10 +49,10 @@ def _network_and_loss(estimator, X, y):
     ids=lambda e: repr(e)[:60],
 )
 @pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_fused_backward_matches_autograd(estimator, n_classes, backend, thread_counts):
+def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
     # The whole network's explicit backward (Algorithms 1 and 2 chained through
-    # the activations and the loss) against autograd on the same module.
+    # the activations and the loss), in each spelling, against autograd on the
+    # same module.
     rng = np.random.RandomState(0)
     X = torch.as_tensor(rng.randn(17, 5))
     y = torch.as_tensor(rng.randint(0, n_classes, size=17))
@@ -60,25 +61,25 @@ def test_fused_backward_matches_autograd(estimator, n_classes, backend, thread_c
     weights /= weights.sum()
     module, output = _network_and_loss(estimator, X, y.numpy())
     # random (not ReLinear) quadratic parts must be symmetric, as the layers keep them
-    with torch.no_grad():  # as the engine calls it
-        fused_loss = _fused(module, output, backend)(X, y, weights)
-    fused = [p.grad.clone() for p in module.parameters()]
+    fused = {}
+    for backend in BACKENDS:
+        with torch.no_grad():  # as the engine calls it
+            loss = _fused(module, output, backend)(X, y, weights)
+        fused[backend] = loss, [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
     loss_function = per_sample_loss(output)
     autograd_loss = torch.dot(loss_function(module(X), y), weights)
     autograd_loss.backward()
-    torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
-    for (name, parameter), gradient in zip(module.named_parameters(), fused):
-        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
-
-
+    for backend, (fused_loss, gradients) in fused.items():
+        torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12, msg=backend)
+        for (name, parameter), gradient in zip(module.named_parameters(), gradients):
+            torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=f"{backend} {name}")
 
 
 @pytest.mark.parametrize("kind", ["QuadraticLayer", "ReducedQuadraticLayer"])
 @pytest.mark.parametrize("output", ["squared_error", "poisson", "multilabel"])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, backend, thread_counts):
+def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, thread_counts):
     # The regressors' outputs (half squared error, half Poisson deviance with
     # exp) and a multilabel indicator target against autograd of
     # skquad.nn.losses; float64 throughout, so agreement to ~1e-12 relative
@@ -100,16 +101,19 @@ def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, bac
     for parameter in module.parameters():
         parameter.grad = torch.zeros_like(parameter)
     kind_name = "sigmoid" if output == "multilabel" else output
-    with torch.no_grad():
-        fused_loss = _fused(module, kind_name, backend)(X, y, weights)
-    fused = [p.grad.clone() for p in module.parameters()]
+    fused = {}
+    for backend in BACKENDS:
+        with torch.no_grad():
+            loss = _fused(module, kind_name, backend)(X, y, weights)
+        fused[backend] = loss, [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
     autograd_loss = torch.dot(per_sample_loss(kind_name)(module(X), y), weights)
     autograd_loss.backward()
-    torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
-    for (name, parameter), gradient in zip(module.named_parameters(), fused):
-        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
+    for backend, (fused_loss, gradients) in fused.items():
+        torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12, msg=backend)
+        for (name, parameter), gradient in zip(module.named_parameters(), gradients):
+            torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=f"{backend} {name}")
 
 
 def test_supports_fused_only_full_storage_and_known_modules():
@@ -186,3 +190,28 @@ def test_numpy_step_follows_a_deep_copy_of_the_trainer(thread_counts):
     assert not torch.equal(twin.flat_parameters, before)
     trainer.partial_fit(X, y)
     torch.testing.assert_close(trainer.flat_parameters, twin.flat_parameters, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_buffers_stay_bounded_over_many_batch_sizes(backend):
+    # partial_fit calls of ever new sizes: the reused buffers are kept for at
+    # most two batch sizes (a fit's full and last batch), and the gradients
+    # stay right after the buffers are dropped.
+    estimator = QNNClassifier((4,), relinear=False)
+    rng = np.random.RandomState(4)
+    X = torch.as_tensor(rng.randn(30, 3))
+    y = torch.as_tensor(rng.randint(0, 3, size=30))
+    module, output = _network_and_loss(estimator, X, y.numpy())
+    fused = _fused(module, output, backend)
+    sizes = set()
+    with torch.no_grad(), limit_threads(1):  # tiny steps: one thread (2 spin on a busy machine)
+        for batch in range(5, 13):
+            fused(X[:batch], y[:batch], torch.full((batch,), 1.0 / batch, dtype=torch.float64))
+            workspace = fused._workspace if backend == "torch" else fused._numpy_step._workspace
+            sizes = {key[2][0] for key in workspace if key[0] in ("z", "v")}
+            assert len(sizes) <= 2
+        expected = [p.grad.clone() for p in module.parameters()]
+        _fused(module, output, backend)(X[:12], y[:12], torch.full((12,), 1.0 / 12, dtype=torch.float64))
+    assert sizes == {11, 12}  # sizes 5..12 in turn: every third new size starts afresh
+    for gradient, parameter in zip(expected, module.parameters()):
+        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-12, atol=1e-14)

@@ -102,11 +102,15 @@ class NumpyStep:
         self._key = None
         self._workspace = {}
         self._rows = {}
+        self._batch_sizes = set()
 
     def __getstate__(self):
         # numpy views do not follow a deep copy of the tensors they view: a
         # copy makes its own from its own parameters.
-        return {**self.__dict__, "_layers": None, "_key": None, "_workspace": {}, "_gemm": None}
+        return {
+            **self.__dict__, "_layers": None, "_key": None, "_workspace": {}, "_rows": {}, "_batch_sizes": set(),
+            "_gemm": None,
+        }
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -343,6 +347,16 @@ class NumpyStep:
         engine's tensors).
         """
         layers = self._views()
+        batch = X.shape[0]
+        if batch not in self._batch_sizes:
+            # Buffers are kept per batch size: a fit has two (the full batch
+            # and the last), but partial_fit calls of ever new sizes must not
+            # pile them up (memory stays bounded).
+            if len(self._batch_sizes) >= 2:
+                self._workspace.clear()
+                self._rows.clear()
+                self._batch_sizes.clear()
+            self._batch_sizes.add(batch)
         activations = [X]
         caches = []
         with np.errstate(all="ignore"):  # an overflow shows as a non-finite loss (the guard's signal)

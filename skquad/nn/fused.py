@@ -114,6 +114,7 @@ class FusedNetwork:
             else:
                 self.layers.append([item, "identity"])
         self._workspace = {}
+        self._batch_sizes = set()
         self._views = None
         self._numpy_step = NumpyStep(self.layers, output, matmul)
 
@@ -325,6 +326,14 @@ class FusedNetwork:
             X = self.inputs.forward(X)  # skip nn.Module.__call__: a step costs tens of microseconds
         if self._runs_in_numpy(X):
             return torch.from_numpy(self._numpy_step(X.numpy(), y.numpy(), weights.numpy()))
+        if X.shape[0] not in self._batch_sizes:
+            # Buffers are kept per batch size: a fit has two (the full batch and
+            # the last), but partial_fit calls of ever new sizes must not pile
+            # them up (memory stays bounded).
+            if len(self._batch_sizes) >= 2:
+                self._workspace.clear()
+                self._batch_sizes.clear()
+            self._batch_sizes.add(X.shape[0])
         activations = [X]
         caches = []
         for index, (layer, activation) in enumerate(self.layers):
