@@ -233,4 +233,4 @@ def test_cpu_matmul_library_follows_the_vendor(monkeypatch, vendor, mkl, expecte
     finally:
         _runtime.cpu_matmul_library.cache_clear()
     assert _runtime.cpu_matmul_library() in ("torch", "numpy")
-    assert _runtime._cpu_vendor() in ("GenuineIntel", "AuthenticAMD", "") or isinstance(_runtime._cpu_vendor(), str)
+    assert isinstance(_runtime._cpu_vendor(), str)

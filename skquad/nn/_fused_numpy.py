@@ -24,7 +24,7 @@ import scipy.special
 import torch
 from torch import nn
 
-from .layers import QuadraticLayer, ReducedQuadraticLayer
+from .layers import QuadraticLayer
 
 __all__ = ["NumpyStep"]
 

@@ -35,15 +35,21 @@ is faster on the CPU's vendor (:func:`skquad._training._runtime.cpu_matmul_libra
 numpy's OpenBLAS took 0.64x torch's MKL time for the gradient product on the
 AMD EPYC, MKL 0.52x OpenBLAS's on an Intel Xeon.
 
-Ratios to the MLP, median of interleaved rounds, before -> after that change:
+Ratios to the MLP (wall time), median of interleaved rounds, before -> after
+that change:
 
-* AMD EPYC (2 cores, shared, under load), ``--threads 1 --repeats 5``: QNN
-  float64 2.18 -> 1.19, float32 1.29 -> 0.86; RPQNN 1.23 -> 0.68 and 0.82 ->
-  0.56; QNNRegressor float64 1.68 -> 1.38.
-* Intel Xeon (16 cores, quiet; the same settings on one thread, 7 rounds, each
-  version in its own processes, interleaved): QNN float64 2.02 -> 1.51, float32
-  1.25 -> 1.03; RPQNN 0.74 -> 0.67 and 0.64 -> 0.58; QNNRegressor float64 1.40
-  -> 1.40 (its 200 x 100 x 100 products are most of its step on both).
+* AMD EPYC (2 cores, shared, under load), ``--threads 1 --repeats 5``, two
+  runs of each version in turn: QNN float64 1.62, 1.84 -> 1.18, 1.11; float32
+  1.27, 1.41 -> 1.14, 0.88; RPQNN float64 0.91, 1.08 -> 0.63, 0.60; float32
+  0.80, 0.76 -> 0.65, 0.50; QNNRegressor float64 1.79, 1.39 -> 1.17, 1.21.
+* Intel Xeon (16 cores, quiet; the same settings on one thread, 16 rounds,
+  each version in its own processes, interleaved): QNN float64 1.82 -> 1.56,
+  float32 1.28 -> 1.04; RPQNN float64 0.72 -> 0.67, float32 0.65 -> 0.59;
+  QNNRegressor float64 1.40 -> 1.41 and RPQNNRegressor 0.62 -> 0.70 (on a fast
+  quiet CPU the 200 x 100 x 100 products are most of the regressor's step, and
+  MKL already computed them before). QNN in float64 stays above 1.5x there:
+  its two 3.6 MFLOP products and their 60 000-number operands are the floor of
+  the quadratic output layer.
 """
 
 import time
