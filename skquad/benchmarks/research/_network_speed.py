@@ -42,6 +42,9 @@ that change:
   runs of each version in turn: QNN float64 1.62, 1.84 -> 1.18, 1.11; float32
   1.27, 1.41 -> 1.14, 0.88; RPQNN float64 0.91, 1.08 -> 0.63, 0.60; float32
   0.80, 0.76 -> 0.65, 0.50; QNNRegressor float64 1.79, 1.39 -> 1.17, 1.21.
+  With the load lower (load average 3-5), the default 7 rounds: QNN float64
+  1.45 -> 1.23, float32 1.23 -> 0.84; RPQNN 0.79 -> 0.66 and 0.70 -> 0.51;
+  QNNRegressor float64 1.54 -> 1.26.
 * Intel Xeon (16 cores, quiet; the same settings on one thread, 16 rounds,
   each version in its own processes, interleaved): QNN float64 1.82 -> 1.56,
   float32 1.28 -> 1.04; RPQNN float64 0.72 -> 0.67, float32 0.65 -> 0.59;
