@@ -401,7 +401,7 @@ def test_ci_scale_fit_on_a_two_process_cluster(cluster_client):
     with cluster_client.as_current(), distributed.get_task_stream(cluster_client) as stream:
         remote = QuadraticLogisticRegression(tol=1e-7).fit(X, y)
         accuracy = remote.score(X, y)
-    workers = {task["worker"] for task in stream.data if "_block_objective" in str(task["key"])}
+    workers = {task["worker"] for task in stream.data if "_reduce_group" in str(task["key"])}
     assert len(workers) == 2  # the gradient blocks ran on both worker processes
     X_local, y_local = dask.compute(X, y, scheduler=cluster_client.get)
     local = QuadraticLogisticRegression(tol=1e-7).fit(X_local, y_local)
