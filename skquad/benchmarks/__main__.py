@@ -70,7 +70,7 @@ SUITE_HELP = {
     "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small; --quick: small)",
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
-    "scaling, daskml; --quick: match and scaling on a small array)",
+    "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
 }
 
 SUITE_TITLES = {
