@@ -12,7 +12,10 @@ networks' partial_fit with their optimizer state, which travels as numpy).
 """
 
 import io
+import os
 import pickle
+import subprocess
+import sys
 import warnings
 
 import joblib
@@ -20,6 +23,7 @@ import joblib
 import numpy as np
 import pytest
 import skops.io as sio
+import torch
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import ConvergenceWarning
@@ -254,3 +258,37 @@ def test_saved_optimizer_state_of_another_solver_is_not_used():
         _quiet_fit(model.partial_fit, X, y)
     _assert_same_predictions(loaded, fresh, X)
     assert not hasattr(loaded, "_training_state")
+
+
+_CPU_ONLY_LOAD = """
+import sys
+import numpy as np
+import skops.io as sio
+import torch
+assert not torch.cuda.is_available()
+path = sys.argv[1]
+model = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+np.save(sys.argv[3], model.predict(np.load(sys.argv[2])))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_cuda_fitted_model_loads_on_a_machine_without_cuda(name, tmp_path):
+    # The fitted state is numpy (no CUDA tensors), so a skops file written on a
+    # GPU machine loads where CUDA is absent: a child interpreter with
+    # CUDA_VISIBLE_DEVICES="" stands for the CPU-only machine.
+    estimator = _make(name)
+    if "device" in estimator.get_params():
+        estimator.set_params(device="cuda")
+    X, y = _data(estimator)
+    _quiet_fit(estimator.fit, X, y)
+    if hasattr(estimator, "device_"):
+        assert str(estimator.device_).startswith("cuda")
+    path, X_path, out = tmp_path / "model.skops", tmp_path / "X.npy", tmp_path / "pred.npy"
+    sio.dump(estimator, path)
+    np.save(X_path, X)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    subprocess.run([sys.executable, "-c", _CPU_ONLY_LOAD, str(path), str(X_path), str(out)],
+                   check=True, env=env, timeout=300)
+    np.testing.assert_allclose(np.load(out), estimator.predict(X), rtol=1e-6, atol=1e-9)
