@@ -35,9 +35,9 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from .._torch_utils import resolve_device
+from ._report import thread_limit  # noqa: F401 (the command's one thread rule, shared with the suites)
 from ..datasets import (
     REGRESSION_DATASETS,
     load_regression,
@@ -47,7 +47,6 @@ from ..datasets import (
     resolve_uci_name,
 )
 from ._estimators import default_regression_specs, default_specs, user_spec
-from .._training import limit_threads
 from ._size import parameter_count
 
 __all__ = [
@@ -76,24 +75,6 @@ REGRESSION_RUN_COLUMNS = [
     "fit_time", "predict_time", "n_parameters", "best_params", "warnings", "error",
 ]
 TASKS = ("auto", "classification", "regression")
-
-
-def thread_limit(threads):
-    """Limit torch's and the BLAS/OpenMP pools' threads to ``threads``; 0 or None: no limit.
-
-    The training engine's own policy (:func:`skquad._training.limit_threads`),
-    so that a benchmark run and the fits inside it agree on thread counts, plus
-    the OpenMP pools of compiled baselines (HistGradientBoosting's): left at the
-    core count on a busy machine, their spinning threads made single fits take
-    300-1000 s instead of about 1 s in the regression suite.
-    """
-    stack = contextlib.ExitStack()
-    # ceiling: the estimators' automatic thread rule counts from the process's
-    # baseline, which --threads does not change; capped here, their fits stay at N.
-    stack.enter_context(limit_threads(threads or None, blas=threads or None, ceiling=True))
-    if threads:
-        stack.enter_context(threadpool_limits(int(threads), user_api="openmp"))
-    return stack
 
 
 def require_bench(what="skquad.benchmarks"):

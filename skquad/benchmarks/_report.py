@@ -408,3 +408,38 @@ def prepare_output_dir(path):
         raise NotADirectoryError(f"{path} exists and is not a directory")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def thread_limit(threads):
+    """Limit torch's and the BLAS/OpenMP pools' threads to ``threads``; 0 or None: no limit.
+
+    The training engine's own policy (:func:`skquad._training.limit_threads`),
+    so that a benchmark run and the fits inside it agree on thread counts, plus
+    the OpenMP pools of compiled baselines (HistGradientBoosting's): left at the
+    core count on a busy machine, their spinning threads made single fits take
+    300-1000 s instead of about 1 s in the regression suite.
+    """
+    import contextlib
+
+    from threadpoolctl import threadpool_limits
+
+    from .._training import limit_threads
+
+    stack = contextlib.ExitStack()
+    # ceiling: the estimators' automatic thread rule counts from the process's
+    # baseline, which --threads does not change; capped here, their fits stay at N.
+    stack.enter_context(limit_threads(threads or None, blas=threads or None, ceiling=True))
+    if threads:
+        stack.enter_context(threadpool_limits(int(threads), user_api="openmp"))
+    return stack
+
+def active_thread_limit():
+    """The thread count of the :func:`thread_limit` the run holds, or None outside one.
+
+    For the research suites' child processes, which do not inherit the limit.
+    """
+    import torch
+
+    from .._training import _threads
+
+    return torch.get_num_threads() if _threads._active else None

@@ -37,7 +37,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -45,7 +44,7 @@ from sklearn.preprocessing import StandardScaler
 from skquad import SDPQuantizedClassifier
 from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
 
-from .._report import markdown_table
+from .._report import active_thread_limit, markdown_table, thread_limit
 
 CASES = ("credit", "credit_scs", "planted200", "planted784", "optdigits", "optdigits_tol1e-3",
          "letter", "small")
@@ -148,8 +147,6 @@ def _child(case, rounds, threads=None):
     process does not inherit it: before, the ``small`` case ran its fits
     on the libraries' default threads whatever ``--threads`` said).
     """
-    from .._protocol import thread_limit
-
     with thread_limit(threads):
         rows = _case(case, rounds)
     peak = _peak_rss_mb()
@@ -157,10 +154,8 @@ def _child(case, rounds, threads=None):
 
 
 def _run_child(case, rounds, progress):
-    from ..._training import _threads
-
     # The run's --threads limit (benchmarks.__main__ holds it while suites run).
-    threads = torch.get_num_threads() if _threads._active else None
+    threads = active_thread_limit()
     code = (
         "from skquad.benchmarks.research._sdp_targets import _child; "
         f"_child({case!r}, {rounds}, {threads!r})"
