@@ -230,7 +230,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         carry no reconstruction attributes.
         """
         context = getattr(self, "_callback_fit_ctx", None)
-        if context is None:
+        # Every fit has a root context; without a callback (set on this
+        # estimator or propagated to it) nothing observes the subtasks, and
+        # no hook lets the solver run a many-class problem's blocks in parallel.
+        if context is None or not getattr(self, "_skl_callbacks", None):
             return None
         reporter = SubtaskReporter(
             context, estimator=self, task_name="solver-chunk", X=X, y=y
