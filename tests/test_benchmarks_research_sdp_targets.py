@@ -34,3 +34,12 @@ def test_small_case_times_the_native_solver_against_scs(monkeypatch, capsys):
 def test_a_failing_case_reports_its_error_instead_of_stopping_the_suite():
     rows = _sdp_targets._run_child("bogus", 1, progress=lambda message: None)
     assert rows[0]["case"] == "bogus" and "unknown case 'bogus'" in rows[0]["error"]
+
+
+def test_the_child_process_applies_the_runs_thread_limit(monkeypatch, capsys):
+    """--threads reaches the case's child process (it used to run on the defaults)."""
+    import torch
+
+    monkeypatch.setattr(_sdp_targets, "_case", lambda case, rounds: [{"threads": torch.get_num_threads()}])
+    _sdp_targets._child("small", 1, 1)
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])[0]["threads"] == 1

@@ -398,13 +398,46 @@ def test_ci_scale_fit_on_a_two_process_cluster(cluster_client):
     X = state.normal(size=(100_000, 6), chunks=(25_000, 6))
     noise = state.logistic(size=100_000, chunks=25_000)
     y = (X[:, 0] * X[:, 1] - 0.5 * X[:, 2] ** 2 + X[:, 3] + noise > 0).astype(int)
-    with cluster_client.as_current(), distributed.get_task_stream(cluster_client) as stream:
-        remote = QuadraticLogisticRegression(tol=1e-7).fit(X, y)
+    with cluster_client.as_current():
+        with distributed.get_task_stream(cluster_client) as stream:
+            remote = QuadraticLogisticRegression(tol=1e-7).fit(X, y)
         accuracy = remote.score(X, y)
-    workers = {task["worker"] for task in stream.data if "_block_objective" in str(task["key"])}
-    assert len(workers) == 2  # the gradient blocks ran on both worker processes
+    evaluations = [task for task in stream.data if "_reduce_group" in str(task["key"])]
+    # one task per worker thread per evaluation, and the blocks on both workers
+    assert {task["worker"] for task in evaluations} == set(cluster_client.nthreads())
+    assert len(evaluations) >= 2 * remote.n_iter_[0]
+    # the user's graph ran once per block (persisted, not regenerated per pass)
+    assert sum(str(task["key"]).startswith("('normal-") or str(task["key"]).startswith("normal-")
+               for task in stream.data) == X.numblocks[0]
     X_local, y_local = dask.compute(X, y, scheduler=cluster_client.get)
     local = QuadraticLogisticRegression(tol=1e-7).fit(X_local, y_local)
     parameters, loss = _qlr_reference_tolerances(local, 100_000, 1.0, 1e-7)
     assert abs(remote.loss_ - local.loss_) <= loss
     assert accuracy == pytest.approx(local.score(X_local, y_local), abs=1e-4)
+
+
+def test_cluster_fit_raises_a_block_error_with_its_message(cluster_client):
+    X = np.random.RandomState(0).normal(size=(400, 3))
+    X[350, 1] = np.nan  # in the last block only: a worker finds it
+    y = np.arange(400) % 2
+    with cluster_client.as_current(), pytest.raises(ValueError, match="NaN"):
+        QuadraticLogisticRegression().fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+
+
+def test_blocks_are_balanced_over_workers_by_rows_per_thread():
+    from skquad._dask import _balanced_owners, _split_rows
+
+    # 4 of 6 equal blocks on one worker: one moves
+    owners = _balanced_owners([10] * 6, ["a"] * 4 + ["b"] * 2, {"a": 1, "b": 1})
+    assert owners.count("a") == owners.count("b") == 3 and owners[4:] == ["b", "b"]
+    # everything on one worker, the other with 3 threads: 1 : 3 by rows
+    owners = _balanced_owners([10] * 8, ["a"] * 8, {"a": 1, "b": 3})
+    assert owners.count("a") == 2 and owners.count("b") == 6
+    # a balanced placement is kept, and a holder that left is replaced
+    assert _balanced_owners([5, 7, 12], ["a", "a", "b"], {"a": 1, "b": 1}) == ["a", "a", "b"]
+    assert _balanced_owners([5, 5], ["gone", "b"], {"a": 1, "b": 1}) == ["a", "b"]
+    # one worker's blocks in as many groups as it has threads, nearly equal sums
+    groups = _split_rows([9, 1, 5, 5, 4, 6], 3)
+    assert sorted(sorted(g) for g in groups) == sorted(groups)
+    assert sorted(sum([9, 1, 5, 5, 4, 6][i] for i in g) for g in groups) == [10, 10, 10]
+    assert _split_rows([3, 4], 8) == [[1], [0]]

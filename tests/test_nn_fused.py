@@ -6,10 +6,22 @@ import torch
 
 from skquad import QNNClassifier, RPQNNClassifier
 from skquad._torch_utils import make_generator
+from skquad._training import limit_threads
 from skquad.nn import QuadraticLayer
 from skquad.nn.fused import FusedNetwork, supports_fused
 from skquad.nn.losses import per_sample_loss
 from skquad.nn.network import new_network
+
+
+# The torch step, and the numpy step with numpy's or torch's matrix products
+# (skquad._training._runtime.cpu_matmul_library picks one per CPU vendor).
+BACKENDS = ["torch", "numpy", "numpy-torch-matmul"]
+
+
+def _fused(module, output, backend):
+    if backend == "numpy-torch-matmul":
+        return FusedNetwork(module, output, backend="numpy", matmul="torch")
+    return FusedNetwork(module, output, backend=backend)
 
 
 def _network_and_loss(estimator, X, y):
@@ -39,7 +51,8 @@ def _network_and_loss(estimator, X, y):
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
     # The whole network's explicit backward (Algorithms 1 and 2 chained through
-    # the activations and the loss) against autograd on the same module.
+    # the activations and the loss), in each spelling, against autograd on the
+    # same module.
     rng = np.random.RandomState(0)
     X = torch.as_tensor(rng.randn(17, 5))
     y = torch.as_tensor(rng.randint(0, n_classes, size=17))
@@ -48,19 +61,20 @@ def test_fused_backward_matches_autograd(estimator, n_classes, thread_counts):
     weights /= weights.sum()
     module, output = _network_and_loss(estimator, X, y.numpy())
     # random (not ReLinear) quadratic parts must be symmetric, as the layers keep them
-    with torch.no_grad():  # as the engine calls it
-        fused_loss = FusedNetwork(module, output)(X, y, weights)
-    fused = [p.grad.clone() for p in module.parameters()]
+    fused = {}
+    for backend in BACKENDS:
+        with torch.no_grad():  # as the engine calls it
+            loss = _fused(module, output, backend)(X, y, weights)
+        fused[backend] = loss, [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
     loss_function = per_sample_loss(output)
     autograd_loss = torch.dot(loss_function(module(X), y), weights)
     autograd_loss.backward()
-    torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
-    for (name, parameter), gradient in zip(module.named_parameters(), fused):
-        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
-
-
+    for backend, (fused_loss, gradients) in fused.items():
+        torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12, msg=backend)
+        for (name, parameter), gradient in zip(module.named_parameters(), gradients):
+            torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=f"{backend} {name}")
 
 
 @pytest.mark.parametrize("kind", ["QuadraticLayer", "ReducedQuadraticLayer"])
@@ -87,16 +101,19 @@ def test_fused_regression_and_multilabel_losses_match_autograd(kind, output, thr
     for parameter in module.parameters():
         parameter.grad = torch.zeros_like(parameter)
     kind_name = "sigmoid" if output == "multilabel" else output
-    with torch.no_grad():
-        fused_loss = FusedNetwork(module, kind_name)(X, y, weights)
-    fused = [p.grad.clone() for p in module.parameters()]
+    fused = {}
+    for backend in BACKENDS:
+        with torch.no_grad():
+            loss = _fused(module, kind_name, backend)(X, y, weights)
+        fused[backend] = loss, [p.grad.clone() for p in module.parameters()]
     for parameter in module.parameters():
         parameter.grad = None
     autograd_loss = torch.dot(per_sample_loss(kind_name)(module(X), y), weights)
     autograd_loss.backward()
-    torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12)
-    for (name, parameter), gradient in zip(module.named_parameters(), fused):
-        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=name)
+    for backend, (fused_loss, gradients) in fused.items():
+        torch.testing.assert_close(fused_loss, autograd_loss.detach(), rtol=1e-12, atol=1e-12, msg=backend)
+        for (name, parameter), gradient in zip(module.named_parameters(), gradients):
+            torch.testing.assert_close(gradient, parameter.grad, rtol=1e-10, atol=1e-12, msg=f"{backend} {name}")
 
 
 def test_supports_fused_only_full_storage_and_known_modules():
@@ -112,7 +129,9 @@ def test_supports_fused_only_full_storage_and_known_modules():
         FusedNetwork(packed, "softmax")
 
 
-def test_fused_loss_is_nan_when_a_score_overflows():
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("output", ["softmax", "sigmoid", "squared_error"])
+def test_fused_loss_is_nan_when_a_score_overflows(backend, output):
     # The engine's divergence guard relies on it: a -inf score leaves the
     # log-loss of the true class finite, but the fused loss must not be.
     layer = QuadraticLayer(2, 3, quadratic_storage="full", dtype=torch.float64)
@@ -121,8 +140,78 @@ def test_fused_loss_is_nan_when_a_score_overflows():
         parameter.grad = torch.zeros_like(parameter)
     with torch.no_grad():
         layer.bias.copy_(torch.tensor([0.0, -float("inf"), 0.0]))
-        loss = FusedNetwork(module, "softmax")(
-            torch.ones(4, 2, dtype=torch.float64), torch.zeros(4, dtype=torch.int64),
+        y = torch.zeros((4, 3), dtype=torch.float64) if output == "squared_error" else torch.zeros(4, dtype=torch.int64)
+        loss = _fused(module, output, backend)(
+            torch.ones(4, 2, dtype=torch.float64), y,
             torch.full((4,), 0.25, dtype=torch.float64),
         )
     assert not torch.isfinite(loss)
+
+
+def test_numpy_and_torch_steps_agree_in_float32(thread_counts):
+    # The numpy step reads the same float32 tensors; its products round
+    # differently (another BLAS, another summation order), so the agreement
+    # is float32's: ~1e-6 relative on O(1) numbers.
+    estimator = QNNClassifier((6,), activation="relu", relinear=False)
+    rng = np.random.RandomState(2)
+    X = torch.as_tensor(rng.randn(40, 5), dtype=torch.float32)
+    y = torch.as_tensor(rng.randint(0, 4, size=40))
+    weights = torch.full((40,), 1 / 40, dtype=torch.float32)
+    module, output = _network_and_loss(estimator, X, y.numpy())
+    module = module.to(torch.float32)
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    results = {}
+    for backend in BACKENDS:
+        with torch.no_grad():
+            loss = _fused(module, output, backend)(X, y, weights)
+        assert loss.dtype == torch.float32
+        results[backend] = (loss, [p.grad.clone() for p in module.parameters()])
+    for backend in BACKENDS[1:]:
+        torch.testing.assert_close(results[backend][0], results["torch"][0], rtol=1e-6, atol=1e-6)
+        for numpy_gradient, torch_gradient in zip(results[backend][1], results["torch"][1]):
+            torch.testing.assert_close(numpy_gradient, torch_gradient, rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_step_follows_a_deep_copy_of_the_trainer(thread_counts):
+    # The numpy step caches numpy views of the parameters; a deep copy of the
+    # trainer (an atomic fit's working copy) must step its own buffers, and
+    # both must then train exactly alike (issue 19's failure mode).
+    import copy
+
+    rng = np.random.RandomState(3)
+    X, y = rng.randn(60, 4), rng.randint(0, 3, size=60)
+    clf = QNNClassifier((5,), random_state=0, max_iter=1).partial_fit(X, y, classes=[0, 1, 2])
+    trainer = clf._trainer
+    twin = copy.deepcopy(trainer)
+    before = trainer.flat_parameters.clone()
+    twin.partial_fit(X, y)
+    torch.testing.assert_close(trainer.flat_parameters, before, rtol=0, atol=0)
+    assert not torch.equal(twin.flat_parameters, before)
+    trainer.partial_fit(X, y)
+    torch.testing.assert_close(trainer.flat_parameters, twin.flat_parameters, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_buffers_stay_bounded_over_many_batch_sizes(backend):
+    # partial_fit calls of ever new sizes: the reused buffers are kept for at
+    # most two batch sizes (a fit's full and last batch), and the gradients
+    # stay right after the buffers are dropped.
+    estimator = QNNClassifier((4,), relinear=False)
+    rng = np.random.RandomState(4)
+    X = torch.as_tensor(rng.randn(30, 3))
+    y = torch.as_tensor(rng.randint(0, 3, size=30))
+    module, output = _network_and_loss(estimator, X, y.numpy())
+    fused = _fused(module, output, backend)
+    sizes = set()
+    with torch.no_grad(), limit_threads(1):  # tiny steps: one thread (2 spin on a busy machine)
+        for batch in range(5, 13):
+            fused(X[:batch], y[:batch], torch.full((batch,), 1.0 / batch, dtype=torch.float64))
+            workspace = fused._workspace if backend == "torch" else fused._numpy_step._workspace
+            sizes = {key[2][0] for key in workspace if key[0] in ("z", "v")}
+            assert len(sizes) <= 2
+        expected = [p.grad.clone() for p in module.parameters()]
+        _fused(module, output, backend)(X[:12], y[:12], torch.full((12,), 1.0 / 12, dtype=torch.float64))
+    assert sizes == {11, 12}  # sizes 5..12 in turn: every third new size starts afresh
+    for gradient, parameter in zip(expected, module.parameters()):
+        torch.testing.assert_close(gradient, parameter.grad, rtol=1e-12, atol=1e-14)

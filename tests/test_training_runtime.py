@@ -213,3 +213,24 @@ def test_predict_reads_only_fitted_attributes(iris):
         # even have) do not reach predict: it uses device_ and the fit's threads
         model.set_params(device="cuda:7", n_threads=1)
         np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+@pytest.mark.parametrize(
+    "vendor, mkl, expected",
+    [("GenuineIntel", True, "torch"), ("GenuineIntel", False, "numpy"), ("AuthenticAMD", True, "numpy"),
+     ("", True, "numpy")],
+)
+def test_cpu_matmul_library_follows_the_vendor(monkeypatch, vendor, mkl, expected):
+    # MKL's tuned kernels run on Intel CPUs only: torch multiplies there,
+    # numpy's BLAS elsewhere; one answer per process (cached).
+    from skquad._training import _runtime
+
+    monkeypatch.setattr(_runtime, "_cpu_vendor", lambda: vendor)
+    monkeypatch.setattr(torch.backends.mkl, "is_available", lambda: mkl)
+    _runtime.cpu_matmul_library.cache_clear()
+    try:
+        assert _runtime.cpu_matmul_library() == expected
+    finally:
+        _runtime.cpu_matmul_library.cache_clear()
+    assert _runtime.cpu_matmul_library() in ("torch", "numpy")
+    assert isinstance(_runtime._cpu_vendor(), str)

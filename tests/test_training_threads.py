@@ -24,6 +24,26 @@ def test_limit_threads_restores_and_heuristic():
     assert choose_thread_count(PARALLEL_FLOPS * 5, available=4) == 4
 
 
+def test_nested_limit_gives_back_the_enclosing_limit():
+    """A solver's limit inside a benchmark's --threads 1 used to restore the
+    process baseline on leaving, undoing the outer limit."""
+    baseline = torch.get_num_threads()
+    if baseline < 2:
+        torch.set_num_threads(2)
+    try:
+        expected = torch.get_num_threads()
+        with limit_threads(1):
+            with limit_threads(1):
+                assert torch.get_num_threads() == 1
+            assert torch.get_num_threads() == 1
+            with limit_threads(None):
+                pass
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(baseline)
+
+
 def test_concurrent_limits_leave_every_thread_at_the_baseline():
     """Overlapping blocks in a thread pool used to leave workers at 1 thread."""
     baseline = torch.get_num_threads()
@@ -76,3 +96,48 @@ def test_blas_limits_limits_and_restores_from_its_cached_scan():
         with blas_limits(1):
             assert blas_threads() and all(count == 1 for count in blas_threads())
         assert blas_threads() == before
+
+
+def test_ceiling_caps_the_automatic_rule_inside_a_benchmark_limit():
+    """A benchmark's --threads 1 used to leave QLR's large products on two threads:
+    the rule counted from the process's baseline, which the limit does not change."""
+    import warnings
+
+    import numpy as np
+    from sklearn.exceptions import ConvergenceWarning
+    from threadpoolctl import threadpool_info
+
+    import skquad.nn.quadratic_form as quadratic_form
+    from skquad import QuadraticLogisticRegression
+
+    baseline = torch.get_num_threads()
+    if baseline < 2:
+        torch.set_num_threads(2)
+    try:
+        with limit_threads(1, blas=1, ceiling=True):
+            assert choose_thread_count(PARALLEL_FLOPS * 100) == 1
+            # an explicit count still wins
+            assert choose_thread_count(PARALLEL_FLOPS * 100, available=3) == 3
+            seen = []
+            original = quadratic_form._accumulate_gram
+
+            def recording(*args):
+                seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+                seen.append(torch.get_num_threads())
+                return original(*args)
+
+            quadratic_form._accumulate_gram = recording
+            try:
+                rng = np.random.RandomState(0)
+                # 3 n d² K = 2.2e8 flops per step: two threads by the rule alone
+                X, y = rng.randn(2000, 60), rng.randint(0, 10, 2000)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=1
+                    QuadraticLogisticRegression(max_iter=1).fit(X, y)
+            finally:
+                quadratic_form._accumulate_gram = original
+            assert seen and set(seen) == {1}
+        # the ceiling ends with the block
+        assert choose_thread_count(PARALLEL_FLOPS * 100) == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(baseline)

@@ -12,7 +12,8 @@ device and thread handling.
 Modules
 -------
 ``_runtime``     :func:`runtime_policy` -> :class:`RuntimePolicy`: the dtype, device,
-                 generators, thread count and memory check of one fit.
+                 generators, thread count and memory check of one fit;
+                 :func:`cpu_matmul_library`: torch's or numpy's CPU products.
 ``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
 ``_trainer``     :class:`Trainer`: the epoch loop, stopping, early stopping.
 ``_optimizers``  :class:`SGDOptimizer`, :class:`AdamOptimizer`: MLP's update rules.
@@ -137,7 +138,14 @@ from ._config import SOLVERS, ParameterGroup, TrainingConfig, TrainingResult
 from ._divergence import DivergenceGuard
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
 from ._optimizers import AdamOptimizer, SGDOptimizer, make_optimizer
-from ._runtime import RuntimePolicy, compute_dtype, runtime_policy, spawn_generators, thread_count
+from ._runtime import (
+    RuntimePolicy,
+    compute_dtype,
+    cpu_matmul_library,
+    runtime_policy,
+    spawn_generators,
+    thread_count,
+)
 from .._rows import merge_duplicate_samples  # the one merge, shared with convex/
 from ._schedules import SCHEDULES, LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
@@ -156,6 +164,7 @@ __all__ = [
     "SGDOptimizer",
     "callback_data",
     "compute_dtype",
+    "cpu_matmul_library",
     "make_optimizer",
     "reporting_epochs",
     "runtime_policy",

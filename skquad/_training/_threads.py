@@ -41,9 +41,13 @@ __all__ = [
 PARALLEL_FLOPS = 2e8
 
 _lock = threading.Lock()
+_local = threading.local()  # per thread: the torch thread counts of its open blocks
 _active = 0
 _baseline = None
 _blas_limiter = None
+# The thread count of an enclosing ``limit_threads(n, ceiling=True)`` (a
+# benchmark's --threads): the most that the automatic rule hands out inside it.
+_ceiling = None
 
 _controller = None
 _controller_modules = -1
@@ -93,13 +97,19 @@ def choose_thread_count(flops_per_step, available=None):
     """
     if available is None:
         available = _baseline if _active and _baseline else torch.get_num_threads()
+        if _ceiling is not None:
+            # Inside a benchmark's --threads N the baseline is the process's
+            # own count, not N: a QLR fit under --threads 1 ran its products
+            # (torch and BLAS) on two threads, and on the loaded 2-core machine
+            # an optdigits fit took 24 s of CPU instead of about 1.
+            available = min(int(available), _ceiling)
     if flops_per_step < PARALLEL_FLOPS:
         return 1
     return max(1, int(available))
 
 
 @contextmanager
-def limit_threads(n_threads, *, blas=None):
+def limit_threads(n_threads, *, blas=None, ceiling=False):
     """Run a block with ``n_threads`` torch threads (and BLAS threads), then restore.
 
     Safe under concurrency: fits in several Python threads at once each get
@@ -113,22 +123,38 @@ def limit_threads(n_threads, *, blas=None):
     blas : int or None, default=None
         Limit numpy/scipy's BLAS to this many threads for the block (held
         until the last concurrent block ends); None leaves it alone.
+    ceiling : bool, default=False
+        Also cap the automatic rule (:func:`choose_thread_count`) at
+        ``n_threads`` for the fits inside the block (an estimator's explicit
+        ``n_threads`` still wins): what a benchmark's ``--threads`` means.
+        Only the outermost block sets it.
     """
-    global _active, _baseline, _blas_limiter
+    global _active, _baseline, _blas_limiter, _ceiling
     with _lock:
         if _active == 0:
             _baseline = torch.get_num_threads()
             if blas is not None:
                 _blas_limiter = blas_limits(blas)
+            if ceiling and n_threads is not None:
+                _ceiling = max(1, int(n_threads))
         _active += 1
         baseline = _baseline
+    # A block nested in another block of the same thread (a solver's limit
+    # inside a benchmark's --threads 1) gives back the enclosing block's
+    # count: restoring the baseline there undid the outer limit for the rest
+    # of its block (measured: the SDP fits that followed ran their tiny torch
+    # products on two threads, 16 ms of CPU each instead of 25 us, under load).
+    stack = _local.__dict__.setdefault("stack", [])
+    stack.append(torch.get_num_threads())
     try:
         if n_threads is not None and int(n_threads) != torch.get_num_threads():
             torch.set_num_threads(int(n_threads))
         yield
     finally:
-        if torch.get_num_threads() != baseline:
-            torch.set_num_threads(baseline)
+        enclosing = stack.pop()
+        restore = enclosing if stack else baseline
+        if torch.get_num_threads() != restore:
+            torch.set_num_threads(restore)
         with _lock:
             _active -= 1
             if _active == 0:
@@ -136,6 +162,7 @@ def limit_threads(n_threads, *, blas=None):
                     _blas_limiter.restore_original_limits()
                     _blas_limiter = None
                 _baseline = None
+                _ceiling = None
 
 
 def _denormals_are_flushed():

@@ -298,7 +298,8 @@ class Trainer:
         # The explicit path needs no autograd at all: one no_grad for the epoch.
         explicit = torch.no_grad() if self.loss_and_gradient is not None else nullcontext()
         with explicit:
-            for start, length, weight_sum in zip(starts, lengths, batch_sums):
+            # Python ints: torch slices with numpy integers cost twice as much.
+            for start, length, weight_sum in zip(starts.tolist(), lengths.tolist(), batch_sums.tolist()):
                 if weight_sum <= 0:
                     continue  # nothing to learn from a batch of zero-weight samples
                 stop = start + length
@@ -374,6 +375,16 @@ class Trainer:
         batch = self._batch_size(n_samples) if self.config.solver != "lbfgs" else n_samples
         return thread_count(self.config.n_threads, self.device, 6.0 * batch * self.n_parameters)
 
+    def _step_threads(self, n_samples):
+        """:func:`limit_threads` for the stochastic steps: torch's threads and, on the CPU, numpy's BLAS.
+
+        :class:`~skquad.nn.fused.FusedNetwork` multiplies CPU batches with
+        numpy, whose BLAS would otherwise start its own threads (all cores)
+        for a step the policy gives one.
+        """
+        threads = self._thread_count(n_samples)
+        return limit_threads(threads, blas=threads)
+
     def attach_callbacks(
         self, context, *, estimator=None, fitted_attributes=None, callback_data=None
     ):
@@ -414,7 +425,7 @@ class Trainer:
             self._init_optimizer_state()
         self._start_call()
         reporter = self._reporter("epoch")
-        with limit_threads(self._thread_count(X.shape[0])), flush_denormals():
+        with self._step_threads(X.shape[0]), flush_denormals():
             self.guard.mark_start()
             reporter.begin()
             loss = self._run_epoch(X, y, sample_weight)
@@ -448,7 +459,7 @@ class Trainer:
             self.history.best_validation_score = -math.inf
         history = self.history
         reporter = self._reporter("epoch")
-        with limit_threads(self._thread_count(X.shape[0])), flush_denormals():
+        with self._step_threads(X.shape[0]), flush_denormals():
             for _ in range(max_iter):
                 reporter.begin()
                 loss = self._run_epoch(X, y, sample_weight)

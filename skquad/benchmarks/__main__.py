@@ -70,7 +70,7 @@ SUITE_HELP = {
     "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small; --quick: small)",
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
-    "scaling, daskml; --quick: match and scaling on a small array)",
+    "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
 }
 
 SUITE_TITLES = {
@@ -87,6 +87,12 @@ SUITE_TITLES = {
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).
 TABULAR_SUITES = ("uci", "regression")
+# The suites whose fit times compare algorithms side by side, on one thread by
+# default. qlr: on the shared 2-core machine at load 8, two BLAS threads cost a
+# 54 000 x 377 SYRK 1.3-1.6 s of CPU against 0.22 s on one (the spinning second
+# thread), which decided the ratios; its n = 1e6 and 1e5 problems run in child
+# processes with the libraries' own thread counts.
+ONE_THREAD_SUITES = TABULAR_SUITES + ("qlr",)
 
 # Measured with `time python -m skquad.benchmarks --quick` on the project's
 # 2-core machine, shared: 31 s at load 5, 48 s and 57 s at load 11. The README,
@@ -158,10 +164,11 @@ def build_parser():
     )
     parser.add_argument(
         "--threads", type=_non_negative_int, metavar="N",
-        help="threads for BLAS/OpenMP and torch during the run (default: 1 for the uci "
-        "and regression suites, so that fit times compare algorithms and are not distorted by "
-        "oversubscription on shared machines; the libraries' defaults for the other "
-        "suites; 0: the libraries' defaults)",
+        help="threads for BLAS/OpenMP and torch during the run (default: 1 for the uci, "
+        "regression and qlr suites, so that fit times compare algorithms and are not distorted "
+        "by oversubscription on shared machines (qlr's large problems run in child processes "
+        "on the libraries' defaults); the libraries' defaults for the other suites; 0: the "
+        "libraries' defaults)",
     )
     uci.add_argument(
         "--jobs", type=_positive_int, metavar="N",
@@ -288,7 +295,7 @@ def main(argv=None):
     output = prepare_output_dir(output)
     _progress(f"suite {args.suite}{' (quick)' if args.quick else ''} -> {output}")
 
-    threads = args.threads if args.threads is not None else (1 if args.suite in TABULAR_SUITES else 0)
+    threads = args.threads if args.threads is not None else (1 if args.suite in ONE_THREAD_SUITES else 0)
     with thread_limit(threads):
         sections, failures, wall_time = _run_parts(parser, args, parts, output, datasets, threads)
 

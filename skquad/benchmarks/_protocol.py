@@ -88,7 +88,9 @@ def thread_limit(threads):
     300-1000 s instead of about 1 s in the regression suite.
     """
     stack = contextlib.ExitStack()
-    stack.enter_context(limit_threads(threads or None, blas=threads or None))
+    # ceiling: the estimators' automatic thread rule counts from the process's
+    # baseline, which --threads does not change; capped here, their fits stay at N.
+    stack.enter_context(limit_threads(threads or None, blas=threads or None, ceiling=True))
     if threads:
         stack.enter_context(threadpool_limits(int(threads), user_api="openmp"))
     return stack

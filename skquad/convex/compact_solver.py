@@ -51,13 +51,22 @@ from .formulation import relaxed_dual_point
 from .losses import dual_point
 from .solution import SDPSolution, SolverFailedError, relative_gap
 
-__all__ = ["COMPACT_MAX_SIZE", "compact_applies", "solve_compact"]
+__all__ = ["COMPACT_MAX_SIZE", "COMPACT_SQUARED_MAX_SIZE", "compact_applies", "solve_compact"]
 
 # Largest m = p (p + 1) / 2 solved in the compact form: the interior-point
-# steps factor a dense m x m block (O(m³) each). At m = 496 (breast cancer,
-# p = 31) a block takes well under a second; at m = 2145 (optdigits, p = 65)
-# one step costs more than the whole factor solve.
+# steps factor a dense m x m block (O(m³) each). At m = 2145 (optdigits,
+# p = 65) one step costs more than the whole factor solve.
 COMPACT_MAX_SIZE = 600
+
+# The squared loss has a second fast method, the numpy Burer-Monteiro block
+# solver (factor_solver.solve_squared_block), so the compact form serves it
+# only up to the crossover, as Ridge(solver="auto") chooses by size. CPU
+# seconds to a certified 1e-4 on one thread, breast-cancer features and
+# targets, compact / factor (machine under load):
+#     m = 120: 0.07 / 0.14-0.22    m = 190: 0.11-0.13 / 0.11-0.41
+#     m = 276: 0.30 / 0.13-0.39    m = 378: 0.44-0.55 / 0.16-0.32
+#     m = 496 (all 30 features): 0.84 / 0.33
+COMPACT_SQUARED_MAX_SIZE = 300
 
 
 # The hinge form's margin rows are dense in the m entries of each block they
@@ -67,14 +76,16 @@ COMPACT_MAX_SIZE = 600
 COMPACT_HINGE_MAX_NONZEROS = 1_000_000
 
 
-def compact_applies(data, max_size=COMPACT_MAX_SIZE):
+def compact_applies(data, max_size=None):
     """Whether ``data``'s relaxation is solved in the compact form by default.
 
     Lifted inputs given as features (not explicit matrices), data on the
     CPU, Clarabel installed, and: the squared loss with ``m = p (p + 1) / 2
-    <= max_size`` (its blocks are solved one by one, whatever ``n``); the
-    hinge losses with ``K m <= max_size`` (blocks solved jointly) and at
-    most ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows.
+    <= max_size`` (default ``COMPACT_SQUARED_MAX_SIZE``, where the compact
+    form is faster than the factor solver; its blocks are solved one by one,
+    whatever ``n``); the hinge losses with ``K m <= max_size`` (default
+    ``COMPACT_MAX_SIZE``; blocks solved jointly) and at most
+    ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows.
     """
     if data.loss not in ("squared", "hinge") or data.lifted is not None:
         return False
@@ -82,6 +93,8 @@ def compact_applies(data, max_size=COMPACT_MAX_SIZE):
         return False
     p = data.n_lifted
     m = p * (p + 1) // 2
+    if max_size is None:
+        max_size = COMPACT_SQUARED_MAX_SIZE if data.loss == "squared" else COMPACT_MAX_SIZE
     if data.loss == "squared" and m > max_size:
         return False
     if data.loss == "hinge":
@@ -189,11 +202,19 @@ def _block_constraints(p, m, rows, cols):
     return zero_rows, cone_P, cone_N
 
 
-def _solve_block(G, b_k, penalty, p, rows, cols):
+def _solve_block(problem, b_k, p):
+    """One block from the shared ``_block_problem`` (built with ``b = 0``):
+    the blocks differ only in the linear term's ``d`` part."""
     import clarabel
 
-    quadratic, linear, A, rhs, (n_zero, m) = _block_problem(G, b_k, penalty, p, rows, cols)
+    quadratic, linear, A, rhs, (n_zero, m) = problem
+    linear = linear.copy()
+    linear[2 * m + 1 :] = -4.0 * b_k
     cones = [clarabel.ZeroConeT(n_zero), clarabel.PSDTriangleConeT(p), clarabel.PSDTriangleConeT(p)]
+    # Iterative refinement stays on: without it a block takes 25 % less time
+    # (wine, m = 105: 0.027 s against 0.036 s) but an ill-scaled one certifies
+    # far less (targets of order 1e6, test_sdp_regressor: 5.7e-3 against
+    # 9.5e-4 with it).
     solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "one block")
     x = np.asarray(solution.x)
     return x[:m], x[m : 2 * m], int(solution.iterations)
@@ -359,7 +380,9 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
         if data.loss == "hinge":
             sP, sN, rho = hinge_blocks[k]
         else:
-            sP, sN, n_iter = _solve_block(G, B[:, k], penalty, p, rows, cols)
+            if k == 0:
+                problem = _block_problem(G, np.zeros(G.shape[0]), penalty, p, rows, cols)
+            sP, sN, n_iter = _solve_block(problem, B[:, k], p)
             iterations += n_iter
         F, s = _unit_factor(_smat(sP, p, rows, cols), _smat(sN, p, rows, cols))
         direction = (F * s) @ F.T

@@ -235,17 +235,18 @@ def solve_relaxation(
     beta : float
     n_outputs : int
     solver : None or str, default=None
-        None: the native solvers. The squared loss with a small lifting
-        (``p (p + 1) / 2 <= 600``, see ``compact_applies()``) is solved
-        block by block in its compact cone form (the hinge losses with
-        ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over the
-        PSD cones)
+        None: the native solvers, chosen by size. The squared loss with a
+        small lifting (``p (p + 1) / 2 <= 300``, see ``compact_applies()``)
+        is solved block by block in its compact cone form (the hinge losses
+        with ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over
+        the PSD cones)
         (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; everything else goes to the
-        factor solver (:func:`solve_factored`; the blocks of a many-class
-        squared loss one at a time, on the CPU by its numpy form
-        ``solve_squared_block()``). A CVXPY
+        factor solver (:func:`solve_factored`; the blocks of the squared
+        loss one at a time, on the CPU by its numpy form
+        ``solve_squared_block()``, except a single block that continues a
+        compact solve). A CVXPY
         solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
         (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
     solver_options : dict, default=None
@@ -321,7 +322,13 @@ def solve_relaxation(
             start = compact if compact is not None else init
             if compact is not None and options.get("time_limit") is not None:
                 options["time_limit"] = max(options["time_limit"] - compact.solve_time, 1e-9)
-            if loss == "squared" and data.n_outputs > 1:
+            # The squared loss's blocks are independent: one at a time (on the
+            # CPU by the numpy block solver; a single block too, unless it
+            # continues a compact solve: from such a start on targets of order
+            # 1e6 the numpy solver stalled at 9.5e-4 where the torch one, with
+            # its aligned certificate, reaches tol; test_sdp_regressor).
+            single = compact is None and squared_block_applies(data)
+            if loss == "squared" and (data.n_outputs > 1 or single):
                 solution = _solve_blocks_separately(
                     data, start, tol=tol, max_iter=max_iter, callback=callback,
                     verbose=verbose, **options,

@@ -31,8 +31,19 @@ lies in the range of ``W^(1/2) H``. The neurons' outputs are linear in the
 that dimension, often far below ``n`` (iris: 15 against 149 rows). With an
 orthonormal basis ``B`` of the range, ``||W^(1/2)(H alpha - t)||^2 =
 ||B^T W^(1/2) H alpha - B^T W^(1/2) t||^2 + ||(I - B B^T) W^(1/2) t||^2``
-exactly, so FISTA runs the same iterates on the ``r``-row problem; the
-returned objective is recomputed on ``H`` itself.
+exactly, and the ``r``-row problem is a lasso, solved by scikit-learn's
+coordinate descent (warm-started at the given ``alpha``; measured against
+500 FISTA iterations on the default SDP networks, one thread, under load:
+wine 0.09 s against 0.21 s, and a lower objective, 0.140896 against
+0.141154); the returned objective is recomputed on ``H`` itself.
+
+Neurons that are equal or opposite on the training rows (drawn twice, or
+``(v, u)`` and ``(-u, v)`` for ``(u, v)``: exactly the same products up to
+sign) are merged first, for every loss: scores depend on the sum of their
+signed weights only, and the L1 penalty of a split is at least that of the
+sum, so the merged problem has the same optimum, and its start (the sums of
+the given weights) is no worse. On iris (5 lifted features) 1000 neurons
+are 133 distinct columns.
 
 Memory: ``H`` is ``n x m`` float64 (the caller's); the solver keeps a few
 ``m x K`` and ``n x K`` arrays (and the ``r x m`` reduced matrix).
@@ -201,7 +212,6 @@ def refit_second_layer(
     n_outputs = alpha.shape[1]
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
-    target = _targets(y, n_outputs)
     penalty = float(beta) * int(n_lifted)
     small = 2.0 * H.shape[0] * H.shape[1] * n_outputs < _SINGLE_THREAD_FLOPS
 
@@ -210,32 +220,105 @@ def refit_second_layer(
         return value if np.isfinite(value) else np.inf
 
     with blas_limits(1) if small else nullcontext():
-        reduced = None
-        if (
-            loss == "squared" and rank_bound is not None
-            and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]
-        ):
-            reduced = _range_reduced(H, target, weight)
-        if reduced is None:
-            return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective)
-        A, reduced_target, offset = reduced
-
-        def reduced_objective(point, scores):
-            residual = scores - (reduced_target if n_outputs > 1 else reduced_target[:, None])
-            return float(np.sum(residual**2)) + offset + penalty * np.abs(point).sum()
-
-        fit = _refit(
-            A, np.ones(A.shape[0]), reduced_target, loss, penalty, alpha, max_iter, tol,
-            reduced_objective,
+        merged = _merged_columns(H)
+        if merged is None:
+            return _refit_columns(
+                H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective
+            )
+        # Equal (or opposite) neurons: solve on one column per group, then
+        # give each group's weight to its first member (module docstring).
+        columns, first, group, signs = merged
+        start = np.zeros((columns.shape[1], n_outputs))
+        np.add.at(start, group, signs[:, None] * alpha)
+        fit = _refit_columns(
+            columns, y, weight, loss, penalty, start, max_iter, tol, rank_bound, true_objective
         )
-        # The reported objectives are the true ones, on H itself.
+        full = np.zeros_like(alpha)
+        full[first] = fit.alpha * signs[first][:, None]
         initial = true_objective(alpha, H @ alpha)
-        objective = true_objective(fit.alpha, H @ fit.alpha)
-        if objective > initial:  # rounding only: the reduction is exact
+        objective = true_objective(full, H @ full)
+        if objective > initial:  # rounding only: the merged start is never worse
             return SecondLayerFit(alpha=alpha, objective=initial, initial_objective=initial,
                                   n_iter=fit.n_iter)
-        return SecondLayerFit(alpha=fit.alpha, objective=objective, initial_objective=initial,
+        return SecondLayerFit(alpha=full, objective=objective, initial_objective=initial,
                               n_iter=fit.n_iter)
+
+
+def _merged_columns(H):
+    """``H``'s distinct columns up to sign, or None when no two columns agree.
+
+    Returns ``(columns, first, group, signs)``: ``H[:, j] = signs[j] *
+    columns[:, group[j]]`` exactly and ``first[g]`` is the first ``j`` of group
+    ``g``. The match is bitwise: a neuron drawn twice, ``(v, u)`` for ``(u,
+    v)`` or ``(-u, v)`` gives exactly the same (or negated) products.
+    """
+    if H.shape[1] < 2:
+        return None
+    leading = np.argmax(H != 0, axis=0)
+    signs = np.where(H[leading, np.arange(H.shape[1])] < 0, -1.0, 1.0)
+    # +0.0 turns -0.0 into 0.0, so that the bytes compare as the values do.
+    normalized = np.ascontiguousarray((H * signs).T) + 0.0
+    keys = normalized.view(np.dtype((np.void, normalized.dtype.itemsize * normalized.shape[1])))
+    _, first, group = np.unique(keys.ravel(), return_index=True, return_inverse=True)
+    if first.size == H.shape[1]:
+        return None
+    return normalized[first].T, first, group.ravel(), signs
+
+
+def _refit_columns(H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective):
+    """:func:`refit_second_layer` on distinct columns (weights normalized)."""
+    n_outputs = alpha.shape[1]
+    target = _targets(y, n_outputs)
+    reduced = None
+    if (
+        loss == "squared" and rank_bound is not None
+        and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]
+    ):
+        reduced = _range_reduced(H, target, weight)
+    if reduced is None:
+        return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective)
+    A, reduced_target, _ = reduced
+    # A lasso on r rows: coordinate descent (module docstring).
+    point, n_iter = _lasso_coordinate_descent(A, reduced_target, penalty, alpha, max_iter, tol)
+    # The reported objectives are the true ones, on H itself.
+    initial = true_objective(alpha, H @ alpha)
+    objective = true_objective(point, H @ point)
+    if objective > initial:  # CD descends from the start: rounding only
+        return SecondLayerFit(alpha=alpha, objective=initial, initial_objective=initial,
+                              n_iter=n_iter)
+    return SecondLayerFit(alpha=point, objective=objective, initial_objective=initial,
+                          n_iter=n_iter)
+
+
+def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
+    """``min ||A a_k - c_k||² + penalty ||a_k||_1`` per output by scikit-learn's
+    coordinate descent, warm-started at ``alpha``.
+
+    ``Lasso`` minimises ``||c - A a||² / (2 r) + a' ||a||_1``: the same
+    problem with ``a' = penalty / (2 r)``. Its stopping rule is a duality gap
+    below ``tol' ||c||²``; ``tol' = 1000 tol`` (1e-4 at the default) and up to
+    ``10 max_iter`` sweeps (a sweep costs what one FISTA iteration does).
+    Returns the point (each sweep only lowers the objective, so it is never
+    worse than ``alpha``) and the number of sweeps of the slowest output.
+    """
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import Lasso
+
+    rows = A.shape[0]
+    n_outputs = alpha.shape[1]
+    model = Lasso(
+        alpha=penalty / (2.0 * rows), fit_intercept=False, precompute=True, warm_start=True,
+        tol=1000.0 * tol, max_iter=10 * int(max_iter),
+    )
+    model.coef_ = alpha.T.copy() if n_outputs > 1 else alpha[:, 0].copy()
+    with warnings.catch_warnings():
+        # Not converged within the budget: the point is still a descent.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(A, target)
+    iterations = np.max(np.atleast_1d(model.n_iter_))
+    return np.asarray(model.coef_, dtype=np.float64).T.reshape(alpha.shape), int(iterations)
 
 
 def _range_reduced(H, target, weight):

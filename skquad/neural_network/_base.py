@@ -38,6 +38,7 @@ from .._training import (
     ParameterGroup,
     Trainer,
     TrainingConfig,
+    cpu_matmul_library,
     limit_threads,
     reporting_epochs,
     runtime_policy,
@@ -370,7 +371,9 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             dtype=policy.dtype,
             generator=policy.shuffle_generator,
             validation_score=self._validation_score,
-            loss_and_gradient=FusedNetwork(network, output_kind, inputs) if fused else None,
+            loss_and_gradient=(
+                FusedNetwork(network, output_kind, inputs, matmul=cpu_matmul_library()) if fused else None
+            ),
             target_dtype=policy.dtype if self._float_targets else torch.int64,
         )
 

@@ -45,6 +45,7 @@ import contextlib
 
 import numpy as np
 import scipy.linalg.blas
+import scipy.special
 import torch
 import torch.nn.functional as F
 
@@ -309,6 +310,8 @@ def quadratic_log_loss_gradient(
             X, y, sample_weight, Q, coef, intercept, class_blocks, scratch
         )
     loss = data_loss
+    if l2 > 0 and Q.device.type == "cpu" and not (torch.is_grad_enabled() and Q.requires_grad):
+        return _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
     if l2 > 0:
         loss = loss + 0.5 * l2 * (quadratic_penalty(Q, cross_weight) + coef.square().sum())
         grad_Q.add_(Q, alpha=l2 * cross_weight)
@@ -317,6 +320,33 @@ def quadratic_log_loss_gradient(
             diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2 * (1.0 - cross_weight))
         grad_coef.add_(coef, alpha=l2)
     return loss, grad_Q, grad_coef, grad_intercept
+
+
+def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
+    """The penalty's value and gradient of :func:`quadratic_log_loss_gradient` in numpy.
+
+    On CPU tensors, written into the gradients' memory: the same arithmetic as
+    the torch branch, without its eight small operations' overhead (about a
+    third of an evaluation on ionosphere, 263 x 34).
+    """
+    with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
+        return _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
+
+
+def _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
+    Q_np, coef_np = Q.detach().numpy(), coef.detach().numpy()
+    grad_Q_np, grad_coef_np = grad_Q.numpy(), grad_coef.numpy()
+    diagonal = np.arange(Q_np.shape[-1])
+    squares = np.vdot(Q_np, Q_np)
+    if cross_weight != 1.0:
+        on_diagonal = Q_np[:, diagonal, diagonal]
+        squares = cross_weight * squares + (1.0 - cross_weight) * np.vdot(on_diagonal, on_diagonal)
+    penalty = 0.5 * l2 * (squares + np.vdot(coef_np, coef_np))
+    grad_Q_np += (l2 * cross_weight) * Q_np
+    if cross_weight != 1.0:
+        grad_Q_np[:, diagonal, diagonal] += (l2 * (1.0 - cross_weight)) * on_diagonal
+    grad_coef_np += l2 * coef_np
+    return loss + float(penalty), grad_Q, grad_coef, grad_intercept
 
 
 def _blas_threads(n_threads):
@@ -382,6 +412,50 @@ def _accumulate_gram(out, rows, weights, negative_rows):
                 out -= block.T @ block
 
 
+def _numpy_log_loss_residuals(scores, y, sample_weight):
+    """:func:`log_loss_residuals` on numpy arrays (the CPU paths' scores).
+
+    The same loss and residuals in numpy: torch's per-operation overhead made
+    the loss a third of the gradient's time on small problems (vehicle:
+    190 against 93 microseconds per evaluation, 4 classes on 634 rows).
+
+    Returns the loss as a 0-d tensor and the residuals as an ndarray of
+    ``scores``' shape and dtype.
+    """
+    with np.errstate(all="ignore"):
+        # overflowed scores give a non-finite loss, which the training's
+        # divergence guard reports (as torch's functions, silently here)
+        return _numpy_residuals(scores, y.numpy(), sample_weight.numpy())
+
+
+def _scalar_tensor(value):
+    """A 0-d tensor of a numpy scalar: ``torch.as_tensor`` took 25 us for one, this 6."""
+    return torch.from_numpy(np.asarray(value))
+
+
+def _numpy_residuals(scores, y, weight):
+    if scores.shape[1] == 1:
+        z = scores[:, 0]
+        positive = y == 1
+        # -log σ(±z) = log(1 + exp(∓z)), stable for any z
+        loss = weight @ np.logaddexp(0.0, np.where(positive, -z, z))
+        residuals = scipy.special.expit(z)
+        residuals -= positive
+        residuals *= weight
+        return _scalar_tensor(loss), residuals[:, None]
+    largest = scores.max(axis=1, keepdims=True)
+    shifted = scores - largest
+    proba = np.exp(shifted)
+    normaliser = proba.sum(axis=1)
+    rows = np.arange(scores.shape[0])
+    # -log p_y = log Σ exp(z - max) - (z_y - max)
+    loss = weight @ (np.log(normaliser) - shifted[rows, y])
+    proba /= normaliser[:, None]
+    proba[rows, y] -= 1.0
+    proba *= weight[:, None]
+    return _scalar_tensor(loss), proba
+
+
 def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks):
     """:func:`_log_loss_gradient` on CPU tensors through numpy's BLAS, in row chunks.
 
@@ -408,8 +482,7 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
             scores[start:stop] = _triangular_quadratic_values(rows, lower_halves, trmm)
             scores[start:stop] += rows @ coef_np.T
         scores += intercept_np
-        data_loss, residuals = log_loss_residuals(torch.from_numpy(scores), y, sample_weight)
-        residuals_np = residuals.numpy()
+        data_loss, residuals_np = _numpy_log_loss_residuals(scores, y, sample_weight)
         grad_Q = np.zeros((n_scores, n_features, n_features), dtype=dtype)
         grad_coef = np.zeros((n_scores, n_features), dtype=dtype)
         for start, stop in chunks:
@@ -423,7 +496,10 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
                     first, last = min(max(first, start), stop), min(max(last, start), stop)
                     negative_rows = (first - start, last - start)
                 _accumulate_gram(grad_Q[k], rows, residuals_np[start:stop, k], negative_rows)
-    return data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef), residuals.sum(0)
+    return (
+        data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef),
+        torch.from_numpy(residuals_np.sum(axis=0)),
+    )
 
 
 def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
@@ -437,14 +513,16 @@ def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
     scores = np.einsum("nkd,nd->nk", stacked.reshape(n_samples, n_scores, n_features), rows)
     scores += rows @ coef.T
     scores += intercept
-    data_loss, residuals = log_loss_residuals(torch.from_numpy(scores), y, sample_weight)
-    residuals_np = residuals.numpy()
+    data_loss, residuals_np = _numpy_log_loss_residuals(scores, y, sample_weight)
     # rows k * d + i of the product: sum_n r_nk x_ni x_n, the grams of all scores at once
     # (an explicit width: a Dask fit's block may have no rows)
     weighted = (residuals_np[:, :, None] * rows[:, None, :]).reshape(n_samples, n_scores * n_features)
     grad_Q = (weighted.T @ rows).reshape(n_scores, n_features, n_features)
     grad_coef = residuals_np.T @ rows
-    return data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef), residuals.sum(0)
+    return (
+        data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef),
+        torch.from_numpy(residuals_np.sum(axis=0)),
+    )
 
 
 def _log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks=None, scratch=None):

@@ -547,11 +547,17 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         coordinate per weight vector; a neuron with ``u = v`` computes
         ``sigma(z^T u)`` exactly).
     solver : {None, "SCS", "CLARABEL"}, default=None
-        How the SDP relaxation is solved. None: the native factor solver
+        How the SDP relaxation is solved. None: the native solvers, chosen
+        by size (as ``Ridge(solver="auto")`` does), each stopping when the
+        certified relative gap is at most ``tol``: on the CPU, a small
+        lifting (squared loss: ``p (p + 1) / 2 <= 300``; hinge losses:
+        ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
+        cone form by an interior point (``solver_ == "compact"``); the
+        squared loss's other blocks one at a time by Burer-Monteiro factors
+        in numpy with scipy's L-BFGS-B; everything else by the factor solver
         (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
         relaxation, L-BFGS in torch, memory ``O(n p + p r)``, no lifted
-        matrices formed), which stops when the certified relative gap is at
-        most ``tol``. A CVXPY SDP solver name keeps the reference
+        matrices formed). A CVXPY SDP solver name keeps the reference
         formulation (it forms an ``n x p^2`` design and a ``2 p x 2 p``
         conic variable per class, so only small problems): "CLARABEL"
         (interior point, accurate) or "SCS" (first order). Whatever the

@@ -18,7 +18,19 @@ features; never materialised in the parent process):
 ``scaling`` (n=1,000,000, d=50)
     Seconds per L-BFGS iteration with 1 and 2 workers on the same data, 10
     iterations, the two cluster sizes interleaved for ``--repeats`` rounds
-    (default 3); the medians and the median ratio (2 workers / 1 worker).
+    (default 3); the medians and the median ratio (2 workers / 1 worker),
+    and the CPU milliseconds per iteration (medians over the rounds) of the
+    client's main thread (L-BFGS, submitting), its other threads (a
+    ``LocalCluster`` runs the scheduler and the nannies in the client
+    process's event loop) and the workers: on 2 cores the client and scheduler
+    compete with the workers, and CPU time stays meaningful under load where
+    the ratio does not. Also the CPU milliseconds per second of the same
+    parts with the cluster idle (3 s before the fit: Dask's event-loop ticks,
+    memory monitors and heartbeats), a background that grows with wall time.
+``overhead`` (n=6,000, d=50, blocks of 1,000 rows)
+    The ``scaling`` measurement (40 iterations) on blocks too small to
+    compute anything: what Dask's machinery costs per iteration, in wall and
+    CPU time, with 1 and 2 workers.
 ``daskml``  (n=200,000, d=50)
     The same model by dask-ml's LogisticRegression (dask-glm's L-BFGS) on
     PolynomialFeatures(2)-expanded data (d (d + 3) / 2 columns), 2 workers:
@@ -60,12 +72,13 @@ from skquad import QuadraticLogisticRegression
 
 from .._report import markdown_table
 
-CASES = ("memory", "match", "scaling", "daskml", "daskml-converged")
+CASES = ("memory", "match", "scaling", "overhead", "daskml", "daskml-converged")
 QUICK_CASES = ("match", "scaling")
-SIZES = {"memory": (10_000_000, 50), "match": (1_000_000, 50), "scaling": (1_000_000, 50), "daskml": (200_000, 50),
-         "daskml-converged": (20_000, 10)}
+SIZES = {"memory": (10_000_000, 50), "match": (1_000_000, 50), "scaling": (1_000_000, 50),
+         "overhead": (6_000, 50), "daskml": (200_000, 50), "daskml-converged": (20_000, 10)}
 QUICK_SIZE = (20_000, 10)
 ITERATIONS = 10
+OVERHEAD_ITERATIONS = 40
 
 
 def make_data(n, d, chunk_rows, seed=0):
@@ -125,10 +138,68 @@ def cluster(n_workers):
     )
 
 
-def timed_fit(model, X, y):
-    """Fit with verbose output captured: (seconds per iteration after the first, wall seconds)."""
+class CPUClock:
+    """CPU seconds (user + system) of this process's threads and of the worker processes.
+
+    ``snapshot()``: the client's main thread (L-BFGS, building and submitting
+    the tasks), its other threads (with a ``LocalCluster`` these run the
+    scheduler, the workers' nannies and the client's communication: all of
+    them live in the client process's event loop), and the worker processes.
+    CPU time, unlike wall time, stays meaningful on a loaded machine: it says
+    who uses the cores, not how long a core was waited for.
+    """
+
+    def __init__(self, client=None):
+        import psutil
+
+        self._main = threading.get_native_id()
+        self._self = psutil.Process()
+        self._workers = []
+        if client is not None:
+            self._workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+
+    @staticmethod
+    def _cpu(process):
+        times = process.cpu_times()
+        return times.user + times.system
+
+    def idle_rates(self, seconds=3.0):
+        """CPU milliseconds per second of each part while nothing runs (Dask's own background)."""
+        before = self.snapshot()
+        time.sleep(seconds)
+        after = self.snapshot()
+        return {key: round(1000 * (after[key] - before[key]) / seconds, 1) for key in before}
+
+    def snapshot(self):
+        threads = {t.id: t.user_time + t.system_time for t in self._self.threads()}
+        main = threads.pop(self._main, 0.0)
+        return {
+            "client_main": main, "client_other_threads": sum(threads.values()),
+            "workers": sum(map(self._cpu, self._workers)),
+        }
+
+
+class _IterationMarks(io.StringIO):
+    """Captured verbose output; a CPU snapshot at each L-BFGS iteration line."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock, self.marks = clock, []
+
+    def write(self, text):
+        if "elapsed =" in text:
+            self.marks.append(self.clock.snapshot())
+        return super().write(text)
+
+
+def timed_fit(model, X, y, clock=None):
+    """Fit with verbose output captured: (seconds per iteration after the first, wall seconds).
+
+    With a ``clock`` (:class:`CPUClock`), also the CPU seconds per iteration
+    after the first, by process (see :class:`CPUClock`) as a third item.
+    """
     model.set_params(verbose=1)
-    buffer = io.StringIO()
+    buffer = _IterationMarks(clock or CPUClock())
     start = time.perf_counter()
     with contextlib.redirect_stdout(buffer), warnings.catch_warnings():
         # a fixed number of iterations (tol=0) stops at max_iter on purpose
@@ -138,7 +209,12 @@ def timed_fit(model, X, y):
     elapsed = [float(v) for v in re.findall(r"elapsed = ([0-9.]+)s", buffer.getvalue())]
     per_iteration = (elapsed[-1] - elapsed[0]) / (len(elapsed) - 1) if len(elapsed) > 1 else float("nan")
     model.set_params(verbose=0)
-    return per_iteration, wall
+    if clock is None:
+        return per_iteration, wall
+    marks = buffer.marks
+    cpu = {key: (marks[-1][key] - marks[0][key]) / (len(marks) - 1) if len(marks) > 1 else float("nan")
+           for key in marks[0]} if marks else {}
+    return per_iteration, wall, cpu
 
 
 def _import_models():
@@ -202,24 +278,39 @@ def case_match(n, d):
     }
 
 
-def case_scaling(n, d, iterations, rounds):
+def _median_cpu(samples, scale=1000):
+    """Medians over rounds of CPU seconds (times ``scale``: milliseconds by default)."""
+    return {key: round(scale * float(np.median([s[key] for s in samples])), 1) for key in samples[0]}
+
+
+def case_scaling(n, d, iterations, rounds, block_rows=None, name="scaling"):
+    """``block_rows``: rows per block (default :func:`chunk_rows`; the ``overhead`` case's 1000)."""
     from distributed import Client
 
-    times = {1: [], 2: []}
+    times, cpu, idle = {1: [], 2: []}, {1: [], 2: []}, {1: [], 2: []}
     for _ in range(rounds):
         for n_workers in (1, 2):
-            with cluster(n_workers) as local, Client(local):
+            with cluster(n_workers) as local, Client(local) as client:
                 # the same blocks for both cluster sizes (2 per worker of the larger)
-                X, y = make_data(n, d, chunk_rows(n, d, 2))
+                X, y = make_data(n, d, block_rows or chunk_rows(n, d, 2))
                 model = QuadraticLogisticRegression(max_iter=iterations, tol=0.0)
-                per_iteration, _ = timed_fit(model, X, y)
+                clock = CPUClock(client)
+                idle[n_workers].append(clock.idle_rates())
+                per_iteration, _, seconds = timed_fit(model, X, y, clock)
                 times[n_workers].append(per_iteration)
+                cpu[n_workers].append(seconds)
     ratios = np.array(times[2]) / np.array(times[1])
     return {
-        "case": "scaling", "n": n, "d": d, "iterations": iterations, "rounds": rounds,
+        "case": name, "n": n, "d": d, "blocks": len(X.chunks[0]), "iterations": iterations,
+        "rounds": rounds,
         "seconds_per_iteration_1_worker": [round(t, 3) for t in times[1]],
         "seconds_per_iteration_2_workers": [round(t, 3) for t in times[2]],
         "median_ratio_2_over_1": round(float(np.median(ratios)), 3),
+        "cpu_ms_per_iteration_1_worker": _median_cpu(cpu[1]),
+        "cpu_ms_per_iteration_2_workers": _median_cpu(cpu[2]),
+        # Dask's background (event-loop ticks, memory monitors, heartbeats) with no work
+        "idle_cpu_ms_per_second_1_worker": _median_cpu(idle[1], scale=1),
+        "idle_cpu_ms_per_second_2_workers": _median_cpu(idle[2], scale=1),
     }
 
 
@@ -297,6 +388,8 @@ def _case(case, n, d, rounds):
         return case_match(n, d)
     if case == "scaling":
         return case_scaling(n, d, ITERATIONS, rounds)
+    if case == "overhead":
+        return case_scaling(n, d, OVERHEAD_ITERATIONS, rounds, block_rows=1000, name="overhead")
     if case in ("daskml", "daskml-converged"):
         return case_daskml(n, d, ITERATIONS, converged=case == "daskml-converged")
     raise ValueError(f"unknown case {case!r}; choose from {list(CASES)}")

@@ -19,15 +19,40 @@ on a machine shared with other work, run with ``--threads 1`` and read the
 CPU-time ratio (the time other processes take from the cores is not counted;
 with several threads CPU time adds up every thread's and is not a fit time).
 
-Where a QNN step's time went (issue 22; one thread, AMD EPYC, torch 2.13 with
-MKL, CPU time per step of the 64-30-10 float64 fit, timers around each part
-of ``skquad.nn.fused.FusedNetwork`` in a real fit, under load): the
-quadratic output layer's backward 544 us and forward 299 us (three products of
-200 x 30 by 30 x 300 size), the loss 195 us, the hidden layer 217 us, Adam
-70 us (190 us before torch's fused kernel), the loop around them 159 us;
-scikit-learn's whole MLP step is about 1 ms. At these shapes numpy's float64
-products (OpenBLAS, what MLPClassifier uses) took 0.6-0.8x torch's (MKL) on
-that machine; in float32 the two were close.
+Where a QNN step's time went (issue 22; one thread, process CPU time per step
+of the 64-30-10 float64 fit, timers around each part in a real fit, on the
+project's 2-core AMD EPYC under load, so the figures are inflated alike):
+with torch (before) the network's forward took 412 us, its backward 656 us and
+the loss 187 us for work of a few dozen small operations, 2.5-5 us of torch
+dispatch each before any arithmetic; Adam 80 us and the loop around them about
+140 us; scikit-learn's whole MLP step about 1 ms. The quadratic output layer's
+two products (200 x 30 by 30 x 300, and its 300 x 200 by 200 x 30 gradient) are
+its floor: 3.6 MFLOP each, at the machine's rate on both libraries. On the
+CPU :class:`skquad.nn.fused.FusedNetwork` now steps on numpy views of the same
+tensors (numpy's ufuncs dispatch in about 1 us): forward 250 us, backward 329
+us, loss 70 us in the same setting. Its matrix products go to whichever library
+is faster on the CPU's vendor (:func:`skquad._training._runtime.cpu_matmul_library`):
+numpy's OpenBLAS took 0.64x torch's MKL time for the gradient product on the
+AMD EPYC, MKL 0.52x OpenBLAS's on an Intel Xeon.
+
+Ratios to the MLP (wall time), median of interleaved rounds, before -> after
+that change:
+
+* AMD EPYC (2 cores, shared, under load), ``--threads 1 --repeats 5``, two
+  runs of each version in turn: QNN float64 1.62, 1.84 -> 1.18, 1.11; float32
+  1.27, 1.41 -> 1.14, 0.88; RPQNN float64 0.91, 1.08 -> 0.63, 0.60; float32
+  0.80, 0.76 -> 0.65, 0.50; QNNRegressor float64 1.79, 1.39 -> 1.17, 1.21.
+  With the load lower (load average 3-5), the default 7 rounds: QNN float64
+  1.45 -> 1.23, float32 1.23 -> 0.84; RPQNN 0.79 -> 0.66 and 0.70 -> 0.51;
+  QNNRegressor float64 1.54 -> 1.26.
+* Intel Xeon (16 cores, quiet; the same settings on one thread, 16 rounds,
+  each version in its own processes, interleaved): QNN float64 1.82 -> 1.56,
+  float32 1.28 -> 1.04; RPQNN float64 0.72 -> 0.67, float32 0.65 -> 0.59;
+  QNNRegressor float64 1.40 -> 1.41 and RPQNNRegressor 0.62 -> 0.70 (on a fast
+  quiet CPU the 200 x 100 x 100 products are most of the regressor's step, and
+  MKL already computed them before). QNN in float64 stays above 1.5x there:
+  its two 3.6 MFLOP products and their 60 000-number operands are the floor of
+  the quadratic output layer.
 """
 
 import time

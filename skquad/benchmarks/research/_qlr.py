@@ -20,9 +20,13 @@ Ridge (issue 23): the same predictions (1e-6 relative) on every shared
 regression set, at most half the pipeline's fit time (median over the sets)
 and on no set slower, and n = 1e5, d = 200 in under 30 s and 2 GB.
 
-Fit times are wall-clock times; the CPU times are reported beside them because
-on a shared machine the wall time also measures the other processes' load
-(the load average is recorded with each run).
+Both fit times are recorded, wall-clock and CPU (process time); the verdicts
+on the set comparisons are taken on CPU time, because on a shared machine the
+wall time also measures the other processes' load (the load average is
+recorded with each run). The large problems are judged on wall time per
+iteration and peak memory, in child processes on the libraries' thread counts.
+Under ``python -m skquad.benchmarks --suite qlr`` the set comparisons run on
+one thread (``--threads``), both models alike.
 """
 
 import json
@@ -137,6 +141,7 @@ def _uci_summary(runs):
             "QLR fit s (total)": per[("fit_time_s", "QLR")],
             "pipeline fit s (total)": per[("fit_time_s", "PF2+LogReg")],
             "time ratio": per[("fit_time_s", "QLR")] / per[("fit_time_s", "PF2+LogReg")],
+            "CPU ratio": per[("fit_cpu_s", "QLR")] / per[("fit_cpu_s", "PF2+LogReg")],
             "QLR CPU s": per[("fit_cpu_s", "QLR")],
             "pipeline CPU s": per[("fit_cpu_s", "PF2+LogReg")],
             "QLR iterations (mean)": per[("n_iter", "QLR")],
@@ -357,7 +362,11 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     plt.close(fig)
 
     accuracy_ok = mean_difference >= -ACCURACY_TARGET_PP
-    time_ok = ratio <= TIME_RATIO_TARGET
+    # CPU times decide, as in regression_speed: on the shared machine the
+    # wall time also measures the other processes' load
+    time_ok = cpu_ratio <= TIME_RATIO_TARGET
+    worst_set_ratio = float(summary["CPU ratio"].max())
+    no_set_slower = worst_set_ratio <= 1.0
     large_time = large.get("fit_time_s")
     per_iteration = large.get("seconds_per_iteration")
     large_ok = (
@@ -380,8 +389,9 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             f"{mean_difference:+.2f} pp (target: no worse than -{ACCURACY_TARGET_PP} pp): "
             f"{verdict(accuracy_ok)}.",
             f"- Total fit time: QLR {total_qlr:.2f} s, pipeline {total_pipeline:.2f} s, "
-            f"ratio {ratio:.3f} (target <= {TIME_RATIO_TARGET}): {verdict(time_ok)}. "
-            f"CPU-time ratio {cpu_ratio:.3f}.",
+            f"ratio {ratio:.3f}; CPU-time ratio {cpu_ratio:.3f} (target <= {TIME_RATIO_TARGET}): "
+            f"{verdict(time_ok)}. Largest CPU-time ratio of one dataset {worst_set_ratio:.3f} "
+            f"(target: no set slower, <= 1): {verdict(no_set_slower)}.",
             "- With its default `penalty=\"polynomial\"` QLR minimises the pipeline's own "
             "objective (the same optimum, up to each solver's tolerance); the differences "
             "in accuracy come from where each solver stops.",

@@ -37,6 +37,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -140,15 +141,30 @@ def _case(case, rounds):
     raise ValueError(f"unknown case {case!r}; choose from {list(CASES)}")
 
 
-def _child(case, rounds):
-    """Entry point of the child process: one JSON line with the rows and the peak memory."""
-    rows = _case(case, rounds)
+def _child(case, rounds, threads=None):
+    """Entry point of the child process: one JSON line with the rows and the peak memory.
+
+    ``threads``: the parent's ``--threads`` limit, applied here too (a child
+    process does not inherit it: before, the ``small`` case ran its fits
+    on the libraries' default threads whatever ``--threads`` said).
+    """
+    from .._protocol import thread_limit
+
+    with thread_limit(threads):
+        rows = _case(case, rounds)
     peak = _peak_rss_mb()
     print(json.dumps([{**row, "peak RSS (MB)": peak} for row in rows]))
 
 
 def _run_child(case, rounds, progress):
-    code = f"from skquad.benchmarks.research._sdp_targets import _child; _child({case!r}, {rounds})"
+    from ..._training import _threads
+
+    # The run's --threads limit (benchmarks.__main__ holds it while suites run).
+    threads = torch.get_num_threads() if _threads._active else None
+    code = (
+        "from skquad.benchmarks.research._sdp_targets import _child; "
+        f"_child({case!r}, {rounds}, {threads!r})"
+    )
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
