@@ -53,8 +53,17 @@ def test_beta_max_gives_the_zero_network_and_a_smaller_beta_does_not(name, n_out
     assert below.rho.max() > 0
 
 
-@pytest.mark.parametrize("n_samples, fraction", [(12, 5e-2), (60, (12 / 60) ** 2), (400, 1e-3)])
-def test_default_beta_is_beta_max_times_the_clipped_squared_width_ratio(n_samples, fraction):
+@pytest.mark.parametrize(
+    "n_samples, loss, fraction",
+    [
+        (12, "squared", 5e-2),
+        (60, "squared", (12 / 60) ** 2),
+        (400, "squared", (12 / 400) ** 2),
+        (2000, "squared", 1e-4),  # the compact form's floor (p (p + 1) / 2 = 78 <= 600)
+        (400, "logistic", 1e-3),  # the factor solver's floor
+    ],
+)
+def test_default_beta_is_beta_max_times_the_clipped_squared_width_ratio(n_samples, loss, fraction):
     """p / n = 12 / n (3 features and the intercept, 3 replicas of each)."""
     from skquad.convex.path import default_beta
 
@@ -63,8 +72,8 @@ def test_default_beta_is_beta_max_times_the_clipped_squared_width_ratio(n_sample
     X = rng.standard_normal((n_samples, 3))
     y = np.where(X[:, 0] * X[:, 1] > 0, 1.0, -1.0)
     w = np.ones(n_samples)
-    beta, beta_max = default_beta(lifting, X, y, w, loss="squared", n_outputs=1)
-    assert beta_max == zero_network_beta(lifting, X, y, w, loss="squared", n_outputs=1)
+    beta, beta_max = default_beta(lifting, X, y, w, loss=loss, n_outputs=1)
+    assert beta_max == zero_network_beta(lifting, X, y, w, loss=loss, n_outputs=1)
     assert beta == pytest.approx(fraction * beta_max, rel=1e-12)
 
 

@@ -90,9 +90,11 @@ def test_refit_rejects_an_unknown_loss():
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])
-def test_squared_refit_on_the_range_reduced_form_reaches_clarabels_optimum(n_outputs):
-    # rank(H) <= p (p + 1) / 2 = 21 < 0.75 * 120 rows: the r-row form is used.
-    H, y, weight, p = _problem(n_outputs, seed=5)
+@pytest.mark.parametrize("n, m, p", [(120, 30, 6), (40, 60, 4)])
+def test_squared_refit_on_the_range_reduced_form_reaches_clarabels_optimum(n_outputs, n, m, p):
+    # rank(H) <= p (p + 1) / 2 < 0.75 n rows: the r-row form is used, found
+    # from the m x m Gram matrix (fewer neurons than rows) or the n x n one.
+    H, y, weight, p = _problem(n_outputs, seed=5, n=n, m=m, p=p)
     beta = 1e-3
     start = np.full((H.shape[1], n_outputs), 0.01)
     result = refit_second_layer(

@@ -403,6 +403,35 @@ def test_any_number_of_solver_chunks_fits_the_callback_context(params):
     assert model.lower_bound_ <= model.relaxed_objective_ + 1e-12
 
 
+def test_solver_hook_only_with_a_callback_so_blocks_run_in_parallel(monkeypatch):
+    # Every fit opens a callback root context; without a callback nothing
+    # observes the solver's chunks, and no hook lets a many-class squared loss
+    # solve its blocks in parallel (relaxation._block_workers).
+    from sklearn.callback import ScoringMonitor
+
+    from skquad.convex import relaxation
+
+    hooks = []
+    original = relaxation._block_workers
+
+    def record(data, callback, options):
+        hooks.append(callback)
+        return original(data, callback, options)
+
+    monkeypatch.setattr(relaxation, "_block_workers", record)
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(60, 36), np.arange(60) % 3  # p = 37: the factor solver, not the compact form
+    params = dict(n_neurons=30, max_iter=50, tol=1e-2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SDPQuantizedClassifier(**params).fit(X, y)
+        assert hooks[-1] is None
+        model = SDPQuantizedClassifier(**params)
+        model.set_callbacks(ScoringMonitor(scoring="accuracy"))
+        model.fit(X, y)
+    assert callable(hooks[-1])
+
+
 @pytest.mark.parametrize("estimator", ["SDP", "BackpropQ"])
 @pytest.mark.parametrize("column_scale", [[1e160] * 3, [1e-170, 1.0, 1.0]], ids=["1e160", "1e-170"])
 def test_standardization_neither_overflows_nor_underflows(estimator, column_scale):

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import torch
 
+from .compact_solver import COMPACT_MAX_SIZE
 from .losses import dual_point
 from .problem import LiftedData
 
@@ -56,8 +57,10 @@ def zero_network_beta(lifting, X, y, weight, *, loss, n_outputs):
     return largest
 
 
-# The "auto" rule's bounds on beta / beta_max (see default_beta).
+# The "auto" rule's bounds on beta / beta_max (see default_beta), and its
+# floor where the compact interior point solves the squared loss.
 DEFAULT_BETA_FRACTION_RANGE = (1e-3, 5e-2)
+COMPACT_BETA_FRACTION_FLOOR = 1e-4
 
 
 def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
@@ -75,11 +78,16 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     best fraction went from about 0.02-0.05 at ``n / p`` of 5-10 (breast
     cancer, ionosphere, wine) to below 1e-3 at ``n / p`` of 50-60 (segment,
     pendigits); ``(p / n)^2`` follows that, clipped to
-    ``DEFAULT_BETA_FRACTION_RANGE``: above 5 % every set lost accuracy, and
-    below 1e-3 most gained under a point (segment and vehicle 2-3, the
-    ``SDPQuantizedClassifierCV`` path down to 1e-4 is for them) while the
-    native solver needed several times the iterations (waveform, 1000
-    rows: 750 L-BFGS iterations at 2e-3, 8600 at 8e-4).
+    ``DEFAULT_BETA_FRACTION_RANGE``: above 5 % every set lost accuracy.
+    The floor is the solver's, not the data's: below 1e-3 most sets
+    still gained (segment, 3 splits: 0.919 at 1e-3, 0.937 at 1e-4, 0.942 at
+    1e-5), but the factor solver needs several times the iterations
+    (waveform, 1000 rows: 750 L-BFGS iterations at 2e-3, 8600 at 8e-4).
+    The compact interior point (the squared loss with ``p (p + 1) / 2 <=
+    COMPACT_MAX_SIZE``, :func:`~skquad.convex.compact_solver.compact_applies`)
+    costs the same at every ``beta``, so there the rule goes down to
+    ``COMPACT_BETA_FRACTION_FLOOR`` (1e-4, the bottom of the
+    ``SDPQuantizedClassifierCV`` path).
 
     ``n`` is the total sample weight (the number of samples when unweighted;
     an integer weight counts as that many repeated rows, scikit-learn's
@@ -116,7 +124,12 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     >>> beta, beta_max = default_beta(
     ...     InputLifting(), X, y, np.ones(200), loss="squared", n_outputs=1
     ... )
-    >>> bool(np.isclose(beta, 1e-3 * beta_max))  # (4 / 200)^2 = 4e-4, clipped up to 1e-3
+    >>> bool(np.isclose(beta, 4e-4 * beta_max))  # (4 / 200)^2, above the compact form's floor
+    True
+    >>> beta, beta_max = default_beta(
+    ...     InputLifting(), X, y, np.ones(200), loss="logistic", n_outputs=1
+    ... )
+    >>> bool(np.isclose(beta, 1e-3 * beta_max))  # clipped up to the factor solver's floor
     True
     """
     beta_max = zero_network_beta(lifting, X, y, weight, loss=loss, n_outputs=n_outputs)
@@ -126,5 +139,7 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     # same beta.
     width = lifting.n_lifted(np.shape(X)[1])
     low, high = DEFAULT_BETA_FRACTION_RANGE
+    if loss == "squared" and width * (width + 1) // 2 <= COMPACT_MAX_SIZE:
+        low = COMPACT_BETA_FRACTION_FLOOR
     fraction = float(np.clip((width / n_samples) ** 2, low, high))
     return fraction * (beta_max if beta_max > 0 else 1.0), beta_max

@@ -329,18 +329,33 @@ def _range_reduced(H, target, weight):
     """
     root_weight = np.sqrt(weight)
     weighted = H * root_weight[:, None]
-    values, vectors = np.linalg.eigh(weighted @ weighted.T)
+    weighted_target = target * (root_weight if target.ndim == 1 else root_weight[:, None])
+    n, m = weighted.shape
+    # The smaller Gram matrix has the same nonzero eigenvalues: the n x n one
+    # costs n² m and an n x n eigh (letter: 16,000 rows, a 2 GB matrix and
+    # most of the fit), the m x m one n m² and an m x m eigh.
+    gram = weighted.T @ weighted if m < n else weighted @ weighted.T
+    values, vectors = np.linalg.eigh(gram)
     # Directions below 1e-13 of the top eigenvalue carry under 3e-7 of H's
     # norm: rounding, not rank (the outputs are exact products of integers
     # and standardized inputs).
     keep = values > 1e-13 * max(values[-1], 1e-300)
-    if keep.sum() > _REDUCE_BELOW_FRACTION * H.shape[0]:
+    if keep.sum() > _REDUCE_BELOW_FRACTION * n:
         return None
-    basis = vectors[:, keep]
-    weighted_target = target * (root_weight if target.ndim == 1 else root_weight[:, None])
-    reduced_target = basis.T @ weighted_target
+    if m < n:
+        # W^(1/2) H = U S Vᵀ with V, S² from the m x m Gram: the reduced rows
+        # are Uᵀ W^(1/2) H = S Vᵀ and Uᵀ c = S⁻¹ Vᵀ (W^(1/2) H)ᵀ c.
+        right = vectors[:, keep]
+        singular = np.sqrt(values[keep])
+        reduced = singular[:, None] * right.T
+        projected = right.T @ (weighted.T @ weighted_target)
+        reduced_target = projected / (singular if projected.ndim == 1 else singular[:, None])
+    else:
+        basis = vectors[:, keep]
+        reduced = basis.T @ weighted
+        reduced_target = basis.T @ weighted_target
     offset = float(np.sum(weighted_target**2) - np.sum(reduced_target**2))
-    return basis.T @ weighted, reduced_target, max(offset, 0.0)
+    return reduced, reduced_target, max(offset, 0.0)
 
 
 def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective):

@@ -230,7 +230,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         carry no reconstruction attributes.
         """
         context = getattr(self, "_callback_fit_ctx", None)
-        if context is None:
+        # Every fit has a root context; without a callback (set on this
+        # estimator or propagated to it) nothing observes the subtasks, and
+        # no hook lets the solver run a many-class problem's blocks in parallel.
+        if context is None or not getattr(self, "_skl_callbacks", None):
             return None
         reporter = SubtaskReporter(
             context, estimator=self, task_name="solver-chunk", X=X, y=y
@@ -511,7 +514,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Larger values give smaller second-layer weights; too large a value
         gives the zero network. "auto" takes it from the training data as
         :func:`skquad.convex.default_beta` does: ``beta_max_ * (p / n)^2``
-        with the fraction clipped to ``[1e-3, 0.05]``, where ``beta_max_`` is
+        with the fraction clipped to ``[1e-3, 0.05]`` (``[1e-4, 0.05]`` for
+        the squared loss with ``p (p + 1) / 2 <= 600``, solved by the compact
+        interior point at a cost that does not depend on ``beta``), where ``beta_max_`` is
         the smallest ``beta`` at which the zero network solves the
         relaxation (computed through the fit's own lifting, standardization,
         loss and sample weights, as glmnet scales its ``lambda`` from
