@@ -59,7 +59,7 @@ def test_beta_max_gives_the_zero_network_and_a_smaller_beta_does_not(name, n_out
         (12, "squared", 5e-2),
         (60, "squared", (12 / 60) ** 2),
         (400, "squared", (12 / 400) ** 2),
-        (2000, "squared", 1e-4),  # the compact form's floor (p (p + 1) / 2 = 78 <= 600)
+        (2000, "squared", 1e-4),  # the compact form's floor (p (p + 1) / 2 = 78 <= 300)
         (400, "logistic", 1e-3),  # the factor solver's floor
     ],
 )

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from .compact_solver import COMPACT_MAX_SIZE
+from .compact_solver import COMPACT_SQUARED_MAX_SIZE
 from .losses import dual_point
 from .problem import LiftedData
 
@@ -84,7 +84,7 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     1e-5), but the factor solver needs several times the iterations
     (waveform, 1000 rows: 750 L-BFGS iterations at 2e-3, 8600 at 8e-4).
     The compact interior point (the squared loss with ``p (p + 1) / 2 <=
-    COMPACT_MAX_SIZE``, :func:`~skquad.convex.compact_solver.compact_applies`)
+    COMPACT_SQUARED_MAX_SIZE``, :func:`~skquad.convex.compact_solver.compact_applies`)
     costs the same at every ``beta``, so there the rule goes down to
     ``COMPACT_BETA_FRACTION_FLOOR`` (1e-4, the bottom of the
     ``SDPQuantizedClassifierCV`` path).
@@ -139,7 +139,7 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     # same beta.
     width = lifting.n_lifted(np.shape(X)[1])
     low, high = DEFAULT_BETA_FRACTION_RANGE
-    if loss == "squared" and width * (width + 1) // 2 <= COMPACT_MAX_SIZE:
+    if loss == "squared" and width * (width + 1) // 2 <= COMPACT_SQUARED_MAX_SIZE:
         low = COMPACT_BETA_FRACTION_FLOOR
     fraction = float(np.clip((width / n_samples) ** 2, low, high))
     return fraction * (beta_max if beta_max > 0 else 1.0), beta_max

@@ -515,7 +515,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         gives the zero network. "auto" takes it from the training data as
         :func:`skquad.convex.default_beta` does: ``beta_max_ * (p / n)^2``
         with the fraction clipped to ``[1e-3, 0.05]`` (``[1e-4, 0.05]`` for
-        the squared loss with ``p (p + 1) / 2 <= 600``, solved by the compact
+        the squared loss with ``p (p + 1) / 2 <= 300``, solved by the compact
         interior point at a cost that does not depend on ``beta``), where ``beta_max_`` is
         the smallest ``beta`` at which the zero network solves the
         relaxation (computed through the fit's own lifting, standardization,

@@ -20,7 +20,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     of ``min sum_i s_i ||f(x_i) - y_i||^2 + beta * p * sum_j ||alpha_j||_1``
     is solved and certified, ``n_neurons`` sign vectors are drawn from it
     (Algorithm 1) and the second layer is refitted. The relaxation's blocks
-    are independent for the squared loss: small problems (``p(p+1)/2 <= 600``
+    are independent for the squared loss: small problems (``p(p+1)/2 <= 300``
     with ``p`` the lifted width) are solved exactly block by block in their
     compact cone form, larger ones by the native factor solver one block at a
     time.
