@@ -141,3 +141,26 @@ def test_ceiling_caps_the_automatic_rule_inside_a_benchmark_limit():
         assert choose_thread_count(PARALLEL_FLOPS * 100) == torch.get_num_threads()
     finally:
         torch.set_num_threads(baseline)
+
+
+def test_a_nested_blas_request_applies_inside_a_block_without_one():
+    """A benchmark's thread_limit(None) (no BLAS limit) around an SDP fit: the
+    solver's one-BLAS-thread blocks were ignored there, and its parallel class
+    blocks ran two BLAS threads each on two cores (optdigits 489 s of CPU, 91 s
+    alone). The inner request now holds until it ends, then the outer block's
+    libraries' defaults come back."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [entry["num_threads"] for entry in threadpool_info() if entry["user_api"] == "blas"]
+
+    before = blas_threads()
+    with limit_threads(None):
+        assert blas_threads() == before
+        with limit_threads(1, blas=1):
+            assert blas_threads() and all(count == 1 for count in blas_threads())
+            with limit_threads(1, blas=1):  # a second request shares the limit
+                assert all(count == 1 for count in blas_threads())
+            assert all(count == 1 for count in blas_threads())
+        assert blas_threads() == before
+    assert blas_threads() == before

@@ -45,6 +45,8 @@ _local = threading.local()  # per thread: the torch thread counts of its open bl
 _active = 0
 _baseline = None
 _blas_limiter = None
+# Open blocks that asked for a BLAS limit: the limit is held while any is open.
+_blas_users = 0
 # The thread count of an enclosing ``limit_threads(n, ceiling=True)`` (a
 # benchmark's --threads): the most that the automatic rule hands out inside it.
 _ceiling = None
@@ -129,12 +131,20 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
         ``n_threads`` still wins): what a benchmark's ``--threads`` means.
         Only the outermost block sets it.
     """
-    global _active, _baseline, _blas_limiter, _ceiling
+    global _active, _baseline, _blas_limiter, _blas_users, _ceiling
     with _lock:
         if _active == 0:
             _baseline = torch.get_num_threads()
-            if blas is not None:
+        if blas is not None:
+            # Also inside an enclosing block that set no BLAS limit (a
+            # benchmark's thread_limit(None) around an SDP fit): there the
+            # solver's parallel blocks ran two BLAS threads each on two cores
+            # (optdigits: 489 s of CPU against 91 s). The first request sets
+            # the process-wide limit; it is held until the last one ends.
+            if _blas_users == 0:
                 _blas_limiter = blas_limits(blas)
+            _blas_users += 1
+        if _active == 0:
             if ceiling and n_threads is not None:
                 _ceiling = max(1, int(n_threads))
         _active += 1
@@ -157,10 +167,12 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
             torch.set_num_threads(restore)
         with _lock:
             _active -= 1
-            if _active == 0:
-                if _blas_limiter is not None:
+            if blas is not None:
+                _blas_users -= 1
+                if _blas_users == 0:
                     _blas_limiter.restore_original_limits()
                     _blas_limiter = None
+            if _active == 0:
                 _baseline = None
                 _ceiling = None
 
