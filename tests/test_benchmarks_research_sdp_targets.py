@@ -43,3 +43,17 @@ def test_the_child_process_applies_the_runs_thread_limit(monkeypatch, capsys):
     monkeypatch.setattr(_sdp_targets, "_case", lambda case, rounds: [{"threads": torch.get_num_threads()}])
     _sdp_targets._child("small", 1, 1)
     assert json.loads(capsys.readouterr().out.splitlines()[-1])[0]["threads"] == 1
+
+
+def test_the_child_gets_the_runs_thread_value_not_torchs_count():
+    """A run without --threads (thread_limit(0)) passes no limit to the child;
+    torch's count (2) used to go there as a BLAS limit of 2, and the SDP's
+    parallel class blocks then ran two BLAS threads each (optdigits 460 s of
+    CPU against 115 s)."""
+    from skquad.benchmarks._report import active_thread_limit, thread_limit
+
+    assert active_thread_limit() is None
+    with thread_limit(0):
+        assert active_thread_limit() is None
+    with thread_limit(1):
+        assert active_thread_limit() == 1
