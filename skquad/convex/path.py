@@ -84,7 +84,7 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     1e-5), but the factor solver needs several times the iterations
     (waveform, 1000 rows: 750 L-BFGS iterations at 2e-3, 8600 at 8e-4).
     The compact interior point (the squared loss with ``p (p + 1) / 2 <=
-    COMPACT_SQUARED_MAX_SIZE``, :func:`~skquad.convex.compact_solver.compact_applies`)
+    COMPACT_SQUARED_MAX_SIZE``, ``skquad.convex.compact_solver.compact_applies``)
     costs the same at every ``beta``, so there the rule goes down to
     ``COMPACT_BETA_FRACTION_FLOOR`` (1e-4, the bottom of the
     ``SDPQuantizedClassifierCV`` path).
