@@ -34,6 +34,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = [
     "PARALLEL_FLOPS", "blas_limits", "choose_thread_count", "flush_denormals", "limit_threads",
+    "thread_ceiling",
 ]
 
 # Flops per training step below which one torch thread is faster (see the
@@ -108,6 +109,11 @@ def choose_thread_count(flops_per_step, available=None):
     if flops_per_step < PARALLEL_FLOPS:
         return 1
     return max(1, int(available))
+
+
+def thread_ceiling():
+    """The count an enclosing ``limit_threads(n, ceiling=True)`` set (a benchmark's --threads), or None."""
+    return _ceiling if _active else None
 
 
 @contextmanager

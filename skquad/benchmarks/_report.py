@@ -433,16 +433,17 @@ def thread_limit(threads):
         stack.enter_context(threadpool_limits(int(threads), user_api="openmp"))
     return stack
 
+
 def active_thread_limit():
     """The thread count of the :func:`thread_limit` the run holds, or None outside one.
 
     For the research suites' child processes, which do not inherit the limit.
     """
-    from .._training import _threads
+    from .._training._threads import thread_ceiling
 
     # The ceiling is the --threads value (None for the libraries' defaults):
     # passing torch's current count instead turned "no limit" into a BLAS
     # limit of 2 in the child, above which the SDP's parallel class blocks
     # could not go down to their one thread each (optdigits: 460 s of CPU
     # against 115 s).
-    return _threads._ceiling if _threads._active else None
+    return thread_ceiling()
