@@ -49,3 +49,21 @@ def test_user_spec_clones_and_seeds_only_an_unseeded_estimator(estimator, expect
     assert spec.kind == "yours" and spec.grid == {"C": [1.0]} and spec.settings == repr(estimator)
     assert first.get_params().get("random_state") == expected_seed
     assert estimator.get_params().get("random_state") in (None, 1)  # the user's object is untouched
+
+
+def test_optional_specs_are_selectable_by_name_but_not_run_by_default():
+    from skquad import SDPQuantizedClassifierCV
+    from skquad.benchmarks._estimators import OPTIONAL_ESTIMATOR_NAMES, optional_specs
+    from skquad.benchmarks._protocol import _as_specs
+
+    assert OPTIONAL_ESTIMATOR_NAMES == ("SDPCV",)
+    assert not set(OPTIONAL_ESTIMATOR_NAMES) & set(DEFAULT_ESTIMATOR_NAMES)
+    model = optional_specs()[0].build(3, "cpu")
+    assert isinstance(model, SDPQuantizedClassifierCV) and model.random_state == 3
+    assert not hasattr(model, "n_features_in_")
+    chosen = _as_specs(["SDP", "SDPCV"], include_defaults=True, quick=False)
+    assert [spec.name for spec in chosen] == ["SDP", "SDPCV"]
+    assert "SDPCV" not in [spec.name for spec in _as_specs(None, True, False)]
+    # the regression suite's SDPCV is its default regressor, not this classifier
+    regression = _as_specs(["SDPCV"], include_defaults=True, quick=False, task="regression")
+    assert is_regressor(regression[0].build(0, "cpu"))

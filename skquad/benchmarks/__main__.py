@@ -157,7 +157,8 @@ def build_parser():
     )
     uci = parser.add_argument_group("uci and regression suites only")
     uci.add_argument("--tune", action="store_true", help="nested 3-fold GridSearchCV per estimator (slower)")
-    uci.add_argument("--estimators", nargs="+", metavar="NAME", help="run only these estimators (e.g. QLR LogReg)")
+    uci.add_argument("--estimators", nargs="+", metavar="NAME", help="run only these estimators (e.g. QLR LogReg); uci also takes SDPCV, "
+                     "which no run includes unless named")
     uci.add_argument(
         "--max-train", type=_non_negative_int, metavar="N",
         help="cap on every training part, a stratified subsample (default: none; 0: none)",
@@ -272,7 +273,9 @@ def main(argv=None):
                 parser.error(f"--{option.replace('_', '-')} applies to --suite regression only")
     if args.suite in TABULAR_SUITES:
         if args.suite == "uci":
-            from ._estimators import DEFAULT_ESTIMATOR_NAMES as known
+            from ._estimators import DEFAULT_ESTIMATOR_NAMES, OPTIONAL_ESTIMATOR_NAMES
+
+            known = DEFAULT_ESTIMATOR_NAMES + OPTIONAL_ESTIMATOR_NAMES
             from ._uci_suite import resolve_suite_datasets
         else:
             from ._estimators import REGRESSION_ESTIMATOR_NAMES as known

@@ -46,7 +46,7 @@ from ..datasets import (
     make_uci_preprocessor,
     resolve_uci_name,
 )
-from ._estimators import default_regression_specs, default_specs, user_spec
+from ._estimators import default_regression_specs, default_specs, optional_specs, user_spec
 from ._size import parameter_count
 
 __all__ = [
@@ -406,7 +406,8 @@ def _as_specs(estimators, include_defaults, quick, task="classification"):
         return specs
     if isinstance(estimators, (list, tuple)) and all(isinstance(e, str) for e in estimators):
         # names select among the defaults whatever include_defaults says
-        known = {spec.name: spec for spec in defaults() if spec.quick or not quick}
+        selectable = defaults() + (optional_specs() if task != "regression" else [])
+        known = {spec.name: spec for spec in selectable if spec.quick or not quick}
         unknown = [name for name in estimators if name not in known]
         if unknown:
             raise ValueError(f"unknown estimators {unknown}; choose from {list(known)}")
