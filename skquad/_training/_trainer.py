@@ -304,15 +304,21 @@ class Trainer:
         batch_losses, used_sums = [], []
         # The explicit path needs no autograd at all: one no_grad for the epoch.
         explicit = torch.no_grad() if self.loss_and_gradient is not None else nullcontext()
-        with explicit:
+        if isinstance(X_epoch, torch.Tensor):
+            # The batches as views made by one call per tensor: 3-5 us a step
+            # against 6.8 us for three slicings (optdigits' 29 batches of 200).
+            batches = zip(X_epoch.split(batch_size), y_epoch.split(batch_size), normalised.split(batch_size))
+        else:
             # Python ints: torch slices with numpy integers cost twice as much.
-            for start, length, weight_sum in zip(starts.tolist(), lengths.tolist(), batch_sums.tolist()):
+            batches = (
+                (X_epoch[start : start + length], y_epoch[start : start + length], normalised[start : start + length])
+                for start, length in zip(starts.tolist(), lengths.tolist())
+            )
+        with explicit:
+            for (X_batch, y_batch, w_batch), weight_sum in zip(batches, batch_sums.tolist()):
                 if weight_sum <= 0:
                     continue  # nothing to learn from a batch of zero-weight samples
-                stop = start + length
-                loss = self._loss_and_gradient(
-                    X_epoch[start:stop], y_epoch[start:stop], normalised[start:stop]
-                )
+                loss = self._loss_and_gradient(X_batch, y_batch, w_batch)
                 # The first batch's loss at the starting parameters: the
                 # scale against which the divergence guard measures growth.
                 if self.guard.reference_loss is None:
