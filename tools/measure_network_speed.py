@@ -90,7 +90,8 @@ def _worker(args):
 
     import skquad
     from skquad import QNNClassifier, QNNRegressor, RPQNNClassifier
-    from skquad.benchmarks._report import thread_limit
+    from skquad._training import limit_threads
+    from threadpoolctl import threadpool_limits
 
     X, y = _classification_data(args.data)
     Xr, yr = make_friedman1(n_samples=4000, n_features=20, random_state=0)
@@ -121,7 +122,9 @@ def _worker(args):
         if line.strip() != "round":
             break
         times = {}
-        with thread_limit(args.threads), warnings.catch_warnings():
+        # skquad.benchmarks' --threads limit (without importing the benchmarks, which need pandas)
+        with limit_threads(args.threads, blas=args.threads, ceiling=True), \
+                threadpool_limits(args.threads, user_api="openmp"), warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=ConvergenceWarning)
             for name, make, Xc, yc in cases:
                 model = make()
