@@ -81,17 +81,18 @@ def _classification_data(path):
 
 
 def _worker(args):
+    import warnings
+
     import numpy as np
     import torch
-    import warnings
     from sklearn.datasets import make_friedman1
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier, MLPRegressor
+    from threadpoolctl import threadpool_limits
 
     import skquad
     from skquad import QNNClassifier, QNNRegressor, RPQNNClassifier
     from skquad._training import limit_threads
-    from threadpoolctl import threadpool_limits
 
     X, y = _classification_data(args.data)
     Xr, yr = make_friedman1(n_samples=4000, n_features=20, random_state=0)
