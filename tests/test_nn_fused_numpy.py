@@ -53,3 +53,29 @@ def test_numpy_step_follows_a_deep_copy_of_the_trainer(thread_counts):
     assert not torch.equal(twin.flat_parameters, before)
     trainer.partial_fit(X, y)
     torch.testing.assert_close(trainer.flat_parameters, twin.flat_parameters, rtol=0, atol=0)
+
+
+def test_torch_matmul_twins_follow_the_buffers():
+    # matmul="torch" keeps a torch twin of each array that lives across steps;
+    # the twins go with the buffers when a new batch size starts afresh
+    # (memory stays bounded) and the gradients stay those of numpy's products.
+    estimator = QNNClassifier((4,), relinear=False)
+    rng = np.random.RandomState(5)
+    X = torch.as_tensor(rng.randn(30, 3))
+    y = torch.as_tensor(rng.randint(0, 3, size=30))
+    module, output = _network_and_loss(estimator, X, y.numpy())
+    twin_step, numpy_step = _fused(module, output, "numpy-torch-matmul"), _fused(module, output, "numpy")
+    with torch.no_grad():
+        for batch in (10, 11, 12, 13, 10):
+            weights = torch.full((batch,), 1.0 / batch, dtype=torch.float64)
+            twin_step(X[:batch], y[:batch], weights)
+            twin_gradient = [p.grad.clone() for p in module.parameters()]
+            numpy_step(X[:batch], y[:batch], weights)
+            for a, b in zip(twin_gradient, module.parameters()):
+                torch.testing.assert_close(a, b.grad, rtol=1e-12, atol=1e-14)
+            step = twin_step._numpy_step
+            kept = {id(array) for array in step._workspace.values()}
+            kept |= {id(value) for layer in step._layers for value in vars(layer).values() if isinstance(value, np.ndarray)}
+            assert set(step._tensors) <= kept
+            for array, tensor in step._tensors.values():
+                assert tensor.data_ptr() == array.ctypes.data

@@ -214,6 +214,23 @@ def test_partial_fit_chunks_equal_fit_without_shuffle(data):
     torch.testing.assert_close(chunked.weight, whole.weight, rtol=1e-12, atol=1e-12)
 
 
+def test_fit_with_shuffle_equals_one_partial_fit_per_epoch(data):
+    # fit shuffles every epoch into one buffer kept for the call and steps on
+    # split views of it; partial_fit makes a fresh shuffled copy per call. The
+    # same generator draws the same orders, so the two must agree exactly
+    # (a stale or aliased buffer would not).
+    X, y = data
+    config = TrainingConfig(solver="adam", learning_rate=0.01, batch_size=50, tol=-np.inf, warn_on_max_iter=False)
+    whole = linear_model(X.shape[1], 3)
+    make_trainer(whole, config, seed=5).fit(X, y, max_iter=3)
+    epochs = linear_model(X.shape[1], 3)
+    trainer = make_trainer(epochs, config, seed=5)
+    for _ in range(3):
+        trainer.partial_fit(X, y)
+    torch.testing.assert_close(epochs.weight, whole.weight, rtol=0, atol=0)
+    torch.testing.assert_close(epochs.bias, whole.bias, rtol=0, atol=0)
+
+
 def test_sample_weight_equals_repetition_in_full_batch(data):
     X, y = data
     X, y = X[:60], y[:60]

@@ -53,6 +53,34 @@ that change:
   MKL already computed them before). QNN in float64 stays above 1.5x there:
   its two 3.6 MFLOP products and their 60 000-number operands are the floor of
   the quadratic output layer.
+
+Issue 22, second pass (the float64 target on both kinds of CPU). What a
+float64 QNN step did beyond the MLP's, one thread, process CPU time on the
+AMD EPYC under load: the two products (115 and 122 us, about 31 GFLOP/s, the
+BLAS's rate at these shapes), the (delta (x) a) operand of the gradient
+product (34 us), two stacked per-sample products with V (28 and 22 us), and
+around the step the shuffled copy of X (1.35 ms an epoch, mostly page faults
+on a fresh 2.9 MB array), Adam's two fused calls and the penalty (about 50 us
+a step). What changed: the column sums of the bias gradients are BLAS
+products with ones (1.6 us against 7-9 us for numpy's reduction over the
+batch); the gradient product's operand is built in V's buffer once V has given
+the input gradient (one 480 KB float64 array a step instead of two, against
+an AMD EPYC core's 512 KB L2); the softmax's exp runs in place; with MKL's
+products (Intel) the step's lasting arrays get their torch twins once instead
+of three ``torch.from_numpy`` calls per product; ``fit`` shuffles every epoch
+into one buffer made for the call (0.42 ms an epoch) and takes the batches as
+views from one ``split`` per tensor. Tried and dropped, each slower on the AMD
+EPYC: the symmetric half of the gradient product as two triangular blocks (the
+transposing copies cost more than the 25 % of arithmetic saved: 1.17x in
+float64, 1.26x in float32), the symmetric-half features a_i a_j (i <= j) with
+their 465-column products (a 10-row product runs BLAS at half its rate),
+``np.matvec`` / ``np.vecmat`` for the stacked products (7-8 % faster, 2 us,
+but numpy >= 2.2 only; ``np.vecdot`` 2x slower), other spellings of the ReLU
+mask (none faster), and the L2 penalty as runs of ``add_`` (no faster than
+one ``addcmul_``). The two products
+remain the floor. ``tools/measure_network_speed.py`` measures this tree
+against the files it changed, as they were, each version in its own process,
+rounds interleaved (it needs neither the UCI files nor an ARFF reader).
 """
 
 import time
