@@ -278,6 +278,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
 
+    # L-BFGS's memory (scipy's maxcor; LogisticRegression keeps scipy's 10).
+    _LBFGS_MAXCOR = 10
+
     # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
     _fits_dask_collections = True
 
@@ -527,7 +530,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         tensors = self._initial_params(X.shape[1], device, previous, policy.init_generator)
         if not self.fit_intercept:
             tensors[-1].zero_()
-        module = QuadraticScores(tensors, fit_intercept=self.fit_intercept)
+        # full-batch L-BFGS on a full Q: each Q_k packed (its d(d+1)/2 upper
+        # triangle), the same iterates at half the optimizer's work
+        module = QuadraticScores(
+            tensors, fit_intercept=self.fit_intercept,
+            packed=not stochastic and self.rank is None,
+        )
         config = TrainingConfig(
             solver="sgd" if stochastic else "lbfgs",
             learning_rate=learning_rate_init,
@@ -546,6 +554,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             # LogisticRegression's L-BFGS settings
             lbfgs_ftol=64 * np.finfo(float).eps,
             lbfgs_maxls=50,
+            lbfgs_maxcor=self._LBFGS_MAXCOR,
             divergence_advice=(
                 "standardized features (e.g. StandardScaler in a Pipeline), a smaller C"
                 + (" or solver='lbfgs'" if stochastic else "")
