@@ -311,12 +311,15 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("design_matrix", [True, False])
 def test_packed_module_and_flat_objective_give_the_autograd_gradient(
-    n_scores, n_classes, fit_intercept, dtype
+    monkeypatch, n_scores, n_classes, fit_intercept, dtype, design_matrix
 ):
     """Packed Q (upper triangle, sqrt(2) off the diagonal): the module's .grad and the
-    numpy flat objective both equal autograd's gradient of the naive objective with
-    respect to the packed vector, and the packing is an isometry of symmetric Q."""
+    numpy flat objective (on the degree-2 design matrix, or on the matrix products)
+    both equal autograd's gradient of the naive objective with respect to the packed
+    vector, and the packing is an isometry of symmetric Q."""
+    import skquad.nn.quadratic_form as quadratic_form
     from skquad.nn.quadratic_form import (
         QuadraticScores,
         SymmetricPacking,
@@ -370,6 +373,7 @@ def test_packed_module_and_flat_objective_give_the_autograd_gradient(
         module.Q_packed.grad.double() / scales, full_gradient[:, rows, cols], **tolerance
     )
 
+    monkeypatch.setattr(quadratic_form, "_DESIGN_MATRIX_ELEMENTS", 1 << 30 if design_matrix else 0)
     flat = fn.flat_objective(X.to(dtype), y, weight.to(dtype))
     theta = torch.cat([p.detach().double().ravel() for p in module.parameters() if p.requires_grad])
     value, gradient = flat(theta.numpy())
