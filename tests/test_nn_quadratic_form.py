@@ -383,3 +383,23 @@ def test_packed_module_and_flat_objective_give_the_autograd_gradient(
     np.testing.assert_allclose(
         gradient, expected_flat, **({"rtol": 1e-3, "atol": 1e-4} if tolerance else {"rtol": 1e-7, "atol": 1e-7})
     )
+
+
+def test_symmetric_packing_torch_branches_match_numpy():
+    """The other devices' (torch indexing) pack, unpack and gradient, run on CPU tensors,
+    equal the CPU (numpy) ones: the CUDA fit's arithmetic, checked without CUDA."""
+    from skquad.nn.quadratic_form import SymmetricPacking
+
+    _, _, _, Q, _, _ = _problem(3, 3, n_features=6)
+    packing = SymmetricPacking(6)
+    G = torch.randn(3, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    v = packing.pack(Q)
+    torch.testing.assert_close(packing._pack_torch(Q.reshape(3, -1)), v, rtol=0, atol=0)
+    torch.testing.assert_close(packing._unpack_torch(v), packing.unpack(v), rtol=0, atol=0)
+    torch.testing.assert_close(
+        packing._gradient_torch(G.reshape(3, -1)), packing.gradient(G), rtol=0, atol=0
+    )
+    # the gradient of v -> <G, unpack(v)> is what .gradient returns (G need not be symmetric)
+    leaf = v.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((G * packing._unpack_torch(leaf)).sum(), [leaf])
+    torch.testing.assert_close(packing.gradient(G), expected)

@@ -630,7 +630,8 @@ class SymmetricPacking:
 
     The index maps are built once; CPU tensors are packed and unpacked through
     numpy (a gather each: torch's advanced indexing cost more than scipy's
-    work saved on ionosphere's 34 features).
+    work saved on ionosphere's 34 features), other devices' by torch's
+    indexing (``_pack_torch``, ``_unpack_torch``, ``_gradient_torch``).
 
     Attributes
     ----------
@@ -671,8 +672,11 @@ class SymmetricPacking:
         if Q.device.type == "cpu":
             values = flat.detach().numpy()
             return torch.from_numpy(values[:, self._upper] * self.scale.astype(values.dtype))
-        upper, _, _ = self._indices(Q.device)
-        return flat[:, upper] * self._numbers(self.scale, Q)
+        return self._pack_torch(flat)
+
+    def _pack_torch(self, flat):
+        upper, _, _ = self._indices(flat.device)
+        return flat[:, upper] * self._numbers(self.scale, flat)
 
     def unpack(self, v):
         """The symmetric ``Q`` of shape ``(n_scores, d, d)`` of packed ``v``."""
@@ -680,9 +684,12 @@ class SymmetricPacking:
         if v.device.type == "cpu":
             entries = v.detach().numpy() * self._inverse.astype(v.numpy().dtype)
             return torch.from_numpy(entries[:, self._full].reshape(v.shape[0], d, d))
+        return self._unpack_torch(v)
+
+    def _unpack_torch(self, v):
         _, _, full = self._indices(v.device)
         entries = v * self._numbers(self._inverse, v)
-        return entries[:, full].reshape(v.shape[0], d, d)
+        return entries[:, full].reshape(v.shape[0], self.n_features, self.n_features)
 
     def gradient(self, grad_Q):
         """The gradient with respect to ``v`` of a gradient ``G`` with respect to symmetric ``Q``.
@@ -695,8 +702,11 @@ class SymmetricPacking:
         if grad_Q.device.type == "cpu":
             G = flat.numpy()
             return torch.from_numpy((G[:, self._upper] + G[:, self._lower]) * self._half.astype(G.dtype))
-        upper, lower, _ = self._indices(grad_Q.device)
-        return (flat[:, upper] + flat[:, lower]) * self._numbers(self._half, grad_Q)
+        return self._gradient_torch(flat)
+
+    def _gradient_torch(self, flat):
+        upper, lower, _ = self._indices(flat.device)
+        return (flat[:, upper] + flat[:, lower]) * self._numbers(self._half, flat)
 
 
 def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cross_weight=1.0,
