@@ -380,9 +380,8 @@ def test_packed_module_and_flat_objective_give_the_autograd_gradient(
     assert gradient.dtype == np.float64 and gradient.shape == theta.shape
     np.testing.assert_allclose(value, float(reference.detach()), rtol=1e-4 if tolerance else 1e-7)
     expected_flat = torch.cat([g.ravel() for g in expected[: 3 if fit_intercept else 2]]).numpy()
-    np.testing.assert_allclose(
-        gradient, expected_flat, **({"rtol": 1e-3, "atol": 1e-4} if tolerance else {"rtol": 1e-7, "atol": 1e-7})
-    )
+    close = {"rtol": 1e-3, "atol": 1e-4} if tolerance else {"rtol": 1e-7, "atol": 1e-7}
+    np.testing.assert_allclose(gradient, expected_flat, **close)
 
 
 def test_symmetric_packing_torch_branches_match_numpy():

@@ -414,7 +414,10 @@ def _accumulate_gram(out, rows, weights, negative_rows, scratch=None):
         out += (rows * weights[:, None]).T @ rows
         return
     root = np.sqrt(np.abs(weights))[:, None]
-    scaled = rows * root if scratch is None else np.multiply(rows, root, out=scratch[: rows.shape[0]])
+    if scratch is None:
+        scaled = rows * root
+    else:
+        scaled = np.multiply(rows, root, out=scratch[: rows.shape[0]])
     start, stop = negative_rows
     for begin, end, sign in ((0, start, 1.0), (stop, rows.shape[0], 1.0), (start, stop, -1.0)):
         if end > begin:
@@ -701,7 +704,8 @@ class SymmetricPacking:
         flat = grad_Q.reshape(grad_Q.shape[0], -1)
         if grad_Q.device.type == "cpu":
             G = flat.numpy()
-            return torch.from_numpy((G[:, self._upper] + G[:, self._lower]) * self._half.astype(G.dtype))
+            packed = (G[:, self._upper] + G[:, self._lower]) * self._half.astype(G.dtype)
+            return torch.from_numpy(packed)
         return self._gradient_torch(flat)
 
     def _gradient_torch(self, flat):
