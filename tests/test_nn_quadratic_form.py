@@ -306,3 +306,99 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
                             (gintercept, rintercept)):
         assert value.dtype == dtype
         torch.testing.assert_close(value.double(), expected, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("design_matrix", [True, False])
+def test_packed_module_and_flat_objective_give_the_autograd_gradient(
+    monkeypatch, n_scores, n_classes, fit_intercept, dtype, design_matrix
+):
+    """Packed Q (upper triangle, sqrt(2) off the diagonal): the module's .grad and the
+    numpy flat objective (on the degree-2 design matrix, or on the matrix products)
+    both equal autograd's gradient of the naive objective with respect to the packed
+    vector, and the packing is an isometry of symmetric Q."""
+    import skquad.nn.quadratic_form as quadratic_form
+    from skquad.nn.quadratic_form import (
+        QuadraticScores,
+        SymmetricPacking,
+        quadratic_logistic_loss_and_gradient,
+    )
+
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=37)
+    X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
+    if not fit_intercept:
+        intercept = torch.zeros_like(intercept)
+    d = X.shape[1]
+    packing = SymmetricPacking(d)
+    v = packing.pack(Q)
+    assert v.shape == (n_scores, d * (d + 1) // 2)
+    torch.testing.assert_close(packing.unpack(v), Q)
+    torch.testing.assert_close(v.square().sum(), Q.square().sum())
+
+    # autograd through the unpacking, written independently of SymmetricPacking
+    rows, cols = torch.triu_indices(d, d)
+    scale = torch.where(rows == cols, 1.0, 2.0**0.5).double()
+    leaves = [t.clone().requires_grad_(True) for t in (v, coef, intercept)]
+    entries = leaves[0] / scale
+    # Q = sum over packed entries of v_p / scale_p (E_ij + E_ji), E_ii once
+    basis = torch.zeros(rows.shape[0], d, d, dtype=torch.float64)
+    basis[torch.arange(rows.shape[0]), rows, cols] = 1.0
+    basis[torch.arange(rows.shape[0]), cols, rows] = 1.0
+    Q_of_v = torch.einsum("kp,pij->kij", entries, basis)
+    reference = _naive_objective(X, y, weight, Q_of_v, *leaves[1:], 0.2, cross_weight=2.0)
+    expected = torch.autograd.grad(reference, leaves)
+
+    module = QuadraticScores([Q, coef, intercept], fit_intercept=fit_intercept, packed=True)
+    module = module.to(dtype)
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    fn = quadratic_logistic_loss_and_gradient(module, 0.2, cross_weight=2.0, class_blocks=blocks)
+    tolerance = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else {}
+    with torch.no_grad():
+        loss = fn(X.to(dtype), y, weight.to(dtype))
+    torch.testing.assert_close(loss.double(), reference.detach(), **tolerance)
+    torch.testing.assert_close(module.Q_packed.grad.double(), expected[0], **tolerance)
+    torch.testing.assert_close(module.coef.grad.double(), expected[1], **tolerance)
+    torch.testing.assert_close(module.tensors()[0].double(), Q, **tolerance)
+    # the stopping test's scales turn the packed gradient back into the full matrix's
+    # gradient entries (what the unpacked fit's test reads)
+    full = Q.clone().requires_grad_(True)
+    (full_gradient,) = torch.autograd.grad(
+        _naive_objective(X, y, weight, full, coef, intercept, 0.2, cross_weight=2.0), [full]
+    )
+    scales = module.lbfgs_gradient_scales()["Q_packed"]
+    torch.testing.assert_close(
+        module.Q_packed.grad.double() / scales, full_gradient[:, rows, cols], **tolerance
+    )
+
+    monkeypatch.setattr(quadratic_form, "_DESIGN_MATRIX_ELEMENTS", 1 << 30 if design_matrix else 0)
+    flat = fn.flat_objective(X.to(dtype), y, weight.to(dtype))
+    theta = torch.cat([p.detach().double().ravel() for p in module.parameters() if p.requires_grad])
+    value, gradient = flat(theta.numpy())
+    assert gradient.dtype == np.float64 and gradient.shape == theta.shape
+    np.testing.assert_allclose(value, float(reference.detach()), rtol=1e-4 if tolerance else 1e-7)
+    expected_flat = torch.cat([g.ravel() for g in expected[: 3 if fit_intercept else 2]]).numpy()
+    close = {"rtol": 1e-3, "atol": 1e-4} if tolerance else {"rtol": 1e-7, "atol": 1e-7}
+    np.testing.assert_allclose(gradient, expected_flat, **close)
+
+
+def test_symmetric_packing_torch_branches_match_numpy():
+    """The other devices' (torch indexing) pack, unpack and gradient, run on CPU tensors,
+    equal the CPU (numpy) ones: the CUDA fit's arithmetic, checked without CUDA."""
+    from skquad.nn.quadratic_form import SymmetricPacking
+
+    _, _, _, Q, _, _ = _problem(3, 3, n_features=6)
+    packing = SymmetricPacking(6)
+    G = torch.randn(3, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    v = packing.pack(Q)
+    torch.testing.assert_close(packing._pack_torch(Q.reshape(3, -1)), v, rtol=0, atol=0)
+    torch.testing.assert_close(packing._unpack_torch(v), packing.unpack(v), rtol=0, atol=0)
+    torch.testing.assert_close(
+        packing._gradient_torch(G.reshape(3, -1)), packing.gradient(G), rtol=0, atol=0
+    )
+    # the gradient of v -> <G, unpack(v)> is what .gradient returns (G need not be symmetric)
+    leaf = v.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((G * packing._unpack_torch(leaf)).sum(), [leaf])
+    torch.testing.assert_close(packing.gradient(G), expected)

@@ -35,6 +35,27 @@ def test_a_callback_can_stop_the_solver():
     assert lbfgs_convergence_message(result, 100, 1000) is None
 
 
+def test_gradient_scale_moves_the_gradient_test_to_the_scaled_coordinates():
+    """The test reads gradient / gradient_scale: with scales of 1e3 it passes where
+    scipy's own test on the gradient (gtol=tol) cannot yet, and is reported as scipy
+    reports its gradient test."""
+    tol = 1e-3
+    plain = minimize_lbfgs(quadratic, np.ones(5), max_iter=100, max_fun=1000, tol=tol, ftol=0.0)
+    scale = np.full(5, 1e3)
+    scaled = minimize_lbfgs(quadratic, np.ones(5), max_iter=100, max_fun=1000, tol=tol, ftol=0.0,
+                            gradient_scale=scale)
+    assert scaled.success and scaled.status == 0 and "PGTOL" in scaled.message
+    assert not scaled.stopped_by_callback
+    assert lbfgs_convergence_message(scaled, 100, 1000) is None
+    assert scaled.nit < plain.nit
+    _, gradient = quadratic(scaled.x)
+    assert np.max(np.abs(gradient) / scale) <= tol < np.max(np.abs(gradient))
+    # unit scales: the same test as scipy's, the same iterates
+    unit = minimize_lbfgs(quadratic, np.ones(5), max_iter=100, max_fun=1000, tol=tol, ftol=0.0,
+                          gradient_scale=np.ones(5))
+    assert unit.nit == plain.nit and np.array_equal(unit.x, plain.x)
+
+
 def test_message_names_the_limit_that_stopped_scipy():
     by_iterations = minimize_lbfgs(quadratic, np.ones(50), max_iter=2, max_fun=1000, tol=1e-12)
     message = lbfgs_convergence_message(by_iterations, 2, 1000)

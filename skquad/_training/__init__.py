@@ -46,7 +46,7 @@ API
     ``shuffle``, ``momentum``, ``nesterov``, ``beta_1``, ``beta_2``,
     ``epsilon``, ``max_fun``, ``verbose``, ``n_threads``, ``stratify``, and
     ``warn_on_max_iter``, ``loss_growth_limit``, ``lbfgs_ftol``,
-    ``lbfgs_maxls``, ``learning_rate_name``, ``divergence_advice``,
+    ``lbfgs_maxls``, ``lbfgs_maxcor``, ``learning_rate_name``, ``divergence_advice``,
     ``convergence_advice``.
 
 ``Trainer(module, loss_function, parameter_groups=None, config=None, *, device, dtype,
@@ -121,6 +121,18 @@ call; writing with ``out=`` is fine). It is only called for training steps;
 ``module`` still serves validation and the divergence recovery. The returned
 loss must be NaN or infinite when any model output is (the divergence guard
 relies on it).
+
+Full-batch L-BFGS can go one step further. A ``loss_and_gradient`` with an
+attribute ``flat_objective(X, y, w) -> objective or None`` offers the whole
+objective (its penalty included) on the flat parameter vector:
+``objective(theta) -> (loss, gradient)`` in numpy, float64 in and out, in the
+flat buffer's layout. The L-BFGS fit then calls it instead of writing each
+point into the module (the module gets the best point at the end, and each
+point a callback reads); quadratic logistic regression's packed CPU objective
+(``skquad.nn.quadratic_form.packed_logistic_objective``) is one. A module
+that holds a parameter in rescaled coordinates (the packed symmetric ``Q``)
+names the scales with ``lbfgs_gradient_scales() -> {name: tensor}``: the
+gradient test divides by them, so that ``tol`` reads the unscaled gradient.
 
 Divergence
 ----------

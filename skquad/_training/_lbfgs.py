@@ -32,7 +32,7 @@ __all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 
 
 def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=None,
-                   on_iteration=None):
+                   maxcor=None, on_iteration=None, gradient_scale=None):
     """Minimise ``objective(theta) -> (value, gradient)`` with L-BFGS-B.
 
     Parameters
@@ -47,18 +47,34 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         scipy's ``maxfun``: the most objective evaluations.
     tol : float
         scipy's ``gtol``: stop when the largest gradient entry is below it.
-    ftol, maxls : float and int, optional
+    ftol, maxls, maxcor : float, int and int, optional
         scipy's options of the same names (its defaults when None).
     on_iteration : callable, optional
         ``on_iteration(iteration, loss, theta) -> bool`` after every
         iteration; returning True stops the solver there.
+    gradient_scale : ndarray of shape (n_parameters,), optional
+        Positive numbers: the gradient test reads ``gradient / gradient_scale``,
+        the gradient in the coordinates of a model that ``theta`` rescales
+        (the packed symmetric matrices of quadratic logistic regression), so
+        that ``tol`` keeps its meaning. It is checked after every iteration,
+        at the point scipy accepted (its line search's last evaluation), and
+        reported as scipy reports its own gradient test. With all scales at
+        least 1, scipy's own test on ``gradient`` (``gtol=tol``) can only
+        pass later.
 
     Returns
     -------
     result : scipy.optimize.OptimizeResult
         With an extra boolean field ``stopped_by_callback``.
     """
-    state = {"iteration": 0, "stopped": False}
+    state = {"iteration": 0, "stopped": False, "converged": False, "last": None}
+    if gradient_scale is not None:
+        inner = objective
+
+        def objective(theta):
+            value, gradient = inner(theta)
+            state["last"] = (theta.copy(), gradient)
+            return value, gradient
 
     def callback(intermediate_result):
         state["iteration"] += 1
@@ -66,6 +82,12 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
             state["iteration"], float(intermediate_result.fun), intermediate_result.x
         ):
             state["stopped"] = True
+            raise StopIteration
+        last = state["last"]
+        if last is not None and np.array_equal(last[0], intermediate_result.x) and (
+            np.max(np.abs(last[1]) / gradient_scale, initial=0.0) <= tol
+        ):
+            state["converged"] = True
             raise StopIteration
 
     if int(max_iter) == 0:
@@ -83,6 +105,8 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         options["ftol"] = float(ftol)
     if maxls is not None:
         options["maxls"] = int(maxls)
+    if maxcor is not None:
+        options["maxcor"] = int(maxcor)
     result = minimize(
         objective,
         np.asarray(x0, dtype=np.float64),
@@ -92,6 +116,9 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         options=options,
     )
     result.stopped_by_callback = state["stopped"]
+    if state["converged"]:
+        result.status, result.success = 0, True
+        result.message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
     return result
 
 
@@ -138,9 +165,22 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
     total_weight = sample_weight.sum()
     weights = torch.as_tensor(sample_weight / total_weight).to(device=trainer.device, dtype=trainer.dtype)
     penalty = trainer._has_penalty()
-    best = {"loss": math.inf}
+    best = {"loss": math.inf, "theta": None}
     trainer._remember_best()
     reporter = trainer._reporter("lbfgs-iter")
+    # A loss that offers the objective on the flat vector itself (numpy, no
+    # torch operations per evaluation): the module's parameters are then set
+    # only where they are read (callbacks, the best point at the end).
+    make_flat = getattr(trainer.loss_and_gradient, "flat_objective", None)
+    flat = None if make_flat is None or penalty else make_flat(X, y, weights)
+
+    def flat_objective(theta):
+        loss, gradient = flat(theta)
+        if not (math.isfinite(loss) and np.isfinite(gradient).all()):
+            raise NonFiniteObjective  # as below
+        if loss < best["loss"]:
+            best.update(loss=loss, theta=theta.copy())
+        return loss, gradient
 
     def objective(theta):
         trainer.flat_parameters.copy_(torch.as_tensor(theta))
@@ -176,22 +216,28 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
         return stop
 
     theta0 = trainer.flat_parameters.double().cpu().numpy().copy()
+    gradient_scale = _gradient_scale(trainer)
     reporter.begin()
     try:
         result = minimize_lbfgs(
-            objective,
+            objective if flat is None else flat_objective,
             theta0,
             max_iter=max_iter,
             max_fun=config.max_fun,
             tol=config.tol,
             ftol=config.lbfgs_ftol,
             maxls=config.lbfgs_maxls,
+            maxcor=config.lbfgs_maxcor,
             on_iteration=on_iteration,
+            gradient_scale=gradient_scale,
         )
         non_finite = False
     except NonFiniteObjective:
         result, non_finite = None, True
     reporter.close()
+    if best["theta"] is not None:
+        trainer.flat_parameters.copy_(torch.as_tensor(best["theta"]))
+        trainer._remember_best()
     trainer._restore_best()
     history.best_loss = min(history.best_loss, best["loss"])
     history.loss = best["loss"]
@@ -211,3 +257,21 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
     elif config.warn_on_max_iter:
         warn_user(message, ConvergenceWarning)
     return history
+
+
+def _gradient_scale(trainer):
+    """The flat ``gradient_scale`` of :func:`minimize_lbfgs` from the module, or None.
+
+    A module that holds some parameter in rescaled coordinates says so with
+    ``lbfgs_gradient_scales() -> {name: tensor of the parameter's shape}``.
+    """
+    scales = getattr(trainer.module, "lbfgs_gradient_scales", None)
+    scales = scales() if scales is not None else {}
+    if not scales:
+        return None
+    flat = np.ones(trainer.n_parameters)
+    for name, offset in trainer.parameters.layout:
+        if name in scales:
+            values = scales[name].double().cpu().numpy().ravel()
+            flat[offset : offset + values.size] = values
+    return flat

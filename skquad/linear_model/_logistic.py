@@ -91,9 +91,11 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     (the intercepts are not penalised). It is logistic regression on degree-2
     features, so the problem is convex and ``solver="lbfgs"`` reaches its
-    global optimum; but the ``n x d(d+1)/2`` feature matrix is never built:
-    scores and gradients are computed in matrix form (``X Q`` and
-    ``X^T diag(r) X``), with ``O(n d + K d^2)`` memory.
+    global optimum; but the ``n x d(d+1)/2`` feature matrix is not built
+    beyond 8 MB: scores and gradients are computed in matrix form (``X Q``
+    and ``X^T diag(r) X``), with ``O(n d + K d^2)`` memory. (Small problems,
+    whose degree-2 matrix has at most 2**20 numbers, are fitted on it: one
+    product each way, where the matrix form's time went to its calls.)
 
     With the default ``penalty="polynomial"``, ``P(Q)`` is the sum of the
     squared coefficients of the degree-2 features (``Q_ii`` for ``x_i^2``,
@@ -124,7 +126,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Whether to fit the intercepts ``b``.
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         ``"lbfgs"``: full-batch L-BFGS-B (scipy) on the loss and gradient
-        computed in torch; reaches the global optimum when ``rank`` is None.
+        in closed form; reaches the global optimum when ``rank`` is None.
+        A full ``Q_k`` is optimised as its packed upper triangle (``sqrt(2)
+        Q_ij`` off the diagonal: the steps L-BFGS takes on the symmetric
+        matrix, on half the numbers), with a memory of 20 correction pairs
+        (``LogisticRegression`` keeps scipy's 10; with 20 the benchmark's UCI
+        fits took 7 to 22 % fewer iterations: optdigits 27 -> 25, ionosphere
+        44 -> 37, spambase 270 -> 218, vehicle 204 -> 160, means of 3 splits).
         ``"sgd"``: Noel et al.'s stochastic gradient updates (their equations
         8, 11 and 21: the step for ``Q`` is taken with respect to its
         ``d(d+1)/2`` free entries, i.e. ``2 G - diag(G)`` for the gradient
@@ -277,6 +285,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
+
+    # L-BFGS's memory (scipy's maxcor; LogisticRegression keeps scipy's 10).
+    _LBFGS_MAXCOR = 20
 
     # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
     _fits_dask_collections = True
@@ -527,7 +538,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         tensors = self._initial_params(X.shape[1], device, previous, policy.init_generator)
         if not self.fit_intercept:
             tensors[-1].zero_()
-        module = QuadraticScores(tensors, fit_intercept=self.fit_intercept)
+        # full-batch L-BFGS on a full Q: each Q_k packed (its d(d+1)/2 upper
+        # triangle), the same iterates at half the optimizer's work
+        module = QuadraticScores(
+            tensors, fit_intercept=self.fit_intercept,
+            packed=not stochastic and self.rank is None,
+        )
         config = TrainingConfig(
             solver="sgd" if stochastic else "lbfgs",
             learning_rate=learning_rate_init,
@@ -546,6 +562,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             # LogisticRegression's L-BFGS settings
             lbfgs_ftol=64 * np.finfo(float).eps,
             lbfgs_maxls=50,
+            lbfgs_maxcor=self._LBFGS_MAXCOR,
             divergence_advice=(
                 "standardized features (e.g. StandardScaler in a Pipeline), a smaller C"
                 + (" or solver='lbfgs'" if stochastic else "")
