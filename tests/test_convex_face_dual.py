@@ -96,3 +96,70 @@ def test_factor_solver_certifies_a_tight_tol_with_the_face_dual():
     solution = solve_factored(data, tol=1e-6, max_iter=400)
     assert solution.converged and solution.relative_gap <= 1e-6
     assert solution.lower_bound <= reference * (1 + 1e-7) <= solution.value * (1 + 2e-7)
+
+
+# The binary logistic loss: the face dual with the entropy as the conjugate.
+LOGISTIC_CASES = [
+    (0, 1e-2, "bilinear"),
+    (2, 3e-3, (0.25, 0.5, 0.0)),
+]
+
+
+def _logistic_problem(seed, beta, activation, n=100, d=4):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] * X[:, 1] - 0.5 * X[:, 2] + 0.4 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    weight = rng.uniform(0.2, 2.0, size=n)
+    weight /= weight.sum()
+    lifting = InputLifting(fit_intercept=True, activation=activation)
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="logistic", beta=beta, n_outputs=1, solver="CLARABEL"
+    ).value
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="logistic", beta=beta, n_outputs=1)
+    return data, reference
+
+
+@pytest.mark.parametrize("seed, beta, activation", LOGISTIC_CASES)
+def test_logistic_face_bound_holds_at_random_points(seed, beta, activation):
+    """A bound whatever the factors and the scores the family is built from."""
+    data, reference = _logistic_problem(seed, beta, activation)
+    rng = np.random.RandomState(seed)
+    p = data.n_lifted
+    for rank in (2, 5):
+        F = rng.standard_normal((p, rank))
+        F /= np.linalg.norm(F, axis=1, keepdims=True)
+        signs = np.where(np.arange(rank) % 2 == 0, 1.0, -1.0)
+        scores = 2.0 * rng.standard_normal(data.target.shape[0])
+        bound = face_dual_bound(data, F, signs, scores, max_newton=20)
+        # CLARABEL's value is optimal to about 1e-8 relative (its tolerances).
+        assert bound <= reference * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("seed, beta, activation", LOGISTIC_CASES)
+def test_verified_bound_repairs_any_logistic_dual_pair(seed, beta, activation):
+    """lam outside the entropy's domain is clipped, mu repaired: still a bound."""
+    data, reference = _logistic_problem(seed, beta, activation)
+    rng = np.random.RandomState(seed + 1)
+    n, p = data.target.shape[0], data.n_lifted
+    for scale in (1e-2, 1.0, 1e2):
+        lam = scale * rng.standard_normal(n)
+        mu = scale * rng.standard_normal(p)
+        assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("seed, beta, activation", LOGISTIC_CASES)
+def test_logistic_face_bound_is_tight_where_the_primal_is(seed, beta, activation):
+    """Near the optimum the logistic face dual closes the gap; lam = l'(f) lags it."""
+    data, reference = _logistic_problem(seed, beta, activation)
+    solution = solve_factored(data, tol=1e-12, max_iter=150)
+    F, signs = solution.factors[0]
+    primal_error = (solution.value - reference) / reference
+    assert primal_error < 1e-6
+    face = face_dual_bound(data, F, signs, solution.scores[:, 0])
+    lam = dual_point(torch.as_tensor(solution.scores), data.target, "logistic")
+    cheap = dual_bound(
+        data, lam, [(torch.as_tensor(F), torch.as_tensor(signs))], feasible_value=solution.value
+    ).lower_bound
+    assert face <= reference * (1 + 1e-7)
+    assert (reference - face) / reference <= 1e-6
+    assert reference - face <= reference - cheap + 1e-9 * reference

@@ -58,6 +58,8 @@ import numpy as np
 import scipy.linalg
 import torch
 
+from .losses import conjugate, project_dual
+
 __all__ = ["face_basis", "face_dual_bound", "verified_bound"]
 
 # Eigenvalues of P (or N) below this fraction of the largest are not part of
@@ -71,10 +73,14 @@ _FACE_EIGENVALUE = 1e-3
 # ranks 20 + 22 (q = 464): at 350 its bound stalled at a gap of 1e-4 to
 # 5e-4 for 1,600 iterations and a dozen tries; at 500 one try certified it.
 MAX_FACE_VARIABLES = 500
+# Elements of one q x p x p array of the logistic face dual's Newton step
+# (a few such arrays live at once): 2.5e7 float64 elements = 200 MB.
+_FACE_MEMORY = 25_000_000
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
 _KEEP = 1e-12
+_GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
 
 
 def face_basis(factor, signs, threshold=_FACE_EIGENVALUE, max_size=None):
@@ -150,13 +156,18 @@ def _weighted_matrices(data, coefficients, chunk=512):
 def verified_bound(data, lam, mu):
     """``max_theta D(theta lam)`` over the ``theta`` the lemma allows, checked exactly.
 
-    ``lam`` (n,) and ``mu`` (p,) are any vectors (one block, squared loss,
-    ``data.target`` of one column). ``M(lam)`` is formed from ``lam``; ``mu`` is
-    raised by the smallest eigenvalue of ``Diag mu ± 2 M`` less a round-off
-    guard, so the returned value is a lower bound whatever ``lam`` and ``mu``.
+    ``lam`` (n,) and ``mu`` (p,) are any vectors (one block, ``data.target`` of
+    one column; squared, binary logistic or binary hinge loss). For the
+    logistic and hinge losses ``lam`` is first clipped into the conjugate's
+    domain (``-t lam`` in [0, 1]) and ``theta`` is at most 1 (``theta lam``
+    stays there). ``M(lam)`` is formed from ``lam``; ``mu`` is raised by the
+    smallest eigenvalue of ``Diag mu ± 2 M`` less a round-off guard, so the
+    returned value is a lower bound whatever ``lam`` and ``mu``.
     """
     dtype, device = data.features.dtype, data.features.device
     lam_t = torch.as_tensor(np.asarray(lam, dtype=np.float64), dtype=dtype, device=device)
+    if data.loss != "squared":
+        lam_t = project_dual(lam_t[:, None], data.target, data.loss)[:, 0]
     mu_t = torch.as_tensor(np.asarray(mu, dtype=np.float64), dtype=dtype, device=device)
     M = data.weighted_matrix(data.weight * lam_t)
     M = 0.5 * (M + M.T)
@@ -168,11 +179,26 @@ def verified_bound(data, lam, mu):
     # eigvalsh's backward error: a few eps times the norm, per eigenvalue.
     shift = max(0.0, -float(plus[0]), -float(minus[0])) + 64 * eps * p * scale
     trace = float(mu_t.sum()) + p * shift
+    penalty = data.penalty_per_rho
+    theta_max = math.inf if trace <= 0 else penalty / trace
+    if data.loss != "squared":
+        # D(theta lam) = -Σ w l*(theta lam) is concave in theta on [0, 1].
+        high = min(1.0, theta_max)
+
+        def value(theta):
+            return -float(data.weight @ conjugate(theta * lam_t[:, None], data.target, data.loss))
+
+        low, top = 0.0, high
+        for _ in range(60):
+            x1, x2 = top - _GOLDEN * (top - low), low + _GOLDEN * (top - low)
+            if value(x1) < value(x2):
+                low = x1
+            else:
+                top = x2
+        return max(value(0.0), value(high), value(0.5 * (low + top)))
     target = data.target[:, 0]
     a = float(data.weight @ (lam_t * target))
     b = float(data.weight @ (lam_t * lam_t)) / 4.0
-    penalty = data.penalty_per_rho
-    theta_max = math.inf if trace <= 0 else penalty / trace
     if b > 0:
         theta = min(max(-a / (2.0 * b), 0.0), theta_max)
     else:
@@ -231,6 +257,9 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         ``verified_bound()``). Faces larger than ``MAX_FACE_VARIABLES``
         lose their weakest directions first (a looser, still valid bound).
     """
+    if data.loss == "logistic":
+        scores = np.zeros(data.target.shape[0]) if scores is None else scores
+        return _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton, threshold)
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
     pieces = [t[:, None]] + [_pair_scores(data, basis) for basis in (U, V) if basis.shape[1]]
@@ -345,6 +374,171 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             # D + n_barrier / tau: stop when the target is out of reach (the
             # face misses directions; the primal must move first) or the
             # barrier is at round-off level; else raise tau.
+            reach = n_barrier / tau
+            out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
+            if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):
+                break
+            tau *= _TAU_FACTOR
+    return verified_bound(data, basis @ best_y, best_mu)
+
+
+def _logistic_conjugate(lam, target, weight, tau):
+    """``tau Σ w l*(lam) - Σ [log s + log(1 - s)]``, its gradient and Hessian
+    diagonal in ``lam`` (``inf`` outside ``0 < s < 1``), and ``Σ w l*(lam)``.
+
+    ``l*(lam) = s log s + (1 - s) log(1 - s)`` with ``s = -t lam``. The box's
+    log barrier makes each term self-concordant (``a x log x - log x`` is,
+    for ``a > 0``): without it Newton's steps stalled where some ``s`` neared
+    0 (the entropy's curvature ``1 / s`` changes faster than its model).
+    """
+    s = -target * lam
+    if not (np.all(s > 0.0) and np.all(s < 1.0)):
+        return math.inf, None, None, math.inf
+    log_s, log_r = np.log(s), np.log1p(-s)
+    entropy = float(weight @ (s * log_s + (1.0 - s) * log_r))
+    value = tau * entropy - float(log_s.sum() + log_r.sum())
+    grad = -target * (tau * weight * (log_s - log_r) - 1.0 / s + 1.0 / (1.0 - s))
+    hess = tau * weight / (s * (1.0 - s)) + 1.0 / s**2 + 1.0 / (1.0 - s) ** 2
+    return value, grad, hess, entropy
+
+
+def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton, threshold):
+    """The face-restricted dual of one binary logistic block (``face_dual_bound()``).
+
+    **Which ``lam``.** The optimal dual is ``lam* = l'(f*)``; around the
+    current scores ``f``, ``lam* = l'(f) + l''(f) ⊙ (f* - f) + O(|f* - f|²)``
+    and ``f* - f`` lies in the face's scores when the face is right. The
+    family is therefore ``lam = B y`` with ``B = [l'(f), l''(f) ⊙ (⟨L_i, U X
+    Uᵀ⟩)_i, l''(f) ⊙ (⟨L_i, V Y Vᵀ⟩)_i]``: its best member errs by
+    ``O(|f* - f|²) = O(v - v*)`` (``|f - f*|² <= (v - v*) / c`` for the
+    loss's curvature ``c`` on the bounded scores), so the bound closes as fast
+    as the primal, where ``lam = l'(f)`` lags it by a square root.
+
+    **The restricted dual** ``max -Σ w l*(B y)`` subject to ``Diag mu ± 2
+    M(B y) ⪰ 0``, ``1ᵀmu <= 2 beta p`` (the lemma of the module docstring with
+    Fenchel-Young, ``l(f) >= lam f - l*(lam)``, in place of the squared
+    identity; ``l*`` is the binary entropy, concave dual, smooth inside its
+    domain ``0 < -t lam < 1``) is solved by the same primal log-barrier
+    Newton method as the squared loss's, the entropy's Hessian added to the
+    ``y`` block; a step leaving the domain is rejected by the line search
+    (the entropy's gradient is infinite on its boundary). Validity does not
+    rest on any of this: ``verified_bound()`` clips ``lam`` into the domain,
+    re-checks the LMIs exactly and scales ``(lam, mu)`` by ``theta <= 1``.
+    """
+    t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+    weight = data.weight.detach().cpu().numpy().astype(np.float64)
+    f = np.asarray(scores, dtype=np.float64)
+    p = data.n_lifted
+    # The face's size is capped by memory too: the Newton step holds a few
+    # q x p x p arrays (d = 784: p = 785, q <= 40).
+    cap = max(2, min(MAX_FACE_VARIABLES - 1, int(_FACE_MEMORY / (p * p))))
+    U, V = face_basis(factor, signs, threshold, cap)
+    s0 = 1.0 / (1.0 + np.exp(t * f))  # sigmoid(-t f), in (0, 1)
+    s0 = np.clip(s0, 1e-12, 1.0 - 1e-12)
+    lam0 = -t * s0
+    curvature = s0 * (1.0 - s0)
+    pieces = [lam0[:, None]] + [
+        curvature[:, None] * _pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
+    ]
+    B = np.hstack(pieces)
+    # Orthonormal in the entropy's Hessian at lam0 (w / (s (1 - s))): the
+    # barrier's y block starts well conditioned; dependent columns drop out.
+    metric = weight / curvature
+    gram = B.T @ (B * metric[:, None])
+    values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+    keep = values > _KEEP * values[-1]
+    basis = B @ (vectors[:, keep] / np.sqrt(values[keep]))
+    y0 = basis.T @ (metric * lam0)
+    mats = _weighted_matrices(data, basis * weight[:, None])
+    mats = 0.5 * (mats + np.transpose(mats, (0, 2, 1)))
+    q = mats.shape[0]
+    penalty = data.penalty_per_rho
+    # Barrier parameter: two LMIs of size p, the trace slack, the 2 n box terms.
+    n_barrier = 2 * p + 1 + 2 * t.shape[0]
+    svec_rows, svec_cols = np.triu_indices(p)
+    svec_scale = np.where(svec_rows == svec_cols, 1.0, math.sqrt(2.0))
+
+    def conj(y):
+        return _logistic_conjugate(basis @ y, t, weight, tau)
+
+    def parts(y, mu):
+        M2 = 2.0 * np.tensordot(y, mats, axes=1)
+        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
+
+    # Start: lam0 with the first-order mu at the factors, raised into the
+    # LMIs' interior and scaled by theta into the trace constraint (the
+    # constraints are cones: (theta y, theta mu) stays strictly feasible).
+    M = np.tensordot(y0, mats, axes=1)
+    direction = (factor * signs) @ factor.T
+    mu0 = -2.0 * (M * direction).sum(axis=1)
+    low = min(np.linalg.eigvalsh(np.diag(mu0) + 2 * M)[0], np.linalg.eigvalsh(np.diag(mu0) - 2 * M)[0])
+    mu0 = mu0 + max(0.0, -low) + 1e-3 * penalty / p
+    theta = min(1.0, 0.99 * penalty / mu0.sum()) if mu0.sum() > 0 else 1.0
+    y, mu = theta * y0, theta * mu0
+    tau = 1.0
+    start_value = -conj(y)[3]
+    if not math.isfinite(start_value):
+        return verified_bound(data, lam0, mu0)
+    gap = (max(float(target_value) - start_value, 1e-12 * abs(start_value))
+           if math.isfinite(target_value) else max(abs(start_value), 1e-12))
+    tau = n_barrier / gap
+
+    def barrier(y, mu):
+        value = conj(y)[0]
+        Sp, Sm, slack = parts(y, mu)
+        if slack <= 0 or not math.isfinite(value):
+            return math.inf
+        try:
+            cp = np.linalg.cholesky(Sp)
+            cm = np.linalg.cholesky(Sm)
+        except np.linalg.LinAlgError:
+            return math.inf
+        logdet = 2.0 * (np.log(np.diag(cp)).sum() + np.log(np.diag(cm)).sum())
+        return value - logdet - math.log(slack)
+
+    best_y, best_mu, best = y, mu, start_value
+    for _ in range(max_newton):
+        Sp, Sm, slack = parts(y, mu)
+        _, g_lam, h_lam, _ = conj(y)
+        grad = np.zeros(q + p)
+        hess = np.zeros((q + p, q + p))
+        grad[:q] = basis.T @ g_lam
+        hess[:q, :q] = basis.T @ (basis * h_lam[:, None])
+        for sign, S in ((1.0, Sp), (-1.0, Sm)):
+            g_y, g_mu, h_yy, h_ymu, h_mumu = _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale)
+            grad[:q] += 2.0 * sign * g_y
+            grad[q:] += g_mu
+            hess[:q, :q] += 4.0 * h_yy
+            hess[:q, q:] += 2.0 * sign * h_ymu
+            hess[q:, :q] += 2.0 * sign * h_ymu.T
+            hess[q:, q:] += h_mumu
+        grad[q:] += 1.0 / slack
+        hess[q:, q:] += 1.0 / slack**2
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            break
+        decrement = float(-grad @ step)
+        if not math.isfinite(decrement) or decrement <= 0:
+            break
+        current = barrier(y, mu)
+        length = 1.0
+        while length > 1e-12:
+            trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
+            if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
+                break
+            length *= 0.5
+        else:
+            break
+        y, mu = trial_y, trial_mu
+        value = -conj(y)[3]
+        if value > best:
+            best_y, best_mu, best = y, mu, value
+        if best >= target_value:
+            break
+        if decrement < 0.5:
             reach = n_barrier / tau
             out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
             if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):

@@ -474,7 +474,11 @@ def _solve_factored(
     converged = False
     stalled_chunks = 0
     out_of_time = False
-    use_face_dual = data.loss == "squared" and data.lifted is None
+    # The face dual: per block for the squared loss (the blocks separate),
+    # and the binary logistic loss's single block.
+    use_face_dual = data.lifted is None and (
+        data.loss == "squared" or (data.loss == "logistic" and K == 1)
+    )
     next_face_iteration, face_spacing = 0, 2 * chunk_size
     while True:
         with torch.no_grad():
