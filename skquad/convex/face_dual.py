@@ -76,6 +76,11 @@ MAX_FACE_VARIABLES = 500
 # Elements of one q x p x p array of the logistic face dual's Newton step
 # (a few such arrays live at once): 2.5e7 float64 elements = 200 MB.
 _FACE_MEMORY = 25_000_000
+# Multiply-adds of forming the face's q matrices (q n p²) above which the
+# logistic face dual uses the caller's score directions instead (when given):
+# credit-approval's face (q ~ 400, n = 690, p = 47) costs 6e8; planted
+# d = 200's (q = 441, n = 2000, p = 201) 3.6e10, minutes of CPU.
+_FACE_WORK = 3e9
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
@@ -230,7 +235,7 @@ def _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale):
 
 
 def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
-                    max_newton=60, threshold=_FACE_EIGENVALUE):
+                    max_newton=60, threshold=_FACE_EIGENVALUE, directions=None):
     """The face-restricted dual bound of one squared-loss block.
 
     Parameters
@@ -259,7 +264,8 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     """
     if data.loss == "logistic":
         scores = np.zeros(data.target.shape[0]) if scores is None else scores
-        return _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton, threshold)
+        return _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton,
+                                         threshold, directions)
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
     pieces = [t[:, None]] + [_pair_scores(data, basis) for basis in (U, V) if basis.shape[1]]
@@ -402,7 +408,8 @@ def _logistic_conjugate(lam, target, weight, tau):
     return value, grad, hess, entropy
 
 
-def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton, threshold):
+def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton, threshold,
+                              directions=None):
     """The face-restricted dual of one binary logistic block (``face_dual_bound()``).
 
     **Which ``lam``.** The optimal dual is ``lam* = l'(f*)``; around the
@@ -437,9 +444,16 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
     s0 = np.clip(s0, 1e-12, 1.0 - 1e-12)
     lam0 = -t * s0
     curvature = s0 * (1.0 - s0)
-    pieces = [lam0[:, None]] + [
-        curvature[:, None] * _pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
-    ]
+    size = U.shape[1] * (U.shape[1] + 1) // 2 + V.shape[1] * (V.shape[1] + 1) // 2
+    if directions is not None and size * t.shape[0] * p * p > _FACE_WORK:
+        # The face is too large to form its matrices: the given score
+        # directions instead (the solver's last steps, along which the
+        # linearly converging iterate's remaining error mostly lies).
+        pieces = [lam0[:, None], curvature[:, None] * np.asarray(directions, dtype=np.float64)]
+    else:
+        pieces = [lam0[:, None]] + [
+            curvature[:, None] * _pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
+        ]
     B = np.hstack(pieces)
     # Orthonormal in the entropy's Hessian at lam0 (w / (s (1 - s))): the
     # barrier's y block starts well conditioned; dependent columns drop out.

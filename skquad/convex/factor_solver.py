@@ -59,6 +59,10 @@ from .solution import SDPSolution, relative_gap
 
 __all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block"]
 
+# Chunks of score history whose steps span the logistic face dual's family
+# when the face is too large to form (planted d = 200).
+_SCORE_STEPS = 6
+
 # Keyword arguments of solve_factored a user may pass as solver_options.
 FACTOR_SOLVER_OPTIONS = (
     "rank", "max_rank", "chunk_size", "history_size", "hinge_sigma", "align_iterations",
@@ -227,7 +231,7 @@ def _wake_blocks(state, lam, rho, off_rho):
     return changed
 
 
-def _face_dual_bound(data, factors, signs, scores, rho, tol):
+def _face_dual_bound(data, factors, signs, scores, rho, tol, directions=None):
     """The sum over blocks of the face-restricted dual bounds (squared loss).
 
     The objective is a sum over blocks of ``Σ w (f_k - t_k)² + 2 beta p rho_k``
@@ -243,7 +247,7 @@ def _face_dual_bound(data, factors, signs, scores, rho, tol):
             block, factors[k].detach().cpu().numpy().astype(np.float64),
             signs[k].detach().cpu().numpy().astype(np.float64),
             f_k[:, 0].detach().cpu().numpy().astype(np.float64),
-            target_value=value - 0.5 * tol * abs(value),
+            target_value=value - 0.5 * tol * abs(value), directions=directions,
         )
     return total
 
@@ -476,6 +480,7 @@ def _solve_factored(
     out_of_time = False
     # The face dual: per block for the squared loss (the blocks separate),
     # and the binary logistic loss's single block.
+    score_history = []
     use_face_dual = data.lifted is None and (
         data.loss == "squared" or (data.loss == "logistic" and K == 1)
     )
@@ -486,6 +491,9 @@ def _solve_factored(
             rho_now = torch.exp(state.log_rho)
             scores = state.scores(factors, rho_now)
             objective = float(data.objective(scores, rho_now.sum()))
+            score_history = (score_history + [scores.detach().cpu().numpy().astype(np.float64)[:, 0]])[
+                -_SCORE_STEPS - 1:
+            ]
             if data.loss == "hinge":
                 _, new_dual = hinge_prox(scores, data.target, state.dual, state._sigma)
                 lam = hinge_dual_point(new_dual, data.target)
@@ -511,7 +519,15 @@ def _solve_factored(
             use_face_dual and gap > tol and n_iter >= max(next_face_iteration, 2 * chunk_size)
             and 0.0 <= progress <= tol * abs(objective)
         ):
-            face_bound = _face_dual_bound(data, factors, state.signs, scores, rho_now, tol)
+            # The last chunks' score steps: the logistic face dual's family
+            # where the face is too large (see face_dual._FACE_WORK).
+            steps = None
+            if K == 1 and len(score_history) >= 3:
+                steps = np.stack(
+                    [score_history[-1]] + [b - a for a, b in zip(score_history[:-1], score_history[1:])],
+                    axis=1,
+                )
+            face_bound = _face_dual_bound(data, factors, state.signs, scores, rho_now, tol, steps)
             lower_bound = best_lower_bound = max(face_bound, best_lower_bound)
             gap = relative_gap(objective, lower_bound)
             next_face_iteration = n_iter + face_spacing
