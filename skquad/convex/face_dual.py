@@ -1,4 +1,4 @@
-"""The squared loss's face-restricted dual: a certificate as tight as the primal.
+"""The face-restricted dual (squared and binary logistic losses): a certificate as tight as the primal.
 
 For one block of the squared-loss SDP (design note
 ``shared/design/sdp-small-and-many-class.md``, section 2)::
@@ -49,6 +49,13 @@ r_U (r_U + 1) / 2 + r_V (r_V + 1) / 2``) with two ``p x p`` LMIs, solved here
 by a primal log-barrier method with Newton steps whose Hessian is formed
 through the Cholesky factors of the two LMIs (``O(q p³ + q² p²)`` per step),
 stopped as soon as the bound it certifies is within the requested gap.
+
+**The binary logistic loss** (``_logistic_face_dual_bound()``): the same
+lemma with Fenchel-Young, ``l(f) >= lam f - l*(lam)`` for ``-t lam`` in
+[0, 1] (``l*`` the binary entropy), in place of the squared identity; the
+family is ``l'(f)`` plus ``l''(f)`` times the face's scores (or, where the
+face is too large to form, times the solver's last score steps), and
+``verified_bound()`` clips ``lam`` into the domain and keeps ``theta <= 1``.
 """
 
 import math
@@ -60,7 +67,7 @@ import torch
 
 from .losses import conjugate, project_dual
 
-__all__ = ["face_basis", "face_dual_bound", "verified_bound"]
+__all__ = ["LOGISTIC_FACE_MAX_LIFTED", "face_basis", "face_dual_bound", "verified_bound"]
 
 # Eigenvalues of P (or N) below this fraction of the largest are not part of
 # its face: they are the iterate's noise, and every extra direction adds
@@ -81,6 +88,11 @@ _FACE_MEMORY = 25_000_000
 # credit-approval's face (q ~ 400, n = 690, p = 47) costs 6e8; planted
 # d = 200's (q = 441, n = 2000, p = 201) 3.6e10, minutes of CPU.
 _FACE_WORK = 3e9
+# Largest p for which the factor solver tries the logistic face dual: each
+# Newton step factors two p x p LMIs and forms q + 1 products of p x p
+# matrices; at p = 785 (planted d = 784, q = 7) a step took about 10 s under
+# load, more than the L-BFGS chunks it would save.
+LOGISTIC_FACE_MAX_LIFTED = 400
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
@@ -141,12 +153,17 @@ def _weighted_matrices(data, coefficients, chunk=512):
     Z = data.features.detach().cpu().numpy().astype(np.float64)
     n, width = Z.shape
     q = coefficients.shape[1]
-    gram = np.zeros((width * width, q))
-    for start in range(0, n, chunk):
-        block = Z[start : start + chunk]
-        outer = (block[:, :, None] * block[:, None, :]).reshape(block.shape[0], -1)
-        gram += outer.T @ coefficients[start : start + chunk]
-    gram = gram.T.reshape(q, width, width)
+    if q <= width:
+        # Few columns (the logistic face dual's score steps): one product
+        # Zᵀ diag(c) Z each, without the n x w² outer products.
+        gram = np.stack([Z.T @ (Z * coefficients[:, a : a + 1]) for a in range(q)])
+    else:
+        gram = np.zeros((width * width, q))
+        for start in range(0, n, chunk):
+            block = Z[start : start + chunk]
+            outer = (block[:, :, None] * block[:, None, :]).reshape(block.shape[0], -1)
+            gram += outer.T @ coefficients[start : start + chunk]
+        gram = gram.T.reshape(q, width, width)
     if data.polynomial is None:
         return gram
     a, b, c = data.polynomial
@@ -229,19 +246,25 @@ def _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale):
     K_svec = K[:, svec_rows, svec_cols] * svec_scale
     grad_y = -np.trace(K, axis1=1, axis2=2)
     hess_yy = K_svec @ K_svec.T
-    outer = (S_inv[:, None, :] * S_inv[None, :, :]).reshape(p * p, p)
-    hess_ymu = mats.reshape(q, p * p) @ outer
+    if q < p:
+        # (S⁻¹ A_a S⁻¹)_jj = Σ_k (C⁻ᵀ K_a)_jk (C⁻ᵀ)_jk: q p³ in products,
+        # without the p³ array of the form below (65 MB at p = 201).
+        hess_ymu = (np.matmul(inv_chol.T, K) * inv_chol.T).sum(axis=2)
+    else:
+        outer = (S_inv[:, None, :] * S_inv[None, :, :]).reshape(p * p, p)
+        hess_ymu = mats.reshape(q, p * p) @ outer
     return grad_y, -np.diag(S_inv), hess_yy, hess_ymu, S_inv**2
 
 
 def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
                     max_newton=60, threshold=_FACE_EIGENVALUE, directions=None):
-    """The face-restricted dual bound of one squared-loss block.
+    """The face-restricted dual bound of one squared-loss or binary logistic block.
 
     Parameters
     ----------
     data : LiftedData
-        One block: squared loss, ``target`` of one column, features given.
+        One block: squared or binary logistic loss, ``target`` of one
+        column, features given.
     factor, signs : ndarrays
         The current point's unit-row factor ``F`` (p x r) and column signs.
     scores : ndarray of shape (n,), default=None
@@ -254,6 +277,10 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         barrier shows the face cannot reach it.
     max_newton : int, default=60
         Largest number of Newton steps.
+    directions : ndarray of shape (n, k), default=None
+        Logistic loss only: score directions (e.g. the solver's last
+        steps) spanning the family instead of the face's scores when the
+        face is too large to form (``q n p² > _FACE_WORK``).
 
     Returns
     -------
