@@ -195,3 +195,25 @@ def test_logistic_score_step_family_is_a_bound_and_tight_with_the_right_step(mon
     assert bound <= reference * (1 + 1e-7)
     # The linearised dual point errs by O(|f* - f|²): measured 3e-5 here.
     assert (reference - bound) / reference <= 3e-4
+
+
+def test_verified_bound_repairs_any_hinge_dual_pair():
+    """The hinge's conjugate is linear on the box: lam clipped into it, mu
+    repaired, theta <= 1: a bound for any pair."""
+    rng = np.random.RandomState(5)
+    n, d = 60, 3
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    weight = np.full(n, 1.0 / n)
+    lifting = InputLifting(fit_intercept=True)
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="hinge", beta=1e-2, n_outputs=1, solver="CLARABEL"
+    ).value
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1)
+    p = data.n_lifted
+    for scale in (1e-2, 1.0, 1e2):
+        lam = scale * rng.standard_normal(n)
+        mu = scale * rng.standard_normal(p)
+        assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
+    # The exact dual point (-y on every sample, mu large) gives a positive bound.
+    assert verified_bound(data, -y, np.full(p, 10.0)) > 0.0
