@@ -538,6 +538,10 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
         return value - logdet - math.log(slack)
 
     best_y, best_mu, best = y, mu, start_value
+    if not math.isfinite(barrier(y, mu)):
+        # Round-off put the start on the LMIs' boundary: no interior to
+        # move in; the start itself is still checked.
+        return verified_bound(data, basis @ y, mu)
     for _ in range(max_newton):
         Sp, Sm, slack = parts(y, mu)
         _, g_lam, h_lam, _ = conj(y)
