@@ -217,3 +217,18 @@ def test_verified_bound_repairs_any_hinge_dual_pair():
         assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
     # The exact dual point (-y on every sample, mu large) gives a positive bound.
     assert verified_bound(data, -y, np.full(p, 10.0)) > 0.0
+
+
+def test_factor_solver_with_the_score_step_family_brackets_the_optimum(monkeypatch):
+    """The solver's path for large p (the face too large to form, few score
+    steps), forced on a small problem: the bracket holds CLARABEL's optimum
+    and the chunk history stays the solver's."""
+    import skquad.convex.face_dual as face_dual_module
+    import skquad.convex.factor_solver as factor_solver_module
+
+    monkeypatch.setattr(face_dual_module, "_FACE_WORK", 0.0)
+    monkeypatch.setattr(factor_solver_module, "_FEW_STEPS_ABOVE", 0)
+    data, reference = _logistic_problem(2, 3e-3, (0.25, 0.5, 0.0))
+    solution = solve_factored(data, tol=1e-6, max_iter=300)
+    assert solution.lower_bound <= reference * (1 + 1e-7) <= solution.value * (1 + 2e-7)
+    assert all(isinstance(entry, dict) for entry in solution.info["history"])

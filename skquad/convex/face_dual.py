@@ -89,10 +89,11 @@ _FACE_MEMORY = 25_000_000
 # d = 200's (q = 441, n = 2000, p = 201) 3.6e10, minutes of CPU.
 _FACE_WORK = 3e9
 # Largest p for which the factor solver tries the logistic face dual: each
-# Newton step factors two p x p LMIs and forms q + 1 products of p x p
-# matrices; at p = 785 (planted d = 784, q = 7) a step took about 10 s under
-# load, more than the L-BFGS chunks it would save.
-LOGISTIC_FACE_MAX_LIFTED = 400
+# Newton step factors two p x p LMIs and forms about 3 q products of p x p
+# matrices, O(q p³). At p = 785 (planted d = 784, the score-step family,
+# q = 7) it took 26 s CPU under load and certified 3.7e-5 at iteration 350,
+# where the first bound needed 650 iterations with the rank grown to 156.
+LOGISTIC_FACE_MAX_LIFTED = 1000
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
@@ -280,7 +281,8 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     directions : ndarray of shape (n, k), default=None
         Logistic loss only: score directions (e.g. the solver's last
         steps) spanning the family instead of the face's scores when the
-        face is too large to form (``q n p² > _FACE_WORK``).
+        face is too large to form (``q n p² > _FACE_WORK``; None: the
+        scores alone then).
 
     Returns
     -------
@@ -472,11 +474,13 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
     lam0 = -t * s0
     curvature = s0 * (1.0 - s0)
     size = U.shape[1] * (U.shape[1] + 1) // 2 + V.shape[1] * (V.shape[1] + 1) // 2
-    if directions is not None and size * t.shape[0] * p * p > _FACE_WORK:
+    if size * t.shape[0] * p * p > _FACE_WORK:
         # The face is too large to form its matrices: the given score
         # directions instead (the solver's last steps, along which the
-        # linearly converging iterate's remaining error mostly lies).
-        pieces = [lam0[:, None], curvature[:, None] * np.asarray(directions, dtype=np.float64)]
+        # linearly converging iterate's remaining error mostly lies), or
+        # without them the scores themselves (their scale).
+        directions = f[:, None] if directions is None else np.asarray(directions, dtype=np.float64)
+        pieces = [lam0[:, None], curvature[:, None] * directions]
     else:
         pieces = [lam0[:, None]] + [
             curvature[:, None] * _pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
