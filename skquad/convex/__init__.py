@@ -18,7 +18,7 @@ factor_solver
 certificate
     The dual lower bound from any point, for every solver.
 face_dual
-    The squared loss's face-restricted dual: a bound as tight as the primal.
+    The face-restricted dual (squared, binary logistic): a bound as tight as the primal.
 compact_solver
     Small squared-loss problems in their compact cone form (Clarabel).
 formulation

@@ -1,4 +1,4 @@
-"""The squared loss's face-restricted dual: a certificate as tight as the primal.
+"""The face-restricted dual (squared and binary logistic losses): a certificate as tight as the primal.
 
 For one block of the squared-loss SDP (design note
 ``shared/design/sdp-small-and-many-class.md``, section 2)::
@@ -49,6 +49,13 @@ r_U (r_U + 1) / 2 + r_V (r_V + 1) / 2``) with two ``p x p`` LMIs, solved here
 by a primal log-barrier method with Newton steps whose Hessian is formed
 through the Cholesky factors of the two LMIs (``O(q p³ + q² p²)`` per step),
 stopped as soon as the bound it certifies is within the requested gap.
+
+**The binary logistic loss** (``_logistic_face_dual_bound()``): the same
+lemma with Fenchel-Young, ``l(f) >= lam f - l*(lam)`` for ``-t lam`` in
+[0, 1] (``l*`` the binary entropy), in place of the squared identity; the
+family is ``l'(f)`` plus ``l''(f)`` times the face's scores (or, where the
+face is too large to form, times the solver's last score steps), and
+``verified_bound()`` clips ``lam`` into the domain and keeps ``theta <= 1``.
 """
 
 import math
@@ -58,7 +65,9 @@ import numpy as np
 import scipy.linalg
 import torch
 
-__all__ = ["face_basis", "face_dual_bound", "verified_bound"]
+from .losses import conjugate, project_dual
+
+__all__ = ["LOGISTIC_FACE_MAX_LIFTED", "face_basis", "face_dual_bound", "verified_bound"]
 
 # Eigenvalues of P (or N) below this fraction of the largest are not part of
 # its face: they are the iterate's noise, and every extra direction adds
@@ -71,10 +80,25 @@ _FACE_EIGENVALUE = 1e-3
 # ranks 20 + 22 (q = 464): at 350 its bound stalled at a gap of 1e-4 to
 # 5e-4 for 1,600 iterations and a dozen tries; at 500 one try certified it.
 MAX_FACE_VARIABLES = 500
+# Elements of one q x p x p array of the logistic face dual's Newton step
+# (a few such arrays live at once): 2.5e7 float64 elements = 200 MB.
+_FACE_MEMORY = 25_000_000
+# Multiply-adds of forming the face's q matrices (q n p²) above which the
+# logistic face dual uses the caller's score directions instead (when given):
+# credit-approval's face (q ~ 400, n = 690, p = 47) costs 6e8; planted
+# d = 200's (q = 441, n = 2000, p = 201) 3.6e10, minutes of CPU.
+_FACE_WORK = 3e9
+# Largest p for which the factor solver tries the logistic face dual: each
+# Newton step factors two p x p LMIs and forms about 3 q products of p x p
+# matrices, O(q p³). At p = 785 (planted d = 784, the score-step family,
+# q = 7) it took 26 s CPU under load and certified 3.7e-5 at iteration 350,
+# where the first bound needed 650 iterations with the rank grown to 156.
+LOGISTIC_FACE_MAX_LIFTED = 1000
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
 _KEEP = 1e-12
+_GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
 
 
 def face_basis(factor, signs, threshold=_FACE_EIGENVALUE, max_size=None):
@@ -130,12 +154,17 @@ def _weighted_matrices(data, coefficients, chunk=512):
     Z = data.features.detach().cpu().numpy().astype(np.float64)
     n, width = Z.shape
     q = coefficients.shape[1]
-    gram = np.zeros((width * width, q))
-    for start in range(0, n, chunk):
-        block = Z[start : start + chunk]
-        outer = (block[:, :, None] * block[:, None, :]).reshape(block.shape[0], -1)
-        gram += outer.T @ coefficients[start : start + chunk]
-    gram = gram.T.reshape(q, width, width)
+    if q <= width:
+        # Few columns (the logistic face dual's score steps): one product
+        # Zᵀ diag(c) Z each, without the n x w² outer products.
+        gram = np.stack([Z.T @ (Z * coefficients[:, a : a + 1]) for a in range(q)])
+    else:
+        gram = np.zeros((width * width, q))
+        for start in range(0, n, chunk):
+            block = Z[start : start + chunk]
+            outer = (block[:, :, None] * block[:, None, :]).reshape(block.shape[0], -1)
+            gram += outer.T @ coefficients[start : start + chunk]
+        gram = gram.T.reshape(q, width, width)
     if data.polynomial is None:
         return gram
     a, b, c = data.polynomial
@@ -150,13 +179,18 @@ def _weighted_matrices(data, coefficients, chunk=512):
 def verified_bound(data, lam, mu):
     """``max_theta D(theta lam)`` over the ``theta`` the lemma allows, checked exactly.
 
-    ``lam`` (n,) and ``mu`` (p,) are any vectors (one block, squared loss,
-    ``data.target`` of one column). ``M(lam)`` is formed from ``lam``; ``mu`` is
-    raised by the smallest eigenvalue of ``Diag mu ± 2 M`` less a round-off
-    guard, so the returned value is a lower bound whatever ``lam`` and ``mu``.
+    ``lam`` (n,) and ``mu`` (p,) are any vectors (one block, ``data.target`` of
+    one column; squared, binary logistic or binary hinge loss). For the
+    logistic and hinge losses ``lam`` is first clipped into the conjugate's
+    domain (``-t lam`` in [0, 1]) and ``theta`` is at most 1 (``theta lam``
+    stays there). ``M(lam)`` is formed from ``lam``; ``mu`` is raised by the
+    smallest eigenvalue of ``Diag mu ± 2 M`` less a round-off guard, so the
+    returned value is a lower bound whatever ``lam`` and ``mu``.
     """
     dtype, device = data.features.dtype, data.features.device
     lam_t = torch.as_tensor(np.asarray(lam, dtype=np.float64), dtype=dtype, device=device)
+    if data.loss != "squared":
+        lam_t = project_dual(lam_t[:, None], data.target, data.loss)[:, 0]
     mu_t = torch.as_tensor(np.asarray(mu, dtype=np.float64), dtype=dtype, device=device)
     M = data.weighted_matrix(data.weight * lam_t)
     M = 0.5 * (M + M.T)
@@ -168,11 +202,26 @@ def verified_bound(data, lam, mu):
     # eigvalsh's backward error: a few eps times the norm, per eigenvalue.
     shift = max(0.0, -float(plus[0]), -float(minus[0])) + 64 * eps * p * scale
     trace = float(mu_t.sum()) + p * shift
+    penalty = data.penalty_per_rho
+    theta_max = math.inf if trace <= 0 else penalty / trace
+    if data.loss != "squared":
+        # D(theta lam) = -Σ w l*(theta lam) is concave in theta on [0, 1].
+        high = min(1.0, theta_max)
+
+        def value(theta):
+            return -float(data.weight @ conjugate(theta * lam_t[:, None], data.target, data.loss))
+
+        low, top = 0.0, high
+        for _ in range(60):
+            x1, x2 = top - _GOLDEN * (top - low), low + _GOLDEN * (top - low)
+            if value(x1) < value(x2):
+                low = x1
+            else:
+                top = x2
+        return max(value(0.0), value(high), value(0.5 * (low + top)))
     target = data.target[:, 0]
     a = float(data.weight @ (lam_t * target))
     b = float(data.weight @ (lam_t * lam_t)) / 4.0
-    penalty = data.penalty_per_rho
-    theta_max = math.inf if trace <= 0 else penalty / trace
     if b > 0:
         theta = min(max(-a / (2.0 * b), 0.0), theta_max)
     else:
@@ -198,19 +247,25 @@ def _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale):
     K_svec = K[:, svec_rows, svec_cols] * svec_scale
     grad_y = -np.trace(K, axis1=1, axis2=2)
     hess_yy = K_svec @ K_svec.T
-    outer = (S_inv[:, None, :] * S_inv[None, :, :]).reshape(p * p, p)
-    hess_ymu = mats.reshape(q, p * p) @ outer
+    if q < p:
+        # (S⁻¹ A_a S⁻¹)_jj = Σ_k (C⁻ᵀ K_a)_jk (C⁻ᵀ)_jk: q p³ in products,
+        # without the p³ array of the form below (65 MB at p = 201).
+        hess_ymu = (np.matmul(inv_chol.T, K) * inv_chol.T).sum(axis=2)
+    else:
+        outer = (S_inv[:, None, :] * S_inv[None, :, :]).reshape(p * p, p)
+        hess_ymu = mats.reshape(q, p * p) @ outer
     return grad_y, -np.diag(S_inv), hess_yy, hess_ymu, S_inv**2
 
 
 def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
-                    max_newton=60, threshold=_FACE_EIGENVALUE):
-    """The face-restricted dual bound of one squared-loss block.
+                    max_newton=60, threshold=_FACE_EIGENVALUE, directions=None):
+    """The face-restricted dual bound of one squared-loss or binary logistic block.
 
     Parameters
     ----------
     data : LiftedData
-        One block: squared loss, ``target`` of one column, features given.
+        One block: squared or binary logistic loss, ``target`` of one
+        column, features given.
     factor, signs : ndarrays
         The current point's unit-row factor ``F`` (p x r) and column signs.
     scores : ndarray of shape (n,), default=None
@@ -223,6 +278,11 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         barrier shows the face cannot reach it.
     max_newton : int, default=60
         Largest number of Newton steps.
+    directions : ndarray of shape (n, k), default=None
+        Logistic loss only: score directions (e.g. the solver's last
+        steps) spanning the family instead of the face's scores when the
+        face is too large to form (``q n p² > _FACE_WORK``; None: the
+        scores alone then).
 
     Returns
     -------
@@ -231,6 +291,10 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         ``verified_bound()``). Faces larger than ``MAX_FACE_VARIABLES``
         lose their weakest directions first (a looser, still valid bound).
     """
+    if data.loss == "logistic":
+        scores = np.zeros(data.target.shape[0]) if scores is None else scores
+        return _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton,
+                                         threshold, directions)
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
     pieces = [t[:, None]] + [_pair_scores(data, basis) for basis in (U, V) if basis.shape[1]]
@@ -345,6 +409,185 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             # D + n_barrier / tau: stop when the target is out of reach (the
             # face misses directions; the primal must move first) or the
             # barrier is at round-off level; else raise tau.
+            reach = n_barrier / tau
+            out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
+            if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):
+                break
+            tau *= _TAU_FACTOR
+    return verified_bound(data, basis @ best_y, best_mu)
+
+
+def _logistic_conjugate(lam, target, weight, tau):
+    """``tau Σ w l*(lam) - Σ [log s + log(1 - s)]``, its gradient and Hessian
+    diagonal in ``lam`` (``inf`` outside ``0 < s < 1``), and ``Σ w l*(lam)``.
+
+    ``l*(lam) = s log s + (1 - s) log(1 - s)`` with ``s = -t lam``. The box's
+    log barrier makes each term self-concordant (``a x log x - log x`` is,
+    for ``a > 0``): without it Newton's steps stalled where some ``s`` neared
+    0 (the entropy's curvature ``1 / s`` changes faster than its model).
+    """
+    s = -target * lam
+    if not (np.all(s > 0.0) and np.all(s < 1.0)):
+        return math.inf, None, None, math.inf
+    log_s, log_r = np.log(s), np.log1p(-s)
+    entropy = float(weight @ (s * log_s + (1.0 - s) * log_r))
+    value = tau * entropy - float(log_s.sum() + log_r.sum())
+    grad = -target * (tau * weight * (log_s - log_r) - 1.0 / s + 1.0 / (1.0 - s))
+    hess = tau * weight / (s * (1.0 - s)) + 1.0 / s**2 + 1.0 / (1.0 - s) ** 2
+    return value, grad, hess, entropy
+
+
+def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_newton, threshold,
+                              directions=None):
+    """The face-restricted dual of one binary logistic block (``face_dual_bound()``).
+
+    **Which ``lam``.** The optimal dual is ``lam* = l'(f*)``; around the
+    current scores ``f``, ``lam* = l'(f) + l''(f) ⊙ (f* - f) + O(|f* - f|²)``
+    and ``f* - f`` lies in the face's scores when the face is right. The
+    family is therefore ``lam = B y`` with ``B = [l'(f), l''(f) ⊙ (⟨L_i, U X
+    Uᵀ⟩)_i, l''(f) ⊙ (⟨L_i, V Y Vᵀ⟩)_i]``: its best member errs by
+    ``O(|f* - f|²) = O(v - v*)`` (``|f - f*|² <= (v - v*) / c`` for the
+    loss's curvature ``c`` on the bounded scores), so the bound closes as fast
+    as the primal, where ``lam = l'(f)`` lags it by a square root.
+
+    **The restricted dual** ``max -Σ w l*(B y)`` subject to ``Diag mu ± 2
+    M(B y) ⪰ 0``, ``1ᵀmu <= 2 beta p`` (the lemma of the module docstring with
+    Fenchel-Young, ``l(f) >= lam f - l*(lam)``, in place of the squared
+    identity; ``l*`` is the binary entropy, concave dual, smooth inside its
+    domain ``0 < -t lam < 1``) is solved by the same primal log-barrier
+    Newton method as the squared loss's, the entropy's Hessian added to the
+    ``y`` block; a step leaving the domain is rejected by the line search
+    (the entropy's gradient is infinite on its boundary). Validity does not
+    rest on any of this: ``verified_bound()`` clips ``lam`` into the domain,
+    re-checks the LMIs exactly and scales ``(lam, mu)`` by ``theta <= 1``.
+    """
+    t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+    weight = data.weight.detach().cpu().numpy().astype(np.float64)
+    f = np.asarray(scores, dtype=np.float64)
+    p = data.n_lifted
+    # The face's size is capped by memory too: the Newton step holds a few
+    # q x p x p arrays (d = 784: p = 785, q <= 40).
+    cap = max(2, min(MAX_FACE_VARIABLES - 1, int(_FACE_MEMORY / (p * p))))
+    U, V = face_basis(factor, signs, threshold, cap)
+    s0 = 1.0 / (1.0 + np.exp(t * f))  # sigmoid(-t f), in (0, 1)
+    s0 = np.clip(s0, 1e-12, 1.0 - 1e-12)
+    lam0 = -t * s0
+    curvature = s0 * (1.0 - s0)
+    size = U.shape[1] * (U.shape[1] + 1) // 2 + V.shape[1] * (V.shape[1] + 1) // 2
+    if size * t.shape[0] * p * p > _FACE_WORK:
+        # The face is too large to form its matrices: the given score
+        # directions instead (the solver's last steps, along which the
+        # linearly converging iterate's remaining error mostly lies), or
+        # without them the scores themselves (their scale).
+        directions = f[:, None] if directions is None else np.asarray(directions, dtype=np.float64)
+        pieces = [lam0[:, None], curvature[:, None] * directions]
+    else:
+        pieces = [lam0[:, None]] + [
+            curvature[:, None] * _pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
+        ]
+    B = np.hstack(pieces)
+    # Orthonormal in the entropy's Hessian at lam0 (w / (s (1 - s))): the
+    # barrier's y block starts well conditioned; dependent columns drop out.
+    metric = weight / curvature
+    gram = B.T @ (B * metric[:, None])
+    values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+    keep = values > _KEEP * values[-1]
+    basis = B @ (vectors[:, keep] / np.sqrt(values[keep]))
+    y0 = basis.T @ (metric * lam0)
+    mats = _weighted_matrices(data, basis * weight[:, None])
+    mats = 0.5 * (mats + np.transpose(mats, (0, 2, 1)))
+    q = mats.shape[0]
+    penalty = data.penalty_per_rho
+    # Barrier parameter: two LMIs of size p, the trace slack, the 2 n box terms.
+    n_barrier = 2 * p + 1 + 2 * t.shape[0]
+    svec_rows, svec_cols = np.triu_indices(p)
+    svec_scale = np.where(svec_rows == svec_cols, 1.0, math.sqrt(2.0))
+
+    def conj(y):
+        return _logistic_conjugate(basis @ y, t, weight, tau)
+
+    def parts(y, mu):
+        M2 = 2.0 * np.tensordot(y, mats, axes=1)
+        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
+
+    # Start: lam0 with the first-order mu at the factors, raised into the
+    # LMIs' interior and scaled by theta into the trace constraint (the
+    # constraints are cones: (theta y, theta mu) stays strictly feasible).
+    M = np.tensordot(y0, mats, axes=1)
+    direction = (factor * signs) @ factor.T
+    mu0 = -2.0 * (M * direction).sum(axis=1)
+    low = min(np.linalg.eigvalsh(np.diag(mu0) + 2 * M)[0], np.linalg.eigvalsh(np.diag(mu0) - 2 * M)[0])
+    mu0 = mu0 + max(0.0, -low) + 1e-3 * penalty / p
+    theta = min(1.0, 0.99 * penalty / mu0.sum()) if mu0.sum() > 0 else 1.0
+    y, mu = theta * y0, theta * mu0
+    tau = 1.0
+    start_value = -conj(y)[3]
+    if not math.isfinite(start_value):
+        return verified_bound(data, lam0, mu0)
+    gap = (max(float(target_value) - start_value, 1e-12 * abs(start_value))
+           if math.isfinite(target_value) else max(abs(start_value), 1e-12))
+    tau = n_barrier / gap
+
+    def barrier(y, mu):
+        value = conj(y)[0]
+        Sp, Sm, slack = parts(y, mu)
+        if slack <= 0 or not math.isfinite(value):
+            return math.inf
+        try:
+            cp = np.linalg.cholesky(Sp)
+            cm = np.linalg.cholesky(Sm)
+        except np.linalg.LinAlgError:
+            return math.inf
+        logdet = 2.0 * (np.log(np.diag(cp)).sum() + np.log(np.diag(cm)).sum())
+        return value - logdet - math.log(slack)
+
+    best_y, best_mu, best = y, mu, start_value
+    if not math.isfinite(barrier(y, mu)):
+        # Round-off put the start on the LMIs' boundary: no interior to
+        # move in; the start itself is still checked.
+        return verified_bound(data, basis @ y, mu)
+    for _ in range(max_newton):
+        Sp, Sm, slack = parts(y, mu)
+        _, g_lam, h_lam, _ = conj(y)
+        grad = np.zeros(q + p)
+        hess = np.zeros((q + p, q + p))
+        grad[:q] = basis.T @ g_lam
+        hess[:q, :q] = basis.T @ (basis * h_lam[:, None])
+        for sign, S in ((1.0, Sp), (-1.0, Sm)):
+            g_y, g_mu, h_yy, h_ymu, h_mumu = _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale)
+            grad[:q] += 2.0 * sign * g_y
+            grad[q:] += g_mu
+            hess[:q, :q] += 4.0 * h_yy
+            hess[:q, q:] += 2.0 * sign * h_ymu
+            hess[q:, :q] += 2.0 * sign * h_ymu.T
+            hess[q:, q:] += h_mumu
+        grad[q:] += 1.0 / slack
+        hess[q:, q:] += 1.0 / slack**2
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            break
+        decrement = float(-grad @ step)
+        if not math.isfinite(decrement) or decrement <= 0:
+            break
+        current = barrier(y, mu)
+        length = 1.0
+        while length > 1e-12:
+            trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
+            if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
+                break
+            length *= 0.5
+        else:
+            break
+        y, mu = trial_y, trial_mu
+        value = -conj(y)[3]
+        if value > best:
+            best_y, best_mu, best = y, mu, value
+        if best >= target_value:
+            break
+        if decrement < 0.5:
             reach = n_barrier / tau
             out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
             if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):
