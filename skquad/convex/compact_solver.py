@@ -247,15 +247,20 @@ def _clarabel_solve(quadratic, linear, A, rhs, cones, what):
             settings.max_threads = 1
         return settings
 
-    solver = None
-    if quadratic.shape[0] >= _FAER_MIN_VARIABLES:
+    # The other factorization when the first ends short of "Solved" (a
+    # nearly singular KKT matrix: scikit-learn's check_dtype_object data
+    # through SDPQuantizedClassifierCV, m = 66, ended in NumericalError with
+    # QDLDL and was solved by faer).
+    methods = ["faer", "qdldl"] if quadratic.shape[0] >= _FAER_MIN_VARIABLES else ["qdldl", "faer"]
+    solution = None
+    for method in methods:
         try:
-            solver = clarabel.DefaultSolver(quadratic, linear, A, rhs, cones, settings_for("faer"))
-        except Exception:  # a Clarabel built without faer (before 0.10): QDLDL
-            solver = None
-    if solver is None:
-        solver = clarabel.DefaultSolver(quadratic, linear, A, rhs, cones, settings_for("qdldl"))
-    solution = solver.solve()
+            solver = clarabel.DefaultSolver(quadratic, linear, A, rhs, cones, settings_for(method))
+        except Exception:  # a Clarabel built without faer (before 0.10)
+            continue
+        solution = solver.solve()
+        if "Solved" in str(solution.status):
+            break
     status = str(solution.status)
     if "Solved" not in status:
         raise SolverFailedError(
