@@ -27,9 +27,10 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     diabetes, vehicle, credit-approval, segment), preprocessed by
     ``make_uci_preprocessor`` (standardized, one-hot), squared loss and
     every other default. An SCS fit over ``SCS_SKIP_SECONDS`` (60 s) in the
-    warm-up round is not repeated (the row's ``note`` says so). About 4
-    minutes at ``--repeats 3`` on one thread (segment's SCS fits take 40 s
-    each under load).
+    warm-up round is not repeated (the row's ``note`` says so). About 4.5
+    minutes of CPU time at ``--repeats 3`` on one thread, most of it
+    segment's SCS fits (40-50 s each); 19 minutes of wall time on the
+    loaded 2-core machine.
 
 Each case runs in a child process of its own, so that its peak resident
 memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
