@@ -211,7 +211,8 @@ def refit_second_layer(
         or a function that returns them (called only when the reduction
         applies, ``rank_bound`` small). The range-reduced form's basis is
         then found from the ``q x q`` Gram matrix of ``span`` (``n q^2``)
-        instead of ``H``'s (``n m^2`` and an ``m x m`` eigendecomposition).
+        instead of ``H``'s (``n m^2`` and an ``m x m`` eigendecomposition),
+        when ``rank_bound`` is below ``H``'s columns (else ``H``'s).
 
     Returns
     -------
@@ -291,11 +292,13 @@ def _refit_columns(
         loss == "squared" and rank_bound is not None
         and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]
     ):
-        if callable(span):
-            span = span()
-        reduced = _range_reduced(
-            H, target, weight, None if span is None else np.asarray(span, dtype=np.float64)
-        )
+        # The span's q x q Gram pays only with fewer columns than the neurons
+        # (optdigits: q = 2145 > 1000 neurons, H's own Gram is the smaller).
+        if span is not None and rank_bound < H.shape[1]:
+            span = np.asarray(span() if callable(span) else span, dtype=np.float64)
+        else:
+            span = None
+        reduced = _range_reduced(H, target, weight, span)
     if reduced is None:
         return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective)
     A, reduced_target, _ = reduced
