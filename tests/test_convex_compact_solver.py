@@ -188,3 +188,45 @@ def test_factor_solver_takes_the_squared_blocks_one_at_a_time():
     assert solution.lower_bound <= reference + 1e-7 <= solution.value + 2e-7
     assert solution.converged and solution.relative_gap <= 1e-4
     assert solution.Q.shape[0] == 3 and solution.scores.shape == (X.shape[0], 3)
+
+
+@pytest.mark.parametrize("d, first", [(3, "qdldl"), (14, "faer")])
+def test_a_factorization_that_fails_gives_way_to_the_other(monkeypatch, d, first):
+    """Clarabel factors with QDLDL below ``_FAER_MIN_VARIABLES`` variables and
+    faer above; when the first ends short of Solved (as QDLDL did on a nearly
+    singular block) the other solves, to the same certified bracket."""
+    import clarabel
+
+    from skquad.convex import compact_solver
+
+    methods = []
+    real = clarabel.DefaultSolver
+
+    class Failing:
+        def __init__(self, P, q, A, b, cones, settings):
+            methods.append(settings.direct_solve_method)
+            self.solver = real(P, q, A, b, cones, settings)
+            self.fail = settings.direct_solve_method == first
+
+        def solve(self):
+            solution = self.solver.solve()
+            if self.fail:
+                class Failed:
+                    status = "NumericalError"
+                return Failed()
+            return solution
+
+    X, y, weight = _problem(3, 1, n=60, d=d)
+    data = LiftedData.from_lifting(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    expected = solve_compact(data, tol=1e-4)
+    monkeypatch.setattr(clarabel, "DefaultSolver", Failing)
+    solution = solve_compact(data, tol=1e-4)
+    other = "faer" if first == "qdldl" else "qdldl"
+    assert methods == [first, other]
+    assert (3 * (d + 1) * (d + 2) // 2 + 1 >= compact_solver._FAER_MIN_VARIABLES) == (first == "faer")
+    assert solution.converged
+    assert solution.value == pytest.approx(expected.value, rel=1e-6)
+    # Both factorizations failing: the error names Clarabel's status.
+    monkeypatch.setattr(Failing, "solve", lambda self: type("Failed", (), {"status": "NumericalError"})())
+    with pytest.raises(compact_solver.SolverFailedError, match="NumericalError"):
+        solve_compact(data, tol=1e-4)

@@ -55,6 +55,22 @@ def test_lifted_matrices_match_the_bilinear_form(lifting):
     assert lifting.matrices(X).shape[1] == lifting.n_lifted(3)
 
 
+@pytest.mark.parametrize("lifting", LIFTINGS, ids=repr)
+def test_monomials_span_every_neurons_outputs(lifting):
+    # The refit's range basis (second_layer, span=): every u^T L(x) v is a
+    # combination of the monomials, with k (k + 1) / 2 columns for the k
+    # distinct coordinates whatever the replicas.
+    rng = np.random.RandomState(4)
+    X = rng.standard_normal((40, 3))
+    U, V, _ = _random_network(lifting, 3, 12, 1, seed=5)
+    span = lifting.monomials(X)
+    k = 3 + int(lifting.fit_intercept) + int(lifting.polynomial)
+    assert span.shape == (40, k * (k + 1) // 2)
+    outputs = lifting.bilinear(X, U, V)
+    coefficients = np.linalg.lstsq(span, outputs, rcond=None)[0]
+    np.testing.assert_allclose(span @ coefficients, outputs, atol=1e-9)
+
+
 def test_polynomial_lifting_gives_the_polynomial_activation():
     """u^T L(x) u with u = [w; 1] is sigma(x^T w) (sections 2.3-2.4)."""
     a, b, c = 0.3, -1.2, 0.7

@@ -107,3 +107,40 @@ def test_squared_refit_on_the_range_reduced_form_reaches_clarabels_optimum(n_out
     assert result.objective == pytest.approx(recomputed, rel=1e-12)
     assert result.objective <= result.initial_objective
     assert optimum - 1e-7 <= result.objective <= optimum * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_squared_refit_with_a_span_and_working_sets_reaches_clarabels_optimum(n_outputs):
+    # 400 neurons on 150 rows, p = 5: the basis comes from the 15 monomials of
+    # the lifted inputs (InputLifting.monomials), and the lasso's columns
+    # (many more than its 15 rows) go through working sets from a dense start.
+    from skquad.convex import InputLifting
+
+    rng = np.random.default_rng(7)
+    n, m = 150, 400
+    X = rng.standard_normal((n, 4))
+    lifting = InputLifting()
+    U, V = rng.choice([-1.0, 1.0], (2, m, 5))
+    H = lifting.bilinear(X, U, V)
+    y = rng.choice([-1.0, 1.0], n) if n_outputs == 1 else rng.integers(0, n_outputs, n)
+    weight = rng.uniform(0.2, 2.0, n)
+    weight /= weight.sum()
+    beta, p = 1e-4, 5
+    start = np.full((m, n_outputs), 0.01)
+    calls = []
+
+    def span():
+        calls.append(1)
+        return lifting.monomials(X)
+
+    result = refit_second_layer(
+        H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
+        tol=1e-12, rank_bound=p * (p + 1) // 2, span=span,
+    )
+    assert calls == [1]
+    optimum = _clarabel_optimum(H, y, weight, "squared", beta, p, n_outputs)
+    recomputed = loss_value(H @ result.alpha, y, weight, "squared", n_outputs)
+    recomputed += beta * p * np.abs(result.alpha).sum()
+    assert result.objective == pytest.approx(recomputed, rel=1e-12)
+    assert result.objective <= result.initial_objective
+    assert optimum - 1e-7 <= result.objective <= optimum * (1 + 1e-6)

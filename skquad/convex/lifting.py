@@ -26,6 +26,7 @@ where ``L(x)`` is a symmetric ``p x p`` matrix built from ``x`` in three steps
 ``2 u^T A v = (u + v)^T A (u + v) - u^T A u - v^T A v``).
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,6 +125,23 @@ class InputLifting:
         if self.levels > 1:
             X = replicate_features(X, self.levels)
         return X
+
+    def monomials(self, X):
+        """Products ``w_a w_b`` (``a <= b``) of ``w = z`` (``[z, 1]`` when polynomial), shape (n, q).
+
+        Every neuron's output ``u^T L(x) v`` (:meth:`bilinear`) is a linear
+        combination of these columns, whatever ``u`` and ``v``: ``L(x)`` is
+        ``z z^T``, or for a polynomial activation a fixed weighting of the
+        entries of ``[z, 1] [z, 1]^T``. Replicas (``levels > 1``) are copies
+        of a column, so ``w`` is built from the distinct columns only:
+        ``q = k (k + 1) / 2`` with ``k`` the features, intercept and
+        polynomial coordinate, whatever ``levels``.
+        """
+        W = dataclasses.replace(self, levels=1).features(X)
+        if self.polynomial:
+            W = np.hstack([W, np.ones((W.shape[0], 1))])
+        rows, cols = np.triu_indices(W.shape[1])
+        return W[:, rows] * W[:, cols]
 
     def n_lifted(self, n_features):
         """``p``, the length of the binary weight vectors ``u`` and ``v``."""

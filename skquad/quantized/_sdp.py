@@ -311,6 +311,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             refit = refit_second_layer(
                 outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
                 alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
+                span=lambda: lifting.monomials(X_train),  # and in these products
             )
             alpha, objective = refit.alpha, refit.objective
 
