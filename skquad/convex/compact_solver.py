@@ -149,12 +149,14 @@ def _block_problem(G, b_k, penalty, p, rows, cols):
     ``d = svec(P - N)`` is a variable of its own (``m`` equality rows), so the
     quadratic term is ``8 G`` on ``d`` alone rather than a ``2m x 2m`` block
     matrix on ``(svec P, svec N)``: a quarter of the dense entries to factor.
+    ``G`` is dense, so its upper triangle is taken by numpy (scipy 1.18
+    deprecates ``scipy.sparse.triu`` on a dense array).
     """
     m = G.shape[0]
     n_var = 3 * m + 1
     i_rho, i_d = 2 * m, 2 * m + 1
     quadratic = scipy.sparse.block_diag(
-        [scipy.sparse.csc_matrix((2 * m + 1, 2 * m + 1)), scipy.sparse.triu(8.0 * G, format="csc")],
+        [scipy.sparse.csc_matrix((2 * m + 1, 2 * m + 1)), scipy.sparse.csc_matrix(np.triu(8.0 * G))],
         format="csc",
     )
     linear = np.zeros(n_var)
