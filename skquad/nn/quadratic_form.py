@@ -699,7 +699,7 @@ class SymmetricPacking:
 
         ``dJ/dv_ij = (G_ij + G_ji) / sqrt(2)``, ``dJ/dv_ii = G_ii``: the
         gradient test reads the full matrix's entries again by dividing by
-        :attr:`scale`.
+        ``scale``.
         """
         flat = grad_Q.reshape(grad_Q.shape[0], -1)
         if grad_Q.device.type == "cpu":
