@@ -34,28 +34,35 @@ def _problem(seed, beta, activation, n=120, d=5):
 def test_face_bound_holds_at_random_points(seed, beta, activation):
     """A bound whatever the factors: random faces, random scores to start from."""
     data, reference = _problem(seed, beta, activation)
+    _assert_random_faces_give_bounds(data, reference, seed, ranks=(2, 4, 7), score_scale=0.3)
+
+
+def _assert_random_faces_give_bounds(data, reference, seed, ranks, score_scale, **options):
     rng = np.random.RandomState(seed)
     p = data.n_lifted
-    for rank in (2, 4, 7):
+    for rank in ranks:
         F = rng.standard_normal((p, rank))
         F /= np.linalg.norm(F, axis=1, keepdims=True)
         signs = np.where(np.arange(rank) % 2 == 0, 1.0, -1.0)
-        scores = 0.3 * rng.standard_normal(data.target.shape[0])
-        bound = face_dual_bound(data, F, signs, scores)
+        scores = score_scale * rng.standard_normal(data.target.shape[0])
+        bound = face_dual_bound(data, F, signs, scores, **options)
         # CLARABEL's value is optimal to about 1e-8 relative (its tolerances).
         assert bound <= reference * (1 + 1e-7)
+
+
+def _assert_random_pairs_give_bounds(data, reference, rng, scales):
+    n, p = data.target.shape[0], data.n_lifted
+    for scale in scales:
+        lam = scale * rng.standard_normal(n)
+        mu = scale * rng.standard_normal(p)
+        assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
 
 
 @pytest.mark.parametrize("seed, beta, activation", CASES)
 def test_verified_bound_repairs_any_dual_pair(seed, beta, activation):
     """verified_bound re-checks the LMIs itself: even a random (lam, mu) gives a bound."""
     data, reference = _problem(seed, beta, activation)
-    rng = np.random.RandomState(seed + 1)
-    n, p = data.target.shape[0], data.n_lifted
-    for scale in (1e-3, 1.0, 1e3):
-        lam = scale * rng.standard_normal(n)
-        mu = scale * rng.standard_normal(p)
-        assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
+    _assert_random_pairs_give_bounds(data, reference, np.random.RandomState(seed + 1), (1e-3, 1.0, 1e3))
 
 
 @pytest.mark.parametrize("seed, beta, activation", CASES)
@@ -132,28 +139,14 @@ def _logistic_solution(seed, beta, activation):
 def test_logistic_face_bound_holds_at_random_points(seed, beta, activation):
     """A bound whatever the factors and the scores the family is built from."""
     data, reference = _logistic_problem(seed, beta, activation)
-    rng = np.random.RandomState(seed)
-    p = data.n_lifted
-    for rank in (2, 5):
-        F = rng.standard_normal((p, rank))
-        F /= np.linalg.norm(F, axis=1, keepdims=True)
-        signs = np.where(np.arange(rank) % 2 == 0, 1.0, -1.0)
-        scores = 2.0 * rng.standard_normal(data.target.shape[0])
-        bound = face_dual_bound(data, F, signs, scores, max_newton=20)
-        # CLARABEL's value is optimal to about 1e-8 relative (its tolerances).
-        assert bound <= reference * (1 + 1e-7)
+    _assert_random_faces_give_bounds(data, reference, seed, ranks=(2, 5), score_scale=2.0, max_newton=20)
 
 
 @pytest.mark.parametrize("seed, beta, activation", LOGISTIC_CASES)
 def test_verified_bound_repairs_any_logistic_dual_pair(seed, beta, activation):
     """lam outside the entropy's domain is clipped, mu repaired: still a bound."""
     data, reference = _logistic_problem(seed, beta, activation)
-    rng = np.random.RandomState(seed + 1)
-    n, p = data.target.shape[0], data.n_lifted
-    for scale in (1e-2, 1.0, 1e2):
-        lam = scale * rng.standard_normal(n)
-        mu = scale * rng.standard_normal(p)
-        assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
+    _assert_random_pairs_give_bounds(data, reference, np.random.RandomState(seed + 1), (1e-2, 1.0, 1e2))
 
 
 @pytest.mark.parametrize("seed, beta, activation", LOGISTIC_CASES)
@@ -211,10 +204,7 @@ def test_verified_bound_repairs_any_hinge_dual_pair():
     ).value
     data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1)
     p = data.n_lifted
-    for scale in (1e-2, 1.0, 1e2):
-        lam = scale * rng.standard_normal(n)
-        mu = scale * rng.standard_normal(p)
-        assert verified_bound(data, lam, mu) <= reference * (1 + 1e-7)
+    _assert_random_pairs_give_bounds(data, reference, rng, (1e-2, 1.0, 1e2))
     # The exact dual point (-y on every sample, mu large) gives a positive bound.
     assert verified_bound(data, -y, np.full(p, 10.0)) > 0.0
 

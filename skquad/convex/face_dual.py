@@ -257,6 +257,103 @@ def _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale):
     return grad_y, -np.diag(S_inv), hess_yy, hess_ymu, S_inv**2
 
 
+def _interior_start(y0, mats, factor, signs, penalty):
+    """``mu0`` and ``theta`` that put ``(theta y0, theta mu0)`` strictly inside the constraints.
+
+    ``mu0`` comes from the first-order conditions at the factors, raised into
+    the LMIs' interior; ``theta`` scales the pair into the trace constraint
+    (the constraints are cones, so the scaled pair stays strictly feasible).
+    """
+    p = mats.shape[1]
+    M = np.tensordot(y0, mats, axes=1)
+    direction = (factor * signs) @ factor.T
+    mu0 = -2.0 * (M * direction).sum(axis=1)
+    low = min(np.linalg.eigvalsh(np.diag(mu0) + 2 * M)[0], np.linalg.eigvalsh(np.diag(mu0) - 2 * M)[0])
+    mu0 = mu0 + max(0.0, -low) + 1e-3 * penalty / p
+    theta = min(1.0, 0.99 * penalty / mu0.sum()) if mu0.sum() > 0 else 1.0
+    return mu0, theta
+
+
+def _lmi_log_barrier(Sp, Sm, slack):
+    """``-log det S+ - log det S- - log(slack)``; infinite outside the LMIs."""
+    if slack <= 0:
+        return math.inf
+    try:
+        cp = np.linalg.cholesky(Sp)
+        cm = np.linalg.cholesky(Sm)
+    except np.linalg.LinAlgError:
+        return math.inf
+    logdet = 2.0 * (np.log(np.diag(cp)).sum() + np.log(np.diag(cm)).sum())
+    return -logdet - math.log(slack)
+
+
+def _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale):
+    """Add ``-log det S+ - log det S- - log(slack)`` to a barrier's gradient and Hessian.
+
+    The variables are ``(y, mu)``: the first ``q`` entries of ``grad`` are the
+    face coordinates ``y`` (``S±`` depend on them through ``±2 M(y)``), the rest
+    the diagonal ``mu``.
+    """
+    q = grad.size - Sp.shape[0]
+    for sign, S in ((1.0, Sp), (-1.0, Sm)):
+        g_y, g_mu, h_yy, h_ymu, h_mumu = _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale)
+        grad[:q] += 2.0 * sign * g_y
+        grad[q:] += g_mu
+        hess[:q, :q] += 4.0 * h_yy
+        hess[:q, q:] += 2.0 * sign * h_ymu
+        hess[q:, :q] += 2.0 * sign * h_ymu.T
+        hess[q:, q:] += h_mumu
+    grad[q:] += 1.0 / slack
+    hess[q:, q:] += 1.0 / slack**2  # the 1 1ᵀ / slack² of -log(slack)
+
+
+def _newton_step(hess, grad):
+    """The Newton step and its decrement, or None where it gives no descent."""
+    try:
+        with warnings.catch_warnings():
+            # Near the LMIs' boundary the Hessian's scales spread: the step may
+            # be inexact, which only slows the barrier (the bound is verified
+            # at the end).
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return None
+    decrement = float(-grad @ step)
+    if not math.isfinite(decrement) or decrement <= 0:
+        return None
+    return step, decrement
+
+
+def _backtrack(barrier, y, mu, step, decrement):
+    """Armijo backtracking along a Newton step: the new ``(y, mu)``, or None.
+
+    ``barrier`` is infinite outside the LMIs, so every accepted point is
+    strictly feasible.
+    """
+    q = y.size
+    current = barrier(y, mu)
+    length = 1.0
+    while length > 1e-12:
+        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
+        if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
+            return trial_y, trial_mu
+        length *= 0.5
+    return None
+
+
+def _centred_and_done(value, best, tau, target_value, n_barrier):
+    """At a centred point, whether raising ``tau`` can still pay.
+
+    Near the central path the restricted optimum is at most about
+    ``value + n_barrier / tau``: stop when the target is out of reach (the face
+    misses directions; the primal must move first) or the barrier is at
+    round-off level.
+    """
+    reach = n_barrier / tau
+    out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
+    return out_of_reach or reach < 1e-12 * max(abs(best), 1e-300)
+
+
 def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
                     max_newton=60, threshold=_FACE_EIGENVALUE, directions=None):
     """The face-restricted dual bound of one squared-loss or binary logistic block.
@@ -335,12 +432,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         # Warm start: lam = 2 (f - t) on the face, mu from the first-order
         # conditions at the factors, both shrunk into the interior.
         y0 = basis.T @ (weight * 2.0 * (np.asarray(scores, dtype=np.float64) - t))
-        M = np.tensordot(y0, mats, axes=1)
-        direction = (factor * signs) @ factor.T
-        mu0 = -2.0 * (M * direction).sum(axis=1)
-        low = min(np.linalg.eigvalsh(np.diag(mu0) + 2 * M)[0], np.linalg.eigvalsh(np.diag(mu0) - 2 * M)[0])
-        mu0 = mu0 + max(0.0, -low) + 1e-3 * penalty / p
-        theta = min(1.0, 0.99 * penalty / mu0.sum()) if mu0.sum() > 0 else 1.0
+        mu0, theta = _interior_start(y0, mats, factor, signs, penalty)
         start_value = dual_value(theta * y0)
         if theta > 0 and strictly_feasible(theta * y0, theta * mu0) and start_value > dual_value(y):
             y, mu = theta * y0, theta * mu0
@@ -348,16 +440,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             tau = n_barrier / max(gap, 1e-300)
 
     def barrier(y, mu):
-        Sp, Sm, slack = parts(y, mu)
-        if slack <= 0:
-            return math.inf
-        try:
-            cp = np.linalg.cholesky(Sp)
-            cm = np.linalg.cholesky(Sm)
-        except np.linalg.LinAlgError:
-            return math.inf
-        logdet = 2.0 * (np.log(np.diag(cp)).sum() + np.log(np.diag(cm)).sum())
-        return tau * (h @ y + 0.25 * y @ y) - logdet - math.log(slack)
+        return tau * (h @ y + 0.25 * y @ y) + _lmi_log_barrier(*parts(y, mu))
 
     best_y, best_mu, best = y, mu, dual_value(y)
     for newton in range(max_newton):
@@ -366,52 +449,19 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         hess = np.zeros((q + p, q + p))
         grad[:q] = tau * (h + 0.5 * y)
         hess[:q, :q] = 0.5 * tau * np.eye(q)
-        for sign, S in ((1.0, Sp), (-1.0, Sm)):
-            g_y, g_mu, h_yy, h_ymu, h_mumu = _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale)
-            grad[:q] += 2.0 * sign * g_y
-            grad[q:] += g_mu
-            hess[:q, :q] += 4.0 * h_yy
-            hess[:q, q:] += 2.0 * sign * h_ymu
-            hess[q:, :q] += 2.0 * sign * h_ymu.T
-            hess[q:, q:] += h_mumu
-        grad[q:] += 1.0 / slack
-        hess[q:, q:] += 1.0 / slack**2  # the 1 1ᵀ / slack² of -log(slack)
-        try:
-            with warnings.catch_warnings():
-                # Near the LMIs' boundary the Hessian's scales spread: the
-                # step may be inexact, which only slows the barrier (the bound
-                # is verified at the end).
-                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-                step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale)
+        newton_step = _newton_step(hess, grad)
+        moved = None if newton_step is None else _backtrack(barrier, y, mu, *newton_step)
+        if moved is None:
             break
-        decrement = float(-grad @ step)
-        if not math.isfinite(decrement) or decrement <= 0:
-            break
-        # Newton with backtracking (Armijo); the barrier keeps the LMIs feasible.
-        current = barrier(y, mu)
-        length = 1.0
-        while length > 1e-12:
-            trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-            if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
-                break
-            length *= 0.5
-        else:
-            break
-        y, mu = trial_y, trial_mu
+        (y, mu), decrement = moved, newton_step[1]
         value = dual_value(y)
         if value > best:
             best_y, best_mu, best = y, mu, value
         if best >= target_value:
             break
         if decrement < 0.5:
-            # Near the central path the restricted optimum is at most about
-            # D + n_barrier / tau: stop when the target is out of reach (the
-            # face misses directions; the primal must move first) or the
-            # barrier is at round-off level; else raise tau.
-            reach = n_barrier / tau
-            out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
-            if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):
+            if _centred_and_done(value, best, tau, target_value, n_barrier):
                 break
             tau *= _TAU_FACTOR
     return verified_bound(data, basis @ best_y, best_mu)
@@ -513,12 +563,7 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
     # Start: lam0 with the first-order mu at the factors, raised into the
     # LMIs' interior and scaled by theta into the trace constraint (the
     # constraints are cones: (theta y, theta mu) stays strictly feasible).
-    M = np.tensordot(y0, mats, axes=1)
-    direction = (factor * signs) @ factor.T
-    mu0 = -2.0 * (M * direction).sum(axis=1)
-    low = min(np.linalg.eigvalsh(np.diag(mu0) + 2 * M)[0], np.linalg.eigvalsh(np.diag(mu0) - 2 * M)[0])
-    mu0 = mu0 + max(0.0, -low) + 1e-3 * penalty / p
-    theta = min(1.0, 0.99 * penalty / mu0.sum()) if mu0.sum() > 0 else 1.0
+    mu0, theta = _interior_start(y0, mats, factor, signs, penalty)
     y, mu = theta * y0, theta * mu0
     tau = 1.0
     start_value = -conj(y)[3]
@@ -530,16 +575,7 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
 
     def barrier(y, mu):
         value = conj(y)[0]
-        Sp, Sm, slack = parts(y, mu)
-        if slack <= 0 or not math.isfinite(value):
-            return math.inf
-        try:
-            cp = np.linalg.cholesky(Sp)
-            cm = np.linalg.cholesky(Sm)
-        except np.linalg.LinAlgError:
-            return math.inf
-        logdet = 2.0 * (np.log(np.diag(cp)).sum() + np.log(np.diag(cm)).sum())
-        return value - logdet - math.log(slack)
+        return value + _lmi_log_barrier(*parts(y, mu)) if math.isfinite(value) else math.inf
 
     best_y, best_mu, best = y, mu, start_value
     if not math.isfinite(barrier(y, mu)):
@@ -553,44 +589,19 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
         hess = np.zeros((q + p, q + p))
         grad[:q] = basis.T @ g_lam
         hess[:q, :q] = basis.T @ (basis * h_lam[:, None])
-        for sign, S in ((1.0, Sp), (-1.0, Sm)):
-            g_y, g_mu, h_yy, h_ymu, h_mumu = _lmi_terms(S, mats, svec_rows, svec_cols, svec_scale)
-            grad[:q] += 2.0 * sign * g_y
-            grad[q:] += g_mu
-            hess[:q, :q] += 4.0 * h_yy
-            hess[:q, q:] += 2.0 * sign * h_ymu
-            hess[q:, :q] += 2.0 * sign * h_ymu.T
-            hess[q:, q:] += h_mumu
-        grad[q:] += 1.0 / slack
-        hess[q:, q:] += 1.0 / slack**2
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-                step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale)
+        newton_step = _newton_step(hess, grad)
+        moved = None if newton_step is None else _backtrack(barrier, y, mu, *newton_step)
+        if moved is None:
             break
-        decrement = float(-grad @ step)
-        if not math.isfinite(decrement) or decrement <= 0:
-            break
-        current = barrier(y, mu)
-        length = 1.0
-        while length > 1e-12:
-            trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-            if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
-                break
-            length *= 0.5
-        else:
-            break
-        y, mu = trial_y, trial_mu
+        (y, mu), decrement = moved, newton_step[1]
         value = -conj(y)[3]
         if value > best:
             best_y, best_mu, best = y, mu, value
         if best >= target_value:
             break
         if decrement < 0.5:
-            reach = n_barrier / tau
-            out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
-            if out_of_reach or reach < 1e-12 * max(abs(best), 1e-300):
+            if _centred_and_done(value, best, tau, target_value, n_barrier):
                 break
             tau *= _TAU_FACTOR
     return verified_bound(data, basis @ best_y, best_mu)
