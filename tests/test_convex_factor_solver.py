@@ -297,3 +297,25 @@ def test_squared_block_solver_at_max_iter_certifies_its_last_point_with_the_face
         n_outputs=1, solver="CLARABEL",
     ).value
     assert short.lower_bound <= reference + 1e-7 <= short.value + 1e-6
+
+
+def test_squared_block_short_of_tol_with_nothing_to_add_reports_stalled():
+    """L-BFGS-B ends by itself and max_rank leaves no column to add: the status
+    says "stalled", not "max_iter" (more iterations could not help), and the
+    bound still holds."""
+    from skquad.convex import InputLifting, LiftedData
+    from skquad.convex.factor_solver import solve_squared_block
+
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((200, 12))
+    t = X[:, 0] * X[:, 1] - X[:, 2] + 0.3 * rng.standard_normal(200)
+    data = LiftedData.from_lifting(
+        InputLifting(fit_intercept=True), X, t, np.full(200, 1 / 200), loss="squared",
+        beta=1e-4, n_outputs=1,
+    )
+    solution = solve_squared_block(data, tol=1e-8, max_iter=3000, rank=1, max_rank=2)
+    assert solution.status == "stalled" and not solution.converged
+    assert solution.n_iter < 3000 and solution.info["rank"] == 2
+    assert solution.lower_bound <= solution.value
+    full = solve_squared_block(data, tol=1e-4, max_iter=3000)
+    assert full.status == "optimal" and full.lower_bound <= solution.value

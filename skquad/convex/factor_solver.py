@@ -887,6 +887,9 @@ def _solve_squared_block(
             new_signs.append(np.full(negative.shape[1], sign))
         added = np.hstack(new_columns)[:, : max(0, max_rank - state["signs"].shape[0])]
         if added.shape[1] == 0:
+            # Short of tol with nothing left to add (max_rank reached, or no
+            # negative direction at round-off): more iterations cannot help.
+            state["stalled"] = True
             break
         F = np.hstack([F, 0.15 * math.sqrt(p) * added])
         state["signs"] = np.r_[state["signs"], np.concatenate(new_signs)[: added.shape[1]]]
@@ -905,7 +908,8 @@ def _solve_squared_block(
     gap = relative_gap(objective, state["best"])
     converged = gap <= tol
     status = "optimal" if converged else (
-        "stopped" if state["stopped"] else ("time_limit" if state["out_of_time"] else "max_iter")
+        "stopped" if state["stopped"] else ("time_limit" if state["out_of_time"] else (
+            "stalled" if state.get("stalled") else "max_iter"))
     )
     return SDPSolution(
         Q=_relaxed_block(F, signs, rho)[None],

@@ -153,7 +153,8 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
         status="optimal" if converged else (
             "stopped" if stopped else (
                 "time_limit" if out_of_time or any(part.status == "time_limit" for part in parts)
-                else "max_iter"
+                else ("stalled" if all(part.status in ("optimal", "stalled") for part in parts)
+                      else "max_iter")
             )
         ),
         solver="native",
@@ -343,18 +344,21 @@ def solve_relaxation(
                 solution.lower_bound = compact.lower_bound
                 solution.converged = solution.relative_gap <= tol
         if not solution.converged and not solution.info.get("stopped_by_callback"):
-            reason = (
-                f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
-                if solution.status == "time_limit"
-                else f"max_iter={max_iter}"
-            )
+            if solution.status == "stalled":
+                reason = "a point it could not improve (no column left to add)"
+                remedy = "a larger solver_options['max_rank'] where it was set"
+            elif solution.status == "time_limit":
+                reason = f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
+                remedy = "a larger time limit"
+            else:
+                reason = f"max_iter={max_iter}"
+                remedy = "a larger max_iter"
             warn_user(
                 f"The native SDP solver stopped at {reason} after {solution.n_iter} "
                 f"iterations at a certified relative gap of {solution.relative_gap:.1e}, "
                 f"above tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
-                f"the network sampled from it) may be improved by a larger max_iter "
-                f"or time limit, a larger tol, or solver='CLARABEL' for small "
-                "problems.",
+                f"the network sampled from it) may be improved by {remedy}, a larger "
+                "tol, or solver='CLARABEL' for small problems.",
                 ConvergenceWarning,
             )
     n_lifted = solution.Q.shape[1] // 2

@@ -680,7 +680,8 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
-        (by a callback) for the native solver; "inaccurate" for a compact
+        (by a callback) or "stalled" (short of ``tol`` with no column left to
+        add, before ``max_iter``) for the native solver; "inaccurate" for a compact
         interior-point solve above ``tol``; CVXPY's status otherwise.
     n_iter_ : int
         Iterations of the solve (L-BFGS iterations for the native solver).
