@@ -428,48 +428,9 @@ def _accumulate_gram(out, rows, weights, negative_rows, scratch=None):
                 out -= block.T @ block
 
 
-def _numpy_log_loss_residuals(scores, y, sample_weight):
-    """:func:`log_loss_residuals` on numpy arrays (the CPU paths' scores).
-
-    The same loss and residuals in numpy: torch's per-operation overhead made
-    the loss a third of the gradient's time on small problems (vehicle:
-    190 against 93 microseconds per evaluation, 4 classes on 634 rows).
-
-    Returns the loss as a 0-d tensor and the residuals as an ndarray of
-    ``scores``' shape and dtype.
-    """
-    with np.errstate(all="ignore"):
-        # overflowed scores give a non-finite loss, which the training's
-        # divergence guard reports (as torch's functions, silently here)
-        return _numpy_residuals(scores, y.numpy(), sample_weight.numpy())
-
-
 def _scalar_tensor(value):
     """A 0-d tensor of a numpy scalar: ``torch.as_tensor`` took 25 us for one, this 6."""
     return torch.from_numpy(np.asarray(value))
-
-
-def _numpy_residuals(scores, y, weight):
-    if scores.shape[1] == 1:
-        z = scores[:, 0]
-        positive = y == 1
-        # -log σ(±z) = log(1 + exp(∓z)), stable for any z
-        loss = weight @ np.logaddexp(0.0, np.where(positive, -z, z))
-        residuals = scipy.special.expit(z)
-        residuals -= positive
-        residuals *= weight
-        return _scalar_tensor(loss), residuals[:, None]
-    largest = scores.max(axis=1, keepdims=True)
-    shifted = scores - largest
-    proba = np.exp(shifted)
-    normaliser = proba.sum(axis=1)
-    rows = np.arange(scores.shape[0])
-    # -log p_y = log Σ exp(z - max) - (z_y - max)
-    loss = weight @ (np.log(normaliser) - shifted[rows, y])
-    proba /= normaliser[:, None]
-    proba[rows, y] -= 1.0
-    proba *= weight[:, None]
-    return _scalar_tensor(loss), proba
 
 
 def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks, scratch=None):
@@ -538,18 +499,23 @@ def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
     n_scores = Q.shape[0]
     # [X Q_1 | ... | X Q_K] in one product
     stacked = rows @ Q.transpose(1, 0, 2).reshape(n_features, n_scores * n_features)
-    scores = np.einsum("nkd,nd->nk", stacked.reshape(n_samples, n_scores, n_features), rows)
-    scores += rows @ coef.T
-    scores += intercept
-    data_loss, residuals_np = _numpy_log_loss_residuals(scores, y, sample_weight)
-    # rows k * d + i of the product: sum_n r_nk x_ni x_n, the grams of all scores at once
+    # scores as (n_scores, n) rows, the layout of the other CPU paths' residuals
+    scores = np.einsum("nkd,nd->kn", stacked.reshape(n_samples, n_scores, n_features), rows)
+    scores += coef @ rows.T
+    scores += intercept[:, None]
+    y_np = y.numpy()
+    with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
+        data_loss, residuals = _residuals_by_score(
+            scores, y_np, sample_weight.numpy(), np.arange(n_samples), (y_np == 1).astype(rows.dtype)
+        )
+    # rows k * d + i of the product: sum_n r_kn x_ni x_n, the grams of all scores at once
     # (an explicit width: a Dask fit's block may have no rows)
-    weighted = (residuals_np[:, :, None] * rows[:, None, :]).reshape(n_samples, n_scores * n_features)
+    weighted = (residuals.T[:, :, None] * rows[:, None, :]).reshape(n_samples, n_scores * n_features)
     grad_Q = (weighted.T @ rows).reshape(n_scores, n_features, n_features)
-    grad_coef = residuals_np.T @ rows
+    grad_coef = residuals @ rows
     return (
-        data_loss, torch.from_numpy(grad_Q), torch.from_numpy(grad_coef),
-        torch.from_numpy(residuals_np.sum(axis=0)),
+        _scalar_tensor(data_loss), torch.from_numpy(grad_Q), torch.from_numpy(grad_coef),
+        torch.from_numpy(residuals.sum(axis=1)),
     )
 
 
@@ -797,6 +763,23 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     return objective
 
 
+def write_pair_products(columns, out):
+    """``x_i x_j`` for ``i <= j`` into ``out``, one row per pair, in row-major upper-triangle order.
+
+    ``columns`` is ``(d, n)`` (one row per feature) and ``out`` is
+    ``(d(d+1)/2, n)``; transposed views of ``(n, d)`` and ``(n, D)`` arrays
+    work too. Each ``x_i`` times the block ``x_i..x_d`` is written in place:
+    two fancy-indexed ``n x D`` gathers cost more than the products. The
+    order is :class:`SymmetricPacking`'s and ``PolynomialFeatures(2)``'s.
+    """
+    d = columns.shape[0]
+    start = 0
+    for i in range(d):
+        np.multiply(columns[i], columns[i:], out=out[start : start + d - i])
+        start += d - i
+    return out
+
+
 def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_weight,
                              fit_intercept):
     """:func:`packed_logistic_objective` on the explicit degree-2 design matrix.
@@ -813,11 +796,7 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
     # built as its transpose, one contiguous row per feature
     columns = np.ascontiguousarray(X.T)
     design_T = np.empty((n_pairs + n_features + 1, n_samples), dtype=X.dtype)
-    start = 0
-    for i in range(n_features):
-        # x_i x_j for j >= i: the packing's row-major order, no gathered temporaries
-        np.multiply(columns[i], columns[i:], out=design_T[start : start + n_features - i])
-        start += n_features - i
+    write_pair_products(columns, design_T[:n_pairs])
     design_T[:n_pairs] *= packing.scale.astype(X.dtype)[:, None]
     design_T[n_pairs : n_pairs + n_features] = columns
     design_T[-1] = 1.0
@@ -857,7 +836,11 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
 
 
 def _residuals_by_score(scores, y, weight, samples, positive):
-    """:func:`_numpy_residuals` on scores laid out ``(n_scores, n)``.
+    """The loss and residuals of scores laid out ``(n_scores, n)``, in numpy.
+
+    torch's per-operation overhead made the loss a third of the gradient's
+    time on small problems (vehicle: 190 against 93 microseconds per
+    evaluation, 4 classes on 634 rows).
 
     The softmax's reductions then run across contiguous rows, elementwise
     (on ``(n, K)`` scores numpy's reductions along the short axis took most

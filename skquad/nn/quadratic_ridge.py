@@ -35,6 +35,8 @@ import scipy.linalg.lapack
 import scipy.sparse
 import scipy.sparse.linalg
 
+from .quadratic_form import write_pair_products
+
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
@@ -77,15 +79,11 @@ def _dense_blocks(X, width):
 
 
 def _expand(block, rows, cols):
-    """``φ`` of a row block: ``[x, x_a x_b (a <= b)]``, products written in place by slices
-    of ``x`` (two fancy-indexed ``n x D`` gathers cost more than the products)."""
+    """``φ`` of a row block: ``[x, x_a x_b (a <= b)]`` (:func:`write_pair_products`)."""
     n, d = block.shape
     out = np.empty((n, d + rows.shape[0]))
     out[:, :d] = block
-    position = d
-    for a in range(d):
-        np.multiply(block[:, a : a + 1], block[:, a:], out=out[:, position : position + d - a])
-        position += d - a
+    write_pair_products(block.T, out[:, d:].T)
     return out
 
 
