@@ -76,6 +76,9 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     rho_, Q_, Z_, covariance_ : ndarray
         The relaxed solution, per output, as in the classifier.
     solver_, solver_status_ : str
+        The solver used and how it ended, as in the classifier (``"optimal"``,
+        ``"max_iter"``, ``"time_limit"``, ``"stopped"`` or ``"stalled"`` for the
+        native solver).
     solve_time_ : float
     n_iter_ : int
     device_ : str
