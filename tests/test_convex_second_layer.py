@@ -203,3 +203,25 @@ def test_lasso_interior_point_certifies_its_gap_against_clarabel(seed, tol):
 def test_lasso_interior_point_declines_without_a_penalty():
     A, c = _random_lasso(2)
     assert second_layer._lasso_interior_point(A, c, 0.0, 1e-7)[0] is None
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_merged_columns_groups_equal_and_opposite_columns_exactly(collide, monkeypatch):
+    # Columns 3 and 5 repeat 0 (one negated), 4 repeats 2; column 1 starts
+    # with a zero (its sign comes from its first nonzero entry), and column 6
+    # differs from 0 in one bit only. With every hash equal (a collision),
+    # the bitwise grouping must give the same answer.
+    if collide:
+        monkeypatch.setattr(
+            second_layer, "_column_hashes", lambda words: np.zeros(words.shape[1], np.uint64)
+        )
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((20, 3))
+    H[0, 1] = 0.0
+    H = np.column_stack([H, H[:, 0], H[:, 2], -H[:, 0], np.nextafter(H[:, 0], np.inf)])
+    columns, first, group, signs = second_layer._merged_columns(H)
+    assert columns.shape[1] == 4
+    np.testing.assert_array_equal(columns[:, group] * signs, H)
+    assert group[3] == group[5] == group[0] and group[4] == group[2]
+    np.testing.assert_array_equal(first, [0, 1, 2, 6])
+    assert second_layer._merged_columns(H[:, [0, 1, 2, 6]]) is None

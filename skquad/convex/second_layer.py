@@ -271,20 +271,53 @@ def _merged_columns(H):
 
     Returns ``(columns, first, group, signs)``: ``H[:, j] = signs[j] *
     columns[:, group[j]]`` exactly and ``first[g]`` is the first ``j`` of group
-    ``g``. The match is bitwise: a neuron drawn twice, ``(v, u)`` for ``(u,
+    ``g`` (increasing: groups in the order of their first columns). The match is bitwise: a neuron drawn twice, ``(v, u)`` for ``(u,
     v)`` or ``(-u, v)`` gives exactly the same (or negated) products.
     """
     if H.shape[1] < 2:
         return None
-    leading = np.argmax(H != 0, axis=0)
+    if np.all(H[0] != 0):
+        leading = np.zeros(H.shape[1], dtype=np.intp)  # the common case: no scan
+    else:
+        leading = np.argmax(H != 0, axis=0)
     signs = np.where(H[leading, np.arange(H.shape[1])] < 0, -1.0, 1.0)
     # +0.0 turns -0.0 into 0.0, so that the bytes compare as the values do.
-    normalized = np.ascontiguousarray((H * signs).T) + 0.0
-    keys = normalized.view(np.dtype((np.void, normalized.dtype.itemsize * normalized.shape[1])))
-    _, first, group = np.unique(keys.ravel(), return_index=True, return_inverse=True)
+    normalized = H * signs
+    normalized += 0.0
+    # Columns are grouped by a hash of their bytes (a sum of the 64-bit words
+    # times fixed odd multipliers, modulo 2^64: exact integer arithmetic, so
+    # equal columns hash equally whatever the summation order), then every
+    # member is checked bitwise against its group's first. Sorting the
+    # columns' bytes instead cost 0.014 s of a 0.06 s fit (diabetes, 768 x 1000).
+    words = normalized.view(np.uint64)
+    _, first, group = np.unique(_column_hashes(words), return_index=True, return_inverse=True)
+    group = group.ravel()
     if first.size == H.shape[1]:
         return None
-    return normalized[first].T, first, group.ravel(), signs
+    representative = first[group]
+    copies = np.flatnonzero(representative != np.arange(H.shape[1]))
+    if not np.array_equal(words[:, copies], words[:, representative[copies]]):
+        # A hash collision (never seen): group by the bytes themselves.
+        columns = np.ascontiguousarray(normalized.T)
+        keys = columns.view(np.dtype((np.void, columns.dtype.itemsize * columns.shape[1])))
+        _, first, group = np.unique(keys.ravel(), return_index=True, return_inverse=True)
+        group = group.ravel()
+        if first.size == H.shape[1]:
+            return None
+    # Groups in the order of their first columns (whatever the hash order).
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    first, group = first[order], rank[group]
+    return normalized[:, first], first, group, signs
+
+
+def _column_hashes(words):
+    """One 64-bit hash per column of ``words`` (uint64): equal columns, equal hashes."""
+    multipliers = np.random.default_rng(0).integers(
+        0, 2**63, size=words.shape[0], dtype=np.uint64
+    ) * np.uint64(2) + np.uint64(1)
+    return multipliers @ words
 
 
 def _refit_columns(
