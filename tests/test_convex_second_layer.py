@@ -172,7 +172,8 @@ def _assert_squared_refit_at_clarabels_optimum(
 
 def _random_lasso(seed, r=12, m=80):
     rng = np.random.default_rng(seed)
-    A = rng.standard_normal((r, 3)) @ rng.standard_normal((3, m)) + 0.3 * rng.standard_normal((r, m))
+    A = rng.standard_normal((r, 3)) @ rng.standard_normal((3, m))
+    A += 0.3 * rng.standard_normal((r, m))
     return A, rng.standard_normal(r)
 
 

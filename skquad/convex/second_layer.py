@@ -271,8 +271,9 @@ def _merged_columns(H):
 
     Returns ``(columns, first, group, signs)``: ``H[:, j] = signs[j] *
     columns[:, group[j]]`` exactly and ``first[g]`` is the first ``j`` of group
-    ``g`` (increasing: groups in the order of their first columns). The match is bitwise: a neuron drawn twice, ``(v, u)`` for ``(u,
-    v)`` or ``(-u, v)`` gives exactly the same (or negated) products.
+    ``g`` (increasing: groups in the order of their first columns). The
+    match is bitwise: a neuron drawn twice, ``(v, u)`` for ``(u, v)`` or
+    ``(-u, v)`` gives exactly the same (or negated) products.
     """
     if H.shape[1] < 2:
         return None
@@ -436,7 +437,7 @@ _potrf, _potrs = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potrs"), (np.ze
 
 
 def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
-    """``min ||A a_k - c_k||² + penalty ||a_k||_1`` per output through its dual, to a certified gap.
+    """``min ||A a_k - c_k||² + penalty ||a_k||_1`` per output through its dual, certified.
 
     The dual of the lasso is the ``r``-variable quadratic program (with
     ``||e||² = max_s sᵀe - ||s||²/4``)
@@ -537,7 +538,7 @@ def _dual_interior_point(A, c, penalty, tol, offset):
 
 
 def _lasso_gap(A, c, penalty, a, s, correlation, offset):
-    """Relative duality gap ``(P(a) - D(θ s)) / (P(a) + offset)`` of :func:`_lasso_interior_point`."""
+    """The relative gap ``(P(a) - D(θ s)) / (P(a) + offset)`` of :func:`_lasso_interior_point`."""
     residual = A @ a - c
     primal = float(residual @ residual) + penalty * float(np.abs(a).sum())
     if primal <= 0:
