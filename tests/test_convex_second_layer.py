@@ -201,6 +201,15 @@ def test_lasso_interior_point_certifies_its_gap_against_clarabel(seed, tol):
         assert np.count_nonzero(point) <= A.shape[0]
 
 
+def test_lasso_interior_point_returns_exact_zeros_when_the_penalty_wins():
+    # penalty > 2 max |A_jᵀ c|: the optimum is zero, which the multipliers
+    # only approach; the point returned is exactly zero.
+    A, c = _random_lasso(3)
+    penalty = 2.5 * np.max(np.abs(A.T @ c))
+    point, _ = second_layer._lasso_interior_point(A, c, penalty, 1e-9)
+    np.testing.assert_array_equal(point, 0.0)
+
+
 def test_lasso_interior_point_declines_without_a_penalty():
     A, c = _random_lasso(2)
     assert second_layer._lasso_interior_point(A, c, 0.0, 1e-7)[0] is None

@@ -458,8 +458,9 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
     and ``offset`` the constant the range reduction drops, so the test is on
     the refit's own objective, the one ``tol`` is about.
     Entries below ``1e-6`` of an output's largest are set to zero before
-    ``P`` is evaluated (an interior point keeps every multiplier positive;
-    the test then holds for the sparse point returned).
+    ``P`` is evaluated, and the point is zero when zero is no worse (an
+    interior point keeps every multiplier positive; the test then holds for
+    the sparse point returned).
 
     Returns ``(a of shape (m, K), the most steps of an output)``, or ``(None,
     steps)`` when an output does not reach ``tol`` in
@@ -497,6 +498,11 @@ def _dual_interior_point(A, c, penalty, tol, offset):
         dual_residual = 0.5 * s - c + A @ a
         primal_residual = np.stack([correlation, -correlation]) + slack - penalty
         candidate = np.where(np.abs(a) > 1e-6 * np.max(np.abs(a)), a, 0.0)
+        residual = A @ candidate - c
+        if float(c @ c) <= float(residual @ residual) + penalty * float(np.abs(candidate).sum()):
+            # The zero point is at least as good (a penalty so large that the
+            # optimum is zero: the multipliers only tend to 0).
+            candidate = np.zeros(m)
         if _lasso_gap(A, c, penalty, candidate, s, correlation, offset) <= tol:
             return candidate, step - 1
         ratio = dual / slack
