@@ -417,11 +417,12 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
 
 # The reduced lasso goes to the interior point of _lasso_interior_point when
 # r² m (the flops of one of its r x r normal matrices) is at most this. CPU
-# seconds of the refit's lasso on the default SDP networks, one thread, under
-# load, coordinate descent / interior point (r rows, m distinct neurons, K
-# outputs): iris (15, 133, 3) 0.019 / 0.011, diabetes (45, 975, 1) 0.108 /
-# 0.005, glass (55, 964, 6) 0.124 / 0.063, wine (105, 994, 3) 0.041 / 0.052,
-# segment (123, 1000, 7) 0.67 / 0.16, vehicle (190, 999, 4) 0.22 / 0.15. An
+# seconds of the whole refit on the default SDP networks, one thread, under
+# load, medians of 5 interleaved, coordinate descent / interior point (r rows,
+# m distinct neurons, K outputs): iris (15, 133, 3) 0.019 / 0.021, diabetes
+# (45, 975, 1) 0.110 / 0.027, glass (55, 964, 6) 0.164 / 0.080, wine (105,
+# 994, 3) 0.072 / 0.068, segment (123, 1000, 7) 0.63 / 0.21, vehicle (190,
+# 999, 4) 0.23 / 0.17 (the interior point alone: diabetes 0.005 s). An
 # interior-point step costs about 2 r² m flops and 10 to 15 of them solve to
 # 1e-7; coordinate descent's sweeps grow with the columns' correlation,
 # which is high here (many more neurons than rows), and it stops at a duality
