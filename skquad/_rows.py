@@ -73,7 +73,7 @@ _ONE_SORT_NUMBERS = 1 << 16
 
 
 def _lexicographic_ranks(blocks, rows_of):
-    """Dense ranks of the rows ``rows_of`` of the blocks' columns side by side, in lexicographic order.
+    """Dense ranks, in lexicographic order, of the rows ``rows_of`` of the blocks side by side.
 
     ``blocks`` are 2-D arrays with the same rows (``X``, the targets); their
     columns, in order, are the keys. Equal rows get equal ranks. Each column
@@ -86,10 +86,10 @@ def _lexicographic_ranks(blocks, rows_of):
 
     The rows still tied are refined in one lexsort over all the columns left
     once they and those columns are few (``_ONE_SORT_NUMBERS``): a pass per
-    column over every row cost 2.2 ms of ionosphere's 22 ms fit (351 x 34, a
-    zero column and duplicate rows: no early stop) and 23 ms of spambase's
-    (4 601 x 57, duplicates), mostly call overhead; about 1 and 6 ms now
-    (one thread, under load).
+    column over every row cost 2.2 ms on ionosphere's 351 x 34 rows (a zero
+    column and duplicate rows: no early stop; a fit takes about 20 ms) and
+    23 ms on spambase's 4 601 x 57 (duplicates), mostly call overhead; about
+    0.8 and 6.6 ms now (one thread, under load).
 
     A tied group keeps the range of positions its rows will hold in the
     final order, so its rank while it is refined is the first of them (a
@@ -148,7 +148,8 @@ def _column_slices(blocks, done, source):
     for block in blocks:
         width = block.shape[1]
         if done < offset + width:
-            parts.append(block[source][:, max(0, done - offset):])
+            # only the columns left are gathered (a view, then the rows)
+            parts.append(block[:, max(0, done - offset):][source])
         offset += width
     return parts
 
