@@ -83,9 +83,9 @@ def _expand(block, rows, cols):
 
     Returned as the transposed view of a ``(D, n)`` C-order array: each
     feature's products are written contiguously (into the rows of a C-order
-    ``(n, D)`` array they were strided, the expansion then took 9 of wage's
-    19 ms fit, 3 000 x 23 under load), and ``features.T @ features`` is still
-    one SYRK.
+    ``(n, D)`` array they were strided writes: 8.7 of the 34 ms of a wage fit
+    under cProfile, 3 000 x 23; the normal equations take 15 % less CPU
+    since), and ``features.T @ features`` is still one SYRK.
     """
     n, d = block.shape
     out = np.empty((d + rows.shape[0], n))
