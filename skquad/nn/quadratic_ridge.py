@@ -40,6 +40,7 @@ from .quadratic_form import write_pair_products
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
+    "degree2_kernel",
     "expansion_size",
     "fit_quadratic_ridge",
     "normal_equations",
@@ -197,11 +198,24 @@ def _solve_symmetric(matrix, rhs, alpha):
     return out
 
 
+def degree2_kernel(X, cross_weight=2.0):
+    """The degree-2 Gram ``K = S + T + (S ∘ S - T) / c`` of dense ``X``, ``O(n² d)``.
+
+    ``S = X Xᵀ``, ``T = (X∘X)(X∘X)ᵀ``: the inner products of the features
+    ``[x, x_a², sqrt(2/c) x_a x_b (a < b)]`` (``Σ_{a<b} x_a x_b x'_a x'_b =
+    (S² - T) / 2``). ``c = 2`` gives this module's ``φ`` (the module
+    docstring's ``K``); quadratic logistic regression's dual solver
+    (:mod:`.quadratic_dual`) passes its penalty's ``cross_weight``.
+    """
+    S = X @ X.T
+    squares = X * X
+    T = squares @ squares.T
+    return S + T + (S * S - T) / cross_weight
+
+
 def _centred_kernel(dense, weight, fit_intercept):
     """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``."""
-    S = dense @ dense.T
-    squares = dense * dense
-    K = S + 0.5 * (S * S + squares @ squares.T)
+    K = degree2_kernel(dense, 2.0)
     if fit_intercept:
         # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
         share = weight / weight.sum()
