@@ -208,9 +208,15 @@ def degree2_kernel(X, cross_weight=2.0):
     (:mod:`.quadratic_dual`) passes its penalty's ``cross_weight``.
     """
     S = X @ X.T
-    squares = X * X
-    T = squares @ squares.T
-    return S + T + (S * S - T) / cross_weight
+    # written as S + (S ∘ S + (c - 1) T) / c: for c = 2 the arithmetic of
+    # ``S + 0.5 (S ∘ S + T)`` (the ridge kernel's before it was shared), and
+    # no T at all for c = 1
+    quadratic = S * S
+    if cross_weight != 1.0:
+        squares = X * X
+        quadratic += (cross_weight - 1.0) * (squares @ squares.T)
+    quadratic /= cross_weight
+    return S + quadratic
 
 
 def _centred_kernel(dense, weight, fit_intercept):
