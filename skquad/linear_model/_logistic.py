@@ -170,7 +170,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         in skquad's training engine (``skquad._training``), with
         MLPClassifier's stopping rule, warnings and divergence guard.
     max_iter : int, default=500
-        Iterations of L-BFGS, or epochs of SGD; 0 returns the starting model
+        Iterations of L-BFGS (Newton steps where the dual solver is chosen,
+        see ``solver``), or epochs of SGD; 0 returns the starting model
         (``Q_init``, or the previous one with ``warm_start``) with
         ``n_iter_ = [0]`` and a ConvergenceWarning. Higher than
         ``LogisticRegression``'s 100: on real data with many degree-2 terms
@@ -178,7 +179,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     tol : float, default=1e-4
         L-BFGS stops when the largest gradient entry of the objective divided
         by ``C * sum(sample_weight)`` is below ``tol`` (as in
-        ``LogisticRegression``). SGD stops when the epoch's mean loss has not
+        ``LogisticRegression``); so does the dual Newton solver (the same
+        test on the same primal gradient). SGD stops when the epoch's mean loss has not
         improved by ``tol`` for more than ``n_iter_no_change`` epochs in a row
         (MLPClassifier's rule).
     learning_rate : {"constant", "invscaling", "adaptive"}, default="constant"
@@ -271,7 +273,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     Q_scales_ : ndarray of shape (n_scores, rank)
         Only when ``rank`` is set: the scales ``s_j``.
     n_iter_ : ndarray of shape (1,)
-        L-BFGS iterations or SGD epochs run (int32, in an array as
+        L-BFGS iterations (Newton steps), or SGD epochs, run (int32, in an array as
         ``LogisticRegression``'s, binary or multinomial).
     loss_ : float
         The final objective divided by ``C * sum(sample_weight)`` (L-BFGS), or
