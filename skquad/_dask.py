@@ -476,10 +476,11 @@ class _NonFinite(Exception):
 def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
     """:meth:`QuadraticLogisticRegression.fit` on Dask collections (see the module docstring)."""
     name = type(estimator).__name__
-    if estimator.solver != "lbfgs":
+    if estimator.solver not in ("auto", "lbfgs"):
         raise ValueError(
-            f"{name} fits Dask collections with solver='lbfgs' (the full-batch objective "
-            f"is a sum over blocks); got solver={estimator.solver!r}. For stochastic "
+            f"{name} fits Dask collections with solver='auto' or 'lbfgs' (L-BFGS: the "
+            f"full-batch objective is a sum over blocks); got solver={estimator.solver!r}. "
+            "For stochastic "
             f"training stream the blocks with dask_ml.wrappers.Incremental({name}"
             "(solver='sgd')), which calls partial_fit on each block."
         )
@@ -631,6 +632,7 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
     estimator._store_params([torch.from_numpy(np.asarray(p)).to(dtype) for p in final])
     estimator.device_ = policy.device_name
     estimator.n_iter_ = np.array([len(curve)], dtype=np.int32)
+    estimator.solver_ = "lbfgs"
     estimator.loss_ = float(best["loss"]) if math.isfinite(best["loss"]) else math.inf
     estimator.diverged_ = diverged
     for stale in ("loss_curve_", "t_"):

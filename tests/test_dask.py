@@ -352,7 +352,7 @@ def test_fits_that_would_gather_the_data_refuse_dask_collections():
         SDPQuantizedClassifier().fit(X_da, y_da)
     with pytest.raises(TypeError, match="partial_fit does not take Dask"):
         QuadraticLogisticRegression(solver="sgd").partial_fit(X_da, y_da, classes=[0, 1])
-    with pytest.raises(ValueError, match="solver='lbfgs'"):
+    with pytest.raises(ValueError, match="solver='auto' or 'lbfgs'"):
         QuadraticLogisticRegression(solver="sgd").fit(X_da, y_da)
 
 

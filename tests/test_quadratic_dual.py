@@ -66,14 +66,16 @@ def test_degree2_kernel_is_the_feature_inner_product():
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("penalty", ["polynomial", "frobenius"])
-def test_dual_newton_reaches_the_lbfgs_optimum(monkeypatch, fit_intercept, penalty):
+def test_dual_newton_reaches_the_lbfgs_optimum(fit_intercept, penalty):
     """Weighted (sample_weight and class_weight), tol=1e-8: the objective and model of L-BFGS."""
     X, y, sample_weight = _problem()
     params = dict(C=2.0, tol=1e-8, penalty=penalty, fit_intercept=fit_intercept,
                   class_weight={0: 1.0, 1: 3.0})
     dual = QuadraticLogisticRegression(**params).fit(X, y, sample_weight=sample_weight)
-    monkeypatch.setattr(logistic, "_KERNEL_NEWTON_MAX_ROWS", 0)  # L-BFGS
-    lbfgs = QuadraticLogisticRegression(**params).fit(X, y, sample_weight=sample_weight)
+    lbfgs = QuadraticLogisticRegression(solver="lbfgs", **params).fit(
+        X, y, sample_weight=sample_weight
+    )
+    assert (dual.solver_, lbfgs.solver_) == ("newton-dual", "lbfgs")
     assert dual.n_iter_[0] < 12 < lbfgs.n_iter_[0]
     cross_weight = 2.0 if penalty == "polynomial" else 1.0
     weights = sample_weight * np.where(y == 1, 3.0, 1.0)
@@ -121,6 +123,7 @@ def _spy(monkeypatch):
         ("three classes", False),
         ("rank", False),
         ("sgd", False),
+        ("solver lbfgs", False),
         ("Q_init identity", False),
         ("C inf", False),
         ("sparse", False),
@@ -140,6 +143,8 @@ def test_the_chooser_picks_the_dual_only_where_intended(monkeypatch, case, chose
         params.update(rank=2, random_state=0)
     elif case == "sgd":
         params.update(solver="sgd", random_state=0)
+    elif case == "solver lbfgs":
+        params.update(solver="lbfgs")
     elif case == "Q_init identity":
         params.update(Q_init="identity")
     elif case == "C inf":
@@ -152,8 +157,10 @@ def test_the_chooser_picks_the_dual_only_where_intended(monkeypatch, case, chose
         X, y, _ = _problem(n=301, d=30)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        QuadraticLogisticRegression(**params).fit(X, y)
+        model = QuadraticLogisticRegression(**params).fit(X, y)
     assert bool(calls) == chosen
+    expected = "newton-dual" if chosen else ("sgd" if case == "sgd" else "lbfgs")
+    assert model.solver_ == expected
 
 
 def test_warm_start_continues_with_lbfgs(monkeypatch):

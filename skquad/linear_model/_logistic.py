@@ -50,7 +50,7 @@ __all__ = ["QuadraticLogisticRegression"]
 # 0.575 accuracy against 0.775, X * 1e-80 to the zero model, both silently).
 _WELL_SCALED = (1e-4, 1e4)
 
-# solver="lbfgs" on binary problems: Newton's method on the dual coefficients
+# solver="auto" on binary problems: Newton's method on the dual coefficients
 # (skquad.nn.quadratic_dual) when the distinct rows are at most the d(d+3)/2
 # degree-2 features and at most this many. Its steps cost n^3/3 (a Cholesky),
 # L-BFGS's evaluations about 3 n d^2: measured (synthetic binary sets, CPU
@@ -141,7 +141,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         invariant under rotations of the features.
     fit_intercept : bool, default=True
         Whether to fit the intercepts ``b``.
-    solver : {"lbfgs", "sgd"}, default="lbfgs"
+    solver : {"auto", "lbfgs", "sgd"}, default="auto"
+        ``"auto"``: ``"lbfgs"``, except on the small binary problems below,
+        which are solved by Newton's method on the dual; ``solver_`` says
+        which ran.
         ``"lbfgs"``: full-batch L-BFGS-B (scipy) on the loss and gradient
         in closed form; reaches the global optimum when ``rank`` is None.
         A full ``Q_k`` is optimised as its packed upper triangle (``sqrt(2)
@@ -150,10 +153,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         (``LogisticRegression`` keeps scipy's 10; with 20 the benchmark's UCI
         fits took 7 to 22 % fewer iterations: optdigits 27 -> 25, ionosphere
         44 -> 37, spambase 270 -> 218, vehicle 204 -> 160, means of 3 splits).
-        Binary problems with a full ``Q`` and at most 300 distinct rows, and
-        no more than the ``d(d+3)/2`` degree-2 features, are solved by
-        Newton's method on the dual (kernel) coefficients instead, as
-        ``Ridge(solver="auto")`` chooses by shape
+        With ``"auto"``, binary problems with a full ``Q`` and at most 300
+        distinct rows, and no more than the ``d(d+3)/2`` degree-2 features,
+        are solved by Newton's method on the dual (kernel) coefficients
+        instead, as ``Ridge(solver="auto")`` chooses by shape
         (:func:`skquad.nn.quadratic_dual.kernel_newton_logistic`: one
         ``n x n`` Cholesky per step, 5 to 8 steps where L-BFGS takes 20 to
         40): the same objective and the same optimum, with the same gradient
@@ -272,6 +275,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Only when ``rank`` is set: the vectors ``v_j`` (columns).
     Q_scales_ : ndarray of shape (n_scores, rank)
         Only when ``rank`` is set: the scales ``s_j``.
+    solver_ : str
+        The method that fitted the model: ``"lbfgs"``, ``"newton-dual"``
+        (Newton's method on the dual coefficients, see ``solver``) or
+        ``"sgd"``.
     n_iter_ : ndarray of shape (1,)
         L-BFGS iterations (Newton steps), or SGD epochs, run (int32, in an array as
         ``LogisticRegression``'s, binary or multinomial).
@@ -327,7 +334,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         "C": [Interval(Real, 0, None, closed="right")],
         "penalty": [StrOptions({"polynomial", "frobenius"})],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"lbfgs", "sgd"})],
+        "solver": [StrOptions({"auto", "lbfgs", "sgd"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [
@@ -356,7 +363,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         *,
         penalty="polynomial",
         fit_intercept=True,
-        solver="lbfgs",
+        solver="auto",
         max_iter=500,
         tol=1e-4,
         learning_rate="constant",
@@ -657,12 +664,20 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             history.loss = self._objective(X, y_encoded, sample_weight, l2)
         # LogisticRegression's shape and dtype: (1,) int32, multinomial included.
         self.n_iter_ = np.array([n_iter], dtype=np.int32)
+        self.solver_ = "sgd" if stochastic else "lbfgs"
         self.loss_ = float(history.loss)
         self.diverged_ = bool(history.diverged)
         return self
 
+    def _callback_max_subtasks(self, method_name):
+        # L-BFGS (scipy's last, empty iteration) and the dual Newton steps both
+        # report up to max_iter + 1 subtasks; SGD one per epoch.
+        if method_name == "fit" and self.solver != "sgd":
+            return int(self.max_iter) + 1
+        return super()._callback_max_subtasks(method_name)
+
     def _kernel_newton_applies(self, X, n_rows, previous, stochastic, device):
-        """Whether ``solver="lbfgs"`` fits by Newton's method on the dual (see ``solver``).
+        """Whether ``solver="auto"`` fits by Newton's method on the dual (see ``solver``).
 
         Only where that gives the L-BFGS path's optimum from the same start
         (a cold start from ``Q = 0``; the penalty makes the optimum unique),
@@ -672,7 +687,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """
         return bool(
             not stochastic
-            and self.solver == "lbfgs"
+            and self.solver == "auto"
             and self._n_scores == 1
             and self.rank is None
             and previous is None
@@ -751,10 +766,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         reporter.close()
         if result["status"] == "max_iter":
             warn_user(
-                f"Newton's method on the dual coefficients (solver='lbfgs' on a binary problem "
+                f"Newton's method on the dual coefficients (solver='auto' on a binary problem "
                 f"with fewer rows than degree-2 features) failed to converge after "
                 f"{result['n_iter']} iteration(s).\nIncrease the number of iterations to "
-                f"improve the convergence (max_iter={self.max_iter}).",
+                f"improve the convergence (max_iter={self.max_iter}), or use solver='lbfgs'.",
                 ConvergenceWarning,
             )
         elif result["status"] == "line_search":
@@ -775,6 +790,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 delattr(self, name)
         self.device_ = policy.device_name
         self.n_iter_ = np.array([result["n_iter"]], dtype=np.int32)
+        self.solver_ = "newton-dual"
         self.loss_ = float(result["loss"])
         self.diverged_ = False
         return self
