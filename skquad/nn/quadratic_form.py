@@ -63,6 +63,7 @@ __all__ = [
     "low_rank_quadratic_scores",
     "low_rank_to_dense",
     "packed_logistic_objective",
+    "packed_penalty_weight",
     "quadratic_form_scores",
     "quadratic_log_loss_gradient",
     "quadratic_logistic_loss_and_gradient",
@@ -736,6 +737,22 @@ class SymmetricPacking:
         return (flat[:, upper] + flat[:, lower]) * self._numbers(self._half, flat)
 
 
+def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_intercept=True):
+    """The penalty of :func:`packed_logistic_objective` as weights on ``theta``: it is ``0.5 * sum(weight * theta**2)``.
+
+    ``l2`` on the diagonal entries of each packed ``Q_k`` and on ``coef``,
+    ``l2 * cross_weight`` off the diagonal (the packing is an isometry), 0
+    on the intercepts (present when ``fit_intercept``).
+    """
+    return np.concatenate(
+        [
+            np.tile(np.where(packing.rows == packing.cols, 1.0, cross_weight), n_scores),
+            np.ones(n_scores * packing.n_features),
+            np.zeros(n_scores if fit_intercept else 0),
+        ]
+    ) * l2
+
+
 def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cross_weight=1.0,
                               fit_intercept=True, class_blocks=None):
     """The objective of :func:`quadratic_log_loss_gradient` on a flat packed vector, in numpy.
@@ -777,13 +794,9 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     dtype = X.dtype
     n_packed = n_scores * packing.rows.size
     n_coef = n_scores * n_features
-    penalty_weight = np.concatenate(
-        [
-            np.tile(np.where(packing.rows == packing.cols, 1.0, cross_weight), n_scores),
-            np.ones(n_coef),
-            np.zeros(n_scores if fit_intercept else 0),
-        ]
-    ) * l2
+    penalty_weight = packed_penalty_weight(
+        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
+    )
     width = packing.rows.size + n_features + 1
     if X.shape[0] * width <= _DESIGN_MATRIX_ELEMENTS:
         return _design_matrix_objective(
