@@ -318,11 +318,12 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
 def test_cpu_engine_gives_the_same_bits_on_any_thread_count(monkeypatch, n_scores, n_classes,
                                                            sorted_rows):
     """The chunked CPU engine's threads take parts of the rows in turn; the parts (at most
-    _CPU_PARTS, here 14 chunks in 8 parts) are summed each into its own gradient and added
+    _CPU_PARTS, here 14 chunks in 4 parts) are summed each into its own gradient and added
     in a fixed order, so one, two or three threads give the very same float32 numbers."""
     import skquad.nn.quadratic_form as quadratic_form
 
     monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
+    monkeypatch.setattr(quadratic_form, "_CPU_PARTS", 4)
     monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
     X, y, weight, Q, coef, intercept = (
         t.float() if t.is_floating_point() else t

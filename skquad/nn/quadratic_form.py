@@ -372,12 +372,13 @@ def _upper_halves(Q):
     return np.ascontiguousarray(halves)
 
 
-# Row chunks of the CPU objective are summed in this many parts at most, each
-# into its own gradient: the parts are the threads' units of work, and their
-# sums are added in a fixed order, so that the result does not depend on the
-# thread count or on which thread finished first. (8 gradients: within the
-# 26 parameter copies of QuadraticLogisticRegression's memory estimate.)
-_CPU_PARTS = 8
+# Row chunks of the CPU objective are summed in this many parts (or one per
+# thread, on more threads), each into its own gradient: the parts are the
+# threads' units of work, and their sums are added in a fixed order, so that
+# the result does not depend on the thread count (up to this many) or on
+# which thread finished first. A part's gradient is added and dropped as soon
+# as the parts before it are in: about one per thread is held at a time.
+_CPU_PARTS = 16
 
 
 class _ChunkTerms:
@@ -482,13 +483,14 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
 
     One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
     (:func:`_add_chunk_terms`); the chunks are grouped into at most
-    ``_CPU_PARTS`` contiguous parts that torch's thread count of threads
-    (the runtime policy's, :func:`skquad._training._runtime.thread_count`)
-    take in turn, each part summed into its own gradient and the parts
-    added in order: the same numbers on any thread count. The memory is the
-    data and the parameters, plus one chunk of scratch per thread
-    (``scratch``: a dict that keeps it from one call to the next) and the
-    parts' gradients.
+    ``_CPU_PARTS`` contiguous parts (one per thread on more threads) that
+    torch's thread count of threads (the runtime policy's,
+    :func:`skquad._training._runtime.thread_count`) take in turn, each part
+    summed into its own gradient and the parts added in order: the same
+    numbers on any thread count up to ``_CPU_PARTS``. The memory is the data
+    and the parameters, plus one chunk of scratch per thread (``scratch``: a
+    dict that keeps it from one call to the next) and the gradients of the
+    parts not added yet (about one per thread).
     """
     rows_all = X.numpy()
     n_samples, n_features = rows_all.shape
@@ -501,9 +503,10 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
     halves = _upper_halves(Q_np)
     step = max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
     chunks = [(start, min(start + step, n_samples)) for start in range(0, n_samples, step)]
-    n_parts = min(len(chunks), _CPU_PARTS)
+    n_threads = torch.get_num_threads()
+    n_parts = min(len(chunks), max(_CPU_PARTS, n_threads))
     edges = np.linspace(0, len(chunks), n_parts + 1).round().astype(int)
-    n_workers = max(1, min(torch.get_num_threads(), n_parts))
+    n_workers = max(1, min(n_threads, n_parts))
     scratch = {} if scratch is None else scratch
     shape = (min(step, n_samples), n_features)
     buffers = scratch.get("rows")
@@ -530,18 +533,21 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
             free.put(buffer)
         return terms
 
+    def in_order(parts):
+        total = next(parts)
+        for terms in parts:
+            total.loss += terms.loss
+            total.grad_Q += terms.grad_Q
+            total.grad_coef += terms.grad_coef
+            total.grad_intercept += terms.grad_intercept
+        return total
+
     with _one_blas_thread(n_workers):
         if n_workers == 1:
-            parts = [part_terms(part) for part in range(n_parts)]
+            total = in_order(part_terms(part) for part in range(n_parts))
         else:
             with concurrent.futures.ThreadPoolExecutor(max_workers=n_workers) as pool:
-                parts = list(pool.map(part_terms, range(n_parts)))
-    total = parts[0]
-    for terms in parts[1:]:
-        total.loss += terms.loss
-        total.grad_Q += terms.grad_Q
-        total.grad_coef += terms.grad_coef
-        total.grad_intercept += terms.grad_intercept
+                total = in_order(pool.map(part_terms, range(n_parts)))
     return (
         _scalar_tensor(np.asarray(total.loss, dtype=dtype)),
         torch.from_numpy(_symmetrised(total.grad_Q)),
