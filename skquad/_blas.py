@@ -51,8 +51,8 @@ def _routine(name, ctype):
 
 def _check_rows(rows, n_features, what):
     if rows.ndim != 2 or rows.shape[1] != n_features or rows.dtype not in _TYPES or (
-        rows.strides != (n_features * rows.itemsize, rows.itemsize) and rows.shape[0] > 1
-    ):
+        rows.strides[1] != rows.itemsize and n_features > 1
+    ) or (rows.strides[0] != n_features * rows.itemsize and rows.shape[0] > 1):
         raise ValueError(f"{what}: expected C-contiguous float rows of width {n_features}")
 
 

@@ -36,6 +36,8 @@ def test_refuses_rows_it_cannot_pass_to_the_blas():
     with pytest.raises(ValueError, match="upper"):
         upper_product_in_place(U.astype(np.float32), np.ones((5, 4)))
     with pytest.raises(ValueError, match="rows"):
+        upper_product_in_place(U, np.ones((1, 8))[:, ::2])  # one row, strided columns
+    with pytest.raises(ValueError, match="rows"):
         gram_update(np.zeros((4, 4)), np.ones((5, 3)))
     with pytest.raises(ValueError, match="rows"):
         gram_update(np.zeros((4, 4)), np.ones((5, 4), dtype=np.int64))

@@ -459,11 +459,13 @@ def _one_blas_thread(n_workers):
     """BLAS held at one thread while ``n_workers > 1`` threads call it side by side.
 
     The parallelism of the CPU objective is its own (parts of the rows on
-    threads, :func:`_cpu_log_loss_gradient`): OpenBLAS's threads inside
-    each chunk's product, on 1e6 x 200 float32 rows, spent most of their
-    time handing the chunks over (two threads: 1.75 s of wall per evaluation
-    quiet, where one thread needs 2 s of CPU), and on the loaded 2-core
-    machine its SYRK took 373 ms of CPU per chunk against 19 on one thread.
+    threads, :func:`_cpu_log_loss_gradient`): OpenBLAS's two threads inside
+    each chunk's product gained little on 1e6 x 200 float32 rows (the quiet
+    2.50 s per iteration of the former code, 12 evaluations and a few
+    seconds of fixed costs in 10 iterations, leave about 1.8 s of wall per
+    evaluation, where one thread needs 1.6-2.0 s of CPU), and on the loaded
+    2-core machine they spun: 10.2 s of CPU per evaluation against 1.8 on
+    one thread, its SYRK 373 ms of CPU per 21 000-row chunk against 19.
     One worker leaves the BLAS as the caller set it.
     """
     if n_workers <= 1:
