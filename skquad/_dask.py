@@ -570,7 +570,9 @@ def _factored_problem(tensors, l2, fit_intercept, cross_weight, dtype):
 
     def penalty(theta):
         # the same function on no rows, with the L2 strength
-        return _logistic_loss_and_gradient(*empty, unflatten(theta), l2, class_blocks=None, **options)
+        return _logistic_loss_and_gradient(
+            *empty, unflatten(theta), l2, class_blocks=None, **options
+        )
 
     def as_tensors(theta):
         return [torch.from_numpy(np.asarray(p)).to(dtype) for p in unflatten(theta)]
@@ -679,7 +681,9 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
 
     def objective(theta):
         shared, options = settings(theta)
-        loss, gradient = data.reduce(block_objective, _add_objectives, shared, total_weight, options)
+        loss, gradient = data.reduce(
+            block_objective, _add_objectives, shared, total_weight, options
+        )
         penalty_value, penalty_gradient = penalty(theta)
         loss = float(loss) + penalty_value
         gradient = gradient + penalty_gradient

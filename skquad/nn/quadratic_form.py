@@ -365,7 +365,10 @@ def _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_w
 
 
 def _upper_halves(Q):
-    """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved (C order)."""
+    """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved.
+
+    C order, as :func:`skquad._blas.upper_product_in_place` reads it.
+    """
     halves = np.triu(Q)
     diagonal = np.einsum("kii->ki", halves)
     diagonal *= 0.5
@@ -746,11 +749,13 @@ class SymmetricPacking:
 
 
 def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_intercept=True):
-    """The penalty of :func:`packed_logistic_objective` as weights on ``theta``: it is ``0.5 * sum(weight * theta**2)``.
+    """The penalty of :func:`packed_logistic_objective` as weights on ``theta``.
 
-    ``l2`` on the diagonal entries of each packed ``Q_k`` and on ``coef``,
-    ``l2 * cross_weight`` off the diagonal (the packing is an isometry), 0
-    on the intercepts (present when ``fit_intercept``).
+    The penalty is ``0.5 * sum(weight * theta**2)`` and its gradient
+    ``weight * theta``, with ``weight`` ``l2`` on the diagonal entries of
+    each packed ``Q_k`` and on ``coef``, ``l2 * cross_weight`` off the
+    diagonal (the packing is an isometry), 0 on the intercepts (present when
+    ``fit_intercept``).
     """
     return np.concatenate(
         [
