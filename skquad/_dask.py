@@ -31,6 +31,7 @@ scheduler one graph per evaluation (:class:`_GraphBlocks`).
 """
 
 import copy
+import functools
 import math
 import time
 
@@ -52,7 +53,13 @@ from ._training import (
     limit_threads,
     minimize_lbfgs,
 )
-from .nn.quadratic_form import QuadraticScores, quadratic_logistic_loss_and_gradient
+from .nn.quadratic_form import (
+    QuadraticScores,
+    SymmetricPacking,
+    packed_logistic_objective,
+    packed_penalty_weight,
+    quadratic_logistic_loss_and_gradient,
+)
 
 __all__ = [
     "fit_quadratic_logistic_regression",
@@ -428,6 +435,31 @@ def _class_weight_sums(block, _):
     return (np.array([w[start:stop].sum() for start, stop in class_blocks]),)
 
 
+@functools.lru_cache(maxsize=4)
+def _packing(n_features):
+    """The :class:`SymmetricPacking` of ``n_features`` (its index maps built once per process)."""
+    return SymmetricPacking(n_features)
+
+
+def _block_objective(block, theta, total_weight, settings):
+    """``(loss, gradient)`` of one block at the flat packed ``theta``, without the penalty.
+
+    The in-memory fit's objective (:func:`packed_logistic_objective`) on this
+    block's rows, with its weights divided by the total as the in-memory
+    trainer divides them, and its thread and denormal policy.
+    """
+    X, y, w, class_blocks = block
+    n_features = X.shape[1]
+    objective = packed_logistic_objective(
+        X, y, (w / total_weight).astype(X.dtype, copy=False), _packing(n_features),
+        settings["n_scores"], 0.0, cross_weight=settings["cross_weight"],
+        fit_intercept=settings["fit_intercept"], class_blocks=class_blocks,
+    )
+    threads = choose_thread_count(3.0 * settings["n_scores"] * X.shape[0] * n_features**2)
+    with limit_threads(threads), flush_denormals():
+        return objective(theta)
+
+
 def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_weight,
                                  class_blocks, dtype):
     """``(loss, [gradients])`` of the trainable parameters on one block (or the penalty alone).
@@ -452,10 +484,12 @@ def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_wei
             torch.from_numpy(y),
             torch.from_numpy(w).to(dtype),
         )
-    return float(loss), [p.grad.double().numpy().copy() for p in trainable]
+    return float(loss), np.concatenate([p.grad.double().numpy().ravel() for p in trainable])
 
 
-def _block_objective(block, params, total_weight, settings):
+def _factored_block_objective(block, params, total_weight, settings):
+    """``(loss, gradient)`` of one block for a low-rank ``Q`` (``rank``): the in-memory
+    fit's autograd objective on the factors, flat over the trainable parameters."""
     X, y, w, class_blocks = block
     # the in-memory trainer's normalisation: weights divided by their sum
     return _logistic_loss_and_gradient(
@@ -464,13 +498,88 @@ def _block_objective(block, params, total_weight, settings):
 
 
 def _add_objectives(*parts):
-    loss = sum(part[0] for part in parts)
-    gradients = [sum(grads) for grads in zip(*(part[1] for part in parts))]
-    return loss, gradients
+    return sum(part[0] for part in parts), sum(part[1] for part in parts)
 
 
 class _NonFinite(Exception):
     pass
+
+
+def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype):
+    """The in-memory fit's L-BFGS problem for a full ``Q``.
+
+    Each ``Q_k`` as its packed upper triangle (``sqrt(2) Q_ij`` off the
+    diagonal), then ``coef`` and the intercepts (when fitted); the blocks
+    compute :func:`packed_logistic_objective`, the driver its diagonal
+    penalty; the stopping test reads the full matrix's entries and L-BFGS
+    keeps the in-memory fit's correction pairs.
+
+    Returns ``(theta0, block_objective, settings, penalty, unflatten,
+    gradient_scale, maxcor)``: ``settings(theta)`` gives the blocks'
+    arguments before the total weight, ``penalty(theta)`` its value and
+    gradient, ``unflatten(theta)`` the ``[Q, coef, intercept]`` tensors in
+    the computation dtype.
+    """
+    from .linear_model._logistic import QuadraticLogisticRegression
+
+    n_scores, n_features = tensors[1].shape
+    packing = _packing(n_features)
+    n_packed, n_coef = n_scores * packing.rows.size, n_scores * n_features
+    weight = packed_penalty_weight(
+        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
+    )
+    scale = np.ones(weight.shape[0])
+    scale[:n_packed] = np.tile(packing.scale, n_scores)
+    options = {"n_scores": n_scores, "fit_intercept": fit_intercept, "cross_weight": cross_weight}
+    intercept = tensors[2]
+
+    def penalty(theta):
+        weighted = weight * theta
+        return 0.5 * float(weighted @ theta), weighted
+
+    def unflatten(theta):
+        values = torch.from_numpy(theta).to(dtype)
+        Q = packing.unpack(values[:n_packed].reshape(n_scores, -1))
+        coef = values[n_packed : n_packed + n_coef].reshape(n_scores, n_features)
+        return [Q, coef, values[n_packed + n_coef :] if fit_intercept else intercept]
+
+    theta0 = np.concatenate(
+        [packing.pack(tensors[0]).numpy().ravel(), tensors[1].numpy().ravel()]
+        + ([intercept.numpy()] if fit_intercept else [])
+    ).astype(np.float64)
+    return (theta0, _block_objective, lambda theta: (theta, options), penalty, unflatten, scale,
+            QuadraticLogisticRegression._LBFGS_MAXCOR)
+
+
+def _factored_problem(tensors, l2, fit_intercept, cross_weight, dtype):
+    """:func:`_packed_problem` for a low-rank ``Q`` (``rank``): the factors, flat, by autograd."""
+    from .linear_model._logistic import QuadraticLogisticRegression
+
+    params = [t.numpy() for t in tensors]
+    trainable = [i for i in range(len(params)) if fit_intercept or i != len(params) - 1]
+    sizes = [params[i].size for i in trainable]
+    options = {"fit_intercept": fit_intercept, "cross_weight": cross_weight, "dtype": dtype}
+    empty = (np.zeros((0, params[-2].shape[1]), params[0].dtype), np.zeros(0, np.int64),
+             np.zeros(0, params[0].dtype))
+
+    def unflatten(theta):
+        current = [p.copy() for p in params]
+        for index, piece in zip(trainable, np.split(theta, np.cumsum(sizes)[:-1])):
+            current[index] = piece.reshape(params[index].shape)
+        return current
+
+    def penalty(theta):
+        # the same function on no rows, with the L2 strength
+        return _logistic_loss_and_gradient(
+            *empty, unflatten(theta), l2, class_blocks=None, **options
+        )
+
+    def as_tensors(theta):
+        return [torch.from_numpy(np.asarray(p)).to(dtype) for p in unflatten(theta)]
+
+    theta0 = np.concatenate([params[i].ravel() for i in trainable]).astype(np.float64)
+    return (theta0, _factored_block_objective, lambda theta: (unflatten(theta), options), penalty,
+            as_tensors, None, QuadraticLogisticRegression._LBFGS_MAXCOR)
 
 
 def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
@@ -563,38 +672,22 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
     tensors = estimator._initial_params(n_features, policy.device, previous, policy.init_generator)
     if not estimator.fit_intercept:
         tensors[-1].zero_()
-    params = [t.numpy() for t in tensors]
-    trainable = [i for i in range(len(params)) if estimator.fit_intercept or i != len(params) - 1]
-    shapes = [params[i].shape for i in trainable]
-    sizes = [int(np.prod(s)) for s in shapes]
-    settings = {
-        "fit_intercept": bool(estimator.fit_intercept),
-        "cross_weight": estimator._cross_weight,
-        "dtype": dtype,
-    }
-    empty = (np.zeros((0, n_features), numpy_dtype), np.zeros(0, np.int64), np.zeros(0, numpy_dtype))
-
-    def unflatten(theta):
-        current = [p.copy() for p in params]
-        for index, piece in zip(trainable, np.split(theta, np.cumsum(sizes)[:-1])):
-            current[index] = piece.reshape(params[index].shape)
-        return current
-
+    fit_intercept = bool(estimator.fit_intercept)
+    if estimator.rank is None:
+        problem = _packed_problem(tensors, l2, fit_intercept, estimator._cross_weight, dtype)
+    else:
+        problem = _factored_problem(tensors, l2, fit_intercept, estimator._cross_weight, dtype)
+    theta0, block_objective, settings, penalty, unflatten, gradient_scale, maxcor = problem
     best = {"loss": math.inf, "theta": None}
 
     def objective(theta):
-        current = unflatten(theta)
-        loss, gradients = data.reduce(
-            _block_objective, _add_objectives, current, total_weight, settings
+        shared, options = settings(theta)
+        loss, gradient = data.reduce(
+            block_objective, _add_objectives, shared, total_weight, options
         )
-        # the penalty: the same function on no rows, with the L2 strength
-        penalty, penalty_gradients = _logistic_loss_and_gradient(
-            *empty, current, l2, class_blocks=None, **settings
-        )
-        loss += penalty
-        gradient = np.concatenate(
-            [(g + h).ravel() for g, h in zip(gradients, penalty_gradients)]
-        )
+        penalty_value, penalty_gradient = penalty(theta)
+        loss = float(loss) + penalty_value
+        gradient = gradient + penalty_gradient
         if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
             raise _NonFinite
         if loss < best["loss"]:
@@ -610,7 +703,6 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
             print(progress_line(iteration, loss, time.perf_counter() - started), flush=True)
         return False
 
-    theta0 = np.concatenate([params[i].ravel() for i in trainable]).astype(np.float64)
     diverged = False
     try:
         # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
@@ -620,16 +712,15 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
             result = minimize_lbfgs(
                 objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
                 tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
-                on_iteration=on_iteration,
+                maxcor=maxcor, on_iteration=on_iteration, gradient_scale=gradient_scale,
             )
     except _NonFinite:
         result, diverged = None, True
     if best["theta"] is None:
         best["theta"] = theta0
         diverged = True
-    final = unflatten(best["theta"])
     # fitted arrays in the computation dtype, as the in-memory fit stores them
-    estimator._store_params([torch.from_numpy(np.asarray(p)).to(dtype) for p in final])
+    estimator._store_params(unflatten(best["theta"]))
     estimator.device_ = policy.device_name
     estimator.n_iter_ = np.array([len(curve)], dtype=np.int32)
     estimator.solver_ = "lbfgs"

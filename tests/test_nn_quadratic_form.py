@@ -1,5 +1,7 @@
 """The closed-form quadratic-form math against torch autograd and finite differences."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -279,15 +281,18 @@ def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_en
 
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("path", ["chunks", "small"])
+@pytest.mark.parametrize("path", ["chunks", "chunks-unsorted", "small"])
 def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes, dtype, path):
     """The CPU engine: TRMM scores and SYRK grams in chunks that cut through the class
-    blocks, or the small problems' two GEMMs."""
+    blocks (GEMM grams without them), or the small problems' two GEMMs."""
     import skquad.nn.quadratic_form as quadratic_form
 
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
     X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
-    if path == "chunks":
+    if path == "chunks-unsorted":
+        order = torch.randperm(97, generator=torch.Generator().manual_seed(1))
+        X, y, weight, blocks = X[order], y[order], weight[order], None
+    if path.startswith("chunks"):
         # 5 features: chunks of 7 rows, 14 of them, most straddling a class boundary
         monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
         monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
@@ -306,6 +311,53 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
                             (gintercept, rintercept)):
         assert value.dtype == dtype
         torch.testing.assert_close(value.double(), expected, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+@pytest.mark.parametrize("sorted_rows", [True, False])
+def test_cpu_engine_gives_the_same_bits_on_any_thread_count(monkeypatch, n_scores, n_classes,
+                                                           sorted_rows):
+    """The chunked CPU engine's threads take parts of the rows in turn; the parts (at most
+    _CPU_PARTS, here 14 chunks in 4 parts) are summed each into its own gradient and added
+    in a fixed order, so one, two or three threads give the very same float32 numbers."""
+    import skquad.nn.quadratic_form as quadratic_form
+
+    monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
+    monkeypatch.setattr(quadratic_form, "_CPU_PARTS", 4)
+    monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
+    X, y, weight, Q, coef, intercept = (
+        t.float() if t.is_floating_point() else t
+        for t in _problem(n_scores, n_classes, n_samples=97, seed=5)
+    )
+    blocks = None
+    if sorted_rows:
+        X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
+    seen = set()
+    original = quadratic_form._add_chunk_terms
+
+    def recording(*args):
+        seen.add(threading.get_ident())
+        return original(*args)
+
+    monkeypatch.setattr(quadratic_form, "_add_chunk_terms", recording)
+    previous = torch.get_num_threads()
+    results = []
+    try:
+        for n_threads in (1, 2, 3):
+            torch.set_num_threads(n_threads)
+            seen.clear()
+            results.append(quadratic_log_loss_gradient(
+                X, y, weight, Q, coef, intercept, 0.3, class_blocks=blocks
+            ))
+            # one thread sums in the caller's thread, more in a pool
+            assert len(seen) <= n_threads and (threading.get_ident() in seen) == (n_threads == 1)
+    finally:
+        torch.set_num_threads(previous)
+    for other in results[1:]:
+        for value, expected in zip(other, results[0]):
+            assert torch.equal(value, expected)
+    gQ = results[0][1]
+    assert torch.equal(gQ, gQ.transpose(1, 2))
 
 
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])

@@ -1,5 +1,6 @@
 """Tests of the thread and denormal policy (skquad._training._threads)."""
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -119,14 +120,16 @@ def test_ceiling_caps_the_automatic_rule_inside_a_benchmark_limit():
             # an explicit count still wins
             assert choose_thread_count(PARALLEL_FLOPS * 100, available=3) == 3
             seen = []
-            original = quadratic_form._accumulate_gram
+            original = quadratic_form._add_chunk_terms
 
             def recording(*args):
                 seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
                 seen.append(torch.get_num_threads())
+                # one thread: the chunks are summed in the caller's thread, not a pool's
+                seen.append(1 if threading.current_thread() is threading.main_thread() else 2)
                 return original(*args)
 
-            quadratic_form._accumulate_gram = recording
+            quadratic_form._add_chunk_terms = recording
             try:
                 rng = np.random.RandomState(0)
                 # 3 n d² K = 2.2e8 flops per step: two threads by the rule alone
@@ -135,7 +138,7 @@ def test_ceiling_caps_the_automatic_rule_inside_a_benchmark_limit():
                     warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=1
                     QuadraticLogisticRegression(max_iter=1).fit(X, y)
             finally:
-                quadratic_form._accumulate_gram = original
+                quadratic_form._add_chunk_terms = original
             assert seen and set(seen) == {1}
         # the ceiling ends with the block
         assert choose_thread_count(PARALLEL_FLOPS * 100) == torch.get_num_threads()

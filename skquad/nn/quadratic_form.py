@@ -41,13 +41,16 @@ the products that need dense rows then run over row chunks of bounded size,
 so the data are never densified as a whole.
 """
 
+import concurrent.futures
 import contextlib
+import queue
 
 import numpy as np
-import scipy.linalg.blas
 import scipy.special
 import torch
 import torch.nn.functional as F
+
+from .._blas import gram_update, upper_product_in_place
 
 __all__ = [
     "QuadraticScores",
@@ -60,6 +63,7 @@ __all__ = [
     "low_rank_quadratic_scores",
     "low_rank_to_dense",
     "packed_logistic_objective",
+    "packed_penalty_weight",
     "quadratic_form_scores",
     "quadratic_log_loss_gradient",
     "quadratic_logistic_loss_and_gradient",
@@ -72,11 +76,15 @@ __all__ = [
 # computation at about 128 MiB in float64 when scoring large inputs.
 _SCRATCH_ELEMENTS = 1 << 24
 
-# Rows per chunk (times n_features) of the CPU loss and gradient: 4 Mi numbers
-# (16 MB in float32) of scratch, so that memory stays the data plus O(chunk d):
-# the n x d scratch of the whole-data products was most of the 5.2 GB peak of
-# a 1e6 x 200 float32 fit (issue 23).
-_CPU_CHUNK_ELEMENTS = 1 << 22
+# Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers
+# (4 MB in float32), so that memory stays the data plus O(chunk d) per thread
+# (the n x d scratch of the whole-data products was most of the 5.2 GB peak of
+# a 1e6 x 200 float32 fit, issue 23), and a chunk and its scratch stay in the
+# cache for the pass's six reads, two threads' worth in a 32 MB L3. 1 Mi
+# against 4 Mi, 1e6 x 200 float32, one evaluation, under load: 1.73-1.77
+# against 1.79-2.03 s of CPU on two threads, 1.58-1.90 against 1.92-2.04 on
+# one; the BLAS rates do not change from 2 600 to 21 000 rows.
+_CPU_CHUNK_ELEMENTS = 1 << 20
 # Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
 # product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
 _SMALL_PROBLEM_PRODUCT = 1 << 22
@@ -356,76 +364,118 @@ def _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_w
     return loss + float(penalty), grad_Q, grad_coef, grad_intercept
 
 
-def _blas_threads(n_threads):
-    """numpy's BLAS on the training's torch thread count for a block.
-
-    The L-BFGS driver holds BLAS at one thread (its own small vector products
-    ran far slower on two threads of a loaded machine); the products here are
-    the fit's large ones, sized by the same runtime policy as torch's threads.
-    """
-    if n_threads <= 1:
-        return contextlib.nullcontext()
-    from .._training._threads import blas_limits  # (nn/ sits below _training/)
-
-    return blas_limits(n_threads)
-
-
 def _upper_halves(Q):
     """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved.
 
-    Returned transposed (lower triangular, Fortran order) as BLAS's TRMM reads it.
+    C order, as :func:`skquad._blas.upper_product_in_place` reads it.
     """
     halves = np.triu(Q)
     diagonal = np.einsum("kii->ki", halves)
     diagonal *= 0.5
-    return np.ascontiguousarray(halves).transpose(0, 2, 1)
+    return np.ascontiguousarray(halves)
 
 
-def _triangular_quadratic_values(rows, lower_halves, trmm, scratch):
-    """``x^T Q_k x`` for the rows of a chunk, one row per score: shape ``(n_scores, rows)``.
+# Row chunks of the CPU objective are summed in this many parts (or one per
+# thread, on more threads), each into its own gradient: the parts are the
+# threads' units of work, and their sums are added in a fixed order, so that
+# the result does not depend on the thread count (up to this many) or on
+# which thread finished first. A part's gradient is added and dropped as soon
+# as the parts before it are in: about one per thread is held at a time.
+_CPU_PARTS = 16
 
-    ``X U_k`` is a triangular product (BLAS TRMM): half the flops of the
-    general ``X Q_k``. Measured on the project's 2-core AMD EPYC machine (one
-    thread, 1e5 x 200): 0.09 s in float32 against 0.15 s for numpy's
-    ``X @ Q`` and 0.27 s for torch's (MKL) ``X @ Q``.
+
+class _ChunkTerms:
+    """One part's sums over its row chunks: the loss and the gradients' data terms.
+
+    ``grad_Q[k]`` holds ``X^T diag(r_k) X`` on its upper triangle (SYRK,
+    :func:`skquad._blas.gram_update`) until :func:`_symmetrised` fills the
+    lower one.
     """
-    values = np.empty((lower_halves.shape[0], rows.shape[0]), dtype=rows.dtype)
-    buffer = scratch[: rows.shape[0]]
-    for k, lower in enumerate(lower_halves):
-        # L_k X^T = (X U_k)^T, in place in a copy of the rows (X^T is the rows
-        # in Fortran order): a new n x d product per score cost 30 % more on
-        # optdigits (4 215 x 64, 10 scores: 14.1 against 10.9 ms, its pages
-        # faulted in afresh each time)
-        np.copyto(buffer, rows)
-        product = trmm(1.0, lower, buffer.T, lower=1, overwrite_b=True).T
-        values[k] = np.einsum("ij,ij->i", product, rows)
-    values *= 2.0
-    return values
+
+    def __init__(self, n_scores, n_features, dtype):
+        self.loss = 0.0
+        self.grad_Q = np.zeros((n_scores, n_features, n_features), dtype=dtype)
+        self.grad_coef = np.zeros((n_scores, n_features), dtype=dtype)
+        self.grad_intercept = np.zeros(n_scores, dtype=dtype)
 
 
-def _accumulate_gram(out, rows, weights, negative_rows, scratch=None):
-    """``out += rows^T diag(weights) rows`` (see :func:`weighted_gram`), in numpy.
+def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept,
+                     class_blocks, buffer):
+    """Add the rows ``start : start + len(rows)``'s loss and gradient terms to ``terms``.
 
-    With the sign blocks known, ``A^T A`` of the scaled rows' contiguous
-    blocks: numpy computes ``A.T @ A`` of one buffer as BLAS SYRK, half the
-    flops of a GEMM.
+    Scores, residuals and grams of one chunk in one pass, while the chunk is
+    in cache: ``x^T Q_k x = 2 x^T U_k x`` with ``X U_k`` one in-place TRMM
+    (half the flops of ``X Q_k``) in a copy of the rows, and the gram
+    ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` (``A = diag(sqrt|r|) X``, one
+    sign per contiguous block of class-sorted rows) as SYRKs, half the flops
+    of a GEMM. Both BLAS calls release the GIL (:mod:`skquad._blas`), so
+    parts of the rows run side by side on threads.
     """
-    if negative_rows is None:
-        out += (rows * weights[:, None]).T @ rows
-        return
-    root = np.sqrt(np.abs(weights))[:, None]
-    if scratch is None:
-        scaled = rows * root
-    else:
-        scaled = np.multiply(rows, root, out=scratch[: rows.shape[0]])
-    start, stop = negative_rows
-    for begin, end, sign in ((0, start, 1.0), (stop, rows.shape[0], 1.0), (start, stop, -1.0)):
-        if end > begin:
-            block = scaled[begin:end]
-            if sign > 0:
-                out += block.T @ block
-            else:
-                out -= block.T @ block
+    n_rows = rows.shape[0]
+    stop = start + n_rows
+    n_scores = halves.shape[0]
+    work = buffer[:n_rows]
+    scores = np.empty((n_scores, n_rows), dtype=rows.dtype)
+    for k in range(n_scores):
+        np.copyto(work, rows)
+        upper_product_in_place(halves[k], work)
+        np.einsum("ij,ij->i", work, rows, out=scores[k])
+    scores *= 2.0
+    scores += coef @ rows.T
+    scores += intercept[:, None]
+    with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
+        loss, residuals = _residuals_by_score(
+            scores, y[start:stop], weight[start:stop], np.arange(n_rows), positive[start:stop]
+        )
+    terms.loss += float(loss)
+    terms.grad_coef += residuals @ rows
+    terms.grad_intercept += residuals.sum(axis=1)
+    for k in range(n_scores):
+        if class_blocks is None:
+            # no sign structure: one GEMM
+            terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
+            continue
+        # the residual of score k is <= 0 exactly on the rows of class k
+        # (binary: the single score's residual is negative on class 1)
+        first, last = class_blocks[1 if n_scores == 1 else k]
+        first, last = min(max(first, start), stop) - start, min(max(last, start), stop) - start
+        np.multiply(rows, np.sqrt(np.abs(residuals[k]))[:, None], out=work)
+        for begin, end, sign in ((0, first, 1.0), (last, n_rows, 1.0), (first, last, -1.0)):
+            if end > begin:
+                gram_update(terms.grad_Q[k], work[begin:end], sign)
+
+
+def _symmetrised(grams):
+    """Fill the lower triangles of ``grams`` (n_scores, d, d) from their upper ones, in place.
+
+    The SYRK grams hold only their upper triangle; the GEMM grams (rows not
+    sorted by class) hold both, equal up to rounding, and leave it exactly
+    symmetric.
+    """
+    lower = np.tril_indices(grams.shape[-1], -1)
+    for gram in grams:
+        gram[lower] = gram.T[lower]
+    return grams
+
+
+def _one_blas_thread(n_workers):
+    """BLAS held at one thread while ``n_workers > 1`` threads call it side by side.
+
+    The parallelism of the CPU objective is its own (parts of the rows on
+    threads, :func:`_cpu_log_loss_gradient`): OpenBLAS's two threads inside
+    each chunk's product gained little on 1e6 x 200 float32 rows (the quiet
+    2.50 s per iteration of the former code, 12 evaluations and a few
+    seconds of fixed costs in 10 iterations, leave about 1.8 s of wall per
+    evaluation, where one thread needs 1.6-2.0 s of CPU), and on the loaded
+    2-core machine they spun: 10.2 s of CPU per evaluation against 1.8 on
+    one thread, its SYRK 373 ms of CPU per 21 000-row chunk against 19.
+    One worker leaves the BLAS as the caller set it.
+    """
+    if n_workers <= 1:
+        return contextlib.nullcontext()
+    from .._training._threads import blas_limits  # (nn/ sits below _training/)
+
+    return blas_limits(1)
 
 
 def _scalar_tensor(value):
@@ -434,12 +484,18 @@ def _scalar_tensor(value):
 
 
 def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks, scratch=None):
-    """:func:`_log_loss_gradient` on CPU tensors through numpy's BLAS, in row chunks.
+    """:func:`_log_loss_gradient` on CPU tensors through numpy and the BLAS, in row chunks.
 
-    Two passes over the rows (scores, then gradient), each over chunks of
-    ``_CPU_CHUNK_ELEMENTS`` numbers: the memory is the data and the
-    parameters, plus one chunk of scratch (``scratch``: a dict that keeps it
-    from one call to the next).
+    One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
+    (:func:`_add_chunk_terms`); the chunks are grouped into at most
+    ``_CPU_PARTS`` contiguous parts (one per thread on more threads) that
+    torch's thread count of threads (the runtime policy's,
+    :func:`skquad._training._runtime.thread_count`) take in turn, each part
+    summed into its own gradient and the parts added in order: the same
+    numbers on any thread count up to ``_CPU_PARTS``. The memory is the data
+    and the parameters, plus one chunk of scratch per thread (``scratch``: a
+    dict that keeps it from one call to the next) and the gradients of the
+    parts not added yet (about one per thread).
     """
     rows_all = X.numpy()
     n_samples, n_features = rows_all.shape
@@ -449,45 +505,58 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
     intercept_np = intercept.detach().numpy()
     if n_samples * n_features * n_features * n_scores <= _SMALL_PROBLEM_PRODUCT:
         return _small_log_loss_gradient(rows_all, y, sample_weight, Q_np, coef_np, intercept_np)
-    lower_halves = _upper_halves(Q_np)
-    trmm = scipy.linalg.blas.get_blas_funcs("trmm", (rows_all,))
+    halves = _upper_halves(Q_np)
     step = max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
     chunks = [(start, min(start + step, n_samples)) for start in range(0, n_samples, step)]
-    shape = (min(step, n_samples), n_features)
+    n_threads = torch.get_num_threads()
+    n_parts = min(len(chunks), max(_CPU_PARTS, n_threads))
+    edges = np.linspace(0, len(chunks), n_parts + 1).round().astype(int)
+    n_workers = max(1, min(n_threads, n_parts))
     scratch = {} if scratch is None else scratch
-    buffer = scratch.get("rows")
-    if buffer is None or buffer.shape != shape or buffer.dtype != dtype:
-        buffer = scratch["rows"] = np.empty(shape, dtype=dtype)
-    with _blas_threads(torch.get_num_threads()):
-        # scores and residuals as (n_scores, n) rows: the softmax's reductions
-        # run elementwise across rows, each score's residuals are contiguous
-        scores = np.empty((n_scores, n_samples), dtype=dtype)
-        for start, stop in chunks:
-            rows = rows_all[start:stop]
-            scores[:, start:stop] = _triangular_quadratic_values(rows, lower_halves, trmm, buffer)
-            scores[:, start:stop] += coef_np @ rows.T
-        scores += intercept_np[:, None]
-        y_np, weight_np = y.numpy(), sample_weight.numpy()
-        with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
-            data_loss, residuals = _residuals_by_score(
-                scores, y_np, weight_np, np.arange(n_samples), (y_np == 1).astype(dtype)
-            )
-        grad_Q = np.zeros((n_scores, n_features, n_features), dtype=dtype)
-        grad_coef = np.zeros((n_scores, n_features), dtype=dtype)
-        for start, stop in chunks:
-            rows = rows_all[start:stop]
-            grad_coef += residuals[:, start:stop] @ rows
-            for k in range(n_scores):
-                negative_rows = None
-                if class_blocks is not None:
-                    # as in _log_loss_gradient, clipped to this chunk
-                    first, last = class_blocks[1 if n_scores == 1 else k]
-                    first, last = min(max(first, start), stop), min(max(last, start), stop)
-                    negative_rows = (first - start, last - start)
-                _accumulate_gram(grad_Q[k], rows, residuals[k, start:stop], negative_rows, buffer)
+    shape = (min(step, n_samples), n_features)
+    buffers = scratch.get("rows")
+    if not buffers or buffers[0].shape != shape or buffers[0].dtype != dtype:
+        buffers = scratch["rows"] = []
+    while len(buffers) < n_workers:
+        buffers.append(np.empty(shape, dtype=dtype))
+    free = queue.SimpleQueue()
+    for buffer in buffers[:n_workers]:
+        free.put(buffer)
+    y_np, weight_np = y.numpy(), sample_weight.numpy()
+    positive = (y_np == 1).astype(dtype)
+
+    def part_terms(part):
+        terms = _ChunkTerms(n_scores, n_features, dtype)
+        buffer = free.get()
+        try:
+            for start, stop in chunks[edges[part] : edges[part + 1]]:
+                _add_chunk_terms(
+                    terms, rows_all[start:stop], start, y_np, weight_np, positive, halves,
+                    coef_np, intercept_np, class_blocks, buffer,
+                )
+        finally:
+            free.put(buffer)
+        return terms
+
+    def in_order(parts):
+        total = next(parts)
+        for terms in parts:
+            total.loss += terms.loss
+            total.grad_Q += terms.grad_Q
+            total.grad_coef += terms.grad_coef
+            total.grad_intercept += terms.grad_intercept
+        return total
+
+    with _one_blas_thread(n_workers):
+        if n_workers == 1:
+            total = in_order(part_terms(part) for part in range(n_parts))
+        else:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=n_workers) as pool:
+                total = in_order(pool.map(part_terms, range(n_parts)))
     return (
-        _scalar_tensor(data_loss), torch.from_numpy(grad_Q), torch.from_numpy(grad_coef),
-        torch.from_numpy(residuals.sum(axis=1)),
+        _scalar_tensor(np.asarray(total.loss, dtype=dtype)),
+        torch.from_numpy(_symmetrised(total.grad_Q)),
+        torch.from_numpy(total.grad_coef), torch.from_numpy(total.grad_intercept),
     )
 
 
@@ -679,6 +748,24 @@ class SymmetricPacking:
         return (flat[:, upper] + flat[:, lower]) * self._numbers(self._half, flat)
 
 
+def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_intercept=True):
+    """The penalty of :func:`packed_logistic_objective` as weights on ``theta``.
+
+    The penalty is ``0.5 * sum(weight * theta**2)`` and its gradient
+    ``weight * theta``, with ``weight`` ``l2`` on the diagonal entries of
+    each packed ``Q_k`` and on ``coef``, ``l2 * cross_weight`` off the
+    diagonal (the packing is an isometry), 0 on the intercepts (present when
+    ``fit_intercept``).
+    """
+    return np.concatenate(
+        [
+            np.tile(np.where(packing.rows == packing.cols, 1.0, cross_weight), n_scores),
+            np.ones(n_scores * packing.n_features),
+            np.zeros(n_scores if fit_intercept else 0),
+        ]
+    ) * l2
+
+
 def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cross_weight=1.0,
                               fit_intercept=True, class_blocks=None):
     """The objective of :func:`quadratic_log_loss_gradient` on a flat packed vector, in numpy.
@@ -720,13 +807,9 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     dtype = X.dtype
     n_packed = n_scores * packing.rows.size
     n_coef = n_scores * n_features
-    penalty_weight = np.concatenate(
-        [
-            np.tile(np.where(packing.rows == packing.cols, 1.0, cross_weight), n_scores),
-            np.ones(n_coef),
-            np.zeros(n_scores if fit_intercept else 0),
-        ]
-    ) * l2
+    penalty_weight = packed_penalty_weight(
+        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
+    )
     width = packing.rows.size + n_features + 1
     if X.shape[0] * width <= _DESIGN_MATRIX_ELEMENTS:
         return _design_matrix_objective(
