@@ -24,6 +24,7 @@ ROOMS = {
     "skquad._torch_utils": "foundation",
     "skquad._pipeline": "foundation",
     "skquad._rows": "foundation",
+    "skquad._blas": "foundation",
     "skquad._training": "training",
     # the one thread policy: a foundation module (it imports no other room),
     # used by the solvers in convex/ as by the training engine

@@ -473,9 +473,12 @@ def _one_blas_thread(n_workers):
     """
     if n_workers <= 1:
         return contextlib.nullcontext()
-    from .._training._threads import blas_limits  # (nn/ sits below _training/)
+    from .._training._threads import limit_threads  # (the foundation's thread policy)
 
-    return blas_limits(1)
+    # Through the policy's bookkeeping, in the calling thread: the smallest
+    # open request is in force, and only one live thread may change
+    # OpenBLAS's process-wide limit (threadpoolctl).
+    return limit_threads(None, blas=1)
 
 
 def _scalar_tensor(value):
