@@ -61,6 +61,7 @@ import scipy.linalg
 import scipy.sparse
 import torch
 
+from .._memory import available_memory
 from .compact_solver import _smat, _unit_factor
 from .face_dual import _backtrack, _lmi_log_barrier, verified_bound
 from .factor_solver import _relaxed_block, threads_for
@@ -68,18 +69,19 @@ from .solution import SDPSolution, relative_gap
 
 __all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
 
-# Largest number of (aggregated) samples solved by the dual barrier: a
+# Largest number of (deduplicated) samples solved by the dual barrier: a
 # Newton step forms and factors an (n + p) x (n + p) matrix, O(n³) time and
-# a few n x n float64 arrays (200 MB each at n = 5000). Measured (CPU time
-# under load): ionosphere n = 350, credit-approval n = 690, spambase n = 4,210
-# (see doc/user_guide and the module docstring's figures in the commit log).
+# a few n x n float64 arrays (200 MB each at n = 5000; hinge_dual_applies()
+# also asks skquad._memory). CPU seconds per step under load: 0.25 at n =
+# 1000, 1.2 at 2000, 5 at 4210 (spambase); 60 to 120 steps per solve.
 HINGE_DUAL_MAX_SAMPLES = 5000
 # Largest lifted side: each step also factors two p x p LMIs and forms
 # r² products of n x p and p x n matrices.
 HINGE_DUAL_MAX_LIFTED = 400
 # Barrier weight growth per centring, and the Newton decrement below which a
 # point counts as centred.
-_TAU_FACTOR = 2.0
+_TAU_FACTOR = 4.0
+_NEWTON_ARRAYS = 6
 _CENTRED = 0.25
 _MAX_NEWTON = 200
 # The face problem (``_face_primal()``) is solved at a centred point once the
@@ -93,7 +95,8 @@ def hinge_dual_applies(data):
 
     One output, the hinge loss, features given (not explicit lifted matrices),
     on the CPU, ``beta > 0``, at most ``HINGE_DUAL_MAX_SAMPLES`` samples and
-    ``HINGE_DUAL_MAX_LIFTED`` lifted coordinates.
+    ``HINGE_DUAL_MAX_LIFTED`` lifted coordinates, and the Newton step's
+    ``O((n + p)²)`` arrays in the available memory.
     """
     return (
         data.loss == "hinge"
@@ -103,7 +106,16 @@ def hinge_dual_applies(data):
         and data.beta > 0
         and data.target.shape[0] <= HINGE_DUAL_MAX_SAMPLES
         and data.n_lifted <= HINGE_DUAL_MAX_LIFTED
+        and _fits_in_memory(data.target.shape[0] + data.n_lifted)
     )
+
+
+def _fits_in_memory(size):
+    """Whether the Newton step's arrays fit: the ``size x size`` Hessian, its
+    factor and about four ``n x n`` temporaries of float64 (else the factor
+    solver, whose memory is ``O(n p)``, takes the problem)."""
+    available = available_memory()
+    return available is None or _NEWTON_ARRAYS * 8.0 * size * size <= available
 
 
 def _components(data):
@@ -248,7 +260,8 @@ def _face_primal(data, P, N, t, weight, penalty, max_size=300):
     ``N = V Y Vᵀ`` the problem is a small SDP in ``X`` and ``Y`` and ``n``
     slacks, with ``diag(P + N) <= rho 1`` (the padding of
     ``_feasible_point()`` makes any such point feasible with the same
-    scores and ``rho``: the same optimum). Returns ``(P, N)`` or None.
+    scores and ``rho``: the same optimum). Returns ``(P, N, s, mu)`` (with
+    the face problem's multipliers) or None.
     """
     import clarabel
 
