@@ -65,7 +65,7 @@ from .._memory import available_memory
 from .compact_solver import _smat, _unit_factor
 from .face_dual import _backtrack, _lmi_log_barrier, verified_bound
 from .factor_solver import _relaxed_block, threads_for
-from .solution import SDPSolution, relative_gap
+from .solution import SDPSolution, SolverFailedError, relative_gap
 
 __all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
 
@@ -287,10 +287,10 @@ def _face_primal(data, P, N, t, weight, penalty, max_size=300):
         root = np.where(rows == cols, 1.0, math.sqrt(2.0))
         scores = _pair_scores(data, B)[:, order] * root  # f_i = 2 Σ_k this_ik x_k
         diagonal = B[:, rows] * B[:, cols] * root  # diag(B X Bᵀ)_j = Σ_k this_jk x_k
-        blocks.append((sign, r, rows, cols, scores, diagonal))
+        blocks.append((sign, B, rows, cols, scores, diagonal))
     if not blocks:
         return None
-    widths = [r * (r + 1) // 2 for _, r, *_ in blocks]
+    widths = [B.shape[1] * (B.shape[1] + 1) // 2 for _, B, *_ in blocks]
     m = sum(widths)
     # Variables [x blocks, rho, xi]; Clarabel's rows A x + s = b.
     margin = np.hstack([-2.0 * sign * t[:, None] * sc for sign, _, _, _, sc, _ in blocks])
@@ -311,18 +311,18 @@ def _face_primal(data, P, N, t, weight, penalty, max_size=300):
     rhs = np.concatenate([np.zeros(n), -np.ones(n), np.zeros(p + m)])
     linear = np.concatenate([np.zeros(m), [penalty], weight])
     cones = [clarabel.NonnegativeConeT(2 * n + p)] + [
-        clarabel.PSDTriangleConeT(r) for _, r, *_ in blocks
+        clarabel.PSDTriangleConeT(B.shape[1]) for _, B, *_ in blocks
     ]
     quadratic = scipy.sparse.csc_matrix((m + 1 + n, m + 1 + n))
     try:
         solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss's face")
-    except Exception:  # noqa: BLE001 - a failed polish only loses tightness
+    except SolverFailedError:  # a failed polish only loses tightness
         return None
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     out = [np.zeros((p, p)), np.zeros((p, p))]
     offset = 0
-    for (sign, r, rows, cols, _, _), B, width in zip(blocks, [b for b in bases if b.shape[1]], widths):
-        X = _smat(x[offset : offset + width], r, rows, cols)
+    for (sign, B, rows, cols, _, _), width in zip(blocks, widths):
+        X = _smat(x[offset : offset + width], B.shape[1], rows, cols)
         values, vectors = np.linalg.eigh(X)
         X = (vectors * np.clip(values, 0.0, None)) @ vectors.T  # the cone's round-off
         out[0 if sign > 0 else 1] = B @ X @ B.T
