@@ -71,10 +71,15 @@ __all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
 
 # Largest number of (deduplicated) samples solved by the dual barrier: a
 # Newton step forms and factors an (n + p) x (n + p) matrix, O(n³) time and
-# a few n x n float64 arrays (200 MB each at n = 5000; hinge_dual_applies()
-# also asks skquad._memory). CPU seconds per step under load: 0.25 at n =
-# 1000, 1.2 at 2000, 5 at 4210 (spambase); 60 to 120 steps per solve.
-HINGE_DUAL_MAX_SAMPLES = 5000
+# a few n x n float64 arrays (hinge_dual_applies() also asks
+# skquad._memory), and the first centring from the start below grows with n
+# (its -Σ log s is O(n) above the centre's). CPU time under load: ionosphere
+# (n = 350) 0.6 s, 75 steps; credit-approval (690) 2-5 s, 60-135 steps; a
+# 2,000-row sample of spambase 83 steps to the first centring at about 1 s a
+# step; spambase (4,210) 548 s for 200 steps, short of tol (gap 1.7e-2; the
+# factor solver: 40 s, gap 0.25). Past this size the factor solver keeps the
+# problem.
+HINGE_DUAL_MAX_SAMPLES = 1000
 # Largest lifted side: each step also factors two p x p LMIs and forms
 # r² products of n x p and p x n matrices.
 HINGE_DUAL_MAX_LIFTED = 400
