@@ -74,10 +74,10 @@ __all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
 # a few n x n float64 arrays (hinge_dual_applies() also asks
 # skquad._memory), and the first centring from the start below grows with n
 # (its -Σ log s is O(n) above the centre's). CPU time under load: ionosphere
-# (n = 350) 0.6 s, 75 steps; credit-approval (690) 2-5 s, 60-135 steps; a
-# 2,000-row sample of spambase 83 steps to the first centring at about 1 s a
-# step; spambase (4,210) 548 s for 200 steps, short of tol (gap 1.7e-2; the
-# factor solver: 40 s, gap 0.25). Past this size the factor solver keeps the
+# (n = 350) 0.5-0.6 s, 68-75 steps; credit-approval (690) 1.9-3.6 s, 54-131
+# steps; a 2,000-row sample of spambase 60 steps to the first centring at
+# about 1 s a step; spambase (4,210, from a constant start) 548 s for 200
+# steps, short of tol (gap 1.7e-2; the factor solver: 40 s, gap 0.25). Past this size the factor solver keeps the
 # problem.
 HINGE_DUAL_MAX_SAMPLES = 1000
 # Largest lifted side: each step also factors two p x p LMIs and forms
@@ -167,6 +167,31 @@ def _lmi_terms(S, comps, C):
                         if coefficient != 0.0:
                             pair += coefficient * G[y][z] * G[x][w]
     return trace, pair, cross, S_inv
+
+
+def _balanced_start(data, t, weight, floor=0.05):
+    """``s`` near ``1 / 2`` with ``M(s)`` small: ``1 / 2`` projected on ``{M(s) = 0}``, clipped.
+
+    The start must satisfy ``Diag mu ± 2 M(s) ≻ 0`` with ``1ᵀmu < 2 beta p``,
+    so ``s`` is scaled by ``mu / |2 M(s)|``: the smaller ``M(s)`` for its
+    size, the larger the start's ``s`` and the smaller its ``-Σ log s``, which
+    the first centring has to remove. ``M`` is linear, ``M(s) = Σ_i s_i A_i``
+    with ``svec A_i = -w_i t_i Φ_i``: the least-squares correction costs one
+    ``m x m`` solve (``m = p (p + 1) / 2``).
+    """
+    from .compact_solver import lifted_svecs
+
+    A = -(weight * t)[:, None] * lifted_svecs(data)
+    gram = A.T @ A
+    ridge = 1e-10 * max(float(np.trace(gram)) / gram.shape[0], 1e-300)
+    half = np.full(t.size, 0.5)
+    try:
+        correction = A @ scipy.linalg.solve(
+            gram + ridge * np.eye(gram.shape[0]), A.T @ half, assume_a="pos", check_finite=False
+        )
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return half
+    return np.clip(half - correction, floor, 1.0 - floor)
 
 
 def _scaled_factor(hess):
@@ -400,12 +425,15 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
             return math.inf
         return -tau * float(weight @ s) - float(np.log(s).sum() + np.log1p(-s).sum()) + lmi
 
-    # Start: mu = c / (2p) on every coordinate (half the trace budget), s
-    # constant and small enough that ±2 M(s) stays below mu in norm.
+    # Start: mu = c / (2p) on every coordinate (half the trace budget), s of
+    # _balanced_start()'s shape, scaled until ±2 M(s) stays below mu in norm
+    # (first centring on 2,000 spambase rows: 60 steps against 83 from a
+    # constant s; credit-approval, beta = 1e-3: 20 against 32).
     mu = np.full(p, 0.5 * penalty / p)
-    norm = float(np.linalg.norm(lifted_sum(np.ones(n)), 2))
-    level = 0.5 if norm <= 0 else min(0.5, 0.5 * mu[0] / norm)
-    s = np.full(n, level)
+    shape = _balanced_start(data, t, weight)
+    norm = float(np.linalg.norm(lifted_sum(shape), 2))
+    level = 1.0 if norm <= 0 else min(1.0, 0.5 * mu[0] / norm)
+    s = level * shape
     # The zero network's value (1 for weights summing to one) bounds the
     # optimum: start the central path where its gap is of that size.
     zero_value = data.zero_network_value()
