@@ -554,7 +554,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         lifting (squared loss: ``p (p + 1) / 2 <= 300``; hinge losses:
         ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
         cone form by an interior point (``solver_ == "compact"``); the
-        binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (1,000)
+        binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (2,000)
         deduplicated samples by a barrier method on its exact dual
         (``solver_ == "hinge_dual"``, any ``p``); the
         squared loss's other blocks one at a time by Burer-Monteiro factors
@@ -681,7 +681,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         factor solver), ``"compact"`` (the exact compact-cone solve of a small
         squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU),
         ``"hinge_dual"`` (the barrier method on the binary hinge's exact dual,
-        chosen by ``solver=None`` on the CPU up to 1,000 deduplicated samples)
+        chosen by ``solver=None`` on the CPU up to 2,000 deduplicated samples)
         or the CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
