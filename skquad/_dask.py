@@ -661,27 +661,54 @@ def _regression_block(X, Y, w):
     return X, Y, _block_weight(w, X.shape[0])
 
 
-def _regression_sums(X, Y, w):
-    from .nn.quadratic_ridge import weighted_sums
+def _block_regression_statistics(X, Y, w, fit_intercept):
+    """One block's ``(rows, float32?, W, m, ȳ, G, R)``, centred at its own weighted means.
+
+    ``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` with ``m``, ``ȳ``
+    this block's means (zeros without an intercept, where the sums simply add).
+    """
+    from .nn.quadratic_ridge import normal_equations, weighted_sums
 
     X, Y, w = _regression_block(X, Y, w)
-    total, features, targets = weighted_sums(X, Y, w)
-    return X.shape[0], X.dtype == np.float32, total, features, targets
+    total, feature_sums, target_sums = weighted_sums(X, Y, w)
+    if fit_intercept and total > 0:
+        mean, y_mean = feature_sums / total, target_sums / total
+    else:
+        mean, y_mean = np.zeros_like(feature_sums), np.zeros_like(target_sums)
+    G, R = normal_equations(X, Y, w, mean, y_mean)
+    return X.shape[0], X.dtype == np.float32, total, mean, y_mean, G, R
 
 
-def _merge_regression_sums(*parts):
-    return (
-        sum(p[0] for p in parts),
-        all(p[1] for p in parts),
-        *(sum(p[i] for p in parts) for i in (2, 3, 4)),
-    )
+def _merge_regression_statistics(*parts):
+    """Blocks' centred statistics merged into those of their union, in one pass.
 
-
-def _regression_normal_equations(X, Y, w, mean, y_mean):
-    from .nn.quadratic_ridge import normal_equations
-
-    X, Y, w = _regression_block(X, Y, w)
-    return normal_equations(X, Y, w, mean, y_mean)
+    Chan, Golub & LeVeque's pairwise update: for blocks ``a`` and ``b`` with
+    weights ``Wa``, ``Wb`` and means differing by ``δ = m_b - m_a`` (``δy`` for
+    ``y``), the union's centred sums are ``G_a + G_b + (Wa Wb / W) δ δᵀ`` and
+    ``R_a + R_b + (Wa Wb / W) δ δyᵀ``, about ``m = m_a + δ Wb / W``. Exact
+    algebra; unlike summing uncentred moments and centring at the end, it never
+    subtracts two large degree-4 sums, so it keeps the two-pass accuracy.
+    Without an intercept every mean is zero and the update is a plain sum.
+    """
+    rows, all_float32, W, mean, y_mean, G, R = parts[0]
+    G, R = G.copy(), R.copy()
+    for rows_b, float32_b, W_b, mean_b, y_mean_b, G_b, R_b in parts[1:]:
+        rows += rows_b
+        all_float32 = all_float32 and float32_b
+        total = W + W_b
+        G += G_b
+        R += R_b
+        if W > 0 and W_b > 0:
+            delta, delta_y = mean_b - mean, y_mean_b - y_mean
+            share = W * W_b / total
+            G += share * np.outer(delta, delta)
+            R += share * np.outer(delta, delta_y)
+            mean = mean + delta * (W_b / total)
+            y_mean = y_mean + delta_y * (W_b / total)
+        elif W_b > 0:
+            mean, y_mean = mean_b, y_mean_b
+        W = total
+    return rows, all_float32, W, mean, y_mean, G, R
 
 
 def fit_quadratic_regression(estimator, X, y, sample_weight):
@@ -704,25 +731,21 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
             f"{D} x {D} normal equations are sums over blocks, solved on the driver. "
             f"solver={estimator.solver!r} needs all the rows in one process."
         )
-    (n_rows, all_float32, total, feature_sums, target_sums), = dask.compute(
-        _tree([dask.delayed(_regression_sums)(*b) for b in blocks], _merge_regression_sums)
+    # One pass over the user's graph: each block's statistics about its own
+    # means, merged exactly (_merge_regression_statistics).
+    (n_rows, all_float32, total, mean, y_mean, G, R), = dask.compute(
+        _tree(
+            [dask.delayed(_block_regression_statistics)(*b, estimator.fit_intercept)
+             for b in blocks],
+            _merge_regression_statistics,
+        )
     )
     if n_rows == 0:
         raise ValueError(f"Found array with 0 sample(s) while a minimum of 1 is required by {name}.")
     _set_input_attributes(estimator, X_original, n_features)
     _check_total_weight(estimator, total)
-    n_outputs = np.atleast_1d(target_sums).shape[0]
+    n_outputs = y_mean.shape[0]
     alpha = estimator._checked_alpha(n_outputs)
-    if estimator.fit_intercept:
-        mean, y_mean = feature_sums / total, np.atleast_1d(target_sums) / total
-    else:
-        mean, y_mean = np.zeros(D), np.zeros(n_outputs)
-    G, R = dask.compute(
-        _tree(
-            [dask.delayed(_regression_normal_equations)(*b, mean, y_mean) for b in blocks],
-            _add,
-        )
-    )[0]
     with np.errstate(over="ignore", invalid="ignore"):
         coefficients, intercept = solve_normal_equations(G, R, mean, y_mean, alpha)
     if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):

@@ -129,3 +129,38 @@ def test_parallel_squared_blocks_match_the_sequential_solve(monkeypatch):
     assert parallel.converged and sequential.converged
     np.testing.assert_array_equal(parallel.scores, sequential.scores)
     assert parallel.lower_bound == sequential.lower_bound
+
+
+def test_parallel_squared_blocks_run_on_one_blas_thread_and_restore_it(monkeypatch):
+    """The one-BLAS-thread limit of the parallel blocks is taken in the calling
+    thread: threadpoolctl lets one live thread change OpenBLAS's process-wide
+    limit, and with the workers asking for it the process kept one BLAS thread
+    after every many-class fit (or the workers ran two threads each)."""
+    from threadpoolctl import threadpool_info
+
+    from skquad.convex import relaxation
+
+    def blas_threads():
+        return {e["filepath"]: e["num_threads"] for e in threadpool_info() if e["user_api"] == "blas"}
+
+    seen = []
+    solve_block = relaxation.solve_squared_block
+
+    def recording_solve(*args, **kwargs):
+        seen.append(max(blas_threads().values()))
+        return solve_block(*args, **kwargs)
+
+    rng = np.random.RandomState(6)
+    X = rng.standard_normal((120, 4))
+    y = rng.randint(0, 3, size=120)
+    monkeypatch.setattr(relaxation.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(relaxation, "solve_squared_block", recording_solve)
+    with limit_threads(None, blas=2):  # a process whose BLAS has two threads
+        outer = blas_threads()
+        solution = solve_relaxation(
+            InputLifting(), X, y, np.ones(120), loss="squared", beta=1e-2, n_outputs=3,
+            tol=1e-5, solver_options={"rank": 3},
+        )
+        assert blas_threads() == outer
+    assert solution.converged
+    assert seen == [1, 1, 1]

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from skquad.convex import loss_value
+from skquad.convex import second_layer
 from skquad.convex.second_layer import refit_second_layer
 
 
@@ -105,10 +106,12 @@ def test_squared_refit_on_the_range_reduced_form_reaches_clarabels_optimum(n_out
 
 
 @pytest.mark.parametrize("n_outputs", [1, 2])
-def test_squared_refit_with_a_span_and_working_sets_reaches_clarabels_optimum(n_outputs):
+def test_squared_refit_with_a_span_reaches_clarabels_optimum(n_outputs, monkeypatch):
     # 400 neurons on 150 rows, p = 5: the basis comes from the 15 monomials of
-    # the lifted inputs (InputLifting.monomials), and the lasso's columns
-    # (many more than its 15 rows) go through working sets from a dense start.
+    # the lifted inputs (InputLifting.monomials), and the lasso (many more
+    # columns than its 15 rows) goes to the dual interior point (r² m small),
+    # or, above _INTERIOR_POINT_MAX_WORK, through working sets from a dense
+    # start; an interior point that runs out of steps hands over to them.
     from skquad.convex import InputLifting
 
     rng = np.random.default_rng(7)
@@ -122,25 +125,113 @@ def test_squared_refit_with_a_span_and_working_sets_reaches_clarabels_optimum(n_
     weight /= weight.sum()
     beta, p = 1e-4, 5
     start = np.full((m, n_outputs), 0.01)
-    calls = []
-
-    def span():
-        calls.append(1)
-        return lifting.monomials(X)
-
-    result = refit_second_layer(
-        H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
-        tol=1e-12, rank_bound=p * (p + 1) // 2, span=span,
-    )
-    assert calls == [1]
-    _assert_squared_refit_at_clarabels_optimum(result, H, y, weight, beta, p, n_outputs)
-
-
-def _assert_squared_refit_at_clarabels_optimum(result, H, y, weight, beta, p, n_outputs):
-    """The refit's reported objective is its alpha's, no worse than its start, and CLARABEL's optimum."""
     optimum = _clarabel_optimum(H, y, weight, "squared", beta, p, n_outputs)
+    descent = second_layer._lasso_coordinate_descent
+    for method, setting, value in [
+        ("interior point", None, None),
+        ("working sets", "_INTERIOR_POINT_MAX_WORK", 0),
+        ("fallback", "_INTERIOR_POINT_MAX_STEPS", 2),
+    ]:
+        calls, descents = [], []
+
+        def span():
+            calls.append(1)
+            return lifting.monomials(X)
+
+        def counted_descent(*args):
+            descents.append(1)
+            return descent(*args)
+
+        with monkeypatch.context() as patch:
+            if setting is not None:
+                patch.setattr(second_layer, setting, value)
+            patch.setattr(second_layer, "_lasso_coordinate_descent", counted_descent)
+            result = refit_second_layer(
+                H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
+                tol=1e-12, rank_bound=p * (p + 1) // 2, span=span,
+            )
+        assert calls == [1]
+        assert bool(descents) == (method != "interior point"), method
+        _assert_squared_refit_at_clarabels_optimum(
+            result, H, y, weight, beta, p, n_outputs, optimum=optimum
+        )
+
+
+def _assert_squared_refit_at_clarabels_optimum(
+    result, H, y, weight, beta, p, n_outputs, optimum=None
+):
+    """The refit's reported objective is its alpha's, no worse than its start, and CLARABEL's optimum."""
+    if optimum is None:
+        optimum = _clarabel_optimum(H, y, weight, "squared", beta, p, n_outputs)
     recomputed = loss_value(H @ result.alpha, y, weight, "squared", n_outputs)
     recomputed += beta * p * np.abs(result.alpha).sum()
     assert result.objective == pytest.approx(recomputed, rel=1e-12)
     assert result.objective <= result.initial_objective
     assert optimum - 1e-7 <= result.objective <= optimum * (1 + 1e-6)
+
+
+def _random_lasso(seed, r=12, m=80):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((r, 3)) @ rng.standard_normal((3, m))
+    A += 0.3 * rng.standard_normal((r, m))
+    return A, rng.standard_normal(r)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("tol", [1e-4, 1e-9])
+def test_lasso_interior_point_certifies_its_gap_against_clarabel(seed, tol):
+    # Correlated columns, many more than rows: the duality gap the interior
+    # point stops at bounds its distance to CLARABEL's optimum, and its dual
+    # value (the bound it certifies with) is below that optimum.
+    A, c = _random_lasso(seed)
+    penalty, offset = 0.05, 0.7
+    point, steps = second_layer._lasso_interior_point(A, c, penalty, tol, offset)
+    assert point is not None and 0 < steps < second_layer._INTERIOR_POINT_MAX_STEPS
+    a = cp.Variable(A.shape[1])
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(A @ a - c) + penalty * cp.norm1(a)))
+    problem.solve(solver="CLARABEL")
+    value = float(np.sum((A @ point[:, 0] - c) ** 2) + penalty * np.abs(point).sum())
+    assert problem.value - 1e-8 <= value <= problem.value + tol * (value + offset) + 1e-8
+    # The certificate at a poor dual point (s = c / 10) still bounds the optimum.
+    s = 0.1 * c
+    gap = second_layer._lasso_gap(A, c, penalty, point[:, 0], s, A.T @ s, offset)
+    assert value - gap * (value + offset) <= problem.value + 1e-9
+    if tol < 1e-6:
+        # Near the optimum (at most r nonzeros here) the small entries are zeroed.
+        assert np.count_nonzero(point) <= A.shape[0]
+
+
+def test_lasso_interior_point_returns_exact_zeros_when_the_penalty_wins():
+    # penalty > 2 max |A_jᵀ c|: the optimum is zero, which the multipliers
+    # only approach; the point returned is exactly zero.
+    A, c = _random_lasso(3)
+    penalty = 2.5 * np.max(np.abs(A.T @ c))
+    point, _ = second_layer._lasso_interior_point(A, c, penalty, 1e-9)
+    np.testing.assert_array_equal(point, 0.0)
+
+
+def test_lasso_interior_point_declines_without_a_penalty():
+    A, c = _random_lasso(2)
+    assert second_layer._lasso_interior_point(A, c, 0.0, 1e-7)[0] is None
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_merged_columns_groups_equal_and_opposite_columns_exactly(collide, monkeypatch):
+    # Columns 3 and 5 repeat 0 (one negated), 4 repeats 2; column 1 starts
+    # with a zero (its sign comes from its first nonzero entry), and column 6
+    # differs from 0 in one bit only. With every hash equal (a collision),
+    # the bitwise grouping must give the same answer.
+    if collide:
+        monkeypatch.setattr(
+            second_layer, "_column_hashes", lambda words: np.zeros(words.shape[1], np.uint64)
+        )
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((20, 3))
+    H[0, 1] = 0.0
+    H = np.column_stack([H, H[:, 0], H[:, 2], -H[:, 0], np.nextafter(H[:, 0], np.inf)])
+    columns, first, group, signs = second_layer._merged_columns(H)
+    assert columns.shape[1] == 4
+    np.testing.assert_array_equal(columns[:, group] * signs, H)
+    assert group[3] == group[5] == group[0] and group[4] == group[2]
+    np.testing.assert_array_equal(first, [0, 1, 2, 6])
+    assert second_layer._merged_columns(H[:, [0, 1, 2, 6]]) is None

@@ -103,6 +103,7 @@ DOCUMENTED_MODULES = [
     "skquad.nn",
     "skquad.nn.backward",
     "skquad.nn.quadratic_form",
+    "skquad.nn.quadratic_dual",
     "skquad.convex",
     "skquad.quantized",
     "skquad.inspection",

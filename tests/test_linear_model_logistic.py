@@ -648,11 +648,13 @@ def test_a_fit_too_large_for_memory_is_refused_before_allocating(monkeypatch):
     monkeypatch.setattr(memory, "available_memory", lambda: 2**28)  # 256 MiB
     X = np.zeros((20, 2_000))
     X[:, :2] = np.random.RandomState(0).randn(20, 2)
-    y = np.arange(20) % 2
-    # 2000 x 2000 + 2001 = 4.0e6 parameters x 26 float64 copies = 0.78 GiB
-    with pytest.raises(MemoryError, match=r"rank=None needs about 0\.8 GiB .* set a small rank"):
+    # three classes: L-BFGS (a binary problem with 20 rows is fitted by the
+    # dual Newton solver, whose memory is O(d^2 + n^2): 0.1 GiB here)
+    y = np.arange(20) % 3
+    # 3 x (2000 x 2000 + 2001) = 1.2e7 parameters x 26 float64 copies = 2.3 GiB
+    with pytest.raises(MemoryError, match=r"rank=None needs about 2\.3 GiB .* set a small rank"):
         QuadraticLogisticRegression().fit(X, y)
-    # at rank 8: 1.8e4 parameters, 4 MiB
+    # at rank 8: 5.4e4 parameters, 11 MiB
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         QuadraticLogisticRegression(rank=8, max_iter=2, random_state=0).fit(X, y)

@@ -78,3 +78,23 @@ def test_two_dimensional_real_targets_are_part_of_the_row():
     merged_X, merged_Y, merged_w = merge_duplicate_samples(X, Y, np.ones(4))
     assert merged_Y.shape == (3, 2)
     np.testing.assert_array_equal(merged_w, [2.0, 1.0, 1.0])  # only the identical (x, y) pair merges
+
+
+@pytest.mark.parametrize("one_sort", [0, 1 << 16])
+def test_ranks_are_lexicographic_on_both_paths(monkeypatch, one_sort):
+    # one pass per column (0) or the tied rows in one sort: the same dense
+    # ranks as numpy's own lexicographic unique, with -0.0 equal to 0.0
+    import skquad._rows as rows_module
+
+    monkeypatch.setattr(rows_module, "_ONE_SORT_NUMBERS", one_sort)
+    rng = np.random.RandomState(3)
+    X = rng.randint(-1, 2, size=(300, 4)).astype(np.float64)
+    X[:, 0] = np.where(rng.rand(300) < 0.5, rng.randn(300), 0.0)
+    X[::7, 1] = -0.0
+    y = rng.randint(0, 2, size=300).astype(np.int64)
+    kept = np.flatnonzero(rng.rand(300) < 0.9)
+    rank, n_groups = rows_module._lexicographic_ranks([X, y[:, None]], kept)
+    rows = np.column_stack([X, y]).astype(np.float64)[kept] + 0.0  # (-0.0 + 0.0 is 0.0)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert n_groups == unique.shape[0]
+    np.testing.assert_array_equal(rank, inverse.ravel())

@@ -164,3 +164,26 @@ def test_a_nested_blas_request_applies_inside_a_block_without_one():
             assert all(count == 1 for count in blas_threads())
         assert blas_threads() == before
     assert blas_threads() == before
+
+
+def test_the_smallest_open_blas_request_is_in_force():
+    """The BLAS limit is process-wide: a one-thread request inside a
+    two-thread block used to be ignored (the first request won), so the
+    SDP's small eigh ran on two threads inside a benchmark's --threads 2.
+    (States are compared per library: a single-threaded build stays at 1.)"""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return {e["filepath"]: e["num_threads"] for e in threadpool_info() if e["user_api"] == "blas"}
+
+    before = blas_threads()
+    with limit_threads(None, blas=2):
+        outer = blas_threads()
+        assert max(outer.values()) == 2
+        with limit_threads(None, blas=1):
+            assert set(blas_threads().values()) == {1}
+            with limit_threads(None, blas=3):  # a larger request never raises it
+                assert set(blas_threads().values()) == {1}
+            assert set(blas_threads().values()) == {1}
+        assert blas_threads() == outer
+    assert blas_threads() == before

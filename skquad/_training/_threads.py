@@ -22,7 +22,8 @@ Fits running concurrently in a thread pool, each saving and restoring "the
 previous" value, used to leave worker threads at one thread for good. Here the
 first fit to enter records the baseline, every thread restores its own setting
 to that baseline on leaving, and the BLAS limit (process-wide in threadpoolctl)
-is held from the first entry to the last exit.
+is the smallest that an open block asked for, from the first request to the
+last exit, when the limits found before the first are restored.
 """
 
 import sys
@@ -45,9 +46,11 @@ _lock = threading.Lock()
 _local = threading.local()  # per thread: the torch thread counts of its open blocks
 _active = 0
 _baseline = None
-_blas_limiter = None
-# Open blocks that asked for a BLAS limit: the limit is held while any is open.
-_blas_users = 0
+# The BLAS limits asked for by open blocks: the smallest is in force.
+_blas_requests = []
+# (limit, limiter) in the order set; each limiter restores what was in force
+# before it (for the libraries loaded when it was made).
+_blas_limiters = []
 # The thread count of an enclosing ``limit_threads(n, ceiling=True)`` (a
 # benchmark's --threads): the most that the automatic rule hands out inside it.
 _ceiling = None
@@ -116,6 +119,33 @@ def thread_ceiling():
     return _ceiling if _active else None
 
 
+def _enforce_smallest_blas_request():
+    """Set the process-wide BLAS limit to the smallest open request (call under ``_lock``).
+
+    The smallest, because the limit is process-wide: a block that asks for one
+    thread (the SDP's parallel class blocks, a small ``eigh``) inside or beside
+    one that allows two would otherwise run its BLAS calls on two threads each
+    on two cores. When no request is open, the limits found before the first
+    one are restored.
+    """
+    if not _blas_requests:
+        while _blas_limiters:
+            _blas_limiters.pop()[1].restore_original_limits()
+        return
+    smallest = min(_blas_requests)
+    if _blas_limiters and _blas_limiters[-1][0] == smallest:
+        return
+    if len(_blas_limiters) > 1 and _blas_limiters[-2][0] == smallest:
+        # Back to the limit before the last change: undo it (keeps the list
+        # short while an inner block opens and closes many times).
+        _blas_limiters.pop()[1].restore_original_limits()
+        return
+    # A new limiter (not a change of the first): a library loaded since the
+    # first request (scipy's BLAS after numpy's) is restored by the limiter
+    # that first set it.
+    _blas_limiters.append((smallest, blas_limits(smallest)))
+
+
 @contextmanager
 def limit_threads(n_threads, *, blas=None, ceiling=False):
     """Run a block with ``n_threads`` torch threads (and BLAS threads), then restore.
@@ -129,15 +159,20 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
     n_threads : int or None
         torch intra-op threads for the block; None leaves them alone.
     blas : int or None, default=None
-        Limit numpy/scipy's BLAS to this many threads for the block (held
-        until the last concurrent block ends); None leaves it alone.
+        Limit numpy/scipy's BLAS to this many threads for the block; None
+        leaves it alone. The limit is process-wide: while several blocks
+        (nested, or in concurrent threads) ask for one, the smallest request
+        is in force. threadpoolctl lets only one live Python thread change
+        a process-wide (pthreads) OpenBLAS limit, so code that runs blocks
+        in a thread pool takes the limit in the calling thread first (as
+        the SDP's parallel class blocks do).
     ceiling : bool, default=False
         Also cap the automatic rule (:func:`choose_thread_count`) at
         ``n_threads`` for the fits inside the block (an estimator's explicit
         ``n_threads`` still wins): what a benchmark's ``--threads`` means.
         Only the outermost block sets it.
     """
-    global _active, _baseline, _blas_limiter, _blas_users, _ceiling
+    global _active, _baseline, _ceiling
     with _lock:
         if _active == 0:
             _baseline = torch.get_num_threads()
@@ -145,11 +180,9 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
             # Also inside an enclosing block that set no BLAS limit (a
             # benchmark's thread_limit(None) around an SDP fit): there the
             # solver's parallel blocks ran two BLAS threads each on two cores
-            # (optdigits: 489 s of CPU against 91 s). The first request sets
-            # the process-wide limit; it is held until the last one ends.
-            if _blas_users == 0:
-                _blas_limiter = blas_limits(blas)
-            _blas_users += 1
+            # (optdigits: 489 s of CPU against 91 s).
+            _blas_requests.append(max(1, int(blas)))
+            _enforce_smallest_blas_request()
         if _active == 0:
             if ceiling and n_threads is not None:
                 _ceiling = max(1, int(n_threads))
@@ -174,10 +207,8 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
         with _lock:
             _active -= 1
             if blas is not None:
-                _blas_users -= 1
-                if _blas_users == 0:
-                    _blas_limiter.restore_original_limits()
-                    _blas_limiter = None
+                _blas_requests.remove(max(1, int(blas)))
+                _enforce_smallest_blas_request()
             if _active == 0:
                 _baseline = None
                 _ceiling = None

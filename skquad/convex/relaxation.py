@@ -23,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
+from .._training._threads import limit_threads
 from .compact_solver import compact_applies, solve_compact
 from .factor_solver import (
     _SINGLE_THREAD_WORK,
@@ -118,8 +119,15 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
     if workers > 1:
         # Independent blocks, each on one torch and one BLAS thread (small
         # problems only, see _block_workers): the matrix products release
-        # the GIL, so blocks run side by side on the cores.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        # the GIL, so blocks run side by side on the cores. The one-BLAS-thread
+        # limit is taken here, in the calling thread: threadpoolctl lets only
+        # one live thread change OpenBLAS's process-wide limit, so the
+        # workers' own requests were ignored or, when a worker held that
+        # control, the last one's restore was, and the process kept one BLAS
+        # thread after the fit.
+        with limit_threads(None, blas=1), concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers
+        ) as pool:
             results = list(pool.map(solve_block, range(data.n_outputs)))
     else:
         results = []

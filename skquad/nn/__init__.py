@@ -36,6 +36,9 @@ quadratic_form
     Module of functions: quadratic-form scores, their log-loss and its
     closed-form gradient ``X^T diag(r) X`` (used by
     :class:`skquad.QuadraticLogisticRegression`).
+quadratic_dual
+    Newton's method on the dual (kernel) coefficients of the binary problem,
+    for few rows (:class:`skquad.QuadraticLogisticRegression`'s choice there).
 
 Backward passes
 ---------------

@@ -40,6 +40,7 @@ from .quadratic_form import write_pair_products
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
+    "degree2_kernel",
     "expansion_size",
     "fit_quadratic_ridge",
     "normal_equations",
@@ -79,12 +80,20 @@ def _dense_blocks(X, width):
 
 
 def _expand(block, rows, cols):
-    """``φ`` of a row block: ``[x, x_a x_b (a <= b)]`` (:func:`write_pair_products`)."""
+    """``φ`` of a row block: ``[x, x_a x_b (a <= b)]`` (:func:`write_pair_products`).
+
+    Returned as the transposed view of a ``(D, n)`` C-order array: each
+    feature's products are written contiguously (into the rows of a C-order
+    ``(n, D)`` array they were strided writes: 8.7 of the 34 ms of a wage fit
+    under cProfile, 3 000 x 23; the normal equations take 15 % less CPU
+    since), and ``features.T @ features`` is still one SYRK.
+    """
     n, d = block.shape
-    out = np.empty((n, d + rows.shape[0]))
-    out[:, :d] = block
-    write_pair_products(block.T, out[:, d:].T)
-    return out
+    out = np.empty((d + rows.shape[0], n))
+    columns = np.ascontiguousarray(block.T)
+    out[:d] = columns
+    write_pair_products(columns, out[d:])
+    return out.T
 
 
 def _feature_sums(X, weight, rows, cols):
@@ -189,11 +198,30 @@ def _solve_symmetric(matrix, rhs, alpha):
     return out
 
 
+def degree2_kernel(X, cross_weight=2.0):
+    """The degree-2 Gram ``K = S + T + (S ∘ S - T) / c`` of dense ``X``, ``O(n² d)``.
+
+    ``S = X Xᵀ``, ``T = (X∘X)(X∘X)ᵀ``: the inner products of the features
+    ``[x, x_a², sqrt(2/c) x_a x_b (a < b)]`` (``Σ_{a<b} x_a x_b x'_a x'_b =
+    (S² - T) / 2``). ``c = 2`` gives this module's ``φ`` (the module
+    docstring's ``K``); quadratic logistic regression's dual solver
+    (:mod:`.quadratic_dual`) passes its penalty's ``cross_weight``.
+    """
+    S = X @ X.T
+    # written as S + (S ∘ S + (c - 1) T) / c: for c = 2 the arithmetic of
+    # ``S + 0.5 (S ∘ S + T)`` (the ridge kernel's before it was shared), and
+    # no T at all for c = 1
+    quadratic = S * S
+    if cross_weight != 1.0:
+        squares = X * X
+        quadratic += (cross_weight - 1.0) * (squares @ squares.T)
+    quadratic /= cross_weight
+    return S + quadratic
+
+
 def _centred_kernel(dense, weight, fit_intercept):
     """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``."""
-    S = dense @ dense.T
-    squares = dense * dense
-    K = S + 0.5 * (S * S + squares @ squares.T)
+    K = degree2_kernel(dense, 2.0)
     if fit_intercept:
         # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
         share = weight / weight.sum()
