@@ -48,9 +48,19 @@ central path the diagonal holds only nearly, so the returned point is made
 exactly feasible: ``P`` and ``N`` scaled to ``diag(P + N) = 1`` (``D P D`` with
 a positive diagonal ``D`` keeps them PSD), factored with unit rows, and
 ``rho`` chosen exactly for those directions (the objective is convex and
-piecewise linear in ``rho``: its minimiser is a breakpoint). Its objective is
-the reported upper bound; the solve stops when the certified relative gap is
-at most ``tol``.
+piecewise linear in ``rho``: its minimiser is a breakpoint; ``_feasible_point()``
+also tries padding the diagonal instead). Its objective is the reported
+upper bound; the solve stops when the certified relative gap is at most
+``tol``.
+
+**Measured.** On these problems the barrier closes the gap sublinearly near
+the end (it halved per fourfold ``tau`` on credit-approval: the optimum is
+not strictly complementary), and ``S±⁻¹ / tau`` lags the dual. So once the
+bound has settled, the primal restricted to the faces of ``S±⁻¹`` (small
+``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
+(``_face_primal()``, 0.4 s at credit-approval's ranks 9 + 9): its point,
+made exactly feasible as above, certified ``tol`` where the barrier's own
+point stalled at 4e-4 to 3e-3. Figures: ``HINGE_DUAL_MAX_SAMPLES``.
 """
 
 import math
