@@ -87,9 +87,9 @@ __all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
 # (n = 350) 0.5-0.6 s, 68-75 steps; credit-approval (690) 1.9-3.6 s, 54-131
 # steps; a 2,000-row sample of spambase (1,877 distinct, beta "auto") 118 s,
 # 138 steps, gap 6.5e-5 (the factor solver: 22 s, stopped at max_iter with
-# a gap of 0.22, objective 1.2 % above the optimum); spambase (4,210, from a
-# constant start) 548 s for 200 steps, short of tol (gap 1.7e-2; the factor
-# solver: 40 s, gap 0.25). Past this size the factor solver keeps the
+# a gap of 0.22, objective 1.2 % above the optimum); spambase (4,210) 591 s
+# for 200 steps, short of tol (gap 3.8e-3; the factor solver: 40 s, gap
+# 0.25, objective at least 1 % above the optimum). Past this size the factor solver keeps the
 # problem.
 HINGE_DUAL_MAX_SAMPLES = 2000
 # Largest lifted side: each step also factors two p x p LMIs and forms
