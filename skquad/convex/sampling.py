@@ -100,8 +100,8 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
         ``Z* / rho*``.
     solver, solver_options :
         A CVXPY solver and its options, as in
-        :func:`skquad.convex.solve_sdp`. None, ``"native"`` or ``"compact"``
-        (the factor solver, which does not solve this problem) mean
+        :func:`skquad.convex.solve_sdp`. None, ``"native"``, ``"compact"`` or
+        ``"hinge_dual"`` (the native solvers, which do not solve this problem) mean
         :func:`~skquad.convex.default_solver`'s choice with its defaults.
 
     Returns
@@ -118,7 +118,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     problem = cp.Problem(
         cp.Minimize(cp.sum_squares(K[:p, p:] - target)), [cp.diag(K) == 1.0]
     )
-    if solver is None or solver in ("native", "compact"):
+    if solver is None or solver in ("native", "compact", "hinge_dual"):
         solver, solver_options = default_solver(), None
     try:
         problem.solve(solver=solver, **dict(solver_options or {}))

@@ -554,6 +554,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         lifting (squared loss: ``p (p + 1) / 2 <= 300``; hinge losses:
         ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
         cone form by an interior point (``solver_ == "compact"``); the
+        binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (2,000)
+        deduplicated samples by a barrier method on its exact dual
+        (``solver_ == "hinge_dual"``, any ``p``); the
         squared loss's other blocks one at a time by Burer-Monteiro factors
         in numpy with scipy's L-BFGS-B; everything else by the factor solver
         (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
@@ -676,8 +679,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     solver_ : str
         The solver that produced the relaxed solution: ``"native"`` (the
         factor solver), ``"compact"`` (the exact compact-cone solve of a small
-        squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU) or the
-        CVXPY solver used.
+        squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU),
+        ``"hinge_dual"`` (the barrier method on the binary hinge's exact dual,
+        chosen by ``solver=None`` on the CPU up to 2,000 deduplicated samples)
+        or the CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
         (by a callback) or "stalled" (short of ``tol`` with no column left to

@@ -1,0 +1,129 @@
+"""The binary hinge SDP by a barrier method on its exact dual, against CLARABEL through CVXPY."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skquad import SDPQuantizedClassifier
+from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
+from skquad.convex import hinge_dual
+from skquad.convex.hinge_dual import _best_rho, hinge_dual_applies, solve_hinge_dual
+
+LIFTINGS = {
+    "bilinear": InputLifting(),
+    "polynomial": InputLifting(activation=(1.0, 0.5, -0.2)),
+}
+
+
+def _problem(seed, n=40, d=3):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    weight = rng.uniform(0.2, 2.0, size=n)
+    return X, y, weight
+
+
+def _reference(lifting, X, y, weight, beta):
+    return solve_sdp(
+        lifting.matrices(X), y, weight, loss="hinge", beta=beta, n_outputs=1, solver="CLARABEL"
+    ).value
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+@pytest.mark.parametrize("beta", [1e-4, 1e-2])
+def test_bracket_holds_the_clarabel_optimum(name, beta):
+    # Issue 18: the smoothed hinge of the factor solver stalled short of tol
+    # at small beta; the dual barrier certifies tol there.
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(3 + int(1e4 * beta))
+    reference = _reference(lifting, X, y, weight, beta)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=beta, n_outputs=1)
+    assert hinge_dual_applies(data)
+    solution = solve_hinge_dual(data, tol=1e-4)
+    # The bound is a proof (weak duality, verified), the value a feasible
+    # point's objective; CLARABEL's own value is accurate to ~1e-8 relative.
+    scale = max(1.0, abs(reference))
+    assert solution.lower_bound <= reference + 1e-7 * scale
+    assert reference <= solution.value + 1e-7 * scale
+    assert solution.converged and solution.relative_gap <= 1e-4
+    relaxed = solve_relaxation(lifting, X, y, weight, loss="hinge", beta=beta, n_outputs=1)
+    assert relaxed.solver == "hinge_dual" and relaxed.converged
+
+
+def test_bound_and_value_hold_when_stopped_early():
+    """A loose tol stops the barrier far from the optimum: the bracket still holds."""
+    lifting = InputLifting()
+    X, y, weight = _problem(11)
+    beta = 1e-3
+    reference = _reference(lifting, X, y, weight, beta)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=beta, n_outputs=1)
+    solution = solve_hinge_dual(data, tol=0.5)
+    assert solution.relative_gap > 1e-3  # really short of the optimum
+    assert solution.lower_bound <= reference + 1e-9
+    assert reference <= solution.value + 1e-9
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+def test_solution_is_exactly_feasible_and_reproduces_its_scores(name):
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(2)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-3, n_outputs=1)
+    solution = solve_hinge_dual(data)
+    Q, rho = solution.Q[0], solution.rho[0]
+    assert rho > 0
+    np.testing.assert_allclose(np.diag(Q), rho, rtol=1e-12)
+    assert np.linalg.eigvalsh(Q)[0] >= -1e-12 * rho
+    scores = 2.0 * lifting.inner(X, solution.Z[0])
+    np.testing.assert_allclose(scores, solution.scores[:, 0], rtol=1e-9, atol=1e-10)
+    w = weight / weight.sum()
+    value = w @ np.maximum(0.0, 1.0 - y * scores) + 2.0 * 1e-3 * data.n_lifted * rho
+    assert value == pytest.approx(solution.value, rel=1e-10)
+
+
+def test_best_rho_is_the_exact_minimiser():
+    rng = np.random.RandomState(0)
+    g, t = rng.standard_normal(30), np.sign(rng.standard_normal(30))
+    w = rng.uniform(0.1, 1.0, 30)
+    w /= w.sum()
+
+    def objective(rho):
+        return w @ np.maximum(0.0, 1.0 - rho * t * g) + 0.05 * rho
+
+    rho = _best_rho(g, t, w, 0.05)
+    grid = np.linspace(0.0, 3.0 * max(rho, 1.0), 20001)
+    assert objective(rho) <= min(objective(r) for r in grid) + 1e-12
+    assert _best_rho(g, t, w, 10.0) == 0.0  # a penalty above every slope
+
+
+def test_dispatch_by_size_and_options(monkeypatch):
+    lifting = InputLifting()
+    X, y, weight = _problem(4)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1)
+    assert hinge_dual_applies(data)
+    many = LiftedData.from_lifting(
+        lifting, X, (y > 0).astype(int) + (X[:, 2] > 0), weight, loss="hinge", beta=1e-2,
+        n_outputs=3,
+    )
+    assert not hinge_dual_applies(many)  # Crammer-Singer: the compact form / factor solver
+    monkeypatch.setattr(hinge_dual, "HINGE_DUAL_MAX_SAMPLES", 39)
+    assert not hinge_dual_applies(data)  # 40 samples
+    monkeypatch.undo()
+    # Options of the factor solver ask for the factor solver.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 5 iterations
+        solution = solve_relaxation(
+            lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1,
+            solver_options={"hinge_sigma": 10.0}, max_iter=5,
+        )
+    assert solution.solver == "native"
+
+
+def test_classifier_fits_and_samples_from_the_dual_solution():
+    X, y, _ = _problem(8, n=60)
+    model = SDPQuantizedClassifier(loss="hinge", beta=1e-3, n_neurons=40, random_state=0)
+    model.fit(X, y)
+    assert model.solver_ == "hinge_dual" and model.solver_status_ == "optimal"
+    assert model.certified_gap_ <= 1e-4 * model.relaxed_objective_
+    assert model.score(X, y) > 0.8
