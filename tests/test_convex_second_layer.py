@@ -157,6 +157,33 @@ def test_squared_refit_with_a_span_reaches_clarabels_optimum(n_outputs, monkeypa
         )
 
 
+@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("method", ["interior point", "working sets"])
+def test_squared_refit_without_a_small_range_solves_the_lasso_on_every_row(
+    n_outputs, method, monkeypatch
+):
+    # rank_bound=None: no range reduction, so the lasso is solved on the
+    # weighted rows themselves (the interior point while r² m is small, else
+    # working sets, past 200 columns), never by FISTA, from a dense start
+    # (as Algorithm 1's) that coordinate descent does not use.
+    H, y, weight, p = _problem(n_outputs, seed=11, n=40, m=250, p=6)
+    beta = 1e-3
+    start = np.full((H.shape[1], n_outputs), 0.01)
+
+    def no_fista(*args):
+        raise AssertionError("the squared loss went to FISTA")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(second_layer, "_refit", no_fista)
+        if method == "working sets":
+            patch.setattr(second_layer, "_INTERIOR_POINT_MAX_WORK", 0)
+        result = refit_second_layer(
+            H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
+            tol=1e-12,
+        )
+    _assert_squared_refit_at_clarabels_optimum(result, H, y, weight, beta, p, n_outputs)
+
+
 def _assert_squared_refit_at_clarabels_optimum(
     result, H, y, weight, beta, p, n_outputs, optimum=None
 ):
