@@ -65,6 +65,45 @@ def test_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
     assert_certified_bracket(solution, reference)
 
 
+@pytest.mark.parametrize("tol, refined", [(1e-4, False), (1e-13, True)])
+def test_squared_blocks_are_refined_only_when_the_first_point_does_not_certify(
+    tol, refined, monkeypatch
+):
+    # Clarabel's iterative refinement is off in the first solve; a point that
+    # does not certify tol (here: a tol no solve reaches) is solved again
+    # with it, and the better certified of the two is returned. Either way
+    # the bracket holds CLARABEL's optimum.
+    from skquad.convex import compact_solver
+
+    lifting = LIFTINGS["bilinear"]
+    X, y, weight = _problem(3, 3)
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="squared", beta=1e-2, n_outputs=3, solver="CLARABEL",
+    ).value
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+    calls, certified = [], []
+    solve_block, certified_point = compact_solver._solve_block, compact_solver._certified_point
+
+    def recorded_block(problem, b_k, p, refine=True):
+        calls.append(refine)
+        return solve_block(problem, b_k, p, refine)
+
+    def recorded_point(*args):
+        certified.append(certified_point(*args))
+        return certified[-1]
+
+    monkeypatch.setattr(compact_solver, "_solve_block", recorded_block)
+    monkeypatch.setattr(compact_solver, "_certified_point", recorded_point)
+    solution = solve_compact(data, tol=tol)
+    assert calls == [False] * 3 + ([True] * 3 if refined else [])
+    assert solution.relative_gap == min(point["gap"] for point in certified)
+    if refined:
+        scale = max(1.0, abs(reference))
+        assert solution.lower_bound <= reference + 1e-7 * scale <= solution.value + 2e-7 * scale
+    else:
+        assert_certified_bracket(solution, reference)
+
+
 @pytest.mark.parametrize("name", ["bilinear", "polynomial"])
 @pytest.mark.parametrize("n_outputs", [1, 3])
 @pytest.mark.parametrize("beta", [1e-4, 1e-2])
