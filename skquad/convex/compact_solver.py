@@ -204,19 +204,36 @@ def _block_constraints(p, m, rows, cols):
     return zero_rows, cone_P, cone_N
 
 
-def _solve_block(problem, b_k, p, refine=True):
-    """One block from the shared ``_block_problem`` (built with ``b = 0``):
-    the blocks differ only in the linear term's ``d`` part (``refine``:
-    Clarabel's iterative refinement on)."""
+def _solve_blocks(problem, B, p, refine=True):
+    """Every block from the shared ``_block_problem`` (built with ``b = 0``):
+    ``[(svec P, svec N, iterations)]`` for the columns of ``B``.
+
+    The blocks differ only in the linear term's ``d`` part, so one Clarabel
+    solver is set up and its linear term updated from block to block (its
+    equilibration and KKT structure are kept: wine's three blocks, 0.059 s
+    against 0.054 s, the same iterations, solutions equal to 4e-9); a block
+    the updated solver does not solve gets a fresh one. ``refine``:
+    Clarabel's iterative refinement on.
+    """
     import clarabel
 
     quadratic, linear, A, rhs, (n_zero, m) = problem
-    linear = linear.copy()
-    linear[2 * m + 1 :] = -4.0 * b_k
     cones = [clarabel.ZeroConeT(n_zero), clarabel.PSDTriangleConeT(p), clarabel.PSDTriangleConeT(p)]
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "one block", refine)
-    x = np.asarray(solution.x)
-    return x[:m], x[m : 2 * m], int(solution.iterations)
+    solver, blocks = None, []
+    for k in range(B.shape[1]):
+        linear_k = linear.copy()
+        linear_k[2 * m + 1 :] = -4.0 * B[:, k]
+        solution = None
+        if solver is not None:
+            solver.update(q=linear_k)
+            solution = solver.solve()
+        if solution is None or "Solved" not in str(solution.status):
+            solver, solution = _clarabel_solver(
+                quadratic, linear_k, A, rhs, cones, "one block", refine
+            )
+        x = np.asarray(solution.x)
+        blocks.append((x[:m], x[m : 2 * m], int(solution.iterations)))
+    return blocks
 
 
 # From this many variables on, Clarabel factors its KKT matrix with faer's
@@ -230,6 +247,12 @@ _FAER_MIN_VARIABLES = 3 * 100 + 1
 
 
 def _clarabel_solve(quadratic, linear, A, rhs, cones, what, refine=True):
+    """Clarabel's solution of the cone program (``refine``: iterative refinement on)."""
+    return _clarabel_solver(quadratic, linear, A, rhs, cones, what, refine)[1]
+
+
+def _clarabel_solver(quadratic, linear, A, rhs, cones, what, refine=True):
+    """``(solver, solution)``: ``_clarabel_solve`` with the solver kept for updates."""
     import clarabel
 
     def settings_for(method):
@@ -266,7 +289,7 @@ def _clarabel_solve(quadratic, linear, A, rhs, cones, what, refine=True):
         raise SolverFailedError(
             f"Clarabel ended with status {status} on the compact SDP of {what}."
         )
-    return solution
+    return solver, solution
 
 
 def _solve_hinge(Phi, weight, target, penalty, p, rows, cols):
@@ -372,22 +395,22 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, refine):
     p, K = data.n_lifted, data.n_outputs
     rows, cols = svec_indices(p)
     penalty = data.penalty_per_rho
-    iterations = 0
     factors, rhos, scores = [], [], []
     multipliers = None
     if data.loss == "hinge":
         hinge_blocks, iterations, multipliers = _solve_hinge(
             Phi, weight, target, penalty, p, rows, cols
         )
+    else:
+        G, B = quadratic_terms
+        problem = _block_problem(G, np.zeros(G.shape[0]), penalty, p, rows, cols)
+        squared_blocks = _solve_blocks(problem, B, p, refine)
+        iterations = sum(block[2] for block in squared_blocks)
     for k in range(K):
         if data.loss == "hinge":
             sP, sN, rho = hinge_blocks[k]
         else:
-            if k == 0:
-                G, B = quadratic_terms
-                problem = _block_problem(G, np.zeros(G.shape[0]), penalty, p, rows, cols)
-            sP, sN, n_iter = _solve_block(problem, B[:, k], p, refine)
-            iterations += n_iter
+            sP, sN, _ = squared_blocks[k]
         F, s = _unit_factor(_smat(sP, p, rows, cols), _smat(sN, p, rows, cols))
         direction = (F * s) @ F.T
         g = 2.0 * (Phi @ _svec(direction, rows, cols))
