@@ -104,6 +104,51 @@ def test_squared_blocks_are_refined_only_when_the_first_point_does_not_certify(
         assert_certified_bracket(solution, reference)
 
 
+def test_a_failed_solve_without_refinement_is_solved_again_with_it(monkeypatch):
+    # Without iterative refinement Clarabel may fail outright (a Rust panic
+    # on scikit-learn's check_array_api_input data): that pass is dropped and
+    # the blocks are solved with refinement, whose bracket holds CLARABEL's optimum.
+    from skquad.convex import compact_solver
+    from skquad.convex.solution import SolverFailedError
+
+    lifting = LIFTINGS["bilinear"]
+    X, y, weight = _problem(4, 3)
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="squared", beta=1e-2, n_outputs=3, solver="CLARABEL",
+    ).value
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+    solve_blocks, calls = compact_solver._solve_blocks, []
+
+    def failing_without_refinement(problem, B, p, refine=True):
+        calls.append(refine)
+        if not refine:
+            raise SolverFailedError("Clarabel ended with status panic")
+        return solve_blocks(problem, B, p, refine)
+
+    monkeypatch.setattr(compact_solver, "_solve_blocks", failing_without_refinement)
+    solution = solve_compact(data, tol=1e-4)
+    assert calls == [False, True]
+    assert_certified_bracket(solution, reference)
+
+
+def test_a_clarabel_panic_is_a_failed_solve_and_nothing_else_is():
+    from skquad.convex.compact_solver import _solve_unless_panic
+
+    class PanicException(BaseException):  # pyo3's, raised from Rust
+        pass
+
+    class Solver:
+        def __init__(self, error):
+            self.error = error
+
+        def solve(self):
+            raise self.error
+
+    assert _solve_unless_panic(Solver(PanicException("Eigval error"))) is None
+    with pytest.raises(KeyboardInterrupt):
+        _solve_unless_panic(Solver(KeyboardInterrupt()))
+
+
 @pytest.mark.parametrize("name", ["bilinear", "polynomial"])
 @pytest.mark.parametrize("n_outputs", [1, 3])
 @pytest.mark.parametrize("beta", [1e-4, 1e-2])

@@ -226,7 +226,7 @@ def _solve_blocks(problem, B, p, refine=True):
         solution = None
         if solver is not None:
             solver.update(q=linear_k)
-            solution = solver.solve()
+            solution = _solve_unless_panic(solver)
         if solution is None or "Solved" not in str(solution.status):
             solver, solution = _clarabel_solver(
                 quadratic, linear_k, A, rhs, cones, "one block", refine
@@ -244,6 +244,23 @@ def _solve_blocks(problem, B, p, refine=True):
 # optimum: glass (m = 55) 0.0097 / 0.0117, wine (m = 105) 0.054 / 0.043,
 # vehicle (m = 190) 0.251 / 0.124, segment (m = 210) 0.303 / 0.140.
 _FAER_MIN_VARIABLES = 3 * 100 + 1
+
+
+def _solve_unless_panic(solver):
+    """``solver.solve()``, or None where Clarabel panics.
+
+    A Rust panic inside Clarabel arrives as pyo3's ``PanicException``, a
+    ``BaseException``: an inexact KKT solve without iterative refinement gave
+    a PSD cone's eigendecomposition non-finite input (scikit-learn's
+    ``check_array_api_input`` data through ``SDPQuantizedClassifierCV``,
+    m = 66). It is a failed solve, reported as such by the callers.
+    """
+    try:
+        return solver.solve()
+    except BaseException as error:
+        if type(error).__name__ != "PanicException":
+            raise
+        return None
 
 
 def _clarabel_solve(quadratic, linear, A, rhs, cones, what, refine=True):
@@ -275,17 +292,20 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, refine=True):
     # through SDPQuantizedClassifierCV, m = 66, ended in NumericalError with
     # QDLDL and was solved by faer).
     methods = ["faer", "qdldl"] if quadratic.shape[0] >= _FAER_MIN_VARIABLES else ["qdldl", "faer"]
-    solution = None
+    solution, status = None, "not run"
     for method in methods:
         try:
             solver = clarabel.DefaultSolver(quadratic, linear, A, rhs, cones, settings_for(method))
         except Exception:  # a Clarabel built without faer (before 0.10)
             continue
-        solution = solver.solve()
-        if "Solved" in str(solution.status):
+        solution = _solve_unless_panic(solver)
+        if solution is None:
+            status = "panic"
+            continue
+        status = str(solution.status)
+        if "Solved" in status:
             break
-    status = str(solution.status)
-    if "Solved" not in status:
+    if solution is None or "Solved" not in status:
         raise SolverFailedError(
             f"Clarabel ended with status {status} on the compact SDP of {what}."
         )
@@ -503,7 +523,12 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
     # again with it only when that point does not certify tol.
     iterations, point = 0, None
     for refine in ((False, True) if data.loss == "squared" else (True,)):
-        trial = _certified_point(data, Phi, weight, target, quadratic_terms, refine)
+        try:
+            trial = _certified_point(data, Phi, weight, target, quadratic_terms, refine)
+        except SolverFailedError:
+            if refine:
+                raise
+            continue  # without refinement: solved again with it
         iterations += trial["iterations"]
         if point is None or trial["gap"] < point["gap"]:
             point = trial
