@@ -65,6 +65,17 @@ def test_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
     assert_certified_bracket(solution, reference)
 
 
+def _three_class_squared_case(seed):
+    """Three-class squared-loss data of the bilinear lifting and CLARABEL's optimum."""
+    lifting = LIFTINGS["bilinear"]
+    X, y, weight = _problem(seed, 3)
+    reference = solve_sdp(
+        lifting.matrices(X), y, weight, loss="squared", beta=1e-2, n_outputs=3, solver="CLARABEL",
+    ).value
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+    return data, reference
+
+
 @pytest.mark.parametrize("tol, refined", [(1e-4, False), (1e-13, True)])
 def test_squared_blocks_are_refined_only_when_the_first_point_does_not_certify(
     tol, refined, monkeypatch
@@ -75,12 +86,7 @@ def test_squared_blocks_are_refined_only_when_the_first_point_does_not_certify(
     # the bracket holds CLARABEL's optimum.
     from skquad.convex import compact_solver
 
-    lifting = LIFTINGS["bilinear"]
-    X, y, weight = _problem(3, 3)
-    reference = solve_sdp(
-        lifting.matrices(X), y, weight, loss="squared", beta=1e-2, n_outputs=3, solver="CLARABEL",
-    ).value
-    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+    data, reference = _three_class_squared_case(3)
     calls, certified = [], []
     solve_blocks, certified_point = compact_solver._solve_blocks, compact_solver._certified_point
 
@@ -111,12 +117,7 @@ def test_a_failed_solve_without_refinement_is_solved_again_with_it(monkeypatch):
     from skquad.convex import compact_solver
     from skquad.convex.solution import SolverFailedError
 
-    lifting = LIFTINGS["bilinear"]
-    X, y, weight = _problem(4, 3)
-    reference = solve_sdp(
-        lifting.matrices(X), y, weight, loss="squared", beta=1e-2, n_outputs=3, solver="CLARABEL",
-    ).value
-    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+    data, reference = _three_class_squared_case(4)
     solve_blocks, calls = compact_solver._solve_blocks, []
 
     def failing_without_refinement(problem, B, p, refine=True):
