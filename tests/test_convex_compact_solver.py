@@ -1,4 +1,4 @@
-"""The compact (interior-point) solver of the squared-loss and hinge SDPs, against CLARABEL through CVXPY."""
+"""The compact (interior-point) solver of the squared-loss, hinge and logistic SDPs, against CLARABEL through CVXPY."""
 
 import numpy as np
 import pytest
@@ -89,6 +89,31 @@ def test_hinge_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
     )
     # One output goes to the dual barrier first (test_convex_hinge_dual.py).
     assert relaxed.solver == ("hinge_dual" if n_outputs == 1 else "compact") and relaxed.converged
+
+
+@pytest.mark.parametrize("name", ["bilinear", "polynomial"])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("beta", [1e-4, 1e-2])
+def test_logistic_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
+    """The exponential-cone form (binary and multinomial) against CVXPY's, and
+    the relaxation choosing it: no torch solver on small logistic problems."""
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(11 * n_outputs + int(1e4 * beta), n_outputs)
+    labels = np.where(y > np.median(y), 1.0, -1.0) if n_outputs == 1 else y
+    reference = solve_sdp(
+        lifting.matrices(X), labels, weight, loss="logistic", beta=beta, n_outputs=n_outputs,
+        solver="CLARABEL",
+    ).value
+    data = LiftedData.from_lifting(
+        lifting, X, labels, weight, loss="logistic", beta=beta, n_outputs=n_outputs
+    )
+    assert compact_applies(data)
+    solution = solve_compact(data, tol=1e-4)
+    assert_certified_bracket(solution, reference)
+    relaxed = solve_relaxation(
+        lifting, X, labels, weight, loss="logistic", beta=beta, n_outputs=n_outputs
+    )
+    assert relaxed.solver == "compact" and relaxed.converged
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])
