@@ -105,7 +105,7 @@ def compact_applies(data, max_size=None):
             return False
     if data.loss == "logistic":
         K = data.n_outputs
-        if K * m > max_size or data.target.shape[0] * K * m > COMPACT_HINGE_MAX_NONZEROS:
+        if K == 1 or K * m > max_size or data.target.shape[0] * K * m > COMPACT_HINGE_MAX_NONZEROS:
             return False
     try:
         import clarabel  # noqa: F401
@@ -236,7 +236,8 @@ def _solve_block(problem, b_k, p):
 _FAER_MIN_VARIABLES = 3 * 100 + 1
 
 
-def _clarabel_solve(quadratic, linear, A, rhs, cones, what):
+def _clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
+    """Clarabel on one compact problem; ``overrides``: settings that differ from these."""
     import clarabel
 
     def settings_for(method):
@@ -248,6 +249,8 @@ def _clarabel_solve(quadratic, linear, A, rhs, cones, what):
         settings.tol_gap_abs = settings.tol_gap_rel = 1e-8
         settings.tol_feas = 1e-8
         settings.direct_solve_method = method
+        for key, value in overrides.items():
+            setattr(settings, key, value)
         if hasattr(settings, "max_threads"):
             # Small by construction: one thread, as the caller's BLAS and torch.
             settings.max_threads = 1
@@ -446,7 +449,16 @@ def _solve_logistic(Phi, weight, target, penalty, p):
     cones += [clarabel.ExponentialConeT()] * (n * n_terms)
     cones += [clarabel.PSDTriangleConeT(p)] * (2 * K)
     quadratic = scipy.sparse.csc_matrix((n_var, n_var))
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the logistic loss")
+    # Without iterative refinement: half the time (wine, 28 steps: 0.44 s
+    # against 0.83 s CPU; glass 0.93 against 1.9) for certified gaps of 4e-6
+    # and 4e-5 (1e-6 with it); the labels are ±1, not the ill-scaled targets
+    # that need it in the squared loss's blocks. Without equilibration: fewer
+    # steps at the default beta (glass 33 against 46, 1.2 s against 1.7 s;
+    # wine 24 against 26).
+    solution = _clarabel_solve(
+        quadratic, linear, A, rhs, cones, "the logistic loss",
+        iterative_refinement_enable=False, equilibrate_enable=False,
+    )
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     # Stationarity in f of w_i l(f_i) + z_ik (f_ik - 2 Φ_i d_k): z = -w l'(f).
     score_duals = -z[zero.shape[0] : zero.shape[0] + K * n].reshape(K, n).T
