@@ -1,4 +1,4 @@
-"""The squared-loss SDP of a small lifting, solved exactly in its compact cone form.
+"""The SDP of a small lifting, solved exactly in its compact cone form by Clarabel.
 
 For the squared loss the blocks of a vector output are independent SDPs
 (the loss and the penalty are sums over blocks), and each block depends on
@@ -29,6 +29,18 @@ hinge's dual point (as for CVXPY's solution,
 smoothed hinge stalls short of ``tol`` at small ``beta``; this form has no
 smoothing.
 
+The many-class (multinomial) logistic loss couples the blocks through the
+softmax, so the factor solver ran them jointly in torch (iris: 550 L-BFGS
+iterations and 1.5 s of ``torch.optim.LBFGS`` set-up on a first fit). Its
+compact form is a joint problem in exponential cones (``_solve_logistic``):
+``logsumexp(f_i) - f_iy <= τ_i`` if and only if ``Σ_k exp(f_ik - f_iy - τ_i)
+<= 1``, ``K`` cones per sample. Its certificate's dual point is the conic
+dual's multiplier of the score rows ``f = 2 Φ d`` divided by ``w_i`` (at the
+optimum ``l'(f)``), which stays accurate where the loss is flat and the scores
+are not. The binary logistic loss has the same form (terms ``0`` and ``-y_i
+f_i``) but is not chosen by default: its numpy block solver is faster
+(breast cancer: 1.3 s against 6.7 s).
+
 The interior-point solution is only nearly feasible, so it is never reported
 as is: its ``P`` and ``N`` are factored (positive eigenvalues only), the
 factor rows are scaled to unit norm, which makes ``diag(P + N) = ρ 1`` hold
@@ -36,6 +48,10 @@ exactly, and ``ρ`` is re-chosen in closed form for those directions. That
 point is feasible, its objective is the reported upper bound, and the lower
 bound is :func:`~skquad.convex.certificate.dual_bound` at it, as for every
 solver: a weak-duality certificate that holds whatever Clarabel's accuracy.
+(The dual point, from the loss's gradient or from Clarabel's multipliers, is
+first projected into the conjugate's domain, the simplex for the multinomial
+loss; ``mu`` is lifted by the eigenvalue test with a round-off margin; so an
+inaccurate interior point only makes the bound looser, never invalid.)
 """
 
 import math
@@ -85,7 +101,11 @@ def compact_applies(data, max_size=None):
     form is faster than the factor solver; its blocks are solved one by one,
     whatever ``n``); the hinge losses with ``K m <= max_size`` (default
     ``COMPACT_MAX_SIZE``; blocks solved jointly) and at most
-    ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows.
+    ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows; the
+    multinomial logistic loss (``K >= 2`` outputs) with the same two limits
+    (its score rows have ``n K m`` nonzeros). Above them it stays on the
+    factor solver: vehicle (``K m = 760``) took 62 s in this form against
+    19-24 s there. The binary logistic loss keeps its numpy block solver.
     """
     if data.loss not in ("squared", "hinge", "logistic") or data.lifted is not None:
         return False

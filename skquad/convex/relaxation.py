@@ -249,7 +249,8 @@ def solve_relaxation(
         small lifting (``p (p + 1) / 2 <= 300``, see ``compact_applies()``)
         is solved block by block in its compact cone form (the hinge losses
         with ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over
-        the PSD cones)
+        the PSD cones; the multinomial logistic loss likewise, in exponential
+        cones, falling back to the factor solver if Clarabel fails)
         (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; the binary hinge loss with at most
