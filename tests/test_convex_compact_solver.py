@@ -65,56 +65,43 @@ def test_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
     assert_certified_bracket(solution, reference)
 
 
+# One output: the binary hinge goes to the dual barrier first
+# (test_convex_hinge_dual.py), the binary logistic loss keeps its numpy block
+# solver (breast cancer: 1.3 s there, 6.7 s in the exponential-cone form).
+BINARY_SOLVER = {"hinge": "hinge_dual", "logistic": "native"}
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
 @pytest.mark.parametrize("name", ["bilinear", "polynomial"])
 @pytest.mark.parametrize("n_outputs", [1, 3])
 @pytest.mark.parametrize("beta", [1e-4, 1e-2])
-def test_hinge_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
-    # Issue 18: the factor solver's smoothed hinge stalled short of tol at
-    # small beta; the compact form has no smoothing.
+def test_classification_bracket_holds_the_clarabel_optimum(loss, name, n_outputs, beta):
+    """The hinge's linear form and the logistic loss's exponential-cone form
+    (binary and multinomial) against CVXPY's, and the relaxation's choice.
+
+    Issue 18: the factor solver's smoothed hinge stalled short of tol at small
+    beta (the compact form has no smoothing); the multinomial logistic loss
+    went to the torch factor solver whatever its size.
+    """
     lifting = LIFTINGS[name]
-    X, y, weight = _problem(7 * n_outputs + int(1e4 * beta), n_outputs)
+    seed = {"hinge": 7, "logistic": 11}[loss] * n_outputs + int(1e4 * beta)
+    X, y, weight = _problem(seed, n_outputs)
     labels = np.where(y > np.median(y), 1.0, -1.0) if n_outputs == 1 else y
     reference = solve_sdp(
-        lifting.matrices(X), labels, weight, loss="hinge", beta=beta, n_outputs=n_outputs,
+        lifting.matrices(X), labels, weight, loss=loss, beta=beta, n_outputs=n_outputs,
         solver="CLARABEL",
     ).value
     data = LiftedData.from_lifting(
-        lifting, X, labels, weight, loss="hinge", beta=beta, n_outputs=n_outputs
+        lifting, X, labels, weight, loss=loss, beta=beta, n_outputs=n_outputs
     )
-    assert compact_applies(data)
+    assert compact_applies(data) == (loss == "hinge" or n_outputs > 1)
     solution = solve_compact(data, tol=1e-4)
     assert_certified_bracket(solution, reference)
     relaxed = solve_relaxation(
-        lifting, X, labels, weight, loss="hinge", beta=beta, n_outputs=n_outputs
+        lifting, X, labels, weight, loss=loss, beta=beta, n_outputs=n_outputs
     )
-    # One output goes to the dual barrier first (test_convex_hinge_dual.py).
-    assert relaxed.solver == ("hinge_dual" if n_outputs == 1 else "compact") and relaxed.converged
-
-
-@pytest.mark.parametrize("name", ["bilinear", "polynomial"])
-@pytest.mark.parametrize("n_outputs", [1, 3])
-@pytest.mark.parametrize("beta", [1e-4, 1e-2])
-def test_logistic_bracket_holds_the_clarabel_optimum(name, n_outputs, beta):
-    """The exponential-cone form (binary and multinomial) against CVXPY's, and
-    the relaxation choosing it for the multinomial loss only: the binary one
-    keeps its numpy block solver (breast cancer: 1.3 s there, 6.7 s here)."""
-    lifting = LIFTINGS[name]
-    X, y, weight = _problem(11 * n_outputs + int(1e4 * beta), n_outputs)
-    labels = np.where(y > np.median(y), 1.0, -1.0) if n_outputs == 1 else y
-    reference = solve_sdp(
-        lifting.matrices(X), labels, weight, loss="logistic", beta=beta, n_outputs=n_outputs,
-        solver="CLARABEL",
-    ).value
-    data = LiftedData.from_lifting(
-        lifting, X, labels, weight, loss="logistic", beta=beta, n_outputs=n_outputs
-    )
-    assert compact_applies(data) == (n_outputs > 1)
-    solution = solve_compact(data, tol=1e-4)
-    assert_certified_bracket(solution, reference)
-    relaxed = solve_relaxation(
-        lifting, X, labels, weight, loss="logistic", beta=beta, n_outputs=n_outputs
-    )
-    assert (relaxed.solver == "compact") == (n_outputs > 1) and relaxed.converged
+    expected = BINARY_SOLVER[loss] if n_outputs == 1 else "compact"
+    assert relaxed.solver == expected and relaxed.converged
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])
