@@ -257,3 +257,31 @@ def test_failed_logistic_compact_solve_falls_back_to_the_factor_solver(monkeypat
     # The squared loss has no such fall-back: its error reaches the caller.
     with pytest.raises(relaxation.SolverFailedError):
         solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
+
+
+def test_logistic_form_retries_accurately_where_the_fast_certificate_misses_tol(monkeypatch):
+    """Iris at the bottom of SDPQuantizedClassifierCV's path (beta = 1e-4
+    beta_max): without iterative refinement the certified gap was 1.1e-2;
+    the accurate retry certifies tol, and the default beta needs no retry."""
+    from sklearn.datasets import load_iris
+
+    from skquad.convex import compact_solver
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    calls = []
+    real = compact_solver._solve_logistic
+
+    def recording(*args):
+        calls.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(compact_solver, "_solve_logistic", recording)
+    for beta, expected in [(1.21e-4, [False, True]), (1e-2, [False])]:
+        calls.clear()
+        data = LiftedData.from_lifting(
+            InputLifting(), X, y, np.ones(len(y)), loss="logistic", beta=beta, n_outputs=3
+        )
+        solution = solve_compact(data, tol=1e-4)
+        assert calls == expected
+        assert solution.converged and solution.relative_gap <= 1e-4
