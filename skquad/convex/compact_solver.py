@@ -399,8 +399,9 @@ def _solve_logistic(Phi, weight, target, penalty, p, accurate=False):
     ``accurate``: Clarabel's default scaling and refinement and a gap
     tolerance of 1e-10 (see below and ``solve_compact``).
 
-    Returns per block ``(svec P, svec N, ρ)``, the iterations and the score
-    rows' multipliers ``-z`` (``w_i l'(f_i)`` at the optimum), shape (n, K).
+    Returns per block ``(svec P, svec N, ρ)``, the iterations, the score
+    rows' multipliers ``-z`` (``w_i l'(f_i)`` at the optimum), shape (n, K),
+    and per block the multipliers of its trace rows (a candidate ``mu_k``).
     """
     import clarabel
 
@@ -488,7 +489,11 @@ def _solve_logistic(Phi, weight, target, penalty, p, accurate=False):
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     # Stationarity in f of w_i l(f_i) + z_ik (f_ik - 2 Φ_i d_k): z = -w l'(f).
     score_duals = -z[zero.shape[0] : zero.shape[0] + K * n].reshape(K, n).T
-    return _joint_blocks_of(x, K, m, block), int(solution.iterations), score_duals
+    # The multipliers of diag(P_k + N_k) = ρ_k 1 (each block's first p
+    # equality rows): the certificate's mu_k (stationarity in ρ_k gives
+    # 1ᵀ mu_k = penalty, in P_k and N_k Diag mu_k ± 2 M_k ⪰ 0).
+    trace_duals = [z[k * (p + m) : k * (p + m) + p] for k in range(K)]
+    return _joint_blocks_of(x, K, m, block), int(solution.iterations), score_duals, trace_duals
 
 
 def _unit_factor(P, N):
@@ -530,11 +535,13 @@ def _certified_point(data, Phi, weight, target, penalty, accurate=False):
         G = Phi.T @ weighted
         B = weighted.T @ target
     factors, rhos, scores, iterations = [], [], [], 0
-    multipliers = None
+    multipliers = mu_candidates = None
     if data.loss == "hinge":
         joint, iterations, multipliers = _solve_hinge(Phi, weight, target, penalty, p)
     elif data.loss == "logistic":
-        joint, iterations, multipliers = _solve_logistic(Phi, weight, target, penalty, p, accurate)
+        joint, iterations, multipliers, mu_candidates = _solve_logistic(
+            Phi, weight, target, penalty, p, accurate
+        )
     for k in range(K):
         if data.loss != "squared":
             sP, sN, rho = joint[k]
@@ -594,7 +601,9 @@ def _certified_point(data, Phi, weight, target, penalty, accurate=False):
         (torch.as_tensor(F, dtype=dtype, device=device), torch.as_tensor(s, dtype=dtype, device=device))
         for F, s in factors
     ]
-    certificate = dual_bound(data, lam, directions, feasible_value=objective)
+    certificate = dual_bound(
+        data, lam, directions, feasible_value=objective, mu_candidates=mu_candidates
+    )
     lower_bound = certificate.lower_bound
     gap = relative_gap(objective, lower_bound)
     return factors, rho, scores, objective, lower_bound, gap, iterations
