@@ -64,6 +64,24 @@ def test_bound_from_any_dual_point_stays_below_the_optimum(loss):
         assert bound <= reference.value + 1e-6 * abs(reference.value)
 
 
+def test_any_mu_candidate_keeps_the_bound_below_the_optimum():
+    """``mu_candidates`` (a conic solver's trace multipliers) are lifted by the
+    eigenvalue test like the first-order guess: random vectors, of either sign,
+    never put the bound above CLARABEL's optimum, and never loosen it."""
+    beta = 1e-2
+    lifting, X, y, weight = _data("logistic", 3, seed=3)
+    reference = _clarabel(lifting, X, y, weight, "logistic", 3, beta)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="logistic", beta=beta, n_outputs=3)
+    lam = dual_point(torch.as_tensor(reference.scores), data.target, "logistic")
+    plain = dual_bound(data, lam).lower_bound
+    generator = torch.Generator().manual_seed(0)
+    p = data.n_lifted
+    for scale in (1e-3, 1.0, -1.0):
+        mus = [scale * torch.randn(p, generator=generator, dtype=torch.float64) for _ in range(3)]
+        bound = dual_bound(data, lam, mu_candidates=mus).lower_bound
+        assert plain <= bound <= reference.value + 1e-6 * abs(reference.value)
+
+
 def test_a_smaller_feasible_value_never_loosens_the_bound():
     beta = 1e-3
     lifting, X, y, weight = _data("logistic", 1, seed=2)

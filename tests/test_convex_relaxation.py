@@ -82,10 +82,12 @@ def test_time_limit_stops_with_a_valid_bound_and_a_warning_giving_the_gap(n_outp
     reference = solve_sdp(lifting.matrices(X), y, weight, loss="logistic", beta=1e-3,
                           n_outputs=n_outputs, solver="CLARABEL")
     # The limit is checked after each chunk: 1e-9 s stops after the first one.
+    # rank (its default, ceil(sqrt(2 p)) = 4) asks for the factor solver: three
+    # classes would otherwise go to the compact interior point, which has no chunks.
     with pytest.warns(ConvergenceWarning, match=r"time limit .* certified relative gap of"):
         solution = solve_relaxation(lifting, X, y, weight, loss="logistic", beta=1e-3,
                                     n_outputs=n_outputs, tol=1e-9,
-                                    solver_options={"time_limit": 1e-9})
+                                    solver_options={"time_limit": 1e-9, "rank": 4})
     assert solution.status == "time_limit" and not solution.converged
     assert solution.n_iter <= 60
     # CLARABEL's value is optimal to about 1e-6 relative here.

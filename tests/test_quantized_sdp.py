@@ -481,7 +481,9 @@ def test_native_default_brackets_clarabel_and_predicts_like_its_relaxation(datas
     native = SDPQuantizedClassifier(**params).fit(X, y)
     reference = SDPQuantizedClassifier(solver="CLARABEL", **params).fit(X, y)
     optimum = reference.relaxed_objective_
-    assert native.solver_ == "native" and native.solver_status_ == "optimal"
+    # solver=None: many classes (wine) go to the compact cone form, two to the factor solver.
+    expected = "compact" if len(np.unique(y)) > 2 else "native"
+    assert native.solver_ == expected and native.solver_status_ == "optimal"
     assert native.lower_bound_ <= optimum + 1e-7 <= native.relaxed_objective_ + 1e-6
     assert native.certified_gap_ == pytest.approx(native.relaxed_objective_ - native.lower_bound_)
     assert native.certified_gap_ <= 1e-4 * native.relaxed_objective_

@@ -119,7 +119,7 @@ def _negative_directions(eigenvalues, eigenvectors, threshold, max_columns):
 
 
 def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=None,
-               align_iterations=0, align_starts=None):
+               align_iterations=0, align_starts=None, mu_candidates=None):
     """The certified lower bound of the SDP from a dual point.
 
     Parameters
@@ -143,6 +143,10 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
     align_starts : list, default=None
         Per block, where the alignment starts (e.g. the previous
         certificate's ``aligned``); None: the factors themselves.
+    mu_candidates : list, default=None
+        Per block, a vector ``mu_k`` of length p (or None) to try as well,
+        e.g. a conic solver's multipliers of ``diag(P_k + N_k) = rho_k 1``;
+        lifted by the same eigenvalue test, so any vector is safe.
 
     Returns
     -------
@@ -172,12 +176,15 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         elif direction is not None:
             candidates.append(direction)
         aligned.append(aligned_k)
-        for index, candidate_direction in enumerate(candidates):
+        candidates = [0.5 * (D + D.T) for D in candidates]
+        if mu_candidates is not None and mu_candidates[k] is not None:
+            candidates.append(torch.as_tensor(mu_candidates[k], dtype=M.dtype, device=M.device))
+        for index, candidate in enumerate(candidates):
             # The first candidate (the current point) also gives the eigenvalue
             # test of the rank growth; the aligned one usually the tighter mu.
             first = index == 0
-            candidate_direction = 0.5 * (candidate_direction + candidate_direction.T)
-            mu = -2.0 * (M * candidate_direction).sum(dim=1)
+            # A direction D gives the first-order guess; a vector is mu itself.
+            mu = candidate if candidate.dim() == 1 else -2.0 * (M * candidate).sum(dim=1)
             wanted = first and growth_columns > 0
             eig_plus, vec_plus = _symmetric_eigh(torch.diag(mu) + 2.0 * M, wanted)
             eig_minus, vec_minus = _symmetric_eigh(torch.diag(mu) - 2.0 * M, wanted)

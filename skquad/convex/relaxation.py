@@ -36,7 +36,7 @@ from .factor_solver import (
 from .formulation import solve_sdp
 from .hinge_dual import hinge_dual_applies, solve_hinge_dual
 from .problem import LiftedData
-from .solution import SDPSolution, relative_gap, rescale_solution
+from .solution import SDPSolution, SolverFailedError, relative_gap, rescale_solution
 
 __all__ = ["solve_relaxation"]
 
@@ -249,7 +249,8 @@ def solve_relaxation(
         small lifting (``p (p + 1) / 2 <= 300``, see ``compact_applies()``)
         is solved block by block in its compact cone form (the hinge losses
         with ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over
-        the PSD cones)
+        the PSD cones; the multinomial logistic loss likewise, in exponential
+        cones, falling back to the factor solver if Clarabel fails)
         (``solve_compact()``, an interior-point
         solve to about 1e-8, then certified), which the factor solver continues from if its
         certified gap is still above ``tol``; the binary hinge loss with at most
@@ -335,7 +336,15 @@ def solve_relaxation(
             # means asking for it (a time limit applies to either).
             # Small by construction (m <= 600): one torch and one BLAS thread.
             with threads_for(0, data.features.device):
-                compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
+                try:
+                    compact = solve_compact(data, tol=tol, callback=callback, verbose=verbose)
+                except SolverFailedError:
+                    if loss != "logistic":
+                        raise
+                    # The exponential cones can end in InsufficientProgress
+                    # (breast cancer's binary logistic at beta = 1e-3): the
+                    # factor solver solves it from the start instead.
+                    compact = None
         if compact is not None and (
             compact.converged or compact.info["stopped_by_callback"] or max_iter == 0
         ):

@@ -551,7 +551,8 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         How the SDP relaxation is solved. None: the native solvers, chosen
         by size (as ``Ridge(solver="auto")`` does), each stopping when the
         certified relative gap is at most ``tol``: on the CPU, a small
-        lifting (squared loss: ``p (p + 1) / 2 <= 300``; hinge losses:
+        lifting (squared loss: ``p (p + 1) / 2 <= 300``; hinge losses and
+        the logistic loss with three or more classes:
         ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
         cone form by an interior point (``solver_ == "compact"``); the
         binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (2,000)
