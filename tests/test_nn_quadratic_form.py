@@ -283,8 +283,8 @@ def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_en
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("path", ["chunks", "chunks-unsorted", "small"])
 def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes, dtype, path):
-    """The CPU engine: TRMM scores and SYRK grams in chunks that cut through the class
-    blocks (GEMM grams without them), or the small problems' two GEMMs."""
+    """The CPU engine: TRMM scores and GEMM grams in chunks that cut through the class
+    blocks (sorted or not), or the small problems' two GEMMs."""
     import skquad.nn.quadratic_form as quadratic_form
 
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)

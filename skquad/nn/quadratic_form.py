@@ -33,7 +33,8 @@ product per class. The residual ``r_{ik}`` is ``<= 0`` exactly on the samples
 of class ``k`` (and ``>= 0`` elsewhere), so with the rows sorted by class,
 ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` with ``A = diag(sqrt|r|) X`` split
 into contiguous row blocks: ``A^T A`` products that the BLAS computes as SYRK,
-at half the flops of a general ``(r X)^T X`` GEMM.
+at half the flops of a general ``(r X)^T X`` GEMM (the torch path; on the CPU
+numpy's GEMM was the faster, see :func:`_add_chunk_terms`).
 
 Sparse data: every function here also takes ``X`` as sparse rows (an object
 with ``dense_chunks()`` and ``matmul()``, :class:`skquad._training.SparseRows`):
@@ -50,7 +51,7 @@ import scipy.special
 import torch
 import torch.nn.functional as F
 
-from .._blas import gram_update, upper_product_in_place
+from .._blas import upper_product_in_place
 
 __all__ = [
     "QuadraticScores",
@@ -390,9 +391,8 @@ _CPU_PARTS = 16
 class _ChunkTerms:
     """One part's sums over its row chunks: the loss and the gradients' data terms.
 
-    ``grad_Q[k]`` holds ``X^T diag(r_k) X`` on its upper triangle (SYRK,
-    :func:`skquad._blas.gram_update`) until :func:`_symmetrised` fills the
-    lower one.
+    ``grad_Q[k]`` holds ``X^T diag(r_k) X``, symmetric up to rounding until
+    :func:`_symmetrised` copies its upper triangle to the lower one.
     """
 
     def __init__(self, n_scores, n_features, dtype):
@@ -402,17 +402,20 @@ class _ChunkTerms:
         self.grad_intercept = np.zeros(n_scores, dtype=dtype)
 
 
-def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept,
-                     class_blocks, buffer):
+def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept, buffer):
     """Add the rows ``start : start + len(rows)``'s loss and gradient terms to ``terms``.
 
     Scores, residuals and grams of one chunk in one pass, while the chunk is
     in cache: ``x^T Q_k x = 2 x^T U_k x`` with ``X U_k`` one in-place TRMM
     (half the flops of ``X Q_k``) in a copy of the rows, and the gram
-    ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` (``A = diag(sqrt|r|) X``, one
-    sign per contiguous block of class-sorted rows) as SYRKs, half the flops
-    of a GEMM. Both BLAS calls release the GIL (:mod:`skquad._blas`), so
-    parts of the rows run side by side on threads.
+    ``X^T diag(r) X`` as one GEMM ``(diag(r) X)^T X`` per score. (SYRKs on
+    the class-sorted rows' sign blocks, ``A_+^T A_+ - A_-^T A_-`` with
+    ``A = diag(sqrt|r|) X``, have half the flops, but scipy's BLAS runs
+    them slower than numpy's runs the GEMM: one thread, under load, 0.48
+    against 0.26 ms on 3 450 x 57 float32 rows, 0.75 against 0.46 in
+    float64, 0.62 against 0.31 on 4 215 x 64 float32, 12.0 against 7.1 on
+    a 5 242 x 200 float32 chunk.) Both BLAS calls release the GIL, so parts
+    of the rows run side by side on threads.
     """
     n_rows = rows.shape[0]
     stop = start + n_rows
@@ -434,26 +437,14 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     terms.grad_coef += residuals @ rows
     terms.grad_intercept += residuals.sum(axis=1)
     for k in range(n_scores):
-        if class_blocks is None:
-            # no sign structure: one GEMM
-            terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
-            continue
-        # the residual of score k is <= 0 exactly on the rows of class k
-        # (binary: the single score's residual is negative on class 1)
-        first, last = class_blocks[1 if n_scores == 1 else k]
-        first, last = min(max(first, start), stop) - start, min(max(last, start), stop) - start
-        np.multiply(rows, np.sqrt(np.abs(residuals[k]))[:, None], out=work)
-        for begin, end, sign in ((0, first, 1.0), (last, n_rows, 1.0), (first, last, -1.0)):
-            if end > begin:
-                gram_update(terms.grad_Q[k], work[begin:end], sign)
+        terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
 
 
 def _symmetrised(grams):
     """Fill the lower triangles of ``grams`` (n_scores, d, d) from their upper ones, in place.
 
-    The SYRK grams hold only their upper triangle; the GEMM grams (rows not
-    sorted by class) hold both, equal up to rounding, and leave it exactly
-    symmetric.
+    The GEMM grams hold both triangles, equal up to rounding: this leaves
+    them exactly symmetric.
     """
     lower = np.tril_indices(grams.shape[-1], -1)
     for gram in grams:
@@ -489,7 +480,7 @@ def _scalar_tensor(value):
     return torch.from_numpy(np.asarray(value))
 
 
-def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks, scratch=None):
+def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, scratch=None):
     """:func:`_log_loss_gradient` on CPU tensors through numpy and the BLAS, in row chunks.
 
     One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
@@ -538,7 +529,7 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
             for start, stop in chunks[edges[part] : edges[part + 1]]:
                 _add_chunk_terms(
                     terms, rows_all[start:stop], start, y_np, weight_np, positive, halves,
-                    coef_np, intercept_np, class_blocks, buffer,
+                    coef_np, intercept_np, buffer,
                 )
         finally:
             free.put(buffer)
@@ -597,7 +588,7 @@ def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
 def _log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks=None, scratch=None):
     """Data part of :func:`quadratic_log_loss_gradient` on dense rows."""
     if X.device.type == "cpu" and not (torch.is_grad_enabled() and Q.requires_grad):
-        return _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks)
+        return _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept)
     n_scores = Q.shape[0]
     scores = quadratic_form_scores(X, Q, coef, intercept, scratch=scratch)
     data_loss, residuals = log_loss_residuals(scores, y, sample_weight)
@@ -835,7 +826,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         intercept = params[n_packed + n_coef :] if fit_intercept else zeros
         data_loss, grad_Q, grad_coef, grad_intercept = _cpu_log_loss_gradient(
             X_t, y_t, weight_t, torch.from_numpy(Q), torch.from_numpy(coef),
-            torch.from_numpy(np.ascontiguousarray(intercept)), class_blocks, scratch,
+            torch.from_numpy(np.ascontiguousarray(intercept)), scratch,
         )
         G = grad_Q.numpy().reshape(n_scores, -1)
         gradient = np.empty(theta.shape[0])
