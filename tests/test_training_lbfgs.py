@@ -147,15 +147,21 @@ def test_a_fit_never_stops_on_a_coarse_evaluation():
         assert result.success and np.max(np.abs(exact(result.x)[1])) <= 1e-6
 
 
-def test_coarse_phase_settles_its_points_and_shares_the_iteration_budget():
-    """``settle`` maps the coarse iterates (as reported) and the switching point;
-    max_iter counts the iterations of both phases."""
+@pytest.mark.parametrize("max_iter", [4, 200])
+def test_coarse_phase_settles_its_switching_point_and_shares_the_iteration_budget(max_iter):
+    """``settle`` maps the switching point where the fit goes on, not where a limit
+    stopped it (that fit ends on the iterate it reported); max_iter counts both phases."""
     exact, twin = logistic_problem(2)
-    twin.gradient_floor = 0.0
-    twin.settle = lambda theta: np.where(np.arange(theta.size) == 0, 0.0, theta)
+    twin.gradient_floor = 1e-3  # the coarse phase stops early, the exact one goes on
+    settled = []
+    twin.settle = lambda theta: settled.append(theta.copy()) or theta
     reported = []
-    result = minimize_lbfgs(exact, np.zeros(8), max_iter=4, max_fun=1000, tol=1e-12,
-                            coarse_objective=twin,
-                            on_iteration=lambda i, loss, theta: reported.append(theta[0]) and False)
-    assert result.nit == 4 and reported == [0.0] * 4 and result.x[0] == 0.0
-    assert lbfgs_convergence_message(result, 4, 1000) is not None
+    result = minimize_lbfgs(exact, np.zeros(8), max_iter=max_iter, max_fun=1000, tol=1e-6,
+                            ftol=0.0, coarse_objective=twin,
+                            on_iteration=lambda i, loss, theta: reported.append(i) and False)
+    assert reported == list(range(1, result.nit + 1))
+    if max_iter == 4:
+        assert result.nit == 4 and not settled
+        assert lbfgs_convergence_message(result, 4, 1000) is not None
+    else:
+        assert len(settled) == 1 and result.success and result.nit > len(settled)

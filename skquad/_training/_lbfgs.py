@@ -122,12 +122,8 @@ class _LbfgsRun:
         )
         return bool(np.max(scaled, initial=0.0) <= (self.tol if tol is None else tol))
 
-    def minimize(self, objective, x0, options, tol=None, settle=None):
-        """One scipy run; ``tol`` (the driver's by default) is the scaled test's.
-
-        ``settle``, if given, maps each iterate before ``on_iteration`` sees
-        it: the point that the fit would end on if stopped there.
-        """
+    def minimize(self, objective, x0, options, tol=None):
+        """One scipy run; ``tol`` (the driver's by default) is the scaled test's."""
         state = {"stopped": False, "converged": False, "last": None}
         if self.gradient_scale is not None:
             inner = objective
@@ -140,9 +136,8 @@ class _LbfgsRun:
         def callback(intermediate_result):
             self.iteration += 1
             self.accepted = intermediate_result.x.copy()
-            reported = intermediate_result.x if settle is None else settle(intermediate_result.x)
             if self.on_iteration is not None and self.on_iteration(
-                self.iteration, float(intermediate_result.fun), reported
+                self.iteration, float(intermediate_result.fun), intermediate_result.x
             ):
                 state["stopped"] = True
                 raise StopIteration
@@ -209,23 +204,20 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
         return value, gradient
 
     try:
-        coarse = run.minimize(
-            finite_coarse, x0, coarse_options, tol=max(run.tol, floor), settle=settle
-        )
+        coarse = run.minimize(finite_coarse, x0, coarse_options, tol=max(run.tol, floor))
         start, stopped = coarse.x, coarse.stopped_by_callback
         message, status = coarse.message, coarse.status
     except _CoarseOverflow:
         start = x0 if run.accepted is None else run.accepted
         stopped, message, status = False, None, None
-    spent_fun = evaluations[0]
+    spent_fun = evaluations[0] + 1  # with the exact evaluation below
     spent_iter = run.iteration
-    if settle is not None:
+    limited = stopped or spent_iter >= options["maxiter"] or spent_fun >= options["maxfun"]
+    if settle is not None and not limited:
+        # (a fit stopped by a limit or the hook ends on the iterate it reported)
         start = settle(start)
     value, gradient = objective(start)
-    spent_fun += 1
-    if stopped or run.passes(gradient) or spent_iter >= options["maxiter"] or (
-        spent_fun >= options["maxfun"]
-    ):
+    if limited or run.passes(gradient):
         converged = run.passes(gradient) and not stopped
         if converged:
             status, message = 0, "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
