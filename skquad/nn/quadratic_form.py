@@ -33,8 +33,8 @@ product per class. The residual ``r_{ik}`` is ``<= 0`` exactly on the samples
 of class ``k`` (and ``>= 0`` elsewhere), so with the rows sorted by class,
 ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` with ``A = diag(sqrt|r|) X`` split
 into contiguous row blocks: ``A^T A`` products that the BLAS computes as SYRK,
-at half the flops of a general ``(r X)^T X`` GEMM (the torch path; on the CPU
-numpy's GEMM was the faster, see :func:`_add_chunk_terms`).
+at half the flops of a general ``(r X)^T X`` GEMM (on the CPU only for wide
+rows, see :func:`_add_chunk_terms`).
 
 Sparse data: every function here also takes ``X`` as sparse rows (an object
 with ``dense_chunks()`` and ``matmul()``, :class:`skquad._training.SparseRows`):
@@ -51,7 +51,7 @@ import scipy.special
 import torch
 import torch.nn.functional as F
 
-from .._blas import upper_product_in_place
+from .._blas import gram_update, upper_product_in_place
 
 __all__ = [
     "QuadraticScores",
@@ -89,6 +89,12 @@ _SCRATCH_ELEMENTS = 1 << 24
 # against 1.79-2.03 s of CPU on two threads, 1.58-1.90 against 1.92-2.04 on
 # one; the BLAS rates do not change from 2 600 to 21 000 rows.
 _CPU_CHUNK_ELEMENTS = 1 << 20
+# Rows of at most this many features take their CPU gradient grams as one
+# GEMM per score (numpy's BLAS), wider ones as SYRKs on the class-sorted sign
+# blocks (scipy's), half the flops. One thread, float32, under load: the GEMM
+# was the faster at d = 57 and 64 (spambase, optdigits: 0.26 against 0.48 ms
+# per gram), the SYRKs at d = 200 (a 1e6 x 200 evaluation: 1.53 against 1.96 s).
+_GEMM_GRAM_MAX_FEATURES = 64
 # Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
 # product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
 _SMALL_PROBLEM_PRODUCT = 1 << 22
@@ -391,8 +397,9 @@ _CPU_PARTS = 16
 class _ChunkTerms:
     """One part's sums over its row chunks: the loss and the gradients' data terms.
 
-    ``grad_Q[k]`` holds ``X^T diag(r_k) X``, symmetric up to rounding until
-    :func:`_symmetrised` copies its upper triangle to the lower one.
+    ``grad_Q[k]`` holds ``X^T diag(r_k) X``: both triangles, equal up to
+    rounding (GEMM), or its upper one (SYRK, :func:`skquad._blas.gram_update`),
+    until :func:`_symmetrised` copies the upper triangle to the lower one.
     """
 
     def __init__(self, n_scores, n_features, dtype):
@@ -402,20 +409,24 @@ class _ChunkTerms:
         self.grad_intercept = np.zeros(n_scores, dtype=dtype)
 
 
-def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept, buffer):
+def _syrk_grams(n_features, class_blocks):
+    """Whether the CPU grams are SYRKs on the class-sorted sign blocks (else one GEMM per score)."""
+    return class_blocks is not None and n_features > _GEMM_GRAM_MAX_FEATURES
+
+
+def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept,
+                     class_blocks, buffer):
     """Add the rows ``start : start + len(rows)``'s loss and gradient terms to ``terms``.
 
     Scores, residuals and grams of one chunk in one pass, while the chunk is
     in cache: ``x^T Q_k x = 2 x^T U_k x`` with ``X U_k`` one in-place TRMM
     (half the flops of ``X Q_k``) in a copy of the rows, and the gram
-    ``X^T diag(r) X`` as one GEMM ``(diag(r) X)^T X`` per score. (SYRKs on
-    the class-sorted rows' sign blocks, ``A_+^T A_+ - A_-^T A_-`` with
-    ``A = diag(sqrt|r|) X``, have half the flops, but scipy's BLAS runs
-    them slower than numpy's runs the GEMM: one thread, under load, 0.48
-    against 0.26 ms on 3 450 x 57 float32 rows, 0.75 against 0.46 in
-    float64, 0.62 against 0.31 on 4 215 x 64 float32, 12.0 against 7.1 on
-    a 5 242 x 200 float32 chunk.) Both BLAS calls release the GIL, so parts
-    of the rows run side by side on threads.
+    ``X^T diag(r) X`` either as SYRKs, ``A_+^T A_+ - A_-^T A_-``
+    (``A = diag(sqrt|r|) X``, one sign per contiguous block of class-sorted
+    rows), half the flops of a GEMM, or as one GEMM ``(diag(r) X)^T X`` per
+    score (:func:`_syrk_grams` chooses, ``_GEMM_GRAM_MAX_FEATURES``). All
+    these BLAS calls release the GIL, so parts of the rows run side by side
+    on threads.
     """
     n_rows = rows.shape[0]
     stop = start + n_rows
@@ -437,14 +448,24 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     terms.grad_coef += residuals @ rows
     terms.grad_intercept += residuals.sum(axis=1)
     for k in range(n_scores):
-        terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
+        if not _syrk_grams(rows.shape[1], class_blocks):
+            terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
+            continue
+        # the residual of score k is <= 0 exactly on the rows of class k
+        # (binary: the single score's residual is negative on class 1)
+        first, last = class_blocks[1 if n_scores == 1 else k]
+        first, last = min(max(first, start), stop) - start, min(max(last, start), stop) - start
+        np.multiply(rows, np.sqrt(np.abs(residuals[k]))[:, None], out=work)
+        for begin, end, sign in ((0, first, 1.0), (last, n_rows, 1.0), (first, last, -1.0)):
+            if end > begin:
+                gram_update(terms.grad_Q[k], work[begin:end], sign)
 
 
 def _symmetrised(grams):
     """Fill the lower triangles of ``grams`` (n_scores, d, d) from their upper ones, in place.
 
-    The GEMM grams hold both triangles, equal up to rounding: this leaves
-    them exactly symmetric.
+    The SYRK grams hold only their upper triangle; the GEMM grams hold both,
+    equal up to rounding, and leave it exactly symmetric.
     """
     lower = np.tril_indices(grams.shape[-1], -1)
     for gram in grams:
@@ -480,8 +501,8 @@ def _scalar_tensor(value):
     return torch.from_numpy(np.asarray(value))
 
 
-def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, scratch=None, *,
-                           symmetric=True):
+def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks, scratch=None,
+                           *, symmetric=True):
     """:func:`_log_loss_gradient` on CPU tensors through numpy and the BLAS, in row chunks.
 
     One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
@@ -495,8 +516,8 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, scratch=None
     dict that keeps it from one call to the next) and the gradients of the
     parts not added yet (about one per thread).
 
-    ``symmetric=False`` leaves the grams as the GEMMs gave them, symmetric
-    up to rounding, for a caller that averages the two triangles anyway
+    ``symmetric=False`` leaves GEMM grams as they came, symmetric up to
+    rounding, for a caller that averages the two triangles anyway
     (:class:`SymmetricPacking`'s gradient): ``_symmetrised``'s gather cost
     0.13 ms of spambase's 1.6 ms evaluation (float32, one thread, under load).
     """
@@ -535,7 +556,7 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, scratch=None
             for start, stop in chunks[edges[part] : edges[part + 1]]:
                 _add_chunk_terms(
                     terms, rows_all[start:stop], start, y_np, weight_np, positive, halves,
-                    coef_np, intercept_np, buffer,
+                    coef_np, intercept_np, class_blocks, buffer,
                 )
         finally:
             free.put(buffer)
@@ -558,7 +579,10 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, scratch=None
                 total = in_order(pool.map(part_terms, range(n_parts)))
     return (
         _scalar_tensor(np.asarray(total.loss, dtype=dtype)),
-        torch.from_numpy(_symmetrised(total.grad_Q) if symmetric else total.grad_Q),
+        torch.from_numpy(
+            _symmetrised(total.grad_Q)
+            if symmetric or _syrk_grams(n_features, class_blocks) else total.grad_Q
+        ),
         torch.from_numpy(total.grad_coef), torch.from_numpy(total.grad_intercept),
     )
 
@@ -594,7 +618,7 @@ def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
 def _log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks=None, scratch=None):
     """Data part of :func:`quadratic_log_loss_gradient` on dense rows."""
     if X.device.type == "cpu" and not (torch.is_grad_enabled() and Q.requires_grad):
-        return _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept)
+        return _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks)
     n_scores = Q.shape[0]
     scores = quadratic_form_scores(X, Q, coef, intercept, scratch=scratch)
     data_loss, residuals = log_loss_residuals(scores, y, sample_weight)
@@ -832,7 +856,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         intercept = params[n_packed + n_coef :] if fit_intercept else zeros
         data_loss, grad_Q, grad_coef, grad_intercept = _cpu_log_loss_gradient(
             X_t, y_t, weight_t, torch.from_numpy(Q), torch.from_numpy(coef),
-            torch.from_numpy(np.ascontiguousarray(intercept)), scratch, symmetric=False,
+            torch.from_numpy(np.ascontiguousarray(intercept)), class_blocks, scratch,
+            symmetric=False,
         )
         G = grad_Q.numpy().reshape(n_scores, -1)
         gradient = np.empty(theta.shape[0])
