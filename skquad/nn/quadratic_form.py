@@ -34,7 +34,7 @@ of class ``k`` (and ``>= 0`` elsewhere), so with the rows sorted by class,
 ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` with ``A = diag(sqrt|r|) X`` split
 into contiguous row blocks: ``A^T A`` products that the BLAS computes as SYRK,
 at half the flops of a general ``(r X)^T X`` GEMM (on the CPU only for wide
-rows, see :func:`_add_chunk_terms`).
+rows, see ``_add_chunk_terms``).
 
 Sparse data: every function here also takes ``X`` as sparse rows (an object
 with ``dense_chunks()`` and ``matmul()``, :class:`skquad._training.SparseRows`):
@@ -920,7 +920,7 @@ def float32_twin(magnitudes, row_scale, n_scores, packing):
     For a float64 fit on data whose nonzero column ``magnitudes`` (the
     largest ``|x_ij|`` of each) lie in ``_FLOAT32_MAGNITUDES``: a dict of
     the twin's attributes, ``gradient_floor`` and, for the softmax loss,
-    ``settle`` (:func:`_centred_scores`). None where float32 would overflow
+    ``settle`` (``_centred_scores``). None where float32 would overflow
     or flush the data, which the fit then leaves to float64 throughout.
 
     The floor: a gradient entry of ``Q_k`` is ``sum_i r_ik x_ij x_il`` with
@@ -935,6 +935,21 @@ def float32_twin(magnitudes, row_scale, n_scores, packing):
     the optimum and at half of it, the float32 gradient's error was 1 to
     3 % of it on spambase, optdigits and vehicle (rounding errors partly
     cancel).
+
+    Parameters
+    ----------
+    magnitudes : array-like of shape (n_features,)
+        The largest ``|x_ij|`` of each column (:func:`column_magnitudes`).
+    row_scale : float
+        :func:`weighted_row_scale` of the rows, with weights summing to 1.
+    n_scores : int
+    packing : SymmetricPacking
+
+    Returns
+    -------
+    twin : dict or None
+        ``{"gradient_floor": float}``, with ``"settle": callable`` when
+        ``n_scores > 1``.
     """
     magnitudes = np.asarray(magnitudes, dtype=np.float64)
     magnitudes = magnitudes[magnitudes > 0]
