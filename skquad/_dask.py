@@ -59,8 +59,8 @@ from .nn.quadratic_form import (
     float32_twin,
     packed_logistic_objective,
     packed_penalty_weight,
-    weighted_row_scale,
     quadratic_logistic_loss_and_gradient,
+    weighted_row_scale,
 )
 
 __all__ = [

@@ -56,6 +56,8 @@ from .._blas import gram_update, upper_product_in_place
 __all__ = [
     "QuadraticScores",
     "chunked_quadratic_form_scores",
+    "column_magnitudes",
+    "float32_twin",
     "log_loss",
     "log_loss_per_sample",
     "log_loss_residuals",
@@ -70,10 +72,8 @@ __all__ = [
     "quadratic_logistic_loss_and_gradient",
     "quadratic_penalty",
     "SymmetricPacking",
-    "column_magnitudes",
-    "float32_twin",
-    "weighted_row_scale",
     "weighted_gram",
+    "weighted_row_scale",
 ]
 
 # Rows per chunk (times n_features) that keeps the n x d scratch of the score
