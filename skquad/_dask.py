@@ -56,9 +56,11 @@ from ._training import (
 from .nn.quadratic_form import (
     QuadraticScores,
     SymmetricPacking,
+    float32_twin,
     packed_logistic_objective,
     packed_penalty_weight,
     quadratic_logistic_loss_and_gradient,
+    weighted_row_scale,
 )
 
 __all__ = [
@@ -450,6 +452,8 @@ def _block_objective(block, theta, total_weight, settings):
     """
     X, y, w, class_blocks = block
     n_features = X.shape[1]
+    if settings.get("float32"):
+        X = X.astype(np.float32)  # the in-memory fit's float32 twin (float32_twin)
     objective = packed_logistic_objective(
         X, y, (w / total_weight).astype(X.dtype, copy=False), _packing(n_features),
         settings["n_scores"], 0.0, cross_weight=settings["cross_weight"],
@@ -495,6 +499,12 @@ def _factored_block_objective(block, params, total_weight, settings):
     return _logistic_loss_and_gradient(
         X, y, w / total_weight, params, 0.0, class_blocks=class_blocks, **settings
     )
+
+
+def _block_row_scale(block, _, total_weight):
+    """The block's part of :func:`~skquad.nn.quadratic_form.weighted_row_scale`, weights over the total."""
+    X, _y, w, _blocks = block
+    return (weighted_row_scale(X, w / total_weight),)
 
 
 def _add_objectives(*parts):
@@ -680,19 +690,32 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
     theta0, block_objective, settings, penalty, unflatten, gradient_scale, maxcor = problem
     best = {"loss": math.inf, "theta": None}
 
-    def objective(theta):
+    def evaluate(theta, float32=False):
         shared, options = settings(theta)
         loss, gradient = data.reduce(
-            block_objective, _add_objectives, shared, total_weight, options
+            block_objective, _add_objectives, shared, total_weight,
+            dict(options, float32=True) if float32 else options,
         )
         penalty_value, penalty_gradient = penalty(theta)
-        loss = float(loss) + penalty_value
-        gradient = gradient + penalty_gradient
+        return float(loss) + penalty_value, gradient + penalty_gradient
+
+    def objective(theta):
+        loss, gradient = evaluate(theta)
         if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
             raise _NonFinite
         if loss < best["loss"]:
             best.update(loss=loss, theta=theta.copy())
         return loss, gradient
+
+    # the in-memory fit's float32 twin (see minimize_lbfgs), on the same rule
+    twin = None
+    if estimator.rank is None and numpy_dtype == np.float64:
+        (row_scale,) = data.reduce(_block_row_scale, _add, None, total_weight)
+        twin = float32_twin(magnitude, row_scale, estimator._n_scores, _packing(n_features))
+    coarse = None
+    if twin is not None:
+        coarse = lambda theta: evaluate(theta, float32=True)
+        vars(coarse).update(twin)
 
     started = time.perf_counter()
     curve = []
@@ -713,6 +736,7 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
                 objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
                 tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
                 maxcor=maxcor, on_iteration=on_iteration, gradient_scale=gradient_scale,
+                coarse_objective=coarse,
             )
     except _NonFinite:
         result, diverged = None, True

@@ -201,7 +201,10 @@ def test_qlr_dask_fit_takes_the_in_memory_fits_steps(rank):
     """The blocks sum the in-memory objective (packed Q, or the low-rank factors) and
     the driver runs its L-BFGS (20 correction pairs): 30 iterations later, on a
     non-converged fit, the models agree to rounding (they differed by 4e-3 in Q on
-    the unpacked problem with 10 pairs)."""
+    the unpacked problem with 10 pairs). A full Q's 30 iterations are all float32
+    evaluations (the float32 twin's phase, see minimize_lbfgs), whose sums over 100-row
+    blocks and over all rows round differently: float32's rounding, grown by 30 steps
+    (measured 4e-6 in the parameters, 5e-9 relative in the loss)."""
     rng = np.random.RandomState(0)
     X = rng.randn(300, 6)
     y = (X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 1)
@@ -213,9 +216,11 @@ def test_qlr_dask_fit_takes_the_in_memory_fits_steps(rank):
         )
         local = QuadraticLogisticRegression(**params).fit(X, y)
     assert remote.n_iter_ == local.n_iter_ == 30
-    assert remote.loss_ == pytest.approx(local.loss_, rel=1e-12)
+    float32_phase = rank is None
+    assert remote.loss_ == pytest.approx(local.loss_, rel=1e-7 if float32_phase else 1e-12)
     for name in ("Q_", "coef_", "intercept_"):
-        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=0,
+                                   atol=5e-5 if float32_phase else 1e-9)
 
 
 def test_qlr_fit_on_dask_dataframe_keeps_feature_names_and_string_labels():

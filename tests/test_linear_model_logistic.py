@@ -673,3 +673,35 @@ def test_predictions_in_row_blocks_equal_whole(monkeypatch):
     blocks = model.decision_function(X)
     assert blocks.dtype == whole.dtype == np.float32
     np.testing.assert_array_equal(blocks, whole)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_float64_fit_through_its_float32_twin_reaches_the_float64_fits_optimum(monkeypatch, n_classes):
+    """A float64 L-BFGS fit runs its first phase on float32 products (the float32 twin)
+    and ends on a float64 gradient test: the same objective as the fit without the twin,
+    to what tol allows, and a float64 loss_. X * 1e10 has no twin (float32 squares)."""
+    from skquad.nn import quadratic_form
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(1200, 9)
+    y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(int) + (n_classes == 3) * (X[:, 3] > 0.5)
+    twins = []
+    original = quadratic_form.float32_twin
+    monkeypatch.setattr(quadratic_form, "float32_twin",
+                        lambda *a: twins.append(original(*a)) or twins[-1])
+    params = dict(solver="lbfgs", tol=1e-6)
+    mixed = QuadraticLogisticRegression(**params).fit(X, y)
+    assert twins and twins[-1] is not None
+    monkeypatch.setattr(quadratic_form, "float32_twin", lambda *a: None)
+    pure = QuadraticLogisticRegression(**params).fit(X, y)
+    assert mixed.Q_.dtype == np.float64
+    # |J - J*| <= |g|^2 / (2 mu) with mu >= l2 = 1/1200 and |g|_inf <= 1e-6 on ~165 entries
+    assert abs(mixed.loss_ - pure.loss_) <= 1e-8
+    np.testing.assert_allclose(mixed.predict_proba(X), pure.predict_proba(X), atol=1e-4)
+    twins.clear()
+    monkeypatch.setattr(quadratic_form, "float32_twin",
+                        lambda *a: twins.append(original(*a)) or twins[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        QuadraticLogisticRegression(**params, max_iter=2).fit(X * 1e10, y)
+    assert twins == [None]

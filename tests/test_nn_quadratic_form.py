@@ -281,10 +281,10 @@ def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_en
 
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("path", ["chunks", "chunks-unsorted", "small"])
+@pytest.mark.parametrize("path", ["chunks", "chunks-syrk", "chunks-unsorted", "small"])
 def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes, dtype, path):
     """The CPU engine: TRMM scores and SYRK grams in chunks that cut through the class
-    blocks (GEMM grams without them), or the small problems' two GEMMs."""
+    blocks (GEMM grams without them, or on narrow rows), or the small problems' two GEMMs."""
     import skquad.nn.quadratic_form as quadratic_form
 
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
@@ -296,6 +296,8 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
         # 5 features: chunks of 7 rows, 14 of them, most straddling a class boundary
         monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
         monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
+        if path == "chunks-syrk":  # the wide rows' grams on 5 features
+            monkeypatch.setattr(quadratic_form, "_GEMM_GRAM_MAX_FEATURES", 0)
     else:
         monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 1 << 30)
     cast = lambda t: t.to(dtype)
@@ -363,9 +365,9 @@ def test_cpu_engine_gives_the_same_bits_on_any_thread_count(monkeypatch, n_score
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("design_matrix", [True, False])
+@pytest.mark.parametrize("flat_path", ["design", "small", "chunks-gemm", "chunks-syrk"])
 def test_packed_module_and_flat_objective_give_the_autograd_gradient(
-    monkeypatch, n_scores, n_classes, fit_intercept, dtype, design_matrix
+    monkeypatch, n_scores, n_classes, fit_intercept, dtype, flat_path
 ):
     """Packed Q (upper triangle, sqrt(2) off the diagonal): the module's .grad and the
     numpy flat objective (on the degree-2 design matrix, or on the matrix products)
@@ -425,7 +427,12 @@ def test_packed_module_and_flat_objective_give_the_autograd_gradient(
         module.Q_packed.grad.double() / scales, full_gradient[:, rows, cols], **tolerance
     )
 
-    monkeypatch.setattr(quadratic_form, "_DESIGN_MATRIX_ELEMENTS", 1 << 30 if design_matrix else 0)
+    monkeypatch.setattr(quadratic_form, "_DESIGN_MATRIX_ELEMENTS", 1 << 30 if flat_path == "design" else 0)
+    if flat_path.startswith("chunks"):
+        # the chunked engine's grams (SYRK: upper triangles only) through the packing
+        monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
+        monkeypatch.setattr(quadratic_form, "_GEMM_GRAM_MAX_FEATURES",
+                            0 if flat_path == "chunks-syrk" else 1 << 30)
     flat = fn.flat_objective(X.to(dtype), y, weight.to(dtype))
     theta = torch.cat([p.detach().double().ravel() for p in module.parameters() if p.requires_grad])
     value, gradient = flat(theta.numpy())

@@ -32,7 +32,7 @@ __all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 
 
 def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=None,
-                   maxcor=None, on_iteration=None, gradient_scale=None):
+                   maxcor=None, on_iteration=None, gradient_scale=None, coarse_objective=None):
     """Minimise ``objective(theta) -> (value, gradient)`` with L-BFGS-B.
 
     Parameters
@@ -61,40 +61,28 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         reported as scipy reports its own gradient test. With all scales at
         least 1, scipy's own test on ``gradient`` (``gtol=tol``) can only
         pass later.
+    coarse_objective : callable, optional
+        The same function evaluated in a cheaper, lower precision (float32
+        products of float64 data), with an attribute ``gradient_floor``: the
+        size of its gradient's rounding error in the units of the gradient
+        test. L-BFGS runs on it first, then on ``objective`` from where it
+        stopped (see ``_coarse_then_exact``); iterations and evaluations
+        of both count against ``max_iter`` and ``max_fun``. An optional
+        attribute ``settle(theta) -> theta`` maps the coarse phase's last
+        point to the exact phase's start (a move that can only lower the
+        objective, undoing the coarse rounding's drift from a structure
+        that the exact iterates keep).
 
     Returns
     -------
     result : scipy.optimize.OptimizeResult
         With an extra boolean field ``stopped_by_callback``.
     """
-    state = {"iteration": 0, "stopped": False, "converged": False, "last": None}
-    if gradient_scale is not None:
-        inner = objective
-
-        def objective(theta):
-            value, gradient = inner(theta)
-            state["last"] = (theta.copy(), gradient)
-            return value, gradient
-
-    def callback(intermediate_result):
-        state["iteration"] += 1
-        if on_iteration is not None and on_iteration(
-            state["iteration"], float(intermediate_result.fun), intermediate_result.x
-        ):
-            state["stopped"] = True
-            raise StopIteration
-        last = state["last"]
-        if last is not None and np.array_equal(last[0], intermediate_result.x) and (
-            np.max(np.abs(last[1]) / gradient_scale, initial=0.0) <= tol
-        ):
-            state["converged"] = True
-            raise StopIteration
-
+    x0 = np.asarray(x0, dtype=np.float64)
     if int(max_iter) == 0:
         # scipy's L-BFGS-B takes one step even with maxiter=0 (it checks the
         # limit after the first iteration); zero iterations means the
         # starting point, reported as scipy reports a reached limit.
-        x0 = np.asarray(x0, dtype=np.float64)
         value, gradient = objective(x0)
         return OptimizeResult(
             x=x0, fun=value, jac=gradient, nit=0, nfev=1, status=1, success=False,
@@ -107,18 +95,154 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         options["maxls"] = int(maxls)
     if maxcor is not None:
         options["maxcor"] = int(maxcor)
-    result = minimize(
-        objective,
-        np.asarray(x0, dtype=np.float64),
-        method="L-BFGS-B",
-        jac=True,
-        callback=callback,
-        options=options,
+    run = _LbfgsRun(tol, gradient_scale, on_iteration)
+    if coarse_objective is None:
+        return run.minimize(objective, x0, options)
+    return _coarse_then_exact(run, objective, coarse_objective, x0, options)
+
+
+class _LbfgsRun:
+    """scipy's L-BFGS-B with the driver's hook and scaled gradient test, over one or two phases.
+
+    The iteration count runs on from one :meth:`minimize` to the next, so
+    that ``on_iteration`` numbers the iterations of the whole fit.
+    """
+
+    def __init__(self, tol, gradient_scale, on_iteration):
+        self.tol = tol
+        self.gradient_scale = gradient_scale
+        self.on_iteration = on_iteration
+        self.iteration = 0
+        self.accepted = None  # the last iterate scipy accepted
+
+    def passes(self, gradient, tol=None):
+        """The gradient test: the largest (scaled) entry at most ``tol`` (the driver's by default)."""
+        scaled = np.abs(gradient) if self.gradient_scale is None else (
+            np.abs(gradient) / self.gradient_scale
+        )
+        return bool(np.max(scaled, initial=0.0) <= (self.tol if tol is None else tol))
+
+    def minimize(self, objective, x0, options, tol=None):
+        """One scipy run; ``tol`` (the driver's by default) is the scaled test's."""
+        state = {"stopped": False, "converged": False, "last": None}
+        if self.gradient_scale is not None:
+            inner = objective
+
+            def objective(theta):
+                value, gradient = inner(theta)
+                state["last"] = (theta.copy(), gradient)
+                return value, gradient
+
+        def callback(intermediate_result):
+            self.iteration += 1
+            self.accepted = intermediate_result.x.copy()
+            if self.on_iteration is not None and self.on_iteration(
+                self.iteration, float(intermediate_result.fun), intermediate_result.x
+            ):
+                state["stopped"] = True
+                raise StopIteration
+            last = state["last"]
+            if self.gradient_scale is not None and last is not None and np.array_equal(
+                last[0], intermediate_result.x
+            ) and self.passes(last[1], tol):
+                state["converged"] = True
+                raise StopIteration
+
+        result = minimize(
+            objective, x0, method="L-BFGS-B", jac=True, callback=callback, options=options
+        )
+        result.stopped_by_callback = state["stopped"]
+        if state["converged"]:
+            result.status, result.success = 0, True
+            result.message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+        return result
+
+
+# Relative reductions of the objective below float32's rounding are not
+# progress of a float32 evaluation: the coarse phase stops there.
+_COARSE_FTOL = float(np.finfo(np.float32).eps)
+
+
+class _CoarseOverflow(Exception):
+    """A non-finite value or gradient of the coarse objective: switch to the exact one."""
+
+
+def _coarse_then_exact(run, objective, coarse_objective, x0, options):
+    """L-BFGS on ``coarse_objective`` until its precision runs out, then on ``objective``.
+
+    Why the result is the exact fit's: the coarse phase only chooses the
+    point where the exact phase starts. That point is evaluated exactly, and
+    the fit ends there only if the exact gradient passes the driver's test
+    at ``tol`` (or a limit or the caller's hook stops it); otherwise exact
+    L-BFGS runs on from it with the options as given. So every fit ends on
+    an exact evaluation and every convergence is the exact gradient's: the
+    stopping test, and with it the optimum's accuracy, is the exact fit's.
+
+    The switch: a float32 gradient carries a rounding error of about
+    ``gradient_floor`` (its products' terms summed in float32); below that a
+    float32 gradient test or line search reads noise. So the coarse phase
+    stops at ``max(tol, gradient_floor)`` in the scaled test, at relative
+    reductions of the objective below float32's epsilon (``_COARSE_FTOL``),
+    or where its line search fails, whichever comes first. When ``tol`` is
+    above the floor (the default ``tol=1e-4`` on standardised data) the
+    exact evaluation at the switch usually passes too: the fit then costs
+    the coarse one plus one exact evaluation. A non-finite coarse value
+    (float32's range is smaller) switches at the last accepted iterate.
+    The exact phase starts with an empty L-BFGS memory.
+    """
+    floor = float(coarse_objective.gradient_floor)
+    coarse_options = dict(options, gtol=max(float(options["gtol"]), floor))
+    coarse_options["ftol"] = max(float(options.get("ftol", 0.0)), _COARSE_FTOL)
+    settle = getattr(coarse_objective, "settle", None)
+    evaluations = [0]
+
+    def finite_coarse(theta):
+        evaluations[0] += 1
+        value, gradient = coarse_objective(theta)
+        if not (math.isfinite(value) and np.isfinite(gradient).all()):
+            raise _CoarseOverflow
+        return value, gradient
+
+    try:
+        coarse = run.minimize(finite_coarse, x0, coarse_options, tol=max(run.tol, floor))
+        start, stopped = coarse.x, coarse.stopped_by_callback
+        message, status = coarse.message, coarse.status
+    except _CoarseOverflow:
+        start = x0 if run.accepted is None else run.accepted
+        stopped, message, status = False, None, None
+    spent_fun = evaluations[0] + 1  # with the exact evaluation below
+    spent_iter = run.iteration
+    limited = stopped or spent_iter >= options["maxiter"] or spent_fun >= options["maxfun"]
+    if settle is not None and not limited:
+        # (a fit stopped by a limit or the hook ends on the iterate it reported)
+        start = settle(start)
+    value, gradient = objective(start)
+    if limited or run.passes(gradient):
+        converged = run.passes(gradient) and not stopped
+        if converged:
+            status, message = 0, "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+        elif not stopped:
+            status = 1
+            message = ("STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT" if spent_iter >= options[
+                "maxiter"] else "STOP: TOTAL NO. OF F,G EVALUATIONS EXCEEDS LIMIT")
+        return OptimizeResult(
+            x=start, fun=value, jac=gradient, nit=spent_iter, nfev=spent_fun, status=status,
+            success=converged, message=message, stopped_by_callback=stopped,
+        )
+    known = (start.copy(), value, gradient)
+
+    def exact(theta):
+        # scipy's first evaluation is the switching point's, already computed
+        if np.array_equal(theta, known[0]):
+            return known[1], known[2].copy()
+        return objective(theta)
+
+    exact_options = dict(
+        options, maxiter=options["maxiter"] - spent_iter, maxfun=options["maxfun"] - spent_fun + 1
     )
-    result.stopped_by_callback = state["stopped"]
-    if state["converged"]:
-        result.status, result.success = 0, True
-        result.message = "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"
+    result = run.minimize(exact, start, exact_options)
+    result.nit = spent_iter + int(result.nit)
+    result.nfev = spent_fun - 1 + int(result.nfev)
     return result
 
 
@@ -173,6 +297,9 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
     # only where they are read (callbacks, the best point at the end).
     make_flat = getattr(trainer.loss_and_gradient, "flat_objective", None)
     flat = None if make_flat is None or penalty else make_flat(X, y, weights)
+    # the flat objective's float32 twin for a float64 fit (see minimize_lbfgs;
+    # its points are no candidates for the best: the fit ends on an exact one)
+    coarse = getattr(flat, "coarse", None)
 
     def flat_objective(theta):
         loss, gradient = flat(theta)
@@ -230,6 +357,7 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
             maxcor=config.lbfgs_maxcor,
             on_iteration=on_iteration,
             gradient_scale=gradient_scale,
+            coarse_objective=coarse,
         )
         non_finite = False
     except NonFiniteObjective:

@@ -255,7 +255,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         (below about 1e-6 L-BFGS stops when the objective no longer changes
         in float32: at ``tol=1e-8`` it stopped after 418 iterations where
         float64 ran 791), so pass ``dtype="float64"`` when the optimum is
-        needed to high accuracy. The fitted arrays (``Q_``, ``coef_``,
+        needed to high accuracy. float64 L-BFGS fits on dense CPU rows run
+        their first iterations on float32 copies of the products (about
+        half the time per evaluation) and go on in float64 from where
+        float32's precision runs out; they always end on a float64
+        evaluation and its gradient test, so ``tol`` keeps its float64
+        meaning. The fitted arrays (``Q_``, ``coef_``,
         ``intercept_``) are in the training dtype, and the scores and
         probabilities in ``numpy.result_type(X, coef_)``, as
         ``LogisticRegression``'s.

@@ -33,7 +33,8 @@ product per class. The residual ``r_{ik}`` is ``<= 0`` exactly on the samples
 of class ``k`` (and ``>= 0`` elsewhere), so with the rows sorted by class,
 ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` with ``A = diag(sqrt|r|) X`` split
 into contiguous row blocks: ``A^T A`` products that the BLAS computes as SYRK,
-at half the flops of a general ``(r X)^T X`` GEMM.
+at half the flops of a general ``(r X)^T X`` GEMM (on the CPU only for wide
+rows, see ``_add_chunk_terms``).
 
 Sparse data: every function here also takes ``X`` as sparse rows (an object
 with ``dense_chunks()`` and ``matmul()``, :class:`skquad._training.SparseRows`):
@@ -55,6 +56,8 @@ from .._blas import gram_update, upper_product_in_place
 __all__ = [
     "QuadraticScores",
     "chunked_quadratic_form_scores",
+    "column_magnitudes",
+    "float32_twin",
     "log_loss",
     "log_loss_per_sample",
     "log_loss_residuals",
@@ -70,6 +73,7 @@ __all__ = [
     "quadratic_penalty",
     "SymmetricPacking",
     "weighted_gram",
+    "weighted_row_scale",
 ]
 
 # Rows per chunk (times n_features) that keeps the n x d scratch of the score
@@ -85,6 +89,12 @@ _SCRATCH_ELEMENTS = 1 << 24
 # against 1.79-2.03 s of CPU on two threads, 1.58-1.90 against 1.92-2.04 on
 # one; the BLAS rates do not change from 2 600 to 21 000 rows.
 _CPU_CHUNK_ELEMENTS = 1 << 20
+# Rows of at most this many features take their CPU gradient grams as one
+# GEMM per score (numpy's BLAS), wider ones as SYRKs on the class-sorted sign
+# blocks (scipy's), half the flops. One thread, float32, under load: the GEMM
+# was the faster at d = 57 and 64 (spambase, optdigits: 0.26 against 0.48 ms
+# per gram), the SYRKs at d = 200 (a 1e6 x 200 evaluation: 1.53 against 1.96 s).
+_GEMM_GRAM_MAX_FEATURES = 64
 # Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
 # product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
 _SMALL_PROBLEM_PRODUCT = 1 << 22
@@ -387,9 +397,9 @@ _CPU_PARTS = 16
 class _ChunkTerms:
     """One part's sums over its row chunks: the loss and the gradients' data terms.
 
-    ``grad_Q[k]`` holds ``X^T diag(r_k) X`` on its upper triangle (SYRK,
-    :func:`skquad._blas.gram_update`) until :func:`_symmetrised` fills the
-    lower one.
+    ``grad_Q[k]`` holds ``X^T diag(r_k) X``: both triangles, equal up to
+    rounding (GEMM), or its upper one (SYRK, :func:`skquad._blas.gram_update`),
+    until :func:`_symmetrised` copies the upper triangle to the lower one.
     """
 
     def __init__(self, n_scores, n_features, dtype):
@@ -399,6 +409,11 @@ class _ChunkTerms:
         self.grad_intercept = np.zeros(n_scores, dtype=dtype)
 
 
+def _syrk_grams(n_features, class_blocks):
+    """Whether the CPU grams are SYRKs on the class-sorted sign blocks (else one GEMM per score)."""
+    return class_blocks is not None and n_features > _GEMM_GRAM_MAX_FEATURES
+
+
 def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept,
                      class_blocks, buffer):
     """Add the rows ``start : start + len(rows)``'s loss and gradient terms to ``terms``.
@@ -406,10 +421,12 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     Scores, residuals and grams of one chunk in one pass, while the chunk is
     in cache: ``x^T Q_k x = 2 x^T U_k x`` with ``X U_k`` one in-place TRMM
     (half the flops of ``X Q_k``) in a copy of the rows, and the gram
-    ``X^T diag(r) X = A_+^T A_+ - A_-^T A_-`` (``A = diag(sqrt|r|) X``, one
-    sign per contiguous block of class-sorted rows) as SYRKs, half the flops
-    of a GEMM. Both BLAS calls release the GIL (:mod:`skquad._blas`), so
-    parts of the rows run side by side on threads.
+    ``X^T diag(r) X`` either as SYRKs, ``A_+^T A_+ - A_-^T A_-``
+    (``A = diag(sqrt|r|) X``, one sign per contiguous block of class-sorted
+    rows), half the flops of a GEMM, or as one GEMM ``(diag(r) X)^T X`` per
+    score (:func:`_syrk_grams` chooses, ``_GEMM_GRAM_MAX_FEATURES``). All
+    these BLAS calls release the GIL, so parts of the rows run side by side
+    on threads.
     """
     n_rows = rows.shape[0]
     stop = start + n_rows
@@ -431,8 +448,7 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     terms.grad_coef += residuals @ rows
     terms.grad_intercept += residuals.sum(axis=1)
     for k in range(n_scores):
-        if class_blocks is None:
-            # no sign structure: one GEMM
+        if not _syrk_grams(rows.shape[1], class_blocks):
             terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
             continue
         # the residual of score k is <= 0 exactly on the rows of class k
@@ -448,9 +464,8 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
 def _symmetrised(grams):
     """Fill the lower triangles of ``grams`` (n_scores, d, d) from their upper ones, in place.
 
-    The SYRK grams hold only their upper triangle; the GEMM grams (rows not
-    sorted by class) hold both, equal up to rounding, and leave it exactly
-    symmetric.
+    The SYRK grams hold only their upper triangle; the GEMM grams hold both,
+    equal up to rounding, and leave it exactly symmetric.
     """
     lower = np.tril_indices(grams.shape[-1], -1)
     for gram in grams:
@@ -486,7 +501,8 @@ def _scalar_tensor(value):
     return torch.from_numpy(np.asarray(value))
 
 
-def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks, scratch=None):
+def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks, scratch=None,
+                           *, symmetric=True):
     """:func:`_log_loss_gradient` on CPU tensors through numpy and the BLAS, in row chunks.
 
     One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
@@ -499,6 +515,11 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
     and the parameters, plus one chunk of scratch per thread (``scratch``: a
     dict that keeps it from one call to the next) and the gradients of the
     parts not added yet (about one per thread).
+
+    ``symmetric=False`` leaves GEMM grams as they came, symmetric up to
+    rounding, for a caller that averages the two triangles anyway
+    (:class:`SymmetricPacking`'s gradient): ``_symmetrised``'s gather cost
+    0.13 ms of spambase's 1.6 ms evaluation (float32, one thread, under load).
     """
     rows_all = X.numpy()
     n_samples, n_features = rows_all.shape
@@ -558,7 +579,10 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
                 total = in_order(pool.map(part_terms, range(n_parts)))
     return (
         _scalar_tensor(np.asarray(total.loss, dtype=dtype)),
-        torch.from_numpy(_symmetrised(total.grad_Q)),
+        torch.from_numpy(
+            _symmetrised(total.grad_Q)
+            if symmetric or _syrk_grams(n_features, class_blocks) else total.grad_Q
+        ),
         torch.from_numpy(total.grad_coef), torch.from_numpy(total.grad_intercept),
     )
 
@@ -833,6 +857,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         data_loss, grad_Q, grad_coef, grad_intercept = _cpu_log_loss_gradient(
             X_t, y_t, weight_t, torch.from_numpy(Q), torch.from_numpy(coef),
             torch.from_numpy(np.ascontiguousarray(intercept)), class_blocks, scratch,
+            symmetric=False,
         )
         G = grad_Q.numpy().reshape(n_scores, -1)
         gradient = np.empty(theta.shape[0])
@@ -847,6 +872,95 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         return float(data_loss) + 0.5 * float(weighted @ theta), gradient
 
     return objective
+
+
+def _centred_scores(theta, n_scores, n_packed, n_coef):
+    """``theta`` with the mean over the scores subtracted from each parameter, for the softmax loss.
+
+    The softmax loss does not change when one function is added to every
+    class score, and the penalty (the same weight for every score) is
+    smallest when the scores' parameters sum to zero, so the optimum and
+    every float64 L-BFGS iterate from a centred start are centred (the
+    residuals sum to zero over the classes, and so do the gradients; to
+    float64's rounding). A float32 evaluation's residuals sum to zero only
+    to float32's rounding, so its iterates drift off; centring them lowers
+    the objective (the penalty) and leaves the loss unchanged. ``theta``'s
+    blocks ``[v_1..v_K, coef_1..coef_K, b_1..b_K]`` are each ``K`` equal
+    parts (sizes ``n_packed``, ``n_coef`` and the rest: the intercepts,
+    maybe none), so each block is centred over its ``K`` rows.
+    """
+    centred = theta.copy()
+    for block in np.split(centred, [n_packed, n_packed + n_coef]):
+        if block.size:
+            rows = block.reshape(n_scores, -1)  # a view: centred in place
+            rows -= rows.mean(axis=0)
+    return centred
+
+
+# Column magnitudes whose squares and their products stay far inside
+# float32's normal range (1e-38 to 3e38): a float32 twin of the objective
+# computes on such data what float64 does, to float32's precision.
+_FLOAT32_MAGNITUDES = (1e-8, 1e8)
+
+
+def column_magnitudes(X):
+    """The largest ``|x_ij|`` of each column, by two reductions (no ``n x d`` temporary)."""
+    return np.maximum(X.max(axis=0, initial=0.0), -X.min(axis=0, initial=0.0))
+
+
+def weighted_row_scale(X, sample_weight):
+    """``sum_i s_i max(1, max_j x_ij^2)``: summed over row blocks, the input of :func:`float32_twin`."""
+    largest = np.maximum(X.max(axis=1, initial=1.0), -X.min(axis=1, initial=-1.0))
+    return float(sample_weight @ np.square(largest))
+
+
+def float32_twin(magnitudes, row_scale, n_scores, packing):
+    """What ``minimize_lbfgs`` needs of a float32 twin of :func:`packed_logistic_objective`, or None.
+
+    For a float64 fit on data whose nonzero column ``magnitudes`` (the
+    largest ``|x_ij|`` of each) lie in ``_FLOAT32_MAGNITUDES``: a dict of
+    the twin's attributes, ``gradient_floor`` and, for the softmax loss,
+    ``settle`` (``_centred_scores``). None where float32 would overflow
+    or flush the data, which the fit then leaves to float64 throughout.
+
+    The floor: a gradient entry of ``Q_k`` is ``sum_i r_ik x_ij x_il`` with
+    ``|r_ik| <= s_i`` (weights summing to 1), so its terms sum in absolute
+    value to at most ``row_scale = sum_i s_i max(1, max_j x_ij^2)``
+    (:func:`weighted_row_scale`; the 1 for the linear and intercept
+    entries), and float32 rounds each product and partial sum (and the
+    residuals, through the scores) at ``eps32`` relative: the floor is
+    ``eps32 * row_scale``, below which a float32 gradient test or line
+    search reads rounding. It is an estimate for the switch, not a bound
+    that the fit relies on (every fit ends on a float64 test); measured at
+    the optimum and at half of it, the float32 gradient's error was 1 to
+    3 % of it on spambase, optdigits and vehicle (rounding errors partly
+    cancel).
+
+    Parameters
+    ----------
+    magnitudes : array-like of shape (n_features,)
+        The largest ``|x_ij|`` of each column (:func:`column_magnitudes`).
+    row_scale : float
+        :func:`weighted_row_scale` of the rows, with weights summing to 1.
+    n_scores : int
+    packing : SymmetricPacking
+
+    Returns
+    -------
+    twin : dict or None
+        ``{"gradient_floor": float}``, with ``"settle": callable`` when
+        ``n_scores > 1``.
+    """
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)
+    magnitudes = magnitudes[magnitudes > 0]
+    low, high = _FLOAT32_MAGNITUDES
+    if not np.all((magnitudes >= low) & (magnitudes <= high)):
+        return None
+    twin = {"gradient_floor": float(np.finfo(np.float32).eps) * float(row_scale)}
+    if n_scores > 1:
+        n_packed, n_coef = n_scores * packing.rows.size, n_scores * packing.n_features
+        twin["settle"] = lambda theta: _centred_scores(theta, n_scores, n_packed, n_coef)
+    return twin
 
 
 def write_pair_products(columns, out):
@@ -1078,11 +1192,22 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         """
         if not module.packed or _is_sparse_rows(X) or X.device.type != "cpu":
             return None
-        return packed_logistic_objective(
-            X.numpy(), y.numpy(), weight.numpy(), module.packing, module.coef.shape[0], l2,
+        build = lambda rows, weights: packed_logistic_objective(
+            rows, y.numpy(), weights, module.packing, module.coef.shape[0], l2,
             cross_weight=cross_weight, fit_intercept=module.intercept.requires_grad,
             class_blocks=class_blocks,
         )
+        rows, weights = X.numpy(), weight.numpy()
+        objective = build(rows, weights)
+        twin = None if X.dtype != torch.float64 else float32_twin(
+            column_magnitudes(rows), weighted_row_scale(rows, weights), module.coef.shape[0],
+            module.packing,
+        )
+        if twin is not None:
+            # a float32 copy of the rows: half of X's memory more
+            objective.coarse = build(rows.astype(np.float32), weights.astype(np.float32))
+            vars(objective.coarse).update(twin)
+        return objective
 
     full_rank.flat_objective = flat_objective
 
