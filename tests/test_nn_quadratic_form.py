@@ -152,6 +152,30 @@ def test_binary_loss_is_stable_for_large_scores():
     torch.testing.assert_close(residuals[:, 0], torch.tensor([1.0, -1.0], dtype=torch.float64))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_binary_loss_and_residuals_match_scipy_at_any_score(dtype):
+    """The CPU engine's logistic loss and residuals (one exp for both): logaddexp's and
+    expit's numbers, finite at scores far past exp's range, to the dtype's rounding."""
+    import scipy.special
+
+    from skquad.nn.quadratic_form import _residuals_by_score
+
+    z = np.array([-1e4, -800.0, -90.0, -30.0, -1e-3, 0.0, 2e-8, 0.7, 17.0, 120.0, 1e4])
+    y = np.array([0, 1, 1, 0, 1, 0, 1, 0, 1, 0, 1])
+    weight = np.linspace(0.5, 1.5, z.size)
+    positive = (y == 1).astype(dtype)
+    loss, residuals = _residuals_by_score(
+        z[None, :].astype(dtype), y, weight.astype(dtype), np.arange(z.size), positive
+    )
+    expected_loss = weight @ np.logaddexp(0.0, np.where(y == 1, -z, z))
+    expected_residuals = weight * (scipy.special.expit(z) - (y == 1))
+    rtol = 10 * float(np.finfo(dtype).eps)
+    assert residuals.dtype == dtype and np.isfinite(float(loss))
+    assert float(loss) == pytest.approx(expected_loss, rel=rtol)
+    # (absolute: p - 1 near p = 1 keeps the rounding of p, as expit's does in the dtype)
+    np.testing.assert_allclose(residuals[0], expected_residuals, rtol=rtol, atol=rtol)
+
+
 def test_low_rank_scores_and_penalty_match_dense(thread_counts):
     generator = torch.Generator().manual_seed(4)
     randn = lambda *s: torch.randn(*s, generator=generator, dtype=torch.float64)
@@ -279,15 +303,20 @@ def test_engine_loss_and_gradient_writes_the_autograd_gradient(low_rank, free_en
     torch.testing.assert_close((weight * per_sample).sum(), fn_data)
 
 
-@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3), (4, 4)])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("path", ["chunks", "chunks-syrk", "chunks-unsorted", "small"])
 def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes, dtype, path):
     """The CPU engine: TRMM scores and SYRK grams in chunks that cut through the class
-    blocks (GEMM grams without them, or on narrow rows), or the small problems' two GEMMs."""
+    blocks (GEMM grams without them, or on narrow rows), or the small problems' two GEMMs.
+    Softmax: the chunks compute K - 1 centred scores and grams, the last from their sum;
+    the parameters are far from centred (an offset shared by every class), which the loss
+    ignores and the penalty does not."""
     import skquad.nn.quadratic_form as quadratic_form
 
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
+    if n_scores > 1:
+        Q, coef, intercept = Q + 0.5 * Q[0], coef + 2.0, intercept - 3.0
     X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
     if path == "chunks-unsorted":
         order = torch.randperm(97, generator=torch.Generator().manual_seed(1))
