@@ -44,6 +44,7 @@ so the data are never densified as a whole.
 
 import concurrent.futures
 import contextlib
+import functools
 import queue
 
 import numpy as np
@@ -373,22 +374,23 @@ def _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_w
     return loss + float(penalty), grad_Q, grad_coef, grad_intercept
 
 
-_HALF_UPPER_MASKS = {}
+@functools.lru_cache(maxsize=8)
+def _half_upper_mask(n_features, dtype):
+    """The read-only ``d x d`` mask of :func:`_upper_halves`: 1 above the diagonal, 0.5 on it."""
+    mask = np.triu(np.ones((n_features, n_features), dtype=dtype))
+    np.fill_diagonal(mask, 0.5)
+    mask.setflags(write=False)
+    return mask
 
 
 def _upper_halves(Q):
     """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved.
 
     C order, as :func:`skquad._blas.upper_product_in_place` reads it. One
-    product with a cached 0 / 0.5 / 1 mask (``np.triu`` built its mask
-    each call: 19 against about 5 microseconds at d = 57).
+    product with a cached mask (``np.triu`` built its mask each call: 19
+    against about 5 microseconds at d = 57).
     """
-    key = (Q.shape[-1], Q.dtype)
-    mask = _HALF_UPPER_MASKS.get(key)
-    if mask is None:
-        mask = np.triu(np.ones(Q.shape[-1:] * 2, dtype=Q.dtype))
-        np.fill_diagonal(mask, 0.5)
-        mask = _HALF_UPPER_MASKS.setdefault(key, mask)
+    mask = _half_upper_mask(Q.shape[-1], Q.dtype)
     return np.ascontiguousarray(np.multiply(Q, mask))
 
 
