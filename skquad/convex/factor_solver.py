@@ -702,6 +702,23 @@ def _remaining_decrease(progress, last_progress):
     return progress * ratio / (1.0 - ratio)
 
 
+# The block solver's starting columns per sign, as a fraction of p. The
+# optima's ranks per sign (singular values above 1e-3 of the largest, squared)
+# measured at the defaults: breast cancer 8 and 7 (p = 31), ionosphere 6 and
+# 8 (p = 35), credit-approval 11 and 11 (p = 47), an optdigits block 20 and
+# 22 (p = 65): about p / 3, not p / 2. Every column beyond the optimum's rank
+# costs its share of each evaluation and decays only linearly; too few
+# (optdigits' block at 12 or 16 per sign) stalled to max_iter. At 0.35 (one
+# thread, CPU s, medians of 3, under load; solve only): breast cancer 0.204 ->
+# 0.167, credit-approval 0.811 -> 0.657, ionosphere 0.108 -> 0.099, the
+# optdigits block 7.2 -> 3.9 s, each to tol in about the same iterations.
+_START_RANK_FRACTION = 0.35
+
+
+def _start_columns_per_sign(p):
+    return math.ceil(_START_RANK_FRACTION * p) + 1
+
+
 def squared_block_applies(data):
     """Whether :func:`solve_squared_block` solves this block: one output of
     the squared loss, plain features (no lifted matrices, no polynomial
@@ -722,7 +739,7 @@ def solve_squared_block(data, **options):
     and 5, measured that most of the torch solver's time there is overhead:
     autograd and the Python L-BFGS per iteration, restarts of its memory at
     every chunk and rank growth from ``ceil(sqrt(2 p))`` columns while the
-    optima have about ``p / 2`` per sign. Here:
+    optima have about ``p / 3`` per sign (``_START_RANK_FRACTION``). Here:
 
     * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
@@ -733,7 +750,7 @@ def solve_squared_block(data, **options):
       ``_FACE_WHEN * tol`` (relative), the face-restricted
       dual (:func:`~skquad.convex.face_dual.face_dual_bound`), again each
       time that prediction halves, at doubling spacings;
-    * the start has ``ceil(p / 2) + 1`` columns per sign (the eigenvectors of
+    * the start has ``ceil(0.35 p) + 1`` columns per sign (the eigenvectors of
       ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
       minimiser for those directions (the objective is quadratic in ``rho``);
       a run that stops short of ``tol`` grows the rank by the negative
@@ -749,7 +766,7 @@ def solve_squared_block(data, **options):
     all, ``max_rank`` caps it.
     """
     n, p = data.features.shape
-    rank = options.get("rank") or 2 * (math.ceil(p / 2) + 1)
+    rank = options.get("rank") or 2 * _start_columns_per_sign(p)
     with threads_for(n * p * rank, data.features.device):
         return _solve_squared_block(data, **options)
 
@@ -776,7 +793,7 @@ def _solve_squared_block(
         F = np.array(init.factors[0][0], dtype=np.float64)
         signs = np.array(init.factors[0][1], dtype=np.float64)
     else:
-        per_sign = math.ceil(p / 2) + 1 if rank is None else max(1, int(rank) // 2)
+        per_sign = _start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
         per_sign = max(1, min(per_sign, p, max_rank // 2 or 1))
         M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
         _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
