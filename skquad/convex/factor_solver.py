@@ -47,10 +47,10 @@ import math
 import time
 
 import numpy as np
-import scipy.optimize
 import torch
 
 from .._reporting import progress_line
+from .._training._lbfgs_compact import minimize_compact_lbfgs
 from .._training._threads import limit_threads
 from .certificate import align_factor, dual_bound
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
@@ -730,7 +730,7 @@ def squared_block_applies(data):
 
 
 def solve_squared_block(data, **options):
-    """One squared-loss block by Burer-Monteiro in numpy with scipy's L-BFGS-B.
+    """One squared-loss block by Burer-Monteiro in numpy with the numpy L-BFGS.
 
     The same problem, factorisation and certificates as
     :func:`solve_factored`, for the blocks that
@@ -743,7 +743,8 @@ def solve_squared_block(data, **options):
 
     * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
-    * one L-BFGS-B run keeps its memory; every ``chunk_size`` iterations its
+    * one L-BFGS run (``minimize_compact_lbfgs``, the L-BFGS driver's numpy
+      engine) keeps its memory; every ``chunk_size`` iterations its
       callback certifies the point (``lam = 2 (f - t)``, first-order ``mu``,
       ``verified_bound()``) and, once the primal error predicted from the
       last two chunks' decreases (``_remaining_decrease()``) is below
@@ -882,21 +883,24 @@ def _solve_squared_block(
             state["out_of_time"] = True
         return gap, M, mu
 
-    def every_iteration(intermediate_result):
+    def every_iteration(_, __, x):
+        """Count the iteration; certify every chunk; True stops the L-BFGS run."""
         state["iteration"] += 1
         if state["iteration"] % chunk_size == 0:
-            gap, _, _ = certify(intermediate_result.x)
-            if gap <= tol or state["stopped"] or state["out_of_time"]:
-                raise StopIteration
+            gap, _, _ = certify(x)
+            return gap <= tol or state["stopped"] or state["out_of_time"]
+        return False
 
     x = np.r_[F.ravel(), math.log(rho)]
     gap, M, mu = certify(x)
     while gap > tol and not (state["stopped"] or state["out_of_time"]) and state["iteration"] < max_iter:
-        result = scipy.optimize.minimize(
-            objective_and_gradient, x, args=(state["signs"],), jac=True, method="L-BFGS-B",
-            callback=every_iteration,
-            options={"maxiter": max_iter - state["iteration"], "maxcor": history_size,
-                     "ftol": 0.0, "gtol": 0.0, "maxls": 30},
+        signs = state["signs"]
+        # The L-BFGS driver's numpy engine: scipy's L-BFGS-B cost as much in
+        # its own bookkeeping as the objective here (see _lbfgs_compact).
+        result = minimize_compact_lbfgs(
+            lambda x, signs=signs: objective_and_gradient(x, signs), x,
+            max_iter=max_iter - state["iteration"], max_fun=10 * max_iter, tol=0.0, ftol=0.0,
+            maxls=30, maxcor=history_size, on_iteration=every_iteration,
         )
         x = result.x
         if state["history"][-1]["iteration"] == state["iteration"]:
@@ -911,7 +915,7 @@ def _solve_squared_block(
         gap, M, mu = certify(x)
         if gap <= tol or state["stopped"] or state["out_of_time"]:
             break
-        # L-BFGS-B ended on its own (line search or stationarity) short of
+        # L-BFGS ended on its own (line search or stationarity) short of
         # tol: grow by the directions the eigenvalue test finds negative.
         W, _, F, rho = point(x, state["signs"])
         new_columns, new_signs = [], []
