@@ -820,10 +820,13 @@ def _solve_squared_block(
         f = 2.0 * rho * ((G * G) @ signs)
         weighted_residual = weight * (f - target)
         value = float(weighted_residual @ (f - target)) + penalty * rho
-        grad_F = Z.T @ ((8.0 * rho) * weighted_residual[:, None] * G * signs)
+        # (the signs applied to the p x r product, not to the n x r one)
+        grad_F = (Z.T @ (((8.0 * rho) * weighted_residual)[:, None] * G)) * signs
         grad_W = (grad_F - (grad_F * F).sum(axis=1, keepdims=True) * F) / norms
-        grad_t = 2.0 * float(weighted_residual @ f) + penalty * rho
-        return value, np.r_[grad_W.ravel(), grad_t]
+        gradient = np.empty(x.size)
+        gradient[:-1] = grad_W.ravel()
+        gradient[-1] = 2.0 * float(weighted_residual @ f) + penalty * rho
+        return value, gradient
 
     state = {
         "iteration": 0, "best": -math.inf, "previous": None, "history": [],
