@@ -83,3 +83,17 @@ def test_compact_engine_limits_and_callback():
     with pytest.raises(ValueError, match="gradient_scale"):
         minimize_lbfgs(rosenbrock, np.zeros(5), max_iter=10, max_fun=10, tol=0.0, engine="compact",
                        gradient_scale=np.ones(5))
+
+
+def test_compact_engine_steps_past_an_inexact_gradient():
+    """Beyond a clamp the value is flat but the gradient still points on (as the SDP
+    block solver's capped log rho): no step there meets the curvature condition; the
+    engine still ends at the clamp's minimum value, reported as a failed search."""
+    def clamped(theta):
+        value = float(np.sum((np.minimum(theta, 1.0) - 3.0) ** 2))
+        return value, 2.0 * (np.minimum(theta, 1.0) - 3.0)
+
+    result = minimize_lbfgs(clamped, np.zeros(3), max_iter=50, max_fun=500, tol=1e-10,
+                            engine="compact")
+    assert result.fun == pytest.approx(12.0, rel=1e-12)
+    assert np.all(result.x >= 1.0 - 1e-12) and result.status == 2
