@@ -78,7 +78,7 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         ``"scipy"``: scipy's L-BFGS-B. ``"compact"``: the same unconstrained
         L-BFGS in numpy (``minimize_compact_lbfgs``): the inverse Hessian in its
         compact form, a unit step tried first, scipy's strong-Wolfe line
-        search where it fails. For objectives that cost about as much as
+        search where it fails, then halvings. For objectives that cost about as much as
         L-BFGS-B's own bookkeeping (a few thousand parameters, 30 pairs of
         memory); it takes neither ``gradient_scale`` nor
         ``coarse_objective``.

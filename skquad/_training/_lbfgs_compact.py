@@ -147,7 +147,6 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
     relative decrease, ``maxls`` the line search's evaluations, ``maxcor``
     the pairs kept); ``on_iteration(iteration, value, x) -> bool``.
 
-
     Each iteration steps along ``-H g`` (:class:`_CompactMemory`) by
     ``_line_step()``; where no step is found, the memory is dropped and the
     steepest descent tried, as L-BFGS-B does. Stops as L-BFGS-B does: the
