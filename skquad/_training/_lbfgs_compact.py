@@ -1,7 +1,7 @@
 """The numpy engine of the L-BFGS driver: unconstrained L-BFGS in compact form.
 
 ``minimize_lbfgs(engine="compact")`` (``_lbfgs``) runs
-:func:`minimize_compact_lbfgs`. It lives in a foundation module (numpy and
+``minimize_compact_lbfgs()``. It lives in a foundation module (numpy and
 scipy only) so that the SDP's numpy block solver (``convex/factor_solver.py``,
 ``solve_squared_block``), which the room table keeps below the training
 engine, calls the same code. Why it exists: for a few thousand parameters and
@@ -147,7 +147,7 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
     relative decrease, ``maxls`` the line search's evaluations, ``maxcor``
     the pairs kept); ``on_iteration(iteration, value, x) -> bool``.
 
-    Each iteration steps along ``-H g`` (:class:`_CompactMemory`) by
+    Each iteration steps along ``-H g`` (``_CompactMemory``) by
     ``_line_step()``; where no step is found, the memory is dropped and the
     steepest descent tried, as L-BFGS-B does. Stops as L-BFGS-B does: the
     largest gradient entry at most ``tol``, a relative decrease at most
