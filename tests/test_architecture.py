@@ -29,6 +29,9 @@ ROOMS = {
     # the one thread policy: a foundation module (it imports no other room),
     # used by the solvers in convex/ as by the training engine
     "skquad._training._threads": "foundation",
+    # the L-BFGS driver's numpy engine (numpy and scipy only), which the SDP's
+    # numpy block solver in convex/ calls too
+    "skquad._training._lbfgs_compact": "foundation",
     "skquad._base": "base",
     "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise

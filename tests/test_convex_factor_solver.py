@@ -288,10 +288,11 @@ def test_squared_block_solver_at_max_iter_certifies_its_last_point_with_the_face
     short = solve_squared_block(block, tol=1e-12, max_iter=100, chunk_size=10)
     assert short.status == "max_iter" and short.n_iter == 100
     # The last point is certified twice: by the chunk's cheap bound, then by
-    # the face dual, which is far tighter there.
+    # the face dual, which is tighter there (1.3e-4 -> 3.3e-5 on the numpy
+    # L-BFGS's iterate; 2.6e-3 -> 1.1e-4 on scipy's L-BFGS-B's).
     cheap, final = short.info["history"][-2:]
     assert cheap["iteration"] == final["iteration"] == 100
-    assert final["gap"] == short.relative_gap < 0.1 * cheap["gap"]
+    assert final["gap"] == short.relative_gap < 0.5 * cheap["gap"]
     reference = solve_sdp(
         lifting.matrices(X), (y == 1).astype(float), weight, loss="squared", beta=1e-3,
         n_outputs=1, solver="CLARABEL",

@@ -165,3 +165,4 @@ def test_coarse_phase_settles_its_switching_point_and_shares_the_iteration_budge
         assert lbfgs_convergence_message(result, 4, 1000) is not None
     else:
         assert len(settled) == 1 and result.success and result.nit > len(settled)
+

@@ -27,12 +27,14 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._reporting import progress_line, warn_user
 from ._divergence import NonFiniteObjective
+from ._lbfgs_compact import minimize_compact_lbfgs
 
 __all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 
 
 def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=None,
-                   maxcor=None, on_iteration=None, gradient_scale=None, coarse_objective=None):
+                   maxcor=None, on_iteration=None, gradient_scale=None, coarse_objective=None,
+                   engine="scipy"):
     """Minimise ``objective(theta) -> (value, gradient)`` with L-BFGS-B.
 
     Parameters
@@ -72,6 +74,14 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         point to the exact phase's start (a move that can only lower the
         objective, undoing the coarse rounding's drift from a structure
         that the exact iterates keep).
+    engine : {"scipy", "compact"}, default="scipy"
+        ``"scipy"``: scipy's L-BFGS-B. ``"compact"``: the same unconstrained
+        L-BFGS in numpy (``minimize_compact_lbfgs``): the inverse Hessian in its
+        compact form, a unit step tried first, scipy's strong-Wolfe line
+        search where it fails, then halvings. For objectives that cost about as much as
+        L-BFGS-B's own bookkeeping (a few thousand parameters, 30 pairs of
+        memory); it takes neither ``gradient_scale`` nor
+        ``coarse_objective``.
 
     Returns
     -------
@@ -79,6 +89,18 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         With an extra boolean field ``stopped_by_callback``.
     """
     x0 = np.asarray(x0, dtype=np.float64)
+    if engine == "compact":
+        if gradient_scale is not None or coarse_objective is not None:
+            raise ValueError(
+                "engine='compact' takes neither gradient_scale nor coarse_objective."
+            )
+        return minimize_compact_lbfgs(
+            objective, x0, max_iter=int(max_iter), max_fun=int(max_fun), tol=float(tol),
+            ftol=0.0 if ftol is None else float(ftol), maxls=20 if maxls is None else int(maxls),
+            maxcor=10 if maxcor is None else int(maxcor), on_iteration=on_iteration,
+        )
+    if engine != "scipy":
+        raise ValueError(f"engine must be 'scipy' or 'compact', got {engine!r}.")
     if int(max_iter) == 0:
         # scipy's L-BFGS-B takes one step even with maxiter=0 (it checks the
         # limit after the first iteration); zero iterations means the

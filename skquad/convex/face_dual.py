@@ -97,6 +97,14 @@ LOGISTIC_FACE_MAX_LIFTED = 1000
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
+# The Newton decrement (-gradᵀstep) below which a point counts as centred and
+# the barrier weight grows. Loose centring is enough here: the bound of every
+# iterate is checked against the target after each step, and validity rests
+# on verified_bound() alone. At the textbook 0.5 the squared face duals of the
+# default fits took 20 Newton steps (credit-approval), 17 (breast cancer), 18
+# (ionosphere); at 10, 14, 11 and 11, to the same certified gaps (one thread,
+# under load: 0.24 -> 0.18 s, 0.050 -> 0.032 s, 0.062 -> 0.040 s).
+_CENTRED = 10.0
 _KEEP = 1e-12
 _GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
 
@@ -460,7 +468,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             best_y, best_mu, best = y, mu, value
         if best >= target_value:
             break
-        if decrement < 0.5:
+        if decrement < _CENTRED:
             if _centred_and_done(value, best, tau, target_value, n_barrier):
                 break
             tau *= _TAU_FACTOR

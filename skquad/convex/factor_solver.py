@@ -47,10 +47,10 @@ import math
 import time
 
 import numpy as np
-import scipy.optimize
 import torch
 
 from .._reporting import progress_line
+from .._training._lbfgs_compact import minimize_compact_lbfgs
 from .._training._threads import limit_threads
 from .certificate import align_factor, dual_bound
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
@@ -679,8 +679,12 @@ _FACE_WHEN = 0.2
 # bound by round-off here). Its barrier reaches the bound in rounds of
 # centring: at half of tol breast cancer's took 5 rounds, 28 Newton steps,
 # 0.078 s; at 0.8, 3 rounds, 20 steps (the default fit: 0.32 -> 0.30 s CPU,
-# one thread, under load; certified gap 5.2e-5 -> 6.8e-5).
-_FACE_TARGET = 0.8
+# one thread, under load; certified gap 5.2e-5 -> 6.8e-5). At 0.9,
+# credit-approval's face dual, whose optimum was within 3e-8 of the 0.8
+# target (4 rounds, 17 steps), took one round less (solve 0.527 -> 0.467 s
+# CPU; certified gap 8.0e-5 -> 8.7e-5); verification moved the bound by
+# round-off only, and 0.95 saved nothing more.
+_FACE_TARGET = 0.9
 
 
 def _remaining_decrease(progress, last_progress):
@@ -702,6 +706,23 @@ def _remaining_decrease(progress, last_progress):
     return progress * ratio / (1.0 - ratio)
 
 
+# The block solver's starting columns per sign, as a fraction of p. The
+# optima's ranks per sign (singular values above 1e-3 of the largest, squared)
+# measured at the defaults: breast cancer 8 and 7 (p = 31), ionosphere 6 and
+# 8 (p = 35), credit-approval 11 and 11 (p = 47), an optdigits block 20 and
+# 22 (p = 65): about p / 3, not p / 2. Every column beyond the optimum's rank
+# costs its share of each evaluation and decays only linearly; too few
+# (optdigits' block at 12 or 16 per sign) stalled to max_iter. At 0.35 (one
+# thread, CPU s, medians of 3, under load; solve only): breast cancer 0.204 ->
+# 0.167, credit-approval 0.811 -> 0.657, ionosphere 0.108 -> 0.099, the
+# optdigits block 7.2 -> 3.9 s, each to tol in about the same iterations.
+_START_RANK_FRACTION = 0.35
+
+
+def _start_columns_per_sign(p):
+    return math.ceil(_START_RANK_FRACTION * p) + 1
+
+
 def squared_block_applies(data):
     """Whether :func:`solve_squared_block` solves this block: one output of
     the squared loss, plain features (no lifted matrices, no polynomial
@@ -713,7 +734,7 @@ def squared_block_applies(data):
 
 
 def solve_squared_block(data, **options):
-    """One squared-loss block by Burer-Monteiro in numpy with scipy's L-BFGS-B.
+    """One squared-loss block by Burer-Monteiro in numpy with the numpy L-BFGS.
 
     The same problem, factorisation and certificates as
     :func:`solve_factored`, for the blocks that
@@ -722,18 +743,19 @@ def solve_squared_block(data, **options):
     and 5, measured that most of the torch solver's time there is overhead:
     autograd and the Python L-BFGS per iteration, restarts of its memory at
     every chunk and rank growth from ``ceil(sqrt(2 p))`` columns while the
-    optima have about ``p / 2`` per sign. Here:
+    optima have about ``p / 3`` per sign (``_START_RANK_FRACTION``). Here:
 
     * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
-    * one L-BFGS-B run keeps its memory; every ``chunk_size`` iterations its
+    * one L-BFGS run (``minimize_compact_lbfgs``, the L-BFGS driver's numpy
+      engine) keeps its memory; every ``chunk_size`` iterations its
       callback certifies the point (``lam = 2 (f - t)``, first-order ``mu``,
       ``verified_bound()``) and, once the primal error predicted from the
       last two chunks' decreases (``_remaining_decrease()``) is below
       ``_FACE_WHEN * tol`` (relative), the face-restricted
       dual (:func:`~skquad.convex.face_dual.face_dual_bound`), again each
       time that prediction halves, at doubling spacings;
-    * the start has ``ceil(p / 2) + 1`` columns per sign (the eigenvectors of
+    * the start has ``ceil(0.35 p) + 1`` columns per sign (the eigenvectors of
       ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
       minimiser for those directions (the objective is quadratic in ``rho``);
       a run that stops short of ``tol`` grows the rank by the negative
@@ -749,7 +771,7 @@ def solve_squared_block(data, **options):
     all, ``max_rank`` caps it.
     """
     n, p = data.features.shape
-    rank = options.get("rank") or 2 * (math.ceil(p / 2) + 1)
+    rank = options.get("rank") or 2 * _start_columns_per_sign(p)
     with threads_for(n * p * rank, data.features.device):
         return _solve_squared_block(data, **options)
 
@@ -776,7 +798,7 @@ def _solve_squared_block(
         F = np.array(init.factors[0][0], dtype=np.float64)
         signs = np.array(init.factors[0][1], dtype=np.float64)
     else:
-        per_sign = math.ceil(p / 2) + 1 if rank is None else max(1, int(rank) // 2)
+        per_sign = _start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
         per_sign = max(1, min(per_sign, p, max_rank // 2 or 1))
         M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
         _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
@@ -802,10 +824,13 @@ def _solve_squared_block(
         f = 2.0 * rho * ((G * G) @ signs)
         weighted_residual = weight * (f - target)
         value = float(weighted_residual @ (f - target)) + penalty * rho
-        grad_F = Z.T @ ((8.0 * rho) * weighted_residual[:, None] * G * signs)
+        # (the signs applied to the p x r product, not to the n x r one)
+        grad_F = (Z.T @ (((8.0 * rho) * weighted_residual)[:, None] * G)) * signs
         grad_W = (grad_F - (grad_F * F).sum(axis=1, keepdims=True) * F) / norms
-        grad_t = 2.0 * float(weighted_residual @ f) + penalty * rho
-        return value, np.r_[grad_W.ravel(), grad_t]
+        gradient = np.empty(x.size)
+        gradient[:-1] = grad_W.ravel()
+        gradient[-1] = 2.0 * float(weighted_residual @ f) + penalty * rho
+        return value, gradient
 
     state = {
         "iteration": 0, "best": -math.inf, "previous": None, "history": [],
@@ -865,21 +890,24 @@ def _solve_squared_block(
             state["out_of_time"] = True
         return gap, M, mu
 
-    def every_iteration(intermediate_result):
+    def every_iteration(_, __, x):
+        """Count the iteration; certify every chunk; True stops the L-BFGS run."""
         state["iteration"] += 1
         if state["iteration"] % chunk_size == 0:
-            gap, _, _ = certify(intermediate_result.x)
-            if gap <= tol or state["stopped"] or state["out_of_time"]:
-                raise StopIteration
+            gap, _, _ = certify(x)
+            return gap <= tol or state["stopped"] or state["out_of_time"]
+        return False
 
     x = np.r_[F.ravel(), math.log(rho)]
     gap, M, mu = certify(x)
     while gap > tol and not (state["stopped"] or state["out_of_time"]) and state["iteration"] < max_iter:
-        result = scipy.optimize.minimize(
-            objective_and_gradient, x, args=(state["signs"],), jac=True, method="L-BFGS-B",
-            callback=every_iteration,
-            options={"maxiter": max_iter - state["iteration"], "maxcor": history_size,
-                     "ftol": 0.0, "gtol": 0.0, "maxls": 30},
+        signs = state["signs"]
+        # The L-BFGS driver's numpy engine: scipy's L-BFGS-B cost as much in
+        # its own bookkeeping as the objective here (see _lbfgs_compact).
+        result = minimize_compact_lbfgs(
+            lambda x, signs=signs: objective_and_gradient(x, signs), x,
+            max_iter=max_iter - state["iteration"], max_fun=10 * max_iter, tol=0.0, ftol=0.0,
+            maxls=30, maxcor=history_size, on_iteration=every_iteration,
         )
         x = result.x
         if state["history"][-1]["iteration"] == state["iteration"]:
@@ -894,7 +922,7 @@ def _solve_squared_block(
         gap, M, mu = certify(x)
         if gap <= tol or state["stopped"] or state["out_of_time"]:
             break
-        # L-BFGS-B ended on its own (line search or stationarity) short of
+        # L-BFGS ended on its own (line search or stationarity) short of
         # tol: grow by the directions the eigenvalue test finds negative.
         W, _, F, rho = point(x, state["signs"])
         new_columns, new_signs = [], []
