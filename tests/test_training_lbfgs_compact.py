@@ -97,3 +97,29 @@ def test_compact_engine_steps_past_an_inexact_gradient():
                             engine="compact")
     assert result.fun == pytest.approx(12.0, rel=1e-12)
     assert np.all(result.x >= 1.0 - 1e-12) and result.status == 2
+
+
+def test_compact_engine_halves_the_step_where_the_wolfe_search_fails(monkeypatch):
+    """Where scipy's strong-Wolfe search gives up (it returns no step length), the
+    engine takes the first halving of the unit step with sufficient decrease
+    (Armijo): here every search fails, and the engine still reaches the minimum of
+    a quadratic whose unit steps overshoot, one halving per iteration at least."""
+    from skquad._training import _lbfgs_compact
+
+    searches = []
+
+    def failing_search(*args, **kwargs):
+        searches.append(1)
+        return (None,) * 6
+
+    monkeypatch.setattr(_lbfgs_compact, "line_search", failing_search)
+    curvature = np.array([1.0, 30.0, 100.0])
+
+    def steep_quadratic(theta):
+        return float(0.5 * np.sum(curvature * theta**2)), curvature * theta
+
+    result = minimize_lbfgs(steep_quadratic, np.ones(3), max_iter=500, max_fun=20000, tol=1e-8,
+                            ftol=0.0, engine="compact")
+    assert searches, "the unit step should overshoot and call the search"
+    assert result.status == 0 and "PGTOL" in result.message
+    np.testing.assert_allclose(result.x, 0.0, atol=1e-7)
