@@ -710,15 +710,19 @@ def _remaining_decrease(progress, last_progress):
 # optima's ranks per sign (singular values above 1e-3 of the largest, squared)
 # measured at the defaults: breast cancer 8 and 7 (p = 31), ionosphere 6 and
 # 8 (p = 35), credit-approval 11 and 11 (p = 47), an optdigits block 20 and
-# 22 (p = 65): about p / 3. But a start below the optimum's rank grows only
-# when L-BFGS stops on its own, which at ``tol=0`` can be never: waveform5000
-# (p = 41, three blocks) started at 0.35 p ran to max_iter at a certified gap
-# of 0.41 against 0.058 from p / 2 (both at max_iter; test accuracy 83.5 %
-# against 84.2 %). So p / 2 stays: with the numpy L-BFGS engine it costs
-# breast cancer nothing and credit-approval about 6 % against 0.35 p (one
-# thread, quiet, whole default fit: 0.224 against 0.223-0.246 s, 0.644-0.661
-# against 0.604-0.621 s).
-_START_RANK_FRACTION = 0.5
+# 22 (p = 65): about p / 3, not p / 2. Every column beyond the optimum's rank
+# costs its share of each evaluation and decays only linearly; too few
+# (optdigits' block at 12 or 16 per sign) stalled to max_iter. At 0.35 (one
+# thread, CPU s, medians of 3, under load; solve only): breast cancer 0.204 ->
+# 0.167, credit-approval 0.811 -> 0.657, ionosphere 0.108 -> 0.099, the
+# optdigits block 7.2 -> 3.9 s, each to tol in about the same iterations; the
+# whole optdigits fit (the sdp-targets case, quiet) ends certified at 5.3e-5 in
+# 22 s, while from p / 2 it ran a block to max_iter (gap 2.3e-3, 43 s). The cost:
+# a start below the optimum's rank grows only when L-BFGS stops on its own,
+# which at ``tol=0`` can be never: waveform5000 (p = 41, three blocks) runs to
+# max_iter at a certified gap of 0.41 against 0.058 from p / 2 (both short of
+# tol; test accuracy 83.5 % against 84.2 % on one split).
+_START_RANK_FRACTION = 0.35
 
 
 def _start_columns_per_sign(p):
@@ -745,7 +749,7 @@ def solve_squared_block(data, **options):
     and 5, measured that most of the torch solver's time there is overhead:
     autograd and the Python L-BFGS per iteration, restarts of its memory at
     every chunk and rank growth from ``ceil(sqrt(2 p))`` columns while the
-    optima have about ``p / 3`` per sign (see ``_START_RANK_FRACTION``). Here:
+    optima have about ``p / 3`` per sign (``_START_RANK_FRACTION``). Here:
 
     * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
@@ -757,7 +761,7 @@ def solve_squared_block(data, **options):
       ``_FACE_WHEN * tol`` (relative), the face-restricted
       dual (:func:`~skquad.convex.face_dual.face_dual_bound`), again each
       time that prediction halves, at doubling spacings;
-    * the start has ``ceil(p / 2) + 1`` columns per sign (the eigenvectors of
+    * the start has ``ceil(0.35 p) + 1`` columns per sign (the eigenvectors of
       ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
       minimiser for those directions (the objective is quadratic in ``rho``);
       a run that stops short of ``tol`` grows the rank by the negative
