@@ -717,12 +717,20 @@ def _remaining_decrease(progress, last_progress):
 # 0.167, credit-approval 0.811 -> 0.657, ionosphere 0.108 -> 0.099, the
 # optdigits block 7.2 -> 3.9 s, each to tol in about the same iterations; the
 # whole optdigits fit (the sdp-targets case, quiet) ends certified at 5.3e-5 in
-# 22 s, while from p / 2 it ran a block to max_iter (gap 2.3e-3, 43 s). The cost:
-# a start below the optimum's rank grows only when L-BFGS stops on its own,
-# which at ``tol=0`` can be never: waveform5000 (p = 41, three blocks) runs to
-# max_iter at a certified gap of 0.41 against 0.058 from p / 2 (both short of
-# tol; test accuracy 83.5 % against 84.2 % on one split).
+# 22 s, while from p / 2 it ran a block to max_iter (gap 2.3e-3, 43 s). The risk:
+# a start below an optimum's rank, which _GROW_AFTER_FACE_GAP corrects.
 _START_RANK_FRACTION = 0.35
+
+# A face dual (tried once the predicted primal error is below _FACE_WHEN tol)
+# that leaves the certified gap above this many times tol grows the rank at
+# once. Rank grew only when L-BFGS stopped on its own, which at tol=0 may be
+# never: from 0.35 p, waveform5000's blocks (p = 41) sat from iteration 600 to
+# max_iter within 3e-5 of the same objective at gaps of 0.42 to 0.57 (the
+# whole fit 0.41; 1.3e-4 with this rule, 0.058 from p / 2 without it). The
+# face dual's bound is the best for the point's face, so a gap this far above
+# tol is the face's, not the point's accuracy (credit-approval's first face
+# fell short by 1.6 tol at most).
+_GROW_AFTER_FACE_GAP = 100.0
 
 
 def _start_columns_per_sign(p):
@@ -764,7 +772,8 @@ def solve_squared_block(data, **options):
     * the start has ``ceil(0.35 p) + 1`` columns per sign (the eigenvectors of
       ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
       minimiser for those directions (the objective is quadratic in ``rho``);
-      a run that stops short of ``tol`` grows the rank by the negative
+      a run that stops short of ``tol``, or a face dual that leaves the gap
+      above ``_GROW_AFTER_FACE_GAP`` tol, grows the rank by the negative
       eigenvectors of ``Diag mu ± 2 M`` and continues.
 
     A solve stopped by ``max_iter`` certifies its last point with the face
@@ -842,7 +851,7 @@ def _solve_squared_block(
         "iteration": 0, "best": -math.inf, "previous": None, "history": [],
         "last_progress": math.inf, "face_below": math.inf, "next_face": 0,
         "face_spacing": 2 * chunk_size,
-        "stopped": False, "out_of_time": False, "signs": signs,
+        "stopped": False, "out_of_time": False, "signs": signs, "grow": False,
     }
 
     def certify(x, final=False):
@@ -879,6 +888,11 @@ def _solve_squared_block(
             state["face_below"] = 0.5 * remaining
             state["next_face"] = state["iteration"] + state["face_spacing"]
             state["face_spacing"] *= 2
+            # The face's exact dual far below a point whose descent has run out:
+            # the factors' face misses the optimum's directions, so grow now
+            # rather than when L-BFGS stops on its own (at tol=0 it may never).
+            if not final and relative_gap(objective, state["best"]) > _GROW_AFTER_FACE_GAP * tol:
+                state["grow"] = True
         state["previous"], state["last_progress"] = objective, progress
         gap = relative_gap(objective, state["best"])
         elapsed = time.perf_counter() - start_time
@@ -901,7 +915,7 @@ def _solve_squared_block(
         state["iteration"] += 1
         if state["iteration"] % chunk_size == 0:
             gap, _, _ = certify(x)
-            return gap <= tol or state["stopped"] or state["out_of_time"]
+            return gap <= tol or state["stopped"] or state["out_of_time"] or state["grow"]
         return False
 
     x = np.r_[F.ravel(), math.log(rho)]
@@ -928,8 +942,10 @@ def _solve_squared_block(
         gap, M, mu = certify(x)
         if gap <= tol or state["stopped"] or state["out_of_time"]:
             break
-        # L-BFGS ended on its own (line search or stationarity) short of
-        # tol: grow by the directions the eigenvalue test finds negative.
+        # L-BFGS ended on its own (line search or stationarity) or a face
+        # dual far short of tol stopped it: grow by the directions the
+        # eigenvalue test finds negative.
+        state["grow"] = False
         W, _, F, rho = point(x, state["signs"])
         new_columns, new_signs = [], []
         for sign in (1.0, -1.0):
