@@ -908,6 +908,7 @@ def _solve_squared_block(
             state["stopped"] = True
         if gap > tol and time_limit is not None and elapsed >= time_limit:
             state["out_of_time"] = True
+        state["last_certificate"] = (gap, M, mu)
         return gap, M, mu
 
     def every_iteration(_, __, x):
@@ -930,18 +931,21 @@ def _solve_squared_block(
             maxls=30, maxcor=history_size, on_iteration=every_iteration,
         )
         x = result.x
-        if state["history"][-1]["iteration"] == state["iteration"]:
-            # The callback certified this point: it met tol, or was told to stop.
-            gap = state["history"][-1]["gap"]
+        certified_here = state["history"][-1]["iteration"] == state["iteration"]
+        if certified_here:
+            # The callback certified this point: it met tol, was told to stop,
+            # or a far-short face dual asked for growth (its M and mu serve).
+            gap, M, mu = state["last_certificate"]
             if gap <= tol or state["stopped"] or state["out_of_time"]:
                 break
         if state["iteration"] >= max_iter:
             # The budget is spent: the best certificate for the point reached.
             gap, M, mu = certify(x, final=True)
             break
-        gap, M, mu = certify(x)
-        if gap <= tol or state["stopped"] or state["out_of_time"]:
-            break
+        if not certified_here:
+            gap, M, mu = certify(x)
+            if gap <= tol or state["stopped"] or state["out_of_time"]:
+                break
         # L-BFGS ended on its own (line search or stationarity) or a face
         # dual far short of tol stopped it: grow by the directions the
         # eigenvalue test finds negative.
