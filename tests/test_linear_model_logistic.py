@@ -705,3 +705,30 @@ def test_float64_fit_through_its_float32_twin_reaches_the_float64_fits_optimum(m
         warnings.simplefilter("ignore")
         QuadraticLogisticRegression(**params, max_iter=2).fit(X * 1e10, y)
     assert twins == [None]
+
+
+def test_float32_twin_is_skipped_when_its_copy_does_not_fit_in_memory(monkeypatch):
+    """The float32 copy of the rows is an optional speed-up: with too little memory
+    for it the fit runs in float64 only (no coarse objective built), reaches the
+    same optimum, and is not refused."""
+    from skquad.nn import quadratic_form
+
+    rng = np.random.RandomState(1)
+    X = rng.randn(800, 6)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    coarse_rows = []
+    build = quadratic_form.packed_logistic_objective
+
+    def recording(rows, *args, **kwargs):
+        if rows.dtype == np.float32:
+            coarse_rows.append(rows.shape)
+        return build(rows, *args, **kwargs)
+
+    monkeypatch.setattr(quadratic_form, "packed_logistic_objective", recording)
+    with_twin = QuadraticLogisticRegression(solver="lbfgs", tol=1e-6).fit(X, y)
+    assert coarse_rows
+    coarse_rows.clear()
+    monkeypatch.setattr(quadratic_form, "available_memory", lambda: X.nbytes // 2)
+    without = QuadraticLogisticRegression(solver="lbfgs", tol=1e-6).fit(X, y)
+    assert coarse_rows == []
+    assert abs(with_twin.loss_ - without.loss_) <= 1e-8

@@ -52,6 +52,7 @@ import torch
 import torch.nn.functional as F
 
 from .._blas import gram_update, upper_product_in_place
+from .._memory import available_memory
 
 __all__ = [
     "QuadraticScores",
@@ -976,6 +977,12 @@ def weighted_row_scale(X, sample_weight):
     return float(sample_weight @ np.square(largest))
 
 
+def _copy_fits_in_memory(n_bytes):
+    """Whether an optional copy of ``n_bytes`` leaves at least as much again of the available memory."""
+    available = available_memory()
+    return available is None or 2 * n_bytes <= available
+
+
 def float32_twin(magnitudes, row_scale, n_scores, packing):
     """What ``minimize_lbfgs`` needs of a float32 twin of :func:`packed_logistic_objective`, or None.
 
@@ -1276,8 +1283,9 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
             column_magnitudes(rows), weighted_row_scale(rows, weights), module.coef.shape[0],
             module.packing,
         )
-        if twin is not None:
-            # a float32 copy of the rows: half of X's memory more
+        if twin is not None and _copy_fits_in_memory(rows.nbytes // 2):
+            # a float32 copy of the rows: half of X's memory more (a speed-up
+            # only, so it is skipped rather than refused when memory is short)
             objective.coarse = build(rows.astype(np.float32), weights.astype(np.float32))
             vars(objective.coarse).update(twin)
         return objective
