@@ -49,6 +49,7 @@ SUITES = {
     ],
     "qlr": [("research._qlr", "speed"), ("research._qlr", "regression_speed")],
     "sdp-targets": [("research._sdp_targets", "run")],
+    "device": [("research._device_speed", "run")],
     "dask-scaling": [("research._dask_scaling", "run")],
 }
 
@@ -68,6 +69,9 @@ SUITE_HELP = {
     "PolynomialFeatures(2) + Ridge, and both at large n",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
     "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small, small_uci; --quick: small)",
+    "device": "every estimator with a device parameter fitted on the CPU and on --device (default "
+    "cuda) side by side: wall time per iteration, epoch or fit, and the GPU's peak memory "
+    "(synthetic data; --quick: smaller problems)",
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
     "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
@@ -82,6 +86,7 @@ SUITE_TITLES = {
     "speed-networks": "Network speed against scikit-learn's MLPs",
     "qlr": "Quadratic-form engine targets",
     "sdp-targets": "SDP solver targets",
+    "device": "Fit times: CPU against GPU",
     "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
 }
 

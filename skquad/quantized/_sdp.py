@@ -185,8 +185,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             self._factor_start_ = solution.warm_start_state()
             self._sdp_key_ = key
             self._covariance_method = None
-            # CVXPY's solvers run on the CPU whatever the device parameter.
-            self.device_ = policy.device_name if solver is None else "cpu"
+            # CVXPY's solvers, and the native interior-point methods for
+            # small problems, run on the CPU whatever the device parameter.
+            self.device_ = solution.info.get("device", "cpu")
         if self._covariance_method != self.covariance:
             self.covariance_ = np.stack(
                 [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
@@ -695,8 +696,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         Seconds of the SDP solve (0 when ``warm_start`` reused it).
     device_ : str
         The device the SDP was solved on (``"cpu"``, ``"cuda:0"``; ``"cpu"``
-        for the CVXPY solvers). Sampling, the refit and predictions run on
-        the CPU.
+        for the CVXPY solvers and for the native interior-point methods of
+        small problems, ``solver_`` ``"compact"`` or ``"hinge_dual"``, which
+        run there whatever ``device``). Sampling, the refit and predictions
+        run on the CPU.
 
     See Also
     --------
