@@ -191,8 +191,9 @@ def test_ridge_gcv_vs_ridge_loo_cv(gcv_mode, X_container, X_shape, y_shape, fit_
         # brute-force refits included), so the reference is RidgeCV on the
         # expanded features, computed as the linear test computes it. Which of
         # the near-tied alphas wins is rounding (it moved with the BLAS calls of
-        # the normal equations, and for one target with numpy 2.5 / scipy 1.18), so: the chosen alpha's error is a minimum to
-        # that accuracy, and the coefficients are Ridge's at the chosen alpha.
+        # the normal equations, and for one target with numpy 2.5 / scipy 1.18),
+        # so: the chosen alpha's error is a minimum to that accuracy, and the
+        # coefficients are Ridge's at the chosen alpha.
         loo = RidgeCV(alphas=alphas, fit_intercept=fit_intercept, store_cv_results=True).fit(_expand(X), y)
         errors = loo.cv_results_.mean(axis=tuple(range(loo.cv_results_.ndim - 1)))
         # (measured: the chosen alpha's error within 2.9e-6 of RidgeCV's minimum)
