@@ -32,56 +32,67 @@ class _CompactMemory:
 
     (columns of ``S``, ``Y`` the pairs, oldest first; ``R`` the upper
     triangle of ``(s_i · y_j)``, ``D`` its diagonal, ``gamma = s·y / y·y``
-    of the newest pair). ``H g`` then costs three products with the
-    ``size x n`` arrays and two small triangular solves: the same matrix as
-    the two-loop recursion's, without its ``4 size`` vector operations. The
-    pairs sit in a ring (a new one overwrites the oldest's row); only the
-    small matrices and vectors are put in age order.
+    of the newest pair). ``H g`` then costs two products with the
+    ``2 size x n`` array ``[S; Y]`` and two small triangular solves: the
+    same matrix as the two-loop recursion's, without its ``4 size`` vector
+    operations. The pairs sit in a ring (a new one overwrites the oldest's
+    rows); the small matrices ``(s_i · y_j)`` and ``(y_i · y_j)`` are kept
+    in age order, shifted when the oldest pair goes, so that a direction
+    gathers nothing but two short vectors (the gathers and ``triu`` of the
+    ``size x size`` matrices were half of a direction's 0.1 ms at 20
+    pairs, against 0.02 ms of products with 1 711 parameters).
     """
 
     def __init__(self, size, n_parameters):
-        self.S = np.empty((size, n_parameters))
-        self.Y = np.empty((size, n_parameters))
-        self.SY = np.empty((size, size))  # SY[i, j] = s_i · y_j, by row of S and Y
+        self.size = size
+        # rows 0 .. size - 1 hold the pairs' s, rows size .. 2 size - 1 their y,
+        # zeros until a pair fills them (so products over all rows are the pairs')
+        self.pairs = np.zeros((2 * size, n_parameters))
+        # s_i · y_j and y_i · y_j by age (oldest first), in the leading k x k corner
+        self.SY = np.empty((size, size))
         self.YY = np.empty((size, size))
-        self.order = []  # rows of S and Y, oldest first
+        self.order = []  # ring rows of the pairs, oldest first
+        self.ages = np.empty(0, dtype=np.intp)  # the same, as an index array
 
     def add(self, s, y):
         """Keep the pair when ``s · y > 0`` (``H`` stays positive definite)."""
         if not float(s @ y) > 1e-10 * float(y @ y):
             return
-        if len(self.order) == self.S.shape[0]:
+        size, newest = self.size, len(self.order)
+        if newest == size:
             row = self.order.pop(0)
+            newest -= 1
+            # the oldest pair leaves the age-ordered products (an overlapping
+            # copy, which numpy buffers)
+            self.SY[:-1, :-1] = self.SY[1:, 1:]
+            self.YY[:-1, :-1] = self.YY[1:, 1:]
         else:
-            row = len(self.order)
-        self.S[row], self.Y[row] = s, y
+            row = newest
+        self.pairs[row], self.pairs[size + row] = s, y
         self.order.append(row)
-        filled = len(self.order)  # rows 0 .. filled - 1 hold pairs
-        S, Y = self.S[:filled], self.Y[:filled]
-        self.SY[:filled, row] = S @ y
-        self.SY[row, :filled] = Y @ s
-        self.YY[row, :filled] = self.YY[:filled, row] = Y @ y
+        self.ages = np.array(self.order, dtype=np.intp)
+        with_y = self.pairs @ y  # s_i · y and y_i · y, by ring row
+        filled = newest + 1
+        self.SY[:filled, newest] = with_y[self.ages]
+        self.SY[newest, :filled] = (self.pairs[size:] @ s)[self.ages]  # s · y_j
+        self.YY[newest, :filled] = self.YY[:filled, newest] = with_y[size + self.ages]
 
     def direction(self, gradient):
         """``-H gradient``; with no pair yet, ``-gradient`` scaled to length 1 (L-BFGS-B's first step)."""
-        order = self.order
-        if not order:
+        k = len(self.order)
+        if not k:
             return -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
-        k = len(order)
-        S, Y = self.S[:k], self.Y[:k]
-        grid = np.ix_(order, order)
-        SY, YY = self.SY[grid], self.YY[grid]
-        newest = order[-1]
-        gamma = self.SY[newest, newest] / self.YY[newest, newest]
-        R = np.triu(SY)
-        # rows of S, Y in storage order; the small solves in age order
-        w = _upper_solve(R, (S @ gradient)[order])
-        top = _upper_solve(R, np.diag(SY) * w + gamma * (YY @ w) - gamma * (Y @ gradient)[order],
+        size, ages = self.size, self.ages
+        SY, YY = self.SY[:k, :k], self.YY[:k, :k]
+        gamma = SY[-1, -1] / YY[-1, -1]
+        products = self.pairs @ gradient  # s_i · g and y_i · g, by ring row
+        # (trtrs reads SY's upper triangle only: R)
+        w = _upper_solve(SY, products[ages])
+        top = _upper_solve(SY, np.diagonal(SY) * w + gamma * (YY @ w) - gamma * products[size + ages],
                            transpose=True)
-        top_rows = np.empty(k)
-        w_rows = np.empty(k)
-        top_rows[order], w_rows[order] = top, w
-        return -(gamma * gradient + top_rows @ S - gamma * (w_rows @ Y))
+        coefficients = np.zeros(2 * size)
+        coefficients[ages], coefficients[size + ages] = top, -gamma * w
+        return -(gamma * gradient + coefficients @ self.pairs)
 
 
 def _upper_solve(R, b, transpose=False):
