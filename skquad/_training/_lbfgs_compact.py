@@ -32,22 +32,23 @@ class _CompactMemory:
 
     (columns of ``S``, ``Y`` the pairs, oldest first; ``R`` the upper
     triangle of ``(s_i · y_j)``, ``D`` its diagonal, ``gamma = s·y / y·y``
-    of the newest pair). ``H g`` then costs two products with the
-    ``2 size x n`` array ``[S; Y]`` and two small triangular solves: the
-    same matrix as the two-loop recursion's, without its ``4 size`` vector
-    operations. The pairs sit in a ring (a new one overwrites the oldest's
-    rows); the small matrices ``(s_i · y_j)`` and ``(y_i · y_j)`` are kept
-    in age order, shifted when the oldest pair goes, so that a direction
-    gathers nothing but two short vectors (the gathers and ``triu`` of the
-    ``size x size`` matrices were half of a direction's 0.1 ms at 20
-    pairs, against 0.02 ms of products with 1 711 parameters).
+    of the newest pair). ``H g`` then costs three products with the
+    ``size x n`` arrays and two small triangular solves: the same matrix as
+    the two-loop recursion's, without its ``4 size`` vector operations. The
+    pairs sit in a ring (a new one overwrites the oldest's rows of
+    ``[S; Y]``); the small matrices ``(s_i · y_j)`` and ``(y_i · y_j)`` are
+    kept in age order, shifted when the oldest pair goes, so that a
+    direction gathers two short vectors and none of them (the gathers and
+    ``triu`` were half of a direction's 0.1 ms at 20 pairs and 1 711
+    parameters). The products run over the filled rows in storage order,
+    so the numbers are the former ring's to the last bit (the SDP block
+    solver's rank growth was seen to follow last-bit changes).
     """
 
     def __init__(self, size, n_parameters):
         self.size = size
-        # rows 0 .. size - 1 hold the pairs' s, rows size .. 2 size - 1 their y,
-        # zeros until a pair fills them (so products over all rows are the pairs')
-        self.pairs = np.zeros((2 * size, n_parameters))
+        # rows 0 .. size - 1 hold the pairs' s, rows size .. 2 size - 1 their y
+        self.pairs = np.empty((2 * size, n_parameters))
         # s_i · y_j and y_i · y_j by age (oldest first), in the leading k x k corner
         self.SY = np.empty((size, size))
         self.YY = np.empty((size, size))
@@ -71,11 +72,13 @@ class _CompactMemory:
         self.pairs[row], self.pairs[size + row] = s, y
         self.order.append(row)
         self.ages = np.array(self.order, dtype=np.intp)
-        with_y = self.pairs @ y  # s_i · y and y_i · y, by ring row
-        filled = newest + 1
-        self.SY[:filled, newest] = with_y[self.ages]
-        self.SY[newest, :filled] = (self.pairs[size:] @ s)[self.ages]  # s · y_j
-        self.YY[newest, :filled] = self.YY[:filled, newest] = with_y[size + self.ages]
+        filled = newest + 1  # rows 0 .. filled - 1 of S and of Y hold pairs
+        # (products over exactly the filled rows: the same sums, to the last
+        # bit, as the pairs' products in storage order)
+        S, Y = self.pairs[:filled], self.pairs[size : size + filled]
+        self.SY[:filled, newest] = (S @ y)[self.ages]  # s_i · y
+        self.SY[newest, :filled] = (Y @ s)[self.ages]  # s · y_j
+        self.YY[newest, :filled] = self.YY[:filled, newest] = (Y @ y)[self.ages]
 
     def direction(self, gradient):
         """``-H gradient``; with no pair yet, ``-gradient`` scaled to length 1 (L-BFGS-B's first step)."""
@@ -83,16 +86,18 @@ class _CompactMemory:
         if not k:
             return -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
         size, ages = self.size, self.ages
-        SY, YY = self.SY[:k, :k], self.YY[:k, :k]
+        S, Y = self.pairs[:k], self.pairs[size : size + k]  # by ring row
+        SY = np.ascontiguousarray(self.SY[:k, :k])
+        YY = np.ascontiguousarray(self.YY[:k, :k])
         gamma = SY[-1, -1] / YY[-1, -1]
-        products = self.pairs @ gradient  # s_i · g and y_i · g, by ring row
         # (trtrs reads SY's upper triangle only: R)
-        w = _upper_solve(SY, products[ages])
-        top = _upper_solve(SY, np.diagonal(SY) * w + gamma * (YY @ w) - gamma * products[size + ages],
+        w = _upper_solve(SY, (S @ gradient)[ages])
+        top = _upper_solve(SY, np.diagonal(SY) * w + gamma * (YY @ w) - gamma * (Y @ gradient)[ages],
                            transpose=True)
-        coefficients = np.zeros(2 * size)
-        coefficients[ages], coefficients[size + ages] = top, -gamma * w
-        return -(gamma * gradient + coefficients @ self.pairs)
+        top_rows = np.empty(k)
+        w_rows = np.empty(k)
+        top_rows[ages], w_rows[ages] = top, w
+        return -(gamma * gradient + top_rows @ S - gamma * (w_rows @ Y))
 
 
 def _upper_solve(R, b, transpose=False):
