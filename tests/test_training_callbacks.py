@@ -106,8 +106,11 @@ def test_a_fit_without_callbacks_makes_no_subtasks(iris, solver, monkeypatch):
 
     made = []
     subcontext = CallbackContext.subcontext
-    monkeypatch.setattr(CallbackContext, "subcontext",
-                        lambda self, *args, **kwargs: made.append(1) or subcontext(self, *args, **kwargs))
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        return subcontext(self, *args, **kwargs)
+
+    monkeypatch.setattr(CallbackContext, "subcontext", counted)
     X, y = iris
     params = dict(solver=solver, max_iter=5, random_state=0)
     with warnings.catch_warnings():

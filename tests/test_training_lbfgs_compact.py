@@ -93,7 +93,7 @@ def test_compact_engine_takes_scipys_iterates():
         path = []
         result = minimize_lbfgs(rosenbrock, x0, max_iter=30, max_fun=1000, tol=0.0, ftol=0.0,
                                 maxcor=10, engine=engine,
-                                on_iteration=lambda i, loss, theta: path.append(theta.copy()) and False)
+                                on_iteration=lambda i, loss, theta: path.append(theta.copy()))
         paths[engine] = (np.array(path), result.nfev)
     np.testing.assert_allclose(paths["compact"][0], paths["scipy"][0], atol=1e-8)
     assert paths["compact"][1] == paths["scipy"][1]

@@ -175,7 +175,9 @@ class _LbfgsRun:
         """Count an accepted iterate and call the hook; True when the hook asks to stop."""
         self.iteration += 1
         self.accepted = theta.copy()
-        return bool(self.on_iteration is not None and self.on_iteration(self.iteration, value, theta))
+        return bool(
+            self.on_iteration is not None and self.on_iteration(self.iteration, value, theta)
+        )
 
     def _minimize_compact(self, objective, x0, options, tol):
         """The numpy engine on scipy's ``options`` (the compact engine's defaults where unset).

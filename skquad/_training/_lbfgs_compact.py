@@ -92,8 +92,8 @@ class _CompactMemory:
         gamma = SY[-1, -1] / YY[-1, -1]
         # (trtrs reads SY's upper triangle only: R)
         w = _upper_solve(SY, (S @ gradient)[ages])
-        top = _upper_solve(SY, np.diagonal(SY) * w + gamma * (YY @ w) - gamma * (Y @ gradient)[ages],
-                           transpose=True)
+        right = np.diagonal(SY) * w + gamma * (YY @ w) - gamma * (Y @ gradient)[ages]
+        top = _upper_solve(SY, right, transpose=True)
         top_rows = np.empty(k)
         w_rows = np.empty(k)
         top_rows[ages], w_rows[ages] = top, w
@@ -185,8 +185,8 @@ def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, s
     return None
 
 
-def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls, maxcor, on_iteration,
-                           gradient_scale=None, search="wolfe"):
+def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls, maxcor,
+                           on_iteration, gradient_scale=None, search="wolfe"):
     """Unconstrained L-BFGS in numpy (``minimize_lbfgs(engine="compact")``).
 
     ``objective(x) -> (value, gradient)``; the options are

@@ -145,8 +145,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         ``"auto"``: ``"lbfgs"``, except on the small binary problems below,
         which are solved by Newton's method on the dual; ``solver_`` says
         which ran.
-        ``"lbfgs"``: full-batch L-BFGS-B (scipy) on the loss and gradient
-        in closed form; reaches the global optimum when ``rank`` is None.
+        ``"lbfgs"``: full-batch L-BFGS on the loss and gradient in closed
+        form (the training engine's numpy L-BFGS: scipy's L-BFGS-B's
+        iterates without its bookkeeping); reaches the global optimum when
+        ``rank`` is None.
         A full ``Q_k`` is optimised as its packed upper triangle (``sqrt(2)
         Q_ij`` off the diagonal: the steps L-BFGS takes on the symmetric
         matrix, on half the numbers), with a memory of 20 correction pairs
