@@ -736,7 +736,7 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
                 objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
                 tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
                 maxcor=maxcor, on_iteration=on_iteration, gradient_scale=gradient_scale,
-                coarse_objective=coarse,
+                coarse_objective=coarse, engine=estimator._LBFGS_ENGINE,
             )
     except _NonFinite:
         result, diverged = None, True

@@ -110,14 +110,17 @@ def counting(objective, calls, name):
     return counted
 
 
-def test_coarse_phase_then_exact_ends_on_an_exact_evaluation_at_the_exact_fits_optimum():
+@pytest.mark.parametrize("engine", ["scipy", "compact"])
+def test_coarse_phase_then_exact_ends_on_an_exact_evaluation_at_the_exact_fits_optimum(engine):
     """The float32 twin's phase only chooses where the float64 phase starts: the fit
     ends on a float64 evaluation whose gradient passes tol, at the pure float64 fit's
-    objective up to what tol allows (|f - f*| <= |g|^2 / (2 mu), mu >= 1/400 here)."""
+    objective up to what tol allows (|f - f*| <= |g|^2 / (2 mu), mu >= 1/400 here),
+    on either engine."""
     exact, twin = logistic_problem()
     twin.gradient_floor = 1e-9
     calls = []
-    kwargs = dict(max_iter=200, max_fun=1000, tol=1e-6, ftol=64 * np.finfo(float).eps)
+    kwargs = dict(max_iter=200, max_fun=1000, tol=1e-6, ftol=64 * np.finfo(float).eps,
+                  engine=engine)
     mixed = minimize_lbfgs(counting(exact, calls, "exact"), np.zeros(8),
                            coarse_objective=counting(twin, calls, "coarse"), **kwargs)
     pure = minimize_lbfgs(exact, np.zeros(8), **kwargs)
@@ -128,7 +131,8 @@ def test_coarse_phase_then_exact_ends_on_an_exact_evaluation_at_the_exact_fits_o
     assert abs(mixed.fun - pure.fun) <= 0.5 * 400 * 2e-12
 
 
-def test_a_fit_never_stops_on_a_coarse_evaluation():
+@pytest.mark.parametrize("engine", ["scipy", "compact"])
+def test_a_fit_never_stops_on_a_coarse_evaluation(engine):
     """A twin whose gradient looks converged long before the exact one (a hundredth of
     it), or that overflows, hands over to the exact phase, which converges."""
     exact, _ = logistic_problem(1)
@@ -143,12 +147,14 @@ def test_a_fit_never_stops_on_a_coarse_evaluation():
     for twin in (flattering, overflowing):
         twin.gradient_floor = 0.0
         result = minimize_lbfgs(exact, np.zeros(8), max_iter=200, max_fun=1000, tol=1e-6,
-                                ftol=0.0, coarse_objective=twin)
+                                ftol=0.0, coarse_objective=twin, engine=engine)
         assert result.success and np.max(np.abs(exact(result.x)[1])) <= 1e-6
 
 
+@pytest.mark.parametrize("engine", ["scipy", "compact"])
 @pytest.mark.parametrize("max_iter", [4, 200])
-def test_coarse_phase_settles_its_switching_point_and_shares_the_iteration_budget(max_iter):
+def test_coarse_phase_settles_its_switching_point_and_shares_the_iteration_budget(max_iter,
+                                                                                  engine):
     """``settle`` maps the switching point where the fit goes on, not where a limit
     stopped it (that fit ends on the iterate it reported); max_iter counts both phases."""
     exact, twin = logistic_problem(2)
@@ -157,7 +163,7 @@ def test_coarse_phase_settles_its_switching_point_and_shares_the_iteration_budge
     twin.settle = lambda theta: settled.append(theta.copy()) or theta
     reported = []
     result = minimize_lbfgs(exact, np.zeros(8), max_iter=max_iter, max_fun=1000, tol=1e-6,
-                            ftol=0.0, coarse_objective=twin,
+                            ftol=0.0, coarse_objective=twin, engine=engine,
                             on_iteration=lambda i, loss, theta: reported.append(i) and False)
     assert reported == list(range(1, result.nit + 1))
     if max_iter == 4:

@@ -80,9 +80,37 @@ def test_compact_engine_limits_and_callback():
     assert "max_iter=2" in lbfgs_convergence_message(limited, 2, 1000)
     with pytest.raises(ValueError, match="engine"):
         minimize_lbfgs(rosenbrock, np.zeros(5), max_iter=10, max_fun=10, tol=0.0, engine="torch")
-    with pytest.raises(ValueError, match="gradient_scale"):
-        minimize_lbfgs(rosenbrock, np.zeros(5), max_iter=10, max_fun=10, tol=0.0, engine="compact",
-                       gradient_scale=np.ones(5))
+
+
+def test_compact_engine_takes_scipys_iterates():
+    """Unconstrained, the numpy engine is L-BFGS-B: the same direction (the compact
+    form) and the same line search (the unit step, then dcsrch from it with L-BFGS-B's
+    tolerances), so the same iterates on Rosenbrock, where the unit step often fails,
+    up to rounding (1e-8 over the first 30 iterations, on numbers of order 1)."""
+    x0 = np.full(6, -1.2)
+    paths = {}
+    for engine in ("scipy", "compact"):
+        path = []
+        result = minimize_lbfgs(rosenbrock, x0, max_iter=30, max_fun=1000, tol=0.0, ftol=0.0,
+                                maxcor=10, engine=engine,
+                                on_iteration=lambda i, loss, theta: path.append(theta.copy()))
+        paths[engine] = (np.array(path), result.nfev)
+    np.testing.assert_allclose(paths["compact"][0], paths["scipy"][0], atol=1e-8)
+    assert paths["compact"][1] == paths["scipy"][1]
+
+
+def test_compact_engine_reads_the_scaled_gradient_test():
+    """gradient_scale on the numpy engine: the test reads gradient / scale, as
+    scipy's engine under the driver does (the same stop, the same point)."""
+    scale = np.full(5, 1e3)
+    kwargs = dict(max_iter=100, max_fun=1000, tol=1e-3, ftol=0.0, gradient_scale=scale)
+    compact = minimize_lbfgs(rosenbrock, np.zeros(5), engine="compact", **kwargs)
+    reference = minimize_lbfgs(rosenbrock, np.zeros(5), **kwargs)
+    assert compact.success and "PGTOL" in compact.message
+    assert compact.nit == reference.nit
+    np.testing.assert_allclose(compact.x, reference.x, atol=1e-8)
+    gradient = rosenbrock(compact.x)[1]
+    assert np.max(np.abs(gradient) / scale) <= 1e-3 < np.max(np.abs(gradient))
 
 
 def test_compact_engine_steps_past_an_inexact_gradient():
@@ -113,6 +141,7 @@ def test_compact_engine_halves_the_step_where_the_wolfe_search_fails(monkeypatch
         return (None,) * 6
 
     monkeypatch.setattr(_lbfgs_compact, "line_search", failing_search)
+    monkeypatch.setattr(_lbfgs_compact, "line_search_wolfe1", failing_search)
     curvature = np.array([1.0, 30.0, 100.0])
 
     def steep_quadratic(theta):

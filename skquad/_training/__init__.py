@@ -22,7 +22,8 @@ Modules
 ``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text;
                  :func:`fit_trainer_lbfgs`: the Trainer's full-batch fit on it.
 ``_lbfgs_compact`` ``minimize_compact_lbfgs``: the driver's numpy engine
-                 (``engine="compact"``; a foundation module, for the SDP's block solver too).
+                 (``engine="compact"``, QLR's; a foundation module, for the SDP's block
+                 solver too).
 ``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".
 ``_threads``     :func:`limit_threads`, :func:`choose_thread_count`,
                  :func:`flush_denormals`: the one thread and denormal policy.

@@ -61,7 +61,8 @@ class SubtaskReporter:
     Parameters
     ----------
     context : sklearn.callback CallbackContext or None
-        The fit's root context; None turns every method into a no-op.
+        The fit's root context; None, or a context without callbacks, turns
+        every method into a no-op.
     estimator : estimator
         Passed to the hooks.
     task_name : str
@@ -77,6 +78,12 @@ class SubtaskReporter:
 
     def __init__(self, context, estimator=None, task_name="epoch", *, X=None, y=None,
                  metadata=None, fitted_attributes=None):
+        if context is not None and not getattr(context, "_callbacks", True):
+            # No callback on the estimator, none propagated to it: no hook
+            # reads this fit's subtasks, so none is made (a subtask per L-BFGS
+            # iteration, and the parameters copied for it, were 4 % of
+            # spambase's QLR fit and 13 % of vehicle's).
+            context = None
         self.context = context
         self.estimator = estimator
         self.task_name = task_name

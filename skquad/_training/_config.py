@@ -58,7 +58,8 @@ class TrainingConfig:
     ConvergenceWarning when ``max_iter`` runs out before the stopping rule
     fires. ``loss_growth_limit``: an epoch whose loss exceeds this many times
     ``max(best loss, loss at the start, 1)`` counts as divergence.
-    ``lbfgs_ftol``, ``lbfgs_maxls`` and ``lbfgs_maxcor`` are passed to scipy when set.
+    ``lbfgs_ftol``, ``lbfgs_maxls`` and ``lbfgs_maxcor`` are passed to scipy when set;
+    ``lbfgs_engine`` is the L-BFGS driver's ``engine`` ("scipy" or "compact").
     ``divergence_advice`` and ``convergence_advice`` are estimator-specific
     remedies appended to the warnings, naming the estimator's own parameters
     (the engine itself only suggests a smaller step for sgd and adam; input
@@ -91,6 +92,7 @@ class TrainingConfig:
     lbfgs_ftol: float | None = None
     lbfgs_maxls: int | None = None
     lbfgs_maxcor: int | None = None
+    lbfgs_engine: str = "scipy"
     learning_rate_name: str = "learning_rate_init"
     divergence_advice: str = ""
     convergence_advice: str = ""
