@@ -67,7 +67,8 @@ SUITE_HELP = {
     "against PolynomialFeatures(2) + LogisticRegression, QuadraticRegression against "
     "PolynomialFeatures(2) + Ridge, and both at large n",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
-    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small, small_uci; --quick: small)",
+    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small, small_uci, "
+    "large_uci; --quick: small)",
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
     "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
