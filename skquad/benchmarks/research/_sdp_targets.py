@@ -65,7 +65,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skquad import SDPQuantizedClassifier
-from skquad._memory import available_memory
 from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
 
 from .._report import active_thread_limit, markdown_table, thread_limit
@@ -159,12 +158,14 @@ def _uci_set(name):
     return make_uci_preprocessor().fit_transform(X), np.asarray(y).astype(str)
 
 
-def _virtual_memory_bytes():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
+def _proc_bytes(path, key):
+    """A ``key: N kB`` line of a Linux ``/proc`` file, in bytes (the caps are
+    Linux's too); None when absent."""
+    with open(path) as lines:
+        for line in lines:
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
-    return 0
+    return None
 
 
 def _capped_scs_child(name, cpu_cap, memory_cap, threads=None):
@@ -180,7 +181,7 @@ def _capped_scs_child(name, cpu_cap, memory_cap, threads=None):
         used = resource.getrusage(resource.RUSAGE_SELF)
         limit = math.ceil(used.ru_utime + used.ru_stime + cpu_cap)
         resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
-        address_space = _virtual_memory_bytes() + int(memory_cap)
+        address_space = _proc_bytes("/proc/self/status", "VmSize") + int(memory_cap)
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         model = SDPQuantizedClassifier(solver="SCS", solver_options={"time_limit_secs": cpu_cap},
                                        random_state=0)
@@ -203,7 +204,7 @@ def _capped_scs(name, native):
     more than the CPU time it had used.
     """
     cap = SCS_CAP_RATIO * native
-    available = available_memory()
+    available = _proc_bytes("/proc/meminfo", "MemAvailable")
     memory_cap = SCS_MEMORY_CAP if available is None else min(SCS_MEMORY_CAP, 0.5 * available)
     code = (
         "from skquad.benchmarks.research._sdp_targets import _capped_scs_child; "
