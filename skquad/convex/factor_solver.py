@@ -746,12 +746,13 @@ _GROW_AFTER_REPEATED_FACE_GAP = 10.0
 # Columns a growth adds per sign, at most (the most negative directions of
 # the eigenvalue test). Each growth waits for a face dual at the new rank
 # (about 600 iterations on waveform5000's blocks); those blocks need 24 to 32
-# columns more than the start, three or four growths of 4 per sign, and one
-# block per split reached max_iter (the fit's certified gaps 1.2e-4, 5.4e-5,
-# 1.1e-4, two ConvergenceWarnings). With 8: 6.5e-5, 5.7e-5, 7.9e-5 on the
-# three benchmark splits, no warning, the same CPU time within the load's
-# noise (26.6, 15.2, 24.1 s against 23.5, 14.5, 25.8 s) and a lower relaxed
-# objective on each. The other benchmark sets do not grow at the defaults.
+# columns more than the start, three or four growths of 4 per sign, and a
+# block of two of the uci suite's three splits reached max_iter (certified
+# gaps 1.2e-4 and 1.1e-4, ConvergenceWarnings). With 8 all three end within
+# tol without a warning (the same splits seeded 0: 6.5e-5, 5.7e-5, 7.9e-5, a
+# lower relaxed objective on each, CPU time equal within the load's noise:
+# 26.6, 15.2, 24.1 s against 23.5, 14.5, 25.8 s). The other benchmark sets do
+# not grow at the defaults (the same gaps and iterations).
 _GROWTH_PER_SIGN = 8
 
 
@@ -794,9 +795,11 @@ def solve_squared_block(data, **options):
     * the start has ``ceil(0.35 p) + 1`` columns per sign (the eigenvectors of
       ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
       minimiser for those directions (the objective is quadratic in ``rho``);
-      a run that stops short of ``tol``, or a face dual that leaves the gap
-      above ``_GROW_AFTER_FACE_GAP`` tol, grows the rank by the negative
-      eigenvectors of ``Diag mu ± 2 M`` and continues.
+      a run that stops short of ``tol``, a face dual that leaves the gap
+      above ``_GROW_AFTER_FACE_GAP`` tol, or two in a row above
+      ``_GROW_AFTER_REPEATED_FACE_GAP`` tol, grows the rank by up to
+      ``_GROWTH_PER_SIGN`` negative eigenvectors of ``Diag mu ± 2 M`` per
+      sign and continues.
 
     A solve stopped by ``max_iter`` certifies its last point with the face
     dual too (the best bound for the point it returns; with the gap in the

@@ -229,8 +229,8 @@ def _capped_scs(name, native):
         return {"SCS fit time (s)": cap, "SCS / native": SCS_CAP_RATIO,
                 "SCS / native is a lower bound": True,
                 "note": f"SCS killed at the CPU cap ({cap:.3g} s; {child_cpu:.3g} s with the imports)"}
-    if result.get("memory"):
-        note = f"SCS needed more than {memory_cap / 1e9:.1f} GB (MemoryError)"
+    if result.get("memory") or "bad_alloc" in completed.stderr:  # Python's or CVXPY's C++
+        note = f"SCS needed more than {memory_cap / 1e9:.1f} GB (out of memory)"
     else:
         note = f"SCS failed (exit {completed.returncode}): {completed.stderr.strip()[-200:]}"
     return {"SCS / native": float("nan"), "note": note}
