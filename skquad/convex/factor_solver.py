@@ -736,8 +736,9 @@ _GROW_AFTER_FACE_GAP = 100.0
 # the same rank that did too, grows the rank. Waveform5000's third benchmark
 # split sat at max_iter with two blocks stuck at 72 and 83 tol: the objective
 # fixed to 7 digits from iteration 1800 to 3000 and repeated face duals moving
-# the bound by under 1 % of the gap (certified gap of the fit 4.9e-3; 9e-5
-# with this rule). One face dual alone is not enough evidence: on 500-row
+# the bound by under 1 % of the gap (certified gap of the fit 4.9e-3; 1.1e-4
+# with this rule, within tol with _GROWTH_PER_SIGN as well). One face dual
+# alone is not enough evidence: on 500-row
 # waveform subsamples a first face at 10 to 100 tol was the point's
 # inaccuracy, and growing there cost up to twice the iterations.
 _GROW_AFTER_REPEATED_FACE_GAP = 10.0
