@@ -738,9 +738,9 @@ _GROW_AFTER_FACE_GAP = 100.0
 # fixed to 7 digits from iteration 1800 to 3000 and repeated face duals moving
 # the bound by under 1 % of the gap (certified gap of the fit 4.9e-3; 1.1e-4
 # with this rule, within tol with _GROWTH_PER_SIGN as well). One face dual
-# alone is not enough evidence: on 500-row
-# waveform subsamples a first face at 10 to 100 tol was the point's
-# inaccuracy, and growing there cost up to twice the iterations.
+# alone is not enough evidence: on 500-row waveform subsamples a first face
+# at 10 to 100 tol was the point's inaccuracy, and growing there cost up to
+# twice the iterations.
 _GROW_AFTER_REPEATED_FACE_GAP = 10.0
 
 
