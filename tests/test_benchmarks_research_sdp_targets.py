@@ -85,3 +85,55 @@ def test_the_child_gets_the_runs_thread_value_not_torchs_count():
         assert active_thread_limit() is None
     with thread_limit(1):
         assert active_thread_limit() == 1
+
+
+def _fake_child(monkeypatch, returncode, stdout=""):
+    """Replace the capped SCS child by a finished process with this exit and output."""
+    import subprocess
+
+    calls = []
+
+    def run(command, **kwargs):
+        calls.append(command[-1])
+        return subprocess.CompletedProcess(command, returncode, stdout=stdout, stderr="boom")
+
+    monkeypatch.setattr(_sdp_targets.subprocess, "run", run)
+    return calls
+
+
+def test_a_finished_scs_fit_gives_the_exact_ratio(monkeypatch):
+    result = {"SCS fit time (s)": 30.0, "SCS status": "optimal", "SCS relative gap": 1e-5,
+              "SCS training accuracy": 0.9}
+    calls = _fake_child(monkeypatch, 0, "noise\n" + json.dumps(result))
+    row = _sdp_targets._capped_scs("spambase", 2.0)
+    assert row["SCS / native"] == 15.0 and row["SCS / native is a lower bound"] is False
+    assert "note" not in row
+    # The child is told the cap: SCS_CAP_RATIO times the native CPU time.
+    assert "'spambase', 20.0," in calls[0]
+
+
+def test_an_scs_fit_at_its_time_limit_gives_a_lower_bound_with_its_gap(monkeypatch):
+    result = {"SCS fit time (s)": 25.0, "SCS status": "optimal_inaccurate", "SCS relative gap": 0.02,
+              "SCS training accuracy": 0.9}
+    _fake_child(monkeypatch, 0, json.dumps(result))
+    row = _sdp_targets._capped_scs("optdigits", 2.0)
+    assert row["SCS / native"] == 12.5 and row["SCS / native is a lower bound"] is True
+    assert "time limit (20 s)" in row["note"] and "2.0e-02" in row["note"]
+
+
+def test_an_scs_fit_killed_at_the_cpu_cap_gives_the_cap_as_a_lower_bound(monkeypatch):
+    import signal
+
+    _fake_child(monkeypatch, -signal.SIGXCPU)
+    row = _sdp_targets._capped_scs("letter", 3.0)
+    assert row["SCS / native"] == _sdp_targets.SCS_CAP_RATIO
+    assert row["SCS / native is a lower bound"] is True and "CPU cap (30 s" in row["note"]
+
+
+def test_an_scs_fit_out_of_memory_or_failing_gives_no_ratio(monkeypatch):
+    _fake_child(monkeypatch, 0, json.dumps({"memory": True}))
+    row = _sdp_targets._capped_scs("letter", 3.0)
+    assert np.isnan(row["SCS / native"]) and "out of memory" in row["note"]
+    _fake_child(monkeypatch, 1)
+    row = _sdp_targets._capped_scs("letter", 3.0)
+    assert np.isnan(row["SCS / native"]) and "exit 1" in row["note"] and "boom" in row["note"]

@@ -322,6 +322,47 @@ def test_squared_block_short_of_tol_with_nothing_to_add_reports_stalled():
     assert full.status == "optimal" and full.lower_bound <= solution.value
 
 
+@pytest.mark.parametrize("repeated_rule", [True, False])
+def test_squared_block_grows_after_two_face_duals_in_a_row_short_by_10_to_100_tol(
+    repeated_rule, monkeypatch
+):
+    """A face dual that leaves the gap between _GROW_AFTER_REPEATED_FACE_GAP
+    (10) and _GROW_AFTER_FACE_GAP (100) tol grows the rank only when the face
+    dual before it, at the same rank, was also short by over 10 tol
+    (waveform5000's stuck blocks; one short face is often the point's
+    inaccuracy). The face dual is weakened here by 50 tol of the objective: a
+    smaller number than a bound is a bound, so the bracket around CLARABEL's
+    optimum still holds."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    from skquad.convex import factor_solver
+
+    if not repeated_rule:
+        monkeypatch.setattr(factor_solver, "_GROW_AFTER_REPEATED_FACE_GAP", np.inf)
+    faces = []
+    exact_face = factor_solver.face_dual_bound
+
+    def weakened_face(data, F, signs, scores, target_value):
+        faces.append(F.shape[1])
+        return exact_face(data, F, signs, scores, target_value=target_value) - 50 * 1e-4 * abs(target_value)
+
+    monkeypatch.setattr(factor_solver, "face_dual_bound", weakened_face)
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = StandardScaler().fit_transform(X)[:100, :6], np.where(y[:100] == 1, 1.0, -1.0)
+    weight = np.full(100, 1 / 100)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=1)
+    solution = factor_solver.solve_squared_block(data, tol=1e-4, max_iter=3000)
+    assert len(faces) >= 3 and faces[1] == faces[0]  # one short face: no growth
+    if repeated_rule:
+        assert faces[2] > faces[1]  # the second in a row: grown
+    else:
+        assert faces[2] == faces[1]
+    reference = _reference(lifting, X, y, weight, "squared", 1e-3, 1)
+    assert solution.lower_bound <= reference + 1e-7 * max(1.0, abs(reference)) <= solution.value + 2e-7
+
+
 @pytest.mark.parametrize("grow_after_face", [True, False])
 def test_squared_block_grows_where_the_face_dual_is_far_short(grow_after_face, monkeypatch):
     """A start below the optimum's rank used to grow only when L-BFGS stopped on

@@ -68,7 +68,8 @@ SUITE_HELP = {
     "against PolynomialFeatures(2) + LogisticRegression, QuadraticRegression against "
     "PolynomialFeatures(2) + Ridge, and both at large n",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "
-    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small, small_uci; --quick: small)",
+    "(--datasets: credit, credit_scs, planted200, planted784, optdigits, letter, small, small_uci, "
+    "large_uci; --quick: small)",
     "device": "every estimator with a device parameter fitted on the CPU and on --device (default "
     "cuda) side by side: wall time per iteration, epoch or fit, and the GPU's peak memory "
     "(synthetic data; --quick: smaller problems)",

@@ -732,6 +732,30 @@ _START_RANK_FRACTION = 0.35
 # fell short by 1.6 tol at most).
 _GROW_AFTER_FACE_GAP = 100.0
 
+# A face dual that leaves the gap above this many times tol, after another at
+# the same rank that did too, grows the rank. Waveform5000's third benchmark
+# split sat at max_iter with two blocks stuck at 72 and 83 tol: the objective
+# fixed to 7 digits from iteration 1800 to 3000 and repeated face duals moving
+# the bound by under 1 % of the gap (certified gap of the fit 4.9e-3; 1.1e-4
+# with this rule, within tol with _GROWTH_PER_SIGN as well). One face dual
+# alone is not enough evidence: on 500-row waveform subsamples a first face
+# at 10 to 100 tol was the point's inaccuracy, and growing there cost up to
+# twice the iterations.
+_GROW_AFTER_REPEATED_FACE_GAP = 10.0
+
+
+# Columns a growth adds per sign, at most (the most negative directions of
+# the eigenvalue test). Each growth waits for a face dual at the new rank
+# (about 600 iterations on waveform5000's blocks); those blocks need 24 to 32
+# columns more than the start, three or four growths of 4 per sign, and a
+# block of two of the uci suite's three splits reached max_iter (certified
+# gaps 1.2e-4 and 1.1e-4, ConvergenceWarnings). With 8 all three end within
+# tol without a warning (the same splits seeded 0: 6.5e-5, 5.7e-5, 7.9e-5, a
+# lower relaxed objective on each, CPU time equal within the load's noise:
+# 26.6, 15.2, 24.1 s against 23.5, 14.5, 25.8 s). The other benchmark sets do
+# not grow at the defaults (the same gaps and iterations).
+_GROWTH_PER_SIGN = 8
+
 
 def _start_columns_per_sign(p):
     return math.ceil(_START_RANK_FRACTION * p) + 1
@@ -772,9 +796,11 @@ def solve_squared_block(data, **options):
     * the start has ``ceil(0.35 p) + 1`` columns per sign (the eigenvectors of
       ``M_0 = -2 Σ w t L(x)``, perturbed), and ``rho`` is the exact
       minimiser for those directions (the objective is quadratic in ``rho``);
-      a run that stops short of ``tol``, or a face dual that leaves the gap
-      above ``_GROW_AFTER_FACE_GAP`` tol, grows the rank by the negative
-      eigenvectors of ``Diag mu ± 2 M`` and continues.
+      a run that stops short of ``tol``, a face dual that leaves the gap
+      above ``_GROW_AFTER_FACE_GAP`` tol, or two in a row above
+      ``_GROW_AFTER_REPEATED_FACE_GAP`` tol, grows the rank by up to
+      ``_GROWTH_PER_SIGN`` negative eigenvectors of ``Diag mu ± 2 M`` per
+      sign and continues.
 
     A solve stopped by ``max_iter`` certifies its last point with the face
     dual too (the best bound for the point it returns; with the gap in the
@@ -851,7 +877,7 @@ def _solve_squared_block(
         "iteration": 0, "best": -math.inf, "previous": None, "history": [],
         "last_progress": math.inf, "face_below": math.inf, "next_face": 0,
         "face_spacing": 2 * chunk_size,
-        "stopped": False, "out_of_time": False, "signs": signs, "grow": False,
+        "stopped": False, "out_of_time": False, "signs": signs, "grow": False, "far_faces": 0,
     }
 
     def certify(x, final=False):
@@ -891,8 +917,15 @@ def _solve_squared_block(
             # The face's exact dual far below a point whose descent has run out:
             # the factors' face misses the optimum's directions, so grow now
             # rather than when L-BFGS stops on its own (at tol=0 it may never).
-            if not final and relative_gap(objective, state["best"]) > _GROW_AFTER_FACE_GAP * tol:
+            # A second face dual in a row that leaves it above
+            # _GROW_AFTER_REPEATED_FACE_GAP tol: the face, not the point.
+            face_gap = relative_gap(objective, state["best"])
+            threshold = _GROW_AFTER_REPEATED_FACE_GAP if state["far_faces"] else _GROW_AFTER_FACE_GAP
+            # (At max_rank there is nothing to add: L-BFGS goes on.)
+            if not final and face_gap > threshold * tol and signs.shape[0] < max_rank:
                 state["grow"] = True
+            far = face_gap > _GROW_AFTER_REPEATED_FACE_GAP * tol
+            state["far_faces"] = state["far_faces"] + 1 if far else 0
         state["previous"], state["last_progress"] = objective, progress
         gap = relative_gap(objective, state["best"])
         elapsed = time.perf_counter() - start_time
@@ -949,12 +982,12 @@ def _solve_squared_block(
         # L-BFGS ended on its own (line search or stationarity) or a face
         # dual far short of tol stopped it: grow by the directions the
         # eigenvalue test finds negative.
-        state["grow"] = False
+        state["grow"], state["far_faces"] = False, 0
         W, _, F, rho = point(x, state["signs"])
         new_columns, new_signs = [], []
         for sign in (1.0, -1.0):
             values, vectors = np.linalg.eigh(np.diag(mu) + sign * 2.0 * M)
-            negative = vectors[:, values < -1e-9 * max(abs(values).max(), 1e-300)][:, :4]
+            negative = vectors[:, values < -1e-9 * max(abs(values).max(), 1e-300)][:, :_GROWTH_PER_SIGN]
             new_columns.append(negative)
             new_signs.append(np.full(negative.shape[1], sign))
         added = np.hstack(new_columns)[:, : max(0, max_rank - state["signs"].shape[0])]

@@ -31,14 +31,28 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     minutes of CPU time at ``--repeats 3`` on one thread, most of it
     segment's SCS fits (40-50 s each); 19 minutes of wall time on the
     loaded 2-core machine.
+``large_uci``
+    The same comparison on the five largest UCI sets ``LARGE_UCI``
+    (spambase, waveform5000, optdigits, pendigits, letter), one fit each:
+    SCS there takes far longer than the native solver, so its fit runs in a
+    child process of its own with a cap of ``SCS_CAP_RATIO`` (10) times the
+    native fit's CPU time: SCS's own ``time_limit_secs`` for its iterations
+    and the kernel's CPU limit (``RLIMIT_CPU``) for the whole fit (CVXPY's
+    compilation included), and an address-space limit of half the available
+    memory (at most ``SCS_MEMORY_CAP``). The ratio is exact when SCS
+    finishes; otherwise the row's ``SCS / native`` is a lower bound
+    (``SCS / native is a lower bound``: True) and its note says where SCS
+    stopped (its time limit, with its certified gap; the CPU cap; memory).
 
 Each case runs in a child process of its own, so that its peak resident
 memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
 """
 
 import json
+import math
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -56,10 +70,12 @@ from skquad.datasets import load_uci, make_planted_quantized, make_uci_preproces
 from .._report import active_thread_limit, markdown_table, thread_limit
 
 CASES = ("credit", "credit_scs", "planted200", "planted784", "optdigits", "optdigits_tol1e-3",
-         "letter", "small", "small_uci")
+         "letter", "small", "small_uci", "large_uci")
 # The UCI sets of case small_uci (issue 18: every quick-benchmark and UCI set
 # where SCS finishes in reasonable time).
 SMALL_UCI = ("glass", "ionosphere", "diabetes", "vehicle", "credit-approval", "segment")
+# The UCI sets of case large_uci, where SCS is run under a cap (issue 18).
+LARGE_UCI = ("spambase", "waveform5000", "optdigits", "pendigits", "letter")
 QUICK_CASES = ("small",)
 
 
@@ -130,6 +146,107 @@ def _versus_scs(label, X, y, rounds):
     return row
 
 
+# Case large_uci: SCS stops at this many times the native fit's CPU time.
+SCS_CAP_RATIO = 10.0
+# ... and within half the available memory, at most this many bytes (CVXPY's
+# compilation of spambase's problem alone peaked at 4.4 GB).
+SCS_MEMORY_CAP = 12e9
+
+
+def _uci_set(name):
+    X, y = load_uci(name, return_X_y=True, as_frame=True)
+    return make_uci_preprocessor().fit_transform(X), np.asarray(y).astype(str)
+
+
+def _proc_bytes(path, key):
+    """A ``key: N kB`` line of a Linux ``/proc`` file, in bytes (the caps are
+    Linux's too); None when absent."""
+    with open(path) as lines:
+        for line in lines:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def _capped_scs_child(name, cpu_cap, memory_cap, threads=None):
+    """Entry point of the capped SCS fit (case large_uci): one JSON line.
+
+    The limits are set after the imports and the data, so they bound the fit
+    alone: the kernel ends the process (SIGXCPU) once the fit has used
+    ``cpu_cap`` CPU seconds, and refuses allocations beyond ``memory_cap``
+    bytes more address space.
+    """
+    X, y = _uci_set(name)
+    with thread_limit(threads):
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        limit = math.ceil(used.ru_utime + used.ru_stime + cpu_cap)
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
+        address_space = _proc_bytes("/proc/self/status", "VmSize") + int(memory_cap)
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+        model = SDPQuantizedClassifier(solver="SCS", solver_options={"time_limit_secs": cpu_cap},
+                                       random_state=0)
+        try:
+            elapsed, _ = _fit(model, X, y, clock=time.process_time)
+        except MemoryError:
+            print(json.dumps({"memory": True}))
+            return
+    print(json.dumps({"SCS fit time (s)": elapsed, "SCS status": model.solver_status_,
+                      "SCS relative gap": model.certified_gap_ / model.relaxed_objective_,
+                      "SCS training accuracy": model.score(X, y)}))
+
+
+def _capped_scs(name, native):
+    """SCS's fit of UCI set ``name`` capped at ``SCS_CAP_RATIO`` times the
+    ``native`` CPU seconds, in a child process: the row's SCS fields.
+
+    A lower bound on the ratio is all that a stopped SCS fit proves: SCS
+    unfinished at its time limit or killed at the CPU cap would have needed
+    more than the CPU time it had used.
+    """
+    cap = SCS_CAP_RATIO * native
+    available = _proc_bytes("/proc/meminfo", "MemAvailable")
+    memory_cap = SCS_MEMORY_CAP if available is None else min(SCS_MEMORY_CAP, 0.5 * available)
+    code = (
+        "from skquad.benchmarks.research._sdp_targets import _capped_scs_child; "
+        f"_capped_scs_child({name!r}, {cap!r}, {memory_cap!r}, {active_thread_limit()!r})"
+    )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=_child_environment(), check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if completed.returncode == 0 and lines else {}
+    if "SCS fit time (s)" in result:
+        finished = result["SCS status"] == "optimal"
+        row = {**result, "SCS / native": result["SCS fit time (s)"] / native,
+               "SCS / native is a lower bound": not finished}
+        if not finished:
+            row["note"] = (f"SCS stopped at its time limit ({cap:.3g} s) with status "
+                           f"{result['SCS status']!r}, certified gap {result['SCS relative gap']:.1e}")
+        return row
+    if completed.returncode == -signal.SIGXCPU:
+        return {"SCS fit time (s)": cap, "SCS / native": SCS_CAP_RATIO,
+                "SCS / native is a lower bound": True,
+                "note": f"SCS killed at the CPU cap ({cap:.3g} s; {child_cpu:.3g} s with the imports)"}
+    if result.get("memory") or "bad_alloc" in completed.stderr:  # Python's or CVXPY's C++
+        note = f"SCS needed more than {memory_cap / 1e9:.1f} GB (out of memory)"
+    else:
+        note = f"SCS failed (exit {completed.returncode}): {completed.stderr.strip()[-200:]}"
+    return {"SCS / native": float("nan"), "note": note}
+
+
+def _versus_capped_scs(name):
+    """One default fit against a capped ``solver="SCS"`` fit (case large_uci)."""
+    X, y = _uci_set(name)
+    model = SDPQuantizedClassifier(random_state=0)
+    native, _ = _fit(model, X, y, clock=time.process_time)
+    return {"case": f"large_uci: {name}", "n": X.shape[0], "d": X.shape[1],
+            "classes": len(np.unique(y)), "fit time (s)": native, "solver": model.solver_,
+            "relative gap": model.certified_gap_ / model.relaxed_objective_,
+            "training accuracy": model.score(X, y), **_capped_scs(name, native)}
+
+
 def _case(case, rounds):
     """One case's measurements as a list of row dicts (runs in the child process)."""
     if case.startswith("credit"):
@@ -176,12 +293,9 @@ def _case(case, rounds):
             rows.append(_versus_scs(f"small: {name}", StandardScaler().fit_transform(X), y, rounds))
         return rows
     if case == "small_uci":
-        rows = []
-        for name in SMALL_UCI:
-            X, y = load_uci(name, return_X_y=True, as_frame=True)
-            X = make_uci_preprocessor().fit_transform(X)
-            rows.append(_versus_scs(f"small_uci: {name}", X, np.asarray(y).astype(str), rounds))
-        return rows
+        return [_versus_scs(f"small_uci: {name}", *_uci_set(name), rounds) for name in SMALL_UCI]
+    if case == "large_uci":
+        return [_versus_capped_scs(name) for name in LARGE_UCI]
     raise ValueError(f"unknown case {case!r}; choose from {list(CASES)}")
 
 
@@ -198,6 +312,14 @@ def _child(case, rounds, threads=None):
     print(json.dumps([{**row, "peak RSS (MB)": peak} for row in rows]))
 
 
+def _child_environment():
+    """The environment of a child process, with this skquad first on its path."""
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return env
+
+
 def _run_child(case, rounds, progress):
     # The run's --threads limit (benchmarks.__main__ holds it while suites run).
     threads = active_thread_limit()
@@ -205,11 +327,9 @@ def _run_child(case, rounds, progress):
         "from skquad.benchmarks.research._sdp_targets import _child; "
         f"_child({case!r}, {rounds}, {threads!r})"
     )
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     progress(f"sdp targets: {case} (child process)")
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=_child_environment(), check=False)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("[")]
     if completed.returncode != 0 or not lines:
         return [{"case": case, "error": f"exit {completed.returncode}: {completed.stderr.strip()[-300:]}"}]
