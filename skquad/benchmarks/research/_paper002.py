@@ -180,10 +180,11 @@ def _planted(*, quick, repeats, device, progress, output_dir):
         test_bound = loss_value(relaxed_test, y_test, np.ones(100), "squared") + 2 * PLANTED_BETA * p * solution.rho[0]
         progress(f"paper002 planted seed {seed}: SDP bound {solution.value:.4f} in {sdp_time:.1f}s")
         covariance = krivine_covariance(normalized_block(solution.Q[0], solution.rho[0]))
-        rng = np.random.RandomState(seed)
+        # sample_sign_pairs draws from a CPU torch generator (as the estimators' runtime policy gives it)
+        generator = torch.Generator().manual_seed(seed)
         for m in neuron_counts:
             for draw in range(draws):
-                U, V = sample_sign_pairs(covariance, m, rng)
+                U, V = sample_sign_pairs(covariance, m, generator)
                 alpha = np.full((m, 1), neuron_scale(solution.rho[0], m))
                 rows.append(
                     {
