@@ -89,12 +89,17 @@ def _assert_state_is_numpy(estimator):
             assert not isinstance(item, (torch.Tensor, torch.nn.Module)), key
 
 
-@pytest.mark.parametrize("name", sorted(NETWORKS))
-def test_a_float64_fit_on_cuda_is_the_cpu_fit(name):
+def _fitted_on_both(name):
+    """The estimator ``name`` fitted on the GPU and on the CPU, and the data."""
     gpu = _make(name, "cuda")
     X, y = _data(gpu)
     _fit(gpu, X, y)
-    cpu = _fit(_make(name, "cpu"), X, y)
+    return gpu, _fit(_make(name, "cpu"), X, y), X, y
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_a_float64_fit_on_cuda_is_the_cpu_fit(name):
+    gpu, cpu, X, y = _fitted_on_both(name)
     assert str(gpu.device_).startswith("cuda")
     _assert_state_is_numpy(gpu)
     # The networks: the CPU's arithmetic in another order. QLR: two L-BFGS
@@ -166,10 +171,7 @@ def test_to_torch_of_a_cuda_fit_computes_its_outputs(name):
 
 @pytest.mark.parametrize("name", sorted(SDP))
 def test_an_sdp_fit_on_cuda_certifies_the_cpu_optimum(name):
-    gpu = _make(name, "cuda")
-    X, y = _data(gpu)
-    _fit(gpu, X, y)
-    cpu = _fit(_make(name, "cpu"), X, y)
+    gpu, cpu, X, y = _fitted_on_both(name)
     # These small problems go to the interior-point methods, on the CPU
     # whatever the device; the factor solver's runs are below.
     assert gpu.solver_ in ("compact", "hinge_dual") and gpu.device_ == "cpu"
