@@ -251,6 +251,19 @@ def test_squared_loss_chooses_the_compact_form_by_size():
         lifting, X[:, :22], y, np.ones(30), loss="squared", beta=1e-2, n_outputs=1
     )
     assert compact_applies(narrow)  # p = 23: m = 276
+    # Many rows per entry: the compact form up to m = 1000 (waveform5000's
+    # split: 7.0 s against 24 s), not with fewer rows, an explicit max_size,
+    # or another loss.
+    rows = rng.standard_normal((975, 24))  # m = 325: 3 rows per entry
+    many = LiftedData.from_lifting(lifting, rows, rows[:, 0], np.ones(975), loss="squared", beta=1e-2,
+                                   n_outputs=1)
+    fewer = LiftedData.from_lifting(lifting, rows[:974], rows[:974, 0], np.ones(974), loss="squared",
+                                    beta=1e-2, n_outputs=1)
+    assert compact_applies(many) and not compact_applies(fewer)
+    assert not compact_applies(many, max_size=300)
+    wider = rng.standard_normal((4000, 44))  # p = 45: m = 1035 > 1000
+    assert not compact_applies(LiftedData.from_lifting(lifting, wider, wider[:, 0], np.ones(4000),
+                                                       loss="squared", beta=1e-2, n_outputs=1))
     solution = solve_relaxation(lifting, X, y, np.ones(30), loss="squared", beta=1e-2, n_outputs=1)
     assert solution.solver == "native" and solution.converged
 

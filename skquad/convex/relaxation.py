@@ -246,7 +246,8 @@ def solve_relaxation(
     n_outputs : int
     solver : None or str, default=None
         None: the native solvers, chosen by size. The squared loss with a
-        small lifting (``p (p + 1) / 2 <= 300``, see ``compact_applies()``)
+        small lifting (``p (p + 1) / 2 <= 300``, or up to 1000 with three rows
+        per entry, see ``compact_applies()``)
         is solved block by block in its compact cone form (the hinge losses
         with ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over
         the PSD cones; the multinomial logistic loss likewise, in exponential
