@@ -28,6 +28,8 @@ import skquad
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
 from skquad.export import to_torch
 
+from _estimator_configs import SMALL_CONFIGS
+
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 X_CLF, Y_CLF = make_classification(n_samples=120, n_features=5, n_informative=4, n_redundant=0,
@@ -35,21 +37,16 @@ X_CLF, Y_CLF = make_classification(n_samples=120, n_features=5, n_informative=4,
 X_REG, Y_REG = make_regression(n_samples=120, n_features=5, noise=1.0, random_state=0)
 Y_REG = Y_REG / Y_REG.std()
 
-NETWORKS = {
-    "BackpropQuantizedClassifier": dict(n_neurons=20, max_iter=5, random_state=0),
-    "BackpropQuantizedRegressor": dict(n_neurons=20, max_iter=5, random_state=0),
-    "QNNClassifier": dict(hidden_layer_sizes=(6,), max_iter=5, random_state=0),
-    "QNNRegressor": dict(hidden_layer_sizes=(6,), max_iter=5, random_state=0),
-    "RPQNNClassifier": dict(hidden_layer_sizes=(6,), max_iter=5, random_state=0),
-    "RPQNNRegressor": dict(hidden_layer_sizes=(6,), max_iter=5, random_state=0),
-    "QuadraticLogisticRegression": dict(tol=1e-10, max_iter=500),
-}
-SDP = {
-    "SDPQuantizedClassifier": dict(n_neurons=20, random_state=0),
-    "SDPQuantizedRegressor": dict(n_neurons=20, random_state=0),
-    "SDPQuantizedClassifierCV": dict(n_neurons=20, betas=[1e-1, 1e-2], cv=2, random_state=0),
-    "SDPQuantizedRegressorCV": dict(n_neurons=20, betas=[1e-1, 1e-2], cv=2, random_state=0),
-}
+# The estimators with a device parameter (every one must be listed: the first test), in the
+# shared small configurations; QLR's L-BFGS to a tight tol rather than the shared sgd.
+NETWORKS = {name: SMALL_CONFIGS[name] for name in (
+    "BackpropQuantizedClassifier", "BackpropQuantizedRegressor", "QNNClassifier", "QNNRegressor",
+    "RPQNNClassifier", "RPQNNRegressor",
+)}
+NETWORKS["QuadraticLogisticRegression"] = dict(tol=1e-10, max_iter=500)
+SDP = {name: SMALL_CONFIGS[name] for name in (
+    "SDPQuantizedClassifier", "SDPQuantizedRegressor", "SDPQuantizedClassifierCV", "SDPQuantizedRegressorCV",
+)}
 PARTIAL_FIT = ["QNNClassifier", "QNNRegressor", "RPQNNClassifier", "RPQNNRegressor"]
 
 

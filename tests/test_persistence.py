@@ -30,27 +30,15 @@ from sklearn.exceptions import ConvergenceWarning
 
 import skquad
 
+from _estimator_configs import SMALL_CONFIGS
+
 X_CLF, Y_CLF = make_classification(n_samples=60, n_features=4, n_informative=3, n_redundant=0,
                                    random_state=0)
 X_REG, Y_REG = make_regression(n_samples=60, n_features=4, noise=1.0, random_state=0)
 Y_REG = Y_REG / Y_REG.std()
 
 # Small but real configurations of every public estimator.
-CONFIGS = {
-    "BackpropQuantizedClassifier": dict(n_neurons=20, max_iter=5, random_state=0),
-    "BackpropQuantizedRegressor": dict(n_neurons=20, max_iter=5, random_state=0),
-    "QNNClassifier": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),
-    "QNNRegressor": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),
-    "QuadraticLogisticRegression": dict(solver="sgd", max_iter=5, random_state=0),
-    "QuadraticRegression": dict(),
-    "QuadraticRegressionCV": dict(),
-    "RPQNNClassifier": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),
-    "RPQNNRegressor": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),
-    "SDPQuantizedClassifier": dict(n_neurons=20, random_state=0),
-    "SDPQuantizedClassifierCV": dict(n_neurons=20, betas=[1e-1, 1e-2], cv=2, random_state=0),
-    "SDPQuantizedRegressor": dict(n_neurons=20, random_state=0),
-    "SDPQuantizedRegressorCV": dict(n_neurons=20, betas=[1e-1, 1e-2], cv=2, random_state=0),
-}
+CONFIGS = SMALL_CONFIGS
 SDP_SOLUTION = "skquad.convex.solution.SDPSolution"
 
 
