@@ -130,6 +130,15 @@ def test_an_scs_fit_killed_at_the_cpu_cap_gives_the_cap_as_a_lower_bound(monkeyp
     assert row["SCS / native is a lower bound"] is True and "CPU cap (30 s" in row["note"]
 
 
+def test_an_scs_fit_out_of_memory_gives_its_cpu_time_until_then_as_a_lower_bound(monkeypatch):
+    # Python's MemoryError: the child says how long the fit had run.
+    _fake_child(monkeypatch, 0, json.dumps({"setup CPU (s)": 2.0}) + "\n"
+                + json.dumps({"memory": True, "fit CPU (s)": 45.0}))
+    row = _sdp_targets._capped_scs("optdigits", 3.0)
+    assert row["SCS / native"] == 15.0 and row["SCS / native is a lower bound"] is True
+    assert "out of memory" in row["note"] and "after 45 CPU s" in row["note"]
+
+
 def test_an_scs_fit_out_of_memory_or_failing_gives_no_ratio(monkeypatch):
     _fake_child(monkeypatch, 0, json.dumps({"memory": True}))
     row = _sdp_targets._capped_scs("letter", 3.0)

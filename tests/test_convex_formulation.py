@@ -130,6 +130,39 @@ def test_scs_and_clarabel_agree_and_value_matches_numpy_loss(loss):
     np.testing.assert_allclose(np.diag(reference.Q[0]), reference.rho[0], atol=1e-7)
 
 
+@pytest.mark.parametrize("loss, n_outputs", [("squared", 1), ("hinge", 1), ("logistic", 1), ("logistic", 3)])
+def test_a_loose_conic_solve_is_rounded_to_a_feasible_upper_bound(loss, n_outputs):
+    """SCS stopped at eps 1e-3 returns a point off the feasible set (diagonal
+    and PSD violations of 1e-9 to 1e-2 here). The reported point must be
+    exactly feasible, so that ``value`` is an upper bound on the optimum:
+    never below CLARABEL's certified lower bound (an independent solver's),
+    nor below its own. Without the rounding the blocks' diagonals are off by
+    the violation and the first assertion fails."""
+    X, y = _tiny_problem(seed=3, n=40, d=3)
+    if n_outputs > 1:
+        y = np.digitize(X[:, 0] * X[:, 1] + X[:, 2], [-0.5, 0.5])
+    lifted = InputLifting().matrices(X)
+    weight = np.random.RandomState(0).uniform(0.5, 2.0, size=len(y))
+    kwargs = dict(loss=loss, beta=1e-3, n_outputs=n_outputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        loose = solve_sdp(lifted, y, weight, solver="SCS",
+                          solver_options={"eps_abs": 1e-3, "eps_rel": 1e-3}, **kwargs)
+    reference = solve_sdp(lifted, y, weight, solver="CLARABEL", **kwargs)
+    assert loose.info["violation"] > 1e-12  # the solver's own point is infeasible
+    for block, rho in zip(loose.Q, loose.rho):
+        np.testing.assert_allclose(np.diag(block), rho, rtol=1e-14, atol=0)
+        np.testing.assert_allclose(block, block.T, rtol=0, atol=0)
+        assert np.linalg.eigvalsh(block)[0] >= -1e-12 * max(rho, 1.0)
+    # The objective is recomputed at the rounded point.
+    p = lifted.shape[1]
+    scores = 2 * np.einsum("nij,kij->nk", lifted, loose.Q[:, :p, p:])
+    np.testing.assert_allclose(loose.scores, scores, rtol=1e-10, atol=1e-12)
+    assert loose.value >= reference.lower_bound - 1e-12 * abs(reference.lower_bound)
+    assert loose.value >= loose.lower_bound
+    assert loose.relative_gap >= 0.0
+
+
 def test_vector_output_squared_loss_decouples_into_scalar_problems():
     """With the squared loss, eq. 67 is one scalar SDP per class (one-hot targets)."""
     rng = np.random.RandomState(2)

@@ -296,10 +296,14 @@ def solve_sdp(
     Returns
     -------
     solution : SDPSolution
-        ``value`` is the relaxed objective at the returned point and
-        ``lower_bound`` the certificate of :func:`skquad.convex.dual_bound`
-        computed from it: a true lower bound on the SDP's optimum whatever
-        the solver's accuracy.
+        ``Q`` is the solver's point rounded to an exactly feasible one
+        (``_feasible_block``; ``info["violation"]`` is the solver's own
+        point's), ``value`` the relaxed objective there (an upper bound on
+        the SDP's optimum) and ``lower_bound`` the certificate of
+        :func:`skquad.convex.dual_bound` computed from it: a true lower bound
+        on the optimum whatever the solver's accuracy. So ``value -
+        lower_bound >= 0`` up to round-off, however loose the solver's
+        tolerance.
 
     Raises
     ------
@@ -369,9 +373,15 @@ def solve_sdp(
             f"usable solution. Try {others}, or allow more iterations "
             f"(solver_options={{{iteration_option!r}: ...}})."
         )
-    Q = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
-    Q = 0.5 * (Q + np.transpose(Q, (0, 2, 1)))
-    rho = np.maximum(np.array([np.mean(np.diag(block)) for block in Q]), 0.0)
+    returned = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
+    returned = 0.5 * (returned + np.transpose(returned, (0, 2, 1)))
+    rho = np.maximum(np.array([np.mean(np.diag(block)) for block in returned]), 0.0)
+    # The conic solver's point is only nearly feasible (SCS's by about its eps),
+    # and the objective there can fall below the optimum, even below the
+    # certified bound: the point is rounded to an exactly feasible one first,
+    # so that ``value`` is an upper bound on the optimum whatever the solver's
+    # accuracy, as the native solvers' is.
+    Q = np.stack([_feasible_block(block, r) for block, r in zip(returned, rho)])
 
     data = LiftedData.from_lifted_matrices(
         lifted, y, weight, loss=loss, beta=beta, n_outputs=n_outputs
@@ -410,7 +420,8 @@ def solve_sdp(
         n_iter=int(problem.solver_stats.num_iters or 0),
         converged=tol is None or gap <= tol,
         info={
-            "violation": _relative_violation(Q, rho),
+            # Of the solver's point, before the rounding.
+            "violation": _relative_violation(returned, rho),
             "cvxpy_value": float(problem.value),
             "n_samples": n,
             "n_lifted": p,
@@ -435,6 +446,31 @@ def _factor_direction(direction):
     F[norms[:, 0] <= 1e-150, 0] = 1.0  # a zero row (unused coordinate): any unit row
     F = F / torch.linalg.vector_norm(F, dim=1, keepdim=True)
     return F, torch.sign(eigenvalues[keep])
+
+
+def _feasible_block(block, rho):
+    """The nearest-in-spirit exactly feasible block: PSD with diagonal ``rho``.
+
+    The negative eigenvalues of the symmetric ``block`` are dropped (``B``,
+    PSD), then ``rho D^(-1/2) B D^(-1/2)`` with ``D = diag(B)``: a congruence
+    keeps ``B`` PSD and makes every diagonal entry ``rho``. Rows that the
+    clipping left without mass (``D_jj`` at round-off level, hence a zero row
+    and column, since ``B`` is PSD) get ``rho`` on the diagonal alone, which
+    adds a PSD diagonal term. For an exactly feasible block this returns it
+    up to round-off; for ``rho = 0``, zero.
+    """
+    if rho <= 0.0:
+        return np.zeros_like(block)
+    values, vectors = np.linalg.eigh(block)
+    clipped = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    clipped = 0.5 * (clipped + clipped.T)
+    diagonal = np.diag(clipped).copy()
+    empty = diagonal <= 1e-14 * max(float(diagonal.max()), 1e-300)
+    scale = np.where(empty, 0.0, 1.0 / np.sqrt(np.where(empty, 1.0, diagonal)))
+    feasible = rho * (scale[:, None] * clipped * scale[None, :])
+    feasible = 0.5 * (feasible + feasible.T)
+    feasible[np.diag_indices_from(feasible)] = rho
+    return feasible
 
 
 def _relative_violation(Q, rho):
