@@ -299,7 +299,7 @@ def test_factor_solver_takes_the_squared_blocks_one_at_a_time():
 
 @pytest.mark.parametrize("d, first", [(3, "qdldl"), (14, "faer")])
 def test_a_factorization_that_fails_gives_way_to_the_other(monkeypatch, d, first):
-    """Clarabel factors with QDLDL below ``_FAER_MIN_VARIABLES`` variables and
+    """Clarabel factors a block with QDLDL below ``m = _FAER_MIN_BLOCK`` and
     faer above; when the first ends short of Solved (as QDLDL did on a nearly
     singular block) the other solves, to the same certified bracket."""
     import clarabel
@@ -330,7 +330,7 @@ def test_a_factorization_that_fails_gives_way_to_the_other(monkeypatch, d, first
     solution = solve_compact(data, tol=1e-4)
     other = "faer" if first == "qdldl" else "qdldl"
     assert methods == [first, other]
-    assert (3 * (d + 1) * (d + 2) // 2 + 1 >= compact_solver._FAER_MIN_VARIABLES) == (first == "faer")
+    assert ((d + 1) * (d + 2) // 2 >= compact_solver._FAER_MIN_BLOCK) == (first == "faer")
     assert solution.converged
     assert solution.value == pytest.approx(expected.value, rel=1e-6)
     # Both factorizations failing: the error names Clarabel's status.

@@ -193,28 +193,54 @@ def _smat(vector, p, rows, cols):
 
 
 def _block_problem(G, b_k, penalty, p, rows, cols):
-    """Clarabel's data for one block: ``x = [svec P, svec N, ρ, d]``.
+    """Clarabel's data for one block: ``x = [svec N, ρ, d]``, ``P = smat(d) + N``.
 
-    ``d = svec(P - N)`` is a variable of its own (``m`` equality rows), so the
-    quadratic term is ``8 G`` on ``d`` alone rather than a ``2m x 2m`` block
-    matrix on ``(svec P, svec N)``: a quarter of the dense entries to factor.
+    ``d = svec(P - N)`` is a variable of its own, so the quadratic term is
+    ``8 G`` on ``d`` alone rather than a ``2m x 2m`` block matrix on ``(svec
+    P, svec N)``: a quarter of the dense entries to factor. ``P`` is not a
+    variable: its cone rows are ``-(d + svec N) + s = 0``, so neither ``P``'s
+    ``m`` variables nor the ``m`` equality rows ``d = svec(P - N)`` enter the
+    KKT matrix (wine, m = 105, three blocks on one thread: 0.073 s against
+    0.095 s with ``P`` a variable, the same iterations and optimum to 1e-8).
     ``G`` is dense, so its upper triangle is taken by numpy (scipy 1.18
-    deprecates ``scipy.sparse.triu`` on a dense array).
+    deprecates ``scipy.sparse.triu`` on a dense array). Use
+    :func:`_block_solution` to read ``(svec P, svec N)`` from ``x``.
     """
     m = G.shape[0]
-    n_var = 3 * m + 1
-    i_rho, i_d = 2 * m, 2 * m + 1
+    n_var = 2 * m + 1
+    i_N, i_rho, i_d = 0, m, m + 1
     quadratic = scipy.sparse.block_diag(
-        [scipy.sparse.csc_matrix((2 * m + 1, 2 * m + 1)), scipy.sparse.csc_matrix(np.triu(8.0 * G))],
+        [scipy.sparse.csc_matrix((m + 1, m + 1)), scipy.sparse.csc_matrix(np.triu(8.0 * G))],
         format="csc",
     )
     linear = np.zeros(n_var)
     linear[i_rho] = penalty
     linear[i_d:] = -4.0 * b_k
-    zero_rows, cone_P, cone_N = _block_constraints(p, m, rows, cols)
-    A = scipy.sparse.vstack([zero_rows, cone_P, cone_N], format="csc")
+    diagonal = np.flatnonzero(rows == cols)
+    eye_m = scipy.sparse.identity(m, format="csc")
+    # diag(P) + diag(N) - ρ = diag(d) + 2 diag(N) - ρ = 0
+    trace_rows = scipy.sparse.csc_matrix(
+        (
+            np.concatenate([np.ones(p), np.full(p, 2.0), -np.ones(p)]),
+            (
+                np.concatenate([np.arange(p)] * 3),
+                np.concatenate([i_d + diagonal, i_N + diagonal, np.full(p, i_rho)]),
+            ),
+        ),
+        shape=(p, n_var),
+    )
+    # svec P = d + svec N and svec N in the PSD cone: -x + s = 0, s ⪰ 0
+    cone_P = scipy.sparse.hstack([-eye_m, scipy.sparse.csc_matrix((m, 1)), -eye_m], format="csc")
+    cone_N = scipy.sparse.hstack([-eye_m, scipy.sparse.csc_matrix((m, m + 1))], format="csc")
+    A = scipy.sparse.vstack([trace_rows, cone_P, cone_N], format="csc")
     rhs = np.zeros(A.shape[0])
-    return quadratic, linear, A, rhs, (p + m, m)
+    return quadratic, linear, A, rhs, (p, m)
+
+
+def _block_solution(x, m):
+    """``(svec P, svec N)`` of a solution ``x`` of :func:`_block_problem`."""
+    N = x[:m]
+    return x[m + 1 :] + N, N
 
 
 def _block_constraints(p, m, rows, cols):
@@ -271,28 +297,32 @@ def _solve_blocks(problem, B, p, settings):
     solver, blocks = None, []
     for k in range(B.shape[1]):
         linear_k = linear.copy()
-        linear_k[2 * m + 1 :] = -4.0 * B[:, k]
+        linear_k[m + 1 :] = -4.0 * B[:, k]
         solution = None
         if solver is not None:
             solver.update(q=linear_k)
             solution = _solve_unless_panic(solver)
         if solution is None or "Solved" not in str(solution.status):
             solver, solution = _clarabel_solver(
-                quadratic, linear_k, A, rhs, cones, "one block", **settings
+                quadratic, linear_k, A, rhs, cones, "one block",
+                faer_first=m >= _FAER_MIN_BLOCK, **settings
             )
-        x = np.asarray(solution.x)
-        blocks.append((x[:m], x[m : 2 * m], int(solution.iterations)))
+        blocks.append((*_block_solution(np.asarray(solution.x), m), int(solution.iterations)))
     return blocks
 
 
-# From this many variables on, Clarabel factors its KKT matrix with faer's
+# From blocks of this size m on, Clarabel factors its KKT matrix with faer's
 # supernodal LDL (BLAS-3 on dense panels) rather than QDLDL: the compact
 # form's KKT matrix is dense in each block's ``m x m`` entries (``8 G`` and the
-# PSD cones' scalings). CPU seconds of one block on one thread, medians of
-# 7 interleaved solves under load, QDLDL / faer, the same iterations and
-# optimum: glass (m = 55) 0.0097 / 0.0117, wine (m = 105) 0.054 / 0.043,
-# vehicle (m = 190) 0.251 / 0.124, segment (m = 210) 0.303 / 0.140.
-_FAER_MIN_VARIABLES = 3 * 100 + 1
+# PSD cones' scalings). CPU seconds of a squared-loss fit's blocks on one
+# thread, medians of 5 interleaved solves under load, QDLDL / faer, the same
+# iterations and optimum, in ``_block_problem``'s form: glass (m = 55, six
+# blocks) 0.047 / 0.052, wine (m = 105, three) 0.111 / 0.070, vehicle (m =
+# 190, four) 0.71 / 0.29, segment (m = 210, seven) 1.45 / 0.57. The joint
+# forms (``_joint_blocks``: ``3m + 1`` variables a block, and the loss's) use
+# faer from the variables of one block of that size.
+_FAER_MIN_BLOCK = 100
+_FAER_MIN_VARIABLES = 3 * _FAER_MIN_BLOCK + 1
 
 
 def _solve_unless_panic(solver):
@@ -317,8 +347,12 @@ def _clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
     return _clarabel_solver(quadratic, linear, A, rhs, cones, what, **overrides)[1]
 
 
-def _clarabel_solver(quadratic, linear, A, rhs, cones, what, **overrides):
-    """``(solver, solution)``: ``_clarabel_solve`` with the solver kept for updates."""
+def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **overrides):
+    """``(solver, solution)``: ``_clarabel_solve`` with the solver kept for updates.
+
+    ``faer_first``: whether faer's factorization is tried before QDLDL's
+    (None: from ``_FAER_MIN_VARIABLES`` variables on).
+    """
     import clarabel
 
     def settings_for(method):
@@ -341,7 +375,9 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, **overrides):
     # nearly singular KKT matrix: scikit-learn's check_dtype_object data
     # through SDPQuantizedClassifierCV, m = 66, ended in NumericalError with
     # QDLDL and was solved by faer).
-    methods = ["faer", "qdldl"] if quadratic.shape[0] >= _FAER_MIN_VARIABLES else ["qdldl", "faer"]
+    if faer_first is None:
+        faer_first = quadratic.shape[0] >= _FAER_MIN_VARIABLES
+    methods = ["faer", "qdldl"] if faer_first else ["qdldl", "faer"]
     solution, status = None, "not run"
     for method in methods:
         try:
