@@ -228,6 +228,26 @@ def test_lasso_interior_point_certifies_its_gap_against_clarabel(seed, tol):
         assert np.count_nonzero(point) <= A.shape[0]
 
 
+def test_lasso_interior_point_certifies_every_output_of_a_joint_solve():
+    # The outputs step together and stop one by one (a zero target at once, a
+    # large one last): each column is certified against CLARABEL on its own,
+    # and its test used a K-th of the offset.
+    A, c = _random_lasso(4)
+    rng = np.random.default_rng(5)
+    targets = np.column_stack([c, np.zeros_like(c), 30.0 * rng.standard_normal(c.size), 0.01 * c])
+    penalty, offset, tol = 0.05, 0.8, 1e-8
+    point, steps = second_layer._lasso_interior_point(A, targets, penalty, tol, offset)
+    assert point.shape == (A.shape[1], 4) and 0 < steps < second_layer._INTERIOR_POINT_MAX_STEPS
+    np.testing.assert_array_equal(point[:, 1], 0.0)
+    a = cp.Variable(A.shape[1])
+    for k in range(4):
+        target = cp.Parameter(A.shape[0], value=targets[:, k])
+        problem = cp.Problem(cp.Minimize(cp.sum_squares(A @ a - target) + penalty * cp.norm1(a)))
+        problem.solve(solver="CLARABEL")
+        value = float(np.sum((A @ point[:, k] - targets[:, k]) ** 2) + penalty * np.abs(point[:, k]).sum())
+        assert problem.value - 1e-7 <= value <= problem.value + tol * (value + offset / 4) + 1e-7
+
+
 def test_lasso_interior_point_returns_exact_zeros_when_the_penalty_wins():
     # penalty > 2 max |A_jᵀ c|: the optimum is zero, which the multipliers
     # only approach; the point returned is exactly zero.
