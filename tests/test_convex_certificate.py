@@ -72,6 +72,51 @@ def test_bound_from_any_dual_point_stays_below_the_optimum(loss):
         assert bound <= reference.value + 1e-6 * abs(reference.value)
 
 
+@pytest.mark.parametrize("beta, multiple, feasible_fraction, where", [
+    (10.0, 4.0, None, "vertex before the kink"),
+    (1.0, 4.0, 1e-2, "vertex after the kink"),
+    (1e-2, 2.0, None, "the kink"),
+    (10.0, 0.5, None, "the end, theta = 1"),
+])
+def test_squared_bound_is_the_best_theta_in_closed_form(beta, multiple, feasible_fraction, where):
+    """The squared loss's LB(theta) is maximised in closed form (no search):
+    its value is LB's largest on a fine grid of [0, 1], wherever the maximum
+    lies (lam = -multiple * t plus noise; a small feasible value flattens LB
+    after the kink)."""
+    from skquad.convex.losses import conjugate
+
+    lifting, X, y, weight = _data("squared", 3, seed=4)
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=3)
+    generator = torch.Generator().manual_seed(1)
+    lam = -multiple * data.target + 0.3 * torch.randn(
+        data.target.shape, generator=generator, dtype=torch.float64
+    )
+    zero_value = data.zero_network_value()
+    feasible = None if feasible_fraction is None else feasible_fraction * zero_value
+    certificate = dual_bound(data, lam, feasible_value=feasible)
+    penalty = data.penalty_per_rho
+    rho_sum_max = (zero_value if feasible is None else feasible) / penalty
+    largest = max(certificate.trace_bounds)
+
+    def lb(theta):
+        dual = -float(data.weight @ conjugate(theta * lam, data.target, "squared"))
+        return dual - rho_sum_max * max(0.0, theta * largest - penalty)
+
+    thetas = np.linspace(0.0, 1.0, 4001)
+    values = [lb(theta) for theta in thetas]
+    best = int(np.argmax(values))
+    kink = penalty / largest
+    located = {
+        "vertex before the kink": 0 < thetas[best] < min(kink, 1.0) - 1e-3,
+        "vertex after the kink": kink + 1e-3 < thetas[best] < 1.0,
+        "the kink": abs(thetas[best] - kink) < 1e-3,
+        "the end, theta = 1": best == thetas.size - 1,
+    }
+    assert located[where]
+    assert certificate.lower_bound >= values[best] - 1e-12 * abs(values[best])
+    assert certificate.lower_bound == pytest.approx(lb(certificate.theta), rel=1e-12, abs=1e-15)
+
+
 def test_any_mu_candidate_keeps_the_bound_below_the_optimum():
     """``mu_candidates`` (a conic solver's trace multipliers) are lifted by the
     eigenvalue test like the first-order guess: random vectors, of either sign,

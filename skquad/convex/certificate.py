@@ -34,6 +34,7 @@ eigenvectors as columns), or ``||2 M_k||_2 1`` when that is smaller.
 ``LB`` is maximised over ``theta`` (it is concave in ``theta``).
 """
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -209,8 +210,11 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
     upper = zero_value if feasible_value is None else min(zero_value, float(feasible_value))
     rho_sum_max = upper / penalty if penalty > 0 else float("inf")
 
+    def dual_value(theta):
+        return -float(weight @ conjugate(theta * lam, data.target, data.loss))
+
     def bound(theta):
-        dual = -float(weight @ conjugate(theta * lam, data.target, data.loss))
+        dual = dual_value(theta)
         excess = max(max(0.0, theta * t - penalty) for t in trace_bounds)
         if excess <= 0.0:
             return dual
@@ -223,20 +227,35 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
     largest = max(trace_bounds) if trace_bounds else 0.0
     if largest > penalty:
         candidates.append(penalty / largest)
-    low, high = 0.0, 1.0
-    x1 = high - _GOLDEN * (high - low)
-    x2 = low + _GOLDEN * (high - low)
-    f1, f2 = bound(x1), bound(x2)
-    for _ in range(60):
-        if f1 < f2:
-            low, x1, f1 = x1, x2, f2
-            x2 = low + _GOLDEN * (high - low)
-            f2 = bound(x2)
-        else:
-            high, x2, f2 = x2, x1, f1
-            x1 = high - _GOLDEN * (high - low)
-            f1 = bound(x1)
-    candidates.extend([x1, x2])
+    if data.loss == "squared":
+        # The squared loss's conjugate is quadratic: LB is -a theta - b theta²
+        # up to the kink and that less rho_sum_max (theta largest - penalty)
+        # after it, concave quadratics whose maxima on [0, 1] are at an end,
+        # the kink or a vertex, all candidates: no search (wine's default
+        # fit: 62 evaluations of LB, 2.5 ms of 90). From dual(1) = -a - b and
+        # dual(1/2) = -a/2 - b/4:
+        whole = dual_value(1.0)
+        b = 2.0 * (2.0 * dual_value(0.5) - whole)
+        a = -whole - b
+        if b > 0:
+            for slope in (a, a + rho_sum_max * largest):
+                if math.isfinite(slope):
+                    candidates.append(min(max(-slope / (2.0 * b), 0.0), 1.0))
+    else:
+        low, high = 0.0, 1.0
+        x1 = high - _GOLDEN * (high - low)
+        x2 = low + _GOLDEN * (high - low)
+        f1, f2 = bound(x1), bound(x2)
+        for _ in range(60):
+            if f1 < f2:
+                low, x1, f1 = x1, x2, f2
+                x2 = low + _GOLDEN * (high - low)
+                f2 = bound(x2)
+            else:
+                high, x2, f2 = x2, x1, f1
+                x1 = high - _GOLDEN * (high - low)
+                f1 = bound(x1)
+        candidates.extend([x1, x2])
     values = [(bound(theta), theta) for theta in candidates]
     lower_bound, theta = max(values)
     return Certificate(
