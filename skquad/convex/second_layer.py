@@ -498,22 +498,24 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
     share = offset / K
     point = np.zeros((K, m))
     steps = np.zeros(K, dtype=int)
-    S = np.zeros((K, r))
-    # Slacks t = penalty ∓ Aᵀ s (s = 0 is strictly feasible) and multipliers
-    # z, shape (K, 2, m). The multipliers start where the complementarity Σ z
-    # t equals the duality gap of the zero point and s = 0, P(0) - D(0) =
-    # ||c||²: the start is then as far from optimal as the problem's own
-    # scale says. Steps of the default SDP networks (all outputs; z = 1 /
-    # this start): iris 28 / 26, wine 34 / 28, glass 71 / 64, diabetes 6 /
-    # 5, vehicle 44 / 38, segment 88 / 80; with z = 1 the first three steps
-    # barely lowered the gap (wine 1.0 to 0.87).
-    slack = np.full((K, 2, m), float(penalty))
-    dual = np.empty((K, 2, m))
-    dual[...] = (np.maximum(np.sum(C * C, axis=1), 1e-300) / (2 * m * penalty))[:, None, None]
-    active = np.arange(K)  # the outputs still stepping
+    # The state of the outputs still stepping, one row each (rows are dropped
+    # as outputs reach tol): their targets c, dual points s, slacks t =
+    # penalty ∓ Aᵀ s (s = 0 is strictly feasible) and multipliers z, (K, 2,
+    # m). The multipliers start where the complementarity Σ z t equals the
+    # duality gap of the zero point and s = 0, P(0) - D(0) = ||c||²: the
+    # start is then as far from optimal as the problem's own scale says.
+    # Steps of the default SDP networks (all outputs; z = 1 / this start):
+    # iris 28 / 26, wine 34 / 28, glass 71 / 64, diabetes 6 / 5, vehicle 44 /
+    # 38, segment 88 / 80; with z = 1 the first three steps barely lowered the
+    # gap (wine 1.0 to 0.87).
+    active = np.arange(K)
+    c = C
+    s_ = np.zeros((K, r))
+    t = np.full((K, 2, m), float(penalty))
+    z = np.empty((K, 2, m))
+    z[...] = (np.maximum(np.sum(C * C, axis=1), 1e-300) / (2 * m * penalty))[:, None, None]
     factors = [None] * K
     for step in range(1, _INTERIOR_POINT_MAX_STEPS + 1):
-        c, s_, t, z = C[active], S[active], slack[active], dual[active]
         a = z[:, 0] - z[:, 1]
         correlation = s_ @ A
         dual_residual = 0.5 * s_ - c + a @ A.T
@@ -523,26 +525,30 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
         largest = np.max(np.abs(a), axis=1, keepdims=True)
         candidate = np.where(np.abs(a) > 1e-6 * largest, a, 0.0)
         residual = candidate @ A.T - c
-        fitted = np.sum(residual * residual, axis=1) + penalty * np.sum(np.abs(candidate), axis=1)
+        primal = np.sum(residual * residual, axis=1) + penalty * np.sum(np.abs(candidate), axis=1)
         # The zero point is at least as good (a penalty so large that the
         # optimum is zero: the multipliers only tend to 0).
-        candidate[np.sum(c * c, axis=1) <= fitted] = 0.0
-        gaps = _lasso_gaps(A, c, penalty, candidate, s_, correlation, share)
+        zero_value = np.sum(c * c, axis=1)
+        zero = zero_value <= primal
+        candidate[zero] = 0.0
+        primal[zero] = zero_value[zero]
+        gaps = _relative_gaps(c, penalty, primal, s_, correlation, share)
         done = gaps <= tol
-        point[active[done]] = candidate[done]
-        steps[active[done]] = step - 1
-        if done.all():
-            return point.T, int(steps.max())
-        keep = ~done
-        active, c, s_, t, z = active[keep], c[keep], s_[keep], t[keep], z[keep]
-        dual_residual, primal_residual = dual_residual[keep], primal_residual[keep]
+        if done.any():
+            point[active[done]] = candidate[done]
+            steps[active[done]] = step - 1
+            if done.all():
+                return point.T, int(steps.max())
+            keep = ~done
+            active, c, s_, t, z = active[keep], c[keep], s_[keep], t[keep], z[keep]
+            dual_residual, primal_residual = dual_residual[keep], primal_residual[keep]
         ratio = z / t
         weights = np.sqrt(ratio[:, 0] + ratio[:, 1])
-        for row, k in enumerate(active):
+        for row in range(active.size):
             # One triangle of A D Aᵀ (SYRK: half a general product's flops).
             normal = _syrk(1.0, (A * weights[row]).T, trans=1, lower=1)
             normal[np.diag_indices(r)] += 0.5
-            factors[k], info = _potrf(normal, lower=1, clean=0, overwrite_a=1)
+            factors[row], info = _potrf(normal, lower=1, clean=0, overwrite_a=1)
             if info != 0:
                 return None, step
 
@@ -550,7 +556,7 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
             # Eliminate the slacks and multipliers: (I/2 + A D Aᵀ) Δs = rhs.
             v = (-complementarity + z * primal_residual) / t
             rhs = -dual_residual - (v[:, 0] - v[:, 1]) @ A.T
-            ds = np.stack([_potrs(factors[k], rhs[row], lower=1)[0] for row, k in enumerate(active)])
+            ds = np.stack([_potrs(factors[row], rhs[row], lower=1)[0] for row in range(active.size)])
             image = ds @ A
             d_slack = -primal_residual
             d_slack[:, 0] -= image
@@ -558,33 +564,34 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
             d_dual = (-complementarity - z * d_slack) / t
             return ds, d_slack, d_dual
 
-        def longest(values, direction):
-            # Per output, the largest step in [0, 1] keeping values + step *
-            # direction >= 0 (values > 0): -max(values / direction) over
-            # direction < 0, in one pass.
-            ratios = np.divide(values, direction, out=np.full(values.shape, -np.inf),
+        positive = np.concatenate([t, z], axis=1)  # (K, 4, m): slacks and multipliers
+
+        def longest(d_slack, d_dual):
+            # Per output, the largest step in [0, 1] keeping the slacks and
+            # multipliers (all > 0) nonnegative: -max(values / direction)
+            # over direction < 0, in one pass over both.
+            direction = np.concatenate([d_slack, d_dual], axis=1)
+            ratios = np.divide(positive, direction, out=np.full(positive.shape, -np.inf),
                                where=direction < 0)
             return np.minimum(1.0, -ratios.max(axis=(1, 2)))
 
         product = t * z
         mu = np.sum(product, axis=(1, 2)) / (2 * m)
         ds, d_slack, d_dual = newton(product)
-        length = np.minimum(longest(t, d_slack), longest(z, d_dual))[:, None, None]
+        length = longest(d_slack, d_dual)[:, None, None]
         predicted = np.sum((t + length * d_slack) * (z + length * d_dual), axis=(1, 2)) / (2 * m)
         centering = ((predicted / mu) ** 3 * mu)[:, None, None]
         ds, d_slack, d_dual = newton(product + d_slack * d_dual - centering)
-        length = 0.99 * np.minimum(longest(t, d_slack), longest(z, d_dual))[:, None, None]
-        S[active] = s_ + length[:, :, 0] * ds
-        slack[active] = t + length * d_slack
-        dual[active] = z + length * d_dual
+        length = 0.99 * longest(d_slack, d_dual)[:, None, None]
+        s_ = s_ + length[:, :, 0] * ds
+        t = t + length * d_slack
+        z = z + length * d_dual
     return None, _INTERIOR_POINT_MAX_STEPS
 
 
-def _lasso_gaps(A, C, penalty, points, S, correlations, offset):
-    """:func:`_lasso_gap` of every row of ``C``, ``points``, ``S`` and ``correlations``
-    (``correlations = S @ A``); 1 where ``s = 0``, 0 where ``P(a) = 0``."""
-    residual = points @ A.T - C
-    primal = np.sum(residual * residual, axis=1) + penalty * np.sum(np.abs(points), axis=1)
+def _relative_gaps(C, penalty, primal, S, correlations, offset):
+    """:func:`_lasso_gap` of every row of ``C``, ``S`` and ``correlations = S @ A``, given
+    each row's ``P(a)`` (``primal``): 1 where ``s = 0``, 0 where ``P(a) = 0``."""
     largest = np.max(np.abs(correlations), axis=1)
     squared = np.sum(S * S, axis=1)
     inner = np.sum(C * S, axis=1)
@@ -603,7 +610,10 @@ def _lasso_gaps(A, C, penalty, points, S, correlations, offset):
 
 def _lasso_gap(A, c, penalty, a, s, correlation, offset):
     """The relative gap ``(P(a) - D(θ s)) / (P(a) + offset)`` of :func:`_lasso_interior_point`."""
-    return float(_lasso_gaps(A, c[None], penalty, a[None], s[None], correlation[None], offset)[0])
+    residual = A @ a - c
+    primal = float(residual @ residual) + penalty * float(np.abs(a).sum())
+    return float(_relative_gaps(c[None], penalty, np.array([primal]), s[None], correlation[None],
+                                offset)[0])
 
 
 def _lasso_fit(A, target, penalty, start, sweeps, tol):
