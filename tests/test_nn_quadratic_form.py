@@ -344,6 +344,41 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
         torch.testing.assert_close(value.double(), expected, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (4, 4)])
+def test_stacked_grams_in_row_blocks_give_the_data_gradient(monkeypatch, n_scores, n_classes):
+    """The GEMM grams of all scores at once, in blocks of a few rows that cut through
+    the chunks: with the rows' transposed copy kept in the caller's scratch, without
+    a scratch (each chunk transposed in place) and where memory is too short for the
+    copy, the very same numbers, and autograd's gradient."""
+    import skquad.nn.quadratic_form as quadratic_form
+
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
+    X, y, weight, _ = _sorted_blocks(X, y, weight, n_classes)
+    # chunks of 7 rows on 5 features; factors of 2 rows (3 scores computed: 3 x 5 x 2)
+    monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
+    monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
+    monkeypatch.setattr(quadratic_form, "_GRAM_BLOCK_ELEMENTS", 2 * 5 * max(1, n_scores - 1))
+    arrays = [t.numpy() for t in (X, y, weight, Q, coef, intercept)]
+    run = lambda scratch: quadratic_form._numpy_log_loss_gradient(*arrays, None, scratch)
+    kept = {}
+    results = [run(kept), run(kept), run(None)]
+    assert kept["columns"][0] is arrays[0]
+    np.testing.assert_array_equal(kept["columns"][1], arrays[0].T)
+    monkeypatch.setattr(quadratic_form, "_copy_fits_in_memory", lambda n_bytes: False)
+    short = {}
+    results.append(run(short))
+    assert short["columns"][1] is None
+    for other in results[1:]:
+        for value, expected in zip(other, results[0]):
+            np.testing.assert_array_equal(value, expected)
+    leaves = [t.clone().requires_grad_(True) for t in (Q, coef, intercept)]
+    reference = _naive_objective(X, y, weight, *leaves, 0.0)
+    expected = torch.autograd.grad(reference, leaves)
+    np.testing.assert_allclose(results[0][0], reference.item(), rtol=1e-12)
+    for value, gradient in zip(results[0][1:], expected):
+        np.testing.assert_allclose(value, gradient.numpy(), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("sorted_rows", [True, False])
 def test_cpu_engine_gives_the_same_bits_on_any_thread_count(monkeypatch, n_scores, n_classes,

@@ -90,12 +90,18 @@ _SCRATCH_ELEMENTS = 1 << 24
 # against 1.79-2.03 s of CPU on two threads, 1.58-1.90 against 1.92-2.04 on
 # one; the BLAS rates do not change from 2 600 to 21 000 rows.
 _CPU_CHUNK_ELEMENTS = 1 << 20
-# Rows of at most this many features take their CPU gradient grams as one
-# GEMM per score (numpy's BLAS), wider ones as SYRKs on the class-sorted sign
+# Rows of at most this many features take their CPU gradient grams as GEMMs
+# (numpy's BLAS, :func:`_add_stacked_grams`), wider ones as SYRKs on the class-sorted sign
 # blocks (scipy's), half the flops. One thread, float32, under load: the GEMM
 # was the faster at d = 57 and 64 (spambase, optdigits: 0.26 against 0.48 ms
 # per gram), the SYRKs at d = 200 (a 1e6 x 200 evaluation: 1.53 against 1.96 s).
 _GEMM_GRAM_MAX_FEATURES = 64
+# The GEMM grams of all computed scores are one product per block of rows,
+# ``[r_1 X_b^T; ...; r_K X_b^T] X_b`` (``K d x m`` times ``m x d``), the
+# stacked factor built from the transposed rows (a contiguous multiply along
+# the rows); blocks of ``m`` rows with ``K d m`` at most this many numbers
+# keep that factor in the core's cache (1 MB in float32).
+_GRAM_BLOCK_ELEMENTS = 1 << 18
 # Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
 # product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
 _SMALL_PROBLEM_PRODUCT = 1 << 22
@@ -425,7 +431,7 @@ def _syrk_grams(n_features, class_blocks):
 
 
 def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, intercept,
-                     class_blocks, buffer):
+                     class_blocks, buffer, columns=None, gram_buffer=None):
     """Add the rows ``start : start + len(rows)``'s loss and gradient terms to ``terms``.
 
     Scores, residuals and grams of one chunk in one pass, while the chunk is
@@ -433,10 +439,16 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     (half the flops of ``X Q_k``) in a copy of the rows, and the gram
     ``X^T diag(r) X`` either as SYRKs, ``A_+^T A_+ - A_-^T A_-``
     (``A = diag(sqrt|r|) X``, one sign per contiguous block of class-sorted
-    rows), half the flops of a GEMM, or as one GEMM ``(diag(r) X)^T X`` per
-    score (:func:`_syrk_grams` chooses, ``_GEMM_GRAM_MAX_FEATURES``). All
-    these BLAS calls release the GIL, so parts of the rows run side by side
-    on threads.
+    rows), half the flops of a GEMM, or as GEMMs of all scores at once
+    (:func:`_add_stacked_grams`; :func:`_syrk_grams` chooses,
+    ``_GEMM_GRAM_MAX_FEATURES``). All these BLAS calls release the GIL, so
+    parts of the rows run side by side on threads.
+
+    ``buffer`` is ``rows``-shaped scratch; the GEMM grams also read the
+    chunk's rows transposed, ``columns`` (``d x m``, rows may be strided:
+    a slice of the caller's transposed copy of all rows), else they are
+    transposed into ``buffer``, and build their stacked factor in
+    ``gram_buffer`` (``_GRAM_BLOCK_ELEMENTS`` numbers or more).
 
     ``halves``, ``coef`` and ``intercept`` are those of the computed scores:
     all of them for the logistic loss, the first ``K - 1`` centred ones for
@@ -467,10 +479,15 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     terms.loss += float(loss)
     terms.grad_coef += residuals @ rows
     terms.grad_intercept += residuals.sum(axis=1)
+    if not _syrk_grams(rows.shape[1], class_blocks):
+        if columns is None:
+            # the chunk's rows transposed into the scores' scratch, free again
+            columns = work.reshape(-1)[: rows.size].reshape(rows.shape[::-1])
+            np.copyto(columns, rows.T)
+        _add_stacked_grams(terms.grad_Q[:n_computed], rows, columns, residuals[:n_computed],
+                           gram_buffer)
+        return
     for k in range(n_computed):
-        if not _syrk_grams(rows.shape[1], class_blocks):
-            terms.grad_Q[k] += np.multiply(rows, residuals[k][:, None], out=work).T @ rows
-            continue
         # the residual of score k is <= 0 exactly on the rows of class k
         # (binary: the single score's residual is negative on class 1)
         first, last = class_blocks[1 if n_scores == 1 else k]
@@ -479,6 +496,35 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
         for begin, end, sign in ((0, first, 1.0), (last, n_rows, 1.0), (first, last, -1.0)):
             if end > begin:
                 gram_update(terms.grad_Q[k], work[begin:end], sign)
+
+
+def _add_stacked_grams(grams, rows, columns, residuals, buffer):
+    """``grams[k] += X^T diag(r_k) X`` for every score ``k``: one GEMM per block of rows.
+
+    ``rows`` is ``X`` (``m x d``, C order), ``columns`` its transpose (``d x m``,
+    contiguous along the rows), ``residuals`` ``(K, m)`` and ``grams`` ``(K, d, d)``
+    (C order). The stacked factor ``[r_1 X_b^T; ...; r_K X_b^T]`` (``K d x m_b``)
+    is one multiply along contiguous rows into ``buffer``, and one GEMM with the
+    block ``X_b`` gives all ``K`` grams. Against the former ``(diag(r_k) X)^T X``
+    per score (an ``m x d`` multiply by a column, then a ``d x 64``-output GEMM
+    per score), whole evaluations of the packed objective (one thread, CPU
+    time, medians of 100 to 600 interleaved, under load): optdigits (4 215 x
+    64, 9 grams) 0.93x in float32 and 0.92x in float64, spambase (3 450 x 57,
+    one gram) 0.97x and 0.96x. Blocks of ``_GRAM_BLOCK_ELEMENTS``: 2**16 and
+    2**18 numbers gave 0.96x on optdigits, 2**20 and 2**22 (factors beyond
+    the core's 2 MB cache) 1.04 and 1.05x.
+    """
+    n_scores, n_features = grams.shape[0], grams.shape[1]
+    n_rows = rows.shape[0]
+    stacked_grams = grams.reshape(n_scores * n_features, n_features)
+    step = max(1, _GRAM_BLOCK_ELEMENTS // (n_scores * n_features))
+    for begin in range(0, n_rows, step):
+        end = min(begin + step, n_rows)
+        factor = buffer[: n_scores * n_features * (end - begin)].reshape(
+            n_scores, n_features, end - begin
+        )
+        np.multiply(columns[None, :, begin:end], residuals[:, None, begin:end], out=factor)
+        stacked_grams += factor.reshape(n_scores * n_features, end - begin) @ rows[begin:end]
 
 
 def _independent_scores(Q, coef, intercept):
@@ -592,7 +638,9 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     numbers on any thread count up to ``_CPU_PARTS``. The memory is the data
     and the parameters, plus one chunk of scratch per thread (``scratch``: a
     dict that keeps it from one call to the next) and the gradients of the
-    parts not added yet (about one per thread).
+    parts not added yet (about one per thread); with GEMM grams and a
+    ``scratch``, also a transposed copy of the rows where it fits
+    (:func:`_transposed_rows`).
 
     ``symmetric=False`` leaves GEMM grams as they came, symmetric up to
     rounding, for a caller that averages the two triangles anyway
@@ -612,13 +660,20 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     # part p's chunks end at round(p * len(chunks) / n_parts) (integers: np.linspace took 7 us)
     edges = [(2 * part * len(chunks) + n_parts) // (2 * n_parts) for part in range(n_parts + 1)]
     n_workers = max(1, min(n_threads, n_parts))
+    # (a transposed copy of the rows pays off over calls that share ``scratch``)
+    kept = scratch is not None
     scratch = {} if scratch is None else scratch
+    stacked = not _syrk_grams(n_features, class_blocks)
     shape = (min(step, n_samples), n_features)
+    # the stacked grams' factor, K d numbers per row of a block (_add_stacked_grams)
+    gram_size = max(_GRAM_BLOCK_ELEMENTS, halves.shape[0] * n_features) if stacked else 0
     buffers = scratch.get("rows")
-    if not buffers or buffers[0].shape != shape or buffers[0].dtype != dtype:
+    if not buffers or buffers[0][0].shape != shape or buffers[0][0].dtype != dtype or (
+        buffers[0][1].size < gram_size
+    ):
         buffers = scratch["rows"] = []
     while len(buffers) < n_workers:
-        buffers.append(np.empty(shape, dtype=dtype))
+        buffers.append((np.empty(shape, dtype=dtype), np.empty(gram_size, dtype=dtype)))
     free = queue.SimpleQueue()
     for buffer in buffers[:n_workers]:
         free.put(buffer)
@@ -627,18 +682,20 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
         # the binary loss's labels as numbers, kept while the caller's y is the same array
         labels = scratch["positive"] = (y_np, (y_np == 1).astype(dtype))
     positive = labels[1]
+    columns = _transposed_rows(rows_all, scratch) if stacked and kept else None
 
     def part_terms(part):
         terms = _ChunkTerms(n_scores, n_features, dtype)
-        buffer = free.get()
+        buffer, gram_buffer = free.get()
         try:
             for start, stop in chunks[edges[part] : edges[part + 1]]:
                 _add_chunk_terms(
                     terms, rows_all[start:stop], start, y_np, weight_np, positive, halves,
                     coef_np, intercept_np, class_blocks, buffer,
+                    None if columns is None else columns[:, start:stop], gram_buffer,
                 )
         finally:
-            free.put(buffer)
+            free.put((buffer, gram_buffer))
         return terms
 
     def in_order(parts):
@@ -663,6 +720,24 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
         if symmetric or _syrk_grams(n_features, class_blocks) else total.grad_Q,
         total.grad_coef, total.grad_intercept,
     )
+
+
+def _transposed_rows(rows_all, scratch):
+    """``rows_all.T`` in C order, kept in ``scratch`` while the caller's rows are the same array.
+
+    For the stacked GEMM grams of a full-batch fit, whose every evaluation
+    reads the same rows: one transposition per fit instead of one per chunk
+    and evaluation (spambase's 3 450 x 57 float32 rows: 0.19 ms, a fifth of
+    an evaluation). A copy of the rows, so None (each chunk transposed
+    where it is used) when it would take more than half the available memory.
+    """
+    cached = scratch.get("columns")
+    if cached is None or cached[0] is not rows_all:
+        copy = None
+        if _copy_fits_in_memory(rows_all.nbytes):
+            copy = np.ascontiguousarray(rows_all.T)
+        cached = scratch["columns"] = (rows_all, copy)
+    return cached[1]
 
 
 def _small_log_loss_gradient(rows, y, sample_weight, Q, coef, intercept):
