@@ -97,7 +97,14 @@ class _CompactMemory:
         top_rows = np.empty(k)
         w_rows = np.empty(k)
         top_rows[ages], w_rows[ages] = top, w
-        return -(gamma * gradient + top_rows @ S - gamma * (w_rows @ Y))
+        # -(gamma g + top S - gamma (w Y)), the same operations in place: three
+        # n-vectors fewer (at optdigits' 21 450 parameters, 15 us each)
+        step = np.multiply(gradient, gamma)
+        step += top_rows @ S
+        correction = w_rows @ Y
+        correction *= gamma
+        step -= correction
+        return np.negative(step, out=step)
 
 
 def _upper_solve(R, b, transpose=False):
@@ -142,13 +149,17 @@ def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, s
         slope = float(gradient @ direction)
     if not slope < 0.0:
         return None
-    known = {}
+    known = []  # (point, evaluation), newest last
 
     def cached(point):
-        key = point.tobytes()
-        if key not in known:
-            known[key] = evaluate(point)
-        return known[key]
+        # (the line search asks for the value and the slope at a point in turn:
+        # the newest is compared first; a key of the point's bytes cost 66 us
+        # at 21 450 parameters, a comparison 15)
+        for seen, evaluation in reversed(known):
+            if np.array_equal(seen, point):
+                return evaluation
+        known.append((point, evaluate(point)))
+        return known[-1][1]
 
     c1 = _SUFFICIENT_DECREASE[search]
     trial = x + direction

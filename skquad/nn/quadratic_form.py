@@ -998,7 +998,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     def objective(theta):
         params = theta.astype(dtype, copy=False)
         entries = params[:n_packed].reshape(n_scores, -1) * inverse
-        Q = entries[:, packing._full].reshape(n_scores, n_features, n_features)
+        # (np.take: the same gather as indexing, 67 against 110 us at optdigits' 10 x 4 096)
+        Q = np.take(entries, packing._full, axis=1).reshape(n_scores, n_features, n_features)
         coef = params[n_packed : n_packed + n_coef].reshape(n_scores, n_features)
         intercept = params[n_packed + n_coef :] if fit_intercept else zeros
         data_loss, grad_Q, grad_coef, grad_intercept = _numpy_log_loss_gradient(
@@ -1008,7 +1009,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         G = grad_Q.reshape(n_scores, -1)
         gradient = np.empty(theta.shape[0])
         packed_gradient = gradient[:n_packed].reshape(n_scores, -1)
-        np.add(G[:, packing._upper], G[:, packing._lower], out=packed_gradient)
+        np.add(np.take(G, packing._upper, axis=1), np.take(G, packing._lower, axis=1),
+               out=packed_gradient)
         packed_gradient *= packing._half
         gradient[n_packed : n_packed + n_coef] = grad_coef.ravel()
         if fit_intercept:
