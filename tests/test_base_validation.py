@@ -113,3 +113,27 @@ def test_sparse_input_is_a_clear_error_where_not_supported(name, fitted_defaults
         estimator.predict(scipy.sparse.csr_matrix(X))
 
 
+
+
+def test_string_labels_are_sorted_as_a_string_array_with_the_same_classes():
+    """Object arrays of Python strings are sorted as a numpy string array (in C):
+    the same classes, in the same order (code points, non-ASCII included), kept as
+    an object array, and the same encoding; mixed or non-string objects are left
+    to scikit-learn's checks as they are."""
+    from skquad import QuadraticLogisticRegression
+    from skquad._base import _sortable_labels
+
+    rng = np.random.RandomState(0)
+    y = np.array(["é", "Z", "a", "ab", "b"], dtype=object)[rng.randint(0, 5, 60)]
+    X = rng.randn(60, 3)
+    model = QuadraticLogisticRegression()
+    _, y_encoded, _ = model._validate_training_data(X, y)
+    expected = np.unique(y)
+    assert model.classes_.dtype == object and list(model.classes_) == list(expected)
+    assert all(type(label) is str for label in model.classes_)
+    np.testing.assert_array_equal(y_encoded, np.searchsorted(expected, y))
+    assert _sortable_labels(y).dtype.kind == "U"
+    for other in (np.array([1, "a"], dtype=object), np.array([1, 2], dtype=object), y.astype(str)):
+        assert _sortable_labels(other) is other
+    with pytest.raises(ValueError, match="Unknown label type"):
+        model._validate_training_data(X[:2], np.array([1, "a"], dtype=object))

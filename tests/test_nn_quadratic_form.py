@@ -348,8 +348,9 @@ def test_cpu_engine_gives_the_autograd_gradient(monkeypatch, n_scores, n_classes
 def test_stacked_grams_in_row_blocks_give_the_data_gradient(monkeypatch, n_scores, n_classes):
     """The GEMM grams of all scores at once, in blocks of a few rows that cut through
     the chunks: with the rows' transposed copy kept in the caller's scratch, without
-    a scratch (each chunk transposed in place) and where memory is too short for the
-    copy, the very same numbers, and autograd's gradient."""
+    a scratch (each chunk transposed in place), and where memory is too short for the
+    copy or the copy is over its size limit, the very same numbers, and autograd's
+    gradient."""
     import skquad.nn.quadratic_form as quadratic_form
 
     X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
@@ -364,10 +365,13 @@ def test_stacked_grams_in_row_blocks_give_the_data_gradient(monkeypatch, n_score
     results = [run(kept), run(kept), run(None)]
     assert kept["columns"][0] is arrays[0]
     np.testing.assert_array_equal(kept["columns"][1], arrays[0].T)
-    monkeypatch.setattr(quadratic_form, "_copy_fits_in_memory", lambda n_bytes: False)
-    short = {}
-    results.append(run(short))
-    assert short["columns"][1] is None
+    for name, value in (("_copy_fits_in_memory", lambda n_bytes: False),
+                        ("_TRANSPOSED_COPY_BYTES", arrays[0].nbytes - 1)):
+        with monkeypatch.context() as patch:
+            patch.setattr(quadratic_form, name, value)
+            short = {}
+            results.append(run(short))
+            assert short["columns"][1] is None
     for other in results[1:]:
         for value, expected in zip(other, results[0]):
             np.testing.assert_array_equal(value, expected)
