@@ -383,6 +383,42 @@ def test_stacked_grams_in_row_blocks_give_the_data_gradient(monkeypatch, n_score
         np.testing.assert_allclose(value, gradient.numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (4, 4)])
+def test_cpu_engine_skips_the_products_of_a_zero_Q_with_the_same_result(monkeypatch, n_scores,
+                                                                         n_classes):
+    """A score whose (centred) Q_k is zero needs no TRMM (every fit starts there): its
+    quadratic part is exactly 0, so the loss and gradient are autograd's, in chunks."""
+    import skquad.nn.quadratic_form as quadratic_form
+
+    X, y, weight, Q, coef, intercept = _problem(n_scores, n_classes, n_samples=97)
+    X, y, weight, blocks = _sorted_blocks(X, y, weight, n_classes)
+    # binary: Q = 0; softmax: [A, A, A + D, A - D], whose mean is A, so that the first
+    # two centred scores (of the K - 1 computed) have Q zero and the third does not
+    if n_scores == 1:
+        Q = torch.zeros_like(Q)
+    else:
+        # (eighths: the mean and the centring are exact)
+        A, D = torch.round(8 * Q[0]) / 8, torch.round(8 * Q[1]) / 8
+        Q = torch.stack([A, A, A + D, A - D])
+    monkeypatch.setattr(quadratic_form, "_CPU_CHUNK_ELEMENTS", 35)
+    monkeypatch.setattr(quadratic_form, "_SMALL_PROBLEM_PRODUCT", 0)
+    skipped = []
+    original = quadratic_form.upper_product_in_place
+    monkeypatch.setattr(quadratic_form, "upper_product_in_place",
+                        lambda upper, rows: skipped.append(upper.any()) or original(upper, rows))
+    loss, gQ, gcoef, gintercept = quadratic_log_loss_gradient(
+        X, y, weight, Q, coef, intercept, 0.7, cross_weight=2.0, class_blocks=blocks
+    )
+    # 14 chunks: no product for the binary score, one per chunk for the softmax's third
+    assert all(skipped) and len(skipped) == (0 if n_scores == 1 else 14)
+    leaves = [t.clone().requires_grad_(True) for t in (Q, coef, intercept)]
+    reference = _naive_objective(X, y, weight, *leaves, 0.7, 2.0)
+    expected = torch.autograd.grad(reference, leaves)
+    torch.testing.assert_close(loss, reference.detach(), rtol=1e-10, atol=1e-10)
+    for value, gradient in zip((gQ, gcoef, gintercept), expected):
+        torch.testing.assert_close(value, gradient, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("n_scores, n_classes", [(1, 2), (3, 3)])
 @pytest.mark.parametrize("sorted_rows", [True, False])
 def test_cpu_engine_gives_the_same_bits_on_any_thread_count(monkeypatch, n_scores, n_classes,

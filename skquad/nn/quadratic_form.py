@@ -470,6 +470,11 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
     scores = np.empty((n_scores, n_rows), dtype=rows.dtype)
     computed = scores[:n_computed]
     for k in range(n_computed):
+        if not halves[k].any():
+            # Q_k = 0 (every fit's first evaluation, from Q_init="zeros"): no
+            # product; the TRMMs were a third of optdigits' first evaluation
+            computed[k] = 0.0
+            continue
         np.copyto(work, rows)
         upper_product_in_place(halves[k], work)
         np.einsum("ij,ij->i", work, rows, out=computed[k])
