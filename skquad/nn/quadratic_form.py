@@ -432,7 +432,7 @@ class _ChunkTerms:
 
 
 def _syrk_grams(n_features, class_blocks):
-    """Whether the CPU grams are SYRKs on the class-sorted sign blocks (else one GEMM per score)."""
+    """Whether the CPU grams are SYRKs on the class-sorted sign blocks (else the stacked GEMMs, :func:`_add_stacked_grams`)."""
     return class_blocks is not None and n_features > _GEMM_GRAM_MAX_FEATURES
 
 
