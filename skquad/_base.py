@@ -631,7 +631,9 @@ def _sortable_labels(y):
     """
     if y.dtype != object or y.size == 0 or set(map(type, y.ravel())) != {str}:
         return y
-    return y.astype(str)
+    strings = y.astype(str)
+    # (numpy's strings drop trailing NULs: "a" and "a\0" would be one class)
+    return strings if bool(np.all(strings == y)) else y
 
 
 def labels_from_scores(classes, scores):

@@ -133,7 +133,10 @@ def test_string_labels_are_sorted_as_a_string_array_with_the_same_classes():
     assert all(type(label) is str for label in model.classes_)
     np.testing.assert_array_equal(y_encoded, np.searchsorted(expected, y))
     assert _sortable_labels(y).dtype.kind == "U"
-    for other in (np.array([1, "a"], dtype=object), np.array([1, 2], dtype=object), y.astype(str)):
+    for other in (np.array([1, "a"], dtype=object), np.array([1, 2], dtype=object), y.astype(str),
+                  np.array(["a", "a\0"], dtype=object)):
         assert _sortable_labels(other) is other
+    _, y_encoded, _ = model._validate_training_data(X[:2], np.array(["a", "a\0"], dtype=object))
+    assert len(model.classes_) == 2 and list(y_encoded) == [0, 1]
     with pytest.raises(ValueError, match="Unknown label type"):
         model._validate_training_data(X[:2], np.array([1, "a"], dtype=object))
