@@ -131,13 +131,13 @@ def test_scs_and_clarabel_agree_and_value_matches_numpy_loss(loss):
 
 
 @pytest.mark.parametrize("loss, n_outputs", [("squared", 1), ("hinge", 1), ("logistic", 1), ("logistic", 3)])
-def test_a_loose_conic_solve_is_rounded_to_a_feasible_upper_bound(loss, n_outputs):
+def test_a_loose_conic_solve_is_made_a_feasible_upper_bound(loss, n_outputs):
     """SCS stopped at eps 1e-3 returns a point off the feasible set (diagonal
     and PSD violations of 1e-9 to 1e-2 here). The reported point must be
     exactly feasible, so that ``value`` is an upper bound on the optimum:
     never below CLARABEL's certified lower bound (an independent solver's),
-    nor below its own. Without the rounding the blocks' diagonals are off by
-    the violation and the first assertion fails."""
+    nor below its own. Without the correction the blocks' diagonals are off
+    by the violation and the first assertion fails."""
     X, y = _tiny_problem(seed=3, n=40, d=3)
     if n_outputs > 1:
         y = np.digitize(X[:, 0] * X[:, 1] + X[:, 2], [-0.5, 0.5])
@@ -154,13 +154,36 @@ def test_a_loose_conic_solve_is_rounded_to_a_feasible_upper_bound(loss, n_output
         np.testing.assert_allclose(np.diag(block), rho, rtol=1e-14, atol=0)
         np.testing.assert_allclose(block, block.T, rtol=0, atol=0)
         assert np.linalg.eigvalsh(block)[0] >= -1e-12 * max(rho, 1.0)
-    # The objective is recomputed at the rounded point.
+    # The objective is recomputed at the feasible point.
     p = lifted.shape[1]
     scores = 2 * np.einsum("nij,kij->nk", lifted, loose.Q[:, :p, p:])
     np.testing.assert_allclose(loose.scores, scores, rtol=1e-10, atol=1e-12)
     assert loose.value >= reference.lower_bound - 1e-12 * abs(reference.lower_bound)
     assert loose.value >= loose.lower_bound
     assert loose.relative_gap >= 0.0
+
+
+def test_feasible_block_keeps_the_off_diagonal_and_raises_the_diagonal_only():
+    """A nearly feasible block (diagonal off by 1e-4, an eigenvalue of -1e-4):
+    PSD with a constant diagonal afterwards, every off-diagonal entry (Z,
+    hence the scores) the solver's own, and rho at most the violation above
+    the largest diagonal entry."""
+    from skquad.convex.formulation import _feasible_block
+
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((8, 3))
+    exact = F @ F.T
+    exact = exact / np.sqrt(np.outer(np.diag(exact), np.diag(exact)))  # unit diagonal
+    values, vectors = np.linalg.eigh(exact)
+    near = exact + 1e-4 * np.diag(rng.uniform(-1, 1, 8)) - 2e-4 * np.outer(vectors[:, 0], vectors[:, 0])
+    near = 0.5 * (near + near.T)
+    assert np.linalg.eigvalsh(near)[0] < 0
+    block, rho = _feasible_block(near)
+    off = ~np.eye(8, dtype=bool)
+    np.testing.assert_array_equal(block[off], near[off])
+    np.testing.assert_array_equal(np.diag(block), np.full(8, rho))
+    assert np.linalg.eigvalsh(block)[0] >= -1e-14
+    assert np.diag(near).max() <= rho <= np.diag(near).max() + 3e-4
 
 
 def test_vector_output_squared_loss_decouples_into_scalar_problems():

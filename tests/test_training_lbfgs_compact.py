@@ -152,3 +152,21 @@ def test_compact_engine_halves_the_step_where_the_wolfe_search_fails(monkeypatch
     assert searches, "the unit step should overshoot and call the search"
     assert result.status == 0 and "PGTOL" in result.message
     np.testing.assert_allclose(result.x, 0.0, atol=1e-7)
+
+
+def test_compact_engine_without_scipys_private_search_still_reaches_the_minimum(monkeypatch):
+    """L-BFGS-B's line search is a private scipy name: where a scipy release
+    has moved it, the engine takes the public Wolfe search and reaches the
+    same minimum (Rosenbrock, 20 parameters)."""
+    from skquad._training import _lbfgs_compact
+
+    x0 = np.full(20, -1.0)
+    options = dict(max_iter=2000, max_fun=5000, tol=1e-8, ftol=0.0, maxcor=10)
+    with_private = minimize_lbfgs(rosenbrock, x0, engine="compact", **options)
+    monkeypatch.setattr(_lbfgs_compact, "line_search_wolfe1", None)
+    public_only = minimize_lbfgs(rosenbrock, x0, engine="compact", **options)
+    assert with_private.success and public_only.success
+    np.testing.assert_allclose(public_only.x, np.ones(20), atol=1e-6)
+    np.testing.assert_allclose(public_only.x, with_private.x, atol=1e-6)
+    # it did take another path (the public search's iterates are not L-BFGS-B's)
+    assert public_only.nfev != with_private.nfev or public_only.nit != with_private.nit

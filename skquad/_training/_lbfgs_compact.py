@@ -18,8 +18,15 @@ import warnings
 import numpy as np
 import scipy.linalg
 from scipy.optimize import OptimizeResult, line_search
-# (Moré and Thuente's search, L-BFGS-B's, which scipy's public line_search is not)
-from scipy.optimize._linesearch import line_search_wolfe1
+
+try:
+    # Moré and Thuente's search, L-BFGS-B's, which scipy's public line_search
+    # is not. A private name (scipy 1.8 to 1.17 at least): should a release
+    # move it, the engine runs the public Wolfe search instead ("wolfe"), which
+    # converges to the same points with a few more evaluations.
+    from scipy.optimize._linesearch import line_search_wolfe1
+except ImportError:  # pragma: no cover - depends on the scipy release
+    line_search_wolfe1 = None
 
 __all__ = ["minimize_compact_lbfgs"]
 
@@ -172,7 +179,7 @@ def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, s
     with warnings.catch_warnings():
         # (scipy's LineSearchWarning, a RuntimeWarning: a failure is handled below)
         warnings.filterwarnings("ignore", "The line search algorithm", RuntimeWarning)
-        if search == "lbfgsb":
+        if search == "lbfgsb" and line_search_wolfe1 is not None:
             # no previous value: dcsrch starts from the unit step
             length = line_search_wolfe1(
                 value_at, gradient_at, x, direction, gradient, value, None, c1=c1,

@@ -296,9 +296,9 @@ def solve_sdp(
     Returns
     -------
     solution : SDPSolution
-        ``Q`` is the solver's point rounded to an exactly feasible one
-        (``_feasible_block``; ``info["violation"]`` is the solver's own
-        point's), ``value`` the relaxed objective there (an upper bound on
+        ``Q`` is the solver's point made exactly feasible (its diagonal
+        raised, ``_feasible_block``; ``info["violation"]`` is the solver's
+        own point's), ``value`` the relaxed objective there (an upper bound on
         the SDP's optimum) and ``lower_bound`` the certificate of
         :func:`skquad.convex.dual_bound` computed from it: a true lower bound
         on the optimum whatever the solver's accuracy. So ``value -
@@ -375,13 +375,14 @@ def solve_sdp(
         )
     returned = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
     returned = 0.5 * (returned + np.transpose(returned, (0, 2, 1)))
-    rho = np.maximum(np.array([np.mean(np.diag(block)) for block in returned]), 0.0)
     # The conic solver's point is only nearly feasible (SCS's by about its eps),
     # and the objective there can fall below the optimum, even below the
-    # certified bound: the point is rounded to an exactly feasible one first,
-    # so that ``value`` is an upper bound on the optimum whatever the solver's
+    # certified bound: the point is made exactly feasible first, so that
+    # ``value`` is an upper bound on the optimum whatever the solver's
     # accuracy, as the native solvers' is.
-    Q = np.stack([_feasible_block(block, r) for block, r in zip(returned, rho)])
+    feasible = [_feasible_block(block) for block in returned]
+    Q = np.stack([block for block, _ in feasible])
+    rho = np.array([r for _, r in feasible])
 
     data = LiftedData.from_lifted_matrices(
         lifted, y, weight, loss=loss, beta=beta, n_outputs=n_outputs
@@ -420,8 +421,10 @@ def solve_sdp(
         n_iter=int(problem.solver_stats.num_iters or 0),
         converged=tol is None or gap <= tol,
         info={
-            # Of the solver's point, before the rounding.
-            "violation": _relative_violation(returned, rho),
+            # Of the solver's own point, against the diagonal's mean.
+            "violation": _relative_violation(
+                returned, np.maximum([np.mean(np.diag(block)) for block in returned], 0.0)
+            ),
             "cvxpy_value": float(problem.value),
             "n_samples": n,
             "n_lifted": p,
@@ -448,29 +451,26 @@ def _factor_direction(direction):
     return F, torch.sign(eigenvalues[keep])
 
 
-def _feasible_block(block, rho):
-    """The nearest-in-spirit exactly feasible block: PSD with diagonal ``rho``.
+def _feasible_block(block):
+    """The solver's symmetric ``block`` made exactly feasible: ``(Q, rho)``.
 
-    The negative eigenvalues of the symmetric ``block`` are dropped (``B``,
-    PSD), then ``rho D^(-1/2) B D^(-1/2)`` with ``D = diag(B)``: a congruence
-    keeps ``B`` PSD and makes every diagonal entry ``rho``. Rows that the
-    clipping left without mass (``D_jj`` at round-off level, hence a zero row
-    and column, since ``B`` is PSD) get ``rho`` on the diagonal alone, which
-    adds a PSD diagonal term. For an exactly feasible block this returns it
-    up to round-off; for ``rho = 0``, zero.
+    Only the diagonal moves: ``Q = block + Diag(rho - diag(block))`` with
+    ``rho = max_j block_jj + max(0, -lambda_min(block))``. That is
+    ``(block + |lambda_min| I) + Diag(max_j block_jj - block_jj)``, a PSD
+    matrix plus a non-negative diagonal, so ``Q`` is PSD with every diagonal
+    entry ``rho``. The off-diagonal blocks, hence ``Z`` and the scores, are
+    the solver's own; the objective grows only by the penalty on the added
+    ``rho`` (of the order of the solver's violation). (Projecting instead,
+    dropping the negative eigenvalues and scaling the diagonal by a
+    congruence, moved ``Z`` and raised SCS's objective by up to 18 % at its
+    default tolerance.)
     """
-    if rho <= 0.0:
-        return np.zeros_like(block)
-    values, vectors = np.linalg.eigh(block)
-    clipped = (vectors * np.maximum(values, 0.0)) @ vectors.T
-    clipped = 0.5 * (clipped + clipped.T)
-    diagonal = np.diag(clipped).copy()
-    empty = diagonal <= 1e-14 * max(float(diagonal.max()), 1e-300)
-    scale = np.where(empty, 0.0, 1.0 / np.sqrt(np.where(empty, 1.0, diagonal)))
-    feasible = rho * (scale[:, None] * clipped * scale[None, :])
-    feasible = 0.5 * (feasible + feasible.T)
+    shift = max(0.0, -float(np.linalg.eigvalsh(block)[0]))
+    diagonal = np.diag(block)
+    rho = float(diagonal.max()) + shift
+    feasible = block.copy()
     feasible[np.diag_indices_from(feasible)] = rho
-    return feasible
+    return feasible, rho
 
 
 def _relative_violation(Q, rho):

@@ -23,8 +23,9 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     it with ``--threads 1``: CPU time then measures the work, which a loaded
     machine inflates far less than the wall time.
 ``small_uci``
-    The same comparison on the UCI sets ``SMALL_UCI`` (glass, ionosphere,
-    diabetes, vehicle, credit-approval, segment), preprocessed by
+    The same comparison on the UCI sets ``SMALL_UCI`` (breast.cancer, glass,
+    ionosphere, diabetes, vehicle, credit-approval, segment; UCI's wine is
+    scikit-learn's, in case ``small``), preprocessed by
     ``make_uci_preprocessor`` (standardized, one-hot), squared loss and
     every other default. An SCS fit over ``SCS_SKIP_SECONDS`` (60 s) in the
     warm-up round is not repeated (the row's ``note`` says so). About 4.5
@@ -42,7 +43,9 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     memory (at most ``SCS_MEMORY_CAP``). The ratio is exact when SCS
     finishes; otherwise the row's ``SCS / native`` is a lower bound
     (``SCS / native is a lower bound``: True) and its note says where SCS
-    stopped (its time limit, with its certified gap; the CPU cap; memory).
+    stopped (its time limit, with its certified gap; the CPU cap; memory,
+    with the CPU time its fit had used until then as the bound: with more
+    memory it would have used at least that much).
 
 Each case runs in a child process of its own, so that its peak resident
 memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
@@ -73,7 +76,8 @@ CASES = ("credit", "credit_scs", "planted200", "planted784", "optdigits", "optdi
          "letter", "small", "small_uci", "large_uci")
 # The UCI sets of case small_uci (issue 18: every quick-benchmark and UCI set
 # where SCS finishes in reasonable time).
-SMALL_UCI = ("glass", "ionosphere", "diabetes", "vehicle", "credit-approval", "segment")
+SMALL_UCI = ("breast.cancer", "glass", "ionosphere", "diabetes", "vehicle", "credit-approval",
+             "segment")
 # The UCI sets of case large_uci, where SCS is run under a cap (issue 18).
 LARGE_UCI = ("spambase", "waveform5000", "optdigits", "pendigits", "letter")
 QUICK_CASES = ("small",)
