@@ -46,6 +46,27 @@ __all__ = ["Certificate", "align_factor", "dual_bound"]
 _GOLDEN = 0.5 * (5.0**0.5 - 1.0)
 
 
+def golden_minimum(function, low, high, iterations=80):
+    """Minimiser of a convex (or unimodal) function of one variable on
+    ``[low, high]``: golden-section search, then the best of the bracket's
+    points and the two ends. The SDP's 1-D searches (scales of a dual point
+    or of a primal direction) all use it."""
+    x1 = high - _GOLDEN * (high - low)
+    x2 = low + _GOLDEN * (high - low)
+    f1, f2 = function(x1), function(x2)
+    for _ in range(iterations):
+        if f1 > f2:
+            low, x1, f1 = x1, x2, f2
+            x2 = low + _GOLDEN * (high - low)
+            f2 = function(x2)
+        else:
+            high, x2, f2 = x2, x1, f1
+            x1 = high - _GOLDEN * (high - low)
+            f1 = function(x1)
+    best = min([(function(low), low), (f1, x1), (f2, x2), (function(high), high)])
+    return best[1]
+
+
 @dataclass
 class Certificate:
     """A certified lower bound and what it was made of.
@@ -242,20 +263,7 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
                 if math.isfinite(slope):
                     candidates.append(min(max(-slope / (2.0 * b), 0.0), 1.0))
     else:
-        low, high = 0.0, 1.0
-        x1 = high - _GOLDEN * (high - low)
-        x2 = low + _GOLDEN * (high - low)
-        f1, f2 = bound(x1), bound(x2)
-        for _ in range(60):
-            if f1 < f2:
-                low, x1, f1 = x1, x2, f2
-                x2 = low + _GOLDEN * (high - low)
-                f2 = bound(x2)
-            else:
-                high, x2, f2 = x2, x1, f1
-                x1 = high - _GOLDEN * (high - low)
-                f1 = bound(x1)
-        candidates.extend([x1, x2])
+        candidates.append(golden_minimum(lambda theta: -bound(theta), 0.0, 1.0, iterations=60))
     values = [(bound(theta), theta) for theta in candidates]
     lower_bound, theta = max(values)
     return Certificate(

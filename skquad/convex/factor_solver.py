@@ -52,7 +52,7 @@ import torch
 from .._reporting import progress_line
 from .._training._lbfgs_compact import minimize_compact_lbfgs
 from .._training._threads import limit_threads
-from .certificate import align_factor, dual_bound
+from .certificate import align_factor, dual_bound, golden_minimum
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
 from .losses import (
     dual_point,
@@ -81,29 +81,9 @@ FACTOR_SOLVER_OPTIONS = (
     "time_limit",
 )
 
-_GOLDEN = 0.5 * (math.sqrt(5.0) - 1.0)
-
 # Rows of W are scaled back to unit norm (and L-BFGS restarted) when one
 # exceeds this: F = W / ||W|| scales each row's gradient by 1 / ||W_j||.
 _RENORMALIZE_ABOVE = 2.0
-
-
-def _golden_minimum(function, low, high, iterations=80):
-    """Minimiser of a convex function of one variable on [low, high]."""
-    x1 = high - _GOLDEN * (high - low)
-    x2 = low + _GOLDEN * (high - low)
-    f1, f2 = function(x1), function(x2)
-    for _ in range(iterations):
-        if f1 > f2:
-            low, x1, f1 = x1, x2, f2
-            x2 = low + _GOLDEN * (high - low)
-            f2 = function(x2)
-        else:
-            high, x2, f2 = x2, x1, f1
-            x1 = high - _GOLDEN * (high - low)
-            f1 = function(x1)
-    best = min([(function(low), low), (f1, x1), (f2, x2), (function(high), high)])
-    return best[1]
 
 
 class _FactorState:
@@ -196,7 +176,7 @@ def _search_rho(data, weights, signs, base_rho):
         if not math.isfinite(high):
             scale = float(unit.abs().max())
             high = 1e3 / max(scale, 1e-12)
-        c = _golden_minimum(objective, 0.0, high)
+        c = golden_minimum(objective, 0.0, high)
     return c * base_rho
 
 
@@ -237,7 +217,7 @@ def _wake_blocks(state, lam, rho, off_rho):
             high = data.rho_max()
             if not math.isfinite(high):
                 high = 1e3 / max(float(unit.abs().max()), 1e-12)
-            best = _golden_minimum(objective, 0.0, high)
+            best = golden_minimum(objective, 0.0, high)
             if best > value:
                 state.log_rho[k] = math.log(max(best, off_rho * 1e-6))
     return changed
