@@ -49,6 +49,7 @@ nothing is fitted yet and about a millisecond for a network of a few thousand
 weights.
 """
 
+import contextlib
 import copy
 import functools
 import inspect
@@ -181,7 +182,7 @@ def atomic_fit(method):
 
     @functools.wraps(method)
     def atomic(estimator, *args, **kwargs):
-        with _fit_lock(estimator):
+        with _fit_lock(estimator), _torch_grad_mode_kept():
             work = _working_copy(estimator)
             if task_name in _CALLBACK_TASKS:
                 result = run_in_root_context(work, args, kwargs)
@@ -206,6 +207,29 @@ def reads_fitted_state(method):
         return method(view, *args, **kwargs)
 
     return consistent
+
+
+@contextlib.contextmanager
+def _torch_grad_mode_kept():
+    """Leave torch's (thread-local) grad mode as the fit found it, whatever happens.
+
+    The training code switches autograd off with ``torch.no_grad()`` blocks,
+    which restore it on the way out; but an exception raised asynchronously
+    at a block's first line (a ``KeyboardInterrupt``, a trace function's)
+    can land before the ``with`` statement's handler is in place, and then
+    ``__exit__`` never runs: an interrupted fit once left autograd off for the
+    rest of the process (test_base_atomic_fit's injected interrupt, then
+    every later backward pass of the test session failed). torch is only
+    consulted when it is already imported.
+    """
+    torch = sys.modules.get("torch")
+    enabled = None if torch is None else torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_grad_enabled(True if enabled is None else enabled)
 
 
 def _deepcopy_on_one_thread(state):

@@ -273,3 +273,32 @@ def test_a_copied_trainer_steps_its_own_module():
         twin.fit(X, y, max_iter=3)
     assert not torch.equal(twin.module.weight, before)
     assert torch.equal(trainer.module.weight, before)
+
+
+@pytest.mark.parametrize("exception", [RuntimeError("boom"), KeyboardInterrupt()], ids=["failure", "interrupt"])
+def test_a_fit_cut_short_leaves_torchs_grad_mode_as_it_found_it(separable, monkeypatch, exception):
+    """An exception that lands where a ``torch.no_grad()`` block has switched
+    autograd off but its ``__exit__`` will not run (an asynchronous interrupt
+    at the block's first line) must not leave autograd off for the rest of
+    the process: the atomic fit restores the caller's grad mode. Simulated by
+    an epoch that switches it off and raises."""
+    import torch
+
+    from skquad._training._trainer import Trainer
+
+    def broken_epoch(self, *args, **kwargs):
+        torch.set_grad_enabled(False)
+        raise exception
+
+    X, y = separable
+    monkeypatch.setattr(Trainer, "_run_epoch", broken_epoch)
+    assert torch.is_grad_enabled()
+    with pytest.raises(type(exception)):
+        QNNClassifier(hidden_layer_sizes=(3,), max_iter=2, random_state=0).fit(X, y)
+    assert torch.is_grad_enabled()
+    # and a caller that had it off finds it off
+    with torch.no_grad():
+        with pytest.raises(type(exception)):
+            QNNClassifier(hidden_layer_sizes=(3,), max_iter=2, random_state=0).fit(X, y)
+        assert not torch.is_grad_enabled()
+    assert torch.is_grad_enabled()
