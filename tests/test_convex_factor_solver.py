@@ -35,6 +35,21 @@ def _reference(lifting, X, y, weight, loss, beta, n_outputs):
     ).value
 
 
+def _breast_cancer_block(n_rows, n_features):
+    """The first rows and features of standardized breast cancer as one squared-loss
+    block (beta = 1e-3, uniform weights): ``(lifting, X, y, weight, data)``."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[:n_rows, :n_features]
+    y = np.where(y[:n_rows] == 1, 1.0, -1.0)
+    weight = np.full(n_rows, 1 / n_rows)
+    lifting = InputLifting()
+    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=1)
+    return lifting, X, y, weight, data
+
+
 # Converged to tol=1e-4 within max_iter in all of these; the hinge loss at
 # small beta converges slowly (see test_hinge_small_beta_bound_still_holds).
 CONVERGING = [
@@ -333,9 +348,6 @@ def test_squared_block_grows_after_two_face_duals_in_a_row_short_by_10_to_100_to
     inaccuracy). The face dual is weakened here by 50 tol of the objective: a
     smaller number than a bound is a bound, so the bracket around CLARABEL's
     optimum still holds."""
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.preprocessing import StandardScaler
-
     from skquad.convex import factor_solver
 
     if not repeated_rule:
@@ -348,11 +360,7 @@ def test_squared_block_grows_after_two_face_duals_in_a_row_short_by_10_to_100_to
         return exact_face(data, F, signs, scores, target_value=target_value) - 50 * 1e-4 * abs(target_value)
 
     monkeypatch.setattr(factor_solver, "face_dual_bound", weakened_face)
-    X, y = load_breast_cancer(return_X_y=True)
-    X, y = StandardScaler().fit_transform(X)[:100, :6], np.where(y[:100] == 1, 1.0, -1.0)
-    weight = np.full(100, 1 / 100)
-    lifting = InputLifting()
-    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=1)
+    lifting, X, y, weight, data = _breast_cancer_block(100, 6)
     solution = factor_solver.solve_squared_block(data, tol=1e-4, max_iter=3000)
     assert len(faces) >= 3 and faces[1] == faces[0]  # one short face: no growth
     if repeated_rule:
@@ -373,9 +381,6 @@ def test_squared_block_grows_right_after_a_far_short_face_dual(grow_after_face, 
     breast cancer's first 200 rows and 12 features at the 0.35 p start, and the
     rank must grow at the next chunk boundary; without the rule it stays for
     the whole 300-iteration run. The bracket holds CLARABEL's optimum either way."""
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.preprocessing import StandardScaler
-
     from skquad.convex import factor_solver
 
     monkeypatch.setattr(factor_solver, "_FACE_WHEN", np.inf)
@@ -390,11 +395,7 @@ def test_squared_block_grows_right_after_a_far_short_face_dual(grow_after_face, 
         return face_dual_bound(*args, **kwargs)
 
     monkeypatch.setattr(factor_solver, "face_dual_bound", recording_face_dual_bound)
-    X, y = load_breast_cancer(return_X_y=True)
-    X, y = StandardScaler().fit_transform(X)[:200, :12], np.where(y[:200] == 1, 1.0, -1.0)
-    weight = np.full(200, 1 / 200)
-    lifting = InputLifting()
-    data = LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=1e-3, n_outputs=1)
+    lifting, X, y, weight, data = _breast_cancer_block(200, 12)
     tol = 1e-4
     solution = factor_solver.solve_squared_block(
         data, tol=tol, max_iter=300, callback=lambda info: events.append(info) and False,
