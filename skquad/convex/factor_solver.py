@@ -789,7 +789,9 @@ def solve_squared_block(data, **options):
     re-check their LMIs exactly); the returned bound is the best one met.
     Takes the options of :func:`solve_factored` (``hinge_sigma`` and
     ``align_iterations`` do not apply); ``rank`` is the number of columns in
-    all, ``max_rank`` caps it.
+    all, ``max_rank`` caps it. ``lower_bound``: a bound already certified
+    for this block (the squared dual's, when this solve continues it), the
+    start of the best one met.
     """
     n, p = data.features.shape
     rank = options.get("rank") or 2 * _start_columns_per_sign(p)
@@ -800,7 +802,7 @@ def solve_squared_block(data, **options):
 def _solve_squared_block(
     data, *, tol=1e-4, max_iter=3000, rank=None, max_rank=None, init=None, callback=None,
     verbose=0, chunk_size=50, history_size=30, time_limit=None, random_state=0,
-    hinge_sigma=None, align_iterations=None,
+    hinge_sigma=None, align_iterations=None, lower_bound=None,
 ):
     start_time = time.perf_counter()
     Z = data.features.detach().cpu().numpy().astype(np.float64)
@@ -854,7 +856,8 @@ def _solve_squared_block(
         return value, gradient
 
     state = {
-        "iteration": 0, "best": -math.inf, "previous": None, "history": [],
+        "iteration": 0, "best": -math.inf if lower_bound is None else float(lower_bound),
+        "previous": None, "history": [],
         "last_progress": math.inf, "face_below": math.inf, "next_face": 0,
         "face_spacing": 2 * chunk_size,
         "stopped": False, "out_of_time": False, "signs": signs, "grow": False, "far_faces": 0,

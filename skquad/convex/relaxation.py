@@ -37,6 +37,12 @@ from .formulation import solve_sdp
 from .hinge_dual import hinge_dual_applies, solve_hinge_dual
 from .problem import LiftedData
 from .solution import SDPSolution, SolverFailedError, relative_gap, rescale_solution
+from .squared_dual import (
+    FACTOR_ITERATIONS_BEFORE_DUAL,
+    SQUARED_DUAL_FIRST_LIFTED,
+    solve_squared_dual,
+    squared_dual_applies,
+)
 
 __all__ = ["solve_relaxation"]
 
@@ -85,7 +91,7 @@ def _check_factor_options(options):
             )
 
 
-def _solve_blocks_separately(data, init, *, callback=None, **options):
+def _solve_blocks_separately(data, init, *, callback=None, use_dual=False, **options):
     """The squared loss's blocks one at a time with the factor solver.
 
     The objective ``Σ_k [Σ_i w_i (f_ik - t_ik)² + 2 beta p rho_k]`` is a sum
@@ -95,7 +101,9 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
     number of iterations and its own stop (measured on iris: 1723 joint
     iterations against 403 in all); a block whose relative gap is at most
     ``tol`` keeps the sum's relative gap at most ``tol``. ``max_iter``
-    applies to each block.
+    applies to each block. ``use_dual``: each block is solved by
+    :func:`_solve_block_with_dual` (the barrier on its exact dual and the
+    numpy factor solver).
     """
     time_limit = options.pop("time_limit", None)
     start_time = time.perf_counter()
@@ -110,10 +118,13 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - start_time)
         if remaining is not None and remaining <= 0:
             return None
+        if use_dual:
+            return _solve_block_with_dual(block, start, callback, remaining, options)
         # Plain CPU blocks go to the numpy L-BFGS-B solver (no autograd, one
         # L-BFGS memory, a rank near the optima's from the start).
-        solve = solve_squared_block if squared_block_applies(block) else solve_factored
-        return solve(block, init=start, callback=callback, time_limit=remaining, **options)
+        if squared_block_applies(block):
+            return solve_squared_block(block, init=start, callback=callback, time_limit=remaining, **options)
+        return solve_factored(block, init=start, callback=callback, time_limit=remaining, **options)
 
     workers = _block_workers(data, callback, options)
     if workers > 1:
@@ -166,7 +177,8 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
                       else "max_iter")
             )
         ),
-        solver="native",
+        # "squared_dual" where the dual barrier solved every block alone.
+        solver="squared_dual" if all(part.solver == "squared_dual" for part in parts) else "native",
         solve_time=sum(part.solve_time for part in parts),
         lower_bound=float(lower_bound),
         factors=[factor for part in parts for factor in part.factors],
@@ -180,6 +192,70 @@ def _solve_blocks_separately(data, init, *, callback=None, **options):
             "blocks": [{"n_iter": part.n_iter, "gap": part.relative_gap} for part in parts],
         },
     )
+
+
+def _solve_block_with_dual(block, start, callback, time_limit, options):
+    """One squared-loss block by the barrier on its exact dual and the numpy factor solver.
+
+    From ``SQUARED_DUAL_FIRST_LIFTED`` lifted coordinates on the dual goes
+    first; below, the factor solver, which is then often faster, gets
+    ``FACTOR_ITERATIONS_BEFORE_DUAL`` iterations first (see
+    :mod:`~skquad.convex.squared_dual`). A block the dual leaves above
+    ``tol`` is continued by the factor solver from the better point met,
+    with the best bound met (all bounds hold for the same optimum);
+    ``n_iter`` counts the iterations and Newton steps of every stage.
+    """
+    started = time.perf_counter()
+    tol, max_iter = options.get("tol", 1e-4), options.get("max_iter", 3000)
+
+    def remaining():
+        return None if time_limit is None else time_limit - (time.perf_counter() - started)
+
+    def finished(part):
+        left = remaining()
+        return (
+            part.converged or part.info["stopped_by_callback"] or part.status == "time_limit"
+            or (left is not None and left <= 0)
+        )
+
+    def factor_solve(init, iterations, **known):
+        # (the torch factor solver for the polynomial lifting, which the
+        # numpy block solver does not take; it has no known-bound start)
+        if squared_block_applies(block):
+            return solve_squared_block(
+                block, init=init, callback=callback, time_limit=remaining(), **known,
+                **{**options, "max_iter": iterations},
+            )
+        return solve_factored(
+            block, init=init, callback=callback, time_limit=remaining(),
+            **{**options, "max_iter": iterations},
+        )
+
+    stages = []
+    if block.n_lifted < SQUARED_DUAL_FIRST_LIFTED:
+        budget = min(FACTOR_ITERATIONS_BEFORE_DUAL, max_iter)
+        stages.append(factor_solve(start, budget))
+        if finished(stages[-1]) or budget >= max_iter:
+            return stages[-1]
+    stages.append(solve_squared_dual(
+        block, tol=tol, time_limit=remaining(), callback=callback,
+        verbose=options.get("verbose", 0),
+    ))
+    used = sum(part.n_iter for part in stages)
+    if not (finished(stages[-1]) or max_iter == 0 or used >= max_iter):
+        best = min(stages, key=lambda part: part.value)
+        stages.append(factor_solve(
+            best, max_iter - used, lower_bound=max(part.lower_bound for part in stages)
+        ))
+    solution = stages[-1]
+    bound = max(part.lower_bound for part in stages)
+    if bound > solution.lower_bound:
+        solution.lower_bound = bound
+        solution.converged = solution.relative_gap <= tol
+        if solution.converged:
+            solution.status = "optimal"
+    solution.n_iter = sum(part.n_iter for part in stages)
+    return solution
 
 
 def _block_workers(data, callback, options):
@@ -371,18 +447,25 @@ def solve_relaxation(
             # continues a compact solve: from such a start on targets of order
             # 1e6 the numpy solver stalled at 9.5e-4 where the torch one, with
             # its aligned certificate, reaches tol; test_sdp_regressor).
-            single = compact is None and squared_block_applies(data)
+            # Where the compact form does not apply, a block on few samples
+            # goes to the barrier on its exact dual (a CPU algorithm, as the
+            # compact form; solver_options ask for the factor solver).
+            use_dual = (
+                loss == "squared" and compact is None
+                and not set(options) - {"time_limit"} and squared_dual_applies(cpu_data)
+            )
+            single = compact is None and (squared_block_applies(data) or use_dual)
             if loss == "squared" and (data.n_outputs > 1 or single):
                 solution = _solve_blocks_separately(
-                    data, start, tol=tol, max_iter=max_iter, callback=callback,
-                    verbose=verbose, **options,
+                    cpu_data if use_dual else data, start, tol=tol, max_iter=max_iter,
+                    callback=callback, verbose=verbose, use_dual=use_dual, **options,
                 )
             else:
                 solution = solve_factored(
                     data, tol=tol, max_iter=max_iter, init=start, callback=callback,
                     verbose=verbose, **options,
                 )
-            solution.info["device"] = str(device)
+            solution.info["device"] = "cpu" if use_dual else str(device)
             if compact is not None and compact.lower_bound > solution.lower_bound:
                 # Both bounds hold for the same optimum: keep the larger.
                 solution.lower_bound = compact.lower_bound

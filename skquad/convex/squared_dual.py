@@ -1,0 +1,373 @@
+"""One squared-loss SDP block through its exact dual: a barrier method with a certified bracket.
+
+One block of the squared-loss relaxation (weights ``w``, ``c = 2 beta p``)::
+
+    v* = min  Σ_i w_i (f_i - t_i)² + c rho,   f_i = 2 ⟨L_i, P - N⟩,
+         over P, N ⪰ 0,  diag(P + N) = rho 1,  rho >= 0,
+
+has the exact dual (the lemma of :mod:`skquad.convex.face_dual`)::
+
+    d* = max  D(lam) = -Σ_i w_i (lam_i t_i + lam_i² / 4)
+         over lam in R^n,  mu in R^p,
+              S± = Diag mu ± 2 M(lam) ⪰ 0,  1ᵀmu <= c,   M(lam) = Σ_i w_i lam_i L_i.
+
+**Weak duality** is that lemma: every feasible ``(lam, mu)`` gives ``D(lam)
+<= v*``. ``(0, c / (2p) 1)`` is strictly feasible for ``c > 0`` (Slater), so
+``d* = v*``. The returned lower bound is not the barrier's value but
+:func:`~skquad.convex.face_dual.verified_bound` at ``(lam, mu)``: the LMIs
+re-checked by an eigenvalue decomposition (``mu`` raised by their smallest
+eigenvalue less a round-off guard) and the trace constraint enforced by a
+scaling ``theta``. So it holds whatever the barrier's accuracy.
+
+**The barrier.** For ``tau > 0`` minimise (damped Newton, Armijo line
+search; every iterate strictly feasible)::
+
+    phi(lam, mu) = tau Σ w (lam t + lam² / 4)
+                   - log det S+ - log det S- - log(c - 1ᵀmu),
+
+(barrier parameter ``nu = 2p + 1``), then raise ``tau`` tenfold, starting
+the next centring from the central path's tangent. The Newton system has
+``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the diagonal plus
+``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)`` (:func:`~skquad.convex.hinge_dual._lmi_terms`,
+``O(n² p)`` to form and ``O(n³)`` to factor), against the factor solver's
+hundreds of L-BFGS iterations and face duals: credit-approval's block (690
+rows, ``p = 47``) 0.99 s there, its face duals alone 0.31 s.
+
+**The primal point.** Stationarity in ``lam`` and ``mu`` at the centre reads
+``t_i + lam_i / 2 = 2 ⟨L_i, S+⁻¹ - S-⁻¹⟩ / tau`` and ``diag(S+⁻¹ + S-⁻¹) =
+1 / (c - 1ᵀmu)``: ``P = S+⁻¹ / tau``, ``N = S-⁻¹ / tau``, ``rho = 1 / (tau
+(c - 1ᵀmu))`` are feasible, their scores are ``t + lam / 2`` and their gap
+is ``nu / tau``. Off the centre the diagonal holds only nearly and ``S⁻¹``
+magnifies the error along the optimum's face (the small eigenvalues of
+``S``): at ``tau`` = 9.5e6 on credit-approval a point centred to a Newton
+decrement of 1 gave, once made feasible, an objective of 0.962 against the
+optimum's 0.2796, one centred to 1e-8 (three more Newton steps, Newton's
+quadratic convergence) 0.27963 (``_FINAL_DECREMENT``). So the centrings are
+loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
+to the bound), then one is tight, and its point, made exactly feasible by
+:func:`~skquad.convex.hinge_dual._feasible_point`, is the reported upper
+bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
+above ``tol`` is continued by the factor solver from its point, with its
+bound (``relaxation._solve_blocks_separately``).
+
+Rows with ``w_i = 0`` are left out (``lam_i`` enters neither ``D`` nor
+``M``); their scores are still reported. When it is chosen:
+``SQUARED_DUAL_MAX_SAMPLES``.
+"""
+
+import math
+import time
+
+import numpy as np
+import torch
+
+from .face_dual import _backtrack, _lmi_log_barrier, verified_bound
+from .factor_solver import _relaxed_block, threads_for
+from .hinge_dual import _components, _feasible_point, _fits_in_memory, _lmi_terms, _scaled_factor, _solve_scaled
+from .solution import SDPSolution, relative_gap
+
+__all__ = [
+    "FACTOR_ITERATIONS_BEFORE_DUAL", "SQUARED_DUAL_FIRST_LIFTED", "SQUARED_DUAL_MAX_SAMPLES",
+    "solve_squared_dual", "squared_dual_applies",
+]
+
+# Where the dual barrier takes a block. Its work is about 30 Newton steps
+# of O((n + p)³) whatever the data and beta; the factor solver's grows with p
+# (its rank is about p / 3 per sign, its face duals O(q p³ + q² p²) with q
+# about r²) and with its iterations, which vary from 100 to 900 between sets
+# at the default beta and run to max_iter at small beta. CPU seconds of one
+# block at the default beta, dual / factor solver, one thread, under load, on
+# random row samples (seed 0) of the preprocessed UCI sets, p = 41 to 65 and
+# n = 600 to 1,000: credit-approval (690 rows) 0.37 / 0.94, spambase
+# 0.24-0.96 / 0.37-0.94, waveform5000 0.23-0.82 / 0.45-1.87, optdigits
+# 0.42-1.02 / 0.42-0.56 (at 800 and 1,000 rows the dual 1.8x slower: the
+# price of a rule by size); UCI breast.cancer (194 rows, p = 42) 0.056 /
+# 0.117. For p = 31 to 35 the factor solver was as fast or faster at the
+# default beta (scikit-learn's breast cancer, 400 rows: 0.17 / 0.15;
+# ionosphere, 200 rows: 0.058 / 0.040) but not at small beta: the whole fit
+# of scikit-learn's breast cancer at beta = 1e-4 stopped at max_iter with a
+# certified gap of 0.87 (1.7 s), where the dual certified 2.5e-5 (1.3 s
+# with the refit); its SDPQuantizedClassifierCV fit took 21.4 s with six
+# ConvergenceWarnings against 9.2 s and none. So: the dual takes every block
+# of at most SQUARED_DUAL_MAX_SAMPLES samples (past that its O(n³) steps
+# lose); from SQUARED_DUAL_FIRST_LIFTED lifted coordinates on it goes first,
+# below the factor solver gets FACTOR_ITERATIONS_BEFORE_DUAL iterations first
+# (the default fits of those two sets certify in 100 to 350).
+SQUARED_DUAL_MAX_SAMPLES = 1000
+SQUARED_DUAL_FIRST_LIFTED = 40
+FACTOR_ITERATIONS_BEFORE_DUAL = 500
+# Largest lifted side: each step also factors two p x p LMIs and forms
+# n x p products with their inverses.
+SQUARED_DUAL_MAX_LIFTED = 400
+# The barrier weight's growth per centring and the Newton decrement below
+# which a point counts as centred: the hinge dual's. At 10 and 1.0 the
+# blocks of 200- and 400-row optdigits samples ended short of tol after 70
+# steps (the damped Newton steps after each tenfold raise crept along the
+# LMIs' boundary at a constant decrement); at 4 and 0.25 every block
+# measured certified tol in 23 to 36 steps (optdigits 200 to 800 rows,
+# credit-approval, 800 rows of spambase and of waveform5000, scikit-learn's
+# breast cancer), in CPU time within the noise of the faster setting's.
+_TAU_FACTOR = 4.0
+_CENTRED = 0.25
+# The decrement of the tight centring whose point is the primal (module
+# docstring), and its most Newton steps.
+_FINAL_DECREMENT = 1e-8
+_FINAL_STEPS = 10
+# Newton steps at one tau after which the point counts as centred whatever
+# its decrement: near the end round-off can hold the decrement above
+# _CENTRED for ever (sklearn's breast cancer at _CENTRED = 2: 170 steps at
+# a decrement of 4.99, each halved by the line search, where a centring
+# takes 3 to 8), and the bound and the primal point are checked anyway.
+_STEPS_PER_CENTRING = 15
+# The most Newton steps in all (the default fits take 21 to 35); a solve
+# that ends short of tol is continued by the factor solver from its point.
+_MAX_NEWTON = 100
+
+
+def squared_dual_applies(data):
+    """Whether the blocks of the squared-loss ``data`` go to :func:`solve_squared_dual`.
+
+    The squared loss, features given (not explicit lifted matrices), on the
+    CPU, ``beta > 0``, at most ``SQUARED_DUAL_MAX_SAMPLES`` samples with a
+    positive weight and ``SQUARED_DUAL_MAX_LIFTED`` lifted coordinates, and
+    the Newton step's ``O((n + p)²)`` arrays in the available memory. (The
+    caller tries the compact form first: for small ``p`` it is faster; and
+    below ``SQUARED_DUAL_FIRST_LIFTED`` it gives the factor solver
+    ``FACTOR_ITERATIONS_BEFORE_DUAL`` iterations first.)
+    """
+    if not (
+        data.loss == "squared" and data.lifted is None
+        and data.features.device.type == "cpu" and data.beta > 0
+        and data.n_lifted <= SQUARED_DUAL_MAX_LIFTED
+    ):
+        return False
+    n = int((data.weight > 0).sum())
+    return n <= SQUARED_DUAL_MAX_SAMPLES and _fits_in_memory(n + data.n_lifted)
+
+
+def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=0):
+    """Solve one squared-loss block by a barrier method on its exact dual (module docstring).
+
+    Parameters
+    ----------
+    data : LiftedData
+        One block of the squared loss (see :func:`squared_dual_applies`).
+    tol : float, default=1e-4
+        Stop when the certified relative gap is at most ``tol``.
+    time_limit : float, default=None
+        Seconds after which the best point so far is returned.
+    callback : callable, default=None
+        ``callback(info) -> bool`` once at the end, with the factor
+        solver's keys (``iteration``, ``objective``, ``lower_bound``,
+        ``gap``, ``rank``, ``elapsed``).
+    verbose : int, default=0
+        Print one progress line per centring.
+
+    Returns
+    -------
+    solution : SDPSolution
+        ``solver="squared_dual"``, exactly feasible, with unit-row factors
+        (a warm start for the factor solver) and the verified dual bound;
+        ``n_iter`` counts Newton steps.
+    """
+    n = int((data.weight > 0).sum())
+    with threads_for((n + data.n_lifted) ** 3 // 3, data.features.device):
+        return _solve_squared_dual(data, tol, time_limit, callback, verbose)
+
+
+def _solve_squared_dual(data, tol, time_limit, callback, verbose):
+    from .._reporting import progress_line
+
+    start = time.perf_counter()
+    weight_all = data.weight.detach().cpu().numpy().astype(np.float64)
+    kept = np.flatnonzero(weight_all > 0)
+    target_all = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+    comps, C = _components(data)
+    comps = [u[kept] for u in comps]
+    t, weight = target_all[kept], weight_all[kept]
+    n, p = t.size, data.n_lifted
+    penalty = data.penalty_per_rho
+    b = 2.0 * weight  # 2 M(lam) = Σ_i lam_i b_i L_i
+    b_outer = np.multiply.outer(b, b)
+    nu = 2 * p + 1
+
+    def lifted_sum(lam):
+        coefficients = torch.zeros(weight_all.size, dtype=data.features.dtype)
+        coefficients[torch.as_tensor(kept)] = torch.as_tensor(lam * b, dtype=data.features.dtype)
+        M2 = data.weighted_matrix(coefficients).detach().cpu().numpy().astype(np.float64)
+        return 0.5 * (M2 + M2.T)
+
+    def parts(lam, mu):
+        M2 = lifted_sum(lam)
+        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
+
+    def negative_dual(lam):
+        return float(weight @ (lam * t + 0.25 * lam * lam))
+
+    def barrier(lam, mu):
+        lmi = _lmi_log_barrier(*parts(lam, mu))
+        return tau * negative_dual(lam) + lmi if math.isfinite(lmi) else math.inf
+
+    # The Newton step's n x n arrays, allocated once (fresh ones cost their
+    # page faults every step; see _lmi_terms).
+    pair_p, pair_m = np.empty((n, n)), np.empty((n, n))
+    hess = np.empty((n + p, n + p))
+
+    def system(lam, mu):
+        """The barrier's Hessian (in the shared ``hess``) and gradient at ``(lam, mu)``."""
+        Sp, Sm, slack = parts(lam, mu)
+        trace_p, pair, cross_p, inverse_p = _lmi_terms(Sp, comps, C, pair_out=pair_p)
+        trace_m, pair_minus, cross_m, inverse_m = _lmi_terms(Sm, comps, C, pair_out=pair_m)
+        pair += pair_minus
+        np.multiply(pair, b_outer, out=hess[:n, :n])
+        hess[np.arange(n), np.arange(n)] += 0.5 * tau * weight
+        hess[:n, n:] = b[:, None] * (cross_p - cross_m)
+        hess[n:, :n] = hess[:n, n:].T
+        hess[n:, n:] = inverse_p**2 + inverse_m**2 + 1.0 / slack**2
+        grad = np.empty(n + p)
+        grad[:n] = tau * weight * (t + 0.5 * lam) - b * (trace_p - trace_m)
+        grad[n:] = 1.0 / slack - np.diag(inverse_p) - np.diag(inverse_m)
+        return hess, grad
+
+    def newton(lam, mu):
+        """``(step, decrement, factor)``; step None where no descent is found."""
+        hess, grad = system(lam, mu)
+        factor = _scaled_factor(hess, overwrite=True)
+        step = None if factor is None else _solve_scaled(factor, -grad)
+        decrement = -1.0 if step is None else float(-grad @ step)
+        if step is None or not math.isfinite(decrement) or decrement <= 0.0:
+            return None, decrement, factor
+        return step, decrement, factor
+
+    lam = np.zeros(n)
+    mu = np.full(p, 0.5 * penalty / p)
+    zero_value = data.zero_network_value()
+    tau = nu / max(zero_value, 1e-300)
+    best = {"objective": zero_value, "lower_bound": 0.0, "point": None}
+    history = []
+    status, steps, stuck, since_centred = "max_iter", 0, 0, 0
+
+    def certify(primal):
+        """Raise the best bound at ``(lam, mu)``; with ``primal``, also take
+        the centre's primal point. Returns the certified relative gap."""
+        best["lower_bound"] = max(best["lower_bound"], verified_bound(data, _full(lam), mu))
+        if primal:
+            Sp, Sm, _ = parts(lam, mu)
+            P, N = np.linalg.inv(Sp) / tau, np.linalg.inv(Sm) / tau
+            F, signs, rho, scores, objective = _feasible_point(
+                data, P, N, target_all, weight_all, penalty
+            )
+            if objective < best["objective"]:
+                best.update(objective=objective, point=(F, signs, rho, scores))
+        gap = relative_gap(best["objective"], best["lower_bound"])
+        info = {
+            "iteration": steps, "objective": best["objective"],
+            "lower_bound": best["lower_bound"], "gap": gap, "tau": tau,
+            "elapsed": time.perf_counter() - start,
+        }
+        history.append(info)
+        if verbose:
+            print(progress_line(steps, best["objective"], info["elapsed"],
+                                lower_bound=best["lower_bound"], gap=float(gap)))
+        return gap
+
+    def _full(lam):
+        out = np.zeros(weight_all.size)
+        out[kept] = lam
+        return out
+
+    gap = math.inf
+    while steps < _MAX_NEWTON:
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            status = "time_limit"
+            break
+        step, decrement, factor = newton(lam, mu)
+        if step is not None and (decrement < _CENTRED or since_centred >= _STEPS_PER_CENTRING):
+            since_centred = 0
+            # Centred (loosely) at this tau. Once the barrier's gap bound
+            # nu / tau is within half of tol, centre tightly and take the
+            # primal point (module docstring).
+            gap = certify(primal=False)
+            final = nu / tau <= 0.5 * tol * best["lower_bound"]
+            if final:
+                for _ in range(_FINAL_STEPS):
+                    if decrement < _FINAL_DECREMENT:
+                        break
+                    moved = _backtrack(barrier, lam, mu, step, decrement)
+                    if moved is None:
+                        break
+                    lam, mu = moved
+                    steps += 1
+                    step, decrement, factor = newton(lam, mu)
+                    if step is None:
+                        break
+                gap = certify(primal=True)
+            if gap <= tol:
+                break
+            if step is None:
+                continue  # the next newton() at this point decides (stuck)
+            # Raise tau and start the next centring from the central path's
+            # tangent: x(tau') ~ x + (tau' - tau) dx/dtau with H dx/dtau =
+            # -(w (t + lam / 2), 0) (differentiating grad phi = 0), shortened
+            # until it lowers the new barrier (kept at x if no fraction does).
+            rhs = np.zeros(n + p)
+            rhs[:n] = -weight * (t + 0.5 * lam)
+            tangent = _solve_scaled(factor, rhs)
+            old_tau, tau = tau, _TAU_FACTOR * tau
+            current = barrier(lam, mu)
+            length = 1.0
+            while length > 1e-3:
+                trial_lam = lam + length * (tau - old_tau) * tangent[:n]
+                trial_mu = mu + length * (tau - old_tau) * tangent[n:]
+                if barrier(trial_lam, trial_mu) < current:
+                    lam, mu = trial_lam, trial_mu
+                    break
+                length *= 0.25
+            steps += 1
+            continue
+        moved = None if step is None else _backtrack(barrier, lam, mu, step, decrement)
+        if moved is None:
+            # Round-off limits the barrier at this tau: raise it once more,
+            # or stop if that did not help either.
+            stuck += 1
+            if stuck > 1:
+                status = "stalled"
+                break
+            tau *= _TAU_FACTOR
+            continue
+        stuck = 0
+        lam, mu = moved
+        steps += 1
+        since_centred += 1
+    if gap > tol and status != "time_limit":
+        # Whatever stopped the barrier, its last point is the best guess of
+        # the primal (and certified either way).
+        gap = certify(primal=True)
+    if gap <= tol:
+        status = "optimal"
+
+    if best["point"] is None:
+        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(weight_all.size)
+    else:
+        F, signs, rho, scores = best["point"]
+    elapsed = time.perf_counter() - start
+    info = {
+        "iteration": steps, "objective": best["objective"], "lower_bound": best["lower_bound"],
+        "gap": gap, "rank": int(F.shape[1]), "elapsed": elapsed,
+    }
+    stopped = bool(callback(dict(info))) if callback is not None else False
+    return SDPSolution(
+        Q=_relaxed_block(F, signs, rho)[None],
+        rho=np.array([rho]),
+        value=float(best["objective"]),
+        scores=scores[:, None],
+        status=status,
+        solver="squared_dual",
+        solve_time=elapsed,
+        lower_bound=float(best["lower_bound"]),
+        factors=[(F, signs)],
+        dual=None,
+        n_iter=steps,
+        converged=bool(gap <= tol),
+        info={"history": history + [info], "rank": info["rank"], "stopped_by_callback": stopped},
+    )
