@@ -475,8 +475,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
     def check(polish=False):
         Sp, Sm, _ = parts(s, mu)
         lower = verified_bound(data, -t * s, mu)
-        if lower > best["lower_bound"]:
-            best["lower_bound"] = lower
+        best["lower_bound"] = max(best["lower_bound"], lower)
         P, N = np.linalg.inv(Sp) / tau, np.linalg.inv(Sm) / tau
         points = [(P, N)]
         if polish:
@@ -486,8 +485,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
                 # The face problem's dual: feasible for the full dual where
                 # the face is right (verified either way).
                 lower = verified_bound(data, -t * face[2], face[3])
-                if lower > best["lower_bound"]:
-                    best["lower_bound"] = lower
+                best["lower_bound"] = max(best["lower_bound"], lower)
         for P, N in points:
             F, signs, rho, scores, objective = _feasible_point(data, P, N, t, weight, penalty)
             if objective < best["objective"]:

@@ -63,7 +63,14 @@ import torch
 
 from .face_dual import _backtrack, _lmi_log_barrier, verified_bound
 from .factor_solver import _relaxed_block, threads_for
-from .hinge_dual import _components, _feasible_point, _fits_in_memory, _lmi_terms, _scaled_factor, _solve_scaled
+from .hinge_dual import (
+    _components,
+    _feasible_point,
+    _fits_in_memory,
+    _lmi_terms,
+    _scaled_factor,
+    _solve_scaled,
+)
 from .solution import SDPSolution, relative_gap
 
 __all__ = [
@@ -175,59 +182,88 @@ def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbos
         return _solve_squared_dual(data, tol, time_limit, callback, verbose)
 
 
+class _DualBarrier:
+    """``phi(lam, mu)`` of one block at a weight ``tau``, its gradient and Hessian.
+
+    ``lam`` has one entry per sample with a positive weight (``kept``); the
+    Hessian is written to one ``(n + p)²`` array allocated here, as are the
+    two ``n x n`` pair terms (fresh ones cost their page faults every step:
+    see :func:`~skquad.convex.hinge_dual._lmi_terms`).
+    """
+
+    def __init__(self, data):
+        self.data = data
+        weight = data.weight.detach().cpu().numpy().astype(np.float64)
+        self.kept = np.flatnonzero(weight > 0)
+        self.n_samples = weight.size
+        self.target_all = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+        comps, self.C = _components(data)
+        self.comps = [u[self.kept] for u in comps]
+        self.t, self.weight = self.target_all[self.kept], weight[self.kept]
+        self.n, self.p = self.t.size, data.n_lifted
+        self.penalty = data.penalty_per_rho
+        self.b = 2.0 * self.weight  # 2 M(lam) = Σ_i lam_i b_i L_i
+        self._b_outer = np.multiply.outer(self.b, self.b)
+        self._pairs = (np.empty((self.n, self.n)), np.empty((self.n, self.n)))
+        self._hess = np.empty((self.n + self.p, self.n + self.p))
+
+    def full(self, lam):
+        """``lam`` with zeros for the samples of weight 0 (every sample's entry)."""
+        out = np.zeros(self.n_samples)
+        out[self.kept] = lam
+        return out
+
+    def parts(self, lam, mu):
+        """``S+``, ``S-`` and the trace slack ``c - 1ᵀmu``."""
+        dtype = self.data.features.dtype
+        coefficients = torch.as_tensor(self.full(lam * self.b), dtype=dtype)
+        M2 = self.data.weighted_matrix(coefficients).detach().cpu().numpy().astype(np.float64)
+        M2 = 0.5 * (M2 + M2.T)
+        return np.diag(mu) + M2, np.diag(mu) - M2, self.penalty - mu.sum()
+
+    def negative_dual(self, lam):
+        """``-D(lam)``."""
+        return float(self.weight @ (lam * self.t + 0.25 * lam * lam))
+
+    def value(self, lam, mu, tau):
+        """``phi``; infinite outside the LMIs and the trace constraint."""
+        lmi = _lmi_log_barrier(*self.parts(lam, mu))
+        return tau * self.negative_dual(lam) + lmi if math.isfinite(lmi) else math.inf
+
+    def system(self, lam, mu, tau):
+        """The Hessian (the shared array: overwritten by the next call) and gradient."""
+        n, b, hess = self.n, self.b, self._hess
+        Sp, Sm, slack = self.parts(lam, mu)
+        trace_p, pair, cross_p, inverse_p = _lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0])
+        trace_m, pair_minus, cross_m, inverse_m = _lmi_terms(
+            Sm, self.comps, self.C, pair_out=self._pairs[1]
+        )
+        pair += pair_minus
+        np.multiply(pair, self._b_outer, out=hess[:n, :n])
+        hess[np.arange(n), np.arange(n)] += 0.5 * tau * self.weight
+        hess[:n, n:] = b[:, None] * (cross_p - cross_m)
+        hess[n:, :n] = hess[:n, n:].T
+        hess[n:, n:] = inverse_p**2 + inverse_m**2 + 1.0 / slack**2
+        grad = np.empty(n + self.p)
+        grad[:n] = tau * self.weight * (self.t + 0.5 * lam) - b * (trace_p - trace_m)
+        grad[n:] = 1.0 / slack - np.diag(inverse_p) - np.diag(inverse_m)
+        return hess, grad
+
+
 def _solve_squared_dual(data, tol, time_limit, callback, verbose):
     from .._reporting import progress_line
 
     start = time.perf_counter()
-    weight_all = data.weight.detach().cpu().numpy().astype(np.float64)
-    kept = np.flatnonzero(weight_all > 0)
-    target_all = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
-    comps, C = _components(data)
-    comps = [u[kept] for u in comps]
-    t, weight = target_all[kept], weight_all[kept]
-    n, p = t.size, data.n_lifted
-    penalty = data.penalty_per_rho
-    b = 2.0 * weight  # 2 M(lam) = Σ_i lam_i b_i L_i
-    b_outer = np.multiply.outer(b, b)
+    phi = _DualBarrier(data)
+    n, p, penalty = phi.n, phi.p, phi.penalty
     nu = 2 * p + 1
-
-    def lifted_sum(lam):
-        coefficients = torch.zeros(weight_all.size, dtype=data.features.dtype)
-        coefficients[torch.as_tensor(kept)] = torch.as_tensor(lam * b, dtype=data.features.dtype)
-        M2 = data.weighted_matrix(coefficients).detach().cpu().numpy().astype(np.float64)
-        return 0.5 * (M2 + M2.T)
-
-    def parts(lam, mu):
-        M2 = lifted_sum(lam)
-        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
-
-    def negative_dual(lam):
-        return float(weight @ (lam * t + 0.25 * lam * lam))
+    parts = phi.parts
 
     def barrier(lam, mu):
-        lmi = _lmi_log_barrier(*parts(lam, mu))
-        return tau * negative_dual(lam) + lmi if math.isfinite(lmi) else math.inf
-
-    # The Newton step's n x n arrays, allocated once (fresh ones cost their
-    # page faults every step; see _lmi_terms).
-    pair_p, pair_m = np.empty((n, n)), np.empty((n, n))
-    hess = np.empty((n + p, n + p))
+        return phi.value(lam, mu, tau)
 
     def system(lam, mu):
-        """The barrier's Hessian (in the shared ``hess``) and gradient at ``(lam, mu)``."""
-        Sp, Sm, slack = parts(lam, mu)
-        trace_p, pair, cross_p, inverse_p = _lmi_terms(Sp, comps, C, pair_out=pair_p)
-        trace_m, pair_minus, cross_m, inverse_m = _lmi_terms(Sm, comps, C, pair_out=pair_m)
-        pair += pair_minus
-        np.multiply(pair, b_outer, out=hess[:n, :n])
-        hess[np.arange(n), np.arange(n)] += 0.5 * tau * weight
-        hess[:n, n:] = b[:, None] * (cross_p - cross_m)
-        hess[n:, :n] = hess[:n, n:].T
-        hess[n:, n:] = inverse_p**2 + inverse_m**2 + 1.0 / slack**2
-        grad = np.empty(n + p)
-        grad[:n] = tau * weight * (t + 0.5 * lam) - b * (trace_p - trace_m)
-        grad[n:] = 1.0 / slack - np.diag(inverse_p) - np.diag(inverse_m)
-        return hess, grad
+        return phi.system(lam, mu, tau)
 
     def newton(lam, mu):
         """``(step, decrement, factor)``; step None where no descent is found."""
@@ -250,12 +286,13 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
     def certify(primal):
         """Raise the best bound at ``(lam, mu)``; with ``primal``, also take
         the centre's primal point. Returns the certified relative gap."""
-        best["lower_bound"] = max(best["lower_bound"], verified_bound(data, _full(lam), mu))
+        best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(lam), mu))
         if primal:
             Sp, Sm, _ = parts(lam, mu)
             P, N = np.linalg.inv(Sp) / tau, np.linalg.inv(Sm) / tau
             F, signs, rho, scores, objective = _feasible_point(
-                data, P, N, target_all, weight_all, penalty
+                data, P, N, phi.target_all, data.weight.detach().cpu().numpy().astype(np.float64),
+                penalty,
             )
             if objective < best["objective"]:
                 best.update(objective=objective, point=(F, signs, rho, scores))
@@ -270,11 +307,6 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
             print(progress_line(steps, best["objective"], info["elapsed"],
                                 lower_bound=best["lower_bound"], gap=float(gap)))
         return gap
-
-    def _full(lam):
-        out = np.zeros(weight_all.size)
-        out[kept] = lam
-        return out
 
     gap = math.inf
     while steps < _MAX_NEWTON:
@@ -311,7 +343,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
             # -(w (t + lam / 2), 0) (differentiating grad phi = 0), shortened
             # until it lowers the new barrier (kept at x if no fraction does).
             rhs = np.zeros(n + p)
-            rhs[:n] = -weight * (t + 0.5 * lam)
+            rhs[:n] = -phi.weight * (phi.t + 0.5 * lam)
             tangent = _solve_scaled(factor, rhs)
             old_tau, tau = tau, _TAU_FACTOR * tau
             current = barrier(lam, mu)
@@ -347,7 +379,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
         status = "optimal"
 
     if best["point"] is None:
-        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(weight_all.size)
+        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(phi.n_samples)
     else:
         F, signs, rho, scores = best["point"]
     elapsed = time.perf_counter() - start

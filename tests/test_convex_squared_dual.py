@@ -1,0 +1,201 @@
+"""One squared-loss SDP block by a barrier method on its exact dual, against CLARABEL through CVXPY."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skquad import SDPQuantizedClassifier
+from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
+from skquad.convex import squared_dual
+from skquad.convex.squared_dual import _DualBarrier, solve_squared_dual, squared_dual_applies
+
+from _convex_cases import assert_certified_bracket
+
+LIFTINGS = {
+    "bilinear": InputLifting(),
+    "polynomial": InputLifting(activation=(1.0, 0.5, -0.2)),
+}
+
+
+def _problem(seed, n=50, d=4):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    weight = rng.uniform(0.2, 2.0, size=n)
+    return X, y, weight
+
+
+def _data(lifting, X, y, weight, beta):
+    return LiftedData.from_lifting(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=1)
+
+
+def _reference(lifting, X, y, weight, beta):
+    return solve_sdp(
+        lifting.matrices(X), y, weight, loss="squared", beta=beta, n_outputs=1,
+        solver="CLARABEL", solver_options={"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10,
+                                           "tol_feas": 1e-10},
+    ).value
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+@pytest.mark.parametrize("beta", [1e-4, 1e-2])
+def test_bracket_holds_the_clarabel_optimum(name, beta):
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(5 + int(1e4 * beta))
+    reference = _reference(lifting, X, y, weight, beta)
+    data = _data(lifting, X, y, weight, beta)
+    assert squared_dual_applies(data)
+    solution = solve_squared_dual(data, tol=1e-4)
+    assert solution.solver == "squared_dual"
+    assert_certified_bracket(solution, reference)
+    # A tighter tol is reached too (the primal point of a tight centring).
+    tight = solve_squared_dual(data, tol=1e-7)
+    assert_certified_bracket(tight, reference, tol=1e-7)
+
+
+def test_bound_and_value_hold_when_stopped_early(monkeypatch):
+    """Few Newton steps stop the barrier far from the optimum: the bracket still holds."""
+    lifting = InputLifting()
+    X, y, weight = _problem(11)
+    beta = 1e-3
+    reference = _reference(lifting, X, y, weight, beta)
+    monkeypatch.setattr(squared_dual, "_MAX_NEWTON", 6)
+    solution = solve_squared_dual(_data(lifting, X, y, weight, beta), tol=1e-4)
+    assert not solution.converged and solution.relative_gap > 1e-3
+    assert solution.lower_bound <= reference + 1e-9
+    assert reference <= solution.value + 1e-9
+
+
+@pytest.mark.parametrize("name", list(LIFTINGS))
+def test_barrier_gradient_and_hessian_against_finite_differences(name):
+    lifting = LIFTINGS[name]
+    X, y, weight = _problem(3, n=30, d=3)
+    weight[[4, 9]] = 0.0  # rows of weight 0 are left out of lam
+    phi = _DualBarrier(_data(lifting, X, y, weight, 1e-2))
+    assert phi.n == 28
+    rng = np.random.RandomState(0)
+    mu = np.full(phi.p, 0.4 * phi.penalty / phi.p) + 0.01 * phi.penalty / phi.p * rng.rand(phi.p)
+    lam = rng.standard_normal(phi.n)
+    M2 = phi.parts(lam, np.zeros(phi.p))[0]
+    lam *= 0.5 * mu.min() / np.linalg.norm(M2, 2)  # strictly inside the LMIs
+    tau = 37.0
+    assert np.isfinite(phi.value(lam, mu, tau))
+    hess, grad = phi.system(lam, mu, tau)
+    hess = hess.copy()
+    np.testing.assert_allclose(hess, hess.T, rtol=1e-12, atol=1e-12 * np.abs(hess).max())
+    eps = 1e-6
+    for _ in range(3):
+        d = rng.standard_normal(phi.n + phi.p)
+        d[phi.n:] *= 1e-3 * phi.penalty / phi.p
+        step = (lam + eps * d[: phi.n], mu + eps * d[phi.n:])
+        back = (lam - eps * d[: phi.n], mu - eps * d[phi.n:])
+        slope = (phi.value(*step, tau) - phi.value(*back, tau)) / (2 * eps)
+        assert slope == pytest.approx(grad @ d, rel=1e-6, abs=1e-8 * np.abs(grad).max())
+        curvature = (phi.system(*step, tau)[1] - phi.system(*back, tau)[1]) / (2 * eps)
+        np.testing.assert_allclose(curvature, hess @ d, rtol=1e-5, atol=1e-6 * np.abs(hess @ d).max())
+
+
+def test_solution_is_exactly_feasible_and_reproduces_its_scores():
+    lifting = InputLifting()
+    X, y, weight = _problem(2)
+    beta = 1e-3
+    data = _data(lifting, X, y, weight, beta)
+    solution = solve_squared_dual(data)
+    Q, rho = solution.Q[0], solution.rho[0]
+    assert rho > 0
+    np.testing.assert_allclose(np.diag(Q), rho, rtol=1e-12)
+    assert np.linalg.eigvalsh(Q)[0] >= -1e-12 * rho
+    scores = 2.0 * lifting.inner(X, solution.Z[0])
+    np.testing.assert_allclose(scores, solution.scores[:, 0], rtol=1e-9, atol=1e-10)
+    w = weight / weight.sum()
+    value = w @ (scores - y) ** 2 + 2.0 * beta * data.n_lifted * rho
+    assert value == pytest.approx(solution.value, rel=1e-10)
+
+
+def test_zero_weights_are_the_fit_without_those_rows():
+    lifting = InputLifting()
+    X, y, weight = _problem(6)
+    beta = 1e-3
+    weight[:10] = 0.0
+    full = solve_squared_dual(_data(lifting, X, y, weight, beta), tol=1e-7)
+    subset = solve_squared_dual(_data(lifting, X[10:], y[10:], weight[10:], beta), tol=1e-7)
+    assert full.value == pytest.approx(subset.value, rel=1e-6)
+    assert full.lower_bound == pytest.approx(subset.lower_bound, rel=1e-6)
+
+
+def test_dispatch_by_size_beta_options_and_lifted_side(monkeypatch):
+    lifting = InputLifting()
+    X, y, weight = _problem(4, n=60, d=3)
+    data = _data(lifting, X, y, weight, 1e-2)
+    assert squared_dual_applies(data)
+    assert not squared_dual_applies(_data(lifting, X, y, weight, 0.0))  # no trace budget
+    monkeypatch.setattr(squared_dual, "SQUARED_DUAL_MAX_SAMPLES", 59)
+    assert not squared_dual_applies(data)
+    monkeypatch.undo()
+    hinge = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1)
+    assert not squared_dual_applies(hinge)
+    # Options of the factor solver ask for the factor solver.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        solution = solve_relaxation(
+            lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
+            solver_options={"rank": 4}, max_iter=5,
+        )
+    assert solution.solver == "native"
+    # p = 4 here is below SQUARED_DUAL_FIRST_LIFTED: the factor solver goes
+    # first (and would be the compact form's at its own size rule).
+    monkeypatch.setattr("skquad.convex.relaxation.compact_applies", lambda *a, **k: False)
+    calls = []
+    real = squared_dual.solve_squared_dual
+
+    def spy(block, **options):
+        calls.append(block.n_lifted)
+        return real(block, **options)
+
+    monkeypatch.setattr("skquad.convex.relaxation.solve_squared_dual", spy)
+    first = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    assert first.converged and first.solver == "native" and calls == []
+    monkeypatch.setattr("skquad.convex.relaxation.SQUARED_DUAL_FIRST_LIFTED", 4)
+    dual = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    assert dual.converged and dual.solver == "squared_dual" and calls == [4]
+    assert dual.value == pytest.approx(first.value, rel=2e-4)
+
+
+def test_factor_solver_goes_first_then_the_dual_then_continues(monkeypatch):
+    """Below SQUARED_DUAL_FIRST_LIFTED: factor iterations, the dual; the factor
+    solver continues a dual left short of tol, from its point and with its bound."""
+    lifting = InputLifting()
+    X, y, weight = _problem(9, n=60, d=3)
+    beta = 1e-4
+    reference = _reference(lifting, X, y, weight, beta)
+    monkeypatch.setattr("skquad.convex.relaxation.compact_applies", lambda *a, **k: False)
+    monkeypatch.setattr("skquad.convex.relaxation.FACTOR_ITERATIONS_BEFORE_DUAL", 3)
+    monkeypatch.setattr(squared_dual, "_MAX_NEWTON", 8)
+    bounds = []
+    real = squared_dual.solve_squared_dual
+
+    def spy(block, **options):
+        solution = real(block, **options)
+        bounds.append(solution.lower_bound)
+        return solution
+
+    monkeypatch.setattr("skquad.convex.relaxation.solve_squared_dual", spy)
+    solution = solve_relaxation(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=1)
+    assert len(bounds) == 1 and bounds[0] > 0
+    assert solution.solver == "native" and solution.converged
+    assert solution.lower_bound >= bounds[0]
+    assert solution.n_iter > 3 + 8 - 1  # every stage's iterations and steps
+    assert_certified_bracket(solution, reference)
+
+
+def test_classifier_fits_through_the_dual_on_a_wide_lifting():
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((120, 45))
+    y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(int)
+    model = SDPQuantizedClassifier(n_neurons=60, random_state=0).fit(X, y)
+    assert model.solver_ == "squared_dual" and model.solver_status_ == "optimal"
+    assert model.device_ == "cpu"
+    assert model.certified_gap_ <= 1e-4 * model.relaxed_objective_
+    assert model.score(X, y) > 0.75
