@@ -199,3 +199,14 @@ def test_classifier_fits_through_the_dual_on_a_wide_lifting():
     assert model.device_ == "cpu"
     assert model.certified_gap_ <= 1e-4 * model.relaxed_objective_
     assert model.score(X, y) > 0.75
+
+
+def test_sdp_covariance_step_after_the_dual():
+    """``covariance="sdp"`` solves its own problem by CVXPY whatever native solver ran."""
+    rng = np.random.RandomState(1)
+    X = rng.standard_normal((80, 41))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    model = SDPQuantizedClassifier(n_neurons=20, covariance="sdp", random_state=0).fit(X, y)
+    assert model.solver_ == "squared_dual"
+    K = model.covariance_[0]
+    assert np.linalg.eigvalsh(K)[0] >= -1e-6 and np.allclose(np.diag(K), 1.0, atol=1e-5)
