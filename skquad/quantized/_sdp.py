@@ -558,10 +558,13 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         cone form by an interior point (``solver_ == "compact"``); the
         binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (2,000)
         deduplicated samples by a barrier method on its exact dual
-        (``solver_ == "hinge_dual"``, any ``p``); the
-        squared loss's other blocks one at a time by Burer-Monteiro factors
-        in numpy with scipy's L-BFGS-B; everything else by the factor solver
-        (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
+        (``solver_ == "hinge_dual"``, any ``p``); the squared loss's other
+        blocks one at a time: on up to ``SQUARED_DUAL_MAX_SAMPLES`` (1,000)
+        samples by a barrier method on the block's exact dual
+        (``solver_ == "squared_dual"``; from ``p = 40`` first, below after
+        500 iterations of the factors), else by Burer-Monteiro factors in
+        numpy with the L-BFGS driver's numpy engine; everything else by the
+        factor solver (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
         relaxation, L-BFGS in torch, memory ``O(n p + p r)``, no lifted
         matrices formed). A CVXPY SDP solver name keeps the reference
         formulation (it forms an ``n x p^2`` design and a ``2 p x 2 p``
@@ -683,8 +686,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         factor solver), ``"compact"`` (the exact compact-cone solve of a small
         squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU),
         ``"hinge_dual"`` (the barrier method on the binary hinge's exact dual,
-        chosen by ``solver=None`` on the CPU up to 2,000 deduplicated samples)
-        or the CVXPY solver used.
+        chosen by ``solver=None`` on the CPU up to 2,000 deduplicated samples),
+        ``"squared_dual"`` (the barrier method on the exact dual of every
+        block of the squared loss, on the CPU up to 1,000 samples) or the
+        CVXPY solver used.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
         (by a callback) or "stalled" (short of ``tol`` with no column left to
@@ -697,8 +702,8 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     device_ : str
         The device the SDP was solved on (``"cpu"``, ``"cuda:0"``; ``"cpu"``
         for the CVXPY solvers and for the native interior-point methods of
-        small problems, ``solver_`` ``"compact"`` or ``"hinge_dual"``, which
-        run there whatever ``device``). Sampling, the refit and predictions
+        small problems, ``solver_`` ``"compact"``, ``"hinge_dual"`` or
+        ``"squared_dual"``, which run there whatever ``device``). Sampling, the refit and predictions
         run on the CPU.
 
     See Also

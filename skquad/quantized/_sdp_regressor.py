@@ -22,8 +22,9 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     (Algorithm 1) and the second layer is refitted. The relaxation's blocks
     are independent for the squared loss: small problems (``p(p+1)/2 <= 300``
     with ``p`` the lifted width) are solved exactly block by block in their
-    compact cone form, larger ones by the native factor solver one block at a
-    time.
+    compact cone form, larger ones one block at a time: on up to 1,000
+    samples by a barrier method on the block's exact dual (``solver_ ==
+    "squared_dual"``), else by the native factor solver.
 
     ``lower_bound_`` is a certificate: no network of this shape with ±1
     first-layer weights reaches a training objective below it.
