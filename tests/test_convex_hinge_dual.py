@@ -11,20 +11,11 @@ from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
 from skquad.convex import hinge_dual
 from skquad.convex.hinge_dual import _best_rho, hinge_dual_applies, solve_hinge_dual
 
-from _convex_cases import assert_certified_bracket
-
-LIFTINGS = {
-    "bilinear": InputLifting(),
-    "polynomial": InputLifting(activation=(1.0, 0.5, -0.2)),
-}
+from _convex_cases import LIFTINGS, assert_certified_bracket, binary_problem
 
 
 def _problem(seed, n=40, d=3):
-    rng = np.random.RandomState(seed)
-    X = rng.standard_normal((n, d))
-    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    weight = rng.uniform(0.2, 2.0, size=n)
-    return X, y, weight
+    return binary_problem(seed, n=n, d=d)
 
 
 def _reference(lifting, X, y, weight, beta):

@@ -11,20 +11,11 @@ from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
 from skquad.convex import squared_dual
 from skquad.convex.squared_dual import _DualBarrier, solve_squared_dual, squared_dual_applies
 
-from _convex_cases import assert_certified_bracket
-
-LIFTINGS = {
-    "bilinear": InputLifting(),
-    "polynomial": InputLifting(activation=(1.0, 0.5, -0.2)),
-}
+from _convex_cases import LIFTINGS, assert_certified_bracket, binary_problem
 
 
 def _problem(seed, n=50, d=4):
-    rng = np.random.RandomState(seed)
-    X = rng.standard_normal((n, d))
-    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    weight = rng.uniform(0.2, 2.0, size=n)
-    return X, y, weight
+    return binary_problem(seed, n=n, d=d)
 
 
 def _data(lifting, X, y, weight, beta):

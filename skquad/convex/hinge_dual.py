@@ -73,7 +73,7 @@ import torch
 
 from .._memory import available_memory
 from .compact_solver import _smat, _unit_factor
-from .face_dual import _backtrack, _lmi_log_barrier, verified_bound
+from .face_dual import _backtrack, _lmi_log_barrier, _tangent_move, verified_bound
 from .factor_solver import _relaxed_block, threads_for
 from .solution import SDPSolution, SolverFailedError, relative_gap
 
@@ -552,15 +552,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
             rhs[:n] = weight
             tangent = _solve_scaled(factor, rhs)
             old_tau, tau = tau, _TAU_FACTOR * tau
-            current = barrier(s, mu)
-            length = 1.0
-            while length > 1e-3:
-                trial_s = s + length * (tau - old_tau) * tangent[:n]
-                trial_mu = mu + length * (tau - old_tau) * tangent[n:]
-                if barrier(trial_s, trial_mu) < current:
-                    s, mu = trial_s, trial_mu
-                    break
-                length *= 0.25
+            s, mu = _tangent_move(barrier, s, mu, (tau - old_tau) * tangent)
             steps += 1
             continue
         else:
@@ -586,8 +578,22 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
     if gap <= tol:
         status = "optimal"
 
+    return _barrier_solution(
+        best, p, n, gap, tol, steps, status,
+        [entry for entry in history if "stuck" not in entry], start, callback, "hinge_dual",
+    )
+
+
+def _barrier_solution(best, p, n_samples, gap, tol, steps, status, history, start, callback,
+                      solver):
+    """The ``SDPSolution`` of a dual barrier's best point (the hinge's and the squared loss's).
+
+    ``best``: ``objective``, ``lower_bound`` and ``point`` (``(F, signs, rho,
+    scores)``, or None for the zero network); the callback is called once,
+    with the factor solver's keys.
+    """
     if best["point"] is None:
-        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(n)
+        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(n_samples)
     else:
         F, signs, rho, scores = best["point"]
     elapsed = time.perf_counter() - start
@@ -602,13 +608,12 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
         value=float(best["objective"]),
         scores=scores[:, None],
         status=status,
-        solver="hinge_dual",
+        solver=solver,
         solve_time=elapsed,
         lower_bound=float(best["lower_bound"]),
         factors=[(F, signs)],
         dual=None,
         n_iter=steps,
         converged=bool(gap <= tol),
-        info={"history": [entry for entry in history if "stuck" not in entry] + [info],
-              "rank": info["rank"], "stopped_by_callback": stopped},
+        info={"history": history + [info], "rank": info["rank"], "stopped_by_callback": stopped},
     )

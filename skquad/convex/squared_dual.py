@@ -75,9 +75,16 @@ import time
 import numpy as np
 import torch
 
-from .face_dual import _FACE_EIGENVALUE, _backtrack, _lmi_log_barrier, verified_bound
-from .factor_solver import _relaxed_block, threads_for
+from .face_dual import (
+    _FACE_EIGENVALUE,
+    _backtrack,
+    _lmi_log_barrier,
+    _tangent_move,
+    verified_bound,
+)
+from .factor_solver import threads_for
 from .hinge_dual import (
+    _barrier_solution,
     _components,
     _face,
     _feasible_point,
@@ -86,7 +93,7 @@ from .hinge_dual import (
     _scaled_factor,
     _solve_scaled,
 )
-from .solution import SDPSolution, relative_gap
+from .solution import relative_gap
 
 __all__ = [
     "FACTOR_ITERATIONS_BEFORE_DUAL", "SQUARED_DUAL_FIRST_LIFTED", "SQUARED_DUAL_MAX_SAMPLES",
@@ -373,15 +380,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
             rhs[:n] = -phi.weight * (phi.t + 0.5 * lam)
             tangent = _solve_scaled(factor, rhs)
             old_tau, tau = tau, _TAU_FACTOR * tau
-            current = barrier(lam, mu)
-            length = 1.0
-            while length > 1e-3:
-                trial_lam = lam + length * (tau - old_tau) * tangent[:n]
-                trial_mu = mu + length * (tau - old_tau) * tangent[n:]
-                if barrier(trial_lam, trial_mu) < current:
-                    lam, mu = trial_lam, trial_mu
-                    break
-                length *= 0.25
+            lam, mu = _tangent_move(barrier, lam, mu, (tau - old_tau) * tangent)
             steps += 1
             continue
         moved = None if step is None else _backtrack(barrier, lam, mu, step, decrement)
@@ -405,28 +404,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
     if gap <= tol:
         status = "optimal"
 
-    if best["point"] is None:
-        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(phi.n_samples)
-    else:
-        F, signs, rho, scores = best["point"]
-    elapsed = time.perf_counter() - start
-    info = {
-        "iteration": steps, "objective": best["objective"], "lower_bound": best["lower_bound"],
-        "gap": gap, "rank": int(F.shape[1]), "elapsed": elapsed,
-    }
-    stopped = bool(callback(dict(info))) if callback is not None else False
-    return SDPSolution(
-        Q=_relaxed_block(F, signs, rho)[None],
-        rho=np.array([rho]),
-        value=float(best["objective"]),
-        scores=scores[:, None],
-        status=status,
-        solver="squared_dual",
-        solve_time=elapsed,
-        lower_bound=float(best["lower_bound"]),
-        factors=[(F, signs)],
-        dual=None,
-        n_iter=steps,
-        converged=bool(gap <= tol),
-        info={"history": history + [info], "rank": info["rank"], "stopped_by_callback": stopped},
+    return _barrier_solution(
+        best, p, phi.n_samples, gap, tol, steps, status, history, start, callback,
+        "squared_dual",
     )
