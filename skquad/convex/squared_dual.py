@@ -121,7 +121,8 @@ __all__ = [
 # of scikit-learn's breast cancer at beta = 1e-4 stopped at max_iter with a
 # certified gap of 0.87 (1.7 s), where the dual certified 2.5e-5 (1.3 s
 # with the refit); its SDPQuantizedClassifierCV fit took 21.4 s with six
-# ConvergenceWarnings against 9.2 s and none. So: the dual takes every block
+# ConvergenceWarnings against 9.2 s and none with the dual alone (15.2 s
+# and none with the rule below). So: the dual takes every block
 # of at most SQUARED_DUAL_MAX_SAMPLES samples (past that its O(n³) steps
 # lose); from SQUARED_DUAL_FIRST_LIFTED lifted coordinates on it goes first,
 # below the factor solver gets FACTOR_ITERATIONS_BEFORE_DUAL iterations first
