@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from skquad import SDPQuantizedClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
 from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
-from skquad.convex import squared_dual
+from skquad.convex import relaxation, squared_dual
+from skquad.convex.certificate import squared_loss_rho
 from skquad.convex.squared_dual import _DualBarrier, solve_squared_dual, squared_dual_applies
 
 from _convex_cases import LIFTINGS, assert_certified_bracket, binary_problem
@@ -201,3 +204,62 @@ def test_sdp_covariance_step_after_the_dual():
     assert model.solver_ == "squared_dual"
     K = model.covariance_[0]
     assert np.linalg.eigvalsh(K)[0] >= -1e-6 and np.allclose(np.diag(K), 1.0, atol=1e-5)
+
+
+def test_squared_loss_rho_is_the_exact_minimiser():
+    rng = np.random.RandomState(0)
+    g = rng.standard_normal(30)
+    t = 0.7 * g + 0.3 * rng.standard_normal(30)
+    w = rng.uniform(0.1, 1.0, 30)
+
+    def objective(rho):
+        return w @ (rho * g - t) ** 2 + 0.05 * rho
+
+    rho = squared_loss_rho(g, t, w, 0.05)
+    assert rho > 0
+    grid = np.linspace(0.0, 3.0 * rho, 20001)
+    assert objective(rho) <= min(objective(r) for r in grid) + 1e-12
+    assert squared_loss_rho(g, t, w, 100.0) == 0.0  # a penalty above every slope
+    assert squared_loss_rho(np.zeros(30), t, w, 0.05) == 0.0
+
+
+@pytest.fixture
+def every_squared_block_through_the_dual(monkeypatch):
+    """The compact form off and the dual first whatever p: the checks' small
+    data then exercise the dual barrier (at its own size rule they would go to
+    the compact form)."""
+    monkeypatch.setattr(relaxation, "compact_applies", lambda *args, **kwargs: False)
+    monkeypatch.setattr(relaxation, "SQUARED_DUAL_FIRST_LIFTED", 1)
+
+
+@parametrize_with_checks([SDPQuantizedClassifier(), SDPQuantizedRegressor()])
+def test_default_estimators_pass_sklearn_checks_through_the_dual(
+    estimator, check, every_squared_block_through_the_dual
+):
+    check(estimator)
+
+
+@pytest.mark.parametrize("failure", [RuntimeError, KeyboardInterrupt])
+def test_a_refit_failing_in_the_dual_leaves_the_model_as_it_was(
+    failure, monkeypatch, every_squared_block_through_the_dual
+):
+    X, y, _ = _problem(12, n=80, d=4)
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+    assert model.solver_ == "squared_dual"
+    before = {key: (value.copy() if isinstance(value, np.ndarray) else value)
+              for key, value in model.__dict__.items()}
+
+    def fail(*args, **kwargs):
+        raise failure("injected")
+
+    monkeypatch.setattr(relaxation, "solve_squared_dual", fail)
+    with pytest.raises(failure):
+        # Other data (3 features): a partial refit would show in n_features_in_ at once.
+        model.set_params(beta=1e-3).fit(X[:60, :3], y[:60])
+    model.set_params(beta=before["beta"])
+    assert set(model.__dict__) == set(before)
+    for key, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(model.__dict__[key], value)
+        elif key != "beta":
+            assert model.__dict__[key] is value or model.__dict__[key] == value, key

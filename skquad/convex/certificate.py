@@ -67,6 +67,15 @@ def golden_minimum(function, low, high, iterations=80):
     return best[1]
 
 
+def squared_loss_rho(unit_scores, target, weight, penalty):
+    """``argmin_{rho >= 0} Σ w (rho g - t)² + penalty rho`` for the scores ``g``
+    of fixed directions at ``rho = 1``: a 1-D quadratic, in closed form (0
+    when ``g`` is zero). The squared loss's solvers all choose ``rho`` so."""
+    curvature = float(weight @ (unit_scores * unit_scores))
+    slope = float(weight @ (unit_scores * target)) - 0.5 * penalty
+    return max(0.0, slope / curvature) if curvature > 0 else 0.0
+
+
 @dataclass
 class Certificate:
     """A certified lower bound and what it was made of.

@@ -61,7 +61,7 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from .certificate import dual_bound
+from .certificate import dual_bound, squared_loss_rho
 from .factor_solver import _relaxed_block
 from .formulation import relaxed_dual_point
 from .losses import dual_point
@@ -643,11 +643,8 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
             # The interior point's ρ (the blocks share the loss: no 1-D refit).
             rho = max(0.0, float(third))
         else:
-            # Scores of the unit-row point at ρ = 1, then the best ρ for them:
-            # min_ρ Σ w (ρ g - t)² + 2βpρ over ρ >= 0 is a 1-D quadratic.
-            curvature = float(weight @ (g * g))
-            slope = float(weight @ (g * target[:, k])) - 0.5 * penalty
-            rho = max(0.0, slope / curvature) if curvature > 0 else 0.0
+            # Scores of the unit-row point at ρ = 1, then the best ρ for them.
+            rho = squared_loss_rho(g, target[:, k], weight, penalty)
         factors.append((F, s))
         rhos.append(rho)
         scores.append(rho * g)

@@ -52,7 +52,7 @@ import torch
 from .._reporting import progress_line
 from .._training._lbfgs_compact import minimize_compact_lbfgs
 from .._training._threads import limit_threads
-from .certificate import align_factor, dual_bound, golden_minimum
+from .certificate import align_factor, dual_bound, golden_minimum, squared_loss_rho
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
 from .losses import (
     dual_point,
@@ -832,9 +832,7 @@ def _solve_squared_block(
     F = F / np.linalg.norm(F, axis=1, keepdims=True)
     G = Z @ F
     unit = 2.0 * (G * G) @ signs
-    curvature = float(weight @ (unit * unit))
-    rho = (float(weight @ (unit * target)) - 0.5 * penalty) / curvature if curvature > 0 else 0.0
-    rho = min(max(rho, 1e-8), math.exp(rho_cap))
+    rho = min(max(squared_loss_rho(unit, target, weight, penalty), 1e-8), math.exp(rho_cap))
 
     def point(x, signs):
         W = x[:-1].reshape(p, signs.shape[0])

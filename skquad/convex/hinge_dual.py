@@ -72,6 +72,7 @@ import scipy.sparse
 import torch
 
 from .._memory import available_memory
+from .certificate import squared_loss_rho
 from .compact_solver import _smat, _unit_factor
 from .face_dual import _backtrack, _lmi_log_barrier, _tangent_move, verified_bound
 from .factor_solver import _relaxed_block, threads_for
@@ -286,12 +287,8 @@ def _feasible_point(data, P, N, t, weight, penalty):
         F, s = _unit_factor(P1, N1)
         direction = torch.as_tensor((F * s) @ F.T, dtype=dtype, device=device)
         g = 2.0 * data.matrix_inner(direction).detach().cpu().numpy().astype(np.float64)
-        if data.loss == "squared":
-            # (the squared dual's point) min_rho Σ w (rho g - t)² + penalty rho
-            # over rho >= 0: a 1-D quadratic.
-            curvature = float(weight @ (g * g))
-            slope = float(weight @ (g * t)) - 0.5 * penalty
-            rho = max(0.0, slope / curvature) if curvature > 0 else 0.0
+        if data.loss == "squared":  # (the squared dual's point)
+            rho = squared_loss_rho(g, t, weight, penalty)
             scores = rho * g
             objective = float(weight @ (scores - t) ** 2) + penalty * rho
         else:

@@ -4,12 +4,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["NATIVE_SOLVERS", "SDPSolution", "SolverFailedError", "rescale_solution"]
+__all__ = ["CPU_SOLVERS", "NATIVE_SOLVERS", "SDPSolution", "SolverFailedError", "rescale_solution"]
 
 # The names ``SDPSolution.solver`` takes for skquad's own solvers (the rest
 # are CVXPY solvers'): the factor solver, the compact cone form, and the
 # barriers on the binary hinge's and on a squared-loss block's exact duals.
 NATIVE_SOLVERS = ("native", "compact", "hinge_dual", "squared_dual")
+# Those of them that are CPU algorithms whatever ``device`` (interior points
+# on small dense Newton systems): the solution's ``info["device"]`` is "cpu".
+CPU_SOLVERS = ("compact", "hinge_dual", "squared_dual")
 
 
 class SolverFailedError(RuntimeError):

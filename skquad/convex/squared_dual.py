@@ -90,7 +90,6 @@ from .factor_solver import threads_for
 from .hinge_dual import (
     _barrier_solution,
     _components,
-    _face,
     _feasible_point,
     _fits_in_memory,
     _lmi_terms,
@@ -161,11 +160,12 @@ _MAX_NEWTON = 100
 def _optimal_faces(P, N):
     """``P`` and ``N`` on their faces: without the eigenvalues below
     ``_FACE_EIGENVALUE`` times the largest of both (module docstring)."""
-    top = max(float(np.linalg.eigvalsh(P)[-1]), float(np.linalg.eigvalsh(N)[-1]), 1e-300)
+    parts = [np.linalg.eigh(0.5 * (matrix + matrix.T)) for matrix in (P, N)]
+    top = max(float(values[-1]) for values, _ in parts)
     out = []
-    for matrix in (P, N):
-        face = _face(matrix, top, _FACE_EIGENVALUE)
-        out.append(face @ (face.T @ matrix @ face) @ face.T)
+    for values, vectors in parts:
+        keep = values > _FACE_EIGENVALUE * max(top, 1e-300)
+        out.append((vectors[:, keep] * values[keep]) @ vectors[:, keep].T)
     return out
 
 
@@ -197,16 +197,8 @@ def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbos
     ----------
     data : LiftedData
         One block of the squared loss (see :func:`squared_dual_applies`).
-    tol : float, default=1e-4
-        Stop when the certified relative gap is at most ``tol``.
-    time_limit : float, default=None
-        Seconds after which the best point so far is returned.
-    callback : callable, default=None
-        ``callback(info) -> bool`` once at the end, with the factor
-        solver's keys (``iteration``, ``objective``, ``lower_bound``,
-        ``gap``, ``rank``, ``elapsed``).
-    verbose : int, default=0
-        Print one progress line per centring.
+    tol, time_limit, callback, verbose :
+        As for :func:`~skquad.convex.hinge_dual.solve_hinge_dual`.
 
     Returns
     -------
