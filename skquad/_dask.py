@@ -205,16 +205,11 @@ class _WorkerBlocks:
     Per call the driver submits one task per worker thread, pinned to the
     worker that holds its blocks, which loops over them and returns one sum;
     the driver gathers those sums (through a tree of ``combine`` tasks on the
-    workers when there are more than ``_SPLIT_EVERY``). A graph of one task
-    per block plus a reduction tree cost, on the project's 2-core machine
-    under load, 174 ms of latency and 32 ms of the client process's CPU per
-    call with 6 blocks on 2 workers, against 46 ms and 13 ms this way (blocks
-    of 1000 x 50 that take no time to compute). In whole fits on such blocks
-    (the dask-scaling suite's ``overhead`` case, under load) Dask's CPU per
-    L-BFGS iteration above its idle background went from 76 to 53 ms with 2
-    workers and from 64 to 35 ms with 1. Pinning also keeps the scheduler
-    from stealing a block's task to another worker, which copies the block
-    there and unbalances the following calls.
+    workers when there are more than ``_SPLIT_EVERY``): a fraction of the
+    latency and client CPU of a graph of one task per block and a reduction
+    tree. Pinning also keeps the scheduler from stealing a block's task to
+    another worker, which copies the block there and unbalances the
+    following calls.
 
     Blocks are spread over the workers by rows, in proportion to their
     threads: after persisting, blocks are moved (once) from a worker holding
@@ -683,31 +678,6 @@ def _block_rows(estimator, X_original, n_features, data):
     return BlockRows(data, n_features, n_rows, magnitude, classes, per_class, dtype, total_weight)
 
 
-def _lbfgs_over_blocks(problem, objective, theta0, gradient_scale, coarse):
-    """:func:`minimize_lbfgs` on the driver: ``(result, diverged, n_iter)``, verbose lines printed."""
-    estimator, started, curve = problem.estimator, time.perf_counter(), []
-
-    def on_iteration(iteration, loss, theta):
-        curve.append(loss)
-        if estimator.verbose:
-            print(progress_line(iteration, loss, time.perf_counter() - started), flush=True)
-        return False
-
-    # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
-    # penalty): the policy's one thread, as the in-memory trainer's L-BFGS.
-    threads = problem.policy.n_threads
-    try:
-        with limit_threads(threads, blas=threads):
-            result = minimize_lbfgs(
-                objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
-                tol=estimator.tol, on_iteration=on_iteration, gradient_scale=gradient_scale,
-                coarse_objective=coarse, **LBFGS_SETTINGS,
-            )
-    except _NonFinite:
-        return None, True, len(curve)
-    return result, False, len(curve)
-
-
 def fit_logistic_blocks(problem, data):
     """QLR's data-parallel driver: L-BFGS on the driver, the objective's shares on the blocks."""
     policy, blocks, n_features = problem.policy, data.blocks, data.n_features
@@ -744,9 +714,28 @@ def fit_logistic_blocks(problem, data):
     if twin is not None:
         coarse = lambda theta: evaluate(theta, float32=True)
         vars(coarse).update(twin)
-    result, diverged, n_iter = _lbfgs_over_blocks(problem, objective, theta0, gradient_scale, coarse)
+    estimator, started, curve = problem.estimator, time.perf_counter(), []
+
+    def on_iteration(iteration, loss, theta):
+        curve.append(loss)
+        if estimator.verbose:
+            print(progress_line(iteration, loss, time.perf_counter() - started), flush=True)
+        return False
+
+    # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
+    # penalty): the policy's one thread, as the in-memory trainer's L-BFGS.
+    threads, result = policy.n_threads, None
+    try:
+        with limit_threads(threads, blas=threads):
+            result = minimize_lbfgs(
+                objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
+                tol=estimator.tol, on_iteration=on_iteration, gradient_scale=gradient_scale,
+                coarse_objective=coarse, **LBFGS_SETTINGS,
+            )
+    except _NonFinite:
+        pass
     # no finite evaluation: the start is kept, reported as diverged
-    diverged = diverged or not math.isfinite(best["loss"])
+    diverged = result is None or not math.isfinite(best["loss"])
     if diverged:
         warn_user(
             "Training diverged: the loss or its gradient became NaN or infinite. The best "
@@ -756,13 +745,13 @@ def fit_logistic_blocks(problem, data):
         )
     else:
         message = lbfgs_convergence_message(
-            result, problem.estimator.max_iter, problem.estimator.max_fun,
+            result, estimator.max_iter, estimator.max_fun,
             "Standardise the features (e.g. dask_ml.preprocessing.StandardScaler) or lower C.",
         )
         if message is not None:
             warn_user(message, ConvergenceWarning)
     # fitted arrays in the computation dtype, as the in-memory fit stores them
-    return Solution(unflatten(best["theta"]), n_iter, best["loss"], diverged)
+    return Solution(unflatten(best["theta"]), len(curve), best["loss"], diverged)
 
 
 DATA_PARALLEL = Route(

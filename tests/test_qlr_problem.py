@@ -24,10 +24,7 @@ def _problem(model, route, X, y):
     model._validate_params()
     X, y_encoded, w = model._validate_training_data(X, y)
     data = drivers.training_rows(X, y_encoded, w, model.classes_, merge=True)
-    problem = build_problem(
-        model, route, X_dtype=data.dtype, n_features=data.n_features, n_rows=data.n_rows,
-        total_weight=data.total_weight, previous=None, step_size=(0.01, "constant"),
-    )
+    problem = build_problem(model, route, data, None, step_size=(0.01, "constant"))
     return problem, data
 
 

@@ -62,8 +62,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     LogisticRegression(C=C))``: the same optimum, without the feature matrix.
     ``penalty="frobenius"`` uses ``P(Q) = ||Q||_F^2`` instead, which does not
     depend on the orientation of the feature axes but penalises the cross
-    terms half as much (``2 Q_ij^2`` against ``(2 Q_ij)^2``) (measured: -2 percentage points of test accuracy on
-    ionosphere at ``C=1``, see ``skquad.benchmarks``).
+    terms half as much (``2 Q_ij^2`` against ``(2 Q_ij)^2``).
 
     Quadratic models grow with the square of the input, so standardise the
     features (e.g. ``StandardScaler`` in a pipeline).
@@ -93,9 +92,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         A full ``Q_k`` is optimised as its packed upper triangle (``sqrt(2)
         Q_ij`` off the diagonal: the steps L-BFGS takes on the symmetric
         matrix, on half the numbers), with a memory of 20 correction pairs
-        (``LogisticRegression`` keeps scipy's 10; with 20 the benchmark's UCI
-        fits took 7 to 22 % fewer iterations: optdigits 27 -> 25, ionosphere
-        44 -> 37, spambase 270 -> 218, vehicle 204 -> 160, means of 3 splits).
+        (``LogisticRegression`` keeps scipy's 10; 20 saves iterations on
+        problems with many degree-2 terms).
         With ``"auto"``, binary problems with a full ``Q`` and at most 300
         distinct rows, and no more than the ``d(d+3)/2`` degree-2 features,
         are solved by Newton's method on the dual (kernel) coefficients
@@ -103,8 +101,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         (:func:`skquad.nn.quadratic_dual.kernel_newton_logistic`: one
         ``n x n`` Cholesky per step, 5 to 8 steps where L-BFGS takes 20 to
         40): the same objective and the same optimum, with the same gradient
-        test at ``tol``, in 0.4 to 0.7 of L-BFGS's time on such problems
-        (ionosphere, 263 x 34). It applies from a cold start (``Q_init="zeros"``,
+        test at ``tol``, in less time on such problems. It applies from a cold start (``Q_init="zeros"``,
         no ``warm_start`` model to continue), with finite ``C``, on dense
         rows on the CPU; each Newton step counts as one iteration
         (``n_iter_``, ``verbose``, callbacks) and ``max_fun`` does not apply.
@@ -190,15 +187,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     dtype : {"float32", "float64"} or None, default=None
         Precision of the computation. None follows the input, as
-        ``LogisticRegression`` does: float32 data are trained in float32,
-        anything else in float64. Measured on spambase (3 680 x 57, C=1,
-        default ``tol``): float32 fits took 1.5 s against 2.1 s, reached the
-        same objective (0.073666 against 0.073670, both within ``tol``) and
-        the same test accuracy. float32 cannot resolve a tighter ``tol``
-        (below about 1e-6 L-BFGS stops when the objective no longer changes
-        in float32: at ``tol=1e-8`` it stopped after 418 iterations where
-        float64 ran 791), so pass ``dtype="float64"`` when the optimum is
-        needed to high accuracy. float64 L-BFGS fits on dense CPU rows run
+        ``LogisticRegression`` does: float32 data are trained in float32
+        (faster, to the same objective within the default ``tol``),
+        anything else in float64. float32 cannot resolve a ``tol`` below
+        about 1e-6 (L-BFGS stops when the objective no longer changes in
+        float32), so pass ``dtype="float64"`` when the optimum is needed to
+        high accuracy. float64 L-BFGS fits on dense CPU rows run
         their first iterations on float32 copies of the products (about
         half the time per evaluation) and go on in float64 from where
         float32's precision runs out; they always end on a float64
@@ -464,8 +458,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             previous = None
         route = self._route(data, previous, partial)
         problem = build_problem(
-            self, route, X_dtype=data.dtype, n_features=data.n_features, n_rows=data.n_rows,
-            total_weight=data.total_weight, previous=previous, step_size=step_size,
+            self, route, data, previous, step_size=step_size,
             # partial_fit call k shuffles with its own stream (len(loss_curve_) counts the calls)
             call=len(getattr(self, "loss_curve_", [])) if partial and previous is not None else 0,
         )

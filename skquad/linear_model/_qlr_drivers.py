@@ -1,9 +1,7 @@
-"""QLR's in-memory drivers: the training engine (L-BFGS, SGD) and Newton's method on the dual.
+"""QLR's in-memory drivers and their routes: the training engine (L-BFGS, SGD), Newton on the dual.
 
-Each takes the :class:`~._qlr_problem.QLRProblem` and the
-:class:`TrainingRows` and returns a :class:`~._qlr_problem.Solution`; the
-routes (:data:`LBFGS`, :data:`SGD`, :data:`SGD_EPOCH`, :data:`NEWTON`) are
-what the estimator's rule chooses from.
+Each takes the :class:`~._qlr_problem.QLRProblem` and the :class:`TrainingRows`
+and returns a :class:`~._qlr_problem.Solution`.
 """
 
 import dataclasses
@@ -55,17 +53,8 @@ class TrainingRows:
     user_data: tuple
     distributed = False
 
-    @property
-    def n_rows(self):
-        return self.X.shape[0]
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
-
-    @property
-    def dtype(self):
-        return self.X.dtype
+    def __post_init__(self):
+        (self.n_rows, self.n_features), self.dtype = self.X.shape, self.X.dtype
 
 
 def training_rows(X, y_encoded, sample_weight, classes, *, merge):
@@ -90,32 +79,22 @@ def training_rows(X, y_encoded, sample_weight, classes, *, merge):
 
 
 def _trainer_config(problem, stochastic, partial):
-    estimator, policy = problem.estimator, problem.policy
-    learning_rate_init, schedule = problem.step_size
+    estimator, n_threads = problem.estimator, problem.policy.n_threads
+    learning_rate, schedule = problem.step_size
+    advice = "Standardise the features (e.g. StandardScaler) or lower C."
     return TrainingConfig(
-        solver="sgd" if stochastic else "lbfgs",
-        learning_rate=learning_rate_init,
-        learning_rate_schedule=schedule,
-        power_t=estimator.power_t,
+        solver="sgd" if stochastic else "lbfgs", learning_rate=learning_rate,
+        learning_rate_schedule=schedule, power_t=estimator.power_t,
         batch_size=None if estimator.batch_size == "auto" else estimator.batch_size,
-        tol=estimator.tol,
-        n_iter_no_change=estimator.n_iter_no_change,
-        momentum=0.0,  # Noel et al.'s update is plain SGD
-        nesterov=False,
-        max_fun=estimator.max_fun,
-        verbose=bool(estimator.verbose),
-        n_threads="auto" if policy.n_threads is None else policy.n_threads,
-        warn_on_max_iter=not partial,
+        tol=estimator.tol, n_iter_no_change=estimator.n_iter_no_change,
+        momentum=0.0, nesterov=False,  # Noel et al.'s update is plain SGD
+        max_fun=estimator.max_fun, verbose=bool(estimator.verbose),
+        n_threads="auto" if n_threads is None else n_threads, warn_on_max_iter=not partial,
         **{f"lbfgs_{name}": value for name, value in LBFGS_SETTINGS.items()},
-        divergence_advice=(
-            "standardized features (e.g. StandardScaler in a Pipeline), a smaller C"
-            + (" or solver='lbfgs'" if stochastic else "")
-        ),
-        convergence_advice=(
-            "Increase max_iter or learning_rate_init, or standardise the "
-            "features (e.g. StandardScaler)." if stochastic else
-            "Standardise the features (e.g. StandardScaler) or lower C."
-        ),
+        divergence_advice="standardized features (e.g. StandardScaler in a Pipeline), a smaller C"
+        + (" or solver='lbfgs'" if stochastic else ""),
+        convergence_advice="Increase max_iter or learning_rate_init, or standardise the "
+        "features (e.g. StandardScaler)." if stochastic else advice,
     )
 
 

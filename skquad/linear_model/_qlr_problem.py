@@ -1,14 +1,9 @@
-"""The quadratic logistic regression problem that QLR's drivers solve.
+"""The quadratic logistic regression problem that QLR's three drivers consume.
 
-As scikit-learn's ``LogisticRegression.fit`` hands its problem to
-``_logistic_regression_path``, :meth:`QuadraticLogisticRegression.fit` builds
-one :class:`QLRProblem` (:func:`build_problem`: the penalty's strength, the
-runtime policy, the memory check, the starting point) and passes it with the
-data to the driver its rule chose (a :class:`Route`); the driver returns a
-:class:`Solution`, which :meth:`QLRProblem.publish` turns into the fitted
-attributes. The drivers: the training engine's L-BFGS and SGD and Newton's
-method on the dual (:mod:`skquad.linear_model._qlr_drivers`), and L-BFGS
-over Dask row blocks (:mod:`skquad._dask`).
+As ``LogisticRegression.fit`` hands its problem to ``_logistic_regression_path``,
+the estimator builds one :class:`QLRProblem` (:func:`build_problem`) for the
+driver its rule chose (a :class:`Route`), which returns a :class:`Solution`
+that :meth:`QLRProblem.publish` turns into the fitted attributes.
 """
 
 import dataclasses
@@ -115,20 +110,11 @@ class QLRProblem:
     l2: float
     previous: dict
     step_size: tuple
+    rank: object
+    fit_intercept: bool
+    # penalty weight of the off-diagonal entries of Q (see ``penalty``)
+    cross_weight: float
     policy: RuntimePolicy = None
-
-    @property
-    def rank(self):
-        return self.estimator.rank
-
-    @property
-    def fit_intercept(self):
-        return bool(self.estimator.fit_intercept)
-
-    @property
-    def cross_weight(self):
-        """Penalty weight of the off-diagonal entries of ``Q`` (see ``penalty``)."""
-        return 1.0 if self.estimator.penalty == "frobenius" else 2.0
 
     def lbfgs_memory(self, n_rows):
         """Bytes of an L-BFGS or SGD fit on ``n_rows`` rows a step.
@@ -238,46 +224,27 @@ class QLRProblem:
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 
 
-def build_problem(estimator, route, *, X_dtype, n_features, n_rows, total_weight, previous,
-                  step_size=None, call=0):
+def build_problem(estimator, route, data, previous, *, step_size=None, call=0):
     """The problem of one fit on ``route``: the runtime policy decided once, memory checked.
 
-    Parameters
-    ----------
-    estimator : QuadraticLogisticRegression
-    route : Route
-    X_dtype : numpy dtype
-        The training data's dtype (the policy's computation dtype follows it).
-    n_features, n_rows : int
-        The data's shape as the driver sees it (``n_rows``: its rows a step).
-    total_weight : float
-        ``sum(sample_weight)`` with the class weights applied.
-    previous : dict or None
-        The fitted model a warm start continues.
-    step_size : tuple, default=None
-        SGD's ``(learning_rate_init, schedule)``.
-    call : int, default=0
-        ``partial_fit``'s call number (its shuffling stream).
-
-    Returns
-    -------
-    problem : QLRProblem
+    ``data`` gives the shape, dtype and total weight (class weights applied)
+    as the driver sees them; ``call`` is ``partial_fit``'s call number.
     """
-    C = estimator.C
+    C, d = estimator.C, int(data.n_features)
     problem = QLRProblem(
-        estimator, int(n_features), estimator._n_scores,
-        0.0 if np.isinf(C) else 1.0 / (C * total_weight), previous, step_size,
+        estimator, d, estimator._n_scores, 0.0 if np.isinf(C) else 1.0 / (C * data.total_weight),
+        previous, step_size, estimator.rank, bool(estimator.fit_intercept),
+        1.0 if estimator.penalty == "frobenius" else 2.0,
     )
-    flops, required = route.cost(problem, n_rows)
+    flops, required = route.cost(problem, data.n_rows)
     settings = {"device": estimator.device, "n_threads": estimator.n_threads, **route.placement}
     problem.policy = runtime_policy(
-        X_dtype, dtype=estimator.dtype,
+        data.dtype, dtype=estimator.dtype,
         fitted_dtype=None if previous is None else previous["Q"].dtype,
         flops_per_step=flops, random_state=estimator.random_state, call=call, **settings,
     )
     problem.policy.require_memory(
-        required, "rank", estimator.rank,
-        f"fitting {type(estimator).__name__} on {n_features} features",
+        required, "rank", estimator.rank, f"fitting {type(estimator).__name__} on {d} features",
         advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
         "of d * d) or select fewer features.",
     )
