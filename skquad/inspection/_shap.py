@@ -141,9 +141,10 @@ def shap_values(estimator, X, background, *, background_weight=None, which=None,
     Z = score_input(estimator, background)
     if Z.shape[0] == 0:
         raise ValueError("background has no rows; pass at least one background sample.")
-    weight = _check_sample_weight(background_weight, Z, ensure_non_negative=True)
-    if not weight.sum() > 0:
-        raise ValueError("background_weight sums to zero; give some background rows a positive weight.")
+    try:
+        weight = _check_sample_weight(background_weight, Z, ensure_non_negative=True)
+    except ValueError as error:
+        raise ValueError(f"background_weight: {error}") from error
     mu, M = background_moments(Z, weight)
     Q, w, b = form.Q, form.w, form.b
     QX = X @ Q  # (k, n, d): row i of score k is Q_k x_i
