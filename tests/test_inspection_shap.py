@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from skquad import QuadraticRegression
-from skquad.inspection import shap_values
+from skquad.inspection import local_contributions, shap_values
 from _local_explanation_cases import EXACT, fit_quadratic_model, model_score, quadratic_data
 
 
@@ -60,7 +60,7 @@ import shap
 sys.path.insert(0, "tests")
 from _local_explanation_cases import quadratic_data, three_classes
 from skquad import QuadraticLogisticRegression
-from skquad.inspection import shap_values
+from skquad.inspection import local_contributions, shap_values
 X, target = quadratic_data(d=5, seed=3)
 model = QuadraticLogisticRegression(C=10.0).fit(X, three_classes(target))
 background = X[:30]
@@ -103,3 +103,16 @@ def test_bad_background():
         shap_values(model, X, X[:2], background_weight=[1.0, -1.0])
     with pytest.raises(ValueError, match="X has 3 features"):
         shap_values(model, X, X[:, :3])
+
+
+def test_against_the_origin_shap_values_are_the_contributions_with_pairs_halved():
+    X, target = quadratic_data(d=5, seed=4)
+    model = QuadraticRegression(alpha=0.1).fit(X, target)
+    against_origin = shap_values(model, X[:10], background=np.zeros((1, 5)))
+    terms = local_contributions(model, X[:10])
+    halves = terms.main_effects.copy()
+    for (a, c), values in zip(terms.pairs, terms.pair_effects.T):
+        halves[:, a] += values / 2
+        halves[:, c] += values / 2
+    np.testing.assert_allclose(against_origin.values, halves, rtol=0, atol=EXACT)
+    np.testing.assert_allclose(against_origin.base_values, terms.intercept, rtol=0, atol=EXACT)
