@@ -32,6 +32,9 @@ ROOMS = {
     # the L-BFGS driver's numpy engine (numpy and scipy only), which the SDP's
     # numpy block solver in convex/ calls too
     "skquad._training._lbfgs_compact": "foundation",
+    # the runtime policy (foundation imports only): its thread rule is read by
+    # the solvers in convex/ too
+    "skquad._training._runtime": "foundation",
     "skquad._base": "base",
     "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
@@ -343,3 +346,4 @@ def test_the_naming_check_accepts_both_forms():
         {"test_training_config", "test_sdp_cv", "test_rows"},
         {},
     ) == []
+

@@ -406,19 +406,19 @@ def test_any_number_of_solver_chunks_fits_the_callback_context(params):
 def test_solver_hook_only_with_a_callback_so_blocks_run_in_parallel(monkeypatch):
     # Every fit opens a callback root context; without a callback nothing
     # observes the solver's chunks, and no hook lets a many-class squared loss
-    # solve its blocks in parallel (relaxation._block_workers).
+    # solve its blocks in parallel (blocks._block_workers).
     from sklearn.callback import ScoringMonitor
 
-    from skquad.convex import relaxation
+    from skquad.convex import blocks
 
     hooks = []
-    original = relaxation._block_workers
+    original = blocks._block_workers
 
-    def record(data, callback, options):
+    def record(data, callback, verbose, options):
         hooks.append(callback)
-        return original(data, callback, options)
+        return original(data, callback, verbose, options)
 
-    monkeypatch.setattr(relaxation, "_block_workers", record)
+    monkeypatch.setattr(blocks, "_block_workers", record)
     rng = np.random.RandomState(0)
     X, y = rng.randn(60, 36), np.arange(60) % 3  # p = 37: the factor solver, not the compact form
     params = dict(n_neurons=30, max_iter=50, tol=1e-2, random_state=0)

@@ -17,7 +17,7 @@ number of samples. Clarabel (an interior-point solver) solves it to about
 (``shared/design/sdp-small-and-many-class.md``) measured certified gaps of
 1e-6 to 1e-5 in 0.01 to 0.6 s on iris, wine and breast cancer, where the
 factor solver needs seconds to certify 1e-4. It pays while the dense
-``m x m`` matrix ``G`` is small: :func:`compact_applies` says when.
+``m x m`` matrix ``G`` is small: ``routes.compact_applies`` says when.
 
 The hinge losses are linear programs in the scores: with one slack ``ξ_i``
 per sample, ``Σ_i w_i ξ_i`` subject to ``ξ_i >= 0`` and ``ξ_i >= 1 - y_i f_i``
@@ -67,97 +67,7 @@ from .formulation import relaxed_dual_point
 from .losses import dual_point
 from .solution import SDPSolution, SolverFailedError, relative_gap
 
-__all__ = ["COMPACT_MAX_SIZE", "COMPACT_SQUARED_MAX_SIZE", "compact_applies", "solve_compact"]
-
-# Largest m = p (p + 1) / 2 solved in the compact form: the interior-point
-# steps factor a dense m x m block (O(m³) each). At m = 2145 (optdigits,
-# p = 65) one step costs more than the whole factor solve.
-COMPACT_MAX_SIZE = 600
-
-# The squared loss has a second fast method, the numpy Burer-Monteiro block
-# solver (factor_solver.solve_squared_block), so the compact form serves it
-# only up to the crossover, as Ridge(solver="auto") chooses by size. CPU
-# seconds to a certified 1e-4 on one thread, breast-cancer features and
-# targets, compact / factor (machine under load):
-#     m = 120: 0.07 / 0.14-0.22    m = 190: 0.11-0.13 / 0.11-0.41
-#     m = 276: 0.30 / 0.13-0.39    m = 378: 0.44-0.55 / 0.16-0.32
-#     m = 496 (all 30 features): 0.84 / 0.33
-COMPACT_SQUARED_MAX_SIZE = 300
-
-# Wider squared-loss liftings also take the compact form when there are many
-# rows per entry: its cost is n m² to form the blocks' Gram matrix and m³ per
-# interior-point step, however hard the block, where the factor solver's
-# iterations grow with n and with blocks whose rank must grow. CPU seconds to
-# a certified 1e-4 on one thread, compact / factor, rows of waveform5000's
-# third benchmark split (p = 41, m = 861; under load): n = 1000 (1.2 m): 4.99
-# / 2.74; n = 2000 (2.3 m): 5.67 / 4.51; all 3750 rows (4.4 m): 7.0 / 24.1
-# (three classes; the factor solver's blocks grew three times), the compact
-# objective lower (0.2240154 against 0.2240155). Breast cancer (m = 496,
-# n = 569 = 1.1 m): 0.84 / 0.33. Up to m = 1000 and n m <= 2^25 numbers in
-# the n x m lifted rows (256 MB).
-COMPACT_SQUARED_WIDE_MAX_SIZE = 1000
-COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY = 3
-COMPACT_SQUARED_WIDE_MAX_ELEMENTS = 1 << 25
-
-
-# The hinge form's margin rows are dense in the m entries of each block they
-# touch; the interior point's Schur complement costs about rows x (K m)^2
-# per step. Up to this many nonzeros (breast cancer: 569 x 496 = 2.8e5) a
-# step stays well under 0.1 s.
-COMPACT_HINGE_MAX_NONZEROS = 1_000_000
-
-
-def compact_applies(data, max_size=None):
-    """Whether ``data``'s relaxation is solved in the compact form by default.
-
-    Lifted inputs given as features (not explicit matrices), data on the
-    CPU, Clarabel installed, and: the squared loss with ``m = p (p + 1) / 2
-    <= max_size`` (default ``COMPACT_SQUARED_MAX_SIZE``, where the compact
-    form is faster than the factor solver; its blocks are solved one by one,
-    whatever ``n``), and by default also up to ``m =
-    COMPACT_SQUARED_WIDE_MAX_SIZE`` with at least
-    ``COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY`` (deduplicated) rows per entry and
-    at most ``COMPACT_SQUARED_WIDE_MAX_ELEMENTS`` numbers in the lifted rows;
-    the hinge losses with ``K m <= max_size`` (default
-    ``COMPACT_MAX_SIZE``; blocks solved jointly) and at most
-    ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows; the
-    multinomial logistic loss (``K >= 2`` outputs) with the same two limits
-    (its score rows have ``n K m`` nonzeros). Above them it stays on the
-    factor solver: vehicle (``K m = 760``) took 62 s in this form against
-    19-24 s there. The binary logistic loss keeps its numpy block solver.
-    """
-    if data.loss not in ("squared", "hinge", "logistic") or data.lifted is not None:
-        return False
-    if data.features.device.type != "cpu":
-        return False
-    p = data.n_lifted
-    m = p * (p + 1) // 2
-    many_rows = (
-        max_size is None
-        and m <= COMPACT_SQUARED_WIDE_MAX_SIZE
-        and data.target.shape[0] >= COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY * m
-        and data.target.shape[0] * m <= COMPACT_SQUARED_WIDE_MAX_ELEMENTS
-    )
-    if max_size is None:
-        max_size = COMPACT_SQUARED_MAX_SIZE if data.loss == "squared" else COMPACT_MAX_SIZE
-    if data.loss == "squared" and m > max_size and not many_rows:
-        return False
-    if data.loss == "hinge":
-        K = data.n_outputs
-        rows = data.target.shape[0] * K
-        touched = m if K == 1 else 2 * m
-        if K * m > max_size or rows * touched > COMPACT_HINGE_MAX_NONZEROS:
-            return False
-    if data.loss == "logistic":
-        K = data.n_outputs
-        if K == 1 or K * m > max_size or data.target.shape[0] * K * m > COMPACT_HINGE_MAX_NONZEROS:
-            return False
-    try:
-        import clarabel  # noqa: F401
-    except ImportError:  # pragma: no cover - clarabel is a dependency
-        return False
-    return True
-
+__all__ = ["solve_compact"]
 
 def svec_indices(p):
     """Row and column indices of ``svec`` (Clarabel's order: upper triangle by columns)."""
@@ -733,7 +643,7 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
     ----------
     data : LiftedData
         Squared (block by block), hinge or logistic loss (see
-        :func:`compact_applies`).
+        ``routes.compact_applies``).
     tol : float, default=1e-4
         The relative certified gap the solution is judged against
         (``converged``); the interior-point solve itself goes to about 1e-10.

@@ -51,6 +51,7 @@ import torch
 
 from .._reporting import progress_line
 from .._training._lbfgs_compact import minimize_compact_lbfgs
+from .._training._runtime import thread_count
 from .._training._threads import limit_threads
 from .certificate import align_factor, dual_bound, golden_minimum, squared_loss_rho
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
@@ -318,22 +319,12 @@ def _grow(state, certificate, tiny_rho, max_rank):
     return added
 
 
-# Below this many multiply-adds per product Z @ F, torch's intra-op threads
-# cost more than they save, and on a busy machine far more (measured on the
-# shared two-core machine: 569 x 31 x 8 took 28 us on one thread, 22 ms on
-# two; planted d=200, n=2000 solved in 7.7 s on one thread, 95 s on two;
-# optdigits, 10 classes, 12 ms per iteration on one thread, 1 s on two).
-_SINGLE_THREAD_WORK = 200_000_000
-
-
 def threads_for(work, device):
-    """One torch thread and one BLAS thread for small CPU problems (the
-    project's thread policy, :func:`~skquad._training._threads.limit_threads`,
-    restores both afterwards). numpy's BLAS matters too: the certificate's
-    eigendecompositions, the compact interior point and the face dual run
-    there, and on the busy two-core machine a 31 x 31 ``eigh`` took 0.17 s
-    with two OpenBLAS threads."""
-    single = device.type == "cpu" and work < _SINGLE_THREAD_WORK
+    """One torch and one BLAS thread where the runtime policy gives a step of
+    ``work`` multiply-adds one thread (:func:`~skquad._training._runtime.thread_count`;
+    restored afterwards), else the threads as they are. numpy's BLAS too: the
+    certificate's eigendecompositions, the interior points and the face dual run there."""
+    single = thread_count("auto", device, work) == 1
     return limit_threads(1, blas=1) if single else contextlib.nullcontext()
 
 
@@ -741,16 +732,6 @@ def _start_columns_per_sign(p):
     return math.ceil(_START_RANK_FRACTION * p) + 1
 
 
-def squared_block_applies(data):
-    """Whether :func:`solve_squared_block` solves this block: one output of
-    the squared loss, plain features (no lifted matrices, no polynomial
-    coordinate) on the CPU."""
-    return (
-        data.loss == "squared" and data.n_outputs == 1 and data.lifted is None
-        and data.polynomial is None and data.features.device.type == "cpu"
-    )
-
-
 def solve_squared_block(data, **options):
     """One squared-loss block by Burer-Monteiro in numpy with the numpy L-BFGS.
 
@@ -1003,7 +984,7 @@ def _solve_squared_block(
         value=objective,
         scores=scores[:, None],
         status=status,
-        solver="native",
+        solver="native_numpy",
         solve_time=time.perf_counter() - start_time,
         lower_bound=float(state["best"]),
         factors=[(F, signs.astype(np.float64))],

@@ -60,7 +60,7 @@ bound has settled, the primal restricted to the faces of ``S±⁻¹`` (small
 ``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
 (``_face_primal()``, 0.4 s at credit-approval's ranks 9 + 9): its point,
 made exactly feasible as above, certified ``tol`` where the barrier's own
-point stalled at 4e-4 to 3e-3. Figures: ``HINGE_DUAL_MAX_SAMPLES``.
+point stalled at 4e-4 to 3e-3. When it applies: ``skquad.convex.routes``.
 """
 
 import math
@@ -71,69 +71,23 @@ import scipy.linalg
 import scipy.sparse
 import torch
 
-from .._memory import available_memory
 from .certificate import squared_loss_rho
 from .compact_solver import _smat, _unit_factor
 from .face_dual import _backtrack, _lmi_log_barrier, _tangent_move, verified_bound
 from .factor_solver import _relaxed_block, threads_for
 from .solution import SDPSolution, SolverFailedError, relative_gap
 
-__all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
+__all__ = ["solve_hinge_dual"]
 
-# Largest number of (deduplicated) samples solved by the dual barrier: a
-# Newton step forms and factors an (n + p) x (n + p) matrix, O(n³) time and
-# a few n x n float64 arrays (hinge_dual_applies() also asks
-# skquad._memory), and the first centring from the start below grows with n
-# (its -Σ log s is O(n) above the centre's). CPU time under load: ionosphere
-# (n = 350) 0.5-0.6 s, 68-75 steps; credit-approval (690) 1.9-3.6 s, 54-131
-# steps; a 2,000-row sample of spambase (1,877 distinct, beta "auto") 118 s,
-# 138 steps, gap 6.5e-5 (the factor solver: 22 s, stopped at max_iter with
-# a gap of 0.22, objective 1.2 % above the optimum); spambase (4,210) 591 s
-# for 200 steps, short of tol (gap 3.8e-3; the factor solver: 40 s, gap
-# 0.25, objective at least 1 % above the optimum). Past this size the factor solver keeps the
-# problem.
-HINGE_DUAL_MAX_SAMPLES = 2000
-# Largest lifted side: each step also factors two p x p LMIs and forms
-# r² products of n x p and p x n matrices.
-HINGE_DUAL_MAX_LIFTED = 400
 # Barrier weight growth per centring, and the Newton decrement below which a
 # point counts as centred.
 _TAU_FACTOR = 4.0
-_NEWTON_ARRAYS = 6
 _CENTRED = 0.25
 _MAX_NEWTON = 200
 # The face problem (``_face_primal()``) is solved at a centred point once the
 # barrier's gap bound ``nu / tau`` is below this fraction of the dual value:
 # earlier the faces are not yet the optimum's.
 _POLISH = 0.1
-
-
-def hinge_dual_applies(data):
-    """Whether the binary hinge ``data`` goes to :func:`solve_hinge_dual` by default.
-
-    One output, the hinge loss, features given (not explicit lifted matrices),
-    on the CPU, ``beta > 0``, at most ``HINGE_DUAL_MAX_SAMPLES`` samples and
-    ``HINGE_DUAL_MAX_LIFTED`` lifted coordinates, and the Newton step's
-    ``O((n + p)²)`` arrays in the available memory.
-    """
-    return (
-        data.loss == "hinge"
-        and data.n_outputs == 1
-        and data.lifted is None
-        and data.features.device.type == "cpu"
-        and data.beta > 0
-        and data.target.shape[0] <= HINGE_DUAL_MAX_SAMPLES
-        and data.n_lifted <= HINGE_DUAL_MAX_LIFTED
-        and _fits_in_memory(data.target.shape[0] + data.n_lifted)
-    )
-
-
-def _fits_in_memory(size):
-    """Whether the Newton step's arrays fit: the ``size x size`` Hessian, its
-    factor and about four ``n x n`` temporaries of float64 (else the factor
-    solver, whose memory is ``O(n p)``, takes the problem)."""
-    available = available_memory()
-    return available is None or _NEWTON_ARRAYS * 8.0 * size * size <= available
 
 
 def _components(data):
@@ -395,7 +349,7 @@ def solve_hinge_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=
     Parameters
     ----------
     data : LiftedData
-        Binary hinge loss (see :func:`hinge_dual_applies`).
+        Binary hinge loss (see ``routes.hinge_dual_applies``).
     tol : float, default=1e-4
         Stop when the certified relative gap is at most ``tol``.
     time_limit : float, default=None

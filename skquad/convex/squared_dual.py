@@ -50,7 +50,7 @@ to the bound), then one is tight, and its point, made exactly feasible by
 :func:`~skquad.convex.hinge_dual._feasible_point`, is the reported upper
 bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
 above ``tol`` is continued by the factor solver from its point, with its
-bound (``relaxation._solve_blocks_separately``).
+bound (``blocks.solve_staged``).
 
 **Which optimal point.** Where the optimum is not unique the barrier's
 ``S±⁻¹ / tau`` tends to the centre of the optimal face, of full rank, and
@@ -69,8 +69,7 @@ the optimum can have directions below that threshold (an optdigits block at
 1.3e-4 for 70 more Newton steps, until ``_MAX_NEWTON``).
 
 Rows with ``w_i = 0`` are left out (``lam_i`` enters neither ``D`` nor
-``M``); their scores are still reported. When it is chosen:
-``SQUARED_DUAL_MAX_SAMPLES``.
+``M``); their scores are still reported. When it is chosen: ``skquad.convex.routes``.
 """
 
 import math
@@ -91,47 +90,14 @@ from .hinge_dual import (
     _barrier_solution,
     _components,
     _feasible_point,
-    _fits_in_memory,
     _lmi_terms,
     _scaled_factor,
     _solve_scaled,
 )
 from .solution import relative_gap
 
-__all__ = [
-    "FACTOR_ITERATIONS_BEFORE_DUAL", "SQUARED_DUAL_FIRST_LIFTED", "SQUARED_DUAL_MAX_SAMPLES",
-    "solve_squared_dual", "squared_dual_applies",
-]
+__all__ = ["solve_squared_dual"]
 
-# Where the dual barrier takes a block. Its work is about 30 Newton steps
-# of O((n + p)³) whatever the data and beta; the factor solver's grows with p
-# (its rank is about p / 3 per sign, its face duals O(q p³ + q² p²) with q
-# about r²) and with its iterations, which vary from 100 to 900 between sets
-# at the default beta and run to max_iter at small beta. CPU seconds of one
-# block at the default beta, dual / factor solver, one thread, under load, on
-# random row samples (seed 0) of the preprocessed UCI sets, p = 41 to 65 and
-# n = 600 to 1,000: credit-approval (690 rows) 0.37 / 0.94, spambase
-# 0.24-0.96 / 0.37-0.94, waveform5000 0.23-0.82 / 0.45-1.87, optdigits
-# 0.42-1.02 / 0.42-0.56 (at 800 and 1,000 rows the dual 1.8x slower: the
-# price of a rule by size); UCI breast.cancer (194 rows, p = 42) 0.056 /
-# 0.117. For p = 31 to 35 the factor solver was as fast or faster at the
-# default beta (scikit-learn's breast cancer, 400 rows: 0.17 / 0.15;
-# ionosphere, 200 rows: 0.058 / 0.040) but not at small beta: the whole fit
-# of scikit-learn's breast cancer at beta = 1e-4 stopped at max_iter with a
-# certified gap of 0.87 (1.7 s), where the dual certified 2.5e-5 (1.3 s
-# with the refit); its SDPQuantizedClassifierCV fit took 21.4 s with six
-# ConvergenceWarnings against 9.2 s and none with the dual alone (15.2 s
-# and none with the rule below). So: the dual takes every block
-# of at most SQUARED_DUAL_MAX_SAMPLES samples (past that its O(n³) steps
-# lose); from SQUARED_DUAL_FIRST_LIFTED lifted coordinates on it goes first,
-# below the factor solver gets FACTOR_ITERATIONS_BEFORE_DUAL iterations first
-# (the default fits of those two sets certify in 100 to 350).
-SQUARED_DUAL_MAX_SAMPLES = 1000
-SQUARED_DUAL_FIRST_LIFTED = 40
-FACTOR_ITERATIONS_BEFORE_DUAL = 500
-# Largest lifted side: each step also factors two p x p LMIs and forms
-# n x p products with their inverses.
-SQUARED_DUAL_MAX_LIFTED = 400
 # The barrier weight's growth per centring and the Newton decrement below
 # which a point counts as centred: the hinge dual's. At 10 and 1.0 the
 # blocks of 200- and 400-row optdigits samples ended short of tol after 70
@@ -169,34 +135,13 @@ def _optimal_faces(P, N):
     return out
 
 
-def squared_dual_applies(data):
-    """Whether the blocks of the squared-loss ``data`` go to :func:`solve_squared_dual`.
-
-    The squared loss, features given (not explicit lifted matrices), on the
-    CPU, ``beta > 0``, at most ``SQUARED_DUAL_MAX_SAMPLES`` samples with a
-    positive weight and ``SQUARED_DUAL_MAX_LIFTED`` lifted coordinates, and
-    the Newton step's ``O((n + p)²)`` arrays in the available memory. (The
-    caller tries the compact form first: for small ``p`` it is faster; and
-    below ``SQUARED_DUAL_FIRST_LIFTED`` it gives the factor solver
-    ``FACTOR_ITERATIONS_BEFORE_DUAL`` iterations first.)
-    """
-    if not (
-        data.loss == "squared" and data.lifted is None
-        and data.features.device.type == "cpu" and data.beta > 0
-        and data.n_lifted <= SQUARED_DUAL_MAX_LIFTED
-    ):
-        return False
-    n = int((data.weight > 0).sum())
-    return n <= SQUARED_DUAL_MAX_SAMPLES and _fits_in_memory(n + data.n_lifted)
-
-
 def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=0):
     """Solve one squared-loss block by a barrier method on its exact dual (module docstring).
 
     Parameters
     ----------
     data : LiftedData
-        One block of the squared loss (see :func:`squared_dual_applies`).
+        One block of the squared loss (see ``routes.squared_dual_applies``).
     tol, time_limit, callback, verbose :
         As for :func:`~skquad.convex.hinge_dual.solve_hinge_dual`.
 
