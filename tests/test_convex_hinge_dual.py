@@ -9,7 +9,8 @@ from sklearn.exceptions import ConvergenceWarning
 from skquad import SDPQuantizedClassifier
 from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
 from skquad.convex import routes
-from skquad.convex.hinge_dual import _best_rho, solve_hinge_dual
+from skquad.convex.barrier import best_rho
+from skquad.convex.hinge_dual import solve_hinge_dual
 from skquad.convex.routes import hinge_dual_applies
 
 from _convex_cases import LIFTINGS, assert_certified_bracket, binary_problem
@@ -80,10 +81,10 @@ def test_best_rho_is_the_exact_minimiser():
     def objective(rho):
         return w @ np.maximum(0.0, 1.0 - rho * t * g) + 0.05 * rho
 
-    rho = _best_rho(g, t, w, 0.05)
+    rho = best_rho(g, t, w, 0.05)
     grid = np.linspace(0.0, 3.0 * max(rho, 1.0), 20001)
     assert objective(rho) <= min(objective(r) for r in grid) + 1e-12
-    assert _best_rho(g, t, w, 10.0) == 0.0  # a penalty above every slope
+    assert best_rho(g, t, w, 10.0) == 0.0  # a penalty above every slope
 
 
 def test_dispatch_by_size_and_options():

@@ -62,10 +62,10 @@ import scipy.sparse
 import torch
 
 from .certificate import dual_bound, squared_loss_rho
-from .factor_solver import _relaxed_block
+from .barrier import unit_factor
 from .formulation import relaxed_dual_point
 from .losses import dual_point
-from .solution import SDPSolution, SolverFailedError, relative_gap
+from .solution import SDPSolution, SolverFailedError, relative_gap, relaxed_block
 
 __all__ = ["solve_compact"]
 
@@ -93,7 +93,7 @@ def lifted_svecs(data):
     return Z[:, rows] * Z[:, cols] * scale
 
 
-def _smat(vector, p, rows, cols):
+def smat(vector, p, rows, cols):
     """The symmetric matrix of an ``svec`` vector."""
     values = vector / np.where(rows == cols, 1.0, math.sqrt(2.0))
     matrix = np.zeros((p, p))
@@ -221,16 +221,8 @@ def _solve_blocks(problem, B, p, settings):
     return blocks
 
 
-# From blocks of this size m on, Clarabel factors its KKT matrix with faer's
-# supernodal LDL (BLAS-3 on dense panels) rather than QDLDL: the compact
-# form's KKT matrix is dense in each block's ``m x m`` entries (``8 G`` and the
-# PSD cones' scalings). CPU seconds of a squared-loss fit's blocks on one
-# thread, medians of 5 interleaved solves under load, QDLDL / faer, the same
-# iterations and optimum, in ``_block_problem``'s form: glass (m = 55, six
-# blocks) 0.047 / 0.052, wine (m = 105, three) 0.111 / 0.070, vehicle (m =
-# 190, four) 0.71 / 0.29, segment (m = 210, seven) 1.45 / 0.57. The joint
-# forms (``_joint_blocks``: ``3m + 1`` variables a block, and the loss's) use
-# faer from the variables of one block of that size.
+# Rule: faer's supernodal LDL from blocks of m = 100 on, else QDLDL. Why: the
+# KKT matrix is dense in each block's m x m entries, where BLAS-3 panels win.
 _FAER_MIN_BLOCK = 100
 _FAER_MIN_VARIABLES = 3 * _FAER_MIN_BLOCK + 1
 
@@ -252,13 +244,13 @@ def _solve_unless_panic(solver):
         return None
 
 
-def _clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
+def clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
     """Clarabel on one compact problem; ``overrides``: settings that differ from these."""
     return _clarabel_solver(quadratic, linear, A, rhs, cones, what, **overrides)[1]
 
 
 def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **overrides):
-    """``(solver, solution)``: ``_clarabel_solve`` with the solver kept for updates.
+    """``(solver, solution)``: ``clarabel_solve`` with the solver kept for updates.
 
     ``faer_first``: whether faer's factorization is tried before QDLDL's
     (None: from ``_FAER_MIN_VARIABLES`` variables on).
@@ -386,7 +378,7 @@ def _solve_hinge(Phi, weight, target, penalty, p, settings):
     cones = [clarabel.ZeroConeT(zero.shape[0]), clarabel.NonnegativeConeT(nonneg.shape[0])]
     cones += [clarabel.PSDTriangleConeT(p)] * (2 * K)
     quadratic = scipy.sparse.csc_matrix((linear.size, linear.size))
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss", **settings)
+    solution = clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss", **settings)
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     z_margin = z[zero.shape[0] : zero.shape[0] + nonneg.shape[0]]
     multipliers = z_margin[n:, None] if K == 1 else z_margin.reshape(K, n).T
@@ -485,7 +477,7 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     cones += [clarabel.ExponentialConeT()] * (n * n_terms)
     cones += [clarabel.PSDTriangleConeT(p)] * (2 * K)
     quadratic = scipy.sparse.csc_matrix((n_var, n_var))
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the logistic loss", **settings)
+    solution = clarabel_solve(quadratic, linear, A, rhs, cones, "the logistic loss", **settings)
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     # Stationarity in f of w_i l(f_i) + z_ik (f_ik - 2 Φ_i d_k): z = -w l'(f).
     score_duals = -z[zero.shape[0] : zero.shape[0] + K * n].reshape(K, n).T
@@ -494,29 +486,6 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     # 1ᵀ mu_k = penalty, in P_k and N_k Diag mu_k ± 2 M_k ⪰ 0).
     trace_duals = [z[k * (p + m) : k * (p + m) + p] for k in range(K)]
     return _joint_blocks_of(x, K, m, block), int(solution.iterations), score_duals, trace_duals
-
-
-def _unit_factor(P, N):
-    """Unit-row factor ``F`` and signs with ``F diag(s) Fᵀ ∝`` the PSD parts of ``P - N``."""
-    columns, signs = [], []
-    for matrix, sign in ((P, 1.0), (N, -1.0)):
-        values, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
-        keep = values > 1e-12 * max(float(np.max(np.abs(values))), 1e-300)
-        columns.append(vectors[:, keep] * np.sqrt(values[keep]))
-        signs.append(np.full(int(keep.sum()), sign))
-    F = np.hstack(columns)
-    s = np.concatenate(signs)
-    norms = np.linalg.norm(F, axis=1) if F.shape[1] else np.zeros(F.shape[0])
-    if F.shape[1] == 0 or np.any(norms <= 1e-150):
-        # A row with no mass (ρ = 0, or a degenerate split): give it a unit
-        # column of its own; its ρ-scaled contribution is then decided below.
-        missing = np.flatnonzero(norms <= 1e-150) if F.shape[1] else np.arange(F.shape[0])
-        extra = np.zeros((F.shape[0], missing.size))
-        extra[missing, np.arange(missing.size)] = 1.0
-        F = np.hstack([F, extra])
-        s = np.concatenate([s, np.ones(missing.size)])
-        norms = np.linalg.norm(F, axis=1)
-    return np.ascontiguousarray(F / norms[:, None]), s
 
 
 def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
@@ -546,7 +515,7 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
         iterations = sum(block[2] for block in joint)
     for k in range(K):
         sP, sN, third = joint[k]  # ρ of a joint form, a squared block's iterations
-        F, s = _unit_factor(_smat(sP, p, rows, cols), _smat(sN, p, rows, cols))
+        F, s = unit_factor(smat(sP, p, rows, cols), smat(sN, p, rows, cols))
         direction = (F * s) @ F.T
         g = 2.0 * (Phi @ _svec(direction, rows, cols))
         if data.loss != "squared":
@@ -609,25 +578,11 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
 # tried in turn until one certifies ``tol`` (the best certified point is kept;
 # a pass that fails is followed by the next; none solved is a failed solve).
 _CLARABEL_PASSES = {
-    # Iterative refinement of the KKT solves costs about a quarter of a block
-    # (wine, m = 105: 0.027 s against 0.036 s; the whole default fit, one
-    # thread, under load, medians of 5: 0.115 s against 0.138 s) and barely
-    # moves a well-scaled block's certified gap (wine 4.534e-5 against
-    # 4.529e-5), but an ill-scaled block certifies far less without it
-    # (targets of order 1e6, test_sdp_regressor: 5.7e-3 against 9.5e-4).
-    # (Clarabel tolerances of 1e-7 in the first pass saved one to three steps
-    # per block, wine 0.107 -> 0.099 s, for gaps of at most 7.3e-5, but the
-    # uci suite's test accuracy fell by one or two samples on glass, vehicle,
-    # segment, pendigits and letter and rose nowhere: kept at 1e-8.)
+    # Without iterative refinement first (a quarter of a block's time); an
+    # ill-scaled block certifies far less without it, hence the second pass.
     "squared": ({"iterative_refinement_enable": False}, {}),
-    # Without refinement: half the time (wine, 28 steps: 0.44 s against 0.83 s
-    # CPU; glass 0.93 against 1.9) for certified gaps of 4e-6 and 4e-5 (1e-6
-    # with it); without equilibration: fewer steps at the default beta (glass
-    # 33 against 46, wine 24 against 26). But then the conic dual, hence the
-    # certificate, can be far off at small beta (iris, beta = 1.2e-4, the
-    # bottom of SDPQuantizedClassifierCV's path: gap 1.1e-2 against 5.1e-6 from
-    # the accurate pass, where the factor solver then ran 3000 iterations,
-    # 10 s, to 5e-4): one accurate pass before giving up the form.
+    # Fast first (no refinement, no equilibration), then one accurate pass:
+    # at small beta the fast pass's conic dual, hence the certificate, can be far off.
     "logistic": (
         {"iterative_refinement_enable": False, "equilibrate_enable": False},
         {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
@@ -696,7 +651,7 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
         print(progress_line(iterations, objective, elapsed, lower_bound=lower_bound,
                             gap=float(gap), rank=info["rank"]))
     stopped = bool(callback(dict(info))) if callback is not None else False
-    Q = np.stack([_relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)])
+    Q = np.stack([relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)])
     return SDPSolution(
         Q=Q,
         rho=rho,

@@ -155,23 +155,9 @@ def solve_relaxation(
     beta : float
     n_outputs : int
     solver : None or str, default=None
-        None: the native solvers, chosen by size. The squared loss with a
-        small lifting (``p (p + 1) / 2 <= 300``, or up to 1000 with three rows
-        per entry, see ``compact_applies()``)
-        is solved block by block in its compact cone form (the hinge losses
-        with ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over
-        the PSD cones; the multinomial logistic loss likewise, in exponential
-        cones, falling back to the factor solver if Clarabel fails)
-        (``solve_compact()``, an interior-point
-        solve to about 1e-8, then certified), which the factor solver continues from if its
-        certified gap is still above ``tol``; the binary hinge loss with at most
-        ``HINGE_DUAL_MAX_SAMPLES`` (deduplicated) samples goes first to
-        ``solve_hinge_dual()`` (a barrier method on its exact dual, certified
-        by the dual it reaches), continued the same way; everything else goes to the
-        factor solver (:func:`solve_factored`; the blocks of the squared
-        loss one at a time, on the CPU by its numpy form
-        ``solve_squared_block()``, except a single block that continues a
-        compact solve). A CVXPY
+        None: the native solvers, chosen and continued by the solver table
+        (:data:`skquad.convex.ROUTES`: the first row that applies solves; a
+        row that stops short of ``tol`` is continued by its ``then``). A CVXPY
         solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
         (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
     solver_options : dict, default=None
@@ -204,6 +190,7 @@ def solve_relaxation(
     Returns
     -------
     solution : SDPSolution
+        ``solver`` names the route that produced it, ``solver_path`` every stage.
     """
     user_beta = beta
     if target_scale != 1.0:

@@ -148,20 +148,10 @@ COMPACT_BETA_FRACTION_FLOOR = 1e-4
 
 
 def compact_applies(data, max_size=None):
-    """Whether ``data``'s relaxation is solved in the compact form by default.
-
-    Lifted inputs given as features (not explicit matrices), data on the
-    CPU, Clarabel installed, and: the squared loss with ``m = p (p + 1) / 2
-    <= max_size`` (default ``COMPACT_SQUARED_MAX_SIZE``; blocks one by one,
-    whatever ``n``), and by default also up to ``m =
-    COMPACT_SQUARED_WIDE_MAX_SIZE`` with at least
-    ``COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY`` (deduplicated) rows per entry and
-    at most ``COMPACT_SQUARED_WIDE_MAX_ELEMENTS`` numbers in the lifted rows;
-    the hinge losses with ``K m <= max_size`` (default ``COMPACT_MAX_SIZE``;
-    blocks solved jointly) and at most ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros
-    in the margin rows; the multinomial logistic loss (``K >= 2`` outputs)
-    with the same two limits (its score rows have ``n K m`` nonzeros). The
-    binary logistic loss keeps the factor solver.
+    """Whether ``data``'s relaxation is solved in the compact form by default: features
+    given, on the CPU, Clarabel installed, and the size rules above (``max_size``
+    replaces ``COMPACT_SQUARED_MAX_SIZE`` / ``COMPACT_MAX_SIZE`` and turns the
+    squared loss's many-rows rule off). The binary logistic loss keeps the factor solver.
     """
     if data.loss not in ("squared", "hinge", "logistic") or data.lifted is not None:
         return False
@@ -222,13 +212,8 @@ def _fits_in_memory(size):
 
 
 def hinge_dual_applies(data):
-    """Whether the binary hinge ``data`` goes to :func:`~skquad.convex.hinge_dual.solve_hinge_dual`.
-
-    One output, the hinge loss, features given (not explicit lifted matrices),
-    on the CPU, ``beta > 0``, at most ``HINGE_DUAL_MAX_SAMPLES`` samples and
-    ``DUAL_MAX_LIFTED`` lifted coordinates, and the Newton step's
-    ``O((n + p)²)`` arrays in the available memory.
-    """
+    """Whether the binary hinge ``data`` (features given, on the CPU, ``beta > 0``)
+    goes to ``solve_hinge_dual``: the size rules above."""
     return (
         data.loss == "hinge" and data.n_outputs == 1 and data.lifted is None
         and data.features.device.type == "cpu" and data.beta > 0
@@ -239,13 +224,8 @@ def hinge_dual_applies(data):
 
 
 def squared_dual_applies(data):
-    """Whether the blocks of the squared-loss ``data`` go to :func:`~skquad.convex.squared_dual.solve_squared_dual`.
-
-    The squared loss, features given, on the CPU, ``beta > 0``, at most
-    ``SQUARED_DUAL_MAX_SAMPLES`` samples with a positive weight and
-    ``DUAL_MAX_LIFTED`` lifted coordinates, and the Newton step's arrays in
-    the available memory.
-    """
+    """Whether the squared-loss ``data``'s blocks (features given, on the CPU,
+    ``beta > 0``) go to ``solve_squared_dual``: the size rules above."""
     if not (
         data.loss == "squared" and data.lifted is None
         and data.features.device.type == "cpu" and data.beta > 0

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["SDPSolution", "SolverFailedError", "rescale_solution"]
+__all__ = ["SDPSolution", "SolverFailedError", "relaxed_block", "rescale_solution"]
 
 
 class SolverFailedError(RuntimeError):
@@ -144,3 +144,13 @@ def rescale_solution(solution, c):
 def relative_gap(objective, lower_bound):
     """``(objective - lower_bound) / max(|objective|, 1e-12)``."""
     return (objective - lower_bound) / max(abs(objective), 1e-12)
+
+
+def relaxed_block(F, signs, rho):
+    """A factor solution's block ``Q = rho [[A Aᵀ + B Bᵀ, A Aᵀ - B Bᵀ], [A Aᵀ - B Bᵀ, A Aᵀ + B Bᵀ]]`` (``A``, ``B``: the columns of
+    ``F`` with signs +1 and -1)."""
+    plus = F[:, signs > 0]
+    minus = F[:, signs < 0]
+    P = plus @ plus.T
+    N = minus @ minus.T
+    return rho * np.block([[P + N, P - N], [P - N, P + N]])
