@@ -120,6 +120,29 @@ def _solve_row(row, problem):
     return solution
 
 
+def _warn_if_short(solution, options, tol, max_iter):
+    """The ConvergenceWarning of a native solve that stopped above ``tol``, with its reason."""
+    if solution.converged or solution.info.get("stopped_by_callback"):
+        return
+    if solution.status == "stalled":
+        reason = "a point it could not improve (no column left to add)"
+        remedy = "a larger solver_options['max_rank'] where it was set"
+    elif solution.status == "time_limit":
+        reason = f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
+        remedy = "a larger time limit"
+    else:
+        reason = f"max_iter={max_iter}"
+        remedy = "a larger max_iter"
+    warn_user(
+        f"The native SDP solver stopped at {reason} after {solution.n_iter} "
+        f"iterations at a certified relative gap of {solution.relative_gap:.1e}, "
+        f"above tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
+        f"the network sampled from it) may be improved by {remedy}, a larger "
+        "tol, or solver='CLARABEL' for small problems.",
+        ConvergenceWarning,
+    )
+
+
 def solve_relaxation(
     lifting,
     X,
@@ -227,24 +250,7 @@ def solve_relaxation(
             data, options, tol=tol, max_iter=max_iter, init=init, callback=callback,
             verbose=verbose, cpu_data=cpu_data,
         ), device)
-        if not solution.converged and not solution.info.get("stopped_by_callback"):
-            if solution.status == "stalled":
-                reason = "a point it could not improve (no column left to add)"
-                remedy = "a larger solver_options['max_rank'] where it was set"
-            elif solution.status == "time_limit":
-                reason = f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
-                remedy = "a larger time limit"
-            else:
-                reason = f"max_iter={max_iter}"
-                remedy = "a larger max_iter"
-            warn_user(
-                f"The native SDP solver stopped at {reason} after {solution.n_iter} "
-                f"iterations at a certified relative gap of {solution.relative_gap:.1e}, "
-                f"above tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
-                f"the network sampled from it) may be improved by {remedy}, a larger "
-                "tol, or solver='CLARABEL' for small problems.",
-                ConvergenceWarning,
-            )
+        _warn_if_short(solution, options, tol, max_iter)
     n_lifted = solution.Q.shape[1] // 2
     penalty = 2.0 * beta * n_lifted * float(solution.rho.sum())
     # (A solve cut short keeps unreached blocks at zero: no statement about beta.)
