@@ -178,6 +178,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             self.relaxed_objective_ = solution.objective
             self.certified_gap_ = solution.gap
             self.solver_ = solution.solver
+            self.solver_path_ = solution.solver_path or (solution.solver,)
             self.solver_status_ = solution.status
             self.solve_time_ = solution.solve_time
             self.n_iter_ = solution.n_iter
@@ -556,17 +557,20 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         the logistic loss with three or more classes:
         ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
         cone form by an interior point (``solver_ == "compact"``); the
-        binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (2,000)
+        binary hinge loss on up to 2,000
         deduplicated samples by a barrier method on its exact dual
         (``solver_ == "hinge_dual"``, any ``p``); the squared loss's other
-        blocks one at a time: on up to ``SQUARED_DUAL_MAX_SAMPLES`` (1,000)
+        blocks one at a time: on up to 1,000
         samples by a barrier method on the block's exact dual
         (``solver_ == "squared_dual"``; from ``p = 40`` first, below after
         500 iterations of the factors), else by Burer-Monteiro factors in
-        numpy with the L-BFGS driver's numpy engine; everything else by the
+        numpy with the L-BFGS driver's numpy engine (``solver_ ==
+        "native_numpy"``); everything else by the
         factor solver (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
         relaxation, L-BFGS in torch, memory ``O(n p + p r)``, no lifted
-        matrices formed). A CVXPY SDP solver name keeps the reference
+        matrices formed; ``solver_ == "native"``). The routes, their order
+        and size rules are the rows of :data:`skquad.convex.ROUTES`
+        (:ref:`solver-routes`). A CVXPY SDP solver name keeps the reference
         formulation (it forms an ``n x p^2`` design and a ``2 p x 2 p``
         conic variable per class, so only small problems): "CLARABEL"
         (interior point, accurate) or "SCS" (first order). Whatever the
@@ -682,14 +686,23 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     n_lifted_features_ : int
         ``p``, the length of the binary weight vectors.
     solver_ : str
-        The solver that produced the relaxed solution: ``"native"`` (the
-        factor solver), ``"compact"`` (the exact compact-cone solve of a small
-        squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU),
-        ``"hinge_dual"`` (the barrier method on the binary hinge's exact dual,
-        chosen by ``solver=None`` on the CPU up to 2,000 deduplicated samples),
+        The solver that produced the relaxed solution (the last stage of
+        ``solver_path_``): ``"native"`` (the factor solver in torch),
+        ``"native_numpy"`` (the factor solver in numpy, squared-loss blocks
+        on the CPU), ``"compact"`` (the exact compact-cone solve of a small
+        lifting, chosen by ``solver=None`` on the CPU), ``"hinge_dual"`` (the
+        barrier method on the binary hinge's exact dual, chosen by
+        ``solver=None`` on the CPU up to 2,000 deduplicated samples),
         ``"squared_dual"`` (the barrier method on the exact dual of every
         block of the squared loss, on the CPU up to 1,000 samples) or the
-        CVXPY solver used.
+        CVXPY solver used. Where blocks ended in different stages, the
+        factor solver's name.
+    solver_path_ : tuple of str
+        Every stage of the solve, in order: ``("compact", "native")`` for a
+        compact solve continued by the factor solver, ``("native_numpy",
+        "squared_dual", "native_numpy")`` for a block given factor iterations
+        first, then the dual, then the factor solver again (the longest
+        block's stages); ``(solver_,)`` for a solve in one stage.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
         (by a callback) or "stalled" (short of ``tol`` with no column left to

@@ -76,8 +76,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         The training objective of the fitted (sampled, refitted) network.
     rho_, Q_, Z_, covariance_ : ndarray
         The relaxed solution, per output, as in the classifier.
-    solver_, solver_status_ : str
-        The solver used and how it ended, as in the classifier (``"optimal"``,
+    solver_, solver_path_, solver_status_ : str, tuple of str, str
+        The solver used, every stage of the solve and how it ended, as in the classifier (``"optimal"``,
         ``"max_iter"``, ``"time_limit"``, ``"stopped"`` or ``"stalled"`` for the
         native solver).
     solve_time_ : float
