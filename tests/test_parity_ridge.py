@@ -445,7 +445,10 @@ def test_sparse_design_with_sample_weights(n_samples, n_features, sparse_contain
 def test_ridgecv_int_alphas():
     # test_ridge.py::test_ridgecv_int_alphas
     X = np.array([[-1.0, -1.0], [-1.0, 0], [-0.8, -1.0], [1.0, 1.0], [1.0, 0.0]])
-    QRCV(alphas=(1, 10, 100)).fit(X, [1, 1, 1, -1, -1])
+    model = QRCV(alphas=(1, 10, 100)).fit(X, [1, 1, 1, -1, -1])
+    # integer alphas are taken as the floats they name
+    assert model.alpha_ in (1.0, 10.0, 100.0)
+    assert isinstance(model.alpha_, float)
 
 
 @pytest.mark.parametrize(
@@ -467,7 +470,8 @@ def test_ridgecv_alphas_validation(params, err_type, err_msg):
 def test_ridgecv_alphas_scalar():
     # test_ridge.py::test_ridgecv_alphas_scalar
     rng = np.random.RandomState(0)
-    QRCV(alphas=1).fit(rng.randn(5, 5), rng.randn(5))
+    model = QRCV(alphas=1).fit(rng.randn(5, 5), rng.randn(5))
+    assert model.alpha_ == 1.0
 
 
 def test_n_iter():
