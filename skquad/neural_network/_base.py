@@ -332,6 +332,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             n_iter_no_change=self.n_iter_no_change,
             early_stopping=self.early_stopping,
             validation_fraction=self.validation_fraction,
+            clip_validation_inputs=bool(self.clip_inputs),
             shuffle=self.shuffle,
             momentum=self.momentum,
             nesterov=self.nesterovs_momentum,
