@@ -50,6 +50,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     :class:`QuadraticRegression` through
     :class:`~sklearn.model_selection.GridSearchCV`, as RidgeCV does.
 
+    Both selections score the unclipped model on the held-out rows (the
+    leave-one-out's closed form cannot clip), so that ``alpha_`` and
+    ``best_score_`` are RidgeCV's; ``clip_inputs`` acts on the predictions
+    of the model refitted with ``alpha_``.
+
     Parameters
     ----------
     alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
@@ -290,8 +295,10 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         )
 
     def _fit_folds(self, X, Y, given_weight, alphas):
+        # The folds score the unclipped model, as the leave-one-out's closed
+        # form does: both choose alpha exactly as RidgeCV on the expanded data.
         search = GridSearchCV(
-            QuadraticRegression(fit_intercept=self.fit_intercept, clip_inputs=self.clip_inputs),
+            QuadraticRegression(fit_intercept=self.fit_intercept, clip_inputs=False),
             {"alpha": alphas},
             cv=self.cv,
             scoring=check_scoring(self, scoring=self.scoring, allow_none=True),
