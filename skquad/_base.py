@@ -60,7 +60,9 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     and atomic fits: a ``fit``, ``partial_fit`` or ``resample`` that raises or
     is interrupted leaves the previously fitted model exactly as it was.
 
-    Contract for subclasses: decorate ``fit``, ``partial_fit`` and
+    Contract for subclasses: declare the ``clip_inputs`` parameter (see
+    :mod:`skquad._input_range`; the base clips in :meth:`_validate_predict_data`
+    to the range its fit-side validation records); decorate ``fit``, ``partial_fit`` and
     ``resample`` with ``@_fit_context(...)`` over ``@atomic_fit`` (see
     :mod:`skquad._atomic`), and a public method that reads the fitted state
     with ``@reads_fitted_state``; don't call ``_init_callback_context`` (the
