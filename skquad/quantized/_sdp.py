@@ -456,7 +456,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         -------
         network : :class:`skquad.convex.QuadraticNetwork`
             ``network.scores(X)`` equals ``decision_function(X)`` (as a
-            column); ``network.weights`` are in {-1, 0, 1} on the lifted
+            column) on inputs inside the training range; it is the model
+            itself, so with ``clip_inputs`` clip ``X`` to ``[data_min_,
+            data_max_]`` first to reproduce the predictions elsewhere;
+            ``network.weights`` are in {-1, 0, 1} on the lifted
             input and ``network.integer_weights()`` gives the integer weights
             and biases on the original features.
         """
