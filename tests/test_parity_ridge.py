@@ -525,7 +525,9 @@ def test_ridge_cv_results_predictions(X_shape, with_sample_weight, fit_intercept
     predictions = np.empty(shape=(*y.shape, len(alphas)))
     for alpha_idx, alpha in enumerate(alphas):
         for idx, (train, test) in enumerate(LeaveOneOut().split(X, y)):
-            ridge = QR(alpha=alpha, fit_intercept=fit_intercept)
+            # the left-out row can lie outside the others' range: the leave-one-out
+            # that RidgeCV computes is the unclipped model's
+            ridge = QR(alpha=alpha, fit_intercept=fit_intercept, clip_inputs=False)
             weight = None if sample_weight is None else sample_weight[train]
             predictions[idx, ..., alpha_idx] = ridge.fit(X[train], y[train], sample_weight=weight).predict(X[test])
     assert_allclose(ridge_cv.cv_results_, predictions, rtol=1e-6)
@@ -539,7 +541,7 @@ def test_ridge_cv_multioutput_sample_weight(X_shape):
     sample_weight = np.ones(n_samples)
     ridge_cv = QRCV(scoring="neg_mean_squared_error", store_cv_results=True)
     ridge_cv.fit(X, y, sample_weight=sample_weight)
-    ridge = QR(alpha=ridge_cv.alpha_)
+    ridge = QR(alpha=ridge_cv.alpha_, clip_inputs=False)  # the unclipped leave-one-out, as RidgeCV's
     y_pred_loo = np.squeeze(
         [ridge.fit(X[train], y[train], sample_weight=sample_weight[train]).predict(X[test])
          for train, test in LeaveOneOut().split(X)]
@@ -561,7 +563,7 @@ def test_ridge_cv_custom_multioutput_scorer(X_shape):
         return -custom_error(y, estimator.predict(X))
 
     ridge_cv = QRCV(scoring=custom_multioutput_scorer).fit(X, y)
-    ridge = QR(alpha=ridge_cv.alpha_)
+    ridge = QR(alpha=ridge_cv.alpha_, clip_inputs=False)  # the unclipped leave-one-out, as RidgeCV's
     y_pred_loo = np.squeeze([ridge.fit(X[train], y[train]).predict(X[test]) for train, test in LeaveOneOut().split(X)])
     assert_allclose(ridge_cv.best_score_, -custom_error(y, y_pred_loo))
 

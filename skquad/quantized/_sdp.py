@@ -457,7 +457,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         -------
         network : :class:`skquad.convex.QuadraticNetwork`
             ``network.scores(X)`` equals ``decision_function(X)`` (as a
-            column); ``network.weights`` are in {-1, 0, 1} on the lifted
+            column) on inputs inside the training range; it is the model
+            itself, so with ``clip_inputs`` clip ``X`` to ``[data_min_,
+            data_max_]`` first to reproduce the predictions elsewhere;
+            ``network.weights`` are in {-1, 0, 1} on the lifted
             input and ``network.integer_weights()`` gives the integer weights
             and biases on the original features.
         """
@@ -623,6 +626,13 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     random_state : int, RandomState instance or None, default=None
         Seeds the sign sampling (a local generator; the global ones are left
         alone). The SDP solve itself is deterministic.
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -718,6 +728,11 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         small problems, ``solver_`` ``"compact"``, ``"hinge_dual"`` or
         ``"squared_dual"``, which run there whatever ``device``). Sampling, the refit and predictions
         run on the CPU.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64: the range ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -793,6 +808,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
+        "clip_inputs": ["boolean"],
     }
 
     def __init__(
@@ -816,6 +832,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         class_weight=None,
         warm_start=False,
         random_state=None,
+        clip_inputs=True,
     ):
         self.n_neurons = n_neurons
         self.loss = loss
@@ -835,6 +852,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
 
     # ------------------------------------------------------------------ fit
     def _sdp_n_outputs(self):
