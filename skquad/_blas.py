@@ -2,13 +2,13 @@
 
 A pure numpy/scipy module. scipy's own wrappers (``scipy.linalg.blas``) hold
 the GIL for the whole call, so two Python threads that each multiply a chunk
-of rows by a triangle ran one after the other (measured here: a thread
-spinning on the GIL never ran during ``strmm``, while it ran during numpy's
-``A.T @ A``). The same routines are reached here through the C function
-pointers that ``scipy.linalg.cython_blas`` exports (its ``__pyx_capi__``
-capsules, the route numba takes), called by ``ctypes``, which drops the GIL
-around foreign calls. They are the BLAS that scipy is linked against,
-whichever it is; its Cython interface uses 32-bit integers.
+of rows by a triangle run one after the other (a thread spinning on the GIL
+never runs during their ``strmm``, while it runs during numpy's ``A.T @ A``).
+The same routines are reached here through the C function pointers that
+``scipy.linalg.cython_blas`` exports (its ``__pyx_capi__`` capsules, the route
+numba takes), called by ``ctypes``, which drops the GIL around foreign calls.
+They are the BLAS that scipy is linked against, whichever it is; its Cython
+interface uses 32-bit integers.
 
 The threads that call them choose the parallelism: callers hold the BLAS at
 one thread meanwhile (:func:`skquad._training._threads.blas_limits`).

@@ -80,16 +80,13 @@ def _lexicographic_ranks(blocks, rows_of):
     refines the ranks of the ones before it, and only the rows still tied
     with another take part: on continuous data every row is alone after one
     or two columns. Memory is O(n) indices, where ``np.unique(rows, axis=0)``
-    copied the rows (in a common dtype: float64 for float32 features) and
-    sorted the copy (issue 23: most of the 5.2 GB peak of a 1e6 x 200
-    float32 fit).
+    copies the rows (in a common dtype: float64 for float32 features) and
+    sorts the copy (issue 23).
 
     The rows still tied are refined in one lexsort over all the columns left
     once they and those columns are few (``_ONE_SORT_NUMBERS``): a pass per
-    column over every row cost 2.2 ms on ionosphere's 351 x 34 rows (a zero
-    column and duplicate rows: no early stop; a fit takes about 20 ms) and
-    23 ms on spambase's 4 601 x 57 (duplicates), mostly call overhead; about
-    0.8 and 6.6 ms now (one thread, under load).
+    column over every row is mostly call overhead on small data with
+    duplicate rows, where no column ends the refinement early.
 
     A tied group keeps the range of positions its rows will hold in the
     final order, so its rank while it is refined is the first of them (a

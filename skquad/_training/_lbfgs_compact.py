@@ -5,12 +5,10 @@
 scipy only) so that the SDP's numpy block solver (``convex/factor_solver.py``,
 ``solve_squared_block``), which the room table keeps below the training
 engine, calls the same code. Why it exists: for a few thousand parameters and
-an objective of about 0.3 ms, scipy's L-BFGS-B spent as long in its own
-bookkeeping (``setulb``, 0.14 ms a call, two calls an iteration at 30 pairs)
-as in the objective; this engine's iteration costs three products with the
-pairs and two small triangular solves (credit-approval's SDP block, one
-thread, under load: 0.633 -> 0.546 s CPU, 750 -> 700 iterations to the same
-certified tol).
+a cheap objective, scipy's L-BFGS-B spends as long in its own bookkeeping
+(``setulb``, two calls an iteration) as in the objective; this engine's
+iteration costs three products with the pairs and two small triangular
+solves.
 """
 
 import warnings
@@ -45,11 +43,10 @@ class _CompactMemory:
     pairs sit in a ring (a new one overwrites the oldest's rows of
     ``[S; Y]``); the small matrices ``(s_i · y_j)`` and ``(y_i · y_j)`` are
     kept in age order, shifted when the oldest pair goes, so that a
-    direction gathers two short vectors and none of them (the gathers and
-    ``triu`` were half of a direction's 0.1 ms at 20 pairs and 1 711
-    parameters). The products run over the filled rows in storage order,
-    so the numbers are the former ring's to the last bit (the SDP block
-    solver's rank growth was seen to follow last-bit changes).
+    direction gathers two short vectors and none of them (gathers and
+    ``triu`` would be a large share of a direction). The products run over
+    the filled rows in storage order, so that the shifting changes no
+    rounding (the SDP block solver's rank growth follows last-bit changes).
     """
 
     def __init__(self, size, n_parameters):
@@ -105,7 +102,7 @@ class _CompactMemory:
         w_rows = np.empty(k)
         top_rows[ages], w_rows[ages] = top, w
         # -(gamma g + top S - gamma (w Y)), the same operations in place: three
-        # n-vectors fewer (at optdigits' 21 450 parameters, 15 us each)
+        # n-vectors fewer
         step = np.multiply(gradient, gamma)
         step += top_rows @ S
         correction = w_rows @ Y
@@ -128,7 +125,7 @@ def _upper_solve(R, b, transpose=False):
 # sufficient-decrease, curvature and interval tolerances and no bound on the
 # step short of 1e10. "wolfe": scipy's strong-Wolfe search (c1 = 1e-4) from
 # the step that the previous decrease suggests, the SDP block solver's
-# (measured there, see the module's docstring).
+# (the faster there).
 _LINE_SEARCHES = ("lbfgsb", "wolfe")
 _SUFFICIENT_DECREASE = {"lbfgsb": 1e-3, "wolfe": 1e-4}
 _CURVATURE = 0.9
@@ -143,12 +140,12 @@ def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, s
     ``search``, ``c2 = 0.9``); else the ``search`` (``_LINE_SEARCHES``),
     reusing the unit step's evaluation. "lbfgsb" gives the engine
     L-BFGS-B's iterates on an unconstrained problem (up to rounding): where
-    the unit step overshot, the "wolfe" search, restarted from the previous
-    decrease, took 2 to 4 evaluations and, on optdigits' QLR, half again as
-    many iterations. Where the search fails (an objective whose gradient is
-    inexact at a kink, such as a clamped coordinate), the first halving of
-    the unit step with sufficient decrease (Armijo). ``maxls`` evaluations
-    at most for the "wolfe" search and for the halvings.
+    the unit step overshoots, the "wolfe" search, restarted from the previous
+    decrease, takes more evaluations and more iterations. Where the search
+    fails (an objective whose gradient is inexact at a kink, such as a
+    clamped coordinate), the first halving of the unit step with sufficient
+    decrease (Armijo). ``maxls`` evaluations at most for the "wolfe" search
+    and for the halvings.
     """
     slope = float(gradient @ direction)
     if not slope < 0.0:  # round-off in H: steepest descent instead
@@ -160,8 +157,7 @@ def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, s
 
     def cached(point):
         # (the line search asks for the value and the slope at a point in turn:
-        # the newest is compared first; a key of the point's bytes cost 66 us
-        # at 21 450 parameters, a comparison 15)
+        # the newest is compared first, cheaper than a key of the point's bytes)
         for seen, evaluation in reversed(known):
             if np.array_equal(seen, point):
                 return evaluation

@@ -86,8 +86,8 @@ class AdamOptimizer:
         self._denominator = None  # the unfused step's workspace, made on first use
         self.t = 0
         # torch's fused Adam kernel: one pass over the buffers per step where
-        # the loop below makes seven (the step was 10-15% of a small network's
-        # training step, mostly memory traffic).
+        # the loop below makes seven (the step is a sizeable share of a small
+        # network's training step, mostly memory traffic).
         self._fused = _has_fused_adam(parameters.device.type, parameters.dtype)
         self._step_count = torch.zeros((), dtype=torch.float32, device=parameters.device)
         self._runs = None

@@ -329,8 +329,8 @@ class Trainer:
         # The explicit path needs no autograd at all: one no_grad for the epoch.
         explicit = torch.no_grad() if self.loss_and_gradient is not None else nullcontext()
         if isinstance(X_epoch, torch.Tensor):
-            # The batches as views made by one call per tensor: 3-5 us a step
-            # against 6.8 us for three slicings (optdigits' 29 batches of 200).
+            # The batches as views made by one call per tensor, cheaper than
+            # three slicings a step.
             batches = zip(X_epoch.split(batch_size), y_epoch.split(batch_size), normalised.split(batch_size))
         else:
             # Python ints: torch slices with numpy integers cost twice as much.
@@ -497,9 +497,8 @@ class Trainer:
         history = self.history
         reporter = self._reporter("epoch")
         # The epochs' shuffled copies of X go into one buffer made for this
-        # call (it goes with the call): a fresh copy each epoch took 1.3 ms of
-        # a 64-30-10 QNN's 24 ms epoch on optdigits in CPU time (page faults
-        # on the new memory, AMD EPYC, under load), 2-5x the gather itself.
+        # call (it goes with the call): a fresh copy each epoch would cost
+        # several times the gather itself in page faults on the new memory.
         shuffled = (
             torch.empty_like(X) if self.config.shuffle and isinstance(X, torch.Tensor) and X.layout == torch.strided
             else None

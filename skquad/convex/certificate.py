@@ -261,8 +261,8 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         # The squared loss's conjugate is quadratic: LB is -a theta - b theta²
         # up to the kink and that less rho_sum_max (theta largest - penalty)
         # after it, concave quadratics whose maxima on [0, 1] are at an end,
-        # the kink or a vertex, all candidates: no search (wine's default
-        # fit: 62 evaluations of LB, 2.5 ms of 90). From dual(1) = -a - b and
+        # the kink or a vertex, all candidates: no search, which would take
+        # dozens of evaluations of LB. From dual(1) = -a - b and
         # dual(1/2) = -a/2 - b/4:
         whole = dual_value(1.0)
         b = 2.0 * (2.0 * dual_value(0.5) - whole)

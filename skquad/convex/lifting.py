@@ -243,8 +243,8 @@ class QuadraticNetwork:
         """Network output for raw inputs ``X``, shape (n_samples, n_outputs).
 
         Computed in row batches whose ``(rows, 3 n_neurons)`` intermediates take
-        about ``PREDICT_BATCH_BYTES``, as ``predict`` does (issue 19: 300k
-        rows x 500 neurons took 3.35 GiB in one piece).
+        about ``PREDICT_BATCH_BYTES``, as ``predict`` does, so that memory does
+        not grow with the rows (issue 19).
         """
         X = np.asarray(X, dtype=np.float64)
         output_weights = np.asarray(self.output_weights, dtype=np.float64)

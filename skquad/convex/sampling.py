@@ -47,8 +47,8 @@ def _nearest_correlation(matrix):
     Only removes solver round-off: an exact SDP solution is already PSD.
     """
     matrix = 0.5 * (matrix + matrix.T)
-    # one BLAS thread for small matrices, as the solver: under load a 402 x 402
-    # eigh took 0.24 s of CPU on all threads against 0.03 s on one
+    # one BLAS thread for small matrices, as the solver: on a busy machine
+    # BLAS threads spin longer than a small eigh takes
     with threads_for(matrix.shape[0] ** 3, _CPU):
         eigenvalues, eigenvectors = np.linalg.eigh(matrix)
         matrix = (eigenvectors * np.maximum(eigenvalues, 0.0)) @ eigenvectors.T

@@ -35,22 +35,17 @@ orthonormal basis ``B`` of the range, ``||W^(1/2)(H alpha - t)||^2 =
 exactly, and the ``r``-row problem is a lasso. When the range is not small
 (``r`` above ``_REDUCE_BELOW_FRACTION`` of the rows: breast cancer,
 ionosphere, credit-approval), the lasso is the same one on all ``n`` rows,
-``A = W^(1/2) H`` and ``c = W^(1/2) t``: FISTA stopped at 500 iterations
-above its optimum there (breast cancer 0.2026 against 0.1973) and took
-longer (0.13 s against 0.05 s, one thread, under load). While ``r² m`` is small
+``A = W^(1/2) H`` and ``c = W^(1/2) t``. While ``r² m`` is small
 (``_INTERIOR_POINT_MAX_WORK``: every small UCI set whose range is reduced)
 it is solved by an interior point on its ``r``-variable dual
 (``_lasso_interior_point``) to a relative duality gap of ``tol``, certified
 by a feasible dual point; above, by scikit-learn's coordinate descent
-(from zero; measured against 500 FISTA iterations
-on the default SDP networks, one thread, under load: wine 0.09 s against
-0.21 s, and a lower objective, 0.140896 against 0.141154), on working sets
-(``_lasso_coordinate_descent``). The returned objective is recomputed on
-``H`` itself. The SDP network's caller passes
+(from zero; faster than a fixed budget of FISTA iterations, and to a lower
+objective), on working sets (``_lasso_coordinate_descent``). The returned
+objective is recomputed on ``H`` itself. The SDP network's caller passes
 ``span``, the ``p (p + 1) / 2`` products of the lifted inputs, which span
 every neuron's outputs: the basis then comes from their Gram matrix, not
-from ``H``'s (diabetes, 768 rows and 975 distinct neurons: 0.12 s to
-0.004 s; segment: 0.30 s to 0.03 s; one thread, under load).
+from ``H``'s, much cheaper when the distinct neurons are many.
 
 Neurons that are equal or opposite on the training rows (drawn twice, or
 ``(v, u)`` and ``(-u, v)`` for ``(u, v)``: exactly the same products up to
@@ -65,9 +60,8 @@ Memory: ``H`` is ``n x m`` float64 (the caller's); the solver keeps a few
 
 Threads: each iteration is two or three thin products ``H @ alpha`` and
 ``H^T g``. Below 2e8 flops per product (the threshold of skquad's training
-engine) BLAS runs them on one thread: measured here with the machine busy, a
-592 x 1000 by 1000 x 4 product took 18.6 ms on OpenBLAS's threads against
-1.4 ms on one.
+engine) BLAS runs them on one thread: on a busy machine its threads cost
+more than such a product.
 """
 
 from contextlib import nullcontext
@@ -294,7 +288,7 @@ def _merged_columns(H):
     # times fixed odd multipliers, modulo 2^64: exact integer arithmetic, so
     # equal columns hash equally whatever the summation order), then every
     # member is checked bitwise against its group's first. Sorting the
-    # columns' bytes instead cost 0.014 s of a 0.06 s fit (diabetes, 768 x 1000).
+    # columns' bytes instead would cost a large share of a small fit.
     words = normalized.view(np.uint64)
     _, first, group = np.unique(_column_hashes(words), return_index=True, return_inverse=True)
     group = group.ravel()
@@ -355,10 +349,8 @@ def _refit_columns(
     if point is None:
         # From zero, not from alpha: the optimum is sparse (under r nonzeros)
         # and Algorithm 1's alpha is dense, so the first sweeps over every
-        # column cost more from it (the default SDP networks, one thread,
-        # under load, CPU s from alpha / zero, the same objective to 1e-6:
-        # breast cancer 0.101 / 0.049, credit-approval 0.160 / 0.111). The
-        # result is compared with alpha below.
+        # column cost more from it, for the same objective. The result is
+        # compared with alpha below.
         start = np.zeros_like(alpha)
         point, n_iter = _lasso_coordinate_descent(A, reduced_target, penalty, start, max_iter, tol)
     # The reported objectives are the true ones, on H itself.
@@ -403,18 +395,16 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
     duality gap is the full problem's); otherwise the violators are added
     and the solve continues, at most ``_WORKING_ROUNDS`` times, then over
     every column. Every sweep only lowers the objective, so the point is
-    never worse than ``alpha``. Measured on the default SDP networks (one
-    thread, under load, CPU seconds per output, full / working sets, with
-    the same or a lower objective): wine 0.025-0.051 / 0.013-0.019, glass
-    0.094-0.111 / 0.035-0.050, vehicle 0.18-0.19 / 0.09-0.12.
+    never worse than ``alpha``. On the default SDP networks the working sets
+    take about half the time of full sweeps, with the same or a lower
+    objective.
 
     Returns the point and the number of sweeps of the slowest output.
     """
     n_outputs = alpha.shape[1]
     if A.shape[1] <= _WORKING_MIN_COLUMNS:
         # Few columns: a sweep over all of them is cheap, and one call
-        # solves every output (working sets cost a call per round and output:
-        # iris, 133 distinct neurons, 0.033 s against 0.060 s a fit).
+        # solves every output (working sets cost a call per round and output).
         start = alpha.T if n_outputs > 1 else alpha[:, 0]
         point, iterations = _lasso_fit(A, target, penalty, start, 10 * int(max_iter), tol)
         return point.T.reshape(alpha.shape), iterations
@@ -428,18 +418,12 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
 
 
 # The reduced lasso goes to the interior point of _lasso_interior_point when
-# r² m (the flops of one of its r x r normal matrices) is at most this. CPU
-# seconds of the whole refit on the default SDP networks, one thread, under
-# load, medians of 5 interleaved, coordinate descent / interior point (r rows,
-# m distinct neurons, K outputs): iris (15, 133, 3) 0.019 / 0.021, diabetes
-# (45, 975, 1) 0.110 / 0.027, glass (55, 964, 6) 0.164 / 0.080, wine (105,
-# 994, 3) 0.072 / 0.068, segment (123, 1000, 7) 0.63 / 0.21, vehicle (190,
-# 999, 4) 0.23 / 0.17 (the interior point alone: diabetes 0.005 s). An
-# interior-point step costs about 2 r² m flops and 10 to 15 of them solve to
+# r² m (the flops of one of its r x r normal matrices) is at most this: on
+# the default SDP networks the interior point is as fast or faster below it.
+# An interior-point step costs about 2 r² m flops and 10 to 15 of them solve to
 # 1e-7; coordinate descent's sweeps grow with the columns' correlation,
 # which is high here (many more neurons than rows), and it stops at a duality
-# gap of 1e-4 ||c||² (diabetes: 715 nonzeros where the optimum's fitted
-# values are reached with 45).
+# gap of 1e-4 ||c||², far from the sparse optimum's few nonzeros.
 _INTERIOR_POINT_MAX_WORK = 4e7
 
 # Interior-point steps before giving the lasso to coordinate descent.
@@ -477,10 +461,7 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
 
     The ``K`` outputs step together (each with its own matrix and step
     length; an output that has reached ``tol`` stops): one numpy call for all
-    of them where they share ``A``, instead of ``K`` (CPU seconds on one
-    thread, under load, medians of 7 interleaved, output by output /
-    together: wine 0.029 / 0.024, glass 0.037 / 0.028, vehicle 0.083 /
-    0.071, segment 0.141 / 0.122; diabetes, one output, 0.0025 / 0.0032).
+    of them where they share ``A``, instead of ``K``.
 
     Returns ``(a of shape (m, K), the most steps of an output)``, or ``(None,
     steps)`` when an output does not reach ``tol`` in
@@ -502,11 +483,8 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
     # penalty ∓ Aᵀ s (s = 0 is strictly feasible) and multipliers z, (K, 2,
     # m). The multipliers start where the complementarity Σ z t equals the
     # duality gap of the zero point and s = 0, P(0) - D(0) = ||c||²: the
-    # start is then as far from optimal as the problem's own scale says.
-    # Steps of the default SDP networks (all outputs; z = 1 / this start):
-    # iris 28 / 26, wine 34 / 28, glass 71 / 64, diabetes 6 / 5, vehicle 44 /
-    # 38, segment 88 / 80; with z = 1 the first three steps barely lowered the
-    # gap (wine 1.0 to 0.87).
+    # start is then as far from optimal as the problem's own scale says (from
+    # z = 1 the first steps barely lower the gap).
     active = np.arange(K)
     c = C
     s_ = np.zeros((K, r))

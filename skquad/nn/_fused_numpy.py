@@ -2,11 +2,8 @@
 
 Why a second spelling of the same step: at the papers' sizes (optdigits
 64-30-10, batches of 200) a training step is a chain of some forty small
-operations, and a torch operation costs 2.5-5 us of dispatch on the CPU before
-any arithmetic, a numpy ufunc about 1 us (measured on the project's AMD EPYC
-machine, process CPU time: ``add_`` of 200 x 10 numbers 2.5 us against 1.1 us;
-a 200 x 30 by 30 x 10 product 17 us against 9 us; ``log_softmax`` of 200 x 10
-scores 20 us against a 12-ufunc numpy softmax loss of about 15 us in total).
+operations, and a torch operation's dispatch on the CPU costs several times a
+numpy ufunc's before any arithmetic (figures in the CHANGELOG).
 The dispatch is the library's, not the machine's, so the saving carries over
 to every CPU. numpy also multiplies with the same BLAS as scikit-learn's
 ``MLPClassifier``, so the two are compared like for like whichever kernels MKL
@@ -99,8 +96,7 @@ class NumpyStep:
         self._batch_sizes = set()
         # matmul="torch": id(array) -> (array, torch.from_numpy(array)) for the
         # arrays that live across steps (parameter views, buffers), made once:
-        # three torch.from_numpy calls added about 3 us to every product (1 us
-        # each on the AMD EPYC), against 13-18 us for a whole 200 x 30 x 10
+        # a torch.from_numpy call per operand is a sizeable share of a small
         # product. The entry holds the array, so its id cannot be reused.
         self._tensors = {}
 
@@ -241,8 +237,8 @@ class NumpyStep:
             return self._reduced_backward(index, layer, a, delta, cache)
         gemm(delta.T, a, layer.weight_grad)
         if layer.bias is not None:
-            # column sums as a BLAS product with ones: 1.6 us against 7-9 us
-            # for numpy's reduction over the batch axis (200 x 10 or x 30)
+            # column sums as a BLAS product with ones: several times faster than
+            # numpy's reduction over a short batch axis
             np.dot(self._ones(batch, dtype), delta, out=layer.bias_grad)
         grad_a = self._buffer("grad_a", index, a.shape, dtype) if need_input_gradient else None
         if layer.kind == "linear":
@@ -267,9 +263,9 @@ class NumpyStep:
         # rows come out in P's own (k, i) order: written straight into the
         # gradient, no transposing copy. (delta (x) a)^T is built from
         # transposed copies of delta and a so that its inner loop runs along
-        # the batch (numpy's broadcasting is 3x slower along n_in = 30), in
-        # V's buffer, free now: one batch x n_out*n_in array instead of two
-        # (480 KB each in float64 at 200 x 10 x 30, an AMD EPYC core's L2 holds 512 KB).
+        # the batch (numpy's broadcasting is slower along the short n_in), in
+        # V's buffer, free now: one batch x n_out*n_in array instead of two,
+        # so that the step's working set stays in a core's L2 cache.
         delta_t = self._buffer("delta_t", index, (n_out, batch), dtype)
         np.copyto(delta_t, delta.T)
         a_t = self._buffer("a_t", index, (n_in, batch), dtype)
@@ -311,7 +307,7 @@ class NumpyStep:
         :meth:`FusedNetwork._loss_and_output_delta`.
         """
         batch, n_outputs = scores.shape
-        ones = self._ones(n_outputs, scores.dtype)  # row sums as BLAS products: 3-4x numpy's reductions over 10 numbers
+        ones = self._ones(n_outputs, scores.dtype)  # row sums as BLAS products, faster than short reductions
         flat = scores.ravel()
         if self.output == "softmax":
             # log-softmax and its gradient (softmax - one-hot), weighted by the sample.

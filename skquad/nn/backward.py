@@ -159,11 +159,9 @@ def _use_row_loop(index, tensor):
     """Row-block loops or gathers for the packed triangle?
 
     The loops make one pass over memory but issue ``2 n`` small operations.
-    Single-threaded that is the fastest way (wide layer, 512 x 256 -> 256: pair
-    products 117 ms by loop against 295 ms by gather); with several threads
-    every operation is a parallel region whose synchronisation, when the
-    machine is busy, costs more than the work (4.3 s against 0.37 s measured on
-    the 2-core build machine under load), so a few large gathers win.
+    Single-threaded that is the fastest way; with several threads every
+    operation is a parallel region whose synchronisation, when the machine is
+    busy, costs more than the work, so a few large gathers win.
     On a GPU each operation is a kernel launch: the few large gathers win too.
     """
     if index.row_loop is not None:

@@ -90,9 +90,8 @@ class FusedNetwork:
     backend : {"auto", "torch", "numpy"}, default="auto"
         "numpy" computes the step on numpy views of the same tensors
         (:mod:`skquad.nn._fused_numpy`; at the papers' sizes, where torch's
-        per-operation dispatch dominates, the 64-30-10 QNN step took 0.6x the
-        torch step's CPU time on the project's AMD EPYC and 0.83x on an Intel
-        Xeon, with the products by MKL there);
+        per-operation dispatch dominates, it takes less CPU time than the
+        torch step);
         "auto" does so for dense float32/float64 CPU batches (after
         ``inputs``) and uses torch otherwise (GPU, sparse batches, other dtypes).
     matmul : {"numpy", "torch"}, default="numpy"
@@ -238,8 +237,7 @@ class FusedNetwork:
         # dL/dP^(k)_ij, put in place by a transposing copy of n_out*n_in^2
         # numbers. The other order, (delta (x) a)^T a, gives (k, i, j) directly
         # but its long side is the product's rows and its short side (n_in) the
-        # columns, a shape BLAS runs at half the speed (1.2x in float64 and
-        # 2x in float32 with MKL on an AMD EPYC, batch 200, 30 x 10 units).
+        # columns, a shape BLAS runs slower.
         weighted = self._buffer("weighted", index, (batch, n_out * n_in), a)
         torch.mul(delta.unsqueeze(2), a.unsqueeze(1), out=weighted.view(batch, n_out, n_in))
         gradient_by_row = self._buffer("gradient_by_row", index, (n_in, n_out * n_in), a)
@@ -250,8 +248,8 @@ class FusedNetwork:
         # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, from the cached
         # V = [Q^(k) a]: O(batch n_out n_in) elementwise work and a sum, where
         # the product (delta (x) a) @ stacked Q costs n_in times more
-        # arithmetic (3x its time in float64, 1.6x in float32, measured as above;
-        # a batched (1 x n_out) @ (n_out x n_in) product with V is slower still).
+        # arithmetic (and takes longer; a batched (1 x n_out) @ (n_out x n_in)
+        # product with V is slower still).
         # With one output neuron (binary scores, a regressor's single target)
         # it is V scaled row by row.
         if n_out == 1:
@@ -290,9 +288,9 @@ class FusedNetwork:
         """
         if self.output == "softmax":
             # log_softmax, one gather for the loss and one scatter_add_ for the
-            # gradient (softmax - one-hot, weighted): 8 dispatches, where a
-            # written-out softmax took 20 (0.5-0.85x its CPU time for 200 x 10
-            # scores). 0 * sum(scores) makes the loss NaN on any overflowed score.
+            # gradient (softmax - one-hot, weighted): 8 dispatches, fewer than a
+            # written-out softmax needs. 0 * sum(scores) makes the loss NaN on
+            # any overflowed score.
             targets, row_weights = y.unsqueeze(1), weights.unsqueeze(1)
             log_probabilities = torch.log_softmax(scores, 1)
             loss = torch.dot(log_probabilities.gather(1, targets).view(-1), weights).neg_()

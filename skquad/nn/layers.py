@@ -47,10 +47,8 @@ _BACKWARDS = ("cached", "autograd")
 # From this many inputs on, a packed layer's cached backward works on the
 # triangle itself (PackedQuadraticForm: half the multiplications, but index
 # bookkeeping per row); below it, the bookkeeping costs more than the saved
-# work and the layer runs Algorithm 1 on the unpacked matrices.  Measured
-# (one thread, fwd+bwd, packed storage): 128 x 64 -> 64 9.7 ms (Algorithm 1)
-# vs 11.6 ms (triangle); 256 x 96 -> 64 38 vs 31 ms; 512 x 256 -> 256 1.41 s
-# vs 1.03 s.
+# work and the layer runs Algorithm 1 on the unpacked matrices (the crossover
+# measured one thread, forward + backward; figures in the CHANGELOG).
 PACKED_TRIANGLE_MIN_FEATURES = 96
 _STORAGES = ("full", "packed")
 
@@ -321,13 +319,11 @@ class QuadraticLayer(_QuadraticLayerBase):
         multiplications). "autograd": plain torch operations differentiated by
         autograd. The default is the faster one for the default packed storage,
         measured forward + backward with the input gradient
-        (``python -m skquad.benchmarks --suite speed``, one thread, medians of
-        7): autograd time / cached time 1.75 at 512 x 256 -> 256, 1.91 at
-        512 x 128 -> 64, 1.13 at 128 x 64 -> 64, 1.2 at 200 x 30 -> 10. With
-        full storage the gain is 1.2x for wide layers, and for small layers
-        (under ~64 inputs, steps of a millisecond or less) autograd is faster
-        (ratio 0.6-0.9): there its graph costs less than a python Function and
-        the symmetrization of ``P``.
+        (``python -m skquad.benchmarks --suite speed``), at every layer size.
+        With full storage the gain is small for wide layers, and for small
+        layers (under ~64 inputs, steps of a millisecond or less) autograd is
+        faster: there its graph costs less than a python Function and the
+        symmetrization of ``P``.
     quadratic_storage : {"full", "packed"}, default="packed"
         "packed": ``quadratic_weight`` holds the ``n_in (n_in + 1) / 2`` upper
         triangle entries of each symmetric ``Q^(k)`` (row by row, as
@@ -338,10 +334,8 @@ class QuadraticLayer(_QuadraticLayerBase):
         ``Q = (P + P^T) / 2`` (the quadratic form only ever sees that part;
         gradients are symmetric, so a symmetric ``P`` stays symmetric).
         Packed is the default by measurement (forward + backward with the
-        cached backward, one thread): equal within noise up to 64 inputs
-        (200 x 30 -> 10: 1.31 vs 1.24 ms), faster beyond (512 x 128 -> 64:
-        90 vs 119 ms; 512 x 256 -> 256: 0.83 vs 1.58 s), and an Adam step on
-        the quadratic parameter costs half (512 x 256 -> 256: 131 vs 246 ms).
+        cached backward, one thread): equal within noise up to 64 inputs,
+        faster beyond, and an Adam step on the quadratic parameter costs half.
     device, dtype : optional
         Factory arguments, as in :class:`torch.nn.Linear`.
 
@@ -532,10 +526,8 @@ class ReducedQuadraticLayer(_QuadraticLayerBase):
         (:class:`~skquad.nn.backward.CachedBilinearProduct`, power term
         fused), which keeps ``v1 = W a + b`` and ``v2 = U a + c``;
         "autograd": plain autograd. Both perform the same products (autograd
-        keeps ``v1`` and ``v2`` as well); measured forward + backward over
-        batch 32..512 and 1..256 inputs, autograd time / cached time is
-        0.80-0.95 without the power term and 0.9-1.18 with it, differences
-        of the order of the build machine's noise. Autograd is the default
+        keeps ``v1`` and ``v2`` as well), and measured forward + backward
+        they differ by no more than the machine's noise. Autograd is the default
         because it is never clearly slower and is faster on small layers,
         where a python Function's overhead shows.
     device, dtype : optional

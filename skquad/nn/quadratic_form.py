@@ -83,18 +83,14 @@ _SCRATCH_ELEMENTS = 1 << 24
 
 # Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers
 # (4 MB in float32), so that memory stays the data plus O(chunk d) per thread
-# (the n x d scratch of the whole-data products was most of the 5.2 GB peak of
-# a 1e6 x 200 float32 fit, issue 23), and a chunk and its scratch stay in the
-# cache for the pass's six reads, two threads' worth in a 32 MB L3. 1 Mi
-# against 4 Mi, 1e6 x 200 float32, one evaluation, under load: 1.73-1.77
-# against 1.79-2.03 s of CPU on two threads, 1.58-1.90 against 1.92-2.04 on
-# one; the BLAS rates do not change from 2 600 to 21 000 rows.
+# rather than an n x d scratch (issue 23), and a chunk and its scratch stay in
+# the cache for the pass's six reads, two threads' worth in a 32 MB L3; the
+# BLAS rates do not depend on the chunk's rows.
 _CPU_CHUNK_ELEMENTS = 1 << 20
 # Rows of at most this many features take their CPU gradient grams as GEMMs
 # (numpy's BLAS, :func:`_add_stacked_grams`), wider ones as SYRKs on the class-sorted sign
-# blocks (scipy's), half the flops. One thread, float32, under load: the GEMM
-# was the faster at d = 57 and 64 (spambase, optdigits: 0.26 against 0.48 ms
-# per gram), the SYRKs at d = 200 (a 1e6 x 200 evaluation: 1.53 against 1.96 s).
+# blocks (scipy's), half the flops, which win only once the rows are wide
+# (crossover measured one thread, float32; figures in the CHANGELOG).
 _GEMM_GRAM_MAX_FEATURES = 64
 # The GEMM grams of all computed scores are one product per block of rows,
 # ``[r_1 X_b^T; ...; r_K X_b^T] X_b`` (``K d x m`` times ``m x d``), the
@@ -104,9 +100,8 @@ _GEMM_GRAM_MAX_FEATURES = 64
 _GRAM_BLOCK_ELEMENTS = 1 << 18
 # The largest transposed copy of the rows that a full-batch objective keeps
 # for those grams (:func:`_transposed_rows`); larger rows are transposed a
-# chunk at a time where they are used (about 0.46 of optdigits' 10 ms float32
-# evaluation, against the stacked grams' 0.7 ms saved), so that narrow data
-# of many rows do not double their memory.
+# chunk at a time where they are used (costing less than the stacked grams
+# save), so that narrow data of many rows do not double their memory.
 _TRANSPOSED_COPY_BYTES = 1 << 27
 # Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
 # product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
@@ -400,8 +395,7 @@ def _upper_halves(Q):
     """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved.
 
     C order, as :func:`skquad._blas.upper_product_in_place` reads it. One
-    product with a cached mask (``np.triu`` built its mask each call: 19
-    against about 5 microseconds at d = 57).
+    product with a cached mask (``np.triu`` would build its mask each call).
     """
     mask = _half_upper_mask(Q.shape[-1], Q.dtype)
     return np.ascontiguousarray(np.multiply(Q, mask))
@@ -516,14 +510,9 @@ def _add_stacked_grams(grams, rows, columns, residuals, buffer):
     contiguous along the rows), ``residuals`` ``(K, m)`` and ``grams`` ``(K, d, d)``
     (C order). The stacked factor ``[r_1 X_b^T; ...; r_K X_b^T]`` (``K d x m_b``)
     is one multiply along contiguous rows into ``buffer``, and one GEMM with the
-    block ``X_b`` gives all ``K`` grams. Against the former ``(diag(r_k) X)^T X``
-    per score (an ``m x d`` multiply by a column, then a ``d x 64``-output GEMM
-    per score), whole evaluations of the packed objective (one thread, CPU
-    time, medians of 100 to 600 interleaved, under load): optdigits (4 215 x
-    64, 9 grams) 0.93x in float32 and 0.92x in float64, spambase (3 450 x 57,
-    one gram) 0.97x and 0.96x. Blocks of ``_GRAM_BLOCK_ELEMENTS``: 2**16 and
-    2**18 numbers gave 0.96x on optdigits, 2**20 and 2**22 (factors beyond
-    the core's 2 MB cache) 1.04 and 1.05x.
+    block ``X_b`` gives all ``K`` grams: fewer, larger BLAS calls than one
+    ``(diag(r_k) X)^T X`` per score. Blocks of ``_GRAM_BLOCK_ELEMENTS`` keep
+    the factor in the core's cache; larger factors run slower.
     """
     n_scores, n_features = grams.shape[0], grams.shape[1]
     n_rows = rows.shape[0]
@@ -595,13 +584,8 @@ def _one_blas_thread(n_workers):
     """BLAS held at one thread while ``n_workers > 1`` threads call it side by side.
 
     The parallelism of the CPU objective is its own (parts of the rows on
-    threads, :func:`_cpu_log_loss_gradient`): OpenBLAS's two threads inside
-    each chunk's product gained little on 1e6 x 200 float32 rows (the quiet
-    2.50 s per iteration of the former code, 12 evaluations and a few
-    seconds of fixed costs in 10 iterations, leave about 1.8 s of wall per
-    evaluation, where one thread needs 1.6-2.0 s of CPU), and on the loaded
-    2-core machine they spun: 10.2 s of CPU per evaluation against 1.8 on
-    one thread, its SYRK 373 ms of CPU per 21 000-row chunk against 19.
+    threads, :func:`_cpu_log_loss_gradient`): BLAS threads inside each
+    chunk's product gain little over it, and on a busy machine they spin.
     One worker leaves the BLAS as the caller set it.
     """
     if n_workers <= 1:
@@ -615,7 +599,7 @@ def _one_blas_thread(n_workers):
 
 
 def _scalar_tensor(value):
-    """A 0-d tensor of a numpy scalar: ``torch.as_tensor`` took 25 us for one, this 6."""
+    """A 0-d tensor of a numpy scalar, cheaper than ``torch.as_tensor``."""
     return torch.from_numpy(np.asarray(value))
 
 
@@ -637,8 +621,7 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
 
     Numpy in and out (the loss a 0-d array of the rows' dtype): the packed
     objective calls it directly, without the dozen tensor wrappings of
-    :func:`_cpu_log_loss_gradient` (about 25 of spambase's 90 microseconds
-    of overhead per evaluation around 1 ms of products).
+    :func:`_cpu_log_loss_gradient` (a share of the overhead on small data).
 
     One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
     (:func:`_add_chunk_terms`); the chunks are grouped into at most
@@ -655,8 +638,7 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
 
     ``symmetric=False`` leaves GEMM grams as they came, symmetric up to
     rounding, for a caller that averages the two triangles anyway
-    (:class:`SymmetricPacking`'s gradient): ``_symmetrised``'s gather cost
-    0.13 ms of spambase's 1.6 ms evaluation (float32, one thread, under load).
+    (:class:`SymmetricPacking`'s gradient), saving ``_symmetrised``'s gather.
     """
     n_samples, n_features = rows_all.shape
     n_scores = Q_np.shape[0]
@@ -668,7 +650,7 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     chunks = [(start, min(start + step, n_samples)) for start in range(0, n_samples, step)]
     n_threads = torch.get_num_threads()
     n_parts = min(len(chunks), max(_CPU_PARTS, n_threads))
-    # part p's chunks end at round(p * len(chunks) / n_parts) (integers: np.linspace took 7 us)
+    # part p's chunks end at round(p * len(chunks) / n_parts) (integers, cheaper than np.linspace)
     edges = [(2 * part * len(chunks) + n_parts) // (2 * n_parts) for part in range(n_parts + 1)]
     n_workers = max(1, min(n_threads, n_parts))
     # (a transposed copy of the rows pays off over calls that share ``scratch``)
@@ -738,10 +720,10 @@ def _transposed_rows(rows_all, scratch):
 
     For the stacked GEMM grams of a full-batch fit, whose every evaluation
     reads the same rows: one transposition per fit instead of one per chunk
-    and evaluation (spambase's 3 450 x 57 float32 rows: 0.19 ms, a fifth of
-    an evaluation). A copy of the rows, so None (each chunk transposed
-    where it is used) beyond ``_TRANSPOSED_COPY_BYTES`` or when it would
-    take more than half the available memory.
+    and evaluation, a sizeable share of a small evaluation. A copy of the
+    rows, so None (each chunk transposed where it is used) beyond
+    ``_TRANSPOSED_COPY_BYTES`` or when it would take more than half the
+    available memory.
     """
     cached = scratch.get("columns")
     if cached is None or cached[0] is not rows_all:
@@ -967,9 +949,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
 
     For full-batch L-BFGS on the CPU: the same numbers as the module's path
     (the data products are the same functions), without its per-evaluation
-    torch operations, which cost more than the products on small problems
-    (ionosphere, 263 x 34: 0.4 ms of overhead per evaluation against 0.1 ms
-    of products, under load).
+    torch operations, which cost more than the products on small problems.
 
     Parameters
     ----------
@@ -1010,7 +990,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     def objective(theta):
         params = theta.astype(dtype, copy=False)
         entries = params[:n_packed].reshape(n_scores, -1) * inverse
-        # (np.take: the same gather as indexing, 67 against 110 us at optdigits' 10 x 4 096)
+        # (np.take: the same gather as indexing, and faster)
         Q = np.take(entries, packing._full, axis=1).reshape(n_scores, n_features, n_features)
         coef = params[n_packed : n_packed + n_coef].reshape(n_scores, n_features)
         intercept = params[n_packed + n_coef :] if fit_intercept else zeros
@@ -1098,9 +1078,8 @@ def float32_twin(magnitudes, row_scale, n_scores, packing):
     ``eps32 * row_scale``, below which a float32 gradient test or line
     search reads rounding. It is an estimate for the switch, not a bound
     that the fit relies on (every fit ends on a float64 test); measured at
-    the optimum and at half of it, the float32 gradient's error was 1 to
-    3 % of it on spambase, optdigits and vehicle (rounding errors partly
-    cancel).
+    the optimum and at half of it, the float32 gradient's error stays a
+    small fraction of it (rounding errors partly cancel).
 
     Parameters
     ----------
@@ -1204,20 +1183,17 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
 def _residuals_by_score(scores, y, weight, samples, positive):
     """The loss and residuals of scores laid out ``(n_scores, n)``, in numpy.
 
-    torch's per-operation overhead made the loss a third of the gradient's
-    time on small problems (vehicle: 190 against 93 microseconds per
-    evaluation, 4 classes on 634 rows).
+    In numpy because torch's per-operation overhead is a large share of the
+    loss's time on small problems.
 
     The softmax's reductions then run across contiguous rows, elementwise
-    (on ``(n, K)`` scores numpy's reductions along the short axis took most
-    of vehicle's evaluation: 634 x 4, 150 microseconds).
+    (on ``(n, K)`` scores numpy's reductions along the short axis are slow).
     """
     if scores.shape[0] == 1:
         # one exp for both: with e = exp(-|z|) the loss is softplus(s) =
         # max(s, 0) + log1p(e) for s = -z on class 1, z on class 0, and the
         # sigmoid 1 / (1 + e) for z >= 0, e / (1 + e) below (no overflow
-        # either way; logaddexp and expit took 75 of spambase's 1 000
-        # microseconds per evaluation, this 53)
+        # either way, and cheaper than logaddexp and expit)
         z = scores[0]
         e = np.exp(-np.abs(z))
         softplus = np.where(positive > 0, -z, z)
@@ -1259,9 +1235,8 @@ class QuadraticScores(torch.nn.Module):
         Full ``Q`` only: hold each ``Q_k`` as its packed upper triangle
         ``Q_packed`` (:class:`SymmetricPacking`), ``d(d+1)/2`` numbers instead
         of ``d^2``. For full-batch L-BFGS: the same iterates as on the full
-        matrices, at half scipy's per-iteration work (about 0.2 microseconds
-        per number and iteration, 4 ms of optdigits' 23 ms per evaluation
-        with 41 000 numbers). ``tensors()`` still returns the full ``Q``;
+        matrices, at half scipy's per-iteration work (which grows with the
+        number of parameters). ``tensors()`` still returns the full ``Q``;
         ``forward`` unpacks it without autograd (the packed module is trained
         through :func:`quadratic_logistic_loss_and_gradient`'s closed form).
     """

@@ -62,8 +62,8 @@ def expansion_size(n_features):
 
 @functools.lru_cache(maxsize=16)
 def _pairs(n_features):
-    """``triu_indices(d)``, made once per ``d`` (read-only): 1 ms a call, a
-    fifth of a fit on a 1 000-row set."""
+    """``triu_indices(d)``, made once per ``d`` (read-only): a call costs a
+    noticeable share of a small fit."""
     rows, cols = np.triu_indices(n_features)
     rows.flags.writeable = cols.flags.writeable = False
     return rows, cols
@@ -84,9 +84,8 @@ def _expand(block, rows, cols):
 
     Returned as the transposed view of a ``(D, n)`` C-order array: each
     feature's products are written contiguously (into the rows of a C-order
-    ``(n, D)`` array they were strided writes: 8.7 of the 34 ms of a wage fit
-    under cProfile, 3 000 x 23; the normal equations take 15 % less CPU
-    since), and ``features.T @ features`` is still one SYRK.
+    ``(n, D)`` array they would be strided writes), and ``features.T @
+    features`` is still one SYRK.
     """
     n, d = block.shape
     out = np.empty((d + rows.shape[0], n))
@@ -184,9 +183,9 @@ def _solve_symmetric(matrix, rhs, alpha):
         system = matrix.copy()
         system[diagonal] += value
         # LAPACK's POSV directly (factor and solve in one call): scipy.linalg.solve
-        # (assume_a="pos") also estimates the condition number, which cost
-        # 0.28 s on a 176 x 176 kernel system (chem_proc_yield) against 1 ms
-        # here, and cho_factor/cho_solve's checks were a tenth of a small fit.
+        # (assume_a="pos") also estimates the condition number, which costs
+        # far more than the solve, and cho_factor/cho_solve's checks are a
+        # noticeable share of a small fit.
         _, solution, info = _posv(system, rhs[:, columns], lower=False, overwrite_a=True)
         if info == 0:
             out[:, columns] = solution
@@ -351,10 +350,9 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     coefficients of the pairs), ``Φ c = X w + rowsum((X U) ∘ X)`` (``X U`` a
     triangular product, BLAS TRMM) and ``Φᵀ v = [Xᵀ v, (Xᵀ diag(v) X)_{a<=b}]``
     (a gram). Each product costs ``O(n d²)`` in BLAS, where the expanded
-    blocks cost ``O(n D)`` memory traffic plus the expansion itself (n = 1e5,
-    d = 200: about 0.5 s against several seconds), in ``O(chunk d + d²)``
-    scratch. The centring is a rank-one correction: ``Φ_c c = Φ c - (mᵀ c) 1``
-    and ``Φ_cᵀ v = Φᵀ v - m (1ᵀ v)``.
+    blocks cost ``O(n D)`` memory traffic plus the expansion itself, in
+    ``O(chunk d + d²)`` scratch. The centring is a rank-one correction:
+    ``Φ_c c = Φ c - (mᵀ c) 1`` and ``Φ_cᵀ v = Φᵀ v - m (1ᵀ v)``.
     """
     n, d = X.shape
     D = mean.shape[0]
