@@ -302,3 +302,32 @@ def test_a_fit_cut_short_leaves_torchs_grad_mode_as_it_found_it(separable, monke
             QNNClassifier(hidden_layer_sizes=(3,), max_iter=2, random_state=0).fit(X, y)
         assert not torch.is_grad_enabled()
     assert torch.is_grad_enabled()
+
+
+def test_drop_training_data_waits_for_a_running_resample(separable, monkeypatch):
+    """``drop_training_data()`` during a ``resample`` must not be undone when
+    the resample publishes its working copy, which still holds the rows
+    (issue 38, item 5): mutations serialize with each other."""
+    import time
+
+    from skquad.quantized import _sdp
+
+    X, y = separable
+    model = _quietly(SDPQuantizedClassifier(n_neurons=10, random_state=0).fit, X, y)
+    started = threading.Event()
+    original = _sdp._SDPQuantizedNetwork._sample
+
+    def slow_sample(self, *args):
+        started.set()
+        time.sleep(0.3)
+        return original(self, *args)
+
+    monkeypatch.setattr(_sdp._SDPQuantizedNetwork, "_sample", slow_sample)
+    resampling = threading.Thread(target=model.resample, kwargs={"random_state": 1})
+    resampling.start()
+    assert started.wait(10)
+    model.drop_training_data()
+    resampling.join()
+    assert model._training_data is None
+    with pytest.raises(ValueError, match="drop_training_data"):
+        model.resample()

@@ -393,13 +393,16 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         (generator,) = spawn_generators(random_state, 1)
         return self._sample(n_neurons, generator)
 
+    @atomic_fit
     def drop_training_data(self):
         """Forget the stored training data (smaller pickles); predicting is unaffected.
 
         The fitted model keeps the deduplicated, weighted training rows so
         that :meth:`resample` can score and refit a new draw. After this call
         :meth:`resample` raises, and ``warm_start`` still recognises the same
-        data (it stores only a fingerprint).
+        data (it stores only a fingerprint). Atomic like a fit: it waits for
+        a running ``fit`` or ``resample``, which would otherwise publish the
+        rows again.
 
         Returns
         -------
