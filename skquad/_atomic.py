@@ -59,7 +59,7 @@ import weakref
 
 from sklearn.callback._callback_support import callback_management_context
 
-__all__ = ["atomic_fit", "reads_fitted_state"]
+__all__ = ["atomic_fit", "fitted_view", "reads_fitted_state"]
 
 # scikit-learn's callback objects live in the estimator's __dict__ but are not
 # fitted state: they are shared by reference (as sklearn.base.clone does) and
@@ -195,17 +195,28 @@ def atomic_fit(method):
     return atomic
 
 
+def fitted_view(estimator):
+    """A new instance sharing ``estimator.__dict__`` as it is now: one model throughout."""
+    cls = type(estimator)
+    view = cls.__new__(cls)
+    # Shared, not copied: a publish replaces the live dict, never mutates it.
+    view.__dict__ = estimator.__dict__
+    return view
+
+
 def reads_fitted_state(method):
-    """Run ``method`` on a view of the fitted state as it was when the call began."""
+    """Run ``method`` on a view of the fitted state as it was when the call began.
+
+    Every public method and property of an estimator carries this or
+    ``@atomic_fit`` (tests/test_atomic.py enumerates them); for a property,
+    decorate its getter.
+    """
 
     @functools.wraps(method)
     def consistent(estimator, *args, **kwargs):
-        cls = type(estimator)
-        view = cls.__new__(cls)
-        # Shared, not copied: a publish replaces the live dict, never mutates it.
-        view.__dict__ = estimator.__dict__
-        return method(view, *args, **kwargs)
+        return method(fitted_view(estimator), *args, **kwargs)
 
+    consistent.skquad_reads_fitted_state = True
     return consistent
 
 

@@ -174,6 +174,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
             )
         return scores
 
+    @reads_fitted_state
     def to_torch(self, *, dtype=None):
         """The fitted model as a :class:`torch.nn.Module` computing ``decision_function``.
 

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
-from .._atomic import atomic_fit
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 
@@ -145,6 +145,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
             self._make_trainer(X, sample_weight, resume=not first_call)
         return self._train(X, Y, sample_weight, epochs=1)
 
+    @reads_fitted_state
     def float_predict(self, X):
         """Predictions of the real-weight (unquantized) network.
 

@@ -10,7 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._atomic import atomic_fit
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
 from .._training import SubtaskReporter, runtime_policy, spawn_generators
@@ -422,6 +422,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         lifting = self._lifting()
         return np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
 
+    @reads_fitted_state
     def integer_weights(self):
         """The first layer as multi-level integer weights on the original features.
 
@@ -452,6 +453,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             result.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
         return result
 
+    @reads_fitted_state
     def export_quadratic_network(self):
         """The network as ``3 n_neurons`` quadratic-activation neurons (Appendix C).
 
@@ -838,6 +840,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     def _target_signature(self):
         return self.classes_.tolist()
 
+    @reads_fitted_state
     def relaxed_decision_function(self, X):
         """Scores of the relaxed (unquantized) SDP model, ``2 <L(x), Z_k>``.
 
@@ -854,6 +857,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         """
         return _decision_values(self._relaxed_scores(X))
 
+    @reads_fitted_state
     def relaxed_predict(self, X):
         """Class labels predicted by the relaxed SDP model.
 
