@@ -18,6 +18,7 @@ raises at every line the bookkeeping executes, one line per fit.
 
 import _thread
 import os
+import signal
 import sys
 import threading
 import time
@@ -133,8 +134,16 @@ def _interrupted_fit(estimator, X, y, delay):
     return landed
 
 
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt even where the test runner was started with it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("name", ["QR", "QLR", "SDP5", "QNN"])
-def test_timed_interrupts_leave_the_process_as_it_was(name):
+def test_timed_interrupts_leave_the_process_as_it_was(name, sigint_raises):
     estimator, X, y = _cases()[name]
     _fit_once(estimator, X, y)  # imports and warms up whatever the fit needs
     started = time.perf_counter()
