@@ -28,6 +28,7 @@ fitted state are decorated with :func:`skquad._atomic.reads_fitted_state`, so
 they read one model throughout. See :mod:`skquad._atomic`.
 """
 
+import inspect
 from numbers import Integral
 from typing import ClassVar
 
@@ -93,6 +94,22 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         super().__init_subclass__(**kwargs)
         # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py)
         make_dask_aware(cls)
+
+    def __setstate__(self, state):
+        # A loaded state (pickle, joblib, skops) may not shadow a method,
+        # property or tag with an instance attribute: a crafted file could
+        # otherwise have predict call any function it names.
+        shadowing = sorted(
+            key for key in state
+            if isinstance(key, str) and _is_behaviour(inspect.getattr_static(type(self), key, None))
+        )
+        if shadowing:
+            raise ValueError(
+                f"The saved {type(self).__name__} holds instance attributes named like its "
+                f"methods or properties ({', '.join(shadowing)}): it was not saved from a "
+                "skquad estimator. Refusing to load it."
+            )
+        super().__setstate__(state)
 
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
@@ -618,6 +635,11 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         tags.target_tags.single_output = True
         tags.regressor_tags.poor_score = False
         return tags
+
+
+def _is_behaviour(attribute):
+    """Whether a class attribute is code (a method, property or other descriptor), not data."""
+    return callable(attribute) or hasattr(attribute, "__get__")
 
 
 def _sortable_labels(y):

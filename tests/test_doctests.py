@@ -108,6 +108,7 @@ DOCUMENTED_MODULES = [
     "skquad.quantized",
     "skquad.inspection",
     "skquad.export",
+    "skquad.persistence",
 ]
 
 
