@@ -560,7 +560,8 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
             In ``X``'s float dtype, always 2-D.
         sample_weight : ndarray of shape (n_samples,), float64
         """
-        y_array = np.asarray(y) if not hasattr(y, "dtype") else y
+        # (a numpy dtype only: polars' and pandas' extension dtypes have no .kind)
+        y_array = y if isinstance(getattr(y, "dtype", None), np.dtype) else np.asarray(y)
         if getattr(y_array, "dtype", None) is not None and (
             y_array.dtype.kind in "OUS"
         ):
@@ -584,7 +585,17 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         )
         y = np.asarray(y)  # finite: validate_data checked it
         y_ndim = 1 if y.ndim == 1 else 2
-        y = y.reshape(y.shape[0], -1).astype(X.dtype, copy=False)
+        y = y.reshape(y.shape[0], -1)
+        if X.dtype != y.dtype and y.size:
+            with np.errstate(over="ignore"):
+                cast = y.astype(X.dtype)
+            if not np.all(np.isfinite(cast)):
+                raise ValueError(
+                    f"`y` overflows {X.dtype} (X's dtype, in which the model trains): its "
+                    f"largest magnitude is {np.max(np.abs(y)):.3g}. Pass X as float64, or "
+                    "scale y (e.g. with TransformedTargetRegressor)."
+                )
+            y = cast
         if reset:
             self.n_outputs_ = y.shape[1]
             self._fitted_y_ndim = y_ndim
