@@ -132,7 +132,8 @@ def _training_blocks(X, y, sample_weight):
         if weight.ndim != 1:
             raise ValueError(f"sample_weight must be 1-D, got shape {weight.shape}.")
         ws = list(weight.to_delayed().ravel())
-    return X, list(zip(xs, ys, ws))
+    # Blocks known to hold no rows add nothing to a fit or a score.
+    return X, [block for block, n_rows in zip(zip(xs, ys, ws), rows) if n_rows != 0]
 
 
 def _tree(parts, combine):
@@ -891,6 +892,9 @@ def _as_frame_block(block, feature_names):
 
 
 def _call(block, estimator, method, feature_names):
+    if block.shape[0] == 0:
+        # a block of zero rows (scikit-learn's validation refuses an empty X)
+        return _output_template(estimator, method, block.shape[1], feature_names)[:0]
     return getattr(estimator, method)(_as_frame_block(block, feature_names))
 
 
