@@ -49,7 +49,6 @@ nothing is fitted yet and about a millisecond for a network of a few thousand
 weights.
 """
 
-import contextlib
 import copy
 import functools
 import inspect
@@ -57,9 +56,11 @@ import sys
 import threading
 import weakref
 
+import numpy as np
+
 from sklearn.callback._callback_support import callback_management_context
 
-__all__ = ["atomic_fit", "reads_fitted_state"]
+__all__ = ["atomic_fit", "fitted_view", "reads_fitted_state"]
 
 # scikit-learn's callback objects live in the estimator's __dict__ but are not
 # fitted state: they are shared by reference (as sklearn.base.clone does) and
@@ -79,18 +80,14 @@ _CALLBACK_TASKS = ("fit", "partial_fit")
 # One re-entrant lock per live estimator. Weak keys: an estimator that is
 # garbage-collected takes its lock along; nothing is stored on the instance.
 _fit_locks = weakref.WeakKeyDictionary()
-_fit_locks_guard = threading.Lock()
 
 
 def _fit_lock(estimator):
-    with _fit_locks_guard:
-        lock = _fit_locks.get(estimator)
-        if lock is None:
-            # Re-entrant: a callback that refits the same estimator from the
-            # fitting thread runs (on a copy of the old model) instead of
-            # deadlocking.
-            lock = _fit_locks[estimator] = threading.RLock()
-        return lock
+    # Re-entrant: a callback that refits the same estimator from the fitting
+    # thread runs (on a copy of the old model) instead of deadlocking.
+    # setdefault is one dict operation: no guard lock that an interrupt could
+    # leave held.
+    return _fit_locks.setdefault(estimator, threading.RLock())
 
 
 def _not_fitted_names(cls):
@@ -182,54 +179,87 @@ def atomic_fit(method):
 
     @functools.wraps(method)
     def atomic(estimator, *args, **kwargs):
-        with _fit_lock(estimator), _torch_grad_mode_kept():
-            work = _working_copy(estimator)
-            if task_name in _CALLBACK_TASKS:
-                result = run_in_root_context(work, args, kwargs)
-            else:
-                result = method(work, *args, **kwargs)
-            _publish(estimator, work)
+        kept = _process_state()
+        try:
+            with _fit_lock(estimator):
+                work = _working_copy(estimator)
+                if task_name in _CALLBACK_TASKS:
+                    result = run_in_root_context(work, args, kwargs)
+                else:
+                    result = method(work, *args, **kwargs)
+                _publish(estimator, work)
+        finally:
+            try:
+                _restore_process_state(kept)
+            except BaseException:
+                # an interrupt landed in the restore: every step can be redone
+                _restore_process_state(kept)
+                raise
         return estimator if result is work else result
 
     atomic.skquad_atomic_fit = True
     return atomic
 
 
+def fitted_view(estimator):
+    """A new instance sharing ``estimator.__dict__`` as it is now: one model throughout."""
+    cls = type(estimator)
+    view = cls.__new__(cls)
+    # Shared, not copied: a publish replaces the live dict, never mutates it.
+    view.__dict__ = estimator.__dict__
+    return view
+
+
 def reads_fitted_state(method):
-    """Run ``method`` on a view of the fitted state as it was when the call began."""
+    """Run ``method`` on a view of the fitted state as it was when the call began.
+
+    Every public method and property of an estimator carries this or
+    ``@atomic_fit`` (tests/test_atomic.py enumerates them); for a property,
+    decorate its getter.
+    """
 
     @functools.wraps(method)
     def consistent(estimator, *args, **kwargs):
-        cls = type(estimator)
-        view = cls.__new__(cls)
-        # Shared, not copied: a publish replaces the live dict, never mutates it.
-        view.__dict__ = estimator.__dict__
-        return method(view, *args, **kwargs)
+        return method(fitted_view(estimator), *args, **kwargs)
 
+    consistent.skquad_reads_fitted_state = True
     return consistent
 
 
-@contextlib.contextmanager
-def _torch_grad_mode_kept():
-    """Leave torch's (thread-local) grad mode as the fit found it, whatever happens.
+def _process_state():
+    """The process-wide state a fit may change, to restore on its way out.
 
-    The training code switches autograd off with ``torch.no_grad()`` blocks,
-    which restore it on the way out; but an exception raised asynchronously
-    at a block's first line (a ``KeyboardInterrupt``, a trace function's)
-    can land before the ``with`` statement's handler is in place, and then
-    ``__exit__`` never runs: an interrupted fit once left autograd off for the
-    rest of the process (test_base_atomic_fit's injected interrupt, then
-    every later backward pass of the test session failed). torch is only
-    consulted when it is already imported.
+    The fit changes it inside ``with`` blocks (``np.errstate``,
+    ``torch.no_grad``, ``limit_threads``, ``flush_denormals``) that restore it
+    on the way out; but an exception raised asynchronously (a
+    ``KeyboardInterrupt``, a trace function's) can land inside a block's
+    ``__enter__`` after it changed the state, or between a block's set-up and
+    its ``try``, and then nothing restores it: an interrupted fit once left
+    numpy's overflow warnings off, autograd off, or BLAS at one thread for the
+    rest of the process. So the atomic fit records the state here and
+    :func:`_restore_process_state` puts it back, whatever happened. torch and
+    the thread policy are only consulted when already imported.
     """
     torch = sys.modules.get("torch")
-    enabled = None if torch is None else torch.is_grad_enabled()
-    try:
-        yield
-    finally:
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            torch.set_grad_enabled(True if enabled is None else enabled)
+    threads = sys.modules.get("skquad._training._threads")
+    return {
+        "numpy errors": np.geterr(),
+        "grad mode": None if torch is None else torch.is_grad_enabled(),
+        "threads": None if threads is None else threads.saved_state(),
+    }
+
+
+def _restore_process_state(kept):
+    """Put back what :func:`_process_state` recorded; every step can be redone."""
+    if np.geterr() != kept["numpy errors"]:
+        np.seterr(**kept["numpy errors"])
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        enabled = kept["grad mode"]
+        torch.set_grad_enabled(True if enabled is None else enabled)
+    threads = sys.modules.get("skquad._training._threads")
+    if threads is not None:
+        threads.restore_saved_state(kept["threads"])
 
 
 def _deepcopy_on_one_thread(state):

@@ -28,6 +28,7 @@ fitted state are decorated with :func:`skquad._atomic.reads_fitted_state`, so
 they read one model throughout. See :mod:`skquad._atomic`.
 """
 
+import inspect
 from numbers import Integral
 from typing import ClassVar
 
@@ -96,6 +97,22 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         super().__init_subclass__(**kwargs)
         # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py)
         make_dask_aware(cls)
+
+    def __setstate__(self, state):
+        # A loaded state (pickle, joblib, skops) may not shadow a method,
+        # property or tag with an instance attribute: a crafted file could
+        # otherwise have predict call any function it names.
+        shadowing = sorted(
+            key for key in state
+            if isinstance(key, str) and _is_behaviour(inspect.getattr_static(type(self), key, None))
+        )
+        if shadowing:
+            raise ValueError(
+                f"The saved {type(self).__name__} holds instance attributes named like its "
+                f"methods or properties ({', '.join(shadowing)}): it was not saved from a "
+                "skquad estimator. Refusing to load it."
+            )
+        super().__setstate__(state)
 
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
@@ -196,6 +213,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
             )
         return scores
 
+    @reads_fitted_state
     def to_torch(self, *, dtype=None):
         """The fitted model as a :class:`torch.nn.Module` computing ``decision_function``.
 
@@ -566,7 +584,8 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
             In ``X``'s float dtype, always 2-D.
         sample_weight : ndarray of shape (n_samples,), float64
         """
-        y_array = np.asarray(y) if not hasattr(y, "dtype") else y
+        # (a numpy dtype only: polars' and pandas' extension dtypes have no .kind)
+        y_array = y if isinstance(getattr(y, "dtype", None), np.dtype) else np.asarray(y)
         if getattr(y_array, "dtype", None) is not None and (
             y_array.dtype.kind in "OUS"
         ):
@@ -590,7 +609,17 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         )
         y = np.asarray(y)  # finite: validate_data checked it
         y_ndim = 1 if y.ndim == 1 else 2
-        y = y.reshape(y.shape[0], -1).astype(X.dtype, copy=False)
+        y = y.reshape(y.shape[0], -1)
+        if X.dtype != y.dtype and y.size:
+            with np.errstate(over="ignore"):
+                cast = y.astype(X.dtype)
+            if not np.all(np.isfinite(cast)):
+                raise ValueError(
+                    f"`y` overflows {X.dtype} (X's dtype, in which the model trains): its "
+                    f"largest magnitude is {np.max(np.abs(y)):.3g}. Pass X as float64, or "
+                    "scale y (e.g. with TransformedTargetRegressor)."
+                )
+            y = cast
         if reset:
             self.n_outputs_ = y.shape[1]
             self._fitted_y_ndim = y_ndim
@@ -642,6 +671,11 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         tags.target_tags.single_output = True
         tags.regressor_tags.poor_score = False
         return tags
+
+
+def _is_behaviour(attribute):
+    """Whether a class attribute is code (a method, property or other descriptor), not data."""
+    return callable(attribute) or hasattr(attribute, "__get__")
 
 
 def _sortable_labels(y):

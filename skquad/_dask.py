@@ -37,6 +37,7 @@ import copy
 import dataclasses
 import functools
 import math
+import os
 import time
 
 import dask
@@ -49,6 +50,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, check_array, check_is_fitted
 
 from ._input_range import feature_range, merge_ranges
+from ._memory import check_memory
 from ._reporting import progress_line, warn_user
 from ._training import (
     choose_thread_count,
@@ -139,7 +141,8 @@ def _training_blocks(X, y, sample_weight):
         if weight.ndim != 1:
             raise ValueError(f"sample_weight must be 1-D, got shape {weight.shape}.")
         ws = list(weight.to_delayed().ravel())
-    return X, list(zip(xs, ys, ws))
+    # Blocks known to hold no rows add nothing to a fit or a score.
+    return X, [block for block, n_rows in zip(zip(xs, ys, ws), rows) if n_rows != 0]
 
 
 def _tree(parts, combine):
@@ -829,6 +832,31 @@ def _merge_regression_statistics(*parts):
     return rows, all_float32, W, mean, y_mean, G, R, merge_ranges(*(part[7] for part in parts))
 
 
+def gathered_if_kernel(estimator, X, y, sample_weight):
+    """``(X, y, sample_weight)`` computed, when the in-memory fit would take the kernel path, else None.
+
+    With fewer rows than quadratic features (``n < D``) the in-memory fit
+    solves the ``n x n`` dual instead of the ``D x D`` normal equations that
+    every block would otherwise build (a 200 x 150 array reached 7.7 GB); such
+    data are small enough to gather. Unknown row counts (a dask.dataframe)
+    keep the blockwise path.
+    """
+    from .nn.quadratic_ridge import expansion_size
+
+    X_array = _as_array(X)
+    n_rows = sum(X_array.chunks[0]) if X_array.ndim == 2 else np.nan
+    if X_array.ndim != 2 or not np.isfinite(n_rows) or estimator.solver != "auto":
+        return None
+    if estimator._choose_solver(int(n_rows), X_array.shape[1]) != "kernel":
+        return None
+    check_memory(
+        8.0 * n_rows * (X_array.shape[1] + 3 * n_rows), "X", f"a {type(X).__name__}",
+        "gathering it for the kernel path (fewer rows than quadratic features)",
+        advice="fit on fewer rows.",
+    )
+    return dask.compute(X, y, sample_weight)
+
+
 def fit_quadratic_regression(estimator, X, y, sample_weight):
     """:meth:`QuadraticRegression.fit` on Dask collections: the normal equations, reduced."""
     from .linear_model._regression import publish_quadratic_model
@@ -849,6 +877,12 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
             f"{D} x {D} normal equations are sums over blocks, solved on the driver. "
             f"solver={estimator.solver!r} needs all the rows in one process."
         )
+    # Each block's D x D statistics, those of the blocks in flight and the
+    # merge's: estimated before any is built.
+    from .linear_model._regression import check_normal_equations_memory
+
+    in_flight = min(len(blocks), os.cpu_count() or 1)
+    check_normal_equations_memory(D, 0, copies=in_flight + 1)
     # One pass over the user's graph: each block's statistics about its own
     # means, merged exactly (_merge_regression_statistics).
     (n_rows, all_float32, total, mean, y_mean, G, R, input_range), = dask.compute(
@@ -893,6 +927,9 @@ def _as_frame_block(block, feature_names):
 
 
 def _call(block, estimator, method, feature_names):
+    if block.shape[0] == 0:
+        # a block of zero rows (scikit-learn's validation refuses an empty X)
+        return _output_template(estimator, method, block.shape[1], feature_names)[:0]
     return getattr(estimator, method)(_as_frame_block(block, feature_names))
 
 

@@ -23,6 +23,8 @@ import sys
 
 from sklearn.utils._available_if import _AvailableIfDescriptor
 
+from ._atomic import fitted_view
+
 __all__ = ["is_dask_collection", "make_dask_aware"]
 
 _PREDICTION_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score")
@@ -42,6 +44,8 @@ def is_dask_collection(*objects):
 def _prediction(method, name):
     @functools.wraps(method)
     def dispatch(estimator, X, *args, **kwargs):
+        # One model throughout, inherited ``score`` included (skquad/_atomic.py).
+        estimator = fitted_view(estimator)
         if is_dask_collection(X, *args, *kwargs.values()):
             from . import _dask
 
@@ -51,6 +55,7 @@ def _prediction(method, name):
         return method(estimator, X, *args, **kwargs)
 
     setattr(dispatch, _MARK, True)
+    dispatch.skquad_reads_fitted_state = True
     return dispatch
 
 

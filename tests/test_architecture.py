@@ -50,6 +50,7 @@ ROOMS = {
     "skquad.datasets": "datasets",
     "skquad.inspection": "inspection",
     "skquad.export": "export",
+    "skquad.persistence": "export",  # what leaves the process: the types a saved file may hold
     "skquad.benchmarks": "benchmarks",
     "skquad.benchmarks.research": "research",
 }

@@ -79,3 +79,22 @@ def test_planted_regression_on_the_inputs_as_given():
     assert np.mean((real.ravel() - y) ** 2) < 0.2
     assert model.loss_curve_[-1] < 0.2 * model.loss_curve_[0]
     assert set(np.unique(model.U_)) <= {-1, 1} and model.alpha_.shape == (50, 1)
+
+
+def test_a_constant_target_is_not_silently_missed():
+    """On a constant y the quantized network predicted values from 3.15 to 6.66
+    with no warning (issue 38, item 9): it must predict the constant, or say
+    truthfully that it fits worse than the targets' mean."""
+    import warnings
+
+    from skquad import BackpropQuantizedRegressor
+
+    X = np.random.RandomState(0).randn(50, 3)
+    y = np.full(50, 5.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        model = BackpropQuantizedRegressor(random_state=0).fit(X, y)
+    predictions = model.predict(X)
+    constant = np.allclose(predictions, 5.0, rtol=1e-3)
+    warned = any("worse than their mean" in str(w.message) for w in caught)
+    assert constant or warned

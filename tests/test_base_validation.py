@@ -140,3 +140,42 @@ def test_string_labels_are_sorted_as_a_string_array_with_the_same_classes():
     assert len(model.classes_) == 2 and list(y_encoded) == [0, 1]
     with pytest.raises(ValueError, match="Unknown label type"):
         model._validate_training_data(X[:2], np.array([1, "a"], dtype=object))
+
+
+def _regressors():
+    import skquad
+    from sklearn.base import is_regressor
+
+    from _estimator_configs import SMALL_CONFIGS
+
+    return [
+        getattr(skquad, name)(**SMALL_CONFIGS[name])
+        for name in skquad.__all__
+        if is_regressor(getattr(skquad, name)())
+    ]
+
+
+def _regression_data(n=30):
+    rng = np.random.RandomState(0)
+    X = rng.randn(n, 3)
+    return X, X[:, 0] * X[:, 1] + X[:, 2]
+
+
+@pytest.mark.parametrize("estimator", _regressors(), ids=lambda e: type(e).__name__)
+def test_a_polars_series_as_y_fits_every_regressor(estimator):
+    """A polars Series as y crashed every regressor ('Float64' object has no
+    attribute 'kind'; issue 38, item 9)."""
+    pl = pytest.importorskip("polars")
+    X, y = _regression_data()
+    fit_allowing_convergence_warning(estimator, X, pl.Series("y", y))
+    assert estimator.predict(X).shape == y.shape
+
+
+@pytest.mark.parametrize("estimator", _regressors(), ids=lambda e: type(e).__name__)
+def test_targets_that_overflow_float32_are_refused_naming_y(estimator):
+    """float32 X with y near 1e39 (inf once cast to float32): QR blamed X, the
+    SDP regressor raised "cannot convert float NaN to integer", the networks
+    "Training diverged" (issue 38, item 9)."""
+    X, y = _regression_data()
+    with pytest.raises(ValueError, match=r"`y`.*float32"):
+        estimator.fit(X.astype(np.float32), 1e39 * y)

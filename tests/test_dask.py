@@ -495,3 +495,24 @@ def test_blocks_are_balanced_over_workers_by_rows_per_thread():
     assert sorted(sorted(g) for g in groups) == sorted(groups)
     assert sorted(sum([9, 1, 5, 5, 4, 6][i] for i in g) for g in groups) == [10, 10, 10]
     assert _split_rows([3, 4], 8) == [[1], [0]]
+
+
+def test_a_block_of_zero_rows_is_skipped_by_fit_predict_and_score():
+    """A Dask chunk of zero rows broke QR's fit and QLR's and QR's predict and
+    score (issue 38, item 9): the same results as without it."""
+    from skquad import QuadraticLogisticRegression, QuadraticRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    labels = (y > 0).astype(int)
+    with_empty = da.from_array(X, chunks=((20, 0, 20), (3,)))
+    without = da.from_array(X, chunks=((20, 20), (3,)))
+    regression = QuadraticRegression().fit(with_empty, da.from_array(y, chunks=((20, 0, 20),)))
+    reference = QuadraticRegression().fit(without, da.from_array(y, chunks=((20, 20),)))
+    np.testing.assert_allclose(regression.coef_, reference.coef_)
+    classifier = QuadraticLogisticRegression(random_state=0).fit(X, labels)
+    for model, target in ((regression, y), (classifier, labels)):
+        np.testing.assert_array_equal(model.predict(with_empty).compute(), model.predict(X))
+        score = model.score(with_empty, da.from_array(target, chunks=((20, 0, 20),)))
+        assert score == pytest.approx(model.score(X, target))

@@ -109,6 +109,7 @@ DOCUMENTED_MODULES = [
     "skquad.quantized",
     "skquad.inspection",
     "skquad.export",
+    "skquad.persistence",
 ]
 
 

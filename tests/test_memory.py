@@ -3,6 +3,7 @@
 import builtins
 import os
 
+import numpy as np
 import pytest
 
 from skquad import _memory
@@ -94,3 +95,49 @@ def test_the_estimators_refuse_through_this_check(monkeypatch):
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(MemoryError, match="n_neurons=8 needs about"):
         BackpropQuantizedClassifier(n_neurons=8, max_iter=2, random_state=0).fit(X, y)
+
+
+def _small_budget(monkeypatch, n_bytes=8 * 2**20):
+    """Pretend only ``n_bytes`` are available, so the refusals are cheap to reach."""
+    import skquad._memory
+
+    monkeypatch.setattr(skquad._memory, "available_memory", lambda: n_bytes)
+
+
+def _wide_data(n=30, d=60):
+    rng = np.random.RandomState(0)
+    return rng.randn(n, d), rng.randn(n)
+
+
+def test_the_normal_equations_are_checked_against_the_memory_budget(monkeypatch):
+    """QuadraticRegression(solver="cholesky") at d=2000 raised numpy's
+    MemoryError (29 TiB) instead of skquad's refusal (issue 38, item 7):
+    its D x D normal equations are estimated first (D = 1890 here: 28 MiB
+    each, against an 8 MiB budget)."""
+    from skquad import QuadraticRegression
+
+    _small_budget(monkeypatch)
+    X, y = _wide_data()
+    with pytest.raises(MemoryError, match="solver='cholesky'.*normal equations"):
+        QuadraticRegression(solver="cholesky").fit(X, y)
+    QuadraticRegression().fit(X, y)  # "auto" takes the kernel path, which fits
+
+
+def test_dask_quadratic_regression_on_wide_data_takes_a_path_that_fits(monkeypatch):
+    """On a Dask collection every block built the D x D normal equations: a
+    200 x 150 array reached 7.7 GB (issue 38, item 7). Data that fit in memory
+    take the in-memory path (the kernel one here, as numpy input does); a
+    collection too large for that is refused before any block is computed."""
+    da = pytest.importorskip("dask.array")
+    from skquad import QuadraticRegression
+
+    _small_budget(monkeypatch)
+    X, y = _wide_data()
+    model = QuadraticRegression().fit(da.from_array(X, chunks=(10, 60)), da.from_array(y, chunks=10))
+    reference = QuadraticRegression().fit(X, y)
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=1e-6, atol=1e-8)
+    # more rows than quadratic features (D = 230): the blockwise normal equations
+    _small_budget(monkeypatch, 2**20)
+    X, y = _wide_data(n=300, d=20)
+    with pytest.raises(MemoryError, match="normal equations"):
+        QuadraticRegression().fit(da.from_array(X, chunks=(100, 20)), da.from_array(y, chunks=100))

@@ -285,3 +285,55 @@ def test_cuda_fitted_model_loads_on_a_machine_without_cuda(name, tmp_path):
     subprocess.run([sys.executable, "-c", _CPU_ONLY_LOAD, str(path), str(X_path), str(out)],
                    check=True, env=env, timeout=300)
     np.testing.assert_allclose(np.load(out), estimator.predict(X), rtol=1e-6, atol=1e-9)
+
+
+def test_trusted_types_lists_exactly_what_skquad_files_hold():
+    """``skquad.persistence.trusted_types()``: every public estimator class and
+    the SDP's stored solution, nothing else (issue 38, item 6); every file the
+    round trips above make asks for a subset of it."""
+    from skquad.persistence import trusted_types
+
+    classes = [getattr(skquad, name) for name in skquad.__all__]
+    expected = {f"{cls.__module__}.{cls.__qualname__}" for cls in classes} | {SDP_SOLUTION}
+    assert set(trusted_types()) == expected
+    for name in ("QuadraticRegression", "SDPQuantizedClassifier"):
+        estimator = _make(name)
+        _quiet_fit(estimator.fit, *_data(estimator))
+        assert set(sio.get_untrusted_types(data=sio.dumps(estimator))) <= set(trusted_types())
+
+
+def _crafted_file(monkeypatch):
+    """A fitted model's skops file whose instance attribute ``_raw_scores``
+    (a method's name) holds a skquad module function, replaced by a spy."""
+    import skquad._memory
+
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return np.zeros((len(args[0]), 1)) if args else None
+
+    spy.__module__, spy.__qualname__, spy.__name__ = "skquad._memory", "available_memory", "available_memory"
+    monkeypatch.setattr(skquad._memory, "available_memory", spy)
+    model = _make("QuadraticRegression")
+    model.fit(X_REG, Y_REG)
+    model.__dict__["_raw_scores"] = spy
+    return sio.dumps(model), calls
+
+
+def test_a_file_with_a_function_in_an_instance_attribute_is_refused(monkeypatch):
+    """The user guide trusted every untrusted type whose name starts with
+    "skquad.": a crafted file that put a skquad function in an instance
+    attribute shadowing a method passed, and the function ran at predict
+    (issue 38, item 6). The exact list refuses it, and so does loading."""
+    from skquad.persistence import trusted_types
+
+    data, calls = _crafted_file(monkeypatch)
+    untrusted = sio.get_untrusted_types(data=data)
+    assert "skquad._memory.available_memory" in untrusted
+    assert not set(untrusted) <= set(trusted_types())
+    # a user who trusts everything the file asks for is still protected
+    with pytest.raises(ValueError, match="_raw_scores"):
+        loaded = sio.loads(data, trusted=untrusted)
+        loaded.predict(X_REG)
+    assert not calls

@@ -7,12 +7,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.datasets import load_iris, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
 import skquad.quantized._sdp as quantized_module
-from skquad import SDPQuantizedClassifier
+from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
 from skquad.convex import loss_value
 from skquad.convex.routes import route, use_routes
 from skquad.datasets import make_planted_quantized
@@ -603,3 +604,33 @@ def test_bad_beta_string_names_the_parameter():
     X, y = load_wine(return_X_y=True)
     with pytest.raises(ValueError, match="'beta' parameter"):
         SDPQuantizedClassifier(beta="automatic").fit(X[:60], y[:60])
+
+
+def _zero_network_warnings(estimator, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        estimator.fit(X, y)
+    return [w for w in caught if "relaxed optimum is the zero network" in str(w.message)]
+
+
+@pytest.mark.parametrize(
+    "estimator, target",
+    [
+        (SDPQuantizedClassifier(
+            beta=1e-12, n_neurons=10, max_iter=10, solver_options={"hinge_sigma": 1.0}, random_state=0
+        ), "labels"),
+        (SDPQuantizedRegressor(beta=1e-9, n_neurons=10, max_iter=10, random_state=0), "1e6"),
+    ],
+    ids=["tiny-beta", "regression-on-1e6"],
+)
+def test_the_zero_network_warning_fires_only_at_the_zero_network(estimator, target):
+    """The warning compared the penalty with the objective, so it fired for
+    every tiny beta: at beta=1e-12 (objective 0.4 against the zero network's
+    1.0) and on targets near 1e6 fitted with R^2 0.996 (issue 38, item 8)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    signal = X[:, 0] * X[:, 1] + X[:, 2]
+    y = (signal > 0).astype(int) if target == "labels" else 1e6 * signal
+    assert not _zero_network_warnings(estimator, X, y)
+    # a beta past the zero network's threshold still warns
+    assert _zero_network_warnings(clone(estimator).set_params(beta=1e9), X, y)

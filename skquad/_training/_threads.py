@@ -16,14 +16,19 @@ waits for a busy core. Measured on this project's 2-core machine:
   than on one while other processes kept the cores busy, at every size
   measured (see ``choose_thread_count``).
 
-Why a lock and a count: ``torch.set_num_threads`` writes a process-wide
-default that threads created later inherit, and a per-thread OpenMP setting.
-Fits running concurrently in a thread pool, each saving and restoring "the
-previous" value, used to leave worker threads at one thread for good. Here the
-first fit to enter records the baseline, every thread restores its own setting
-to that baseline on leaving, and the BLAS limit (process-wide in threadpoolctl)
-is the smallest that an open block asked for, from the first request to the
-last exit, when the limits found before the first are restored.
+Why a registry of open blocks: ``torch.set_num_threads`` writes a
+process-wide default that threads created later inherit, and a per-thread
+OpenMP setting. Fits running concurrently in a thread pool, each saving and
+restoring "the previous" value, used to leave worker threads at one thread for
+good. Here the first open block holds the baseline, every thread restores its
+own setting to that baseline on leaving, and the BLAS limit (process-wide in
+threadpoolctl) is the smallest that an open block asked for, from the first
+request to the last exit, when the limits found before the first are restored.
+
+Interrupts: every step of a block's bookkeeping can be redone, the lock is
+taken only in one-line ``with`` statements (:func:`_locked`), and the atomic
+fit closes whatever blocks an exception left open (:func:`saved_state`,
+:func:`restore_saved_state`).
 """
 
 import sys
@@ -34,26 +39,22 @@ import torch
 from threadpoolctl import ThreadpoolController
 
 __all__ = [
-    "PARALLEL_FLOPS", "blas_limits", "choose_thread_count", "flush_denormals", "limit_threads",
-    "thread_ceiling",
+    "PARALLEL_FLOPS", "blas_limits", "choose_thread_count", "close_blocks", "flush_denormals",
+    "limit_threads", "restore_saved_state", "saved_state", "thread_ceiling",
 ]
 
 # Flops per training step below which one torch thread is faster (see the
 # module docstring and choose_thread_count).
 PARALLEL_FLOPS = 2e8
 
-_lock = threading.Lock()
-_local = threading.local()  # per thread: the torch thread counts of its open blocks
-_active = 0
-_baseline = None
-# The BLAS limits asked for by open blocks: the smallest is in force.
-_blas_requests = []
+_lock = threading.Lock()  # serializes changes of the BLAS limits (taken by _locked only)
+_local = threading.local()  # per thread: its open blocks, innermost last
+# Every open block of every thread, in the order opened. The first one holds
+# the baseline and the ceiling; the smallest BLAS request among them is in force.
+_open = {}
 # (limit, limiter) in the order set; each limiter restores what was in force
 # before it (for the libraries loaded when it was made).
 _blas_limiters = []
-# The thread count of an enclosing ``limit_threads(n, ceiling=True)`` (a
-# benchmark's --threads): the most that the automatic rule hands out inside it.
-_ceiling = None
 
 _controller = None
 _controller_modules = -1
@@ -102,13 +103,15 @@ def choose_thread_count(flops_per_step, available=None):
     n_threads : int
     """
     if available is None:
-        available = _baseline if _active and _baseline else torch.get_num_threads()
-        if _ceiling is not None:
+        first = _first_block()
+        available = first.baseline if first is not None else torch.get_num_threads()
+        ceiling = thread_ceiling()
+        if ceiling is not None:
             # Inside a benchmark's --threads N the baseline is the process's
             # own count, not N: a QLR fit under --threads 1 ran its products
             # (torch and BLAS) on two threads, and on the loaded 2-core machine
             # an optdigits fit took 24 s of CPU instead of about 1.
-            available = min(int(available), _ceiling)
+            available = min(int(available), ceiling)
     if flops_per_step < PARALLEL_FLOPS:
         return 1
     return max(1, int(available))
@@ -116,11 +119,29 @@ def choose_thread_count(flops_per_step, available=None):
 
 def thread_ceiling():
     """The count an enclosing ``limit_threads(n, ceiling=True)`` set (a benchmark's --threads), or None."""
-    return _ceiling if _active else None
+    first = _first_block()
+    return None if first is None else first.ceiling
+
+
+def _first_block():
+    blocks = tuple(_open)  # one C call: safe while other threads open and close blocks
+    return blocks[0] if blocks else None
+
+
+def _locked(function, *args):
+    """``function(*args)`` under ``_lock``, which no exception can leave held.
+
+    One line on purpose: the C lock's ``__enter__`` and ``__exit__`` run with
+    no line (nor interrupt check) of this frame between them and the call, so
+    an exception raised anywhere, a trace function's included, lands inside
+    the ``with`` and releases the lock (issue 38: an interrupt at the exit of
+    a multi-line ``with _lock:`` block left it held, and every later fit hung).
+    """
+    with _lock: return function(*args)  # noqa: E701
 
 
 def _enforce_smallest_blas_request():
-    """Set the process-wide BLAS limit to the smallest open request (call under ``_lock``).
+    """Set the process-wide BLAS limit to the smallest open request (call through ``_locked``).
 
     The smallest, because the limit is process-wide: a block that asks for one
     thread (the SDP's parallel class blocks, a small ``eigh``) inside or beside
@@ -128,17 +149,20 @@ def _enforce_smallest_blas_request():
     on two cores. When no request is open, the limits found before the first
     one are restored.
     """
-    if not _blas_requests:
+    requests = [block.blas for block in tuple(_open) if block.blas is not None]
+    if not requests:
         while _blas_limiters:
-            _blas_limiters.pop()[1].restore_original_limits()
+            _blas_limiters[-1][1].restore_original_limits()
+            _blas_limiters.pop()
         return
-    smallest = min(_blas_requests)
+    smallest = min(requests)
     if _blas_limiters and _blas_limiters[-1][0] == smallest:
         return
     if len(_blas_limiters) > 1 and _blas_limiters[-2][0] == smallest:
         # Back to the limit before the last change: undo it (keeps the list
         # short while an inner block opens and closes many times).
-        _blas_limiters.pop()[1].restore_original_limits()
+        _blas_limiters[-1][1].restore_original_limits()
+        _blas_limiters.pop()
         return
     # A new limiter (not a change of the first): a library loaded since the
     # first request (scipy's BLAS after numpy's) is restored by the limiter
@@ -172,46 +196,132 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
         ``n_threads`` still wins): what a benchmark's ``--threads`` means.
         Only the outermost block sets it.
     """
-    global _active, _baseline, _ceiling
-    with _lock:
-        if _active == 0:
-            _baseline = torch.get_num_threads()
-        if blas is not None:
-            # Also inside an enclosing block that set no BLAS limit (a
-            # benchmark's thread_limit(None) around an SDP fit): there the
-            # solver's parallel blocks ran two BLAS threads each on two cores
-            # (optdigits: 489 s of CPU against 91 s).
-            _blas_requests.append(max(1, int(blas)))
-            _enforce_smallest_blas_request()
-        if _active == 0:
-            if ceiling and n_threads is not None:
-                _ceiling = max(1, int(n_threads))
-        _active += 1
-        baseline = _baseline
-    # A block nested in another block of the same thread (a solver's limit
-    # inside a benchmark's --threads 1) gives back the enclosing block's
-    # count: restoring the baseline there undid the outer limit for the rest
-    # of its block (measured: the SDP fits that followed ran their tiny torch
-    # products on two threads, 16 ms of CPU each instead of 25 us, under load).
-    stack = _local.__dict__.setdefault("stack", [])
-    stack.append(torch.get_num_threads())
+    block = _Block(n_threads, blas, ceiling)
     try:
-        if n_threads is not None and int(n_threads) != torch.get_num_threads():
-            torch.set_num_threads(int(n_threads))
+        _open_block(block)
         yield
     finally:
-        enclosing = stack.pop()
-        restore = enclosing if stack else baseline
-        if torch.get_num_threads() != restore:
-            torch.set_num_threads(restore)
-        with _lock:
-            _active -= 1
-            if blas is not None:
-                _blas_requests.remove(max(1, int(blas)))
-                _enforce_smallest_blas_request()
-            if _active == 0:
-                _baseline = None
-                _ceiling = None
+        # with any block an exception left open inside this one
+        stack = _thread_blocks()
+        if block in stack:
+            close_blocks(stack.index(block))
+
+
+class _Block:
+    """One open ``limit_threads`` block; every step of its bookkeeping can be redone.
+
+    An exception can land between any two steps (a ``KeyboardInterrupt``
+    before the ``try`` that would undo them, or inside the ``finally``), so
+    opening registers the block first and closing forgets it last: a block
+    left half-open stays on its thread's stack, where :func:`close_blocks`
+    (the atomic fit's exit) finds it and closes it again.
+    """
+
+    __slots__ = ("n_threads", "blas", "ceiling", "baseline", "enclosing")
+
+    def __init__(self, n_threads, blas, ceiling):
+        self.n_threads = n_threads
+        # Also inside an enclosing block that set no BLAS limit (a benchmark's
+        # thread_limit(None) around an SDP fit): there the solver's parallel
+        # blocks ran two BLAS threads each on two cores (optdigits: 489 s of
+        # CPU against 91 s).
+        self.blas = None if blas is None else max(1, int(blas))
+        self.ceiling = max(1, int(n_threads)) if ceiling and n_threads is not None else None
+        self.enclosing = self.baseline = torch.get_num_threads()
+
+
+def _thread_blocks():
+    return _local.__dict__.setdefault("stack", [])
+
+
+def _register(block):
+    """Add ``block`` to the open blocks (through ``_locked``)."""
+    first = _first_block()
+    if first is not None:
+        # the baseline and the ceiling of the first open block hold until the last closes
+        block.baseline, block.ceiling = first.baseline, first.ceiling
+    _open[block] = None
+    if block.blas is not None:
+        _enforce_smallest_blas_request()
+
+
+def _forget(block):
+    """Remove ``block`` from the open blocks (through ``_locked``); idempotent."""
+    _open.pop(block, None)
+    if block.blas is not None:
+        _enforce_smallest_blas_request()
+
+
+def _open_block(block):
+    _thread_blocks().append(block)
+    _locked(_register, block)
+    if block.n_threads is not None and int(block.n_threads) != torch.get_num_threads():
+        torch.set_num_threads(int(block.n_threads))
+
+
+def _close_innermost(stack):
+    """Close the innermost block of this thread: forget it, give back its thread count, pop it.
+
+    A block nested in another block of the same thread (a solver's limit
+    inside a benchmark's --threads 1) gives back the enclosing block's count:
+    restoring the baseline there undid the outer limit for the rest of its
+    block (measured: the SDP fits that followed ran their tiny torch products
+    on two threads, 16 ms of CPU each instead of 25 us, under load).
+    """
+    block = stack[-1]
+    _locked(_forget, block)
+    restore = block.enclosing if len(stack) > 1 else block.baseline
+    if torch.get_num_threads() != restore:
+        torch.set_num_threads(restore)
+    stack.pop()
+
+
+def saved_state():
+    """What this module may leave changed in the calling thread, for :func:`restore_saved_state`.
+
+    The number of blocks the thread has open, its denormal flag and, when no
+    block of any thread is open, the BLAS libraries' thread counts.
+    """
+    blas = None
+    if not _open and _controller is not None:
+        blas = tuple(
+            (library, library.num_threads)
+            for library in _controller.lib_controllers
+            if library.user_api == "blas"
+        )
+    return len(_thread_blocks()), _denormals_are_flushed(), blas
+
+
+def restore_saved_state(state):
+    """Close the blocks opened since :func:`saved_state` and put the rest back; idempotent.
+
+    The atomic fit calls this on its way out: it undoes what an exception
+    that skipped a ``finally`` (or landed inside an ``__enter__``) left
+    behind. The BLAS counts are put back only when no block of any thread is
+    open (a concurrent fit's limit is not undone).
+    """
+    if state is None:
+        close_blocks(0)
+        return
+    depth, denormals, blas = state
+    close_blocks(depth)
+    if _denormals_are_flushed() != denormals:
+        torch.set_flush_denormal(denormals)
+    if blas is not None and not _open:
+        for library, n_threads in blas:
+            if library.num_threads != n_threads:
+                library.set_num_threads(n_threads)
+
+
+def close_blocks(depth):
+    """Close the calling thread's blocks beyond the first ``depth``, innermost first.
+
+    What an exception that skipped a block's ``finally`` left open; the
+    atomic fit calls this on its way out. Idempotent.
+    """
+    stack = _thread_blocks()
+    while len(stack) > depth:
+        _close_innermost(stack)
 
 
 def _denormals_are_flushed():

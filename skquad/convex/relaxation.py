@@ -21,7 +21,7 @@ from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .blocks import solve_blocks
 from .factor_solver import FACTOR_SOLVER_OPTIONS
-from .formulation import solve_sdp
+from .formulation import loss_value, solve_sdp
 from .problem import LiftedData
 from .routes import Problem, active_routes, first_route
 from .solution import rescale_solution
@@ -251,11 +251,14 @@ def solve_relaxation(
             verbose=verbose, cpu_data=cpu_data,
         ), device)
         _warn_if_short(solution, options, tol, max_iter)
-    n_lifted = solution.Q.shape[1] // 2
-    penalty = 2.0 * beta * n_lifted * float(solution.rho.sum())
     # (A solve cut short keeps unreached blocks at zero: no statement about beta.)
     finished = solution.status not in ("time_limit", "stopped")
-    if finished and beta > 0 and penalty <= 1e-7 * max(abs(solution.value), 1e-300):
+    # The optimum is the zero network when the certified point does no better
+    # than the zero network's objective (scores 0, no penalty); a penalty
+    # small against the objective says nothing (it is, for every tiny beta).
+    zero_value = loss_value(np.zeros((len(y), n_outputs)), y, weight, loss, n_outputs)
+    at_zero = solution.value >= zero_value * (1.0 - 1e-7)
+    if finished and beta > 0 and at_zero and solution.converged:
         warn_user(
             f"beta={user_beta:g} is so large that the relaxed optimum is the zero "
             "network (rho = 0, certified): the model predicts a constant score. "

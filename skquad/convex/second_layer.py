@@ -73,7 +73,7 @@ import scipy.linalg.lapack
 from scipy.special import expit, softmax
 
 from .._training._runtime import thread_count
-from .._training._threads import blas_limits
+from .._training._threads import limit_threads
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
 
@@ -238,7 +238,7 @@ def refit_second_layer(
         value = loss_value(scores, y, weight, loss, n_outputs) + penalty * np.abs(point).sum()
         return value if np.isfinite(value) else np.inf
 
-    with blas_limits(1) if small else nullcontext():
+    with limit_threads(None, blas=1) if small else nullcontext():
         merged = _merged_columns(H)
         if merged is None:
             return _refit_columns(

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
+from .._memory import check_memory
 from .._training import limit_threads, thread_count
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
@@ -183,12 +184,17 @@ class QuadraticRegression(BaseQuadraticRegressor):
         self : QuadraticRegression
         """
         if is_dask_collection(X, y, sample_weight):
-            from .._dask import fit_quadratic_regression
+            from .._dask import fit_quadratic_regression, gathered_if_kernel
 
-            return fit_quadratic_regression(self, X, y, sample_weight)
+            gathered = gathered_if_kernel(self, X, y, sample_weight)
+            if gathered is None:
+                return fit_quadratic_regression(self, X, y, sample_weight)
+            X, y, sample_weight = gathered
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         alpha = self._checked_alpha(Y.shape[1])
         solver = self._choose_solver(*X.shape)
+        if solver == "cholesky":
+            check_normal_equations_memory(expansion_size(X.shape[1]), X.shape[0], copies=1)
         # numpy's BLAS under the project's one thread rule: small products on
         # two threads ran 10-100x slower than on one on a loaded 2-core machine.
         n, D = X.shape[0], expansion_size(X.shape[1])
@@ -212,6 +218,20 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     def _raw_scores(self, X):
         return fitted_quadratic_scores(self, X)
+
+
+def check_normal_equations_memory(D, n_samples, *, copies):
+    """Refuse the ``D x D`` normal equations (``copies`` of them at once) when they do not fit.
+
+    They grow with ``d⁴``: at ``d = 2000`` numpy asked for 29 TiB and raised
+    its own MemoryError. Counted: each copy, the Cholesky factor and the
+    ``n x D`` feature rows.
+    """
+    check_memory(
+        8.0 * D * (D * (copies + 2) + n_samples), "solver", "cholesky",
+        f"the {D} x {D} normal equations",
+        advice="use solver='cg' (it holds O(D)), or fewer features.",
+    )
 
 
 def check_finite_solution(estimator, coefficients, intercept, X):

@@ -32,6 +32,7 @@ from scipy import sparse
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._atomic import reads_fitted_state
 from .._base import BaseQuadraticEstimator
 from .._torch_utils import as_tensor, prediction_device, resolve_dtype
 from .._training import (
@@ -621,12 +622,14 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         return as_tensor(np.ascontiguousarray(rows), **options)
 
     @property
+    @reads_fitted_state
     def coefs_(self):
         """Linear weights per layer, ``(n_in, n_out)`` as in MLPClassifier."""
         check_is_fitted(self, "layers_")
         return [state["weight"].T.copy() for state in self.layers_]
 
     @property
+    @reads_fitted_state
     def intercepts_(self):
         """Biases of the linear part per layer, as in MLPClassifier."""
         check_is_fitted(self, "layers_")

@@ -9,7 +9,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
-from .._atomic import atomic_fit
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
 from .._reporting import warn_user
 from .._torch_utils import to_numpy
@@ -577,6 +577,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         if first_call or not hasattr(self, "_trainer"):
             self._make_trainer(X, sample_weight, resume=not first_call)
         return self._train(X, y_encoded, sample_weight, epochs=1)
+    @reads_fitted_state
     def float_decision_function(self, X):
         """Scores of the trained real-weight (unquantized) network.
 
@@ -590,6 +591,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         """
         return _decision_values(self._float_scores(X))
 
+    @reads_fitted_state
     def float_predict(self, X):
         """Class labels predicted by the real-weight network.
 

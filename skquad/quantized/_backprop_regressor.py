@@ -3,9 +3,11 @@
 import numpy as np
 from sklearn.base import _fit_context
 
-from .._atomic import atomic_fit
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
+from .._reporting import warn_user
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
+from ._common import _batched_network_scores
 
 __all__ = ["BackpropQuantizedRegressor"]
 
@@ -135,6 +137,34 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         """A vector for one output, the (n, k) matrix otherwise."""
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
+    def _quantize(self, X, targets, sample_weight):
+        super()._quantize(X, targets, sample_weight)
+        self._warn_if_worse_than_the_mean(X, targets, sample_weight)
+
+    def _warn_if_worse_than_the_mean(self, X, targets, sample_weight):
+        """Say so when the quantized network fits the training targets worse than their mean.
+
+        The network has no output intercept, and its sign-quantized weights
+        cannot always make a constant: on a constant ``y`` it predicted
+        scattered values without a word.
+        """
+        Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
+        scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        if not weight.sum() > 0:
+            return
+        mean = np.average(Y, axis=0, weights=weight)
+        network_error = float(np.average(((scores - Y) ** 2).sum(axis=1), weights=weight))
+        mean_error = float(np.average(((mean - Y) ** 2).sum(axis=1), weights=weight))
+        if network_error > mean_error + 1e-12 * max(1.0, float(np.mean(mean**2))):
+            warn_user(
+                f"{type(self).__name__}'s quantized network fits the training targets "
+                f"worse than their mean (mean squared error {network_error:.3g} against "
+                f"{mean_error:.3g}): the network has no output intercept. Centre y "
+                "(e.g. TransformedTargetRegressor with StandardScaler), or use "
+                "SDPQuantizedRegressor.",
+            )
+
     def _callback_targets(self, Y):
         """``y`` in the shape the user fitted (what ``score`` compares with)."""
         return self._format_predictions(Y)
@@ -160,6 +190,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
             self._make_trainer(X, sample_weight, resume=not first_call)
         return self._train(X, Y, sample_weight, epochs=1)
 
+    @reads_fitted_state
     def float_predict(self, X):
         """Predictions of the real-weight (unquantized) network.
 

@@ -10,7 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._atomic import atomic_fit
+from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
 from .._training import SubtaskReporter, runtime_policy, spawn_generators
@@ -394,13 +394,16 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         (generator,) = spawn_generators(random_state, 1)
         return self._sample(n_neurons, generator)
 
+    @atomic_fit
     def drop_training_data(self):
         """Forget the stored training data (smaller pickles); predicting is unaffected.
 
         The fitted model keeps the deduplicated, weighted training rows so
         that :meth:`resample` can score and refit a new draw. After this call
         :meth:`resample` raises, and ``warm_start`` still recognises the same
-        data (it stores only a fingerprint).
+        data (it stores only a fingerprint). Atomic like a fit: it waits for
+        a running ``fit`` or ``resample``, which would otherwise publish the
+        rows again.
 
         Returns
         -------
@@ -420,6 +423,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         lifting = self._lifting()
         return np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
 
+    @reads_fitted_state
     def integer_weights(self):
         """The first layer as multi-level integer weights on the original features.
 
@@ -450,6 +454,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             result.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
         return result
 
+    @reads_fitted_state
     def export_quadratic_network(self):
         """The network as ``3 n_neurons`` quadratic-activation neurons (Appendix C).
 
@@ -866,6 +871,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     def _target_signature(self):
         return self.classes_.tolist()
 
+    @reads_fitted_state
     def relaxed_decision_function(self, X):
         """Scores of the relaxed (unquantized) SDP model, ``2 <L(x), Z_k>``.
 
@@ -882,6 +888,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         """
         return _decision_values(self._relaxed_scores(X))
 
+    @reads_fitted_state
     def relaxed_predict(self, X):
         """Class labels predicted by the relaxed SDP model.
 

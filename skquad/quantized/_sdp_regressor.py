@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._atomic import reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
 
@@ -213,6 +214,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     def _target_signature(self):
         return ("regression", int(self.n_outputs_))
 
+    @reads_fitted_state
     def relaxed_predict(self, X):
         """Predictions of the relaxed (unquantized) SDP model, ``2 <L(x), Z_k>``.
 
