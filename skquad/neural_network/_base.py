@@ -395,10 +395,11 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
     def _run(trainer, X, y, sample_weight, max_iter=None):
         """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X.
 
-        ``X`` may be Dask row blocks (``distributed``, :mod:`skquad._dask_networks`),
-        which run the trainer's L-BFGS themselves (``y``, ``sample_weight``: None).
+        ``X`` may be Dask row blocks (a class with ``distributed = True``,
+        :mod:`skquad._dask_networks`), which run the trainer's L-BFGS themselves
+        (``y``, ``sample_weight``: None).
         """
-        if getattr(X, "distributed", False):
+        if getattr(type(X), "distributed", False):
             return X.fit(trainer, max_iter)
         inputs = trainer.module[0]
         X_engine = inputs.use(X, trainer.dtype)
@@ -485,7 +486,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         # Dask row blocks (see _run): trained on this process's CPU, one
         # evaluation's batch is their largest block, the callbacks get the
         # user's collections.
-        blocks = getattr(X, "distributed", False)
+        blocks = getattr(type(X), "distributed", False)
         sizes, flags = architecture
         sizes = [X.shape[1], *sizes, self._n_scores]
         batch = min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size)
