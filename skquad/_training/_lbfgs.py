@@ -2,8 +2,9 @@
 
 :func:`minimize_lbfgs` runs scipy's L-BFGS-B on a flat float64 parameter
 vector. Every scipy L-BFGS of the estimators' training goes through it (the
-networks' ``solver="lbfgs"`` and quadratic logistic regression through
-:func:`fit_trainer_lbfgs`, the Dask fit of QLR directly), so they share the
+networks' ``solver="lbfgs"``, in memory and on Dask blocks, and quadratic
+logistic regression through :func:`fit_trainer_lbfgs`, the Dask fit of QLR
+directly), so they share the
 stopping options, the per-iteration hook (verbose lines and scikit-learn
 callbacks, which may ask to stop) and one warning when scipy stops before
 convergence, naming the limit that stopped it.
