@@ -374,7 +374,7 @@ def test_fits_that_would_gather_the_data_refuse_dask_collections():
     X_da = da.from_array(np.zeros((20, 3)), chunks=10)
     y_da = da.from_array(np.arange(20) % 2, chunks=10)
     with pytest.raises(TypeError, match="dask_ml.wrappers.Incremental"):
-        QNNClassifier().fit(X_da, y_da)
+        BackpropQuantizedClassifier().fit(X_da, y_da)
     with pytest.raises(TypeError, match="whole lifted problem"):
         SDPQuantizedClassifier().fit(X_da, y_da)
     with pytest.raises(TypeError, match="partial_fit does not take Dask"):

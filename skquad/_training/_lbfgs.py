@@ -2,8 +2,9 @@
 
 :func:`minimize_lbfgs` runs scipy's L-BFGS-B on a flat float64 parameter
 vector. Every scipy L-BFGS of the estimators' training goes through it (the
-networks' ``solver="lbfgs"`` and quadratic logistic regression through
-:func:`fit_trainer_lbfgs`, the Dask fit of QLR directly), so they share the
+networks' ``solver="lbfgs"``, in memory and on Dask blocks, and quadratic
+logistic regression through :func:`fit_trainer_lbfgs`, the Dask fit of QLR
+directly), so they share the
 stopping options, the per-iteration hook (verbose lines and scikit-learn
 callbacks, which may ask to stop) and one warning when scipy stops before
 convergence, naming the limit that stopped it.
@@ -312,7 +313,7 @@ def lbfgs_convergence_message(result, max_iter, max_fun, remedies=""):
     return message
 
 
-def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
+def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None):
     """Fit ``trainer``'s module on all of ``(X, y)`` by :func:`minimize_lbfgs`.
 
     The objective is the weighted mean loss (plus the penalty over the total
@@ -320,20 +321,30 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
     kept and restored at the end, so that an overflow in the line search
     (:class:`NonFiniteObjective`) leaves the best model, reported as diverged.
     Returns the trainer's :class:`~._config.TrainingResult`.
+
+    ``data_term``: the weighted mean loss computed elsewhere, in place of
+    ``(X, y, sample_weight)`` (None each): ``data_term(theta) -> (loss,
+    float64 gradient)`` with an attribute ``total_weight`` (the Dask route
+    sums it over row blocks on the workers, :mod:`skquad._dask_networks`).
+    The penalty is added here, once, as for the rows in memory.
     """
     config, history = trainer.config, trainer.history
-    X, y, sample_weight = trainer._to_device(X, y, sample_weight)
-    total_weight = sample_weight.sum()
-    weights = torch.as_tensor(sample_weight / total_weight).to(device=trainer.device, dtype=trainer.dtype)
     penalty = trainer._has_penalty()
+    flat = None
+    if data_term is None:
+        X, y, sample_weight = trainer._to_device(X, y, sample_weight)
+        total_weight = sample_weight.sum()
+        weights = torch.as_tensor(sample_weight / total_weight).to(device=trainer.device, dtype=trainer.dtype)
+        # A loss that offers the objective on the flat vector itself (numpy, no
+        # torch operations per evaluation): the module's parameters are then set
+        # only where they are read (callbacks, the best point at the end).
+        make_flat = getattr(trainer.loss_and_gradient, "flat_objective", None)
+        flat = None if make_flat is None or penalty else make_flat(X, y, weights)
+    else:
+        total_weight = data_term.total_weight
     best = {"loss": math.inf, "theta": None}
     trainer._remember_best()
     reporter = trainer._reporter("lbfgs-iter")
-    # A loss that offers the objective on the flat vector itself (numpy, no
-    # torch operations per evaluation): the module's parameters are then set
-    # only where they are read (callbacks, the best point at the end).
-    make_flat = getattr(trainer.loss_and_gradient, "flat_objective", None)
-    flat = None if make_flat is None or penalty else make_flat(X, y, weights)
     # the flat objective's float32 twin for a float64 fit (see minimize_lbfgs;
     # its points are no candidates for the best: the fit ends on an exact one)
     coarse = getattr(flat, "coarse", None)
@@ -348,12 +359,18 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
 
     def objective(theta):
         trainer.flat_parameters.copy_(torch.as_tensor(theta))
-        loss = float(trainer._loss_and_gradient(X, y, weights))
+        if data_term is None:
+            loss = float(trainer._loss_and_gradient(X, y, weights))
+        else:
+            loss, data_gradient = data_term(theta)
+            trainer.flat_gradient.zero_()
         if penalty:
             trainer._add_penalty_gradient(1.0 / total_weight)
             loss += trainer._penalty_value() / total_weight
         # A copy: scipy keeps the previous gradient, and the buffer is reused.
         gradient = trainer.flat_gradient.double().cpu().numpy().copy()
+        if data_term is not None:
+            gradient += data_gradient  # float64, as it was summed
         if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
             # No value/gradient pair describes an overflowed point: scipy's
             # line search cannot interpolate through inf, and a zero
@@ -412,7 +429,11 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter):
         trainer._warn_divergence()
         return history
     if not math.isfinite(best["loss"]):
-        history.loss = trainer._full_loss(X, y, sample_weight)
+        if data_term is None:
+            history.loss = trainer._full_loss(X, y, sample_weight)
+        else:  # _full_loss's rule: inf where the outputs overflow
+            loss = data_term(trainer.flat_parameters.double().cpu().numpy())[0]
+            history.loss = loss if math.isfinite(loss) else math.inf
         trainer._warn_divergence()
         return history
     message = lbfgs_convergence_message(

@@ -531,6 +531,20 @@ class Trainer:
             self._restore_best()
         return history
 
+    def fit_data_term(self, data_term, max_iter=200):
+        """:meth:`fit` by L-BFGS on a data term computed elsewhere (the Dask blocks).
+
+        ``data_term``: see :func:`~._lbfgs.fit_trainer_lbfgs`. This process
+        only runs L-BFGS's ``O(n_parameters)`` updates and the penalty: one
+        thread, as the data-parallel fit of quadratic logistic regression.
+        """
+        if self.config.solver != "lbfgs":
+            raise ValueError(f"fit_data_term runs L-BFGS; this trainer's solver is {self.config.solver!r}.")
+        self._start_call()
+        self.guard.reference_loss = None
+        with limit_threads(1, blas=1):
+            return fit_trainer_lbfgs(self, None, None, None, max_iter, data_term=data_term)
+
     def _end_epoch(self, loss, score, *, check_stop=True):
         """Record an epoch; returns True when the stopping rule ends training.
 

@@ -106,6 +106,11 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
     # CSR/CSC input (the base's validation accepts it where this is set).
     _accept_sparse = True
 
+    # Dask collections: solver="lbfgs" fits data-parallel over the row blocks
+    # (skquad/_dask_networks.py); the stochastic solvers stream through
+    # dask-ml's Incremental and partial_fit.
+    _fits_dask_collections = True
+
     # Subclasses: which layer class makes a layer quadratic.
     _quadratic_kind = None
 
@@ -394,7 +399,14 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     @staticmethod
     def _run(trainer, X, y, sample_weight, max_iter=None):
-        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X."""
+        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X.
+
+        ``X`` may be Dask row blocks (a class with ``distributed = True``,
+        :mod:`skquad._dask_networks`), which run the trainer's L-BFGS themselves
+        (``y``, ``sample_weight``: None).
+        """
+        if getattr(type(X), "distributed", False):
+            return X.fit(trainer, max_iter)
         inputs = trainer.module[0]
         X_engine = inputs.use(X, trainer.dtype)
         try:
@@ -477,17 +489,21 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     def _train(self, X, y, sample_weight, architecture, *, incremental):
         continuing = hasattr(self, "layers_") and (incremental or self.warm_start)
+        # Dask row blocks (see _run): trained on this process's CPU, one
+        # evaluation's batch is their largest block, the callbacks get the
+        # user's collections.
+        blocks = getattr(type(X), "distributed", False)
         sizes, flags = architecture
         sizes = [X.shape[1], *sizes, self._n_scores]
         batch = min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size)
         if self.solver == "lbfgs":
-            batch = X.shape[0]
+            batch = X.largest_block if blocks else X.shape[0]
         # dtype, device, threads, generators: decided once, here (skquad._training._runtime)
         policy = runtime_policy(
             X.dtype,
             dtype=self.dtype,
             fitted_dtype=self.layers_[0]["weight"].dtype if continuing else None,
-            device=self.device,
+            device="cpu" if blocks else self.device,
             n_threads=self.n_threads,
             # forward and backward of one step
             flops_per_step=6.0 * batch * self._n_parameters(sizes, flags),
@@ -529,7 +545,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         self._fitted_n_threads = self.n_threads
         # This call's epochs go to this call's scikit-learn callbacks (if any).
         with reporting_epochs(
-            trainer, self, X, self._callback_targets(y), sample_weight,
+            trainer, self, *(X.callback_data if blocks else (X, self._callback_targets(y), sample_weight)),
             fitted_attributes=lambda: {
                 **self._fitted_network_attributes(trainer.module[1]),
                 "device_": policy.device_name, "_fitted_n_threads": self._fitted_n_threads,

@@ -13,6 +13,7 @@ from sklearn.utils.metaestimators import available_if
 
 from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
+from .._dask_dispatch import is_dask_collection
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
 __all__ = ["BaseQuadraticNetworkRegressor"]
@@ -91,6 +92,11 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             The fitted estimator.
         """
         self._architecture()  # a bad architecture is refused before the data is looked at
+        if is_dask_collection(X, y, sample_weight):
+            from .._dask_networks import fit_network_blocks
+
+            # data-parallel L-BFGS over the row blocks (skquad/_dask_networks.py)
+            return fit_network_blocks(self, X, y, sample_weight)
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=True)
         return self._start_fit(X, y, sample_weight)
 

@@ -1,0 +1,295 @@
+"""The quadratic networks' ``solver="lbfgs"`` fit on Dask collections, data-parallel.
+
+Imported only when a network's ``fit`` meets a Dask collection. Full-batch
+L-BFGS needs only the weighted mean loss and its gradient, a sum over rows;
+so, as for quadratic logistic regression (:mod:`skquad._dask`, whose block
+machinery this module uses):
+
+* the row blocks are validated where they live (scikit-learn's messages),
+  their labels encoded (classifiers) or targets checked (regressors), and
+  persisted on the workers for the fit;
+* the trainer that the in-memory fit builds (its module, loss and explicit
+  backward) is sent to the workers once; at every L-BFGS evaluation only
+  the flat parameter vector travels to them, each block computes its loss
+  and gradient with the in-memory code (:meth:`Trainer._loss_and_gradient`,
+  weights divided by the total), and the sums (float64) come back through
+  :mod:`skquad._dask`'s reduction;
+* the driver runs the in-memory fit's own L-BFGS
+  (:meth:`~skquad._training.Trainer.fit_data_term`): the penalty once, the
+  stopping rules, the best point, the callbacks.
+
+The estimator's ``fit`` itself runs as in memory (:meth:`_train`), with a
+:class:`NetworkBlocks` in place of ``X``.
+"""
+
+import copy
+import dataclasses
+import math
+import threading
+
+import dask
+import numpy as np
+import torch
+from sklearn.base import is_classifier
+from sklearn.utils.validation import check_array
+
+from ._dask import (
+    _WorkerBlocks,
+    _add,
+    _add_objectives,
+    _block_statistics,
+    _block_weight,
+    _check_total_weight,
+    _checked_block,
+    _checked_classifier_block,
+    _class_weight_sums,
+    _encoded_block,
+    _merge_statistics,
+    _persisted_blocks,
+    _set_input_attributes,
+    _training_blocks,
+)
+from ._training import flush_denormals, limit_threads, thread_count
+
+__all__ = ["NetworkBlocks", "fit_network_blocks"]
+
+
+@dataclasses.dataclass
+class NetworkBlocks:
+    """A network's training rows on Dask, where :meth:`_train` reads ``X``.
+
+    ``shape`` and ``dtype`` are the data's, ``largest_block`` the rows of one
+    worker evaluation (the memory check's batch), ``callback_data`` the
+    user's collections for scikit-learn's callbacks.
+    """
+
+    blocks: object
+    shape: tuple
+    dtype: np.dtype
+    largest_block: int
+    total_weight: float
+    callback_data: tuple
+    n_threads: object
+    distributed = True
+
+    def fit(self, trainer, max_iter):
+        """The trainer's L-BFGS with its data term summed over the blocks."""
+        objective = BlockObjective(self.blocks, trainer, self.total_weight, self.n_threads)
+        return trainer.fit_data_term(objective, max_iter)
+
+
+class _Evaluator:
+    """What a worker needs to evaluate a block: a copy of the trainer, one per thread.
+
+    The copy travels once per fit; the threads of a worker each take their
+    own working copy (:meth:`Trainer.__deepcopy__` re-binds its flat
+    buffers), since an evaluation writes the parameters and the gradient.
+    """
+
+    def __init__(self, trainer, n_threads):
+        # without the fit's callbacks (they hold the estimator and the data)
+        memo = {id(trainer.callback_context): None, id(trainer._callback_options): {}}
+        self.trainer = copy.deepcopy(trainer, memo)
+        self.n_threads = n_threads
+        self._local = threading.local()
+
+    def __getstate__(self):
+        state = dict(vars(self))
+        del state["_local"]
+        return state
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._local = threading.local()
+
+    def working_trainer(self):
+        trainer = getattr(self._local, "trainer", None)
+        if trainer is None:
+            trainer = self._local.trainer = copy.deepcopy(self.trainer)
+        return trainer
+
+
+def _block_objective(block, theta, evaluator, total_weight):
+    """``(loss, gradient)`` of one block at ``theta``: the in-memory fit's data term on its rows.
+
+    The weights are divided by the total, as the in-memory fit divides
+    them; the thread rule is the in-memory fit's, on this block's rows.
+    """
+    X, y, w = block[:3]
+    trainer = evaluator.working_trainer()
+    if X.shape[0] == 0:
+        return 0.0, np.zeros(trainer.n_parameters)
+    trainer.flat_parameters.copy_(torch.from_numpy(theta))
+    X, y, w = trainer._to_device(X, y, w)
+    weights = torch.as_tensor(w / total_weight).to(device=trainer.device, dtype=trainer.dtype)
+    threads = thread_count(evaluator.n_threads, trainer.device, 6.0 * X.shape[0] * trainer.n_parameters)
+    with limit_threads(threads, blas=1), flush_denormals():
+        loss = float(trainer._loss_and_gradient(X, y, weights))
+    return loss, trainer.flat_gradient.double().cpu().numpy().copy()
+
+
+class BlockObjective:
+    """``theta -> (loss, gradient)`` summed over the blocks: :func:`fit_trainer_lbfgs`'s data term.
+
+    The trainer goes to the workers once (scattered to every worker on a
+    ``distributed`` cluster; one node of each graph otherwise); per call
+    only ``theta`` travels to the workers and one ``(loss, gradient)`` per
+    worker thread comes back (:class:`skquad._dask._WorkerBlocks`).
+    """
+
+    def __init__(self, blocks, trainer, total_weight, n_threads):
+        self.blocks = blocks
+        self.total_weight = float(total_weight)
+        # the estimator's n_threads rule applies on each worker, to its blocks
+        evaluator = _Evaluator(trainer, n_threads)
+        if isinstance(blocks, _WorkerBlocks):
+            self._evaluator = blocks._client.scatter(evaluator, broadcast=True, hash=False)
+        else:
+            self._evaluator = dask.delayed(evaluator, traverse=False)
+
+    def __call__(self, theta):
+        loss, gradient = self.blocks.reduce(
+            _block_objective, _add_objectives, np.asarray(theta, dtype=np.float64),
+            self._evaluator, self.total_weight,
+        )
+        return float(loss), np.asarray(gradient, dtype=np.float64)
+
+
+# --------------------------------------------------------------------- the route
+def _check_route(estimator):
+    name = type(estimator).__name__
+    if estimator.solver != "lbfgs":
+        extra = ", classes=..." if is_classifier(estimator) else ""
+        raise ValueError(
+            f"{name} fits Dask collections with solver='lbfgs': full-batch L-BFGS is "
+            "data-parallel over the row blocks (the loss and gradient are sums over rows). "
+            f"solver={estimator.solver!r} takes stochastic steps; stream the blocks "
+            f"through partial_fit instead, with dask_ml.wrappers.Incremental({name}"
+            f"(solver={estimator.solver!r}, ...)).fit(X, y{extra})."
+        )
+    if str(estimator.device) not in ("auto", "cpu"):
+        raise ValueError(
+            f"{name} computes on the Dask workers' CPUs; got device={estimator.device!r}. "
+            "Use device='cpu' (or 'auto') with Dask collections."
+        )
+
+
+def fit_network_blocks(estimator, X, y, sample_weight):
+    """A network's ``fit`` on Dask collections: validated, persisted blocks, then ``_start_fit``."""
+    _check_route(estimator)
+    X_original = X
+    X, blocks = _training_blocks(X, y, sample_weight)
+    classifier = is_classifier(estimator)
+    check = _checked_classifier_block if classifier else _checked_regressor_block
+    # Validated once and persisted on the workers for the fit: every L-BFGS
+    # evaluation reads them, and the user's graph runs once per block.
+    data = _persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
+    try:
+        prepare = _classifier_rows if classifier else _regressor_rows
+        dtype, total_weight = prepare(estimator, X_original, X.shape[1], data, y)
+        rows = NetworkBlocks(
+            data, (X.shape[0], X.shape[1]), dtype, max(X.chunks[0]), total_weight,
+            (X_original, y, sample_weight), estimator.n_threads,
+        )
+        return estimator._start_fit(rows, None, None)
+    finally:
+        data.release()
+
+
+def _classifier_rows(estimator, X_original, n_features, data, y):
+    """Classes, class weights and encoded labels, as the in-memory validation sets them."""
+    name = type(estimator).__name__
+    n_rows, _magnitude, classes, counts, all_float32 = data.reduce(
+        _block_statistics, _merge_statistics, None
+    )
+    _check_rows(name, n_rows, n_features)
+    previous = getattr(estimator, "classes_", None)
+    if estimator.warm_start and hasattr(estimator, "layers_") and not np.array_equal(previous, classes):
+        raise ValueError(
+            "warm_start can only be used where `y` has the same classes as in the "
+            f"previous call to fit. Previously got {previous}, `y` has "
+            f"{classes}. Set warm_start=False to start over."
+        )
+    _set_input_attributes(estimator, X_original, n_features)
+    estimator._multilabel = False
+    estimator.classes_ = classes
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"{name} needs samples of at least 2 classes in the data, but the data "
+            f"contains only one class: {classes[0]!r}."
+        )
+    per_class = None
+    if estimator.class_weight == "balanced":
+        per_class = n_rows / (classes.shape[0] * counts)
+    elif estimator.class_weight is not None:
+        per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
+    (class_weights,) = data.reduce(_class_weight_sums, _add, None, classes, per_class)
+    total_weight = float(class_weights.sum())
+    _check_total_weight(estimator, total_weight)
+    if np.count_nonzero(class_weights > 0) < 2:
+        raise ValueError(
+            f"{name} needs samples of at least 2 classes with positive weight, but after "
+            "applying sample_weight and class_weight only one class is left: "
+            f"{classes[class_weights > 0].tolist()!r}."
+        )
+    dtype = np.dtype(np.float32 if all_float32 else np.float64)
+    data.map(_encoded_block, classes, per_class, dtype)
+    return dtype, total_weight
+
+
+def _checked_regressor_block(X, y, w):
+    """A validated block ``(X, Y, w)``: ``Y`` 2-D float64, finite (scikit-learn's messages)."""
+    X = _checked_block(X, (np.float64, np.float32))
+    Y = np.asarray(y)
+    Y = Y[:, None] if Y.ndim == 1 else Y.reshape(Y.shape[0], -1)
+    Y = check_array(Y, dtype=np.float64, ensure_min_samples=0, input_name="y")
+    return X, Y, _block_weight(w, X.shape[0])
+
+
+def _regression_statistics(block, _):
+    X, Y, w = block
+    smallest = float(Y.min()) if Y.size else math.inf
+    return X.shape[0], Y.shape[1], X.dtype == np.float32, smallest, float(w.sum())
+
+
+def _merge_regression_statistics(*parts):
+    return (
+        sum(part[0] for part in parts), max(part[1] for part in parts),
+        all(part[2] for part in parts), min(part[3] for part in parts),
+        sum(part[4] for part in parts),
+    )
+
+
+def _cast_regression_block(block, dtype):
+    # the in-memory validation's casts: X and y in X's dtype
+    X, Y, w = block
+    return np.ascontiguousarray(X, dtype=dtype), Y.astype(dtype, copy=False), w
+
+
+def _regressor_rows(estimator, X_original, n_features, data, y):
+    """Outputs, targets' checks and dtype, as the in-memory validation sets them."""
+    name = type(estimator).__name__
+    n_rows, n_outputs, all_float32, smallest, total_weight = data.reduce(
+        _regression_statistics, _merge_regression_statistics, None
+    )
+    _check_rows(name, n_rows, n_features)
+    if estimator.loss == "poisson" and smallest < 0:
+        raise ValueError(
+            "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
+            f"values (min {smallest:.4g}); use loss='squared_error' or transform y."
+        )
+    _set_input_attributes(estimator, X_original, n_features)
+    estimator.n_outputs_ = int(n_outputs)
+    estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
+    _check_total_weight(estimator, total_weight)
+    dtype = np.dtype(np.float32 if all_float32 else np.float64)
+    data.map(_cast_regression_block, dtype)
+    return dtype, total_weight
+
+
+def _check_rows(name, n_rows, n_features):
+    if n_rows == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 "
+            f"is required by {name}."
+        )
