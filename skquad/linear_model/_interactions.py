@@ -13,7 +13,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-__all__ = ["allowed_entries", "INTERACTION_CST_CONSTRAINT"]
+__all__ = ["INTERACTION_CST_CONSTRAINT", "allowed_entries", "estimator_entries", "indexed_groups"]
 
 # _parameter_constraints' entry (HistGradientBoosting's, which takes lists and tuples)
 INTERACTION_CST_CONSTRAINT = [list, tuple, StrOptions({"pairwise", "no_interactions"}), None]
@@ -89,3 +89,20 @@ def allowed_entries(interaction_cst, interaction_only, n_features, feature_names
     if interaction_only:
         np.fill_diagonal(allowed, False)
     return None if allowed.all() else allowed
+
+
+def estimator_entries(estimator, n_features):
+    """:func:`allowed_entries` of an estimator's ``interaction_cst`` and ``interaction_only``."""
+    return allowed_entries(estimator.interaction_cst, estimator.interaction_only, n_features,
+                           getattr(estimator, "feature_names_in_", None))
+
+
+def indexed_groups(interaction_cst, n_features, feature_names=None):
+    """``interaction_cst`` with feature indices for names: the same constraint on a numpy ``X``.
+
+    For an estimator fitted on folds of validated arrays (the CV estimators),
+    which no longer carry ``feature_names_in_``.
+    """
+    if interaction_cst is None or isinstance(interaction_cst, str):
+        return interaction_cst
+    return [sorted(group) for group in _groups(interaction_cst, n_features, feature_names)]

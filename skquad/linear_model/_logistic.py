@@ -17,7 +17,7 @@ from .._torch_utils import as_tensor, prediction_device, resolve_device, to_nump
 from .._training import SparseRows
 from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
 from ..nn.quadratic_ridge import expansion_size
-from ._interactions import INTERACTION_CST_CONSTRAINT, allowed_entries
+from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
 from ._qlr_drivers import LBFGS, NEWTON, SGD, SGD_EPOCH, training_rows
 from ._qlr_problem import build_problem, check_feature_scale
 
@@ -492,10 +492,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     def _allowed_entries(self, n_features):
         """The entries of ``Q`` the constraints allow (None: all), refused with ``rank``."""
-        allowed = allowed_entries(
-            self.interaction_cst, self.interaction_only, n_features,
-            getattr(self, "feature_names_in_", None),
-        )
+        allowed = estimator_entries(self, n_features)
         if allowed is not None and self.rank is not None:
             raise ValueError(
                 f"rank={self.rank!r} cannot be combined with interaction_only or "

@@ -14,6 +14,7 @@ from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
+from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
 from ._regression import (
     QuadraticRegression,
     check_finite_solution,
@@ -75,6 +76,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only).
     alpha_per_target : bool, default=False
         Choose ``alpha`` per target for a 2-D ``y`` (``cv=None`` only).
+    interaction_only : bool, default=False
+        No squared terms (see :class:`QuadraticRegression`).
+    interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
+        Which features may interact (see :class:`QuadraticRegression`): the
+        selection is RidgeCV's on the allowed pairs' features.
 
     Attributes
     ----------
@@ -121,6 +127,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "gcv_mode": [StrOptions({"auto", "eigen", "gram", "cov"}), None],
         "store_cv_results": ["boolean"],
         "alpha_per_target": ["boolean"],
+        "interaction_only": ["boolean"],
+        "interaction_cst": INTERACTION_CST_CONSTRAINT,
     }
 
     _accept_sparse = True
@@ -135,6 +143,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         gcv_mode=None,
         store_cv_results=False,
         alpha_per_target=False,
+        interaction_only=False,
+        interaction_cst=None,
     ):
         self.alphas = alphas
         self.fit_intercept = fit_intercept
@@ -143,6 +153,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self.gcv_mode = gcv_mode
         self.store_cv_results = store_cv_results
         self.alpha_per_target = alpha_per_target
+        self.interaction_only = interaction_only
+        self.interaction_cst = interaction_cst
 
     def _checked_alphas(self):
         """``alphas`` as a float array, checked one by one with RidgeCV's messages."""
@@ -194,16 +206,17 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             self._fit_folds(X, Y, given_weight, alphas)
         return self
 
-    def _mode(self, n_samples, n_features):
+    def _mode(self, n_samples, n_features, allowed=None):
         if self.gcv_mode in ("gram", "cov"):
             return self.gcv_mode
-        return "gram" if n_samples <= expansion_size(n_features) else "cov"
+        return "gram" if n_samples <= expansion_size(n_features, allowed) else "cov"
 
     def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas):
         n, d = X.shape
-        D = expansion_size(d)
+        allowed = estimator_entries(self, d)
+        D = expansion_size(d, allowed)
         k, n_alphas = Y.shape[1], alphas.shape[0]
-        mode = self._mode(n, d)
+        mode = self._mode(n, d, allowed)
         size = n if mode == "gram" else D
         # The matrix, its eigenvectors and eigh's workspace, plus the errors
         # and fitted values for every alpha.
@@ -216,7 +229,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         flops = 2.0 * n * size * size + 10.0 * size**3
         with limit_threads(None, blas=choose_thread_count(flops)):
             loo = QuadraticRidgeLeaveOneOut(
-                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode
+                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
+                allowed=allowed,
             )
             errors = loo.errors(alphas)  # (n, k, n_alphas), times √s
         if self.scoring is None:
@@ -242,7 +256,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             chosen = np.full(k, self.alpha_)
         coefficients, intercept = loo.coefficients(chosen)
         check_finite_solution(self, coefficients, intercept, X)
-        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
+        publish_quadratic_model(self, coefficients, intercept, d, X.dtype, allowed)
         if self.store_cv_results:
             values = values.astype(X.dtype, copy=False)
             self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values
@@ -271,8 +285,14 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         )
 
     def _fit_folds(self, X, Y, given_weight, alphas):
+        constraints = dict(
+            interaction_only=self.interaction_only,
+            interaction_cst=indexed_groups(
+                self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)
+            ),
+        )
         search = GridSearchCV(
-            QuadraticRegression(fit_intercept=self.fit_intercept),
+            QuadraticRegression(fit_intercept=self.fit_intercept, **constraints),
             {"alpha": alphas},
             cv=self.cv,
             scoring=check_scoring(self, scoring=self.scoring, allow_none=True),

@@ -71,6 +71,13 @@ def _pairs(n_features):
     return rows, cols
 
 
+def _pairs_of(n_features, allowed=None):
+    """The pairs ``(rows, cols)`` of ``φ``: all of them, or the ``allowed`` ones (row-major)."""
+    if allowed is None:
+        return _pairs(n_features)
+    return np.nonzero(np.triu(allowed))
+
+
 def _dense_blocks(X, width):
     """Row blocks of ``X`` as dense float64 arrays, each with at most ``_BLOCK_ELEMENTS / width`` rows."""
     n = X.shape[0]
@@ -94,7 +101,8 @@ def _expand(block, rows, cols):
     out = np.empty((d + rows.shape[0], n))
     columns = np.ascontiguousarray(block.T)
     out[:d] = columns
-    write_pair_products(columns, out[d:])
+    # fewer pairs than all: the allowed ones of interaction constraints
+    write_pair_products(columns, out[d:], None if rows.shape[0] == d * (d + 1) // 2 else (rows, cols))
     return out.T
 
 
@@ -115,14 +123,15 @@ def _feature_means(X, weight, rows, cols):
     return _feature_sums(X, weight, rows, cols) / weight.sum()
 
 
-def weighted_sums(X, Y, weight):
+def weighted_sums(X, Y, weight, allowed=None):
     """``(Σ w, Σ w φ(x), Σ w y)`` of a row block: the intercept's statistics.
 
     Sums over rows, so the statistics of row blocks add up to those of the
     whole data (what a data-parallel fit reduces, :mod:`skquad._dask`).
+    ``allowed``: the interaction constraints' pairs only (as everywhere here).
     """
     weight = np.asarray(weight, dtype=np.float64)
-    rows, cols = _pairs(X.shape[1])
+    rows, cols = _pairs_of(X.shape[1], allowed)
     return (
         weight.sum(),
         _feature_sums(X, weight, rows, cols),
@@ -130,7 +139,7 @@ def weighted_sums(X, Y, weight):
     )
 
 
-def normal_equations(X, Y, weight, mean, y_mean):
+def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     """``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` over row blocks.
 
     ``mean`` and ``y_mean`` are the weighted means of ``φ`` and ``y`` (zeros
@@ -138,7 +147,7 @@ def normal_equations(X, Y, weight, mean, y_mean):
     to the whole data's. ``O(n D²)`` time, ``O(D²)`` memory.
     """
     D = mean.shape[0]
-    rows, cols = _pairs(X.shape[1])
+    rows, cols = _pairs_of(X.shape[1], allowed)
     Y = np.asarray(Y, dtype=np.float64)
     root = np.sqrt(np.asarray(weight, dtype=np.float64))
     G = np.zeros((D, D))
@@ -257,7 +266,7 @@ def _centred_kernel(dense, weight, fit_intercept, allowed=None):
 
 
 def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="primal",
-                        tol=1e-4, max_iter=None):
+                        tol=1e-4, max_iter=None, allowed=None):
     """Ridge coefficients of the degree-2 features.
 
     Parameters
@@ -273,6 +282,9 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
         ``cg``: relative residual at which it stops.
     max_iter : int, default=None
         ``cg``: largest number of iterations (None: scipy's default, 10 D).
+    allowed : ndarray of shape (n_features, n_features), bool, optional
+        Interaction constraints: ``φ`` holds the allowed pairs only
+        (``D = d + their number``); None, all of them.
 
     Returns
     -------
@@ -282,8 +294,8 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
         ``cg`` only.
     """
     n, d = X.shape
-    rows, cols = _pairs(d)
-    D = expansion_size(d)
+    rows, cols = _pairs_of(d, allowed)
+    D = expansion_size(d, allowed)
     Y = np.asarray(Y, dtype=np.float64)
     weight = np.asarray(weight, dtype=np.float64)
     if fit_intercept:
@@ -296,13 +308,13 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
 
     if solver == "kernel":
         dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-        K = _centred_kernel(dense, weight, fit_intercept)
+        K = _centred_kernel(dense, weight, fit_intercept, allowed)
         root = np.sqrt(weight)
         dual = _solve_symmetric(root[:, None] * K * root[None, :], root[:, None] * Y_centred, alpha)
         V = root[:, None] * dual
         coefficients = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
     elif solver == "primal":
-        G, R = normal_equations(X, Y, weight, mean, y_mean)
+        G, R = normal_equations(X, Y, weight, mean, y_mean, allowed)
         coefficients = _solve_symmetric(G, R, alpha)
     elif solver == "cg":
         coefficients, n_iter = _conjugate_gradients(
@@ -433,13 +445,14 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     return normal_product, np.maximum(diagonal, 0.0), R
 
 
-def coefficients_to_model(coefficients, n_features):
+def coefficients_to_model(coefficients, n_features, allowed=None):
     """``(coef, Q)`` from degree-2 coefficients of shape (D, n_targets).
 
     Returns ``coef`` of shape (n_targets, d) and ``Q`` of shape
-    (n_targets, d, d), symmetric, with ``xᵀQx`` the quadratic part.
+    (n_targets, d, d), symmetric, with ``xᵀQx`` the quadratic part (zero
+    outside ``allowed``, whose pairs the coefficients are).
     """
-    rows, cols = _pairs(n_features)
+    rows, cols = _pairs_of(n_features, allowed)
     coef = coefficients[:n_features].T
     Q = np.zeros((coefficients.shape[1], n_features, n_features))
     Q[:, rows, cols] = coefficients[n_features:].T
@@ -487,14 +500,16 @@ class QuadraticRidgeLeaveOneOut:
     weight : ndarray of shape (n_samples,)
     fit_intercept : bool, default=True
     mode : {"gram", "cov"}, default="gram"
+    allowed : ndarray of shape (n_features, n_features), bool, optional
+        Interaction constraints (see :func:`fit_quadratic_ridge`).
     """
 
-    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram"):
+    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram", allowed=None):
         n, d = X.shape
         self._X = X
-        self._rows, self._cols = _pairs(d)
+        self._rows, self._cols = _pairs_of(d, allowed)
         self.mode = mode
-        D = expansion_size(d)
+        D = expansion_size(d, allowed)
         Y = np.asarray(Y, dtype=np.float64)
         weight = np.asarray(weight, dtype=np.float64)
         self._root = np.sqrt(weight)
@@ -510,7 +525,7 @@ class QuadraticRidgeLeaveOneOut:
         self._rhs = np.column_stack([self._root[:, None] * (Y - self.y_mean), self._root])
         if mode == "gram":
             self._dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-            K = _centred_kernel(self._dense, weight, fit_intercept)
+            K = _centred_kernel(self._dense, weight, fit_intercept, allowed)
             K = self._root[:, None] * K * self._root[None, :]
             self.eigenvalues, self._vectors = np.linalg.eigh(K)
             del K
