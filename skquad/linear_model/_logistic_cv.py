@@ -10,6 +10,7 @@ from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import metadata_routing
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
     MethodMapping,
@@ -129,6 +130,10 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     """
 
     _accept_sparse = True
+
+    # score's sample_weight goes to the scorer, not to this estimator (as in
+    # LogisticRegressionCV): unrequested weights are then refused with routing on
+    __metadata_request__score = {"sample_weight": metadata_routing.UNUSED}
 
     _parameter_constraints = {
         "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
