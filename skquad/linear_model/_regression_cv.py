@@ -1,15 +1,18 @@
 """QuadraticRegressionCV: QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it."""
 
+import copy
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, check_cv
 from sklearn.utils import check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metadata_routing import _routing_enabled
 
 from .._atomic import atomic_fit
+from .._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
@@ -177,7 +180,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Choose ``alpha`` and fit the model with it on all the data.
 
         Parameters
@@ -188,11 +191,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             Weights of the ridge objective; with ``cv=None`` they also weight
             the leave-one-out score (and are passed to ``scoring``), as in
             RidgeCV.
+        **params : dict
+            Metadata routed to ``cv``'s ``split`` (e.g. ``groups``, with
+            ``cv`` a group splitter); needs
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : QuadraticRegressionCV
         """
+        split_params = splitter_params(self, params)
         if self.cv is not None and self.store_cv_results:
             raise ValueError("cv!=None and store_cv_results=True are incompatible")
         if self.cv is not None and self.alpha_per_target:
@@ -203,8 +211,17 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         if self.cv is None:
             self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas)
         else:
-            self._fit_folds(X, Y, given_weight, alphas)
+            self._fit_folds(X, Y, given_weight, alphas, split_params)
         return self
+
+    def get_metadata_routing(self):
+        """The metadata routing of ``fit``'s ``params`` to ``cv``'s ``split`` (``groups``).
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        return splitter_router(self)
 
     def _mode(self, n_samples, n_features, allowed=None):
         if self.gcv_mode in ("gram", "cov"):
@@ -284,19 +301,24 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             ]
         )
 
-    def _fit_folds(self, X, Y, given_weight, alphas):
+    def _fit_folds(self, X, Y, given_weight, alphas, split_params):
         constraints = dict(
             interaction_only=self.interaction_only,
             interaction_cst=indexed_groups(
                 self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)
             ),
         )
-        search = GridSearchCV(
-            QuadraticRegression(fit_intercept=self.fit_intercept, **constraints),
-            {"alpha": alphas},
-            cv=self.cv,
-            scoring=check_scoring(self, scoring=self.scoring, allow_none=True),
-        )
+        target = Y[:, 0] if self._fitted_y_ndim == 1 else Y
+        # the folds made here, with the routed groups: GridSearchCV takes them as a list
+        folds = list(check_cv(self.cv, target).split(X, target, **split_params))
+        model = QuadraticRegression(fit_intercept=self.fit_intercept, **constraints)
+        scoring = check_scoring(model, scoring=self.scoring, allow_none=True)
+        if _routing_enabled():
+            # the weights go to every fold's fit and not to the scorer, as without routing
+            model.set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+            if hasattr(scoring, "set_score_request"):
+                scoring = copy.deepcopy(scoring).set_score_request(sample_weight=False)
+        search = GridSearchCV(model, {"alpha": alphas}, cv=folds, scoring=scoring)
         params = {} if given_weight is None else {"sample_weight": given_weight}
         search.fit(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, **params)
         best = search.best_estimator_
