@@ -456,6 +456,20 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             )
         return self._train(X, y_encoded, sample_weight, previous, partial=True)
 
+    def _fit_path(self, X, y, sample_weight, Cs):
+        """Fit at each ``C`` of ``Cs`` in turn, each from the previous solution; yields after each.
+
+        The data are validated and prepared once for the whole path (the
+        folds of :class:`QuadraticLogisticRegressionCV`, whose own fit is the
+        atomic one): each step costs its solver's iterations only.
+        """
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
+        check_feature_scale(X, type(self).__name__)
+        data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)
+        for C in Cs:
+            self.C = float(C)
+            yield self._solve(data, self._previous_solution(), step_size=self._step_size())
+
     def _step_size(self):
         """``(learning_rate_init, schedule)``, accepting the deprecated float ``learning_rate``."""
         if isinstance(self.learning_rate, str):

@@ -284,8 +284,9 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         model = copy.deepcopy(inner)
         scores, n_iter, models = np.empty(Cs.shape[0]), np.empty(Cs.shape[0], int), [None] * Cs.shape[0]
         test_params = _check_method_params(X, params=score_params, indices=test)
-        for index in np.argsort(Cs, kind="stable"):
-            model.set_params(C=Cs[index]).fit(X[train], labels[train], sample_weight=weight[train])
+        order = np.argsort(Cs, kind="stable")
+        path = model._fit_path(X[train], labels[train], weight[train], Cs[order])
+        for index, model in zip(order, path):
             scores[index] = scorer(model, X[test], labels[test], **test_params)
             n_iter[index] = model.n_iter_[0]
             models[index] = {name: getattr(model, name).copy() for name in _MODEL}
