@@ -39,7 +39,8 @@ Left out, with the reason:
   ``test_lr_scoring_warns`` (QLRCV has the new attribute layout, without
   the ``l1_ratios`` axis, and accuracy as its settled default), and
   ``test_logistic_cv_folds_with_classes_missing`` (a fold's model knows the
-  classes of its training rows only);
+  classes of its training rows only: QLRCV refuses such folds,
+  ``test_folds_missing_a_class_are_refused``);
 * numbers that belong to a linear model or to other solvers:
   ``test_logistic_glmnet`` (glmnet's linear coefficients),
   ``test_logistic_regression_solvers*`` (solvers agreeing to 1e-3: QLR's
@@ -68,7 +69,7 @@ from sklearn import config_context
 from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import get_scorer, log_loss
-from sklearn.model_selection import GroupKFold, StratifiedKFold
+from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.preprocessing import LabelEncoder, scale
 from sklearn.utils import compute_class_weight
@@ -653,3 +654,13 @@ def test_groups_are_routed_to_the_splitter():
         for index, C in enumerate([0.1, 1.0]):
             model = QLR(C=C).fit(X[train], y[train])
             assert clf.scores_[fold, index] == pytest.approx(model.score(X[test], y[test]))
+
+
+def test_folds_missing_a_class_are_refused():
+    # test_logistic.py::test_logistic_cv_folds_with_classes_missing's folds:
+    # a fold's model knows the classes of its training rows only, so QLRCV
+    # refuses them with a message naming cv (LogisticRegressionCV fits them)
+    y = np.array(["a", "a", "b", "b", "c", "c"])
+    X = np.arange(6.0)[:, None]
+    with pytest.raises(ValueError, match="every training fold needs every class"):
+        QLRCV(cv=KFold(n_splits=3), Cs=[1.0]).fit(X, y)

@@ -541,7 +541,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             and np.isfinite(self.C)
             and not scipy.sparse.issparse(data.X)
             and resolve_device(self.device).type == "cpu"
-            and data.n_rows <= min(_KERNEL_NEWTON_MAX_ROWS, expansion_size(data.n_features, allowed))
+            and data.n_rows
+            <= min(_KERNEL_NEWTON_MAX_ROWS, expansion_size(data.n_features, allowed))
         )
         return NEWTON if newton else LBFGS
 

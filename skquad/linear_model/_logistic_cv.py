@@ -1,4 +1,5 @@
-"""QuadraticLogisticRegressionCV: QuadraticLogisticRegression with ``C`` chosen as LogisticRegressionCV chooses it."""
+"""QuadraticLogisticRegressionCV: QuadraticLogisticRegression with ``C`` chosen as
+LogisticRegressionCV chooses it."""
 
 import copy
 from numbers import Integral, Real
@@ -252,7 +253,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         labels = self.classes_[y_encoded]
         routed = self._routed_params(sample_weight, params)
         Cs = self._checked_Cs()
-        folds = list(check_cv(self.cv, labels, classifier=True).split(X, labels, **routed.splitter.split))
+        cv = check_cv(self.cv, labels, classifier=True)
+        folds = list(cv.split(X, labels, **routed.splitter.split))
         inner = self._inner_model(X)
         scorer = self._get_scorer()
         paths = [
@@ -262,11 +264,12 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self.Cs_ = Cs
         self.scores_ = np.array([path.scores for path in paths])
         self.n_iter_ = np.array([path.n_iter for path in paths], dtype=np.int32)
-        self.coefs_paths_ = np.array([[m["coef_"] for m in path.models] for path in paths])
-        self.intercepts_paths_ = np.array([[m["intercept_"] for m in path.models] for path in paths])
+        along = lambda name: np.array([[model[name] for model in p.models] for p in paths])
+        self.coefs_paths_, self.intercepts_paths_ = along("coef_"), along("intercept_")
         best = int(np.argmax(self.scores_.mean(axis=0)))
         if self.refit:
-            start = {name: np.mean([p.models[best][name] for p in paths], axis=0) for name in _MODEL}
+            start = {name: np.mean([p.models[best][name] for p in paths], axis=0)
+                     for name in _MODEL}
             final = self._refit(inner, X, labels, weight, Cs[best], start)
             self.C_ = float(Cs[best])
         else:
@@ -282,11 +285,18 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     def _fold_path(self, inner, X, labels, weight, train, test, Cs, scorer, score_params):
         """One fold's path: ``Cs`` from the smallest up, each fit warm-started from the last."""
         model = copy.deepcopy(inner)
-        scores, n_iter, models = np.empty(Cs.shape[0]), np.empty(Cs.shape[0], int), [None] * Cs.shape[0]
+        n_cs = Cs.shape[0]
+        scores, n_iter, models = np.empty(n_cs), np.empty(n_cs, int), [None] * n_cs
         test_params = _check_method_params(X, params=score_params, indices=test)
         order = np.argsort(Cs, kind="stable")
         path = model._fit_path(X[train], labels[train], weight[train], Cs[order])
         for index, model in zip(order, path):
+            if model.classes_.shape != self.classes_.shape:
+                raise ValueError(
+                    f"A training fold of cv={self.cv!r} holds the classes "
+                    f"{model.classes_.tolist()} of {self.classes_.tolist()}: every training "
+                    "fold needs every class. Use a stratified cv (the default) or fewer folds."
+                )
             scores[index] = scorer(model, X[test], labels[test], **test_params)
             n_iter[index] = model.n_iter_[0]
             models[index] = {name: getattr(model, name).copy() for name in _MODEL}
