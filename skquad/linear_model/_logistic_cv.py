@@ -106,7 +106,9 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     intercepts_paths_ : ndarray of shape (n_folds, n_cs, n_scores)
         Their intercepts.
     n_iter_ : ndarray of shape (n_folds, n_cs)
-        The iterations of each fold's fit at each ``C``.
+        The iterations of each fold's fit at each ``C``: 0 where the
+        previous ``C``'s solution already passed the gradient test (as in
+        ``LogisticRegressionCV``, at large ``C``, where that test is divided by ``C``).
     device_ : str
         The device the model was fitted on.
     n_features_in_ : int
