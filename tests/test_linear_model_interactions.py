@@ -306,3 +306,20 @@ def test_dask_fits_keep_the_constraints():
             ).Q_
             assert np.count_nonzero(blocks) == 6  # (0,1), (2,3), (4,5), both halves
             np.testing.assert_allclose(blocks, in_memory, atol=1e-6)
+
+
+def test_restricted_packing_torch_and_numpy_paths_agree():
+    """The device (torch) gathers of a restricted packing are the CPU (numpy) ones."""
+    import torch
+
+    allowed = allowed_entries([[0, 1, 2]], True, 5)
+    packing = quadratic_form.SymmetricPacking(5, allowed)
+    v = torch.randn(2, packing.rows.size, dtype=torch.float64)
+    Q = packing.unpack(v)
+    np.testing.assert_array_equal(packing._unpack_torch(v).numpy(), Q.numpy())
+    assert np.all(Q.numpy()[:, ~allowed] == 0.0)
+    np.testing.assert_allclose(packing._pack_torch(Q.reshape(2, -1)).numpy(), v.numpy())
+    G = torch.randn(2, 5, 5, dtype=torch.float64)
+    np.testing.assert_allclose(
+        packing._gradient_torch(G.reshape(2, -1)).numpy(), packing.gradient(G).numpy()
+    )
