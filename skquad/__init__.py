@@ -15,6 +15,9 @@ QNNRegressor
     The same network as a regressor (MLPRegressor's parameters).
 QuadraticLogisticRegression
     One quadratic neuron ``sigmoid(x^T Q x + w^T x + b)`` per class score.
+QuadraticLogisticRegressionCV
+    QuadraticLogisticRegression with ``C`` chosen as LogisticRegressionCV
+    chooses it, along a warm-started path on each fold.
 QuadraticRegression
     One quadratic neuron ``x^T Q x + w^T x + b`` per output, with Ridge's
     penalty: ``PolynomialFeatures(2) + Ridge`` without the feature matrix.
@@ -56,6 +59,7 @@ _LAZY_ATTRIBUTES = {
     "QNNClassifier": ".neural_network",
     "QNNRegressor": ".neural_network",
     "QuadraticLogisticRegression": ".linear_model",
+    "QuadraticLogisticRegressionCV": ".linear_model",
     "QuadraticRegression": ".linear_model",
     "QuadraticRegressionCV": ".linear_model",
     "RPQNNClassifier": ".neural_network",
@@ -72,6 +76,7 @@ __all__ = [
     "QNNClassifier",
     "QNNRegressor",
     "QuadraticLogisticRegression",
+    "QuadraticLogisticRegressionCV",
     "QuadraticRegression",
     "QuadraticRegressionCV",
     "RPQNNClassifier",
@@ -84,6 +89,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .linear_model import QuadraticLogisticRegression as QuadraticLogisticRegression
+    from .linear_model import QuadraticLogisticRegressionCV as QuadraticLogisticRegressionCV
     from .linear_model import QuadraticRegression as QuadraticRegression
     from .linear_model import QuadraticRegressionCV as QuadraticRegressionCV
     from .neural_network import QNNClassifier as QNNClassifier

@@ -448,9 +448,14 @@ def _merge_class_weight_sums(*parts):
 
 
 @functools.lru_cache(maxsize=4)
-def _packing(n_features):
-    """The :class:`SymmetricPacking` of ``n_features`` (its index maps built once per process)."""
-    return SymmetricPacking(n_features)
+def _packing(n_features, allowed=None):
+    """The :class:`SymmetricPacking` of ``n_features`` (its index maps built once per process).
+
+    ``allowed``: the interaction constraints' boolean matrix as bytes (hashable), or None.
+    """
+    if allowed is not None:
+        allowed = np.frombuffer(allowed, dtype=bool).reshape(n_features, n_features)
+    return SymmetricPacking(n_features, allowed)
 
 
 def _block_objective(block, theta, total_weight, settings):
@@ -465,7 +470,8 @@ def _block_objective(block, theta, total_weight, settings):
     if settings.get("float32"):
         X = X.astype(np.float32)  # the in-memory fit's float32 twin (float32_twin)
     objective = packed_logistic_objective(
-        X, y, (w / total_weight).astype(X.dtype, copy=False), _packing(n_features),
+        X, y, (w / total_weight).astype(X.dtype, copy=False),
+        _packing(n_features, settings.get("allowed")),
         settings["n_scores"], 0.0, cross_weight=settings["cross_weight"],
         fit_intercept=settings["fit_intercept"], class_blocks=class_blocks,
     )
@@ -525,7 +531,7 @@ class _NonFinite(Exception):
     pass
 
 
-def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype):
+def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype, allowed=None):
     """The in-memory fit's L-BFGS problem for a full ``Q``.
 
     Each ``Q_k`` as its packed upper triangle (``sqrt(2) Q_ij`` off the
@@ -538,17 +544,19 @@ def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype):
     gradient_scale)``: ``settings(theta)`` gives the blocks'
     arguments before the total weight, ``penalty(theta)`` its value and
     gradient, ``unflatten(theta)`` the ``[Q, coef, intercept]`` tensors in
-    the computation dtype.
+    the computation dtype. ``allowed``: the interaction constraints (bytes, see
+    :func:`_packing`), the entries packed.
     """
     n_scores, n_features = tensors[1].shape
-    packing = _packing(n_features)
+    packing = _packing(n_features, allowed)
     n_packed, n_coef = n_scores * packing.rows.size, n_scores * n_features
     weight = packed_penalty_weight(
         packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
     )
     scale = np.ones(weight.shape[0])
     scale[:n_packed] = np.tile(packing.scale, n_scores)
-    options = {"n_scores": n_scores, "fit_intercept": fit_intercept, "cross_weight": cross_weight}
+    options = {"n_scores": n_scores, "fit_intercept": fit_intercept, "cross_weight": cross_weight,
+               "allowed": allowed}
     intercept = tensors[2]
 
     def penalty(theta):
@@ -694,7 +702,10 @@ def fit_logistic_blocks(problem, data):
     """QLR's data-parallel driver: L-BFGS on the driver, the objective's shares on the blocks."""
     policy, blocks, n_features = problem.policy, data.blocks, data.n_features
     blocks.map(_encoded_block, data.classes, data.per_class, policy.numpy_dtype)
-    make = _packed_problem if problem.rank is None else _factored_problem
+    make = _factored_problem
+    allowed = None if problem.allowed is None else problem.allowed.tobytes()
+    if problem.rank is None:
+        make = functools.partial(_packed_problem, allowed=allowed)
     theta0, block_objective, settings, penalty, unflatten, gradient_scale = make(
         problem.initial_params(), problem.l2, problem.fit_intercept, problem.cross_weight,
         policy.dtype,
@@ -722,7 +733,9 @@ def fit_logistic_blocks(problem, data):
     twin = coarse = None
     if problem.rank is None and policy.numpy_dtype == np.float64:
         (row_scale,) = blocks.reduce(_block_row_scale, _add, None, total_weight)
-        twin = float32_twin(data.magnitude, row_scale, problem.n_scores, _packing(n_features))
+        twin = float32_twin(
+            data.magnitude, row_scale, problem.n_scores, _packing(n_features, allowed)
+        )
     if twin is not None:
         coarse = lambda theta: evaluate(theta, float32=True)
         vars(coarse).update(twin)
@@ -781,7 +794,7 @@ def _regression_block(X, Y, w):
     return X, Y, _block_weight(w, X.shape[0])
 
 
-def _block_regression_statistics(X, Y, w, fit_intercept):
+def _block_regression_statistics(X, Y, w, fit_intercept, allowed=None):
     """One block's ``(rows, float32?, W, m, ȳ, G, R, range)``, centred at its own weighted means.
 
     ``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` with ``m``, ``ȳ``
@@ -791,12 +804,12 @@ def _block_regression_statistics(X, Y, w, fit_intercept):
     from .nn.quadratic_ridge import normal_equations, weighted_sums
 
     X, Y, w = _regression_block(X, Y, w)
-    total, feature_sums, target_sums = weighted_sums(X, Y, w)
+    total, feature_sums, target_sums = weighted_sums(X, Y, w, allowed)
     if fit_intercept and total > 0:
         mean, y_mean = feature_sums / total, target_sums / total
     else:
         mean, y_mean = np.zeros_like(feature_sums), np.zeros_like(target_sums)
-    G, R = normal_equations(X, Y, w, mean, y_mean)
+    G, R = normal_equations(X, Y, w, mean, y_mean, allowed)
     return X.shape[0], X.dtype == np.float32, total, mean, y_mean, G, R, feature_range(X, w)
 
 
@@ -859,6 +872,7 @@ def gathered_if_kernel(estimator, X, y, sample_weight):
 
 def fit_quadratic_regression(estimator, X, y, sample_weight):
     """:meth:`QuadraticRegression.fit` on Dask collections: the normal equations, reduced."""
+    from .linear_model._interactions import estimator_entries
     from .linear_model._regression import publish_quadratic_model
     from .nn.quadratic_ridge import expansion_size, solve_normal_equations
 
@@ -867,7 +881,9 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     y_ndim = 1 if (y.ndim if hasattr(y, "ndim") else np.ndim(y)) == 1 else 2
     X, blocks = _training_blocks(X, y, sample_weight)
     n_features = X.shape[1]
-    D = expansion_size(n_features)
+    _check_names(estimator, X_original, reset=True)  # names first: interaction_cst may use them
+    allowed = estimator_entries(estimator, n_features)
+    D = expansion_size(n_features, allowed)
     solver = estimator.solver
     if solver == "auto":
         solver = "cholesky"
@@ -887,7 +903,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     # means, merged exactly (_merge_regression_statistics).
     (n_rows, all_float32, total, mean, y_mean, G, R, input_range), = dask.compute(
         _tree(
-            [dask.delayed(_block_regression_statistics)(*b, estimator.fit_intercept)
+            [dask.delayed(_block_regression_statistics)(*b, estimator.fit_intercept, allowed)
              for b in blocks],
             _merge_regression_statistics,
         )
@@ -909,7 +925,8 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     estimator._fitted_y_ndim = y_ndim
     estimator.data_min_, estimator.data_max_ = input_range
     publish_quadratic_model(
-        estimator, coefficients, intercept, n_features, np.float32 if all_float32 else np.float64
+        estimator, coefficients, intercept, n_features, np.float32 if all_float32 else np.float64,
+        allowed,
     )
     estimator.n_iter_ = np.ones(n_outputs, dtype=np.int64)
     estimator.solver_ = "cholesky"

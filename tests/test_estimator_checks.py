@@ -15,6 +15,7 @@ from skquad import (
     QNNClassifier,
     QNNRegressor,
     QuadraticLogisticRegression,
+    QuadraticLogisticRegressionCV,
     QuadraticRegression,
     QuadraticRegressionCV,
     RPQNNClassifier,
@@ -26,6 +27,11 @@ from skquad import (
 ESTIMATORS = [
     QuadraticLogisticRegression(),
     QuadraticLogisticRegression(rank=2),
+    # Four Cs, each a factor 464 from the next: a fine grid's last warm-started
+    # steps can start at a point that already passes the gradient test, so
+    # n_iter_ holds zeros there (why scikit-learn exempts LogisticRegressionCV
+    # from the n_iter_ >= 1 check); on this grid every step iterates.
+    QuadraticLogisticRegressionCV(Cs=4),
     QNNClassifier(),
     QNNClassifier(solver="lbfgs"),
     QNNRegressor(),

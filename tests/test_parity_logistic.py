@@ -24,15 +24,23 @@ Left out, with the reason:
   ``test_c_inf_no_warning``), ``test_penalty_deprecated``,
   ``test_lr_penalty_l1ratio_incompatible``,
   ``test_logisticregression_warns_with_n_jobs``, ``test_liblinear_multiclass_raises``;
-* ``LogisticRegressionCV`` and the regularization path (QLR has neither):
-  ``test_consistency_path``, ``test_logistic_regression_path_*``,
-  ``test_logistic_cv*``, ``test_multinomial_cv_iris``,
-  ``test_LogisticRegressionCV_*``, ``test_logistic_regression_cv_refit``,
-  ``test_logistic_regressioncv_class_weights``,
-  ``test_scores_attribute_layout_elasticnet``, ``test_lr_cv_scores_*``,
-  ``test_passing_params_without_enabling_metadata_routing``,
-  ``test_logisticregressioncv_warns_with_use_legacy_attributes``,
-  ``test_lr_scoring_warns``, ``test_get_default_scorer``;
+* the regularization path function (``test_consistency_path``,
+  ``test_logistic_regression_path_*``) and ``LogisticRegressionCV`` tests
+  that read its internals or options QuadraticLogisticRegressionCV (QLRCV,
+  whose API tests are at the end of this file) does not have:
+  ``test_logistic_cv_multinomial_score`` (``_log_reg_scoring_path``),
+  ``test_multinomial_cv_iris`` (OvR and other solvers),
+  ``test_logistic_regressioncv_class_weights`` (solvers agreeing),
+  ``test_LogisticRegressionCV_GridSearchCV_elastic_net``,
+  ``test_LogisticRegressionCV_elasticnet_attribute_shapes``,
+  ``test_scores_attribute_layout_elasticnet``,
+  ``test_logistic_cv_refit_false_non_elasticnet`` (``l1_ratios``),
+  ``test_logisticregressioncv_warns_with_use_legacy_attributes`` and
+  ``test_lr_scoring_warns`` (QLRCV has the new attribute layout, without
+  the ``l1_ratios`` axis, and accuracy as its settled default), and
+  ``test_logistic_cv_folds_with_classes_missing`` (a fold's model knows the
+  classes of its training rows only: QLRCV refuses such folds,
+  ``test_folds_missing_a_class_are_refused``);
 * numbers that belong to a linear model or to other solvers:
   ``test_logistic_glmnet`` (glmnet's linear coefficients),
   ``test_logistic_regression_solvers*`` (solvers agreeing to 1e-3: QLR's
@@ -49,6 +57,7 @@ Left out, with the reason:
   SGD epochs too, so there is nothing to warn about.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -56,15 +65,18 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_almost_equal, assert_array_equal
 from scipy import sparse
 from sklearn.callback.tests._utils import RecordingCallback
+from sklearn import config_context
 from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import log_loss
+from sklearn.metrics import get_scorer, log_loss
+from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.preprocessing import LabelEncoder, scale
 from sklearn.utils import compute_class_weight
 from sklearn.utils.fixes import _sparse_random_array
 
 from skquad import QuadraticLogisticRegression as QLR
+from skquad import QuadraticLogisticRegressionCV as QLRCV
 
 SEEDS = [0, 42]
 X = [[-1, 0], [0, 1], [1, 1]]
@@ -439,3 +451,222 @@ def test_logistic_regression_callback_fitted_estimator(n_classes, fit_intercept)
             assert_allclose(est.Q_, expected.Q_)
             assert_allclose(est.intercept_, expected.intercept_)
             assert_allclose(est.predict(X), expected.predict(X))
+
+
+# ---------------------------------------------------------- LogisticRegressionCV
+@pytest.mark.parametrize("seed", SEEDS)
+def test_logistic_cv(seed):
+    # test_logistic.py::test_logistic_cv (use_legacy_attributes=False; QLRCV
+    # has no l1_ratios axis; lbfgs for liblinear)
+    n_samples, n_features, n_cv = 50, 5, 3
+    rng = np.random.RandomState(seed)
+    X_ref = rng.randn(n_samples, n_features)
+    y = np.sign(X_ref.dot(5 * rng.randn(n_features)))
+    X_ref -= X_ref.mean()
+    X_ref /= X_ref.std()
+    lr_cv = QLRCV(Cs=[1.0], fit_intercept=False, cv=n_cv, scoring="neg_log_loss",
+                  random_state=seed, tol=1e-10)
+    lr_cv.fit(X_ref, y)
+    lr = QLR(C=1.0, fit_intercept=False, random_state=seed, tol=1e-10).fit(X_ref, y)
+    assert_array_almost_equal(lr.coef_, lr_cv.coef_)
+    assert_array_almost_equal(lr.Q_, lr_cv.Q_)
+    assert lr_cv.coef_.shape == (1, n_features)
+    assert_array_equal(lr_cv.classes_, [-1, 1])
+    assert lr_cv.Cs_.shape == (1,)
+    assert lr_cv.coefs_paths_.shape == (n_cv, 1, 1, n_features)
+    assert isinstance(lr_cv.C_, float)
+    assert lr_cv.scores_.shape == (n_cv, 1)
+
+
+def test_logistic_cv_mock_scorer():
+    # test_logistic.py::test_logistic_cv_mock_scorer
+    class MockScorer:
+        def __init__(self):
+            self.calls = 0
+            self.scores = [0.1, 0.4, 0.8, 0.5]
+
+        def __call__(self, model, X, y, sample_weight=None):
+            score = self.scores[self.calls % len(self.scores)]
+            self.calls += 1
+            return score
+
+    mock_scorer = MockScorer()
+    Cs = [1, 2, 3, 4]
+    cv = 2
+    lr = QLRCV(Cs=Cs, scoring=mock_scorer, cv=cv)
+    X, y = make_classification(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        lr.fit(X, y)
+    # Cs[2] has the highest score (0.8) from MockScorer
+    assert lr.C_ == Cs[2]
+    assert mock_scorer.calls == cv * len(Cs)
+    mock_scorer.calls = 0
+    custom_score = lr.score(X, lr.predict(X))
+    assert custom_score == mock_scorer.scores[0]
+    assert mock_scorer.calls == 1
+
+
+def test_multinomial_logistic_regression_cv_string_inputs():
+    # test_logistic.py::test_multinomial_logistic_regression_string_inputs (the
+    # LogisticRegressionCV half)
+    X_ref, y = make_classification(n_samples=50, n_features=5, n_classes=3, n_informative=3,
+                                   random_state=0)
+    y_str = LabelEncoder().fit(["bar", "baz", "foo"]).inverse_transform(y)
+    y = np.array(y) - 1
+    lr_cv = QLRCV(Cs=3, scoring="neg_log_loss").fit(X_ref, y)
+    lr_cv_str = QLRCV(Cs=3, scoring="neg_log_loss").fit(X_ref, y_str)
+    assert_allclose(lr_cv.coef_, lr_cv_str.coef_)
+    assert_allclose(lr_cv.predict_proba(X_ref), lr_cv_str.predict_proba(X_ref))
+    assert sorted(lr_cv_str.classes_) == ["bar", "baz", "foo"]
+    assert set(np.unique(lr_cv_str.predict(X_ref))) <= {"bar", "baz", "foo"}
+    lr_cv_str = QLRCV(Cs=[1, 2, 10], scoring="neg_log_loss").fit(X_ref, y_str)
+    assert sorted(np.unique(lr_cv_str.predict(X_ref))) == ["bar", "baz", "foo"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_logistic_cv_sparse(seed):
+    # test_logistic.py::test_logistic_cv_sparse (lbfgs)
+    X, y = make_classification(n_samples=100, n_features=5, random_state=seed)
+    X[X < 0.0] = 0.0  # make it a bit sparse
+    params = dict(Cs=[1e-1, 1, 1e1], max_iter=10_000, tol=1e-7, random_state=42,
+                  scoring="neg_log_loss")
+    clf = QLRCV(**params).fit(X, y)
+    clfs = QLRCV(**params).fit(sparse.csr_matrix(X), y)
+    # 1e-4 where the linear test has 1e-5: the dense and sparse objectives
+    # round differently, and the degree-2 problem's L-BFGS stops on the
+    # objective's relative change (64 eps) with the parameters a few 1e-5 apart
+    assert_allclose(clfs.coef_, clf.coef_, rtol=1e-4, atol=1e-4)
+    assert_allclose(clfs.Q_, clf.Q_, rtol=1e-4, atol=1e-6)
+    assert_allclose(clfs.intercept_, clf.intercept_, rtol=1e-4)
+    assert clfs.C_ == clf.C_
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_logistic_regression_cv_refit(seed):
+    # test_logistic.py::test_logistic_regression_cv_refit (the L2 case, lbfgs):
+    # the refit warm-starts from the folds' mean and reaches the fit at C
+    X, y = make_classification(n_samples=100, n_features=20, random_state=seed)
+    common_params = dict(random_state=seed, max_iter=10000, tol=1e-10)
+    lr_cv = QLRCV(Cs=[1.0], refit=True, scoring="neg_log_loss", **common_params).fit(X, y)
+    lr = QLR(C=1.0, **common_params).fit(X, y)
+    assert_allclose(lr_cv.coef_, lr.coef_, atol=1e-6)
+    assert_allclose(lr_cv.Q_, lr.Q_, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_classes", (2, 3))
+def test_LogisticRegressionCV_no_refit(n_classes):
+    # test_logistic.py::test_LogisticRegressionCV_no_refit (new attribute layout)
+    n_features = 20
+    X, y = make_classification(n_samples=200, n_classes=n_classes, n_informative=n_classes,
+                               n_features=n_features, random_state=0)
+    Cs = np.logspace(-4, 4, 3)
+    lrcv = QLRCV(Cs=Cs, random_state=0, tol=1e-2, refit=False, scoring="neg_log_loss")
+    lrcv.fit(X, y)
+    n_scores = 1 if n_classes == 2 else n_classes
+    assert isinstance(lrcv.C_, float)
+    assert lrcv.coef_.shape == (n_scores, n_features)
+    assert lrcv.Q_.shape == (n_scores, n_features, n_features)
+
+
+def test_LogisticRegressionCV_on_folds():
+    # test_logistic.py::test_LogisticRegressionCV_on_folds: the path's model
+    # on a fold at a C is the fit on that fold at that C
+    X, y = scale(iris.data), iris.target
+    lrcv = QLRCV(tol=1e-8, scoring="neg_log_loss").fit(X, y)
+    folds = list(StratifiedKFold(5).split(X, y))
+    for idx_fold, idx_C in [[0, 0], [0, 1], [3, 6]]:
+        train = folds[idx_fold][0]
+        lr = QLR(C=lrcv.Cs_[idx_C], tol=1e-8).fit(X[train], y[train])
+        assert_allclose(lrcv.coefs_paths_[idx_fold, idx_C], lr.coef_, atol=1e-5)
+        assert_allclose(lrcv.intercepts_paths_[idx_fold, idx_C], lr.intercept_, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_lr_cv_scores_differ_when_sample_weight_is_requested(seed):
+    # test_logistic.py::test_lr_cv_scores_differ_when_sample_weight_is_requested
+    # (scores_[1] is the linear test's class-1 entry of its legacy dict; here
+    # the scores of the second fold)
+    with config_context(enable_metadata_routing=True):
+        rng = np.random.RandomState(seed)
+        X, y = make_classification(n_samples=2000, random_state=rng)
+        X_t, y_t = make_classification(n_samples=2000, random_state=rng)
+        sample_weight = np.ones(len(y))
+        sample_weight[: len(y) // 2] = 2
+        kwargs = {"sample_weight": sample_weight}
+        scorer1 = get_scorer("accuracy").set_score_request(sample_weight=False)
+        lr_cv1 = QLRCV(Cs=3, scoring=scorer1).fit(X, y, **kwargs)
+        scorer2 = get_scorer("accuracy").set_score_request(sample_weight=True)
+        lr_cv2 = QLRCV(Cs=3, scoring=scorer2).fit(X, y, **kwargs)
+        assert not np.allclose(lr_cv1.scores_, lr_cv2.scores_)
+        err_msg = (
+            "QuadraticLogisticRegressionCV.score got unexpected argument(s) "
+            "{'sample_weight'}, which are not routed to any object."
+        )
+        with pytest.raises(TypeError, match=re.escape(err_msg)):
+            lr_cv1.score(X_t, y_t, **kwargs)
+        score_1 = lr_cv1.score(X_t, y_t)
+        score_2 = lr_cv2.score(X_t, y_t, **kwargs)
+    assert not np.allclose(score_1, score_2)
+
+
+def test_lr_cv_scores_without_enabling_metadata_routing():
+    # test_logistic.py::test_lr_cv_scores_without_enabling_metadata_routing
+    rng = np.random.RandomState(10)
+    X, y = make_classification(n_samples=10, random_state=rng)
+    X_t, y_t = make_classification(n_samples=10, random_state=rng)
+    sample_weight = np.ones(len(y))
+    sample_weight[: len(y) // 2] = 2
+    kwargs = {"sample_weight": sample_weight}
+    with config_context(enable_metadata_routing=False):
+        lr_cv1 = QLRCV(Cs=3, scoring=get_scorer("accuracy")).fit(X, y, **kwargs)
+        score_1 = lr_cv1.score(X_t, y_t, **kwargs)
+    with config_context(enable_metadata_routing=True):
+        scorer2 = get_scorer("accuracy").set_score_request(sample_weight=True)
+        lr_cv2 = QLRCV(Cs=3, scoring=scorer2).fit(X, y, **kwargs)
+        score_2 = lr_cv2.score(X_t, y_t, **kwargs)
+    assert_allclose(lr_cv1.scores_, lr_cv2.scores_)
+    assert_allclose(score_1, score_2)
+
+
+def test_passing_params_without_enabling_metadata_routing():
+    # test_logistic.py::test_passing_params_without_enabling_metadata_routing
+    X, y = make_classification(n_samples=10, random_state=0)
+    lr_cv = QLRCV(scoring="neg_log_loss")
+    msg = "is only supported if enable_metadata_routing=True"
+    with config_context(enable_metadata_routing=False):
+        params = {"extra_param": 1.0}
+        with pytest.raises(ValueError, match=msg):
+            lr_cv.fit(X, y, **params)
+        with pytest.raises(ValueError, match=msg):
+            lr_cv.score(X, y, **params)
+
+
+def test_get_default_scorer():
+    # test_logistic.py::test_get_default_scorer
+    assert QLRCV()._get_scorer()._score_func.__name__ == "accuracy_score"
+
+
+def test_groups_are_routed_to_the_splitter():
+    # LogisticRegressionCV's routing of fit's groups to a group splitter: the
+    # scores are those of the group folds, computed by hand
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    groups = np.repeat(np.arange(6), 20)
+    with config_context(enable_metadata_routing=True):
+        clf = QLRCV(Cs=[0.1, 1.0], cv=GroupKFold(3)).fit(X, y, groups=groups)
+        with pytest.raises(ValueError, match="groups"):
+            QLRCV(Cs=[0.1, 1.0], cv=GroupKFold(3)).fit(X, y)
+    for fold, (train, test) in enumerate(GroupKFold(3).split(X, y, groups)):
+        for index, C in enumerate([0.1, 1.0]):
+            model = QLR(C=C).fit(X[train], y[train])
+            assert clf.scores_[fold, index] == pytest.approx(model.score(X[test], y[test]))
+
+
+def test_folds_missing_a_class_are_refused():
+    # test_logistic.py::test_logistic_cv_folds_with_classes_missing's folds:
+    # a fold's model knows the classes of its training rows only, so QLRCV
+    # refuses them with a message naming cv (LogisticRegressionCV fits them)
+    y = np.array(["a", "a", "b", "b", "c", "c"])
+    X = np.arange(6.0)[:, None]
+    with pytest.raises(ValueError, match="every training fold needs every class"):
+        QLRCV(cv=KFold(n_splits=3), Cs=[1.0]).fit(X, y)

@@ -17,6 +17,7 @@ from .._torch_utils import as_tensor, prediction_device, resolve_device, to_nump
 from .._training import SparseRows
 from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
 from ..nn.quadratic_ridge import expansion_size
+from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
 from ._qlr_drivers import LBFGS, NEWTON, SGD, SGD_EPOCH, training_rows
 from ._qlr_problem import build_problem, check_feature_scale
 
@@ -160,6 +161,24 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         **not convex**: the solvers find a local optimum that depends on
         ``Q_init`` and ``random_state``. The penalty ``P(Q)`` is the same as
         for a full ``Q``, computed from the factors.
+    interaction_only : bool, default=False
+        Learn no squared terms: ``Q_aa = 0`` (``PolynomialFeatures``'
+        ``interaction_only``).
+    interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
+        Which features may interact, with
+        :class:`~sklearn.ensemble.HistGradientBoostingClassifier`'s meaning:
+        each group (a list, tuple or set of feature indices, or of names of
+        ``feature_names_in_``) lists features that may interact, so
+        ``Q_ab`` (``a != b``) may be nonzero only when some group holds both
+        ``a`` and ``b``; the features no group lists form one more group.
+        ``"no_interactions"`` allows no cross term, ``"pairwise"`` (like
+        None) all of them. The squares ``Q_aa`` are left to
+        ``interaction_only``. Every solver keeps the other entries of ``Q``
+        at exactly zero, so the model is logistic regression on
+        ``PolynomialFeatures(2)``'s columns of the allowed pairs; L-BFGS
+        optimises the allowed entries only, and on few allowed pairs it
+        computes on their products instead of the ``d x d`` matrix
+        products, at a cost that falls with their number. Not with ``rank``.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied into ``sample_weight``.
     warm_start : bool, default=False
@@ -303,6 +322,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         "max_fun": [Interval(Integral, 1, None, closed="left")],
         "Q_init": [StrOptions({"zeros", "identity", "random"})],
         "rank": [Interval(Integral, 1, None, closed="left"), None],
+        "interaction_only": ["boolean"],
+        "interaction_cst": INTERACTION_CST_CONSTRAINT,
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
@@ -331,6 +352,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         max_fun=15000,
         Q_init="zeros",
         rank=None,
+        interaction_only=False,
+        interaction_cst=None,
         class_weight=None,
         warm_start=False,
         verbose=0,
@@ -354,6 +377,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self.max_fun = max_fun
         self.Q_init = Q_init
         self.rank = rank
+        self.interaction_only = interaction_only
+        self.interaction_cst = interaction_cst
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.verbose = verbose
@@ -451,6 +476,20 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             )
         return self._train(X, y_encoded, sample_weight, previous, partial=True)
 
+    def _fit_path(self, X, y, sample_weight, Cs):
+        """Fit at each ``C`` of ``Cs`` in turn, each from the previous solution; yields after each.
+
+        The data are validated and prepared once for the whole path (the
+        folds of :class:`QuadraticLogisticRegressionCV`, whose own fit is the
+        atomic one): each step costs its solver's iterations only.
+        """
+        X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
+        check_feature_scale(X, type(self).__name__)
+        data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)
+        for C in Cs:
+            self.C = float(C)
+            yield self._solve(data, self._previous_solution(), step_size=self._step_size())
+
     def _step_size(self):
         """``(learning_rate_init, schedule)``, accepting the deprecated float ``learning_rate``."""
         if isinstance(self.learning_rate, str):
@@ -476,15 +515,27 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """Choose the driver, build the problem, solve it and publish the solution."""
         if previous is not None and not self._previous_fits(previous, data.n_features):
             previous = None
-        route = self._route(data, previous, partial)
+        allowed = self._allowed_entries(data.n_features)
+        route = self._route(data, previous, partial, allowed)
         problem = build_problem(
-            self, route, data, previous, step_size=step_size,
+            self, route, data, previous, step_size=step_size, allowed=allowed,
             # partial_fit call k shuffles with its own stream (len(loss_curve_) counts the calls)
             call=len(getattr(self, "loss_curve_", [])) if partial and previous is not None else 0,
         )
         return problem.publish(route.solve(problem, data), route.solver, data.given)
 
-    def _route(self, data, previous, partial):
+    def _allowed_entries(self, n_features):
+        """The entries of ``Q`` the constraints allow (None: all), refused with ``rank``."""
+        allowed = estimator_entries(self, n_features)
+        if allowed is not None and self.rank is not None:
+            raise ValueError(
+                f"rank={self.rank!r} cannot be combined with interaction_only or "
+                "interaction_cst: a low-rank Q = V diag(s) V^T has no fixed zero entries. "
+                "Set rank=None to constrain the interactions."
+            )
+        return allowed
+
+    def _route(self, data, previous, partial, allowed=None):
         """The driver of a fit: the one rule (see ``solver``).
 
         Dask blocks: L-BFGS over the blocks. ``partial_fit`` and
@@ -510,7 +561,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             and np.isfinite(self.C)
             and not scipy.sparse.issparse(data.X)
             and resolve_device(self.device).type == "cpu"
-            and data.n_rows <= min(_KERNEL_NEWTON_MAX_ROWS, expansion_size(data.n_features))
+            and data.n_rows
+            <= min(_KERNEL_NEWTON_MAX_ROWS, expansion_size(data.n_features, allowed))
         )
         return NEWTON if newton else LBFGS
 

@@ -105,7 +105,7 @@ def fit_trainer(problem, data, *, stochastic, partial=False):
     # triangle), the same iterates at half the optimizer's work
     module = QuadraticScores(
         problem.initial_params(), fit_intercept=problem.fit_intercept,
-        packed=not stochastic and problem.rank is None,
+        packed=not stochastic and problem.rank is None, allowed=problem.allowed,
     )
     trainer = Trainer(
         module, log_loss_per_sample, config=_trainer_config(problem, stochastic, partial),
@@ -150,7 +150,7 @@ def solve_dual_newton(problem, data):
     as_tensor = lambda array: torch.from_numpy(np.asarray(array)).to(policy.dtype)
 
     def params(alpha, intercept):
-        Q, coef = dual_to_primal(X64, alpha, problem.cross_weight)
+        Q, coef = dual_to_primal(X64, alpha, problem.cross_weight, problem.allowed)
         return [as_tensor(Q[None]), as_tensor(coef[None]), as_tensor([intercept])]
 
     point = {"alpha": np.zeros(X64.shape[0]), "intercept": 0.0}
@@ -178,7 +178,7 @@ def solve_dual_newton(problem, data):
         result = kernel_newton_logistic(
             X64, data.y, weight / weight.sum(), problem.l2, cross_weight=problem.cross_weight,
             fit_intercept=problem.fit_intercept, tol=estimator.tol, max_iter=estimator.max_iter,
-            on_iteration=on_iteration,
+            on_iteration=on_iteration, allowed=problem.allowed,
         )
     reporter.close()
     if result["status"] == "max_iter":

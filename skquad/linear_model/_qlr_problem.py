@@ -101,7 +101,8 @@ class QLRProblem:
     ``C * sum(sample_weight)`` (as LogisticRegression scales it, so that
     ``tol`` does not depend on ``n`` or ``C``); ``previous`` the model a warm
     start continues (None: a cold start from ``Q_init``); ``step_size`` SGD's
-    ``(learning_rate_init, schedule)``.
+    ``(learning_rate_init, schedule)``; ``allowed`` the entries of ``Q`` the
+    interaction constraints allow (None: all), zero elsewhere from the start on.
     """
 
     estimator: object
@@ -114,6 +115,7 @@ class QLRProblem:
     fit_intercept: bool
     # penalty weight of the off-diagonal entries of Q (see ``penalty``)
     cross_weight: float
+    allowed: np.ndarray = None
     policy: RuntimePolicy = None
 
     def lbfgs_memory(self, n_rows):
@@ -143,6 +145,8 @@ class QLRProblem:
         params = self._start()
         if not self.fit_intercept:
             params[-1].zero_()
+        if self.allowed is not None:
+            params[0] *= torch.as_tensor(self.allowed, dtype=params[0].dtype)
         return [p.to(self.policy.device) for p in params]
 
     def _start(self):
@@ -224,17 +228,18 @@ class QLRProblem:
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 
 
-def build_problem(estimator, route, data, previous, *, step_size=None, call=0):
+def build_problem(estimator, route, data, previous, *, step_size=None, call=0, allowed=None):
     """The problem of one fit on ``route``: the runtime policy decided once, memory checked.
 
     ``data`` gives the shape, dtype and total weight (class weights applied)
-    as the driver sees them; ``call`` is ``partial_fit``'s call number.
+    as the driver sees them; ``call`` is ``partial_fit``'s call number;
+    ``allowed`` the interaction constraints' entries.
     """
     C, d = estimator.C, int(data.n_features)
     problem = QLRProblem(
         estimator, d, estimator._n_scores, 0.0 if np.isinf(C) else 1.0 / (C * data.total_weight),
         previous, step_size, estimator.rank, bool(estimator.fit_intercept),
-        1.0 if estimator.penalty == "frobenius" else 2.0,
+        1.0 if estimator.penalty == "frobenius" else 2.0, allowed,
     )
     flops, required = route.cost(problem, data.n_rows)
     settings = {"device": estimator.device, "n_threads": estimator.n_threads, **route.placement}

@@ -11,6 +11,7 @@ from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
 from .._memory import check_memory
 from .._training import limit_threads, thread_count
+from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
     expansion_size,
@@ -65,6 +66,18 @@ class QuadraticRegression(BaseQuadraticRegressor):
         ``"cg"``: the relative residual at which it stops.
     max_iter : int, default=None
         ``"cg"``: largest number of iterations per target (None: ``10 D``).
+    interaction_only : bool, default=False
+        Learn no squared terms: ``Q_aa = 0`` (``PolynomialFeatures``'
+        ``interaction_only``).
+    interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
+        Which features may interact, with
+        :class:`~sklearn.ensemble.HistGradientBoostingRegressor`'s meaning
+        (see :class:`QuadraticLogisticRegression`): ``Q_ab`` (``a != b``) may
+        be nonzero only when some group (feature indices or names) holds both
+        ``a`` and ``b``, the features no group lists forming one more group.
+        The model is then ``Ridge`` on ``PolynomialFeatures(2)``'s columns of
+        the allowed pairs, ``D = d + (their number)``, which every solver
+        (and ``"auto"``'s choice) works with.
     clip_inputs : bool, default=True
         Clip each feature of ``X`` to its training range ``[data_min_,
         data_max_]`` before every prediction (``predict``, ``score``, and the
@@ -126,7 +139,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         "solver": [StrOptions({"auto", "cholesky", "kernel", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-
+        "interaction_only": ["boolean"],
+        "interaction_cst": INTERACTION_CST_CONSTRAINT,
         "clip_inputs": ["boolean"],
     }
 
@@ -136,20 +150,21 @@ class QuadraticRegression(BaseQuadraticRegressor):
     # and solved on the driver (skquad/_dask.py).
     _fits_dask_collections = True
 
-    def __init__(
-        self, alpha=1.0, *, fit_intercept=True, solver="auto", tol=1e-4, max_iter=None, clip_inputs=True
-    ):
+    def __init__(self, alpha=1.0, *, fit_intercept=True, solver="auto", tol=1e-4, max_iter=None,
+                 interaction_only=False, interaction_cst=None, clip_inputs=True):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.interaction_only = interaction_only
+        self.interaction_cst = interaction_cst
         self.clip_inputs = clip_inputs
 
-    def _choose_solver(self, n_samples, n_features):
+    def _choose_solver(self, n_samples, n_features, allowed=None):
         if self.solver != "auto":
             return self.solver
-        D = expansion_size(n_features)
+        D = expansion_size(n_features, allowed)
         if n_samples < D and n_samples <= _KERNEL_MAX_SAMPLES:
             return "kernel"
         return "cholesky" if D <= _PRIMAL_MAX_SIZE else "cg"
@@ -192,12 +207,13 @@ class QuadraticRegression(BaseQuadraticRegressor):
             X, y, sample_weight = gathered
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         alpha = self._checked_alpha(Y.shape[1])
-        solver = self._choose_solver(*X.shape)
+        allowed = estimator_entries(self, X.shape[1])
+        solver = self._choose_solver(*X.shape, allowed)
         if solver == "cholesky":
-            check_normal_equations_memory(expansion_size(X.shape[1]), X.shape[0], copies=1)
+            check_normal_equations_memory(expansion_size(X.shape[1], allowed), X.shape[0], copies=1)
         # numpy's BLAS under the project's one thread rule: small products on
         # two threads ran 10-100x slower than on one on a loaded 2-core machine.
-        n, D = X.shape[0], expansion_size(X.shape[1])
+        n, D = X.shape[0], expansion_size(X.shape[1], allowed)
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
         # (numpy computes here: the runtime policy's thread rule, for BLAS)
         threads = thread_count("auto", "cpu", flops)
@@ -209,9 +225,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 solver="primal" if solver == "cholesky" else solver,
                 tol=float(self.tol),
                 max_iter=self.max_iter,
+                allowed=allowed,
             )
         check_finite_solution(self, coefficients, intercept, X)
-        publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype)
+        publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype, allowed)
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
         return self
@@ -247,13 +264,14 @@ def check_finite_solution(estimator, coefficients, intercept, X):
         )
 
 
-def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtype):
+def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtype, allowed=None):
     """Set ``coef_``, ``Q_`` and ``intercept_`` from degree-2 coefficients (D, n_targets).
 
     In the input's float ``dtype``, as scikit-learn's estimators, and in the
-    shape of the fitted ``y`` (1-D: one model, a numpy scalar intercept, as Ridge).
+    shape of the fitted ``y`` (1-D: one model, a numpy scalar intercept, as
+    Ridge); ``allowed``: the interaction constraints the coefficients' pairs follow.
     """
-    coef, Q = coefficients_to_model(coefficients, n_features)
+    coef, Q = coefficients_to_model(coefficients, n_features, allowed)
     dtype = np.dtype(dtype)
     # Ridge's shapes: one target (1-D y, or a 2-D y of one column) has a 1-D
     # coef_ (and a (d, d) Q_); the intercept is a scalar for a 1-D y only.

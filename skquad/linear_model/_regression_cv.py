@@ -1,19 +1,23 @@
 """QuadraticRegressionCV: QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it."""
 
+import copy
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, check_cv
 from sklearn.utils import check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metadata_routing import _routing_enabled
 
 from .._atomic import atomic_fit
+from .._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
+from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
 from ._regression import (
     QuadraticRegression,
     check_finite_solution,
@@ -80,6 +84,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only).
     alpha_per_target : bool, default=False
         Choose ``alpha`` per target for a 2-D ``y`` (``cv=None`` only).
+    interaction_only : bool, default=False
+        No squared terms (see :class:`QuadraticRegression`).
+    interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
+        Which features may interact (see :class:`QuadraticRegression`): the
+        selection is RidgeCV's on the allowed pairs' features.
     clip_inputs : bool, default=True
         Clip each feature of ``X`` to its training range ``[data_min_,
         data_max_]`` before every prediction (``predict``, ``score``, and the
@@ -141,7 +150,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "gcv_mode": [StrOptions({"auto", "eigen", "gram", "cov"}), None],
         "store_cv_results": ["boolean"],
         "alpha_per_target": ["boolean"],
-
+        "interaction_only": ["boolean"],
+        "interaction_cst": INTERACTION_CST_CONSTRAINT,
         "clip_inputs": ["boolean"],
     }
 
@@ -157,6 +167,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         gcv_mode=None,
         store_cv_results=False,
         alpha_per_target=False,
+        interaction_only=False,
+        interaction_cst=None,
         clip_inputs=True,
     ):
         self.alphas = alphas
@@ -166,6 +178,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self.gcv_mode = gcv_mode
         self.store_cv_results = store_cv_results
         self.alpha_per_target = alpha_per_target
+        self.interaction_only = interaction_only
+        self.interaction_cst = interaction_cst
         self.clip_inputs = clip_inputs
 
     def _checked_alphas(self):
@@ -189,7 +203,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Choose ``alpha`` and fit the model with it on all the data.
 
         Parameters
@@ -200,11 +214,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             Weights of the ridge objective; with ``cv=None`` they also weight
             the leave-one-out score (and are passed to ``scoring``), as in
             RidgeCV.
+        **params : dict
+            Metadata routed to ``cv``'s ``split`` (e.g. ``groups``, with
+            ``cv`` a group splitter); needs
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : QuadraticRegressionCV
         """
+        split_params = splitter_params(self, params)
         if self.cv is not None and self.store_cv_results:
             raise ValueError("cv!=None and store_cv_results=True are incompatible")
         if self.cv is not None and self.alpha_per_target:
@@ -215,19 +234,29 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         if self.cv is None:
             self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas)
         else:
-            self._fit_folds(X, Y, given_weight, alphas)
+            self._fit_folds(X, Y, given_weight, alphas, split_params)
         return self
 
-    def _mode(self, n_samples, n_features):
+    def get_metadata_routing(self):
+        """The metadata routing of ``fit``'s ``params`` to ``cv``'s ``split`` (``groups``).
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        return splitter_router(self)
+
+    def _mode(self, n_samples, n_features, allowed=None):
         if self.gcv_mode in ("gram", "cov"):
             return self.gcv_mode
-        return "gram" if n_samples <= expansion_size(n_features) else "cov"
+        return "gram" if n_samples <= expansion_size(n_features, allowed) else "cov"
 
     def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas):
         n, d = X.shape
-        D = expansion_size(d)
+        allowed = estimator_entries(self, d)
+        D = expansion_size(d, allowed)
         k, n_alphas = Y.shape[1], alphas.shape[0]
-        mode = self._mode(n, d)
+        mode = self._mode(n, d, allowed)
         size = n if mode == "gram" else D
         # The matrix, its eigenvectors and eigh's workspace, plus the errors
         # and fitted values for every alpha.
@@ -240,7 +269,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         flops = 2.0 * n * size * size + 10.0 * size**3
         with limit_threads(None, blas=choose_thread_count(flops)):
             loo = QuadraticRidgeLeaveOneOut(
-                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode
+                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
+                allowed=allowed,
             )
             errors = loo.errors(alphas)  # (n, k, n_alphas), times √s
         if self.scoring is None:
@@ -266,7 +296,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             chosen = np.full(k, self.alpha_)
         coefficients, intercept = loo.coefficients(chosen)
         check_finite_solution(self, coefficients, intercept, X)
-        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
+        publish_quadratic_model(self, coefficients, intercept, d, X.dtype, allowed)
         if self.store_cv_results:
             values = values.astype(X.dtype, copy=False)
             self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values
@@ -294,15 +324,27 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             ]
         )
 
-    def _fit_folds(self, X, Y, given_weight, alphas):
+    def _fit_folds(self, X, Y, given_weight, alphas, split_params):
         # The folds score the unclipped model, as the leave-one-out's closed
         # form does: both choose alpha exactly as RidgeCV on the expanded data.
-        search = GridSearchCV(
-            QuadraticRegression(fit_intercept=self.fit_intercept, clip_inputs=False),
-            {"alpha": alphas},
-            cv=self.cv,
-            scoring=check_scoring(self, scoring=self.scoring, allow_none=True),
+        constraints = dict(
+            clip_inputs=False,
+            interaction_only=self.interaction_only,
+            interaction_cst=indexed_groups(
+                self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)
+            ),
         )
+        target = Y[:, 0] if self._fitted_y_ndim == 1 else Y
+        # the folds made here, with the routed groups: GridSearchCV takes them as a list
+        folds = list(check_cv(self.cv, target).split(X, target, **split_params))
+        model = QuadraticRegression(fit_intercept=self.fit_intercept, **constraints)
+        scoring = check_scoring(model, scoring=self.scoring, allow_none=True)
+        if _routing_enabled():
+            # the weights go to every fold's fit and not to the scorer, as without routing
+            model.set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+            if hasattr(scoring, "set_score_request"):
+                scoring = copy.deepcopy(scoring).set_score_request(sample_weight=False)
+        search = GridSearchCV(model, {"alpha": alphas}, cv=folds, scoring=scoring)
         params = {} if given_weight is None else {"sample_weight": given_weight}
         search.fit(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, **params)
         best = search.best_estimator_

@@ -72,22 +72,30 @@ _MAX_HALVINGS = 50
 _ROUNDING_UNITS = 64
 
 
-def dual_to_primal(X, alpha, cross_weight=1.0):
-    """``(Q, coef)`` of the dual coefficients ``alpha`` (see the module docstring)."""
+def dual_to_primal(X, alpha, cross_weight=1.0, allowed=None):
+    """``(Q, coef)`` of the dual coefficients ``alpha`` (see the module docstring).
+
+    ``allowed`` (interaction constraints): ``psi`` holds the allowed pairs
+    only, so ``Q`` is zero elsewhere.
+    """
     Q = X.T @ (alpha[:, None] * X)
     off_diagonal = ~np.eye(X.shape[1], dtype=bool)
     Q[off_diagonal] /= cross_weight
+    if allowed is not None:
+        Q[~allowed] = 0.0
     return Q, X.T @ alpha
 
 
-def _primal_gradient_max(X, u, residual_sum, fit_intercept):
-    """The largest entry of the primal gradient ``(X^T diag(u) X, X^T u, sum r)``."""
-    largest = max(np.abs(X.T @ (u[:, None] * X)).max(initial=0.0), np.abs(X.T @ u).max(initial=0.0))
+def _primal_gradient_max(X, u, residual_sum, fit_intercept, allowed=None):
+    """The largest entry of the primal gradient ``(X^T diag(u) X, X^T u, sum r)`` (allowed entries)."""
+    gram = X.T @ (u[:, None] * X)
+    gram = gram if allowed is None else gram[allowed]
+    largest = max(np.abs(gram).max(initial=0.0), np.abs(X.T @ u).max(initial=0.0))
     return max(largest, abs(residual_sum)) if fit_intercept else largest
 
 
 def kernel_newton_logistic(X, y, weight, l2, *, cross_weight=1.0, fit_intercept=True,
-                           tol=1e-4, max_iter=100, on_iteration=None):
+                           tol=1e-4, max_iter=100, on_iteration=None, allowed=None):
     """Minimise the binary quadratic logistic objective by Newton's method on ``(alpha, b)``.
 
     Parameters
@@ -110,6 +118,9 @@ def kernel_newton_logistic(X, y, weight, l2, *, cross_weight=1.0, fit_intercept=
     on_iteration : callable, optional
         ``on_iteration(iteration, objective, alpha, intercept) -> bool`` after
         every step; True stops the solver there.
+    allowed : ndarray of shape (n_features, n_features), bool, optional
+        Interaction constraints: the entries of ``Q`` that may be nonzero
+        (``psi`` and the kernel keep the allowed pairs only).
 
     Returns
     -------
@@ -126,7 +137,7 @@ def kernel_newton_logistic(X, y, weight, l2, *, cross_weight=1.0, fit_intercept=
     positive = np.asarray(y) == 1
     sign = np.where(positive, -1.0, 1.0)
     target = positive.astype(np.float64)
-    K = degree2_kernel(X, cross_weight)
+    K = degree2_kernel(X, cross_weight, allowed)
 
     def data_loss(z):
         return float(weight @ np.logaddexp(0.0, sign * z))
@@ -140,7 +151,7 @@ def kernel_newton_logistic(X, y, weight, l2, *, cross_weight=1.0, fit_intercept=
         r = weight * (p - target)
         u = r + l2 * alpha
         residual_sum = float(r.sum())
-        gradient = _primal_gradient_max(X, u, residual_sum, fit_intercept)
+        gradient = _primal_gradient_max(X, u, residual_sum, fit_intercept, allowed)
         # max_iter=0 returns the starting point as the L-BFGS path does (a limit, warned)
         if gradient <= tol and max_iter > 0:
             status = "converged"
@@ -189,7 +200,8 @@ def kernel_newton_logistic(X, y, weight, l2, *, cross_weight=1.0, fit_intercept=
         if on_iteration is not None and on_iteration(iteration, objective, alpha, intercept):
             p = scipy.special.expit(z)
             r = weight * (p - target)
-            gradient = _primal_gradient_max(X, r + l2 * alpha, float(r.sum()), fit_intercept)
+            gradient = _primal_gradient_max(X, r + l2 * alpha, float(r.sum()), fit_intercept,
+                                            allowed)
             status = "stopped"
             break
     if not math.isfinite(objective):  # pragma: no cover - the line search only decreases J

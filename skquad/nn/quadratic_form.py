@@ -111,6 +111,10 @@ _SMALL_PROBLEM_PRODUCT = 1 << 22
 # (:func:`packed_logistic_objective`): one GEMM each way on half the matrix
 # products' multiply-adds, where the small problems' time goes to the calls.
 _DESIGN_MATRIX_ELEMENTS = 1 << 20
+# How many times faster the matrix form's BLAS products (float32 twin, the
+# policy's threads) run per multiply-add than the streamed design's
+# (:func:`_pairs_are_cheaper`): the fits broke even near 200 of 1 830 pairs at d = 60.
+_PAIRS_RATE = 16
 
 
 def _is_sparse_rows(X):
@@ -841,28 +845,54 @@ class SymmetricPacking:
     work saved on ionosphere's 34 features), other devices' by torch's
     indexing (``_pack_torch``, ``_unpack_torch``, ``_gradient_torch``).
 
+    ``allowed`` (a symmetric boolean ``d x d`` matrix) packs only the
+    entries it allows (interaction constraints): the others are no
+    coordinates at all, so every solver on the packed vector keeps them at
+    zero exactly, and the packed work falls with the allowed entries.
+
     Attributes
     ----------
-    rows, cols : ndarray of shape (d(d+1)/2,)
-        The packed entries' positions, ``rows <= cols``.
-    scale : ndarray of shape (d(d+1)/2,), float64
+    rows, cols : ndarray of shape (n_packed,)
+        The packed entries' positions, ``rows <= cols`` (``n_packed =
+        d(d+1)/2`` without ``allowed``).
+    scale : ndarray of shape (n_packed,), float64
         1 on the diagonal, ``sqrt(2)`` off it.
+    restricted : bool
+        Whether some entries are not packed (``unpack`` writes zeros there).
     """
 
-    def __init__(self, n_features):
+    def __init__(self, n_features, allowed=None):
         d = int(n_features)
         self.n_features = d
         self.rows, self.cols = np.triu_indices(d)
+        self.restricted = allowed is not None
+        if self.restricted:
+            keep = np.asarray(allowed, dtype=bool)[self.rows, self.cols]
+            self.rows, self.cols = self.rows[keep], self.cols[keep]
         self.scale = np.where(self.rows == self.cols, 1.0, np.sqrt(2.0))
         self._inverse = 1.0 / self.scale
         self._half = 0.5 * self.scale
         self._upper = self.rows * d + self.cols
         self._lower = self.cols * d + self.rows
-        # the packed index of every full entry (i, j) and (j, i)
-        self._full = np.empty(d * d, dtype=np.intp)
+        # the packed index of every full entry (i, j) and (j, i); entries not
+        # packed read index rows.size, a zero appended by ``_with_zero``
+        self._full = np.full(d * d, self.rows.size, dtype=np.intp)
         self._full[self._upper] = np.arange(self.rows.size)
         self._full[self._lower] = np.arange(self.rows.size)
         self._tensors = {}
+
+    def _with_zero(self, entries):
+        """``entries`` (n_scores, n_packed) with a zero column appended when entries are not packed."""
+        if not self.restricted:
+            return entries
+        if isinstance(entries, torch.Tensor):
+            return torch.cat([entries, entries.new_zeros(entries.shape[0], 1)], dim=1)
+        return np.concatenate([entries, np.zeros((entries.shape[0], 1), entries.dtype)], axis=1)
+
+    def full_matrix(self, entries):
+        """The ``(n_scores, d, d)`` numpy matrices of packed entries (already divided by ``scale``)."""
+        d = self.n_features
+        return np.take(self._with_zero(entries), self._full, axis=1).reshape(-1, d, d)
 
     def _indices(self, device):
         key = str(device)
@@ -891,12 +921,12 @@ class SymmetricPacking:
         d = self.n_features
         if v.device.type == "cpu":
             entries = v.detach().numpy() * self._inverse.astype(v.numpy().dtype)
-            return torch.from_numpy(entries[:, self._full].reshape(v.shape[0], d, d))
+            return torch.from_numpy(self._with_zero(entries)[:, self._full].reshape(v.shape[0], d, d))
         return self._unpack_torch(v)
 
     def _unpack_torch(self, v):
         _, _, full = self._indices(v.device)
-        entries = v * self._numbers(self._inverse, v)
+        entries = self._with_zero(v * self._numbers(self._inverse, v))
         return entries[:, full].reshape(v.shape[0], self.n_features, self.n_features)
 
     def gradient(self, grad_Q):
@@ -979,7 +1009,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
     )
     width = packing.rows.size + n_features + 1
-    if X.shape[0] * width <= _DESIGN_MATRIX_ELEMENTS:
+    if X.shape[0] * width <= _DESIGN_MATRIX_ELEMENTS or _pairs_are_cheaper(packing, n_scores):
         return _design_matrix_objective(
             X, y, sample_weight, packing, n_scores, penalty_weight, fit_intercept
         )
@@ -990,8 +1020,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     def objective(theta):
         params = theta.astype(dtype, copy=False)
         entries = params[:n_packed].reshape(n_scores, -1) * inverse
-        # (np.take: the same gather as indexing, and faster)
-        Q = np.take(entries, packing._full, axis=1).reshape(n_scores, n_features, n_features)
+        Q = packing.full_matrix(entries)
         coef = params[n_packed : n_packed + n_coef].reshape(n_scores, n_features)
         intercept = params[n_packed + n_coef :] if fit_intercept else zeros
         data_loss, grad_Q, grad_coef, grad_intercept = _numpy_log_loss_gradient(
@@ -1012,6 +1041,20 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         return float(data_loss) + 0.5 * float(weighted @ theta), gradient
 
     return objective
+
+
+def _pairs_are_cheaper(packing, n_scores):
+    """Whether a restricted packing's streamed design beats the matrix form on many rows.
+
+    Per row the design costs its ``n_pairs + d + 1`` products and one
+    multiply-add each way per score, the matrix form ``3 K d^2``
+    multiply-adds at the BLAS's better rate (``_PAIRS_RATE`` times the
+    design's).
+    """
+    if not packing.restricted:
+        return False
+    width = packing.rows.size + packing.n_features + 1
+    return _PAIRS_RATE * width * (1 + 2 * n_scores) <= 3 * n_scores * packing.n_features**2
 
 
 def _centred_scores(theta, n_scores, n_packed, n_coef):
@@ -1108,7 +1151,7 @@ def float32_twin(magnitudes, row_scale, n_scores, packing):
     return twin
 
 
-def write_pair_products(columns, out):
+def write_pair_products(columns, out, pairs=None):
     """``x_i x_j`` for ``i <= j`` into ``out``, one row per pair, in row-major upper-triangle order.
 
     ``columns`` is ``(d, n)`` (one row per feature) and ``out`` is
@@ -1116,12 +1159,32 @@ def write_pair_products(columns, out):
     work too. Each ``x_i`` times the block ``x_i..x_d`` is written in place:
     two fancy-indexed ``n x D`` gathers cost more than the products. The
     order is :class:`SymmetricPacking`'s and ``PolynomialFeatures(2)``'s.
+    ``pairs`` ``(rows, cols)`` (row-major, ``rows <= cols``) writes only those
+    pairs (interaction constraints), ``out`` then one row per pair.
     """
     d = columns.shape[0]
+    if pairs is not None:
+        rows, cols = pairs
+        for i in np.unique(rows):
+            # the pairs of row i are contiguous in row-major order
+            first, last = np.searchsorted(rows, [i, i + 1])
+            np.multiply(columns[i], columns[cols[first:last]], out=out[first:last])
+        return out
     start = 0
     for i in range(d):
         np.multiply(columns[i], columns[i:], out=out[start : start + d - i])
         start += d - i
+    return out
+
+
+def _write_design(columns, packing, out, fit_intercept):
+    """The transposed design of :func:`_design_matrix_objective` of rows given as ``columns`` (d, m)."""
+    n_pairs, n_features = packing.rows.size, columns.shape[0]
+    write_pair_products(columns, out[:n_pairs], (packing.rows, packing.cols) if packing.restricted else None)
+    out[:n_pairs] *= packing.scale.astype(out.dtype)[:, None]
+    out[n_pairs : n_pairs + n_features] = columns
+    if fit_intercept:
+        out[-1] = 1.0
     return out
 
 
@@ -1130,22 +1193,18 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
     """:func:`packed_logistic_objective` on the explicit degree-2 design matrix.
 
     The columns are ``sqrt(2)^[i<j] x_i x_j`` (the packed coordinates'
-    features: ``x^T Q x = sum_p v_p x_i x_j s_p``), ``x`` and 1, so each
-    score is one row of ``theta`` times the design matrix and the gradient
-    one product back: logistic regression on ``PolynomialFeatures(2)``'s
-    columns, rescaled, in ``X``'s dtype. The memory is
-    ``n (d(d+1)/2 + d + 1)`` numbers, which the caller bounds.
+    features: ``x^T Q x = sum_p v_p x_i x_j s_p``, the packing's pairs
+    only), ``x`` and 1, so each score is one row of ``theta`` times the
+    design matrix and the gradient one product back: logistic regression on
+    ``PolynomialFeatures(2)``'s columns, rescaled, in ``X``'s dtype. A design
+    of at most ``_DESIGN_MATRIX_ELEMENTS`` numbers is built once; a larger
+    one (few allowed pairs on many rows) is rebuilt a row chunk of that size
+    at a time in every evaluation, ``O(n n_pairs)`` work against the matrix
+    form's ``O(n d^2)``.
     """
     n_samples, n_features = X.shape
     n_pairs = packing.rows.size
-    # built as its transpose, one contiguous row per feature
-    columns = np.ascontiguousarray(X.T)
-    design_T = np.empty((n_pairs + n_features + 1, n_samples), dtype=X.dtype)
-    write_pair_products(columns, design_T[:n_pairs])
-    design_T[:n_pairs] *= packing.scale.astype(X.dtype)[:, None]
-    design_T[n_pairs : n_pairs + n_features] = columns
-    design_T[-1] = 1.0
-    design = design_T.T
+    width = n_pairs + n_features + int(bool(fit_intercept))
     # theta's blocks (all v_k, all coef_k, all b_k) as rows of (n_scores, width)
     blocks = np.concatenate(
         [
@@ -1154,28 +1213,40 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
             n_scores * (n_pairs + n_features) + np.arange(n_scores).reshape(n_scores, 1),
         ],
         axis=1,
-    )
-    if not fit_intercept:
-        design_T = design_T[:-1]
-        design = design_T.T
-        blocks = blocks[:, :-1]
+    )[:, :width]
     gather = blocks.ravel()
     order = np.empty_like(gather)
     order[gather] = np.arange(gather.size)  # flat position -> row-major (score, column)
-    samples = np.arange(n_samples)
+    step = max(1, _DESIGN_MATRIX_ELEMENTS // width)
+    chunks = [(start, min(start + step, n_samples)) for start in range(0, n_samples, step)]
     positive = (y == 1).astype(X.dtype)
+    # one chunk: built once (its transpose, one contiguous row per feature)
+    kept = None
+    if len(chunks) <= 1:
+        kept = _write_design(np.ascontiguousarray(X.T), packing,
+                             np.empty((width, n_samples), dtype=X.dtype), fit_intercept)
+    buffer = None if kept is not None else np.empty((width, step), dtype=X.dtype)
 
     def objective(theta):
         weights = theta[gather].astype(X.dtype, copy=False).reshape(n_scores, -1)
-        scores = weights @ design_T
-        with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
-            data_loss, residuals = _residuals_by_score(
-                scores, y, sample_weight, samples, positive
+        loss, gradient = 0.0, np.zeros((n_scores, width), dtype=X.dtype)
+        for start, stop in chunks:
+            design_T = kept if kept is not None else _write_design(
+                np.ascontiguousarray(X[start:stop].T), packing, buffer[:, : stop - start],
+                fit_intercept,
             )
-        gradient = (residuals @ design).ravel()[order].astype(np.float64, copy=False)
+            scores = weights @ design_T
+            with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
+                part, residuals = _residuals_by_score(
+                    scores, y[start:stop], sample_weight[start:stop],
+                    np.arange(stop - start), positive[start:stop],
+                )
+            loss += part
+            gradient += residuals @ design_T.T
+        gradient = gradient.ravel()[order].astype(np.float64, copy=False)
         weighted = penalty_weight * theta
         gradient += weighted
-        return float(data_loss) + 0.5 * float(weighted @ theta), gradient
+        return float(loss) + 0.5 * float(weighted @ theta), gradient
 
     return objective
 
@@ -1239,17 +1310,22 @@ class QuadraticScores(torch.nn.Module):
         number of parameters). ``tensors()`` still returns the full ``Q``;
         ``forward`` unpacks it without autograd (the packed module is trained
         through :func:`quadratic_logistic_loss_and_gradient`'s closed form).
+    allowed : ndarray of shape (d, d), bool, optional
+        Full ``Q`` only: the entries that may be nonzero (interaction
+        constraints). Packed, the others are not parameters; unpacked, their
+        gradient is zeroed (``Q``'s start must be zero there).
     """
 
-    def __init__(self, tensors, fit_intercept=True, packed=False):
+    def __init__(self, tensors, fit_intercept=True, packed=False, allowed=None):
         super().__init__()
         self.low_rank = len(tensors) == 4
         self.packed = bool(packed) and not self.low_rank
+        self.allowed = None if allowed is None or self.low_rank else torch.as_tensor(allowed)
         names = ("vectors", "scales", "coef", "intercept") if self.low_rank else (
             "Q_packed" if self.packed else "Q", "coef", "intercept"
         )
         if self.packed:
-            self.packing = SymmetricPacking(tensors[0].shape[-1])
+            self.packing = SymmetricPacking(tensors[0].shape[-1], allowed)
             tensors = [self.packing.pack(tensors[0])] + list(tensors[1:])
         for name, tensor in zip(names, tensors):
             trainable = name != "intercept" or fit_intercept
@@ -1330,6 +1406,8 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         else:
             if free_entry_gradient:
                 grad_Q = 2.0 * grad_Q - torch.diag_embed(torch.diagonal(grad_Q, dim1=1, dim2=2))
+            if module.allowed is not None:
+                grad_Q = grad_Q * module.allowed.to(grad_Q.device)
             module.Q.grad.copy_(grad_Q)
         module.coef.grad.copy_(grad_coef)
         if module.intercept.requires_grad:

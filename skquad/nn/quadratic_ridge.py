@@ -55,8 +55,10 @@ _posv = scipy.linalg.lapack.get_lapack_funcs("posv", (np.zeros(1),))
 _BLOCK_ELEMENTS = 2**21
 
 
-def expansion_size(n_features):
-    """``D = d (d + 3) / 2``: the number of degree-2 features."""
+def expansion_size(n_features, allowed=None):
+    """``D = d (d + 3) / 2``: the number of degree-2 features (``d`` + the ``allowed`` pairs)."""
+    if allowed is not None:
+        return n_features + int(np.count_nonzero(np.triu(allowed)))
     return n_features * (n_features + 3) // 2
 
 
@@ -67,6 +69,13 @@ def _pairs(n_features):
     rows, cols = np.triu_indices(n_features)
     rows.flags.writeable = cols.flags.writeable = False
     return rows, cols
+
+
+def _pairs_of(n_features, allowed=None):
+    """The pairs ``(rows, cols)`` of ``φ``: all of them, or the ``allowed`` ones (row-major)."""
+    if allowed is None:
+        return _pairs(n_features)
+    return np.nonzero(np.triu(allowed))
 
 
 def _dense_blocks(X, width):
@@ -91,7 +100,8 @@ def _expand(block, rows, cols):
     out = np.empty((d + rows.shape[0], n))
     columns = np.ascontiguousarray(block.T)
     out[:d] = columns
-    write_pair_products(columns, out[d:])
+    # fewer pairs than all: the allowed ones of interaction constraints
+    write_pair_products(columns, out[d:], None if rows.shape[0] == d * (d + 1) // 2 else (rows, cols))
     return out.T
 
 
@@ -112,14 +122,15 @@ def _feature_means(X, weight, rows, cols):
     return _feature_sums(X, weight, rows, cols) / weight.sum()
 
 
-def weighted_sums(X, Y, weight):
+def weighted_sums(X, Y, weight, allowed=None):
     """``(Σ w, Σ w φ(x), Σ w y)`` of a row block: the intercept's statistics.
 
     Sums over rows, so the statistics of row blocks add up to those of the
     whole data (what a data-parallel fit reduces, :mod:`skquad._dask`).
+    ``allowed``: the interaction constraints' pairs only (as everywhere here).
     """
     weight = np.asarray(weight, dtype=np.float64)
-    rows, cols = _pairs(X.shape[1])
+    rows, cols = _pairs_of(X.shape[1], allowed)
     return (
         weight.sum(),
         _feature_sums(X, weight, rows, cols),
@@ -127,7 +138,7 @@ def weighted_sums(X, Y, weight):
     )
 
 
-def normal_equations(X, Y, weight, mean, y_mean):
+def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     """``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` over row blocks.
 
     ``mean`` and ``y_mean`` are the weighted means of ``φ`` and ``y`` (zeros
@@ -135,7 +146,7 @@ def normal_equations(X, Y, weight, mean, y_mean):
     to the whole data's. ``O(n D²)`` time, ``O(D²)`` memory.
     """
     D = mean.shape[0]
-    rows, cols = _pairs(X.shape[1])
+    rows, cols = _pairs_of(X.shape[1], allowed)
     Y = np.asarray(Y, dtype=np.float64)
     root = np.sqrt(np.asarray(weight, dtype=np.float64))
     G = np.zeros((D, D))
@@ -197,7 +208,7 @@ def _solve_symmetric(matrix, rhs, alpha):
     return out
 
 
-def degree2_kernel(X, cross_weight=2.0):
+def degree2_kernel(X, cross_weight=2.0, allowed=None):
     """The degree-2 Gram ``K = S + T + (S ∘ S - T) / c`` of dense ``X``, ``O(n² d)``.
 
     ``S = X Xᵀ``, ``T = (X∘X)(X∘X)ᵀ``: the inner products of the features
@@ -205,7 +216,14 @@ def degree2_kernel(X, cross_weight=2.0):
     (S² - T) / 2``). ``c = 2`` gives this module's ``φ`` (the module
     docstring's ``K``); quadratic logistic regression's dual solver
     (:mod:`.quadratic_dual`) passes its penalty's ``cross_weight``.
+
+    ``allowed`` (symmetric boolean ``d x d``, interaction constraints) keeps
+    the features of the allowed pairs only: every cross pair and no square
+    is ``S + (S ∘ S - T) / c`` (``O(n² d)``); otherwise the allowed pairs'
+    features are formed in blocks, ``O(n² P)`` for ``P`` pairs.
     """
+    if allowed is not None:
+        return _constrained_kernel(X, cross_weight, allowed)
     S = X @ X.T
     # written as S + (S ∘ S + (c - 1) T) / c: for c = 2 the arithmetic of
     # ``S + 0.5 (S ∘ S + T)`` (the ridge kernel's before it was shared), and
@@ -218,9 +236,26 @@ def degree2_kernel(X, cross_weight=2.0):
     return S + quadratic
 
 
-def _centred_kernel(dense, weight, fit_intercept):
+def _constrained_kernel(X, cross_weight, allowed):
+    """:func:`degree2_kernel` on the ``allowed`` pairs' features only."""
+    S = X @ X.T
+    off_diagonal = ~np.eye(X.shape[1], dtype=bool)
+    if not np.diagonal(allowed).any() and allowed[off_diagonal].all():
+        squares = X * X
+        return S + (S * S - squares @ squares.T) / cross_weight
+    rows, cols = np.nonzero(np.triu(allowed))
+    scale = np.sqrt(np.where(rows == cols, 1.0, 2.0 / cross_weight))
+    step = max(1, _BLOCK_ELEMENTS // max(1, X.shape[0]))
+    for start in range(0, rows.shape[0], step):
+        pairs = slice(start, start + step)
+        features = X[:, rows[pairs]] * X[:, cols[pairs]] * scale[pairs]
+        S += features @ features.T
+    return S
+
+
+def _centred_kernel(dense, weight, fit_intercept, allowed=None):
     """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``."""
-    K = degree2_kernel(dense, 2.0)
+    K = degree2_kernel(dense, 2.0, allowed)
     if fit_intercept:
         # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
         share = weight / weight.sum()
@@ -230,7 +265,7 @@ def _centred_kernel(dense, weight, fit_intercept):
 
 
 def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="primal",
-                        tol=1e-4, max_iter=None):
+                        tol=1e-4, max_iter=None, allowed=None):
     """Ridge coefficients of the degree-2 features.
 
     Parameters
@@ -246,6 +281,9 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
         ``cg``: relative residual at which it stops.
     max_iter : int, default=None
         ``cg``: largest number of iterations (None: scipy's default, 10 D).
+    allowed : ndarray of shape (n_features, n_features), bool, optional
+        Interaction constraints: ``φ`` holds the allowed pairs only
+        (``D = d + their number``); None, all of them.
 
     Returns
     -------
@@ -255,8 +293,8 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
         ``cg`` only.
     """
     n, d = X.shape
-    rows, cols = _pairs(d)
-    D = expansion_size(d)
+    rows, cols = _pairs_of(d, allowed)
+    D = expansion_size(d, allowed)
     Y = np.asarray(Y, dtype=np.float64)
     weight = np.asarray(weight, dtype=np.float64)
     if fit_intercept:
@@ -269,13 +307,13 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
 
     if solver == "kernel":
         dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-        K = _centred_kernel(dense, weight, fit_intercept)
+        K = _centred_kernel(dense, weight, fit_intercept, allowed)
         root = np.sqrt(weight)
         dual = _solve_symmetric(root[:, None] * K * root[None, :], root[:, None] * Y_centred, alpha)
         V = root[:, None] * dual
         coefficients = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
     elif solver == "primal":
-        G, R = normal_equations(X, Y, weight, mean, y_mean)
+        G, R = normal_equations(X, Y, weight, mean, y_mean, allowed)
         coefficients = _solve_symmetric(G, R, alpha)
     elif solver == "cg":
         coefficients, n_iter = _conjugate_gradients(
@@ -405,13 +443,14 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     return normal_product, np.maximum(diagonal, 0.0), R
 
 
-def coefficients_to_model(coefficients, n_features):
+def coefficients_to_model(coefficients, n_features, allowed=None):
     """``(coef, Q)`` from degree-2 coefficients of shape (D, n_targets).
 
     Returns ``coef`` of shape (n_targets, d) and ``Q`` of shape
-    (n_targets, d, d), symmetric, with ``xᵀQx`` the quadratic part.
+    (n_targets, d, d), symmetric, with ``xᵀQx`` the quadratic part (zero
+    outside ``allowed``, whose pairs the coefficients are).
     """
-    rows, cols = _pairs(n_features)
+    rows, cols = _pairs_of(n_features, allowed)
     coef = coefficients[:n_features].T
     Q = np.zeros((coefficients.shape[1], n_features, n_features))
     Q[:, rows, cols] = coefficients[n_features:].T
@@ -459,14 +498,16 @@ class QuadraticRidgeLeaveOneOut:
     weight : ndarray of shape (n_samples,)
     fit_intercept : bool, default=True
     mode : {"gram", "cov"}, default="gram"
+    allowed : ndarray of shape (n_features, n_features), bool, optional
+        Interaction constraints (see :func:`fit_quadratic_ridge`).
     """
 
-    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram"):
+    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram", allowed=None):
         n, d = X.shape
         self._X = X
-        self._rows, self._cols = _pairs(d)
+        self._rows, self._cols = _pairs_of(d, allowed)
         self.mode = mode
-        D = expansion_size(d)
+        D = expansion_size(d, allowed)
         Y = np.asarray(Y, dtype=np.float64)
         weight = np.asarray(weight, dtype=np.float64)
         self._root = np.sqrt(weight)
@@ -482,7 +523,7 @@ class QuadraticRidgeLeaveOneOut:
         self._rhs = np.column_stack([self._root[:, None] * (Y - self.y_mean), self._root])
         if mode == "gram":
             self._dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-            K = _centred_kernel(self._dense, weight, fit_intercept)
+            K = _centred_kernel(self._dense, weight, fit_intercept, allowed)
             K = self._root[:, None] * K * self._root[None, :]
             self.eigenvalues, self._vectors = np.linalg.eigh(K)
             del K

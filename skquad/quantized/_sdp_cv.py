@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
 from .._atomic import atomic_fit
+from .._cv_routing import splitter_params, splitter_router
 from .._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
@@ -141,14 +142,25 @@ class BetaPathSearchMixin:
         beta_max = beta_max if beta_max > 0 else 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
 
-    def _search(self, X, y, sample_weight, betas):
+    def get_metadata_routing(self):
+        """The metadata routing of ``fit``'s ``params`` to ``cv``'s ``split`` (``groups``).
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        return splitter_router(self)
+
+    def _search(self, X, y, sample_weight, betas, split_params=None):
         """Score every fold along ``betas``, choose ``beta_`` and refit; returns ``self``.
 
         ``y`` is what the folds' estimators are fitted on (labels, or the
         real targets in the fitted shape); ``sample_weight`` the user's
-        weights (None when not given).
+        weights (None when not given); ``split_params`` the splitter's
+        routed metadata (``groups``).
         """
-        folds = list(check_cv(self.cv, y, classifier=is_classifier(self)).split(X, y))
+        cv = check_cv(self.cv, y, classifier=is_classifier(self))
+        folds = list(cv.split(X, y, **(split_params or {})))
         scorer = check_scoring(self, scoring=self.scoring)
         base = self._single_estimator()
         scores = Parallel(n_jobs=self.n_jobs)(
@@ -308,7 +320,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
 
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
 
         Parameters
@@ -317,13 +329,17 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
             Used in every fold's fit and in the scoring of its held-out rows.
+        **params : dict
+            Metadata routed to ``cv``'s ``split`` (e.g. ``groups``); needs
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : SDPQuantizedClassifierCV
         """
+        split_params = splitter_params(self, params)
         X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         betas = self._path(X, y_encoded, weight)
-        return self._search(X, self.classes_[y_encoded], sample_weight, betas)
+        return self._search(X, self.classes_[y_encoded], sample_weight, betas, split_params)

@@ -5,6 +5,7 @@ from sklearn.base import _fit_context
 from sklearn.utils.validation import _check_sample_weight
 
 from .._atomic import atomic_fit
+from .._cv_routing import splitter_params
 from ._sdp_cv import BetaPathSearchMixin, beta_search_constraints
 from ._sdp_regressor import SDPQuantizedRegressor
 
@@ -138,7 +139,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
 
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Cross-validate ``beta`` along the path, then refit at ``beta_``.
 
         Parameters
@@ -147,13 +148,19 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         sample_weight : array-like of shape (n_samples,), default=None
             Used in every fold's fit and in the scoring of its held-out rows.
+        **params : dict
+            Metadata routed to ``cv``'s ``split`` (e.g. ``groups``); needs
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : SDPQuantizedRegressorCV
         """
+        split_params = splitter_params(self, params)
         X, Y, weight = self._validate_training_data(X, y, sample_weight)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         betas = self._path(X, Y, weight)
-        return self._search(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, sample_weight, betas)
+        return self._search(
+            X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, sample_weight, betas, split_params
+        )

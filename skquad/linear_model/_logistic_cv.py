@@ -1,0 +1,378 @@
+"""QuadraticLogisticRegressionCV: QuadraticLogisticRegression with ``C`` chosen as
+LogisticRegressionCV chooses it."""
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import _fit_context
+from sklearn.metrics import get_scorer, get_scorer_names
+from sklearn.model_selection import check_cv
+from sklearn.utils import Bunch
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import metadata_routing
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _raise_for_params,
+    _routing_enabled,
+    process_routing,
+)
+from sklearn.utils.validation import _check_method_params
+
+from .._atomic import atomic_fit, reads_fitted_state
+from .._base import BaseQuadraticClassifier
+from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
+from ._logistic import QuadraticLogisticRegression
+
+__all__ = ["QuadraticLogisticRegressionCV"]
+
+# The fitted attributes a fold's model at one C hands to the refit's warm start.
+_MODEL = ("Q_", "coef_", "intercept_")
+
+
+class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
+    """:class:`QuadraticLogisticRegression` with ``C`` chosen by cross-validation.
+
+    The counterpart of :class:`~sklearn.linear_model.LogisticRegressionCV`:
+    on each fold the whole path of ``Cs`` is solved from the strongest
+    penalty (smallest ``C``) to the weakest, each fit starting from the
+    previous one's solution (the estimator's warm start), so most of the path
+    costs a few iterations. The ``C`` with the best mean score over the folds
+    is refitted on all the data, from the mean of the folds' models at that
+    ``C``.
+
+    Parameters
+    ----------
+    Cs : int or list of float, default=10
+        The values of ``C`` to try; an int ``n`` is ``n`` values on a
+        logarithmic grid from 1e-4 to 1e4, as in ``LogisticRegressionCV``.
+    fit_intercept : bool, default=True
+        Whether to fit the intercepts.
+    cv : int, cross-validation generator or iterable, default=None
+        The folds; None is 5-fold and an int ``k`` is ``k``-fold,
+        :class:`~sklearn.model_selection.StratifiedKFold`.
+    penalty : {"polynomial", "frobenius"}, default="polynomial"
+        The penalty on ``Q`` (see :class:`QuadraticLogisticRegression`).
+    scoring : str or callable, default=None
+        The score that chooses ``C`` (a scorer name or callable); None is
+        accuracy, ``LogisticRegressionCV``'s default.
+    refit : bool, default=True
+        Refit the best ``C`` on all the data. False: the model is the mean
+        of the folds' models each at its own best ``C``, and ``C_`` the mean
+        of those ``C``.
+    tol : float, default=1e-4
+        The stopping tolerance of every fit (see :class:`QuadraticLogisticRegression`).
+    max_iter : int, default=500
+        The most L-BFGS iterations of each fit.
+    max_fun : int, default=15000
+        The most loss evaluations of each fit.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplied into ``sample_weight``;
+        ``"balanced"`` is computed once on all of ``y``, as in
+        ``LogisticRegressionCV``.
+    interaction_only : bool, default=False
+        No squared terms (see :class:`QuadraticLogisticRegression`).
+    interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
+        Which features may interact (see :class:`QuadraticLogisticRegression`).
+    verbose : int, default=0
+        Passed to every fit.
+    random_state : int, RandomState instance or None, default=None
+        Passed to every fit (see :class:`QuadraticLogisticRegression`); the
+        folds are ``cv``'s.
+    device : {"auto", "cpu", "cuda"} or str, default="auto"
+        Where torch computes.
+    n_threads : "auto" or int, default="auto"
+        CPU threads of torch during each fit.
+    dtype : {"float32", "float64"} or None, default=None
+        Precision of the computation (None follows the input).
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (see
+        :class:`QuadraticLogisticRegression`); each fold's model clips to its
+        own training rows' range. False predicts with the unbounded quadratic model.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    Q_ : ndarray of shape (n_scores, n_features, n_features)
+    coef_ : ndarray of shape (n_scores, n_features)
+    intercept_ : ndarray of shape (n_scores,)
+    C_ : float
+        The chosen ``C`` (a float, as ``LogisticRegressionCV`` with
+        ``use_legacy_attributes=False``).
+    Cs_ : ndarray of shape (n_cs,)
+        The values of ``C`` tried, in the given order.
+    scores_ : ndarray of shape (n_folds, n_cs)
+        The score of each fold's model at each ``C``.
+    coefs_paths_ : ndarray of shape (n_folds, n_cs, n_scores, n_features)
+        The linear coefficients of each fold's model at each ``C``.
+    intercepts_paths_ : ndarray of shape (n_folds, n_cs, n_scores)
+        Their intercepts.
+    n_iter_ : ndarray of shape (n_folds, n_cs)
+        The iterations of each fold's fit at each ``C``: 0 where the
+        previous ``C``'s solution already passed the gradient test (as in
+        ``LogisticRegressionCV``, at large ``C``, where that test is divided by ``C``).
+    device_ : str
+        The device the model was fitted on.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per feature, the smallest value over the training rows of positive weight.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per feature, the largest such value.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when ``X`` has string feature names.
+
+    See Also
+    --------
+    QuadraticLogisticRegression : the model at one ``C``.
+    sklearn.linear_model.LogisticRegressionCV : the same selection for the linear model.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_circles
+    >>> from skquad import QuadraticLogisticRegressionCV
+    >>> X, y = make_circles(n_samples=200, noise=0.05, factor=0.5, random_state=0)
+    >>> clf = QuadraticLogisticRegressionCV(Cs=[0.01, 1.0, 100.0]).fit(X, y)
+    >>> clf.scores_.shape
+    (5, 3)
+    >>> round(clf.score(X, y), 2)
+    1.0
+    """
+
+    _accept_sparse = True
+
+    # score's sample_weight goes to the scorer, not to this estimator (as in
+    # LogisticRegressionCV): unrequested weights are then refused with routing on
+    __metadata_request__score = {"sample_weight": metadata_routing.UNUSED}
+
+    _parameter_constraints = {
+        "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "fit_intercept": ["boolean"],
+        "cv": ["cv_object"],
+        "penalty": [StrOptions({"polynomial", "frobenius"})],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "refit": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_fun": [Interval(Integral, 1, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "interaction_only": ["boolean"],
+        "interaction_cst": INTERACTION_CST_CONSTRAINT,
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "device": [str, torch.device],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "dtype": [StrOptions({"float32", "float64"}), None],
+        "clip_inputs": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        Cs=10,
+        *,
+        fit_intercept=True,
+        cv=None,
+        penalty="polynomial",
+        scoring=None,
+        refit=True,
+        tol=1e-4,
+        max_iter=500,
+        max_fun=15000,
+        class_weight=None,
+        interaction_only=False,
+        interaction_cst=None,
+        verbose=0,
+        random_state=None,
+        device="auto",
+        n_threads="auto",
+        dtype=None,
+        clip_inputs=True,
+    ):
+        self.Cs = Cs
+        self.fit_intercept = fit_intercept
+        self.cv = cv
+        self.penalty = penalty
+        self.scoring = scoring
+        self.refit = refit
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_fun = max_fun
+        self.class_weight = class_weight
+        self.interaction_only = interaction_only
+        self.interaction_cst = interaction_cst
+        self.verbose = verbose
+        self.random_state = random_state
+        self.device = device
+        self.n_threads = n_threads
+        self.dtype = dtype
+        self.clip_inputs = clip_inputs
+
+    def _checked_Cs(self):
+        if isinstance(self.Cs, Integral):
+            return np.logspace(-4, 4, self.Cs)
+        Cs = np.asarray(self.Cs, dtype=np.float64).ravel()
+        if Cs.size == 0 or not np.all(Cs > 0):
+            raise ValueError(f"Cs must hold positive values of C, got {self.Cs!r}.")
+        return Cs
+
+    def _inner_model(self, X):
+        """The :class:`QuadraticLogisticRegression` every fold and the refit train (warm starts).
+
+        Without ``class_weight``: the weights given to it already hold the
+        class weights, computed once on all of ``y`` (as LogisticRegressionCV
+        does for ``"balanced"``, so every fold weights the classes alike).
+        """
+        return QuadraticLogisticRegression(
+            penalty=self.penalty, fit_intercept=self.fit_intercept, tol=self.tol,
+            max_iter=self.max_iter, max_fun=self.max_fun, interaction_only=self.interaction_only,
+            # the folds are numpy arrays: names become indices
+            interaction_cst=indexed_groups(
+                self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)
+            ),
+            warm_start=True, verbose=self.verbose, random_state=self.random_state,
+            device=self.device, n_threads=self.n_threads, dtype=self.dtype,
+            clip_inputs=self.clip_inputs,
+        )
+
+    def _routed_params(self, sample_weight, params):
+        """``params`` routed to the splitter and the scorer, as LogisticRegressionCV routes them."""
+        if _routing_enabled():
+            return process_routing(self, "fit", sample_weight=sample_weight, **params)
+        score = {} if sample_weight is None else {"sample_weight": sample_weight}
+        return Bunch(splitter=Bunch(split={}), scorer=Bunch(score=score))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def fit(self, X, y, sample_weight=None, **params):
+        """Choose ``C`` on the folds and fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of every fit's objective (and of the scorer, routed as in
+            ``LogisticRegressionCV``).
+        **params : dict
+            Metadata routed to the splitter (e.g. ``groups``) and the scorer;
+            needs ``sklearn.set_config(enable_metadata_routing=True)``.
+
+        Returns
+        -------
+        self : QuadraticLogisticRegressionCV
+        """
+        _raise_for_params(params, self, "fit")
+        X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
+        labels = self.classes_[y_encoded]
+        routed = self._routed_params(sample_weight, params)
+        Cs = self._checked_Cs()
+        cv = check_cv(self.cv, labels, classifier=True)
+        folds = list(cv.split(X, labels, **routed.splitter.split))
+        inner = self._inner_model(X)
+        scorer = self._get_scorer()
+        paths = [
+            self._fold_path(inner, X, labels, weight, train, test, Cs, scorer, routed.scorer.score)
+            for train, test in folds
+        ]
+        self.Cs_ = Cs
+        self.scores_ = np.array([path.scores for path in paths])
+        self.n_iter_ = np.array([path.n_iter for path in paths], dtype=np.int32)
+        along = lambda name: np.array([[model[name] for model in p.models] for p in paths])
+        self.coefs_paths_, self.intercepts_paths_ = along("coef_"), along("intercept_")
+        best = int(np.argmax(self.scores_.mean(axis=0)))
+        if self.refit:
+            start = {name: np.mean([p.models[best][name] for p in paths], axis=0)
+                     for name in _MODEL}
+            final = self._refit(inner, X, labels, weight, Cs[best], start)
+            self.C_ = float(Cs[best])
+        else:
+            per_fold = np.argmax(self.scores_, axis=1)
+            final = {name: np.mean([p.models[b][name] for p, b in zip(paths, per_fold)], axis=0)
+                     for name in _MODEL}
+            final["device_"] = paths[0].device
+            self.C_ = float(np.mean(Cs[per_fold]))
+        for name, value in final.items():
+            setattr(self, name, value)
+        return self
+
+    def _fold_path(self, inner, X, labels, weight, train, test, Cs, scorer, score_params):
+        """One fold's path: ``Cs`` from the smallest up, each fit warm-started from the last."""
+        model = copy.deepcopy(inner)
+        n_cs = Cs.shape[0]
+        scores, n_iter, models = np.empty(n_cs), np.empty(n_cs, int), [None] * n_cs
+        test_params = _check_method_params(X, params=score_params, indices=test)
+        order = np.argsort(Cs, kind="stable")
+        path = model._fit_path(X[train], labels[train], weight[train], Cs[order])
+        for index, model in zip(order, path):
+            if model.classes_.shape != self.classes_.shape:
+                raise ValueError(
+                    f"A training fold of cv={self.cv!r} holds the classes "
+                    f"{model.classes_.tolist()} of {self.classes_.tolist()}: every training "
+                    "fold needs every class. Use a stratified cv (the default) or fewer folds."
+                )
+            scores[index] = scorer(model, X[test], labels[test], **test_params)
+            n_iter[index] = model.n_iter_[0]
+            models[index] = {name: getattr(model, name).copy() for name in _MODEL}
+        return Bunch(scores=scores, n_iter=n_iter, models=models, device=model.device_)
+
+    def _refit(self, inner, X, labels, weight, C, start):
+        """The model at ``C`` on all the data, warm-started from ``start`` (the folds' mean)."""
+        model = copy.deepcopy(inner).set_params(C=C)
+        # the warm start continues a fitted model: hand it the folds' mean as one
+        model.classes_ = self.classes_
+        for name, value in start.items():
+            setattr(model, name, value)
+        model.fit(X, labels, sample_weight=weight)
+        fitted = {name: getattr(model, name) for name in _MODEL}
+        return dict(fitted, device_=model.device_, solver_=model.solver_, loss_=model.loss_)
+
+    def _get_scorer(self):
+        """The scorer of ``scoring``: accuracy by default, as LogisticRegressionCV's."""
+        return get_scorer(self.scoring or "accuracy")
+
+    @reads_fitted_state
+    def score(self, X, y, sample_weight=None, **score_params):
+        """The ``scoring`` score of the model on ``(X, y)`` (accuracy by default).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+        **score_params : dict
+            Metadata routed to the scorer (with metadata routing enabled).
+
+        Returns
+        -------
+        score : float
+        """
+        _raise_for_params(score_params, self, "score")
+        if sample_weight is not None:
+            score_params["sample_weight"] = sample_weight
+        scorer = self._get_scorer()
+        if _routing_enabled():
+            score_params = process_routing(self, "score", **score_params).scorer.score
+        return scorer(self, X, y, **score_params)
+
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit``'s to the splitter and the scorer.
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        return (
+            MetadataRouter(owner=self)
+            .add_self_request(self)
+            .add(splitter=self.cv, method_mapping=MethodMapping().add(caller="fit", callee="split"))
+            .add(
+                scorer=self._get_scorer(),
+                method_mapping=MethodMapping().add(caller="score", callee="score")
+                .add(caller="fit", callee="score"),
+            )
+        )
+
+    def _raw_scores(self, X):
+        return QuadraticLogisticRegression._raw_scores(self, X)
