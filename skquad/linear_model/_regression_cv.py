@@ -15,9 +15,11 @@ from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
 from ._regression import (
+    QUADRATIC_RATIOS,
     QuadraticRegression,
     check_finite_solution,
     fitted_quadratic_scores,
+    publish_penalties,
     publish_quadratic_model,
 )
 
@@ -115,6 +117,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     _parameter_constraints = {
         "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "quadratic_ratios": ["array-like"],
         "fit_intercept": ["boolean"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "cv": ["cv_object"],
@@ -129,6 +132,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self,
         alphas=(0.1, 1.0, 10.0),
         *,
+        quadratic_ratios=QUADRATIC_RATIOS,
         fit_intercept=True,
         scoring=None,
         cv=None,
@@ -137,12 +141,23 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         alpha_per_target=False,
     ):
         self.alphas = alphas
+        self.quadratic_ratios = quadratic_ratios
         self.fit_intercept = fit_intercept
         self.scoring = scoring
         self.cv = cv
         self.gcv_mode = gcv_mode
         self.store_cv_results = store_cv_results
         self.alpha_per_target = alpha_per_target
+
+    def _checked_ratios(self):
+        """``quadratic_ratios`` as a float array, or ValueError naming it."""
+        values = np.atleast_1d(np.asarray(self.quadratic_ratios, dtype=np.float64))
+        if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+            raise ValueError(
+                "quadratic_ratios must be a non-empty list of positive numbers; got "
+                f"{self.quadratic_ratios!r}."
+            )
+        return values
 
     def _checked_alphas(self):
         """``alphas`` as a float array, checked one by one with RidgeCV's messages."""
@@ -187,11 +202,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             raise ValueError("cv!=None and alpha_per_target=True are incompatible")
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
-        alphas = self._checked_alphas()
+        alphas, ratios = self._checked_alphas(), self._checked_ratios()
         if self.cv is None:
-            self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas)
+            self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas, ratios)
         else:
-            self._fit_folds(X, Y, given_weight, alphas)
+            self._fit_folds(X, Y, given_weight, alphas, ratios)
         return self
 
     def _mode(self, n_samples, n_features):
@@ -199,53 +214,74 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             return self.gcv_mode
         return "gram" if n_samples <= expansion_size(n_features) else "cov"
 
-    def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas):
+    def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas, ratios):
         n, d = X.shape
         D = expansion_size(d)
         k, n_alphas = Y.shape[1], alphas.shape[0]
         mode = self._mode(n, d)
         size = n if mode == "gram" else D
-        # The matrix, its eigenvectors and eigh's workspace, plus the errors
-        # and fitted values for every alpha.
+        # The matrices (two kernels or the normal matrix, the scaled one), the
+        # eigenvectors and eigh's workspace, plus the errors and fitted values
+        # for every alpha.
         check_memory(
-            8.0 * (3 * size**2 + 3 * n * (k + 1) * n_alphas),
+            8.0 * (5 * size**2 + 3 * n * (k + 1) * n_alphas),
             "cv", self.cv,
             f"the leave-one-out's eigendecomposition of a {size} x {size} matrix",
             advice="pass cv=5 (K-fold with QuadraticRegression's memory-bounded solvers).",
         )
-        flops = 2.0 * n * size * size + 10.0 * size**3
+        flops = 2.0 * n * size * size + 10.0 * size**3 * len(ratios)
         with limit_threads(None, blas=choose_thread_count(flops)):
             loo = QuadraticRidgeLeaveOneOut(
                 X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode
             )
-            errors = loo.errors(alphas)  # (n, k, n_alphas), times √s
+            # (ratio, alpha) ranked ratio-major: the first best wins, as in RidgeCV's scan.
+            scores, values = [], []
+            for ratio in ratios:
+                loo.set_quadratic_scale(1.0 / np.sqrt(ratio))
+                ratio_scores, ratio_values = self._leave_one_out_scores(
+                    loo.errors(alphas), Y, sample_weight, given_weight)
+                scores.append(ratio_scores)
+                values.append(ratio_values)
+        scores = np.stack(scores, axis=-2)  # (k, R, A) or (R, A)
+        per_target = self.alpha_per_target and k > 1
+        if per_target:
+            flat = scores.reshape(k, -1)
+            best = np.array([_first_best(row) for row in flat])
+            chosen_ratio, chosen_alpha = np.divmod(best, n_alphas)
+            self.best_score_ = flat[np.arange(k), best]
+        else:
+            if scores.ndim == 3:
+                scores = scores.mean(axis=0)
+            best = _first_best(scores.ravel())
+            self.best_score_ = float(scores.ravel()[best])
+            chosen_ratio, chosen_alpha = (np.full(k, index) for index in divmod(best, n_alphas))
+        alpha, quadratic = alphas[chosen_alpha], alphas[chosen_alpha] * ratios[chosen_ratio]
+        coefficients = np.empty((D, k))
+        intercept = np.empty(k)
+        for index in np.unique(chosen_ratio):
+            targets = np.flatnonzero(chosen_ratio == index)
+            loo.set_quadratic_scale(1.0 / np.sqrt(ratios[index]))
+            c, b = loo.coefficients(alpha)
+            coefficients[:, targets], intercept[targets] = c[:, targets], b[targets]
+        check_finite_solution(self, coefficients, intercept, X)
+        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
+        publish_penalties(self, alpha if per_target else alpha[0],
+                          quadratic if per_target else quadratic[0])
+        if self.store_cv_results:  # the values of each target's chosen ratio
+            kept = np.stack([values[index][:, j, :] for j, index in enumerate(chosen_ratio)], axis=1)
+            kept = kept.astype(X.dtype, copy=False)
+            self.cv_results_ = kept[:, 0, :] if self._fitted_y_ndim == 1 else kept
+
+    def _leave_one_out_scores(self, errors, Y, sample_weight, given_weight):
+        """Scores (k, A) or (A,) of the leave-one-out errors (n, k, A), and the values kept."""
         if self.scoring is None:
             values = errors**2
             axis = 0 if self.alpha_per_target else (0, 1)
-            scores = np.mean(-values, axis=axis)  # (k, A) or (A,)
-        else:
-            # RidgeCV's: y - looe in the weighted space, back to the original.
-            root = np.sqrt(sample_weight)
-            values = np.asarray(Y, dtype=np.float64)[:, :, None] - errors / root[:, None, None]
-            scores = self._scores_of_predictions(values, Y, given_weight)
-        per_target = self.alpha_per_target and k > 1
-        if per_target:
-            best = np.array([_first_best(row) for row in scores])
-            self.alpha_ = alphas[best]
-            self.best_score_ = scores[np.arange(k), best]
-            chosen = self.alpha_
-        else:
-            scores = scores.reshape(-1, n_alphas).mean(axis=0) if scores.ndim == 2 else scores
-            best = _first_best(scores)
-            self.alpha_ = float(alphas[best])
-            self.best_score_ = float(scores[best])
-            chosen = np.full(k, self.alpha_)
-        coefficients, intercept = loo.coefficients(chosen)
-        check_finite_solution(self, coefficients, intercept, X)
-        publish_quadratic_model(self, coefficients, intercept, d, X.dtype)
-        if self.store_cv_results:
-            values = values.astype(X.dtype, copy=False)
-            self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values
+            return np.mean(-values, axis=axis), values
+        # RidgeCV's: y - looe in the weighted space, back to the original.
+        root = np.sqrt(sample_weight)
+        values = np.asarray(Y, dtype=np.float64)[:, :, None] - errors / root[:, None, None]
+        return self._scores_of_predictions(values, Y, given_weight), values
 
     def _scores_of_predictions(self, predictions, Y, given_weight):
         """``scoring`` of the leave-one-out predictions (n, k, A): (k, A) or (A,) scores."""
@@ -270,17 +306,21 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             ]
         )
 
-    def _fit_folds(self, X, Y, given_weight, alphas):
+    def _fit_folds(self, X, Y, given_weight, alphas, ratios):
+        # Every (alpha, ratio) pair, alpha-major as the leave-one-out ranks them.
+        grid = [{"alpha": [float(alpha)],
+                 "quadratic_alpha": [None if ratio == 1.0 or alpha == 0 else float(alpha * ratio)]}
+                for ratio in ratios for alpha in alphas]
         search = GridSearchCV(
             QuadraticRegression(fit_intercept=self.fit_intercept),
-            {"alpha": alphas},
+            grid,
             cv=self.cv,
             scoring=check_scoring(self, scoring=self.scoring, allow_none=True),
         )
         params = {} if given_weight is None else {"sample_weight": given_weight}
         search.fit(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, **params)
         best = search.best_estimator_
-        self.alpha_ = float(best.alpha)
+        publish_penalties(self, best.alpha_, best.quadratic_alpha_)
         self.best_score_ = float(search.best_score_)
         self.Q_, self.coef_, self.intercept_ = best.Q_, best.coef_, best.intercept_
 

@@ -7,9 +7,11 @@ row-major order), ``D = d (d + 3) / 2`` of them. The model
 coefficients, ``Q_aa = c_aa`` and ``Q_ab = Q_ba = c_ab / 2``, and the
 problem is Ridge's::
 
-    minimise  Σ_i s_i (y_i - b - φ(x_i)ᵀ c)² + alpha ||c||²
+    minimise  Σ_i s_i (y_i - b - φ(x_i)ᵀ c)² + alpha ||w||² + alpha_q ||c_q||²
 
-with the intercept ``b`` unpenalised, that is, with ``φ`` and ``y``
+(``c = [w, c_q]``: the ``d`` linear and the ``D - d`` quadratic
+coefficients; ``alpha_q = alpha`` unless a quadratic penalty is given, and
+then it is Ridge's problem) with the intercept ``b`` unpenalised, that is, with ``φ`` and ``y``
 centred by their ``s``-weighted means, as :class:`sklearn.linear_model.Ridge`
 does. Three exact or convergent ways, all streaming over row blocks so
 that at most ``_BLOCK_ELEMENTS`` expanded numbers exist at once:
@@ -40,6 +42,7 @@ from .quadratic_form import write_pair_products
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
+    "penalty_pairs",
     "degree2_kernel",
     "expansion_size",
     "fit_quadratic_ridge",
@@ -153,10 +156,23 @@ def normal_equations(X, Y, weight, mean, y_mean):
     return G, R
 
 
-def solve_normal_equations(G, R, mean, y_mean, alpha):
+def solve_normal_equations(G, R, mean, y_mean, alpha, quadratic_alpha=None):
     """Ridge's ``(coefficients, intercept)`` from :func:`normal_equations`' ``G`` and ``R``."""
-    coefficients = _solve_symmetric(G, R, alpha)
+    coefficients = _solve_symmetric(G, R, alpha, quadratic_alpha, _linear_size(G.shape[0]))
     return coefficients, y_mean - mean @ coefficients
+
+
+def _linear_size(D):
+    """``d`` from ``D = d (d + 3) / 2``."""
+    return int(round((np.sqrt(9.0 + 8.0 * D) - 3.0) / 2.0))
+
+
+def penalty_pairs(alpha, quadratic_alpha, n_targets):
+    """``(alpha, alpha_q)`` per target, shape (n_targets, 2); ``alpha_q`` None: ``alpha``."""
+    linear = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (n_targets,))
+    quadratic = linear if quadratic_alpha is None else np.broadcast_to(
+        np.asarray(quadratic_alpha, dtype=np.float64), (n_targets,))
+    return np.column_stack([linear, quadratic])
 
 
 def _transpose_product(X, V, rows, cols):
@@ -173,16 +189,22 @@ def _transpose_product(X, V, rows, cols):
     return np.column_stack(out)
 
 
-def _solve_symmetric(matrix, rhs, alpha):
-    """``(matrix + alpha I)⁻¹ rhs`` per column (alpha per column), Cholesky or least squares."""
-    alpha = np.asarray(alpha, dtype=np.float64)
-    values = [float(alpha)] if alpha.ndim == 0 else np.unique(alpha)
+def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
+    """``(matrix + P)⁻¹ rhs`` per column, Cholesky or least squares.
+
+    ``P`` is diagonal: ``alpha`` (per column) on every entry, or, with
+    ``quadratic_alpha``, on the first ``n_linear`` and ``quadratic_alpha``
+    on the others.
+    """
+    pairs = penalty_pairs(alpha, quadratic_alpha, rhs.shape[1])
     out = np.empty_like(rhs)
     diagonal = np.diag_indices(matrix.shape[0])
-    for value in values:
-        columns = slice(None) if alpha.ndim == 0 else np.flatnonzero(alpha == value)
+    penalty = np.empty(matrix.shape[0])
+    for pair in np.unique(pairs, axis=0):
+        columns = np.flatnonzero(np.all(pairs == pair, axis=1))
+        penalty[:n_linear], penalty[n_linear:] = pair
         system = matrix.copy()
-        system[diagonal] += value
+        system[diagonal] += penalty
         # LAPACK's POSV directly (factor and solve in one call): scipy.linalg.solve
         # (assume_a="pos") also estimates the condition number, which cost
         # 0.28 s on a 176 x 176 kernel system (chem_proc_yield) against 1 ms
@@ -193,7 +215,7 @@ def _solve_symmetric(matrix, rhs, alpha):
         else:
             # alpha = 0 with collinear features: the minimum-norm solution, as Ridge.
             system = matrix.copy()
-            system[diagonal] += value
+            system[diagonal] += penalty
             out[:, columns] = scipy.linalg.lstsq(system, rhs[:, columns])[0]
     return out
 
@@ -219,9 +241,19 @@ def degree2_kernel(X, cross_weight=2.0):
     return S + quadratic
 
 
-def _centred_kernel(dense, weight, fit_intercept):
-    """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``."""
-    K = degree2_kernel(dense, 2.0)
+def _centred_kernel(dense, weight, fit_intercept, quadratic_scale=1.0):
+    """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``.
+
+    ``quadratic_scale`` ``γ``: the kernel of ``[x, γ x_a x_b]``, ``S + γ² (K - S)``.
+    """
+    if quadratic_scale == 1.0:
+        K = degree2_kernel(dense, 2.0)
+    else:
+        S = dense @ dense.T
+        K = degree2_kernel(dense, 2.0)
+        K -= S
+        K *= quadratic_scale**2
+        K += S
     if fit_intercept:
         # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
         share = weight / weight.sum()
@@ -230,8 +262,43 @@ def _centred_kernel(dense, weight, fit_intercept):
     return K
 
 
-def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="primal",
-                        tol=1e-4, max_iter=None):
+def _quadratic_scales(D, n_features, scale):
+    """``diag(Γ)``: 1 on the ``d`` linear features, ``scale`` on the quadratic ones."""
+    out = np.full(D, float(scale))
+    out[:n_features] = 1.0
+    return out
+
+
+def _kernel_solve(dense, Y_centred, weight, alpha, quadratic_alpha, fit_intercept, mean):
+    """The dual route: per penalty pair, ridge ``alpha`` on ``[x, γ φ_q]``, ``γ² = alpha / alpha_q``.
+
+    Ridge on the scaled features with ``alpha`` penalises ``w`` by ``alpha``
+    and the quadratic coefficients ``c_q = γ c'_q`` by ``alpha / γ²``, so
+    ``c = Γ² Φ_cᵀ a`` with ``(Γ Φ_c Φ_cᵀ Γ + alpha I) a = ỹ`` (weighted).
+    """
+    n, d = dense.shape
+    rows, cols = _pairs(d)
+    root = np.sqrt(weight)
+    coefficients = np.empty((mean.shape[0], Y_centred.shape[1]))
+    pairs = penalty_pairs(alpha, quadratic_alpha, Y_centred.shape[1])
+    scales = [1.0] if quadratic_alpha is None else np.unique(
+        np.sqrt(pairs[:, 0] / pairs[:, 1]))
+    for scale in scales:
+        columns = (slice(None) if quadratic_alpha is None
+                   else np.flatnonzero(np.sqrt(pairs[:, 0] / pairs[:, 1]) == scale))
+        K = _centred_kernel(dense, weight, fit_intercept, scale)
+        dual = _solve_symmetric(root[:, None] * K * root[None, :],
+                                root[:, None] * Y_centred[:, columns], pairs[columns, 0])
+        V = root[:, None] * dual
+        primal = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
+        if scale != 1.0:
+            primal *= _quadratic_scales(mean.shape[0], d, scale)[:, None] ** 2
+        coefficients[:, columns] = primal
+    return coefficients
+
+
+def fit_quadratic_ridge(X, Y, weight, alpha, *, quadratic_alpha=None, fit_intercept=True,
+                        solver="primal", tol=1e-4, max_iter=None):
     """Ridge coefficients of the degree-2 features.
 
     Parameters
@@ -241,6 +308,9 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
     weight : ndarray of shape (n_samples,)
         Non-negative sample weights.
     alpha : float or ndarray of shape (n_targets,)
+    quadratic_alpha : float, ndarray of shape (n_targets,) or None, default=None
+        The penalty of the quadratic coefficients; None: ``alpha`` (Ridge's
+        problem). The ``"kernel"`` route needs both positive.
     fit_intercept : bool, default=True
     solver : {"primal", "kernel", "cg"}, default="primal"
     tol : float, default=1e-4
@@ -270,17 +340,15 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
 
     if solver == "kernel":
         dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-        K = _centred_kernel(dense, weight, fit_intercept)
-        root = np.sqrt(weight)
-        dual = _solve_symmetric(root[:, None] * K * root[None, :], root[:, None] * Y_centred, alpha)
-        V = root[:, None] * dual
-        coefficients = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
+        coefficients = _kernel_solve(dense, Y_centred, weight, alpha, quadratic_alpha,
+                                     fit_intercept, mean)
     elif solver == "primal":
         G, R = normal_equations(X, Y, weight, mean, y_mean)
-        coefficients = _solve_symmetric(G, R, alpha)
+        coefficients = _solve_symmetric(G, R, alpha, quadratic_alpha, d)
     elif solver == "cg":
+        penalties = penalty_pairs(alpha, quadratic_alpha, Y.shape[1])
         coefficients, n_iter = _conjugate_gradients(
-            X, Y_centred, weight, alpha, mean, rows, cols, tol, max_iter
+            X, Y_centred, weight, penalties, mean, rows, cols, tol, max_iter
         )
     else:  # pragma: no cover - validated by the estimator
         raise ValueError(f"Unknown solver {solver!r}.")
@@ -288,8 +356,10 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
     return coefficients, intercept, n_iter
 
 
-def _conjugate_gradients(X, Y_centred, weight, alpha, mean, rows, cols, tol, max_iter):
+def _conjugate_gradients(X, Y_centred, weight, penalties, mean, rows, cols, tol, max_iter):
+    """CG per target on ``(Φ_cᵀ W Φ_c + P) c = Φ_cᵀ W y_c``, ``P`` the target's penalty pair."""
     D = mean.shape[0]
+    d = X.shape[1]
     if scipy.sparse.issparse(X):
         normal_product, diagonal, R = _expanded_normal_operator(
             X, Y_centred, weight, mean, rows, cols
@@ -298,10 +368,11 @@ def _conjugate_gradients(X, Y_centred, weight, alpha, mean, rows, cols, tol, max
         normal_product, diagonal, R = _matrix_free_normal_operator(
             np.asarray(X, dtype=np.float64), Y_centred, weight, mean, rows, cols
         )
-    alphas = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (R.shape[1],))
     coefficients = np.zeros_like(R)
     n_iter = np.zeros(R.shape[1], dtype=np.int64)
-    for k, value in enumerate(alphas):
+    for k, (linear, quadratic) in enumerate(penalties):
+        value = np.full(D, quadratic)
+        value[:d] = linear
         counter = [0]
 
         def count(_, counter=counter):
@@ -450,6 +521,10 @@ class QuadraticRidgeLeaveOneOut:
       (1 - diag(Φ_w H⁻¹ Φ_wᵀ))``, the diagonal for all alphas in one more
       pass over the row blocks of ``Φ_w V``.
 
+    :meth:`set_quadratic_scale` ``γ`` scales the quadratic features
+    (``Φ Γ``, ``Γ = diag(1, γ)``): ridge ``alpha`` on them is the problem
+    with ``alpha_q = alpha / γ²``, one more eigendecomposition per ``γ``.
+
     With an intercept both get RidgeCV's correction of the diagonal,
     ``d -= G⁻¹√s ∘ √s / Σs``. The errors are those of the weighted problem
     (scaled by ``√s``), as RidgeCV's.
@@ -484,31 +559,51 @@ class QuadraticRidgeLeaveOneOut:
         self._rhs = np.column_stack([self._root[:, None] * (Y - self.y_mean), self._root])
         if mode == "gram":
             self._dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-            K = _centred_kernel(self._dense, weight, fit_intercept)
-            K = self._root[:, None] * K * self._root[None, :]
-            self.eigenvalues, self._vectors = np.linalg.eigh(K)
-            del K
-            self._projected = self._vectors.T @ self._rhs
+            # The linear and quadratic kernels apart, weighted: K(γ) = S + γ² (K - S).
+            K = self._root[:, None] * _centred_kernel(self._dense, weight, fit_intercept) * self._root[None, :]
+            self._linear = self._root[:, None] * _centred_kernel(
+                self._dense, weight, fit_intercept, 0.0) * self._root[None, :]
+            self._quadratic = K - self._linear
         elif mode == "cov":
             C = np.zeros((D, D))
             projected = np.zeros((D, self._rhs.shape[1]))
+            self._scales = np.ones(D)
             for start, rows, features in self._weighted_feature_blocks():
                 C += features.T @ features
                 projected += features.T @ self._rhs[rows]
+            self._cov, self._cov_projected = C, projected
+        else:  # pragma: no cover - validated by the estimator
+            raise ValueError(f"Unknown mode {mode!r}.")
+        self.set_quadratic_scale(1.0)
+
+    def set_quadratic_scale(self, scale):
+        """Decompose the problem on ``[x, γ φ_q]``: ``alpha`` then penalises ``c_q`` by ``alpha / γ²``.
+
+        One eigendecomposition per ``γ``; :meth:`errors` and
+        :meth:`coefficients` then serve every ``alpha`` of that scale.
+        """
+        self.quadratic_scale = float(scale)
+        self._scales = _quadratic_scales(self._mean.shape[0], self._X.shape[1], scale)
+        if self.mode == "gram":
+            K = self._linear + scale**2 * self._quadratic
+            self.eigenvalues, self._vectors = np.linalg.eigh(K)
+            del K
+            self._projected = self._vectors.T @ self._rhs
+        else:
+            C = self._scales[:, None] * self._cov * self._scales[None, :]
             self.eigenvalues, self._vectors = np.linalg.eigh(C)
             del C
             # Φ_wᵀ [ỹ, √s] in the eigenbasis.
-            self._projected = self._vectors.T @ projected
-        else:  # pragma: no cover - validated by the estimator
-            raise ValueError(f"Unknown mode {mode!r}.")
+            self._projected = self._vectors.T @ (self._scales[:, None] * self._cov_projected)
+        return self
 
     def _weighted_feature_blocks(self):
-        """Row blocks of ``Φ_w`` (never more than ``_BLOCK_ELEMENTS`` numbers)."""
+        """Row blocks of ``Φ_w Γ`` (never more than ``_BLOCK_ELEMENTS`` numbers)."""
         D = self._mean.shape[0]
         for start, block in _dense_blocks(self._X, D):
             rows = slice(start, start + block.shape[0])
             features = _expand(block, self._rows, self._cols) - self._mean
-            yield start, rows, features * self._root[rows, None]
+            yield start, rows, features * self._root[rows, None] * self._scales
 
     def errors(self, alphas):
         """Leave-one-out errors for every alpha.
@@ -578,7 +673,8 @@ class QuadraticRidgeLeaveOneOut:
             coefficients = _transpose_product(self._dense, V, self._rows, self._cols) - np.outer(
                 self._mean, V.sum(axis=0)
             )
+            coefficients *= (self._scales**2)[:, None]
         else:
-            coefficients = self._vectors @ scaled
+            coefficients = self._scales[:, None] * (self._vectors @ scaled)
         intercept = self.y_mean - self._mean @ coefficients
         return coefficients, intercept
