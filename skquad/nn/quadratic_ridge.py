@@ -582,6 +582,8 @@ class QuadraticRidgeLeaveOneOut:
         One eigendecomposition per ``γ``; :meth:`errors` and
         :meth:`coefficients` then serve every ``alpha`` of that scale.
         """
+        if getattr(self, "quadratic_scale", None) == float(scale):
+            return self  # decomposed already
         self.quadratic_scale = float(scale)
         self._scales = _quadratic_scales(self._mean.shape[0], self._X.shape[1], scale)
         if self.mode == "gram":
