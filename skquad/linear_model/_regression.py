@@ -57,8 +57,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     By default (``alpha="auto"``) both penalties are chosen by the exact
     leave-one-out error (RidgeCV's efficient one, see
-    :class:`QuadraticRegressionCV`): the ``alpha`` of ``AUTO_ALPHAS`` and the
-    ratio ``alpha_q / alpha`` of ``QUADRATIC_RATIOS`` (1 to 10⁴). One penalty
+    :class:`QuadraticRegressionCV`): ``alpha`` on a log grid from ``1e-3`` to
+    ``1e6`` and the ratio ``alpha_q / alpha`` among 1, 10, 100, 10³ and 10⁴. One penalty
     for all ``D = d(d+3)/2`` coefficients lets the ``d(d+1)/2`` quadratic
     ones, ``d/2`` times as many as the linear ones, take as much of the fit as
     the data allow, and with ``n`` near or below ``D`` they interpolate; a

@@ -34,21 +34,25 @@ class _PredictionsAsInput(RegressorMixin, BaseEstimator):
 
 
 class QuadraticRegressionCV(BaseQuadraticRegressor):
-    """:class:`QuadraticRegression` with ``alpha`` chosen by cross-validation, as RidgeCV.
+    """:class:`QuadraticRegression` with its penalties chosen by cross-validation, as RidgeCV.
 
-    It is :class:`~sklearn.linear_model.RidgeCV` on the degree-2 features of
-    ``PolynomialFeatures(2, include_bias=False)`` (the same ``alpha``
-    penalizes the same coefficients as in :class:`QuadraticRegression`), so
-    ``alpha_``, ``best_score_`` and the predictions are RidgeCV's on the
-    expanded data, without forming the ``n x d(d+3)/2`` feature matrix.
+    Every pair of an ``alpha`` of ``alphas`` (the linear coefficients'
+    penalty) and a ratio of ``quadratic_ratios`` (the quadratic block's
+    penalty over ``alpha``) is scored. With ``quadratic_ratios=(1.0,)`` it is
+    :class:`~sklearn.linear_model.RidgeCV` on the degree-2 features of
+    ``PolynomialFeatures(2, include_bias=False)``, so ``alpha_``,
+    ``best_score_`` and the predictions are RidgeCV's on the expanded data,
+    without forming the ``n x d(d+3)/2`` feature matrix.
 
     By default (``cv=None``) the selection is RidgeCV's efficient
     leave-one-out: one eigendecomposition, of the ``n x n`` kernel (computed
     from ``X``, ``O(n² d + n³)``) when ``n <= D = d(d+3)/2``, else of the
     ``D x D`` normal matrix (``O(n D² + D³)``, streamed over row blocks),
     gives the exact leave-one-out errors of every ``alpha`` at once, at about
-    the cost of two or three fits instead of ``n`` per ``alpha``. With ``cv``
-    an integer or a splitter, each ``alpha`` is fitted on each fold by
+    the cost of two or three fits instead of ``n`` per ``alpha``; one more per
+    ratio (ridge on ``[x, γ φ_q]`` is the problem with ``quadratic_alpha =
+    alpha / γ²``). With ``cv`` an integer or a splitter, each pair is
+    fitted on each fold by
     :class:`QuadraticRegression` through
     :class:`~sklearn.model_selection.GridSearchCV`, as RidgeCV does.
 
@@ -57,6 +61,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
         The ``alpha`` values to try (Ridge's meaning). Strictly positive for
         the leave-one-out (``cv=None``).
+    quadratic_ratios : array-like of shape (n_ratios,), default=(1.0, 10.0, 100.0, 1e3, 1e4)
+        The ratios ``quadratic_alpha / alpha`` to try with every ``alpha``
+        (see :class:`QuadraticRegression`: the quadratic block's own
+        penalty); positive. ``(1.0,)``: one penalty, RidgeCV's search on the
+        degree-2 features. The leave-one-out costs one eigendecomposition
+        per ratio.
     fit_intercept : bool, default=True
         Fit an unpenalized intercept.
     scoring : str, callable or None, default=None
@@ -74,14 +84,19 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         ``n <= D``, else the ``D x D`` normal matrix. ``"gram"`` or ``"cov"``
         force one of them.
     store_cv_results : bool, default=False
-        Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only).
+        Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only),
+        those of the chosen ratio.
     alpha_per_target : bool, default=False
-        Choose ``alpha`` per target for a 2-D ``y`` (``cv=None`` only).
+        Choose ``alpha`` and the ratio per target for a 2-D ``y`` (``cv=None``
+        only).
 
     Attributes
     ----------
     alpha_ : float or ndarray of shape (n_targets,)
         The chosen ``alpha`` (one per target with ``alpha_per_target``).
+    quadratic_alpha_ : float or ndarray of shape (n_targets,)
+        The chosen penalty of the quadratic coefficients, ``alpha_`` times
+        the chosen ratio.
     best_score_ : float or ndarray of shape (n_targets,)
         Its score.
     cv_results_ : ndarray of shape (n_samples, n_alphas) or (n_samples, n_targets, n_alphas)
