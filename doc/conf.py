@@ -80,6 +80,7 @@ exclude_patterns = [
     "benchmark_results/**/report.md",
     "generated/benchmarks/*",  # table snippets that benchmarks.rst includes
     "generated/benchmarks_regression/*",  # and benchmarks_regression.rst
+    "generated/changelog.rst",  # CHANGELOG.md as reStructuredText, for changelog.rst
     "_intersphinx",
     "Thumbs.db",
     ".DS_Store",
@@ -338,6 +339,89 @@ _write_benchmark_tables()
 _write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
                         REGRESSION_BENCHMARK_ESTIMATORS, score="r2", scale=1, digits=3,
                         score_label="mean R²")
+
+
+# -- Changelog page ------------------------------------------------------------
+# changelog.rst includes CHANGELOG.md, converted here from the small part of
+# Markdown it uses (headings, lists, code spans and blocks, links, bold): the
+# build needs no Markdown parser, and the page cannot fall behind the file.
+import re  # noqa: E402
+
+_CODE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+_HEADINGS = {1: "=", 2: "-", 3: "~", 4: "^"}
+
+
+def _inline(text):
+    """Markdown inline markup of one line as reStructuredText."""
+    parts, last = [], 0
+    for match in _CODE.finditer(text):
+        parts.append(("text", text[last:match.start()]))
+        parts.append(("code", match.group(2).strip(" ")))
+        last = match.end()
+    parts.append(("text", text[last:]))
+    out = []
+    for index, (kind, value) in enumerate(parts):
+        if kind == "code":
+            before = out[-1][-1:] if out and out[-1] else ""
+            after = parts[index + 1][1][:1] if index + 1 < len(parts) else ""
+            literal = "``" + value + "``"
+            if before and not re.match(r"[\s\-:/'\"<(\[{]", before):
+                literal = "\\ " + literal
+            if after and not re.match(r"[\s\-.,:;!?\\/'\")\]}>]", after):
+                literal += "\\ "
+            out.append(literal)
+            continue
+        value = value.replace("\\", "\\\\")
+        value = value.replace("|", "\\|")
+        value = re.sub(r"(?<!\*)\*(?!\*)", r"\\*", value)
+        value = re.sub(r"(\w)_(?=\W|$)", r"\1\\_", value)
+        value = _LINK.sub(lambda m: f"`{m.group(1)} <{m.group(2)}>`__", value)
+        out.append(value)
+    return "".join(out)
+
+
+def markdown_to_rst(markdown):
+    """The subset of Markdown CHANGELOG.md uses (headings, lists, code, links, bold)."""
+    blocks, paragraph, fence = [], [], None
+    for line in markdown.splitlines() + [""]:
+        if line.strip().startswith("```"):
+            if fence is None:  # a fenced block: a literal block, as written
+                if paragraph:
+                    blocks.append(_inline("\n".join(paragraph)))
+                    paragraph = []
+                fence = [line[: len(line) - len(line.lstrip())] + "::", ""]
+            else:
+                blocks.append("\n".join(fence))
+                fence = None
+            continue
+        if fence is not None:
+            fence.append("    " + line if line.strip() else "")
+            continue
+        heading = re.match(r"(#+) (.*)", line)
+        if heading or not line.strip():
+            if paragraph:
+                blocks.append(_inline("\n".join(paragraph)))
+                paragraph = []
+            if heading:
+                title = _inline(heading.group(2))
+                blocks.append(title + "\n" + _HEADINGS[len(heading.group(1))] * len(title))
+            continue
+        # A list item starts a block of its own (Markdown needs no blank line before it).
+        if line.startswith("- ") and paragraph and not paragraph[0].startswith("- "):
+            blocks.append(_inline("\n".join(paragraph)))
+            paragraph = []
+        paragraph.append(line)
+    return "\n\n".join(blocks) + "\n"
+
+
+
+CHANGELOG_RST = DOC_DIR / "generated" / "changelog.rst"
+CHANGELOG_RST.parent.mkdir(parents=True, exist_ok=True)
+CHANGELOG_RST.write_text(
+    markdown_to_rst((DOC_DIR.parent / "CHANGELOG.md").read_text(encoding="utf-8")),
+    encoding="utf-8",
+)
 
 # -- HTML --------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

@@ -118,7 +118,8 @@ print(
     .round(3)
     .to_string(index=False)
 )
-print(f"\nbest: {search.best_params_['classifier']!r}")
+best_setting = results.loc[search.best_index_, "setting"]
+print(f"\nbest: {type(search.best_estimator_[-1]).__name__} ({best_setting})")
 print(f"cross-validated accuracy of the best: {search.best_score_:.3f}")
 print(f"accuracy on the held-out test part: {search.score(X_test, y_test):.3f}")
 
@@ -153,14 +154,39 @@ fig.tight_layout()
 fig.savefig(OUTPUT_DIR / "grid_search.png", dpi=100)
 
 # %%
+# Reading the result
+# ------------------
 # Because every candidate runs in the same pipeline, the comparison is fair:
-# same folds, same preprocessing fitted on each training fold only. On credit
-# approval no quadratic model beats plain logistic regression (about 0.87): the
-# best networks and the best quadratic logistic regression come within one
-# standard deviation of it, and only with a strong penalty (``alpha=1``, ``C``
-# of 0.01 to 0.1). With a weaker penalty they fit the training folds more
-# closely and lose one to three points on the validation folds: the pairwise
-# interactions add variance, not signal, on this dataset. That is a result too,
-# and the search is how you find it out; on other datasets (see the benchmark
-# page) the ranking differs. To run the same search on a cluster, wrap
-# ``search.fit`` in ``joblib.parallel_backend("dask")`` (see :ref:`scaling_out`).
+# same folds, same preprocessing fitted on each training fold only. Which
+# candidate comes first depends on the data, the grid and the folds; the
+# question the search answers is whether the pairwise interactions of the
+# quadratic model help beyond plain logistic regression. Here the best setting
+# of each family is compared with the spread of the scores over the folds:
+
+best = results.loc[results.groupby("model")["mean_test_score"].idxmax()].set_index("model")
+qlr, logreg = best.loc["QuadraticLogisticRegression"], best.loc["LogisticRegression"]
+difference = qlr["mean_test_score"] - logreg["mean_test_score"]
+spread = max(qlr["std_test_score"], logreg["std_test_score"])
+print(
+    f"best quadratic LR {qlr['mean_test_score']:.3f} ({qlr['setting']}), "
+    f"best LR {logreg['mean_test_score']:.3f} ({logreg['setting']}): "
+    f"difference {difference:+.3f}, fold standard deviation up to {spread:.3f}"
+)
+# The claim of the next paragraph, checked on the run above (it is made about
+# credit approval; the breast-cancer fallback is not covered by it).
+ON_CREDIT_APPROVAL = dataset.startswith("credit-approval")
+if ON_CREDIT_APPROVAL:
+    assert abs(difference) <= spread
+
+# %%
+# On credit approval the two convex models end within one standard deviation
+# of each other over the folds (the assertion above checks it): there the
+# pairwise interactions add no accuracy that the folds can tell apart from
+# noise, and whichever of the two the search calls "best" is ahead by the
+# chance of the split.
+# That is a result too, and the search is how you find it out; on other datasets
+# (see the benchmark page) the ranking differs. The networks' scores depend on
+# ``alpha`` and on their random initialization; the full run (without
+# ``SKQUAD_EXAMPLES_QUICK``) searches three values of ``alpha``. To run the same
+# search on a cluster, wrap ``search.fit`` in ``joblib.parallel_backend("dask")``
+# (see :ref:`scaling_out`).

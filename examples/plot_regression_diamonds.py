@@ -6,8 +6,9 @@ A quadratic price model: regression on the diamonds data
 A :class:`~skquad.QuadraticRegression` is ``PolynomialFeatures(2) + Ridge``'s
 model without the feature matrix: one coefficient per feature, per square and
 per pair. On prices, whose logarithm is close to a sum of main effects and a
-few interactions, it competes with gradient boosting and an MLP at a fraction
-of their fit time, and it can be *read*. This example fits it on the diamonds
+few interactions, it competes with gradient boosting and an MLP (on diamonds
+its test R² is within 0.01 of the better of the two; the example checks it),
+fits faster than both (compare the printed fit times), and it can be *read*. This example fits it on the diamonds
 data (ggplot2, 53,940 stones; read by :func:`skquad.datasets.load_regression`
 from ``SKQUAD_DATA``), compares it with scikit-learn's usual regressors, then
 reads the fitted model with :func:`skquad.inspection.interaction_table` and
@@ -105,6 +106,10 @@ for name, model in models.items():
     scores[name] = pipeline.score(X_test, y_test)
     fitted[name] = pipeline
     print(f"{name:22s} test R² {scores[name]:.3f}   fit {times[name]:.2f} s")
+# The claim of the introduction, on diamonds (the diabetes fallback is not covered).
+if target == "log(price)":
+    rivals = max(scores["MLPRegressor"], scores["HistGradientBoosting"])
+    assert scores["QuadraticRegression"] >= rivals - 0.01
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
 names = list(models)

@@ -3,7 +3,7 @@
 Imported only when an estimator meets a Dask collection (the routing is in
 :mod:`skquad._dask_dispatch`, which does not import Dask).
 
-Fits (:func:`fit_quadratic_logistic_regression`, :func:`fit_quadratic_regression`)
+Fits (:func:`fit_logistic_blocks`, :func:`fit_quadratic_regression`)
 never gather ``X`` into one process. The models' objectives are sums over rows,
 so each row block (a chunk of a ``dask.array``, a partition of a
 ``dask.dataframe``) computes its share where it lives, with the same functions
@@ -30,7 +30,9 @@ worker that holds its blocks (:class:`_WorkerBlocks`); on any other
 scheduler one graph per evaluation (:class:`_GraphBlocks`).
 """
 
+import contextlib
 import copy
+import dataclasses
 import functools
 import math
 import time
@@ -47,12 +49,12 @@ from sklearn.utils.validation import _check_feature_names, check_array, check_is
 from ._reporting import progress_line, warn_user
 from ._training import (
     choose_thread_count,
-    runtime_policy,
     flush_denormals,
     lbfgs_convergence_message,
     limit_threads,
     minimize_lbfgs,
 )
+from .linear_model._qlr_problem import LBFGS_SETTINGS, Route, Solution, check_feature_scale
 from .nn.quadratic_form import (
     QuadraticScores,
     SymmetricPacking,
@@ -64,7 +66,9 @@ from .nn.quadratic_form import (
 )
 
 __all__ = [
-    "fit_quadratic_logistic_regression",
+    "DATA_PARALLEL",
+    "fit_logistic_blocks",
+    "logistic_training_blocks",
     "fit_quadratic_regression",
     "predict_blockwise",
     "score_blockwise",
@@ -201,16 +205,11 @@ class _WorkerBlocks:
     Per call the driver submits one task per worker thread, pinned to the
     worker that holds its blocks, which loops over them and returns one sum;
     the driver gathers those sums (through a tree of ``combine`` tasks on the
-    workers when there are more than ``_SPLIT_EVERY``). A graph of one task
-    per block plus a reduction tree cost, on the project's 2-core machine
-    under load, 174 ms of latency and 32 ms of the client process's CPU per
-    call with 6 blocks on 2 workers, against 46 ms and 13 ms this way (blocks
-    of 1000 x 50 that take no time to compute). In whole fits on such blocks
-    (the dask-scaling suite's ``overhead`` case, under load) Dask's CPU per
-    L-BFGS iteration above its idle background went from 76 to 53 ms with 2
-    workers and from 64 to 35 ms with 1. Pinning also keeps the scheduler
-    from stealing a block's task to another worker, which copies the block
-    there and unbalances the following calls.
+    workers when there are more than ``_SPLIT_EVERY``): a fraction of the
+    latency and client CPU of a graph of one task per block and a reduction
+    tree. Pinning also keeps the scheduler from stealing a block's task to
+    another worker, which copies the block there and unbalances the
+    following calls.
 
     Blocks are spread over the workers by rows, in proportion to their
     threads: after persisting, blocks are moved (once) from a worker holding
@@ -432,8 +431,9 @@ def _encoded_block(block, classes, per_class_weight, dtype):
     return X, encoded, w, class_blocks
 
 
-def _class_weight_sums(block, _):
-    _, y, w, class_blocks = block
+def _class_weight_sums(block, _, classes, per_class_weight):
+    """Per class, the block's weights with the class weights applied (as the encoded block's)."""
+    _, _, w, class_blocks = _encoded_block(block, classes, per_class_weight, None)
     return (np.array([w[start:stop].sum() for start, stop in class_blocks]),)
 
 
@@ -525,13 +525,11 @@ def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype):
     keeps the in-memory fit's correction pairs.
 
     Returns ``(theta0, block_objective, settings, penalty, unflatten,
-    gradient_scale, maxcor)``: ``settings(theta)`` gives the blocks'
+    gradient_scale)``: ``settings(theta)`` gives the blocks'
     arguments before the total weight, ``penalty(theta)`` its value and
     gradient, ``unflatten(theta)`` the ``[Q, coef, intercept]`` tensors in
     the computation dtype.
     """
-    from .linear_model._logistic import QuadraticLogisticRegression
-
     n_scores, n_features = tensors[1].shape
     packing = _packing(n_features)
     n_packed, n_coef = n_scores * packing.rows.size, n_scores * n_features
@@ -557,14 +555,11 @@ def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype):
         [packing.pack(tensors[0]).numpy().ravel(), tensors[1].numpy().ravel()]
         + ([intercept.numpy()] if fit_intercept else [])
     ).astype(np.float64)
-    return (theta0, _block_objective, lambda theta: (theta, options), penalty, unflatten, scale,
-            QuadraticLogisticRegression._LBFGS_MAXCOR)
+    return theta0, _block_objective, lambda theta: (theta, options), penalty, unflatten, scale
 
 
 def _factored_problem(tensors, l2, fit_intercept, cross_weight, dtype):
     """:func:`_packed_problem` for a low-rank ``Q`` (``rank``): the factors, flat, by autograd."""
-    from .linear_model._logistic import QuadraticLogisticRegression
-
     params = [t.numpy() for t in tensors]
     trainable = [i for i in range(len(params)) if fit_intercept or i != len(params) - 1]
     sizes = [params[i].size for i in trainable]
@@ -589,11 +584,37 @@ def _factored_problem(tensors, l2, fit_intercept, cross_weight, dtype):
 
     theta0 = np.concatenate([params[i].ravel() for i in trainable]).astype(np.float64)
     return (theta0, _factored_block_objective, lambda theta: (unflatten(theta), options), penalty,
-            as_tensors, None, QuadraticLogisticRegression._LBFGS_MAXCOR)
+            as_tensors, None)
 
 
-def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
-    """:meth:`QuadraticLogisticRegression.fit` on Dask collections (see the module docstring)."""
+@dataclasses.dataclass
+class BlockRows:
+    """QLR's training data on Dask collections, as its drivers read it.
+
+    ``blocks``: the persisted, checked blocks (:func:`_persisted_blocks`);
+    their statistics: the columns' largest magnitudes, the classes, the
+    per-class weights (``class_weight``), the data's dtype and total weight.
+    """
+
+    blocks: object
+    n_features: int
+    n_rows: int
+    magnitude: np.ndarray
+    classes: np.ndarray
+    per_class: np.ndarray
+    dtype: np.dtype
+    total_weight: float
+    given = None
+    distributed = True
+
+
+@contextlib.contextmanager
+def logistic_training_blocks(estimator, X, y, sample_weight):
+    """:meth:`QuadraticLogisticRegression.fit`'s data on Dask collections: :class:`BlockRows`.
+
+    Sets the input attributes and ``classes_``; the blocks are released on
+    the workers when the block ends.
+    """
     name = type(estimator).__name__
     if estimator.solver not in ("auto", "lbfgs"):
         raise ValueError(
@@ -608,7 +629,6 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
             f"{name} computes on the Dask workers' CPUs; got device={estimator.device!r}. "
             "Use device='cpu' (or 'auto') with Dask collections."
         )
-    previous = estimator._previous_solution() if estimator.warm_start else None
     X_original = X
     X, blocks = _training_blocks(X, y, sample_weight)
     # Validated and sorted once, then persisted on the workers for the fit:
@@ -618,13 +638,13 @@ def fit_quadratic_logistic_regression(estimator, X, y, sample_weight):
         [dask.delayed(_checked_classifier_block)(*b) for b in blocks], X.chunks[0]
     )
     try:
-        return _fit_logistic_blocks(estimator, X_original, X.shape[1], data, previous)
+        yield _block_rows(estimator, X_original, X.shape[1], data)
     finally:
         data.release()  # releases the persisted blocks on the workers
 
 
-def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
-    """The fit on the persisted, checked blocks ``data`` (:func:`_persisted_blocks`)."""
+def _block_rows(estimator, X_original, n_features, data):
+    """The statistics of the checked blocks ``data``, validated as the in-memory fit validates."""
     name = type(estimator).__name__
     (n_rows, magnitude, classes, counts, all_float32) = data.reduce(
         _block_statistics, _merge_statistics, None
@@ -639,31 +659,13 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
             f"{name} needs samples of at least 2 classes in the data, but the data "
             f"contains only one class: {classes[0]!r}."
         )
-    from .linear_model._logistic import _check_feature_scale
-
-    _check_feature_scale(magnitude[None, :], name)
-
+    check_feature_scale(magnitude[None, :], name)
     per_class = None
     if estimator.class_weight == "balanced":
         per_class = n_rows / (classes.shape[0] * counts)
     elif estimator.class_weight is not None:
         per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
-    if previous is not None and not estimator._previous_fits(previous, n_features):
-        previous = None
-    # The in-memory fit's runtime policy (dtype, initialization stream); the
-    # workers compute on their CPUs, the driver holds only the parameters.
-    policy = runtime_policy(
-        np.dtype(np.float32 if all_float32 else np.float64),
-        dtype=estimator.dtype,
-        fitted_dtype=None if previous is None else previous["Q"].dtype,
-        device="cpu",
-        n_threads=1,
-        random_state=estimator.random_state,
-    )
-    dtype, numpy_dtype = policy.dtype, policy.numpy_dtype
-
-    data.map(_encoded_block, classes, per_class, numpy_dtype)
-    (class_weights,) = data.reduce(_class_weight_sums, _add, None)
+    (class_weights,) = data.reduce(_class_weight_sums, _add, None, classes, per_class)
     total_weight = float(class_weights.sum())
     _check_total_weight(estimator, total_weight)
     if np.count_nonzero(class_weights > 0) < 2:
@@ -672,27 +674,24 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
             "applying sample_weight and class_weight only one class is left: "
             f"{classes[class_weights > 0].tolist()!r}."
         )
-    l2 = 0.0 if np.isinf(estimator.C) else 1.0 / (estimator.C * total_weight)
+    dtype = np.dtype(np.float32 if all_float32 else np.float64)
+    return BlockRows(data, n_features, n_rows, magnitude, classes, per_class, dtype, total_weight)
 
-    policy.require_memory(
-        estimator._required_memory(n_features, 0), "rank", estimator.rank,
-        f"fitting {name} on {n_features} features",
-        advice="set a small rank (e.g. rank=8) or select fewer features.",
+
+def fit_logistic_blocks(problem, data):
+    """QLR's data-parallel driver: L-BFGS on the driver, the objective's shares on the blocks."""
+    policy, blocks, n_features = problem.policy, data.blocks, data.n_features
+    blocks.map(_encoded_block, data.classes, data.per_class, policy.numpy_dtype)
+    make = _packed_problem if problem.rank is None else _factored_problem
+    theta0, block_objective, settings, penalty, unflatten, gradient_scale = make(
+        problem.initial_params(), problem.l2, problem.fit_intercept, problem.cross_weight,
+        policy.dtype,
     )
-    tensors = estimator._initial_params(n_features, policy.device, previous, policy.init_generator)
-    if not estimator.fit_intercept:
-        tensors[-1].zero_()
-    fit_intercept = bool(estimator.fit_intercept)
-    if estimator.rank is None:
-        problem = _packed_problem(tensors, l2, fit_intercept, estimator._cross_weight, dtype)
-    else:
-        problem = _factored_problem(tensors, l2, fit_intercept, estimator._cross_weight, dtype)
-    theta0, block_objective, settings, penalty, unflatten, gradient_scale, maxcor = problem
-    best = {"loss": math.inf, "theta": None}
+    total_weight, best = data.total_weight, {"loss": math.inf, "theta": theta0}
 
     def evaluate(theta, float32=False):
         shared, options = settings(theta)
-        loss, gradient = data.reduce(
+        loss, gradient = blocks.reduce(
             block_objective, _add_objectives, shared, total_weight,
             dict(options, float32=True) if float32 else options,
         )
@@ -708,17 +707,14 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
         return loss, gradient
 
     # the in-memory fit's float32 twin (see minimize_lbfgs), on the same rule
-    twin = None
-    if estimator.rank is None and numpy_dtype == np.float64:
-        (row_scale,) = data.reduce(_block_row_scale, _add, None, total_weight)
-        twin = float32_twin(magnitude, row_scale, estimator._n_scores, _packing(n_features))
-    coarse = None
+    twin = coarse = None
+    if problem.rank is None and policy.numpy_dtype == np.float64:
+        (row_scale,) = blocks.reduce(_block_row_scale, _add, None, total_weight)
+        twin = float32_twin(data.magnitude, row_scale, problem.n_scores, _packing(n_features))
     if twin is not None:
         coarse = lambda theta: evaluate(theta, float32=True)
         vars(coarse).update(twin)
-
-    started = time.perf_counter()
-    curve = []
+    estimator, started, curve = problem.estimator, time.perf_counter(), []
 
     def on_iteration(iteration, loss, theta):
         curve.append(loss)
@@ -726,33 +722,20 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
             print(progress_line(iteration, loss, time.perf_counter() - started), flush=True)
         return False
 
-    diverged = False
+    # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
+    # penalty): the policy's one thread, as the in-memory trainer's L-BFGS.
+    threads, result = policy.n_threads, None
     try:
-        # The driver's work is O(K d²) per step (L-BFGS's vector updates, the
-        # penalty): one thread, as the in-memory trainer's L-BFGS; scipy's BLAS
-        # on two threads of a loaded machine took 10 ms per step instead of 0.1.
-        with limit_threads(1, blas=1):
+        with limit_threads(threads, blas=threads):
             result = minimize_lbfgs(
                 objective, theta0, max_iter=estimator.max_iter, max_fun=estimator.max_fun,
-                tol=estimator.tol, ftol=64 * np.finfo(float).eps, maxls=50,
-                maxcor=maxcor, on_iteration=on_iteration, gradient_scale=gradient_scale,
-                coarse_objective=coarse, engine=estimator._LBFGS_ENGINE,
+                tol=estimator.tol, on_iteration=on_iteration, gradient_scale=gradient_scale,
+                coarse_objective=coarse, **LBFGS_SETTINGS,
             )
     except _NonFinite:
-        result, diverged = None, True
-    if best["theta"] is None:
-        best["theta"] = theta0
-        diverged = True
-    # fitted arrays in the computation dtype, as the in-memory fit stores them
-    estimator._store_params(unflatten(best["theta"]))
-    estimator.device_ = policy.device_name
-    estimator.n_iter_ = np.array([len(curve)], dtype=np.int32)
-    estimator.solver_ = "lbfgs"
-    estimator.loss_ = float(best["loss"]) if math.isfinite(best["loss"]) else math.inf
-    estimator.diverged_ = diverged
-    for stale in ("loss_curve_", "t_"):
-        if hasattr(estimator, stale):
-            delattr(estimator, stale)
+        pass
+    # no finite evaluation: the start is kept, reported as diverged
+    diverged = result is None or not math.isfinite(best["loss"])
     if diverged:
         warn_user(
             "Training diverged: the loss or its gradient became NaN or infinite. The best "
@@ -767,7 +750,15 @@ def _fit_logistic_blocks(estimator, X_original, n_features, data, previous):
         )
         if message is not None:
             warn_user(message, ConvergenceWarning)
-    return estimator
+    # fitted arrays in the computation dtype, as the in-memory fit stores them
+    return Solution(unflatten(best["theta"]), len(curve), best["loss"], diverged)
+
+
+DATA_PARALLEL = Route(
+    "lbfgs", fit_logistic_blocks,
+    # the driver's process holds the parameters only, on its CPU and one thread
+    lambda problem, n_rows: (None, problem.lbfgs_memory(0)), {"device": "cpu", "n_threads": 1},
+)
 
 
 # ------------------------------------------------------------- quadratic regression

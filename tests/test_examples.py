@@ -45,6 +45,7 @@ EXPECTED_EXAMPLES = {
     "plot_quantized_export.py",
     "plot_feature_interactions.py",
     "plot_regression_diamonds.py",
+    "plot_local_explanations.py",
 }
 
 

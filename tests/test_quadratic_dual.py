@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 
-import skquad.linear_model._logistic as logistic
+import skquad.linear_model._qlr_drivers as drivers
 from skquad import QuadraticLogisticRegression
 from skquad.nn.quadratic_dual import dual_to_primal
 from skquad.nn.quadratic_ridge import degree2_kernel
@@ -105,13 +105,13 @@ def test_dual_newton_is_the_pipeline():
 
 def _spy(monkeypatch):
     calls = []
-    solver = logistic.kernel_newton_logistic
+    solver = drivers.kernel_newton_logistic
 
     def spy(*args, **kwargs):
         calls.append(args[0].shape)
         return solver(*args, **kwargs)
 
-    monkeypatch.setattr(logistic, "kernel_newton_logistic", spy)
+    monkeypatch.setattr(drivers, "kernel_newton_logistic", spy)
     return calls
 
 

@@ -52,6 +52,7 @@ SUITES = {
     "sdp-targets": [("research._sdp_targets", "run")],
     "device": [("research._device_speed", "run")],
     "dask-scaling": [("research._dask_scaling", "run")],
+    "shap-speed": [("research._shap_speed", "run")],
 }
 
 SUITE_HELP = {
@@ -82,6 +83,8 @@ SUITE_HELP = {
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
     "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
+    "shap-speed": "the closed-form SHAP values of skquad.inspection against the shap package's exact "
+    "and default explainers on 1,000 samples x 20 features (--quick: 100 x 8)",
 }
 
 SUITE_TITLES = {
@@ -96,6 +99,7 @@ SUITE_TITLES = {
     "sdp-targets": "SDP solver targets",
     "device": "Fit times: CPU against GPU",
     "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
+    "shap-speed": "Closed-form SHAP values against shap",
 }
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).

@@ -1,95 +1,36 @@
 """Quadratic logistic regression: one quadratic neuron per class score."""
 
-import time
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse
 import torch
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
 from .._dask_dispatch import is_dask_collection
-from .._reporting import progress_line, warn_user
-from .._rows import duplicate_groups
-from .._torch_utils import as_tensor, prediction_device, to_numpy
-from .._training import (
-    SparseRows,
-    SubtaskReporter,
-    Trainer,
-    TrainingConfig,
-    callback_data,
-    limit_threads,
-    reporting_epochs,
-    runtime_policy,
-    thread_count,
-)
-from ..nn.quadratic_dual import dual_to_primal, kernel_newton_logistic
-from ..nn.quadratic_form import (
-    QuadraticScores,
-    chunked_quadratic_form_scores,
-    log_loss_per_sample,
-    low_rank_quadratic_scores,
-    low_rank_to_dense,
-    quadratic_logistic_loss_and_gradient,
-    quadratic_penalty,
-)
+from .._reporting import warn_user
+from .._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
+from .._training import SparseRows
+from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
 from ..nn.quadratic_ridge import expansion_size
+from ._qlr_drivers import LBFGS, NEWTON, SGD, SGD_EPOCH, training_rows
+from ._qlr_problem import build_problem, check_feature_scale
 
 __all__ = ["QuadraticLogisticRegression"]
 
 
-# Column magnitudes outside [1e-4, 1e4] put the quadratic terms' scale (their
-# squares) beyond 1e8 away from the intercept's 1: a Hessian with that spread
-# is past what L-BFGS resolves at ftol = 64 eps, and the absolute gradient test
-# (tol) stops before tiny terms learn anything (issue 19: X * 1e8 fitted to
-# 0.575 accuracy against 0.775, X * 1e-80 to the zero model, both silently).
-_WELL_SCALED = (1e-4, 1e4)
-
 # solver="auto" on binary problems: Newton's method on the dual coefficients
 # (skquad.nn.quadratic_dual) when the distinct rows are at most the d(d+3)/2
 # degree-2 features and at most this many. Its steps cost n^3/3 (a Cholesky),
-# L-BFGS's evaluations about 3 n d^2: measured (synthetic binary sets, CPU
-# time, one thread, medians of 5 interleaved, under load), the dual took 0.36
-# to 0.71x the L-BFGS fit for n <= 263 (d = 5 to 57, n up to d(d+3)/2), 0.99x
-# at 500 x 57, and 1.3 to 3x at 400 x 34, 600 x 100, 855 x 57.
+# L-BFGS's evaluations about 3 n d^2, so it is the faster on few rows.
 _KERNEL_NEWTON_MAX_ROWS = 300
 
 # Numbers of X per row block converted to float64 at prediction (128 MB).
 _PREDICTION_ROW_ELEMENTS = 1 << 24
-
-
-def _check_feature_scale(X, name):
-    """Refuse features whose squares overflow; warn where the fit is ill-conditioned."""
-    if scipy.sparse.issparse(X):
-        magnitude = abs(X).max(axis=0).toarray()
-    else:
-        # two reductions instead of abs(X): no n x d temporary (0.8 GB at 1e6 x 200 float32)
-        magnitude = np.maximum(X.max(axis=0), -X.min(axis=0))
-    magnitude = np.asarray(magnitude, dtype=np.float64).ravel()
-    magnitude = magnitude[magnitude > 0]
-    if magnitude.size == 0:
-        return
-    largest, smallest = float(magnitude.max()), float(magnitude.min())
-    if not np.isfinite(largest * largest):
-        raise ValueError(
-            f"X has values up to {largest:.3g}, whose squares overflow float64: {name} "
-            "cannot compute its quadratic terms. Rescale X, e.g. with StandardScaler "
-            "(or MaxAbsScaler for sparse X) in a Pipeline."
-        )
-    low, high = _WELL_SCALED
-    if largest > high or smallest < low:
-        warn_user(
-            f"X's columns have magnitudes from {smallest:.3g} to {largest:.3g}: {name}'s "
-            f"quadratic terms then span {smallest * smallest:.3g} to {largest * largest:.3g}, "
-            "and its solver may stop at a poor model without converging. Standardize the "
-            "features (StandardScaler, or MaxAbsScaler for sparse X, in a Pipeline).",
-            UserWarning,
-        )
 
 
 class QuadraticLogisticRegression(BaseQuadraticClassifier):
@@ -121,8 +62,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     LogisticRegression(C=C))``: the same optimum, without the feature matrix.
     ``penalty="frobenius"`` uses ``P(Q) = ||Q||_F^2`` instead, which does not
     depend on the orientation of the feature axes but penalises the cross
-    terms half as much (``2 Q_ij^2`` against ``(2 Q_ij)^2``) (measured: -2 percentage points of test accuracy on
-    ionosphere at ``C=1``, see ``skquad.benchmarks``).
+    terms half as much (``2 Q_ij^2`` against ``(2 Q_ij)^2``).
 
     Quadratic models grow with the square of the input, so standardise the
     features (e.g. ``StandardScaler`` in a pipeline).
@@ -152,9 +92,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         A full ``Q_k`` is optimised as its packed upper triangle (``sqrt(2)
         Q_ij`` off the diagonal: the steps L-BFGS takes on the symmetric
         matrix, on half the numbers), with a memory of 20 correction pairs
-        (``LogisticRegression`` keeps scipy's 10; with 20 the benchmark's UCI
-        fits took 7 to 22 % fewer iterations: optdigits 27 -> 25, ionosphere
-        44 -> 37, spambase 270 -> 218, vehicle 204 -> 160, means of 3 splits).
+        (``LogisticRegression`` keeps scipy's 10; 20 saves iterations on
+        problems with many degree-2 terms).
         With ``"auto"``, binary problems with a full ``Q`` and at most 300
         distinct rows, and no more than the ``d(d+3)/2`` degree-2 features,
         are solved by Newton's method on the dual (kernel) coefficients
@@ -162,8 +101,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         (:func:`skquad.nn.quadratic_dual.kernel_newton_logistic`: one
         ``n x n`` Cholesky per step, 5 to 8 steps where L-BFGS takes 20 to
         40): the same objective and the same optimum, with the same gradient
-        test at ``tol``, in 0.4 to 0.7 of L-BFGS's time on such problems
-        (ionosphere, 263 x 34). It applies from a cold start (``Q_init="zeros"``,
+        test at ``tol``, in less time on such problems. It applies from a cold start (``Q_init="zeros"``,
         no ``warm_start`` model to continue), with finite ``C``, on dense
         rows on the CPU; each Newton step counts as one iteration
         (``n_iter_``, ``verbose``, callbacks) and ``max_fun`` does not apply.
@@ -249,15 +187,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     dtype : {"float32", "float64"} or None, default=None
         Precision of the computation. None follows the input, as
-        ``LogisticRegression`` does: float32 data are trained in float32,
-        anything else in float64. Measured on spambase (3 680 x 57, C=1,
-        default ``tol``): float32 fits took 1.5 s against 2.1 s, reached the
-        same objective (0.073666 against 0.073670, both within ``tol``) and
-        the same test accuracy. float32 cannot resolve a tighter ``tol``
-        (below about 1e-6 L-BFGS stops when the objective no longer changes
-        in float32: at ``tol=1e-8`` it stopped after 418 iterations where
-        float64 ran 791), so pass ``dtype="float64"`` when the optimum is
-        needed to high accuracy. float64 L-BFGS fits on dense CPU rows run
+        ``LogisticRegression`` does: float32 data are trained in float32
+        (faster, to the same objective within the default ``tol``),
+        anything else in float64. float32 cannot resolve a ``tol`` below
+        about 1e-6 (L-BFGS stops when the objective no longer changes in
+        float32), so pass ``dtype="float64"`` when the optimum is needed to
+        high accuracy. float64 L-BFGS fits on dense CPU rows run
         their first iterations on float32 copies of the products (about
         half the time per evaluation) and go on in float64 from where
         float32's precision runs out; they always end on a float64
@@ -330,14 +265,6 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
-
-    # L-BFGS's memory (scipy's maxcor; LogisticRegression keeps scipy's 10).
-    _LBFGS_MAXCOR = 20
-    # The L-BFGS driver's numpy engine: L-BFGS-B's iterates (the same line
-    # search), without setulb's bookkeeping, which was a fifth to a third of a
-    # fit on the benchmark's UCI sets (optdigits' 21 450 parameters: about 1.5
-    # ms a call, two calls an iteration, against 10 ms an evaluation).
-    _LBFGS_ENGINE = "compact"
 
     # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
     _fits_dask_collections = True
@@ -436,11 +363,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self : QuadraticLogisticRegression
             The fitted estimator.
         """
-        if is_dask_collection(X, y, sample_weight):
-            from .._dask import fit_quadratic_logistic_regression
-
-            return fit_quadratic_logistic_regression(self, X, y, sample_weight)
         previous = self._previous_solution() if self.warm_start else None
+        if is_dask_collection(X, y, sample_weight):
+            from .._dask import logistic_training_blocks
+
+            # validated and persisted on the workers, released after the fit
+            with logistic_training_blocks(self, X, y, sample_weight) as data:
+                return self._solve(data, previous)
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
         return self._train(X, y_encoded, sample_weight, previous)
 
@@ -515,172 +444,55 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         return float(self.learning_rate), "constant"
 
-    def _required_memory(self, n_features, n_rows):
-        """Bytes a fit needs, checked before allocating (issue 19).
-
-        Parameters: ``n_scores * (d * d + d + 1)`` (full rank) or
-        ``n_scores * (d * rank + rank + d + 1)``, held by L-BFGS as about 26
-        float64 vectors (scipy's 10 correction pairs, the point, its gradient,
-        the best and starting snapshots, torch's copies); each step also forms
-        the ``(rows, width)`` products ``X Q_k`` per score. 10 000 features at
-        full rank: 1e8 parameters, about 20 GiB.
-        """
-        d, n_scores = int(n_features), self._n_scores
-        width = d if self.rank is None else min(int(self.rank), d)
-        n_parameters = n_scores * (d * width + (width if self.rank is not None else 0) + d + 1)
-        return 8.0 * (26 * n_parameters + 2 * n_scores * n_rows * width)
-
-    def _flops_per_step(self, n_rows, n_features):
-        """Per score, ``X Q_k`` (2 n d w) and the Gram gradient (n d w as SYRK)."""
-        width = n_features if self.rank is None else min(self.rank, n_features)
-        return 3.0 * self._n_scores * n_rows * n_features * width
-
     def _train(self, X, y_encoded, sample_weight, previous, *, partial=False):
-        """Fit from validated data through the training engine."""
-        _check_feature_scale(X, type(self).__name__)
-        learning_rate_init, schedule = self._step_size()
-        if previous is not None and not self._previous_fits(previous, X.shape[1]):
-            previous = None
-        # The callbacks score against the data as the user gave them (labels, all rows).
-        user_data = (X, self.classes_[y_encoded], sample_weight)
+        """Fit from validated in-memory data: the rows the drivers read, then :meth:`_solve`."""
+        check_feature_scale(X, type(self).__name__)
+        step_size = self._step_size()
         stochastic = partial or self.solver == "sgd"
-        rows = np.arange(X.shape[0])
-        if not stochastic:
-            # L-BFGS sees the weighted distribution: duplicates merged, rows in
-            # a canonical order, so sample_weight=k is exactly k repetitions.
-            rows, sample_weight = duplicate_groups(X, y_encoded, sample_weight)
-            y_encoded = y_encoded[rows]
+        data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=not stochastic)
+        return self._solve(data, previous, step_size=step_size, partial=partial)
 
-        # Rows sorted by class: the residual of each score then has one sign
-        # per contiguous block, which the symmetric gradient products exploit.
-        order = np.argsort(y_encoded, kind="stable")
-        # The merged and sorted rows are gathered from X once (one copy of X).
-        rows = rows[order]
-        counts = np.bincount(y_encoded, minlength=self.classes_.shape[0])
-        bounds = np.concatenate([[0], np.cumsum(counts)])
-        class_blocks = [(int(bounds[k]), int(bounds[k + 1])) for k in range(counts.shape[0])]
-        total_weight = float(sample_weight.sum())
-        # The objective is divided by C * sum(s) (as LogisticRegression does)
-        # so that its scale, and the meaning of tol, do not depend on n or C.
-        l2 = 0.0 if np.isinf(self.C) else 1.0 / (self.C * total_weight)
-
-        batch_rows = X.shape[0]
-        if stochastic:
-            batch_rows = min(200 if self.batch_size == "auto" else self.batch_size, batch_rows)
-        policy = runtime_policy(
-            X.dtype,
-            dtype=self.dtype,
-            fitted_dtype=None if previous is None else previous["Q"].dtype,
-            device=self.device,
-            n_threads=self.n_threads,
-            flops_per_step=self._flops_per_step(batch_rows, X.shape[1]),
-            random_state=self.random_state,
+    def _solve(self, data, previous, *, step_size=None, partial=False):
+        """Choose the driver, build the problem, solve it and publish the solution."""
+        if previous is not None and not self._previous_fits(previous, data.n_features):
+            previous = None
+        route = self._route(data, previous, partial)
+        problem = build_problem(
+            self, route, data, previous, step_size=step_size,
             # partial_fit call k shuffles with its own stream (len(loss_curve_) counts the calls)
             call=len(getattr(self, "loss_curve_", [])) if partial and previous is not None else 0,
         )
-        if self._kernel_newton_applies(X, rows.shape[0], previous, stochastic, policy.device):
-            return self._train_kernel_newton(
-                X[rows], y_encoded[order], sample_weight[order], l2, policy, user_data
-            )
-        policy.require_memory(
-            self._required_memory(X.shape[1], batch_rows), "rank", self.rank,
-            f"fitting {type(self).__name__} on {X.shape[1]} features",
-            advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
-            "of d * d) or select fewer features.",
+        return problem.publish(route.solve(problem, data), route.solver, data.given)
+
+    def _route(self, data, previous, partial):
+        """The driver of a fit: the one rule (see ``solver``).
+
+        Dask blocks: L-BFGS over the blocks. ``partial_fit`` and
+        ``solver="sgd"``: SGD. ``solver="auto"`` takes Newton's method on the
+        dual where it gives the L-BFGS optimum from the same start (a cold
+        start from ``Q = 0``; the penalty makes the optimum unique) and is the
+        faster: binary, full ``Q``, finite ``C``, dense rows on the CPU, at
+        most as many distinct rows as degree-2 features and
+        ``_KERNEL_NEWTON_MAX_ROWS``. Else L-BFGS.
+        """
+        if data.distributed:
+            from .._dask import DATA_PARALLEL
+
+            return DATA_PARALLEL
+        if partial or self.solver == "sgd":
+            return SGD_EPOCH if partial else SGD
+        newton = (
+            self.solver == "auto"
+            and self._n_scores == 1
+            and self.rank is None
+            and previous is None
+            and self.Q_init == "zeros"
+            and np.isfinite(self.C)
+            and not scipy.sparse.issparse(data.X)
+            and resolve_device(self.device).type == "cpu"
+            and data.n_rows <= min(_KERNEL_NEWTON_MAX_ROWS, expansion_size(data.n_features))
         )
-        device = policy.device
-        tensors = self._initial_params(X.shape[1], device, previous, policy.init_generator)
-        if not self.fit_intercept:
-            tensors[-1].zero_()
-        # full-batch L-BFGS on a full Q: each Q_k packed (its d(d+1)/2 upper
-        # triangle), the same iterates at half the optimizer's work
-        module = QuadraticScores(
-            tensors, fit_intercept=self.fit_intercept,
-            packed=not stochastic and self.rank is None,
-        )
-        config = TrainingConfig(
-            solver="sgd" if stochastic else "lbfgs",
-            learning_rate=learning_rate_init,
-            learning_rate_schedule=schedule,
-            power_t=self.power_t,
-            batch_size=None if self.batch_size == "auto" else self.batch_size,
-            tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change,
-            # Noel et al.'s update is plain SGD
-            momentum=0.0,
-            nesterov=False,
-            max_fun=self.max_fun,
-            verbose=bool(self.verbose),
-            n_threads="auto" if policy.n_threads is None else policy.n_threads,
-            warn_on_max_iter=not partial,
-            # LogisticRegression's L-BFGS settings
-            lbfgs_ftol=64 * np.finfo(float).eps,
-            lbfgs_maxls=50,
-            lbfgs_maxcor=self._LBFGS_MAXCOR,
-            lbfgs_engine=self._LBFGS_ENGINE,
-            divergence_advice=(
-                "standardized features (e.g. StandardScaler in a Pipeline), a smaller C"
-                + (" or solver='lbfgs'" if stochastic else "")
-            ),
-            convergence_advice=(
-                "Increase max_iter or learning_rate_init, or standardise the "
-                "features (e.g. StandardScaler)." if stochastic else
-                "Standardise the features (e.g. StandardScaler) or lower C."
-            ),
-        )
-        if partial:
-            done = int(self.n_iter_[0]) if previous is not None else 0
-        trainer = Trainer(
-            module,
-            log_loss_per_sample,
-            config=config,
-            device=device,
-            dtype=policy.dtype,
-            generator=policy.shuffle_generator,
-            loss_and_gradient=quadratic_logistic_loss_and_gradient(
-                module,
-                l2,
-                cross_weight=self._cross_weight,
-                class_blocks=None if stochastic else class_blocks,
-                free_entry_gradient=stochastic,
-            ),
-        )
-        X_sorted, y_sorted, w_sorted = X[rows], y_encoded[order], sample_weight[order]
-        fitted = lambda: {**self._fitted_arrays(module.tensors()), "device_": policy.device_name}
-        if partial:
-            seen = getattr(self, "t_", 0) if previous is not None else 0
-            trainer.history.n_samples_seen = seen
-            if seen:
-                trainer.schedule.epoch_ends(seen)
-            with reporting_epochs(trainer, self, *user_data, fitted_attributes=fitted):
-                history = trainer.partial_fit(X_sorted, y_sorted, w_sorted)
-            if previous is None or not hasattr(self, "loss_curve_"):
-                self.loss_curve_ = []
-            self.loss_curve_.extend(history.loss_curve)
-            n_iter = done + history.n_iter
-        else:
-            with reporting_epochs(trainer, self, *user_data, fitted_attributes=fitted):
-                history = trainer.fit(X_sorted, y_sorted, w_sorted, max_iter=self.max_iter)
-            n_iter = history.n_iter
-            if stochastic:
-                self.loss_curve_ = list(history.loss_curve)
-            elif hasattr(self, "loss_curve_"):
-                del self.loss_curve_  # from an earlier SGD fit
-        if stochastic:
-            self.t_ = int(history.n_samples_seen)
-        elif hasattr(self, "t_"):
-            del self.t_
-        self._store_params(module.tensors())
-        self.device_ = policy.device_name
-        if history.loss is None:
-            # max_iter=0 with SGD: no epoch ran, the model is the starting one.
-            history.loss = self._objective(X, y_encoded, sample_weight, l2)
-        # LogisticRegression's shape and dtype: (1,) int32, multinomial included.
-        self.n_iter_ = np.array([n_iter], dtype=np.int32)
-        self.solver_ = "sgd" if stochastic else "lbfgs"
-        self.loss_ = float(history.loss)
-        self.diverged_ = bool(history.diverged)
-        return self
+        return NEWTON if newton else LBFGS
 
     def _callback_max_subtasks(self, method_name):
         # L-BFGS (scipy's last, empty iteration) and the dual Newton steps both
@@ -688,134 +500,6 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         if method_name == "fit" and self.solver != "sgd":
             return int(self.max_iter) + 1
         return super()._callback_max_subtasks(method_name)
-
-    def _kernel_newton_applies(self, X, n_rows, previous, stochastic, device):
-        """Whether ``solver="auto"`` fits by Newton's method on the dual (see ``solver``).
-
-        Only where that gives the L-BFGS path's optimum from the same start
-        (a cold start from ``Q = 0``; the penalty makes the optimum unique),
-        on the problems where it is faster: binary, full ``Q``, finite ``C``,
-        dense rows on the CPU, and at most as many distinct rows as degree-2
-        features and ``_KERNEL_NEWTON_MAX_ROWS``.
-        """
-        return bool(
-            not stochastic
-            and self.solver == "auto"
-            and self._n_scores == 1
-            and self.rank is None
-            and previous is None
-            and self.Q_init == "zeros"
-            and np.isfinite(self.C)
-            and not scipy.sparse.issparse(X)
-            and torch.device(device).type == "cpu"
-            and n_rows <= min(_KERNEL_NEWTON_MAX_ROWS, expansion_size(X.shape[1]))
-        )
-
-    def _train_kernel_newton(self, X, y_encoded, sample_weight, l2, policy, user_data):
-        """Fit a binary full-``Q`` model by :func:`~skquad.nn.quadratic_dual.kernel_newton_logistic`.
-
-        ``X`` holds the merged, class-sorted rows. The solver computes in
-        float64 (its ``n x n`` systems are small); the fitted arrays are in
-        the computation dtype, as the L-BFGS path's. Each Newton step is one
-        iteration: ``n_iter_``, the verbose lines and the callbacks' subtasks
-        count them.
-        """
-        started = time.perf_counter()
-        n, d = X.shape
-        # the kernel and its factor (n^2 each), X in float64, and the primal
-        # gradient test's and the fitted Q's d x d arrays
-        policy.require_memory(
-            8.0 * (3 * n * n + 2 * n * d + 4 * d * d), "rank", self.rank,
-            f"fitting {type(self).__name__} on {d} features",
-            advice="set a small rank (e.g. rank=8) or select fewer features.",
-        )
-        X64 = np.asarray(X, dtype=np.float64)
-        weight = np.asarray(sample_weight, dtype=np.float64)
-        weight = weight / weight.sum()
-        dtype = policy.numpy_dtype
-
-        def arrays(alpha, intercept):
-            Q, coef = dual_to_primal(X64, alpha, self._cross_weight)
-            return {
-                "Q_vectors_": None,
-                "Q_scales_": None,
-                "Q_": Q[None].astype(dtype),
-                "coef_": coef[None].astype(dtype),
-                "intercept_": np.array([intercept if self.fit_intercept else 0.0], dtype=dtype),
-            }
-
-        point = {"alpha": np.zeros(X64.shape[0]), "intercept": 0.0}
-        reporter = SubtaskReporter(
-            getattr(self, "_callback_fit_ctx", None),
-            estimator=self,
-            task_name="newton-iter",
-            fitted_attributes=lambda: {
-                **arrays(point["alpha"], point["intercept"]), "device_": policy.device_name
-            },
-            **callback_data(*user_data),
-        )
-
-        def on_iteration(iteration, loss, alpha, intercept):
-            if self.verbose:
-                print(progress_line(iteration, loss, time.perf_counter() - started), flush=True)
-            if not reporter.active:
-                return False
-            point.update(alpha=alpha.copy(), intercept=intercept)
-            stop = reporter.end()
-            if not stop:
-                reporter.begin()
-            return stop
-
-        # numpy's BLAS under the one thread rule, on one step's work (the
-        # Cholesky and the primal gradient test)
-        threads = thread_count(self.n_threads, "cpu", n**3 / 3.0 + 2.0 * n * d * d)
-        reporter.begin()
-        with limit_threads(None, blas=threads), np.errstate(over="ignore", under="ignore"):
-            result = kernel_newton_logistic(
-                X64, y_encoded, weight, l2, cross_weight=self._cross_weight,
-                fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
-                on_iteration=on_iteration,
-            )
-        reporter.close()
-        if result["status"] == "max_iter":
-            warn_user(
-                f"Newton's method on the dual coefficients (solver='auto' on a binary problem "
-                f"with fewer rows than degree-2 features) failed to converge after "
-                f"{result['n_iter']} iteration(s).\nIncrease the number of iterations to "
-                f"improve the convergence (max_iter={self.max_iter}), or use solver='lbfgs'.",
-                ConvergenceWarning,
-            )
-        elif result["status"] == "line_search":
-            warn_user(
-                "Newton's method on the dual coefficients stopped after "
-                f"{result['n_iter']} iteration(s): no step decreased the objective (largest "
-                f"gradient entry {result['gradient']:.3g}, tol={self.tol}). Standardise the "
-                "features (e.g. StandardScaler) or lower C.",
-                ConvergenceWarning,
-            )
-        for name, value in arrays(result["alpha"], result["intercept"]).items():
-            if value is not None:
-                setattr(self, name, value)
-            elif hasattr(self, name):
-                delattr(self, name)
-        for name in ("loss_curve_", "t_"):  # from an earlier SGD fit
-            if hasattr(self, name):
-                delattr(self, name)
-        self.device_ = policy.device_name
-        self.n_iter_ = np.array([result["n_iter"]], dtype=np.int32)
-        self.solver_ = "newton-dual"
-        self.loss_ = float(result["loss"])
-        self.diverged_ = False
-        return self
-
-    def _objective(self, X, y_encoded, sample_weight, l2):
-        """The training objective at the stored model: weighted mean log-loss plus the penalty."""
-        with torch.no_grad():
-            scores = torch.as_tensor(self._raw_scores(X))
-            losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64))
-            data = float(losses.double().numpy() @ sample_weight) / float(sample_weight.sum())
-            penalty = float(quadratic_penalty(torch.as_tensor(self.Q_), self._cross_weight))
-        return data + 0.5 * l2 * (penalty + float(np.sum(self.coef_**2)))
 
     def _previous_solution(self):
         if not hasattr(self, "Q_"):
@@ -838,83 +522,6 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             self.rank is None or previous["vectors"].shape[2] == self.rank
         )
         return bool(same_classes and same_shape and same_rank)
-
-    def _initial_params(self, n_features, device, previous, generator):
-        """Starting tensors: ``[Q, coef, intercept]`` or ``[V, s, coef, intercept]``.
-
-        Drawn in float64 from ``generator`` (the runtime policy's CPU
-        initialization stream): the same model on every device and dtype.
-        """
-        n_scores, d = self._n_scores, n_features
-        as_t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), device=device)
-        if previous is not None:
-            tail = [as_t(previous["coef"]), as_t(previous["intercept"])]
-            if self.rank is None:
-                return [as_t(previous["Q"])] + tail
-            return [as_t(previous["vectors"]), as_t(previous["scales"])] + tail
-
-        gauss = lambda *shape: torch.randn(*shape, generator=generator, dtype=torch.float64)
-        coef = torch.zeros(n_scores, d, dtype=torch.float64)
-        intercept = torch.zeros(n_scores, dtype=torch.float64)
-        if self.rank is None:
-            if self.Q_init == "zeros":
-                Q = torch.zeros(n_scores, d, d, dtype=torch.float64)
-            elif self.Q_init == "identity":
-                Q = torch.eye(d, dtype=torch.float64).repeat(n_scores, 1, 1)
-            else:
-                A = gauss(n_scores, d, d)
-                Q = (A + A.transpose(1, 2)) / (2.0 * np.sqrt(d))
-            params = [Q, coef, intercept]
-        else:
-            r = self.rank
-            # Q = V diag(s) V^T: V is always random (V = 0 would be a saddle
-            # point where no gradient reaches V), the scales set the start.
-            vectors = gauss(n_scores, d, r) / np.sqrt(d)
-            if self.Q_init == "zeros":
-                scales = torch.zeros(n_scores, r, dtype=torch.float64)
-            elif self.Q_init == "identity":
-                # orthonormal columns with unit scales: a projection, the
-                # closest rank-r matrix to the identity
-                m = min(r, d)
-                basis, _ = torch.linalg.qr(gauss(n_scores, d, m))
-                vectors[:, :, :m] = basis
-                scales = torch.zeros(n_scores, r, dtype=torch.float64)
-                scales[:, :m] = 1.0
-            else:
-                scales = gauss(n_scores, r)
-            params = [vectors, scales, coef, intercept]
-        return [p.to(device) for p in params]
-
-    def _fitted_arrays(self, params):
-        """The fitted attributes (numpy) for the tensors ``params``."""
-        arrays = {"Q_vectors_": None, "Q_scales_": None}
-        if self.rank is None:
-            Q, coef, intercept = params
-            Q = 0.5 * (Q + Q.transpose(1, 2))  # remove rounding asymmetry
-        else:
-            vectors, scales, coef, intercept = params
-            arrays["Q_vectors_"] = to_numpy(vectors)
-            arrays["Q_scales_"] = to_numpy(scales)
-            Q = low_rank_to_dense(vectors, scales)
-        # In the computation dtype, as LogisticRegression keeps float32 in coef_.
-        arrays["Q_"] = to_numpy(Q)
-        arrays["coef_"] = to_numpy(coef)
-        arrays["intercept_"] = to_numpy(intercept)
-        if not self.fit_intercept:
-            arrays["intercept_"][:] = 0.0
-        return arrays
-
-    def _store_params(self, params):
-        for name, value in self._fitted_arrays(params).items():
-            if value is not None:
-                setattr(self, name, value)
-            elif hasattr(self, name):
-                delattr(self, name)
-
-    @property
-    def _cross_weight(self):
-        """Penalty weight of the off-diagonal entries of ``Q`` (see ``penalty``)."""
-        return 1.0 if self.penalty == "frobenius" else 2.0
 
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
