@@ -84,11 +84,12 @@ def test_two_penalties_are_ridge_with_a_weighted_penalty(solver, shape):
 def test_auto_is_the_leave_one_out_pair_and_scales_it_on_a_subsample(monkeypatch):
     from skquad import QuadraticRegressionCV
     from skquad.linear_model import _regression
+    from skquad.linear_model._regression_cv import UnitLeaveOneOutCV
 
     X, y, w = _data(80, 5)
     y = y + X[:, 0] * X[:, 1]
     model = QuadraticRegression().fit(X, y, sample_weight=w)
-    search = QuadraticRegressionCV(
+    search = UnitLeaveOneOutCV(
         _regression.AUTO_ALPHAS, quadratic_ratios=_regression.QUADRATIC_RATIOS
     ).fit(X, y, sample_weight=w)
     assert (model.alpha_, model.quadratic_alpha_) == (search.alpha_, search.quadratic_alpha_)
@@ -102,6 +103,18 @@ def test_auto_is_the_leave_one_out_pair_and_scales_it_on_a_subsample(monkeypatch
     ).fit(X[::2], y[::2])
     assert model.alpha_ == pytest.approx(2 * half.alpha_)
     assert model.quadratic_alpha_ == pytest.approx(2 * half.quadratic_alpha_)
+
+
+@pytest.mark.parametrize("shape", [(30, 3), (12, 4)])  # the "cov" and the "gram" leave-one-out
+def test_auto_with_integer_weights_is_auto_on_the_repeated_rows(shape):
+    X, y, _ = _data(*shape)
+    y = y + X[:, 0] * X[:, 1]
+    weight = np.random.RandomState(2).randint(0, 4, size=shape[0]).astype(float)
+    copies = weight.astype(int)
+    weighted = QuadraticRegression().fit(X, y, sample_weight=weight)
+    repeated = QuadraticRegression().fit(np.repeat(X, copies, axis=0), np.repeat(y, copies))
+    assert (weighted.alpha_, weighted.quadratic_alpha_) == (repeated.alpha_, repeated.quadratic_alpha_)
+    assert _relative_error(weighted.predict(X), repeated.predict(X)) < 1e-9
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,12 @@ class QuadraticRegression(BaseQuadraticRegressor):
     is free. The selection sees at most 2 000 rows (every ``k``-th row,
     ``k = ceil(n / 2000)``); with more, the chosen penalties are multiplied by
     the weight of all the rows over theirs (``n / m``: the same penalty per
-    row) for the fit on all of them.
+    row) for the fit on all of them. With ``sample_weight`` the
+    leave-one-out leaves one unit of a row's weight out (``min(s_i, 1)``),
+    so that on up to 2 000 rows integer weights choose what the rows
+    repeated that many times choose, and rows of weight zero count for
+    nothing (:class:`QuadraticRegressionCV` keeps RidgeCV's convention:
+    the whole row out).
 
     Parameters
     ----------
@@ -207,12 +212,12 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 "alpha='auto' chooses quadratic_alpha too; pass a number as alpha with "
                 f"quadratic_alpha={self.quadratic_alpha!r}, or leave quadratic_alpha=None."
             )
-        from ._regression_cv import QuadraticRegressionCV
+        from ._regression_cv import UnitLeaveOneOutCV
 
         check_degree4_range(self, X)
         n = X.shape[0]
         rows = slice(None, None, -(-n // _AUTO_MAX_ROWS))  # every k-th row, k = ceil(n / m)
-        search = QuadraticRegressionCV(
+        search = UnitLeaveOneOutCV(
             AUTO_ALPHAS, quadratic_ratios=QUADRATIC_RATIOS, fit_intercept=self.fit_intercept
         ).fit(X[rows], Y[rows], sample_weight[rows])
         share = sample_weight.sum() / sample_weight[rows].sum()

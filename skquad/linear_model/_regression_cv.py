@@ -23,7 +23,7 @@ from ._regression import (
     publish_quadratic_model,
 )
 
-__all__ = ["QuadraticRegressionCV"]
+__all__ = ["QuadraticRegressionCV", "UnitLeaveOneOutCV"]
 
 
 class _PredictionsAsInput(RegressorMixin, BaseEstimator):
@@ -142,6 +142,9 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     }
 
     _accept_sparse = True
+    # What the leave-one-out leaves out of a weighted row: the whole row, as
+    # RidgeCV (see QuadraticRidgeLeaveOneOut's leave_out).
+    _leave_out = "row"
 
     def __init__(
         self,
@@ -205,7 +208,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the ridge objective; with ``cv=None`` they also weight
             the leave-one-out score (and are passed to ``scoring``), as in
-            RidgeCV.
+            RidgeCV, whose convention this keeps: each left-out unit is a
+            whole row, whatever its weight.
 
         Returns
         -------
@@ -247,16 +251,22 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         flops = 2.0 * n * size * size + 10.0 * size**3 * len(ratios)
         with limit_threads(None, blas=choose_thread_count(flops)):
             loo = QuadraticRidgeLeaveOneOut(
-                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode
+                X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
+                leave_out=self._leave_out,
             )
             # (ratio, alpha) ranked ratio-major: the first best wins, as in RidgeCV's scan.
             scores, values = [], []
+            kept, kept_score = None, -np.inf  # the best ratio's decomposition so far
             for ratio in ratios:
                 loo.set_quadratic_scale(1.0 / np.sqrt(ratio))
                 ratio_scores, ratio_values = self._leave_one_out_scores(
                     loo.errors(alphas), Y, sample_weight, given_weight)
                 scores.append(ratio_scores)
                 values.append(ratio_values)
+                summary = np.mean(ratio_scores, axis=0) if ratio_scores.ndim == 2 else ratio_scores
+                best_here = np.max(np.where(np.isnan(summary), -np.inf, summary))
+                if best_here > kept_score:
+                    kept, kept_score = loo.decomposition(), best_here
         scores = np.stack(scores, axis=-2)  # (k, R, A) or (R, A)
         per_target = self.alpha_per_target and k > 1
         if per_target:
@@ -275,7 +285,10 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         intercept = np.empty(k)
         for index in np.unique(chosen_ratio):
             targets = np.flatnonzero(chosen_ratio == index)
-            loo.set_quadratic_scale(1.0 / np.sqrt(ratios[index]))
+            scale = 1.0 / np.sqrt(ratios[index])
+            if kept is not None and kept[0] == scale:
+                loo.restore(kept)
+            loo.set_quadratic_scale(scale)
             c, b = loo.coefficients(alpha)
             coefficients[:, targets], intercept[targets] = c[:, targets], b[targets]
         check_finite_solution(self, coefficients, intercept, X)
@@ -341,6 +354,18 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     def _raw_scores(self, X):
         return fitted_quadratic_scores(self, X)
+
+
+class UnitLeaveOneOutCV(QuadraticRegressionCV):
+    """QuadraticRegressionCV whose leave-one-out leaves one unit of a row's weight out.
+
+    ``QuadraticRegression(alpha="auto")``'s selection: with it a fit with
+    integer ``sample_weight`` chooses the penalties of the fit on the rows
+    repeated that many times, as every fit with weights should; RidgeCV's
+    convention (the whole row left out) does not.
+    """
+
+    _leave_out = "unit"
 
 
 def _first_best(scores):

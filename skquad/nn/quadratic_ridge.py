@@ -56,6 +56,8 @@ _posv = scipy.linalg.lapack.get_lapack_funcs("posv", (np.zeros(1),))
 
 # Expanded numbers per row block: 2**21 float64 = 16 MB of scratch.
 _BLOCK_ELEMENTS = 2**21
+# The leave-one-out keeps the weighted features up to this many numbers (64 MB).
+_CACHED_ELEMENTS = 2**23
 
 
 def expansion_size(n_features):
@@ -478,6 +480,27 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     return normal_product, np.maximum(diagonal, 0.0), R
 
 
+def _eigh(matrix):
+    """Eigenvalues and vectors of a symmetric matrix it may overwrite: LAPACK's divide and
+    conquer (``syevd``), the fastest of scipy's drivers for all the vectors."""
+    return scipy.linalg.eigh(matrix, driver="evd", overwrite_a=True, check_finite=False)
+
+
+def _unit_errors(residual, denominator, weighted):
+    """``residual / denominator`` (n, k, A) by (n, A); 0 on rows without weight and where
+    the denominator is zero to rounding.
+
+    A row of leverage one is fitted by itself alone: leaving a unit of it
+    out leaves its prediction undetermined, the same for every penalty.
+    """
+    tiny = 64 * np.finfo(np.float64).eps
+    kept = (denominator > tiny) & weighted[:, None]
+    out = np.zeros_like(residual)
+    np.divide(residual, denominator[:, None, :], out=out,
+              where=np.broadcast_to(kept[:, None, :], residual.shape))
+    return out
+
+
 def coefficients_to_model(coefficients, n_features):
     """``(coef, Q)`` from degree-2 coefficients of shape (D, n_targets).
 
@@ -527,7 +550,21 @@ class QuadraticRidgeLeaveOneOut:
 
     With an intercept both get RidgeCV's correction of the diagonal,
     ``d -= G⁻¹√s ∘ √s / Σs``. The errors are those of the weighted problem
-    (scaled by ``√s``), as RidgeCV's.
+    (scaled by ``√s``).
+
+    ``leave_out`` says what one left-out unit is. ``"row"`` (RidgeCV's):
+    the whole row ``i``, error ``r_i / (1 - s_i h_i)``. ``"unit"``: one unit
+    of its weight, ``min(s_i, 1)``, error ``r_i / (1 - min(s_i, 1) h_i)``;
+    ``h_i = φ_iᵀ (Φᵀ S Φ + P)⁻¹ φ_i`` is the unweighted leverage (with the
+    intercept's ``1 / Σs``) and ``r_i`` the residual. Removing weight ``u``
+    from row ``i`` is the rank-one downdate ``A - u φ_i φ_iᵀ`` of
+    ``A = Φᵀ S Φ + P``, so (Sherman-Morrison) the row's new residual is
+    ``r_i / (1 - u h_i)``; with integer weights, ``s_i`` copies each with
+    that error, this is RidgeCV's leave-one-out on the data with every row
+    repeated ``s_i`` times, and zero-weight rows contribute nothing (a
+    weighted fit equals the fit on repeated rows, its selection too). Rows
+    whose leverage is one (``1 - u h_i`` zero to rounding: nothing else
+    determines their prediction) get error 0 under ``"unit"``.
 
     Parameters
     ----------
@@ -536,13 +573,16 @@ class QuadraticRidgeLeaveOneOut:
     weight : ndarray of shape (n_samples,)
     fit_intercept : bool, default=True
     mode : {"gram", "cov"}, default="gram"
+    leave_out : {"row", "unit"}, default="row"
     """
 
-    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram"):
+    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram", leave_out="row"):
         n, d = X.shape
         self._X = X
+        self._features = None
         self._rows, self._cols = _pairs(d)
         self.mode = mode
+        self.leave_out = leave_out
         D = expansion_size(d)
         Y = np.asarray(Y, dtype=np.float64)
         weight = np.asarray(weight, dtype=np.float64)
@@ -568,10 +608,14 @@ class QuadraticRidgeLeaveOneOut:
             C = np.zeros((D, D))
             projected = np.zeros((D, self._rhs.shape[1]))
             self._scales = np.ones(D)
-            for start, rows, features in self._weighted_feature_blocks():
+            # Φ_w kept when small (the passes of every scale then skip the expansion).
+            kept = np.empty((n, D)) if n * D <= _CACHED_ELEMENTS else None
+            for rows, features in self._weighted_feature_blocks():
                 C += features.T @ features
                 projected += features.T @ self._rhs[rows]
-            self._cov, self._cov_projected = C, projected
+                if kept is not None:
+                    kept[rows] = features
+            self._cov, self._cov_projected, self._features = C, projected, kept
         else:  # pragma: no cover - validated by the estimator
             raise ValueError(f"Unknown mode {mode!r}.")
         self.set_quadratic_scale(1.0)
@@ -588,24 +632,39 @@ class QuadraticRidgeLeaveOneOut:
         self._scales = _quadratic_scales(self._mean.shape[0], self._X.shape[1], scale)
         if self.mode == "gram":
             K = self._linear + scale**2 * self._quadratic
-            self.eigenvalues, self._vectors = np.linalg.eigh(K)
+            self.eigenvalues, self._vectors = _eigh(K)
             del K
             self._projected = self._vectors.T @ self._rhs
         else:
             C = self._scales[:, None] * self._cov * self._scales[None, :]
-            self.eigenvalues, self._vectors = np.linalg.eigh(C)
+            self.eigenvalues, self._vectors = _eigh(C)
             del C
             # Φ_wᵀ [ỹ, √s] in the eigenbasis.
             self._projected = self._vectors.T @ (self._scales[:, None] * self._cov_projected)
         return self
 
     def _weighted_feature_blocks(self):
-        """Row blocks of ``Φ_w Γ`` (never more than ``_BLOCK_ELEMENTS`` numbers)."""
+        """Row blocks of ``Φ_w`` (never more than ``_BLOCK_ELEMENTS`` numbers), or the kept ``Φ_w``."""
+        if self._features is not None:
+            yield slice(None), self._features
+            return
         D = self._mean.shape[0]
         for start, block in _dense_blocks(self._X, D):
             rows = slice(start, start + block.shape[0])
             features = _expand(block, self._rows, self._cols) - self._mean
-            yield start, rows, features * self._root[rows, None] * self._scales
+            features *= self._root[rows, None]
+            yield rows, features
+
+    def decomposition(self):
+        """The current scale's decomposition, for :meth:`restore` (no copy)."""
+        return (self.quadratic_scale, self._scales, self.eigenvalues, self._vectors,
+                self._projected)
+
+    def restore(self, decomposition):
+        """Return to a scale decomposed before, as :meth:`decomposition` gave it."""
+        (self.quadratic_scale, self._scales, self.eigenvalues, self._vectors,
+         self._projected) = decomposition
+        return self
 
     def errors(self, alphas):
         """Leave-one-out errors for every alpha.
@@ -639,24 +698,36 @@ class QuadraticRidgeLeaveOneOut:
                 diagonal[start : start + step] = (Q * Q) @ inverse
             if self.fit_intercept:
                 diagonal -= values[:, -1, :] * self._root[:, None] / self._weight_sum
-            return values[:, :n_targets, :] / diagonal[:, None, :]
+            if self.leave_out == "row":
+                return values[:, :n_targets, :] / diagonal[:, None, :]
+            # α c = √s r and α diag(G⁻¹) = 1 - s h: 1 - t s h = t α diag + 1 - t.
+            share = self._unit_share()[:, None]
+            return _unit_errors(values[:, :n_targets, :] * alphas,
+                                share * alphas * diagonal + (1.0 - share), self._root > 0)
         # "cov": α c = [ỹ, √s] - Φ_w H⁻¹ Φ_wᵀ [ỹ, √s], α d = 1 - diag(Φ_w H⁻¹ Φ_wᵀ).
         n = self._rhs.shape[0]
         fitted = np.empty((n, n_targets + 1, alphas.shape[0]))
         leverage = np.empty((n, alphas.shape[0]))
         flat = scaled.reshape(scaled.shape[0], -1)
-        for start, rows, features in self._weighted_feature_blocks():
-            P = features @ self._vectors
+        vectors = self._scales[:, None] * self._vectors  # Φ_w Γ V as Φ_w (Γ V)
+        for rows, features in self._weighted_feature_blocks():
+            P = features @ vectors
             fitted[rows] = (P @ flat).reshape(P.shape[0], n_targets + 1, -1)
-            leverage[rows] = (P * P) @ inverse
+            leverage[rows] = np.square(P, out=P) @ inverse
         residual = self._rhs[:, :, None] - fitted
-        denominator = 1.0 - leverage
         if self.fit_intercept:
-            denominator -= residual[:, -1, :] * self._root[:, None] / self._weight_sum
-        return residual[:, :n_targets, :] / denominator[:, None, :]
+            leverage += residual[:, -1, :] * self._root[:, None] / self._weight_sum
+        if self.leave_out == "row":
+            return residual[:, :n_targets, :] / (1.0 - leverage)[:, None, :]
+        return _unit_errors(residual[:, :n_targets, :],
+                            1.0 - self._unit_share()[:, None] * leverage, self._root > 0)
+
+    def _unit_share(self):
+        """``t_i = min(s_i, 1) / s_i``: the share of row ``i``'s weight left out (1 for ``s_i <= 1``)."""
+        return 1.0 / np.maximum(self._root**2, 1.0)
 
     def coefficients(self, alpha):
-        """The ridge solution for one alpha per target.
+        """The ridge solution for one alpha per target (of the current scale).
 
         Parameters
         ----------
