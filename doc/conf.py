@@ -81,6 +81,7 @@ exclude_patterns = [
     "generated/benchmarks/*",  # table snippets that benchmarks.rst includes
     "generated/benchmarks_regression/*",  # and benchmarks_regression.rst
     "generated/changelog.rst",  # CHANGELOG.md as reStructuredText, for changelog.rst
+    "generated/solver_routes.rst",  # the solver table, which architecture.rst includes
     "_intersphinx",
     "Thumbs.db",
     ".DS_Store",
@@ -336,6 +337,31 @@ def _caps_and_skips(results, datasets, estimators):
 
 
 _write_benchmark_tables()
+
+
+def _write_solver_routes(path=DOC_DIR / "generated" / "solver_routes.rst"):
+    """The convex path's solver table, printed from ``skquad.convex.routes.ROUTES`` itself."""
+    from skquad.convex.routes import ROUTES
+
+    def first_line(function):
+        return ((function.__doc__ or "").strip().splitlines() or ["(see the code)"])[0]
+
+    def yes(value):
+        return "yes" if value else "no"
+
+    header = ["", "``solver_``", "what it is", "applies to", "CPU only", "continued by",
+              "block by block"]
+    rows = [
+        [str(order), f"``{row.name}``", row.summary, first_line(row.applies), yes(row.cpu_only),
+         ", ".join(f"``{name}``" for name in row.then) or "—",
+         "when several" if callable(row.blockwise) else yes(row.blockwise)]
+        for order, row in enumerate(ROUTES, 1)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_rst_table(header, rows), encoding="utf-8")
+
+
+_write_solver_routes()
 _write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
                         REGRESSION_BENCHMARK_ESTIMATORS, score="r2", scale=1, digits=3,
                         score_label="mean R²")

@@ -6,7 +6,7 @@ Exporting a quantized network: ±1 weights, one scale
 A network trained by :class:`~skquad.SDPQuantizedClassifier` has first-layer
 weights in :math:`\\{-1, +1\\}` and, for a binary problem, a single real number
 in its second layer. This example fits one, writes exactly that to a file (two
-bit matrices, the input scaling and one scale), reloads it, and predicts with
+bit matrices, the input scaling and its training range, and one scale), reloads it, and predicts with
 ten lines of numpy, without skquad, torch or CVXPY: the kind of model that runs
 on a microcontroller. It then checks that these predictions are the
 estimator's, and that the Appendix C export to a network of plain
@@ -70,7 +70,8 @@ print(f"distinct second-layer values: {np.unique(network.alpha_).tolist()}")
 # Everything the deployed network needs. ``fit_intercept=True`` (the default)
 # appended a constant input 1, so each weight vector has one entry more than
 # there are features: the neuron's binary bias. The bits are packed eight to a
-# byte.
+# byte. The estimator clips each input to its training range before it
+# predicts (``clip_inputs=True``, the default): the range goes into the file too.
 
 (scale,) = np.unique(network.alpha_)
 export_path = OUTPUT_DIR / "quantized_network.npz"
@@ -82,6 +83,8 @@ np.savez(
     scale=scale,
     mean=scaler.mean_,
     std=scaler.scale_,
+    low=network.data_min_,
+    high=network.data_max_,
     classes=network.classes_,
 )
 n_bits = 2 * network.U_.size
@@ -92,7 +95,8 @@ print(
 # %%
 # Predict from the file, with numpy only
 # --------------------------------------
-# Each neuron computes :math:`(z^\top u_j)(z^\top v_j)` with :math:`z = [x, 1]`;
+# Each input is clipped to its training range; each neuron computes
+# :math:`(z^\top u_j)(z^\top v_j)` with :math:`z = [x, 1]`;
 # with :math:`\pm 1` weights the two inner products are sums and differences of
 # inputs. The output is the scale times the sum over neurons; its sign picks the
 # class.
@@ -109,7 +113,7 @@ def load_and_predict(path, X):
         np.unpackbits(saved["V_bits"], axis=1, count=n_inputs).astype(np.int8) * 2
         - 1
     )
-    z = (X - saved["mean"]) / saved["std"]
+    z = np.clip((X - saved["mean"]) / saved["std"], saved["low"], saved["high"])
     z = np.hstack([z, np.ones((len(z), 1))])
     scores = saved["scale"] * np.sum((z @ U.T) * (z @ V.T), axis=1)
     return saved["classes"][(scores > 0).astype(int)], scores
@@ -132,7 +136,9 @@ print("the exported network's predictions are the estimator's")
 # Pilanci, appendix C).
 
 quadratic = network.export_quadratic_network()
-quadratic_scores = quadratic.scores(scaler.transform(X_test)).ravel()
+# (the network itself: its input is clipped as the estimator clips it)
+inputs = np.clip(scaler.transform(X_test), network.data_min_, network.data_max_)
+quadratic_scores = quadratic.scores(inputs).ravel()
 np.testing.assert_allclose(quadratic_scores, exported_scores, rtol=1e-9, atol=1e-9)
 n_exported = quadratic.weights.shape[0]
 print(f"quadratic-activation export: {n_exported} neurons, same scores")

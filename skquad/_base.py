@@ -45,6 +45,7 @@ from sklearn.utils.validation import (
 
 from ._atomic import reads_fitted_state
 from ._dask_dispatch import make_dask_aware
+from ._input_range import clip_to_range, feature_range, merge_ranges
 
 __all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
 
@@ -59,7 +60,9 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     and atomic fits: a ``fit``, ``partial_fit`` or ``resample`` that raises or
     is interrupted leaves the previously fitted model exactly as it was.
 
-    Contract for subclasses: decorate ``fit``, ``partial_fit`` and
+    Contract for subclasses: declare the ``clip_inputs`` parameter (see
+    :mod:`skquad._input_range`; the base clips in :meth:`_validate_predict_data`
+    to the range its fit-side validation records); decorate ``fit``, ``partial_fit`` and
     ``resample`` with ``@_fit_context(...)`` over ``@atomic_fit`` (see
     :mod:`skquad._atomic`), and a public method that reads the fitted state
     with ``@reads_fitted_state``; don't call ``_init_callback_context`` (the
@@ -141,16 +144,35 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     def _sparse_formats(self):
         return ["csr", "csc"] if self._accept_sparse else False
 
+    def _record_input_range(self, X, sample_weight, *, reset):
+        """Set (``reset``) or widen ``data_min_``/``data_max_``: the range ``clip_inputs`` clips to.
+
+        Over the rows of positive weight (see :mod:`skquad._input_range`);
+        ``fit`` (and ``warm_start``) starts anew, ``partial_fit`` widens.
+        """
+        batch = feature_range(X, sample_weight)
+        if not reset:
+            batch = merge_ranges((self.data_min_, self.data_max_), batch)
+        self.data_min_, self.data_max_ = batch
+
     # ------------------------------------------------------------ predict side
     def _validate_predict_data(self, X):
+        """Validated ``X``, each feature clipped to its training range with ``clip_inputs``.
+
+        Every predict-like method reads its input through here, so all of
+        them (and the exports) see the same clipped input.
+        """
         check_is_fitted(self)
-        return validate_data(
+        X = validate_data(
             self,
             X,
             reset=False,
             dtype=self._accepted_dtypes,
             accept_sparse=self._sparse_formats(),
         )
+        if self.clip_inputs:
+            X = clip_to_range(X, self.data_min_, self.data_max_)
+        return X
 
     def _raw_scores(self, X):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -274,6 +296,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
         )
         sample_weight = self._check_weight_scale(sample_weight)
+        self._record_input_range(X, sample_weight, reset=reset)
         return X, np.ascontiguousarray(y, dtype=np.int64), sample_weight
 
     def _validate_training_data(
@@ -376,6 +399,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
                     "class_weight only one class is left: "
                     f"{self.classes_[weighted_classes].tolist()!r}."
                 )
+        self._record_input_range(X, sample_weight, reset=reset)
         return X, y_encoded, sample_weight
 
     def _class_weights(self, class_weight, y_encoded):
@@ -587,6 +611,7 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
         )
         sample_weight = self._check_weight_scale(sample_weight)
+        self._record_input_range(X, sample_weight, reset=reset)
         return X, y, sample_weight
 
     def _format_predictions(self, scores):

@@ -15,13 +15,15 @@ the in-memory fit runs on the whole array (:mod:`skquad.nn.quadratic_form`,
   sorted by label once, and persisted on the workers for the fit's
   duration; from them one pass for the statistics (rows, the classes and
   their counts, the columns' magnitudes), the labels encoded in place, then
-  per L-BFGS evaluation the log-loss and its gradient, while the driver runs
+  per L-BFGS evaluation the log-loss and its gradient (the pass that sums the
+  class weights also takes the inputs' range, ``clip_inputs``'s
+  ``data_min_``/``data_max_``), while the driver runs
   the same L-BFGS (:func:`skquad._training.minimize_lbfgs`) as in memory.
   The user's graph (reading files, generating data) runs once per block:
   recomputing it per evaluation would cost more than the gradient. The
   cluster's memory must hold ``X`` once; the driver holds ``O(K d²)``;
-* quadratic regression: one pass for the weighted means, one for the
-  ``D x D`` normal equations, solved on the driver.
+* quadratic regression: one pass for the block-centred ``D x D`` normal
+  equations (and the inputs' range), merged exactly and solved on the driver.
 
 Computations run on the scheduler ``dask.compute`` would use. On a
 ``distributed.Client`` the persisted blocks are spread over the workers by
@@ -46,6 +48,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, check_array, check_is_fitted
 
+from ._input_range import feature_range, merge_ranges
 from ._reporting import progress_line, warn_user
 from ._training import (
     choose_thread_count,
@@ -432,9 +435,13 @@ def _encoded_block(block, classes, per_class_weight, dtype):
 
 
 def _class_weight_sums(block, _, classes, per_class_weight):
-    """Per class, the block's weights with the class weights applied (as the encoded block's)."""
-    _, _, w, class_blocks = _encoded_block(block, classes, per_class_weight, None)
-    return (np.array([w[start:stop].sum() for start, stop in class_blocks]),)
+    """Per class, the block's weights with the class weights applied, and the inputs' range over rows of positive weight."""
+    X, _, w, class_blocks = _encoded_block(block, classes, per_class_weight, None)
+    return np.array([w[start:stop].sum() for start, stop in class_blocks]), feature_range(X, w)
+
+
+def _merge_class_weight_sums(*parts):
+    return sum(part[0] for part in parts), merge_ranges(*(part[1] for part in parts))
 
 
 @functools.lru_cache(maxsize=4)
@@ -665,7 +672,9 @@ def _block_rows(estimator, X_original, n_features, data):
         per_class = n_rows / (classes.shape[0] * counts)
     elif estimator.class_weight is not None:
         per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
-    (class_weights,) = data.reduce(_class_weight_sums, _add, None, classes, per_class)
+    class_weights, (estimator.data_min_, estimator.data_max_) = data.reduce(
+        _class_weight_sums, _merge_class_weight_sums, None, classes, per_class
+    )
     total_weight = float(class_weights.sum())
     _check_total_weight(estimator, total_weight)
     if np.count_nonzero(class_weights > 0) < 2:
@@ -770,10 +779,11 @@ def _regression_block(X, Y, w):
 
 
 def _block_regression_statistics(X, Y, w, fit_intercept):
-    """One block's ``(rows, float32?, W, m, ȳ, G, R)``, centred at its own weighted means.
+    """One block's ``(rows, float32?, W, m, ȳ, G, R, range)``, centred at its own weighted means.
 
     ``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` with ``m``, ``ȳ``
-    this block's means (zeros without an intercept, where the sums simply add).
+    this block's means (zeros without an intercept, where the sums simply add);
+    ``range`` is the inputs' over the rows of positive weight (``clip_inputs``).
     """
     from .nn.quadratic_ridge import normal_equations, weighted_sums
 
@@ -784,7 +794,7 @@ def _block_regression_statistics(X, Y, w, fit_intercept):
     else:
         mean, y_mean = np.zeros_like(feature_sums), np.zeros_like(target_sums)
     G, R = normal_equations(X, Y, w, mean, y_mean)
-    return X.shape[0], X.dtype == np.float32, total, mean, y_mean, G, R
+    return X.shape[0], X.dtype == np.float32, total, mean, y_mean, G, R, feature_range(X, w)
 
 
 def _merge_regression_statistics(*parts):
@@ -798,9 +808,9 @@ def _merge_regression_statistics(*parts):
     subtracts two large degree-4 sums, so it keeps the two-pass accuracy.
     Without an intercept every mean is zero and the update is a plain sum.
     """
-    rows, all_float32, W, mean, y_mean, G, R = parts[0]
+    rows, all_float32, W, mean, y_mean, G, R, _ = parts[0]
     G, R = G.copy(), R.copy()
-    for rows_b, float32_b, W_b, mean_b, y_mean_b, G_b, R_b in parts[1:]:
+    for rows_b, float32_b, W_b, mean_b, y_mean_b, G_b, R_b, _ in parts[1:]:
         rows += rows_b
         all_float32 = all_float32 and float32_b
         total = W + W_b
@@ -816,7 +826,7 @@ def _merge_regression_statistics(*parts):
         elif W_b > 0:
             mean, y_mean = mean_b, y_mean_b
         W = total
-    return rows, all_float32, W, mean, y_mean, G, R
+    return rows, all_float32, W, mean, y_mean, G, R, merge_ranges(*(part[7] for part in parts))
 
 
 def fit_quadratic_regression(estimator, X, y, sample_weight):
@@ -841,7 +851,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
         )
     # One pass over the user's graph: each block's statistics about its own
     # means, merged exactly (_merge_regression_statistics).
-    (n_rows, all_float32, total, mean, y_mean, G, R), = dask.compute(
+    (n_rows, all_float32, total, mean, y_mean, G, R, input_range), = dask.compute(
         _tree(
             [dask.delayed(_block_regression_statistics)(*b, estimator.fit_intercept)
              for b in blocks],
@@ -863,6 +873,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
         )
     estimator.n_outputs_ = n_outputs
     estimator._fitted_y_ndim = y_ndim
+    estimator.data_min_, estimator.data_max_ = input_range
     publish_quadratic_model(
         estimator, coefficients, intercept, n_features, np.float32 if all_float32 else np.float64
     )

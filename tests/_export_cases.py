@@ -23,6 +23,14 @@ ESTIMATORS = {
 }
 
 
+def with_rows_outside(X):
+    """``X`` and 10 rows 4 times as far from its mean: outside its range, where ``clip_inputs`` clips."""
+    center = X.mean(axis=0)
+    outside = center + 4.0 * (X[:10] - center)
+    assert np.any(outside < X.min(axis=0)) and np.any(outside > X.max(axis=0))
+    return np.vstack([X, outside])
+
+
 def _data(problem):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((150, 4)) * [1.0, 10.0, 0.1, 3.0] + [0.0, 50.0, 1.0, -2.0]

@@ -25,6 +25,9 @@ ROOMS = {
     "skquad._pipeline": "foundation",
     "skquad._rows": "foundation",
     "skquad._blas": "foundation",
+    # the training range of the inputs and their clipping (clip_inputs): numpy and
+    # scipy only, used by the base, the Dask fits and the engine's early stopping
+    "skquad._input_range": "foundation",
     "skquad._training": "training",
     # the one thread policy: a foundation module (it imports no other room),
     # used by the solvers in convex/ as by the training engine
@@ -32,6 +35,9 @@ ROOMS = {
     # the L-BFGS driver's numpy engine (numpy and scipy only), which the SDP's
     # numpy block solver in convex/ calls too
     "skquad._training._lbfgs_compact": "foundation",
+    # the runtime policy (foundation imports only): its thread rule is read by
+    # the solvers in convex/ too
+    "skquad._training._runtime": "foundation",
     "skquad._base": "base",
     "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
@@ -343,3 +349,39 @@ def test_the_naming_check_accepts_both_forms():
         {"test_training_config", "test_sdp_cv", "test_rows"},
         {},
     ) == []
+
+
+def private_names_across_convex_modules(name, source):
+    """``from .other import _private`` between two modules of ``skquad.convex``: each
+    solver's helpers stay its own; what several share is a public name of one module
+    (the barrier toolkit, the table)."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        local = node.level == 1 and node.module is not None
+        absolute = node.level == 0 and (node.module or "").startswith("skquad.convex.")
+        if not (local or absolute):
+            continue
+        problems += [
+            f"{name} imports {alias.name} from {node.module}"
+            for alias in node.names if alias.name.startswith("_")
+        ]
+    return problems
+
+
+CONVEX_MODULES = sorted((PACKAGE_ROOT / "convex").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", CONVEX_MODULES, ids=lambda path: path.stem)
+def test_no_private_name_is_imported_between_convex_modules(path):
+    assert private_names_across_convex_modules(path.stem, path.read_text()) == []
+
+
+def test_the_convex_check_finds_a_private_import():
+    assert private_names_across_convex_modules("squared_dual", "from .hinge_dual import _lmi_terms\n")
+    assert private_names_across_convex_modules(
+        "routes", "def f():\n    from skquad.convex.face_dual import _backtrack\n"
+    )
+    assert not private_names_across_convex_modules("routes", "from .barrier import backtrack\n")
+    assert not private_names_across_convex_modules("routes", "from .._memory import available_memory\n")

@@ -19,8 +19,9 @@ from skquad._base import BaseQuadraticClassifier
 class _CentroidScorer(BaseQuadraticClassifier):
     """Scores are minus squared distances to weighted class centroids."""
 
-    def __init__(self, class_weight=None):
+    def __init__(self, class_weight=None, clip_inputs=True):
         self.class_weight = class_weight
+        self.clip_inputs = clip_inputs
 
     def fit(self, X, y, sample_weight=None):
         X, y, sw = self._validate_training_data(X, y, sample_weight)
@@ -106,10 +107,11 @@ class _Iterative(BaseQuadraticClassifier):
         "max_iter": [Interval(Integral, 1, None, closed="left")]
     }
 
-    def __init__(self, max_iter=3, fail_at=None, stochastic=True):
+    def __init__(self, max_iter=3, fail_at=None, stochastic=True, clip_inputs=True):
         self.max_iter = max_iter
         self.fail_at = fail_at
         self.stochastic = stochastic
+        self.clip_inputs = clip_inputs
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
@@ -393,6 +395,9 @@ from skquad._base import BaseQuadraticRegressor  # noqa: E402
 
 class _WeightedLeastSquares(BaseQuadraticRegressor):
     """Ordinary weighted least squares with an intercept, through the regressor base."""
+
+    def __init__(self, clip_inputs=True):
+        self.clip_inputs = clip_inputs
 
     def fit(self, X, y, sample_weight=None):
         X, Y, sw = self._validate_training_data(X, y, sample_weight)

@@ -5,12 +5,8 @@ import pytest
 import torch
 
 from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
-from skquad.convex.compact_solver import (
-    compact_applies,
-    lifted_svecs,
-    solve_compact,
-    svec_indices,
-)
+from skquad.convex.compact_solver import lifted_svecs, solve_compact, svec_indices
+from skquad.convex.routes import compact_applies
 
 from _convex_cases import assert_certified_bracket
 
@@ -227,7 +223,7 @@ def test_relaxation_chooses_the_compact_form_only_where_it_applies():
     factored = solve_relaxation(
         lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1, solver_options={"rank": 4}
     )
-    assert factored.solver == "native"
+    assert factored.solver == "native_numpy"
     assert factored.lower_bound <= squared.value + 1e-9 and squared.lower_bound <= factored.value + 1e-9
     wide = LiftedData.from_lifting(
         lifting, np.zeros((5, 40)), np.zeros(5), np.ones(5), loss="squared", beta=1e-2, n_outputs=1
@@ -265,7 +261,7 @@ def test_squared_loss_chooses_the_compact_form_by_size():
     assert not compact_applies(LiftedData.from_lifting(lifting, wider, wider[:, 0], np.ones(4000),
                                                        loss="squared", beta=1e-2, n_outputs=1))
     solution = solve_relaxation(lifting, X, y, np.ones(30), loss="squared", beta=1e-2, n_outputs=1)
-    assert solution.solver == "native" and solution.converged
+    assert solution.solver == "native_numpy" and solution.converged
 
 
 def test_warm_start_of_the_factor_solver_from_a_compact_solution():
@@ -291,7 +287,7 @@ def test_factor_solver_takes_the_squared_blocks_one_at_a_time():
         lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=3, tol=1e-4,
         solver_options={"chunk_size": 50},  # selects the factor solver
     )
-    assert solution.solver == "native" and len(solution.info["blocks"]) == 3
+    assert solution.solver == "native_numpy" and len(solution.info["blocks"]) == 3
     assert solution.lower_bound <= reference + 1e-7 <= solution.value + 2e-7
     assert solution.converged and solution.relative_gap <= 1e-4
     assert solution.Q.shape[0] == 3 and solution.scores.shape == (X.shape[0], 3)
@@ -342,19 +338,26 @@ def test_a_factorization_that_fails_gives_way_to_the_other(monkeypatch, d, first
 def test_failed_logistic_compact_solve_falls_back_to_the_factor_solver(monkeypatch):
     """Exponential cones can end short of "Solved": the relaxation then solves
     the multinomial loss with the factor solver instead of raising."""
-    from skquad.convex import relaxation
+    import clarabel
 
-    def failing(*args, **kwargs):
-        raise relaxation.SolverFailedError("Clarabel ended with status InsufficientProgress")
+    from skquad.convex import compact_solver
 
-    monkeypatch.setattr(relaxation, "solve_compact", failing)
+    class Failing:  # Clarabel ending short of "Solved" with either factorization
+        def __init__(self, *args):
+            pass
+
+        def solve(self):
+            return type("Failed", (), {"status": "InsufficientProgress"})()
+
+    monkeypatch.setattr(clarabel, "DefaultSolver", Failing)
     X, y, weight = _problem(8, 3, n=30)
     solution = solve_relaxation(
         InputLifting(), X, y, weight, loss="logistic", beta=1e-2, n_outputs=3, tol=1e-3
     )
     assert solution.solver == "native" and solution.converged
+    assert solution.solver_path == ("native",)  # from the start, not a continuation
     # The squared loss has no such fall-back: its error reaches the caller.
-    with pytest.raises(relaxation.SolverFailedError):
+    with pytest.raises(compact_solver.SolverFailedError):
         solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=3)
 
 

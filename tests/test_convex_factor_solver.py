@@ -237,7 +237,8 @@ def test_squared_block_solver_brackets_clarabel_on_every_class(beta):
     # bracket holds CLARABEL's optimum of that block, and each meets tol.
     import dataclasses
 
-    from skquad.convex.factor_solver import solve_squared_block, squared_block_applies
+    from skquad.convex.factor_solver import solve_squared_block
+    from skquad.convex.routes import squared_block_applies
 
     X, y, weight = _problem(5 + int(100 * beta), 3, n=60, d=4)
     lifting = InputLifting()

@@ -8,8 +8,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skquad import SDPQuantizedClassifier
 from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
-from skquad.convex import hinge_dual
-from skquad.convex.hinge_dual import _best_rho, hinge_dual_applies, solve_hinge_dual
+from skquad.convex import routes
+from skquad.convex.barrier import best_rho
+from skquad.convex.hinge_dual import solve_hinge_dual
+from skquad.convex.routes import hinge_dual_applies
 
 from _convex_cases import LIFTINGS, assert_certified_bracket, binary_problem
 
@@ -79,13 +81,13 @@ def test_best_rho_is_the_exact_minimiser():
     def objective(rho):
         return w @ np.maximum(0.0, 1.0 - rho * t * g) + 0.05 * rho
 
-    rho = _best_rho(g, t, w, 0.05)
+    rho = best_rho(g, t, w, 0.05)
     grid = np.linspace(0.0, 3.0 * max(rho, 1.0), 20001)
     assert objective(rho) <= min(objective(r) for r in grid) + 1e-12
-    assert _best_rho(g, t, w, 10.0) == 0.0  # a penalty above every slope
+    assert best_rho(g, t, w, 10.0) == 0.0  # a penalty above every slope
 
 
-def test_dispatch_by_size_and_options(monkeypatch):
+def test_dispatch_by_size_and_options():
     lifting = InputLifting()
     X, y, weight = _problem(4)
     data = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1)
@@ -95,9 +97,13 @@ def test_dispatch_by_size_and_options(monkeypatch):
         n_outputs=3,
     )
     assert not hinge_dual_applies(many)  # Crammer-Singer: the compact form / factor solver
-    monkeypatch.setattr(hinge_dual, "HINGE_DUAL_MAX_SAMPLES", 39)
-    assert not hinge_dual_applies(data)  # 40 samples
-    monkeypatch.undo()
+    n = routes.HINGE_DUAL_MAX_SAMPLES
+    for rows, applies in ((n, True), (n + 1, False)):
+        X_many, y_many, _ = binary_problem(0, n=rows, d=3)
+        sized = LiftedData.from_lifting(
+            lifting, X_many, y_many, np.ones(rows), loss="hinge", beta=1e-2, n_outputs=1
+        )
+        assert hinge_dual_applies(sized) == applies
     # Options of the factor solver ask for the factor solver.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 5 iterations

@@ -1,5 +1,6 @@
 """One squared-loss SDP block by a barrier method on its exact dual, against CLARABEL through CVXPY."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -10,9 +11,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
 from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
-from skquad.convex import relaxation, squared_dual
+from skquad.convex import routes, squared_dual
 from skquad.convex.certificate import squared_loss_rho
-from skquad.convex.squared_dual import _DualBarrier, solve_squared_dual, squared_dual_applies
+from skquad.convex.routes import route, squared_dual_applies, use_routes
+from skquad.convex.squared_dual import _DualBarrier, solve_squared_dual
 
 from _convex_cases import LIFTINGS, assert_certified_bracket, binary_problem
 
@@ -119,15 +121,16 @@ def test_zero_weights_are_the_fit_without_those_rows():
     assert full.lower_bound == pytest.approx(subset.lower_bound, rel=1e-6)
 
 
-def test_dispatch_by_size_beta_options_and_lifted_side(monkeypatch):
+def test_dispatch_by_size_beta_options_and_lifted_side():
     lifting = InputLifting()
     X, y, weight = _problem(4, n=60, d=3)
     data = _data(lifting, X, y, weight, 1e-2)
     assert squared_dual_applies(data)
     assert not squared_dual_applies(_data(lifting, X, y, weight, 0.0))  # no trace budget
-    monkeypatch.setattr(squared_dual, "SQUARED_DUAL_MAX_SAMPLES", 59)
-    assert not squared_dual_applies(data)
-    monkeypatch.undo()
+    n = routes.SQUARED_DUAL_MAX_SAMPLES
+    for rows, applies in ((n, True), (n + 1, False)):
+        X_many, y_many, _ = _problem(0, n=rows, d=3)
+        assert squared_dual_applies(_data(lifting, X_many, y_many, np.ones(rows), 1e-2)) == applies
     hinge = LiftedData.from_lifting(lifting, X, y, weight, loss="hinge", beta=1e-2, n_outputs=1)
     assert not squared_dual_applies(hinge)
     # Options of the factor solver ask for the factor solver.
@@ -137,22 +140,22 @@ def test_dispatch_by_size_beta_options_and_lifted_side(monkeypatch):
             lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
             solver_options={"rank": 4}, max_iter=5,
         )
-    assert solution.solver == "native"
+    assert solution.solver == "native_numpy"
     # p = 4 here is below SQUARED_DUAL_FIRST_LIFTED: the factor solver goes
     # first (and would be the compact form's at its own size rule).
-    monkeypatch.setattr("skquad.convex.relaxation.compact_applies", lambda *a, **k: False)
     calls = []
-    real = squared_dual.solve_squared_dual
+    dual_row = route("squared_dual")
 
-    def spy(block, **options):
-        calls.append(block.n_lifted)
-        return real(block, **options)
+    def spy(problem):
+        calls.append(problem.data.n_lifted)
+        return dual_row.solve(problem)
 
-    monkeypatch.setattr("skquad.convex.relaxation.solve_squared_dual", spy)
-    first = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
-    assert first.converged and first.solver == "native" and calls == []
-    monkeypatch.setattr("skquad.convex.relaxation.SQUARED_DUAL_FIRST_LIFTED", 4)
-    dual = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    spied = dataclasses.replace(dual_row, solve=spy)
+    with use_routes(spied, "native_numpy", "native"):  # the compact form off
+        first = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
+    assert first.converged and first.solver == "native_numpy" and calls == []
+    with use_routes(dataclasses.replace(spied, lead=lambda data: 0), "native_numpy", "native"):
+        dual = solve_relaxation(lifting, X, y, weight, loss="squared", beta=1e-2, n_outputs=1)
     assert dual.converged and dual.solver == "squared_dual" and calls == [4]
     assert dual.value == pytest.approx(first.value, rel=2e-4)
 
@@ -164,21 +167,22 @@ def test_factor_solver_goes_first_then_the_dual_then_continues(monkeypatch):
     X, y, weight = _problem(9, n=60, d=3)
     beta = 1e-4
     reference = _reference(lifting, X, y, weight, beta)
-    monkeypatch.setattr("skquad.convex.relaxation.compact_applies", lambda *a, **k: False)
-    monkeypatch.setattr("skquad.convex.relaxation.FACTOR_ITERATIONS_BEFORE_DUAL", 3)
-    monkeypatch.setattr(squared_dual, "_MAX_NEWTON", 8)
+    monkeypatch.setattr(squared_dual, "_MAX_NEWTON", 8)  # the dual stops short of tol
     bounds = []
-    real = squared_dual.solve_squared_dual
+    dual_row = route("squared_dual")
 
-    def spy(block, **options):
-        solution = real(block, **options)
+    def spy(problem):
+        solution = dual_row.solve(problem)
         bounds.append(solution.lower_bound)
         return solution
 
-    monkeypatch.setattr("skquad.convex.relaxation.solve_squared_dual", spy)
-    solution = solve_relaxation(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=1)
+    # The compact form off; three factor iterations before the dual.
+    staged = dataclasses.replace(dual_row, solve=spy, lead=lambda data: 3)
+    with use_routes(staged, "native_numpy", "native"):
+        solution = solve_relaxation(lifting, X, y, weight, loss="squared", beta=beta, n_outputs=1)
     assert len(bounds) == 1 and bounds[0] > 0
-    assert solution.solver == "native" and solution.converged
+    assert solution.solver == "native_numpy" and solution.converged
+    assert solution.solver_path == ("native_numpy", "squared_dual", "native_numpy")
     assert solution.lower_bound >= bounds[0]
     assert solution.n_iter > 3 + 8 - 1  # every stage's iterations and steps
     assert_certified_bracket(solution, reference)
@@ -224,12 +228,13 @@ def test_squared_loss_rho_is_the_exact_minimiser():
 
 
 @pytest.fixture
-def every_squared_block_through_the_dual(monkeypatch):
+def every_squared_block_through_the_dual():
     """The compact form off and the dual first whatever p: the checks' small
     data then exercise the dual barrier (at its own size rule they would go to
     the compact form)."""
-    monkeypatch.setattr(relaxation, "compact_applies", lambda *args, **kwargs: False)
-    monkeypatch.setattr(relaxation, "SQUARED_DUAL_FIRST_LIFTED", 1)
+    first = dataclasses.replace(route("squared_dual"), lead=lambda data: 0)
+    with use_routes("hinge_dual", first, "native_numpy", "native"):
+        yield
 
 
 @parametrize_with_checks([SDPQuantizedClassifier(), SDPQuantizedRegressor()])
@@ -241,7 +246,7 @@ def test_default_estimators_pass_sklearn_checks_through_the_dual(
 
 @pytest.mark.parametrize("failure", [RuntimeError, KeyboardInterrupt])
 def test_a_refit_failing_in_the_dual_leaves_the_model_as_it_was(
-    failure, monkeypatch, every_squared_block_through_the_dual
+    failure, every_squared_block_through_the_dual
 ):
     X, y, _ = _problem(12, n=80, d=4)
     model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
@@ -252,8 +257,11 @@ def test_a_refit_failing_in_the_dual_leaves_the_model_as_it_was(
     def fail(*args, **kwargs):
         raise failure("injected")
 
-    monkeypatch.setattr(relaxation, "solve_squared_dual", fail)
-    with pytest.raises(failure):
+    failing = [
+        dataclasses.replace(row, solve=fail) if row.name == "squared_dual" else row
+        for row in routes.active_routes()
+    ]
+    with use_routes(*failing), pytest.raises(failure):
         # Other data (3 features): a partial refit would show in n_features_in_ at once.
         model.set_params(beta=1e-3).fit(X[:60, :3], y[:60])
     model.set_params(beta=before["beta"])

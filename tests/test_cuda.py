@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import skquad
 from skquad.convex import InputLifting, solve_relaxation, solve_sdp
-from skquad.convex.solution import CPU_SOLVERS
+from skquad.convex.routes import cpu_only_names
 from skquad.export import to_torch
 
 from _estimator_configs import SMALL_CONFIGS
@@ -172,7 +172,7 @@ def test_an_sdp_fit_on_cuda_certifies_the_cpu_optimum(name):
     gpu, cpu, X, y = _fitted_on_both(name)
     # These small problems go to the interior-point methods, on the CPU
     # whatever the device; the factor solver's runs are below.
-    assert gpu.solver_ in CPU_SOLVERS and gpu.device_ == "cpu"
+    assert gpu.solver_ in cpu_only_names() and gpu.device_ == "cpu"
     _assert_state_is_numpy(gpu)
     if name.endswith("CV"):
         assert gpu.beta_ in gpu.betas_
@@ -208,7 +208,7 @@ def test_the_native_solver_on_cuda_brackets_clarabel(loss, n_outputs, options):
                           solver="CLARABEL")
     solution = solve_relaxation(lifting, X, y, weight, loss=loss, beta=1e-2, n_outputs=n_outputs,
                                 device="cuda", solver_options=options)
-    if solution.solver in CPU_SOLVERS:
+    if solution.solver in cpu_only_names():
         assert solution.info["device"] == "cpu"
     else:
         assert solution.solver == "native" and solution.info["device"].startswith("cuda")

@@ -314,7 +314,7 @@ def _fitted(estimator, classifier):
         X, y = make_regression(n_samples=60, n_features=3, n_targets=2, random_state=0)
         y = y / np.std(y)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", ConvergenceWarning)
         return clone(estimator).fit(X, y), X, y
 
 

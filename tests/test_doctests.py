@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 import skquad
 
@@ -194,7 +195,7 @@ def test_user_guide_examples_run(page):
     with warnings.catch_warnings():
         # The examples fit tiny models; what they show is the value, not a
         # ConvergenceWarning about a model nobody will use.
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", ConvergenceWarning)
         with np.printoptions(legacy=False, precision=8, suppress=False):
             runner.run(test)
     summary = runner.summarize(verbose=False)

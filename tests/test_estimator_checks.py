@@ -47,10 +47,6 @@ ESTIMATORS = [
     QuadraticRegressionCV(cv=3),
     SDPQuantizedRegressor(),
     BackpropQuantizedRegressor(),
-    QNNRegressor(),
-    QNNRegressor(solver="lbfgs"),
-    RPQNNRegressor(),
-    RPQNNRegressor(solver="lbfgs"),
 ]
 
 

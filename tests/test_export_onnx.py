@@ -9,6 +9,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skquad import QuadraticLogisticRegression
+from _export_cases import with_rows_outside
 
 
 def test_onnx_reproduces_predict_proba(exported_pipeline):
@@ -19,6 +20,7 @@ def test_onnx_reproduces_predict_proba(exported_pipeline):
     from skquad.export import register_onnx_converters
 
     name, model, X = exported_pipeline
+    X = with_rows_outside(X)  # clip_inputs clips these: the graph must clip them alike
     register_onnx_converters()
     for dtype in (np.float32, np.float64):
         onx = skl2onnx.to_onnx(model, X[:1].astype(dtype), options={"zipmap": False})
@@ -106,6 +108,9 @@ def test_onnx_regressor_in_a_column_transformer_pipeline(name, two_outputs):
         pipeline = make_pipeline(columns, _NON_NETWORK_REGRESSORS[name]()).fit(frame, y)
     onx = skl2onnx.to_onnx(pipeline, frame[:1])
     session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    # rows outside the training range, which clip_inputs clips
+    frame = pd.concat([frame, frame[:10].assign(a=4 * frame.a[:10], b=-4 * frame.b[:10])], ignore_index=True)
+    n = len(frame)
     (out,) = session.run(None, {column: frame[[column]].to_numpy() for column in frame.columns})
     expected = pipeline.predict(frame)
     assert out.shape == (n, 2 if two_outputs else 1)
@@ -130,6 +135,7 @@ def test_onnx_regressor_float32_input(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = _NON_NETWORK_REGRESSORS[name]().fit(X, y)
+    X = with_rows_outside(X)
     onx = skl2onnx.to_onnx(model, X[:1].astype(np.float32))
     session = onnxruntime.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     (out,) = session.run(None, {session.get_inputs()[0].name: X.astype(np.float32)})

@@ -7,11 +7,12 @@ from sklearn.pipeline import make_pipeline
 
 from skquad import QuadraticLogisticRegression
 from skquad.export import to_torch
-from _export_cases import _data
+from _export_cases import _data, with_rows_outside
 
 
 def test_to_torch_equals_decision_function(exported_pipeline):
     _, model, X = exported_pipeline
+    X = with_rows_outside(X)  # clip_inputs clips these: the module must clip them alike
     module = to_torch(model)
     # float64 in, as scikit-learn standardizes; the module casts to its own precision
     scores = module(torch.as_tensor(X)).detach().numpy()
@@ -71,6 +72,7 @@ def test_regressors_export_to_torch_as_their_predict(make, n_outputs):
         # A few epochs are enough to export; convergence is not the subject.
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = make().fit(X, y)
+    X = with_rows_outside(X)  # clipped by clip_inputs (the default): so by the module too
     output = to_torch(model)(torch.as_tensor(X)).detach().numpy()
     # The same float64 operations in torch and numpy: rounding-level agreement.
-    np.testing.assert_allclose(output.reshape(y.shape), model.predict(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(output.reshape(-1, *y.shape[1:]), model.predict(X), rtol=1e-9, atol=1e-9)

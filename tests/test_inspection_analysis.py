@@ -28,8 +28,12 @@ def _level_set_root(function, center, direction, radius):
 
 
 def _check_level_set(model, analysis, rng, n_rays=12, radius=50.0):
-    """Points found on decision_function's zero set lie where the analysis says."""
-    function = model.decision_function
+    """Points found on decision_function's zero set lie where the analysis says.
+
+    The rays leave the training range: the analysis describes the model itself,
+    so the decision function is read without clipping (``clip_inputs=False``).
+    """
+    function = model.set_params(clip_inputs=False).decision_function  # acts at predict time
     d = analysis.w.shape[0]
     found = 0
     for _ in range(n_rays):
@@ -89,6 +93,7 @@ def test_rpqnn_neuron_on_xor_is_a_pair_of_lines():
     ).fit(X, y)
     assert model.score(X, y) > 0.9
     (analysis,) = quadric_analysis(model)
+    model.set_params(clip_inputs=False)  # the lines leave the training range: the model itself
     assert analysis.surface_type == "pair of hyperplanes" and analysis.is_hyperbolic
     assert analysis.inertia == (1, 1, 0) and analysis.center_value == 0.0
     # the decision function vanishes on both lines through the center

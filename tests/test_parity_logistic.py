@@ -312,7 +312,8 @@ def test_c_inf_no_warning(solver):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        QLR(C=np.inf, solver=solver).fit(X, y)
+        model = QLR(C=np.inf, solver=solver).fit(X, y)
+    assert np.all(np.isfinite(model.Q_)) and np.all(np.isfinite(model.coef_))
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -352,7 +353,10 @@ def test_large_sparse_matrix(solver):
     y = np.random.RandomState(42).randint(2, size=X.shape[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        QLR(solver=solver).fit(X, y)
+        wide = QLR(solver=solver, random_state=0).fit(X, y)
+        narrow = QLR(solver=solver, random_state=0).fit(sparse.csr_matrix(X.toarray()), y)
+    # int64 indices give the same model as the same matrix with int32 ones
+    assert_allclose(wide.predict_proba(X), narrow.predict_proba(X), rtol=1e-12)
 
 
 def test_single_feature_newton_cg():
@@ -360,7 +364,9 @@ def test_single_feature_newton_cg():
     # intercept, with QLR's lbfgs)
     X = np.array([[0.5, 0.65, 1.1, 1.25, 0.8, 0.54, 0.95, 0.7]]).T
     y = np.array([1, 1, 0, 0, 1, 1, 0, 1])
-    QLR(fit_intercept=True).fit(X, y)
+    model = QLR(fit_intercept=True).fit(X, y)
+    assert model.Q_.shape == (1, 1, 1) and np.all(np.isfinite(model.intercept_))
+    assert model.score(X, y) >= 0.75  # the 8 points are almost separable by x <= 0.95
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])

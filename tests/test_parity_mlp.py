@@ -418,6 +418,7 @@ def test_preserve_feature_names(Estimator):
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, y)
+    np.testing.assert_array_equal(model.feature_names_in_, ["colname_a", "colname_b"])
 
 
 @pytest.mark.parametrize("Estimator", CLASSIFIERS + REGRESSORS)

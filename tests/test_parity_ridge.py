@@ -452,7 +452,10 @@ def test_sparse_design_with_sample_weights(n_samples, n_features, sparse_contain
 def test_ridgecv_int_alphas():
     # test_ridge.py::test_ridgecv_int_alphas
     X = np.array([[-1.0, -1.0], [-1.0, 0], [-0.8, -1.0], [1.0, 1.0], [1.0, 0.0]])
-    QRCV(alphas=(1, 10, 100)).fit(X, [1, 1, 1, -1, -1])
+    model = QRCV(alphas=(1, 10, 100)).fit(X, [1, 1, 1, -1, -1])
+    # integer alphas are taken as the floats they name
+    assert model.alpha_ in (1.0, 10.0, 100.0)
+    assert isinstance(model.alpha_, float)
 
 
 @pytest.mark.parametrize(
@@ -474,7 +477,8 @@ def test_ridgecv_alphas_validation(params, err_type, err_msg):
 def test_ridgecv_alphas_scalar():
     # test_ridge.py::test_ridgecv_alphas_scalar
     rng = np.random.RandomState(0)
-    QRCV(alphas=1).fit(rng.randn(5, 5), rng.randn(5))
+    model = QRCV(alphas=1).fit(rng.randn(5, 5), rng.randn(5))
+    assert model.alpha_ == 1.0
 
 
 def test_n_iter():
@@ -528,7 +532,9 @@ def test_ridge_cv_results_predictions(X_shape, with_sample_weight, fit_intercept
     predictions = np.empty(shape=(*y.shape, len(alphas)))
     for alpha_idx, alpha in enumerate(alphas):
         for idx, (train, test) in enumerate(LeaveOneOut().split(X, y)):
-            ridge = QR(alpha=alpha, fit_intercept=fit_intercept)
+            # the left-out row can lie outside the others' range: the leave-one-out
+            # that RidgeCV computes is the unclipped model's
+            ridge = QR(alpha=alpha, fit_intercept=fit_intercept, clip_inputs=False)
             weight = None if sample_weight is None else sample_weight[train]
             predictions[idx, ..., alpha_idx] = ridge.fit(X[train], y[train], sample_weight=weight).predict(X[test])
     assert_allclose(ridge_cv.cv_results_, predictions, rtol=1e-6)
@@ -542,7 +548,7 @@ def test_ridge_cv_multioutput_sample_weight(X_shape):
     sample_weight = np.ones(n_samples)
     ridge_cv = QRCV(scoring="neg_mean_squared_error", store_cv_results=True)
     ridge_cv.fit(X, y, sample_weight=sample_weight)
-    ridge = QR(alpha=ridge_cv.alpha_)
+    ridge = QR(alpha=ridge_cv.alpha_, clip_inputs=False)  # the unclipped leave-one-out, as RidgeCV's
     y_pred_loo = np.squeeze(
         [ridge.fit(X[train], y[train], sample_weight=sample_weight[train]).predict(X[test])
          for train, test in LeaveOneOut().split(X)]
@@ -564,7 +570,7 @@ def test_ridge_cv_custom_multioutput_scorer(X_shape):
         return -custom_error(y, estimator.predict(X))
 
     ridge_cv = QRCV(scoring=custom_multioutput_scorer).fit(X, y)
-    ridge = QR(alpha=ridge_cv.alpha_)
+    ridge = QR(alpha=ridge_cv.alpha_, clip_inputs=False)  # the unclipped leave-one-out, as RidgeCV's
     y_pred_loo = np.squeeze([ridge.fit(X[train], y[train]).predict(X[test]) for train, test in LeaveOneOut().split(X)])
     assert_allclose(ridge_cv.best_score_, -custom_error(y, y_pred_loo))
 

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from sklearn.base import clone, is_classifier
+from sklearn.exceptions import ConvergenceWarning
 
 from skquad import (
     BackpropQuantizedClassifier,
@@ -114,7 +115,8 @@ def _fit_or_clear_error(estimator, X, y, sample_weight):
         with warnings.catch_warnings():
             # Convergence and advice warnings of tiny fits are allowed here;
             # their own tests assert them.
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", UserWarning)
             return clone(estimator).fit(X, y, sample_weight=sample_weight)
     except ValueError as exc:
         assert str(exc).strip(), f"{type(estimator).__name__} raised an empty ValueError"
@@ -131,9 +133,7 @@ def _check_finite_model(model, X):
     for name, value in vars(model).items():
         if name.endswith("_") and isinstance(value, np.ndarray) and value.dtype.kind == "f":
             assert not np.isnan(value).any(), f"{type(model).__name__}.{name} holds NaN"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scores = _predictions(model, X)
+    scores = _predictions(model, X)
     assert np.all(np.isfinite(scores)), f"{type(model).__name__}: non-finite predictions"
     if is_classifier(model):
         proba = model.predict_proba(X)

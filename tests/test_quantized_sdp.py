@@ -1,5 +1,6 @@
 """SDPQuantizedClassifier (skquad/quantized/_sdp.py): sampling, refit, warnings, predict paths."""
 
+import dataclasses
 import pickle
 import warnings
 
@@ -10,10 +11,10 @@ from sklearn.datasets import load_iris, load_wine, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
-import skquad.convex.relaxation as relaxation_module
 import skquad.quantized._sdp as quantized_module
 from skquad import SDPQuantizedClassifier
 from skquad.convex import loss_value
+from skquad.convex.routes import route, use_routes
 from skquad.datasets import make_planted_quantized
 
 
@@ -406,19 +407,19 @@ def test_any_number_of_solver_chunks_fits_the_callback_context(params):
 def test_solver_hook_only_with_a_callback_so_blocks_run_in_parallel(monkeypatch):
     # Every fit opens a callback root context; without a callback nothing
     # observes the solver's chunks, and no hook lets a many-class squared loss
-    # solve its blocks in parallel (relaxation._block_workers).
+    # solve its blocks in parallel (blocks._block_workers).
     from sklearn.callback import ScoringMonitor
 
-    from skquad.convex import relaxation
+    from skquad.convex import blocks
 
     hooks = []
-    original = relaxation._block_workers
+    original = blocks._block_workers
 
-    def record(data, callback, options):
+    def record(data, callback, verbose, options):
         hooks.append(callback)
-        return original(data, callback, options)
+        return original(data, callback, verbose, options)
 
-    monkeypatch.setattr(relaxation, "_block_workers", record)
+    monkeypatch.setattr(blocks, "_block_workers", record)
     rng = np.random.RandomState(0)
     X, y = rng.randn(60, 36), np.arange(60) % 3  # p = 37: the factor solver, not the compact form
     params = dict(n_neurons=30, max_iter=50, tol=1e-2, random_state=0)
@@ -497,20 +498,20 @@ def test_native_default_brackets_clarabel_and_predicts_like_its_relaxation(datas
         np.testing.assert_array_equal(native.Z_[k], native.Q_[k][:p, p:])
 
 
-def test_warm_start_with_a_new_beta_starts_from_the_previous_factors(solve_planted, monkeypatch):
+def test_warm_start_with_a_new_beta_starts_from_the_previous_factors(solve_planted):
     X, y = solve_planted
     starts = []
-    original = relaxation_module.solve_factored
+    native = route("native")
 
-    def recording(data, **kwargs):
-        starts.append(kwargs.get("init"))
-        return original(data, **kwargs)
+    def recording(problem):
+        starts.append(problem.init)
+        return native.solve(problem)
 
-    monkeypatch.setattr(relaxation_module, "solve_factored", recording)
     model = SDPQuantizedClassifier(loss="logistic", beta=2e-2, warm_start=True, random_state=0)
-    model.fit(X, y)
-    cold_iterations = model.n_iter_
-    model.set_params(beta=1e-2).fit(X, y)
+    with use_routes(dataclasses.replace(native, solve=recording)):
+        model.fit(X, y)
+        cold_iterations = model.n_iter_
+        model.set_params(beta=1e-2).fit(X, y)
     assert starts[0] is None and starts[1] is not None
     assert starts[1].factors is not None and starts[1].rho[0] > 0
     fresh = SDPQuantizedClassifier(loss="logistic", beta=1e-2, random_state=0).fit(X, y)

@@ -54,7 +54,9 @@ class TrainingConfig:
     (MLPClassifier's "auto"). ``n_threads="auto"`` chooses a CPU thread count
     from the work per step (:func:`~skquad._training.choose_thread_count`); an
     int fixes it. ``stratify`` makes the early-stopping validation split
-    stratified on ``y``. ``warn_on_max_iter`` emits MLPClassifier's
+    stratified on ``y``; ``clip_validation_inputs`` clips its inputs to the
+    range of the training part's rows of positive weight, as the estimator's
+    ``clip_inputs`` clips at predict time. ``warn_on_max_iter`` emits MLPClassifier's
     ConvergenceWarning when ``max_iter`` runs out before the stopping rule
     fires. ``loss_growth_limit``: an epoch whose loss exceeds this many times
     ``max(best loss, loss at the start, 1)`` counts as divergence.
@@ -77,6 +79,7 @@ class TrainingConfig:
     n_iter_no_change: int = 10
     early_stopping: bool = False
     validation_fraction: float = 0.1
+    clip_validation_inputs: bool = False
     shuffle: bool = True
     momentum: float = 0.9
     nesterov: bool = True

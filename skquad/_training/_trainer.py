@@ -11,6 +11,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
+from .._input_range import clip_rows, clip_to_range, feature_range
 from .._reporting import progress_line, warn_user
 from ._callbacks import SubtaskReporter
 from ._config import TrainingConfig, TrainingResult
@@ -173,10 +174,33 @@ class Trainer:
                 "the validation score is undefined. Give more samples a positive "
                 "weight, use a larger validation_fraction, or early_stopping=False."
             )
+        X_validation = X[validation_index]
+        if config.clip_validation_inputs:
+            X_validation = self._clipped_validation_inputs(
+                X, train_index, sample_weight[train_index], X_validation, validation_index
+            )
         return (
             (X[train_index], y[train_index], sample_weight[train_index]),
-            (X[validation_index], y[validation_index], sample_weight[validation_index]),
+            (X_validation, y[validation_index], sample_weight[validation_index]),
         )
+
+    def _clipped_validation_inputs(self, X, train_index, train_weight, X_validation, validation_index):
+        """The validation inputs clipped to the training part's range (``clip_validation_inputs``).
+
+        The validation score then measures the model as it predicts on new
+        rows. Sparse data reach the engine as row numbers into the first
+        stage's matrix (:class:`skquad.nn.sparse.SparseRowsInput`): that
+        matrix is replaced by a copy whose validation rows are clipped.
+        """
+        inputs = self.module[0] if isinstance(self.module, torch.nn.Sequential) else None
+        matrix = getattr(inputs, "matrix", None)
+        if matrix is None:
+            data_min, data_max = feature_range(X[train_index], train_weight)
+            return clip_to_range(X_validation, data_min, data_max)
+        rows = np.asarray(X, dtype=np.int64).reshape(-1)
+        data_min, data_max = feature_range(matrix[rows[train_index]], train_weight)
+        inputs.matrix = clip_rows(matrix, rows[validation_index], data_min, data_max)
+        return X_validation
 
     def _batch_size(self, n_samples):
         if self.config.batch_size is None:

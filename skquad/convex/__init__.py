@@ -3,9 +3,17 @@
 No scikit-learn estimators in here: :class:`~skquad.SDPQuantizedClassifier` and
 :class:`~skquad.SDPQuantizedRegressor` wrap these.
 Data flow of ``SDPQuantizedClassifier.fit``: ``lifting`` (features ``z``) ->
-``problem.LiftedData`` -> ``factor_solver.solve_factored`` (default) or
-``formulation.solve_sdp`` (CVXPY) -> ``certificate.dual_bound`` (inside both)
--> ``SDPSolution`` (``Q``, ``rho``, ``lower_bound``) -> ``sampling``.
+``problem.LiftedData`` -> the first route of ``routes.ROUTES`` that applies
+(default) or ``formulation.solve_sdp`` (CVXPY) -> ``certificate.dual_bound``
+(inside every solver) -> ``SDPSolution`` (``Q``, ``rho``, ``lower_bound``) ->
+``sampling``.
+
+routes
+    The solver table: which native solver takes a problem, in order, and
+    what continues it; every size rule of the choice.
+relaxation, blocks
+    The entry point (validation, the table's stages, warnings); the squared
+    loss's blocks one at a time.
 
 problem
     The weighted training set as tensors; products with the lifted inputs
@@ -20,7 +28,10 @@ certificate
 face_dual
     The face-restricted dual (squared, binary logistic): a bound as tight as the primal.
 compact_solver
-    Small squared-loss problems in their compact cone form (Clarabel).
+    Small problems in their compact cone form (Clarabel).
+hinge_dual, squared_dual
+    Barrier methods on the exact duals of the binary hinge and of a
+    squared-loss block.
 formulation
     The SDP relaxation (scalar and vector output; hinge, logistic and squared
     losses) solved with CVXPY (the reference path; CVXPY is imported only
@@ -59,6 +70,7 @@ from .lifting import (
 from .path import default_beta, zero_network_beta
 from .problem import LiftedData
 from .relaxation import solve_relaxation
+from .routes import ROUTES, Route, use_routes
 from .sampling import (
     GAMMA,
     covariance_by_sdp,
@@ -74,11 +86,13 @@ __all__ = [
     "FACTOR_SOLVER_OPTIONS",
     "GAMMA",
     "LOSSES",
+    "ROUTES",
     "SDP_SOLVERS",
     "Certificate",
     "InputLifting",
     "LiftedData",
     "QuadraticNetwork",
+    "Route",
     "SDPSolution",
     "SolverFailedError",
     "rescale_solution",
@@ -103,5 +117,6 @@ __all__ = [
     "solve_factored",
     "solve_relaxation",
     "solve_sdp",
+    "use_routes",
     "zero_network_beta",
 ]

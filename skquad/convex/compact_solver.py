@@ -17,7 +17,7 @@ number of samples. Clarabel (an interior-point solver) solves it to about
 (``shared/design/sdp-small-and-many-class.md``) measured certified gaps of
 1e-6 to 1e-5 in 0.01 to 0.6 s on iris, wine and breast cancer, where the
 factor solver needs seconds to certify 1e-4. It pays while the dense
-``m x m`` matrix ``G`` is small: :func:`compact_applies` says when.
+``m x m`` matrix ``G`` is small: ``routes.compact_applies`` says when.
 
 The hinge losses are linear programs in the scores: with one slack ``ξ_i``
 per sample, ``Σ_i w_i ξ_i`` subject to ``ξ_i >= 0`` and ``ξ_i >= 1 - y_i f_i``
@@ -62,102 +62,12 @@ import scipy.sparse
 import torch
 
 from .certificate import dual_bound, squared_loss_rho
-from .factor_solver import _relaxed_block
+from .barrier import unit_factor
 from .formulation import relaxed_dual_point
 from .losses import dual_point
-from .solution import SDPSolution, SolverFailedError, relative_gap
+from .solution import SDPSolution, SolverFailedError, relative_gap, relaxed_block
 
-__all__ = ["COMPACT_MAX_SIZE", "COMPACT_SQUARED_MAX_SIZE", "compact_applies", "solve_compact"]
-
-# Largest m = p (p + 1) / 2 solved in the compact form: the interior-point
-# steps factor a dense m x m block (O(m³) each). At m = 2145 (optdigits,
-# p = 65) one step costs more than the whole factor solve.
-COMPACT_MAX_SIZE = 600
-
-# The squared loss has a second fast method, the numpy Burer-Monteiro block
-# solver (factor_solver.solve_squared_block), so the compact form serves it
-# only up to the crossover, as Ridge(solver="auto") chooses by size. CPU
-# seconds to a certified 1e-4 on one thread, breast-cancer features and
-# targets, compact / factor (machine under load):
-#     m = 120: 0.07 / 0.14-0.22    m = 190: 0.11-0.13 / 0.11-0.41
-#     m = 276: 0.30 / 0.13-0.39    m = 378: 0.44-0.55 / 0.16-0.32
-#     m = 496 (all 30 features): 0.84 / 0.33
-COMPACT_SQUARED_MAX_SIZE = 300
-
-# Wider squared-loss liftings also take the compact form when there are many
-# rows per entry: its cost is n m² to form the blocks' Gram matrix and m³ per
-# interior-point step, however hard the block, where the factor solver's
-# iterations grow with n and with blocks whose rank must grow. CPU seconds to
-# a certified 1e-4 on one thread, compact / factor, rows of waveform5000's
-# third benchmark split (p = 41, m = 861; under load): n = 1000 (1.2 m): 4.99
-# / 2.74; n = 2000 (2.3 m): 5.67 / 4.51; all 3750 rows (4.4 m): 7.0 / 24.1
-# (three classes; the factor solver's blocks grew three times), the compact
-# objective lower (0.2240154 against 0.2240155). Breast cancer (m = 496,
-# n = 569 = 1.1 m): 0.84 / 0.33. Up to m = 1000 and n m <= 2^25 numbers in
-# the n x m lifted rows (256 MB).
-COMPACT_SQUARED_WIDE_MAX_SIZE = 1000
-COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY = 3
-COMPACT_SQUARED_WIDE_MAX_ELEMENTS = 1 << 25
-
-
-# The hinge form's margin rows are dense in the m entries of each block they
-# touch; the interior point's Schur complement costs about rows x (K m)^2
-# per step. Up to this many nonzeros (breast cancer: 569 x 496 = 2.8e5) a
-# step stays well under 0.1 s.
-COMPACT_HINGE_MAX_NONZEROS = 1_000_000
-
-
-def compact_applies(data, max_size=None):
-    """Whether ``data``'s relaxation is solved in the compact form by default.
-
-    Lifted inputs given as features (not explicit matrices), data on the
-    CPU, Clarabel installed, and: the squared loss with ``m = p (p + 1) / 2
-    <= max_size`` (default ``COMPACT_SQUARED_MAX_SIZE``, where the compact
-    form is faster than the factor solver; its blocks are solved one by one,
-    whatever ``n``), and by default also up to ``m =
-    COMPACT_SQUARED_WIDE_MAX_SIZE`` with at least
-    ``COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY`` (deduplicated) rows per entry and
-    at most ``COMPACT_SQUARED_WIDE_MAX_ELEMENTS`` numbers in the lifted rows;
-    the hinge losses with ``K m <= max_size`` (default
-    ``COMPACT_MAX_SIZE``; blocks solved jointly) and at most
-    ``COMPACT_HINGE_MAX_NONZEROS`` nonzeros in the margin rows; the
-    multinomial logistic loss (``K >= 2`` outputs) with the same two limits
-    (its score rows have ``n K m`` nonzeros). Above them it stays on the
-    factor solver: vehicle (``K m = 760``) took 62 s in this form against
-    19-24 s there. The binary logistic loss keeps its numpy block solver.
-    """
-    if data.loss not in ("squared", "hinge", "logistic") or data.lifted is not None:
-        return False
-    if data.features.device.type != "cpu":
-        return False
-    p = data.n_lifted
-    m = p * (p + 1) // 2
-    many_rows = (
-        max_size is None
-        and m <= COMPACT_SQUARED_WIDE_MAX_SIZE
-        and data.target.shape[0] >= COMPACT_SQUARED_WIDE_ROWS_PER_ENTRY * m
-        and data.target.shape[0] * m <= COMPACT_SQUARED_WIDE_MAX_ELEMENTS
-    )
-    if max_size is None:
-        max_size = COMPACT_SQUARED_MAX_SIZE if data.loss == "squared" else COMPACT_MAX_SIZE
-    if data.loss == "squared" and m > max_size and not many_rows:
-        return False
-    if data.loss == "hinge":
-        K = data.n_outputs
-        rows = data.target.shape[0] * K
-        touched = m if K == 1 else 2 * m
-        if K * m > max_size or rows * touched > COMPACT_HINGE_MAX_NONZEROS:
-            return False
-    if data.loss == "logistic":
-        K = data.n_outputs
-        if K == 1 or K * m > max_size or data.target.shape[0] * K * m > COMPACT_HINGE_MAX_NONZEROS:
-            return False
-    try:
-        import clarabel  # noqa: F401
-    except ImportError:  # pragma: no cover - clarabel is a dependency
-        return False
-    return True
-
+__all__ = ["solve_compact"]
 
 def svec_indices(p):
     """Row and column indices of ``svec`` (Clarabel's order: upper triangle by columns)."""
@@ -183,7 +93,7 @@ def lifted_svecs(data):
     return Z[:, rows] * Z[:, cols] * scale
 
 
-def _smat(vector, p, rows, cols):
+def smat(vector, p, rows, cols):
     """The symmetric matrix of an ``svec`` vector."""
     values = vector / np.where(rows == cols, 1.0, math.sqrt(2.0))
     matrix = np.zeros((p, p))
@@ -311,16 +221,8 @@ def _solve_blocks(problem, B, p, settings):
     return blocks
 
 
-# From blocks of this size m on, Clarabel factors its KKT matrix with faer's
-# supernodal LDL (BLAS-3 on dense panels) rather than QDLDL: the compact
-# form's KKT matrix is dense in each block's ``m x m`` entries (``8 G`` and the
-# PSD cones' scalings). CPU seconds of a squared-loss fit's blocks on one
-# thread, medians of 5 interleaved solves under load, QDLDL / faer, the same
-# iterations and optimum, in ``_block_problem``'s form: glass (m = 55, six
-# blocks) 0.047 / 0.052, wine (m = 105, three) 0.111 / 0.070, vehicle (m =
-# 190, four) 0.71 / 0.29, segment (m = 210, seven) 1.45 / 0.57. The joint
-# forms (``_joint_blocks``: ``3m + 1`` variables a block, and the loss's) use
-# faer from the variables of one block of that size.
+# Rule: faer's supernodal LDL from blocks of m = 100 on, else QDLDL. Why: the
+# KKT matrix is dense in each block's m x m entries, where BLAS-3 panels win.
 _FAER_MIN_BLOCK = 100
 _FAER_MIN_VARIABLES = 3 * _FAER_MIN_BLOCK + 1
 
@@ -342,13 +244,13 @@ def _solve_unless_panic(solver):
         return None
 
 
-def _clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
+def clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
     """Clarabel on one compact problem; ``overrides``: settings that differ from these."""
     return _clarabel_solver(quadratic, linear, A, rhs, cones, what, **overrides)[1]
 
 
 def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **overrides):
-    """``(solver, solution)``: ``_clarabel_solve`` with the solver kept for updates.
+    """``(solver, solution)``: ``clarabel_solve`` with the solver kept for updates.
 
     ``faer_first``: whether faer's factorization is tried before QDLDL's
     (None: from ``_FAER_MIN_VARIABLES`` variables on).
@@ -476,7 +378,7 @@ def _solve_hinge(Phi, weight, target, penalty, p, settings):
     cones = [clarabel.ZeroConeT(zero.shape[0]), clarabel.NonnegativeConeT(nonneg.shape[0])]
     cones += [clarabel.PSDTriangleConeT(p)] * (2 * K)
     quadratic = scipy.sparse.csc_matrix((linear.size, linear.size))
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss", **settings)
+    solution = clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss", **settings)
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     z_margin = z[zero.shape[0] : zero.shape[0] + nonneg.shape[0]]
     multipliers = z_margin[n:, None] if K == 1 else z_margin.reshape(K, n).T
@@ -575,7 +477,7 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     cones += [clarabel.ExponentialConeT()] * (n * n_terms)
     cones += [clarabel.PSDTriangleConeT(p)] * (2 * K)
     quadratic = scipy.sparse.csc_matrix((n_var, n_var))
-    solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the logistic loss", **settings)
+    solution = clarabel_solve(quadratic, linear, A, rhs, cones, "the logistic loss", **settings)
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     # Stationarity in f of w_i l(f_i) + z_ik (f_ik - 2 Φ_i d_k): z = -w l'(f).
     score_duals = -z[zero.shape[0] : zero.shape[0] + K * n].reshape(K, n).T
@@ -584,29 +486,6 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     # 1ᵀ mu_k = penalty, in P_k and N_k Diag mu_k ± 2 M_k ⪰ 0).
     trace_duals = [z[k * (p + m) : k * (p + m) + p] for k in range(K)]
     return _joint_blocks_of(x, K, m, block), int(solution.iterations), score_duals, trace_duals
-
-
-def _unit_factor(P, N):
-    """Unit-row factor ``F`` and signs with ``F diag(s) Fᵀ ∝`` the PSD parts of ``P - N``."""
-    columns, signs = [], []
-    for matrix, sign in ((P, 1.0), (N, -1.0)):
-        values, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
-        keep = values > 1e-12 * max(float(np.max(np.abs(values))), 1e-300)
-        columns.append(vectors[:, keep] * np.sqrt(values[keep]))
-        signs.append(np.full(int(keep.sum()), sign))
-    F = np.hstack(columns)
-    s = np.concatenate(signs)
-    norms = np.linalg.norm(F, axis=1) if F.shape[1] else np.zeros(F.shape[0])
-    if F.shape[1] == 0 or np.any(norms <= 1e-150):
-        # A row with no mass (ρ = 0, or a degenerate split): give it a unit
-        # column of its own; its ρ-scaled contribution is then decided below.
-        missing = np.flatnonzero(norms <= 1e-150) if F.shape[1] else np.arange(F.shape[0])
-        extra = np.zeros((F.shape[0], missing.size))
-        extra[missing, np.arange(missing.size)] = 1.0
-        F = np.hstack([F, extra])
-        s = np.concatenate([s, np.ones(missing.size)])
-        norms = np.linalg.norm(F, axis=1)
-    return np.ascontiguousarray(F / norms[:, None]), s
 
 
 def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
@@ -636,7 +515,7 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
         iterations = sum(block[2] for block in joint)
     for k in range(K):
         sP, sN, third = joint[k]  # ρ of a joint form, a squared block's iterations
-        F, s = _unit_factor(_smat(sP, p, rows, cols), _smat(sN, p, rows, cols))
+        F, s = unit_factor(smat(sP, p, rows, cols), smat(sN, p, rows, cols))
         direction = (F * s) @ F.T
         g = 2.0 * (Phi @ _svec(direction, rows, cols))
         if data.loss != "squared":
@@ -699,25 +578,11 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
 # tried in turn until one certifies ``tol`` (the best certified point is kept;
 # a pass that fails is followed by the next; none solved is a failed solve).
 _CLARABEL_PASSES = {
-    # Iterative refinement of the KKT solves costs about a quarter of a block
-    # (wine, m = 105: 0.027 s against 0.036 s; the whole default fit, one
-    # thread, under load, medians of 5: 0.115 s against 0.138 s) and barely
-    # moves a well-scaled block's certified gap (wine 4.534e-5 against
-    # 4.529e-5), but an ill-scaled block certifies far less without it
-    # (targets of order 1e6, test_sdp_regressor: 5.7e-3 against 9.5e-4).
-    # (Clarabel tolerances of 1e-7 in the first pass saved one to three steps
-    # per block, wine 0.107 -> 0.099 s, for gaps of at most 7.3e-5, but the
-    # uci suite's test accuracy fell by one or two samples on glass, vehicle,
-    # segment, pendigits and letter and rose nowhere: kept at 1e-8.)
+    # Without iterative refinement first (a quarter of a block's time); an
+    # ill-scaled block certifies far less without it, hence the second pass.
     "squared": ({"iterative_refinement_enable": False}, {}),
-    # Without refinement: half the time (wine, 28 steps: 0.44 s against 0.83 s
-    # CPU; glass 0.93 against 1.9) for certified gaps of 4e-6 and 4e-5 (1e-6
-    # with it); without equilibration: fewer steps at the default beta (glass
-    # 33 against 46, wine 24 against 26). But then the conic dual, hence the
-    # certificate, can be far off at small beta (iris, beta = 1.2e-4, the
-    # bottom of SDPQuantizedClassifierCV's path: gap 1.1e-2 against 5.1e-6 from
-    # the accurate pass, where the factor solver then ran 3000 iterations,
-    # 10 s, to 5e-4): one accurate pass before giving up the form.
+    # Fast first (no refinement, no equilibration), then one accurate pass:
+    # at small beta the fast pass's conic dual, hence the certificate, can be far off.
     "logistic": (
         {"iterative_refinement_enable": False, "equilibrate_enable": False},
         {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
@@ -733,7 +598,7 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
     ----------
     data : LiftedData
         Squared (block by block), hinge or logistic loss (see
-        :func:`compact_applies`).
+        ``routes.compact_applies``).
     tol : float, default=1e-4
         The relative certified gap the solution is judged against
         (``converged``); the interior-point solve itself goes to about 1e-10.
@@ -786,7 +651,7 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
         print(progress_line(iterations, objective, elapsed, lower_bound=lower_bound,
                             gap=float(gap), rank=info["rank"]))
     stopped = bool(callback(dict(info))) if callback is not None else False
-    Q = np.stack([_relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)])
+    Q = np.stack([relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)])
     return SDPSolution(
         Q=Q,
         rho=rho,

@@ -59,12 +59,12 @@ face is too large to form, times the solver's last score steps), and
 """
 
 import math
-import warnings
 
 import numpy as np
 import scipy.linalg
 import torch
 
+from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_step
 from .certificate import golden_minimum
 from .losses import conjugate, project_dual
 
@@ -73,43 +73,30 @@ __all__ = ["LOGISTIC_FACE_MAX_LIFTED", "face_basis", "face_dual_bound", "verifie
 # Eigenvalues of P (or N) below this fraction of the largest are not part of
 # its face: they are the iterate's noise, and every extra direction adds
 # O(r) variables to the restricted dual.
-_FACE_EIGENVALUE = 1e-3
+FACE_EIGENVALUE = 1e-3
 
-# The restricted dual's largest number of lam variables: its Newton steps
-# cost O(q p³ + q² p²); beyond it the weakest face directions are dropped
-# (a smaller face only loosens the bound). An optdigits block's face has
-# ranks 20 + 22 (q = 464): at 350 its bound stalled at a gap of 1e-4 to
-# 5e-4 for 1,600 iterations and a dozen tries; at 500 one try certified it.
+# The restricted dual's most lam variables: its Newton steps cost O(q p³ + q² p²);
+# beyond it the weakest face directions are dropped (a smaller face only loosens the bound).
 MAX_FACE_VARIABLES = 500
 # Elements of one q x p x p array of the logistic face dual's Newton step
 # (a few such arrays live at once): 2.5e7 float64 elements = 200 MB.
 _FACE_MEMORY = 25_000_000
 # Multiply-adds of forming the face's q matrices (q n p²) above which the
-# logistic face dual uses the caller's score directions instead (when given):
-# credit-approval's face (q ~ 400, n = 690, p = 47) costs 6e8; planted
-# d = 200's (q = 441, n = 2000, p = 201) 3.6e10, minutes of CPU.
+# logistic face dual uses the caller's score directions instead (when given).
 _FACE_WORK = 3e9
 # Largest p for which the factor solver tries the logistic face dual: each
-# Newton step factors two p x p LMIs and forms about 3 q products of p x p
-# matrices, O(q p³). At p = 785 (planted d = 784, the score-step family,
-# q = 7) it took 26 s CPU under load and certified 3.7e-5 at iteration 350,
-# where the first bound needed 650 iterations with the rank grown to 156.
+# Newton step factors two p x p LMIs and forms about 3 q p x p products, O(q p³).
 LOGISTIC_FACE_MAX_LIFTED = 1000
 # The barrier weight's growth per centring, and the relative eigenvalue of
 # the face scores' Gram matrix below which a direction is dependent.
 _TAU_FACTOR = 20.0
-# The Newton decrement (-gradᵀstep) below which a point counts as centred and
-# the barrier weight grows. Loose centring is enough here: the bound of every
-# iterate is checked against the target after each step, and validity rests
-# on verified_bound() alone. At the textbook 0.5 the squared face duals of the
-# default fits took 20 Newton steps (credit-approval), 17 (breast cancer), 18
-# (ionosphere); at 10, 14, 11 and 11, to the same certified gaps (one thread,
-# under load: 0.24 -> 0.18 s, 0.050 -> 0.032 s, 0.062 -> 0.040 s).
+# The Newton decrement below which a point counts as centred: loose, since
+# every iterate's bound is checked and validity rests on verified_bound() alone.
 _CENTRED = 10.0
 _KEEP = 1e-12
 
 
-def face_basis(factor, signs, threshold=_FACE_EIGENVALUE, max_size=None):
+def face_basis(factor, signs, threshold=FACE_EIGENVALUE, max_size=None):
     """Orthonormal bases ``U`` and ``V`` of the ranges of ``A Aᵀ`` and ``B Bᵀ``.
 
     ``F = [A, B]`` split by the column signs; eigenvalues below ``threshold``
@@ -139,7 +126,7 @@ def face_basis(factor, signs, threshold=_FACE_EIGENVALUE, max_size=None):
     return U, V
 
 
-def _pair_scores(data, basis):
+def pair_scores(data, basis):
     """``(⟨L_i, sym(u_a u_bᵀ)⟩)_i`` for all ``a <= b``: shape (n_samples, r (r + 1) / 2)."""
     Z = data.features.detach().cpu().numpy().astype(np.float64)
     width = Z.shape[1]
@@ -275,19 +262,6 @@ def _interior_start(y0, mats, factor, signs, penalty):
     return mu0, theta
 
 
-def _lmi_log_barrier(Sp, Sm, slack):
-    """``-log det S+ - log det S- - log(slack)``; infinite outside the LMIs."""
-    if slack <= 0:
-        return math.inf
-    try:
-        cp = np.linalg.cholesky(Sp)
-        cm = np.linalg.cholesky(Sm)
-    except np.linalg.LinAlgError:
-        return math.inf
-    logdet = 2.0 * (np.log(np.diag(cp)).sum() + np.log(np.diag(cm)).sum())
-    return -logdet - math.log(slack)
-
-
 def _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale):
     """Add ``-log det S+ - log det S- - log(slack)`` to a barrier's gradient and Hessian.
 
@@ -308,73 +282,8 @@ def _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols
     hess[q:, q:] += 1.0 / slack**2  # the 1 1ᵀ / slack² of -log(slack)
 
 
-def _newton_step(hess, grad):
-    """The Newton step and its decrement, or None where it gives no descent."""
-    try:
-        with warnings.catch_warnings():
-            # Near the LMIs' boundary the Hessian's scales spread: the step may
-            # be inexact, which only slows the barrier (the bound is verified
-            # at the end).
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return None
-    decrement = float(-grad @ step)
-    if not math.isfinite(decrement) or decrement <= 0:
-        return None
-    return step, decrement
-
-
-def _backtrack(barrier, y, mu, step, decrement):
-    """Armijo backtracking along a Newton step: the new ``(y, mu)``, or None.
-
-    ``barrier`` is infinite outside the LMIs, so every accepted point is
-    strictly feasible.
-    """
-    q = y.size
-    current = barrier(y, mu)
-    length = 1.0
-    while length > 1e-12:
-        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-        if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
-            return trial_y, trial_mu
-        length *= 0.5
-    return None
-
-
-def _tangent_move(barrier, y, mu, step):
-    """``(y, mu)`` moved along ``step``, shortened (by fourths, to 1e-3) until
-    it lowers ``barrier``; unchanged where no fraction does.
-
-    The dual barriers' predictor after a raise of ``tau``: ``step`` is the
-    central path's tangent times the raise, and ``barrier`` the new one.
-    """
-    q = y.size
-    current = barrier(y, mu)
-    length = 1.0
-    while length > 1e-3:
-        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-        if barrier(trial_y, trial_mu) < current:
-            return trial_y, trial_mu
-        length *= 0.25
-    return y, mu
-
-
-def _centred_and_done(value, best, tau, target_value, n_barrier):
-    """At a centred point, whether raising ``tau`` can still pay.
-
-    Near the central path the restricted optimum is at most about
-    ``value + n_barrier / tau``: stop when the target is out of reach (the face
-    misses directions; the primal must move first) or the barrier is at
-    round-off level.
-    """
-    reach = n_barrier / tau
-    out_of_reach = math.isfinite(target_value) and value + 2.0 * reach < target_value
-    return out_of_reach or reach < 1e-12 * max(abs(best), 1e-300)
-
-
 def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
-                    max_newton=60, threshold=_FACE_EIGENVALUE, directions=None):
+                    max_newton=60, threshold=FACE_EIGENVALUE, directions=None):
     """The face-restricted dual bound of one squared-loss or binary logistic block.
 
     Parameters
@@ -413,7 +322,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
                                          threshold, directions)
     U, V = face_basis(factor, signs, threshold, MAX_FACE_VARIABLES - 1)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
-    pieces = [t[:, None]] + [_pair_scores(data, basis) for basis in (U, V) if basis.shape[1]]
+    pieces = [t[:, None]] + [pair_scores(data, basis) for basis in (U, V) if basis.shape[1]]
     B = np.hstack(pieces)
     weight = data.weight.detach().cpu().numpy().astype(np.float64)
     # W-orthonormal columns: D(lam) = -(hᵀy + |y|²/4) for lam = basis @ y, a
@@ -459,7 +368,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             tau = n_barrier / max(gap, 1e-300)
 
     def barrier(y, mu):
-        return tau * (h @ y + 0.25 * y @ y) + _lmi_log_barrier(*parts(y, mu))
+        return tau * (h @ y + 0.25 * y @ y) + lmi_log_barrier(*parts(y, mu))
 
     best_y, best_mu, best = y, mu, dual_value(y)
     for newton in range(max_newton):
@@ -469,18 +378,18 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
         grad[:q] = tau * (h + 0.5 * y)
         hess[:q, :q] = 0.5 * tau * np.eye(q)
         _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale)
-        newton_step = _newton_step(hess, grad)
-        moved = None if newton_step is None else _backtrack(barrier, y, mu, *newton_step)
+        found = newton_step(hess, grad)
+        moved = None if found is None else backtrack(barrier, y, mu, *found)
         if moved is None:
             break
-        (y, mu), decrement = moved, newton_step[1]
+        (y, mu), decrement = moved, found[1]
         value = dual_value(y)
         if value > best:
             best_y, best_mu, best = y, mu, value
         if best >= target_value:
             break
         if decrement < _CENTRED:
-            if _centred_and_done(value, best, tau, target_value, n_barrier):
+            if centred_and_done(value, best, tau, target_value, n_barrier):
                 break
             tau *= _TAU_FACTOR
     return verified_bound(data, basis @ best_y, best_mu)
@@ -552,7 +461,7 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
         pieces = [lam0[:, None], curvature[:, None] * directions]
     else:
         pieces = [lam0[:, None]] + [
-            curvature[:, None] * _pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
+            curvature[:, None] * pair_scores(data, basis) for basis in (U, V) if basis.shape[1]
         ]
     B = np.hstack(pieces)
     # Orthonormal in the entropy's Hessian at lam0 (w / (s (1 - s))): the
@@ -594,7 +503,7 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
 
     def barrier(y, mu):
         value = conj(y)[0]
-        return value + _lmi_log_barrier(*parts(y, mu)) if math.isfinite(value) else math.inf
+        return value + lmi_log_barrier(*parts(y, mu)) if math.isfinite(value) else math.inf
 
     best_y, best_mu, best = y, mu, start_value
     if not math.isfinite(barrier(y, mu)):
@@ -609,18 +518,18 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
         grad[:q] = basis.T @ g_lam
         hess[:q, :q] = basis.T @ (basis * h_lam[:, None])
         _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale)
-        newton_step = _newton_step(hess, grad)
-        moved = None if newton_step is None else _backtrack(barrier, y, mu, *newton_step)
+        found = newton_step(hess, grad)
+        moved = None if found is None else backtrack(barrier, y, mu, *found)
         if moved is None:
             break
-        (y, mu), decrement = moved, newton_step[1]
+        (y, mu), decrement = moved, found[1]
         value = -conj(y)[3]
         if value > best:
             best_y, best_mu, best = y, mu, value
         if best >= target_value:
             break
         if decrement < 0.5:
-            if _centred_and_done(value, best, tau, target_value, n_barrier):
+            if centred_and_done(value, best, tau, target_value, n_barrier):
                 break
             tau *= _TAU_FACTOR
     return verified_bound(data, basis @ best_y, best_mu)

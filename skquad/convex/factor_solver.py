@@ -51,6 +51,7 @@ import torch
 
 from .._reporting import progress_line
 from .._training._lbfgs_compact import minimize_compact_lbfgs
+from .._training._runtime import thread_count
 from .._training._threads import limit_threads
 from .certificate import align_factor, dual_bound, golden_minimum, squared_loss_rho
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
@@ -61,16 +62,12 @@ from .losses import (
     initial_hinge_dual,
     loss_per_sample,
 )
-from .solution import SDPSolution, relative_gap
+from .solution import SDPSolution, relative_gap, relaxed_block
 
 __all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block"]
 
 # Chunks of score history whose steps span the logistic face dual's family
-# when the face is too large to form, and above _FEW_STEPS_ABOVE lifted
-# features fewer (its Newton step costs O(q p³)). Measured at the defaults
-# under load: planted d = 200 certified at 450 iterations with 6 steps, 700
-# with 2; d = 784 with 2 steps took 13 s CPU in the face dual (26 s with 6)
-# and certified at 350 iterations either way.
+# when the face is too large to form; fewer above _FEW_STEPS_ABOVE (O(q p³) steps).
 _SCORE_STEPS = 6
 _FEW_SCORE_STEPS = 2
 _FEW_STEPS_ABOVE = 400
@@ -318,22 +315,12 @@ def _grow(state, certificate, tiny_rho, max_rank):
     return added
 
 
-# Below this many multiply-adds per product Z @ F, torch's intra-op threads
-# cost more than they save, and on a busy machine far more (measured on the
-# shared two-core machine: 569 x 31 x 8 took 28 us on one thread, 22 ms on
-# two; planted d=200, n=2000 solved in 7.7 s on one thread, 95 s on two;
-# optdigits, 10 classes, 12 ms per iteration on one thread, 1 s on two).
-_SINGLE_THREAD_WORK = 200_000_000
-
-
 def threads_for(work, device):
-    """One torch thread and one BLAS thread for small CPU problems (the
-    project's thread policy, :func:`~skquad._training._threads.limit_threads`,
-    restores both afterwards). numpy's BLAS matters too: the certificate's
-    eigendecompositions, the compact interior point and the face dual run
-    there, and on the busy two-core machine a 31 x 31 ``eigh`` took 0.17 s
-    with two OpenBLAS threads."""
-    single = device.type == "cpu" and work < _SINGLE_THREAD_WORK
+    """One torch and one BLAS thread where the runtime policy gives a step of
+    ``work`` multiply-adds one thread (:func:`~skquad._training._runtime.thread_count`;
+    restored afterwards), else the threads as they are. numpy's BLAS too: the
+    certificate's eigendecompositions, the interior points and the face dual run there."""
+    single = thread_count("auto", device, work) == 1
     return limit_threads(1, blas=1) if single else contextlib.nullcontext()
 
 
@@ -611,7 +598,7 @@ def _solve_factored(
     factors_np = [F.detach().cpu().numpy().astype(np.float64) for F in factors]
     signs_np = [s.detach().cpu().numpy().astype(np.float64) for s in state.signs]
     rho_np = rho_now.detach().cpu().numpy().astype(np.float64)
-    Q = np.stack([_relaxed_block(F, s, r) for F, s, r in zip(factors_np, signs_np, rho_np)])
+    Q = np.stack([relaxed_block(F, s, r) for F, s, r in zip(factors_np, signs_np, rho_np)])
     return SDPSolution(
         Q=Q,
         rho=rho_np,
@@ -631,39 +618,13 @@ def _solve_factored(
     )
 
 
-def _relaxed_block(F, signs, rho):
-    """``Q = rho [[A Aᵀ + B Bᵀ, A Aᵀ - B Bᵀ], [A Aᵀ - B Bᵀ, A Aᵀ + B Bᵀ]]``."""
-    plus = F[:, signs > 0]
-    minus = F[:, signs < 0]
-    P = plus @ plus.T
-    N = minus @ minus.T
-    return rho * np.block([[P + N, P - N], [P - N, P + N]])
-
-
-# The face dual's bound errs by about the primal error (design note, section
-# 2: 1.1e-5 at a primal error of 7.4e-5, 8.3e-7 at 8.7e-7 on an optdigits
-# block), and it costs as much as a few hundred L-BFGS iterations: it is
-# tried once the predicted primal error is below this fraction of tol. On
-# credit-approval the bound measured errs by 3 to 4 times the primal error: at
-# 0.4 its first try (iteration 650) fell short (1.6e-4) and a second was needed
-# at 800; at 0.2 one try at 700 certified 7.8e-5 (the default fit, one
-# thread, under load: 1.29-1.40 -> 0.95-1.23 s CPU). Breast cancer and
-# ionosphere ran the same iterations and faces at either value; on ten 75 %
-# splits of each of the three the median fit time was the same, and
-# optdigits (10 classes) took the same time to the same gap.
+# The face dual (as costly as a few hundred iterations, and erring by about the
+# primal error) is tried once the predicted primal error is below this fraction of tol.
 _FACE_WHEN = 0.2
 
 
-# The face dual stops once its bound certifies this fraction of tol (the
-# rest is the margin for its verification, verified_bound(), which moves the
-# bound by round-off here). Its barrier reaches the bound in rounds of
-# centring: at half of tol breast cancer's took 5 rounds, 28 Newton steps,
-# 0.078 s; at 0.8, 3 rounds, 20 steps (the default fit: 0.32 -> 0.30 s CPU,
-# one thread, under load; certified gap 5.2e-5 -> 6.8e-5). At 0.9,
-# credit-approval's face dual, whose optimum was within 3e-8 of the 0.8
-# target (4 rounds, 17 steps), took one round less (solve 0.527 -> 0.467 s
-# CPU; certified gap 8.0e-5 -> 8.7e-5); verification moved the bound by
-# round-off only, and 0.95 saved nothing more.
+# The face dual stops once its bound certifies this fraction of tol (the rest
+# is the margin of verified_bound(), which moves the bound by round-off here).
 _FACE_TARGET = 0.9
 
 
@@ -686,69 +647,25 @@ def _remaining_decrease(progress, last_progress):
     return progress * ratio / (1.0 - ratio)
 
 
-# The block solver's starting columns per sign, as a fraction of p. The
-# optima's ranks per sign (singular values above 1e-3 of the largest, squared)
-# measured at the defaults: breast cancer 8 and 7 (p = 31), ionosphere 6 and
-# 8 (p = 35), credit-approval 11 and 11 (p = 47), an optdigits block 20 and
-# 22 (p = 65): about p / 3, not p / 2. Every column beyond the optimum's rank
-# costs its share of each evaluation and decays only linearly; too few
-# (optdigits' block at 12 or 16 per sign) stalled to max_iter. At 0.35 (one
-# thread, CPU s, medians of 3, under load; solve only): breast cancer 0.204 ->
-# 0.167, credit-approval 0.811 -> 0.657, ionosphere 0.108 -> 0.099, the
-# optdigits block 7.2 -> 3.9 s, each to tol in about the same iterations; the
-# whole optdigits fit (the sdp-targets case, quiet) ends certified at 5.3e-5 in
-# 22 s, while from p / 2 it ran a block to max_iter (gap 2.3e-3, 43 s). The risk:
-# a start below an optimum's rank, which _GROW_AFTER_FACE_GAP corrects.
+# The block solver's starting columns per sign, a fraction of p: the optima's
+# ranks are about p / 3 per sign; a start below one is grown (_GROW_AFTER_FACE_GAP).
 _START_RANK_FRACTION = 0.35
 
-# A face dual (tried once the predicted primal error is below _FACE_WHEN tol)
-# that leaves the certified gap above this many times tol grows the rank at
-# once. Rank grew only when L-BFGS stopped on its own, which at tol=0 may be
-# never: from 0.35 p, waveform5000's blocks (p = 41) sat from iteration 600 to
-# max_iter within 3e-5 of the same objective at gaps of 0.42 to 0.57 (the
-# whole fit 0.41; 1.3e-4 with this rule, 0.058 from p / 2 without it). The
-# face dual's bound is the best for the point's face, so a gap this far above
-# tol is the face's, not the point's accuracy (credit-approval's first face
-# fell short by 1.6 tol at most).
+# A face dual leaving the gap above this many times tol grows the rank at once:
+# the face dual's bound is the best for the face, so such a gap is the face's.
 _GROW_AFTER_FACE_GAP = 100.0
 
-# A face dual that leaves the gap above this many times tol, after another at
-# the same rank that did too, grows the rank. Waveform5000's third benchmark
-# split sat at max_iter with two blocks stuck at 72 and 83 tol: the objective
-# fixed to 7 digits from iteration 1800 to 3000 and repeated face duals moving
-# the bound by under 1 % of the gap (certified gap of the fit 4.9e-3; 1.1e-4
-# with this rule, within tol with _GROWTH_PER_SIGN as well). One face dual
-# alone is not enough evidence: on 500-row waveform subsamples a first face
-# at 10 to 100 tol was the point's inaccuracy, and growing there cost up to
-# twice the iterations.
+# Two face duals in a row at one rank above this many times tol grow it (one
+# alone may be the point's inaccuracy).
 _GROW_AFTER_REPEATED_FACE_GAP = 10.0
 
 
-# Columns a growth adds per sign, at most (the most negative directions of
-# the eigenvalue test). Each growth waits for a face dual at the new rank
-# (about 600 iterations on waveform5000's blocks); those blocks need 24 to 32
-# columns more than the start, three or four growths of 4 per sign, and a
-# block of two of the uci suite's three splits reached max_iter (certified
-# gaps 1.2e-4 and 1.1e-4, ConvergenceWarnings). With 8 all three end within
-# tol without a warning (the same splits seeded 0: 6.5e-5, 5.7e-5, 7.9e-5, a
-# lower relaxed objective on each, CPU time equal within the load's noise:
-# 26.6, 15.2, 24.1 s against 23.5, 14.5, 25.8 s). The other benchmark sets do
-# not grow at the defaults (the same gaps and iterations).
+# Columns a growth adds per sign, at most (each growth waits for a face dual at the new rank).
 _GROWTH_PER_SIGN = 8
 
 
 def _start_columns_per_sign(p):
     return math.ceil(_START_RANK_FRACTION * p) + 1
-
-
-def squared_block_applies(data):
-    """Whether :func:`solve_squared_block` solves this block: one output of
-    the squared loss, plain features (no lifted matrices, no polynomial
-    coordinate) on the CPU."""
-    return (
-        data.loss == "squared" and data.n_outputs == 1 and data.lifted is None
-        and data.polynomial is None and data.features.device.type == "cpu"
-    )
 
 
 def solve_squared_block(data, **options):
@@ -998,12 +915,12 @@ def _solve_squared_block(
             "stalled" if state.get("stalled") else "max_iter"))
     )
     return SDPSolution(
-        Q=_relaxed_block(F, signs, rho)[None],
+        Q=relaxed_block(F, signs, rho)[None],
         rho=np.array([rho]),
         value=objective,
         scores=scores[:, None],
         status=status,
-        solver="native",
+        solver="native_numpy",
         solve_time=time.perf_counter() - start_time,
         lower_bound=float(state["best"]),
         factors=[(F, signs.astype(np.float64))],

@@ -48,7 +48,7 @@ central path the diagonal holds only nearly, so the returned point is made
 exactly feasible: ``P`` and ``N`` scaled to ``diag(P + N) = 1`` (``D P D`` with
 a positive diagonal ``D`` keeps them PSD), factored with unit rows, and
 ``rho`` chosen exactly for those directions (the objective is convex and
-piecewise linear in ``rho``: its minimiser is a breakpoint; ``_feasible_point()``
+piecewise linear in ``rho``: its minimiser is a breakpoint; ``feasible_point()``
 also tries padding the diagonal instead). Its objective is the reported
 upper bound; the solve stops when the certified relative gap is at most
 ``tol``.
@@ -60,7 +60,7 @@ bound has settled, the primal restricted to the faces of ``S±⁻¹`` (small
 ``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
 (``_face_primal()``, 0.4 s at credit-approval's ranks 9 + 9): its point,
 made exactly feasible as above, certified ``tol`` where the barrier's own
-point stalled at 4e-4 to 3e-3. Figures: ``HINGE_DUAL_MAX_SAMPLES``.
+point stalled at 4e-4 to 3e-3. When it applies: ``skquad.convex.routes``.
 """
 
 import math
@@ -71,119 +71,34 @@ import scipy.linalg
 import scipy.sparse
 import torch
 
-from .._memory import available_memory
-from .certificate import squared_loss_rho
-from .compact_solver import _smat, _unit_factor
-from .face_dual import _backtrack, _lmi_log_barrier, _tangent_move, verified_bound
-from .factor_solver import _relaxed_block, threads_for
-from .solution import SDPSolution, SolverFailedError, relative_gap
+from .barrier import (
+    StallGuard,
+    backtrack,
+    barrier_solution,
+    components,
+    feasible_point,
+    lmi_log_barrier,
+    lmi_terms,
+    scaled_factor,
+    solve_scaled,
+    tangent_move,
+)
+from .compact_solver import smat
+from .face_dual import verified_bound
+from .factor_solver import threads_for
+from .solution import SolverFailedError, relative_gap
 
-__all__ = ["HINGE_DUAL_MAX_SAMPLES", "hinge_dual_applies", "solve_hinge_dual"]
+__all__ = ["solve_hinge_dual"]
 
-# Largest number of (deduplicated) samples solved by the dual barrier: a
-# Newton step forms and factors an (n + p) x (n + p) matrix, O(n³) time and
-# a few n x n float64 arrays (hinge_dual_applies() also asks
-# skquad._memory), and the first centring from the start below grows with n
-# (its -Σ log s is O(n) above the centre's). CPU time under load: ionosphere
-# (n = 350) 0.5-0.6 s, 68-75 steps; credit-approval (690) 1.9-3.6 s, 54-131
-# steps; a 2,000-row sample of spambase (1,877 distinct, beta "auto") 118 s,
-# 138 steps, gap 6.5e-5 (the factor solver: 22 s, stopped at max_iter with
-# a gap of 0.22, objective 1.2 % above the optimum); spambase (4,210) 591 s
-# for 200 steps, short of tol (gap 3.8e-3; the factor solver: 40 s, gap
-# 0.25, objective at least 1 % above the optimum). Past this size the factor solver keeps the
-# problem.
-HINGE_DUAL_MAX_SAMPLES = 2000
-# Largest lifted side: each step also factors two p x p LMIs and forms
-# r² products of n x p and p x n matrices.
-HINGE_DUAL_MAX_LIFTED = 400
 # Barrier weight growth per centring, and the Newton decrement below which a
 # point counts as centred.
 _TAU_FACTOR = 4.0
-_NEWTON_ARRAYS = 6
 _CENTRED = 0.25
 _MAX_NEWTON = 200
 # The face problem (``_face_primal()``) is solved at a centred point once the
 # barrier's gap bound ``nu / tau`` is below this fraction of the dual value:
 # earlier the faces are not yet the optimum's.
 _POLISH = 0.1
-
-
-def hinge_dual_applies(data):
-    """Whether the binary hinge ``data`` goes to :func:`solve_hinge_dual` by default.
-
-    One output, the hinge loss, features given (not explicit lifted matrices),
-    on the CPU, ``beta > 0``, at most ``HINGE_DUAL_MAX_SAMPLES`` samples and
-    ``HINGE_DUAL_MAX_LIFTED`` lifted coordinates, and the Newton step's
-    ``O((n + p)²)`` arrays in the available memory.
-    """
-    return (
-        data.loss == "hinge"
-        and data.n_outputs == 1
-        and data.lifted is None
-        and data.features.device.type == "cpu"
-        and data.beta > 0
-        and data.target.shape[0] <= HINGE_DUAL_MAX_SAMPLES
-        and data.n_lifted <= HINGE_DUAL_MAX_LIFTED
-        and _fits_in_memory(data.target.shape[0] + data.n_lifted)
-    )
-
-
-def _fits_in_memory(size):
-    """Whether the Newton step's arrays fit: the ``size x size`` Hessian, its
-    factor and about four ``n x n`` temporaries of float64 (else the factor
-    solver, whose memory is ``O(n p)``, takes the problem)."""
-    available = available_memory()
-    return available is None or _NEWTON_ARRAYS * 8.0 * size * size <= available
-
-
-def _components(data):
-    """``U_x`` (each n x p) and ``C`` (r x r) with ``L_i = Σ_xy C_xy u_ix u_iyᵀ``."""
-    Z = data.features.detach().cpu().numpy().astype(np.float64)
-    if data.polynomial is None:
-        return [Z], np.ones((1, 1))
-    a, b, c = data.polynomial
-    n = Z.shape[0]
-    u = np.hstack([Z, np.zeros((n, 1))])
-    e = np.zeros((n, Z.shape[1] + 1))
-    e[:, -1] = 1.0
-    return [u, e], np.array([[a, 0.5 * b], [0.5 * b, c]])
-
-
-def _lmi_terms(S, comps, C, pair_out=None):
-    """Pieces of ``-log det S`` in ``(s, mu)`` for ``S = Diag mu + Σ_i s_i L_i``.
-
-    Returns ``tr(S⁻¹ L_i)`` (n,), ``tr(S⁻¹ L_i S⁻¹ L_j)`` (n x n),
-    ``(S⁻¹ L_i S⁻¹)_jj`` (n x p) and ``S⁻¹``. ``pair_out``: an n x n array
-    the bilinear lifting's pair term is written to (a fresh n x n array costs
-    its page faults: at n = 690, 7 ms a call against 2.5 ms in place).
-    """
-    S_inv = np.linalg.inv(S)
-    S_inv = 0.5 * (S_inv + S_inv.T)
-    Y = [u @ S_inv for u in comps]
-    r = len(comps)
-    trace = np.zeros(comps[0].shape[0])
-    cross = np.zeros((comps[0].shape[0], S.shape[0]))
-    for x in range(r):
-        for y in range(r):
-            if C[x, y] != 0.0:
-                trace += C[x, y] * np.einsum("ij,ij->i", Y[x], comps[y])
-                cross += C[x, y] * Y[x] * Y[y]
-    if r == 1:
-        pair = np.matmul(Y[0], comps[0].T, out=pair_out)
-        np.multiply(pair, pair, out=pair)
-        if C[0, 0] != 1.0:
-            pair *= C[0, 0] ** 2
-    else:
-        G = [[Y[a] @ comps[b].T for b in range(r)] for a in range(r)]
-        pair = np.zeros((comps[0].shape[0],) * 2)
-        for x in range(r):
-            for y in range(r):
-                for z in range(r):
-                    for w in range(r):
-                        coefficient = C[x, y] * C[z, w]
-                        if coefficient != 0.0:
-                            pair += coefficient * G[y][z] * G[x][w]
-    return trace, pair, cross, S_inv
 
 
 def _balanced_start(data, t, weight, floor=0.05):
@@ -211,95 +126,6 @@ def _balanced_start(data, t, weight, floor=0.05):
     return np.clip(half - correction, floor, 1.0 - floor)
 
 
-def _scaled_factor(hess, overwrite=False):
-    """Cholesky factor of the Jacobi-scaled ``D H D``, with ``D``; None if not PD.
-
-    The box terms' curvature ``1 / s²`` spreads the diagonal over 1e16 and
-    more near the end (``s_i`` of 1e-8 beside entries of order ``w²``); the
-    scaling leaves the solutions unchanged in exact arithmetic and keeps the
-    factorization accurate. ``overwrite``: scale and factor ``hess`` in
-    place (no ``(n + p)²`` copies; the squared dual's steps at n = 690).
-    """
-    scale = 1.0 / np.sqrt(np.clip(np.diag(hess), 1e-300, None))
-    scaled = hess if overwrite else hess.copy()
-    scaled *= scale[:, None]
-    scaled *= scale[None, :]
-    try:
-        factor = scipy.linalg.cho_factor(scaled, lower=True, overwrite_a=True, check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return None
-    return factor, scale
-
-
-def _solve_scaled(factor, rhs):
-    """``H⁻¹ rhs`` from ``_scaled_factor()``."""
-    chol, scale = factor
-    return scale * scipy.linalg.cho_solve(chol, scale * rhs, check_finite=False)
-
-
-def _best_rho(g, t, weight, penalty):
-    """``argmin_{rho >= 0} Σ w max(0, 1 - rho t g) + penalty rho`` (convex, piecewise linear).
-
-    The slope at ``0+`` is ``penalty - Σ w t g``; passing the breakpoint
-    ``1 / (t_i g_i)`` of a sample with ``t_i g_i > 0`` raises it by ``w_i t_i
-    g_i``. The minimiser is the first breakpoint at which the slope turns
-    non-negative (0 if it already is).
-    """
-    margin = t * g
-    slope = penalty - float(weight @ margin)
-    if slope >= 0.0:
-        return 0.0
-    positive = np.flatnonzero(margin > 0)
-    if positive.size == 0:  # pragma: no cover - the slope is then >= penalty >= 0
-        return 0.0
-    order = positive[np.argsort(1.0 / margin[positive])]
-    slopes = slope + np.cumsum(weight[order] * margin[order])
-    first = int(np.searchsorted(slopes, 0.0, side="left"))
-    first = min(first, order.size - 1)
-    return float(1.0 / margin[order[first]])
-
-
-def _feasible_point(data, P, N, t, weight, penalty):
-    """The exactly feasible point of ``P, N ⪰ 0`` (any diagonal), and its objective.
-
-    Two repairs of the diagonal, the better kept: ``D P D`` and ``D N D``
-    with ``diag(P + N) = 1`` (the barrier's point, nearly centred, needs
-    little), and padding, ``P + E``, ``N + E`` with the PSD diagonal ``E =
-    Diag(max diag(P + N) - diag(P + N)) / 2``, which keeps ``P - N`` and
-    the scores (the face problem's point, whose diagonal is only bounded).
-    Either is then factored with unit rows and ``rho`` chosen exactly
-    (``_best_rho()``; in closed form for the squared loss, whose dual
-    barrier, :mod:`~skquad.convex.squared_dual`, shares this repair).
-    Returns ``(F, signs, rho, scores, objective)``.
-    """
-    P, N = 0.5 * (P + P.T), 0.5 * (N + N.T)
-    diagonal = np.diag(P) + np.diag(N)
-    candidates = []
-    top = float(diagonal.max())
-    if top > 0:
-        pad = np.diag(0.5 * (top - diagonal))
-        candidates.append(((P + pad) / top, (N + pad) / top))
-    scale = 1.0 / np.sqrt(np.clip(diagonal, 1e-300, None))
-    candidates.append((P * scale[:, None] * scale[None, :], N * scale[:, None] * scale[None, :]))
-    dtype, device = data.features.dtype, data.features.device
-    best = None
-    for P1, N1 in candidates:
-        F, s = _unit_factor(P1, N1)
-        direction = torch.as_tensor((F * s) @ F.T, dtype=dtype, device=device)
-        g = 2.0 * data.matrix_inner(direction).detach().cpu().numpy().astype(np.float64)
-        if data.loss == "squared":  # (the squared dual's point)
-            rho = squared_loss_rho(g, t, weight, penalty)
-            scores = rho * g
-            objective = float(weight @ (scores - t) ** 2) + penalty * rho
-        else:
-            rho = _best_rho(g, t, weight, penalty)
-            scores = rho * g
-            objective = float(weight @ np.maximum(0.0, 1.0 - t * scores)) + penalty * rho
-        if best is None or objective < best[-1]:
-            best = (F, s, rho, scores, objective)
-    return best
-
-
 def _face(matrix, top, threshold=1e-3):
     """Eigenvectors of ``matrix`` with eigenvalues above ``threshold * top``, strongest first."""
     values, vectors = np.linalg.eigh(matrix)
@@ -315,14 +141,14 @@ def _face_primal(data, P, N, t, weight, penalty, max_size=300):
     eigenvalues (``V`` for ``N``) once ``tau`` is large. With ``P = U X Uᵀ``,
     ``N = V Y Vᵀ`` the problem is a small SDP in ``X`` and ``Y`` and ``n``
     slacks, with ``diag(P + N) <= rho 1`` (the padding of
-    ``_feasible_point()`` makes any such point feasible with the same
+    ``feasible_point()`` makes any such point feasible with the same
     scores and ``rho``: the same optimum). Returns ``(P, N, s, mu)`` (with
     the face problem's multipliers) or None.
     """
     import clarabel
 
-    from .compact_solver import _clarabel_solve, svec_indices
-    from .face_dual import _pair_scores
+    from .compact_solver import clarabel_solve, svec_indices
+    from .face_dual import pair_scores
 
     top = max(float(np.linalg.eigvalsh(P)[-1]), float(np.linalg.eigvalsh(N)[-1]), 1e-300)
     bases = [_face(P, top), _face(N, top)]
@@ -341,7 +167,7 @@ def _face_primal(data, P, N, t, weight, penalty, max_size=300):
         upper[np.triu_indices(r)] = np.arange(r * (r + 1) // 2)
         order = upper[rows, cols]
         root = np.where(rows == cols, 1.0, math.sqrt(2.0))
-        scores = _pair_scores(data, B)[:, order] * root  # f_i = 2 Σ_k this_ik x_k
+        scores = pair_scores(data, B)[:, order] * root  # f_i = 2 Σ_k this_ik x_k
         diagonal = B[:, rows] * B[:, cols] * root  # diag(B X Bᵀ)_j = Σ_k this_jk x_k
         blocks.append((sign, B, rows, cols, scores, diagonal))
     if not blocks:
@@ -371,14 +197,14 @@ def _face_primal(data, P, N, t, weight, penalty, max_size=300):
     ]
     quadratic = scipy.sparse.csc_matrix((m + 1 + n, m + 1 + n))
     try:
-        solution = _clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss's face")
+        solution = clarabel_solve(quadratic, linear, A, rhs, cones, "the hinge loss's face")
     except SolverFailedError:  # a failed polish only loses tightness
         return None
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     out = [np.zeros((p, p)), np.zeros((p, p))]
     offset = 0
     for (sign, B, rows, cols, _, _), width in zip(blocks, widths):
-        X = _smat(x[offset : offset + width], B.shape[1], rows, cols)
+        X = smat(x[offset : offset + width], B.shape[1], rows, cols)
         values, vectors = np.linalg.eigh(X)
         X = (vectors * np.clip(values, 0.0, None)) @ vectors.T  # the cone's round-off
         out[0 if sign > 0 else 1] = B @ X @ B.T
@@ -395,7 +221,7 @@ def solve_hinge_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=
     Parameters
     ----------
     data : LiftedData
-        Binary hinge loss (see :func:`hinge_dual_applies`).
+        Binary hinge loss (see ``routes.hinge_dual_applies``).
     tol : float, default=1e-4
         Stop when the certified relative gap is at most ``tol``.
     time_limit : float, default=None
@@ -426,7 +252,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
     from .._reporting import progress_line
 
     start = time.perf_counter()
-    comps, C = _components(data)
+    comps, C = components(data)
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
     weight = data.weight.detach().cpu().numpy().astype(np.float64)
     n, p = t.size, data.n_lifted
@@ -446,7 +272,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
     def barrier(s, mu):
         if not (np.all(s > 0.0) and np.all(s < 1.0)):
             return math.inf
-        lmi = _lmi_log_barrier(*parts(s, mu))
+        lmi = lmi_log_barrier(*parts(s, mu))
         if not math.isfinite(lmi):
             return math.inf
         return -tau * float(weight @ s) - float(np.log(s).sum() + np.log1p(-s).sum()) + lmi
@@ -484,7 +310,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
                 lower = verified_bound(data, -t * face[2], face[3])
                 best["lower_bound"] = max(best["lower_bound"], lower)
         for P, N in points:
-            F, signs, rho, scores, objective = _feasible_point(data, P, N, t, weight, penalty)
+            F, signs, rho, scores, objective = feasible_point(data, P, N, t, weight, penalty)
             if objective < best["objective"]:
                 best.update(objective=objective, point=(F, signs, rho, scores))
         return relative_gap(best["objective"], best["lower_bound"])
@@ -496,7 +322,7 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
         grad[:n] = -tau * weight - 1.0 / s + 1.0 / (1.0 - s)
         hess[np.arange(n), np.arange(n)] = 1.0 / s**2 + 1.0 / (1.0 - s) ** 2
         for sign, S in ((1.0, Sp), (-1.0, Sm)):
-            trace, pair, cross, S_inv = _lmi_terms(S, comps, C)
+            trace, pair, cross, S_inv = lmi_terms(S, comps, C)
             grad[:n] -= sign * b * trace
             grad[n:] -= np.diag(S_inv)
             hess[:n, :n] += b[:, None] * pair * b[None, :]
@@ -508,14 +334,14 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
         return hess, grad
 
     gap = check()
-    stuck = 0
+    guard = StallGuard()
     while steps < _MAX_NEWTON and gap > tol:
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status = "time_limit"
             break
         hess, grad = system(s, mu)
-        factor = _scaled_factor(hess)
-        newton = None if factor is None else _solve_scaled(factor, -grad)
+        factor = scaled_factor(hess)
+        newton = None if factor is None else solve_scaled(factor, -grad)
         decrement = -1.0 if newton is None else float(-grad @ newton)
         if newton is None or not math.isfinite(decrement) or decrement <= 0.0:
             moved = None
@@ -525,10 +351,8 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
             # tau) dx/dtau with H dx/dtau = (w, 0) (differentiating grad phi
             # = 0), shortened until it lowers the new barrier (kept at x if
             # no fraction does).
-            # The face problem pays once the bound has settled: where the
-            # last raise of tau moved it by less than tol (relative), the
-            # primal's faces are close to the optimum's (at credit-approval,
-            # beta = 1e-3, polishing every centring cost 7 of 12 s).
+            # The face problem pays once the bound has settled (the last raise of
+            # tau moved it by less than tol): the primal's faces are then the optimum's.
             previous = best["lower_bound"]
             gap = check()
             settled = best["lower_bound"] - previous <= tol * abs(best["lower_bound"])
@@ -547,23 +371,20 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
                 break
             rhs = np.zeros(n + p)
             rhs[:n] = weight
-            tangent = _solve_scaled(factor, rhs)
+            tangent = solve_scaled(factor, rhs)
             old_tau, tau = tau, _TAU_FACTOR * tau
-            s, mu = _tangent_move(barrier, s, mu, (tau - old_tau) * tangent)
+            s, mu = tangent_move(barrier, s, mu, (tau - old_tau) * tangent)
             steps += 1
             continue
         else:
-            moved = _backtrack(barrier, s, mu, newton, decrement)
+            moved = backtrack(barrier, s, mu, newton, decrement)
         if moved is None:
-            # Round-off limits the barrier at this tau: raise it once more,
-            # or stop if that did not help either.
-            stuck += 1
-            if stuck > 1:
+            if guard.blocked():
                 status = "stalled"
                 break
             tau *= _TAU_FACTOR
             continue
-        stuck = 0
+        guard.moved()
         s, mu = moved
         steps += 1
         if verbose > 1:
@@ -575,42 +396,9 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
     if gap <= tol:
         status = "optimal"
 
-    return _barrier_solution(
+    return barrier_solution(
         best, p, n, gap, tol, steps, status,
         [entry for entry in history if "stuck" not in entry], start, callback, "hinge_dual",
     )
 
 
-def _barrier_solution(best, p, n_samples, gap, tol, steps, status, history, start, callback,
-                      solver):
-    """The ``SDPSolution`` of a dual barrier's best point (the hinge's and the squared loss's).
-
-    ``best``: ``objective``, ``lower_bound`` and ``point`` (``(F, signs, rho,
-    scores)``, or None for the zero network); the callback is called once,
-    with the factor solver's keys.
-    """
-    if best["point"] is None:
-        F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(n_samples)
-    else:
-        F, signs, rho, scores = best["point"]
-    elapsed = time.perf_counter() - start
-    info = {
-        "iteration": steps, "objective": best["objective"], "lower_bound": best["lower_bound"],
-        "gap": gap, "rank": int(F.shape[1]), "elapsed": elapsed,
-    }
-    stopped = bool(callback(dict(info))) if callback is not None else False
-    return SDPSolution(
-        Q=_relaxed_block(F, signs, rho)[None],
-        rho=np.array([rho]),
-        value=float(best["objective"]),
-        scores=scores[:, None],
-        status=status,
-        solver=solver,
-        solve_time=elapsed,
-        lower_bound=float(best["lower_bound"]),
-        factors=[(F, signs)],
-        dual=None,
-        n_iter=steps,
-        converged=bool(gap <= tol),
-        info={"history": history + [info], "rank": info["rank"], "stopped_by_callback": stopped},
-    )

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import torch
 
-from .compact_solver import COMPACT_SQUARED_MAX_SIZE
 from .losses import dual_point
 from .problem import LiftedData
+from .routes import default_beta_floor
 
 __all__ = ["default_beta", "zero_network_beta"]
 
@@ -57,10 +57,9 @@ def zero_network_beta(lifting, X, y, weight, *, loss, n_outputs):
     return largest
 
 
-# The "auto" rule's bounds on beta / beta_max (see default_beta), and its
-# floor where the compact interior point solves the squared loss.
+# The "auto" rule's bounds on beta / beta_max (see default_beta); a route of
+# the solver table may lower the floor (its ``beta_floor``).
 DEFAULT_BETA_FRACTION_RANGE = (1e-3, 5e-2)
-COMPACT_BETA_FRACTION_FLOOR = 1e-4
 
 
 def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
@@ -83,11 +82,10 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     still gained (segment, 3 splits: 0.919 at 1e-3, 0.937 at 1e-4, 0.942 at
     1e-5), but the factor solver needs several times the iterations
     (waveform, 1000 rows: 750 L-BFGS iterations at 2e-3, 8600 at 8e-4).
-    The compact interior point (the squared loss with ``p (p + 1) / 2 <=
-    COMPACT_SQUARED_MAX_SIZE``, ``skquad.convex.compact_solver.compact_applies``)
-    costs the same at every ``beta``, so there the rule goes down to
-    ``COMPACT_BETA_FRACTION_FLOOR`` (1e-4, the bottom of the
-    ``SDPQuantizedClassifierCV`` path).
+    A route whose cost does not grow as ``beta`` shrinks lowers the floor
+    where it solves (its ``beta_floor`` in :data:`skquad.convex.ROUTES`):
+    the compact interior point, for the squared loss with ``p (p + 1) / 2
+    <= 300``, to 1e-4 (the bottom of the ``SDPQuantizedClassifierCV`` path).
 
     ``n`` is the total sample weight (the number of samples when unweighted;
     an integer weight counts as that many repeated rows, scikit-learn's
@@ -139,7 +137,6 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     # same beta.
     width = lifting.n_lifted(np.shape(X)[1])
     low, high = DEFAULT_BETA_FRACTION_RANGE
-    if loss == "squared" and width * (width + 1) // 2 <= COMPACT_SQUARED_MAX_SIZE:
-        low = COMPACT_BETA_FRACTION_FLOOR
+    low = default_beta_floor(loss, width, low)
     fraction = float(np.clip((width / n_samples) ** 2, low, high))
     return fraction * (beta_max if beta_max > 0 else 1.0), beta_max

@@ -10,39 +10,21 @@ Messages name the estimator's parameters (``tol``, ``max_iter``, ``solver``,
 ``solver_options``, ``beta``), which are also this function's.
 """
 
-import concurrent.futures
 import dataclasses
 import math
-import os
-import time
 from numbers import Integral, Real
 
 import numpy as np
-
 from sklearn.exceptions import ConvergenceWarning
 
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
-from .._training._threads import limit_threads
-from .compact_solver import compact_applies, solve_compact
-from .factor_solver import (
-    _SINGLE_THREAD_WORK,
-    FACTOR_SOLVER_OPTIONS,
-    solve_factored,
-    solve_squared_block,
-    squared_block_applies,
-    threads_for,
-)
+from .blocks import solve_blocks
+from .factor_solver import FACTOR_SOLVER_OPTIONS
 from .formulation import solve_sdp
-from .hinge_dual import hinge_dual_applies, solve_hinge_dual
 from .problem import LiftedData
-from .solution import SDPSolution, SolverFailedError, relative_gap, rescale_solution
-from .squared_dual import (
-    FACTOR_ITERATIONS_BEFORE_DUAL,
-    SQUARED_DUAL_FIRST_LIFTED,
-    solve_squared_dual,
-    squared_dual_applies,
-)
+from .routes import Problem, active_routes, first_route
+from .solution import rescale_solution
 
 __all__ = ["solve_relaxation"]
 
@@ -91,198 +73,73 @@ def _check_factor_options(options):
             )
 
 
-def _solve_blocks_separately(data, init, *, callback=None, use_dual=False, **options):
-    """The squared loss's blocks one at a time with the factor solver.
+def _solve_by_routes(problem, device):
+    """The first route of the table that takes ``problem``, continued by its
+    ``then`` when it stops short of ``tol`` (from its point; both bounds hold
+    for the same optimum, the larger is kept)."""
+    row, solution = _first_solution(problem)
+    stopped = solution.converged or solution.info.get("stopped_by_callback")
+    if row.splits(problem.on(row).data) or not row.then or stopped or problem.max_iter == 0:
+        solution.info["device"] = "cpu" if row.cpu_only else str(device)
+        return solution
+    options = dict(problem.options)
+    if options.get("time_limit") is not None:
+        options["time_limit"] = max(options["time_limit"] - solution.solve_time, 1e-9)
+    then = dataclasses.replace(problem, init=solution, options=options, after=row.name)
+    second_row = first_route(then, row.then)
+    second = _solve_row(second_row, then.on(second_row))
+    second.solver_path = solution.solver_path + second.solver_path
+    second.info["device"] = "cpu" if second_row.cpu_only else str(device)
+    if solution.lower_bound > second.lower_bound:
+        second.lower_bound = solution.lower_bound
+        second.converged = second.relative_gap <= problem.tol
+    return second
 
-    The objective ``Σ_k [Σ_i w_i (f_ik - t_ik)² + 2 beta p rho_k]`` is a sum
-    of independent SDPs, one per output, so the optimum is the sum of the
-    blocks' optima and the sum of their certified lower bounds is a lower
-    bound of it. Solving them apart gives each block its own rank, its own
-    number of iterations and its own stop (measured on iris: 1723 joint
-    iterations against 403 in all); a block whose relative gap is at most
-    ``tol`` keeps the sum's relative gap at most ``tol``. ``max_iter``
-    applies to each block. ``use_dual``: each block is solved by
-    :func:`_solve_block_with_dual` (the barrier on its exact dual and the
-    numpy factor solver).
-    """
-    time_limit = options.pop("time_limit", None)
-    start_time = time.perf_counter()
 
-    def solve_block(k):
-        block = dataclasses.replace(data, target=data.target[:, k : k + 1])
-        start = None
-        if init is not None and init.factors is not None and len(init.factors) == data.n_outputs:
-            start = dataclasses.replace(
-                init, factors=[init.factors[k]], rho=np.asarray(init.rho)[k : k + 1], dual=None
-            )
-        remaining = None if time_limit is None else time_limit - (time.perf_counter() - start_time)
-        if remaining is not None and remaining <= 0:
-            return None
-        if use_dual:
-            return _solve_block_with_dual(block, start, callback, remaining, options)
-        # Plain CPU blocks go to the numpy L-BFGS-B solver (no autograd, one
-        # L-BFGS memory, a rank near the optima's from the start).
-        if squared_block_applies(block):
-            return solve_squared_block(block, init=start, callback=callback, time_limit=remaining, **options)
-        return solve_factored(block, init=start, callback=callback, time_limit=remaining, **options)
-
-    workers = _block_workers(data, callback, options)
-    if workers > 1:
-        # Independent blocks, each on one torch and one BLAS thread (small
-        # problems only, see _block_workers): the matrix products release
-        # the GIL, so blocks run side by side on the cores. The one-BLAS-thread
-        # limit is taken here, in the calling thread: threadpoolctl lets only
-        # one live thread change OpenBLAS's process-wide limit, so the
-        # workers' own requests were ignored or, when a worker held that
-        # control, the last one's restore was, and the process kept one BLAS
-        # thread after the fit.
-        with limit_threads(None, blas=1), concurrent.futures.ThreadPoolExecutor(
-            max_workers=workers
-        ) as pool:
-            results = list(pool.map(solve_block, range(data.n_outputs)))
-    else:
-        results = []
-        for k in range(data.n_outputs):
-            results.append(solve_block(k))
-            if results[-1] is None or results[-1].info.get("stopped_by_callback"):
-                break
-    parts, stopped, out_of_time = [], False, False
-    for part in results:
-        if part is None:
-            out_of_time = True
-            break
-        parts.append(part)
-        if part.info.get("stopped_by_callback"):
-            stopped = True
-            break
-    if stopped or out_of_time:
-        # The remaining blocks keep the zero network: feasible, and certified
-        # by the zero network's own value bound 0 <= optimum (losses are >= 0).
-        for k in range(len(parts), data.n_outputs):
-            block = dataclasses.replace(data, target=data.target[:, k : k + 1])
-            parts.append(_zero_block(block))
-    value = sum(part.value for part in parts)
-    lower_bound = sum(part.lower_bound for part in parts)
-    tol = options.get("tol", 1e-4)
-    converged = relative_gap(value, lower_bound) <= tol
-    return SDPSolution(
-        Q=np.concatenate([part.Q for part in parts]),
-        rho=np.concatenate([part.rho for part in parts]),
-        value=float(value),
-        scores=np.column_stack([part.scores for part in parts]),
-        status="optimal" if converged else (
-            "stopped" if stopped else (
-                "time_limit" if out_of_time or any(part.status == "time_limit" for part in parts)
-                else ("stalled" if all(part.status in ("optimal", "stalled") for part in parts)
-                      else "max_iter")
-            )
-        ),
-        # "squared_dual" where the dual barrier solved every block alone.
-        solver="squared_dual" if all(part.solver == "squared_dual" for part in parts) else "native",
-        solve_time=sum(part.solve_time for part in parts),
-        lower_bound=float(lower_bound),
-        factors=[factor for part in parts for factor in part.factors],
-        dual=None,
-        n_iter=int(sum(part.n_iter for part in parts)),
-        converged=bool(converged),
-        info={
-            "history": [entry for part in parts for entry in part.info.get("history", [])],
-            "rank": [part.info.get("rank") for part in parts],
-            "stopped_by_callback": stopped,
-            "blocks": [{"n_iter": part.n_iter, "gap": part.relative_gap} for part in parts],
-        },
+def _first_solution(problem):
+    """The first row that takes ``problem`` and does not decline it, with its solution."""
+    for row in active_routes():
+        if problem.asks_factor_solver and not row.takes_solver_options:
+            continue
+        if row.applies(problem.on(row)):
+            solution = _solve_row(row, problem.on(row))
+            if solution is not None:
+                return row, solution
+    raise ValueError(
+        f"No native solver route takes this problem (loss={problem.data.loss!r}, "
+        f"{problem.data.n_outputs} outputs); routes: {[row.name for row in active_routes()]}."
     )
 
 
-def _solve_block_with_dual(block, start, callback, time_limit, options):
-    """One squared-loss block by the barrier on its exact dual and the numpy factor solver.
-
-    From ``SQUARED_DUAL_FIRST_LIFTED`` lifted coordinates on the dual goes
-    first; below, the factor solver, which is then often faster, gets
-    ``FACTOR_ITERATIONS_BEFORE_DUAL`` iterations first (see
-    :mod:`~skquad.convex.squared_dual`). A block the dual leaves above
-    ``tol`` is continued by the factor solver from the better point met,
-    with the best bound met (all bounds hold for the same optimum);
-    ``n_iter`` counts the iterations and Newton steps of every stage.
-    """
-    started = time.perf_counter()
-    tol, max_iter = options.get("tol", 1e-4), options.get("max_iter", 3000)
-
-    def remaining():
-        return None if time_limit is None else time_limit - (time.perf_counter() - started)
-
-    def finished(part):
-        left = remaining()
-        return (
-            part.converged or part.info["stopped_by_callback"] or part.status == "time_limit"
-            or (left is not None and left <= 0)
-        )
-
-    def factor_solve(init, iterations, **known):
-        # (the torch factor solver for the polynomial lifting, which the
-        # numpy block solver does not take; it has no known-bound start)
-        if squared_block_applies(block):
-            return solve_squared_block(
-                block, init=init, callback=callback, time_limit=remaining(), **known,
-                **{**options, "max_iter": iterations},
-            )
-        return solve_factored(
-            block, init=init, callback=callback, time_limit=remaining(),
-            **{**options, "max_iter": iterations},
-        )
-
-    stages = []
-    if block.n_lifted < SQUARED_DUAL_FIRST_LIFTED:
-        budget = min(FACTOR_ITERATIONS_BEFORE_DUAL, max_iter)
-        stages.append(factor_solve(start, budget))
-        if finished(stages[-1]) or budget >= max_iter:
-            return stages[-1]
-    stages.append(solve_squared_dual(
-        block, tol=tol, time_limit=remaining(), callback=callback,
-        verbose=options.get("verbose", 0),
-    ))
-    used = sum(part.n_iter for part in stages)
-    if not (finished(stages[-1]) or max_iter == 0 or used >= max_iter):
-        best = min(stages, key=lambda part: part.value)
-        stages.append(factor_solve(
-            best, max_iter - used, lower_bound=max(part.lower_bound for part in stages)
-        ))
-    solution = stages[-1]
-    bound = max(part.lower_bound for part in stages)
-    if bound > solution.lower_bound:
-        solution.lower_bound = bound
-        solution.converged = solution.relative_gap <= tol
-        if solution.converged:
-            solution.status = "optimal"
-    solution.n_iter = sum(part.n_iter for part in stages)
+def _solve_row(row, problem):
+    if row.splits(problem.data):
+        return solve_blocks(problem, row)
+    solution = row.solve(problem)
+    if solution is not None:
+        solution.solver, solution.solver_path = row.name, (row.name,)
     return solution
 
 
-def _block_workers(data, callback, options):
-    """How many blocks to solve at once: one per available core when each
-    block runs on one thread (``threads_for``'s small problems), there is no
-    callback to call in order, and the problem is on the CPU."""
-    if callback is not None or options.get("verbose") or data.features.device.type != "cpu":
-        return 1
-    rank = options.get("rank") or math.ceil(math.sqrt(2.0 * data.n_lifted))
-    work = data.features.shape[0] * data.n_lifted * rank
-    if work >= _SINGLE_THREAD_WORK:
-        return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, data.n_outputs))
-
-
-def _zero_block(block):
-    p = block.n_lifted
-    value = block.zero_network_value()
-    return SDPSolution(
-        Q=np.zeros((1, 2 * p, 2 * p)), rho=np.zeros(1), value=value,
-        scores=np.zeros((block.target.shape[0], 1)), status="stopped", solver="native",
-        solve_time=0.0, lower_bound=0.0, factors=[(np.eye(p), np.ones(p))], n_iter=0,
-        info={"rank": p},
+def _warn_if_short(solution, options, tol, max_iter):
+    """The ConvergenceWarning of a native solve that stopped above ``tol``, with its reason."""
+    if solution.converged or solution.info.get("stopped_by_callback"):
+        return
+    if solution.status == "stalled":
+        reason = "a point it could not improve (no column left to add)"
+        remedy = "a larger solver_options['max_rank'] where it was set"
+    elif solution.status == "time_limit":
+        reason = f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
+        remedy = "a larger time limit"
+    else:
+        reason = f"max_iter={max_iter}"
+        remedy = "a larger max_iter"
+    warn_user(
+        f"The native SDP solver stopped at {reason} after {solution.n_iter} "
+        f"iterations at a certified relative gap of {solution.relative_gap:.1e}, "
+        f"above tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
+        f"the network sampled from it) may be improved by {remedy}, a larger "
+        "tol, or solver='CLARABEL' for small problems.",
+        ConvergenceWarning,
     )
 
 
@@ -321,23 +178,9 @@ def solve_relaxation(
     beta : float
     n_outputs : int
     solver : None or str, default=None
-        None: the native solvers, chosen by size. The squared loss with a
-        small lifting (``p (p + 1) / 2 <= 300``, or up to 1000 with three rows
-        per entry, see ``compact_applies()``)
-        is solved block by block in its compact cone form (the hinge losses
-        with ``K p (p + 1) / 2 <= 600`` jointly, as a linear program over
-        the PSD cones; the multinomial logistic loss likewise, in exponential
-        cones, falling back to the factor solver if Clarabel fails)
-        (``solve_compact()``, an interior-point
-        solve to about 1e-8, then certified), which the factor solver continues from if its
-        certified gap is still above ``tol``; the binary hinge loss with at most
-        ``HINGE_DUAL_MAX_SAMPLES`` (deduplicated) samples goes first to
-        ``solve_hinge_dual()`` (a barrier method on its exact dual, certified
-        by the dual it reaches), continued the same way; everything else goes to the
-        factor solver (:func:`solve_factored`; the blocks of the squared
-        loss one at a time, on the CPU by its numpy form
-        ``solve_squared_block()``, except a single block that continues a
-        compact solve). A CVXPY
+        None: the native solvers, chosen and continued by the solver table
+        (:data:`skquad.convex.ROUTES`: the first row that applies solves; a
+        row that stops short of ``tol`` is continued by its ``then``). A CVXPY
         solver name (``"SCS"``, ``"CLARABEL"``): the reference formulation
         (:func:`solve_sdp`, which forms the ``n x p x p`` lifted inputs).
     solver_options : dict, default=None
@@ -370,6 +213,7 @@ def solve_relaxation(
     Returns
     -------
     solution : SDPSolution
+        ``solver`` names the route that produced it, ``solver_path`` every stage.
     """
     user_beta = beta
     if target_scale != 1.0:
@@ -398,96 +242,15 @@ def solve_relaxation(
         data = LiftedData.from_lifting(
             lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs, device=device,
         )
-        # The interior-point methods for small problems (the hinge's exact
-        # dual, the compact cone form) are CPU algorithms whatever ``device``:
-        # their work is a few small dense Newton systems, which a GPU only
-        # slows with transfers, and the factor solver's smoothed hinge stalls
-        # short of tol at small beta where the dual reaches it (on an H100, a
-        # 60-sample hinge problem ran 3000 iterations in 25 s to a gap of
-        # 1.3e-4). The factor solver, which continues them when it must, and
-        # everything larger run on ``device``.
+        # CPU-only routes see the data on the CPU whatever ``device``.
         cpu_data = data if device.type == "cpu" else LiftedData.from_lifting(
             lifting, X, y, weight, loss=loss, beta=beta, n_outputs=n_outputs, device="cpu",
         )
-        compact = None
-        if not set(options) - {"time_limit"} and hinge_dual_applies(cpu_data):
-            # The binary hinge: a barrier method on its exact dual (n + p
-            # unknowns per Newton step) beats both the compact form (credit-
-            # approval, beta = 1e-3: 2.8 s against 38 s CPU) and the smoothed
-            # factor solver, which stalls short of tol at small beta.
-            compact = solve_hinge_dual(
-                cpu_data, tol=tol, time_limit=options.get("time_limit"), callback=callback,
-                verbose=verbose,
-            )
-        elif not set(options) - {"time_limit"} and compact_applies(cpu_data):
-            # solver_options configure the factor solver: asking for them
-            # means asking for it (a time limit applies to either).
-            # Small by construction (m <= 600): one torch and one BLAS thread.
-            with threads_for(0, cpu_data.features.device):
-                try:
-                    compact = solve_compact(cpu_data, tol=tol, callback=callback, verbose=verbose)
-                except SolverFailedError:
-                    if loss != "logistic":
-                        raise
-                    # The exponential cones can end in InsufficientProgress
-                    # (breast cancer's binary logistic at beta = 1e-3): the
-                    # factor solver solves it from the start instead.
-                    compact = None
-        if compact is not None and (
-            compact.converged or compact.info["stopped_by_callback"] or max_iter == 0
-        ):
-            solution = compact
-            solution.info["device"] = "cpu"
-        else:
-            start = compact if compact is not None else init
-            if compact is not None and options.get("time_limit") is not None:
-                options["time_limit"] = max(options["time_limit"] - compact.solve_time, 1e-9)
-            # The squared loss's blocks are independent: one at a time (on the
-            # CPU by the numpy block solver; a single block too, unless it
-            # continues a compact solve: from such a start on targets of order
-            # 1e6 the numpy solver stalled at 9.5e-4 where the torch one, with
-            # its aligned certificate, reaches tol; test_sdp_regressor).
-            # Where the compact form does not apply, a block on few samples
-            # goes to the barrier on its exact dual (a CPU algorithm, as the
-            # compact form; solver_options ask for the factor solver).
-            use_dual = (
-                loss == "squared" and compact is None
-                and not set(options) - {"time_limit"} and squared_dual_applies(cpu_data)
-            )
-            single = compact is None and (squared_block_applies(data) or use_dual)
-            if loss == "squared" and (data.n_outputs > 1 or single):
-                solution = _solve_blocks_separately(
-                    cpu_data if use_dual else data, start, tol=tol, max_iter=max_iter,
-                    callback=callback, verbose=verbose, use_dual=use_dual, **options,
-                )
-            else:
-                solution = solve_factored(
-                    data, tol=tol, max_iter=max_iter, init=start, callback=callback,
-                    verbose=verbose, **options,
-                )
-            solution.info["device"] = "cpu" if use_dual else str(device)
-            if compact is not None and compact.lower_bound > solution.lower_bound:
-                # Both bounds hold for the same optimum: keep the larger.
-                solution.lower_bound = compact.lower_bound
-                solution.converged = solution.relative_gap <= tol
-        if not solution.converged and not solution.info.get("stopped_by_callback"):
-            if solution.status == "stalled":
-                reason = "a point it could not improve (no column left to add)"
-                remedy = "a larger solver_options['max_rank'] where it was set"
-            elif solution.status == "time_limit":
-                reason = f"its time limit (solver_options['time_limit']={options['time_limit']:g} s)"
-                remedy = "a larger time limit"
-            else:
-                reason = f"max_iter={max_iter}"
-                remedy = "a larger max_iter"
-            warn_user(
-                f"The native SDP solver stopped at {reason} after {solution.n_iter} "
-                f"iterations at a certified relative gap of {solution.relative_gap:.1e}, "
-                f"above tol={tol:g}. lower_bound_ still holds; the relaxed solution (and "
-                f"the network sampled from it) may be improved by {remedy}, a larger "
-                "tol, or solver='CLARABEL' for small problems.",
-                ConvergenceWarning,
-            )
+        solution = _solve_by_routes(Problem(
+            data, options, tol=tol, max_iter=max_iter, init=init, callback=callback,
+            verbose=verbose, cpu_data=cpu_data,
+        ), device)
+        _warn_if_short(solution, options, tol, max_iter)
     n_lifted = solution.Q.shape[1] // 2
     penalty = 2.0 * beta * n_lifted * float(solution.rho.sum())
     # (A solve cut short keeps unreached blocks at zero: no statement about beta.)

@@ -101,7 +101,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     solver, solver_options :
         A CVXPY solver and its options, as in
         :func:`skquad.convex.solve_sdp`. None or a name in
-        ``solution.NATIVE_SOLVERS`` (the native solvers, which do not solve
+        ``routes.native_names()`` (the native solvers, which do not solve
         this problem) mean :func:`~skquad.convex.default_solver`'s choice
         with its defaults.
 
@@ -112,7 +112,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     import cvxpy as cp
 
     from .formulation import SolverFailedError, default_solver
-    from .solution import NATIVE_SOLVERS
+    from .routes import native_names
 
     p = Z_normalized.shape[0]
     K = cp.Variable((2 * p, 2 * p), PSD=True)
@@ -120,7 +120,7 @@ def covariance_by_sdp(Z_normalized, *, solver=None, solver_options=None):
     problem = cp.Problem(
         cp.Minimize(cp.sum_squares(K[:p, p:] - target)), [cp.diag(K) == 1.0]
     )
-    if solver is None or solver in NATIVE_SOLVERS:
+    if solver is None or solver in native_names():
         solver, solver_options = default_solver(), None
     try:
         problem.solve(solver=solver, **dict(solver_options or {}))

@@ -78,6 +78,7 @@ import scipy.linalg.blas
 import scipy.linalg.lapack
 from scipy.special import expit, softmax
 
+from .._training._runtime import thread_count
 from .._training._threads import blas_limits
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
@@ -168,9 +169,6 @@ def _top_curvature(H, weight, n_iter=30, seed=0):
     return value
 
 
-# Products below this many flops run on one BLAS thread (see the module docstring).
-_SINGLE_THREAD_FLOPS = 2e8
-
 # Upper bounds on the second derivative of each loss in the scores (mu: smoothing).
 _CURVATURE = {"squared": lambda mu: 2.0, "logistic": lambda mu: 0.5, "hinge": lambda mu: 1.0 / mu}
 
@@ -239,7 +237,8 @@ def refit_second_layer(
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
     penalty = float(beta) * int(n_lifted)
-    small = 2.0 * H.shape[0] * H.shape[1] * n_outputs < _SINGLE_THREAD_FLOPS
+    # One BLAS thread where the runtime policy gives a product of this size one thread.
+    small = thread_count("auto", "cpu", 2.0 * H.shape[0] * H.shape[1] * n_outputs) == 1
 
     def true_objective(point, scores):
         value = loss_value(scores, y, weight, loss, n_outputs) + penalty * np.abs(point).sum()

@@ -4,15 +4,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["CPU_SOLVERS", "NATIVE_SOLVERS", "SDPSolution", "SolverFailedError", "rescale_solution"]
-
-# The names ``SDPSolution.solver`` takes for skquad's own solvers (the rest
-# are CVXPY solvers'): the factor solver, the compact cone form, and the
-# barriers on the binary hinge's and on a squared-loss block's exact duals.
-NATIVE_SOLVERS = ("native", "compact", "hinge_dual", "squared_dual")
-# Those of them that are CPU algorithms whatever ``device`` (interior points
-# on small dense Newton systems): the solution's ``info["device"]`` is "cpu".
-CPU_SOLVERS = ("compact", "hinge_dual", "squared_dual")
+__all__ = ["SDPSolution", "SolverFailedError", "relaxed_block", "rescale_solution"]
 
 
 class SolverFailedError(RuntimeError):
@@ -37,7 +29,8 @@ class SDPSolution:
     scores : ndarray of shape (n_samples, n_outputs)
         The relaxed model's predictions ``2 <L(x_i), Z_k>`` on the data.
     status, solver : str
-        ``solver`` is ``"native"`` for the factor solver, else the CVXPY name.
+        ``solver`` names the native route that produced the point (a row of
+        :data:`skquad.convex.ROUTES`), else the CVXPY solver.
     solve_time : float
         Seconds of the solve (for CVXPY, compilation included).
     lower_bound : float
@@ -55,6 +48,9 @@ class SDPSolution:
         Whether the relative gap reached the tolerance.
     info : dict
         Solver details (history of the factor solver's chunks, violations...).
+    solver_path : tuple of str
+        The routes that ran, in order, when a solve was continued (the
+        longest block's for the squared loss solved block by block).
     """
 
     Q: np.ndarray
@@ -70,6 +66,7 @@ class SDPSolution:
     n_iter: int = 0
     converged: bool = False
     info: dict = field(default_factory=dict)
+    solver_path: tuple = ()
 
     @property
     def objective(self):
@@ -147,3 +144,13 @@ def rescale_solution(solution, c):
 def relative_gap(objective, lower_bound):
     """``(objective - lower_bound) / max(|objective|, 1e-12)``."""
     return (objective - lower_bound) / max(abs(objective), 1e-12)
+
+
+def relaxed_block(F, signs, rho):
+    """A factor solution's block ``Q = rho [[A Aᵀ + B Bᵀ, A Aᵀ - B Bᵀ], [A Aᵀ - B Bᵀ, A Aᵀ + B Bᵀ]]`` (``A``, ``B``: the columns of
+    ``F`` with signs +1 and -1)."""
+    plus = F[:, signs > 0]
+    minus = F[:, signs < 0]
+    P = plus @ plus.T
+    N = minus @ minus.T
+    return rho * np.block([[P + N, P - N], [P - N, P + N]])

@@ -29,7 +29,7 @@ search; every iterate strictly feasible)::
 starting the next centring from the central path's tangent. The Newton
 system has ``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the
 diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)``
-(:func:`~skquad.convex.hinge_dual._lmi_terms`, ``O(n² p)`` to form and
+(``barrier.lmi_terms``, ``O(n² p)`` to form and
 ``O(n³)`` to factor): about 30 steps, against the factor solver's hundreds of
 L-BFGS iterations and its face duals (credit-approval's block, 690 rows,
 ``p = 47``, one thread: 0.33 s against 0.75 s, 0.31 s of it in two face
@@ -47,16 +47,16 @@ optimum's 0.2796, one centred to 1e-8 (three more Newton steps, Newton's
 quadratic convergence) 0.27963 (``_FINAL_DECREMENT``). So the centrings are
 loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
 to the bound), then one is tight, and its point, made exactly feasible by
-:func:`~skquad.convex.hinge_dual._feasible_point`, is the reported upper
+``barrier.feasible_point``, is the reported upper
 bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
 above ``tol`` is continued by the factor solver from its point, with its
-bound (``relaxation._solve_blocks_separately``).
+bound (``blocks.solve_staged``).
 
 **Which optimal point.** Where the optimum is not unique the barrier's
 ``S±⁻¹ / tau`` tends to the centre of the optimal face, of full rank, and
 its smallest eigenvalues (of order ``1 / tau``) are the barrier's, not the
 optimum's. The point is therefore taken on the eigenvectors of ``P`` and
-``N`` above ``_FACE_EIGENVALUE`` (1e-3) of the largest eigenvalue, as the
+``N`` above ``FACE_EIGENVALUE`` (1e-3) of the largest eigenvalue, as the
 face dual takes its faces: 10 + 10 directions on credit-approval instead of
 47 + 47, the rank of the factor solver's optimum. The networks sampled from
 it were closer to the factor solver's (credit-approval, 4 splits x 3 seeds,
@@ -69,8 +69,7 @@ the optimum can have directions below that threshold (an optdigits block at
 1.3e-4 for 70 more Newton steps, until ``_MAX_NEWTON``).
 
 Rows with ``w_i = 0`` are left out (``lam_i`` enters neither ``D`` nor
-``M``); their scores are still reported. When it is chosen:
-``SQUARED_DUAL_MAX_SAMPLES``.
+``M``); their scores are still reported. When it is chosen: ``skquad.convex.routes``.
 """
 
 import math
@@ -79,78 +78,34 @@ import time
 import numpy as np
 import torch
 
-from .face_dual import (
-    _FACE_EIGENVALUE,
-    _backtrack,
-    _lmi_log_barrier,
-    _tangent_move,
-    verified_bound,
+from .barrier import (
+    StallGuard,
+    backtrack,
+    barrier_solution,
+    components,
+    feasible_point,
+    lmi_log_barrier,
+    lmi_terms,
+    scaled_factor,
+    solve_scaled,
+    tangent_move,
 )
+from .face_dual import FACE_EIGENVALUE, verified_bound
 from .factor_solver import threads_for
-from .hinge_dual import (
-    _barrier_solution,
-    _components,
-    _feasible_point,
-    _fits_in_memory,
-    _lmi_terms,
-    _scaled_factor,
-    _solve_scaled,
-)
 from .solution import relative_gap
 
-__all__ = [
-    "FACTOR_ITERATIONS_BEFORE_DUAL", "SQUARED_DUAL_FIRST_LIFTED", "SQUARED_DUAL_MAX_SAMPLES",
-    "solve_squared_dual", "squared_dual_applies",
-]
+__all__ = ["solve_squared_dual"]
 
-# Where the dual barrier takes a block. Its work is about 30 Newton steps
-# of O((n + p)³) whatever the data and beta; the factor solver's grows with p
-# (its rank is about p / 3 per sign, its face duals O(q p³ + q² p²) with q
-# about r²) and with its iterations, which vary from 100 to 900 between sets
-# at the default beta and run to max_iter at small beta. CPU seconds of one
-# block at the default beta, dual / factor solver, one thread, under load, on
-# random row samples (seed 0) of the preprocessed UCI sets, p = 41 to 65 and
-# n = 600 to 1,000: credit-approval (690 rows) 0.37 / 0.94, spambase
-# 0.24-0.96 / 0.37-0.94, waveform5000 0.23-0.82 / 0.45-1.87, optdigits
-# 0.42-1.02 / 0.42-0.56 (at 800 and 1,000 rows the dual 1.8x slower: the
-# price of a rule by size); UCI breast.cancer (194 rows, p = 42) 0.056 /
-# 0.117. For p = 31 to 35 the factor solver was as fast or faster at the
-# default beta (scikit-learn's breast cancer, 400 rows: 0.17 / 0.15;
-# ionosphere, 200 rows: 0.058 / 0.040) but not at small beta: the whole fit
-# of scikit-learn's breast cancer at beta = 1e-4 stopped at max_iter with a
-# certified gap of 0.87 (1.7 s), where the dual certified 2.5e-5 (1.3 s
-# with the refit); its SDPQuantizedClassifierCV fit took 21.4 s with six
-# ConvergenceWarnings against 9.2 s and none with the dual alone (15.2 s
-# and none with the rule below). So: the dual takes every block
-# of at most SQUARED_DUAL_MAX_SAMPLES samples (past that its O(n³) steps
-# lose); from SQUARED_DUAL_FIRST_LIFTED lifted coordinates on it goes first,
-# below the factor solver gets FACTOR_ITERATIONS_BEFORE_DUAL iterations first
-# (the default fits of those two sets certify in 100 to 350).
-SQUARED_DUAL_MAX_SAMPLES = 1000
-SQUARED_DUAL_FIRST_LIFTED = 40
-FACTOR_ITERATIONS_BEFORE_DUAL = 500
-# Largest lifted side: each step also factors two p x p LMIs and forms
-# n x p products with their inverses.
-SQUARED_DUAL_MAX_LIFTED = 400
-# The barrier weight's growth per centring and the Newton decrement below
-# which a point counts as centred: the hinge dual's. At 10 and 1.0 the
-# blocks of 200- and 400-row optdigits samples ended short of tol after 70
-# steps (the damped Newton steps after each tenfold raise crept along the
-# LMIs' boundary at a constant decrement); at 4 and 0.25 every block
-# measured certified tol in 23 to 36 steps (optdigits 200 to 800 rows,
-# credit-approval, 800 rows of spambase and of waveform5000, scikit-learn's
-# breast cancer), in CPU time within the noise of the faster setting's.
+# The barrier weight's growth per centring and the Newton decrement below which
+# a point counts as centred: the hinge dual's (larger raises crept along the LMIs' boundary).
 _TAU_FACTOR = 4.0
 _CENTRED = 0.25
 # The decrement of the tight centring whose point is the primal (module
 # docstring), and its most Newton steps.
 _FINAL_DECREMENT = 1e-8
 _FINAL_STEPS = 10
-# Newton steps at one tau after which the point counts as centred whatever
-# its decrement: near the end round-off can hold the decrement above
-# _CENTRED for ever (sklearn's breast cancer at _CENTRED = 2: 170 steps at
-# a decrement of 4.99, each halved by the line search, where a centring
-# takes 3 to 8), and the bound and the primal point are checked anyway.
+# Newton steps at one tau after which the point counts as centred whatever its
+# decrement (round-off can hold the decrement up); bound and primal are checked anyway.
 _STEPS_PER_CENTRING = 15
 # The most Newton steps in all (the default fits take 21 to 35); a solve
 # that ends short of tol is continued by the factor solver from its point.
@@ -159,35 +114,14 @@ _MAX_NEWTON = 100
 
 def _optimal_faces(P, N):
     """``P`` and ``N`` on their faces: without the eigenvalues below
-    ``_FACE_EIGENVALUE`` times the largest of both (module docstring)."""
+    ``FACE_EIGENVALUE`` times the largest of both (module docstring)."""
     parts = [np.linalg.eigh(0.5 * (matrix + matrix.T)) for matrix in (P, N)]
     top = max(float(values[-1]) for values, _ in parts)
     out = []
     for values, vectors in parts:
-        keep = values > _FACE_EIGENVALUE * max(top, 1e-300)
+        keep = values > FACE_EIGENVALUE * max(top, 1e-300)
         out.append((vectors[:, keep] * values[keep]) @ vectors[:, keep].T)
     return out
-
-
-def squared_dual_applies(data):
-    """Whether the blocks of the squared-loss ``data`` go to :func:`solve_squared_dual`.
-
-    The squared loss, features given (not explicit lifted matrices), on the
-    CPU, ``beta > 0``, at most ``SQUARED_DUAL_MAX_SAMPLES`` samples with a
-    positive weight and ``SQUARED_DUAL_MAX_LIFTED`` lifted coordinates, and
-    the Newton step's ``O((n + p)²)`` arrays in the available memory. (The
-    caller tries the compact form first: for small ``p`` it is faster; and
-    below ``SQUARED_DUAL_FIRST_LIFTED`` it gives the factor solver
-    ``FACTOR_ITERATIONS_BEFORE_DUAL`` iterations first.)
-    """
-    if not (
-        data.loss == "squared" and data.lifted is None
-        and data.features.device.type == "cpu" and data.beta > 0
-        and data.n_lifted <= SQUARED_DUAL_MAX_LIFTED
-    ):
-        return False
-    n = int((data.weight > 0).sum())
-    return n <= SQUARED_DUAL_MAX_SAMPLES and _fits_in_memory(n + data.n_lifted)
 
 
 def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=0):
@@ -196,7 +130,7 @@ def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbos
     Parameters
     ----------
     data : LiftedData
-        One block of the squared loss (see :func:`squared_dual_applies`).
+        One block of the squared loss (see ``routes.squared_dual_applies``).
     tol, time_limit, callback, verbose :
         As for :func:`~skquad.convex.hinge_dual.solve_hinge_dual`.
 
@@ -218,7 +152,7 @@ class _DualBarrier:
     ``lam`` has one entry per sample with a positive weight (``kept``); the
     Hessian is written to one ``(n + p)²`` array allocated here, as are the
     two ``n x n`` pair terms (fresh ones cost their page faults every step:
-    see :func:`~skquad.convex.hinge_dual._lmi_terms`).
+    see ``barrier.lmi_terms``).
     """
 
     def __init__(self, data):
@@ -227,7 +161,7 @@ class _DualBarrier:
         self.kept = np.flatnonzero(weight > 0)
         self.n_samples = weight.size
         self.target_all = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
-        comps, self.C = _components(data)
+        comps, self.C = components(data)
         self.comps = [u[self.kept] for u in comps]
         self.t, self.weight = self.target_all[self.kept], weight[self.kept]
         self.n, self.p = self.t.size, data.n_lifted
@@ -257,15 +191,15 @@ class _DualBarrier:
 
     def value(self, lam, mu, tau):
         """``phi``; infinite outside the LMIs and the trace constraint."""
-        lmi = _lmi_log_barrier(*self.parts(lam, mu))
+        lmi = lmi_log_barrier(*self.parts(lam, mu))
         return tau * self.negative_dual(lam) + lmi if math.isfinite(lmi) else math.inf
 
     def system(self, lam, mu, tau):
         """The Hessian (the shared array: overwritten by the next call) and gradient."""
         n, b, hess = self.n, self.b, self._hess
         Sp, Sm, slack = self.parts(lam, mu)
-        trace_p, pair, cross_p, inverse_p = _lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0])
-        trace_m, pair_minus, cross_m, inverse_m = _lmi_terms(
+        trace_p, pair, cross_p, inverse_p = lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0])
+        trace_m, pair_minus, cross_m, inverse_m = lmi_terms(
             Sm, self.comps, self.C, pair_out=self._pairs[1]
         )
         pair += pair_minus
@@ -298,8 +232,8 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
     def newton(lam, mu):
         """``(step, decrement, factor)``; step None where no descent is found."""
         hess, grad = system(lam, mu)
-        factor = _scaled_factor(hess, overwrite=True)
-        step = None if factor is None else _solve_scaled(factor, -grad)
+        factor = scaled_factor(hess, overwrite=True)
+        step = None if factor is None else solve_scaled(factor, -grad)
         decrement = -1.0 if step is None else float(-grad @ step)
         if step is None or not math.isfinite(decrement) or decrement <= 0.0:
             return None, decrement, factor
@@ -311,7 +245,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
     tau = nu / max(zero_value, 1e-300)
     best = {"objective": zero_value, "lower_bound": 0.0, "point": None}
     history = []
-    status, steps, stuck, since_centred = "max_iter", 0, 0, 0
+    status, steps, since_centred, guard = "max_iter", 0, 0, StallGuard()
 
     def certify(primal):
         """Raise the best bound at ``(lam, mu)``; with ``primal``, also take
@@ -324,7 +258,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
             for face in (True, False):
                 # The point on its optimal faces whenever it certifies tol
                 # (module docstring); else the better of it and the full one.
-                F, signs, rho, scores, objective = _feasible_point(
+                F, signs, rho, scores, objective = feasible_point(
                     data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
                     penalty,
                 )
@@ -362,7 +296,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
                 for _ in range(_FINAL_STEPS):
                     if decrement < _FINAL_DECREMENT:
                         break
-                    moved = _backtrack(barrier, lam, mu, step, decrement)
+                    moved = backtrack(barrier, lam, mu, step, decrement)
                     if moved is None:
                         break
                     lam, mu = moved
@@ -374,29 +308,26 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
             if gap <= tol:
                 break
             if step is None:
-                continue  # the next newton() at this point decides (stuck)
+                continue  # the next newton() at this point decides (the stall guard)
             # Raise tau and start the next centring from the central path's
             # tangent: x(tau') ~ x + (tau' - tau) dx/dtau with H dx/dtau =
             # -(w (t + lam / 2), 0) (differentiating grad phi = 0), shortened
             # until it lowers the new barrier (kept at x if no fraction does).
             rhs = np.zeros(n + p)
             rhs[:n] = -phi.weight * (phi.t + 0.5 * lam)
-            tangent = _solve_scaled(factor, rhs)
+            tangent = solve_scaled(factor, rhs)
             old_tau, tau = tau, _TAU_FACTOR * tau
-            lam, mu = _tangent_move(barrier, lam, mu, (tau - old_tau) * tangent)
+            lam, mu = tangent_move(barrier, lam, mu, (tau - old_tau) * tangent)
             steps += 1
             continue
-        moved = None if step is None else _backtrack(barrier, lam, mu, step, decrement)
+        moved = None if step is None else backtrack(barrier, lam, mu, step, decrement)
         if moved is None:
-            # Round-off limits the barrier at this tau: raise it once more,
-            # or stop if that did not help either.
-            stuck += 1
-            if stuck > 1:
+            if guard.blocked():
                 status = "stalled"
                 break
             tau *= _TAU_FACTOR
             continue
-        stuck = 0
+        guard.moved()
         lam, mu = moved
         steps += 1
         since_centred += 1
@@ -407,7 +338,7 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
     if gap <= tol:
         status = "optimal"
 
-    return _barrier_solution(
+    return barrier_solution(
         best, p, phi.n_samples, gap, tol, steps, status, history, start, callback,
         "squared_dual",
     )

@@ -10,6 +10,7 @@ register_onnx_converters
 
 from ._torch import (
     BilinearNetworkScores,
+    ClipInputs,
     DecisionFunctionModule,
     QuadraticFormScores,
     Standardize,
@@ -18,6 +19,7 @@ from ._torch import (
 
 __all__ = [
     "BilinearNetworkScores",
+    "ClipInputs",
     "DecisionFunctionModule",
     "QuadraticFormScores",
     "Standardize",

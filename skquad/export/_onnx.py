@@ -10,7 +10,9 @@ normalized sigmoids for ``output_activation="sigmoid"``) and the label
 weights are int8 initializers, cast at run time. The regressors' converter
 writes ``predict`` (the scores: a network's, the quantized networks', or the
 quadratic forms of QuadraticRegression(CV); ``exp`` for a network's
-``loss="poisson"``) as one ``[N, n_outputs_]`` tensor. A classifier fitted on multilabel ``y`` is refused
+``loss="poisson"``) as one ``[N, n_outputs_]`` tensor. With ``clip_inputs``
+both start with ``Max``/``Min`` nodes that clip each feature to its training
+range (ONNX's ``Clip`` takes one scalar bound only), as the estimator does. A classifier fitted on multilabel ``y`` is refused
 with a clear error (skl2onnx's classifier parser has one label per sample).
 """
 
@@ -116,6 +118,14 @@ def _layer(graph, x, state):
     return graph.quadratic_form(x, *layer_quadratic_forms(state))
 
 
+def _clipped_input(graph, x, estimator):
+    """``x`` clipped to ``[data_min_, data_max_]`` per feature when the estimator clips its inputs."""
+    if not estimator.clip_inputs:
+        return x
+    low = graph.node("Max", x, graph.const(estimator.data_min_[None, :]))
+    return graph.node("Min", low, graph.const(estimator.data_max_[None, :]))
+
+
 def _network_scores(graph, x, estimator):
     # the activation the network was trained with (set_params may change `activation`)
     activation = _ACTIVATION_OPS[getattr(estimator, "hidden_activation_", estimator.activation)]
@@ -197,7 +207,7 @@ def _convert_regressor(scope, operator, container):
     """
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
-    x = operator.inputs[0].full_name
+    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
     if hasattr(estimator, "layers_"):
         scores = _network_scores(graph, x, estimator)
     elif hasattr(estimator, "U_"):
@@ -220,7 +230,7 @@ def _convert(scope, operator, container):
     estimator = operator.raw_operator
     _refuse_multilabel(estimator)
     graph = _Graph(scope, operator, container)
-    x = operator.inputs[0].full_name
+    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
     if hasattr(estimator, "layers_"):
         scores = _network_scores(graph, x, estimator)
     elif hasattr(estimator, "U_"):

@@ -1,8 +1,9 @@
 """Fitted skquad estimators as plain :class:`torch.nn.Module` objects.
 
 :func:`to_torch` rebuilds the function behind ``decision_function`` from the
-estimator's public fitted attributes, standardization and input lifting
-included, so that the module's output equals ``decision_function(X)``: shape
+estimator's public fitted attributes, standardization, input lifting and
+the clipping of ``clip_inputs`` included, so that the module's output equals
+``decision_function(X)`` (on any input, inside the training range or not): shape
 ``(n,)`` for binary problems (the log-odds of ``classes_[1]``), ``(n, K)``
 logits otherwise. Probabilities are the estimator's link on top (sigmoid,
 softmax, or normalized sigmoids for ``output_activation="sigmoid"``).
@@ -19,6 +20,7 @@ from ..nn.layers import layer_from_numpy_state
 
 __all__ = [
     "BilinearNetworkScores",
+    "ClipInputs",
     "DecisionFunctionModule",
     "QuadraticFormScores",
     "Standardize",
@@ -44,6 +46,18 @@ class Standardize(nn.Module):
 
     def forward(self, x):
         return (x - self.mean) / self.scale
+
+
+class ClipInputs(nn.Module):
+    """Each feature clamped to ``[data_min, data_max]`` (an estimator's ``clip_inputs``)."""
+
+    def __init__(self, data_min, data_max, dtype=torch.float64):
+        super().__init__()
+        self.register_buffer("data_min", torch.as_tensor(np.asarray(data_min), dtype=dtype))
+        self.register_buffer("data_max", torch.as_tensor(np.asarray(data_max), dtype=dtype))
+
+    def forward(self, x):
+        return torch.clamp(x, self.data_min, self.data_max)
 
 
 class QuadraticFormScores(nn.Module):
@@ -102,19 +116,23 @@ class BilinearNetworkScores(nn.Module):
 
 
 class DecisionFunctionModule(nn.Module):
-    """``decision_function`` as a module: optional preprocessing, then the scores.
+    """``decision_function`` as a module: optional preprocessing, clipping, then the scores.
 
     The preprocessing (a Pipeline's StandardScaler steps) runs in float64, as
     scikit-learn runs it, and its output is cast to the scores' precision, as
-    the estimator casts its input. The output has shape ``(n,)`` for one score
+    the estimator casts its input. ``clip`` (a :class:`ClipInputs`, for an
+    estimator with ``clip_inputs=True``) then bounds each feature to its
+    training range, as the estimator's predictions do. The output has shape ``(n,)`` for one score
     (binary problems), else ``(n, n_scores)``. For a regressor the module
     computes ``predict``: the inverse link applied (``exp`` for
     ``loss="poisson"``), the target scaling undone (``shift + scale *
     output``, the networks' ``scale_target``) and the shape of the fitted ``y``.
     """
 
-    def __init__(self, scores, preprocessing=None, dtype=torch.float64, *, exponential_output=False, squeeze=True,
-                 output_affine=None):
+    def __init__(
+        self, scores, preprocessing=None, dtype=torch.float64, *, exponential_output=False, squeeze=True,
+        clip=None, output_affine=None,
+    ):
         super().__init__()
         # A network regressor's target scaling, (shift, scale) per output:
         # predict is shift + scale * output (after the inverse link).
@@ -130,13 +148,14 @@ class DecisionFunctionModule(nn.Module):
         self.exponential_output = exponential_output
         self.squeeze = squeeze
         self.preprocessing = preprocessing if preprocessing is not None else nn.Identity()
+        self.clip = clip if clip is not None else nn.Identity()
         self.scores = scores
         self.dtype = dtype
 
     def forward(self, x):
         if not isinstance(self.preprocessing, nn.Identity):
             x = self.preprocessing(x.to(torch.float64))
-        out = self.scores(x.to(self.dtype))
+        out = self.scores(self.clip(x.to(self.dtype)))
         if self.exponential_output:
             out = torch.exp(out)
         if self.output_affine:
@@ -278,4 +297,5 @@ def to_torch(estimator, *, dtype=None):
         squeeze=not (regressor and getattr(final, "_fitted_y_ndim", 1) == 2),
         output_affine=((final.target_shift_, final.target_scale_)
                        if regressor and hasattr(final, "target_scale_") else None),
+        clip=ClipInputs(final.data_min_, final.data_max_, dtype) if final.clip_inputs else None,
     ).eval()

@@ -19,11 +19,16 @@ features). The arrays are read from the estimators' public fitted attributes:
   that predicts), ``"relaxed"`` (the SDP's relaxed model) or ``"float"``
   (BackpropQuantizedClassifier's real-weight network).
 
+The neurons are the model itself, on every input: an estimator's
+``clip_inputs`` (which clips its inputs to the training range before it
+predicts) is not part of them, and polarization reads the unclipped function.
+
 Polarization evaluates the function at ``1 + 2 d + d (d - 1) / 2`` points and is
 exact for quadratic functions up to rounding; the result is checked against the
 function at random points, so a function that is not quadratic is an error.
 """
 
+import copy
 import warnings
 from dataclasses import dataclass
 from numbers import Integral
@@ -48,7 +53,9 @@ _SCORE_FUNCTIONS = {
 
 
 def _score_function(estimator, which):
-    """The estimator's method for ``which``, or None."""
+    """The estimator's method for ``which`` on unclipped inputs (``clip_inputs=False``), or None."""
+    estimator = copy.copy(estimator)  # a view with the same fitted state
+    estimator.clip_inputs = False
     is_classifier = hasattr(estimator, "classes_")
     for attribute in _SCORE_FUNCTIONS.get(which, ()):
         if attribute.endswith("predict") and is_classifier:

@@ -23,7 +23,8 @@ FLOPs per predicted sample
     of them and of ``x``: ``2 (d (d + 1) / 2 + d) + 1``, which makes QLR and
     ``PolynomialFeatures(2) + LogisticRegression`` the same size. The final
     link (sigmoid or softmax) is not counted: it is the same for every
-    classifier and not needed to predict a label.
+    classifier and not needed to predict a label; nor are the comparisons
+    that clip the inputs to their training range (``clip_inputs``).
 
 Supported: the five skquad classifiers, ``MLPClassifier``, linear classifiers
 with ``coef_`` / ``intercept_`` (``LogisticRegression``, ...),

@@ -202,6 +202,16 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         probabilities in ``numpy.result_type(X, coef_)``, as
         ``LogisticRegression``'s.
 
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        For sparse ``X`` the stored values are clipped; implicit zeros stay
+        zero (the range includes the training rows' implicit zeros).
+        False predicts with the unbounded quadratic model.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -245,6 +255,12 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features seen during fit, when ``X`` has string column names.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight
+        (implicit zeros of sparse ``X`` included), float64, widened by each
+        ``partial_fit``: the range ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -294,6 +310,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         "device": [str, torch.device],
         "n_threads": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "dtype": [StrOptions({"float32", "float64"}), None],
+
+        "clip_inputs": ["boolean"],
     }
 
     def __init__(
@@ -320,6 +338,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         device="auto",
         n_threads="auto",
         dtype=None,
+        clip_inputs=True,
     ):
         self.C = C
         self.penalty = penalty
@@ -342,6 +361,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self.device = device
         self.n_threads = n_threads
         self.dtype = dtype
+        self.clip_inputs = clip_inputs
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)

@@ -104,6 +104,15 @@ class QuadraticRegression(BaseQuadraticRegressor):
         ``"cg"``: the relative residual at which it stops.
     max_iter : int, default=None
         ``"cg"``: largest number of iterations per target (None: ``10 D``).
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        For sparse ``X`` the stored values are clipped; implicit zeros stay
+        zero (the range includes the training rows' implicit zeros).
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -129,6 +138,12 @@ class QuadraticRegression(BaseQuadraticRegressor):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight
+        (implicit zeros of sparse ``X`` included), float64: the range
+        ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -156,6 +171,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         "solver": [StrOptions({"auto", "cholesky", "kernel", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+
+        "clip_inputs": ["boolean"],
     }
 
     _accept_sparse = True
@@ -165,13 +182,14 @@ class QuadraticRegression(BaseQuadraticRegressor):
     _fits_dask_collections = True
 
     def __init__(self, alpha="auto", *, quadratic_alpha=None, fit_intercept=True, solver="auto",
-                 tol=1e-4, max_iter=None):
+                 tol=1e-4, max_iter=None, clip_inputs=True):
         self.alpha = alpha
         self.quadratic_alpha = quadratic_alpha
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.clip_inputs = clip_inputs
 
     def _choose_solver(self, n_samples, n_features):
         if self.solver != "auto":

@@ -56,6 +56,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     :class:`QuadraticRegression` through
     :class:`~sklearn.model_selection.GridSearchCV`, as RidgeCV does.
 
+    Both selections score the unclipped model on the held-out rows (the
+    leave-one-out's closed form cannot clip), so that ``alpha_`` and
+    ``best_score_`` are RidgeCV's; ``clip_inputs`` acts on the predictions
+    of the model refitted with ``alpha_``.
+
     Parameters
     ----------
     alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
@@ -89,6 +94,15 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     alpha_per_target : bool, default=False
         Choose ``alpha`` and the ratio per target for a 2-D ``y`` (``cv=None``
         only).
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        For sparse ``X`` the stored values are clipped; implicit zeros stay
+        zero (the range includes the training rows' implicit zeros).
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -112,6 +126,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight
+        (implicit zeros of sparse ``X`` included), float64: the range
+        ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -139,6 +159,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "gcv_mode": [StrOptions({"auto", "eigen", "gram", "cov"}), None],
         "store_cv_results": ["boolean"],
         "alpha_per_target": ["boolean"],
+
+        "clip_inputs": ["boolean"],
     }
 
     _accept_sparse = True
@@ -157,6 +179,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         gcv_mode=None,
         store_cv_results=False,
         alpha_per_target=False,
+        clip_inputs=True,
     ):
         self.alphas = alphas
         self.quadratic_ratios = quadratic_ratios
@@ -166,6 +189,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self.gcv_mode = gcv_mode
         self.store_cv_results = store_cv_results
         self.alpha_per_target = alpha_per_target
+        self.clip_inputs = clip_inputs
 
     def _checked_ratios(self):
         """``quadratic_ratios`` as a float array, or ValueError naming it."""
@@ -335,12 +359,13 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         )
 
     def _fit_folds(self, X, Y, given_weight, alphas, ratios):
-        # Every (alpha, ratio) pair, alpha-major as the leave-one-out ranks them.
+        # Every (alpha, ratio) pair, alpha-major as the leave-one-out ranks them. The folds
+        # score the unclipped model, as the leave-one-out's closed form does.
         grid = [{"alpha": [float(alpha)],
                  "quadratic_alpha": [None if ratio == 1.0 or alpha == 0 else float(alpha * ratio)]}
                 for ratio in ratios for alpha in alphas]
         search = GridSearchCV(
-            QuadraticRegression(fit_intercept=self.fit_intercept),
+            QuadraticRegression(fit_intercept=self.fit_intercept, clip_inputs=False),
             grid,
             cv=self.cv,
             scoring=check_scoring(self, scoring=self.scoring, allow_none=True),

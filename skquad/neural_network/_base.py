@@ -143,6 +143,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         "device": [str, torch.device],
         "dtype": [StrOptions({"float32", "float64"}), None],
         "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+
+        "clip_inputs": ["boolean"],
     }
 
     def __init__(
@@ -181,6 +183,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         device="auto",
         dtype=None,
         n_threads="auto",
+        clip_inputs=True,
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
@@ -215,6 +218,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         self.device = device
         self.dtype = dtype
         self.n_threads = n_threads
+        self.clip_inputs = clip_inputs
 
     # ------------------------------------------------------------ architecture
     def _architecture(self, n_features=None):
@@ -328,6 +332,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             n_iter_no_change=self.n_iter_no_change,
             early_stopping=self.early_stopping,
             validation_fraction=self.validation_fraction,
+            clip_validation_inputs=bool(self.clip_inputs),
             shuffle=self.shuffle,
             momentum=self.momentum,
             nesterov=self.nesterovs_momentum,

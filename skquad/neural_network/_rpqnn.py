@@ -169,6 +169,16 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
         and all of torch's threads for large ones. The previous setting is
         restored afterwards.
 
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        For sparse ``X`` the stored values are clipped; implicit zeros stay
+        zero (the range includes the training rows' implicit zeros).
+        False predicts with the unbounded quadratic model.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -244,6 +254,14 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
 
     weight_transfer_n_iter_ : int
         Epochs of the conventional network, with ``weight_transfer=True``.
+
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight
+        (implicit zeros of sparse ``X`` included), float64, widened by each
+        ``partial_fit``: the range ``clip_inputs`` clips to.
+
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -459,6 +477,16 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
         and all of torch's threads for large ones. The previous setting is
         restored afterwards.
 
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        For sparse ``X`` the stored values are clipped; implicit zeros stay
+        zero (the range includes the training rows' implicit zeros).
+        False predicts with the unbounded quadratic model.
+
     Attributes
     ----------
     n_features_in_ : int
@@ -537,6 +565,14 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
 
     weight_transfer_n_iter_ : int
         Epochs of the conventional network, with ``weight_transfer=True``.
+
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight
+        (implicit zeros of sparse ``X`` included), float64, widened by each
+        ``partial_fit``: the range ``clip_inputs`` clips to.
+
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------

@@ -389,6 +389,13 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization and, through an independent stream, the
         batch order.
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -424,6 +431,12 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         Seconds spent training (cumulative over partial_fit calls).
     device_ : str
         The device the network was trained on (``"cpu"``, ``"cuda:0"``).
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64, widened by each ``partial_fit``: the range ``clip_inputs``
+        clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -482,6 +495,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "clip_inputs": ["boolean"],
     }
 
     def __init__(
@@ -506,6 +520,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         n_threads="auto",
         verbose=False,
         random_state=None,
+        clip_inputs=True,
     ):
         self.n_neurons = n_neurons
         self.loss = loss
@@ -526,6 +541,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         self.n_threads = n_threads
         self.verbose = verbose
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
 
     def _network_n_outputs(self):
         return self._n_scores

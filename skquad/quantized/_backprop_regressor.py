@@ -33,6 +33,13 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
         As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
     scale_target : bool, default=True
         Train on the targets standardized per output (the
         ``sample_weight``-weighted mean and standard deviation; a constant
@@ -66,6 +73,12 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64, widened by each ``partial_fit``: the range ``clip_inputs``
+        clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -114,6 +127,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         n_threads="auto",
         verbose=False,
         random_state=None,
+        clip_inputs=True,
         scale_target=True,
     ):
         self.n_neurons = n_neurons
@@ -133,6 +147,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         self.n_threads = n_threads
         self.verbose = verbose
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
         self.scale_target = scale_target
 
     def _network_n_outputs(self):

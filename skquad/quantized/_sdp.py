@@ -178,6 +178,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             self.relaxed_objective_ = solution.objective
             self.certified_gap_ = solution.gap
             self.solver_ = solution.solver
+            self.solver_path_ = solution.solver_path or (solution.solver,)
             self.solver_status_ = solution.status
             self.solve_time_ = solution.solve_time
             self.n_iter_ = solution.n_iter
@@ -456,7 +457,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         -------
         network : :class:`skquad.convex.QuadraticNetwork`
             ``network.scores(X)`` equals ``decision_function(X)`` (as a
-            column); ``network.weights`` are in {-1, 0, 1} on the lifted
+            column) on inputs inside the training range; it is the model
+            itself, so with ``clip_inputs`` clip ``X`` to ``[data_min_,
+            data_max_]`` first to reproduce the predictions elsewhere;
+            ``network.weights`` are in {-1, 0, 1} on the lifted
             input and ``network.integer_weights()`` gives the integer weights
             and biases on the original features.
         """
@@ -556,17 +560,20 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         the logistic loss with three or more classes:
         ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
         cone form by an interior point (``solver_ == "compact"``); the
-        binary hinge loss on up to ``HINGE_DUAL_MAX_SAMPLES`` (2,000)
+        binary hinge loss on up to 2,000
         deduplicated samples by a barrier method on its exact dual
         (``solver_ == "hinge_dual"``, any ``p``); the squared loss's other
-        blocks one at a time: on up to ``SQUARED_DUAL_MAX_SAMPLES`` (1,000)
+        blocks one at a time: on up to 1,000
         samples by a barrier method on the block's exact dual
         (``solver_ == "squared_dual"``; from ``p = 40`` first, below after
         500 iterations of the factors), else by Burer-Monteiro factors in
-        numpy with the L-BFGS driver's numpy engine; everything else by the
+        numpy with the L-BFGS driver's numpy engine (``solver_ ==
+        "native_numpy"``); everything else by the
         factor solver (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
         relaxation, L-BFGS in torch, memory ``O(n p + p r)``, no lifted
-        matrices formed). A CVXPY SDP solver name keeps the reference
+        matrices formed; ``solver_ == "native"``). The routes, their order
+        and size rules are the rows of :data:`skquad.convex.ROUTES`
+        (:ref:`solver-routes`). A CVXPY SDP solver name keeps the reference
         formulation (it forms an ``n x p^2`` design and a ``2 p x 2 p``
         conic variable per class, so only small problems): "CLARABEL"
         (interior point, accurate) or "SCS" (first order). Whatever the
@@ -619,6 +626,13 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     random_state : int, RandomState instance or None, default=None
         Seeds the sign sampling (a local generator; the global ones are left
         alone). The SDP solve itself is deterministic.
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -682,14 +696,23 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     n_lifted_features_ : int
         ``p``, the length of the binary weight vectors.
     solver_ : str
-        The solver that produced the relaxed solution: ``"native"`` (the
-        factor solver), ``"compact"`` (the exact compact-cone solve of a small
-        squared-loss or hinge lifting, chosen by ``solver=None`` on the CPU),
-        ``"hinge_dual"`` (the barrier method on the binary hinge's exact dual,
-        chosen by ``solver=None`` on the CPU up to 2,000 deduplicated samples),
+        The solver that produced the relaxed solution (the last stage of
+        ``solver_path_``): ``"native"`` (the factor solver in torch),
+        ``"native_numpy"`` (the factor solver in numpy, squared-loss blocks
+        on the CPU), ``"compact"`` (the exact compact-cone solve of a small
+        lifting, chosen by ``solver=None`` on the CPU), ``"hinge_dual"`` (the
+        barrier method on the binary hinge's exact dual, chosen by
+        ``solver=None`` on the CPU up to 2,000 deduplicated samples),
         ``"squared_dual"`` (the barrier method on the exact dual of every
         block of the squared loss, on the CPU up to 1,000 samples) or the
-        CVXPY solver used.
+        CVXPY solver used. Where blocks ended in different stages, the
+        factor solver's name.
+    solver_path_ : tuple of str
+        Every stage of the solve, in order: ``("compact", "native")`` for a
+        compact solve continued by the factor solver, ``("native_numpy",
+        "squared_dual", "native_numpy")`` for a block given factor iterations
+        first, then the dual, then the factor solver again (the longest
+        block's stages); ``(solver_,)`` for a solve in one stage.
     solver_status_ : str
         "optimal" (gap within ``tol``), "max_iter", "time_limit", "stopped"
         (by a callback) or "stalled" (short of ``tol`` with no column left to
@@ -705,6 +728,11 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         small problems, ``solver_`` ``"compact"``, ``"hinge_dual"`` or
         ``"squared_dual"``, which run there whatever ``device``). Sampling, the refit and predictions
         run on the CPU.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64: the range ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -780,6 +808,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
+        "clip_inputs": ["boolean"],
     }
 
     def __init__(
@@ -803,6 +832,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         class_weight=None,
         warm_start=False,
         random_state=None,
+        clip_inputs=True,
     ):
         self.n_neurons = n_neurons
         self.loss = loss
@@ -822,6 +852,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
 
     # ------------------------------------------------------------------ fit
     def _sdp_n_outputs(self):

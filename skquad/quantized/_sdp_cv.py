@@ -212,6 +212,13 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         Folds fitted in parallel (joblib).
     loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, class_weight, random_state :
         As in :class:`SDPQuantizedClassifier`.
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -223,6 +230,11 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         Held-out score of every fold and ``beta``.
     n_features_in_, classes_, U_, V_, alpha_, lower_bound_, objective_, ... :
         Those of the refitted :class:`SDPQuantizedClassifier` (see there).
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64: the range ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -269,6 +281,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         refit_output_layer=True,
         class_weight=None,
         random_state=None,
+        clip_inputs=True,
     ):
         self.n_neurons = n_neurons
         self.betas = betas
@@ -291,6 +304,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         self.refit_output_layer = refit_output_layer
         self.class_weight = class_weight
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
 
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit

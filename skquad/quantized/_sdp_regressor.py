@@ -53,6 +53,13 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -76,8 +83,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         The training objective of the fitted (sampled, refitted) network.
     rho_, Q_, Z_, covariance_ : ndarray
         The relaxed solution, per output, as in the classifier.
-    solver_, solver_status_ : str
-        The solver used and how it ended, as in the classifier (``"optimal"``,
+    solver_, solver_path_, solver_status_ : str, tuple of str, str
+        The solver used, every stage of the solve and how it ended, as in the classifier (``"optimal"``,
         ``"max_iter"``, ``"time_limit"``, ``"stopped"`` or ``"stalled"`` for the
         native solver).
     solve_time_ : float
@@ -89,6 +96,11 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64: the range ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -134,6 +146,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         refit_output_layer=True,
         warm_start=False,
         random_state=None,
+        clip_inputs=True,
     ):
         self.n_neurons = n_neurons
         self.beta = beta
@@ -151,6 +164,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         self.refit_output_layer = refit_output_layer
         self.warm_start = warm_start
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
 
     # The squared loss is the only one of a regressor (what the shared network reads).
     loss = "squared"

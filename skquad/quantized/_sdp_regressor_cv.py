@@ -44,6 +44,13 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         Folds fitted in parallel (joblib).
     fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, random_state :
         As in :class:`SDPQuantizedRegressor`.
+    clip_inputs : bool, default=True
+        Clip each feature of ``X`` to its training range ``[data_min_,
+        data_max_]`` before every prediction (``predict``, ``score``, and the
+        other prediction methods), so that the model, quadratic in ``X``,
+        stays bounded on inputs outside the range it was trained on. No
+        prediction on the training rows changes: they lie inside the range.
+        False predicts with the unbounded quadratic model.
 
     Attributes
     ----------
@@ -55,6 +62,11 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         Held-out score of every fold and ``beta``.
     n_features_in_, n_outputs_, U_, V_, alpha_, lower_bound_, objective_, ... :
         Those of the refitted :class:`SDPQuantizedRegressor` (see there).
+    data_min_ : ndarray of shape (n_features_in_,)
+        Per-feature minimum of the training rows with a positive weight,
+        float64: the range ``clip_inputs`` clips to.
+    data_max_ : ndarray of shape (n_features_in_,)
+        Per-feature maximum, likewise.
 
     See Also
     --------
@@ -101,6 +113,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         covariance="krivine",
         refit_output_layer=True,
         random_state=None,
+        clip_inputs=True,
     ):
         self.n_neurons = n_neurons
         self.betas = betas
@@ -121,6 +134,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.covariance = covariance
         self.refit_output_layer = refit_output_layer
         self.random_state = random_state
+        self.clip_inputs = clip_inputs
 
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
