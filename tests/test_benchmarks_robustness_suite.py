@@ -1,4 +1,4 @@
-"""skquad/benchmarks/_robustness_suite.py: the worst-split table, the targets, the clip step, the command."""
+"""skquad/benchmarks/_robustness_suite.py: the worst-split table, the targets, the command."""
 
 import os
 from pathlib import Path
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from skquad.benchmarks import __main__ as cli
-from skquad.benchmarks._robustness_suite import ClipToTrainingRange, split_table, targets
+from skquad.benchmarks._robustness_suite import split_table, targets
 
 needs_data = pytest.mark.skipif(
     not os.environ.get("SKQUAD_DATA") or not Path(os.environ["SKQUAD_DATA"]).is_dir(),
@@ -58,17 +58,9 @@ def test_targets_read_the_mean_and_the_worst_split_and_the_best_baseline():
     assert not met  # 1 of 2 sets, and ceil(5/7 * 2) = 2 are needed
 
 
-def test_the_clip_step_is_the_identity_on_the_training_data_and_clips_beyond():
-    X = np.array([[0.0, -1.0], [2.0, 3.0], [1.0, 0.0]])
-    clip = ClipToTrainingRange().fit(X)
-    np.testing.assert_array_equal(clip.transform(X), X)
-    np.testing.assert_array_equal(clip.transform([[5.0, -9.0]]), [[2.0, -1.0]])
-
-
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--suite", "uci", "--clip-inputs"], "--clip-inputs applies to --suite robustness only"),
         (["--suite", "robustness", "--datasets", "boston"], "unknown ['boston']"),
         (["--suite", "robustness", "--estimators", "Lasso"], "unknown ['Lasso']"),
         (["--suite", "robustness", "--folds", "3"], "--folds applies to --suite regression only"),
@@ -86,12 +78,12 @@ def test_the_suite_writes_both_parts_with_the_targets(tmp_path):
     output = tmp_path / "robustness"
     status = cli.main(["--suite", "robustness", "--datasets", "cpus", "breast.cancer",
                        "--estimators", "QuadReg", "Ridge", "QLR", "LogReg", "--repeats", "2",
-                       "--clip-inputs", "--output", str(output)])
+                       "--output", str(output)])
     assert status == 0
     report = (output / "report.md").read_text()
     assert "## Regression at defaults" in report and "## Classification at defaults" in report
     assert "no skquad regressor's mean or worst split" in report
-    assert "`ClipToTrainingRange`" in report
+    assert "the skquad models clip their inputs" in report
     runs = pd.read_csv(output / "robustness_suite_regression_runs.csv")
     assert set(runs["estimator"]) == {"QuadReg", "Ridge"} and len(runs) == 4
     assert runs["n_test"].eq(53).all()  # 25 % of cpus' 209 rows, shuffled splits

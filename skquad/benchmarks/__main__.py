@@ -63,8 +63,7 @@ SUITE_HELP = {
     "robustness": "every skquad estimator at its defaults with a user's plain protocol (one-hot, "
     "impute and standardize, log of a skewed target, shuffled 75/25 splits) against the "
     "baselines: the regression sets (mean, worst split, catastrophic splits against Ridge, the "
-    "issue-36 targets) and the UCI sets with categorical features (breast.cancer, credit.a); "
-    "--clip-inputs clips the skquad models' inputs to their training range",
+    "issue-36 targets) and the UCI sets with categorical features (breast.cancer, credit.a)",
     "paper001": "the experiments of Noel et al. (QNN/RPQNN): XOR, six clusters, Table 4/5 "
     "analogues, and the ReLinear divergence study of Fan et al.",
     "paper002": "the experiments of Bartan & Pilanci (SDP): planted network, UCI, vehicle",
@@ -201,10 +200,6 @@ def build_parser():
         help="folds of the repeated K-fold cross-validation (default 5)",
     )
     regression.add_argument(
-        "--clip-inputs", action="store_true",
-        help="robustness suite: clip every input of the skquad models to its training range",
-    )
-    regression.add_argument(
         "--max-samples", type=_non_negative_int, metavar="N",
         help="subsample a larger dataset to N rows before the splits (default 5000, which "
         "only diamonds exceeds; 0: none)",
@@ -255,7 +250,7 @@ def _run_parts(parser, args, parts, output, datasets, threads):
         if args.suite == "robustness":
             kwargs.update(estimators=args.estimators, random_state=args.seed,
                           n_jobs=args.jobs or 1, n_threads=threads or None,
-                          max_samples=args.max_samples, clip_inputs=args.clip_inputs)
+                          max_samples=args.max_samples)
         if multi_part:
             _progress(f"part {short.replace('_', ' ')} ({function_name})")
         try:
@@ -313,8 +308,6 @@ def main(argv=None):
         for option in ("folds",) + (() if robustness else ("max_samples",)):
             if getattr(args, option) is not None:
                 parser.error(f"--{option.replace('_', '-')} applies to --suite regression only")
-    if args.clip_inputs and not robustness:
-        parser.error("--clip-inputs applies to --suite robustness only")
     if robustness:
         try:
             _check_robustness_names(datasets, args.estimators)

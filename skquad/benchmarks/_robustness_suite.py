@@ -4,8 +4,9 @@ A user's plain protocol, not the tuned one of the ``regression`` suite: one-hot
 string columns (unknown categories ignored), impute and standardize numeric
 ones (:func:`skquad.datasets.make_uci_preprocessor`), model ``log(y)`` where the
 target is skewed (a :class:`~sklearn.compose.TransformedTargetRegressor` with
-``np.log`` and ``np.exp``), nothing else: no clipping of the inputs, no bound on
-the predictions, no standardized target. Shuffled 75/25 splits. Each part
+``np.log`` and ``np.exp``), nothing else: the estimators' own defaults (the
+skquad models clip their inputs to the training range and the networks scale
+their targets themselves), no bound on the predictions. Shuffled 75/25 splits. Each part
 reports the mean and the worst split of every estimator per dataset and counts
 the catastrophic splits: a score more than a margin below the linear
 reference's (Ridge, LogisticRegression) on the same split.
@@ -18,11 +19,8 @@ sets with categorical features.
 import math
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..datasets import REGRESSION_DATASETS, make_uci_preprocessor, resolve_uci_name
 from ._estimators import default_regression_specs, default_specs
@@ -41,7 +39,6 @@ from ._report import markdown_table
 
 __all__ = [
     "CLASSIFICATION_DATASETS",
-    "ClipToTrainingRange",
     "regression",
     "classification",
     "split_table",
@@ -65,35 +62,9 @@ WITHIN = 0.02
 WITHIN_SHARE = 5 / 7
 
 
-class ClipToTrainingRange(TransformerMixin, BaseEstimator):
-    """Clip every column to the range it had in the training data.
-
-    The identity on the training data. Inserted right before the skquad
-    models with ``clip_inputs=True`` (the suite's ``--clip-inputs``), it
-    stands for the estimators' own input clipping.
-    """
-
-    def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=np.float64)
-        self.data_min_, self.data_max_ = X.min(axis=0), X.max(axis=0)
-        return self
-
-    def transform(self, X):
-        check_is_fitted(self)
-        X = check_array(X, dtype=np.float64)
-        return np.clip(X, self.data_min_, self.data_max_)
-
-
 def _plain_target(log):
     """The user's target side: ``np.log``/``np.exp`` for a skewed target, else none."""
     return FunctionTransformer(np.log, inverse_func=np.exp, check_inverse=False) if log else None
-
-
-def _preprocessor(spec, clip_inputs):
-    plain = make_uci_preprocessor()
-    if clip_inputs and spec.kind == "skquad":
-        return make_pipeline(plain, ClipToTrainingRange())
-    return plain
 
 
 def _select(specs, estimators, baselines):
@@ -117,7 +88,7 @@ def _classification_names(datasets):
             if name not in REGRESSION_DATASETS and resolve_uci_name(name) is not None]
 
 
-def _tasks(names, specs, *, task, repeats, max_samples, random_state, device, clip_inputs):
+def _tasks(names, specs, *, task, repeats, max_samples, random_state, device):
     """The fits of one part: every spec on every shuffled split of every dataset."""
     regression = task == "regression"
     for dataset in names:
@@ -142,7 +113,7 @@ def _tasks(names, specs, *, task, repeats, max_samples, random_state, device, cl
                                n_outputs=1 if y.ndim == 1 else y.shape[1])
                 else:
                     row.update(n_classes=len(np.unique(y)))
-                args = (spec, _preprocessor(spec, clip_inputs), _take(X, train), y[train],
+                args = (spec, make_uci_preprocessor(), _take(X, train), y[train],
                         _take(X, test), y[test])
                 options = dict(seed=seed, device=device, tune=False)
                 if regression:
@@ -150,14 +121,14 @@ def _tasks(names, specs, *, task, repeats, max_samples, random_state, device, cl
                 yield _FitTask(row, args, options)
 
 
-def _run_part(names, specs, *, task, repeats, max_samples, random_state, device, clip_inputs,
+def _run_part(names, specs, *, task, repeats, max_samples, random_state, device,
               n_jobs, n_threads, progress):
     """The runs table of one part (the protocol's columns)."""
     import pandas as pd
 
     column = "r2" if task == "regression" else "accuracy"
     tasks = _tasks(names, specs, task=task, repeats=repeats, max_samples=max_samples,
-                   random_state=random_state, device=device, clip_inputs=clip_inputs)
+                   random_state=random_state, device=device)
 
     def describe(row):
         status = (f"FAILED {row['error'][:80]}" if row["error"]
@@ -274,14 +245,9 @@ def _section(table, *, column, digits, reference, margin, protocol, target_lines
     return "\n".join(lines) + "\n", best
 
 
-def _clip_note(clip_inputs):
-    return (" The skquad models' inputs are clipped to their training range (a "
-            "`ClipToTrainingRange` step right before each)." if clip_inputs else "")
-
-
 def regression(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
                progress=print, estimators=None, random_state=0, max_samples=None, n_jobs=1,
-               n_threads=None, clip_inputs=False):
+               n_threads=None):
     """The regression part: the shared regression sets; follows the suite contract."""
     repeats = repeats or DEFAULT_REPEATS
     names = _regression_names(datasets)
@@ -291,7 +257,7 @@ def regression(*, output_dir, quick=False, repeats=None, datasets=None, device="
                 "tables": {}}
     max_samples = DEFAULT_MAX_SAMPLES if max_samples is None else (max_samples or None)
     runs = _run_part(names, specs, task="regression", repeats=repeats, max_samples=max_samples,
-                     random_state=random_state, device=device, clip_inputs=clip_inputs,
+                     random_state=random_state, device=device,
                      n_jobs=n_jobs, n_threads=n_threads, progress=progress)
     table = split_table(runs, "r2", "Ridge", REGRESSION_MARGIN)
     logged = [name for name in names if REGRESSION_DATASETS[name].skewed_target]
@@ -299,8 +265,9 @@ def regression(*, output_dir, quick=False, repeats=None, datasets=None, device="
         f"Datasets: {', '.join(names)} (`skquad.datasets.load_regression`); {repeats} shuffled "
         f"75/25 splits; every estimator at its defaults after `make_uci_preprocessor()` (one-hot "
         "string columns, unknown categories ignored; impute and standardize numeric ones), "
-        f"with `log(y)` modelled on {', '.join(logged) or 'none'}; nothing else (no target "
-        "scaling, no bound on the predictions)." + _clip_note(clip_inputs)
+        f"with `log(y)` modelled on {', '.join(logged) or 'none'}; nothing else (no "
+        "bound on the predictions; the skquad models clip their inputs to the training "
+        "range and the networks scale their targets, by default)."
         + (f" Sets over {max_samples} rows are subsampled to {max_samples} once." if max_samples
            else "") + " Test R², on the target's own scale."
     )
@@ -313,7 +280,7 @@ def regression(*, output_dir, quick=False, repeats=None, datasets=None, device="
 
 def classification(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
                    progress=print, estimators=None, random_state=0, max_samples=None, n_jobs=1,
-                   n_threads=None, clip_inputs=False):
+                   n_threads=None):
     """The classification part: the UCI sets with categorical features; the suite contract."""
     repeats = repeats or DEFAULT_REPEATS
     names = _classification_names(datasets)
@@ -322,13 +289,13 @@ def classification(*, output_dir, quick=False, repeats=None, datasets=None, devi
         return {"title": "Classification",
                 "markdown": "No classification set or estimator selected.\n", "tables": {}}
     runs = _run_part(names, specs, task="classification", repeats=repeats, max_samples=None,
-                     random_state=random_state, device=device, clip_inputs=clip_inputs,
+                     random_state=random_state, device=device,
                      n_jobs=n_jobs, n_threads=n_threads, progress=progress)
     table = split_table(runs, "accuracy", "LogReg", CLASSIFICATION_MARGIN)
     protocol = (
         f"Datasets: {', '.join(names)} (`skquad.datasets.load_uci`); {repeats} stratified "
         "shuffled 75/25 splits; every estimator at its defaults after `make_uci_preprocessor()`"
-        + "." + _clip_note(clip_inputs) + " Test accuracy."
+        + ". Test accuracy."
     )
     markdown, best = _section(table, column="accuracy", digits=3, reference="LogReg",
                               margin=CLASSIFICATION_MARGIN, protocol=protocol, target_lines=False)
