@@ -678,7 +678,7 @@ class QuadraticRidgeLeaveOneOut:
         -------
         looe : ndarray of shape (n_samples, n_targets, n_alphas)
             ``√s_i`` times the error on sample ``i`` of the model fitted
-            without it.
+            without it (``leave_out="unit"``: without one unit of its weight).
         """
         alphas = np.asarray(alphas, dtype=np.float64)
         inverse = 1.0 / (self.eigenvalues[:, None] + alphas[None, :])  # (r, A)
