@@ -1,5 +1,7 @@
 """BackpropQuantizedRegressor: the baseline network on real, vector targets."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -98,3 +100,26 @@ def test_a_constant_target_is_not_silently_missed():
     constant = np.allclose(predictions, 5.0, rtol=1e-3)
     warned = any("worse than their mean" in str(w.message) for w in caught)
     assert constant or warned
+
+
+def test_a_constant_target_is_predicted_exactly():
+    X, _ = _data(n=80)
+    with pytest.warns(ConvergenceWarning):  # 20 epochs
+        model = BackpropQuantizedRegressor(n_neurons=20, max_iter=20, random_state=0).fit(X, np.full(80, 7.5))
+    assert np.all(model.predict(X) == 7.5) and np.all(model.float_predict(X) == 7.5)
+
+
+def test_scale_target_fits_a_target_far_from_unit_scale():
+    X, y = _data(n=300)
+    y = 1000.0 + 300.0 * (y + X[:, 2])
+    weight = np.random.RandomState(1).uniform(0.5, 2.0, size=300)
+    model = BackpropQuantizedRegressor(n_neurons=200, random_state=0).fit(X[:200], y[:200], weight[:200])
+    np.testing.assert_allclose(model.target_shift_, [np.average(y[:200], weights=weight[:200])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        given = BackpropQuantizedRegressor(n_neurons=200, random_state=0, scale_target=False).fit(
+            X[:200], y[:200], weight[:200])
+    assert model.score(X[200:], y[200:]) > 0.8 > given.score(X[200:], y[200:])
+    # the exporters apply the affine step: torch and the callbacks' units are predict's
+    out = model.to_torch()(torch.as_tensor(X)).detach().numpy()
+    np.testing.assert_allclose(out, model.predict(X), rtol=1e-10)

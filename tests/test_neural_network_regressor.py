@@ -169,10 +169,12 @@ def test_inspection_reads_the_output_neurons_and_sizes(Estimator):
         model = Estimator(hidden_layer_sizes=(4,), max_iter=5, random_state=0).fit(X, y)
     neurons = quadratic_neurons(model)
     assert [n.name for n in neurons] == ["output 0", "output 1"]
-    # each output neuron is the quadratic function of the hidden layer the network computes
+    # each output neuron is the quadratic function of the hidden layer the network computes,
+    # in the units of the scaled target (predict adds the shift and scale of scale_target)
     hidden = np.maximum(X @ model.layers_[0]["weight"].T + model.layers_[0]["bias"], 0)
     for k, neuron in enumerate(neurons):
         value = np.einsum("ni,ij,nj->n", hidden, neuron.Q, hidden) + hidden @ neuron.w + neuron.b
+        value = model.target_shift_[k] + model.target_scale_[k] * value
         np.testing.assert_allclose(value, model.predict(X)[:, k], rtol=1e-9, atol=1e-9)
     assert model_size(model).n_parameters > 0
 
@@ -198,3 +200,61 @@ def test_onnx_in_a_column_transformer_pipeline(Estimator, loss):
     onnx_model = skl2onnx.to_onnx(pipeline, X[:1])
     (out,) = ort.InferenceSession(onnx_model.SerializeToString()).run(None, {"X": X})
     np.testing.assert_allclose(out, pipeline.predict(X), rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------------- target scaling
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_scale_target_trains_on_the_weighted_standardized_target(Estimator):
+    # a target far from unit scale: the default fits it, the targets as given do not
+    X, y = _data(n=300)
+    y = 1000.0 + 300.0 * y
+    weight = np.random.RandomState(1).uniform(0.5, 2.0, size=300)
+    train, test = slice(0, 200), slice(200, None)
+    scaled = Estimator(max_iter=300, random_state=0).fit(X[train], y[train], sample_weight=weight[train])
+    mean = np.average(y[train], weights=weight[train])
+    np.testing.assert_allclose(scaled.target_shift_, [mean])
+    np.testing.assert_allclose(scaled.target_scale_,
+                               [np.sqrt(np.average((y[train] - mean) ** 2, weights=weight[train]))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the unscaled fit may not converge
+        given = Estimator(max_iter=300, random_state=0, scale_target=False).fit(X[train], y[train])
+    assert np.all(given.target_shift_ == 0) and np.all(given.target_scale_ == 1)
+    assert scaled.score(X[test], y[test]) > 0.8 > given.score(X[test], y[test])
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_a_constant_target_column_is_predicted_exactly(Estimator):
+    X, y = _data(2, n=80)
+    y[:, 1] = -2.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = Estimator(hidden_layer_sizes=(4,), max_iter=20, random_state=0).fit(X, y)
+    assert model.target_scale_[1] == 0.0 and model.target_shift_[1] == -2.5
+    assert np.all(model.predict(X)[:, 1] == -2.5)
+    assert np.all(np.isfinite(model.loss_curve_))
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_poisson_targets_are_divided_by_their_mean_not_shifted(Estimator):
+    X, y = _data(n=80)
+    y = 40.0 * np.abs(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = Estimator(hidden_layer_sizes=(4,), loss="poisson", max_iter=20, random_state=0).fit(X, y)
+    assert model.target_shift_[0] == 0.0
+    np.testing.assert_allclose(model.target_scale_, [y.mean()])
+    assert np.all(model.predict(X) > 0)
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_partial_fit_keeps_the_first_calls_scaling(Estimator):
+    X, y = _data(n=120)
+    model = Estimator(hidden_layer_sizes=(4,), random_state=0)
+    model.partial_fit(X[:60], y[:60])
+    first = (model.target_shift_.copy(), model.target_scale_.copy())
+    model.partial_fit(X[60:], y[60:] + 5.0)
+    np.testing.assert_array_equal(model.target_shift_, first[0])
+    np.testing.assert_array_equal(model.target_scale_, first[1])
+    # a constant first batch may vary later: its scale is 1, not 0
+    model = Estimator(hidden_layer_sizes=(4,), random_state=0).partial_fit(X[:1], y[:1])
+    assert model.target_scale_[0] == 1.0

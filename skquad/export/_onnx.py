@@ -202,7 +202,8 @@ def _quadratic_model_scores(graph, x, estimator):
 def _convert_regressor(scope, operator, container):
     """A regressor's ``predict`` as ``[N, n_outputs_]``: the network, bilinear or quadratic-form scores.
 
-    The network regressors add ``exp`` for ``loss="poisson"``.
+    The network regressors add ``exp`` for ``loss="poisson"``, and the
+    regressors with ``scale_target`` the affine ``shift + scale * output``.
     """
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
@@ -215,6 +216,10 @@ def _convert_regressor(scope, operator, container):
         scores = _quadratic_model_scores(graph, x, estimator)
     if getattr(estimator, "out_activation_", None) == "exp":
         scores = graph.node("Exp", scores)
+    if hasattr(estimator, "target_scale_"):  # the networks' scale_target: shift + scale * output
+        scale = np.reshape(estimator.target_scale_, (1, -1))
+        shift = np.reshape(estimator.target_shift_, (1, -1))
+        scores = graph.node("Add", graph.node("Mul", scores, graph.const(scale)), graph.const(shift))
     container.add_node(
         "Identity", [scores], [operator.outputs[0].full_name],
         name=scope.get_unique_operator_name("SkquadPrediction"),

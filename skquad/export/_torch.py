@@ -125,14 +125,23 @@ class DecisionFunctionModule(nn.Module):
     training range, as the estimator's predictions do. The output has shape ``(n,)`` for one score
     (binary problems), else ``(n, n_scores)``. For a regressor the module
     computes ``predict``: the inverse link applied (``exp`` for
-    ``loss="poisson"``) and the shape of the fitted ``y``.
+    ``loss="poisson"``), the target scaling undone (``shift + scale *
+    output``, the networks' ``scale_target``) and the shape of the fitted ``y``.
     """
 
     def __init__(
         self, scores, preprocessing=None, dtype=torch.float64, *, exponential_output=False, squeeze=True,
-        clip=None,
+        clip=None, output_affine=None,
     ):
         super().__init__()
+        # A network regressor's target scaling, (shift, scale) per output:
+        # predict is shift + scale * output (after the inverse link).
+        self.output_affine = output_affine is not None
+        if self.output_affine:
+            shift, scale = (torch.as_tensor(np.broadcast_to(v, (np.size(output_affine[1]),)).copy(),
+                                            dtype=dtype) for v in output_affine)
+            self.register_buffer("output_shift", shift)
+            self.register_buffer("output_scale", scale)
         # A regressor's inverse link (MLPRegressor's loss="poisson": exp), so
         # that the module computes predict; squeeze=False keeps a regressor's
         # (n, 1) output when it was fitted on a 2-D y.
@@ -149,6 +158,8 @@ class DecisionFunctionModule(nn.Module):
         out = self.scores(self.clip(x.to(self.dtype)))
         if self.exponential_output:
             out = torch.exp(out)
+        if self.output_affine:
+            out = out * self.output_scale + self.output_shift
         return out[:, 0] if out.shape[1] == 1 and self.squeeze else out
 
 
@@ -284,5 +295,7 @@ def to_torch(estimator, *, dtype=None):
         dtype,
         exponential_output=regressor and getattr(final, "out_activation_", None) == "exp",
         squeeze=not (regressor and getattr(final, "_fitted_y_ndim", 1) == 2),
+        output_affine=((final.target_shift_, final.target_scale_)
+                       if regressor and hasattr(final, "target_scale_") else None),
         clip=ClipInputs(final.data_min_, final.data_max_, dtype) if final.clip_inputs else None,
     ).eval()

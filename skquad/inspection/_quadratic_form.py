@@ -86,18 +86,31 @@ def quadratic_form(estimator, *, which=None, feature_names=None):
         if refusal is not None:
             raise ValueError(refusal)
         if final.layers_[0]["kind"] == "Linear":
-            return _linear_network_form(final, names)
+            form = _linear_network_form(final, names)
+            Q, w, b = _with_target_scaling(final, form.Q, form.w, form.b)
+            return QuadraticForm(Q, w, b, form.feature_names, form.score_names)
     neurons = quadratic_neurons(estimator, which=which, feature_names=feature_names)
     score_names = [n.name for n in neurons]
     if getattr(final, "out_activation_", None) == "exp":  # a Poisson network predicts exp(score)
         score_names = [f"log of {name}" for name in score_names]
-    return QuadraticForm(
-        np.stack([n.Q for n in neurons]),
-        np.stack([n.w for n in neurons]),
-        np.asarray([n.b for n in neurons], dtype=np.float64),
-        names,
-        tuple(score_names),
-    )
+    Q, w, b = _with_target_scaling(
+        final, np.stack([n.Q for n in neurons]), np.stack([n.w for n in neurons]),
+        np.asarray([n.b for n in neurons], dtype=np.float64))
+    return QuadraticForm(Q, w, b, names, tuple(score_names))
+
+
+def _with_target_scaling(final, Q, w, b):
+    """A network regressor's layer form made that of its prediction (``scale_target``):
+    ``shift + scale * f``, or for a Poisson network (``exp`` output, shift 0) the log of
+    it, ``f + log(scale)``. (The quantized networks' forms are read from ``predict``,
+    which has the scaling already.)"""
+    if not (hasattr(final, "layers_") and hasattr(final, "target_scale_")):
+        return Q, w, b
+    shift, scale = (np.broadcast_to(np.asarray(v, dtype=np.float64), (final.n_outputs_,))
+                    for v in (final.target_shift_, final.target_scale_))
+    if getattr(final, "out_activation_", None) == "exp":
+        return Q, w, b + np.log(scale)
+    return Q * scale[:, None, None], w * scale[:, None], b * scale + shift
 
 
 def score_input(estimator, X):

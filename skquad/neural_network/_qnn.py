@@ -315,6 +315,21 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
         outputs the squared error is averaged over them and the Poisson
         deviance summed, as in MLPRegressor's ``loss_``.
 
+    scale_target : bool, default=True
+        Train on the targets standardized per output (the
+        ``sample_weight``-weighted mean and standard deviation; a constant
+        column trains on zeros and, after ``fit``, predicts its constant:
+        scale 0) and predict in the original units, as
+        ``shift + scale * output``. A quadratic output layer grows with the
+        square of its inputs and the optimizers' step sizes are set for
+        targets of unit scale; :class:`~sklearn.neural_network.MLPRegressor`
+        does not scale (its output is linear), so its users scale ``y``
+        themselves. With ``loss="poisson"`` only the scale (the weighted
+        mean) is divided out, exact for the log link. Fixed by ``fit`` (or
+        the first ``partial_fit``; kept by ``warm_start``). ``alpha``
+        penalises the weights of the network on the scaled targets.
+        False: the targets as given.
+
     solver : {"adam", "sgd", "lbfgs"}, default="adam"
         "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"
         (scipy's L-BFGS-B on the whole data set) suits small problems and has
@@ -476,11 +491,19 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
     out_activation_ : str
         "identity" (``loss="squared_error"``) or "exp" (``loss="poisson"``).
 
+    target_shift_ : ndarray of shape (n_outputs_,)
+        Subtracted from ``y`` for training (0 without ``scale_target``, and
+        with ``loss="poisson"``).
+
+    target_scale_ : ndarray of shape (n_outputs_,)
+        ``y`` divided by it for training (1 without ``scale_target``).
+
     loss_ : float
         Training objective at the last epoch (lbfgs: iteration).
 
     loss_curve_ : list of float
-        Training objective per epoch (lbfgs: per iteration).
+        Training objective per epoch (lbfgs: per iteration). In the
+        units of the scaled targets (``scale_target``).
 
     best_loss_ : float or None
         Lowest training objective seen; None with ``early_stopping=True``

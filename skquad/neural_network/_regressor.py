@@ -14,6 +14,12 @@ from sklearn.utils.metaestimators import available_if
 from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
+from .._target_scaling import (
+    fitted_target_scaling,
+    scaled_targets,
+    target_scaling,
+    unscaled_predictions,
+)
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
 __all__ = ["BaseQuadraticNetworkRegressor"]
@@ -31,14 +37,19 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
     _parameter_constraints = {
         **BaseQuadraticNetwork._parameter_constraints,
         "loss": [StrOptions({"squared_error", "poisson"})],
+        "scale_target": ["boolean"],
     }
 
-    def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error", **network_parameters):
+    def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error",
+                 scale_target=True, **network_parameters):
         super().__init__(hidden_layer_sizes, activation, **network_parameters)
         self.loss = loss
+        self.scale_target = scale_target
 
     # The shared parameters are written once, in the network base.
-    __init__.__signature__ = signature_with(BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error")
+    __init__.__signature__ = signature_with(
+        BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error", scale_target=True
+    )
 
     # ------------------------------------------------------------ task hooks
     @property
@@ -70,6 +81,17 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             )
         return X, y, sample_weight
 
+    def _training_targets(self, y, sample_weight, *, new_network, all_data):
+        """``y`` in the network's units; the scaling is fixed when the network is made."""
+        if new_network:
+            self.target_shift_, self.target_scale_ = target_scaling(
+                y, sample_weight, loss=self.loss, enabled=self.scale_target, all_data=all_data)
+        return scaled_targets(y, self.target_shift_, self.target_scale_)
+
+    def _callback_targets(self, y):
+        # the callbacks score predictions, which are in the user's units
+        return unscaled_predictions(y, *fitted_target_scaling(self))
+
     # ------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
@@ -98,6 +120,8 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             # data-parallel L-BFGS over the row blocks (skquad/_dask_networks.py)
             return fit_network_blocks(self, X, y, sample_weight)
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=True)
+        new_network = not (self.warm_start and hasattr(self, "layers_"))
+        y = self._training_targets(y, sample_weight, new_network=new_network, all_data=True)
         return self._start_fit(X, y, sample_weight)
 
     @available_if(_stochastic_solver)
@@ -129,6 +153,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         self._check_partial_fit_allowed()
         first_call = not hasattr(self, "layers_")
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=first_call)
+        y = self._training_targets(y, sample_weight, new_network=first_call, all_data=False)
         return self._train(X, y, sample_weight, architecture, incremental=True)
 
     # ------------------------------------------------------------ prediction
@@ -154,5 +179,6 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         scores = super()._raw_scores(X)
         if self.out_activation_ == "exp":
             with np.errstate(over="ignore"):  # an overflow is reported by the base's check
-                return np.exp(scores)
-        return scores
+                scores = np.exp(scores)
+        with np.errstate(over="ignore"):
+            return unscaled_predictions(scores, *fitted_target_scaling(self))

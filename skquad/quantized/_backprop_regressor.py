@@ -6,6 +6,12 @@ from sklearn.base import _fit_context
 from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from .._reporting import warn_user
+from .._target_scaling import (
+    fitted_target_scaling,
+    scaled_targets,
+    target_scaling,
+    unscaled_predictions,
+)
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 from ._common import _batched_network_scores
 
@@ -36,6 +42,15 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         stays bounded on inputs outside the range it was trained on. No
         prediction on the training rows changes: they lie inside the range.
         False predicts with the unbounded quadratic model.
+    scale_target : bool, default=True
+        Train on the targets standardized per output (the
+        ``sample_weight``-weighted mean and standard deviation; a constant
+        column trains on zeros and predicts its constant, scale 0, after
+        ``fit``) and
+        predict ``shift + scale * output``: the network's output is
+        quadratic in its inputs and ``learning_rate_init`` is set for
+        targets of unit scale. Fixed by ``fit`` or the first
+        ``partial_fit``. False: the targets as given.
 
     Attributes
     ----------
@@ -46,8 +61,13 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     U_float_, V_float_, float_alpha_ : ndarray
         The trained real-weight network.
     objective_ : float
-        Training objective of the quantized network.
+        Training objective of the quantized network (on the scaled targets).
+    target_shift_ : ndarray of shape (n_outputs_,)
+        Subtracted from ``y`` for training (0 without ``scale_target``).
+    target_scale_ : ndarray of shape (n_outputs_,)
+        ``y`` divided by it for training (1 without ``scale_target``).
     loss_curve_ : list of float
+        In the units of the scaled targets.
     n_iter_ : int
     n_outputs_ : int
     device_ : str
@@ -82,7 +102,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         name: constraint
         for name, constraint in BackpropQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    }
+    } | {"scale_target": ["boolean"]}
 
     # Real (n, k) targets, compared as they are (squared loss).
     _real_targets = True
@@ -110,6 +130,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         verbose=False,
         random_state=None,
         clip_inputs=True,
+        scale_target=True,
     ):
         self.n_neurons = n_neurons
         self.beta = beta
@@ -129,6 +150,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         self.verbose = verbose
         self.random_state = random_state
         self.clip_inputs = clip_inputs
+        self.scale_target = scale_target
 
     def _network_n_outputs(self):
         return self.n_outputs_
@@ -166,8 +188,27 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
             )
 
     def _callback_targets(self, Y):
-        """``y`` in the shape the user fitted (what ``score`` compares with)."""
-        return self._format_predictions(Y)
+        """``y`` in the shape and units the user fitted (what ``score`` compares with)."""
+        return self._format_predictions(unscaled_predictions(Y, *fitted_target_scaling(self)))
+
+    def _make_trainer(self, X, sample_weight, resume=False):
+        if not resume:  # a new network: a new target scaling (set by _train)
+            for name in ("target_shift_", "target_scale_"):
+                self.__dict__.pop(name, None)
+        return super()._make_trainer(X, sample_weight, resume=resume)
+
+    def _train(self, X, Y, sample_weight, *, epochs=None):
+        if not hasattr(self, "target_shift_"):  # epochs=None: fit, on all the data
+            self.target_shift_, self.target_scale_ = target_scaling(
+                Y, sample_weight, enabled=self.scale_target, all_data=epochs is None)
+        Y = scaled_targets(Y, self.target_shift_, self.target_scale_)
+        return super()._train(X, Y, sample_weight, epochs=epochs)
+
+    def _raw_scores(self, X):
+        return unscaled_predictions(super()._raw_scores(X), *fitted_target_scaling(self))
+
+    def _float_scores(self, X):
+        return unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
