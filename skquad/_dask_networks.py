@@ -44,11 +44,14 @@ from ._dask import (
     _checked_classifier_block,
     _class_weight_sums,
     _encoded_block,
+    _merge_class_weight_sums,
     _merge_statistics,
     _persisted_blocks,
     _set_input_attributes,
     _training_blocks,
 )
+from ._input_range import feature_range, merge_ranges
+from ._target_scaling import scaled_targets, scaling_from_moments
 from ._training import flush_denormals, limit_threads, thread_count
 
 __all__ = ["NetworkBlocks", "fit_network_blocks"]
@@ -223,7 +226,9 @@ def _classifier_rows(estimator, X_original, n_features, data, y):
         per_class = n_rows / (classes.shape[0] * counts)
     elif estimator.class_weight is not None:
         per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
-    (class_weights,) = data.reduce(_class_weight_sums, _add, None, classes, per_class)
+    class_weights, (estimator.data_min_, estimator.data_max_) = data.reduce(
+        _class_weight_sums, _merge_class_weight_sums, None, classes, per_class
+    )
     total_weight = float(class_weights.sum())
     _check_total_weight(estimator, total_weight)
     if np.count_nonzero(class_weights > 0) < 2:
@@ -249,15 +254,32 @@ def _checked_regressor_block(X, y, w):
 def _regression_statistics(block, _):
     X, Y, w = block
     smallest = float(Y.min()) if Y.size else math.inf
-    return X.shape[0], Y.shape[1], X.dtype == np.float32, smallest, float(w.sum())
+    return (X.shape[0], Y.shape[1], X.dtype == np.float32, smallest, float(w.sum()),
+            w @ Y, feature_range(X, w))
 
 
 def _merge_regression_statistics(*parts):
     return (
         sum(part[0] for part in parts), max(part[1] for part in parts),
         all(part[2] for part in parts), min(part[3] for part in parts),
-        sum(part[4] for part in parts),
+        sum(part[4] for part in parts), sum(part[5] for part in parts),
+        merge_ranges(*(part[6] for part in parts)),
     )
+
+
+def _target_spread(block, _, mean):
+    # the weighted squares about the global mean: a second pass, no cancellation
+    _, Y, w = block
+    return (w @ (Y - mean) ** 2,)
+
+
+def _add_spreads(*parts):
+    return (sum(part[0] for part in parts),)
+
+
+def _scale_regression_block(block, shift, scale):
+    X, Y, w = block
+    return X, scaled_targets(Y, shift, scale), w
 
 
 def _cast_regression_block(block, dtype):
@@ -269,7 +291,7 @@ def _cast_regression_block(block, dtype):
 def _regressor_rows(estimator, X_original, n_features, data, y):
     """Outputs, targets' checks and dtype, as the in-memory validation sets them."""
     name = type(estimator).__name__
-    n_rows, n_outputs, all_float32, smallest, total_weight = data.reduce(
+    n_rows, n_outputs, all_float32, smallest, total_weight, weighted_sum, input_range = data.reduce(
         _regression_statistics, _merge_regression_statistics, None
     )
     _check_rows(name, n_rows, n_features)
@@ -282,6 +304,15 @@ def _regressor_rows(estimator, X_original, n_features, data, y):
     estimator.n_outputs_ = int(n_outputs)
     estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
     _check_total_weight(estimator, total_weight)
+    estimator.data_min_, estimator.data_max_ = input_range
+    if not (estimator.warm_start and hasattr(estimator, "layers_")):
+        # the in-memory fit's target scaling, from the blocks' weighted moments
+        mean = weighted_sum / total_weight
+        (spread,) = data.reduce(_target_spread, _add_spreads, None, mean)
+        estimator.target_shift_, estimator.target_scale_ = scaling_from_moments(
+            mean, spread / total_weight, loss=estimator.loss, enabled=estimator.scale_target,
+        )
+    data.map(_scale_regression_block, estimator.target_shift_, estimator.target_scale_)
     dtype = np.dtype(np.float32 if all_float32 else np.float64)
     data.map(_cast_regression_block, dtype)
     return dtype, total_weight

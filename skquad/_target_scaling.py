@@ -21,7 +21,10 @@ linear and users are told to scale); these regressors do by default.
 
 import numpy as np
 
-__all__ = ["fitted_target_scaling", "target_scaling", "scaled_targets", "unscaled_predictions"]
+__all__ = [
+    "fitted_target_scaling", "scaled_targets", "scaling_from_moments", "target_scaling",
+    "unscaled_predictions",
+]
 
 
 def target_scaling(y, sample_weight, *, loss="squared_error", enabled=True, all_data=True):
@@ -33,14 +36,22 @@ def target_scaling(y, sample_weight, *, loss="squared_error", enabled=True, all_
     ``partial_fit`` it is 1 (later batches may vary).
     """
     y = np.asarray(y, dtype=np.float64)
-    n_outputs = y.shape[1]
-    if not enabled:
-        return np.zeros(n_outputs), np.ones(n_outputs)
     weight = np.asarray(sample_weight, dtype=np.float64)
     mean = np.average(y, axis=0, weights=weight)
+    variance = np.average((y - mean) ** 2, axis=0, weights=weight)
+    return scaling_from_moments(mean, variance, loss=loss, enabled=enabled, all_data=all_data)
+
+
+def scaling_from_moments(mean, variance, *, loss="squared_error", enabled=True, all_data=True):
+    """:func:`target_scaling` from the targets' weighted mean and variance per output
+    (what a data-parallel fit reduces over row blocks)."""
+    mean = np.asarray(mean, dtype=np.float64)
+    n_outputs = mean.shape[0]
+    if not enabled:
+        return np.zeros(n_outputs), np.ones(n_outputs)
     if loss == "poisson":
         return np.zeros(n_outputs), np.where(mean > 0, mean, 1.0)
-    std = np.sqrt(np.average((y - mean) ** 2, axis=0, weights=weight))
+    std = np.sqrt(np.asarray(variance, dtype=np.float64))
     tiny = 8 * np.finfo(np.float64).eps * np.maximum(np.abs(mean), 1.0)
     return mean, np.where(std > tiny, std, 0.0 if all_data else 1.0)
 

@@ -28,6 +28,8 @@ ROOMS = {
     # the training range of the inputs and their clipping (clip_inputs): numpy and
     # scipy only, used by the base, the Dask fits and the engine's early stopping
     "skquad._input_range": "foundation",
+    # the network regressors' target standardization (numpy only)
+    "skquad._target_scaling": "foundation",
     "skquad._training": "training",
     # the one thread policy: a foundation module (it imports no other room),
     # used by the solvers in convex/ as by the training engine

@@ -49,10 +49,14 @@ def test_a_clipping_estimator_is_explained_at_its_clipped_input():
     X, target = quadratic_data()
     model = QuadraticRegression().fit(X, target)
     model.clip_inputs = True
-    model.data_min_, model.data_max_ = X.min(axis=0), X.max(axis=0)
+    # a range narrower than the training rows', so that clipping moves them
+    model.data_min_, model.data_max_ = 0.5 * X.min(axis=0), 0.5 * X.max(axis=0)
     outside = 3.0 * X[:20]
     clipped = np.clip(outside, model.data_min_, model.data_max_)
-    assert not np.allclose(model.predict(outside), model.predict(clipped))
+    model.clip_inputs = False
+    unclipped = model.predict(outside)
+    model.clip_inputs = True
+    assert not np.allclose(unclipped, model.predict(outside))  # clipping moves these rows
     terms = local_contributions(model, outside)
     np.testing.assert_allclose(terms.score, model.predict(clipped), rtol=0, atol=EXACT)
     np.testing.assert_array_equal(terms.data, clipped)
