@@ -158,6 +158,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     def _sdp_n_outputs(self):
         return self.n_outputs_
 
+    def _centres_targets(self):
+        """``fit_intercept``: an unpenalised intercept, as scikit-learn's linear models."""
+        return bool(self.fit_intercept)
+
     def _target_scale(self, targets, weight):
         """``c``: the power of two nearest the targets' weighted root mean square.
 
