@@ -60,7 +60,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     ----------
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
-    beta : float or "auto", default="auto"
+    beta : float or "auto", default=1e-2
         Penalty on the second layer's l1 norm, times ``p``, in the units of
         ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
         model). "auto" takes it from the data as the classifier's "auto"
@@ -147,7 +147,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         self,
         n_neurons=1000,
         *,
-        beta="auto",
+        beta=1e-2,
         fit_intercept=True,
         standardize=True,
         weight_levels=1,
