@@ -37,8 +37,17 @@ def test_certificate_brackets_the_clarabel_optimum(n_outputs, beta):
     assert native.lower_bound_ <= optimum + 1e-7 * max(1.0, optimum)
     assert optimum <= native.relaxed_objective_ + 1e-7 * max(1.0, optimum)
     assert native.certified_gap_ <= 1e-4 * native.relaxed_objective_
-    # No binary network beats the bound; the refit never rises above the sample.
-    assert native.lower_bound_ <= native.objective_ <= native.sampled_objective_ + 1e-12
+    # No binary network whose constant is the targets' weighted mean beats the
+    # bound; the refit's free intercept b lowers the loss by exactly b² (the
+    # square of the mean residual), and the refit never rises above the sample.
+    gain = _intercept_gain(native, y, w)
+    assert native.lower_bound_ - gain <= native.objective_ * (1 + 1e-9)
+    assert native.objective_ <= native.sampled_objective_ + 1e-12
+
+
+def _intercept_gain(model, y, weight=None):
+    """``sum_k (intercept_k - ybar_k)^2``: what the free intercept can gain over the certified class."""
+    return float(np.sum((model.intercept_ - np.average(y, axis=0, weights=weight)) ** 2))
 
 
 @pytest.mark.parametrize("n_outputs", [None, 1, 3])
@@ -60,7 +69,10 @@ def test_resample_and_export_reproduce_predict():
     np.testing.assert_allclose(network.scores(X)[:, 0], model.predict(X), rtol=1e-9, atol=1e-9)
     model.resample(120, random_state=1)
     assert model.n_neurons_ == 120 and model.U_.shape[0] == 120
-    assert model.lower_bound_ <= model.objective_
+    assert model.lower_bound_ - _intercept_gain(model, y) <= model.objective_ * (1 + 1e-9)
+    np.testing.assert_allclose(
+        model.export_quadratic_network().scores(X)[:, 0], model.predict(X), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_bad_targets_leave_the_previous_model():

@@ -233,11 +233,14 @@ class QuadraticNetwork:
     output_weights : ndarray of shape (3 * n_neurons, n_outputs)
         ``2 alpha_j`` for the first ``m`` neurons, ``-alpha_j / 2`` for the others.
     lifting : InputLifting
+    intercept : ndarray of shape (n_outputs,) or None
+        A constant added to every output (None: none).
     """
 
     weights: np.ndarray
     output_weights: np.ndarray
     lifting: InputLifting
+    intercept: np.ndarray = None
 
     def scores(self, X):
         """Network output for raw inputs ``X``, shape (n_samples, n_outputs).
@@ -255,7 +258,7 @@ class QuadraticNetwork:
             out[start : start + rows] = (
                 self.lifting.quadratic(X[start : start + rows], self.weights) @ output_weights
             )
-        return out
+        return out if self.intercept is None else out + self.intercept
 
     def integer_weights(self):
         """First-layer weights on the original inputs (replicas summed).
@@ -284,7 +287,7 @@ class QuadraticNetwork:
         return collapsed, bias, lifting_sign
 
 
-def export_quadratic_network(U, V, alpha, lifting):
+def export_quadratic_network(U, V, alpha, lifting, intercept=None):
     """Rewrite a bilinear network as ``3 m`` quadratic-form neurons (Appendix C).
 
     By ``2 u^T A v = (u + v)^T A (u + v) - u^T A u - v^T A v`` with
@@ -295,6 +298,8 @@ def export_quadratic_network(U, V, alpha, lifting):
     U, V : ndarray of shape (n_neurons, p), entries ±1
     alpha : ndarray of shape (n_neurons, n_outputs)
     lifting : InputLifting
+    intercept : ndarray of shape (n_outputs,), default=None
+        The network's output intercept (None: none).
 
     Returns
     -------
@@ -307,4 +312,8 @@ def export_quadratic_network(U, V, alpha, lifting):
     middle = ((U.astype(np.int16) + V) // 2).astype(np.int8)
     weights = np.vstack([middle, U, V])
     output_weights = np.vstack([2.0 * alpha, -0.5 * alpha, -0.5 * alpha])
-    return QuadraticNetwork(weights=weights, output_weights=output_weights, lifting=lifting)
+    if intercept is not None:
+        intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
+    return QuadraticNetwork(
+        weights=weights, output_weights=output_weights, lifting=lifting, intercept=intercept
+    )

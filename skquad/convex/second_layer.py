@@ -64,6 +64,7 @@ engine) BLAS runs them on one thread: on a busy machine its threads cost
 more than such a product.
 """
 
+import dataclasses
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -91,15 +92,20 @@ class SecondLayerFit:
     objective : float
         Its objective, ``loss + beta * p * ||alpha||_1``.
     initial_objective : float
-        The objective of the starting ``alpha``.
+        The objective of the starting ``alpha`` (with its best intercept
+        when one is fitted).
     n_iter : int
         Proximal-gradient iterations run (all smoothing stages together).
+    intercept : ndarray of shape (n_outputs,)
+        The unpenalised intercept ``b`` added to ``H @ alpha`` (zeros unless
+        ``fit_intercept=True``).
     """
 
     alpha: np.ndarray
     objective: float
     initial_objective: float
     n_iter: int
+    intercept: np.ndarray = None
 
 
 def _targets(y, n_outputs):
@@ -176,9 +182,9 @@ _REDUCE_BELOW_FRACTION = 0.75
 
 def refit_second_layer(
     H, y, weight, *, loss, beta, n_lifted, alpha, max_iter=500, tol=1e-7, rank_bound=None,
-    span=None,
+    span=None, fit_intercept=False,
 ):
-    """Minimise ``loss(H @ alpha) + beta * p * ||alpha||_1`` starting from ``alpha``.
+    """Minimise ``loss(H @ alpha + b) + beta * p * ||alpha||_1`` starting from ``alpha``.
 
     Parameters
     ----------
@@ -217,6 +223,12 @@ def refit_second_layer(
         then found from the ``q x q`` Gram matrix of ``span`` (``n q^2``)
         instead of ``H``'s (``n m^2`` and an ``m x m`` eigendecomposition),
         when ``rank_bound`` is below ``H``'s columns (else ``H``'s).
+    fit_intercept : bool, default=False
+        Squared loss only: also fit an unpenalised intercept ``b`` per
+        output (else ``b = 0``). As scikit-learn's linear models do, the
+        columns of ``H`` and the targets are centred at their weighted means
+        and ``b = mean(t) - mean(H) @ alpha``: for every ``alpha`` the best
+        ``b`` leaves exactly the centred problem.
 
     Returns
     -------
@@ -230,6 +242,30 @@ def refit_second_layer(
     n_outputs = alpha.shape[1]
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
+    if not fit_intercept:
+        fit = _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol,
+                             rank_bound, span)
+        return dataclasses.replace(fit, intercept=np.zeros(n_outputs))
+    if loss != "squared":
+        raise ValueError(f"fit_intercept applies to the squared loss only, got loss={loss!r}.")
+    target = encode_targets(y, n_outputs)
+    target_mean, column_mean = weight @ target, weight @ H
+    centred_target = target - target_mean
+    centred_span = span
+    if span is not None:
+        def centred_span():
+            columns = np.asarray(span() if callable(span) else span, dtype=np.float64)
+            return columns - weight @ columns
+    fit = _refit_network(
+        H - column_mean, centred_target[:, 0] if n_outputs == 1 else centred_target, weight,
+        loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, centred_span,
+    )
+    return dataclasses.replace(fit, intercept=target_mean - column_mean @ fit.alpha)
+
+
+def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, span):
+    """:func:`refit_second_layer` without an intercept (weights normalized)."""
+    n_outputs = alpha.shape[1]
     penalty = float(beta) * int(n_lifted)
     # One BLAS thread where the runtime policy gives a product of this size one thread.
     small = thread_count("auto", "cpu", 2.0 * H.shape[0] * H.shape[1] * n_outputs) == 1

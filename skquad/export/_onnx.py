@@ -155,7 +155,7 @@ def _bilinear_scores(graph, x, estimator):
         mixed = graph.node("Add", graph.node("Mul", t_u, graph.const(0.5 * b * v0)), graph.node("Mul", t_v, graph.const(0.5 * b * u0)))
         hidden = graph.node("Add", graph.node("Mul", hidden, graph.const(a)), mixed)
         hidden = graph.node("Add", hidden, graph.const(c * u0 * v0))
-    return graph.matmul(hidden, parts["alpha"])
+    return graph.node("Add", graph.matmul(hidden, parts["alpha"]), graph.const(parts["intercept"]))
 
 
 def _probabilities(graph, scores, estimator, n_scores):

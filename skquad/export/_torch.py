@@ -76,7 +76,7 @@ class QuadraticFormScores(nn.Module):
 
 
 class BilinearNetworkScores(nn.Module):
-    """``sum_j alpha_jk (t_u)_j (t_v)_j`` on the lifted input (quantized networks).
+    """``intercept_k + sum_j alpha_jk (t_u)_j (t_v)_j`` on the lifted input (quantized networks).
 
     ``t_u = x_std @ U^T + u_bias`` with integer weights ``U`` on the original
     features (±1 for binary weights; replicas of ``weight_levels`` summed) kept
@@ -99,6 +99,7 @@ class BilinearNetworkScores(nn.Module):
                 value = np.zeros(parts[name].shape[0]) if value is None else value
                 self.register_buffer(f"{name}_{suffix}", torch.as_tensor(value, dtype=torch.int8))
         self.alpha = nn.Parameter(torch.as_tensor(parts["alpha"], dtype=dtype).clone())
+        self.register_buffer("intercept", torch.as_tensor(parts["intercept"], dtype=dtype))
 
     def forward(self, x):
         if self.standardize:
@@ -112,7 +113,7 @@ class BilinearNetworkScores(nn.Module):
             hidden = a * t_u * t_v + 0.5 * b * (t_u * v0 + t_v * u0) + c * (u0 * v0)
         else:
             hidden = t_u * t_v
-        return hidden @ self.alpha
+        return hidden @ self.alpha + self.intercept
 
 
 class DecisionFunctionModule(nn.Module):
@@ -169,7 +170,8 @@ def bilinear_parts(estimator):
     Returns a dict with ``center``, ``scale`` (None without standardization),
     ``U``, ``V`` (int, ``(m, d)``), ``U_bias``, ``V_bias`` (None without
     intercept), ``U_lift``, ``V_lift`` (None for the bilinear activation),
-    ``activation`` (None or ``(a, b, c)``) and ``alpha`` ``(m, n_scores)``.
+    ``activation`` (None or ``(a, b, c)``), ``alpha`` ``(m, n_scores)`` and
+    ``intercept`` ``(n_scores,)`` (zeros for a network without one).
     """
     levels = int(getattr(estimator, "weight_levels", 1))
     fit_intercept = bool(getattr(estimator, "fit_intercept", True))
@@ -187,6 +189,11 @@ def bilinear_parts(estimator):
         "scale": getattr(estimator, "feature_scale_", None),
         "activation": tuple(float(v) for v in activation) if polynomial else None,
         "alpha": np.asarray(estimator.alpha_, dtype=np.float64),
+        # The output intercept (the SDP networks'; zeros where a model has none).
+        "intercept": np.reshape(
+            np.asarray(getattr(estimator, "intercept_", 0.0), dtype=np.float64)
+            * np.ones(np.shape(estimator.alpha_)[1]), -1
+        ),
     }
     for name, signs in (("U", estimator.U_), ("V", estimator.V_)):
         signs = np.asarray(signs)

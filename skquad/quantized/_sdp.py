@@ -21,6 +21,7 @@ from ..convex.lifting import (
     export_quadratic_network,
 )
 from ..convex.path import default_beta
+from ..convex.problem import encode_targets
 from ..convex.relaxation import solve_relaxation
 from ..convex.sampling import (
     covariance_by_sdp,
@@ -136,7 +137,11 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self.feature_mean_, self.feature_scale_ = (
             _standardization(X_train, weight) if self.standardize else (None, None)
         )
-        targets = self._sdp_targets(y_train, n_outputs)
+        # Centred at their weighted mean where the model has a free output
+        # intercept (_centres_targets): the SDP never pays for an offset.
+        targets, offset = self._centred_targets(
+            self._sdp_targets(y_train, n_outputs), weight, n_outputs
+        )
         # "auto" is a fraction of the data's beta_max (skquad.convex.path.default_beta).
         self.beta_ = self._resolve_beta(
             # fsum: exactly rounded, so the same for every row order and for
@@ -196,7 +201,27 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             self._covariance_method = self.covariance
         self._training_data = (X_train, targets, weight)
         self._target_scale_ = target_scale
+        self._target_offset_ = offset
         return self._sample(self.n_neurons, policy.init_generator)
+
+    def _centres_targets(self):
+        """Whether the model has a free output intercept (the targets are centred)."""
+        return False
+
+    def _centred_targets(self, targets, weight, n_outputs):
+        """``(targets - offset, offset)``: ``offset`` the weighted mean of the encoded
+        targets where :meth:`_centres_targets`, else zeros (shape ``(n_outputs,)``).
+
+        As scikit-learn's linear models: with a free intercept, the best
+        intercept of every model is the mean residual, so the problem on
+        centred targets is the same problem without its intercept.
+        """
+        if not self._centres_targets():
+            return targets, np.zeros(n_outputs)
+        encoded = encode_targets(targets, n_outputs)
+        offset = np.asarray(weight, dtype=np.float64) @ encoded / math.fsum(weight)
+        centred = encoded - offset
+        return (centred[:, 0] if n_outputs == 1 else centred), offset
 
     def _resolve_beta(self, X_train, targets, weight, n_outputs, *, n_samples):
         """The ``beta`` of this fit: the float given, or ``"auto"``'s rule on the data.
@@ -309,15 +334,19 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             scores, scaled_targets, weight, self.loss, alpha, beta, p
         )
         objective = sampled_objective
+        intercept = np.zeros(n_outputs)
         if self.refit_output_layer:
             refit = refit_second_layer(
                 outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
                 alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
                 span=lambda: lifting.monomials(X_train),  # and in these products
+                fit_intercept=self._centres_targets(),  # unpenalised, on the centred targets
             )
-            alpha, objective = refit.alpha, refit.objective
+            alpha, objective, intercept = refit.alpha, refit.objective, refit.intercept
 
         self.U_, self.V_, self.alpha_ = U, V, alpha * scale
+        # The targets' mean (the certified models' offset) plus the refit's own.
+        self.intercept_ = getattr(self, "_target_offset_", 0.0) + intercept * scale
         self.neuron_class_ = neuron_class
         self.n_neurons_ = int(n_neurons)
         self.sampled_objective_ = sampled_objective * scale**2
@@ -415,13 +444,15 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
 
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
-        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        return scores + getattr(self, "intercept_", 0.0)
 
     def _relaxed_scores(self, X):
-        """``2 <L(x), Z_k>`` for every block, shape (n_samples, n_outputs)."""
+        """``offset + 2 <L(x), Z_k>`` for every block, shape (n_samples, n_outputs)."""
         X = self._validate_predict_data(X)
         lifting = self._lifting()
-        return np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
+        scores = np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
+        return scores + getattr(self, "_target_offset_", 0.0)
 
     @reads_fitted_state
     def integer_weights(self):
@@ -470,7 +501,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             and biases on the original features.
         """
         check_is_fitted(self, "U_")
-        return export_quadratic_network(self.U_, self.V_, self.alpha_, self._lifting())
+        return export_quadratic_network(
+            self.U_, self.V_, self.alpha_, self._lifting(), intercept=getattr(self, "intercept_", None)
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -135,7 +135,9 @@ class BetaPathSearchMixin:
         # The targets and blocks of the fit itself (the class encoding, or
         # the regressor's real targets).
         n_outputs = self._sdp_n_outputs()
-        targets = self._sdp_targets(y_validated, n_outputs)
+        targets, _ = self._centred_targets(
+            self._sdp_targets(y_validated, n_outputs), weight, n_outputs
+        )
         beta_max = zero_network_beta(
             lifting, X, targets, weight, loss=self.loss, n_outputs=n_outputs
         )

@@ -14,7 +14,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     The network of :class:`SDPQuantizedClassifier` with an identity output,
     one sum per output column of ``y``::
 
-        f_k(x) = sum_j alpha_jk (z^T u_j) (z^T v_j),  z = [x, 1], u_j, v_j in {-1, +1}^p,
+        f_k(x) = b_k + sum_j alpha_jk (z^T u_j) (z^T v_j),  z = [x, 1], u_j, v_j in {-1, +1}^p,
 
     trained on Bartan & Pilanci's squared loss (the setting their SDP is
     first stated for, with scalar and vector outputs): the convex relaxation
@@ -27,8 +27,25 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     samples by a barrier method on the block's exact dual (``solver_ ==
     "squared_dual"``), else by the native factor solver.
 
-    ``lower_bound_`` is a certificate: no network of this shape with ±1
-    first-layer weights reaches a training objective below it.
+    The intercept is handled as scikit-learn's linear models handle it
+    (``fit_intercept=True``): the targets are centred at their weighted mean
+    ``ybar`` before the relaxation, and the refit of the second layer fits
+    an unpenalised intercept, ``intercept_ = ybar + b``. So an offset in
+    ``y`` changes ``intercept_`` only.
+
+    ``lower_bound_`` is a certificate for the networks whose constant is
+    ``ybar``: no ``f_k = ybar_k + sum_j alpha_jk (z^T u_j)(z^T v_j)`` with
+    ±1 first-layer weights, of any width, reaches a training objective
+    below it (the relaxation is solved on the centred targets).
+    ``relaxed_objective_`` and ``certified_gap_`` are of that problem. The
+    fitted network adds ``b``: with the network's mean residual ``r`` (the
+    weighted mean of ``f - y`` at ``b = 0``), the squared loss at ``b`` is
+    the loss at 0 plus ``2 b r + b^2``, smallest at ``b = -r``, where it is
+    the loss at 0 less ``b^2``. The network at ``b = 0`` is in the certified
+    class, hence ``objective_ >= lower_bound_ - sum_k (intercept_[k] -
+    ybar_k)^2``: the refit's intercept can go below the bound by the square
+    of its own size only (``b`` is minus the mean of the neurons' outputs,
+    small where the relaxed model is centred).
 
     Any scale of ``y`` is solved as accurately as ``y`` of order 1: the
     relaxation and the refit are solved for ``y / c`` and ``beta / c`` (``c``
@@ -48,10 +65,17 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         Penalty on the second layer's l1 norm, times ``p``, in the units of
         ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
         model). "auto" takes it from the data as the classifier's "auto"
-        does (:func:`skquad.convex.default_beta`: a fraction of ``beta_max_``,
-        which is in ``y``'s units, so the fit is then the same model for
-        every scale of ``y``). The value used is ``beta_``.
-    fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
+        does (:func:`skquad.convex.default_beta`: the fraction
+        ``(p / n)^2``, clipped, of ``beta_max_``, the penalty at which the
+        zero network is optimal; ``beta_max_`` is in ``y``'s units, so the
+        fit is then the same model for every scale and offset of ``y``, and
+        the penalty strengthens where the samples per lifted coordinate are
+        few). The value used is ``beta_``.
+    fit_intercept : bool, default=True
+        Append the constant input (every neuron's ±1 biases, as in the
+        classifier) and fit an unpenalised output intercept (the targets
+        centred, see above). False: neither; ``intercept_`` is 0.
+    standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
     clip_inputs : bool, default=True
@@ -73,9 +97,13 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         The ±1 first-layer weights on the lifted input.
     alpha_ : ndarray of shape (n_neurons_, n_outputs_)
         Second-layer weights.
+    intercept_ : ndarray of shape (n_outputs_,)
+        The output intercept, ``ybar + b`` (the targets' weighted mean and
+        the refit's unpenalised ``b``); zeros with ``fit_intercept=False``.
     lower_bound_ : float
         Certified lower bound on the training objective of every binary
-        network of this shape.
+        network of this shape whose constant is the targets' weighted mean
+        (see above for the fitted network's free intercept).
     relaxed_objective_ : float
         The relaxed solution's objective (at least ``lower_bound_``).
     certified_gap_ : float
@@ -173,6 +201,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     def _sdp_n_outputs(self):
         return self.n_outputs_
 
+    def _centres_targets(self):
+        """``fit_intercept``: an unpenalised intercept, as scikit-learn's linear models."""
+        return bool(self.fit_intercept)
+
     def _target_scale(self, targets, weight):
         """``c``: the power of two nearest the targets' weighted root mean square.
 
@@ -181,11 +213,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         ``y`` (at ``|y| ~ 1e6`` the native solver had stopped at a relative
         gap of 0.99, at ``1e8`` Clarabel failed), and mapped back exactly:
         the squared-loss problem is scale-equivariant
-        (:func:`skquad.convex.solution.rescale_solution`). The targets are
-        scaled, not centred: the model has no free output intercept (a
-        constant output is a penalised neuron), so shifting ``y`` would
-        change the problem. A power of two makes ``y / c``, ``beta / c`` and
-        the way back exact in floating point.
+        (:func:`skquad.convex.solution.rescale_solution`). ``targets`` are
+        the centred ones where the model has an intercept, so an offset in
+        ``y`` does not enter ``c``. A power of two makes ``y / c``, ``beta /
+        c`` and the way back exact in floating point.
         """
         targets = np.asarray(targets, dtype=np.float64)
         largest = float(np.max(np.abs(targets)))

@@ -15,6 +15,13 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     relaxed network, and the process CPU time (which a loaded machine inflates
     less than the wall time). ``optdigits_tol1e-3``: the same with ``tol=1e-3``
     (issue 18's target is a certified gap of at most 1e-3).
+``wide{n}x{d}_regressor``, ``wide{n}x{d}_classifier``
+    :class:`~skquad.SDPQuantizedRegressor` / the classifier at their
+    defaults on wide data (``WIDE_CASES``: 1,000 x 100, 2,000 x 250, 5,000 x
+    300, 150 x 1,100; issue 36): a planted quadratic target, or its sign
+    about the median; the test score (R², accuracy) on 2,000 new rows, the
+    route taken and the certified gap. A shape the estimator refuses up
+    front gives its message.
 ``small``
     Default fits against ``solver="SCS"`` (the same refit on both sides) on
     standardized iris, wine and breast cancer, interleaved after a warm-up;
@@ -67,13 +74,20 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skquad import SDPQuantizedClassifier
+from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
 from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
 
 from .._report import active_thread_limit, markdown_table, thread_limit
 
+# Wide data at the defaults (issue 36): n rows x d features, a planted quadratic
+# target (regressor) or its sign about the median (classifier).
+WIDE_CASES = tuple(
+    f"wide{n}x{d}_{kind}"
+    for n, d in ((1000, 100), (2000, 250), (5000, 300), (150, 1100))
+    for kind in ("regressor", "classifier")
+)
 CASES = ("credit", "credit_scs", "planted200", "planted784", "optdigits", "optdigits_tol1e-3",
-         "letter", "small", "small_uci", "large_uci")
+         "letter", "small", "small_uci", "large_uci") + WIDE_CASES
 # The UCI sets of case small_uci (issue 18: every quick-benchmark and UCI set
 # where SCS finishes in reasonable time).
 SMALL_UCI = ("breast.cancer", "glass", "ionosphere", "diabetes", "vehicle", "credit-approval",
@@ -304,6 +318,8 @@ def _case(case, rounds):
                  "test accuracy": model.score(X_test, y_test),
                  "relaxed test accuracy": float(np.mean(model.relaxed_predict(X_test) == y_test))}
         return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+    if case in WIDE_CASES:
+        return [_wide_case(case)]
     if case == "small":
         rows = []
         for name, loader in (("iris", load_iris), ("wine", load_wine), ("breast_cancer", load_breast_cancer)):
@@ -314,7 +330,33 @@ def _case(case, rounds):
         return [_versus_scs(f"small_uci: {name}", *_uci_set(name), rounds) for name in SMALL_UCI]
     if case == "large_uci":
         return [_versus_capped_scs(name) for name in LARGE_UCI]
-    raise ValueError(f"unknown case {case!r}; choose from {list(CASES)}")
+    raise ValueError(f"unknown case {case!r}; the cases are {__name__}.CASES")
+
+
+def _wide_data(n, d, seed, classifier):
+    """``x0 x1 + x2 - x3^2 / 2`` plus noise on ``d`` Gaussian features (its sign about the median)."""
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    y = X[:, 0] * X[:, 1] + X[:, 2] - 0.5 * X[:, 3] ** 2 + 0.3 * rng.standard_normal(n)
+    return X, ((y > np.median(y)).astype(int) if classifier else y)
+
+
+def _wide_case(case):
+    """The SDP regressor or classifier at its defaults on a wide planted problem; scored on 2,000 new rows."""
+    shape, kind = case[len("wide"):].split("_")
+    n, d = (int(value) for value in shape.split("x"))
+    classifier = kind == "classifier"
+    X, y = _wide_data(n, d, 0, classifier)
+    X_test, y_test = _wide_data(2000, d, 1, classifier)
+    model = (SDPQuantizedClassifier if classifier else SDPQuantizedRegressor)(random_state=0)
+    cpu = time.process_time()
+    try:
+        elapsed, caught = _fit(model, X, y)
+    except ValueError as exc:  # a shape refused up front
+        return {"case": case, "n": n, "d": d, "refused": str(exc)[:200]}
+    return {"case": case, **_summary(model, elapsed), "n": n, "d": d,
+            "cpu time (s)": time.process_time() - cpu, "solver path": " > ".join(model.solver_path_),
+            "test score": model.score(X_test, y_test), "warnings": len(caught)}
 
 
 def _child(case, rounds, threads=None):
