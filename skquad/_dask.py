@@ -873,7 +873,7 @@ def gathered_if_kernel(estimator, X, y, sample_weight):
 def fit_quadratic_regression(estimator, X, y, sample_weight):
     """:meth:`QuadraticRegression.fit` on Dask collections: the normal equations, reduced."""
     from .linear_model._interactions import estimator_entries
-    from .linear_model._regression import publish_quadratic_model
+    from .linear_model._regression import publish_penalties, publish_quadratic_model
     from .nn.quadratic_ridge import expansion_size, solve_normal_equations
 
     name = type(estimator).__name__
@@ -914,8 +914,12 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     _check_total_weight(estimator, total)
     n_outputs = y_mean.shape[0]
     alpha = estimator._checked_alpha(n_outputs)
+    quadratic_alpha = estimator.quadratic_alpha
+    if quadratic_alpha is not None and np.any(np.asarray(alpha) == 0):
+        raise ValueError("quadratic_alpha needs a positive alpha; got alpha=0.")
     with np.errstate(over="ignore", invalid="ignore"):
-        coefficients, intercept = solve_normal_equations(G, R, mean, y_mean, alpha)
+        coefficients, intercept = solve_normal_equations(
+            G, R, mean, y_mean, alpha, quadratic_alpha, n_features)
     if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
         raise ValueError(
             f"{name} could not fit X: the degree-4 products of the quadratic features "
@@ -930,6 +934,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     )
     estimator.n_iter_ = np.ones(n_outputs, dtype=np.int64)
     estimator.solver_ = "cholesky"
+    publish_penalties(estimator, alpha, quadratic_alpha)
     return estimator
 
 

@@ -508,8 +508,8 @@ def test_a_block_of_zero_rows_is_skipped_by_fit_predict_and_score():
     labels = (y > 0).astype(int)
     with_empty = da.from_array(X, chunks=((20, 0, 20), (3,)))
     without = da.from_array(X, chunks=((20, 20), (3,)))
-    regression = QuadraticRegression().fit(with_empty, da.from_array(y, chunks=((20, 0, 20),)))
-    reference = QuadraticRegression().fit(without, da.from_array(y, chunks=((20, 20),)))
+    regression = QuadraticRegression(alpha=1.0).fit(with_empty, da.from_array(y, chunks=((20, 0, 20),)))
+    reference = QuadraticRegression(alpha=1.0).fit(without, da.from_array(y, chunks=((20, 20),)))
     np.testing.assert_allclose(regression.coef_, reference.coef_)
     classifier = QuadraticLogisticRegression(random_state=0).fit(X, labels)
     for model, target in ((regression, y), (classifier, labels)):

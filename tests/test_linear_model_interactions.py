@@ -252,6 +252,29 @@ def test_regressor_optimum_is_the_restricted_ridge(solver, sparse, interaction_c
     np.testing.assert_allclose(model.intercept_, intercept, atol=1e-8)
 
 
+@pytest.mark.parametrize("n", [9, 200])  # the kernel route (n < D) and the normal equations
+@pytest.mark.parametrize("interaction_cst, interaction_only", [CONSTRAINTS[0], CONSTRAINTS[4]])
+def test_auto_penalties_are_the_two_penalty_restricted_ridge(n, interaction_cst, interaction_only):
+    """alpha='auto': the model is Ridge on the allowed pairs' features, the quadratic ones
+    penalised by quadratic_alpha_ (Ridge alpha_ on them scaled by sqrt(alpha_ / quadratic_alpha_))."""
+    X, _, y = _data(n, 8)
+    allowed = allowed_entries(interaction_cst, interaction_only, 8)
+    model = QuadraticRegression(
+        interaction_cst=interaction_cst, interaction_only=interaction_only
+    ).fit(X, y)
+    assert np.all(model.Q_[~allowed] == 0.0)
+    columns, rows, cols = _explicit_columns(8, allowed)
+    explicit = PolynomialFeatures(2, include_bias=False).fit_transform(X)[:, columns]
+    assert model.solver_ == ("kernel" if n < explicit.shape[1] else "cholesky")
+    scale = np.ones(explicit.shape[1])
+    scale[8:] = np.sqrt(model.alpha_ / model.quadratic_alpha_)
+    ref = Ridge(alpha=model.alpha_, solver="svd").fit(explicit * scale, y)
+    Q, coef = _as_model((ref.coef_ * scale)[None, :], 8, rows, cols)
+    np.testing.assert_allclose(model.Q_, Q[0], atol=1e-8)
+    np.testing.assert_allclose(model.coef_, coef[0], atol=1e-8)
+    np.testing.assert_allclose(model.intercept_, ref.intercept_, atol=1e-8)
+
+
 def test_auto_solver_counts_the_allowed_features():
     """n between d + (allowed pairs) and d(d+3)/2: the normal equations, not the kernel."""
     X, _, y = _data(30, 8)
@@ -266,8 +289,8 @@ def test_regressor_cv_is_ridgecv_on_the_restricted_features(gcv_mode, interactio
     allowed = allowed_entries(interaction_cst, interaction_only, 6)
     alphas = [0.03, 0.3, 3.0]
     model = QuadraticRegressionCV(
-        alphas=alphas, gcv_mode=gcv_mode, interaction_cst=interaction_cst,
-        interaction_only=interaction_only,
+        alphas=alphas, quadratic_ratios=(1.0,), gcv_mode=gcv_mode,
+        interaction_cst=interaction_cst, interaction_only=interaction_only,
     ).fit(X, y)
     *_, explicit = _ridge_reference(X, y, allowed, 1.0)
     ref = RidgeCV(alphas=alphas).fit(explicit, y)

@@ -62,6 +62,75 @@ def test_predictions_are_the_pipelines(solver, shape, fit_intercept):
     np.testing.assert_allclose(model.coef_.reshape(-1, d), coefficients[:, :d], rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("shape", [(120, 4, None), (40, 9, 3)])
+def test_two_penalties_are_ridge_with_a_weighted_penalty(solver, shape):
+    # alpha on w, quadratic_alpha on the quadratic coefficients: Ridge(alpha=1)
+    # on the explicit features, the quadratic ones divided by sqrt(ratio).
+    n, d, n_targets = shape
+    X, y, w = _data(n, d, n_targets)
+    alpha, quadratic_alpha = 0.7, 40.0
+    scale = np.ones(d * (d + 3) // 2)
+    scale[d:] = np.sqrt(alpha / quadratic_alpha)
+    features = PolynomialFeatures(2, include_bias=False).fit_transform(X) * scale
+    reference = Ridge(alpha=alpha).fit(features, y, sample_weight=w)
+    model = QuadraticRegression(
+        alpha=alpha, quadratic_alpha=quadratic_alpha, solver=solver, tol=1e-12
+    ).fit(X, y, sample_weight=w)
+    assert _relative_error(model.predict(X), reference.predict(features)) < 1e-8
+    assert (model.alpha_, model.quadratic_alpha_) == (alpha, quadratic_alpha)
+
+
+def test_auto_is_the_leave_one_out_pair_and_scales_it_on_a_subsample(monkeypatch):
+    from skquad import QuadraticRegressionCV
+    from skquad.linear_model import _regression
+    from skquad.linear_model._regression_cv import UnitLeaveOneOutCV
+
+    X, y, w = _data(80, 5)
+    y = y + X[:, 0] * X[:, 1]
+    model = QuadraticRegression().fit(X, y, sample_weight=w)
+    search = UnitLeaveOneOutCV(
+        _regression.AUTO_ALPHAS, quadratic_ratios=_regression.QUADRATIC_RATIOS
+    ).fit(X, y, sample_weight=w)
+    assert (model.alpha_, model.quadratic_alpha_) == (search.alpha_, search.quadratic_alpha_)
+    fixed = QuadraticRegression(alpha=model.alpha_, quadratic_alpha=model.quadratic_alpha_)
+    assert _relative_error(model.predict(X), fixed.fit(X, y, sample_weight=w).predict(X)) < 1e-12
+    # More rows than the selection sees: every other row, the penalties times n / m.
+    monkeypatch.setattr(_regression, "_AUTO_MAX_ROWS", 40)
+    model = QuadraticRegression().fit(X, y)
+    half = QuadraticRegressionCV(
+        _regression.AUTO_ALPHAS, quadratic_ratios=_regression.QUADRATIC_RATIOS
+    ).fit(X[::2], y[::2])
+    assert model.alpha_ == pytest.approx(2 * half.alpha_)
+    assert model.quadratic_alpha_ == pytest.approx(2 * half.quadratic_alpha_)
+
+
+@pytest.mark.parametrize("shape", [(30, 3), (12, 4)])  # the "cov" and the "gram" leave-one-out
+def test_auto_with_integer_weights_is_auto_on_the_repeated_rows(shape):
+    X, y, _ = _data(*shape)
+    y = y + X[:, 0] * X[:, 1]
+    weight = np.random.RandomState(2).randint(0, 4, size=shape[0]).astype(float)
+    copies = weight.astype(int)
+    weighted = QuadraticRegression().fit(X, y, sample_weight=weight)
+    repeated = QuadraticRegression().fit(np.repeat(X, copies, axis=0), np.repeat(y, copies))
+    assert (weighted.alpha_, weighted.quadratic_alpha_) == (repeated.alpha_, repeated.quadratic_alpha_)
+    assert _relative_error(weighted.predict(X), repeated.predict(X)) < 1e-9
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(quadratic_alpha=2.0), "alpha='auto' chooses quadratic_alpha too"),
+        (dict(alpha=0.0, quadratic_alpha=2.0), "quadratic_alpha needs a positive alpha"),
+        (dict(alpha=1.0, quadratic_alpha=0.0), "quadratic_alpha"),
+    ],
+)
+def test_penalty_refusals_name_the_parameter(params, message):
+    X, y, _ = _data(30, 3)
+    with pytest.raises(ValueError, match=message):
+        QuadraticRegression(**params).fit(X, y)
+
+
 def test_auto_chooses_by_shape():
     X, y, _ = _data(30, 10)  # D = 65 > n
     assert QuadraticRegression().fit(X, y).solver_ == "kernel"

@@ -63,7 +63,7 @@ def test_matches_ridgecv_on_expanded_real_data(name, options):
     X, y = _real(name)
     P = _expanded_real(name)
     reference = RidgeCV(ALPHAS, **options).fit(P, y)
-    model = QuadraticRegressionCV(ALPHAS, **options).fit(X, y)
+    model = QuadraticRegressionCV(ALPHAS, quadratic_ratios=(1.0,), **options).fit(X, y)
     np.testing.assert_array_equal(model.alpha_, reference.alpha_)
     tolerance = 20 * EPS * _condition(P, np.min(reference.alpha_))
     np.testing.assert_allclose(model.best_score_, reference.best_score_, rtol=max(tolerance, 1e-12))
@@ -89,7 +89,7 @@ def test_weighted_cv_results_are_ridgecvs(shape, scoring):
     weight = rng.uniform(0.5, 2.0, n)
     options = {"scoring": scoring, "store_cv_results": True}
     reference = RidgeCV(ALPHAS, **options).fit(_expanded(X), y, sample_weight=weight)
-    model = QuadraticRegressionCV(ALPHAS, **options).fit(X, y, sample_weight=weight)
+    model = QuadraticRegressionCV(ALPHAS, quadratic_ratios=(1.0,), **options).fit(X, y, sample_weight=weight)
     assert model.cv_results_.shape == reference.cv_results_.shape
     # Well-conditioned random data, condition numbers below 1e6: 1e-8.
     np.testing.assert_allclose(model.cv_results_, reference.cv_results_, rtol=1e-8, atol=1e-10)
@@ -102,7 +102,9 @@ def test_errors_are_the_brute_force_leave_one_out(shape):
     n, d = shape
     rng = np.random.RandomState(1)
     X, y, weight = rng.randn(n, d), rng.randn(n), rng.uniform(0.5, 2.0, n)
-    model = QuadraticRegressionCV([0.3], store_cv_results=True).fit(X, y, sample_weight=weight)
+    model = QuadraticRegressionCV(
+        [0.3], quadratic_ratios=(1.0,), store_cv_results=True
+    ).fit(X, y, sample_weight=weight)
     brute = np.empty(n)
     for i in range(n):
         keep = np.arange(n) != i
@@ -112,6 +114,44 @@ def test_errors_are_the_brute_force_leave_one_out(shape):
         )
         brute[i] = weight[i] * (y[i] - single.predict(X[i : i + 1])[0]) ** 2
     np.testing.assert_allclose(model.cv_results_[:, 0], brute, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(40, 3), (12, 4)])  # cov, then gram mode
+def test_two_penalty_errors_are_the_brute_force_leave_one_out(shape):
+    # A quadratic ratio of 30: the leave-one-out of the problem with
+    # quadratic_alpha = 30 alpha, refitted without each sample.
+    n, d = shape
+    rng = np.random.RandomState(3)
+    X, y, weight = rng.randn(n, d), rng.randn(n), rng.uniform(0.5, 2.0, n)
+    model = QuadraticRegressionCV(
+        [0.3], quadratic_ratios=(30.0,), store_cv_results=True
+    ).fit(X, y, sample_weight=weight)
+    assert model.alpha_ == 0.3 and model.quadratic_alpha_ == pytest.approx(9.0)
+    brute = np.empty(n)
+    for i in range(n):
+        keep = np.arange(n) != i
+        # the unclipped model: a left-out row may lie outside the others' range
+        single = QuadraticRegression(alpha=0.3, quadratic_alpha=9.0, clip_inputs=False).fit(
+            X[keep], y[keep], sample_weight=weight[keep])
+        brute[i] = weight[i] * (y[i] - single.predict(X[i : i + 1])[0]) ** 2
+    np.testing.assert_allclose(model.cv_results_[:, 0], brute, rtol=1e-8, atol=1e-12)
+    refit = QuadraticRegression(alpha=0.3, quadratic_alpha=9.0).fit(X, y, sample_weight=weight)
+    np.testing.assert_allclose(model.predict(X), refit.predict(X), rtol=1e-8, atol=1e-12)
+
+
+def test_the_pair_is_the_best_of_every_ratio_and_alpha():
+    # The chosen (alpha, ratio) has the smallest leave-one-out error of the
+    # grid: each ratio alone (one-ratio searches) scores no better.
+    rng = np.random.RandomState(4)
+    X = rng.randn(50, 6)
+    y = X[:, 0] + 0.3 * X[:, 1] * X[:, 2] + 0.3 * rng.randn(50)
+    ratios = (1.0, 10.0, 100.0)
+    model = QuadraticRegressionCV(ALPHAS, quadratic_ratios=ratios).fit(X, y)
+    alone = [QuadraticRegressionCV(ALPHAS, quadratic_ratios=(r,)).fit(X, y) for r in ratios]
+    best = max(alone, key=lambda m: m.best_score_)
+    assert model.best_score_ == pytest.approx(best.best_score_)
+    assert (model.alpha_, model.quadratic_alpha_) == (best.alpha_, best.quadratic_alpha_)
+    assert model.quadratic_alpha_ != model.alpha_  # the data favour a separate penalty
 
 
 def test_gram_and_cov_modes_agree_and_sparse_input_gives_the_dense_model():
@@ -130,7 +170,7 @@ def test_k_fold_is_ridgecvs_grid_search():
     folds = KFold(4, shuffle=True, random_state=0)
     alphas = [0.0, 0.1, 10.0]  # alpha = 0 is allowed with folds, as in RidgeCV
     reference = RidgeCV(alphas, cv=folds).fit(_expanded(X), y)
-    model = QuadraticRegressionCV(alphas, cv=folds).fit(X, y)
+    model = QuadraticRegressionCV(alphas, quadratic_ratios=(1.0,), cv=folds).fit(X, y)
     assert model.alpha_ == reference.alpha_
     np.testing.assert_allclose(model.best_score_, reference.best_score_, rtol=1e-9)
     np.testing.assert_allclose(model.predict(X), reference.predict(_expanded(X)), rtol=1e-8)

@@ -87,3 +87,40 @@ def test_leave_one_out_errors_are_those_of_refits(mode, fit_intercept):
             coef, intercept = _reference(X[keep], Y[keep], weight[keep], alpha, fit_intercept)
             expected[i, :, k] = np.sqrt(weight[i]) * (Y[i] - features[i] @ coef - intercept)
     np.testing.assert_allclose(looe, expected, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["gram", "cov"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_unit_leave_one_out_is_the_leave_one_out_of_repeated_rows(mode, fit_intercept):
+    # integer weights, zeros among them: leaving one unit out of row i is leaving one of
+    # its copies out of the repeated data (RidgeCV's convention there, weights one)
+    X, Y, _ = _data(n=24)
+    weight = np.random.RandomState(1).randint(0, 4, size=24).astype(float)
+    copies = weight.astype(int)
+    alphas = np.array([0.1, 1.0, 10.0])
+    unit = QuadraticRidgeLeaveOneOut(X, Y, weight, fit_intercept=fit_intercept, mode=mode,
+                                     leave_out="unit").set_quadratic_scale(0.3)
+    repeated = QuadraticRidgeLeaveOneOut(np.repeat(X, copies, axis=0), np.repeat(Y, copies, axis=0),
+                                         np.ones(copies.sum()), fit_intercept=fit_intercept,
+                                         mode=mode).set_quadratic_scale(0.3)
+    looe, expected = unit.errors(alphas), repeated.errors(alphas)
+    present = weight > 0
+    first_copy = np.cumsum(copies)[present] - 1
+    np.testing.assert_allclose(looe[present] / np.sqrt(weight[present])[:, None, None],
+                               expected[first_copy], rtol=1e-8, atol=1e-10)
+    assert np.all(looe[~present] == 0.0)  # rows without weight count for nothing
+    # the squared errors weighted by the copies: the repeated data's sum
+    np.testing.assert_allclose((looe**2).sum(axis=0), (expected**2).sum(axis=0), rtol=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["gram", "cov"])
+def test_unit_leave_one_out_of_a_row_of_leverage_one_is_zero(mode):
+    # one row carries all the weight: its leverage is one at every alpha (the intercept
+    # alone fits it); no division by zero, error 0
+    X, Y, _ = _data(n=24)
+    weight = np.zeros(24)
+    weight[3] = 1.0
+    with np.errstate(divide="raise", invalid="raise"):
+        looe = QuadraticRidgeLeaveOneOut(X, Y, weight, mode=mode, leave_out="unit").errors(
+            np.array([0.1, 10.0]))
+    assert np.all(looe == 0.0)

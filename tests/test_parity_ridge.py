@@ -2,8 +2,9 @@
 
 Adapted from ``sklearn/linear_model/tests/test_ridge.py`` (scikit-learn 1.9):
 each test below names its source. ``Ridge`` becomes QuadraticRegression (QR),
-``RidgeCV`` QuadraticRegressionCV (QRCV), with the same data, parameters and
-assertions. Where an assertion compares with a linear model's numbers
+``RidgeCV`` QuadraticRegressionCV (QRCV), at Ridge's ``alpha=1.0`` and
+RidgeCV's one penalty (``quadratic_ratios=(1.0,)``), with the same data,
+parameters and assertions. Where an assertion compares with a linear model's numbers
 (``LinearRegression``, ``Ridge`` itself), the reference is that model on the
 ``PolynomialFeatures(2)`` features, the model QR claims to be; where it reads
 ``coef_`` only, ``Q_`` is read too. ``gcv_mode="svd"`` becomes ``"eigen"``
@@ -44,6 +45,8 @@ Left out, with the reason:
   and routes ``sample_weight`` only.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_almost_equal, assert_array_equal
@@ -55,8 +58,12 @@ from sklearn.metrics import get_scorer, make_scorer, mean_squared_error
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 from sklearn.preprocessing import PolynomialFeatures
 
-from skquad import QuadraticRegression as QR
-from skquad import QuadraticRegressionCV as QRCV
+from skquad import QuadraticRegression, QuadraticRegressionCV
+
+# Ridge's and RidgeCV's problems: one penalty for every coefficient (the
+# estimators' defaults choose a separate one for the quadratic block).
+QR = functools.partial(QuadraticRegression, alpha=1.0)
+QRCV = functools.partial(QuadraticRegressionCV, quadratic_ratios=(1.0,))
 
 diabetes = load_diabetes()
 X_diabetes, y_diabetes = diabetes.data, diabetes.target

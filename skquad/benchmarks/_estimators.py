@@ -245,10 +245,11 @@ _NETWORK_GRID = {"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]}
 _RIDGE_GRID = {"alpha": [0.1, 1.0, 10.0, 100.0]}
 _SKQUAD_REGRESSORS = (
     ("QuadReg", "QuadraticRegression",
-     "QuadraticRegression, defaults (alpha=1: PolynomialFeatures(2) + Ridge's optimum without "
-     "the feature matrix)", _RIDGE_GRID),
+     "QuadraticRegression, defaults (alpha='auto': the linear and the quadratic penalties "
+     "chosen by the exact leave-one-out)", _RIDGE_GRID),
     ("QuadRegCV", "QuadraticRegressionCV",
-     "QuadraticRegressionCV, defaults (alpha chosen along its own path)", {}),
+     "QuadraticRegressionCV, defaults (alpha and the quadratic ratio chosen by its "
+     "leave-one-out)", {}),
     ("QNN", "QNNRegressor",
      "QNNRegressor (Noel et al.), defaults (MLPRegressor's: one hidden ReLU layer of 100, "
      "Adam)", _NETWORK_GRID),

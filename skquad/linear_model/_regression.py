@@ -11,7 +11,7 @@ from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
 from .._memory import check_memory
 from .._training import limit_threads, thread_count
-from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
+from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
     expansion_size,
@@ -27,29 +27,69 @@ _PRIMAL_MAX_SIZE = 6000
 # ... and the n x n dual Gram (when n < D) up to this many samples (800 MB).
 _KERNEL_MAX_SAMPLES = 10_000
 
+# alpha="auto": the grids of the exact leave-one-out. Free along alpha (one
+# eigendecomposition serves every alpha); one eigendecomposition per ratio
+# alpha_q / alpha of the quadratic block's penalty.
+AUTO_ALPHAS = tuple(np.logspace(-3, 6, 37))
+QUADRATIC_RATIOS = (1.0, 10.0, 100.0, 1e3, 1e4)
+# ... on at most this many rows (every k-th), so that each decomposition is of
+# at most this size; a larger fit scales the chosen penalties by n / m.
+_AUTO_MAX_ROWS = 2000
+
 
 class QuadraticRegression(BaseQuadraticRegressor):
     """Least squares with a quadratic form: ``y = xᵀQx + wᵀx + b`` per output.
 
-    It is ridge regression on the degree-2 features: with ``alpha`` it
-    minimises exactly the objective of
-    ``make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge(alpha))``,
+    It is ridge regression on the degree-2 features, with the linear and the
+    quadratic coefficients penalised apart:
 
     .. math::
 
         \\sum_i s_i \\big(y_i - x_i^\\top Q x_i - w^\\top x_i - b\\big)^2
-        + \\alpha \\Big(\\lVert w \\rVert^2 + \\sum_a Q_{aa}^2
-        + \\sum_{a<b} (2 Q_{ab})^2\\Big),
+        + \\alpha \\lVert w \\rVert^2 + \\alpha_q \\Big(\\sum_a Q_{aa}^2
+        + \\sum_{a<b} (2 Q_{ab})^2\\Big)
 
     (the coefficient of ``x_a x_b`` is ``2 Q_ab``; the intercept is not
-    penalised), so it has the pipeline's optimum and predictions, but it never
-    builds the ``n x d(d+3)/2`` feature matrix: it streams over row blocks of
-    bounded memory.
+    penalised). With a number ``alpha`` and ``quadratic_alpha=None``
+    (``alpha_q = alpha``) it minimises exactly the objective of
+    ``make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge(alpha))``,
+    so it has the pipeline's optimum and predictions on any data, but it
+    never builds the ``n x d(d+3)/2`` feature matrix: it streams over row
+    blocks of bounded memory.
+
+    By default (``alpha="auto"``) both penalties are chosen by the exact
+    leave-one-out error (RidgeCV's efficient one, see
+    :class:`QuadraticRegressionCV`): ``alpha`` on a log grid from ``1e-3`` to
+    ``1e6`` and the ratio ``alpha_q / alpha`` among 1, 10, 100, 10³ and 10⁴. One penalty
+    for all ``D = d(d+3)/2`` coefficients lets the ``d(d+1)/2`` quadratic
+    ones, ``d/2`` times as many as the linear ones, take as much of the fit as
+    the data allow, and with ``n`` near or below ``D`` they interpolate; a
+    larger ``alpha_q`` is the prior of the degree-2 kernel ``(xᵀx'/d + 1)²``,
+    which weighs the quadratic terms about ``2d`` times less than the linear
+    ones. Ridge on ``[x, γ φ_q]`` is this problem with ``alpha_q = alpha /
+    γ²``, so each ratio costs one eigendecomposition and every ``alpha`` of it
+    is free. The selection sees at most 2 000 rows (every ``k``-th row,
+    ``k = ceil(n / 2000)``); with more, the chosen penalties are multiplied by
+    the weight of all the rows over theirs (``n / m``: the same penalty per
+    row) for the fit on all of them. With ``sample_weight`` the
+    leave-one-out leaves one unit of a row's weight out (``min(s_i, 1)``),
+    so that on up to 2 000 rows integer weights choose what the rows
+    repeated that many times choose, and rows of weight zero count for
+    nothing (:class:`QuadraticRegressionCV` keeps RidgeCV's convention:
+    the whole row out).
 
     Parameters
     ----------
-    alpha : float or array-like of shape (n_targets,), default=1.0
-        Ridge's regularization strength (per target when an array).
+    alpha : "auto", float or array-like of shape (n_targets,), default="auto"
+        ``"auto"``: ``alpha`` and ``quadratic_alpha`` chosen by the exact
+        leave-one-out (above): the default, for data of any size; costs a
+        few eigendecompositions of the ``min(n, D)``-sized problem. A number:
+        Ridge's regularization strength (per target when an array);
+        ``alpha=1.0`` is Ridge's default.
+    quadratic_alpha : float or None, default=None
+        The penalty of the quadratic coefficients, positive (with a positive
+        ``alpha``). None: ``alpha`` (the pipeline's problem), or chosen with
+        ``alpha="auto"``.
     fit_intercept : bool, default=True
         Fit ``b`` (centring the features and targets by their weighted
         means, as :class:`~sklearn.linear_model.Ridge`).
@@ -90,6 +130,11 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     Attributes
     ----------
+    alpha_ : float or ndarray of shape (n_targets,)
+        The penalty of the linear coefficients used (``alpha``, or the one
+        chosen).
+    quadratic_alpha_ : float or ndarray of shape (n_targets,)
+        The penalty of the quadratic coefficients used.
     Q_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
         Symmetric quadratic forms (one per target when ``y`` has more than one
         column).
@@ -134,7 +179,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
     """
 
     _parameter_constraints = {
-        "alpha": [Interval(Real, 0, None, closed="left"), np.ndarray, list],
+        "alpha": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left"), np.ndarray, list],
+        "quadratic_alpha": [Interval(Real, 0, None, closed="neither"), None],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "cholesky", "kernel", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -150,9 +196,11 @@ class QuadraticRegression(BaseQuadraticRegressor):
     # and solved on the driver (skquad/_dask.py).
     _fits_dask_collections = True
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, solver="auto", tol=1e-4, max_iter=None,
-                 interaction_only=False, interaction_cst=None, clip_inputs=True):
+    def __init__(self, alpha="auto", *, quadratic_alpha=None, fit_intercept=True, solver="auto",
+                 tol=1e-4, max_iter=None, interaction_only=False, interaction_cst=None,
+                 clip_inputs=True):
         self.alpha = alpha
+        self.quadratic_alpha = quadratic_alpha
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
@@ -170,6 +218,11 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return "cholesky" if D <= _PRIMAL_MAX_SIZE else "cg"
 
     def _checked_alpha(self, n_targets):
+        if isinstance(self.alpha, str):  # "auto": chosen in fit, on in-memory rows
+            raise ValueError(
+                "alpha='auto' chooses the penalties by leave-one-out on data held in memory; "
+                "for Dask collections pass a number (alpha=1.0 is Ridge's default)."
+            )
         alpha = np.asarray(self.alpha, dtype=np.float64)
         if alpha.ndim == 0:
             return float(alpha)
@@ -182,6 +235,33 @@ class QuadraticRegression(BaseQuadraticRegressor):
         if not np.all(np.isfinite(alpha)) or np.any(alpha < 0):
             raise ValueError(f"alpha values must be finite and non-negative, got {self.alpha!r}.")
         return alpha
+
+    def _penalties(self, X, Y, sample_weight):
+        """``(alpha, quadratic_alpha)`` of the fit: the given ones, or those of the leave-one-out."""
+        if not isinstance(self.alpha, str):
+            alpha = self._checked_alpha(Y.shape[1])
+            if self.quadratic_alpha is not None and np.any(np.asarray(alpha) == 0):
+                raise ValueError("quadratic_alpha needs a positive alpha; got alpha=0.")
+            return alpha, self.quadratic_alpha
+        if self.quadratic_alpha is not None:
+            raise ValueError(
+                "alpha='auto' chooses quadratic_alpha too; pass a number as alpha with "
+                f"quadratic_alpha={self.quadratic_alpha!r}, or leave quadratic_alpha=None."
+            )
+        from ._regression_cv import UnitLeaveOneOutCV
+
+        check_degree4_range(self, X)
+        n = X.shape[0]
+        rows = slice(None, None, -(-n // _AUTO_MAX_ROWS))  # every k-th row, k = ceil(n / m)
+        search = UnitLeaveOneOutCV(
+            AUTO_ALPHAS, quadratic_ratios=QUADRATIC_RATIOS, fit_intercept=self.fit_intercept,
+            interaction_only=self.interaction_only,
+            # the rows here are an array: the groups by index, not by name
+            interaction_cst=indexed_groups(
+                self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)),
+        ).fit(X[rows], Y[rows], sample_weight[rows])
+        share = sample_weight.sum() / sample_weight[rows].sum()
+        return search.alpha_ * share, search.quadratic_alpha_ * share
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
@@ -206,8 +286,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 return fit_quadratic_regression(self, X, y, sample_weight)
             X, y, sample_weight = gathered
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
-        alpha = self._checked_alpha(Y.shape[1])
         allowed = estimator_entries(self, X.shape[1])
+        alpha, quadratic_alpha = self._penalties(X, Y, sample_weight)
         solver = self._choose_solver(*X.shape, allowed)
         if solver == "cholesky":
             check_normal_equations_memory(expansion_size(X.shape[1], allowed), X.shape[0], copies=1)
@@ -220,7 +300,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         # Overflow is checked on the result below, with a message that says what to do.
         with limit_threads(None, blas=threads), np.errstate(over="ignore", invalid="ignore"):
             coefficients, intercept, n_iter = fit_quadratic_ridge(
-                X, Y, sample_weight, alpha,
+                X, Y, sample_weight, alpha, quadratic_alpha=quadratic_alpha,
                 fit_intercept=bool(self.fit_intercept),
                 solver="primal" if solver == "cholesky" else solver,
                 tol=float(self.tol),
@@ -231,6 +311,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype, allowed)
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
+        publish_penalties(self, alpha, quadratic_alpha)
         return self
 
     def _raw_scores(self, X):
@@ -249,6 +330,26 @@ def check_normal_equations_memory(D, n_samples, *, copies):
         f"the {D} x {D} normal equations",
         advice="use solver='cg' (it holds O(D)), or fewer features.",
     )
+
+
+def publish_penalties(estimator, alpha, quadratic_alpha):
+    """``alpha_`` and ``quadratic_alpha_``: floats, or arrays per target where they differ."""
+
+    def value(penalty):
+        penalty = np.asarray(penalty, dtype=np.float64)
+        return float(penalty) if penalty.ndim == 0 else penalty.copy()
+
+    estimator.alpha_ = value(alpha)
+    estimator.quadratic_alpha_ = value(alpha if quadratic_alpha is None else quadratic_alpha)
+
+
+def check_degree4_range(estimator, X):
+    """Refuse ``X`` whose degree-4 products overflow, before any is formed (as below)."""
+    largest = float(abs(X).max()) if X.shape[0] else 0.0
+    with np.errstate(over="ignore"):
+        total = np.float64(largest) ** 4 * X.shape[0]
+    if not np.isfinite(total):
+        check_finite_solution(estimator, np.array([np.inf]), np.zeros(1), X)
 
 
 def check_finite_solution(estimator, coefficients, intercept, X):

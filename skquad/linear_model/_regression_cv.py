@@ -19,13 +19,15 @@ from .._training import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
 from ._regression import (
+    QUADRATIC_RATIOS,
     QuadraticRegression,
     check_finite_solution,
     fitted_quadratic_scores,
+    publish_penalties,
     publish_quadratic_model,
 )
 
-__all__ = ["QuadraticRegressionCV"]
+__all__ = ["QuadraticRegressionCV", "UnitLeaveOneOutCV"]
 
 
 class _PredictionsAsInput(RegressorMixin, BaseEstimator):
@@ -36,21 +38,25 @@ class _PredictionsAsInput(RegressorMixin, BaseEstimator):
 
 
 class QuadraticRegressionCV(BaseQuadraticRegressor):
-    """:class:`QuadraticRegression` with ``alpha`` chosen by cross-validation, as RidgeCV.
+    """:class:`QuadraticRegression` with its penalties chosen by cross-validation, as RidgeCV.
 
-    It is :class:`~sklearn.linear_model.RidgeCV` on the degree-2 features of
-    ``PolynomialFeatures(2, include_bias=False)`` (the same ``alpha``
-    penalizes the same coefficients as in :class:`QuadraticRegression`), so
-    ``alpha_``, ``best_score_`` and the predictions are RidgeCV's on the
-    expanded data, without forming the ``n x d(d+3)/2`` feature matrix.
+    Every pair of an ``alpha`` of ``alphas`` (the linear coefficients'
+    penalty) and a ratio of ``quadratic_ratios`` (the quadratic block's
+    penalty over ``alpha``) is scored. With ``quadratic_ratios=(1.0,)`` it is
+    :class:`~sklearn.linear_model.RidgeCV` on the degree-2 features of
+    ``PolynomialFeatures(2, include_bias=False)``, so ``alpha_``,
+    ``best_score_`` and the predictions are RidgeCV's on the expanded data,
+    without forming the ``n x d(d+3)/2`` feature matrix.
 
     By default (``cv=None``) the selection is RidgeCV's efficient
     leave-one-out: one eigendecomposition, of the ``n x n`` kernel (computed
     from ``X``, ``O(n² d + n³)``) when ``n <= D = d(d+3)/2``, else of the
     ``D x D`` normal matrix (``O(n D² + D³)``, streamed over row blocks),
     gives the exact leave-one-out errors of every ``alpha`` at once, at about
-    the cost of two or three fits instead of ``n`` per ``alpha``. With ``cv``
-    an integer or a splitter, each ``alpha`` is fitted on each fold by
+    the cost of two or three fits instead of ``n`` per ``alpha``; one more per
+    ratio (ridge on ``[x, γ φ_q]`` is the problem with ``quadratic_alpha =
+    alpha / γ²``). With ``cv`` an integer or a splitter, each pair is
+    fitted on each fold by
     :class:`QuadraticRegression` through
     :class:`~sklearn.model_selection.GridSearchCV`, as RidgeCV does.
 
@@ -64,6 +70,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
         The ``alpha`` values to try (Ridge's meaning). Strictly positive for
         the leave-one-out (``cv=None``).
+    quadratic_ratios : array-like of shape (n_ratios,), default=(1.0, 10.0, 100.0, 1e3, 1e4)
+        The ratios ``quadratic_alpha / alpha`` to try with every ``alpha``
+        (see :class:`QuadraticRegression`: the quadratic block's own
+        penalty); positive. ``(1.0,)``: one penalty, RidgeCV's search on the
+        degree-2 features. The leave-one-out costs one eigendecomposition
+        per ratio.
     fit_intercept : bool, default=True
         Fit an unpenalized intercept.
     scoring : str, callable or None, default=None
@@ -81,9 +93,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         ``n <= D``, else the ``D x D`` normal matrix. ``"gram"`` or ``"cov"``
         force one of them.
     store_cv_results : bool, default=False
-        Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only).
+        Keep the leave-one-out values in ``cv_results_`` (``cv=None`` only),
+        those of the chosen ratio.
     alpha_per_target : bool, default=False
-        Choose ``alpha`` per target for a 2-D ``y`` (``cv=None`` only).
+        Choose ``alpha`` and the ratio per target for a 2-D ``y`` (``cv=None``
+        only).
     interaction_only : bool, default=False
         No squared terms (see :class:`QuadraticRegression`).
     interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
@@ -103,6 +117,9 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     ----------
     alpha_ : float or ndarray of shape (n_targets,)
         The chosen ``alpha`` (one per target with ``alpha_per_target``).
+    quadratic_alpha_ : float or ndarray of shape (n_targets,)
+        The chosen penalty of the quadratic coefficients, ``alpha_`` times
+        the chosen ratio.
     best_score_ : float or ndarray of shape (n_targets,)
         Its score.
     cv_results_ : ndarray of shape (n_samples, n_alphas) or (n_samples, n_targets, n_alphas)
@@ -144,6 +161,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     _parameter_constraints = {
         "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "quadratic_ratios": ["array-like"],
         "fit_intercept": ["boolean"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "cv": ["cv_object"],
@@ -156,11 +174,15 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     }
 
     _accept_sparse = True
+    # What the leave-one-out leaves out of a weighted row: the whole row, as
+    # RidgeCV (see QuadraticRidgeLeaveOneOut's leave_out).
+    _leave_out = "row"
 
     def __init__(
         self,
         alphas=(0.1, 1.0, 10.0),
         *,
+        quadratic_ratios=QUADRATIC_RATIOS,
         fit_intercept=True,
         scoring=None,
         cv=None,
@@ -172,6 +194,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         clip_inputs=True,
     ):
         self.alphas = alphas
+        self.quadratic_ratios = quadratic_ratios
         self.fit_intercept = fit_intercept
         self.scoring = scoring
         self.cv = cv
@@ -181,6 +204,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self.interaction_only = interaction_only
         self.interaction_cst = interaction_cst
         self.clip_inputs = clip_inputs
+
+    def _checked_ratios(self):
+        """``quadratic_ratios`` as a float array, or ValueError naming it."""
+        values = np.atleast_1d(np.asarray(self.quadratic_ratios, dtype=np.float64))
+        if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+            raise ValueError(
+                "quadratic_ratios must be a non-empty list of positive numbers; got "
+                f"{self.quadratic_ratios!r}."
+            )
+        return values
 
     def _checked_alphas(self):
         """``alphas`` as a float array, checked one by one with RidgeCV's messages."""
@@ -213,7 +246,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the ridge objective; with ``cv=None`` they also weight
             the leave-one-out score (and are passed to ``scoring``), as in
-            RidgeCV.
+            RidgeCV, whose convention this keeps: each left-out unit is a
+            whole row, whatever its weight.
         **params : dict
             Metadata routed to ``cv``'s ``split`` (e.g. ``groups``, with
             ``cv`` a group splitter); needs
@@ -230,11 +264,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             raise ValueError("cv!=None and alpha_per_target=True are incompatible")
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
-        alphas = self._checked_alphas()
+        alphas, ratios = self._checked_alphas(), self._checked_ratios()
         if self.cv is None:
-            self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas)
+            self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas, ratios)
         else:
-            self._fit_folds(X, Y, given_weight, alphas, split_params)
+            self._fit_folds(X, Y, given_weight, alphas, ratios, split_params)
         return self
 
     def get_metadata_routing(self):
@@ -251,55 +285,84 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             return self.gcv_mode
         return "gram" if n_samples <= expansion_size(n_features, allowed) else "cov"
 
-    def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas):
+    def _fit_leave_one_out(self, X, Y, sample_weight, given_weight, alphas, ratios):
         n, d = X.shape
         allowed = estimator_entries(self, d)
         D = expansion_size(d, allowed)
         k, n_alphas = Y.shape[1], alphas.shape[0]
         mode = self._mode(n, d, allowed)
         size = n if mode == "gram" else D
-        # The matrix, its eigenvectors and eigh's workspace, plus the errors
-        # and fitted values for every alpha.
+        # The matrices (two kernels or the normal matrix, the scaled one), the
+        # eigenvectors and eigh's workspace, plus the errors and fitted values
+        # for every alpha.
         check_memory(
-            8.0 * (3 * size**2 + 3 * n * (k + 1) * n_alphas),
+            8.0 * (5 * size**2 + 3 * n * (k + 1) * n_alphas),
             "cv", self.cv,
             f"the leave-one-out's eigendecomposition of a {size} x {size} matrix",
             advice="pass cv=5 (K-fold with QuadraticRegression's memory-bounded solvers).",
         )
-        flops = 2.0 * n * size * size + 10.0 * size**3
+        flops = 2.0 * n * size * size + 10.0 * size**3 * len(ratios)
         with limit_threads(None, blas=choose_thread_count(flops)):
             loo = QuadraticRidgeLeaveOneOut(
                 X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
-                allowed=allowed,
+                leave_out=self._leave_out, allowed=allowed,
             )
-            errors = loo.errors(alphas)  # (n, k, n_alphas), times √s
+            # (ratio, alpha) ranked ratio-major: the first best wins, as in RidgeCV's scan.
+            scores, values = [], []
+            kept, kept_score = None, -np.inf  # the best ratio's decomposition so far
+            for ratio in ratios:
+                loo.set_quadratic_scale(1.0 / np.sqrt(ratio))
+                ratio_scores, ratio_values = self._leave_one_out_scores(
+                    loo.errors(alphas), Y, sample_weight, given_weight)
+                scores.append(ratio_scores)
+                values.append(ratio_values)
+                summary = np.mean(ratio_scores, axis=0) if ratio_scores.ndim == 2 else ratio_scores
+                best_here = np.max(np.where(np.isnan(summary), -np.inf, summary))
+                if best_here > kept_score:
+                    kept, kept_score = loo.decomposition(), best_here
+        scores = np.stack(scores, axis=-2)  # (k, R, A) or (R, A)
+        per_target = self.alpha_per_target and k > 1
+        if per_target:
+            flat = scores.reshape(k, -1)
+            best = np.array([_first_best(row) for row in flat])
+            chosen_ratio, chosen_alpha = np.divmod(best, n_alphas)
+            self.best_score_ = flat[np.arange(k), best]
+        else:
+            if scores.ndim == 3:
+                scores = scores.mean(axis=0)
+            best = _first_best(scores.ravel())
+            self.best_score_ = float(scores.ravel()[best])
+            chosen_ratio, chosen_alpha = (np.full(k, index) for index in divmod(best, n_alphas))
+        alpha, quadratic = alphas[chosen_alpha], alphas[chosen_alpha] * ratios[chosen_ratio]
+        coefficients = np.empty((D, k))
+        intercept = np.empty(k)
+        for index in np.unique(chosen_ratio):
+            targets = np.flatnonzero(chosen_ratio == index)
+            scale = 1.0 / np.sqrt(ratios[index])
+            if kept is not None and kept[0] == scale:
+                loo.restore(kept)
+            loo.set_quadratic_scale(scale)
+            c, b = loo.coefficients(alpha)
+            coefficients[:, targets], intercept[targets] = c[:, targets], b[targets]
+        check_finite_solution(self, coefficients, intercept, X)
+        publish_quadratic_model(self, coefficients, intercept, d, X.dtype, allowed)
+        publish_penalties(self, alpha if per_target else alpha[0],
+                          quadratic if per_target else quadratic[0])
+        if self.store_cv_results:  # the values of each target's chosen ratio
+            kept = np.stack([values[index][:, j, :] for j, index in enumerate(chosen_ratio)], axis=1)
+            kept = kept.astype(X.dtype, copy=False)
+            self.cv_results_ = kept[:, 0, :] if self._fitted_y_ndim == 1 else kept
+
+    def _leave_one_out_scores(self, errors, Y, sample_weight, given_weight):
+        """Scores (k, A) or (A,) of the leave-one-out errors (n, k, A), and the values kept."""
         if self.scoring is None:
             values = errors**2
             axis = 0 if self.alpha_per_target else (0, 1)
-            scores = np.mean(-values, axis=axis)  # (k, A) or (A,)
-        else:
-            # RidgeCV's: y - looe in the weighted space, back to the original.
-            root = np.sqrt(sample_weight)
-            values = np.asarray(Y, dtype=np.float64)[:, :, None] - errors / root[:, None, None]
-            scores = self._scores_of_predictions(values, Y, given_weight)
-        per_target = self.alpha_per_target and k > 1
-        if per_target:
-            best = np.array([_first_best(row) for row in scores])
-            self.alpha_ = alphas[best]
-            self.best_score_ = scores[np.arange(k), best]
-            chosen = self.alpha_
-        else:
-            scores = scores.reshape(-1, n_alphas).mean(axis=0) if scores.ndim == 2 else scores
-            best = _first_best(scores)
-            self.alpha_ = float(alphas[best])
-            self.best_score_ = float(scores[best])
-            chosen = np.full(k, self.alpha_)
-        coefficients, intercept = loo.coefficients(chosen)
-        check_finite_solution(self, coefficients, intercept, X)
-        publish_quadratic_model(self, coefficients, intercept, d, X.dtype, allowed)
-        if self.store_cv_results:
-            values = values.astype(X.dtype, copy=False)
-            self.cv_results_ = values[:, 0, :] if self._fitted_y_ndim == 1 else values
+            return np.mean(-values, axis=axis), values
+        # RidgeCV's: y - looe in the weighted space, back to the original.
+        root = np.sqrt(sample_weight)
+        values = np.asarray(Y, dtype=np.float64)[:, :, None] - errors / root[:, None, None]
+        return self._scores_of_predictions(values, Y, given_weight), values
 
     def _scores_of_predictions(self, predictions, Y, given_weight):
         """``scoring`` of the leave-one-out predictions (n, k, A): (k, A) or (A,) scores."""
@@ -324,9 +387,13 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             ]
         )
 
-    def _fit_folds(self, X, Y, given_weight, alphas, split_params):
-        # The folds score the unclipped model, as the leave-one-out's closed
-        # form does: both choose alpha exactly as RidgeCV on the expanded data.
+    def _fit_folds(self, X, Y, given_weight, alphas, ratios, split_params):
+        # Every (alpha, ratio) pair, ratio-major as the leave-one-out ranks them. The folds
+        # score the unclipped model, as the leave-one-out's closed form does: both choose
+        # as RidgeCV on the expanded data.
+        grid = [{"alpha": [float(alpha)],
+                 "quadratic_alpha": [None if ratio == 1.0 or alpha == 0 else float(alpha * ratio)]}
+                for ratio in ratios for alpha in alphas]
         constraints = dict(
             clip_inputs=False,
             interaction_only=self.interaction_only,
@@ -344,16 +411,28 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             model.set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
             if hasattr(scoring, "set_score_request"):
                 scoring = copy.deepcopy(scoring).set_score_request(sample_weight=False)
-        search = GridSearchCV(model, {"alpha": alphas}, cv=folds, scoring=scoring)
+        search = GridSearchCV(model, grid, cv=folds, scoring=scoring)
         params = {} if given_weight is None else {"sample_weight": given_weight}
         search.fit(X, Y[:, 0] if self._fitted_y_ndim == 1 else Y, **params)
         best = search.best_estimator_
-        self.alpha_ = float(best.alpha)
+        publish_penalties(self, best.alpha_, best.quadratic_alpha_)
         self.best_score_ = float(search.best_score_)
         self.Q_, self.coef_, self.intercept_ = best.Q_, best.coef_, best.intercept_
 
     def _raw_scores(self, X):
         return fitted_quadratic_scores(self, X)
+
+
+class UnitLeaveOneOutCV(QuadraticRegressionCV):
+    """QuadraticRegressionCV whose leave-one-out leaves one unit of a row's weight out.
+
+    ``QuadraticRegression(alpha="auto")``'s selection: with it a fit with
+    integer ``sample_weight`` chooses the penalties of the fit on the rows
+    repeated that many times, as every fit with weights should; RidgeCV's
+    convention (the whole row left out) does not.
+    """
+
+    _leave_out = "unit"
 
 
 def _first_best(scores):

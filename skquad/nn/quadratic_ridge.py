@@ -7,9 +7,11 @@ row-major order), ``D = d (d + 3) / 2`` of them. The model
 coefficients, ``Q_aa = c_aa`` and ``Q_ab = Q_ba = c_ab / 2``, and the
 problem is Ridge's::
 
-    minimise  Σ_i s_i (y_i - b - φ(x_i)ᵀ c)² + alpha ||c||²
+    minimise  Σ_i s_i (y_i - b - φ(x_i)ᵀ c)² + alpha ||w||² + alpha_q ||c_q||²
 
-with the intercept ``b`` unpenalised, that is, with ``φ`` and ``y``
+(``c = [w, c_q]``: the ``d`` linear and the ``D - d`` quadratic
+coefficients; ``alpha_q = alpha`` unless a quadratic penalty is given, and
+then it is Ridge's problem) with the intercept ``b`` unpenalised, that is, with ``φ`` and ``y``
 centred by their ``s``-weighted means, as :class:`sklearn.linear_model.Ridge`
 does. Three exact or convergent ways, all streaming over row blocks so
 that at most ``_BLOCK_ELEMENTS`` expanded numbers exist at once:
@@ -40,6 +42,7 @@ from .quadratic_form import write_pair_products
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
+    "penalty_pairs",
     "degree2_kernel",
     "expansion_size",
     "fit_quadratic_ridge",
@@ -53,6 +56,8 @@ _posv = scipy.linalg.lapack.get_lapack_funcs("posv", (np.zeros(1),))
 
 # Expanded numbers per row block: 2**21 float64 = 16 MB of scratch.
 _BLOCK_ELEMENTS = 2**21
+# The leave-one-out keeps the weighted features up to this many numbers (64 MB).
+_CACHED_ELEMENTS = 2**23
 
 
 def expansion_size(n_features, allowed=None):
@@ -163,10 +168,24 @@ def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     return G, R
 
 
-def solve_normal_equations(G, R, mean, y_mean, alpha):
-    """Ridge's ``(coefficients, intercept)`` from :func:`normal_equations`' ``G`` and ``R``."""
-    coefficients = _solve_symmetric(G, R, alpha)
+def solve_normal_equations(G, R, mean, y_mean, alpha, quadratic_alpha=None, n_features=0):
+    """Ridge's ``(coefficients, intercept)`` from :func:`normal_equations`' ``G`` and ``R``.
+
+    ``quadratic_alpha`` penalises the features after the first ``n_features``
+    (the linear ones; the rest are the quadratic ones, allowed pairs or all).
+    """
+    if quadratic_alpha is not None and n_features == 0:
+        raise ValueError("solve_normal_equations: quadratic_alpha needs n_features.")
+    coefficients = _solve_symmetric(G, R, alpha, quadratic_alpha, n_features)
     return coefficients, y_mean - mean @ coefficients
+
+
+def penalty_pairs(alpha, quadratic_alpha, n_targets):
+    """``(alpha, alpha_q)`` per target, shape (n_targets, 2); ``alpha_q`` None: ``alpha``."""
+    linear = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (n_targets,))
+    quadratic = linear if quadratic_alpha is None else np.broadcast_to(
+        np.asarray(quadratic_alpha, dtype=np.float64), (n_targets,))
+    return np.column_stack([linear, quadratic])
 
 
 def _transpose_product(X, V, rows, cols):
@@ -183,16 +202,22 @@ def _transpose_product(X, V, rows, cols):
     return np.column_stack(out)
 
 
-def _solve_symmetric(matrix, rhs, alpha):
-    """``(matrix + alpha I)⁻¹ rhs`` per column (alpha per column), Cholesky or least squares."""
-    alpha = np.asarray(alpha, dtype=np.float64)
-    values = [float(alpha)] if alpha.ndim == 0 else np.unique(alpha)
+def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
+    """``(matrix + P)⁻¹ rhs`` per column, Cholesky or least squares.
+
+    ``P`` is diagonal: ``alpha`` (per column) on every entry, or, with
+    ``quadratic_alpha``, on the first ``n_linear`` and ``quadratic_alpha``
+    on the others.
+    """
+    pairs = penalty_pairs(alpha, quadratic_alpha, rhs.shape[1])
     out = np.empty_like(rhs)
     diagonal = np.diag_indices(matrix.shape[0])
-    for value in values:
-        columns = slice(None) if alpha.ndim == 0 else np.flatnonzero(alpha == value)
+    penalty = np.empty(matrix.shape[0])
+    for pair in np.unique(pairs, axis=0):
+        columns = np.flatnonzero(np.all(pairs == pair, axis=1))
+        penalty[:n_linear], penalty[n_linear:] = pair
         system = matrix.copy()
-        system[diagonal] += value
+        system[diagonal] += penalty
         # LAPACK's POSV directly (factor and solve in one call): scipy.linalg.solve
         # (assume_a="pos") also estimates the condition number, which costs
         # far more than the solve, and cho_factor/cho_solve's checks are a
@@ -203,7 +228,7 @@ def _solve_symmetric(matrix, rhs, alpha):
         else:
             # alpha = 0 with collinear features: the minimum-norm solution, as Ridge.
             system = matrix.copy()
-            system[diagonal] += value
+            system[diagonal] += penalty
             out[:, columns] = scipy.linalg.lstsq(system, rhs[:, columns])[0]
     return out
 
@@ -253,9 +278,22 @@ def _constrained_kernel(X, cross_weight, allowed):
     return S
 
 
-def _centred_kernel(dense, weight, fit_intercept, allowed=None):
-    """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``."""
-    K = degree2_kernel(dense, 2.0, allowed)
+def _centred_kernel(dense, weight, fit_intercept, allowed=None, quadratic_scale=1.0):
+    """``Φ Φᵀ`` from ``X`` (the module docstring's formula), centred by the weighted mean of ``φ``.
+
+    ``quadratic_scale`` ``γ``: the kernel of ``[x, γ x_a x_b]``, ``S + γ² (K - S)``
+    (``K`` that of the ``allowed`` pairs' features).
+    """
+    if quadratic_scale == 0.0:
+        K = dense @ dense.T
+    elif quadratic_scale == 1.0:
+        K = degree2_kernel(dense, 2.0, allowed)
+    else:
+        S = dense @ dense.T
+        K = degree2_kernel(dense, 2.0, allowed)
+        K -= S
+        K *= quadratic_scale**2
+        K += S
     if fit_intercept:
         # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
         share = weight / weight.sum()
@@ -264,8 +302,44 @@ def _centred_kernel(dense, weight, fit_intercept, allowed=None):
     return K
 
 
-def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="primal",
-                        tol=1e-4, max_iter=None, allowed=None):
+def _quadratic_scales(D, n_features, scale):
+    """``diag(Γ)``: 1 on the ``d`` linear features, ``scale`` on the quadratic ones."""
+    out = np.full(D, float(scale))
+    out[:n_features] = 1.0
+    return out
+
+
+def _kernel_solve(dense, Y_centred, weight, alpha, quadratic_alpha, fit_intercept, mean,
+                  allowed=None):
+    """The dual route: per penalty pair, ridge ``alpha`` on ``[x, γ φ_q]``, ``γ² = alpha / alpha_q``.
+
+    Ridge on the scaled features with ``alpha`` penalises ``w`` by ``alpha``
+    and the quadratic coefficients ``c_q = γ c'_q`` by ``alpha / γ²``, so
+    ``c = Γ² Φ_cᵀ a`` with ``(Γ Φ_c Φ_cᵀ Γ + alpha I) a = ỹ`` (weighted).
+    """
+    n, d = dense.shape
+    rows, cols = _pairs_of(d, allowed)
+    root = np.sqrt(weight)
+    coefficients = np.empty((mean.shape[0], Y_centred.shape[1]))
+    pairs = penalty_pairs(alpha, quadratic_alpha, Y_centred.shape[1])
+    scales = [1.0] if quadratic_alpha is None else np.unique(
+        np.sqrt(pairs[:, 0] / pairs[:, 1]))
+    for scale in scales:
+        columns = (slice(None) if quadratic_alpha is None
+                   else np.flatnonzero(np.sqrt(pairs[:, 0] / pairs[:, 1]) == scale))
+        K = _centred_kernel(dense, weight, fit_intercept, allowed, scale)
+        dual = _solve_symmetric(root[:, None] * K * root[None, :],
+                                root[:, None] * Y_centred[:, columns], pairs[columns, 0])
+        V = root[:, None] * dual
+        primal = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
+        if scale != 1.0:
+            primal *= _quadratic_scales(mean.shape[0], d, scale)[:, None] ** 2
+        coefficients[:, columns] = primal
+    return coefficients
+
+
+def fit_quadratic_ridge(X, Y, weight, alpha, *, quadratic_alpha=None, fit_intercept=True,
+                        solver="primal", tol=1e-4, max_iter=None, allowed=None):
     """Ridge coefficients of the degree-2 features.
 
     Parameters
@@ -275,6 +349,9 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
     weight : ndarray of shape (n_samples,)
         Non-negative sample weights.
     alpha : float or ndarray of shape (n_targets,)
+    quadratic_alpha : float, ndarray of shape (n_targets,) or None, default=None
+        The penalty of the quadratic coefficients; None: ``alpha`` (Ridge's
+        problem). The ``"kernel"`` route needs both positive.
     fit_intercept : bool, default=True
     solver : {"primal", "kernel", "cg"}, default="primal"
     tol : float, default=1e-4
@@ -307,17 +384,15 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
 
     if solver == "kernel":
         dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-        K = _centred_kernel(dense, weight, fit_intercept, allowed)
-        root = np.sqrt(weight)
-        dual = _solve_symmetric(root[:, None] * K * root[None, :], root[:, None] * Y_centred, alpha)
-        V = root[:, None] * dual
-        coefficients = _transpose_product(dense, V, rows, cols) - np.outer(mean, V.sum(axis=0))
+        coefficients = _kernel_solve(dense, Y_centred, weight, alpha, quadratic_alpha,
+                                     fit_intercept, mean, allowed)
     elif solver == "primal":
         G, R = normal_equations(X, Y, weight, mean, y_mean, allowed)
-        coefficients = _solve_symmetric(G, R, alpha)
+        coefficients = _solve_symmetric(G, R, alpha, quadratic_alpha, d)
     elif solver == "cg":
+        penalties = penalty_pairs(alpha, quadratic_alpha, Y.shape[1])
         coefficients, n_iter = _conjugate_gradients(
-            X, Y_centred, weight, alpha, mean, rows, cols, tol, max_iter
+            X, Y_centred, weight, penalties, mean, rows, cols, tol, max_iter
         )
     else:  # pragma: no cover - validated by the estimator
         raise ValueError(f"Unknown solver {solver!r}.")
@@ -325,8 +400,10 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, fit_intercept=True, solver="prim
     return coefficients, intercept, n_iter
 
 
-def _conjugate_gradients(X, Y_centred, weight, alpha, mean, rows, cols, tol, max_iter):
+def _conjugate_gradients(X, Y_centred, weight, penalties, mean, rows, cols, tol, max_iter):
+    """CG per target on ``(Φ_cᵀ W Φ_c + P) c = Φ_cᵀ W y_c``, ``P`` the target's penalty pair."""
     D = mean.shape[0]
+    d = X.shape[1]
     if scipy.sparse.issparse(X):
         normal_product, diagonal, R = _expanded_normal_operator(
             X, Y_centred, weight, mean, rows, cols
@@ -335,10 +412,11 @@ def _conjugate_gradients(X, Y_centred, weight, alpha, mean, rows, cols, tol, max
         normal_product, diagonal, R = _matrix_free_normal_operator(
             np.asarray(X, dtype=np.float64), Y_centred, weight, mean, rows, cols
         )
-    alphas = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (R.shape[1],))
     coefficients = np.zeros_like(R)
     n_iter = np.zeros(R.shape[1], dtype=np.int64)
-    for k, value in enumerate(alphas):
+    for k, (linear, quadratic) in enumerate(penalties):
+        value = np.full(D, quadratic)
+        value[:d] = linear
         counter = [0]
 
         def count(_, counter=counter):
@@ -443,6 +521,27 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     return normal_product, np.maximum(diagonal, 0.0), R
 
 
+def _eigh(matrix):
+    """Eigenvalues and vectors of a symmetric matrix it may overwrite: LAPACK's divide and
+    conquer (``syevd``), the fastest of scipy's drivers for all the vectors."""
+    return scipy.linalg.eigh(matrix, driver="evd", overwrite_a=True, check_finite=False)
+
+
+def _unit_errors(residual, denominator, weighted):
+    """``residual / denominator`` (n, k, A) by (n, A); 0 on rows without weight and where
+    the denominator is zero to rounding.
+
+    A row of leverage one is fitted by itself alone: leaving a unit of it
+    out leaves its prediction undetermined, the same for every penalty.
+    """
+    tiny = 64 * np.finfo(np.float64).eps
+    kept = (denominator > tiny) & weighted[:, None]
+    out = np.zeros_like(residual)
+    np.divide(residual, denominator[:, None, :], out=out,
+              where=np.broadcast_to(kept[:, None, :], residual.shape))
+    return out
+
+
 def coefficients_to_model(coefficients, n_features, allowed=None):
     """``(coef, Q)`` from degree-2 coefficients of shape (D, n_targets).
 
@@ -487,9 +586,27 @@ class QuadraticRidgeLeaveOneOut:
       (1 - diag(Φ_w H⁻¹ Φ_wᵀ))``, the diagonal for all alphas in one more
       pass over the row blocks of ``Φ_w V``.
 
+    :meth:`set_quadratic_scale` ``γ`` scales the quadratic features
+    (``Φ Γ``, ``Γ = diag(1, γ)``): ridge ``alpha`` on them is the problem
+    with ``alpha_q = alpha / γ²``, one more eigendecomposition per ``γ``.
+
     With an intercept both get RidgeCV's correction of the diagonal,
     ``d -= G⁻¹√s ∘ √s / Σs``. The errors are those of the weighted problem
-    (scaled by ``√s``), as RidgeCV's.
+    (scaled by ``√s``).
+
+    ``leave_out`` says what one left-out unit is. ``"row"`` (RidgeCV's):
+    the whole row ``i``, error ``r_i / (1 - s_i h_i)``. ``"unit"``: one unit
+    of its weight, ``min(s_i, 1)``, error ``r_i / (1 - min(s_i, 1) h_i)``;
+    ``h_i = φ_iᵀ (Φᵀ S Φ + P)⁻¹ φ_i`` is the unweighted leverage (with the
+    intercept's ``1 / Σs``) and ``r_i`` the residual. Removing weight ``u``
+    from row ``i`` is the rank-one downdate ``A - u φ_i φ_iᵀ`` of
+    ``A = Φᵀ S Φ + P``, so (Sherman-Morrison) the row's new residual is
+    ``r_i / (1 - u h_i)``; with integer weights, ``s_i`` copies each with
+    that error, this is RidgeCV's leave-one-out on the data with every row
+    repeated ``s_i`` times, and zero-weight rows contribute nothing (a
+    weighted fit equals the fit on repeated rows, its selection too). Rows
+    whose leverage is one (``1 - u h_i`` zero to rounding: nothing else
+    determines their prediction) get error 0 under ``"unit"``.
 
     Parameters
     ----------
@@ -498,15 +615,19 @@ class QuadraticRidgeLeaveOneOut:
     weight : ndarray of shape (n_samples,)
     fit_intercept : bool, default=True
     mode : {"gram", "cov"}, default="gram"
+    leave_out : {"row", "unit"}, default="row"
     allowed : ndarray of shape (n_features, n_features), bool, optional
         Interaction constraints (see :func:`fit_quadratic_ridge`).
     """
 
-    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram", allowed=None):
+    def __init__(self, X, Y, weight, *, fit_intercept=True, mode="gram", leave_out="row",
+                 allowed=None):
         n, d = X.shape
         self._X = X
+        self._features = None
         self._rows, self._cols = _pairs_of(d, allowed)
         self.mode = mode
+        self.leave_out = leave_out
         D = expansion_size(d, allowed)
         Y = np.asarray(Y, dtype=np.float64)
         weight = np.asarray(weight, dtype=np.float64)
@@ -523,31 +644,73 @@ class QuadraticRidgeLeaveOneOut:
         self._rhs = np.column_stack([self._root[:, None] * (Y - self.y_mean), self._root])
         if mode == "gram":
             self._dense = X.toarray() if scipy.sparse.issparse(X) else np.asarray(X, dtype=np.float64)
-            K = _centred_kernel(self._dense, weight, fit_intercept, allowed)
-            K = self._root[:, None] * K * self._root[None, :]
-            self.eigenvalues, self._vectors = np.linalg.eigh(K)
-            del K
-            self._projected = self._vectors.T @ self._rhs
+            # The linear and quadratic kernels apart, weighted: K(γ) = S + γ² (K - S).
+            K = self._root[:, None] * _centred_kernel(
+                self._dense, weight, fit_intercept, allowed) * self._root[None, :]
+            self._linear = self._root[:, None] * _centred_kernel(
+                self._dense, weight, fit_intercept, None, 0.0) * self._root[None, :]
+            self._quadratic = K - self._linear
         elif mode == "cov":
             C = np.zeros((D, D))
             projected = np.zeros((D, self._rhs.shape[1]))
-            for start, rows, features in self._weighted_feature_blocks():
+            self._scales = np.ones(D)
+            # Φ_w kept when small (the passes of every scale then skip the expansion).
+            kept = np.empty((n, D)) if n * D <= _CACHED_ELEMENTS else None
+            for rows, features in self._weighted_feature_blocks():
                 C += features.T @ features
                 projected += features.T @ self._rhs[rows]
-            self.eigenvalues, self._vectors = np.linalg.eigh(C)
-            del C
-            # Φ_wᵀ [ỹ, √s] in the eigenbasis.
-            self._projected = self._vectors.T @ projected
+                if kept is not None:
+                    kept[rows] = features
+            self._cov, self._cov_projected, self._features = C, projected, kept
         else:  # pragma: no cover - validated by the estimator
             raise ValueError(f"Unknown mode {mode!r}.")
+        self.set_quadratic_scale(1.0)
+
+    def set_quadratic_scale(self, scale):
+        """Decompose the problem on ``[x, γ φ_q]``: ``alpha`` then penalises ``c_q`` by ``alpha / γ²``.
+
+        One eigendecomposition per ``γ``; :meth:`errors` and
+        :meth:`coefficients` then serve every ``alpha`` of that scale.
+        """
+        if getattr(self, "quadratic_scale", None) == float(scale):
+            return self  # decomposed already
+        self.quadratic_scale = float(scale)
+        self._scales = _quadratic_scales(self._mean.shape[0], self._X.shape[1], scale)
+        if self.mode == "gram":
+            K = self._linear + scale**2 * self._quadratic
+            self.eigenvalues, self._vectors = _eigh(K)
+            del K
+            self._projected = self._vectors.T @ self._rhs
+        else:
+            C = self._scales[:, None] * self._cov * self._scales[None, :]
+            self.eigenvalues, self._vectors = _eigh(C)
+            del C
+            # Φ_wᵀ [ỹ, √s] in the eigenbasis.
+            self._projected = self._vectors.T @ (self._scales[:, None] * self._cov_projected)
+        return self
 
     def _weighted_feature_blocks(self):
-        """Row blocks of ``Φ_w`` (never more than ``_BLOCK_ELEMENTS`` numbers)."""
+        """Row blocks of ``Φ_w`` (never more than ``_BLOCK_ELEMENTS`` numbers), or the kept ``Φ_w``."""
+        if self._features is not None:
+            yield slice(None), self._features
+            return
         D = self._mean.shape[0]
         for start, block in _dense_blocks(self._X, D):
             rows = slice(start, start + block.shape[0])
             features = _expand(block, self._rows, self._cols) - self._mean
-            yield start, rows, features * self._root[rows, None]
+            features *= self._root[rows, None]
+            yield rows, features
+
+    def decomposition(self):
+        """The current scale's decomposition, for :meth:`restore` (no copy)."""
+        return (self.quadratic_scale, self._scales, self.eigenvalues, self._vectors,
+                self._projected)
+
+    def restore(self, decomposition):
+        """Return to a scale decomposed before, as :meth:`decomposition` gave it."""
+        (self.quadratic_scale, self._scales, self.eigenvalues, self._vectors,
+         self._projected) = decomposition
+        return self
 
     def errors(self, alphas):
         """Leave-one-out errors for every alpha.
@@ -561,7 +724,7 @@ class QuadraticRidgeLeaveOneOut:
         -------
         looe : ndarray of shape (n_samples, n_targets, n_alphas)
             ``√s_i`` times the error on sample ``i`` of the model fitted
-            without it.
+            without it (``leave_out="unit"``: without one unit of its weight).
         """
         alphas = np.asarray(alphas, dtype=np.float64)
         inverse = 1.0 / (self.eigenvalues[:, None] + alphas[None, :])  # (r, A)
@@ -581,24 +744,36 @@ class QuadraticRidgeLeaveOneOut:
                 diagonal[start : start + step] = (Q * Q) @ inverse
             if self.fit_intercept:
                 diagonal -= values[:, -1, :] * self._root[:, None] / self._weight_sum
-            return values[:, :n_targets, :] / diagonal[:, None, :]
+            if self.leave_out == "row":
+                return values[:, :n_targets, :] / diagonal[:, None, :]
+            # α c = √s r and α diag(G⁻¹) = 1 - s h: 1 - t s h = t α diag + 1 - t.
+            share = self._unit_share()[:, None]
+            return _unit_errors(values[:, :n_targets, :] * alphas,
+                                share * alphas * diagonal + (1.0 - share), self._root > 0)
         # "cov": α c = [ỹ, √s] - Φ_w H⁻¹ Φ_wᵀ [ỹ, √s], α d = 1 - diag(Φ_w H⁻¹ Φ_wᵀ).
         n = self._rhs.shape[0]
         fitted = np.empty((n, n_targets + 1, alphas.shape[0]))
         leverage = np.empty((n, alphas.shape[0]))
         flat = scaled.reshape(scaled.shape[0], -1)
-        for start, rows, features in self._weighted_feature_blocks():
-            P = features @ self._vectors
+        vectors = self._scales[:, None] * self._vectors  # Φ_w Γ V as Φ_w (Γ V)
+        for rows, features in self._weighted_feature_blocks():
+            P = features @ vectors
             fitted[rows] = (P @ flat).reshape(P.shape[0], n_targets + 1, -1)
-            leverage[rows] = (P * P) @ inverse
+            leverage[rows] = np.square(P, out=P) @ inverse
         residual = self._rhs[:, :, None] - fitted
-        denominator = 1.0 - leverage
         if self.fit_intercept:
-            denominator -= residual[:, -1, :] * self._root[:, None] / self._weight_sum
-        return residual[:, :n_targets, :] / denominator[:, None, :]
+            leverage += residual[:, -1, :] * self._root[:, None] / self._weight_sum
+        if self.leave_out == "row":
+            return residual[:, :n_targets, :] / (1.0 - leverage)[:, None, :]
+        return _unit_errors(residual[:, :n_targets, :],
+                            1.0 - self._unit_share()[:, None] * leverage, self._root > 0)
+
+    def _unit_share(self):
+        """``t_i = min(s_i, 1) / s_i``: the share of row ``i``'s weight left out (1 for ``s_i <= 1``)."""
+        return 1.0 / np.maximum(self._root**2, 1.0)
 
     def coefficients(self, alpha):
-        """The ridge solution for one alpha per target.
+        """The ridge solution for one alpha per target (of the current scale).
 
         Parameters
         ----------
@@ -617,7 +792,8 @@ class QuadraticRidgeLeaveOneOut:
             coefficients = _transpose_product(self._dense, V, self._rows, self._cols) - np.outer(
                 self._mean, V.sum(axis=0)
             )
+            coefficients *= (self._scales**2)[:, None]
         else:
-            coefficients = self._vectors @ scaled
+            coefficients = self._scales[:, None] * (self._vectors @ scaled)
         intercept = self.y_mean - self._mean @ coefficients
         return coefficients, intercept
