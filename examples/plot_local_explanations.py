@@ -44,7 +44,11 @@ OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 X, y = load_diabetes(return_X_y=True, as_frame=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
-model = make_pipeline(StandardScaler(), QuadraticRegressionCV(alphas=np.logspace(-1, 3, 9 if QUICK else 25)))
+# one penalty on every coefficient, as RidgeCV on the degree-2 features
+model = make_pipeline(
+    StandardScaler(),
+    QuadraticRegressionCV(alphas=np.logspace(-1, 3, 9 if QUICK else 25), quadratic_ratios=(1.0,)),
+)
 model.fit(X_train, y_train)
 print(f"alpha = {model[-1].alpha_:.3g}, R² on the test patients: {model.score(X_test, y_test):.3f}")
 
