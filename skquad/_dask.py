@@ -913,10 +913,13 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     _set_input_attributes(estimator, X_original, n_features)
     _check_total_weight(estimator, total)
     n_outputs = y_mean.shape[0]
-    alpha = estimator._checked_alpha(n_outputs)
-    quadratic_alpha = estimator.quadratic_alpha
-    if quadratic_alpha is not None and np.any(np.asarray(alpha) == 0):
-        raise ValueError("quadratic_alpha needs a positive alpha; got alpha=0.")
+    if isinstance(estimator.alpha, str):
+        alpha, quadratic_alpha = _auto_penalties(estimator, blocks, n_rows, total, n_outputs)
+    else:
+        alpha = estimator._checked_alpha(n_outputs)
+        quadratic_alpha = estimator.quadratic_alpha
+        if quadratic_alpha is not None and np.any(np.asarray(alpha) == 0):
+            raise ValueError("quadratic_alpha needs a positive alpha; got alpha=0.")
     with np.errstate(over="ignore", invalid="ignore"):
         coefficients, intercept = solve_normal_equations(
             G, R, mean, y_mean, alpha, quadratic_alpha, n_features)
@@ -936,6 +939,25 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     estimator.solver_ = "cholesky"
     publish_penalties(estimator, alpha, quadratic_alpha)
     return estimator
+
+
+def _every_kth_row(X, Y, w, k):
+    X, Y, w = _regression_block(X, Y, w)
+    return X[::k], Y[::k], w[::k]
+
+
+def _auto_penalties(estimator, blocks, n_rows, total_weight, n_outputs):
+    """``alpha="auto"`` on Dask: the in-memory rule's leave-one-out on every k-th row of
+    each block (at most about 2,000 rows, gathered), scaled to the weight of all rows."""
+    from .linear_model._regression import _AUTO_MAX_ROWS, check_degree4_range
+
+    k = -(-n_rows // _AUTO_MAX_ROWS)
+    parts = dask.compute(*[dask.delayed(_every_kth_row)(*b, k) for b in blocks])
+    X = np.concatenate([part[0] for part in parts])
+    Y = np.concatenate([part[1] for part in parts]).reshape(-1, n_outputs)
+    w = np.concatenate([part[2] for part in parts])
+    check_degree4_range(estimator, X)
+    return estimator._selected_penalties(X, Y, w, total_weight)
 
 
 # -------------------------------------------------------------------- prediction

@@ -7,6 +7,7 @@ SMALL_CONFIGS = {
     "QNNClassifier": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),
     "QNNRegressor": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),
     "QuadraticLogisticRegression": dict(solver="sgd", max_iter=5, random_state=0),
+    "QuadraticLogisticRegressionCV": dict(Cs=[0.1, 1.0], cv=2, max_iter=50),
     "QuadraticRegression": dict(),
     "QuadraticRegressionCV": dict(),
     "RPQNNClassifier": dict(hidden_layer_sizes=(5,), max_iter=5, random_state=0),

@@ -214,3 +214,16 @@ def test_clip_inputs_is_validated():
     X, y = _data("QuadraticRegression")
     with pytest.raises(ValueError, match="clip_inputs"):
         skquad.QuadraticRegression(clip_inputs="yes").fit(X, y)
+
+
+def test_the_default_quadratic_regression_fits_dask_collections():
+    """alpha='auto' on Dask: the selection on every k-th row of each block (here all
+    rows, as in memory), the normal equations over the blocks: the in-memory model."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 4)
+    y = X[:, 0] * X[:, 1] + X[:, 2] + 0.1 * rng.randn(600)
+    memory = skquad.QuadraticRegression().fit(X, y)
+    blocks = skquad.QuadraticRegression().fit(da.from_array(X, chunks=(150, 4)), da.from_array(y, chunks=150))
+    assert (blocks.alpha_, blocks.quadratic_alpha_) == (memory.alpha_, memory.quadratic_alpha_)
+    np.testing.assert_allclose(np.asarray(blocks.predict(X)), memory.predict(X), rtol=1e-10, atol=1e-10)

@@ -218,11 +218,6 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return "cholesky" if D <= _PRIMAL_MAX_SIZE else "cg"
 
     def _checked_alpha(self, n_targets):
-        if isinstance(self.alpha, str):  # "auto": chosen in fit, on in-memory rows
-            raise ValueError(
-                "alpha='auto' chooses the penalties by leave-one-out on data held in memory; "
-                "for Dask collections pass a number (alpha=1.0 is Ridge's default)."
-            )
         alpha = np.asarray(self.alpha, dtype=np.float64)
         if alpha.ndim == 0:
             return float(alpha)
@@ -248,19 +243,27 @@ class QuadraticRegression(BaseQuadraticRegressor):
                 "alpha='auto' chooses quadratic_alpha too; pass a number as alpha with "
                 f"quadratic_alpha={self.quadratic_alpha!r}, or leave quadratic_alpha=None."
             )
-        from ._regression_cv import UnitLeaveOneOutCV
-
         check_degree4_range(self, X)
         n = X.shape[0]
         rows = slice(None, None, -(-n // _AUTO_MAX_ROWS))  # every k-th row, k = ceil(n / m)
+        return self._selected_penalties(X[rows], Y[rows], sample_weight[rows], sample_weight.sum())
+
+    def _selected_penalties(self, X, Y, weight, total_weight):
+        """The leave-one-out's penalties on the rows given, scaled to a fit of ``total_weight``.
+
+        The penalties of a fit on the weight of all rows grow with it (the loss
+        is a sum over rows), hence the ratio of the weights.
+        """
+        from ._regression_cv import UnitLeaveOneOutCV
+
         search = UnitLeaveOneOutCV(
             AUTO_ALPHAS, quadratic_ratios=QUADRATIC_RATIOS, fit_intercept=self.fit_intercept,
             interaction_only=self.interaction_only,
             # the rows here are an array: the groups by index, not by name
             interaction_cst=indexed_groups(
                 self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)),
-        ).fit(X[rows], Y[rows], sample_weight[rows])
-        share = sample_weight.sum() / sample_weight[rows].sum()
+        ).fit(X, Y, weight)
+        share = total_weight / weight.sum()
         return search.alpha_ * share, search.quadratic_alpha_ * share
 
     @_fit_context(prefer_skip_nested_validation=True)
