@@ -86,6 +86,10 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         if new_network:
             self.target_shift_, self.target_scale_ = target_scaling(
                 y, sample_weight, loss=self.loss, enabled=self.scale_target, all_data=all_data)
+        else:
+            # a column constant so far predicts its constant with scale 0; training on
+            # it again (partial_fit) takes the unit scale it was trained with
+            self.target_scale_ = np.where(self.target_scale_ > 0, self.target_scale_, 1.0)
         return scaled_targets(y, self.target_shift_, self.target_scale_)
 
     def _callback_targets(self, y):
