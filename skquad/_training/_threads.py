@@ -264,9 +264,8 @@ def _close_innermost(stack):
 
     A block nested in another block of the same thread (a solver's limit
     inside a benchmark's --threads 1) gives back the enclosing block's count:
-    restoring the baseline there undid the outer limit for the rest of its
-    block (measured: the SDP fits that followed ran their tiny torch products
-    on two threads, 16 ms of CPU each instead of 25 us, under load).
+    restoring the baseline there would undo the outer limit for the rest of its
+    block, and tiny products would run on threads that cost more than they give.
     """
     block = stack[-1]
     _locked(_forget, block)
