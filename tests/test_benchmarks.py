@@ -31,17 +31,18 @@ def test_cli_errors(argv, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
-def test_module_entry_point_reports_an_unknown_suite():
-    import subprocess
+def test_module_entry_point_reports_an_unknown_suite(monkeypatch, capsys):
+    import runpy
 
-    completed = subprocess.run(
-        [sys.executable, "-m", "skquad.benchmarks", "--suite", "paper999"],
-        capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-    )
-    assert completed.returncode == 2
-    assert "invalid choice: 'paper999'" in completed.stderr
-    assert "choose from" in completed.stderr and "uci" in completed.stderr
+    monkeypatch.setattr(sys, "argv", ["python -m skquad.benchmarks", "--suite", "paper999"])
+    # run as ``python -m`` does: the module fresh, as __main__
+    monkeypatch.delitem(sys.modules, "skquad.benchmarks.__main__", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("skquad.benchmarks", run_name="__main__")
+    assert exit_info.value.code == 2
+    stderr = capsys.readouterr().err
+    assert "invalid choice: 'paper999'" in stderr
+    assert "choose from" in stderr and "uci" in stderr
 
 
 def test_cli_rejects_cuda_without_cuda(capsys, monkeypatch, tmp_path):

@@ -216,21 +216,6 @@ def test_callback_sees_progress_and_can_stop(capsys):
     assert len(lines) == 2 and lines[1].startswith("Iteration 5, loss = ") and "gap = " in lines[1]
 
 
-def test_native_solver_does_not_import_cvxpy():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, numpy as np\n"
-        "from skquad import SDPQuantizedClassifier\n"
-        "X = np.random.RandomState(0).standard_normal((40, 3)); y = (X[:, 0] > 0).astype(int)\n"
-        "SDPQuantizedClassifier(n_neurons=20, random_state=0).fit(X, y)\n"
-        "print('cvxpy' in sys.modules)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
-
-
 @pytest.mark.parametrize("beta", [1e-3, 3e-2, 1.0])
 def test_squared_block_solver_brackets_clarabel_on_every_class(beta):
     # The many-class squared loss's blocks (numpy L-BFGS-B path): each block's

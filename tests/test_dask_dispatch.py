@@ -5,7 +5,6 @@ recognizes one marker class) and a stand-in ``skquad._dask`` that records its ca
 so these tests need no Dask; tests/test_dask.py runs the real collections.
 """
 
-import subprocess
 import sys
 import types
 
@@ -68,22 +67,6 @@ def test_without_dask_loaded_nothing_is_a_dask_collection(monkeypatch):
     monkeypatch.delitem(sys.modules, "dask", raising=False)
     assert not is_dask_collection(np.ones(3), Collection(), None)
     assert "dask" not in sys.modules  # the check itself did not import it
-
-
-def test_importing_and_using_skquad_does_not_import_dask():
-    # a fresh interpreter: fit and predict on numpy through the wrapped methods
-    code = (
-        "import sys\n"
-        "import numpy as np\n"
-        "from skquad import QuadraticLogisticRegression\n"
-        "X = np.random.RandomState(0).normal(size=(30, 2)); y = (X[:, 0] > 0).astype(int)\n"
-        "clf = QuadraticLogisticRegression().fit(X, y)\n"
-        "clf.predict(X); clf.predict_proba(X); clf.score(X, y)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
-        "print('skquad._dask' in sys.modules)\n"
-    )
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert output.splitlines()[-2:] == ["[]", "False"]
 
 
 def test_with_dask_loaded_only_its_collections_are_recognized(fake_dask):

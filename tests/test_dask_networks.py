@@ -19,6 +19,9 @@ from sklearn.exceptions import ConvergenceWarning
 from skquad import QNNClassifier, QNNRegressor, RPQNNClassifier, RPQNNRegressor
 
 distributed = pytest.importorskip("distributed")
+# The local clusters' tests share one pytest-xdist worker (the README runs the
+# suite with --dist loadgroup): two clusters at once would oversubscribe the cores.
+pytestmark = pytest.mark.xdist_group("dask-cluster")
 dask = pytest.importorskip("dask")
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402

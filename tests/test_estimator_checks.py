@@ -24,18 +24,22 @@ from skquad import (
     SDPQuantizedRegressor,
 )
 
+# The variants beside the default constructors exercise other code paths; their
+# size and iteration limits are the checks' cost, not what is under test (the
+# low-rank fit runs to max_iter on iris, a 100-neuron L-BFGS network fits 10
+# sparse formats in the sparse checks).
 ESTIMATORS = [
     QuadraticLogisticRegression(),
-    QuadraticLogisticRegression(rank=2),
+    QuadraticLogisticRegression(rank=2, max_iter=100),
     # Four Cs, each a factor 464 from the next: a fine grid's last warm-started
     # steps can start at a point that already passes the gradient test, so
     # n_iter_ holds zeros there (why scikit-learn exempts LogisticRegressionCV
     # from the n_iter_ >= 1 check); on this grid every step iterates.
-    QuadraticLogisticRegressionCV(Cs=4),
+    QuadraticLogisticRegressionCV(Cs=4, cv=3),
     QNNClassifier(),
-    QNNClassifier(solver="lbfgs"),
+    QNNClassifier(solver="lbfgs", hidden_layer_sizes=(16,)),
     QNNRegressor(),
-    QNNRegressor(solver="lbfgs"),
+    QNNRegressor(solver="lbfgs", hidden_layer_sizes=(16,)),
     RPQNNClassifier(),
     RPQNNClassifier(solver="lbfgs"),
     RPQNNRegressor(),

@@ -25,54 +25,77 @@ PUBLIC_PACKAGES = (
 )
 
 
-def _imported_after(statement, *, before=""):
-    """Heavy top-level modules that ``statement`` imports, beyond those of ``before``."""
-    code = (
-        "import json, sys\n"
-        f"{before}\n"
-        "already = set(sys.modules)\n"
-        f"{statement}\n"
-        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules and m not in already)))\n"
-    )
+# One fresh interpreter walks a user's first steps, recording after each which
+# heavy modules are loaded and which the step added (one interpreter: each start
+# imports torch and scikit-learn, the most expensive part of these checks).
+_FIRST_STEPS = """
+import json, sys
+report = {}
+def step(name, code):
+    before = set(sys.modules)
+    exec(code, globals())
+    report[name] = {
+        "added": sorted(m for m in HEAVY if m in sys.modules and m not in before),
+        "loaded": sorted(m for m in HEAVY if m in sys.modules),
+        "skquad": sorted(m for m in sys.modules if m.split(".")[0] == "skquad"),
+    }
+step("import skquad", "import skquad")
+step("sklearn.base", "import sklearn.base")
+step("QuadraticLogisticRegression", "from skquad import QuadraticLogisticRegression")
+step("SDPQuantizedClassifier", "from skquad import SDPQuantizedClassifier")
+step("export and inspection", "import skquad.export, skquad.inspection")
+step("fits on numpy", '''
+import numpy as np
+X = np.random.RandomState(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
+clf = QuadraticLogisticRegression().fit(X, y); clf.predict(X); clf.predict_proba(X); clf.score(X, y)
+model = skquad.QuadraticRegression().fit(X, X[:, 0] * X[:, 1]); model.predict(X); model.score(X, X[:, 0])
+SDPQuantizedClassifier(n_neurons=20, random_state=0).fit(X, y).predict(X)
+''')
+step("CVXPY's solver list", "from skquad.convex import installed_solvers; installed_solvers()")
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def first_steps():
+    code = f"HEAVY = {HEAVY!r}\n{_FIRST_STEPS}"
     output = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    return set(json.loads(output.splitlines()[-1]))
+    return json.loads(output.splitlines()[-1])
 
 
-def test_import_skquad_imports_no_heavy_dependency():
-    assert _imported_after("import skquad") == set()
+def test_import_skquad_imports_no_heavy_dependency(first_steps):
+    assert first_steps["import skquad"]["added"] == []
 
 
-def test_quadratic_logistic_regression_imports_torch_but_not_cvxpy_or_matplotlib():
+def test_quadratic_logistic_regression_imports_torch_but_not_cvxpy_or_matplotlib(first_steps):
     # scikit-learn itself imports pandas (sklearn.utils.fixes) and scipy when
     # installed, so only what skquad adds on top of sklearn.base is skquad's doing.
-    added = _imported_after(
-        "from skquad import QuadraticLogisticRegression", before="import sklearn.base"
-    )
-    assert added == {"torch"}
+    assert first_steps["QuadraticLogisticRegression"]["added"] == ["torch"]
 
 
-def test_sdp_imports_cvxpy_only_when_used():
+def test_sdp_imports_cvxpy_only_when_used(first_steps):
     # The default solver is the native one: CVXPY is the reference path only.
-    assert "cvxpy" not in _imported_after("from skquad import SDPQuantizedClassifier")
-    assert "cvxpy" in _imported_after(
-        "from skquad.convex import solve_sdp, installed_solvers; installed_solvers()"
-    )
+    assert "cvxpy" not in first_steps["SDPQuantizedClassifier"]["loaded"]
+    assert "cvxpy" not in first_steps["fits on numpy"]["loaded"]
+    # the check sees an import when one happens
+    assert "cvxpy" in first_steps["CVXPY's solver list"]["added"]
 
 
-def test_import_skquad_loads_only_the_package_and_its_version():
-    code = (
-        "import json, sys\nimport skquad\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'skquad')))\n"
-    )
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(output.splitlines()[-1]) == ["skquad", "skquad._version"]
+def test_import_skquad_loads_only_the_package_and_its_version(first_steps):
+    assert first_steps["import skquad"]["skquad"] == ["skquad", "skquad._version"]
 
 
-def test_the_heavy_import_check_sees_an_eager_import():
-    # the checker itself: a statement that does import a heavy module is caught
-    assert _imported_after("import skquad; import scipy.sparse") == {"scipy"}
+def test_export_and_inspection_import_no_onnx_or_matplotlib(first_steps):
+    loaded = set(first_steps["export and inspection"]["loaded"])
+    assert not loaded & {"onnx", "skl2onnx", "onnxruntime", "matplotlib"}
+
+
+def test_fitting_and_predicting_on_numpy_does_not_import_dask(first_steps):
+    step = first_steps["fits on numpy"]
+    assert not set(step["loaded"]) & {"dask", "distributed"}
+    assert "skquad._dask" not in step["skquad"]
 
 
 @pytest.mark.parametrize("package", PUBLIC_PACKAGES)
