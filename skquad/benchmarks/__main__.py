@@ -26,6 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ._fingerprint import fingerprint
 from ._protocol import thread_limit
 from ._report import prefix_figure_links, prepare_output_dir, write_report
 
@@ -351,7 +352,8 @@ def main(argv=None):
     if args.quick and args.suite in TABULAR_SUITES:
         title = "Quick benchmark" if args.suite == "uci" else "Quick regression benchmark"
     written = write_report(
-        output, title, sections, command=command, wall_time=wall_time, device=args.device, threads=threads
+        output, title, sections, command=command, wall_time=wall_time, device=args.device,
+        threads=threads, fingerprint=fingerprint(args.suite, args.estimators),
     )
     _progress(f"done in {wall_time:.0f} s; report: {written[0]}")
     print(written[0])
