@@ -82,6 +82,7 @@ exclude_patterns = [
     "generated/benchmarks_regression/*",  # and benchmarks_regression.rst
     "generated/changelog.rst",  # CHANGELOG.md as reStructuredText, for changelog.rst
     "generated/solver_routes.rst",  # the solver table, which architecture.rst includes
+    "generated/provenance/*",  # where and when each results directory ran
     "_intersphinx",
     "Thumbs.db",
     ".DS_Store",
@@ -287,6 +288,24 @@ def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
         )
 
 
+
+def _write_sdpcv_table(path=BENCHMARK_TABLES / "sdpcv.rst"):
+    """The SDP's default ``beta`` against SDPQuantizedClassifierCV, from the committed
+    ``uci_sdpcv`` and ``uci_sdpcv_large`` runs (accuracy in %, median fit time in s)."""
+    import pandas as pd
+
+    frames = [pd.read_csv(DOC_DIR / "benchmark_results" / name / "summary.csv")
+              for name in ("uci_sdpcv", "uci_sdpcv_large")]
+    summary = pd.concat(frames).set_index(["dataset", "estimator"])
+    rows = []
+    for dataset in dict.fromkeys(summary.index.get_level_values(0)):
+        sdp, cv = summary.loc[(dataset, "SDP")], summary.loc[(dataset, "SDPCV")]
+        rows.append([dataset, f"{100 * sdp.accuracy_mean:.1f}", f"{100 * cv.accuracy_mean:.1f}",
+                     f"{sdp.fit_time_median:.3g}", f"{cv.fit_time_median:.3g}"])
+    header = ["dataset", "SDP (default beta)", "SDPCV", "SDP fit (s)", "SDPCV fit (s)"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_rst_table(header, rows), encoding="utf-8")
+
 def _caps_and_skips(results, datasets, estimators):
     """What the run's ``runs.csv`` says about smaller training parts and skipped cells.
 
@@ -362,10 +381,48 @@ def _write_solver_routes(path=DOC_DIR / "generated" / "solver_routes.rst"):
 
 
 _write_solver_routes()
+_write_sdpcv_table()
 _write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
                         REGRESSION_BENCHMARK_ESTIMATORS, score="r2", scale=1, digits=3,
                         score_label="mean R²")
 
+
+
+def _write_provenance(path=DOC_DIR / "generated" / "provenance"):
+    """One sentence per results directory: where, when and on which code it ran, and whether
+    its fingerprint still matches the code (tests/test_benchmarks_fingerprint.py fails when not)."""
+    import json
+    import re
+
+    from skquad.benchmarks._fingerprint import FINGERPRINT_FILE, fingerprint
+
+    path.mkdir(parents=True, exist_ok=True)
+    for directory in sorted(p for p in (DOC_DIR / "benchmark_results").iterdir() if p.is_dir()):
+        machine = dict(line.split(": ", 1) for line in
+                       (directory / "machine.txt").read_text().splitlines() if ": " in line)
+        jobs = int((re.search(r"--jobs (\d+)", machine["command"]) or [0, 1])[1])
+        threads = re.match(r"\d+", machine["threads during the run"])
+        text = (f"Run on {machine['date'][:10]} on {machine['cpu']} ({machine['cores']} cores; "
+                + ("one fit at a time" if jobs == 1 else f"{jobs} fits side by side")
+                + (f", {threads[0]} thread(s) each" if threads else ", the libraries' threads")
+                + f") with skquad {machine.get('skquad', '(version not recorded)')}: "
+                f"``{machine['command']}``. ")
+        recorded = directory / FINGERPRINT_FILE
+        estimators = re.search(r"--estimators ((?:[^-\s]\S* ?)+)", machine["command"])
+        if recorded.is_file():
+            recorded = json.loads(recorded.read_text())
+            current = fingerprint(recorded["suite"], estimators and estimators.group(1).split())
+            fresh = current["hash"] == recorded["hash"]
+        else:
+            fresh = False
+        text += ("Its fingerprint (the skquad estimators' parameters and the SDP solver routes) "
+                 "matches the current code." if fresh else
+                 "**Its fingerprint does not match the current code**: the defaults or the SDP "
+                 "solver routes changed since; re-run the command to update it.")
+        (path / f"{directory.name}.rst").write_text(text + "\n", encoding="utf-8")
+
+
+_write_provenance()
 
 # -- Changelog page ------------------------------------------------------------
 # changelog.rst includes CHANGELOG.md, converted here from the small part of
