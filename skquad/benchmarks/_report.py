@@ -330,6 +330,8 @@ def machine_description(command, wall_time=None, device="auto", threads=0, finge
                      f"solver routes, {FINGERPRINT_FILE})")
     if wall_time is not None:
         lines.append(f"wall time: {wall_time:.0f} s")
+    if hasattr(os, "getloadavg"):  # how busy the machine was, which the fit times depend on
+        lines.append("load average at the end (1, 5, 15 min): %.1f, %.1f, %.1f" % os.getloadavg())
     return lines
 
 
