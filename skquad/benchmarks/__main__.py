@@ -105,15 +105,12 @@ SUITE_TITLES = {
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).
 TABULAR_SUITES = ("uci", "regression")
 # The suites whose fit times compare algorithms side by side, on one thread by
-# default. qlr: on the shared 2-core machine at load 8, two BLAS threads cost a
-# 54 000 x 377 SYRK 1.3-1.6 s of CPU against 0.22 s on one (the spinning second
-# thread), which decided the ratios; its n = 1e6 and 1e5 problems run in child
-# processes with the libraries' own thread counts.
+# default: on a busy machine a second BLAS thread spins and decides the ratios.
+# qlr's n = 1e6 and 1e5 problems run in child processes on the libraries' threads.
 ONE_THREAD_SUITES = TABULAR_SUITES + ("qlr", "robustness")
 
-# Measured with `time python -m skquad.benchmarks --quick` on the project's
-# 2-core machine, shared: 31 s at load 5, 48 s and 57 s at load 11. The README,
-# the install page and the benchmark page quote the same figure.
+# `time python -m skquad.benchmarks --quick` on two cores; the README, the install
+# page and the benchmark page quote the same figure.
 QUICK_DURATION = "under a minute"
 
 

@@ -434,8 +434,8 @@ def thread_limit(threads):
     The training engine's own policy (:func:`skquad._training.limit_threads`),
     so that a benchmark run and the fits inside it agree on thread counts, plus
     the OpenMP pools of compiled baselines (HistGradientBoosting's): left at the
-    core count on a busy machine, their spinning threads made single fits take
-    300-1000 s instead of about 1 s in the regression suite.
+    core count on a busy machine, their spinning threads slow single fits by
+    orders of magnitude.
     """
     import contextlib
 
@@ -459,9 +459,7 @@ def active_thread_limit():
     """
     from .._training._threads import thread_ceiling
 
-    # The ceiling is the --threads value (None for the libraries' defaults):
-    # passing torch's current count instead turned "no limit" into a BLAS
-    # limit of 2 in the child, above which the SDP's parallel class blocks
-    # could not go down to their one thread each (optdigits: 460 s of CPU
-    # against 115 s).
+    # The ceiling is the --threads value (None for the libraries' defaults), not
+    # torch's current count, which would turn "no limit" into a BLAS limit in the
+    # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()
