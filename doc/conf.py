@@ -382,16 +382,16 @@ def _write_solver_routes(path=DOC_DIR / "generated" / "solver_routes.rst"):
     def yes(value):
         return "yes" if value else "no"
 
-    header = ["", "``solver_``", "what it is", "applies to", "CPU only", "continued by",
-              "block by block"]
-    rows = [
-        [str(order), f"``{row.name}``", row.summary, first_line(row.applies), yes(row.cpu_only),
-         ", ".join(f"``{name}``" for name in row.then) or "—",
-         "when several" if callable(row.blockwise) else yes(row.blockwise)]
-        for order, row in enumerate(ROUTES, 1)
-    ]
+    def notes(row):
+        blocks = "when several" if callable(row.blockwise) else yes(row.blockwise)
+        then = ", ".join(f"``{name}``" for name in row.then) or "—"
+        return f"CPU only: {yes(row.cpu_only)}; block by block: {blocks}; continued by: {then}"
+
+    header = ["``solver_``", "what it is", "applies to", "notes"]
+    rows = [[f"``{row.name}``", row.summary, first_line(row.applies), notes(row)] for row in ROUTES]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_rst_table(header, rows), encoding="utf-8")
+    path.write_text(_rst_table(header, rows, widths=[16, 30, 32, 22], table_class="solver-routes"),
+                    encoding="utf-8")
 
 
 _write_solver_routes()
