@@ -32,7 +32,8 @@ def _estimators(command):
 @pytest.mark.parametrize("directory", DIRECTORIES, ids=lambda path: path.name)
 def test_committed_results_match_the_code(directory):
     assert (directory / FINGERPRINT_FILE).is_file(), (
-        f"{directory.name} has no {FINGERPRINT_FILE}: re-run it with python -m skquad.benchmarks")
+        f"doc/benchmark_results/{directory.name} has no {FINGERPRINT_FILE}: re-run it with the "
+        "command doc/benchmark_results/README.md gives")
     recorded = json.loads((directory / FINGERPRINT_FILE).read_text())
     command = _command(directory)
     current = fingerprint(recorded["suite"], _estimators(command))
@@ -40,7 +41,8 @@ def test_committed_results_match_the_code(directory):
                if current[key] != recorded[key]]
     assert current["hash"] == recorded["hash"], (
         f"doc/benchmark_results/{directory.name} is stale: {', '.join(changed) or 'the hash'} "
-        f"changed since it ran. Re-run from the repository root with SKQUAD_DATA set: {command}")
+        f"changed since it ran. Re-run from the repository root with SKQUAD_DATA set: {command} "
+        "(doc/benchmark_results/README.md)")
 
 
 def test_fingerprint_follows_the_parameters(monkeypatch):
