@@ -406,10 +406,9 @@ _write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
 def _write_provenance(path=DOC_DIR / "generated" / "provenance"):
     """One sentence per results directory: where, when and on which code it ran, and whether
     its fingerprint still matches the code (tests/test_benchmarks_fingerprint.py fails when not)."""
-    import json
     import re
 
-    from skquad.benchmarks._fingerprint import FINGERPRINT_FILE, fingerprint
+    from skquad.benchmarks._fingerprint import recorded_and_current
 
     path.mkdir(parents=True, exist_ok=True)
     for directory in sorted(p for p in (DOC_DIR / "benchmark_results").iterdir() if p.is_dir()):
@@ -422,14 +421,8 @@ def _write_provenance(path=DOC_DIR / "generated" / "provenance"):
                 + (f", {threads[0]} thread(s) each" if threads else ", the libraries' threads")
                 + f") with skquad {machine.get('skquad', '(version not recorded)')}: "
                 f"``{machine['command']}``. ")
-        recorded = directory / FINGERPRINT_FILE
-        estimators = re.search(r"--estimators ((?:[^-\s]\S* ?)+)", machine["command"])
-        if recorded.is_file():
-            recorded = json.loads(recorded.read_text())
-            current = fingerprint(recorded["suite"], estimators and estimators.group(1).split())
-            fresh = current["hash"] == recorded["hash"]
-        else:
-            fresh = False
+        recorded, current, _ = recorded_and_current(directory)
+        fresh = recorded is not None and recorded["hash"] == current["hash"]
         text += ("Its fingerprint (the skquad estimators' parameters and the SDP solver routes) "
                  "matches the current code." if fresh else
                  "**Its fingerprint does not match the current code**: the defaults or the SDP "

@@ -1,93 +1,86 @@
 """A results directory's fingerprint: what, besides data and machine, decides its numbers.
 
-The parameters the suite builds its skquad estimators with, the SDP solver table's
-size rules and the ``solver_`` that default SDP fits take on small fixed problems,
-hashed. ``tests/test_benchmark_fingerprint.py`` recomputes it for every committed
-directory, so results that no longer describe the code fail a test.
+The parameters the suite builds its skquad estimators with, the SDP route table's size
+rules and the ``solver_`` of default SDP fits on small fixed problems, hashed;
+``tests/test_benchmarks_fingerprint.py`` fails for a committed directory whose
+fingerprint no longer matches the code.
 """
 
 import hashlib
 import json
+import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["FINGERPRINT_FILE", "fingerprint", "skquad_revision"]
+__all__ = ["FINGERPRINT_FILE", "fingerprint", "recorded_and_current", "skquad_revision"]
 
 FINGERPRINT_FILE = "fingerprint.json"
 
-# The skquad estimators of the suites that do not take --estimators; the others
-# fingerprint every skquad estimator of their kind.
+# The skquad estimators of the suites that take no --estimators (others: all of them).
 SUITE_ESTIMATORS = {"paper002": ("SDP", "BackpropQ")}
 
 
-def _specs(suite):
-    """The skquad estimators' specs a run of ``suite`` can build."""
-    from ._estimators import default_regression_specs, default_specs, optional_specs
-
-    specs = default_specs() + optional_specs()
-    if suite == "regression":
-        specs = default_regression_specs()
-    elif suite not in ("uci",) + tuple(SUITE_ESTIMATORS):
-        specs += default_regression_specs()
-    return [spec for spec in specs if spec.kind == "skquad"]
-
-
 def _reference_solvers():
-    """``solver_`` of default SDP fits on a binary, a 3-class and a regression problem."""
     from sklearn.datasets import make_classification, make_regression
 
     from .. import SDPQuantizedClassifier, SDPQuantizedRegressor
 
-    problems = {
-        f"classifier, {k} classes": (SDPQuantizedClassifier, make_classification(
-            n_samples=60, n_features=4, n_informative=3, n_redundant=0, n_classes=k,
-            random_state=0))
-        for k in (2, 3)
-    }
-    problems["regressor"] = (SDPQuantizedRegressor, make_regression(
-        n_samples=60, n_features=4, noise=0.1, random_state=0))
-    return {name: cls(random_state=0).fit(*data).solver_ for name, (cls, data) in problems.items()}
+    data = {f"classifier, {k} classes": make_classification(
+        n_samples=60, n_features=4, n_informative=3, n_redundant=0, n_classes=k, random_state=0)
+        for k in (2, 3)}
+    data["regressor"] = make_regression(n_samples=60, n_features=4, noise=0.1, random_state=0)
+    return {name: (SDPQuantizedRegressor if name == "regressor" else SDPQuantizedClassifier)(
+        random_state=0).fit(*xy).solver_ for name, xy in data.items()}
 
 
 def fingerprint(suite, estimators=None):
     """The fingerprint of a run of ``suite`` with ``estimators`` (names; None: the suite's).
 
-    Returns a dict: ``suite``, ``estimators`` (class name: the parameters a fit gets),
-    ``solver_routes`` (the table's rows and size rules), ``reference_solver_``
-    and ``hash`` (of the rest).
+    A dict: ``suite``, ``estimators`` (class name: parameters), ``solver_routes``,
+    ``reference_solver_`` and ``hash`` (of the rest).
     """
     from ..convex import routes
+    from ._estimators import DEFAULT_ESTIMATOR_NAMES, default_regression_specs, default_specs, optional_specs
 
-    from ._estimators import DEFAULT_ESTIMATOR_NAMES
-
+    specs = default_regression_specs() if suite == "regression" else default_specs() + optional_specs()
+    if suite not in ("uci", "regression", *SUITE_ESTIMATORS):
+        specs += default_regression_specs()
     names = estimators or SUITE_ESTIMATORS.get(suite, DEFAULT_ESTIMATOR_NAMES if suite == "uci" else None)
-    params = {}
-    for spec in _specs(suite):
-        if names is None or spec.name in names:
-            model = spec.build(0, "auto")
-            params[type(model).__name__] = repr(sorted(model.get_params(deep=False).items()))
-    rules = {key: value for key, value in sorted(vars(routes).items())
-             if key.isupper() and isinstance(value, (int, float))}
+    models = [spec.build(0, "auto") for spec in specs
+              if spec.kind == "skquad" and (names is None or spec.name in names)]
     content = {
         "suite": suite,
-        "estimators": params,
-        "solver_routes": {"rows": [row.name for row in routes.ROUTES], "rules": rules},
+        "estimators": {type(m).__name__: repr(sorted(m.get_params(deep=False).items())) for m in models},
+        "solver_routes": {"rows": [row.name for row in routes.ROUTES], "rules": {
+            key: value for key, value in sorted(vars(routes).items())
+            if key.isupper() and isinstance(value, (int, float))}},
         "reference_solver_": _reference_solvers(),
     }
     text = json.dumps(content, sort_keys=True)
     return {**content, "hash": hashlib.sha256(text.encode()).hexdigest()[:16]}
 
 
+def recorded_and_current(directory):
+    """A results directory's recorded fingerprint (None without one), the code's, and its command."""
+    directory = Path(directory)
+    command = re.search(r"^command: (.*)$", (directory / "machine.txt").read_text(), re.M)[1]
+    if not (directory / FINGERPRINT_FILE).is_file():
+        return None, None, command
+    recorded = json.loads((directory / FINGERPRINT_FILE).read_text())
+    named = re.search(r"--estimators ((?:[^-\s]\S* ?)+)", command)
+    return recorded, fingerprint(recorded["suite"], named and named[1].split()), command
+
+
 def skquad_revision():
-    """``"<version> (commit <sha>[, modified])"``: the code a run used."""
+    """``"<version> (commit <sha>[, skquad/ modified])"``: the code a run used."""
     from .. import __version__
 
-    root = Path(__file__).resolve().parents[2]
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=Path(__file__).resolve().parents[2],
+                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
-                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "skquad"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha, dirty = git("rev-parse", "--short=12", "HEAD"), git("status", "--porcelain", "--", "skquad")
     except (OSError, subprocess.SubprocessError):
         return f"{__version__} (not a git checkout)"
     return f"{__version__} (commit {sha}{', skquad/ modified' if dirty else ''})"
