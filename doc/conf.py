@@ -183,11 +183,11 @@ BENCHMARK_ESTIMATORS = {
 }
 REGRESSION_BENCHMARK_ESTIMATORS = {
     "QuadReg": ":class:`~skquad.QuadraticRegression`",
-    "QuadRegCV": "``QuadraticRegressionCV``",
+    "QuadRegCV": ":class:`~skquad.QuadraticRegressionCV`",
     "QNN": ":class:`~skquad.QNNRegressor`",
     "RPQNN": ":class:`~skquad.RPQNNRegressor`",
     "SDP": ":class:`~skquad.SDPQuantizedRegressor`",
-    "SDPCV": "``SDPQuantizedRegressorCV``",
+    "SDPCV": ":class:`~skquad.SDPQuantizedRegressorCV`",
     "BackpropQ": ":class:`~skquad.BackpropQuantizedRegressor`",
     "Ridge": ":class:`~sklearn.linear_model.Ridge`",
     "Poly2+Ridge": "``PolynomialFeatures(2)`` + :class:`~sklearn.linear_model.Ridge`",
@@ -426,7 +426,8 @@ def _write_provenance(path=DOC_DIR / "generated" / "provenance"):
         text += ("Its fingerprint (the skquad estimators' parameters and the SDP solver routes) "
                  "matches the current code." if fresh else
                  "**Its fingerprint does not match the current code**: the defaults or the SDP "
-                 "solver routes changed since; re-run the command to update it.")
+                 "solver routes changed since it ran (re-run it with the command of "
+                 "``doc/benchmark_results/README.md``).")
         (path / f"{directory.name}.rst").write_text(text + "\n", encoding="utf-8")
 
 
