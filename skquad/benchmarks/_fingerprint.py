@@ -6,6 +6,7 @@ rules and the ``solver_`` of default SDP fits on small fixed problems, hashed;
 fingerprint no longer matches the code.
 """
 
+import functools
 import hashlib
 import json
 import re
@@ -20,6 +21,7 @@ FINGERPRINT_FILE = "fingerprint.json"
 SUITE_ESTIMATORS = {"paper002": ("SDP", "BackpropQ")}
 
 
+@functools.cache  # the code does not change within a process
 def _reference_solvers():
     from sklearn.datasets import make_classification, make_regression
 
