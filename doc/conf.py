@@ -82,6 +82,7 @@ exclude_patterns = [
     "generated/benchmarks_regression/*",  # and benchmarks_regression.rst
     "generated/changelog.rst",  # CHANGELOG.md as reStructuredText, for changelog.rst
     "generated/solver_routes.rst",  # the solver table, which architecture.rst includes
+    "generated/provenance/*",  # where and when each results directory ran
     "_intersphinx",
     "Thumbs.db",
     ".DS_Store",
@@ -182,11 +183,11 @@ BENCHMARK_ESTIMATORS = {
 }
 REGRESSION_BENCHMARK_ESTIMATORS = {
     "QuadReg": ":class:`~skquad.QuadraticRegression`",
-    "QuadRegCV": "``QuadraticRegressionCV``",
+    "QuadRegCV": ":class:`~skquad.QuadraticRegressionCV`",
     "QNN": ":class:`~skquad.QNNRegressor`",
     "RPQNN": ":class:`~skquad.RPQNNRegressor`",
     "SDP": ":class:`~skquad.SDPQuantizedRegressor`",
-    "SDPCV": "``SDPQuantizedRegressorCV``",
+    "SDPCV": ":class:`~skquad.SDPQuantizedRegressorCV`",
     "BackpropQ": ":class:`~skquad.BackpropQuantizedRegressor`",
     "Ridge": ":class:`~sklearn.linear_model.Ridge`",
     "Poly2+Ridge": "``PolynomialFeatures(2)`` + :class:`~sklearn.linear_model.Ridge`",
@@ -287,6 +288,38 @@ def _write_benchmark_tables(results=BENCHMARK_DIR, tables=BENCHMARK_TABLES,
         )
 
 
+
+def _write_sdpcv_table(path=BENCHMARK_TABLES / "sdpcv.rst"):
+    """The SDP's default ``beta`` against SDPQuantizedClassifierCV, from the committed
+    ``uci_sdpcv`` and ``uci_sdpcv_large`` runs (accuracy in %, median fit time in s)."""
+    import pandas as pd
+
+    frames = [pd.read_csv(DOC_DIR / "benchmark_results" / name / "summary.csv")
+              for name in ("uci_sdpcv", "uci_sdpcv_large")]
+    summary = pd.concat(frames).set_index(["dataset", "estimator"])
+    rows = []
+    for dataset in dict.fromkeys(summary.index.get_level_values(0)):
+        sdp, cv = summary.loc[(dataset, "SDP")], summary.loc[(dataset, "SDPCV")]
+        rows.append([dataset, f"{100 * sdp.accuracy_mean:.1f}", f"{100 * cv.accuracy_mean:.1f}",
+                     f"{sdp.fit_time_median:.3g}", f"{cv.fit_time_median:.3g}"])
+    header = ["dataset", "SDP (default beta)", "SDPCV", "SDP fit (s)", "SDPCV fit (s)"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_rst_table(header, rows), encoding="utf-8")
+
+
+def _write_sdp_fit_table(path=BENCHMARK_TABLES / "sdp_fits.rst"):
+    """The default SDP's fit per UCI set in the committed uci run, cheapest first."""
+    import pandas as pd
+
+    runs = pd.read_csv(BENCHMARK_DIR / "runs.csv")
+    sdp = runs[runs["estimator"] == "SDP"].groupby("dataset").agg(
+        rows=("n_train", "median"), features=("n_features_model", "first"),
+        classes=("n_classes", "first"), fit=("fit_time", "median")).sort_values("fit")
+    rows = [[name, f"{row.rows:,.0f} × {row.features:.0f}", f"{row.classes:.0f}", f"{row.fit:.2g}"]
+            for name, row in sdp.iterrows()]
+    header = ["dataset", "training rows × features", "classes", "fit (s, median)"]
+    path.write_text(_rst_table(header, rows), encoding="utf-8")
+
 def _caps_and_skips(results, datasets, estimators):
     """What the run's ``runs.csv`` says about smaller training parts and skipped cells.
 
@@ -349,23 +382,56 @@ def _write_solver_routes(path=DOC_DIR / "generated" / "solver_routes.rst"):
     def yes(value):
         return "yes" if value else "no"
 
-    header = ["", "``solver_``", "what it is", "applies to", "CPU only", "continued by",
-              "block by block"]
-    rows = [
-        [str(order), f"``{row.name}``", row.summary, first_line(row.applies), yes(row.cpu_only),
-         ", ".join(f"``{name}``" for name in row.then) or "—",
-         "when several" if callable(row.blockwise) else yes(row.blockwise)]
-        for order, row in enumerate(ROUTES, 1)
-    ]
+    def notes(row):
+        blocks = "when several" if callable(row.blockwise) else yes(row.blockwise)
+        then = ", ".join(f"``{name}``" for name in row.then) or "—"
+        return f"CPU only: {yes(row.cpu_only)}; block by block: {blocks}; continued by: {then}"
+
+    header = ["``solver_``", "what it is", "applies to", "notes"]
+    rows = [[f"``{row.name}``", row.summary, first_line(row.applies), notes(row)] for row in ROUTES]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_rst_table(header, rows), encoding="utf-8")
+    path.write_text(_rst_table(header, rows, widths=[16, 30, 32, 22], table_class="solver-routes"),
+                    encoding="utf-8")
 
 
 _write_solver_routes()
+_write_sdpcv_table()
+_write_sdp_fit_table()
 _write_benchmark_tables(REGRESSION_BENCHMARK_DIR, REGRESSION_BENCHMARK_TABLES,
                         REGRESSION_BENCHMARK_ESTIMATORS, score="r2", scale=1, digits=3,
                         score_label="mean R²")
 
+
+
+def _write_provenance(path=DOC_DIR / "generated" / "provenance"):
+    """One sentence per results directory: where, when and on which code it ran, and whether
+    its fingerprint still matches the code (tests/test_benchmarks_fingerprint.py fails when not)."""
+    import re
+
+    from skquad.benchmarks._fingerprint import recorded_and_current
+
+    path.mkdir(parents=True, exist_ok=True)
+    for directory in sorted(p for p in (DOC_DIR / "benchmark_results").iterdir() if p.is_dir()):
+        machine = dict(line.split(": ", 1) for line in
+                       (directory / "machine.txt").read_text().splitlines() if ": " in line)
+        jobs = int((re.search(r"--jobs (\d+)", machine["command"]) or [0, 1])[1])
+        threads = re.match(r"\d+", machine["threads during the run"])
+        text = (f"Run on {machine['date'][:10]} on {machine['cpu']} ({machine['cores']} cores; "
+                + ("one fit at a time" if jobs == 1 else f"{jobs} fits side by side")
+                + (f", {threads[0]} thread(s) each" if threads else ", the libraries' threads")
+                + f") with skquad {machine.get('skquad', '(version not recorded)')}: "
+                f"``{machine['command']}``. ")
+        recorded, current, _ = recorded_and_current(directory)
+        fresh = recorded is not None and recorded["hash"] == current["hash"]
+        text += ("Its fingerprint (the skquad estimators' parameters and the SDP solver routes) "
+                 "matches the current code." if fresh else
+                 "**Its fingerprint does not match the current code**: the defaults or the SDP "
+                 "solver routes changed since it ran (re-run it with the command of "
+                 "``doc/benchmark_results/README.md``).")
+        (path / f"{directory.name}.rst").write_text(text + "\n", encoding="utf-8")
+
+
+_write_provenance()
 
 # -- Changelog page ------------------------------------------------------------
 # changelog.rst includes CHANGELOG.md, converted here from the small part of

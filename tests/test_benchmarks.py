@@ -1,6 +1,7 @@
 """The benchmark command (python -m skquad.benchmarks, skquad/benchmarks/__main__.py): arguments, suites, errors."""
 
 import os
+import re
 import sys
 import types
 from pathlib import Path
@@ -110,3 +111,9 @@ def test_without_the_bench_extra_the_message_names_it():
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                check=True, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     assert "pip install 'skquad[bench]'" in completed.stdout, completed.stderr
+
+
+def test_readme_lists_every_suite():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `([a-z0-9-]+)`", readme, re.MULTILINE)
+    assert sorted(listed) == sorted(cli.SUITES)

@@ -26,6 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ._fingerprint import fingerprint
 from ._protocol import thread_limit
 from ._report import prefix_figure_links, prepare_output_dir, write_report
 
@@ -104,15 +105,12 @@ SUITE_TITLES = {
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).
 TABULAR_SUITES = ("uci", "regression")
 # The suites whose fit times compare algorithms side by side, on one thread by
-# default. qlr: on the shared 2-core machine at load 8, two BLAS threads cost a
-# 54 000 x 377 SYRK 1.3-1.6 s of CPU against 0.22 s on one (the spinning second
-# thread), which decided the ratios; its n = 1e6 and 1e5 problems run in child
-# processes with the libraries' own thread counts.
+# default: on a busy machine a second BLAS thread spins and decides the ratios.
+# qlr's n = 1e6 and 1e5 problems run in child processes on the libraries' threads.
 ONE_THREAD_SUITES = TABULAR_SUITES + ("qlr", "robustness")
 
-# Measured with `time python -m skquad.benchmarks --quick` on the project's
-# 2-core machine, shared: 31 s at load 5, 48 s and 57 s at load 11. The README,
-# the install page and the benchmark page quote the same figure.
+# `time python -m skquad.benchmarks --quick` on two cores; the README, the install
+# page and the benchmark page quote the same figure.
 QUICK_DURATION = "under a minute"
 
 
@@ -351,7 +349,8 @@ def main(argv=None):
     if args.quick and args.suite in TABULAR_SUITES:
         title = "Quick benchmark" if args.suite == "uci" else "Quick regression benchmark"
     written = write_report(
-        output, title, sections, command=command, wall_time=wall_time, device=args.device, threads=threads
+        output, title, sections, command=command, wall_time=wall_time, device=args.device,
+        threads=threads, fingerprint=fingerprint(args.suite, args.estimators),
     )
     _progress(f"done in {wall_time:.0f} s; report: {written[0]}")
     print(written[0])

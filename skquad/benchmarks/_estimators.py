@@ -218,9 +218,8 @@ def optional_specs():
     """Classifiers a run compares only when named (``--estimators``, ``estimators=``).
 
     SDPQuantizedClassifierCV chooses ``beta`` by cross-validation along its path:
-    about 40 times the default SDP's fit time (vehicle 59 s against 1.2 s, segment
-    110 s against 2.8 s), too slow for every run, but the measure of how far the
-    default ``beta="auto"`` is from the cross-validated one.
+    tens of times the default SDP's fit time, too slow for every run, but the
+    measure of how far the default ``beta="auto"`` is from the cross-validated one.
     """
     return [
         EstimatorSpec(

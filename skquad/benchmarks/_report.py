@@ -1,6 +1,8 @@
 """Writing a benchmark's results: Markdown report, CSV tables, plots, machine info."""
 
 import datetime
+import importlib
+import json
 import os
 import platform
 import re
@@ -8,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ._fingerprint import FINGERPRINT_FILE, skquad_revision
 
 __all__ = [
     "ACCURACY",
@@ -282,18 +286,19 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
-def machine_description(command, wall_time=None, device="auto", threads=0):
-    """The lines of ``machine.txt``: hardware, versions, date, command."""
+def _version(module):
+    try:
+        return importlib.import_module(module).__version__
+    except ImportError:
+        return "not installed"
+
+
+def machine_description(command, wall_time=None, device="auto", threads=0, fingerprint=None):
+    """The lines of ``machine.txt``: hardware, versions, date, command, fingerprint."""
     import scipy
     import sklearn
     import torch
 
-    try:
-        import cvxpy
-
-        cvxpy_version = cvxpy.__version__
-    except ImportError:  # pragma: no cover - cvxpy is a dependency
-        cvxpy_version = "not installed"
     from .._torch_utils import resolve_device
 
     try:
@@ -303,6 +308,7 @@ def machine_description(command, wall_time=None, device="auto", threads=0):
     lines = [
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"command: {command or 'skquad.benchmarks.run_benchmark (Python)'}",
+        f"skquad: {skquad_revision()}",
         f"cpu: {_cpu_model()}",
         f"data directory (SKQUAD_DATA): {'set' if os.environ.get('SKQUAD_DATA') else 'not set'}",
         f"cores: {os.cpu_count()}",
@@ -315,11 +321,17 @@ def machine_description(command, wall_time=None, device="auto", threads=0):
         f"platform: {platform.platform()}",
         f"python: {platform.python_version()}",
         f"numpy: {np.__version__}, scipy: {scipy.__version__}, scikit-learn: {sklearn.__version__}",
-        f"torch: {torch.__version__}, cvxpy: {cvxpy_version}",
+        f"torch: {torch.__version__}, cvxpy: {_version('cvxpy')}, clarabel: "
+        f"{_version('clarabel')}, scs: {_version('scs')}",
         *_blas_lines(),
     ]
+    if fingerprint is not None:
+        lines.append(f"fingerprint: {fingerprint['hash']} (estimators' parameters and SDP "
+                     f"solver routes, {FINGERPRINT_FILE})")
     if wall_time is not None:
         lines.append(f"wall time: {wall_time:.0f} s")
+    if hasattr(os, "getloadavg"):  # how busy the machine was, which the fit times depend on
+        lines.append("load average at the end (1, 5, 15 min): %.1f, %.1f, %.1f" % os.getloadavg())
     return lines
 
 
@@ -356,8 +368,8 @@ def prefix_figure_links(markdown, figures, prefix):
 
 
 def write_report(output_dir, title, sections, *, command=None, wall_time=None, device="auto",
-                 threads=0):
-    """Write ``report.md``, one CSV per table, and ``machine.txt``.
+                 threads=0, fingerprint=None):
+    """Write ``report.md``, one CSV per table, ``machine.txt`` and ``fingerprint.json``.
 
     Parameters
     ----------
@@ -371,6 +383,9 @@ def write_report(output_dir, title, sections, *, command=None, wall_time=None, d
         The command line, recorded in the report and machine.txt.
     wall_time : float
         Seconds the whole run took.
+    fingerprint : dict, optional
+        :func:`~skquad.benchmarks._fingerprint.fingerprint` of the run, written
+        to ``fingerprint.json`` (the command line's runs).
 
     Returns
     -------
@@ -378,7 +393,7 @@ def write_report(output_dir, title, sections, *, command=None, wall_time=None, d
     """
     output_dir = Path(output_dir)
     written = []
-    machine = machine_description(command, wall_time, device, threads)
+    machine = machine_description(command, wall_time, device, threads, fingerprint)
     body = [f"# {title}", ""]
     if command:
         body.append(f"Command: `{command}`  ")
@@ -398,6 +413,9 @@ def write_report(output_dir, title, sections, *, command=None, wall_time=None, d
     report.write_text("\n".join(body), encoding="utf-8")
     machine_file = output_dir / "machine.txt"
     machine_file.write_text("\n".join(machine) + "\n", encoding="utf-8")
+    if fingerprint is not None:
+        written.append(output_dir / FINGERPRINT_FILE)
+        written[-1].write_text(json.dumps(fingerprint, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return [report, machine_file, *written]
 
 
@@ -416,8 +434,8 @@ def thread_limit(threads):
     The training engine's own policy (:func:`skquad._training.limit_threads`),
     so that a benchmark run and the fits inside it agree on thread counts, plus
     the OpenMP pools of compiled baselines (HistGradientBoosting's): left at the
-    core count on a busy machine, their spinning threads made single fits take
-    300-1000 s instead of about 1 s in the regression suite.
+    core count on a busy machine, their spinning threads slow single fits by
+    orders of magnitude.
     """
     import contextlib
 
@@ -441,9 +459,7 @@ def active_thread_limit():
     """
     from .._training._threads import thread_ceiling
 
-    # The ceiling is the --threads value (None for the libraries' defaults):
-    # passing torch's current count instead turned "no limit" into a BLAS
-    # limit of 2 in the child, above which the SDP's parallel class blocks
-    # could not go down to their one thread each (optdigits: 460 s of CPU
-    # against 115 s).
+    # The ceiling is the --threads value (None for the libraries' defaults), not
+    # torch's current count, which would turn "no limit" into a BLAS limit in the
+    # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()

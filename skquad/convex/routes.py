@@ -314,7 +314,7 @@ def _hinge_dual_takes(problem):
 
 
 def _compact_takes(problem):
-    """``m = p (p + 1) / 2 <= 300`` (squared; to 1000 with 3 rows per entry), ``K m <= 600`` (hinge, multinomial)."""
+    """``q = p (p + 1) / 2 <= 300`` (squared; to 1000 with 3 rows per entry), ``K q <= 600`` (hinge, multinomial)."""
     return compact_applies(problem.data)
 
 
