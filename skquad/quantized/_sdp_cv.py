@@ -81,6 +81,8 @@ class BetaPathSearchMixin:
     """
 
     _single_estimator_class = None
+    # The search refuses Dask collections (the single estimators take them).
+    _fits_dask_collections = False
 
     def _single_estimator(self):
         """The single-``beta`` estimator with this estimator's model parameters."""

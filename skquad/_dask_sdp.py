@@ -1,0 +1,149 @@
+"""The SDP estimators' squared-loss fit on Dask collections, by sufficient statistics.
+
+Imported only when an SDP estimator's ``fit`` meets a Dask collection. The
+squared-loss relaxation, its certificate, ``beta="auto"`` and the second
+layer's refit read the rows only through weighted sums of the lifted inputs
+(:class:`~skquad.convex.statistics.LiftedStatistics`, ``O(m²)`` numbers for
+``m = p (p + 1) / 2``). So, with :mod:`skquad._dask`'s block machinery:
+
+* the row blocks are validated where they live, labels encoded (classifiers,
+  as :mod:`skquad._dask_networks` does) and persisted on the workers;
+* one pass for the inputs' weighted moments (the standardization; merged
+  exactly, Chan's pairwise update) and range;
+* one pass for the lifted statistics of the standardized rows, per block in
+  float64 and added up as a tree; with folds, one set per fold in the same pass.
+
+The estimator solves, certifies, samples and refits from the sums on the
+driver (``SDPQuantizedClassifier._fit_statistics``), at a cost that does not
+depend on the number of rows.
+"""
+
+import dask
+import numpy as np
+from sklearn.base import is_classifier
+
+from ._dask import (
+    _check_total_weight,
+    _checked_classifier_block,
+    _persisted_blocks,
+    _set_input_attributes,
+    _training_blocks,
+)
+from ._dask_networks import (
+    _check_rows,
+    _checked_regressor_block,
+    _classifier_rows,
+    _merge_regression_statistics,
+    _regression_statistics,
+)
+from .convex.statistics import LiftedStatistics
+
+__all__ = ["SDPBlocks"]
+
+
+def _moments(block, _):
+    """``(weight, weighted mean, squares about it, rows of positive weight)`` of a block's inputs."""
+    X, w = block[0], block[2]
+    total = float(w.sum())
+    mean = w @ X / total if total > 0 else np.zeros(X.shape[1])
+    return total, mean, w @ (X - mean) ** 2, int(np.count_nonzero(w))
+
+
+def _merge_moments(*parts):
+    """Chan's exact pairwise update of :func:`_moments`."""
+    total, mean, squares, count = parts[0]
+    for other_total, other_mean, other_squares, other_count in parts[1:]:
+        merged = total + other_total
+        if merged > 0:
+            delta = other_mean - mean
+            squares = squares + other_squares + delta**2 * (total * other_total / merged)
+            mean = mean + delta * (other_total / merged)
+        total, count = merged, count + other_count
+    return total, mean, squares, count
+
+
+def _lifted_statistics(block, _, lifting, targets, folds):
+    """The block's :class:`LiftedStatistics`; with ``folds`` (n_folds, seed), one per fold."""
+    X, y, w = block[:3]
+    Z, t = lifting.features(X), targets(y)
+    polynomial = tuple(lifting.activation) if lifting.polynomial else None
+    if folds is None:
+        return (LiftedStatistics.of_rows(Z, t, w, polynomial),)
+    fold = _fold_of(X, *folds)
+    return tuple(
+        LiftedStatistics.of_rows(Z[fold == k], t[fold == k], w[fold == k], polynomial)
+        for k in range(folds[0])
+    )
+
+
+def _fold_of(X, n_folds, seed):
+    """Each row's fold: a hash of its bytes and ``seed`` (the same row, the same fold, on any block)."""
+    rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
+    rng = np.random.default_rng(seed)
+    multipliers = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
+    return ((rows * multipliers).sum(axis=1, dtype=np.uint64) >> np.uint64(33)) % np.uint64(n_folds)
+
+
+def _add_statistics(*parts):
+    return tuple(sum(items[1:], items[0]) for items in zip(*parts))
+
+
+class SDPBlocks:
+    """An SDP estimator's training rows on Dask: validated, persisted, with the passes it needs.
+
+    ``total_weight``, ``n_samples`` (rows), ``dtype``; :meth:`moments` and
+    :meth:`statistics` each run one pass; :attr:`pass_times` records them.
+    """
+
+    def __init__(self, estimator, X, y, sample_weight):
+        X_original = X
+        X, blocks = _training_blocks(X, y, sample_weight)
+        self.classifier = is_classifier(estimator)
+        check = _checked_classifier_block if self.classifier else _checked_regressor_block
+        self._data = _persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
+        self.pass_times = []
+        try:
+            if self.classifier:
+                _, self.total_weight = _classifier_rows(estimator, X_original, X.shape[1], self._data, y)
+                self.target_mean = None
+            else:
+                self._regressor_rows(estimator, X_original, X.shape[1], y)
+        except BaseException:
+            self.release()
+            raise
+
+    def _regressor_rows(self, estimator, X_original, n_features, y):
+        n_rows, n_outputs, _, _, total, weighted_sum, (low, high) = self._data.reduce(
+            _regression_statistics, _merge_regression_statistics, None
+        )
+        _check_rows(type(estimator).__name__, n_rows, n_features)
+        _set_input_attributes(estimator, X_original, n_features)
+        estimator.n_outputs_ = int(n_outputs)
+        estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
+        _check_total_weight(estimator, total)
+        estimator.data_min_, estimator.data_max_ = low, high
+        self.total_weight, self.target_mean = float(total), weighted_sum / total
+
+    def _timed(self, *args):
+        import time
+
+        start = time.perf_counter()
+        result = self._data.reduce(*args)
+        self.pass_times.append(time.perf_counter() - start)
+        return result
+
+    def moments(self):
+        """``(mean, variance, rows of positive weight)`` of the inputs, weighted: one pass."""
+        total, mean, squares, count = self._timed(_moments, _merge_moments, None)
+        return mean, squares / total, count
+
+    def statistics(self, lifting, targets, folds=None):
+        """Normalized :class:`LiftedStatistics` of ``lifting``'s rows and ``targets(y)``: one pass.
+
+        ``folds=(n_folds, seed)``: a tuple of the folds' (unnormalized) statistics instead.
+        """
+        parts = self._timed(_lifted_statistics, _add_statistics, None, lifting, targets, folds)
+        return parts if folds is not None else parts[0].normalized()
+
+    def release(self):
+        self._data.release()
