@@ -77,15 +77,14 @@ def _standardization(X, weight):
     magnitude = np.where(magnitude > 0, magnitude, 1.0)
     scaled = X / magnitude
     mean = weight @ scaled
-    mean, scale = _standardization_from_moments(mean, weight @ (scaled - mean) ** 2, n_samples)
-    return mean * magnitude, scale * magnitude
+    return _standardization_from_moments(mean, weight @ (scaled - mean) ** 2, n_samples, magnitude)
 
 
-def _standardization_from_moments(mean, variance, n_samples):
-    """:func:`_standardization` from the weighted moments (a Dask fit's): the constant rule."""
+def _standardization_from_moments(mean, variance, n_samples, magnitude=1.0):
+    """:func:`_standardization` from the weighted moments of ``X / magnitude`` (a Dask fit's)."""
     eps = np.finfo(np.float64).eps
     constant = variance <= n_samples * eps * variance + (n_samples * mean * eps) ** 2
-    return mean, np.where(constant, 1.0, np.sqrt(variance))
+    return mean * magnitude, np.where(constant, 1.0, np.sqrt(variance) * magnitude)
 
 
 def _class_targets(y_encoded, n_outputs):
