@@ -11,12 +11,15 @@ layer's refit read the rows only through weighted sums of the lifted inputs
 * one pass for the inputs' weighted moments (the standardization; merged
   exactly, Chan's pairwise update) and range;
 * one pass for the lifted statistics of the standardized rows, per block in
-  float64 and added up as a tree; with folds, one set per fold in the same pass.
+  float64 and added up as a tree; with folds (rows assigned by a hash of
+  their values), one set per fold and standardization in the same pass.
 
 The estimator solves, certifies, samples and refits from the sums on the
 driver (``SDPQuantizedClassifier._fit_statistics``), at a cost that does not
 depend on the number of rows.
 """
+
+import time
 
 import dask
 import numpy as np
@@ -36,52 +39,47 @@ from ._dask_networks import (
     _merge_regression_statistics,
     _regression_statistics,
 )
-from .convex.statistics import LiftedStatistics
+from .convex.statistics import LiftedStatistics, merge_moments
 
 __all__ = ["SDPBlocks"]
 
 
-def _moments(block, _):
-    """``(weight, weighted mean, squares about it, rows of positive weight)`` of a block's inputs."""
-    X, w = block[0], block[2]
+def _moments(X, w):
+    """``(weight, weighted mean, squares about it, rows of positive weight)`` of some inputs."""
     total = float(w.sum())
     mean = w @ X / total if total > 0 else np.zeros(X.shape[1])
     return total, mean, w @ (X - mean) ** 2, int(np.count_nonzero(w))
 
 
-def _merge_moments(*parts):
-    """Chan's exact pairwise update of :func:`_moments`."""
-    total, mean, squares, count = parts[0]
-    for other_total, other_mean, other_squares, other_count in parts[1:]:
-        merged = total + other_total
-        if merged > 0:
-            delta = other_mean - mean
-            squares = squares + other_squares + delta**2 * (total * other_total / merged)
-            mean = mean + delta * (other_total / merged)
-        total, count = merged, count + other_count
-    return total, mean, squares, count
-
-
-def _lifted_statistics(block, _, lifting, targets, folds):
-    """The block's :class:`LiftedStatistics`; with ``folds`` (n_folds, seed), one per fold."""
-    X, y, w = block[:3]
-    Z, t = lifting.features(X), targets(y)
-    polynomial = tuple(lifting.activation) if lifting.polynomial else None
-    if folds is None:
-        return (LiftedStatistics.of_rows(Z, t, w, polynomial),)
-    fold = _fold_of(X, *folds)
-    return tuple(
-        LiftedStatistics.of_rows(Z[fold == k], t[fold == k], w[fold == k], polynomial)
-        for k in range(folds[0])
-    )
-
-
-def _fold_of(X, n_folds, seed):
-    """Each row's fold: a hash of its bytes and ``seed`` (the same row, the same fold, on any block)."""
+def _fold_of(X, n_folds):
+    """Each row's fold: a hash of its values (the same row, the same fold, in any block)."""
     rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
-    rng = np.random.default_rng(seed)
-    multipliers = rng.integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
-    return ((rows * multipliers).sum(axis=1, dtype=np.uint64) >> np.uint64(33)) % np.uint64(n_folds)
+    multipliers = np.random.default_rng(0).integers(1, 2**62, size=rows.shape[1], dtype=np.uint64)
+    hashed = (rows * (multipliers | np.uint64(1))).sum(axis=1, dtype=np.uint64)
+    return ((hashed >> np.uint64(33)) % np.uint64(n_folds)).astype(np.intp)
+
+
+def _block_moments(block, _, n_folds):
+    X, w = block[0], block[2]
+    fold = _fold_of(X, n_folds)
+    return tuple(_moments(X[fold == k], w[fold == k]) for k in range(n_folds))
+
+
+def _merge_fold_moments(*parts):
+    return tuple(merge_moments(*items) for items in zip(*parts))
+
+
+def _lifted_statistics(block, _, liftings, targets, n_folds):
+    """Per lifting, per fold, the block's :class:`LiftedStatistics` (one tuple, lifting-major)."""
+    X, y, w = block[:3]
+    t, fold = targets(y), _fold_of(X, n_folds)
+    parts = []
+    for lifting in liftings:
+        Z = lifting.features(X)
+        polynomial = tuple(lifting.activation) if lifting.polynomial else None
+        parts += [LiftedStatistics.of_rows(Z[fold == k], t[fold == k], w[fold == k], polynomial)
+                  for k in range(n_folds)]
+    return tuple(parts)
 
 
 def _add_statistics(*parts):
@@ -125,25 +123,21 @@ class SDPBlocks:
         self.total_weight, self.target_mean = float(total), weighted_sum / total
 
     def _timed(self, *args):
-        import time
-
         start = time.perf_counter()
         result = self._data.reduce(*args)
         self.pass_times.append(time.perf_counter() - start)
         return result
 
-    def moments(self):
-        """``(mean, variance, rows of positive weight)`` of the inputs, weighted: one pass."""
-        total, mean, squares, count = self._timed(_moments, _merge_moments, None)
-        return mean, squares / total, count
+    def moments(self, n_folds=1):
+        """Per fold (rows by :func:`_fold_of`), the inputs' weighted ``(weight, mean, squares,
+        rows of positive weight)``: one pass (merge with :func:`merge_moments`)."""
+        return self._timed(_block_moments, _merge_fold_moments, None, n_folds)
 
-    def statistics(self, lifting, targets, folds=None):
-        """Normalized :class:`LiftedStatistics` of ``lifting``'s rows and ``targets(y)``: one pass.
-
-        ``folds=(n_folds, seed)``: a tuple of the folds' (unnormalized) statistics instead.
-        """
-        parts = self._timed(_lifted_statistics, _add_statistics, None, lifting, targets, folds)
-        return parts if folds is not None else parts[0].normalized()
+    def statistics(self, liftings, targets, n_folds=1):
+        """Per lifting and fold, the :class:`LiftedStatistics` of ``targets(y)``
+        (unnormalized, a list of lists): one pass."""
+        parts = self._timed(_lifted_statistics, _add_statistics, None, liftings, targets, n_folds)
+        return [list(parts[i : i + n_folds]) for i in range(0, len(parts), n_folds)]
 
     def release(self):
         self._data.release()

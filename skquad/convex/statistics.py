@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-__all__ = ["LiftedStatistics", "neuron_svecs", "smat", "svec", "svec_indices", "svec_rows"]
+__all__ = ["LiftedStatistics", "merge_moments", "neuron_svecs", "smat", "svec", "svec_indices", "svec_rows"]
 
 # Rows per product while accumulating: the n x m lifted rows stay small.
 _ROWS_PER_PRODUCT = 4096
@@ -80,6 +80,19 @@ def neuron_svecs(U, V):
     return (products * _scale(rows, cols)).T
 
 
+def merge_moments(*parts):
+    """Merge ``(weight, weighted mean, squares about it, count)`` of row sets: Chan's exact update."""
+    total, mean, squares, count = parts[0]
+    for other_total, other_mean, other_squares, other_count in parts[1:]:
+        merged = total + other_total
+        if merged > 0:
+            delta = other_mean - mean
+            squares = squares + other_squares + delta**2 * (total * other_total / merged)
+            mean = mean + delta * (other_total / merged)
+        total, count = merged, count + other_count
+    return total, mean, squares, count
+
+
 @dataclasses.dataclass(frozen=True)
 class LiftedStatistics:
     """Weighted sums of the lifted rows (module docstring); ``weight`` their total weight."""
@@ -130,6 +143,16 @@ class LiftedStatistics:
             self, gram=self.gram * w, cross=self.cross * (w / c), mean=self.mean * w,
             target_square=self.target_square * (w / c**2), target_mean=self.target_mean * (w / c),
             weight=self.weight * w,
+        )
+
+    def shifted(self, offset):
+        """The statistics of the targets ``t - offset``."""
+        offset = np.asarray(offset, dtype=np.float64)
+        return dataclasses.replace(
+            self, cross=self.cross - np.outer(self.mean, offset),
+            target_square=self.target_square - 2.0 * offset * self.target_mean
+            + offset**2 * self.weight,
+            target_mean=self.target_mean - offset * self.weight,
         )
 
     def centred(self):

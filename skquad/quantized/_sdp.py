@@ -52,7 +52,7 @@ __all__ = ["SDPQuantizedClassifier"]
 
 
 def _statistics_targets(y, n_outputs, classes, offset):
-    """A block's SDP targets (n x K) for its lifted statistics: encoded labels or centred values."""
+    """A block's SDP targets (n x K) for its lifted statistics: encoded labels, or values less ``offset``."""
     return encode_targets(_class_targets(y, n_outputs) if classes else y, n_outputs) - offset
 
 
@@ -251,12 +251,30 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
 
         blocks = SDPBlocks(self, X, y, sample_weight)
         try:
-            return self._fit_statistics(blocks)
+            reference = self._reference_offset(blocks)
+            targets = functools.partial(
+                _statistics_targets, n_outputs=self._sdp_n_outputs(), classes=blocks.classifier,
+                offset=reference,
+            )
+            self._fit_from_sums(
+                blocks.moments()[0], lambda lifting: blocks.statistics([lifting], targets)[0][0],
+                reference, blocks.total_weight,
+            )
+            self._pass_times = tuple(blocks.pass_times)
+            return self
         finally:
             blocks.release()
 
-    def _fit_statistics(self, blocks):
-        """The fit from :class:`skquad._dask_sdp.SDPBlocks`: moments, statistics, solve, sampling."""
+    def _reference_offset(self, blocks):
+        """The offset the blocks' targets are lifted about: the weighted mean of a
+        regressor's targets (so that shifting to any fold's mean cancels little), else 0."""
+        n_outputs = self._sdp_n_outputs()
+        mean = blocks.target_mean
+        return np.zeros(n_outputs) if mean is None else np.asarray(mean, dtype=np.float64)
+
+    def _fit_from_sums(self, moments, statistics_of, reference, total_weight):
+        """The fit from the inputs' merged weighted moments and ``statistics_of(lifting)``:
+        the unnormalized lifted statistics of the targets less ``reference``."""
         policy = runtime_policy(
             np.dtype(np.float64), dtype="float64", device="cpu", random_state=self.random_state
         )
@@ -273,19 +291,17 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 f"p = {p} here. Use fewer features or weight_levels."
             )
         self._check_network_memory(self.n_neurons, 0, p, n_outputs)
-        mean, variance, count = blocks.moments()
+        total, mean, squares, count = moments
         self.feature_mean_, self.feature_scale_ = (
-            _standardization_from_moments(mean, variance, count) if self.standardize else (None, None)
+            _standardization_from_moments(mean, squares / total, count)
+            if self.standardize else (None, None)
         )
-        offset = blocks.target_mean if self._centres_targets() else np.zeros(n_outputs)
-        offset = np.zeros(n_outputs) if offset is None else np.asarray(offset, dtype=np.float64)
-        targets = functools.partial(
-            _statistics_targets, n_outputs=n_outputs, classes=blocks.classifier, offset=offset
-        )
-        statistics = blocks.statistics(self._lifting(), targets)
+        statistics = statistics_of(self._lifting()).normalized()
+        offset = statistics.target_mean + reference if self._centres_targets() else np.zeros(n_outputs)
+        statistics = statistics.shifted(offset - reference)
         if isinstance(self.beta, str):
             self.beta_max_ = statistics.beta_max()
-            self.beta_ = auto_beta(self.beta_max_, self.loss, p, blocks.total_weight)
+            self.beta_ = auto_beta(self.beta_max_, self.loss, p, total_weight)
         else:
             vars(self).pop("beta_max_", None)
             self.beta_ = float(self.beta)
@@ -298,7 +314,6 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self._update_covariance()
         self._training_data, self._training_statistics = None, statistics
         self._target_scale_, self._target_offset_ = scale, offset
-        self._pass_times = tuple(blocks.pass_times)
         return self._sample(self.n_neurons, policy.init_generator)
 
     def _statistics_target_scale(self, statistics):
