@@ -34,7 +34,7 @@ from ..convex.sampling import (
     sample_sign_pairs,
 )
 from ..convex.second_layer import refit_from_statistics, refit_second_layer, statistics_objective
-from ..convex.statistics import neuron_svecs
+from ..convex.statistics import merge_moments, neuron_svecs
 from ._common import (
     _batched_network_scores,
     _check_activation,
@@ -257,7 +257,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 offset=reference,
             )
             self._fit_from_sums(
-                blocks.moments()[0], lambda lifting: blocks.statistics([lifting], targets)[0][0],
+                merge_moments(*blocks.moments()), lambda lifting: blocks.statistics([lifting], targets)[0][0],
                 reference, blocks.total_weight,
             )
             self._pass_times = tuple(blocks.pass_times)
@@ -271,6 +271,15 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         n_outputs = self._sdp_n_outputs()
         mean = blocks.target_mean
         return np.zeros(n_outputs) if mean is None else np.asarray(mean, dtype=np.float64)
+
+    def _standardized_lifting(self, moments):
+        """Set the standardization from merged moments ``(weight, mean, squares, count)``; the lifting."""
+        total, mean, squares, count = moments
+        self.feature_mean_, self.feature_scale_ = (
+            _standardization_from_moments(mean, squares / total, count)
+            if self.standardize else (None, None)
+        )
+        return self._lifting()
 
     def _fit_from_sums(self, moments, statistics_of, reference, total_weight):
         """The fit from the inputs' merged weighted moments and ``statistics_of(lifting)``:
@@ -291,12 +300,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 f"p = {p} here. Use fewer features or weight_levels."
             )
         self._check_network_memory(self.n_neurons, 0, p, n_outputs)
-        total, mean, squares, count = moments
-        self.feature_mean_, self.feature_scale_ = (
-            _standardization_from_moments(mean, squares / total, count)
-            if self.standardize else (None, None)
-        )
-        statistics = statistics_of(self._lifting()).normalized()
+        statistics = statistics_of(self._standardized_lifting(moments)).normalized()
         offset = statistics.target_mean + reference if self._centres_targets() else np.zeros(n_outputs)
         statistics = statistics.shifted(offset - reference)
         if isinstance(self.beta, str):
