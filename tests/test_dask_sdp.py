@@ -10,7 +10,15 @@ relative). One in-process cluster of two workers serves the module.
 import numpy as np
 import pytest
 
-from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor
+from sklearn.model_selection import PredefinedSplit
+
+from skquad import (
+    SDPQuantizedClassifier,
+    SDPQuantizedClassifierCV,
+    SDPQuantizedRegressor,
+    SDPQuantizedRegressorCV,
+)
+from skquad._dask_sdp import _fold_of
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
@@ -32,7 +40,7 @@ def client():
         yield client
 
 
-def _data(n=1200, seed=0):
+def _data(n=600, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, 3)) * [1.0, 2.0, 0.5] + [0.0, 1.0, 5.0]
     y = X[:, 0] * X[:, 1] - (X[:, 2] - 5.0) ** 2 + 0.1 * rng.standard_normal(n) + 10.0
@@ -55,27 +63,27 @@ def _assert_same_relaxation(memory, blocks):
 def test_the_regressor_on_dask_arrays_fits_as_in_memory(client):
     X, y = _data()
     weight = np.linspace(0.5, 2.0, len(y))
-    model = SDPQuantizedRegressor(n_neurons=200, random_state=0)
+    model = SDPQuantizedRegressor(n_neurons=100, random_state=0)
     memory = model.fit(X, y, sample_weight=weight)
     relaxed = memory.relaxed_predict(X)
-    blocks = SDPQuantizedRegressor(n_neurons=200, random_state=0).fit(
-        da.from_array(X, chunks=250), da.from_array(y, chunks=250),
-        sample_weight=da.from_array(weight, chunks=250),
+    blocks = SDPQuantizedRegressor(n_neurons=100, random_state=0).fit(
+        da.from_array(X, chunks=150), da.from_array(y, chunks=150),
+        sample_weight=da.from_array(weight, chunks=150),
     )
     _assert_same_relaxation(memory, blocks)
     np.testing.assert_allclose(blocks.relaxed_predict(X), relaxed, rtol=1e-5, atol=1e-5)
     # The same draw, refitted from the statistics: the same network to the lasso's tolerance.
     assert blocks.objective_ == pytest.approx(memory.objective_, rel=1e-4)
     assert blocks.score(X, y) == pytest.approx(memory.score(X, y), abs=1e-4)
-    wider = blocks.resample(400, random_state=1)
-    assert wider.n_neurons_ == 400 and wider.lower_bound_ <= wider.objective_
+    wider = blocks.resample(200, random_state=1)
+    assert wider.n_neurons_ == 200 and wider.lower_bound_ <= wider.objective_
 
 
 def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     X, y = _data(seed=1)
     labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    params = dict(n_neurons=300, class_weight="balanced", random_state=0)
+    params = dict(n_neurons=150, class_weight="balanced", random_state=0)
     memory = SDPQuantizedClassifier(**params).fit(frame, labels)
     blocks = SDPQuantizedClassifier(**params).fit(
         dd.from_pandas(frame, npartitions=4), dd.from_pandas(pd.Series(labels), npartitions=4)
@@ -86,12 +94,29 @@ def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     assert abs(blocks.score(frame, labels) - memory.score(frame, labels)) <= 0.01
 
 
+def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
+    # The Dask search's folds (a hash of each row) given to the in-memory search.
+    X, y = _data(n=600, seed=2)
+    params = dict(n_neurons=40, betas=3, random_state=0)
+    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+        memory = SDPQuantizedRegressorCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(X, y)
+    blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
+        da.from_array(X, chunks=200), da.from_array(y, chunks=200)
+    )
+    np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
+    # The same fold models (their refits to the lasso's tolerance): the same R² to 1e-3.
+    np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-3)
+    assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
+    _assert_same_relaxation(memory, blocks)
+
+
 @pytest.mark.parametrize(
     "estimator, match",
     [
         (SDPQuantizedClassifier(loss="hinge"), "loss='squared'"),
         (SDPQuantizedClassifier(solver="SCS"), "solver=None"),
-        (SDPQuantizedClassifierCV(), "does not take Dask collections"),
+        (SDPQuantizedClassifierCV(), "accuracy needs the rows"),
+        (SDPQuantizedRegressorCV(cv=PredefinedSplit([0, 1])), "cv=None or an int"),
     ],
 )
 def test_what_the_statistics_cannot_fit_is_refused_by_name(client, estimator, match):
