@@ -123,6 +123,12 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         Returns
         -------
         self : SDPQuantizedClassifier
+
+        Notes
+        -----
+        Dask collections fit with ``loss="squared"`` from sums of the lifted
+        inputs over the row blocks, without gathering the rows
+        (:ref:`larger_than_memory`).
         """
         if is_dask_collection(X, y, sample_weight):
             return self._fit_dask(X, y, sample_weight)
