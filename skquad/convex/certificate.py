@@ -201,10 +201,23 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
 
 def statistics_dual_bound(statistics, D, penalty, directions=None, *, feasible_value=None):
     """:func:`dual_bound` of the squared loss from normalized
-    :class:`~skquad.convex.statistics.LiftedStatistics`, at ``lam = 2 (f - t)``
+    :class:`~skquad.convex.LiftedStatistics`, at ``lam = 2 (f - t)``
     of the point ``D`` (m x K, ``f = 2 Φᵀ D``): ``M_k = smat(2 (2 G d_k - b_k))``
     and ``Σ w l*(θ lam) = Σ_k θ a_k + θ² q_k / 4`` with ``a_k = Σ w lam t =
-    2 (2 d_kᵀ b_k - T_k)`` and ``q_k = Σ w lam² = 4 loss_k``."""
+    2 (2 d_kᵀ b_k - T_k)`` and ``q_k = Σ w lam² = 4 loss_k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.convex import InputLifting, LiftedStatistics, statistics_dual_bound
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((200, 2)), rng.standard_normal(200)
+    >>> sums = LiftedStatistics.of_rows(InputLifting().features(X), y, np.ones(200)).normalized()
+    >>> zero = np.zeros((sums.gram.shape[0], 1))  # the zero network
+    >>> bound = statistics_dual_bound(sums, zero, penalty=2e-3 * sums.n_lifted)
+    >>> bool(bound.lower_bound <= sums.target_square.sum())
+    True
+    """
     GD = statistics.gram @ D
     matrices = [
         torch.as_tensor(statistics.matrix(2.0 * (2.0 * GD[:, k] - statistics.cross[:, k])))

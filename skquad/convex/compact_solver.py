@@ -635,10 +635,10 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
 def solve_compact_statistics(statistics, beta, *, tol=1e-4, callback=None, verbose=0):
     """:func:`solve_compact` of the squared loss from its sufficient statistics alone.
 
-    ``statistics``: normalized :class:`~skquad.convex.statistics.LiftedStatistics`
+    ``statistics``: normalized :class:`~skquad.convex.LiftedStatistics`
     (weights summing to one); the cost is independent of the number of rows.
     The solution has no ``scores`` (no rows); its certificate is
-    :func:`~skquad.convex.certificate.statistics_dual_bound`.
+    :func:`~skquad.convex.statistics_dual_bound`.
     """
     start = time.perf_counter()
     squared = (statistics, 2.0 * beta * statistics.n_lifted)

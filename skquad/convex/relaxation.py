@@ -277,11 +277,23 @@ def _warn_if_zero_network(solution, zero_value, beta, user_beta):
 def solve_relaxation_statistics(statistics, *, beta, tol=1e-4, target_scale=1.0):
     """:func:`solve_relaxation` of the squared loss from its sufficient statistics.
 
-    ``statistics``: normalized :class:`~skquad.convex.statistics.LiftedStatistics`
+    ``statistics``: normalized :class:`~skquad.convex.LiftedStatistics`
     of the targets ``y``; solved as ``(y / c, beta / c)`` for ``c =
-    target_scale`` by :func:`~skquad.convex.compact_solver.solve_compact_statistics`
+    target_scale`` by ``compact_solver.solve_compact_statistics``
     (the compact form, whose cost does not depend on the number of rows) and
     returned for ``(y, beta)``. Warns as :func:`solve_relaxation` does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.convex import InputLifting, LiftedStatistics, solve_relaxation_statistics
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 2))
+    >>> y = X[:, 0] * X[:, 1]
+    >>> sums = LiftedStatistics.of_rows(InputLifting().features(X), y, np.ones(200))
+    >>> solution = solve_relaxation_statistics(sums.normalized(), beta=1e-3)
+    >>> bool(solution.lower_bound <= solution.objective), solution.solver
+    (True, 'compact')
     """
     scaled = statistics.scaled(target_scale)
     solution = solve_compact_statistics(scaled, beta / target_scale, tol=tol)

@@ -267,9 +267,9 @@ def refit_second_layer(
 def refit_from_statistics(S, statistics, *, beta, n_lifted, alpha, max_iter=500, tol=1e-7,
                           fit_intercept=False):
     """:func:`refit_second_layer` of the squared loss for the outputs ``H = Φ S`` from
-    normalized :class:`~skquad.convex.statistics.LiftedStatistics` alone.
+    normalized :class:`~skquad.convex.LiftedStatistics` alone.
 
-    ``S`` (m x n_neurons): :func:`~skquad.convex.statistics.neuron_svecs`. The
+    ``S`` (m x n_neurons): ``neuron_svecs``. The
     range-reduced form (module docstring) comes from ``G = V Λ Vᵀ``: rows
     ``Λ^(1/2) Vᵀ S``, targets ``Λ^(-1/2) Vᵀ B`` and offset ``T - ||c||²``
     (of the centred statistics with ``fit_intercept``); then the same lasso.

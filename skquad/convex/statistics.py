@@ -3,8 +3,8 @@
 With ``Φ_i = svec(L(x_i))`` (off-diagonal entries times √2, so that
 ``⟨A, B⟩ = svec(A)ᵀ svec(B)``) and weights summing to one, the relaxation's
 scores are ``f_ik = 2 Φ_iᵀ d_k`` (``d_k = svec(P_k - N_k)``), so its objective
-(:mod:`~skquad.convex.compact_solver`), its certificate
-(:func:`~skquad.convex.certificate.statistics_dual_bound`), ``beta_max`` and the
+(``compact_solver``), its certificate
+(:func:`~skquad.convex.statistics_dual_bound`), ``beta_max`` and the
 second layer's refit (every neuron's output ``u_jᵀ L(x) v_j`` is ``Φᵀ
 svec(sym(u_j v_jᵀ))``) read the rows only through::
 
@@ -95,7 +95,39 @@ def merge_moments(*parts):
 
 @dataclasses.dataclass(frozen=True)
 class LiftedStatistics:
-    """Weighted sums of the lifted rows (module docstring); ``weight`` their total weight."""
+    """Weighted sums over rows of the lifted inputs ``Φ_i = svec(L(x_i))`` and targets ``t_i``.
+
+    What the squared-loss relaxation, its certificate, ``beta_max`` and the
+    second layer's refit read of the rows; sums of blocks add up (``+``).
+
+    Attributes
+    ----------
+    gram : ndarray of shape (m, m)
+        ``Σ w Φ Φᵀ``, ``m = p (p + 1) / 2``.
+    cross : ndarray of shape (m, n_outputs)
+        ``Σ w Φ tᵀ``.
+    target_square : ndarray of shape (n_outputs,)
+        ``Σ w t_k²``.
+    mean : ndarray of shape (m,)
+        ``Σ w Φ``.
+    target_mean : ndarray of shape (n_outputs,)
+        ``Σ w t``.
+    weight : float
+        ``Σ w`` (1 once :meth:`normalized`).
+    n_lifted : int
+        ``p``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.convex import InputLifting, LiftedStatistics
+    >>> rng = np.random.default_rng(0)
+    >>> X, y, w = rng.standard_normal((100, 2)), rng.standard_normal(100), np.ones(100)
+    >>> Z = InputLifting().features(X)
+    >>> first, second = (LiftedStatistics.of_rows(Z[s], y[s], w[s]) for s in (slice(50), slice(50, None)))
+    >>> bool(np.allclose((first + second).gram, LiftedStatistics.of_rows(Z, y, w).gram))
+    True
+    """
 
     gram: np.ndarray
     cross: np.ndarray
