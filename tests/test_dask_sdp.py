@@ -75,7 +75,14 @@ def test_the_regressor_on_dask_arrays_fits_as_in_memory(client):
     # The same draw, refitted from the statistics: the same network to the lasso's tolerance.
     assert blocks.objective_ == pytest.approx(memory.objective_, rel=1e-4)
     assert blocks.score(X, y) == pytest.approx(memory.score(X, y), abs=1e-4)
-    wider = blocks.resample(200, random_state=1)
+    # A skops file of the model holds only the types skquad lists; resample works from it.
+    sio = pytest.importorskip("skops.io")
+    from skquad.persistence import trusted_types
+
+    data = sio.dumps(blocks)
+    assert set(sio.get_untrusted_types(data=data)) <= set(trusted_types())
+    loaded = sio.loads(data, trusted=sio.get_untrusted_types(data=data))
+    wider = loaded.resample(200, random_state=1)
     assert wider.n_neurons_ == 200 and wider.lower_bound_ <= wider.objective_
 
 
