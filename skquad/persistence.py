@@ -9,15 +9,17 @@ it, a skquad function included, means the file is not a model skquad saved.
 __all__ = ["trusted_types"]
 
 # Beyond the estimator classes: the stored relaxed solution of the SDP
-# estimators (numpy arrays), which resample and warm starts use.
-_STATE_TYPES = ("skquad.convex.solution.SDPSolution",)
+# estimators (numpy arrays), which resample and warm starts use, and the lifted
+# statistics that a Dask fit keeps for resample.
+_STATE_TYPES = ("skquad.convex.solution.SDPSolution", "skquad.convex.statistics.LiftedStatistics")
 
 
 def trusted_types():
     """The names of the types a skquad estimator's skops file may hold beyond skops' defaults.
 
     Every public estimator class (by the module that defines it, as skops
-    names it) and :class:`skquad.convex.SDPSolution`. A file saved from a
+    names it), :class:`skquad.convex.SDPSolution` and
+    :class:`skquad.convex.LiftedStatistics`. A file saved from a
     skquad estimator, fitted or not, asks skops to trust a subset of these.
 
     Returns

@@ -45,6 +45,7 @@ ROOMS = {
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
     "skquad._dask": "estimators",  # the data-parallel fits of QLR and QuadraticRegression
     "skquad._dask_networks": "estimators",  # the networks' data-parallel L-BFGS on Dask
+    "skquad._dask_sdp": "estimators",  # the SDP estimators' squared-loss fit from lifted statistics on Dask
     "skquad._cv_routing": "foundation",  # metadata routing of the CV estimators (scikit-learn only)
     "skquad.nn": "nn",
     "skquad.convex": "convex",

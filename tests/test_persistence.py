@@ -40,6 +40,8 @@ Y_REG = Y_REG / Y_REG.std()
 # Small but real configurations of every public estimator.
 CONFIGS = SMALL_CONFIGS
 SDP_SOLUTION = "skquad.convex.solution.SDPSolution"
+# what a Dask fit of the SDP estimators keeps for resample (tests/test_dask_sdp.py)
+LIFTED_STATISTICS = "skquad.convex.statistics.LiftedStatistics"
 
 
 def test_every_public_estimator_is_covered():
@@ -288,13 +290,14 @@ def test_cuda_fitted_model_loads_on_a_machine_without_cuda(name, tmp_path):
 
 
 def test_trusted_types_lists_exactly_what_skquad_files_hold():
-    """``skquad.persistence.trusted_types()``: every public estimator class and
-    the SDP's stored solution, nothing else (issue 38, item 6); every file the
+    """``skquad.persistence.trusted_types()``: every public estimator class,
+    the SDP's stored solution and a Dask fit's lifted statistics, nothing else (issue 38, item 6); every file the
     round trips above make asks for a subset of it."""
     from skquad.persistence import trusted_types
 
     classes = [getattr(skquad, name) for name in skquad.__all__]
-    expected = {f"{cls.__module__}.{cls.__qualname__}" for cls in classes} | {SDP_SOLUTION}
+    expected = {f"{cls.__module__}.{cls.__qualname__}" for cls in classes}
+    expected |= {SDP_SOLUTION, LIFTED_STATISTICS}
     assert set(trusted_types()) == expected
     for name in ("QuadraticRegression", "SDPQuantizedClassifier"):
         estimator = _make(name)

@@ -46,7 +46,7 @@ lifting
     activations by lifting, and the export to a quadratic-activation network.
 """
 
-from .certificate import Certificate, dual_bound
+from .certificate import Certificate, dual_bound, statistics_dual_bound
 from .face_dual import face_dual_bound
 from .factor_solver import FACTOR_SOLVER_OPTIONS, solve_factored
 from .formulation import (
@@ -69,7 +69,7 @@ from .lifting import (
 )
 from .path import default_beta, zero_network_beta
 from .problem import LiftedData
-from .relaxation import solve_relaxation
+from .relaxation import solve_relaxation, solve_relaxation_statistics
 from .routes import ROUTES, Route, use_routes
 from .sampling import (
     GAMMA,
@@ -81,6 +81,7 @@ from .sampling import (
     sample_sign_pairs,
 )
 from .solution import SDPSolution, SolverFailedError, rescale_solution
+from .statistics import LiftedStatistics
 
 __all__ = [
     "FACTOR_SOLVER_OPTIONS",
@@ -91,6 +92,7 @@ __all__ = [
     "Certificate",
     "InputLifting",
     "LiftedData",
+    "LiftedStatistics",
     "QuadraticNetwork",
     "Route",
     "SDPSolution",
@@ -116,7 +118,9 @@ __all__ = [
     "sample_sign_pairs",
     "solve_factored",
     "solve_relaxation",
+    "solve_relaxation_statistics",
     "solve_sdp",
+    "statistics_dual_bound",
     "use_routes",
     "zero_network_beta",
 ]

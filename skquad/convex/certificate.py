@@ -37,11 +37,12 @@ eigenvectors as columns), or ``||2 M_k||_2 1`` when that is smaller.
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from .losses import conjugate, project_dual
 
-__all__ = ["Certificate", "align_factor", "dual_bound"]
+__all__ = ["Certificate", "align_factor", "dual_bound", "statistics_dual_bound"]
 
 _GOLDEN = 0.5 * (5.0**0.5 - 1.0)
 
@@ -184,12 +185,64 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
     certificate : Certificate
     """
     lam = project_dual(lam, data.target, data.loss)
-    p = data.n_lifted
-    penalty = data.penalty_per_rho
-    eps = torch.finfo(lam.dtype).eps
+    weight, target = data.weight, data.target
+    matrices = [data.weighted_matrix(weight * lam[:, k]) for k in range(data.n_outputs)]
+
+    def dual_value(theta):
+        return -float(weight @ conjugate(theta * lam, target, data.loss))
+
+    return _matrices_bound(
+        matrices, dual_value, data.zero_network_value(), data.penalty_per_rho,
+        data.loss == "squared", directions, growth_columns=growth_columns,
+        feasible_value=feasible_value, align_iterations=align_iterations,
+        align_starts=align_starts, mu_candidates=mu_candidates,
+    )
+
+
+def statistics_dual_bound(statistics, D, penalty, directions=None, *, feasible_value=None):
+    """:func:`dual_bound` of the squared loss from normalized
+    :class:`~skquad.convex.LiftedStatistics`, at ``lam = 2 (f - t)``
+    of the point ``D`` (m x K, ``f = 2 Φᵀ D``): ``M_k = smat(2 (2 G d_k - b_k))``
+    and ``Σ w l*(θ lam) = Σ_k θ a_k + θ² q_k / 4`` with ``a_k = Σ w lam t =
+    2 (2 d_kᵀ b_k - T_k)`` and ``q_k = Σ w lam² = 4 loss_k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.convex import InputLifting, LiftedStatistics, statistics_dual_bound
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.standard_normal((200, 2)), rng.standard_normal(200)
+    >>> sums = LiftedStatistics.of_rows(InputLifting().features(X), y, np.ones(200)).normalized()
+    >>> zero = np.zeros((sums.gram.shape[0], 1))  # the zero network
+    >>> bound = statistics_dual_bound(sums, zero, penalty=2e-3 * sums.n_lifted)
+    >>> bool(bound.lower_bound <= sums.target_square.sum())
+    True
+    """
+    GD = statistics.gram @ D
+    matrices = [
+        torch.as_tensor(statistics.matrix(2.0 * (2.0 * GD[:, k] - statistics.cross[:, k])))
+        for k in range(statistics.n_outputs)
+    ]
+    a = 2.0 * (2.0 * np.einsum("ik,ik->k", D, statistics.cross) - statistics.target_square)
+    q = 4.0 * np.maximum(statistics.loss(D), 0.0)
+
+    def dual_value(theta):
+        return -float(np.sum(theta * a + 0.25 * theta**2 * q))
+
+    return _matrices_bound(
+        matrices, dual_value, float(statistics.target_square.sum()), penalty, True, directions,
+        feasible_value=feasible_value,
+    )
+
+
+def _matrices_bound(matrices, dual_value, zero_value, penalty, squared, directions=None, *,
+                    growth_columns=0, feasible_value=None, align_iterations=0,
+                    align_starts=None, mu_candidates=None):
+    """The bound of :func:`dual_bound` from the blocks' ``M_k`` and ``θ -> -Σ w l*(θ lam)``."""
+    p = matrices[0].shape[0]
+    eps = torch.finfo(matrices[0].dtype).eps
     trace_bounds, shifts, growth, aligned = [], [], [], []
-    for k in range(data.n_outputs):
-        M = data.weighted_matrix(data.weight * lam[:, k])
+    for k, M in enumerate(matrices):
         # Candidate 1: no first-order information, mu = ||2 M||_2 * 1.
         eig_M = torch.linalg.eigvalsh(0.5 * (M + M.T))
         norm = 2.0 * float(torch.max(torch.abs(eig_M)))
@@ -235,13 +288,8 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
         trace_bounds.append(best)
         shifts.append(shift_k)
 
-    weight = data.weight
-    zero_value = data.zero_network_value()
     upper = zero_value if feasible_value is None else min(zero_value, float(feasible_value))
     rho_sum_max = upper / penalty if penalty > 0 else float("inf")
-
-    def dual_value(theta):
-        return -float(weight @ conjugate(theta * lam, data.target, data.loss))
 
     def bound(theta):
         dual = dual_value(theta)
@@ -257,7 +305,7 @@ def dual_bound(data, lam, directions=None, *, growth_columns=0, feasible_value=N
     largest = max(trace_bounds) if trace_bounds else 0.0
     if largest > penalty:
         candidates.append(penalty / largest)
-    if data.loss == "squared":
+    if squared:
         # The squared loss's conjugate is quadratic: LB is -a theta - b theta²
         # up to the kink and that less rho_sum_max (theta largest - penalty)
         # after it, concave quadratics whose maxima on [0, 1] are at an end,

@@ -61,45 +61,18 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from .certificate import dual_bound, squared_loss_rho
+from .certificate import dual_bound, statistics_dual_bound
 from .barrier import unit_factor
 from .formulation import relaxed_dual_point
 from .losses import dual_point
 from .solution import SDPSolution, SolverFailedError, relative_gap, relaxed_block
+from .statistics import LiftedStatistics, smat, svec, svec_indices, svec_rows
 
-__all__ = ["solve_compact"]
-
-def svec_indices(p):
-    """Row and column indices of ``svec`` (Clarabel's order: upper triangle by columns)."""
-    rows, cols = np.triu_indices(p)
-    order = np.lexsort((rows, cols))
-    return rows[order], cols[order]
-
+__all__ = ["solve_compact", "solve_compact_statistics"]
 
 def lifted_svecs(data):
     """``Φ`` of shape (n_samples, m): ``svec(L(x_i))`` for every sample, float64."""
-    Z = data.features.detach().cpu().numpy().astype(np.float64)
-    if data.polynomial is not None:
-        a, b, c = data.polynomial
-        width = Z.shape[1]
-        Z = np.column_stack([Z, np.ones(Z.shape[0])])
-        pattern = np.full((width + 1, width + 1), a)
-        pattern[:width, width] = pattern[width, :width] = 0.5 * b
-        pattern[width, width] = c
-    else:
-        pattern = np.ones((Z.shape[1], Z.shape[1]))
-    rows, cols = svec_indices(Z.shape[1])
-    scale = np.where(rows == cols, 1.0, math.sqrt(2.0)) * pattern[rows, cols]
-    return Z[:, rows] * Z[:, cols] * scale
-
-
-def smat(vector, p, rows, cols):
-    """The symmetric matrix of an ``svec`` vector."""
-    values = vector / np.where(rows == cols, 1.0, math.sqrt(2.0))
-    matrix = np.zeros((p, p))
-    matrix[rows, cols] = values
-    matrix[cols, rows] = values
-    return matrix
+    return svec_rows(data.features.detach().cpu().numpy(), data.polynomial)
 
 
 def _block_problem(G, b_k, penalty, p, rows, cols):
@@ -488,42 +461,35 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     return _joint_blocks_of(x, K, m, block), int(solution.iterations), score_duals, trace_duals
 
 
-def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
+def _certified_point(data, Phi, weight, target, squared, settings):
     """Solve, round to an exactly feasible point and certify it (module docstring).
 
-    ``quadratic_terms``: the squared loss's ``(G, B)`` (module docstring;
-    None for the other losses). ``settings``: Clarabel settings that differ
+    ``squared``: the squared loss's ``(LiftedStatistics, penalty)`` (None for
+    the other losses), solved from the statistics alone
+    (:func:`_certified_squared`). ``settings``: Clarabel settings that differ
     from ``_clarabel_solver``'s (``_CLARABEL_PASSES``). Returns a dict with
     ``factors``, ``rho``, ``scores``, ``objective``, ``lower_bound``, ``gap``
     and ``iterations``.
     """
+    if squared is not None:
+        return _certified_squared(*squared, settings)
     p, K = data.n_lifted, data.n_outputs
     rows, cols = svec_indices(p)
     penalty = data.penalty_per_rho
     factors, rhos, scores = [], [], []
-    multipliers = mu_candidates = None
+    mu_candidates = None
     if data.loss == "hinge":
         joint, iterations, multipliers = _solve_hinge(Phi, weight, target, penalty, p, settings)
-    elif data.loss == "logistic":
+    else:
         joint, iterations, multipliers, mu_candidates = _solve_logistic(
             Phi, weight, target, penalty, p, settings
         )
-    else:
-        G, B = quadratic_terms
-        problem = _block_problem(G, np.zeros(G.shape[0]), penalty, p, rows, cols)
-        joint = _solve_blocks(problem, B, p, settings)
-        iterations = sum(block[2] for block in joint)
     for k in range(K):
-        sP, sN, third = joint[k]  # ρ of a joint form, a squared block's iterations
+        sP, sN, rho = joint[k]
         F, s = unit_factor(smat(sP, p, rows, cols), smat(sN, p, rows, cols))
-        direction = (F * s) @ F.T
-        g = 2.0 * (Phi @ _svec(direction, rows, cols))
-        if data.loss != "squared":
-            # The interior point's ρ (the blocks share the loss: no 1-D refit).
-            rho = max(0.0, float(third))
-        else:
-            # Scores of the unit-row point at ρ = 1, then the best ρ for them.
-            rho = squared_loss_rho(g, target[:, k], weight, penalty)
+        g = 2.0 * (Phi @ svec((F * s) @ F.T, rows, cols))
+        # The interior point's ρ (the blocks share the loss: no 1-D refit).
+        rho = max(0.0, float(rho))
         factors.append((F, s))
         rhos.append(rho)
         scores.append(rho * g)
@@ -539,9 +505,7 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
         scores = np.zeros_like(scores)
         scores_t = torch.zeros_like(scores_t)
         objective = zero_value
-    if multipliers is None:
-        lam = dual_point(scores_t, data.target, data.loss)
-    elif data.loss == "logistic":
+    if data.loss == "logistic":
         # The score rows' multipliers over w (``_solve_logistic``), not l'(f):
         # the scores are only as accurate as the loss is curved, and at small
         # beta it is flat along nearly separated samples (test problem, beta
@@ -571,6 +535,41 @@ def _certified_point(data, Phi, weight, target, quadratic_terms, settings):
     return {
         "factors": factors, "rho": rho, "scores": scores, "objective": objective,
         "lower_bound": lower_bound, "gap": gap, "iterations": iterations,
+    }
+
+
+def _certified_squared(statistics, penalty, settings):
+    """:func:`_certified_point` of the squared loss from normalized :class:`LiftedStatistics`.
+
+    Each unit-row direction gets its best ``ρ`` in closed form (a 1-D
+    quadratic, as ``squared_loss_rho``); the point's ``D`` (m x K, ``svec(ρ_k
+    D_k)``) gives the scores ``2 Φ D`` where the rows are at hand.
+    """
+    p, K = statistics.n_lifted, statistics.n_outputs
+    rows, cols = svec_indices(p)
+    G, B = statistics.gram, statistics.cross
+    problem = _block_problem(G, np.zeros(G.shape[0]), penalty, p, rows, cols)
+    joint = _solve_blocks(problem, B, p, settings)
+    factors, rho, D = [], np.zeros(K), np.zeros((G.shape[0], K))
+    for k, (sP, sN, _) in enumerate(joint):
+        F, s = unit_factor(smat(sP, p, rows, cols), smat(sN, p, rows, cols))
+        unit = svec((F * s) @ F.T, rows, cols)
+        curvature, slope = 4.0 * unit @ G @ unit, 2.0 * unit @ B[:, k] - 0.5 * penalty
+        rho[k] = max(0.0, slope / curvature) if curvature > 0 else 0.0
+        factors.append((F, s))
+        D[:, k] = rho[k] * unit
+    objective = float(statistics.loss(D).sum() + penalty * rho.sum())
+    zero_value = float(statistics.target_square.sum())
+    if zero_value <= objective:
+        rho, D, objective = np.zeros(K), np.zeros_like(D), zero_value
+    directions = [(torch.as_tensor(F), torch.as_tensor(s)) for F, s in factors]
+    lower_bound = statistics_dual_bound(
+        statistics, D, penalty, directions, feasible_value=objective
+    ).lower_bound
+    return {
+        "factors": factors, "rho": rho, "scores": None, "D": D, "objective": objective,
+        "lower_bound": lower_bound, "gap": relative_gap(objective, lower_bound),
+        "iterations": sum(block[2] for block in joint),
     }
 
 
@@ -615,22 +614,47 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
         ``solver="compact"``, exactly feasible, with factors (a warm start
         for the factor solver) and the certificate of :func:`dual_bound`.
     """
-    from .._reporting import progress_line
-
     start = time.perf_counter()
     Phi = lifted_svecs(data)
     weight = data.weight.detach().cpu().numpy().astype(np.float64)
     target = data.target.detach().cpu().numpy().astype(np.float64)
-    quadratic_terms = None
+    squared = None
     if data.loss == "squared":
-        weighted = Phi * weight[:, None]
-        quadratic_terms = (Phi.T @ weighted, weighted.T @ target)
+        features = data.features.detach().cpu().numpy()
+        statistics = LiftedStatistics.of_rows(features, target, weight, data.polynomial)
+        squared = (statistics, data.penalty_per_rho)
+    point = _best_point(
+        lambda settings: _certified_point(data, Phi, weight, target, squared, settings),
+        data.loss, tol,
+    )
+    if point["scores"] is None:
+        point["scores"] = 2.0 * Phi @ point["D"]
+    return _compact_solution(point, start, tol, callback, verbose)
 
+
+def solve_compact_statistics(statistics, beta, *, tol=1e-4, callback=None, verbose=0):
+    """:func:`solve_compact` of the squared loss from its sufficient statistics alone.
+
+    ``statistics``: normalized :class:`~skquad.convex.LiftedStatistics`
+    (weights summing to one); the cost is independent of the number of rows.
+    The solution has no ``scores`` (no rows); its certificate is
+    :func:`~skquad.convex.statistics_dual_bound`.
+    """
+    start = time.perf_counter()
+    squared = (statistics, 2.0 * beta * statistics.n_lifted)
+    point = _best_point(
+        lambda settings: _certified_squared(*squared, settings), "squared", tol
+    )
+    return _compact_solution(point, start, tol, callback, verbose)
+
+
+def _best_point(certify, loss, tol):
+    """The best certified point of ``certify(settings)`` over the loss's passes (iterations summed)."""
     iterations, point = 0, None
-    passes = _CLARABEL_PASSES[data.loss]
+    passes = _CLARABEL_PASSES[loss]
     for index, settings in enumerate(passes):
         try:
-            trial = _certified_point(data, Phi, weight, target, quadratic_terms, settings)
+            trial = certify(settings)
         except SolverFailedError:
             if point is None and index == len(passes) - 1:
                 raise
@@ -640,6 +664,13 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
             point = trial
         if point["gap"] <= tol:
             break
+    return dict(point, iterations=iterations)
+
+
+def _compact_solution(point, start, tol, callback, verbose):
+    from .._reporting import progress_line
+
+    iterations = point["iterations"]
     factors, rho, scores = point["factors"], point["rho"], point["scores"]
     objective, lower_bound, gap = point["objective"], point["lower_bound"], point["gap"]
     elapsed = time.perf_counter() - start
@@ -668,6 +699,3 @@ def solve_compact(data, *, tol=1e-4, callback=None, verbose=0):
         info={"history": [info], "rank": info["rank"], "stopped_by_callback": stopped},
     )
 
-
-def _svec(matrix, rows, cols):
-    return matrix[rows, cols] * np.where(rows == cols, 1.0, math.sqrt(2.0))

@@ -9,7 +9,7 @@ from .losses import dual_point
 from .problem import LiftedData
 from .routes import default_beta_floor
 
-__all__ = ["default_beta", "zero_network_beta"]
+__all__ = ["auto_beta", "default_beta", "zero_network_beta"]
 
 
 def zero_network_beta(lifting, X, y, weight, *, loss, n_outputs):
@@ -132,11 +132,12 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     """
     beta_max = zero_network_beta(lifting, X, y, weight, loss=loss, n_outputs=n_outputs)
     n_samples = math.fsum(weight) if n_samples is None else float(n_samples)
-    # The lifted width p (replicas included), so that a multi-level model and
-    # the binary model on the replicated inputs (the same network) get the
-    # same beta.
-    width = lifting.n_lifted(np.shape(X)[1])
+    return auto_beta(beta_max, loss, lifting.n_lifted(np.shape(X)[1]), n_samples), beta_max
+
+
+def auto_beta(beta_max, loss, width, n_samples):
+    """:func:`default_beta`'s rule from ``beta_max``, the lifted width ``p`` and ``n``."""
     low, high = DEFAULT_BETA_FRACTION_RANGE
     low = default_beta_floor(loss, width, low)
     fraction = float(np.clip((width / n_samples) ** 2, low, high))
-    return fraction * (beta_max if beta_max > 0 else 1.0), beta_max
+    return fraction * (beta_max if beta_max > 0 else 1.0)

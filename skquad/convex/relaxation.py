@@ -20,13 +20,14 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .blocks import solve_blocks
+from .compact_solver import solve_compact_statistics
 from .factor_solver import FACTOR_SOLVER_OPTIONS
 from .formulation import loss_value, solve_sdp
 from .problem import LiftedData
 from .routes import Problem, active_routes, first_route
 from .solution import rescale_solution
 
-__all__ = ["solve_relaxation"]
+__all__ = ["solve_relaxation", "solve_relaxation_statistics"]
 
 
 # The native solver's options: (kind, smallest allowed value).
@@ -251,12 +252,18 @@ def solve_relaxation(
             verbose=verbose, cpu_data=cpu_data,
         ), device)
         _warn_if_short(solution, options, tol, max_iter)
+    zero_value = loss_value(np.zeros((len(y), n_outputs)), y, weight, loss, n_outputs)
+    _warn_if_zero_network(solution, zero_value, beta, user_beta)
+    return rescale_solution(solution, target_scale)
+
+
+def _warn_if_zero_network(solution, zero_value, beta, user_beta):
+    """The warning of a certified optimum at the zero network (a constant model)."""
     # (A solve cut short keeps unreached blocks at zero: no statement about beta.)
     finished = solution.status not in ("time_limit", "stopped")
     # The optimum is the zero network when the certified point does no better
     # than the zero network's objective (scores 0, no penalty); a penalty
     # small against the objective says nothing (it is, for every tiny beta).
-    zero_value = loss_value(np.zeros((len(y), n_outputs)), y, weight, loss, n_outputs)
     at_zero = solution.value >= zero_value * (1.0 - 1e-7)
     if finished and beta > 0 and at_zero and solution.converged:
         warn_user(
@@ -265,4 +272,38 @@ def solve_relaxation(
             "Use a smaller beta.",
             UserWarning,
         )
+
+
+def solve_relaxation_statistics(statistics, *, beta, tol=1e-4, target_scale=1.0):
+    """:func:`solve_relaxation` of the squared loss from its sufficient statistics.
+
+    ``statistics``: normalized :class:`~skquad.convex.LiftedStatistics`
+    of the targets ``y``; solved as ``(y / c, beta / c)`` for ``c =
+    target_scale`` by ``compact_solver.solve_compact_statistics``
+    (the compact form, whose cost does not depend on the number of rows) and
+    returned for ``(y, beta)``. Warns as :func:`solve_relaxation` does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skquad.convex import InputLifting, LiftedStatistics, solve_relaxation_statistics
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 2))
+    >>> y = X[:, 0] * X[:, 1]
+    >>> sums = LiftedStatistics.of_rows(InputLifting().features(X), y, np.ones(200))
+    >>> solution = solve_relaxation_statistics(sums.normalized(), beta=1e-3)
+    >>> bool(solution.lower_bound <= solution.objective), solution.solver
+    (True, 'compact')
+    """
+    scaled = statistics.scaled(target_scale)
+    solution = solve_compact_statistics(scaled, beta / target_scale, tol=tol)
+    solution.solver_path = ("compact",)
+    if not solution.converged:
+        warn_user(
+            f"The compact SDP solve from the sufficient statistics stopped at a certified "
+            f"relative gap of {solution.relative_gap:.1e}, above tol={tol:g}. lower_bound_ "
+            "still holds; a larger beta or tol gives a better-conditioned problem.",
+            ConvergenceWarning,
+        )
+    _warn_if_zero_network(solution, float(scaled.target_square.sum()), beta, beta)
     return rescale_solution(solution, target_scale)

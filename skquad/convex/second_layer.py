@@ -65,6 +65,7 @@ more than such a product.
 """
 
 import dataclasses
+import math
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -78,7 +79,7 @@ from .._training._threads import limit_threads
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
 
-__all__ = ["SecondLayerFit", "refit_second_layer"]
+__all__ = ["SecondLayerFit", "refit_from_statistics", "refit_second_layer", "statistics_objective"]
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,45 @@ def refit_second_layer(
         loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, centred_span,
     )
     return dataclasses.replace(fit, intercept=target_mean - column_mean @ fit.alpha)
+
+
+def refit_from_statistics(S, statistics, *, beta, n_lifted, alpha, max_iter=500, tol=1e-7,
+                          fit_intercept=False):
+    """:func:`refit_second_layer` of the squared loss for the outputs ``H = Φ S`` from
+    normalized :class:`~skquad.convex.LiftedStatistics` alone.
+
+    ``S`` (m x n_neurons): ``neuron_svecs``. The
+    range-reduced form (module docstring) comes from ``G = V Λ Vᵀ``: rows
+    ``Λ^(1/2) Vᵀ S``, targets ``Λ^(-1/2) Vᵀ B`` and offset ``T - ||c||²``
+    (of the centred statistics with ``fit_intercept``); then the same lasso.
+    """
+    alpha = np.array(alpha, dtype=np.float64, copy=True).reshape(S.shape[1], -1)
+    centred = statistics.centred() if fit_intercept else statistics
+    values, vectors = np.linalg.eigh(centred.gram)
+    keep = values > 1e-13 * max(values[-1], 1e-300)
+    root = np.sqrt(values[keep])
+    A = root[:, None] * (vectors[:, keep].T @ S)
+    c = (vectors[:, keep].T @ centred.cross) / root[:, None]
+    offset = max(float(centred.target_square.sum() - np.sum(c**2)), 0.0)
+    # The lasso on (A, c) is _refit_network's on rows of weight 1 / r, scaled by √r.
+    r = max(A.shape[0], 1)
+    fit = _refit_network(
+        math.sqrt(r) * A, math.sqrt(r) * (c[:, 0] if c.shape[1] == 1 else c), np.full(A.shape[0], 1.0 / r),
+        "squared", beta, n_lifted, alpha, max_iter, tol, None, None,
+    )
+    intercept = np.zeros(alpha.shape[1])
+    if fit_intercept:
+        intercept = statistics.target_mean - (statistics.mean @ S) @ fit.alpha
+    return dataclasses.replace(
+        fit, objective=fit.objective + offset, initial_objective=fit.initial_objective + offset,
+        intercept=intercept,
+    )
+
+
+def statistics_objective(S, statistics, alpha, beta, n_lifted):
+    """``Σ w ||Φ S alpha - t||² + beta p ||alpha||_1`` from the statistics (scores ``2 Φᵀ (S alpha / 2)``)."""
+    alpha = np.asarray(alpha, dtype=np.float64).reshape(S.shape[1], -1)
+    return float(statistics.loss(0.5 * (S @ alpha)).sum() + beta * n_lifted * np.abs(alpha).sum())
 
 
 def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, span):

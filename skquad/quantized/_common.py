@@ -77,7 +77,11 @@ def _standardization(X, weight):
     magnitude = np.where(magnitude > 0, magnitude, 1.0)
     scaled = X / magnitude
     mean = weight @ scaled
-    variance = weight @ (scaled - mean) ** 2
+    return _standardization_from_moments(mean, weight @ (scaled - mean) ** 2, n_samples, magnitude)
+
+
+def _standardization_from_moments(mean, variance, n_samples, magnitude=1.0):
+    """:func:`_standardization` from the weighted moments of ``X / magnitude`` (a Dask fit's)."""
     eps = np.finfo(np.float64).eps
     constant = variance <= n_samples * eps * variance + (n_samples * mean * eps) ** 2
     return mean * magnitude, np.where(constant, 1.0, np.sqrt(variance) * magnitude)

@@ -1,5 +1,6 @@
 """SDPQuantizedClassifier: binary networks trained through a convex SDP (Bartan & Pilanci)."""
 
+import functools
 import hashlib
 import math
 from numbers import Integral, Real
@@ -11,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._atomic import atomic_fit, reads_fitted_state
+from .._dask_dispatch import is_dask_collection
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
 from .._reporting import warn_user
 from .._training import SubtaskReporter, runtime_policy, spawn_generators
@@ -20,9 +22,10 @@ from ..convex.lifting import (
     collapse_replicas,
     export_quadratic_network,
 )
-from ..convex.path import default_beta
+from ..convex.path import auto_beta, default_beta
 from ..convex.problem import encode_targets
-from ..convex.relaxation import solve_relaxation
+from ..convex.relaxation import solve_relaxation, solve_relaxation_statistics
+from ..convex.routes import COMPACT_SQUARED_WIDE_MAX_SIZE
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
@@ -30,7 +33,8 @@ from ..convex.sampling import (
     normalized_block,
     sample_sign_pairs,
 )
-from ..convex.second_layer import refit_second_layer
+from ..convex.second_layer import refit_from_statistics, refit_second_layer, statistics_objective
+from ..convex.statistics import merge_moments, neuron_svecs
 from ._common import (
     _batched_network_scores,
     _check_activation,
@@ -41,9 +45,15 @@ from ._common import (
     _neurons_per_output,
     _predict_labels,
     _standardization,
+    _standardization_from_moments,
 )
 
 __all__ = ["SDPQuantizedClassifier"]
+
+
+def _statistics_targets(y, n_outputs, classes, offset):
+    """A block's SDP targets (n x K) for its lifted statistics: encoded labels, or values less ``offset``."""
+    return encode_targets(_class_targets(y, n_outputs) if classes else y, n_outputs) - offset
 
 
 class _SDPQuantizedNetwork(BaseQuadraticEstimator):
@@ -55,6 +65,9 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
     the solver fits: ±1 labels, class indices or real values) and
     ``_target_signature`` (what a warm start must match).
     """
+
+    # Dask collections fit by sufficient statistics, squared loss (_fit_dask).
+    _fits_dask_collections = True
 
     @property
     def _sample_weight_scale(self):
@@ -110,7 +123,15 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         Returns
         -------
         self : SDPQuantizedClassifier
+
+        Notes
+        -----
+        Dask collections fit with ``loss="squared"`` from sums of the lifted
+        inputs over the row blocks, without gathering the rows
+        (:ref:`larger_than_memory`).
         """
+        if is_dask_collection(X, y, sample_weight):
+            return self._fit_dask(X, y, sample_weight)
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
         # The one runtime policy (skquad._training._runtime): a bad or missing
         # device is refused here, before any work; the first layer is drawn
@@ -176,33 +197,138 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 device=policy.device,
                 target_scale=target_scale,
             )
-            self.Q_ = solution.Q
-            self.Z_ = solution.Z.copy()
-            self.rho_ = solution.rho
-            self.lower_bound_ = solution.lower_bound
-            self.relaxed_objective_ = solution.objective
-            self.certified_gap_ = solution.gap
-            self.solver_ = solution.solver
-            self.solver_path_ = solution.solver_path or (solution.solver,)
-            self.solver_status_ = solution.status
-            self.solve_time_ = solution.solve_time
-            self.n_iter_ = solution.n_iter
-            self.n_lifted_features_ = solution.Q.shape[1] // 2
-            self._factor_start_ = solution.warm_start_state()
+            self._publish_solution(solution)
             self._sdp_key_ = key
-            self._covariance_method = None
-            # CVXPY's solvers, and the native interior-point methods for
-            # small problems, run on the CPU whatever the device parameter.
-            self.device_ = solution.info.get("device", "cpu")
+        self._update_covariance()
+        self._training_data, self._training_statistics = (X_train, targets, weight), None
+        self._target_scale_ = target_scale
+        self._target_offset_ = offset
+        return self._sample(self.n_neurons, policy.init_generator)
+
+    def _publish_solution(self, solution):
+        """The relaxed solution's attributes (``Q_``, ``rho_``, the certificate, the solver's record)."""
+        self.Q_ = solution.Q
+        self.Z_ = solution.Z.copy()
+        self.rho_ = solution.rho
+        self.lower_bound_ = solution.lower_bound
+        self.relaxed_objective_ = solution.objective
+        self.certified_gap_ = solution.gap
+        self.solver_ = solution.solver
+        self.solver_path_ = solution.solver_path or (solution.solver,)
+        self.solver_status_ = solution.status
+        self.solve_time_ = solution.solve_time
+        self.n_iter_ = solution.n_iter
+        self.n_lifted_features_ = solution.Q.shape[1] // 2
+        self._factor_start_ = solution.warm_start_state()
+        self._covariance_method = None
+        # CVXPY's solvers, and the native interior-point methods for
+        # small problems, run on the CPU whatever the device parameter.
+        self.device_ = solution.info.get("device", "cpu")
+
+    def _update_covariance(self):
         if self._covariance_method != self.covariance:
             self.covariance_ = np.stack(
                 [self._covariance(normalized_block(Q, rho)) for Q, rho in zip(self.Q_, self.rho_)]
             )
             self._covariance_method = self.covariance
-        self._training_data = (X_train, targets, weight)
-        self._target_scale_ = target_scale
-        self._target_offset_ = offset
+
+    def _fit_dask(self, X, y, sample_weight):
+        """``fit`` on Dask collections: the squared loss from its sufficient statistics.
+
+        Two passes over the rows on the workers (the inputs' moments, then the
+        lifted statistics: :mod:`skquad._dask_sdp`); the solve, its
+        certificate, the sampling and the second layer's refit then read only
+        the statistics (:mod:`skquad.convex.statistics`), on this process.
+        """
+        name = type(self).__name__
+        if self.loss != "squared":
+            raise ValueError(
+                f"{name} fits Dask collections with loss='squared' only (its relaxation "
+                "depends on the rows only through sums of the lifted inputs); got "
+                f"loss={self.loss!r}. Use loss='squared', or fit on X[:n].compute()."
+            )
+        if self.solver is not None or str(self.device) not in ("auto", "cpu"):
+            raise ValueError(
+                f"{name} fits Dask collections with solver=None and device='auto' or 'cpu' "
+                f"(the compact solve on this process's CPU); got solver={self.solver!r}, "
+                f"device={self.device!r}."
+            )
+        from .._dask_sdp import SDPBlocks
+
+        blocks = SDPBlocks(self, X, y, sample_weight)
+        try:
+            reference = self._reference_offset(blocks)
+            targets = functools.partial(
+                _statistics_targets, n_outputs=self._sdp_n_outputs(), classes=blocks.classifier,
+                offset=reference,
+            )
+            self._fit_from_sums(
+                merge_moments(*blocks.moments()), lambda lifting: blocks.statistics([lifting], targets)[0][0],
+                reference, blocks.total_weight,
+            )
+            self._pass_times = tuple(blocks.pass_times)
+            return self
+        finally:
+            blocks.release()
+
+    def _reference_offset(self, blocks):
+        """The offset the blocks' targets are lifted about: the weighted mean of a
+        regressor's targets (so that shifting to any fold's mean cancels little), else 0."""
+        n_outputs = self._sdp_n_outputs()
+        mean = blocks.target_mean
+        return np.zeros(n_outputs) if mean is None else np.asarray(mean, dtype=np.float64)
+
+    def _standardized_lifting(self, moments):
+        """Set the standardization from merged moments ``(weight, mean, squares, count)``; the lifting."""
+        total, mean, squares, count = moments
+        self.feature_mean_, self.feature_scale_ = (
+            _standardization_from_moments(mean, squares / total, count)
+            if self.standardize else (None, None)
+        )
+        return self._lifting()
+
+    def _fit_from_sums(self, moments, statistics_of, reference, total_weight):
+        """The fit from the inputs' merged weighted moments and ``statistics_of(lifting)``:
+        the unnormalized lifted statistics of the targets less ``reference``."""
+        policy = runtime_policy(
+            np.dtype(np.float64), dtype="float64", device="cpu", random_state=self.random_state
+        )
+        n_outputs = self._sdp_n_outputs()
+        _neurons_per_output(self.n_neurons, n_outputs)
+        p = InputLifting(
+            fit_intercept=bool(self.fit_intercept), levels=int(self.weight_levels),
+            activation=_check_activation(self.activation),
+        ).n_lifted(self.n_features_in_)
+        if p * (p + 1) // 2 > COMPACT_SQUARED_WIDE_MAX_SIZE:
+            raise ValueError(
+                f"{type(self).__name__} fits Dask collections where the lifting's p (p + 1) / 2 "
+                f"<= {COMPACT_SQUARED_WIDE_MAX_SIZE} (the compact solve of the statistics); "
+                f"p = {p} here. Use fewer features or weight_levels."
+            )
+        self._check_network_memory(self.n_neurons, 0, p, n_outputs)
+        statistics = statistics_of(self._standardized_lifting(moments)).normalized()
+        offset = statistics.target_mean + reference if self._centres_targets() else np.zeros(n_outputs)
+        statistics = statistics.shifted(offset - reference)
+        if isinstance(self.beta, str):
+            self.beta_max_ = statistics.beta_max()
+            self.beta_ = auto_beta(self.beta_max_, self.loss, p, total_weight)
+        else:
+            vars(self).pop("beta_max_", None)
+            self.beta_ = float(self.beta)
+        scale = self._statistics_target_scale(statistics)
+        solution = solve_relaxation_statistics(
+            statistics, beta=self.beta_, tol=float(self.tol), target_scale=scale
+        )
+        self._publish_solution(solution)
+        self._sdp_key_ = None
+        self._update_covariance()
+        self._training_data, self._training_statistics = None, statistics
+        self._target_scale_, self._target_offset_ = scale, offset
         return self._sample(self.n_neurons, policy.init_generator)
+
+    def _statistics_target_scale(self, statistics):
+        """:meth:`_target_scale` from the statistics (1: classifiers)."""
+        return 1.0
 
     def _centres_targets(self):
         """Whether the model has a free output intercept (the targets are centred)."""
@@ -321,29 +447,15 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         # The network is scored and refitted on the scaled problem (targets
         # / c, beta / c: see _target_scale), then mapped back: alpha * c,
         # objectives * c^2.
-        X_train, targets, weight = self._training_data
-        lifting = self._lifting()
         beta, p = self._penalty_beta() / scale, self.n_lifted_features_
-        if self.refit_output_layer:
-            outputs = lifting.bilinear(X_train, U, V)
-            scores = outputs @ alpha
-        else:
-            scores = _batched_network_scores(lifting, X_train, U, V, alpha)
-        scaled_targets = targets / scale
-        sampled_objective = network_objective(
-            scores, scaled_targets, weight, self.loss, alpha, beta, p
-        )
-        objective = sampled_objective
-        intercept = np.zeros(n_outputs)
-        if self.refit_output_layer:
-            refit = refit_second_layer(
-                outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
-                alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
-                span=lambda: lifting.monomials(X_train),  # and in these products
-                fit_intercept=self._centres_targets(),  # unpenalised, on the centred targets
+        if self._training_data is None:
+            sampled_objective, objective, alpha, intercept = self._statistics_refit(
+                U, V, alpha, beta, p
             )
-            alpha, objective, intercept = refit.alpha, refit.objective, refit.intercept
-
+        else:
+            sampled_objective, objective, alpha, intercept = self._rows_refit(
+                U, V, alpha, beta, p, scale
+            )
         self.U_, self.V_, self.alpha_ = U, V, alpha * scale
         # The targets' mean (the certified models' offset) plus the refit's own.
         self.intercept_ = getattr(self, "_target_offset_", 0.0) + intercept * scale
@@ -352,10 +464,44 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self.sampled_objective_ = sampled_objective * scale**2
         self.objective_ = objective * scale**2
         self.relaxed_objective_gap_ = self.objective_ - self.lower_bound_
-        self._warn_if_far_from_bound(targets, weight)
+        self._warn_if_far_from_bound()
         return self
 
-    def _warn_if_far_from_bound(self, targets, weight):
+    def _rows_refit(self, U, V, alpha, beta, p, scale):
+        """``(sampled objective, objective, alpha, intercept)`` of the draw on the training rows."""
+        X_train, targets, weight = self._training_data
+        lifting = self._lifting()
+        if self.refit_output_layer:
+            outputs = lifting.bilinear(X_train, U, V)
+            scores = outputs @ alpha
+        else:
+            scores = _batched_network_scores(lifting, X_train, U, V, alpha)
+        scaled_targets = targets / scale
+        sampled = network_objective(scores, scaled_targets, weight, self.loss, alpha, beta, p)
+        if not self.refit_output_layer:
+            return sampled, sampled, alpha, np.zeros(alpha.shape[1])
+        refit = refit_second_layer(
+            outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
+            alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
+            span=lambda: lifting.monomials(X_train),  # and in these products
+            fit_intercept=self._centres_targets(),  # unpenalised, on the centred targets
+        )
+        return sampled, refit.objective, refit.alpha, refit.intercept
+
+    def _statistics_refit(self, U, V, alpha, beta, p):
+        """:meth:`_rows_refit` from the lifted statistics of a Dask fit (outputs ``Φ S``)."""
+        statistics = self._training_statistics.scaled(self._target_scale_)
+        S = neuron_svecs(U, V)
+        sampled = statistics_objective(S, statistics, alpha, beta, p)
+        if not self.refit_output_layer:
+            return sampled, sampled, alpha, np.zeros(alpha.shape[1])
+        refit = refit_from_statistics(
+            S, statistics, beta=beta, n_lifted=p, alpha=alpha,
+            fit_intercept=self._centres_targets(),
+        )
+        return sampled, refit.objective, refit.alpha, refit.intercept
+
+    def _warn_if_far_from_bound(self):
         """Warn when the network is barely better than the zero network, or worse.
 
         The scale of "far" is the distance from the bound to the zero
@@ -365,10 +511,14 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         width that brings the sampled network's gap to 10 % of that scale is
         about ``n_neurons * gap / (0.1 * scale)``.
         """
-        zero = loss_value(
-            np.zeros((len(targets), self.rho_.shape[0])), targets, weight, self.loss,
-            self.rho_.shape[0],
-        )
+        if self._training_data is None:
+            zero = float(self._training_statistics.target_square.sum())
+        else:
+            targets, weight = self._training_data[1:]
+            zero = loss_value(
+                np.zeros((len(targets), self.rho_.shape[0])), targets, weight, self.loss,
+                self.rho_.shape[0],
+            )
         scale = zero - self.lower_bound_
         gap = self.objective_ - self.lower_bound_
         # Where the best network improves on the zero network by under 1 %
@@ -409,14 +559,15 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         """
         check_is_fitted(self, "covariance_")
         n_neurons = self.n_neurons_ if n_neurons is None else check_positive_int(n_neurons, "n_neurons")
-        if getattr(self, "_training_data", None) is None:
+        rows = getattr(self, "_training_data", None)
+        if rows is None and getattr(self, "_training_statistics", None) is None:
             raise ValueError(
                 "resample needs the training data, which drop_training_data() "
                 "removed; call fit again."
             )
-        X_train = self._training_data[0]
         self._check_network_memory(
-            n_neurons, X_train.shape[0], self.n_lifted_features_, self.rho_.shape[0]
+            n_neurons, 0 if rows is None else rows[0].shape[0], self.n_lifted_features_,
+            self.rho_.shape[0],
         )
         # The runtime policy's rule for the draw: the generator seeded from
         # random_state, as at fit.
@@ -439,7 +590,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         self : SDPQuantizedClassifier
         """
         check_is_fitted(self, "covariance_")
-        self._training_data = None
+        self._training_data = self._training_statistics = None
         return self
 
     # -------------------------------------------------------------- predict

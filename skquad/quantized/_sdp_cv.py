@@ -6,6 +6,7 @@ choice with non-finite scores ranked last, the refit) is
 :class:`~skquad.quantized.SDPQuantizedRegressorCV`.
 """
 
+import functools
 import warnings
 from numbers import Integral
 
@@ -18,11 +19,13 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
 from .._atomic import atomic_fit
+from .._dask_dispatch import is_dask_collection
 from .._cv_routing import splitter_params, splitter_router
 from .._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
+from ..convex.statistics import merge_moments, neuron_svecs
 from ._common import _check_activation, _standardization
 from ._sdp import SDPQuantizedClassifier
 
@@ -50,6 +53,16 @@ def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
         else:
             scores[index] = scorer(estimator, X[test], y[test], sample_weight=sample_weight[test])
     return scores
+
+
+def _held_out_r2(model, held_out, reference):
+    """R² of ``model`` on rows of unnormalized statistics ``held_out`` (targets less ``reference``):
+    its predictions ``Φ S alpha_ + intercept_`` are linear in the lifted inputs."""
+    a = neuron_svecs(model.U_, model.V_) @ model.alpha_
+    b = model.intercept_ - reference
+    tau, W = held_out.target_mean, held_out.weight
+    errors = held_out.loss(0.5 * a) + 2.0 * b * (held_out.mean @ a - tau) + b**2 * W
+    return float(np.mean(1.0 - errors / (held_out.target_square - tau**2 / W)))
 
 
 def beta_search_constraints(single_estimator_class):
@@ -81,6 +94,8 @@ class BetaPathSearchMixin:
     """
 
     _single_estimator_class = None
+    # Dask collections: the regressor's search from per-fold statistics (_search_dask).
+    _fits_dask_collections = True
 
     def _single_estimator(self):
         """The single-``beta`` estimator with this estimator's model parameters."""
@@ -142,6 +157,82 @@ class BetaPathSearchMixin:
             lifting, X, targets, weight, loss=self.loss, n_outputs=n_outputs
         )
         beta_max = beta_max if beta_max > 0 else 1.0
+        return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
+
+    def _search_dask(self, X, y, sample_weight):
+        """The search on Dask collections from lifted statistics: two passes in all.
+
+        Rows go to ``cv`` folds by a hash of their values (not by position:
+        the blocks need not know their offsets); one pass gives every fold's
+        moments, one the statistics of each fold under each training set's
+        standardization (and the whole data's). Each fold's model is fitted
+        from its training sums and scored (R²) from its held-out sums: the
+        network's predictions are linear in the lifted inputs.
+        """
+        name = type(self).__name__
+        if is_classifier(self) or self.scoring is not None or not self.refit or not (
+            self.cv is None or isinstance(self.cv, Integral)
+        ):
+            raise ValueError(
+                f"{name} does not fit Dask collections with these settings: the search on "
+                "Dask is SDPQuantizedRegressorCV's with cv=None or an int, scoring=None and "
+                "refit=True (R² from the held-out rows' statistics); accuracy needs the rows. "
+                "Fit SDPQuantizedClassifier with a chosen beta on Dask instead."
+            )
+        from .._dask_sdp import SDPBlocks
+        from ._sdp import _statistics_targets
+
+        n_folds = 5 if self.cv is None else int(self.cv)
+        blocks = SDPBlocks(self, X, y, sample_weight)
+        try:
+            parts = blocks.moments(n_folds)
+            moments = [merge_moments(*parts)] + [
+                merge_moments(*(parts[j] for j in range(n_folds) if j != k)) for k in range(n_folds)
+            ]
+            models = [self._input_copy() for _ in moments]
+            liftings = [model._standardized_lifting(m) for model, m in zip(models, moments)]
+            reference = self._reference_offset(blocks)
+            targets = functools.partial(
+                _statistics_targets, n_outputs=self.n_outputs_, classes=False, offset=reference
+            )
+            sums = blocks.statistics(liftings, targets, n_folds)
+        finally:
+            blocks.release()
+        whole = sum(sums[0][1:], sums[0][0])
+        betas = self._statistics_path(whole, reference)
+        scores = np.empty((n_folds, len(betas)))
+        for k in range(n_folds):
+            held_out = sums[k + 1][k]
+            parts = [sums[k + 1][j] for j in range(n_folds) if j != k]
+            train = sum(parts[1:], parts[0])
+            for index, beta in enumerate(betas):
+                model = models[k + 1].set_params(beta=beta)
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
+                    model._fit_from_sums(moments[k + 1], lambda _: train, reference, train.weight)
+                scores[k, index] = _held_out_r2(model, held_out, reference)
+        best = self._best_index(scores)
+        model = models[0].set_params(beta=betas[best])
+        model._fit_from_sums(moments[0], lambda _: whole, reference, whole.weight)
+        vars(self).update({n: v for n, v in vars(model).items() if n not in model.get_params(deep=False)})
+        self.beta_, self.betas_, self.scores_ = float(betas[best]), betas, scores
+        return self
+
+    def _input_copy(self):
+        """The single estimator with this one's input attributes (set by the Dask validation)."""
+        model = self._single_estimator()
+        for name in ("n_features_in_", "feature_names_in_", "n_outputs_", "_fitted_y_ndim",
+                     "data_min_", "data_max_"):
+            if hasattr(self, name):
+                setattr(model, name, getattr(self, name))
+        return model
+
+    def _statistics_path(self, whole, reference):
+        """:meth:`_path` from the whole data's statistics (targets less ``reference``)."""
+        if not isinstance(self.betas, Integral):
+            return self._path(None, None, None)
+        normalized = whole.normalized()
+        beta_max = normalized.shifted(normalized.target_mean).beta_max() or 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
 
     def get_metadata_routing(self):
@@ -339,6 +430,8 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         -------
         self : SDPQuantizedClassifierCV
         """
+        if is_dask_collection(X, y, sample_weight):
+            return self._search_dask(X, y, sample_weight)
         split_params = splitter_params(self, params)
         X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
         if sample_weight is not None:

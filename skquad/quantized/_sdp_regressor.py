@@ -1,5 +1,7 @@
 """SDPQuantizedRegressor: Bartan & Pilanci's squared-loss SDP as a regressor."""
 
+import math
+
 import numpy as np
 
 from .._atomic import reads_fitted_state
@@ -225,7 +227,17 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         # Scaled by the largest magnitude first, so the squares neither
         # overflow nor underflow.
         unit = targets.reshape(len(targets), -1) / largest
-        rms = largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
+        return self._power_of_two(
+            largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
+        )
+
+    def _statistics_target_scale(self, statistics):
+        """:meth:`_target_scale` from the (centred, normalized) statistics of a Dask fit."""
+        rms = math.sqrt(max(float(statistics.target_square.sum()), 0.0) / statistics.n_outputs)
+        return 1.0 if rms == 0.0 else self._power_of_two(rms)
+
+    def _power_of_two(self, rms):
+        """The power of two nearest ``rms``, refused outside float64's range for its square."""
         exponent = int(np.round(np.log2(rms)))
         # c^2 = 2^(2 exponent) must be a normal float64 (2^-1022 to 2^1023).
         if not -1022 <= 2 * exponent <= 1023:

@@ -6,6 +6,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._atomic import atomic_fit
 from .._cv_routing import splitter_params
+from .._dask_dispatch import is_dask_collection
 from ._sdp_cv import BetaPathSearchMixin, beta_search_constraints
 from ._sdp_regressor import SDPQuantizedRegressor
 
@@ -156,6 +157,8 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         -------
         self : SDPQuantizedRegressorCV
         """
+        if is_dask_collection(X, y, sample_weight):
+            return self._search_dask(X, y, sample_weight)
         split_params = splitter_params(self, params)
         X, Y, weight = self._validate_training_data(X, y, sample_weight)
         if sample_weight is not None:

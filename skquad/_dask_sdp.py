@@ -1,0 +1,143 @@
+"""The SDP estimators' squared-loss fit on Dask collections, by sufficient statistics.
+
+Imported only when an SDP estimator's ``fit`` meets a Dask collection. The
+squared-loss relaxation, its certificate, ``beta="auto"`` and the second
+layer's refit read the rows only through weighted sums of the lifted inputs
+(:class:`~skquad.convex.statistics.LiftedStatistics`, ``O(m²)`` numbers for
+``m = p (p + 1) / 2``). So, with :mod:`skquad._dask`'s block machinery:
+
+* the row blocks are validated where they live, labels encoded (classifiers,
+  as :mod:`skquad._dask_networks` does) and persisted on the workers;
+* one pass for the inputs' weighted moments (the standardization; merged
+  exactly, Chan's pairwise update) and range;
+* one pass for the lifted statistics of the standardized rows, per block in
+  float64 and added up as a tree; with folds (rows assigned by a hash of
+  their values), one set per fold and standardization in the same pass.
+
+The estimator solves, certifies, samples and refits from the sums on the
+driver (``SDPQuantizedClassifier._fit_statistics``), at a cost that does not
+depend on the number of rows.
+"""
+
+import time
+
+import dask
+import numpy as np
+from sklearn.base import is_classifier
+
+from ._dask import (
+    _check_total_weight,
+    _checked_classifier_block,
+    _persisted_blocks,
+    _set_input_attributes,
+    _training_blocks,
+)
+from ._dask_networks import (
+    _check_rows,
+    _checked_regressor_block,
+    _classifier_rows,
+    _merge_regression_statistics,
+    _regression_statistics,
+)
+from .convex.statistics import LiftedStatistics, merge_moments
+
+__all__ = ["SDPBlocks"]
+
+
+def _moments(X, w):
+    """``(weight, weighted mean, squares about it, rows of positive weight)`` of some inputs."""
+    total = float(w.sum())
+    mean = w @ X / total if total > 0 else np.zeros(X.shape[1])
+    return total, mean, w @ (X - mean) ** 2, int(np.count_nonzero(w))
+
+
+def _fold_of(X, n_folds):
+    """Each row's fold: a hash of its values (the same row, the same fold, in any block)."""
+    rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
+    multipliers = np.random.default_rng(0).integers(1, 2**62, size=rows.shape[1], dtype=np.uint64)
+    hashed = (rows * (multipliers | np.uint64(1))).sum(axis=1, dtype=np.uint64)
+    return ((hashed >> np.uint64(33)) % np.uint64(n_folds)).astype(np.intp)
+
+
+def _block_moments(block, _, n_folds):
+    X, w = block[0], block[2]
+    fold = _fold_of(X, n_folds)
+    return tuple(_moments(X[fold == k], w[fold == k]) for k in range(n_folds))
+
+
+def _merge_fold_moments(*parts):
+    return tuple(merge_moments(*items) for items in zip(*parts))
+
+
+def _lifted_statistics(block, _, liftings, targets, n_folds):
+    """Per lifting, per fold, the block's :class:`LiftedStatistics` (one tuple, lifting-major)."""
+    X, y, w = block[:3]
+    t, fold = targets(y), _fold_of(X, n_folds)
+    parts = []
+    for lifting in liftings:
+        Z = lifting.features(X)
+        polynomial = tuple(lifting.activation) if lifting.polynomial else None
+        parts += [LiftedStatistics.of_rows(Z[fold == k], t[fold == k], w[fold == k], polynomial)
+                  for k in range(n_folds)]
+    return tuple(parts)
+
+
+def _add_statistics(*parts):
+    return tuple(sum(items[1:], items[0]) for items in zip(*parts))
+
+
+class SDPBlocks:
+    """An SDP estimator's training rows on Dask: validated, persisted, with the passes it needs.
+
+    ``total_weight``, ``n_samples`` (rows), ``dtype``; :meth:`moments` and
+    :meth:`statistics` each run one pass; :attr:`pass_times` records them.
+    """
+
+    def __init__(self, estimator, X, y, sample_weight):
+        X_original = X
+        X, blocks = _training_blocks(X, y, sample_weight)
+        self.classifier = is_classifier(estimator)
+        check = _checked_classifier_block if self.classifier else _checked_regressor_block
+        self._data = _persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
+        self.pass_times = []
+        try:
+            if self.classifier:
+                _, self.total_weight = _classifier_rows(estimator, X_original, X.shape[1], self._data, y)
+                self.target_mean = None
+            else:
+                self._regressor_rows(estimator, X_original, X.shape[1], y)
+        except BaseException:
+            self.release()
+            raise
+
+    def _regressor_rows(self, estimator, X_original, n_features, y):
+        n_rows, n_outputs, _, _, total, weighted_sum, (low, high) = self._data.reduce(
+            _regression_statistics, _merge_regression_statistics, None
+        )
+        _check_rows(type(estimator).__name__, n_rows, n_features)
+        _set_input_attributes(estimator, X_original, n_features)
+        estimator.n_outputs_ = int(n_outputs)
+        estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
+        _check_total_weight(estimator, total)
+        estimator.data_min_, estimator.data_max_ = low, high
+        self.total_weight, self.target_mean = float(total), weighted_sum / total
+
+    def _timed(self, *args):
+        start = time.perf_counter()
+        result = self._data.reduce(*args)
+        self.pass_times.append(time.perf_counter() - start)
+        return result
+
+    def moments(self, n_folds=1):
+        """Per fold (rows by :func:`_fold_of`), the inputs' weighted ``(weight, mean, squares,
+        rows of positive weight)``: one pass (merge with :func:`merge_moments`)."""
+        return self._timed(_block_moments, _merge_fold_moments, None, n_folds)
+
+    def statistics(self, liftings, targets, n_folds=1):
+        """Per lifting and fold, the :class:`LiftedStatistics` of ``targets(y)``
+        (unnormalized, a list of lists): one pass."""
+        parts = self._timed(_lifted_statistics, _add_statistics, None, liftings, targets, n_folds)
+        return [list(parts[i : i + n_folds]) for i in range(0, len(parts), n_folds)]
+
+    def release(self):
+        self._data.release()

@@ -1,0 +1,133 @@
+"""The SDP estimators' squared-loss fit on Dask collections (skquad/_dask_sdp.py).
+
+The fit reads the rows only through their lifted statistics, summed over the
+blocks in float64, and solves, certifies and refits from them as the
+in-memory compact route does from the same sums over all rows: the relaxed
+optimum and the certificate agree to rounding (the brief's bound: 1e-6
+relative). One in-process cluster of two workers serves the module.
+"""
+
+import numpy as np
+import pytest
+
+from sklearn.model_selection import PredefinedSplit
+
+from skquad import (
+    SDPQuantizedClassifier,
+    SDPQuantizedClassifierCV,
+    SDPQuantizedRegressor,
+    SDPQuantizedRegressorCV,
+)
+from skquad._dask_sdp import _fold_of
+
+distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+            worker_dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+        client.as_current(),
+    ):
+        yield client
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3)) * [1.0, 2.0, 0.5] + [0.0, 1.0, 5.0]
+    y = X[:, 0] * X[:, 1] - (X[:, 2] - 5.0) ** 2 + 0.1 * rng.standard_normal(n) + 10.0
+    return X, y
+
+
+def _assert_same_relaxation(memory, blocks):
+    assert memory.solver_ == blocks.solver_ == "compact"
+    assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
+    assert blocks.relaxed_objective_ == pytest.approx(memory.relaxed_objective_, rel=1e-6)
+    assert blocks.lower_bound_ == pytest.approx(memory.lower_bound_, rel=1e-6)
+    # The certificate holds: the bound is below the relaxed point and the network.
+    assert blocks.lower_bound_ <= blocks.relaxed_objective_
+    assert blocks.lower_bound_ <= blocks.objective_ * (1 + 1e-9)
+    assert blocks.certified_gap_ <= blocks.tol * abs(blocks.relaxed_objective_)
+    np.testing.assert_allclose(blocks.feature_mean_, memory.feature_mean_, rtol=1e-10)
+    np.testing.assert_allclose(blocks.data_max_, memory.data_max_)
+
+
+def test_the_regressor_on_dask_arrays_fits_as_in_memory(client):
+    X, y = _data()
+    weight = np.linspace(0.5, 2.0, len(y))
+    model = SDPQuantizedRegressor(n_neurons=100, random_state=0)
+    memory = model.fit(X, y, sample_weight=weight)
+    relaxed = memory.relaxed_predict(X)
+    blocks = SDPQuantizedRegressor(n_neurons=100, random_state=0).fit(
+        da.from_array(X, chunks=150), da.from_array(y, chunks=150),
+        sample_weight=da.from_array(weight, chunks=150),
+    )
+    _assert_same_relaxation(memory, blocks)
+    np.testing.assert_allclose(blocks.relaxed_predict(X), relaxed, rtol=1e-5, atol=1e-5)
+    # The same draw, refitted from the statistics: the same network to the lasso's tolerance.
+    assert blocks.objective_ == pytest.approx(memory.objective_, rel=1e-4)
+    assert blocks.score(X, y) == pytest.approx(memory.score(X, y), abs=1e-4)
+    # A skops file of the model holds only the types skquad lists; resample works from it.
+    sio = pytest.importorskip("skops.io")
+    from skquad.persistence import trusted_types
+
+    data = sio.dumps(blocks)
+    assert set(sio.get_untrusted_types(data=data)) <= set(trusted_types())
+    loaded = sio.loads(data, trusted=sio.get_untrusted_types(data=data))
+    wider = loaded.resample(200, random_state=1)
+    assert wider.n_neurons_ == 200 and wider.lower_bound_ <= wider.objective_
+
+
+def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
+    X, y = _data(seed=1)
+    labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    params = dict(n_neurons=150, class_weight="balanced", random_state=0)
+    memory = SDPQuantizedClassifier(**params).fit(frame, labels)
+    blocks = SDPQuantizedClassifier(**params).fit(
+        dd.from_pandas(frame, npartitions=4), dd.from_pandas(pd.Series(labels), npartitions=4)
+    )
+    _assert_same_relaxation(memory, blocks)
+    assert list(blocks.feature_names_in_) == ["a", "b", "c"]
+    np.testing.assert_array_equal(blocks.classes_, memory.classes_)
+    assert abs(blocks.score(frame, labels) - memory.score(frame, labels)) <= 0.01
+
+
+def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
+    # The Dask search's folds (a hash of each row) given to the in-memory search.
+    X, y = _data(n=600, seed=2)
+    params = dict(n_neurons=40, betas=3, random_state=0)
+    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+        memory = SDPQuantizedRegressorCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(X, y)
+    blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
+        da.from_array(X, chunks=200), da.from_array(y, chunks=200)
+    )
+    np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
+    # The same fold models (their refits to the lasso's tolerance): the same R² to 1e-3.
+    np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-3)
+    assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
+    _assert_same_relaxation(memory, blocks)
+
+
+@pytest.mark.parametrize(
+    "estimator, match",
+    [
+        (SDPQuantizedClassifier(loss="hinge"), "loss='squared'"),
+        (SDPQuantizedClassifier(solver="SCS"), "solver=None"),
+        (SDPQuantizedClassifierCV(), "accuracy needs the rows"),
+        (SDPQuantizedRegressorCV(cv=PredefinedSplit([0, 1])), "cv=None or an int"),
+    ],
+)
+def test_what_the_statistics_cannot_fit_is_refused_by_name(client, estimator, match):
+    X, y = _data(n=100)
+    with pytest.raises((ValueError, TypeError), match=match):
+        estimator.fit(da.from_array(X, chunks=50), da.from_array((y > 10).astype(int), chunks=50))
+    assert not hasattr(estimator, "classes_")
