@@ -93,3 +93,107 @@ def test_array_api_mixed_inputs(estimator, permutation):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
 def test_array_api_same_namespace(estimator):
     check_array_api_same_namespace(type(estimator).__name__, estimator, "array_api_strict")
+
+
+def _data(dtype, classifier, n_samples=40, n_features=4):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n_samples, n_features)).astype(dtype)
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    return X, ((y > 0).astype(np.int64) if classifier else y.astype(dtype))
+
+
+PARITY = [*ESTIMATORS, SDPQuantizedRegressor(), BackpropQuantizedClassifier(max_iter=5, random_state=0)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("estimator", PARITY, ids=lambda e: type(e).__name__)
+def test_tensor_predictions_equal_numpy(estimator, dtype):
+    # The model fitted on tensors predicts on tensors what it predicts, moved
+    # to NumPy, on NumPy (bit for bit, both dtypes); a fit on NumPy gives the
+    # same model (to the SDP solver's reproducibility from fit to fit).
+    classifier = hasattr(estimator, "predict_proba")
+    X, y = _data(dtype, classifier)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(estimator).fit(torch.asarray(X), torch.asarray(y))
+        on_numpy = move_estimator_to(fitted, np, "cpu")
+        refitted = clone(estimator).fit(X, y)
+        for method in ("predict", "predict_proba", "decision_function"):
+            if hasattr(fitted, method):
+                result = getattr(fitted, method)(torch.asarray(X))
+                assert isinstance(result, torch.Tensor)
+                np.testing.assert_array_equal(result.numpy(), getattr(on_numpy, method)(X))
+                np.testing.assert_allclose(result.numpy(), getattr(refitted, method)(X), rtol=1e-6)
+        score = fitted.score(torch.asarray(X), torch.asarray(y))
+        assert score == on_numpy.score(X, y)
+
+
+def test_dispatch_off_takes_tensors_as_numpy():
+    X, y = _data(np.float64, True)
+    fitted = QuadraticLogisticRegression().fit(torch.asarray(X), torch.asarray(y))
+    assert isinstance(fitted.coef_, np.ndarray)
+    np.testing.assert_array_equal(
+        fitted.predict_proba(torch.asarray(X)), QuadraticLogisticRegression().fit(X, y).predict_proba(X)
+    )
+
+
+def test_moved_to_numpy_pickles_and_predicts():
+    import pickle
+
+    X, y = _data(np.float64, False)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = QNNRegressor(**NETWORK).fit(torch.asarray(X), torch.asarray(y))
+        expected = fitted.predict(torch.asarray(X)).numpy()
+        moved = pickle.loads(pickle.dumps(move_estimator_to(fitted, np, "cpu")))
+        assert isinstance(moved.data_min_, np.ndarray)
+        np.testing.assert_array_equal(moved.predict(X), expected)
+
+
+def test_device_other_than_the_tensors_is_refused():
+    X, y = _data(np.float64, True)
+    with sklearn.config_context(array_api_dispatch=True):
+        QNNClassifier(**NETWORK, device="CPU").fit(torch.asarray(X), torch.asarray(y))
+        with pytest.raises(ValueError, match="device="):
+            QNNClassifier(**NETWORK, device="cuda").fit(torch.asarray(X), torch.asarray(y))
+
+
+@CUDA
+def test_cuda_tensor_trains_and_predicts_on_its_device():
+    X, y = _data(np.float32, True)
+    X_cuda, y_cuda = torch.asarray(X, device="cuda"), torch.asarray(y, device="cuda")
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = QNNClassifier(**NETWORK).fit(X_cuda, y_cuda)
+        assert fitted.device_.startswith("cuda")
+        assert fitted.predict_proba(X_cuda).device == X_cuda.device
+        with pytest.raises(ValueError, match="device='cpu', but X is on cuda"):
+            QNNClassifier(**NETWORK, device="cpu").fit(X_cuda, y_cuda)
+
+
+def test_grid_search_over_a_pipeline_on_tensors():
+    X, y = _data(np.float32, True, n_samples=60)
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), QuadraticLogisticRegression()),
+        {"quadraticlogisticregression__C": [0.1, 1.0]}, cv=3,
+    )
+    with sklearn.config_context(array_api_dispatch=True):
+        search.fit(torch.asarray(X), torch.asarray(y))
+        proba = search.predict_proba(torch.asarray(X))
+    assert isinstance(proba, torch.Tensor) and proba.dtype == torch.float32
+    assert isinstance(search.best_estimator_[-1].coef_, torch.Tensor)
+    reference = clone(search).fit(X, y)
+    assert search.best_params_ == reference.best_params_
+    np.testing.assert_array_equal(proba.numpy(), reference.predict_proba(X))
+
+
+@pytest.mark.parametrize("estimator", PARITY[-2:], ids=lambda e: type(e).__name__)
+def test_convex_and_backprop_estimators_return_the_input_namespace(estimator):
+    import array_api_strict as xp
+
+    classifier = hasattr(estimator, "predict_proba")
+    X, y = _data(np.float64, classifier)
+    assert not get_tags(estimator).array_api_support  # their solves compute with NumPy
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(estimator).fit(xp.asarray(X), xp.asarray(y))
+        prediction = fitted.predict(xp.asarray(X))
+    assert isinstance(prediction, type(xp.asarray(X)))
+    # (to the SDP solver's reproducibility from fit to fit)
+    np.testing.assert_allclose(np.asarray(prediction), clone(estimator).fit(X, y).predict(X), rtol=1e-6)
