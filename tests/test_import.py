@@ -16,7 +16,7 @@ import skquad
 
 HEAVY = (
     "torch", "cvxpy", "pandas", "matplotlib", "sklearn", "scipy", "dask", "distributed",
-    "onnx", "skl2onnx", "onnxruntime", "skops",
+    "onnx", "skl2onnx", "onnxruntime", "skops", "array_api_strict", "array_api_compat",
 )
 # Every public package and the names its __all__ promises.
 PUBLIC_PACKAGES = (
@@ -42,6 +42,15 @@ def _imported_after(statement, *, before=""):
 
 def test_import_skquad_imports_no_heavy_dependency():
     assert _imported_after("import skquad") == set()
+
+
+def test_fitting_imports_no_array_api_package():
+    # The array API dispatch (skquad/_array_api.py) uses scikit-learn's vendored array-api-compat.
+    added = _imported_after(
+        "import numpy as np\nfrom skquad import QuadraticRegression\n"
+        "QuadraticRegression().fit(np.eye(4), np.arange(4.0)).predict(np.eye(4))"
+    )
+    assert not added & {"array_api_strict", "array_api_compat"}
 
 
 def test_quadratic_logistic_regression_imports_torch_but_not_cvxpy_or_matplotlib():
