@@ -18,7 +18,8 @@ array-api-strict or CuPy array), :func:`make_array_api_aware` (one call in
   views of ``X`` and of its attributes (the torch models on their fitted
   device) and returns the result in ``X``'s namespace on ``X``'s device.
 
-Every computation is the NumPy path's, so predictions equal it bit for bit.
+The wrapped method runs with the dispatch off: every computation is the NumPy
+path's, so predictions equal it bit for bit.
 With the dispatch off, or on NumPy input, the methods run unwrapped after
 one configuration lookup.
 """
@@ -26,7 +27,7 @@ one configuration lookup.
 import functools
 
 import numpy as np
-from sklearn import get_config
+from sklearn import config_context, get_config
 
 from ._dask_dispatch import FIT_METHODS, PREDICTION_METHODS, is_dask_collection, wrap_methods
 
@@ -111,7 +112,7 @@ def _fit(method, name):
         # partial_fit and warm_start continue from NumPy attributes
         estimator.__dict__ = _converted_state(before, _to_numpy, _foreign)
         try:
-            with follow_device(target):
+            with follow_device(target), config_context(array_api_dispatch=False):
                 method(estimator, _to_numpy(X), *map(_to_numpy, args),
                        **{key: _to_numpy(value) for key, value in kwargs.items()})
         except BaseException:
@@ -139,8 +140,9 @@ def _prediction(method, name):
         cls = type(estimator)
         view = cls.__new__(cls)
         view.__dict__ = _converted_state(estimator.__dict__, _to_numpy, _foreign)
-        result = method(view, _to_numpy(X), *map(_to_numpy, args),
-                        **{key: _to_numpy(value) for key, value in kwargs.items()})
+        with config_context(array_api_dispatch=False):
+            result = method(view, _to_numpy(X), *map(_to_numpy, args),
+                            **{key: _to_numpy(value) for key, value in kwargs.items()})
         if space is None or not _numeric(result):
             return result
         return move_to(result, xp=space[0], device=space[1])
