@@ -148,12 +148,17 @@ def test_moved_to_numpy_pickles_and_predicts():
         np.testing.assert_array_equal(moved.predict(X), expected)
 
 
-def test_device_other_than_the_tensors_is_refused():
+def test_device_other_than_the_tensors_is_refused(monkeypatch):
     X, y = _data(np.float64, True)
     with sklearn.config_context(array_api_dispatch=True):
         QNNClassifier(**NETWORK, device="CPU").fit(torch.asarray(X), torch.asarray(y))
-        with pytest.raises(ValueError, match="device="):
-            QNNClassifier(**NETWORK, device="cuda").fit(torch.asarray(X), torch.asarray(y))
+        # As on a GPU machine: device="cuda" names a device, not the tensors'.
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+        model = QNNClassifier(**NETWORK, device="cuda")
+        with pytest.raises(ValueError, match="device='cuda', but X is on cpu"):
+            model.fit(torch.asarray(X), torch.asarray(y))
+    assert not hasattr(model, "data_min_")
 
 
 @CUDA
