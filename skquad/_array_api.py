@@ -66,13 +66,28 @@ def _to_numpy(value):
     return move_to(value, xp=np, device="cpu") if _foreign(value) else value
 
 
+def _fitted_to_numpy(key, value):
+    """A foreign fitted attribute as NumPy: an array, or the scalar of a 0-d one (``intercept_``)."""
+    array = _to_numpy(value)
+    return array[()] if array.ndim == 0 else array
+
+
+def _foreign_attribute(key, value):
+    return _foreign(value)
+
+
 def _numeric(value):
     return isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
 
 
+def _fitted_array(key, value):
+    """A numeric array attribute, or a scalar ``intercept_`` (a 0-d array of X's namespace, as Ridge's)."""
+    return _numeric(value) or (key == "intercept_" and isinstance(value, np.floating))
+
+
 def _converted_state(state, convert, select):
-    """``state`` (an estimator's ``__dict__``) with the attributes ``select`` picks converted."""
-    return {key: convert(value) if select(value) else value for key, value in state.items()}
+    """``state`` (an estimator's ``__dict__``) with the attributes ``select(key, value)`` picks converted."""
+    return {key: convert(key, value) if select(key, value) else value for key, value in state.items()}
 
 
 def _training_device(estimator, xp, device):
@@ -110,7 +125,7 @@ def _fit(method, name):
         target = _training_device(estimator, xp, device)
         before = estimator.__dict__
         # partial_fit and warm_start continue from NumPy attributes
-        estimator.__dict__ = _converted_state(before, _to_numpy, _foreign)
+        estimator.__dict__ = _converted_state(before, _fitted_to_numpy, _foreign_attribute)
         try:
             with follow_device(target), config_context(array_api_dispatch=False):
                 method(estimator, _to_numpy(X), *map(_to_numpy, args),
@@ -119,7 +134,8 @@ def _fit(method, name):
             estimator.__dict__ = before
             raise
         estimator.__dict__ = _converted_state(
-            estimator.__dict__, lambda array: move_to(array, xp=xp, device=device), _numeric
+            estimator.__dict__, lambda key, value: move_to(np.asarray(value), xp=xp, device=device),
+            _fitted_array,
         )
         return estimator
 
@@ -139,7 +155,7 @@ def _prediction(method, name):
             check_same_namespace(X, estimator, attribute=_REFERENCE_ATTRIBUTE, method=name)
         cls = type(estimator)
         view = cls.__new__(cls)
-        view.__dict__ = _converted_state(estimator.__dict__, _to_numpy, _foreign)
+        view.__dict__ = _converted_state(estimator.__dict__, _fitted_to_numpy, _foreign_attribute)
         with config_context(array_api_dispatch=False):
             result = method(view, _to_numpy(X), *map(_to_numpy, args),
                             **{key: _to_numpy(value) for key, value in kwargs.items()})
