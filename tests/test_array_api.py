@@ -202,3 +202,19 @@ def test_convex_and_backprop_estimators_return_the_input_namespace(estimator):
     assert isinstance(prediction, type(xp.asarray(X)))
     # (to the SDP solver's reproducibility from fit to fit)
     np.testing.assert_allclose(np.asarray(prediction), clone(estimator).fit(X, y).predict(X), rtol=1e-6)
+
+
+def test_partial_fit_continues_on_tensors():
+    X, y = _data(np.float64, True)
+    network = {"hidden_layer_sizes": (4,), "random_state": 0}
+    reference = QNNClassifier(**network)
+    for _ in range(2):
+        reference.partial_fit(X, y, classes=np.array([0, 1]))
+    model = QNNClassifier(**network)
+    with sklearn.config_context(array_api_dispatch=True):
+        for _ in range(2):
+            model.partial_fit(torch.asarray(X), torch.asarray(y), classes=torch.asarray([0, 1]))
+            assert isinstance(model.data_min_, torch.Tensor)
+        proba = model.predict_proba(torch.asarray(X))
+    np.testing.assert_array_equal(proba.numpy(), reference.predict_proba(X))
+    assert model.t_ == reference.t_
