@@ -53,17 +53,20 @@ def input_namespace(X):
 
 def _foreign(value):
     """Whether ``value`` is an array of another namespace than NumPy (not a Dask collection)."""
-    from sklearn.externals.array_api_compat import is_array_api_obj
-
-    return (not isinstance(value, (np.ndarray, np.generic)) and is_array_api_obj(value)
+    return (hasattr(value, "__dlpack__") and not isinstance(value, (np.ndarray, np.generic))
             and not is_dask_collection(value))
 
 
 def _to_numpy(value):
-    """A non-NumPy array as a NumPy array on the CPU; anything else as it is."""
-    from sklearn.utils._array_api import move_to
+    """A non-NumPy array as a NumPy array on the CPU (no copy where it is there); anything else as it is."""
+    if not _foreign(value):
+        return value
+    try:
+        return np.from_dlpack(value)
+    except (BufferError, RuntimeError, TypeError, ValueError):  # not on the CPU
+        from sklearn.utils._array_api import move_to
 
-    return move_to(value, xp=np, device="cpu") if _foreign(value) else value
+        return move_to(value, xp=np, device="cpu")
 
 
 def _fitted_to_numpy(key, value):
@@ -117,8 +120,6 @@ def _fit(method, name):
         space = input_namespace(X)
         if space is None:
             return method(estimator, X, *args, **kwargs)
-        from sklearn.utils._array_api import move_to
-
         from ._torch_utils import follow_device
 
         xp, device = space
@@ -134,7 +135,7 @@ def _fit(method, name):
             estimator.__dict__ = before
             raise
         estimator.__dict__ = _converted_state(
-            estimator.__dict__, lambda key, value: move_to(np.asarray(value), xp=xp, device=device),
+            estimator.__dict__, lambda key, value: xp.asarray(value, device=device),
             _fitted_array,
         )
         return estimator
@@ -149,9 +150,11 @@ def _prediction(method, name):
         fitted_elsewhere = not isinstance(getattr(estimator, _REFERENCE_ATTRIBUTE, None), (np.ndarray, type(None)))
         if space is None and not fitted_elsewhere:
             return method(estimator, X, *args, **kwargs)
-        from sklearn.utils._array_api import check_same_namespace, move_to
+        reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
+        same = type(X) is type(reference) and getattr(X, "device", None) == getattr(reference, "device", None)
+        if get_config()["array_api_dispatch"] and not same:
+            from sklearn.utils._array_api import check_same_namespace
 
-        if get_config()["array_api_dispatch"]:
             check_same_namespace(X, estimator, attribute=_REFERENCE_ATTRIBUTE, method=name)
         cls = type(estimator)
         view = cls.__new__(cls)
@@ -161,7 +164,7 @@ def _prediction(method, name):
                             **{key: _to_numpy(value) for key, value in kwargs.items()})
         if space is None or not _numeric(result):
             return result
-        return move_to(result, xp=space[0], device=space[1])
+        return space[0].asarray(result, device=space[1])
 
     return predict
 
