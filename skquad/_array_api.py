@@ -19,9 +19,9 @@ array-api-strict or CuPy array), :func:`make_array_api_aware` (one call in
   device) and returns the result in ``X``'s namespace on ``X``'s device.
 
 The wrapped method runs with the dispatch off: every computation is the NumPy
-path's, so predictions equal it bit for bit.
-With the dispatch off, or on NumPy input, the methods run unwrapped after
-one configuration lookup.
+path's, so predictions equal it bit for bit. NumPy input to a NumPy-fitted
+estimator runs unwrapped after a type check and an attribute lookup; a model
+fitted on another namespace predicts NumPy on NumPy input with the dispatch off.
 """
 
 import functools
@@ -36,7 +36,6 @@ __all__ = ["input_namespace", "make_array_api_aware"]
 _MARK = "_skquad_array_api_aware"
 # A fitted attribute every estimator sets (skquad/_input_range.py): the fit's namespace.
 _REFERENCE_ATTRIBUTE = "data_min_"
-
 
 def input_namespace(X):
     """``(xp, device)`` of ``X`` when the dispatch is on and ``X`` is a non-NumPy array, else None."""
@@ -147,10 +146,9 @@ def _prediction(method, name):
     @functools.wraps(method)
     def predict(estimator, X, *args, **kwargs):
         space = input_namespace(X)
-        fitted_elsewhere = not isinstance(getattr(estimator, _REFERENCE_ATTRIBUTE, None), (np.ndarray, type(None)))
-        if space is None and not fitted_elsewhere:
-            return method(estimator, X, *args, **kwargs)
         reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
+        if space is None and isinstance(reference, (np.ndarray, type(None))):
+            return method(estimator, X, *args, **kwargs)
         same = type(X) is type(reference) and getattr(X, "device", None) == getattr(reference, "device", None)
         if get_config()["array_api_dispatch"] and not same:
             from sklearn.utils._array_api import check_same_namespace
