@@ -117,8 +117,11 @@ def _fit(method, name):
     @functools.wraps(method)
     def fit(estimator, X, *args, **kwargs):
         space = input_namespace(X)
-        if space is None:
+        if space is None and not get_config()["array_api_dispatch"]:
             return method(estimator, X, *args, **kwargs)
+        if space is None:  # NumPy X: y, sample_weight (and classes) follow it
+            return method(estimator, X, *map(_to_numpy, args),
+                          **{key: _to_numpy(value) for key, value in kwargs.items()})
         from ._torch_utils import follow_device
 
         xp, device = space

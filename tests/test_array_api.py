@@ -218,3 +218,12 @@ def test_partial_fit_continues_on_tensors():
         proba = model.predict_proba(torch.asarray(X))
     np.testing.assert_array_equal(proba.numpy(), reference.predict_proba(X))
     assert model.t_ == reference.t_
+
+
+def test_numpy_X_takes_y_and_weights_of_another_namespace():
+    # Everything follows X: a NumPy X makes a NumPy model whatever y's namespace.
+    X, y = _data(np.float64, True)
+    with sklearn.config_context(array_api_dispatch=True):
+        model = QuadraticLogisticRegression().fit(X, torch.asarray(y), sample_weight=torch.ones(len(y)))
+    assert isinstance(model.coef_, np.ndarray)
+    np.testing.assert_array_equal(model.coef_, QuadraticLogisticRegression().fit(X, y).coef_)
