@@ -16,10 +16,14 @@ and MathJax is served from the pages themselves (sphinx-mathjax-offline).
 """
 
 import os
-import sys
-import tempfile
-import warnings
-from pathlib import Path
+
+# The array API example needs SciPy's array API mode, set before SciPy is imported.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 DOC_DIR = Path(__file__).resolve().parent
 # Build against the checkout next to this folder, not some installed copy.

@@ -44,6 +44,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._array_api import make_array_api_aware
 from ._atomic import reads_fitted_state
 from ._dask_dispatch import make_dask_aware
 from ._input_range import clip_to_range, feature_range, merge_ranges
@@ -93,10 +94,16 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     #   MLPClassifier), so such weights are rejected with a clear error.
     _sample_weight_scale = "absolute"
 
+    # The array_api_support tag: whether the model trains and predicts on X's
+    # device (torch); inputs of every namespace are accepted (skquad/_array_api.py).
+    _array_api_support = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py)
+        # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py);
+        # then array API inputs, converted around both (skquad/_array_api.py)
         make_dask_aware(cls)
+        make_array_api_aware(cls)
 
     def __setstate__(self, state):
         # A loaded state (pickle, joblib, skops) may not shadow a method,
@@ -237,6 +244,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         tags.input_tags.sparse = bool(self._accept_sparse)
+        tags.array_api_support = self._array_api_support
         return tags
 
 

@@ -25,10 +25,10 @@ from sklearn.utils._available_if import _AvailableIfDescriptor
 
 from ._atomic import fitted_view
 
-__all__ = ["is_dask_collection", "make_dask_aware"]
+__all__ = ["is_dask_collection", "make_dask_aware", "wrap_methods"]
 
-_PREDICTION_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score")
-_FIT_METHODS = ("fit", "partial_fit")
+PREDICTION_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score")
+FIT_METHODS = ("fit", "partial_fit")
 _MARK = "_skquad_dask_aware"
 
 
@@ -54,7 +54,6 @@ def _prediction(method, name):
             return _dask.predict_blockwise(estimator, name, X)
         return method(estimator, X, *args, **kwargs)
 
-    setattr(dispatch, _MARK, True)
     dispatch.skquad_reads_fitted_state = True
     return dispatch
 
@@ -67,7 +66,6 @@ def _refusing_fit(method, name):
                 raise TypeError(_fit_refusal(estimator, name))
         return method(estimator, *args, **kwargs)
 
-    setattr(guard, _MARK, True)
     return guard
 
 
@@ -93,12 +91,25 @@ def _fit_refusal(estimator, name):
 
 def make_dask_aware(cls):
     """Wrap ``cls``'s prediction and fit methods (see the module docstring); idempotent."""
-    for names, wrap in ((_PREDICTION_METHODS, _prediction), (_FIT_METHODS, _refusing_fit)):
+    wrap_methods(cls, ((PREDICTION_METHODS, _prediction), (FIT_METHODS, _refusing_fit)), _MARK)
+
+
+def wrap_methods(cls, routes, mark):
+    """Replace each method of ``routes`` (``(names, wrap)`` pairs) by ``wrap(method, name)``.
+
+    Once per method: a wrapper carries ``mark`` (a subclass inherits it wrapped).
+    """
+    for names, wrap in routes:
         for name in names:
             attribute = inspect.getattr_static(cls, name, None)
             if isinstance(attribute, _AvailableIfDescriptor):
                 # available_if keeps deciding whether the method exists
-                if not getattr(attribute.fn, _MARK, False):
-                    attribute.fn = wrap(attribute.fn, name)
-            elif callable(attribute) and not getattr(attribute, _MARK, False):
-                setattr(cls, name, wrap(attribute, name))
+                if not getattr(attribute.fn, mark, False):
+                    attribute.fn = _marked(wrap(attribute.fn, name), mark)
+            elif callable(attribute) and not getattr(attribute, mark, False):
+                setattr(cls, name, _marked(wrap(attribute, name), mark))
+
+
+def _marked(wrapper, mark):
+    setattr(wrapper, mark, True)
+    return wrapper

@@ -6,8 +6,8 @@ They keep the promises that every torch-trained estimator makes:
   :class:`torch.Generator` (:func:`make_generator`).
 * ``device`` accepts ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` in any case
   and :class:`torch.device` objects (:func:`resolve_device`); asking for CUDA
-  without it is a clear error at fit. ``"auto"`` means the CPU, see
-  :func:`resolve_device`.
+  without it is a clear error at fit. ``"auto"`` means the CPU, or ``X``'s
+  device in a fit under scikit-learn's array API dispatch (:func:`follow_device`).
 * a fitted model predicts anywhere: :func:`prediction_device` turns the stored
   ``device`` into one that exists on this machine (a model fitted on a GPU and
   unpickled on a CPU-only machine predicts on the CPU), and learned weights leave
@@ -17,12 +17,16 @@ They keep the promises that every torch-trained estimator makes:
   ``np.memmap``) is copied once, a writable one is shared.
 """
 
+import contextlib
+import contextvars
+
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
 __all__ = [
     "as_tensor",
+    "follow_device",
     "make_generator",
     "prediction_device",
     "resolve_device",
@@ -32,6 +36,19 @@ __all__ = [
 ]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+# What "auto" means: the CPU, or the device of X in a fit under the array API dispatch.
+_AUTO_DEVICE = contextvars.ContextVar("skquad_auto_device", default=torch.device("cpu"))
+
+
+@contextlib.contextmanager
+def follow_device(device):
+    """``device="auto"`` means ``device`` inside the block (skquad._array_api's fits)."""
+    token = _AUTO_DEVICE.set(torch.device(device))
+    try:
+        yield
+    finally:
+        _AUTO_DEVICE.reset(token)
 
 
 def seed_from(random_state):
@@ -67,7 +84,9 @@ def resolve_device(device):
         GPU is slower than the CPU on the problem sizes these estimators are
         used for (UCI-sized tables), and no measurement of the size at which a
         GPU starts to pay off exists yet (skquad issue 14), so "auto" does not
-        guess; pass ``device="cuda"`` to use a GPU.
+        guess; pass ``device="cuda"`` to use a GPU. Inside :func:`follow_device`
+        (a fit on a torch tensor under ``array_api_dispatch``) it means that
+        tensor's device.
 
     Returns
     -------
@@ -124,13 +143,13 @@ def prediction_device(device):
 
 def _parse_device(device):
     if device is None:
-        return torch.device("cpu")
+        return _AUTO_DEVICE.get()
     if isinstance(device, torch.device):
         requested = device
     elif isinstance(device, str):
         name = device.strip().lower()
         if name == "auto":
-            return torch.device("cpu")
+            return _AUTO_DEVICE.get()
         try:
             requested = torch.device(name)
         except RuntimeError as exc:

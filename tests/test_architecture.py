@@ -43,6 +43,7 @@ ROOMS = {
     "skquad._base": "base",
     "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
+    "skquad._array_api": "base",  # scikit-learn's array API dispatch around the base's methods
     "skquad._dask": "estimators",  # the data-parallel fits of QLR and QuadraticRegression
     "skquad._dask_networks": "estimators",  # the networks' data-parallel L-BFGS on Dask
     "skquad._dask_sdp": "estimators",  # the SDP estimators' squared-loss fit from lifted statistics on Dask

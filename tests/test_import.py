@@ -16,7 +16,7 @@ import skquad
 
 HEAVY = (
     "torch", "cvxpy", "pandas", "matplotlib", "sklearn", "scipy", "dask", "distributed",
-    "onnx", "skl2onnx", "onnxruntime", "skops",
+    "onnx", "skl2onnx", "onnxruntime", "skops", "array_api_strict", "array_api_compat",
 )
 # Every public package and the names its __all__ promises.
 PUBLIC_PACKAGES = (
@@ -67,6 +67,11 @@ def first_steps():
 
 def test_import_skquad_imports_no_heavy_dependency(first_steps):
     assert first_steps["import skquad"]["added"] == []
+
+
+def test_fitting_imports_no_array_api_package(first_steps):
+    # The array API dispatch (skquad/_array_api.py) uses scikit-learn's vendored array-api-compat.
+    assert not set(first_steps["fits on numpy"]["loaded"]) & {"array_api_strict", "array_api_compat"}
 
 
 def test_quadratic_logistic_regression_imports_torch_but_not_cvxpy_or_matplotlib(first_steps):

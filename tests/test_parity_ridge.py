@@ -39,10 +39,11 @@ Left out, with the reason:
   ``test_class_weights*``, ``test_ridgeclassifier_multilabel``,
   ``test_ridge_classifier_*``): skquad's quadratic classifier is
   QuadraticLogisticRegression (tests/test_parity_logistic.py);
-* array API and metadata routing (``test_ridge_array_api_*``,
-  ``test_array_api_*``, ``test_metadata_routing_*``,
-  ``test_set_score_request_with_default_scoring``): QR computes with numpy
-  and routes ``sample_weight`` only.
+* Ridge's array-API solver rules (``test_array_api_error_and_warnings_for_solver_parameter``,
+  ``test_array_api_numpy_namespace_no_warning``: QR computes with numpy on the host whatever
+  the namespace, so no solver is refused), the classifiers' multilabel array-API test, and
+  metadata routing (``test_metadata_routing_*``, ``test_set_score_request_with_default_scoring``):
+  QR routes ``sample_weight`` only.
 """
 
 import functools
@@ -51,12 +52,23 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_almost_equal, assert_array_equal
 from scipy import sparse
+from sklearn import config_context
 from sklearn.datasets import load_diabetes, make_regression
 from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
-from sklearn.linear_model.tests.test_ridge import _make_sparse_offset_regression
+from sklearn.linear_model.tests.test_ridge import (
+    _make_sparse_offset_regression,
+    check_array_api_attributes,
+)
 from sklearn.metrics import get_scorer, make_scorer, mean_squared_error
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 from sklearn.preprocessing import PolynomialFeatures
+from sklearn.utils._array_api import (
+    _atol_for_type,
+    move_to,
+    yield_namespace_device_dtype_combinations,
+)
+from sklearn.utils._testing import _array_api_for_tests
+from sklearn.utils.estimator_checks import check_array_api_input_and_values
 
 from skquad import QuadraticRegression, QuadraticRegressionCV
 
@@ -583,3 +595,34 @@ def test_ridge_matches_the_pipeline_on_diabetes():
     assert model.score(X_diabetes, y_diabetes) == pytest.approx(
         reference.score(_expand(X_diabetes), y_diabetes), rel=1e-9
     )
+
+
+@pytest.mark.parametrize(
+    "array_namespace, device_name, dtype_name", list(yield_namespace_device_dtype_combinations())
+)
+@pytest.mark.parametrize("check", [check_array_api_input_and_values, check_array_api_attributes],
+                         ids=lambda check: check.__name__)
+@pytest.mark.parametrize("estimator", [QR(), QRCV()], ids=lambda estimator: type(estimator).__name__)
+def test_ridge_array_api_compliance(estimator, check, array_namespace, device_name, dtype_name):
+    # test_ridge.py::test_ridge_array_api_compliance (QR computes with numpy on the host)
+    check(type(estimator).__name__, estimator, array_namespace, device_name=device_name,
+          dtype_name=dtype_name)
+
+
+@pytest.mark.parametrize(
+    "array_namespace, device_name, dtype_name", list(yield_namespace_device_dtype_combinations())
+)
+def test_ridge_per_target_alpha_array_api(array_namespace, device_name, dtype_name):
+    # test_ridge.py::test_ridge_per_target_alpha_array_api
+    xp, device = _array_api_for_tests(array_namespace, device_name, dtype_name)
+    X, y = make_regression(n_targets=3, n_features=10, random_state=0)
+    X_np, y_np = X.astype(dtype_name), y.astype(dtype_name)
+    alphas = np.asarray([1e-2, 0.1, 1.0], dtype=dtype_name)
+    pred_np = QR(alpha=alphas).fit(X_np, y_np).predict(X_np)
+    with config_context(array_api_dispatch=True):
+        X_xp, y_xp = xp.asarray(X_np, device=device), xp.asarray(y_np, device=device)
+        for alpha in (alphas, xp.asarray(alphas, device=device)):
+            pred_xp = QR(alpha=alpha).fit(X_xp, y_xp).predict(X_xp)
+            assert pred_xp.shape == pred_np.shape == y.shape
+            assert_allclose(move_to(pred_xp, xp=np, device="cpu"), pred_np,
+                            atol=_atol_for_type(dtype_name))

@@ -52,6 +52,7 @@ SUITES = {
     "qlr": [("research._qlr", "speed"), ("research._qlr", "regression_speed")],
     "sdp-targets": [("research._sdp_targets", "run")],
     "device": [("research._device_speed", "run")],
+    "array-api": [("research._array_api_speed", "run")],
     "dask-scaling": [("research._dask_scaling", "run")],
     "shap-speed": [("research._shap_speed", "run")],
 }
@@ -80,6 +81,8 @@ SUITE_HELP = {
     "device": "every estimator with a device parameter fitted on the CPU and on --device (default "
     "cuda) side by side: wall time per iteration, epoch or fit, and the GPU's peak memory "
     "(synthetic data; --quick: smaller problems)",
+    "array-api": "fit + predict of the array-API estimators on torch tensors (--device, default the "
+    "CPU) with array_api_dispatch=True against numpy arrays (needs SCIPY_ARRAY_API=1)",
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
     "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
@@ -98,6 +101,7 @@ SUITE_TITLES = {
     "qlr": "Quadratic-form engine targets",
     "sdp-targets": "SDP solver targets",
     "device": "Fit times: CPU against GPU",
+    "array-api": "Array API: tensors against numpy",
     "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
     "shap-speed": "Closed-form SHAP values against shap",
 }
@@ -107,7 +111,7 @@ TABULAR_SUITES = ("uci", "regression")
 # The suites whose fit times compare algorithms side by side, on one thread by
 # default: on a busy machine a second BLAS thread spins and decides the ratios.
 # qlr's n = 1e6 and 1e5 problems run in child processes on the libraries' threads.
-ONE_THREAD_SUITES = TABULAR_SUITES + ("qlr", "robustness")
+ONE_THREAD_SUITES = TABULAR_SUITES + ("qlr", "robustness", "array-api")
 
 # `time python -m skquad.benchmarks --quick` on two cores; the README, the install
 # page and the benchmark page quote the same figure.

@@ -300,6 +300,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
+    _array_api_support = True
 
     # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
     _fits_dask_collections = True

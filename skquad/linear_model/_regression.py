@@ -191,6 +191,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
     }
 
     _accept_sparse = True
+    _array_api_support = True
 
     # Dask collections: the normal equations are reduced over the row blocks
     # and solved on the driver (skquad/_dask.py).

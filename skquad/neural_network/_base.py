@@ -105,6 +105,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     # CSR/CSC input (the base's validation accepts it where this is set).
     _accept_sparse = True
+    _array_api_support = True
 
     # Dask collections: solver="lbfgs" fits data-parallel over the row blocks
     # (skquad/_dask_networks.py); the stochastic solvers stream through

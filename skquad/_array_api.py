@@ -1,0 +1,175 @@
+"""scikit-learn's array API for every skquad estimator: everything follows ``X``.
+
+With ``sklearn.set_config(array_api_dispatch=True)`` and ``X`` an array of
+another namespace than NumPy (a torch tensor on any device, an
+array-api-strict or CuPy array), :func:`make_array_api_aware` (one call in
+``BaseQuadraticEstimator.__init_subclass__``) wraps
+
+* ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch
+  device; the CPU for other namespaces): ``device="auto"`` means that device
+  (:func:`skquad._torch_utils.follow_device`), any other ``device`` must name
+  it, else a ValueError. The inputs reach the estimator's own validation as
+  NumPy arrays (zero-copy for CPU tensors); the fitted array attributes are
+  then moved to ``X``'s namespace and device, as scikit-learn's array-API
+  estimators keep them (``move_estimator_to(estimator, numpy, "cpu")`` from
+  :mod:`sklearn.utils._array_api` brings them back, e.g. to pickle);
+* the prediction methods: ``X`` must share the fit's namespace and device
+  (scikit-learn's ``check_same_namespace``); the estimator predicts on NumPy
+  views of ``X`` and of its attributes (the torch models on their fitted
+  device) and returns the result in ``X``'s namespace on ``X``'s device.
+
+The wrapped method runs with the dispatch off: every computation is the NumPy
+path's, so predictions equal it bit for bit. NumPy input to a NumPy-fitted
+estimator runs unwrapped after a type check and an attribute lookup; a model
+fitted on another namespace predicts NumPy on NumPy input with the dispatch off.
+"""
+
+import functools
+
+import numpy as np
+from sklearn import config_context, get_config
+
+from ._dask_dispatch import FIT_METHODS, PREDICTION_METHODS, is_dask_collection, wrap_methods
+
+__all__ = ["input_namespace", "make_array_api_aware"]
+
+_MARK = "_skquad_array_api_aware"
+# A fitted attribute every estimator sets (skquad/_input_range.py): the fit's namespace.
+_REFERENCE_ATTRIBUTE = "data_min_"
+
+def input_namespace(X):
+    """``(xp, device)`` of ``X`` when the dispatch is on and ``X`` is a non-NumPy array, else None."""
+    if isinstance(X, np.ndarray) or not get_config()["array_api_dispatch"]:
+        return None
+    from sklearn.externals.array_api_compat import is_array_api_obj
+    from sklearn.utils._array_api import _is_numpy_namespace, get_namespace_and_device
+
+    if not is_array_api_obj(X) or is_dask_collection(X):
+        return None
+    xp, _, device = get_namespace_and_device(X)
+    return None if _is_numpy_namespace(xp) else (xp, device)
+
+
+def _foreign(value):
+    """Whether ``value`` is an array of another namespace than NumPy (not a Dask collection)."""
+    return (hasattr(value, "__dlpack__") and not isinstance(value, (np.ndarray, np.generic))
+            and not is_dask_collection(value))
+
+
+def _to_numpy(value):
+    """A non-NumPy array as a NumPy array on the CPU (no copy where it is there); anything else as it is."""
+    if not _foreign(value):
+        return value
+    try:
+        return np.from_dlpack(value)
+    except (BufferError, RuntimeError, TypeError, ValueError):  # not on the CPU
+        from sklearn.utils._array_api import move_to
+
+        return move_to(value, xp=np, device="cpu")
+
+
+def _fitted_to_numpy(key, value):
+    """A foreign fitted attribute as NumPy: an array, or the scalar of a 0-d one (``intercept_``)."""
+    array = _to_numpy(value)
+    return array[()] if array.ndim == 0 else array
+
+
+def _foreign_attribute(key, value):
+    return _foreign(value)
+
+
+def _numeric(value):
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
+
+
+def _fitted_array(key, value):
+    """A numeric array attribute, or a scalar ``intercept_`` (a 0-d array of X's namespace, as Ridge's)."""
+    return _numeric(value) or (key == "intercept_" and isinstance(value, np.floating))
+
+
+def _converted_state(state, convert, select):
+    """``state`` (an estimator's ``__dict__``) with the attributes ``select(key, value)`` picks converted."""
+    return {key: convert(key, value) if select(key, value) else value for key, value in state.items()}
+
+
+def _training_device(estimator, xp, device):
+    """The torch device a fit on ``X`` computes on; a ``device`` parameter naming another is refused."""
+    import torch
+
+    from sklearn.utils._array_api import _is_xp_namespace
+
+    from ._torch_utils import resolve_device
+
+    target = torch.device(device) if _is_xp_namespace(xp, "torch") else torch.device("cpu")
+    requested = getattr(estimator, "device", "auto")
+    if requested is None or (isinstance(requested, str) and requested.strip().lower() == "auto"):
+        return target
+    resolved = resolve_device(requested)
+    if resolved.type != target.type or resolved.index not in (None, target.index):
+        raise ValueError(
+            f"device={requested!r}, but X is on {device} and array_api_dispatch is on: the "
+            "computation follows X. Set device='auto', or move X to the device first."
+        )
+    return target
+
+
+def _fit(method, name):
+    @functools.wraps(method)
+    def fit(estimator, X, *args, **kwargs):
+        space = input_namespace(X)
+        if space is None and not get_config()["array_api_dispatch"]:
+            return method(estimator, X, *args, **kwargs)
+        if space is None:  # NumPy X: y, sample_weight (and classes) follow it
+            return method(estimator, X, *map(_to_numpy, args),
+                          **{key: _to_numpy(value) for key, value in kwargs.items()})
+        from ._torch_utils import follow_device
+
+        xp, device = space
+        target = _training_device(estimator, xp, device)
+        before = estimator.__dict__
+        # partial_fit and warm_start continue from NumPy attributes
+        estimator.__dict__ = _converted_state(before, _fitted_to_numpy, _foreign_attribute)
+        try:
+            with follow_device(target), config_context(array_api_dispatch=False):
+                method(estimator, _to_numpy(X), *map(_to_numpy, args),
+                       **{key: _to_numpy(value) for key, value in kwargs.items()})
+        except BaseException:
+            estimator.__dict__ = before
+            raise
+        estimator.__dict__ = _converted_state(
+            estimator.__dict__, lambda key, value: xp.asarray(value, device=device),
+            _fitted_array,
+        )
+        return estimator
+
+    return fit
+
+
+def _prediction(method, name):
+    @functools.wraps(method)
+    def predict(estimator, X, *args, **kwargs):
+        space = input_namespace(X)
+        reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
+        if space is None and isinstance(reference, (np.ndarray, type(None))):
+            return method(estimator, X, *args, **kwargs)
+        same = type(X) is type(reference) and getattr(X, "device", None) == getattr(reference, "device", None)
+        if get_config()["array_api_dispatch"] and not same:
+            from sklearn.utils._array_api import check_same_namespace
+
+            check_same_namespace(X, estimator, attribute=_REFERENCE_ATTRIBUTE, method=name)
+        cls = type(estimator)
+        view = cls.__new__(cls)
+        view.__dict__ = _converted_state(estimator.__dict__, _fitted_to_numpy, _foreign_attribute)
+        with config_context(array_api_dispatch=False):
+            result = method(view, _to_numpy(X), *map(_to_numpy, args),
+                            **{key: _to_numpy(value) for key, value in kwargs.items()})
+        if space is None or not _numeric(result):
+            return result
+        return space[0].asarray(result, device=space[1])
+
+    return predict
+
+
+def make_array_api_aware(cls):
+    """Wrap ``cls``'s fit and prediction methods (see the module docstring); idempotent."""
+    wrap_methods(cls, ((PREDICTION_METHODS, _prediction), (FIT_METHODS, _fit)), _MARK)
