@@ -895,10 +895,10 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
         )
     # Each block's D x D statistics, those of the blocks in flight and the
     # merge's: estimated before any is built.
-    from .linear_model._regression import check_normal_equations_memory
+    from .linear_model._regression import check_regression_memory
 
     in_flight = min(len(blocks), os.cpu_count() or 1)
-    check_normal_equations_memory(D, 0, copies=in_flight + 1)
+    check_regression_memory("cholesky", D, 0, 1, copies=in_flight + 1)
     # One pass over the user's graph: each block's statistics about its own
     # means, merged exactly (_merge_regression_statistics).
     (n_rows, all_float32, total, mean, y_mean, G, R, input_range), = dask.compute(

@@ -20,13 +20,13 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .blocks import solve_blocks
-from .factor_solver import FACTOR_SOLVER_OPTIONS
+from .factor_solver import FACTOR_SOLVER_OPTIONS, _start_columns_per_sign
 from .formulation import loss_value, solve_sdp
 from .problem import LiftedData
 from .routes import Problem, active_routes, first_route
 from .solution import rescale_solution
 
-__all__ = ["solve_relaxation"]
+__all__ = ["relaxation_memory", "solve_relaxation"]
 
 
 # The native solver's options: (kind, smallest allowed value).
@@ -39,6 +39,33 @@ _OPTION_RULES = {
     "hinge_sigma": ("real", 0.0),
     "time_limit": ("real", 0.0),
 }
+
+
+def relaxation_memory(n_samples, n_lifted, n_outputs, *, loss, solver=None, solver_options=None):
+    """Bytes a solve of the relaxation holds at its start, estimated before any is allocated.
+
+    Every term grows with ``p²`` (``p`` = ``n_lifted``): per output the
+    ``2p x 2p`` solution, its copy, normalization and covariance; CVXPY's
+    ``n x p x p`` lifted inputs (three copies), else the factor solver's
+    L-BFGS history (``2 history_size + 5`` vectors of ``p x rank``) at its
+    start rank (the squared loss's numpy block solver: ``0.7 p``, one block
+    at a time; the torch solver: ``sqrt(2p)`` per output) and its ``p x p``
+    certificate matrices.
+    """
+    p = int(n_lifted)
+    # solver_options as given where valid (they are checked later, with their messages)
+    options = {key: value for key, value in (solver_options or {}).items()
+               if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1}
+    required = 4 * n_outputs * (2 * p) ** 2
+    if solver is not None:
+        required += 3 * n_samples * p * p
+    else:
+        rank = options.get("rank") or (
+            2 * _start_columns_per_sign(p) if loss == "squared" else math.ceil(math.sqrt(2 * p))
+        )
+        rank *= 1 if loss == "squared" else n_outputs
+        required += (2 * options.get("history_size", 30) + 5) * p * rank + 4 * p * p
+    return 8.0 * required
 
 
 def _check_factor_options(options):

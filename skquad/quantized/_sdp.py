@@ -22,7 +22,7 @@ from ..convex.lifting import (
 )
 from ..convex.path import default_beta
 from ..convex.problem import encode_targets
-from ..convex.relaxation import solve_relaxation
+from ..convex.relaxation import relaxation_memory, solve_relaxation
 from ..convex.sampling import (
     covariance_by_sdp,
     krivine_covariance,
@@ -133,6 +133,17 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         X_train, y_train, weight = aggregate_samples(X, y_validated, sample_weight)
         self._check_network_memory(
             self.n_neurons, X_train.shape[0], lifting.n_lifted(X.shape[1]), n_outputs
+        )
+        levels = int(self.weight_levels)
+        _check_memory(
+            relaxation_memory(
+                X_train.shape[0], lifting.n_lifted(X.shape[1]), n_outputs, loss=self.loss,
+                solver=solver, solver_options=self.solver_options,
+            ),
+            *(("weight_levels", levels) if levels > 1 else ("n_features", X.shape[1])),
+            f"the SDP relaxation on p = {lifting.n_lifted(X.shape[1])} lifted coordinates",
+            advice="its matrices grow as p², p = (n_features + fit_intercept) * weight_levels: "
+            "use fewer weight_levels or features, or BackpropQuantized*.",
         )
         self.feature_mean_, self.feature_scale_ = (
             _standardization(X_train, weight) if self.standardize else (None, None)
