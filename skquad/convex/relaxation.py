@@ -42,30 +42,20 @@ _OPTION_RULES = {
 
 
 def relaxation_memory(n_samples, n_lifted, n_outputs, *, loss, solver=None, solver_options=None):
-    """Bytes a solve of the relaxation holds at its start, estimated before any is allocated.
-
-    Every term grows with ``p²`` (``p`` = ``n_lifted``): per output the
-    ``2p x 2p`` solution, its copy, normalization and covariance; CVXPY's
-    ``n x p x p`` lifted inputs (three copies), else the factor solver's
-    L-BFGS history (``2 history_size + 5`` vectors of ``p x rank``) at its
-    start rank (the squared loss's numpy block solver: ``0.7 p``, one block
-    at a time; the torch solver: ``sqrt(2p)`` per output) and its ``p x p``
-    certificate matrices.
-    """
+    """Bytes a solve holds at its start, all ``O(p²)``: per output the ``2p x 2p`` solution and
+    covariance (4 copies); CVXPY's ``n x p x p`` lifted inputs (3), else the factor solver's
+    ``2 history_size + 5`` L-BFGS vectors of ``p x rank`` at its start rank and ``p x p`` scratch."""
     p = int(n_lifted)
-    # solver_options as given where valid (they are checked later, with their messages)
+    # valid solver_options only (they are checked later, with their messages)
     options = {key: value for key, value in (solver_options or {}).items()
                if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1}
-    required = 4 * n_outputs * (2 * p) ** 2
     if solver is not None:
-        required += 3 * n_samples * p * p
-    else:
-        rank = options.get("rank") or (
-            2 * _start_columns_per_sign(p) if loss == "squared" else math.ceil(math.sqrt(2 * p))
-        )
-        rank *= 1 if loss == "squared" else n_outputs
-        required += (2 * options.get("history_size", 30) + 5) * p * rank + 4 * p * p
-    return 8.0 * required
+        return 8.0 * (4 * n_outputs * (2 * p) ** 2 + 3 * n_samples * p * p)
+    # the numpy block solver's (one block at a time), else the torch solver's per output
+    squared = loss == "squared"
+    rank = options.get("rank") or (2 * _start_columns_per_sign(p) if squared else math.ceil(math.sqrt(2 * p)))
+    rank *= 1 if squared else n_outputs
+    return 8.0 * (4 * n_outputs * (2 * p) ** 2 + (2 * options.get("history_size", 30) + 5) * p * rank + 4 * p * p)
 
 
 def _check_factor_options(options):

@@ -131,19 +131,14 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
 
         # The SDP sees only the weighted empirical distribution: merge duplicates.
         X_train, y_train, weight = aggregate_samples(X, y_validated, sample_weight)
-        self._check_network_memory(
-            self.n_neurons, X_train.shape[0], lifting.n_lifted(X.shape[1]), n_outputs
-        )
-        levels = int(self.weight_levels)
+        p, levels = lifting.n_lifted(X.shape[1]), int(self.weight_levels)
+        self._check_network_memory(self.n_neurons, X_train.shape[0], p, n_outputs)
         _check_memory(
-            relaxation_memory(
-                X_train.shape[0], lifting.n_lifted(X.shape[1]), n_outputs, loss=self.loss,
-                solver=solver, solver_options=self.solver_options,
-            ),
+            relaxation_memory(X_train.shape[0], p, n_outputs, loss=self.loss, solver=solver,
+                              solver_options=self.solver_options),
             *(("weight_levels", levels) if levels > 1 else ("n_features", X.shape[1])),
-            f"the SDP relaxation on p = {lifting.n_lifted(X.shape[1])} lifted coordinates",
-            advice="its matrices grow as p², p = (n_features + fit_intercept) * weight_levels: "
-            "use fewer weight_levels or features, or BackpropQuantized*.",
+            f"the SDP relaxation on p = {p} lifted coordinates", advice="its matrices grow as "
+            "p², p = (n_features + fit_intercept) * weight_levels: fewer levels or features do.",
         )
         self.feature_mean_, self.feature_scale_ = (
             _standardization(X_train, weight) if self.standardize else (None, None)
