@@ -150,7 +150,7 @@ def test_dask_quadratic_regression_on_wide_data_takes_a_path_that_fits(monkeypat
 # under a tiny budget: (id, budget in bytes, the call, the refusal's start).
 def _cases():
     import skquad as sq
-    from skquad.inspection import local_contributions
+    from skquad.inspection import local_contributions, quadratic_neurons
 
     da = pytest.importorskip("dask.array")
     rng = np.random.RandomState(0)
@@ -187,6 +187,7 @@ def _cases():
         ("SDPRegressorCV levels", 2**20, lambda: sq.SDPQuantizedRegressorCV(**levels, cv=2).fit(small, y[:20]),
          "weight_levels=50"),
         ("local contributions", 512, lambda: local_contributions(fitted, small), "max_pairs=None"),
+        ("quantized network's neurons", 128, lambda: quadratic_neurons(sdp), "n_features=3"),
     ]
 
 
