@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .blocks import solve_blocks
-from .factor_solver import FACTOR_SOLVER_OPTIONS, _start_columns_per_sign
+from .factor_solver import FACTOR_SOLVER_OPTIONS, start_columns_per_sign
 from .formulation import loss_value, solve_sdp
 from .problem import LiftedData
 from .routes import Problem, active_routes, first_route
@@ -53,7 +53,7 @@ def relaxation_memory(n_samples, n_lifted, n_outputs, *, loss, solver=None, solv
         return 8.0 * (4 * n_outputs * (2 * p) ** 2 + 3 * n_samples * p * p)
     # the numpy block solver's (one block at a time), else the torch solver's per output
     squared = loss == "squared"
-    rank = options.get("rank") or (2 * _start_columns_per_sign(p) if squared else math.ceil(math.sqrt(2 * p)))
+    rank = options.get("rank") or (2 * start_columns_per_sign(p) if squared else math.ceil(math.sqrt(2 * p)))
     rank *= 1 if squared else n_outputs
     return 8.0 * (4 * n_outputs * (2 * p) ** 2 + (2 * options.get("history_size", 30) + 5) * p * rank + 4 * p * p)
 
