@@ -895,10 +895,10 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
         )
     # Each block's D x D statistics, those of the blocks in flight and the
     # merge's: estimated before any is built.
-    from .linear_model._regression import check_normal_equations_memory
+    from .linear_model._regression import check_regression_memory
 
     in_flight = min(len(blocks), os.cpu_count() or 1)
-    check_normal_equations_memory(D, 0, copies=in_flight + 1)
+    check_regression_memory("cholesky", D, 0, 1, copies=in_flight + 1)
     # One pass over the user's graph: each block's statistics about its own
     # means, merged exactly (_merge_regression_statistics).
     (n_rows, all_float32, total, mean, y_mean, G, R, input_range), = dask.compute(
@@ -1004,9 +1004,7 @@ def predict_blockwise(estimator, method, X):
             )
         template = _output_template(estimator, method, estimator.n_features_in_, names)
         meta = np.empty((0,) + template.shape[1:], dtype=template.dtype)
-        return X.map_partitions(
-            lambda part: getattr(estimator, method)(part), meta=meta
-        )
+        return X.map_partitions(_call, estimator, method, names, meta=meta)
     X = _as_array(X)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D X, got {X.ndim} dimension(s).")
@@ -1029,7 +1027,7 @@ def predict_blockwise(estimator, method, X):
 
 
 def _score_block(X, y, w, estimator, names, classifier):
-    prediction = getattr(estimator, "predict")(_as_frame_block(X, names))
+    prediction = _call(X, estimator, "predict", names)  # (an empty partition of a frame too)
     y = np.asarray(y)
     w = _block_weight(w, X.shape[0])
     if classifier:

@@ -504,3 +504,39 @@ def test_a_block_of_zero_rows_is_skipped_by_fit_predict_and_score():
         np.testing.assert_array_equal(model.predict(with_empty).compute(), model.predict(X))
         score = model.score(with_empty, da.from_array(target, chunks=((20, 0, 20),)))
         assert score == pytest.approx(model.score(X, target))
+
+
+@pytest.mark.parametrize("container", ["filtered dataframe", "masked array"])
+def test_empty_partitions_of_unknown_size_fit_predict_and_score(container):
+    """Empty partitions whose sizes Dask does not know (a filter's): QR, QLR
+    and the networks' data-parallel fit, predict and score as on the kept rows
+    (issue 38, item 9: predicting an empty partition raised scikit-learn's
+    'Found array with 0 sample(s)')."""
+    import pandas as pd
+    from sklearn.base import clone
+
+    dd = pytest.importorskip("dask.dataframe")
+    from skquad import QNNRegressor, QuadraticRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 3)
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    keep = np.repeat([False, True, True], 20)  # the first partition is emptied
+    if container == "masked array":
+        Xd, mask = da.from_array(X, chunks=20), da.from_array(keep, chunks=20)
+        Xd, target = Xd[mask], lambda t: da.from_array(t, chunks=20)[mask]
+    else:
+        columns = pd.DataFrame(X, columns=list("abc")).assign(keep=keep, y=y, labels=y > 0)
+        kept = dd.from_pandas(columns, npartitions=3, sort=False).query("keep")
+        Xd, target = kept[list("abc")], lambda t: kept["y" if t.dtype.kind == "f" else "labels"].astype(t.dtype)
+    assert np.isnan(Xd.shape[0]) if container == "masked array" else True
+    for model, t in [
+        (QuadraticRegression(alpha=1.0), y),
+        (QuadraticLogisticRegression(random_state=0), (y > 0).astype(int)),
+        (QNNRegressor(hidden_layer_sizes=(3,), solver="lbfgs", max_iter=5, random_state=0), y),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            remote, local = clone(model).fit(Xd, target(t)), clone(model).fit(X[keep], t[keep])
+        np.testing.assert_allclose(remote.predict(Xd).compute(), local.predict(X[keep]), rtol=1e-5, atol=1e-8)
+        assert remote.score(Xd, target(t)) == pytest.approx(local.score(X[keep], t[keep]), rel=1e-6)

@@ -2,6 +2,7 @@
 
 import builtins
 import os
+import re
 
 import numpy as np
 import pytest
@@ -141,3 +142,103 @@ def test_dask_quadratic_regression_on_wide_data_takes_a_path_that_fits(monkeypat
     X, y = _wide_data(n=300, d=20)
     with pytest.raises(MemoryError, match="normal equations"):
         QuadraticRegression().fit(da.from_array(X, chunks=(100, 20)), da.from_array(y, chunks=100))
+
+
+# ------------------------------------------------------------------ every d², m, levels path
+# Each path whose memory grows with d² (quadratic features, the SDP's lifted
+# p x p matrices), m (neurons) or the weight levels, reached with tiny shapes
+# under a tiny budget: (id, budget in bytes, the call, the refusal's start).
+def _cases():
+    import skquad as sq
+    from skquad.inspection import local_contributions, quadratic_neurons
+
+    da = pytest.importorskip("dask.array")
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(30, 60), rng.randn(30)  # D = 1890 > n: the kernel path
+    tall, small = rng.randn(300, 20), rng.randn(20, 3)  # D = 230 < n; p small
+    labels = (small[:, 0] > 0).astype(int)
+    blocks = (da.from_array(tall, chunks=(100, 20)), da.from_array(tall[:, 0], chunks=100))
+    fitted = sq.QuadraticRegression(alpha=1.0).fit(small, small[:, 0])
+    sdp = sq.SDPQuantizedClassifier(n_neurons=200, random_state=0).fit(small, labels)
+    levels = dict(n_neurons=2, weight_levels=50)  # p = 200: the network fits, the SDP does not
+    return [
+        ("QR cholesky", 1024, lambda: sq.QuadraticRegression(solver="cholesky", alpha=1.0).fit(X, y),
+         "solver='cholesky'"),
+        ("QR cg", 1024, lambda: sq.QuadraticRegression(solver="cg", alpha=1.0).fit(X, y), "solver='cg'"),
+        ("QR kernel", 1024, lambda: sq.QuadraticRegression().fit(X, y), "solver='kernel'"),
+        ("QR dask blocks", 1024, lambda: sq.QuadraticRegression(alpha=1.0).fit(*blocks), "solver='cholesky'"),
+        ("QR dask gathered", 1024, lambda: sq.QuadraticRegression().fit(da.from_array(X, chunks=10), y), "X="),
+        ("QRCV leave-one-out", 1024, lambda: sq.QuadraticRegressionCV().fit(X, y), "cv=None"),
+        ("QLR", 1024, lambda: sq.QuadraticLogisticRegression().fit(small, labels), "rank=None"),
+        ("QLR dask", 1024, lambda: sq.QuadraticLogisticRegression().fit(
+            da.from_array(small, chunks=10), da.from_array(labels, chunks=10)), "rank=None"),
+        ("QLRCV", 1024, lambda: sq.QuadraticLogisticRegressionCV(cv=2).fit(small, labels), "rank=None"),
+        ("QNN", 1024, lambda: sq.QNNClassifier(hidden_layer_sizes=(4,)).fit(small, labels),
+         "hidden_layer_sizes=(4,)"),
+        ("RPQNN dask", 1024, lambda: sq.RPQNNRegressor(hidden_layer_sizes=(4,), solver="lbfgs").fit(
+            da.from_array(small, chunks=10), da.from_array(labels * 1.0, chunks=10)), "hidden_layer_sizes=(4,)"),
+        ("Backprop", 1024, lambda: sq.BackpropQuantizedRegressor(n_neurons=2).fit(small, labels * 1.0),
+         "n_neurons=2"),
+        ("SDP network", 1024, lambda: sq.SDPQuantizedClassifier(n_neurons=100).fit(small, labels), "n_neurons=100"),
+        ("SDP resample", 1024, lambda: sdp.resample(1000), "n_neurons=1000"),
+        ("SDP levels", 2**20, lambda: sq.SDPQuantizedClassifier(**levels).fit(small, labels), "weight_levels=50"),
+        ("SDP features", 2**16, lambda: sq.SDPQuantizedRegressor(n_neurons=2).fit(X[:, :40], y),
+         "n_features=40"),
+        ("SDPRegressorCV levels", 2**20, lambda: sq.SDPQuantizedRegressorCV(**levels, cv=2).fit(small, y[:20]),
+         "weight_levels=50"),
+        ("local contributions", 512, lambda: local_contributions(fitted, small), "max_pairs=None"),
+        ("quantized network's neurons", 128, lambda: quadratic_neurons(sdp), "n_features=3"),
+    ]
+
+
+def _memory_check_sites():
+    """(file, innermost function) of every call of the memory check in skquad, the check itself excepted."""
+    import ast
+    from pathlib import Path
+
+    import skquad
+
+    root, sites = Path(skquad.__file__).parent, set()
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        if "benchmarks" in path.parts or path.name == "_memory.py" or "_memory(" not in text:
+            continue
+        innermost = {}
+        for function in ast.walk(ast.parse(text)):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(function):
+                    called = getattr(node, "func", None)
+                    # check_memory (or its alias _check_memory), or the runtime policy's require_memory
+                    if isinstance(called, ast.Name) and called.id in ("check_memory", "_check_memory") or \
+                            isinstance(called, ast.Attribute) and called.attr == "require_memory":
+                        innermost[id(node)] = max(innermost.get(id(node), (0, "")), (function.lineno, function.name))
+        sites |= {(path.relative_to(root.parent).as_posix(), name)
+                  for _, name in innermost.values() if name != "require_memory"}
+    return sites
+
+
+def test_every_d2_m_and_levels_path_refuses_clearly_before_allocating(monkeypatch):
+    """Memory used without a check (issue 38, item 7): SDPQuantizedClassifier
+    (weight_levels=1000) on 50 x 5 allocated an 11 GiB L-BFGS history, Dask QR
+    and QR(solver="cholesky") numpy's D x D arrays. Every path refuses with
+    skquad's MemoryError naming its parameter, raised by the check itself, and
+    every call of the check in skquad is one of these paths (a new one fails here)."""
+    import sys
+    from pathlib import Path
+
+    import skquad
+
+    cases, refused_at, root = _cases(), set(), Path(skquad.__file__).parent.parent
+    for name, budget, call, parameter in cases:
+        def available(budget=budget):
+            check = sys._getframe(1)
+            caller = check.f_back.f_back if check.f_back.f_code.co_name == "require_memory" else check.f_back
+            if check.f_code.co_name == "check_memory" and check.f_locals["required_bytes"] > budget:
+                refused_at.add((Path(caller.f_code.co_filename).relative_to(root).as_posix(), caller.f_code.co_name))
+            return budget
+
+        monkeypatch.setattr(_memory, "available_memory", available)
+        with pytest.raises(MemoryError, match="^" + re.escape(parameter) + ".* needs about") as caught:
+            call()
+        assert caught.traceback[-1].path.name == "_memory.py", name  # skquad's refusal, not numpy's
+    assert refused_at == _memory_check_sites()

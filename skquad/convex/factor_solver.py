@@ -64,7 +64,7 @@ from .losses import (
 )
 from .solution import SDPSolution, relative_gap, relaxed_block
 
-__all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block"]
+__all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block", "start_columns_per_sign"]
 
 # Chunks of score history whose steps span the logistic face dual's family
 # when the face is too large to form; fewer above _FEW_STEPS_ABOVE (O(q p³) steps).
@@ -664,7 +664,8 @@ _GROW_AFTER_REPEATED_FACE_GAP = 10.0
 _GROWTH_PER_SIGN = 8
 
 
-def _start_columns_per_sign(p):
+def start_columns_per_sign(p):
+    """The numpy block solver's starting columns per sign (what its memory is estimated at)."""
     return math.ceil(_START_RANK_FRACTION * p) + 1
 
 
@@ -711,7 +712,7 @@ def solve_squared_block(data, **options):
     start of the best one met.
     """
     n, p = data.features.shape
-    rank = options.get("rank") or 2 * _start_columns_per_sign(p)
+    rank = options.get("rank") or 2 * start_columns_per_sign(p)
     with threads_for(n * p * rank, data.features.device):
         return _solve_squared_block(data, **options)
 
@@ -738,7 +739,7 @@ def _solve_squared_block(
         F = np.array(init.factors[0][0], dtype=np.float64)
         signs = np.array(init.factors[0][1], dtype=np.float64)
     else:
-        per_sign = _start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
+        per_sign = start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
         per_sign = max(1, min(per_sign, p, max_rank // 2 or 1))
         M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
         _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))

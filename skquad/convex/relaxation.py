@@ -21,13 +21,13 @@ from .._reporting import warn_user
 from .._torch_utils import resolve_device
 from .blocks import solve_blocks
 from .compact_solver import solve_compact_statistics
-from .factor_solver import FACTOR_SOLVER_OPTIONS
+from .factor_solver import FACTOR_SOLVER_OPTIONS, start_columns_per_sign
 from .formulation import loss_value, solve_sdp
 from .problem import LiftedData
 from .routes import Problem, active_routes, first_route
 from .solution import rescale_solution
 
-__all__ = ["solve_relaxation", "solve_relaxation_statistics"]
+__all__ = ["relaxation_memory", "solve_relaxation", "solve_relaxation_statistics"]
 
 
 # The native solver's options: (kind, smallest allowed value).
@@ -40,6 +40,23 @@ _OPTION_RULES = {
     "hinge_sigma": ("real", 0.0),
     "time_limit": ("real", 0.0),
 }
+
+
+def relaxation_memory(n_samples, n_lifted, n_outputs, *, loss, solver=None, solver_options=None):
+    """Bytes a solve holds at its start, all ``O(p²)``: per output the ``2p x 2p`` solution and
+    covariance (4 copies); CVXPY's ``n x p x p`` lifted inputs (3), else the factor solver's
+    ``2 history_size + 5`` L-BFGS vectors of ``p x rank`` at its start rank and ``p x p`` scratch."""
+    p = int(n_lifted)
+    # valid solver_options only (they are checked later, with their messages)
+    options = {key: value for key, value in (solver_options or {}).items()
+               if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1}
+    if solver is not None:
+        return 8.0 * (4 * n_outputs * (2 * p) ** 2 + 3 * n_samples * p * p)
+    # the numpy block solver's (one block at a time), else the torch solver's per output
+    squared = loss == "squared"
+    rank = options.get("rank") or (2 * start_columns_per_sign(p) if squared else math.ceil(math.sqrt(2 * p)))
+    rank *= 1 if squared else n_outputs
+    return 8.0 * (4 * n_outputs * (2 * p) ** 2 + (2 * options.get("history_size", 30) + 5) * p * rank + 4 * p * p)
 
 
 def _check_factor_options(options):

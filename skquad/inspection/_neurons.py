@@ -36,6 +36,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._memory import check_memory
 from .._pipeline import split_pipeline
 from ..nn.polarization import layer_quadratic_forms, quadratic_form_by_polarization
 from ._pipeline import input_feature_names
@@ -180,7 +181,10 @@ def _bilinear_network_neurons(estimator, names, which):
         available = [key for key in _SCORE_FUNCTIONS if _score_function(estimator, key) is not None]
         raise ValueError(f"which={which!r} is not available for {type(estimator).__name__}; use one of {available}.")
     function = _without_name_warning(method, estimator)
-    d = estimator.n_features_in_
+    d, k = estimator.n_features_in_, np.shape(estimator.alpha_)[1]
+    # the polarization's d² / 2 evaluations and the (k, d, d) forms read off them
+    check_memory(24.0 * k * d * d, "n_features", d, f"{k} quadratic form(s) of {d} x {d} by polarization",
+                 advice="explain fewer features (select them before the model).")
     center = getattr(estimator, "feature_mean_", None)
     scale = getattr(estimator, "feature_scale_", None)
     Q, w, b = quadratic_form_by_polarization(function, d, center=center, scale=scale)

@@ -291,10 +291,9 @@ class QuadraticRegression(BaseQuadraticRegressor):
             X, y, sample_weight = gathered
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         allowed = estimator_entries(self, X.shape[1])
-        alpha, quadratic_alpha = self._penalties(X, Y, sample_weight)
         solver = self._choose_solver(*X.shape, allowed)
-        if solver == "cholesky":
-            check_normal_equations_memory(expansion_size(X.shape[1], allowed), X.shape[0], copies=1)
+        check_regression_memory(solver, expansion_size(X.shape[1], allowed), *Y.shape)
+        alpha, quadratic_alpha = self._penalties(X, Y, sample_weight)
         # numpy's BLAS under the project's one thread rule: small products on
         # two threads ran 10-100x slower than on one on a loaded 2-core machine.
         n, D = X.shape[0], expansion_size(X.shape[1], allowed)
@@ -322,17 +321,24 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return fitted_quadratic_scores(self, X)
 
 
-def check_normal_equations_memory(D, n_samples, *, copies):
-    """Refuse the ``D x D`` normal equations (``copies`` of them at once) when they do not fit.
+def check_regression_memory(solver, D, n_samples, n_targets, *, copies=1):
+    """Refuse a fit whose arrays, which grow with ``D`` (about ``d² / 2``), do not fit.
 
-    They grow with ``d⁴``: at ``d = 2000`` numpy asked for 29 TiB and raised
-    its own MemoryError. Counted: each copy, the Cholesky factor and the
-    ``n x D`` feature rows.
+    Every solver holds per target the coefficients, CG's work vectors and the
+    published ``d x d`` ``Q_`` (about 12 of ``D``); ``kernel`` its ``n x n``
+    kernels; ``cholesky`` ``copies`` of the ``D x D`` normal equations, the
+    factor and the ``n x D`` feature rows (at ``d = 2000`` numpy asked for 29
+    TiB and raised its own MemoryError).
     """
+    required = 12.0 * D * n_targets + (3.0 * n_samples**2 if solver == "kernel" else 0.0)
+    if solver == "cholesky":
+        required += D * (D * (copies + 2.0) + n_samples)
     check_memory(
-        8.0 * D * (D * (copies + 2) + n_samples), "solver", "cholesky",
-        f"the {D} x {D} normal equations",
-        advice="use solver='cg' (it holds O(D)), or fewer features.",
+        8.0 * required, "solver", solver,
+        f"the {D} x {D} normal equations" if solver == "cholesky"
+        else f"{D} quadratic coefficients per target",
+        advice="use solver='cg' (it holds O(D)), or fewer features." if solver == "cholesky"
+        else "select fewer features or constrain the pairs (interaction_cst).",
     )
 
 

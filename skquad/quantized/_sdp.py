@@ -24,7 +24,7 @@ from ..convex.lifting import (
 )
 from ..convex.path import auto_beta, default_beta
 from ..convex.problem import encode_targets
-from ..convex.relaxation import solve_relaxation, solve_relaxation_statistics
+from ..convex.relaxation import relaxation_memory, solve_relaxation, solve_relaxation_statistics
 from ..convex.routes import COMPACT_SQUARED_WIDE_MAX_SIZE
 from ..convex.sampling import (
     covariance_by_sdp,
@@ -152,8 +152,14 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
 
         # The SDP sees only the weighted empirical distribution: merge duplicates.
         X_train, y_train, weight = aggregate_samples(X, y_validated, sample_weight)
-        self._check_network_memory(
-            self.n_neurons, X_train.shape[0], lifting.n_lifted(X.shape[1]), n_outputs
+        p, levels = lifting.n_lifted(X.shape[1]), int(self.weight_levels)
+        self._check_network_memory(self.n_neurons, X_train.shape[0], p, n_outputs)
+        _check_memory(
+            relaxation_memory(X_train.shape[0], p, n_outputs, loss=self.loss, solver=solver,
+                              solver_options=self.solver_options),
+            *(("weight_levels", levels) if levels > 1 else ("n_features", X.shape[1])),
+            f"the SDP relaxation on p = {p} lifted coordinates", advice="its matrices grow as "
+            "p², p = (n_features + fit_intercept) * weight_levels: fewer levels or features do.",
         )
         self.feature_mean_, self.feature_scale_ = (
             _standardization(X_train, weight) if self.standardize else (None, None)
