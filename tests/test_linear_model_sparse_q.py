@@ -3,10 +3,15 @@
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import ElasticNet, LogisticRegression
+from sklearn.linear_model import ElasticNet, LassoCV, LogisticRegression
 from sklearn.preprocessing import PolynomialFeatures
 
-from skquad import QuadraticLogisticRegression, QuadraticRegression
+from skquad import (
+    QuadraticLogisticRegression,
+    QuadraticLogisticRegressionCV,
+    QuadraticRegression,
+    QuadraticRegressionCV,
+)
 
 N, D = 120, 4
 
@@ -94,3 +99,25 @@ def test_unsupported_settings_are_refused(model, message):
     X, signal, _ = _data(5)
     with pytest.raises(ValueError, match=message):
         model.fit(X, (signal > 0).astype(int))
+
+
+def test_regression_cv_path_is_lasso_cv_on_the_degree2_features():
+    X, y, _ = _data(6, n=150)
+    model = QuadraticRegressionCV(alphas=8, penalty="l1", cv=3).fit(X, y)
+    reference = LassoCV(alphas=8, cv=3, tol=1e-8).fit(
+        PolynomialFeatures(2, include_bias=False).fit_transform(X), y)
+    np.testing.assert_allclose(model.alphas_, reference.alphas_)
+    np.testing.assert_allclose(model.mse_path_, reference.mse_path_, rtol=1e-2)
+    assert model.alpha_ == pytest.approx(reference.alpha_) and (0, 1) in map(tuple, model.interactions_)
+
+
+def test_logistic_cv_l1_ratios_grid():
+    X, signal, _ = _data(7, n=150)
+    y = (signal > 0).astype(int)
+    model = QuadraticLogisticRegressionCV(Cs=[0.1, 1.0], penalty="elasticnet",
+                                          l1_ratios=[0.5, 1.0], cv=2).fit(X, y)
+    assert model.scores_.shape == model.n_iter_.shape == (2, 2, 2)
+    assert model.coefs_paths_.shape == (2, 2, 2, 1, D)
+    assert model.l1_ratio_ in (0.5, 1.0) and model.n_interactions_ == len(model.interactions_)
+    best = np.unravel_index(np.argmax(model.scores_.mean(0)), (2, 2))
+    assert (model.C_, model.l1_ratio_) == ([0.1, 1.0][best[0]], [0.5, 1.0][best[1]])

@@ -1,7 +1,7 @@
 """QuadraticRegressionCV: QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it."""
 
 import copy
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -16,8 +16,14 @@ from .._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
-from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
+from ..nn.quadratic_ridge import (
+    QuadraticRidgeLeaveOneOut,
+    coefficients_to_model,
+    expansion_size,
+    quadratic_model_scores,
+)
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
+from ._sparse_q import SPARSE_PENALTIES, alpha_grid, regression_path
 from ._regression import (
     QUADRATIC_RATIOS,
     QuadraticRegression,
@@ -170,6 +176,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "alpha_per_target": ["boolean"],
         "interaction_only": ["boolean"],
         "interaction_cst": INTERACTION_CST_CONSTRAINT,
+        "penalty": [StrOptions({"l2", *SPARSE_PENALTIES})],
+        "l1_ratio": ["array-like", Interval(Real, 0, 1, closed="both"), None],
         "clip_inputs": ["boolean"],
     }
 
@@ -191,8 +199,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         alpha_per_target=False,
         interaction_only=False,
         interaction_cst=None,
+        penalty="l2",
+        l1_ratio=None,
         clip_inputs=True,
     ):
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.alphas = alphas
         self.quadratic_ratios = quadratic_ratios
         self.fit_intercept = fit_intercept
@@ -264,6 +276,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             raise ValueError("cv!=None and alpha_per_target=True are incompatible")
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
+        if self.penalty != "l2":
+            return self._fit_sparse_path(X, Y, sample_weight, split_params)
         alphas, ratios = self._checked_alphas(), self._checked_ratios()
         if self.cv is None:
             self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas, ratios)
@@ -418,6 +432,42 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         publish_penalties(self, best.alpha_, best.quadratic_alpha_)
         self.best_score_ = float(search.best_score_)
         self.Q_, self.coef_, self.intercept_ = best.Q_, best.coef_, best.intercept_
+
+    def _fit_sparse_path(self, X, Y, weight, split_params):
+        """LassoCV / ElasticNetCV: each fold's path down ``alphas`` (warm starts), mean squared error."""
+        d, allowed = X.shape[1], estimator_entries(self, X.shape[1])
+        ratios = [None] if self.l1_ratio is None else list(np.atleast_1d(self.l1_ratio))
+        target = Y[:, 0] if self._fitted_y_ndim == 1 else Y
+        folds = list(check_cv(5 if self.cv is None else self.cv, target).split(X, target,
+                                                                               **split_params))
+        grids, errors = [], []
+        for ratio in ratios:
+            grid = (alpha_grid(X, Y, weight, self.penalty, ratio, allowed, self.alphas)
+                    if isinstance(self.alphas, Integral) else
+                    np.sort(self._checked_alphas())[::-1])
+            per_fold = []
+            for train, test in folds:
+                path = regression_path(X[train], Y[train], weight[train], grid, self.penalty,
+                                       ratio, allowed, fit_intercept=self.fit_intercept,
+                                       tol=1e-4, max_iter=1000)
+                per_fold.append([np.average((quadratic_model_scores(
+                    X[test], *coefficients_to_model(c, d, allowed)[::-1], b) - Y[test]) ** 2,
+                    axis=0, weights=weight[test]).mean() for c, b, _ in path])
+            grids.append(grid)
+            errors.append(np.array(per_fold).T)  # (n_alphas, n_folds), ElasticNetCV's mse_path_
+        self.alphas_, self.mse_path_ = np.squeeze(grids), np.squeeze(errors)
+        r, a = np.unravel_index(np.argmin(np.mean(errors, axis=2)), (len(ratios), len(grids[0])))
+        self.alpha_, self.l1_ratio_ = float(grids[r][a]), ratios[r]
+        best = QuadraticRegression(alpha=self.alpha_, penalty=self.penalty, l1_ratio=ratios[r],
+                                   fit_intercept=self.fit_intercept,
+                                   interaction_only=self.interaction_only,
+                                   interaction_cst=indexed_groups(
+                                       self.interaction_cst, d,
+                                       getattr(self, "feature_names_in_", None)),
+                                   ).fit(X, target, weight)
+        for name in ("Q_", "coef_", "intercept_", "interactions_", "n_interactions_"):
+            setattr(self, name, getattr(best, name))
+        return self
 
     def _raw_scores(self, X):
         return fitted_quadratic_scores(self, X)
