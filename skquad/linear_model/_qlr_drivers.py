@@ -52,6 +52,8 @@ class TrainingRows:
     total_weight: float
     given: tuple
     user_data: tuple
+    # the L-BFGS objective's float32 rows and degree-2 design, shared by a path's fits
+    design_cache: dict = dataclasses.field(default_factory=dict)
     distributed = False
 
     def __post_init__(self):
@@ -114,6 +116,7 @@ def fit_trainer(problem, data, *, stochastic, partial=False):
         loss_and_gradient=quadratic_logistic_loss_and_gradient(
             module, problem.l2, cross_weight=problem.cross_weight,
             class_blocks=None if stochastic else data.class_blocks, free_entry_gradient=stochastic,
+            cache=getattr(data, "design_cache", None),
         ),
     )
     continued = partial and problem.previous is not None
