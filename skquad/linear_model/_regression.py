@@ -96,6 +96,17 @@ class QuadraticRegression(BaseQuadraticRegressor):
         The penalty of the quadratic coefficients, positive (with a positive
         ``alpha``). None: ``alpha`` (the pipeline's problem), or chosen with
         ``alpha="auto"``.
+    penalty : {"l2", "l1", "elasticnet", "group"}, default="l2"
+        ``"l2"``: the ridge problem above. ``"l1"``, ``"elasticnet"``:
+        :class:`~sklearn.linear_model.Lasso`'s and ``ElasticNet``'s objective
+        on the degree-2 features (``alpha`` a number, their scaling
+        ``1 / (2 sum(s))`` of the squared error), which selects few pairs
+        (``interactions_``); ``"group"``: the L2 norms of whole rows of
+        ``Q`` (:ref:`sparse-q`). Solved by FISTA on the implicit features
+        to a duality gap of ``tol`` times the zero model's loss, at most
+        ``max_iter`` iterations (None: 1000); not on Dask collections.
+    l1_ratio : float in [0, 1] or None, default=None
+        The L1 share of ``"elasticnet"`` and ``"group"`` (None: 1).
     fit_intercept : bool, default=True
         Fit ``b`` (centring the features and targets by their weighted
         means, as :class:`~sklearn.linear_model.Ridge`).
@@ -148,6 +159,11 @@ class QuadraticRegression(BaseQuadraticRegressor):
         Linear coefficients (1-D for one target, as Ridge's).
     intercept_ : float or ndarray of shape (n_targets,)
         In the input's float dtype, as ``coef_`` and ``Q_`` (and as Ridge's).
+    n_interactions_ : int
+        Only with a sparse ``penalty``: the pairs ``a < b`` with a nonzero
+        ``Q_ab`` (for some target).
+    interactions_ : ndarray of shape (n_interactions_, 2)
+        Only with a sparse ``penalty``: those pairs.
     n_iter_ : ndarray of shape (n_targets,)
         Iterations of ``"cg"`` per target; 1 for the direct solvers (one
         exact solve: scikit-learn's checks want ``n_iter_ >= 1`` wherever

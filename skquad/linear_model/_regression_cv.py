@@ -109,6 +109,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
         Which features may interact (see :class:`QuadraticRegression`): the
         selection is RidgeCV's on the allowed pairs' features.
+    penalty : {"l2", "l1", "elasticnet", "group"}, default="l2"
+        A sparse penalty (see :class:`QuadraticRegression`) makes this
+        :class:`~sklearn.linear_model.LassoCV` / ``ElasticNetCV`` on the
+        degree-2 features: each fold of ``cv`` (None: 5-fold) solves the path
+        of ``alphas`` from the largest, warm-started; an integer ``alphas``
+        is that many values from ``alpha_max`` (the smallest ``alpha`` whose
+        model is zero) down to ``alpha_max / 1000``; the mean squared error
+        chooses (``quadratic_ratios``, ``scoring`` and ``gcv_mode`` do not apply).
+    l1_ratio : float, list of float or None, default=None
+        With a sparse ``penalty``: the ``l1_ratio`` values tried (None: 1).
     clip_inputs : bool, default=True
         Clip each feature of ``X`` to its training range ``[data_min_,
         data_max_]`` before every prediction (``predict``, ``score``, and the
@@ -134,6 +144,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         predictions.
     Q_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
         Symmetric quadratic forms of the model refitted with ``alpha_``.
+    alphas_, mse_path_, l1_ratio_ : ndarray, ndarray, float or None
+        With a sparse ``penalty``: ElasticNetCV's grid, held-out mean squared
+        errors (shape ``(n_l1_ratios, n_alphas, n_folds)``, squeezed) and chosen ``l1_ratio``.
+    n_interactions_, interactions_ : int, ndarray of shape (n_interactions_, 2)
+        With a sparse ``penalty``: the selected pairs ``a < b`` and their number.
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
         Linear coefficients.
     intercept_ : float or ndarray of shape (n_targets,)
