@@ -46,6 +46,7 @@ EXPECTED_EXAMPLES = {
     "plot_feature_interactions.py",
     "plot_regression_diamonds.py",
     "plot_local_explanations.py",
+    "plot_sparse_interactions.py",
 }
 
 
