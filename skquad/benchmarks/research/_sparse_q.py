@@ -130,7 +130,7 @@ def constraints(*, output_dir, quick=False, repeats=None, datasets=None, device=
     n, d = (1000, 16) if quick else (5000, 40)
     X, y, _ = _planted(0, n, d, classification=True)
     rows = []
-    for size in (2, 4, 8, d // 2, d):
+    for size in sorted({2, 4, 8, d // 2, d}):
         groups = [list(range(start, min(start + size, d))) for start in range(0, d, size)]
         allowed = sum(len(g) * (len(g) - 1) // 2 for g in groups)
         times = []
