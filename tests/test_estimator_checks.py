@@ -36,6 +36,8 @@ ESTIMATORS = [
     # n_iter_ holds zeros there (why scikit-learn exempts LogisticRegressionCV
     # from the n_iter_ >= 1 check); on this grid every step iterates.
     QuadraticLogisticRegressionCV(Cs=4, cv=3),
+    # sparse Q: the checks compare fits at 1e-7, so the duality gap goes to 1e-12
+    QuadraticLogisticRegression(penalty="l1", tol=1e-12, max_iter=5000),
     QNNClassifier(),
     QNNClassifier(solver="lbfgs", hidden_layer_sizes=(16,)),
     QNNRegressor(),
@@ -53,6 +55,7 @@ ESTIMATORS = [
     # differed by 7.6e-7 under another OpenBLAS build, by round-off here).
     QuadraticRegression(solver="cg", tol=1e-10),
     QuadraticRegression(solver="kernel"),
+    QuadraticRegression(alpha=0.3, penalty="l1", tol=1e-12, max_iter=5000),
     QuadraticRegressionCV(),
     QuadraticRegressionCV(cv=3),
     SDPQuantizedRegressor(),

@@ -47,6 +47,7 @@ EXPECTED_EXAMPLES = {
     "plot_regression_diamonds.py",
     "plot_local_explanations.py",
     "plot_array_api.py",
+    "plot_sparse_interactions.py",
 }
 
 

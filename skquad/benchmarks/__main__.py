@@ -55,6 +55,7 @@ SUITES = {
     "array-api": [("research._array_api_speed", "run")],
     "dask-scaling": [("research._dask_scaling", "run")],
     "shap-speed": [("research._shap_speed", "run")],
+    "sparse-q": [("research._sparse_q", part) for part in ("planted", "uci", "constraints", "path")],
 }
 
 SUITE_HELP = {
@@ -86,6 +87,9 @@ SUITE_HELP = {
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
     "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
+    "sparse-q": "sparse Q (penalty='l1'): planted pairs recovered by the CV estimators (F1), the "
+    "UCI sets' accuracy and share of pairs against dense QLR, interaction_cst fit time against "
+    "allowed pairs, QuadraticLogisticRegressionCV's path against one fit (--quick: small)",
     "shap-speed": "the closed-form SHAP values of skquad.inspection against the shap package's exact "
     "and default explainers on 1,000 samples x 20 features (--quick: 100 x 8)",
 }
@@ -104,6 +108,7 @@ SUITE_TITLES = {
     "array-api": "Array API: tensors against numpy",
     "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
     "shap-speed": "Closed-form SHAP values against shap",
+    "sparse-q": "Sparse Q, paths and interaction constraints",
 }
 
 # The suites that run_benchmark's protocol drives (estimators, tuning, seeds).

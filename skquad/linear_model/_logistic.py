@@ -18,7 +18,8 @@ from .._training import SparseRows
 from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
 from ..nn.quadratic_ridge import expansion_size
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
-from ._qlr_drivers import LBFGS, NEWTON, SGD, SGD_EPOCH, training_rows
+from ._qlr_drivers import LBFGS, NEWTON, PROXIMAL, SGD, SGD_EPOCH, training_rows
+from ._sparse_q import SPARSE_PENALTIES, check_sparse_settings, publish_interactions
 from ._qlr_problem import build_problem, check_feature_scale
 
 __all__ = ["QuadraticLogisticRegression"]
@@ -80,6 +81,19 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         norm of the coefficients of ``PolynomialFeatures(2)``'s features.
         ``"frobenius"``: ``P(Q) = ||Q||_F^2 = sum_i Q_ii^2 + 2 sum_{i<j} Q_ij^2``,
         invariant under rotations of the features.
+        ``"l1"``, ``"elasticnet"``: ``LogisticRegression``'s L1 and
+        elastic-net penalties on the coefficients of ``PolynomialFeatures(2)``'s
+        columns and ``w`` (``l1_ratio ||θ||₁ + (1 - l1_ratio) / 2 ||θ||²``),
+        so that few pairs are selected (``interactions_``); ``"group"``: the
+        L1 norms of whole rows of ``Q`` (with ``l1_ratio``'s L2 share),
+        selecting features whose every interaction is zero. These are solved
+        by FISTA on the implicit features, to a duality gap below ``tol``
+        times the log-loss of the zero model (the
+        :ref:`user guide <sparse-q>`); ``solver`` then does not
+        apply, and ``max_iter`` counts its iterations.
+    l1_ratio : float in [0, 1] or None, default=None
+        The L1 share of ``"elasticnet"`` and ``"group"`` (None: 1), as
+        ``LogisticRegression``'s.
     fit_intercept : bool, default=True
         Whether to fit the intercepts ``b``.
     solver : {"auto", "lbfgs", "sgd"}, default="auto"
@@ -246,8 +260,13 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Only when ``rank`` is set: the vectors ``v_j`` (columns).
     Q_scales_ : ndarray of shape (n_scores, rank)
         Only when ``rank`` is set: the scales ``s_j``.
+    n_interactions_ : int
+        Only with a sparse ``penalty``: the number of pairs ``a < b`` with a
+        nonzero ``Q_ab`` (in some score).
+    interactions_ : ndarray of shape (n_interactions_, 2)
+        Only with a sparse ``penalty``: those pairs.
     solver_ : str
-        The method that fitted the model: ``"lbfgs"``, ``"newton-dual"``
+        The method that fitted the model: ``"proximal"`` (sparse penalties), ``"lbfgs"``, ``"newton-dual"``
         (Newton's method on the dual coefficients, see ``solver``) or
         ``"sgd"``.
     n_iter_ : ndarray of shape (1,)
@@ -307,7 +326,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="right")],
-        "penalty": [StrOptions({"polynomial", "frobenius"})],
+        "penalty": [StrOptions({"polynomial", "frobenius", *SPARSE_PENALTIES})],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "lbfgs", "sgd"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -341,6 +361,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         C=1.0,
         *,
         penalty="polynomial",
+        l1_ratio=None,
         fit_intercept=True,
         solver="auto",
         max_iter=500,
@@ -366,6 +387,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     ):
         self.C = C
         self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.max_iter = max_iter
@@ -523,7 +545,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             # partial_fit call k shuffles with its own stream (len(loss_curve_) counts the calls)
             call=len(getattr(self, "loss_curve_", [])) if partial and previous is not None else 0,
         )
-        return problem.publish(route.solve(problem, data), route.solver, data.given)
+        problem.publish(route.solve(problem, data), route.solver, data.given)
+        if route is PROXIMAL:
+            publish_interactions(self)
+        return self
 
     def _allowed_entries(self, n_features):
         """The entries of ``Q`` the constraints allow (None: all), refused with ``rank``."""
@@ -547,6 +572,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         most as many distinct rows as degree-2 features and
         ``_KERNEL_NEWTON_MAX_ROWS``. Else L-BFGS.
         """
+        if self.penalty in SPARSE_PENALTIES:
+            check_sparse_settings(self, data.distributed or partial or self.solver == "sgd")
+            return PROXIMAL
         if data.distributed:
             from .._dask import DATA_PARALLEL
 

@@ -25,6 +25,7 @@ from .._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier
 from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
 from ._logistic import QuadraticLogisticRegression
+from ._sparse_q import SPARSE_PENALTIES, publish_interactions
 
 __all__ = ["QuadraticLogisticRegressionCV"]
 
@@ -53,8 +54,12 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     cv : int, cross-validation generator or iterable, default=None
         The folds; None is 5-fold and an int ``k`` is ``k``-fold,
         :class:`~sklearn.model_selection.StratifiedKFold`.
-    penalty : {"polynomial", "frobenius"}, default="polynomial"
-        The penalty on ``Q`` (see :class:`QuadraticLogisticRegression`).
+    penalty : {"polynomial", "frobenius", "l1", "elasticnet", "group"}, default="polynomial"
+        The penalty (see :class:`QuadraticLogisticRegression`); the sparse
+        ones follow the path of ``Cs`` from the empty model up.
+    l1_ratios : list of float or None, default=None
+        With a sparse ``penalty``: the ``l1_ratio`` values tried with every
+        ``C`` (as ``LogisticRegressionCV``'s); None: the penalty's own.
     scoring : str or callable, default=None
         The score that chooses ``C`` (a scorer name or callable); None is
         accuracy, ``LogisticRegressionCV``'s default.
@@ -102,10 +107,17 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     C_ : float
         The chosen ``C`` (a float, as ``LogisticRegressionCV`` with
         ``use_legacy_attributes=False``).
+    l1_ratio_ : float or None
+        The chosen ``l1_ratio`` (None without ``l1_ratios``).
+    n_interactions_ : int
+        With a sparse ``penalty``: the number of selected pairs.
+    interactions_ : ndarray of shape (n_interactions_, 2)
+        With a sparse ``penalty``: the selected pairs ``a < b``.
     Cs_ : ndarray of shape (n_cs,)
         The values of ``C`` tried, in the given order.
-    scores_ : ndarray of shape (n_folds, n_cs)
-        The score of each fold's model at each ``C``.
+    scores_ : ndarray of shape (n_folds, n_cs) or (n_folds, n_cs, n_l1_ratios)
+        The score of each fold's model at each ``C`` (and ``l1_ratio`` of
+        ``l1_ratios``; the paths below have that axis too).
     coefs_paths_ : ndarray of shape (n_folds, n_cs, n_scores, n_features)
         The linear coefficients of each fold's model at each ``C``.
     intercepts_paths_ : ndarray of shape (n_folds, n_cs, n_scores)
@@ -151,7 +163,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         "Cs": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "fit_intercept": ["boolean"],
         "cv": ["cv_object"],
-        "penalty": [StrOptions({"polynomial", "frobenius"})],
+        "penalty": [StrOptions({"polynomial", "frobenius", *SPARSE_PENALTIES})],
+        "l1_ratios": ["array-like", None],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "refit": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -175,6 +188,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         fit_intercept=True,
         cv=None,
         penalty="polynomial",
+        l1_ratios=None,
         scoring=None,
         refit=True,
         tol=1e-4,
@@ -194,6 +208,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self.fit_intercept = fit_intercept
         self.cv = cv
         self.penalty = penalty
+        self.l1_ratios = l1_ratios
         self.scoring = scoring
         self.refit = refit
         self.tol = tol
@@ -216,6 +231,15 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         if Cs.size == 0 or not np.all(Cs > 0):
             raise ValueError(f"Cs must hold positive values of C, got {self.Cs!r}.")
         return Cs
+
+    def _checked_l1_ratios(self):
+        ratios = np.asarray(self.l1_ratios, dtype=np.float64).ravel()
+        if self.penalty not in SPARSE_PENALTIES or ratios.size == 0 or np.any(
+                (ratios < 0) | (ratios > 1)):
+            raise ValueError(f"l1_ratios must hold numbers in [0, 1] and needs a sparse penalty "
+                             f"('l1', 'elasticnet', 'group'); got l1_ratios={self.l1_ratios!r} "
+                             f"with penalty={self.penalty!r}.")
+        return [float(r) for r in ratios]
 
     def _inner_model(self, X):
         """The :class:`QuadraticLogisticRegression` every fold and the refit train (warm starts).
@@ -272,29 +296,42 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         folds = list(cv.split(X, labels, **routed.splitter.split))
         inner = self._inner_model(X)
         scorer = self._get_scorer()
-        paths = [
-            self._fold_path(inner, X, labels, weight, train, test, Cs, scorer, routed.scorer.score)
-            for train, test in folds
-        ]
+        ratios = [None] if self.l1_ratios is None else self._checked_l1_ratios()
+        # one path per ratio and fold, flattened C-major: entry c * n_ratios + r
+        by_ratio = [[self._fold_path(inner.set_params(l1_ratio=ratio), X, labels, weight, train,
+                                     test, Cs, scorer, routed.scorer.score)
+                     for train, test in folds] for ratio in ratios]
+        paths = [Bunch(scores=np.column_stack([r[f].scores for r in by_ratio]).ravel(),
+                       n_iter=np.column_stack([r[f].n_iter for r in by_ratio]).ravel(),
+                       models=[m for ms in zip(*(r[f].models for r in by_ratio)) for m in ms],
+                       device=by_ratio[0][f].device) for f in range(len(folds))]
+        shape = (len(folds), len(Cs)) + (() if self.l1_ratios is None else (len(ratios),))
         self.Cs_ = Cs
-        self.scores_ = np.array([path.scores for path in paths])
-        self.n_iter_ = np.array([path.n_iter for path in paths], dtype=np.int32)
+        self.scores_ = np.array([path.scores for path in paths]).reshape(shape)
+        self.n_iter_ = np.array([path.n_iter for path in paths], dtype=np.int32).reshape(shape)
         along = lambda name: np.array([[model[name] for model in p.models] for p in paths])
-        self.coefs_paths_, self.intercepts_paths_ = along("coef_"), along("intercept_")
-        best = int(np.argmax(self.scores_.mean(axis=0)))
+        self.coefs_paths_, self.intercepts_paths_ = (
+            along(name).reshape(shape + along(name).shape[2:]) for name in _MODEL[1:])
+        scores = np.array([path.scores for path in paths])
+        best = int(np.argmax(scores.mean(axis=0)))
         if self.refit:
             start = {name: np.mean([p.models[best][name] for p in paths], axis=0)
                      for name in _MODEL}
-            final = self._refit(inner, X, labels, weight, Cs[best], start)
-            self.C_ = float(Cs[best])
+            inner.set_params(l1_ratio=ratios[best % len(ratios)])
+            final = self._refit(inner, X, labels, weight, Cs[best // len(ratios)], start)
+            self.C_, self.l1_ratio_ = float(Cs[best // len(ratios)]), ratios[best % len(ratios)]
         else:
-            per_fold = np.argmax(self.scores_, axis=1)
+            per_fold = np.argmax(scores, axis=1)
             final = {name: np.mean([p.models[b][name] for p, b in zip(paths, per_fold)], axis=0)
                      for name in _MODEL}
             final["device_"] = paths[0].device
-            self.C_ = float(np.mean(Cs[per_fold]))
+            self.C_ = float(np.mean(Cs[per_fold // len(ratios)]))
+            self.l1_ratio_ = None if self.l1_ratios is None else float(
+                np.mean(np.asarray(ratios)[per_fold % len(ratios)]))
         for name, value in final.items():
             setattr(self, name, value)
+        if self.penalty in SPARSE_PENALTIES:
+            publish_interactions(self)
         return self
 
     def _fold_path(self, inner, X, labels, weight, train, test, Cs, scorer, score_params):

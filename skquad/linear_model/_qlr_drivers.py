@@ -29,8 +29,9 @@ from ..nn.quadratic_form import (
     quadratic_logistic_loss_and_gradient,
 )
 from ._qlr_problem import LBFGS_SETTINGS, Route, Solution
+from ._sparse_q import LogisticLoss, fista, sparse_start
 
-__all__ = ["LBFGS", "NEWTON", "SGD", "SGD_EPOCH", "TrainingRows", "training_rows"]
+__all__ = ["LBFGS", "NEWTON", "PROXIMAL", "SGD", "SGD_EPOCH", "TrainingRows", "training_rows"]
 
 
 @dataclasses.dataclass
@@ -51,6 +52,8 @@ class TrainingRows:
     total_weight: float
     given: tuple
     user_data: tuple
+    # the L-BFGS objective's float32 rows and degree-2 design, shared by a path's fits
+    design_cache: dict = dataclasses.field(default_factory=dict)
     distributed = False
 
     def __post_init__(self):
@@ -113,6 +116,7 @@ def fit_trainer(problem, data, *, stochastic, partial=False):
         loss_and_gradient=quadratic_logistic_loss_and_gradient(
             module, problem.l2, cross_weight=problem.cross_weight,
             class_blocks=None if stochastic else data.class_blocks, free_entry_gradient=stochastic,
+            cache=getattr(data, "design_cache", None),
         ),
     )
     continued = partial and problem.previous is not None
@@ -200,6 +204,19 @@ def solve_dual_newton(problem, data):
     return Solution(params(result["alpha"], result["intercept"]), result["n_iter"], result["loss"])
 
 
+def solve_proximal(problem, data):
+    """FISTA on the sparse penalties (:mod:`._sparse_q`), on dense float64 rows."""
+    estimator, X = problem.estimator, data.X
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+    (B, coef, intercept), n_iter, loss, _, _ = fista(
+        X, LogisticLoss(data.y, data.w / data.total_weight, problem.n_scores), problem.sparse,
+        sparse_start(problem.previous, problem.sparse, problem.n_scores, problem.n_features),
+        fit_intercept=problem.fit_intercept, tol=estimator.tol, max_iter=estimator.max_iter,
+    )
+    as_tensor = lambda array: torch.from_numpy(array).to(problem.policy.dtype)
+    return Solution([as_tensor(B), as_tensor(coef), as_tensor(intercept)], n_iter, loss)
+
+
 def _trainer_cost(problem, n_rows):
     return problem.lbfgs_flops(n_rows), problem.lbfgs_memory(n_rows)
 
@@ -218,4 +235,5 @@ def _newton_cost(problem, n):
 LBFGS = Route("lbfgs", functools.partial(fit_trainer, stochastic=False), _trainer_cost)
 SGD = Route("sgd", functools.partial(fit_trainer, stochastic=True), _sgd_cost)
 SGD_EPOCH = Route("sgd", functools.partial(fit_trainer, stochastic=True, partial=True), _sgd_cost)
+PROXIMAL = Route("proximal", solve_proximal, _trainer_cost)
 NEWTON = Route("newton-dual", solve_dual_newton, _newton_cost)

@@ -16,6 +16,7 @@ import torch
 from .._reporting import warn_user
 from .._torch_utils import to_numpy
 from .._training import RuntimePolicy, runtime_policy
+from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
 from ..nn.quadratic_form import log_loss_per_sample, low_rank_to_dense, quadratic_penalty
 
 __all__ = ["LBFGS_SETTINGS", "QLRProblem", "Route", "Solution", "build_problem", "check_feature_scale"]
@@ -117,6 +118,8 @@ class QLRProblem:
     cross_weight: float
     allowed: np.ndarray = None
     policy: RuntimePolicy = None
+    # the L1 / elastic-net / group penalty of the proximal driver (None: L2 only)
+    sparse: object = None
 
     def lbfgs_memory(self, n_rows):
         """Bytes of an L-BFGS or SGD fit on ``n_rows`` rows a step.
@@ -241,6 +244,8 @@ def build_problem(estimator, route, data, previous, *, step_size=None, call=0, a
         previous, step_size, estimator.rank, bool(estimator.fit_intercept),
         1.0 if estimator.penalty == "frobenius" else 2.0, allowed,
     )
+    if estimator.penalty in SPARSE_PENALTIES:
+        problem.sparse = sparse_penalty(estimator.penalty, estimator.l1_ratio, problem.l2, allowed, d)
     flops, required = route.cost(problem, data.n_rows)
     settings = {"device": estimator.device, "n_threads": estimator.n_threads, **route.placement}
     problem.policy = runtime_policy(

@@ -12,6 +12,12 @@ from .._dask_dispatch import is_dask_collection
 from .._memory import check_memory
 from .._training import limit_threads, thread_count
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
+from ._sparse_q import (
+    SPARSE_PENALTIES,
+    check_sparse_settings,
+    publish_interactions,
+    regression_path,
+)
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
     expansion_size,
@@ -90,6 +96,17 @@ class QuadraticRegression(BaseQuadraticRegressor):
         The penalty of the quadratic coefficients, positive (with a positive
         ``alpha``). None: ``alpha`` (the pipeline's problem), or chosen with
         ``alpha="auto"``.
+    penalty : {"l2", "l1", "elasticnet", "group"}, default="l2"
+        ``"l2"``: the ridge problem above. ``"l1"``, ``"elasticnet"``:
+        :class:`~sklearn.linear_model.Lasso`'s and ``ElasticNet``'s objective
+        on the degree-2 features (``alpha`` a number, their scaling
+        ``1 / (2 sum(s))`` of the squared error), which selects few pairs
+        (``interactions_``); ``"group"``: the L2 norms of whole rows of
+        ``Q`` (:ref:`sparse-q`). Solved by FISTA on the implicit features
+        to a duality gap of ``tol`` times the zero model's loss, at most
+        ``max_iter`` iterations (None: 1000); not on Dask collections.
+    l1_ratio : float in [0, 1] or None, default=None
+        The L1 share of ``"elasticnet"`` and ``"group"`` (None: 1).
     fit_intercept : bool, default=True
         Fit ``b`` (centring the features and targets by their weighted
         means, as :class:`~sklearn.linear_model.Ridge`).
@@ -142,6 +159,11 @@ class QuadraticRegression(BaseQuadraticRegressor):
         Linear coefficients (1-D for one target, as Ridge's).
     intercept_ : float or ndarray of shape (n_targets,)
         In the input's float dtype, as ``coef_`` and ``Q_`` (and as Ridge's).
+    n_interactions_ : int
+        Only with a sparse ``penalty``: the pairs ``a < b`` with a nonzero
+        ``Q_ab`` (for some target).
+    interactions_ : ndarray of shape (n_interactions_, 2)
+        Only with a sparse ``penalty``: those pairs.
     n_iter_ : ndarray of shape (n_targets,)
         Iterations of ``"cg"`` per target; 1 for the direct solvers (one
         exact solve: scikit-learn's checks want ``n_iter_ >= 1`` wherever
@@ -181,6 +203,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
     _parameter_constraints = {
         "alpha": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left"), np.ndarray, list],
         "quadratic_alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "penalty": [StrOptions({"l2", *SPARSE_PENALTIES})],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "cholesky", "kernel", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -197,11 +221,13 @@ class QuadraticRegression(BaseQuadraticRegressor):
     # and solved on the driver (skquad/_dask.py).
     _fits_dask_collections = True
 
-    def __init__(self, alpha="auto", *, quadratic_alpha=None, fit_intercept=True, solver="auto",
-                 tol=1e-4, max_iter=None, interaction_only=False, interaction_cst=None,
-                 clip_inputs=True):
+    def __init__(self, alpha="auto", *, quadratic_alpha=None, penalty="l2", l1_ratio=None,
+                 fit_intercept=True, solver="auto", tol=1e-4, max_iter=None,
+                 interaction_only=False, interaction_cst=None, clip_inputs=True):
         self.alpha = alpha
         self.quadratic_alpha = quadratic_alpha
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
@@ -282,6 +308,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         -------
         self : QuadraticRegression
         """
+        if self.penalty != "l2":
+            return self._fit_sparse(X, y, sample_weight)
         if is_dask_collection(X, y, sample_weight):
             from .._dask import fit_quadratic_regression, gathered_if_kernel
 
@@ -315,6 +343,26 @@ class QuadraticRegression(BaseQuadraticRegressor):
         self.n_iter_ = np.ones(Y.shape[1], dtype=np.int64) if n_iter is None else n_iter
         self.solver_ = solver
         publish_penalties(self, alpha, quadratic_alpha)
+        return self
+
+    def _fit_sparse(self, X, y, sample_weight):
+        """Lasso's objective with the sparse ``penalty`` (:mod:`._sparse_q`), by FISTA."""
+        check_sparse_settings(self, is_dask_collection(X, y, sample_weight))
+        if isinstance(self.alpha, str) or self.quadratic_alpha is not None:
+            raise ValueError(f"penalty={self.penalty!r} takes one number as alpha (Lasso's) "
+                             f"and quadratic_alpha=None; got alpha={self.alpha!r}, "
+                             f"quadratic_alpha={self.quadratic_alpha!r}.")
+        X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
+        allowed = estimator_entries(self, X.shape[1])
+        alpha = self._checked_alpha(1)
+        (coefficients, intercept, n_iter), = regression_path(
+            X, Y, sample_weight, [alpha], self.penalty, self.l1_ratio, allowed,
+            fit_intercept=bool(self.fit_intercept), tol=float(self.tol),
+            max_iter=self.max_iter or 1000)
+        publish_quadratic_model(self, coefficients, intercept, X.shape[1], X.dtype, allowed)
+        self.n_iter_, self.solver_ = n_iter, "proximal"
+        publish_penalties(self, alpha, None)
+        publish_interactions(self)
         return self
 
     def _raw_scores(self, X):

@@ -1,7 +1,7 @@
 """QuadraticRegressionCV: QuadraticRegression with ``alpha`` chosen as RidgeCV chooses it."""
 
 import copy
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -16,8 +16,14 @@ from .._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor
 from .._memory import check_memory
 from .._training import choose_thread_count, limit_threads
-from ..nn.quadratic_ridge import QuadraticRidgeLeaveOneOut, expansion_size
+from ..nn.quadratic_ridge import (
+    QuadraticRidgeLeaveOneOut,
+    coefficients_to_model,
+    expansion_size,
+    quadratic_model_scores,
+)
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
+from ._sparse_q import SPARSE_PENALTIES, alpha_grid, regression_path
 from ._regression import (
     QUADRATIC_RATIOS,
     QuadraticRegression,
@@ -103,6 +109,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
         Which features may interact (see :class:`QuadraticRegression`): the
         selection is RidgeCV's on the allowed pairs' features.
+    penalty : {"l2", "l1", "elasticnet", "group"}, default="l2"
+        A sparse penalty (see :class:`QuadraticRegression`) makes this
+        :class:`~sklearn.linear_model.LassoCV` / ``ElasticNetCV`` on the
+        degree-2 features: each fold of ``cv`` (None: 5-fold) solves the path
+        of ``alphas`` from the largest, warm-started; an integer ``alphas``
+        is that many values from ``alpha_max`` (the smallest ``alpha`` whose
+        model is zero) down to ``alpha_max / 1000``; the mean squared error
+        chooses (``quadratic_ratios``, ``scoring`` and ``gcv_mode`` do not apply).
+    l1_ratio : float, list of float or None, default=None
+        With a sparse ``penalty``: the ``l1_ratio`` values tried (None: 1).
     clip_inputs : bool, default=True
         Clip each feature of ``X`` to its training range ``[data_min_,
         data_max_]`` before every prediction (``predict``, ``score``, and the
@@ -128,6 +144,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         predictions.
     Q_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
         Symmetric quadratic forms of the model refitted with ``alpha_``.
+    alphas_, mse_path_, l1_ratio_ : ndarray, ndarray, float or None
+        With a sparse ``penalty``: ElasticNetCV's grid, held-out mean squared
+        errors (shape ``(n_l1_ratios, n_alphas, n_folds)``, squeezed) and chosen ``l1_ratio``.
+    n_interactions_, interactions_ : int, ndarray of shape (n_interactions_, 2)
+        With a sparse ``penalty``: the selected pairs ``a < b`` and their number.
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
         Linear coefficients.
     intercept_ : float or ndarray of shape (n_targets,)
@@ -170,6 +191,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "alpha_per_target": ["boolean"],
         "interaction_only": ["boolean"],
         "interaction_cst": INTERACTION_CST_CONSTRAINT,
+        "penalty": [StrOptions({"l2", *SPARSE_PENALTIES})],
+        "l1_ratio": ["array-like", Interval(Real, 0, 1, closed="both"), None],
         "clip_inputs": ["boolean"],
     }
 
@@ -192,8 +215,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         alpha_per_target=False,
         interaction_only=False,
         interaction_cst=None,
+        penalty="l2",
+        l1_ratio=None,
         clip_inputs=True,
     ):
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.alphas = alphas
         self.quadratic_ratios = quadratic_ratios
         self.fit_intercept = fit_intercept
@@ -265,6 +292,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             raise ValueError("cv!=None and alpha_per_target=True are incompatible")
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
+        if self.penalty != "l2":
+            return self._fit_sparse_path(X, Y, sample_weight, split_params)
         alphas, ratios = self._checked_alphas(), self._checked_ratios()
         if self.cv is None:
             self._fit_leave_one_out(X, Y, sample_weight, given_weight, alphas, ratios)
@@ -419,6 +448,42 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         publish_penalties(self, best.alpha_, best.quadratic_alpha_)
         self.best_score_ = float(search.best_score_)
         self.Q_, self.coef_, self.intercept_ = best.Q_, best.coef_, best.intercept_
+
+    def _fit_sparse_path(self, X, Y, weight, split_params):
+        """LassoCV / ElasticNetCV: each fold's path down ``alphas`` (warm starts), mean squared error."""
+        d, allowed = X.shape[1], estimator_entries(self, X.shape[1])
+        ratios = [None] if self.l1_ratio is None else list(np.atleast_1d(self.l1_ratio))
+        target = Y[:, 0] if self._fitted_y_ndim == 1 else Y
+        folds = list(check_cv(5 if self.cv is None else self.cv, target).split(X, target,
+                                                                               **split_params))
+        grids, errors = [], []
+        for ratio in ratios:
+            grid = (alpha_grid(X, Y, weight, self.penalty, ratio, allowed, self.alphas)
+                    if isinstance(self.alphas, Integral) else
+                    np.sort(self._checked_alphas())[::-1])
+            per_fold = []
+            for train, test in folds:
+                path = regression_path(X[train], Y[train], weight[train], grid, self.penalty,
+                                       ratio, allowed, fit_intercept=self.fit_intercept,
+                                       tol=1e-4, max_iter=1000)
+                per_fold.append([np.average((quadratic_model_scores(
+                    X[test], *coefficients_to_model(c, d, allowed)[::-1], b) - Y[test]) ** 2,
+                    axis=0, weights=weight[test]).mean() for c, b, _ in path])
+            grids.append(grid)
+            errors.append(np.array(per_fold).T)  # (n_alphas, n_folds), ElasticNetCV's mse_path_
+        self.alphas_, self.mse_path_ = np.squeeze(grids), np.squeeze(errors)
+        r, a = np.unravel_index(np.argmin(np.mean(errors, axis=2)), (len(ratios), len(grids[0])))
+        self.alpha_, self.l1_ratio_ = float(grids[r][a]), ratios[r]
+        best = QuadraticRegression(alpha=self.alpha_, penalty=self.penalty, l1_ratio=ratios[r],
+                                   fit_intercept=self.fit_intercept,
+                                   interaction_only=self.interaction_only,
+                                   interaction_cst=indexed_groups(
+                                       self.interaction_cst, d,
+                                       getattr(self, "feature_names_in_", None)),
+                                   ).fit(X, target, weight)
+        for name in ("Q_", "coef_", "intercept_", "interactions_", "n_interactions_"):
+            setattr(self, name, getattr(best, name))
+        return self
 
     def _raw_scores(self, X):
         return fitted_quadratic_scores(self, X)

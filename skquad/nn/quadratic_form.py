@@ -967,7 +967,7 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
 
 
 def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cross_weight=1.0,
-                              fit_intercept=True, class_blocks=None):
+                              fit_intercept=True, class_blocks=None, cache=None):
     """The objective of :func:`quadratic_log_loss_gradient` on a flat packed vector, in numpy.
 
     ``theta`` is ``[v_1 .. v_K, coef_1 .. coef_K, intercept]`` (float64; the
@@ -1011,7 +1011,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     width = packing.rows.size + n_features + 1
     if X.shape[0] * width <= _DESIGN_MATRIX_ELEMENTS or _pairs_are_cheaper(packing, n_scores):
         return _design_matrix_objective(
-            X, y, sample_weight, packing, n_scores, penalty_weight, fit_intercept
+            X, y, sample_weight, packing, n_scores, penalty_weight, fit_intercept, cache
         )
     zeros = np.zeros(n_scores, dtype=dtype)
     inverse = packing._inverse.astype(dtype)
@@ -1189,7 +1189,7 @@ def _write_design(columns, packing, out, fit_intercept):
 
 
 def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_weight,
-                             fit_intercept):
+                             fit_intercept, cache=None):
     """:func:`packed_logistic_objective` on the explicit degree-2 design matrix.
 
     The columns are ``sqrt(2)^[i<j] x_i x_j`` (the packed coordinates'
@@ -1222,9 +1222,14 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
     positive = (y == 1).astype(X.dtype)
     # one chunk: built once (its transpose, one contiguous row per feature)
     kept = None
+    key = ("design", X.dtype.str, bool(fit_intercept))
     if len(chunks) <= 1:
-        kept = _write_design(np.ascontiguousarray(X.T), packing,
-                             np.empty((width, n_samples), dtype=X.dtype), fit_intercept)
+        kept = None if cache is None else cache.get(key)
+        if kept is None:
+            kept = _write_design(np.ascontiguousarray(X.T), packing,
+                                 np.empty((width, n_samples), dtype=X.dtype), fit_intercept)
+        if cache is not None:
+            cache[key] = kept
     buffer = None if kept is not None else np.empty((width, step), dtype=X.dtype)
 
     def objective(theta):
@@ -1362,7 +1367,7 @@ class QuadraticScores(torch.nn.Module):
 
 
 def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_blocks=None,
-                                         free_entry_gradient=False):
+                                         free_entry_gradient=False, cache=None):
     """The training engine's ``loss_and_gradient`` for a :class:`QuadraticScores`.
 
     Returns ``fn(X, y, w) -> loss``: the weighted log-loss ``sum_i w_i l_i``
@@ -1425,7 +1430,7 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         build = lambda rows, weights: packed_logistic_objective(
             rows, y.numpy(), weights, module.packing, module.coef.shape[0], l2,
             cross_weight=cross_weight, fit_intercept=module.intercept.requires_grad,
-            class_blocks=class_blocks,
+            class_blocks=class_blocks, cache=cache,
         )
         rows, weights = X.numpy(), weight.numpy()
         objective = build(rows, weights)
@@ -1436,7 +1441,9 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         if twin is not None and _copy_fits_in_memory(rows.nbytes // 2):
             # a float32 copy of the rows: half of X's memory more (a speed-up
             # only, so it is skipped rather than refused when memory is short)
-            objective.coarse = build(rows.astype(np.float32), weights.astype(np.float32))
+            if "float32" not in cache:
+                cache["float32"] = rows.astype(np.float32)
+            objective.coarse = build(cache["float32"], weights.astype(np.float32))
             vars(objective.coarse).update(twin)
         return objective
 

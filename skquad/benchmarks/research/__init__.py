@@ -4,7 +4,7 @@ Suites of the benchmark command, not a library: each module follows the suite
 contract of :mod:`skquad.benchmarks.__main__` (``run`` and/or ``speed``
 returning a report section) and is run through the command
 (``--suite paper001``, ``paper002``, ``speed``, ``speed-networks``,
-``sdp-targets``, ``dask-scaling``, ``shap-speed``).
+``sdp-targets``, ``dask-scaling``, ``shap-speed``, ``sparse-q``).
 
 ``_paper001``
     Noel et al. (QNN/RPQNN): XOR, six clusters, the Table 4/5 analogues, the

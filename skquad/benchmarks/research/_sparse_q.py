@@ -1,0 +1,173 @@
+"""Sparse Q and interaction constraints (``--suite sparse-q``, issue 42).
+
+``planted``: ``d = 50`` features, 5 true pairs among the 1,225, ``n = 5,000``
+rows with noise; :class:`~skquad.QuadraticRegressionCV` (``penalty="l1"``,
+LassoCV's path) and :class:`~skquad.QuadraticLogisticRegressionCV`
+(``penalty="l1"``) select pairs; the F1 score of ``interactions_`` against the
+true pairs over 5 seeds (target: at least 0.9). ``uci``: the UCI sets' held-out
+accuracy of the sparse QLR (``penalty="l1"``, C by cross-validation) against
+the dense default, with the share of pairs selected (target: within 0.5 pp on
+average with at most a tenth of the pairs). ``constraints``: the fit time of
+QLR with ``interaction_cst`` against the number of allowed pairs. ``path``:
+QuadraticLogisticRegressionCV's path on one fold against one fit at its final
+``C`` (target: at most 3x).
+"""
+
+import time
+
+import numpy as np
+
+from skquad import (
+    QuadraticLogisticRegression,
+    QuadraticLogisticRegressionCV,
+    QuadraticRegressionCV,
+)
+
+from .._report import markdown_table
+
+__all__ = ["constraints", "path", "planted", "uci"]
+
+F1_TARGET, ACCURACY_PP, PAIR_SHARE, PATH_RATIO = 0.9, 0.5, 0.1, 3.0
+
+
+def _planted(seed, n, d, n_pairs=5, classification=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    pairs = set()
+    while len(pairs) < n_pairs:
+        a, b = sorted(rng.choice(d, 2, replace=False))
+        pairs.add((int(a), int(b)))
+    signal = sum(X[:, a] * X[:, b] for a, b in pairs) + X[:, :3].sum(axis=1)
+    noise = rng.logistic(size=n) if classification else rng.standard_normal(n)
+    y = signal + noise
+    return X, ((y > 0).astype(int) if classification else y), pairs
+
+
+def _f1(found, true):
+    found = {tuple(int(v) for v in pair) for pair in found}
+    hits = len(found & true)
+    return 0.0 if hits == 0 else 2 * hits / (len(found) + len(true))
+
+
+def planted(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
+    """F1 of the selected pairs on planted data, both CV estimators, ``repeats`` seeds (5)."""
+    import pandas as pd
+
+    n, d = (1000, 12) if quick else (5000, 50)
+    rows = []
+    for seed in range(repeats or (2 if quick else 5)):
+        for name, classification in (("QuadraticRegressionCV", False),
+                                     ("QuadraticLogisticRegressionCV", True)):
+            X, y, pairs = _planted(seed, n, d, classification=classification)
+            model = (QuadraticLogisticRegressionCV(Cs=np.logspace(-2, 0, 6), penalty="l1", cv=3)
+                     if classification else QuadraticRegressionCV(alphas=12, penalty="l1", cv=3))
+            progress(f"planted seed {seed}: {name}")
+            start = time.perf_counter()
+            model.fit(X, y)
+            rows.append((name, seed, model.n_interactions_, _f1(model.interactions_, pairs),
+                         time.perf_counter() - start))
+    table = pd.DataFrame(rows, columns=["estimator", "seed", "pairs selected", "F1", "seconds"])
+    means = table.groupby("estimator")["F1"].mean()
+    lines = [f"n={n}, d={d}: 5 true pairs among {d * (d - 1) // 2}.", "", markdown_table(table), ""]
+    lines += [f"{name}: mean F1 {f1:.3f} (target {F1_TARGET}): "
+              f"{'met' if f1 >= F1_TARGET else 'NOT met'}." for name, f1 in means.items()]
+    return {"title": "Sparse Q: planted pairs", "markdown": "\n".join(lines),
+            "tables": {"sparse_q_planted": table}, "figures": []}
+
+
+def uci(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
+    """Held-out accuracy and pair share of the sparse QLR against the dense one on the UCI sets."""
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer, load_wine
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skquad.datasets import load_uci, make_uci_preprocessor
+
+    if quick:
+        sets = {"breast_cancer": load_breast_cancer(return_X_y=True),
+                "wine": load_wine(return_X_y=True)}
+    else:
+        names = datasets or ["breast.cancer", "ionosphere", "credit.a", "vehicle", "wine",
+                             "glass", "diabetes", "segment", "spambase"]
+        sets = {name: load_uci(name, return_X_y=True, as_frame=True) for name in names}
+    rows = []
+    for name, (X, y) in sets.items():
+        for seed in range(repeats or (1 if quick else 2)):
+            parts = train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)
+            # standardized features (the UCI preprocessor scales; the bundled sets are numeric)
+            prep = lambda: StandardScaler() if quick else make_uci_preprocessor()
+            models = {"dense": QuadraticLogisticRegression(),
+                      "l1": QuadraticLogisticRegressionCV(Cs=np.logspace(-2, 1, 7), penalty="l1",
+                                                          cv=3)}
+            scores = {}
+            for kind, model in models.items():
+                progress(f"{name} seed {seed}: {kind}")
+                pipe = make_pipeline(prep(), model).fit(parts[0], parts[2])
+                scores[kind] = 100 * pipe.score(parts[1], parts[3])
+                fitted = pipe[-1]
+            d = fitted.Q_.shape[-1]
+            rows.append((name, seed, scores["dense"], scores["l1"], fitted.n_interactions_,
+                         fitted.n_interactions_ / max(1, d * (d - 1) // 2)))
+    table = pd.DataFrame(rows, columns=["dataset", "seed", "dense accuracy %", "l1 accuracy %",
+                                        "pairs selected", "share of pairs"])
+    gap = float((table["dense accuracy %"] - table["l1 accuracy %"]).mean())
+    share = float(table["share of pairs"].mean())
+    met = gap <= ACCURACY_PP and share <= PAIR_SHARE
+    lines = [markdown_table(table), "",
+             f"Mean accuracy loss {gap:.2f} pp (target <= {ACCURACY_PP}), mean share of pairs "
+             f"{share:.3f} (target <= {PAIR_SHARE}): {'met' if met else 'NOT met'}."]
+    return {"title": "Sparse Q on the UCI sets", "markdown": "\n".join(lines),
+            "tables": {"sparse_q_uci": table}, "figures": []}
+
+
+def constraints(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
+                progress=print):
+    """QLR's fit time with ``interaction_cst`` groups of growing size (best of ``repeats``)."""
+    import pandas as pd
+
+    n, d = (1000, 16) if quick else (5000, 40)
+    X, y, _ = _planted(0, n, d, classification=True)
+    rows = []
+    for size in sorted({2, 4, 8, d // 2, d}):
+        groups = [list(range(start, min(start + size, d))) for start in range(0, d, size)]
+        allowed = sum(len(g) * (len(g) - 1) // 2 for g in groups)
+        times = []
+        for _ in range(repeats or 3):
+            start = time.perf_counter()
+            QuadraticLogisticRegression(interaction_cst=groups, n_threads=1).fit(X, y)
+            times.append(time.perf_counter() - start)
+        progress(f"interaction_cst groups of {size}: {allowed} pairs, {min(times):.3f} s")
+        rows.append((size, allowed, min(times)))
+    table = pd.DataFrame(rows, columns=["group size", "allowed pairs", "fit seconds"])
+    return {"title": "Interaction constraints: fit time against allowed pairs",
+            "markdown": f"n={n}, d={d}, one thread.\n\n" + markdown_table(table),
+            "tables": {"sparse_q_constraints": table}, "figures": []}
+
+
+def path(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
+    """QuadraticLogisticRegressionCV's path on one training fold against one fit at its final C."""
+    import pandas as pd
+
+    rows = []
+    for n, d in ((500, 10), (2000, 20)) if quick else ((2000, 20), (5000, 30), (5000, 50)):
+        X, y, _ = _planted(1, n, d, classification=True)
+        Cs = np.logspace(-4, 4, 10)
+        model = QuadraticLogisticRegression(warm_start=True, n_threads=1)
+        start = time.perf_counter()
+        for fitted in model._fit_path(X, y, None, Cs):
+            pass
+        path_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        single = QuadraticLogisticRegression(C=Cs[-1], n_threads=1).fit(X, y)
+        one = time.perf_counter() - start
+        progress(f"path n={n} d={d}: {path_seconds:.2f} s against {one:.2f} s")
+        rows.append((n, d, path_seconds, one, path_seconds / one, int(single.n_iter_[0])))
+    table = pd.DataFrame(rows, columns=["n", "d", "path seconds (10 Cs)", "one fit seconds",
+                                        "ratio", "one fit iterations"])
+    ratio = float(table["ratio"].max())
+    return {"title": "QuadraticLogisticRegressionCV's path against one fit",
+            "markdown": markdown_table(table) + f"\n\nLargest ratio {ratio:.2f} (target <= "
+            f"{PATH_RATIO}): {'met' if ratio <= PATH_RATIO else 'NOT met'}.",
+            "tables": {"sparse_q_path": table}, "figures": []}

@@ -1,0 +1,123 @@
+"""Sparse Q (``penalty="l1"``, ``"elasticnet"``, ``"group"``) of the quadratic linear models."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import ElasticNet, LassoCV, LogisticRegression
+from sklearn.preprocessing import PolynomialFeatures
+
+from skquad import (
+    QuadraticLogisticRegression,
+    QuadraticLogisticRegressionCV,
+    QuadraticRegression,
+    QuadraticRegressionCV,
+)
+
+N, D = 120, 4
+
+
+def _data(seed=0, n=N, d=D):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    signal = X[:, 0] * X[:, 1] + X[:, 2]
+    return X, signal + 0.3 * rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
+
+
+def _theta(model):
+    """The model's coefficients of ``PolynomialFeatures(2)``'s columns (``2 Q_ab`` off the diagonal)."""
+    rows, cols = np.triu_indices(D)
+    Q = model.Q_.reshape(-1, D, D)
+    return np.hstack([model.coef_.reshape(len(Q), D), np.where(rows == cols, 1, 2) * Q[:, rows, cols]])
+
+
+@pytest.mark.parametrize("l1_ratio", [None, 0.4])
+def test_regression_is_elastic_net_on_the_degree2_features(l1_ratio):
+    X, y, weight = _data()
+    penalty = "l1" if l1_ratio is None else "elasticnet"
+    model = QuadraticRegression(alpha=0.06, penalty=penalty, l1_ratio=l1_ratio, tol=1e-13,
+                                max_iter=20000).fit(X, y, sample_weight=weight)
+    reference = ElasticNet(alpha=0.06, l1_ratio=l1_ratio or 1.0, tol=1e-14, max_iter=100000).fit(
+        PolynomialFeatures(2, include_bias=False).fit_transform(X), y, sample_weight=weight)
+    np.testing.assert_allclose(_theta(model)[0], reference.coef_, atol=1e-5)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-5)
+    rows, cols = np.triu_indices(D)
+    pairs = reference.coef_[D:][rows != cols]
+    assert model.solver_ == "proximal" and model.n_interactions_ == np.count_nonzero(pairs) < 6
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_logistic_is_l1_logistic_regression_on_the_degree2_features(n_classes):
+    X, signal, _ = _data(1)
+    y = np.digitize(signal, [0.0] if n_classes == 2 else [-0.5, 0.5])
+    model = QuadraticLogisticRegression(C=0.5, penalty="l1", tol=1e-12, max_iter=20000).fit(X, y)
+    reference = LogisticRegression(C=0.5, l1_ratio=1.0, solver="saga", tol=1e-12,
+                                   max_iter=100000).fit(
+        PolynomialFeatures(2, include_bias=False).fit_transform(X), y)
+    if n_classes == 2:  # the multinomial coefficients are unique up to a shift: compare probabilities
+        np.testing.assert_allclose(_theta(model), reference.coef_, atol=1e-5)
+    P = PolynomialFeatures(2, include_bias=False).fit_transform(X)
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(P), atol=1e-5)
+
+
+def test_interactions_name_the_nonzero_pairs_and_respect_the_constraints():
+    X, y, _ = _data(2, d=6)
+    model = QuadraticRegression(alpha=0.02, penalty="l1", interaction_cst=[[0, 1, 2], [3, 4, 5]],
+                                tol=1e-8).fit(X, y)
+    nonzero = {(a, b) for a in range(6) for b in range(a + 1, 6) if model.Q_[a, b] != 0}
+    assert {tuple(p) for p in model.interactions_} == nonzero
+    assert (0, 1) in nonzero and all((a < 3) == (b < 3) for a, b in nonzero)
+    assert model.n_interactions_ == len(nonzero) < 6
+
+
+def test_group_selects_whole_rows():
+    X, y, _ = _data(3, n=300, d=6)
+    model = QuadraticRegression(alpha=0.2, penalty="group", tol=1e-6, max_iter=5000).fit(X, y)
+    off = model.Q_ - np.diag(np.diag(model.Q_))
+    rows = np.flatnonzero(np.any(off != 0, axis=1))
+    # every selected pair holds a feature whose row is selected whole: here 0 or 1
+    assert {0, 1} <= set(rows) and all(0 in pair or 1 in pair for pair in model.interactions_)
+    assert np.all(off[np.ix_([2, 3, 4, 5], [2, 3, 4, 5])] == 0)
+
+
+def test_warm_start_continues_and_max_iter_warns():
+    X, signal, _ = _data(4)
+    y = (signal > 0).astype(int)
+    model = QuadraticLogisticRegression(C=0.5, penalty="l1", warm_start=True, tol=1e-8)
+    first = model.fit(X, y).n_iter_[0]
+    assert first > 1 and model.fit(X, y).n_iter_[0] < first
+    with pytest.warns(ConvergenceWarning, match="duality gap"):
+        QuadraticLogisticRegression(penalty="l1", max_iter=2).fit(X, y)
+
+
+@pytest.mark.parametrize("model, message", [
+    (QuadraticLogisticRegression(penalty="elasticnet"), "l1_ratio"),
+    (QuadraticLogisticRegression(penalty="l1", solver="sgd"), "solver='sgd'"),
+    (QuadraticLogisticRegression(penalty="l1", rank=2), "rank"),
+    (QuadraticRegression(penalty="l1"), "alpha"),
+])
+def test_unsupported_settings_are_refused(model, message):
+    X, signal, _ = _data(5)
+    with pytest.raises(ValueError, match=message):
+        model.fit(X, (signal > 0).astype(int))
+
+
+def test_regression_cv_path_is_lasso_cv_on_the_degree2_features():
+    X, y, _ = _data(6, n=150)
+    model = QuadraticRegressionCV(alphas=8, penalty="l1", cv=3).fit(X, y)
+    reference = LassoCV(alphas=8, cv=3, tol=1e-8).fit(
+        PolynomialFeatures(2, include_bias=False).fit_transform(X), y)
+    np.testing.assert_allclose(model.alphas_, reference.alphas_)
+    np.testing.assert_allclose(model.mse_path_, reference.mse_path_, rtol=1e-2)
+    assert model.alpha_ == pytest.approx(reference.alpha_) and (0, 1) in map(tuple, model.interactions_)
+
+
+def test_logistic_cv_l1_ratios_grid():
+    X, signal, _ = _data(7, n=150)
+    y = (signal > 0).astype(int)
+    model = QuadraticLogisticRegressionCV(Cs=[0.1, 1.0], penalty="elasticnet",
+                                          l1_ratios=[0.5, 1.0], cv=2).fit(X, y)
+    assert model.scores_.shape == model.n_iter_.shape == (2, 2, 2)
+    assert model.coefs_paths_.shape == (2, 2, 2, 1, D)
+    assert model.l1_ratio_ in (0.5, 1.0) and model.n_interactions_ == len(model.interactions_)
+    best = np.unravel_index(np.argmax(model.scores_.mean(0)), (2, 2))
+    assert (model.C_, model.l1_ratio_) == ([0.1, 1.0][best[0]], [0.5, 1.0][best[1]])
