@@ -53,19 +53,18 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     squared loss makes exactly equivalent, and every fitted attribute is in
     ``y``'s units. ``beta`` is in those units too: fitting ``c * y`` with
     ``c * beta`` gives ``c`` times the predictions, ``c^2`` times the
-    objectives and bounds and the same relative gap. A fixed ``beta`` is a
-    relatively weaker penalty for a larger ``y``; the default ``"auto"``
-    follows ``y``'s scale (:class:`SDPQuantizedRegressorCV` chooses ``beta``
-    by cross-validation).
+    objectives and bounds and the same relative gap. With a fixed ``beta``,
+    a larger ``y`` is a relatively weaker penalty
+    (:class:`SDPQuantizedRegressorCV` chooses ``beta`` for the data).
 
     Parameters
     ----------
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
-    beta : float or "auto", default="auto"
+    beta : float or "auto", default=1e-2
         Penalty on the second layer's l1 norm, times ``p``, in the units of
         ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
-        model). "auto" takes it from the data as the classifier's default
+        model). "auto" takes it from the data as the classifier's "auto"
         does (:func:`skquad.convex.default_beta`: the fraction
         ``(p / n)^2``, clipped, of ``beta_max_``, the penalty at which the
         zero network is optimal; ``beta_max_`` is in ``y``'s units, so the
@@ -161,7 +160,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         self,
         n_neurons=1000,
         *,
-        beta="auto",
+        beta=1e-2,
         fit_intercept=True,
         standardize=True,
         weight_levels=1,
