@@ -335,9 +335,12 @@ class QNNRegressor(BaseQuadraticNetworkRegressor):
         (scipy's L-BFGS-B on the whole data set) suits small problems and has
         no ``partial_fit``.
 
-    alpha : float, default=1e-4
+    alpha : float, default=1.0
         L2 penalty on every weight matrix (not on biases), scaled like
-        MLPRegressor's.
+        MLPRegressor's: ``alpha / (2 n) * ||W||^2`` beside the mean squared
+        error halved, on the scaled targets (``scale_target``). The default, a
+        unit-variance prior whose weight falls as ``1 / n``, keeps the quadratic
+        output in check where rows are few; ``alpha=1e-4`` is MLPRegressor's.
 
     batch_size : int or "auto", default="auto"
         ``min(200, n_samples)`` for "auto". Ignored by lbfgs.

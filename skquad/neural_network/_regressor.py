@@ -24,6 +24,12 @@ from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
 __all__ = ["BaseQuadraticNetworkRegressor"]
 
+# Rule: alpha=1 on the regressors. Why: the penalty is alpha / (2 n) ||W||^2 against a
+# loss of order 1/2 on the scaled targets, a unit Gaussian prior whose weight falls as 1 / n;
+# MLP's 1e-4 leaves the quadratic output unregularized where rows are few
+# (doc/benchmark_results/robustness). MLPRegressor's value stays available as alpha=1e-4.
+REGRESSOR_ALPHA = 1.0
+
 
 class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork):
     """Targets, losses and R^2 of the network regressors.
@@ -41,15 +47,19 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
     }
 
     def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error",
-                 scale_target=True, **network_parameters):
-        super().__init__(hidden_layer_sizes, activation, **network_parameters)
+                 scale_target=True, alpha=REGRESSOR_ALPHA, **network_parameters):
+        super().__init__(hidden_layer_sizes, activation, alpha=alpha, **network_parameters)
         self.loss = loss
         self.scale_target = scale_target
 
-    # The shared parameters are written once, in the network base.
+    # The shared parameters are written once, in the network base (alpha's default is ours).
     __init__.__signature__ = signature_with(
         BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error", scale_target=True
     )
+    __init__.__signature__ = __init__.__signature__.replace(parameters=[
+        parameter.replace(default=REGRESSOR_ALPHA) if parameter.name == "alpha" else parameter
+        for parameter in __init__.__signature__.parameters.values()
+    ])
 
     # ------------------------------------------------------------ task hooks
     @property
