@@ -416,6 +416,11 @@ def _write_provenance(path=DOC_DIR / "generated" / "provenance"):
 
     path.mkdir(parents=True, exist_ok=True)
     for directory in sorted(p for p in (DOC_DIR / "benchmark_results").iterdir() if p.is_dir()):
+        if not (directory / "machine.txt").is_file():
+            (path / f"{directory.name}.rst").write_text(
+                "**Not the output of one benchmark command** (no ``machine.txt``): re-run it with the "
+                "command of ``doc/benchmark_results/README.md``.\n", encoding="utf-8")
+            continue
         machine = dict(line.split(": ", 1) for line in
                        (directory / "machine.txt").read_text().splitlines() if ": " in line)
         jobs = int((re.search(r"--jobs (\d+)", machine["command"]) or [0, 1])[1])

@@ -37,7 +37,7 @@ ESTIMATORS = [
     # from the n_iter_ >= 1 check); on this grid every step iterates.
     QuadraticLogisticRegressionCV(Cs=4, cv=3),
     # sparse Q: the checks compare fits at 1e-7, so the duality gap goes to 1e-12
-    QuadraticLogisticRegression(penalty="l1", tol=1e-12, max_iter=5000),
+    QuadraticLogisticRegression(penalty="l1", tol=1e-12, max_iter=500),
     QNNClassifier(),
     QNNClassifier(solver="lbfgs", hidden_layer_sizes=(16,)),
     QNNRegressor(),

@@ -623,6 +623,7 @@ def test_max_fun_stops_lbfgs_and_is_named(iris):
 
 def test_concurrent_fits_leave_torch_threads_as_they_were(iris):
     """Issue 10: concurrent fits in a thread pool left workers at 1 torch thread."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     X, y = iris
@@ -632,6 +633,10 @@ def test_concurrent_fits_leave_torch_threads_as_they_were(iris):
     try:
         expected = torch.get_num_threads()
         with ThreadPoolExecutor(4) as pool:
+            # All four workers start before any fit: torch sets a new thread's count
+            # lazily from the last process-wide setting, which a running fit lowers.
+            barrier = threading.Barrier(4)
+            list(pool.map(lambda _: (barrier.wait(), torch.get_num_threads()), range(4)))
             scores = list(pool.map(
                 lambda C: QuadraticLogisticRegression(C=C).fit(X, y).score(X, y),
                 [0.1, 1.0, 10.0, 100.0, 0.5, 5.0, 50.0, 2.0],

@@ -213,7 +213,9 @@ def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
     out = np.empty_like(rhs)
     diagonal = np.diag_indices(matrix.shape[0])
     penalty = np.empty(matrix.shape[0])
-    for pair in np.unique(pairs, axis=0):
+    # distinct pairs in plain Python: np.unique(axis=0) compares structured views, whose
+    # C code turns an interrupt landing inside it into a TypeError
+    for pair in dict.fromkeys(map(tuple, np.asarray(pairs).tolist())):
         columns = np.flatnonzero(np.all(pairs == pair, axis=1))
         penalty[:n_linear], penalty[n_linear:] = pair
         system = matrix.copy()
