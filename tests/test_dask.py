@@ -363,8 +363,8 @@ def test_fits_that_would_gather_the_data_refuse_dask_collections():
     y_da = da.from_array(np.arange(20) % 2, chunks=10)
     with pytest.raises(TypeError, match="dask_ml.wrappers.Incremental"):
         BackpropQuantizedClassifier().fit(X_da, y_da)
-    with pytest.raises(TypeError, match="whole lifted problem"):
-        SDPQuantizedClassifier().fit(X_da, y_da)
+    with pytest.raises(ValueError, match="loss='squared' only"):
+        SDPQuantizedClassifier(loss="hinge").fit(X_da, y_da)
     with pytest.raises(TypeError, match="partial_fit does not take Dask"):
         QuadraticLogisticRegression(solver="sgd").partial_fit(X_da, y_da, classes=[0, 1])
     with pytest.raises(ValueError, match="solver='auto' or 'lbfgs'"):

@@ -1441,9 +1441,10 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         if twin is not None and _copy_fits_in_memory(rows.nbytes // 2):
             # a float32 copy of the rows: half of X's memory more (a speed-up
             # only, so it is skipped rather than refused when memory is short)
-            if "float32" not in cache:
-                cache["float32"] = rows.astype(np.float32)
-            objective.coarse = build(cache["float32"], weights.astype(np.float32))
+            rows32 = rows.astype(np.float32) if cache is None else cache.get("float32")
+            if rows32 is None:
+                rows32 = cache["float32"] = rows.astype(np.float32)
+            objective.coarse = build(rows32, weights.astype(np.float32))
             vars(objective.coarse).update(twin)
         return objective
 

@@ -1,0 +1,23 @@
+"""skquad/benchmarks/research/_sparse_q.py: the sparse-q suite's parts on quick sizes."""
+
+import numpy as np
+
+from skquad.benchmarks.research import _sparse_q
+
+
+def test_planted_data_hold_the_named_pairs():
+    X, y, pairs = _sparse_q._planted(0, 200, 8)
+    assert X.shape == (200, 8) and len(pairs) == 5
+    assert all(0 <= a < b < 8 for a, b in pairs)
+    # the target carries each planted pair: its correlation with the product is clearly positive
+    for a, b in pairs:
+        assert np.corrcoef(X[:, a] * X[:, b], y)[0, 1] > 0.1
+
+
+def test_constraints_part_times_every_group_size(tmp_path):
+    result = _sparse_q.constraints(output_dir=tmp_path, quick=True, repeats=1, progress=lambda _: None)
+    table = result["tables"]["sparse_q_constraints"]
+    assert list(table["group size"]) == [2, 4, 8, 16]
+    # groups of 2 allow one pair each; one group of all 16 features allows every pair
+    assert table["allowed pairs"].iloc[0] == 8 and table["allowed pairs"].iloc[-1] == 16 * 15 // 2
+    assert (table["fit seconds"] > 0).all() and "allowed pairs" in result["markdown"]
