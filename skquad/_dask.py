@@ -72,6 +72,7 @@ from .nn.quadratic_form import (
 
 __all__ = [
     "DATA_PARALLEL",
+    "classes_and_weights",
     "fit_logistic_blocks",
     "logistic_training_blocks",
     "fit_quadratic_regression",
@@ -661,14 +662,13 @@ def logistic_training_blocks(estimator, X, y, sample_weight):
         data.release()  # releases the persisted blocks on the workers
 
 
-def _block_rows(estimator, X_original, n_features, data):
-    """The statistics of the checked blocks ``data``, validated as the in-memory fit validates."""
+def classes_and_weights(estimator, X_original, n_features, data, n_rows, classes, counts):
+    """Publish the input attributes and ``classes_``; return the per-class weights and total weight.
+
+    What the in-memory validation of a classifier checks, on the blocks' reduced counts:
+    at least two classes, and two with positive weight after ``class_weight``.
+    """
     name = type(estimator).__name__
-    (n_rows, magnitude, classes, counts, all_float32) = data.reduce(
-        _block_statistics, _merge_statistics, None
-    )
-    if n_rows == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is required by {name}.")
     _set_input_attributes(estimator, X_original, n_features)
     estimator._multilabel = False
     estimator.classes_ = classes
@@ -677,7 +677,6 @@ def _block_rows(estimator, X_original, n_features, data):
             f"{name} needs samples of at least 2 classes in the data, but the data "
             f"contains only one class: {classes[0]!r}."
         )
-    check_feature_scale(magnitude[None, :], name)
     per_class = None
     if estimator.class_weight == "balanced":
         per_class = n_rows / (classes.shape[0] * counts)
@@ -694,6 +693,20 @@ def _block_rows(estimator, X_original, n_features, data):
             "applying sample_weight and class_weight only one class is left: "
             f"{classes[class_weights > 0].tolist()!r}."
         )
+    return per_class, total_weight
+
+
+def _block_rows(estimator, X_original, n_features, data):
+    """The statistics of the checked blocks ``data``, validated as the in-memory fit validates."""
+    name = type(estimator).__name__
+    (n_rows, magnitude, classes, counts, all_float32) = data.reduce(
+        _block_statistics, _merge_statistics, None
+    )
+    if n_rows == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 is required by {name}.")
+    check_feature_scale(magnitude[None, :], name)
+    per_class, total_weight = classes_and_weights(estimator, X_original, n_features, data, n_rows,
+                                                  classes, counts)
     dtype = np.dtype(np.float32 if all_float32 else np.float64)
     return BlockRows(data, n_features, n_rows, magnitude, classes, per_class, dtype, total_weight)
 
@@ -850,12 +863,10 @@ def gathered_if_kernel(estimator, X, y, sample_weight):
 
     With fewer rows than quadratic features (``n < D``) the in-memory fit
     solves the ``n x n`` dual instead of the ``D x D`` normal equations that
-    every block would otherwise build (a 200 x 150 array reached 7.7 GB); such
+    every block would otherwise build (D² per block, D = d(d+3)/2); such
     data are small enough to gather. Unknown row counts (a dask.dataframe)
     keep the blockwise path.
     """
-    from .nn.quadratic_ridge import expansion_size
-
     X_array = _as_array(X)
     n_rows = sum(X_array.chunks[0]) if X_array.ndim == 2 else np.nan
     if X_array.ndim != 2 or not np.isfinite(n_rows) or estimator.solver != "auto":

@@ -35,20 +35,18 @@ from sklearn.utils.validation import check_array
 
 from ._dask import (
     _WorkerBlocks,
-    _add,
     _add_objectives,
     _block_statistics,
     _block_weight,
     _check_total_weight,
     _checked_block,
     _checked_classifier_block,
-    _class_weight_sums,
     _encoded_block,
-    _merge_class_weight_sums,
     _merge_statistics,
     _persisted_blocks,
     _set_input_attributes,
     _training_blocks,
+    classes_and_weights,
 )
 from ._input_range import feature_range, merge_ranges
 from ._target_scaling import scaled_targets, scaling_from_moments
@@ -213,30 +211,8 @@ def _classifier_rows(estimator, X_original, n_features, data, y):
             f"previous call to fit. Previously got {previous}, `y` has "
             f"{classes}. Set warm_start=False to start over."
         )
-    _set_input_attributes(estimator, X_original, n_features)
-    estimator._multilabel = False
-    estimator.classes_ = classes
-    if classes.shape[0] < 2:
-        raise ValueError(
-            f"{name} needs samples of at least 2 classes in the data, but the data "
-            f"contains only one class: {classes[0]!r}."
-        )
-    per_class = None
-    if estimator.class_weight == "balanced":
-        per_class = n_rows / (classes.shape[0] * counts)
-    elif estimator.class_weight is not None:
-        per_class = estimator._class_weights(estimator.class_weight, np.arange(classes.shape[0]))
-    class_weights, (estimator.data_min_, estimator.data_max_) = data.reduce(
-        _class_weight_sums, _merge_class_weight_sums, None, classes, per_class
-    )
-    total_weight = float(class_weights.sum())
-    _check_total_weight(estimator, total_weight)
-    if np.count_nonzero(class_weights > 0) < 2:
-        raise ValueError(
-            f"{name} needs samples of at least 2 classes with positive weight, but after "
-            "applying sample_weight and class_weight only one class is left: "
-            f"{classes[class_weights > 0].tolist()!r}."
-        )
+    per_class, total_weight = classes_and_weights(estimator, X_original, n_features, data, n_rows,
+                                                  classes, counts)
     dtype = np.dtype(np.float32 if all_float32 else np.float64)
     data.map(_encoded_block, classes, per_class, dtype)
     return dtype, total_weight
