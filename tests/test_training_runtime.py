@@ -234,3 +234,58 @@ def test_cpu_matmul_library_follows_the_vendor(monkeypatch, vendor, mkl, expecte
         _runtime.cpu_matmul_library.cache_clear()
     assert _runtime.cpu_matmul_library() in ("torch", "numpy")
     assert isinstance(_runtime._cpu_vendor(), str)
+
+
+_STALE_THREAD_COUNT = """
+import threading
+import torch
+from skquad._training._threads import limit_threads
+
+torch.set_num_threads(2)
+y_open, x_read, y_closed, z_open, z_done = (threading.Event() for _ in range(5))
+
+def y():
+    with limit_threads(1):
+        y_open.set()
+        x_read.wait()
+    y_closed.set()
+
+def z():
+    with limit_threads(1):
+        z_open.set()
+    z_done.set()
+
+def x():
+    y_open.wait()
+    torch.get_num_threads()  # this thread's first count: 1, taken inside y's block
+    x_read.set()
+    y_closed.wait()
+    with limit_threads(1):
+        other = threading.Thread(target=z)
+        other.start()
+        z_done.wait()
+        other.join()
+
+threads = [threading.Thread(target=y), threading.Thread(target=x)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(torch.get_num_threads())
+"""
+
+
+def test_a_block_opened_where_the_thread_count_is_stale_restores_the_process_count():
+    """A worker thread's count taken inside another thread's block is no baseline.
+
+    Thread x reads its count while y's one-thread block is open, then opens the
+    first block after y closes; z's block inside it sets the process-wide count
+    to 1, and closing must bring back the 2 the main thread set. In a fresh
+    interpreter, because torch's counts are process state.
+    """
+    import subprocess
+    import sys
+
+    output = subprocess.run([sys.executable, "-c", _STALE_THREAD_COUNT], capture_output=True,
+                            text=True, check=True).stdout
+    assert output.split() == ["2"]

@@ -240,16 +240,42 @@ def _register(block):
     if first is not None:
         # the baseline and the ceiling of the first open block hold until the last closes
         block.baseline, block.ceiling = first.baseline, first.ceiling
+    else:
+        block.baseline = _process_thread_count()
     _open[block] = None
     if block.blas is not None:
         _enforce_smallest_blas_request()
 
 
 def _forget(block):
-    """Remove ``block`` from the open blocks (through ``_locked``); idempotent."""
+    """Remove ``block`` from the open blocks (through ``_locked``); idempotent.
+
+    The last block out writes the baseline as the process-wide count, which the
+    main thread reads and threads started later inherit: a thread's own count
+    can equal the baseline while another thread's block left the process-wide
+    count at its limit.
+    """
     _open.pop(block, None)
     if block.blas is not None:
         _enforce_smallest_blas_request()
+    if not _open:
+        torch.set_num_threads(block.baseline)
+
+
+def _process_thread_count():
+    """The process-wide torch thread count, which a thread's own count may differ from.
+
+    A thread other than the main one holds its own count from its first torch
+    call (taken from the process-wide count then, possibly inside another
+    thread's block); a thread started now reads the process-wide one.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return torch.get_num_threads()
+    counts = []
+    reader = threading.Thread(target=lambda: counts.append(torch.get_num_threads()))
+    reader.start()
+    reader.join()
+    return counts[0]
 
 
 def _open_block(block):
