@@ -649,7 +649,26 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         )
         sample_weight = self._check_weight_scale(sample_weight)
         self._record_input_range(X, sample_weight, reset=reset)
+        self._record_target_range(y, sample_weight, reset=reset)
         return X, y, sample_weight
+
+    def _record_target_range(self, y, sample_weight, *, reset):
+        """Set (``reset``) or widen ``target_min_``/``target_max_``: the range ``clip_outputs`` clips to."""
+        batch = feature_range(y, sample_weight)
+        if not reset:
+            batch = merge_ranges((self.target_min_, self.target_max_), batch)
+        self.target_min_, self.target_max_ = batch
+
+    def _bounded_predictions(self, scores):
+        """``scores`` clipped per output to the training targets' range with ``clip_outputs``.
+
+        The range holds every training target, so clipping moves a prediction
+        toward each of them: no training row's squared error grows.
+        """
+        if not getattr(self, "clip_outputs", False) or not hasattr(self, "target_min_"):
+            return scores
+        low, high = (bound.astype(scores.dtype, copy=False) for bound in (self.target_min_, self.target_max_))
+        return np.clip(scores, low, high)
 
     def _format_predictions(self, scores):
         """``(n, n_outputs)`` scores in the shape of the fitted ``y``."""
@@ -671,7 +690,7 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
             The shape of the ``y`` the model was fitted on.
         """
         scores = self._checked_scores(self._validate_predict_data(X))
-        return self._format_predictions(scores)
+        return self._format_predictions(self._bounded_predictions(scores))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

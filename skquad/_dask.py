@@ -808,7 +808,7 @@ def _regression_block(X, Y, w):
 
 
 def _block_regression_statistics(X, Y, w, fit_intercept, allowed=None):
-    """One block's ``(rows, float32?, W, m, ȳ, G, R, range)``, centred at its own weighted means.
+    """One block's ``(rows, float32?, W, m, ȳ, G, R, X range, y range)``, centred at its own weighted means.
 
     ``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` with ``m``, ``ȳ``
     this block's means (zeros without an intercept, where the sums simply add);
@@ -823,7 +823,8 @@ def _block_regression_statistics(X, Y, w, fit_intercept, allowed=None):
     else:
         mean, y_mean = np.zeros_like(feature_sums), np.zeros_like(target_sums)
     G, R = normal_equations(X, Y, w, mean, y_mean, allowed)
-    return X.shape[0], X.dtype == np.float32, total, mean, y_mean, G, R, feature_range(X, w)
+    return (X.shape[0], X.dtype == np.float32, total, mean, y_mean, G, R, feature_range(X, w),
+            feature_range(Y, w))
 
 
 def _merge_regression_statistics(*parts):
@@ -837,9 +838,9 @@ def _merge_regression_statistics(*parts):
     subtracts two large degree-4 sums, so it keeps the two-pass accuracy.
     Without an intercept every mean is zero and the update is a plain sum.
     """
-    rows, all_float32, W, mean, y_mean, G, R, _ = parts[0]
+    rows, all_float32, W, mean, y_mean, G, R, _, _ = parts[0]
     G, R = G.copy(), R.copy()
-    for rows_b, float32_b, W_b, mean_b, y_mean_b, G_b, R_b, _ in parts[1:]:
+    for rows_b, float32_b, W_b, mean_b, y_mean_b, G_b, R_b, _, _ in parts[1:]:
         rows += rows_b
         all_float32 = all_float32 and float32_b
         total = W + W_b
@@ -855,7 +856,8 @@ def _merge_regression_statistics(*parts):
         elif W_b > 0:
             mean, y_mean = mean_b, y_mean_b
         W = total
-    return rows, all_float32, W, mean, y_mean, G, R, merge_ranges(*(part[7] for part in parts))
+    return (rows, all_float32, W, mean, y_mean, G, R, merge_ranges(*(part[7] for part in parts)),
+            merge_ranges(*(part[8] for part in parts)))
 
 
 def gathered_if_kernel(estimator, X, y, sample_weight):
@@ -912,7 +914,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     check_regression_memory("cholesky", D, 0, 1, copies=in_flight + 1)
     # One pass over the user's graph: each block's statistics about its own
     # means, merged exactly (_merge_regression_statistics).
-    (n_rows, all_float32, total, mean, y_mean, G, R, input_range), = dask.compute(
+    (n_rows, all_float32, total, mean, y_mean, G, R, input_range, target_range), = dask.compute(
         _tree(
             [dask.delayed(_block_regression_statistics)(*b, estimator.fit_intercept, allowed)
              for b in blocks],
@@ -942,6 +944,7 @@ def fit_quadratic_regression(estimator, X, y, sample_weight):
     estimator.n_outputs_ = n_outputs
     estimator._fitted_y_ndim = y_ndim
     estimator.data_min_, estimator.data_max_ = input_range
+    estimator.target_min_, estimator.target_max_ = target_range
     publish_quadratic_model(
         estimator, coefficients, intercept, n_features, np.float32 if all_float32 else np.float64,
         allowed,

@@ -159,7 +159,7 @@ class BlockObjective:
 # --------------------------------------------------------------------- the route
 def _check_route(estimator):
     name = type(estimator).__name__
-    if estimator.solver != "lbfgs":
+    if estimator.solver not in ("lbfgs", "auto"):
         extra = ", classes=..." if is_classifier(estimator) else ""
         raise ValueError(
             f"{name} fits Dask collections with solver='lbfgs': full-batch L-BFGS is "
@@ -231,7 +231,7 @@ def _regression_statistics(block, _):
     X, Y, w = block
     smallest = float(Y.min()) if Y.size else math.inf
     return (X.shape[0], Y.shape[1], X.dtype == np.float32, smallest, float(w.sum()),
-            w @ Y, feature_range(X, w))
+            w @ Y, feature_range(X, w), feature_range(Y, w))
 
 
 def _merge_regression_statistics(*parts):
@@ -239,7 +239,7 @@ def _merge_regression_statistics(*parts):
         sum(part[0] for part in parts), max(part[1] for part in parts),
         all(part[2] for part in parts), min(part[3] for part in parts),
         sum(part[4] for part in parts), sum(part[5] for part in parts),
-        merge_ranges(*(part[6] for part in parts)),
+        merge_ranges(*(part[6] for part in parts)), merge_ranges(*(part[7] for part in parts)),
     )
 
 
@@ -267,7 +267,7 @@ def _cast_regression_block(block, dtype):
 def _regressor_rows(estimator, X_original, n_features, data, y):
     """Outputs, targets' checks and dtype, as the in-memory validation sets them."""
     name = type(estimator).__name__
-    n_rows, n_outputs, all_float32, smallest, total_weight, weighted_sum, input_range = data.reduce(
+    n_rows, n_outputs, all_float32, smallest, total_weight, weighted_sum, input_range, target_range = data.reduce(
         _regression_statistics, _merge_regression_statistics, None
     )
     _check_rows(name, n_rows, n_features)
@@ -281,6 +281,7 @@ def _regressor_rows(estimator, X_original, n_features, data, y):
     estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
     _check_total_weight(estimator, total_weight)
     estimator.data_min_, estimator.data_max_ = input_range
+    estimator.target_min_, estimator.target_max_ = target_range
     if not (estimator.warm_start and hasattr(estimator, "layers_")):
         # the in-memory fit's target scaling, from the blocks' weighted moments
         mean = weighted_sum / total_weight

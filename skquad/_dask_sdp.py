@@ -16,7 +16,9 @@ layer's refit read the rows only through weighted sums of the lifted inputs
 
 The estimator solves, certifies, samples and refits from the sums on the
 driver (``SDPQuantizedClassifier._fit_statistics``), at a cost that does not
-depend on the number of rows.
+depend on the number of rows. A search's folds are scored from the sums too,
+so their R² is that of the model before ``clip_outputs`` (a clipped prediction
+is not a sum over rows).
 """
 
 import time
@@ -111,7 +113,7 @@ class SDPBlocks:
             raise
 
     def _regressor_rows(self, estimator, X_original, n_features, y):
-        n_rows, n_outputs, _, _, total, weighted_sum, (low, high) = self._data.reduce(
+        n_rows, n_outputs, _, _, total, weighted_sum, (low, high), target_range = self._data.reduce(
             _regression_statistics, _merge_regression_statistics, None
         )
         _check_rows(type(estimator).__name__, n_rows, n_features)
@@ -120,6 +122,7 @@ class SDPBlocks:
         estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
         _check_total_weight(estimator, total)
         estimator.data_min_, estimator.data_max_ = low, high
+        estimator.target_min_, estimator.target_max_ = target_range
         self.total_weight, self.target_mean = float(total), weighted_sum / total
 
     def _timed(self, *args):

@@ -89,6 +89,8 @@ def test_a_row_far_outside_the_range_is_clipped(name):
     for method in _prediction_methods(model):
         np.testing.assert_array_equal(method(far), method(inside))
     unclipped = clone(model).set_params(clip_inputs=False)
+    if "clip_outputs" in model.get_params():
+        unclipped.set_params(clip_outputs=False)
     unclipped = _fit(unclipped, X, y)
     if is_regressor(model):
         spread = np.ptp(y)
@@ -227,3 +229,66 @@ def test_the_default_quadratic_regression_fits_dask_collections():
     blocks = skquad.QuadraticRegression().fit(da.from_array(X, chunks=(150, 4)), da.from_array(y, chunks=150))
     assert (blocks.alpha_, blocks.quadratic_alpha_) == (memory.alpha_, memory.quadratic_alpha_)
     np.testing.assert_allclose(np.asarray(blocks.predict(X)), memory.predict(X), rtol=1e-10, atol=1e-10)
+
+
+# ------------------------------------------------------------------ clip_outputs
+REGRESSORS = [name for name in ALL if is_regressor(getattr(skquad, name)())]
+_OUTPUTS_OFF_BY_DEFAULT = {"QuadraticRegression", "QuadraticRegressionCV"}
+
+
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_clip_outputs_bounds_predictions_to_the_training_targets(name):
+    X, y = _data(name)
+    model = _fit(_small(name, clip_outputs=True), X, y)
+    np.testing.assert_array_equal(model.target_min_, [y.min()])
+    np.testing.assert_array_equal(model.target_max_, [y.max()])
+    far = 30 * np.random.RandomState(1).randn(50, 3)
+    bounded = model.predict(far)
+    assert bounded.min() >= y.min() and bounded.max() <= y.max()
+    # no training row's squared error grows: the range holds every training target
+    clipped = model.predict(X)
+    model.set_params(clip_outputs=False)  # read at predict time
+    free = model.predict(X)
+    assert np.all((clipped - y) ** 2 <= (free - y) ** 2)
+    assert np.any(model.predict(far) != bounded)  # the unbounded model leaves the range
+    assert getattr(skquad, name)().clip_outputs is (name not in _OUTPUTS_OFF_BY_DEFAULT)
+
+
+@pytest.mark.parametrize("name", [name for name in REGRESSORS if name in _PARTIAL_FIT])
+def test_target_range_skips_zero_weights_and_partial_fit_widens_it(name):
+    X, y = _data(name, n=60)
+    weight = np.ones(60)
+    weight[np.argmax(y)] = 0.0
+    model = _small(name)
+    with _quiet():
+        model.partial_fit(X, y, sample_weight=weight)
+        assert model.target_max_[0] < y.max()
+        model.partial_fit(X, y + 10.0)
+    np.testing.assert_array_equal(model.target_max_, [y.max() + 10.0])
+    np.testing.assert_array_equal(model.target_min_, [y.min()])
+
+
+def test_exports_clip_outputs_as_predict_does():
+    pytest.importorskip("torch")
+    import torch
+
+    X, y = _data("QNNRegressor")
+    model = _fit(_small("QNNRegressor"), X, y)
+    far = 30 * np.random.RandomState(1).randn(50, 3)
+    module = model.to_torch()
+    exported = module(torch.as_tensor(far)).detach().numpy()
+    np.testing.assert_allclose(exported, model.predict(far), rtol=1e-6, atol=1e-9)
+    assert exported.max() <= y.max() and exported.min() >= y.min()
+
+
+def test_dask_fits_reduce_the_same_target_range():
+    da = pytest.importorskip("dask.array")
+    X, y = _data("QuadraticRegression", n=200)
+    weight = np.random.RandomState(0).rand(200)
+    weight[np.argmin(y)] = 0.0
+    memory = skquad.QuadraticRegression().fit(X, y, sample_weight=weight)
+    blocks = skquad.QuadraticRegression().fit(da.from_array(X, chunks=(45, 3)), da.from_array(y, chunks=45),
+                                              sample_weight=da.from_array(weight, chunks=45))
+    np.testing.assert_array_equal(blocks.target_min_, memory.target_min_)
+    np.testing.assert_array_equal(blocks.target_max_, memory.target_max_)
+    assert memory.target_min_[0] > y.min()

@@ -202,8 +202,9 @@ def _quadratic_model_scores(graph, x, estimator):
 def _convert_regressor(scope, operator, container):
     """A regressor's ``predict`` as ``[N, n_outputs_]``: the network, bilinear or quadratic-form scores.
 
-    The network regressors add ``exp`` for ``loss="poisson"``, and the
-    regressors with ``scale_target`` the affine ``shift + scale * output``.
+    The network regressors add ``exp`` for ``loss="poisson"``, the
+    regressors with ``scale_target`` the affine ``shift + scale * output``,
+    and those with ``clip_outputs`` the training targets' range.
     """
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
@@ -220,6 +221,9 @@ def _convert_regressor(scope, operator, container):
         scale = np.reshape(estimator.target_scale_, (1, -1))
         shift = np.reshape(estimator.target_shift_, (1, -1))
         scores = graph.node("Add", graph.node("Mul", scores, graph.const(scale)), graph.const(shift))
+    if getattr(estimator, "clip_outputs", False):  # per output, as the estimator's predict
+        scores = graph.node("Max", scores, graph.const(estimator.target_min_[None, :]))
+        scores = graph.node("Min", scores, graph.const(estimator.target_max_[None, :]))
     container.add_node(
         "Identity", [scores], [operator.outputs[0].full_name],
         name=scope.get_unique_operator_name("SkquadPrediction"),

@@ -127,14 +127,20 @@ class DecisionFunctionModule(nn.Module):
     (binary problems), else ``(n, n_scores)``. For a regressor the module
     computes ``predict``: the inverse link applied (``exp`` for
     ``loss="poisson"``), the target scaling undone (``shift + scale *
-    output``, the networks' ``scale_target``) and the shape of the fitted ``y``.
+    output``, the networks' ``scale_target``), the output clipped to the
+    training targets' range (``output_bounds``, a regressor's ``clip_outputs``)
+    and the shape of the fitted ``y``.
     """
 
     def __init__(
         self, scores, preprocessing=None, dtype=torch.float64, *, exponential_output=False, squeeze=True,
-        clip=None, output_affine=None,
+        clip=None, output_affine=None, output_bounds=None,
     ):
         super().__init__()
+        self.output_bounds = output_bounds is not None
+        if self.output_bounds:
+            self.register_buffer("output_min", torch.as_tensor(output_bounds[0], dtype=dtype))
+            self.register_buffer("output_max", torch.as_tensor(output_bounds[1], dtype=dtype))
         # A network regressor's target scaling, (shift, scale) per output:
         # predict is shift + scale * output (after the inverse link).
         self.output_affine = output_affine is not None
@@ -161,6 +167,8 @@ class DecisionFunctionModule(nn.Module):
             out = torch.exp(out)
         if self.output_affine:
             out = out * self.output_scale + self.output_shift
+        if self.output_bounds:
+            out = torch.clamp(out, self.output_min, self.output_max)
         return out[:, 0] if out.shape[1] == 1 and self.squeeze else out
 
 
@@ -305,4 +313,6 @@ def to_torch(estimator, *, dtype=None):
         output_affine=((final.target_shift_, final.target_scale_)
                        if regressor and hasattr(final, "target_scale_") else None),
         clip=ClipInputs(final.data_min_, final.data_max_, dtype) if final.clip_inputs else None,
+        output_bounds=((final.target_min_, final.target_max_)
+                       if regressor and getattr(final, "clip_outputs", False) else None),
     ).eval()

@@ -145,6 +145,14 @@ class QuadraticRegression(BaseQuadraticRegressor):
         zero (the range includes the training rows' implicit zeros).
         False predicts with the unbounded quadratic model.
 
+    clip_outputs : bool, default=False
+        Clip each prediction to the range of the training targets,
+        ``[target_min_, target_max_]`` per output. Every training target lies
+        in the range, so clipping moves a prediction toward each of them and
+        no training row's squared error grows; but a training prediction
+        outside the range changes, so the default is off and the predictions
+        equal ``PolynomialFeatures(2)`` + ``Ridge``'s (see above).
+
     Attributes
     ----------
     alpha_ : float or ndarray of shape (n_targets,)
@@ -181,6 +189,12 @@ class QuadraticRegression(BaseQuadraticRegressor):
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 
+    target_min_ : ndarray of shape (n_outputs_,)
+        Per-output minimum of the training targets of positive weight,
+        float64: the range ``clip_outputs`` clips to.
+    target_max_ : ndarray of shape (n_outputs_,)
+        Per-output maximum, likewise.
+
     See Also
     --------
     QuadraticLogisticRegression : the same quadratic neuron as a classifier.
@@ -212,6 +226,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         "interaction_only": ["boolean"],
         "interaction_cst": INTERACTION_CST_CONSTRAINT,
         "clip_inputs": ["boolean"],
+        "clip_outputs": ["boolean"],
     }
 
     _accept_sparse = True
@@ -223,7 +238,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     def __init__(self, alpha="auto", *, quadratic_alpha=None, penalty="l2", l1_ratio=None,
                  fit_intercept=True, solver="auto", tol=1e-4, max_iter=None,
-                 interaction_only=False, interaction_cst=None, clip_inputs=True):
+                 interaction_only=False, interaction_cst=None, clip_inputs=True,
+                 clip_outputs=False):
         self.alpha = alpha
         self.quadratic_alpha = quadratic_alpha
         self.penalty = penalty
@@ -235,6 +251,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         self.interaction_only = interaction_only
         self.interaction_cst = interaction_cst
         self.clip_inputs = clip_inputs
+        self.clip_outputs = clip_outputs
 
     def _choose_solver(self, n_samples, n_features, allowed=None):
         if self.solver != "auto":

@@ -129,6 +129,14 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         zero (the range includes the training rows' implicit zeros).
         False predicts with the unbounded quadratic model.
 
+    clip_outputs : bool, default=False
+        Clip each prediction to the range of the training targets,
+        ``[target_min_, target_max_]`` per output. Every training target lies
+        in the range, so clipping moves a prediction toward each of them and
+        no training row's squared error grows; but a training prediction
+        outside the range changes, so the default is off and the predictions
+        equal ``PolynomialFeatures(2)`` + ``Ridge``'s (see above).
+
     Attributes
     ----------
     alpha_ : float or ndarray of shape (n_targets,)
@@ -163,6 +171,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 
+    target_min_ : ndarray of shape (n_outputs_,)
+        Per-output minimum of the training targets of positive weight,
+        float64: the range ``clip_outputs`` clips to.
+    target_max_ : ndarray of shape (n_outputs_,)
+        Per-output maximum, likewise.
+
     See Also
     --------
     QuadraticRegression : the model at one ``alpha``.
@@ -194,6 +208,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "penalty": [StrOptions({"l2", *SPARSE_PENALTIES})],
         "l1_ratio": ["array-like", Interval(Real, 0, 1, closed="both"), None],
         "clip_inputs": ["boolean"],
+        "clip_outputs": ["boolean"],
     }
 
     _accept_sparse = True
@@ -218,6 +233,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         penalty="l2",
         l1_ratio=None,
         clip_inputs=True,
+        clip_outputs=False,
     ):
         self.penalty = penalty
         self.l1_ratio = l1_ratio
@@ -232,6 +248,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         self.interaction_only = interaction_only
         self.interaction_cst = interaction_cst
         self.clip_inputs = clip_inputs
+        self.clip_outputs = clip_outputs
 
     def _checked_ratios(self):
         """``quadratic_ratios`` as a float array, or ValueError naming it."""

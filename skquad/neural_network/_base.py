@@ -62,6 +62,11 @@ __all__ = ["BaseQuadraticNetwork"]
 # Rows per forward pass at predict time: bounds the (rows x n_out x n_in)
 # cache of a quadratic layer.
 _PREDICT_CHUNK = 4096
+# Rule: solver="auto" trains by L-BFGS on up to this many rows, by Adam above. Why: Adam at
+# its batch of 200 takes max_iter * ceil(n / 200) steps, too few to converge on small data
+# (scikit-learn's MLP guide recommends lbfgs there); on more rows Adam's early end
+# regularizes where full-batch L-BFGS to convergence overfits (doc/benchmark_results/robustness).
+AUTO_LBFGS_MAX_SAMPLES = 1000
 
 # Copies of the parameter vector that training keeps (the parameters, their
 # gradient, the best and the starting snapshot, Adam's two moments and its
@@ -88,9 +93,22 @@ def signature_with(init, after, **parameters):
     return signature.replace(parameters=existing[:position] + added + existing[position:])
 
 
+def fit_solver(solver, n_samples, *, incremental=False, distributed=False, early_stopping=False):
+    """The solver a fit runs: ``solver``, or for "auto" the rule of :data:`AUTO_LBFGS_MAX_SAMPLES`.
+
+    ``partial_fit`` streams batches and early stopping scores epochs, so
+    "auto" is Adam there; Dask row blocks train by full-batch L-BFGS only.
+    """
+    if solver != "auto":
+        return solver
+    if incremental or early_stopping:
+        return "adam"
+    return "lbfgs" if distributed or n_samples <= AUTO_LBFGS_MAX_SAMPLES else "adam"
+
+
 def _stochastic_solver(estimator):
     # available_if hides partial_fit for solver="lbfgs", as in MLPClassifier.
-    if estimator.solver not in ("sgd", "adam"):
+    if estimator.solver not in ("sgd", "adam", "auto"):
         raise AttributeError(f"partial_fit is only available for stochastic optimizers. {estimator.solver} is not stochastic.")
     return True
 
@@ -119,7 +137,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "quadratic_layers": [StrOptions({"all", "output"}), "array-like"],
-        "solver": [StrOptions({"sgd", "adam", "lbfgs"})],
+        "solver": [StrOptions({"sgd", "adam", "lbfgs", "auto"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "learning_rate": [StrOptions({"constant", "invscaling", "adaptive"})],
@@ -330,7 +348,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     def _training_config(self, n_threads="auto"):
         return TrainingConfig(
-            solver=self.solver,
+            solver=getattr(self, "solver_", None) or fit_solver(self.solver, 0),
             learning_rate=self.learning_rate_init,
             learning_rate_schedule=self.learning_rate,
             power_t=self.power_t,
@@ -357,7 +375,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         )
 
     def _divergence_advice(self):
-        last = "solver='adam'" if self.solver == "sgd" else "dtype='float64'"
+        last = "solver='adam'" if getattr(self, "solver_", self.solver) == "sgd" else "dtype='float64'"
         return (
             "standardized features (e.g. StandardScaler in a Pipeline), ReLinear's settings for the quadratic parts "
             f"(Fan et al.: relinear=True, a smaller quadratic_learning_rate_scale (now "
@@ -496,8 +514,10 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         blocks = getattr(type(X), "distributed", False)
         sizes, flags = architecture
         sizes = [X.shape[1], *sizes, self._n_scores]
+        self.solver_ = fit_solver(self.solver, X.shape[0], incremental=incremental, distributed=blocks,
+                                  early_stopping=self.early_stopping)
         batch = min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size)
-        if self.solver == "lbfgs":
+        if self.solver_ == "lbfgs":
             batch = X.largest_block if blocks else X.shape[0]
         # dtype, device, threads, generators: decided once, here (skquad._training._runtime)
         policy = runtime_policy(
@@ -511,8 +531,9 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             random_state=self.random_state,
         )
         trainer = getattr(self, "_trainer", None) if incremental else None
-        if trainer is not None and (trainer.dtype != policy.dtype or trainer.device != policy.device):
-            trainer = None  # set_params(dtype=..., device=...) between calls
+        if trainer is not None and (trainer.dtype != policy.dtype or trainer.device != policy.device
+                                    or trainer.config.solver != self.solver_):
+            trainer = None  # set_params(dtype=..., device=...) between calls, or partial_fit after L-BFGS
         # A loaded model's optimizer state (see __getstate__), used once by the trainer rebuilt below.
         saved_training_state = self.__dict__.pop("_training_state", None) if incremental else None
         if trainer is None:

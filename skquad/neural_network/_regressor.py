@@ -44,20 +44,26 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         **BaseQuadraticNetwork._parameter_constraints,
         "loss": [StrOptions({"squared_error", "poisson"})],
         "scale_target": ["boolean"],
+        "clip_outputs": ["boolean"],
     }
 
     def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error",
-                 scale_target=True, alpha=REGRESSOR_ALPHA, **network_parameters):
-        super().__init__(hidden_layer_sizes, activation, alpha=alpha, **network_parameters)
+                 scale_target=True, solver="auto", alpha=REGRESSOR_ALPHA, clip_outputs=True,
+                 **network_parameters):
+        super().__init__(hidden_layer_sizes, activation, solver=solver, alpha=alpha, **network_parameters)
         self.loss = loss
         self.scale_target = scale_target
+        self.clip_outputs = clip_outputs
 
-    # The shared parameters are written once, in the network base (alpha's default is ours).
+    # The shared parameters are written once, in the network base (the regressors' own
+    # defaults: alpha, solver, and clip_outputs after clip_inputs).
     __init__.__signature__ = signature_with(
-        BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error", scale_target=True
+        signature_with(BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error",
+                       scale_target=True),
+        "clip_inputs", clip_outputs=True,
     )
     __init__.__signature__ = __init__.__signature__.replace(parameters=[
-        parameter.replace(default=REGRESSOR_ALPHA) if parameter.name == "alpha" else parameter
+        parameter.replace(default={"alpha": REGRESSOR_ALPHA, "solver": "auto"}.get(parameter.name, parameter.default))
         for parameter in __init__.__signature__.parameters.values()
     ])
 

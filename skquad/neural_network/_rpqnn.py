@@ -356,10 +356,15 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
         penalises the weights of the network on the scaled targets.
         False: the targets as given.
 
-    solver : {"adam", "sgd", "lbfgs"}, default="adam"
-        "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"
-        (scipy's L-BFGS-B on the whole data set) suits small problems and has
-        no ``partial_fit``.
+    solver : {"auto", "adam", "sgd", "lbfgs"}, default="auto"
+        "auto" is "lbfgs" on up to 1,000 training rows and "adam" above
+        (``partial_fit`` uses "adam"; Dask collections "lbfgs"): Adam's
+        ``max_iter`` epochs of batches of 200 are too few steps to converge on
+        small data, where full-batch L-BFGS converges, and on more rows Adam's
+        early end holds the network back where L-BFGS overfits. The solver
+        that ran is ``solver_``. "adam" is MLPRegressor's default; "sgd" is
+        stochastic gradient descent with (Nesterov) momentum; "lbfgs"
+        (scipy's L-BFGS-B on the whole data set) has no ``partial_fit``.
 
     alpha : float, default=1.0
         L2 penalty on every weight matrix (not on biases), scaled like
@@ -490,6 +495,14 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
         zero (the range includes the training rows' implicit zeros).
         False predicts with the unbounded quadratic model.
 
+    clip_outputs : bool, default=True
+        Clip each prediction to the range of the training targets,
+        ``[target_min_, target_max_]`` per output, so that the network stays
+        bounded where it extrapolates (a quadratic output grows as the square
+        of its inputs). Every training target lies in the range, so clipping
+        moves a prediction toward each of them: no training row's squared
+        error grows. False predicts with the unbounded network.
+
     Attributes
     ----------
     n_features_in_ : int
@@ -576,6 +589,17 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
 
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
+
+    target_min_ : ndarray of shape (n_outputs_,)
+        Per-output minimum of the training targets of positive weight,
+        float64, widened by each ``partial_fit``: the range ``clip_outputs``
+        clips to.
+
+    target_max_ : ndarray of shape (n_outputs_,)
+        Per-output maximum, likewise.
+
+    solver_ : str
+        The solver of the last ``fit`` or ``partial_fit`` ("auto" resolved).
 
     See Also
     --------

@@ -42,6 +42,12 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         stays bounded on inputs outside the range it was trained on. No
         prediction on the training rows changes: they lie inside the range.
         False predicts with the unbounded quadratic model.
+    clip_outputs : bool, default=True
+        Clip each prediction to the range of the training targets,
+        ``[target_min_, target_max_]`` per output, so that the model stays
+        bounded where it extrapolates. Every training target lies in the
+        range, so clipping moves a prediction toward each of them: no training
+        row's squared error grows. False predicts with the unbounded model.
     scale_target : bool, default=True
         Train on the targets standardized per output (the
         ``sample_weight``-weighted mean and standard deviation; a constant
@@ -82,6 +88,12 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 
+    target_min_ : ndarray of shape (n_outputs_,)
+        Per-output minimum of the training targets of positive weight,
+        float64: the range ``clip_outputs`` clips to.
+    target_max_ : ndarray of shape (n_outputs_,)
+        Per-output maximum, likewise.
+
     See Also
     --------
     SDPQuantizedRegressor : the same network trained through the convex SDP.
@@ -102,7 +114,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         name: constraint
         for name, constraint in BackpropQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    } | {"scale_target": ["boolean"]}
+    } | {"scale_target": ["boolean"], "clip_outputs": ["boolean"]}
 
     # Real (n, k) targets, compared as they are (squared loss).
     _real_targets = True
@@ -130,6 +142,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         verbose=False,
         random_state=None,
         clip_inputs=True,
+        clip_outputs=True,
         scale_target=True,
     ):
         self.n_neurons = n_neurons
@@ -150,6 +163,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         self.verbose = verbose
         self.random_state = random_state
         self.clip_inputs = clip_inputs
+        self.clip_outputs = clip_outputs
         self.scale_target = scale_target
 
     def _network_n_outputs(self):

@@ -88,6 +88,13 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         prediction on the training rows changes: they lie inside the range.
         False predicts with the unbounded quadratic model.
 
+    clip_outputs : bool, default=True
+        Clip each prediction to the range of the training targets,
+        ``[target_min_, target_max_]`` per output, so that the model stays
+        bounded where it extrapolates. Every training target lies in the
+        range, so clipping moves a prediction toward each of them: no training
+        row's squared error grows. False predicts with the unbounded model.
+
     Attributes
     ----------
     beta_ : float
@@ -133,6 +140,12 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 
+    target_min_ : ndarray of shape (n_outputs_,)
+        Per-output minimum of the training targets of positive weight,
+        float64: the range ``clip_outputs`` clips to.
+    target_max_ : ndarray of shape (n_outputs_,)
+        Per-output maximum, likewise.
+
     See Also
     --------
     SDPQuantizedClassifier : the same network for classification.
@@ -156,7 +169,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         name: constraint
         for name, constraint in SDPQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    }
+    } | {"clip_outputs": ["boolean"]}
 
     def __init__(
         self,
@@ -178,6 +191,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         warm_start=False,
         random_state=None,
         clip_inputs=True,
+        clip_outputs=True,
     ):
         self.n_neurons = n_neurons
         self.beta = beta
@@ -196,6 +210,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         self.warm_start = warm_start
         self.random_state = random_state
         self.clip_inputs = clip_inputs
+        self.clip_outputs = clip_outputs
 
     # The squared loss is the only one of a regressor (what the shared network reads).
     loss = "squared"

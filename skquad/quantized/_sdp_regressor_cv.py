@@ -54,6 +54,13 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         prediction on the training rows changes: they lie inside the range.
         False predicts with the unbounded quadratic model.
 
+    clip_outputs : bool, default=True
+        Clip each prediction to the range of the training targets,
+        ``[target_min_, target_max_]`` per output, so that the model stays
+        bounded where it extrapolates. Every training target lies in the
+        range, so clipping moves a prediction toward each of them: no training
+        row's squared error grows. False predicts with the unbounded model.
+
     Attributes
     ----------
     beta_ : float
@@ -69,6 +76,12 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         float64: the range ``clip_inputs`` clips to.
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
+
+    target_min_ : ndarray of shape (n_outputs_,)
+        Per-output minimum of the training targets of positive weight,
+        float64: the range ``clip_outputs`` clips to.
+    target_max_ : ndarray of shape (n_outputs_,)
+        Per-output maximum, likewise.
 
     See Also
     --------
@@ -116,6 +129,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         refit_output_layer=True,
         random_state=None,
         clip_inputs=True,
+        clip_outputs=True,
     ):
         self.n_neurons = n_neurons
         self.betas = betas
@@ -137,6 +151,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.refit_output_layer = refit_output_layer
         self.random_state = random_state
         self.clip_inputs = clip_inputs
+        self.clip_outputs = clip_outputs
 
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
