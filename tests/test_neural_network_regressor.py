@@ -261,3 +261,21 @@ def test_partial_fit_keeps_the_first_calls_scaling(Estimator):
     # a constant first batch may vary later: its scale is 1, not 0
     model = Estimator(hidden_layer_sizes=(4,), random_state=0).partial_fit(X[:1], y[:1])
     assert model.target_scale_[0] == 1.0
+
+
+@pytest.mark.parametrize("Estimator", REGRESSORS)
+def test_weights_and_repeated_rows_start_the_same_lbfgs_path(Estimator):
+    """The default (L-BFGS at alpha=1 on small data) weighs rows as repeats: the same
+    objective, so the two fits' first iterations agree to round-off (later they part,
+    see tests/test_estimator_checks.py)."""
+    rng = np.random.RandomState(42)
+    X, y = rng.rand(30, 3) * 3, rng.randint(0, 3, 30).astype(float)
+    weight = rng.randint(0, 5, size=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        weighted = Estimator(max_iter=10, random_state=0).fit(X, y, sample_weight=weight)
+        repeated = Estimator(max_iter=10, random_state=0).fit(np.repeat(X, weight, axis=0),
+                                                              np.repeat(y, weight))
+    assert weighted.solver_ == repeated.solver_ == "lbfgs"
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=0, atol=1e-10)
+    assert weighted.loss_ == pytest.approx(repeated.loss_, rel=1e-12)
