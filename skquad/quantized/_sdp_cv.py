@@ -94,6 +94,8 @@ class BetaPathSearchMixin:
     """
 
     _single_estimator_class = None
+    # Decades the path spans below beta_max (an int ``betas`` spreads over them).
+    _path_decades = 4
     # Dask collections: the regressor's search from per-fold statistics (_search_dask).
     _fits_dask_collections = True
 
@@ -157,7 +159,7 @@ class BetaPathSearchMixin:
             lifting, X, targets, weight, loss=self.loss, n_outputs=n_outputs
         )
         beta_max = beta_max if beta_max > 0 else 1.0
-        return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
+        return np.logspace(np.log10(beta_max), np.log10(beta_max) - self._path_decades, int(self.betas))
 
     def _search_dask(self, X, y, sample_weight):
         """The search on Dask collections from lifted statistics: two passes in all.
@@ -233,7 +235,7 @@ class BetaPathSearchMixin:
             return self._path(None, None, None)
         normalized = whole.normalized()
         beta_max = normalized.shifted(normalized.target_mean).beta_max() or 1.0
-        return np.logspace(np.log10(beta_max), np.log10(beta_max) - 4, int(self.betas))
+        return np.logspace(np.log10(beta_max), np.log10(beta_max) - self._path_decades, int(self.betas))
 
     def get_metadata_routing(self):
         """The metadata routing of ``fit``'s ``params`` to ``cv``'s ``split`` (``groups``).

@@ -31,10 +31,13 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
     ----------
     n_neurons : int, default=1000
         As in :class:`SDPQuantizedRegressor`.
-    betas : int or array-like of float, default=10
+    betas : int or array-like of float, default=13
         The path. An int ``n`` gives ``n`` values log-spaced from
         ``beta_max`` (above which the zero network is optimal, computed from
-        the data) down to ``1e-4 * beta_max``; a list gives them directly.
+        the data) down to ``1e-6 * beta_max``; a list gives them directly.
+        Six decades, where the classifier's search spans four: a target that
+        the features nearly determine (a strong linear signal) is fitted best
+        far below ``beta_max``.
     cv : int, cross-validation generator or iterable, default=None
         None is 5-fold :class:`~sklearn.model_selection.KFold` (no shuffling).
     scoring : str or callable, default=None
@@ -105,12 +108,13 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
     _parameter_constraints = beta_search_constraints(SDPQuantizedRegressor)
 
     _single_estimator_class = SDPQuantizedRegressor
+    _path_decades = 6
 
     def __init__(
         self,
         n_neurons=1000,
         *,
-        betas=10,
+        betas=13,
         cv=None,
         scoring=None,
         refit=True,
