@@ -392,3 +392,32 @@ def test_the_convex_check_finds_a_private_import():
     )
     assert not private_names_across_convex_modules("routes", "from .barrier import backtrack\n")
     assert not private_names_across_convex_modules("routes", "from .._memory import available_memory\n")
+
+
+# ---------------------------------------------------------------------------
+# Comments and docstrings give the rule and its reason; timings taken under
+# load, machine descriptions and issue histories belong in the CHANGELOG.
+HISTORY_PHRASES = re.compile(r"under load|\b(?:2|two)-core\b|\bissue \d+\s*:|earlier version", re.I)
+
+
+def history_lines(source):
+    """``(line number, line)`` of each line of ``source`` that carries a history phrase."""
+    return [(number, line.strip()) for number, line in enumerate(source.splitlines(), 1)
+            if HISTORY_PHRASES.search(line)]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in sorted(PACKAGE_ROOT.rglob("*.py")) if "research" not in path.relative_to(PACKAGE_ROOT).parts],
+    ids=lambda path: str(path.relative_to(PACKAGE_ROOT)),
+)
+def test_no_history_in_comments_and_docstrings(path):
+    assert history_lines(path.read_text()) == []
+
+
+@pytest.mark.parametrize("line", [
+    "# took 3 s under load", "# on the 2-core machine", "# two-core runs", "# Issue 19: NaN",
+    "    an earlier version sorted the rows",
+])
+def test_the_history_check_finds_a_phrase(line):
+    assert history_lines(f"x = 1\n{line}\n") == [(2, line.strip())]

@@ -374,8 +374,8 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
         if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
             # No value/gradient pair describes an overflowed point: scipy's
             # line search cannot interpolate through inf, and a zero
-            # gradient was read as convergence (issue 19: X * 1e80 gave an
-            # all-zero model, "converged"). Stop; the best point is restored
+            # gradient would read as convergence (an all-zero model,
+            # "converged"). Stop; the best point is restored
             # below and the fit reported as diverged.
             raise NonFiniteObjective
         if loss < best["loss"]:

@@ -20,7 +20,7 @@ these five things:
   does, so models drawn from a given ``random_state`` stay the same) and a
   :class:`numpy.random.SeedSequence`, whose spawned child seeds the generator
   for shuffling and the validation split. Two generators seeded with the same
-  number draw identical streams (QLR's shuffles used to repeat its initial
+  number draw identical streams (the shuffles would repeat the initial
   weights' normal draws); the child's stream is independent of its root's.
   ``partial_fit`` call number ``k`` takes the child ``k``, so every call
   shuffles anew, reproducibly.
@@ -152,13 +152,9 @@ def cpu_matmul_library():
     torch's CPU products are MKL's; numpy's are its own BLAS (OpenBLAS in the
     wheels, as scikit-learn's ``MLPClassifier`` uses). Which is faster at a
     tabular network's shapes depends on the CPU, and deterministically on its
-    vendor: MKL runs its tuned kernels on Intel processors only. Measured at
-    the QNN step's shapes (process CPU time, one thread, torch 2.11-2.13 with
-    MKL, numpy with OpenBLAS 0.3.31-0.3.34): on an Intel Xeon, torch took
-    0.52x numpy's time for the quadratic layer's 300 x 200 x 30 gradient
-    product in float64 (0.60x in float32), 0.67-0.76x for 200 x 100 x 100
-    products and 0.52x for the 200 x 64 x 30 hidden layer; on an AMD EPYC,
-    1.57x, 1.14x, 1.23-1.29x and 1.43x. The rule is the vendor's, so it is
+    vendor: MKL runs its tuned kernels on Intel processors only (torch is
+    faster on Intel, numpy's OpenBLAS on AMD; figures in the CHANGELOG). The
+    rule is the vendor's, so it is
     decided once per process and the same machine always computes the same
     numbers (a timing-based choice could change a fit's rounding between
     runs).

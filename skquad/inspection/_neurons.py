@@ -238,7 +238,7 @@ def quadratic_neurons(estimator, *, layer=None, which=None, feature_names=None):
     is_network = hasattr(final, "layers_")
     is_quantized = hasattr(final, "U_") and hasattr(final, "V_")
     # An argument that does not apply to this estimator is an error, not
-    # ignored (issue 19: which="bogus", layer=99 passed silently).
+    # ignored (which="bogus" or layer=99 would otherwise pass silently).
     if layer is not None:
         if not is_network:
             raise ValueError(

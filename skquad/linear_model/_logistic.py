@@ -488,8 +488,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         previous = None if first_call else self._previous_solution()
         if previous is not None and not self._previous_fits(previous, X.shape[1]):
-            # Issue 19: a changed rank used to restart training silently (n_iter_,
-            # t_ and loss_curve_ reset); like the networks, refuse and say how.
+            # A changed rank cannot continue the fitted model (restarting would
+            # reset n_iter_, t_ and loss_curve_ silently); like the networks, refuse.
             fitted_rank = None if previous["vectors"] is None else previous["vectors"].shape[2]
             raise ValueError(
                 f"rank={self.rank!r} differs from the fitted model's rank={fitted_rank!r}: "

@@ -322,8 +322,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         solver = self._choose_solver(*X.shape, allowed)
         check_regression_memory(solver, expansion_size(X.shape[1], allowed), *Y.shape)
         alpha, quadratic_alpha = self._penalties(X, Y, sample_weight)
-        # numpy's BLAS under the project's one thread rule: small products on
-        # two threads ran 10-100x slower than on one on a loaded 2-core machine.
+        # numpy's BLAS under the project's one thread rule: small products run
+        # slower on two threads than on one when the cores are busy.
         n, D = X.shape[0], expansion_size(X.shape[1], allowed)
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
         # (numpy computes here: the runtime policy's thread rule, for BLAS)
@@ -414,7 +414,7 @@ def check_finite_solution(estimator, coefficients, intercept, X):
     """Refuse coefficients that overflowed, naming the cause and the remedy."""
     if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
         # The normal equations hold degree-4 products of the features:
-        # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
+        # entries beyond ~1e77 overflow them into NaN coefficients.
         raise ValueError(
             f"{type(estimator).__name__} could not fit X: its largest entry, "
             f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "

@@ -83,7 +83,7 @@ _SCRATCH_ELEMENTS = 1 << 24
 
 # Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers
 # (4 MB in float32), so that memory stays the data plus O(chunk d) per thread
-# rather than an n x d scratch (issue 23), and a chunk and its scratch stay in
+# rather than an n x d scratch, and a chunk and its scratch stay in
 # the cache for the pass's six reads, two threads' worth in a 32 MB L3; the
 # BLAS rates do not depend on the chunk's rows.
 _CPU_CHUNK_ELEMENTS = 1 << 20
