@@ -421,3 +421,42 @@ def test_no_history_in_comments_and_docstrings(path):
 ])
 def test_the_history_check_finds_a_phrase(line):
     assert history_lines(f"x = 1\n{line}\n") == [(2, line.strip())]
+
+
+# ---------------------------------------------------------------------------
+# Tests filter warnings by category: a blanket "ignore" hides every warning,
+# the ones a test should see included.
+def blanket_warning_filters(source):
+    """Line numbers of ``simplefilter("ignore")`` / ``filterwarnings("ignore")`` calls
+    with no category (nor message), and of ``"ignore"`` marks with an empty one."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+        if name not in ("simplefilter", "filterwarnings") or not node.args:
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            continue
+        action, *rest = first.value.split(":")
+        narrowed = len(node.args) > 1 or any(k.arg in ("category", "message", "module") for k in node.keywords)
+        if action == "ignore" and not narrowed and not any(part.strip() for part in rest):
+            lines.append(node.lineno)
+    return lines
+
+
+TEST_MODULES = sorted((PACKAGE_ROOT.parent / "tests").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", TEST_MODULES, ids=lambda path: path.name)
+def test_no_blanket_warning_filter_in_the_tests(path):
+    assert blanket_warning_filters(path.read_text()) == []
+
+
+def test_the_warning_filter_check_finds_a_blanket_filter():
+    assert blanket_warning_filters('warnings.simplefilter("ignore")\n') == [1]
+    assert blanket_warning_filters('@pytest.mark.filterwarnings("ignore")\ndef f(): pass\n') == [1]
+    assert blanket_warning_filters('warnings.filterwarnings("ignore", category=UserWarning)\n') == []
+    assert blanket_warning_filters('warnings.simplefilter("ignore", ConvergenceWarning)\n') == []
+    assert blanket_warning_filters('@pytest.mark.filterwarnings("ignore::UserWarning")\ndef f(): pass\n') == []

@@ -71,3 +71,9 @@ ESTIMATORS = [
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+def test_no_configuration_is_listed_twice():
+    # repr shows the parameters that differ from the defaults: one per configuration
+    configurations = [repr(estimator) for estimator in ESTIMATORS]
+    assert len(set(configurations)) == len(configurations)
