@@ -45,9 +45,9 @@ from sklearn.utils.validation import (
 )
 
 from ._array_api import make_array_api_aware
-from ._atomic import reads_fitted_state
+from ._foundation._atomic import reads_fitted_state
 from ._dask_dispatch import make_dask_aware
-from ._input_range import clip_to_range, feature_range, merge_ranges
+from ._foundation._input_range import clip_to_range, feature_range, merge_ranges
 
 __all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
 

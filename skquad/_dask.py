@@ -49,16 +49,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, check_array, check_is_fitted
 
-from ._input_range import feature_range, merge_ranges
-from ._memory import check_memory
-from ._reporting import progress_line, warn_user
-from ._training import (
-    choose_thread_count,
-    flush_denormals,
-    lbfgs_convergence_message,
-    limit_threads,
-    minimize_lbfgs,
-)
+from ._foundation._input_range import feature_range, merge_ranges
+from ._foundation._memory import check_memory
+from ._foundation._reporting import progress_line, warn_user
+from ._foundation._threads import choose_thread_count, flush_denormals, limit_threads
+from ._training import lbfgs_convergence_message, minimize_lbfgs
 from .linear_model._qlr_problem import LBFGS_SETTINGS, Route, Solution, check_feature_scale
 from .nn.quadratic_form import (
     QuadraticScores,

@@ -48,9 +48,10 @@ from ._dask import (
     _training_blocks,
     classes_and_weights,
 )
-from ._input_range import feature_range, merge_ranges
-from ._target_scaling import scaled_targets, scaling_from_moments
-from ._training import flush_denormals, limit_threads, thread_count
+from ._foundation._input_range import feature_range, merge_ranges
+from ._foundation._target_scaling import scaled_targets, scaling_from_moments
+from ._foundation._threads import flush_denormals, limit_threads
+from ._foundation._runtime import thread_count
 
 __all__ = ["NetworkBlocks", "fit_network_blocks"]
 

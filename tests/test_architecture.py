@@ -19,35 +19,15 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "skquad"
 ROOMS = {
     "skquad": "package",  # skquad/__init__.py only (not a prefix): re-exports the estimators
     "skquad._version": "foundation",
-    "skquad._reporting": "foundation",
-    "skquad._memory": "foundation",
-    "skquad._torch_utils": "foundation",
-    "skquad._pipeline": "foundation",
-    "skquad._rows": "foundation",
-    "skquad._blas": "foundation",
-    # the training range of the inputs and their clipping (clip_inputs): numpy and
-    # scipy only, used by the base, the Dask fits and the engine's early stopping
-    "skquad._input_range": "foundation",
-    # the network regressors' target standardization (numpy only)
-    "skquad._target_scaling": "foundation",
+    # the foundation: every room may import it; it imports no other room (ALLOWED)
+    "skquad._foundation": "foundation",
     "skquad._training": "training",
-    # the one thread policy: a foundation module (it imports no other room),
-    # used by the solvers in convex/ as by the training engine
-    "skquad._training._threads": "foundation",
-    # the L-BFGS driver's numpy engine (numpy and scipy only), which the SDP's
-    # numpy block solver in convex/ calls too
-    "skquad._training._lbfgs_compact": "foundation",
-    # the runtime policy (foundation imports only): its thread rule is read by
-    # the solvers in convex/ too
-    "skquad._training._runtime": "foundation",
     "skquad._base": "base",
-    "skquad._atomic": "base",  # the fit decorators the base's estimators use
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
     "skquad._array_api": "base",  # scikit-learn's array API dispatch around the base's methods
     "skquad._dask": "estimators",  # the data-parallel fits of QLR and QuadraticRegression
     "skquad._dask_networks": "estimators",  # the networks' data-parallel L-BFGS on Dask
     "skquad._dask_sdp": "estimators",  # the SDP estimators' squared-loss fit from lifted statistics on Dask
-    "skquad._cv_routing": "foundation",  # metadata routing of the CV estimators (scikit-learn only)
     "skquad.nn": "nn",
     "skquad.convex": "convex",
     "skquad.linear_model": "estimators",
@@ -281,7 +261,7 @@ def test_the_architecture_page_prints_this_table():
 # ``skquad/a/_b.py`` is tested in ``tests/test_a_b.py`` (leading underscores
 # dropped, the path joined with "_"), or in ``tests/test_b.py`` when no other
 # module's full name is ``b`` (``quantized/_sdp_cv.py`` -> ``test_sdp_cv.py``,
-# but ``skquad/_pipeline.py`` owns ``test_pipeline.py``, not
+# but a ``skquad/_pipeline.py`` would own ``test_pipeline.py``, not
 # ``inspection/_pipeline.py``). ``__init__`` and ``__main__`` modules are the
 # packages' doors: they are tested through the modules behind them.
 #
@@ -391,7 +371,7 @@ def test_the_convex_check_finds_a_private_import():
         "routes", "def f():\n    from skquad.convex.face_dual import _backtrack\n"
     )
     assert not private_names_across_convex_modules("routes", "from .barrier import backtrack\n")
-    assert not private_names_across_convex_modules("routes", "from .._memory import available_memory\n")
+    assert not private_names_across_convex_modules("routes", "from .._foundation._memory import available_memory\n")
 
 
 # ---------------------------------------------------------------------------

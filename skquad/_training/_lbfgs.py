@@ -26,9 +26,9 @@ import torch
 from scipy.optimize import OptimizeResult, minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import progress_line, warn_user
+from .._foundation._reporting import progress_line, warn_user
 from ._divergence import NonFiniteObjective
-from ._lbfgs_compact import minimize_compact_lbfgs
+from .._foundation._lbfgs_compact import minimize_compact_lbfgs
 
 __all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 

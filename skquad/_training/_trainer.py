@@ -11,18 +11,18 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
-from .._input_range import clip_rows, clip_to_range, feature_range
-from .._reporting import progress_line, warn_user
+from .._foundation._input_range import clip_rows, clip_to_range, feature_range
+from .._foundation._reporting import progress_line, warn_user
 from ._callbacks import SubtaskReporter
 from ._config import TrainingConfig, TrainingResult
 from ._divergence import DivergenceGuard
 from ._lbfgs import fit_trainer_lbfgs
 from ._optimizers import make_optimizer
 from ._parameters import FlatParameters
-from ._runtime import thread_count
+from .._foundation._runtime import thread_count
 from ._schedules import LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
-from ._threads import flush_denormals, limit_threads
+from .._foundation._threads import flush_denormals, limit_threads
 
 __all__ = ["Trainer"]
 

@@ -664,7 +664,7 @@ def _best_point(certify, loss, tol):
 
 
 def _compact_solution(point, start, tol, callback, verbose):
-    from .._reporting import progress_line
+    from .._foundation._reporting import progress_line
 
     iterations = point["iterations"]
     factors, rho, scores = point["factors"], point["rho"], point["scores"]

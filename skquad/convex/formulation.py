@@ -47,8 +47,8 @@ import torch
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import warn_user
-from .._rows import merge_duplicate_samples
+from .._foundation._reporting import warn_user
+from .._foundation._rows import merge_duplicate_samples
 from .certificate import dual_bound
 from .losses import dual_point, hinge_dual_point
 from .problem import LiftedData, encode_targets

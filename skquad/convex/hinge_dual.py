@@ -249,7 +249,7 @@ def solve_hinge_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=
 
 
 def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
-    from .._reporting import progress_line
+    from .._foundation._reporting import progress_line
 
     start = time.perf_counter()
     comps, C = components(data)

@@ -213,7 +213,7 @@ class _DualBarrier:
 
 
 def _solve_squared_dual(data, tol, time_limit, callback, verbose):
-    from .._reporting import progress_line
+    from .._foundation._reporting import progress_line
 
     start = time.perf_counter()
     phi = _DualBarrier(data)

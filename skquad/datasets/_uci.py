@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils import Bunch
 
-from .._reporting import warn_user
+from .._foundation._reporting import warn_user
 
 __all__ = [
     "UCI_DATASETS",

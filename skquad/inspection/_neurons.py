@@ -36,8 +36,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._memory import check_memory
-from .._pipeline import split_pipeline
+from .._foundation._memory import check_memory
+from .._foundation._pipeline import split_pipeline
 from ..nn.polarization import layer_quadratic_forms, quadratic_form_by_polarization
 from ._pipeline import input_feature_names
 

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._pipeline import split_pipeline
+from .._foundation._pipeline import split_pipeline
 
 __all__ = []
 

@@ -9,11 +9,11 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._atomic import atomic_fit
+from .._foundation._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
 from .._dask_dispatch import is_dask_collection
-from .._reporting import warn_user
-from .._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
+from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
 from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
 from ..nn.quadratic_ridge import expansion_size
@@ -206,7 +206,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Seeds ``Q_init="random"`` and the low-rank factors, and (an
         independent stream) SGD shuffling, through local torch generators
         (torch's global one is never touched; see
-        ``skquad._training._runtime``).
+        ``skquad._foundation._runtime``).
     device : {"auto", "cpu", "cuda"} or str, default="auto"
         Where torch computes; ``"auto"`` means the CPU. Learned arrays are
         numpy, so a model fitted on a GPU predicts anywhere: predictions run

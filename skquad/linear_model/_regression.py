@@ -6,11 +6,12 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._atomic import atomic_fit
+from .._foundation._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
-from .._memory import check_memory
-from .._training import limit_threads, thread_count
+from .._foundation._memory import check_memory
+from .._foundation._threads import limit_threads
+from .._foundation._runtime import thread_count
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
 from ._sparse_q import (
     SPARSE_PENALTIES,

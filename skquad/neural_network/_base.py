@@ -32,19 +32,12 @@ from scipy import sparse
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._atomic import reads_fitted_state
+from .._foundation._atomic import reads_fitted_state
 from .._base import BaseQuadraticEstimator
-from .._torch_utils import as_tensor, prediction_device, resolve_dtype
-from .._training import (
-    ParameterGroup,
-    Trainer,
-    TrainingConfig,
-    cpu_matmul_library,
-    limit_threads,
-    reporting_epochs,
-    runtime_policy,
-    thread_count,
-)
+from .._foundation._torch_utils import as_tensor, prediction_device, resolve_dtype
+from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
+from .._foundation._runtime import cpu_matmul_library, runtime_policy, thread_count
+from .._foundation._threads import limit_threads
 from ..nn import QuadraticLayer, ReducedQuadraticLayer
 from ..nn.fused import FusedNetwork
 from ..nn.losses import per_sample_loss

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier
 from .._dask_dispatch import is_dask_collection
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with

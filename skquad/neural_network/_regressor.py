@@ -11,10 +11,10 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
-from .._target_scaling import (
+from .._foundation._target_scaling import (
     fitted_target_scaling,
     scaled_targets,
     target_scaling,

@@ -9,11 +9,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
-from .._reporting import warn_user
-from .._torch_utils import to_numpy
-from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs, runtime_policy
+from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import to_numpy
+from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
+from .._foundation._runtime import runtime_policy
 from ..convex.formulation import LOSSES, network_objective
 from ..convex.lifting import InputLifting
 from ..nn.bilinear import (

@@ -11,11 +11,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._dask_dispatch import is_dask_collection
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
-from .._reporting import warn_user
-from .._training import SubtaskReporter, runtime_policy, spawn_generators
+from .._foundation._reporting import warn_user
+from .._training import SubtaskReporter
+from .._foundation._runtime import runtime_policy, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
     InputLifting,

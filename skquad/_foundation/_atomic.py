@@ -241,7 +241,7 @@ def _process_state():
     the thread policy are only consulted when already imported.
     """
     torch = sys.modules.get("torch")
-    threads = sys.modules.get("skquad._training._threads")
+    threads = sys.modules.get("skquad._foundation._threads")
     return {
         "numpy errors": np.geterr(),
         "grad mode": None if torch is None else torch.is_grad_enabled(),
@@ -257,7 +257,7 @@ def _restore_process_state(kept):
     if torch is not None:
         enabled = kept["grad mode"]
         torch.set_grad_enabled(True if enabled is None else enabled)
-    threads = sys.modules.get("skquad._training._threads")
+    threads = sys.modules.get("skquad._foundation._threads")
     if threads is not None:
         threads.restore_saved_state(kept["threads"])
 
@@ -272,7 +272,7 @@ def _deepcopy_on_one_thread(state):
     """
     if "torch" not in sys.modules:
         return copy.deepcopy(state)
-    from ._training import limit_threads
+    from ._threads import limit_threads
 
     with limit_threads(1):
         return copy.deepcopy(state)
