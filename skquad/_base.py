@@ -236,7 +236,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         module : torch.nn.Module
             Output of shape ``(n,)`` for binary problems, else ``(n, n_classes)``.
         """
-        from .export import to_torch
+        from ._foundation._late_bound import to_torch
 
         return to_torch(self, dtype=dtype)
 

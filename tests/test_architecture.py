@@ -25,9 +25,9 @@ ROOMS = {
     "skquad._base": "base",
     "skquad._dask_dispatch": "base",  # Dask collections at predict: the base's methods, blockwise
     "skquad._array_api": "base",  # scikit-learn's array API dispatch around the base's methods
-    "skquad._dask": "estimators",  # the data-parallel fits of QLR and QuadraticRegression
-    "skquad._dask_networks": "estimators",  # the networks' data-parallel L-BFGS on Dask
-    "skquad._dask_sdp": "estimators",  # the SDP estimators' squared-loss fit from lifted statistics on Dask
+    # Dask collections: the row blocks, their reductions and block-wise predictions,
+    # for any estimator (each package's data-parallel fit is its own <package>/_dask.py)
+    "skquad._dask": "base",
     "skquad.nn": "nn",
     "skquad.convex": "convex",
     "skquad.linear_model": "estimators",
@@ -75,17 +75,6 @@ PUBLIC_ONLY = {
 # The research suites may use the benchmark command's report helpers (the
 # suite contract's table and figure writers), nothing else of the command.
 RESEARCH_REPORT_HELPERS = "skquad.benchmarks._report"
-
-# Named exceptions: (module, imported module, enclosing function). The
-# estimators' ``to_torch`` is a one-line delegate to skquad.export.to_torch,
-# imported when called so that the base does not depend on export.
-EXCEPTIONS = {
-    ("skquad._base", "skquad.export", "to_torch"),
-    # A Dask collection passed to predict/score goes to the blockwise
-    # predictions of skquad._dask, imported when such a collection arrives.
-    ("skquad._dask_dispatch", "skquad._dask", "dispatch"),
-}
-
 
 def module_name(path):
     parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
@@ -172,7 +161,8 @@ def violations(name, source, is_package=False):
     for target, imported_name, function in skquad_imports(source, name, is_package):
         target_room = room_of(target)
         what = target + (f".{imported_name}" if imported_name else "")
-        if (name, target, function) in EXCEPTIONS:
+        if not _is_module(target):
+            problems.append(f"{name} imports {what}: {target} is no module of skquad")
             continue
         if target_room not in ALLOWED[room]:
             problems.append(f"{name} ({room}) imports {what} ({target_room})")
@@ -193,20 +183,6 @@ def test_module_imports_follow_the_room_table(name, path):
     assert violations(name, path.read_text(), path.name == "__init__.py") == []
 
 
-def test_the_exception_is_a_one_line_delegate():
-    # The base's only arrow to export: ``to_torch``, whose body (after its
-    # docstring) is the import and one return.
-    tree = ast.parse((PACKAGE_ROOT / "_base.py").read_text())
-    delegates = [
-        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "to_torch"
-    ]
-    assert len(delegates) == 1
-    body = delegates[0].body
-    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    assert [type(statement) for statement in body] == [ast.ImportFrom, ast.Return]
-
-
 @pytest.mark.parametrize(
     "name, source, expected",
     [
@@ -215,8 +191,11 @@ def test_the_exception_is_a_one_line_delegate():
         # inspection and export leaning on each other, even inside a function
         ("skquad.inspection._neurons", "def f():\n    from ..export._torch import to_torch\n", "(export)"),
         ("skquad.export._onnx", "from skquad.inspection import quadratic_neurons\n", "(inspection)"),
-        # the base importing export outside the to_torch delegate
-        ("skquad._base", "from .export import to_torch\n", "(export)"),
+        # the base importing export, even inside a function (to_torch is late-bound)
+        ("skquad._base", "def to_torch(self):\n    from .export import to_torch\n", "(export)"),
+        # the foundation reaching up
+        ("skquad._foundation._atomic", "from .._base import BaseQuadraticEstimator\n", "(base)"),
+        ("skquad._foundation._runtime", "from .._training import Trainer\n", "(training)"),
         # research on private code
         ("skquad.benchmarks.research._paper002", "from ..._training import Trainer\n", "(training)"),
         ("skquad.benchmarks.research._paper002", "from skquad.quantized._backprop import x\n", "private"),
@@ -224,8 +203,10 @@ def test_the_exception_is_a_one_line_delegate():
         ("skquad.benchmarks.research._qlr", "from .._protocol import run_protocol\n", "report helpers"),
         # export on an estimator's private module
         ("skquad.export._torch", "from ..quantized._common import _standardization\n", "private"),
-        # a module outside every room
+        # a module outside every room, and an import of no module (a relative import
+        # that a move left pointing nowhere)
         ("skquad.newroom.module", "", "belongs to no room"),
+        ("skquad.linear_model._dask", "def f():\n    from .linear_model import _regression\n", "no module"),
     ],
 )
 def test_the_checker_finds_forbidden_imports(name, source, expected):
@@ -234,9 +215,81 @@ def test_the_checker_finds_forbidden_imports(name, source, expected):
 
 
 def test_the_checker_accepts_the_allowed_forms():
-    assert violations("skquad._base", "def to_torch(self):\n    from .export import to_torch\n") == []
+    assert violations("skquad._base", "def to_torch(self):\n    from ._foundation._late_bound import to_torch\n") == []
     assert violations("skquad.benchmarks.research._paper002", "from .._report import markdown_table\n") == []
     assert violations("skquad.benchmarks.research._layers", "from skquad.nn import QuadraticLayer\n") == []
+
+
+def unit_of(name):
+    """The package (``skquad.linear_model``) or root module (``skquad._base``) a module is in."""
+    return ".".join(name.split(".")[:2])
+
+
+def import_graph(modules):
+    """``{(unit, unit): [(module, imported module, function), ...]}`` for every import between
+    two units of ``modules`` (``(name, source, is_package)`` triples), module- and function-level."""
+    arrows = {}
+    for name, source, is_package in modules:
+        for target, _, function in skquad_imports(source, name, is_package):
+            if unit_of(name) != unit_of(target):
+                arrows.setdefault((unit_of(name), unit_of(target)), []).append((name, target, function))
+    return arrows
+
+
+def find_cycle(edges):
+    """A list of nodes ``[a, b, ..., a]`` closing a circle in the directed ``edges``, or None."""
+    following = {}
+    for source, target in edges:
+        following.setdefault(source, set()).add(target)
+    state = {}  # node -> "open" while on the path, "done" once every path from it is known
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(following.get(node, ())):
+            if state.get(target) == "open":
+                return path[path.index(target):] + [node, target] if target in path else [node, target]
+            if target not in state and (cycle := visit(target, path + [node])):
+                return cycle
+        state[node] = "done"
+        return None
+
+    for node in sorted(following):
+        if node not in state and (cycle := visit(node, [])):
+            return cycle
+    return None
+
+
+def _package_modules():
+    return [(name, path.read_text(), path.name == "__init__.py") for name, path in _modules()]
+
+
+def test_no_circle_between_packages():
+    arrows = import_graph(_package_modules())
+    cycle = find_cycle(arrows)
+    assert cycle is None, [arrows[pair] for pair in zip(cycle, cycle[1:])]
+
+
+def test_no_circle_between_rooms_and_no_import_runs_upward():
+    # Every import follows ALLOWED (test_module_imports_follow_the_room_table), so
+    # the rooms' order is ALLOWED's: it must be acyclic, the foundation at the bottom.
+    allowed = {(room, target) for room, targets in ALLOWED.items() for target in targets if room != target}
+    assert find_cycle(allowed) is None
+    assert ALLOWED["foundation"] == {"foundation"}
+    rooms = {(room_of(a), room_of(b)) for a, b in import_graph(_package_modules()) if room_of(a) != room_of(b)}
+    assert find_cycle(rooms) is None
+
+
+def test_the_circle_check_finds_a_planted_circle():
+    modules = [
+        ("skquad._base", "from ._dask_dispatch import make_dask_aware\n", False),
+        ("skquad._dask_dispatch", "def dispatch():\n    from . import _dask\n", False),
+        ("skquad._dask", "from .linear_model._qlr_problem import Route\n", False),
+        ("skquad.linear_model._logistic", "from .._base import BaseQuadraticClassifier\n", False),
+    ]
+    cycle = find_cycle(import_graph(modules))
+    assert cycle is not None and cycle[0] == cycle[-1] and len(cycle) == 5
+    assert find_cycle(import_graph(modules[:-1])) is None
+    assert find_cycle({("a", "b"), ("b", "c"), ("c", "a")}) in (["a", "b", "c", "a"],)
 
 
 def test_the_architecture_page_prints_this_table():

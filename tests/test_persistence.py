@@ -40,7 +40,7 @@ Y_REG = Y_REG / Y_REG.std()
 # Small but real configurations of every public estimator.
 CONFIGS = SMALL_CONFIGS
 SDP_SOLUTION = "skquad.convex.solution.SDPSolution"
-# what a Dask fit of the SDP estimators keeps for resample (tests/test_dask_sdp.py)
+# what a Dask fit of the SDP estimators keeps for resample (tests/test_quantized_dask.py)
 LIFTED_STATISTICS = "skquad.convex.statistics.LiftedStatistics"
 
 

@@ -325,7 +325,7 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
     ``data_term``: the weighted mean loss computed elsewhere, in place of
     ``(X, y, sample_weight)`` (None each): ``data_term(theta) -> (loss,
     float64 gradient)`` with an attribute ``total_weight`` (the Dask route
-    sums it over row blocks on the workers, :mod:`skquad._dask_networks`).
+    sums it over row blocks on the workers, :mod:`skquad.neural_network._dask`).
     The penalty is added here, once, as for the rows in memory.
     """
     config, history = trainer.config, trainer.history

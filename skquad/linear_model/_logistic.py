@@ -321,7 +321,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     _accept_sparse = True
     _array_api_support = True
 
-    # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
+    # Dask collections: fit is data-parallel over the row blocks (linear_model/_dask.py).
     _fits_dask_collections = True
 
     _parameter_constraints = {
@@ -433,7 +433,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """
         previous = self._previous_solution() if self.warm_start else None
         if is_dask_collection(X, y, sample_weight):
-            from .._dask import logistic_training_blocks
+            from ._dask import logistic_training_blocks
 
             # validated and persisted on the workers, released after the fit
             with logistic_training_blocks(self, X, y, sample_weight) as data:
@@ -576,7 +576,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             check_sparse_settings(self, data.distributed or partial or self.solver == "sgd")
             return PROXIMAL
         if data.distributed:
-            from .._dask import DATA_PARALLEL
+            from ._dask import DATA_PARALLEL
 
             return DATA_PARALLEL
         if partial or self.solver == "sgd":

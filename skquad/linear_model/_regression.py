@@ -219,7 +219,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
     _array_api_support = True
 
     # Dask collections: the normal equations are reduced over the row blocks
-    # and solved on the driver (skquad/_dask.py).
+    # and solved on the driver (linear_model/_dask.py).
     _fits_dask_collections = True
 
     def __init__(self, alpha="auto", *, quadratic_alpha=None, penalty="l2", l1_ratio=None,
@@ -312,7 +312,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         if self.penalty != "l2":
             return self._fit_sparse(X, y, sample_weight)
         if is_dask_collection(X, y, sample_weight):
-            from .._dask import fit_quadratic_regression, gathered_if_kernel
+            from ._dask import fit_quadratic_regression, gathered_if_kernel
 
             gathered = gathered_if_kernel(self, X, y, sample_weight)
             if gathered is None:

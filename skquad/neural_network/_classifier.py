@@ -111,7 +111,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
         """
         self._architecture()  # a bad architecture is refused before the data is looked at
         if is_dask_collection(X, y, sample_weight):
-            from .._dask_networks import fit_network_blocks
+            from ._dask import fit_network_blocks
 
             # data-parallel L-BFGS over the row blocks (skquad/_dask_networks.py)
             return fit_network_blocks(self, X, y, sample_weight)

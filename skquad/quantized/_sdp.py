@@ -260,7 +260,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 f"(the compact solve on this process's CPU); got solver={self.solver!r}, "
                 f"device={self.device!r}."
             )
-        from .._dask_sdp import SDPBlocks
+        from ._dask import SDPBlocks
 
         blocks = SDPBlocks(self, X, y, sample_weight)
         try:

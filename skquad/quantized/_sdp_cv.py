@@ -179,7 +179,7 @@ class BetaPathSearchMixin:
                 "refit=True (R² from the held-out rows' statistics); accuracy needs the rows. "
                 "Fit SDPQuantizedClassifier with a chosen beta on Dask instead."
             )
-        from .._dask_sdp import SDPBlocks
+        from ._dask import SDPBlocks
         from ._sdp import _statistics_targets
 
         n_folds = 5 if self.cv is None else int(self.cv)
