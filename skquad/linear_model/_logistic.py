@@ -214,7 +214,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     n_threads : "auto" or int, default="auto"
         CPU threads of torch during fit. ``"auto"`` uses one thread for
         products under 2e8 flops (faster on small problems, see
-        ``skquad._training.choose_thread_count()``) and all of torch's
+        ``skquad._foundation._threads.choose_thread_count()``) and all of torch's
         threads above; an int fixes the count. The previous setting is
         restored after the fit, also when fits run concurrently in threads.
 
