@@ -7,7 +7,7 @@ array-api-strict or CuPy array), :func:`make_array_api_aware` (one call in
 
 * ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch
   device; the CPU for other namespaces): ``device="auto"`` means that device
-  (:func:`skquad._torch_utils.follow_device`), any other ``device`` must name
+  (:func:`skquad._foundation._torch_utils.follow_device`), any other ``device`` must name
   it, else a ValueError. The inputs reach the estimator's own validation as
   NumPy arrays (zero-copy for CPU tensors); the fitted array attributes are
   then moved to ``X``'s namespace and device, as scikit-learn's array-API
@@ -34,7 +34,7 @@ from ._dask_dispatch import FIT_METHODS, PREDICTION_METHODS, is_dask_collection,
 __all__ = ["input_namespace", "make_array_api_aware"]
 
 _MARK = "_skquad_array_api_aware"
-# A fitted attribute every estimator sets (skquad/_input_range.py): the fit's namespace.
+# A fitted attribute every estimator sets (skquad/_foundation/_input_range.py): the fit's namespace.
 _REFERENCE_ATTRIBUTE = "data_min_"
 
 def input_namespace(X):
@@ -98,7 +98,7 @@ def _training_device(estimator, xp, device):
 
     from sklearn.utils._array_api import _is_xp_namespace
 
-    from ._torch_utils import resolve_device
+    from ._foundation._torch_utils import resolve_device
 
     target = torch.device(device) if _is_xp_namespace(xp, "torch") else torch.device("cpu")
     requested = getattr(estimator, "device", "auto")
@@ -122,7 +122,7 @@ def _fit(method, name):
         if space is None:  # NumPy X: y, sample_weight (and classes) follow it
             return method(estimator, X, *map(_to_numpy, args),
                           **{key: _to_numpy(value) for key, value in kwargs.items()})
-        from ._torch_utils import follow_device
+        from ._foundation._torch_utils import follow_device
 
         xp, device = space
         target = _training_device(estimator, xp, device)

@@ -21,11 +21,11 @@ column per output.
 Atomic fit
 ----------
 Each estimator decorates its ``fit``, ``partial_fit`` and ``resample`` with
-:func:`skquad._atomic.atomic_fit`, under scikit-learn's ``@_fit_context``: the
+:func:`skquad._foundation._atomic.atomic_fit`, under scikit-learn's ``@_fit_context``: the
 method runs on a working copy, whose fitted state is published in one step at
 the end, and calls on one instance serialize. The public methods that read the
-fitted state are decorated with :func:`skquad._atomic.reads_fitted_state`, so
-they read one model throughout. See :mod:`skquad._atomic`.
+fitted state are decorated with :func:`skquad._foundation._atomic.reads_fitted_state`, so
+they read one model throughout. See :mod:`skquad._foundation._atomic`.
 """
 
 import inspect
@@ -45,9 +45,9 @@ from sklearn.utils.validation import (
 )
 
 from ._array_api import make_array_api_aware
-from ._atomic import reads_fitted_state
+from ._foundation._atomic import reads_fitted_state
 from ._dask_dispatch import make_dask_aware
-from ._input_range import clip_to_range, feature_range, merge_ranges
+from ._foundation._input_range import clip_to_range, feature_range, merge_ranges
 
 __all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
 
@@ -63,10 +63,10 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     is interrupted leaves the previously fitted model exactly as it was.
 
     Contract for subclasses: declare the ``clip_inputs`` parameter (see
-    :mod:`skquad._input_range`; the base clips in :meth:`_validate_predict_data`
+    :mod:`skquad._foundation._input_range`; the base clips in :meth:`_validate_predict_data`
     to the range its fit-side validation records); decorate ``fit``, ``partial_fit`` and
     ``resample`` with ``@_fit_context(...)`` over ``@atomic_fit`` (see
-    :mod:`skquad._atomic`), and a public method that reads the fitted state
+    :mod:`skquad._foundation._atomic`), and a public method that reads the fitted state
     with ``@reads_fitted_state``; don't call ``_init_callback_context`` (the
     root context is ``self._callback_fit_ctx`` during ``fit``/``partial_fit``;
     make per-epoch subtasks from it); don't call one decorated method from
@@ -171,7 +171,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     def _record_input_range(self, X, sample_weight, *, reset):
         """Set (``reset``) or widen ``data_min_``/``data_max_``: the range ``clip_inputs`` clips to.
 
-        Over the rows of positive weight (see :mod:`skquad._input_range`);
+        Over the rows of positive weight (see :mod:`skquad._foundation._input_range`);
         ``fit`` (and ``warm_start``) starts anew, ``partial_fit`` widens.
         """
         batch = feature_range(X, sample_weight)
@@ -236,7 +236,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         module : torch.nn.Module
             Output of shape ``(n,)`` for binary problems, else ``(n, n_classes)``.
         """
-        from .export import to_torch
+        from ._foundation._late_bound import to_torch
 
         return to_torch(self, dtype=dtype)
 

@@ -23,7 +23,7 @@ import sys
 
 from sklearn.utils._available_if import _AvailableIfDescriptor
 
-from ._atomic import fitted_view
+from ._foundation._atomic import fitted_view
 
 __all__ = ["is_dask_collection", "make_dask_aware", "wrap_methods"]
 
@@ -44,7 +44,7 @@ def is_dask_collection(*objects):
 def _prediction(method, name):
     @functools.wraps(method)
     def dispatch(estimator, X, *args, **kwargs):
-        # One model throughout, inherited ``score`` included (skquad/_atomic.py).
+        # One model throughout, inherited ``score`` included (skquad/_foundation/_atomic.py).
         estimator = fitted_view(estimator)
         if is_dask_collection(X, *args, *kwargs.values()):
             from . import _dask

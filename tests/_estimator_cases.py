@@ -1,7 +1,7 @@
 """The five classifiers, small and quick, and the state comparisons shared by the tests of the base.
 
 Used by the test modules of ``skquad/_base.py`` (atomic fit, callbacks,
-sample weights, input validation) and of ``skquad/_torch_utils.py`` (devices).
+sample weights, input validation) and of ``skquad/_foundation/_torch_utils.py`` (devices).
 """
 
 import contextlib

@@ -84,7 +84,7 @@ def thread_counts(request, monkeypatch):
     import torch
     from threadpoolctl import threadpool_limits
 
-    import skquad._training._threads as threads
+    import skquad._foundation._threads as threads
 
     n_threads = request.param
     monkeypatch.setattr(threads, "PARALLEL_FLOPS", 0.0)

@@ -1,4 +1,4 @@
-"""Fits publish in one step, concurrent fits serialize (skquad/_atomic.py).
+"""Fits publish in one step, concurrent fits serialize (skquad/_foundation/_atomic.py).
 
 The readers and writers below race for real: a refit takes tens of
 milliseconds, and before fits were published in one step a reader saw the new
@@ -23,7 +23,7 @@ from skquad import (
     QuadraticLogisticRegression,
     SDPQuantizedClassifier,
 )
-from skquad._atomic import atomic_fit
+from skquad._foundation._atomic import atomic_fit
 
 # Small settings: each fit takes a few tens of milliseconds.
 CLASSIFIERS = [

@@ -12,7 +12,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
-from skquad._atomic import atomic_fit, copy_fitted_state
+from skquad._foundation._atomic import atomic_fit, copy_fitted_state
 from skquad._base import BaseQuadraticClassifier
 
 

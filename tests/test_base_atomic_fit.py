@@ -46,7 +46,7 @@ _SKQUAD_DIR = Path(skquad.__file__).resolve().parent
 # set for every later test (a window of a few lines for a real interrupt; the
 # SDP's refit landed its halfway line there after the solver changed).
 _NOT_TRAINING = {
-    _SKQUAD_DIR / "_base.py", _SKQUAD_DIR / "_reporting.py", _SKQUAD_DIR / "_training" / "_threads.py",
+    _SKQUAD_DIR / "_base.py", _SKQUAD_DIR / "_foundation" / "_reporting.py", _SKQUAD_DIR / "_foundation" / "_threads.py",
 }
 
 

@@ -1,9 +1,9 @@
-"""skquad._blas: TRMM and SYRK through scipy's Cython BLAS pointers, against numpy."""
+"""skquad._foundation._blas: TRMM and SYRK through scipy's Cython BLAS pointers, against numpy."""
 
 import numpy as np
 import pytest
 
-from skquad._blas import gram_update, upper_product_in_place
+from skquad._foundation._blas import gram_update, upper_product_in_place
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

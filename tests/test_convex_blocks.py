@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from skquad._training import limit_threads
+from skquad._foundation._threads import limit_threads
 from skquad.convex import InputLifting, solve_relaxation
 
 

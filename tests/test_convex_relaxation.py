@@ -15,7 +15,7 @@ def _problem(seed=0, n=30, d=2):
 
 @pytest.mark.parametrize("device", ["auto", "AUTO", None, "CPU"])
 def test_auto_and_none_solve_on_the_cpu(device):
-    # the one device parser (skquad._torch_utils.resolve_device), not a copy of it
+    # the one device parser (skquad._foundation._torch_utils.resolve_device), not a copy of it
     X, y, weight = _problem()
     solution = solve_relaxation(InputLifting(), X, y, weight, loss="squared", beta=1e-2, n_outputs=1,
                                 device=device)

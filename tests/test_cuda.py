@@ -3,7 +3,7 @@
 These tests run only where torch sees a CUDA device (CI has none; they are
 run on a GPU machine before a release). Each GPU fit is compared with the
 same fit on the CPU. The initial parameters and the shuffles come from CPU
-generators (``skquad._training._runtime.spawn_generators``), so in float64 a
+generators (``skquad._foundation._runtime.spawn_generators``), so in float64 a
 GPU fit computes the CPU's arithmetic in another order: a few epochs of Adam
 or an L-BFGS run to a tight ``tol`` agree to far below the tolerances used
 here (1e-6 relative; TF32 is off by torch's default for float32 products, so

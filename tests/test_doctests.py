@@ -229,7 +229,7 @@ def test_fitted_properties_are_in_the_attributes_section():
 @pytest.mark.skipif(not DOC_DIR.exists(), reason="no doc/ folder beside the tests")
 def test_scaling_out_states_the_thread_rule_of_the_code():
     """scaling_out.rst gives n_threads="auto"'s threshold; the runtime's rule must match."""
-    from skquad._training._threads import PARALLEL_FLOPS, choose_thread_count
+    from skquad._foundation._threads import PARALLEL_FLOPS, choose_thread_count
 
     text = (DOC_DIR / "user_guide" / "scaling_out.rst").read_text(encoding="utf-8")
     match = re.search(r"about :math:`(\d+) \\times 10\^(\d+)`\s+floating-point operations", text)

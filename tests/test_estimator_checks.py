@@ -86,3 +86,9 @@ def _expected_failures(estimator):
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+def test_no_configuration_is_listed_twice():
+    # repr shows the parameters that differ from the defaults: one per configuration
+    configurations = [repr(estimator) for estimator in ESTIMATORS]
+    assert len(set(configurations)) == len(configurations)

@@ -1,4 +1,4 @@
-"""clip_inputs (skquad/_input_range.py and its use in skquad/_base.py): every estimator
+"""clip_inputs (skquad/_foundation/_input_range.py and its use in skquad/_base.py): every estimator
 clips its inputs to the training range at predict time, by default."""
 
 import numpy as np
@@ -8,7 +8,7 @@ from sklearn.base import clone, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 
 import skquad
-from skquad._input_range import clip_rows, clip_to_range, feature_range
+from skquad._foundation._input_range import clip_rows, clip_to_range, feature_range
 from _estimator_configs import SMALL_CONFIGS
 
 ALL = sorted(skquad.__all__)

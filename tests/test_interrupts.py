@@ -36,8 +36,8 @@ from skquad import (
     QuadraticRegression,
     SDPQuantizedClassifier,
 )
-from skquad._atomic import _fit_lock
-from skquad._training import _threads
+from skquad._foundation._atomic import _fit_lock
+from skquad._foundation import _threads
 
 N_INTERRUPTS = int(os.environ.get("SKQUAD_INTERRUPT_STRESS", "25"))
 

@@ -435,7 +435,7 @@ def test_verbose_prints_progress(iris, capsys):
     assert [line.split(",")[0] for line in lines] == [
         "Iteration 1", "Iteration 2", "Iteration 3", "Iteration 1", "Iteration 2"
     ]
-    # one format for both solvers (skquad._reporting.progress_line), elapsed cumulative
+    # one format for both solvers (skquad._foundation._reporting.progress_line), elapsed cumulative
     elapsed = [float(line.rsplit("elapsed = ", 1)[1].rstrip("s")) for line in lines]
     assert elapsed[0] <= elapsed[1] <= elapsed[2] and elapsed[3] <= elapsed[4]
     assert all(", loss = " in line for line in lines)
@@ -660,7 +660,7 @@ def test_concurrent_fits_leave_torch_threads_as_they_were():
 
 def test_a_fit_too_large_for_memory_is_refused_before_allocating(monkeypatch):
     # Issue 19: 10 000 features at full rank tried to allocate tens of GB.
-    import skquad._memory as memory
+    import skquad._foundation._memory as memory
 
     monkeypatch.setattr(memory, "available_memory", lambda: 2**28)  # 256 MiB
     X = np.zeros((20, 2_000))

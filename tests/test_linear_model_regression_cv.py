@@ -187,7 +187,7 @@ def test_refusals_name_the_parameter():
 
 
 def test_too_large_a_decomposition_is_refused_before_allocating(monkeypatch):
-    import skquad._memory as memory
+    import skquad._foundation._memory as memory
 
     monkeypatch.setattr(memory, "available_memory", lambda: 1000)
     X, y = np.random.RandomState(0).randn(30, 3), np.arange(30.0)

@@ -1,4 +1,4 @@
-"""skquad._memory: the one memory check (refuse before allocating, name the parameter)."""
+"""skquad._foundation._memory: the one memory check (refuse before allocating, name the parameter)."""
 
 import builtins
 import os
@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from skquad import _memory
-from skquad._memory import available_memory, check_memory
+from skquad._foundation import _memory
+from skquad._foundation._memory import available_memory, check_memory
 
 GiB = 2**30
 
@@ -100,9 +100,9 @@ def test_the_estimators_refuse_through_this_check(monkeypatch):
 
 def _small_budget(monkeypatch, n_bytes=8 * 2**20):
     """Pretend only ``n_bytes`` are available, so the refusals are cheap to reach."""
-    import skquad._memory
+    import skquad._foundation._memory
 
-    monkeypatch.setattr(skquad._memory, "available_memory", lambda: n_bytes)
+    monkeypatch.setattr(skquad._foundation._memory, "available_memory", lambda: n_bytes)
 
 
 def _wide_data(n=30, d=60):

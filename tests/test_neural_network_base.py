@@ -281,7 +281,7 @@ def test_network_too_large_for_memory_is_refused_naming_the_parameter():
     rng = np.random.RandomState(0)
     X, y = rng.randn(50, 8), np.arange(50) % 10
     clf = QNNClassifier(hidden_layer_sizes=(20000,), max_iter=1)
-    # MemoryError, as every estimator's memory refusal (skquad._memory.check_memory)
+    # MemoryError, as every estimator's memory refusal (skquad._foundation._memory.check_memory)
     with pytest.raises(MemoryError, match=r"hidden_layer_sizes=\(20000,\).*GiB.*quadratic_layers"):
         clf.fit(X, y)
 

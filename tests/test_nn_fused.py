@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from skquad import QNNClassifier, RPQNNClassifier
-from skquad._torch_utils import make_generator
-from skquad._training import limit_threads
+from skquad._foundation._torch_utils import make_generator
+from skquad._foundation._threads import limit_threads
 from skquad.nn import QuadraticLayer
 from skquad.nn.fused import FusedNetwork, supports_fused
 from skquad.nn.losses import per_sample_loss
@@ -14,7 +14,7 @@ from skquad.nn.network import new_network
 
 
 # The torch step, and the numpy step with numpy's or torch's matrix products
-# (skquad._training._runtime.cpu_matmul_library picks one per CPU vendor).
+# (skquad._foundation._runtime.cpu_matmul_library picks one per CPU vendor).
 BACKENDS = ["torch", "numpy", "numpy-torch-matmul"]
 
 

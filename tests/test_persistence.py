@@ -40,7 +40,7 @@ Y_REG = Y_REG / Y_REG.std()
 # Small but real configurations of every public estimator.
 CONFIGS = SMALL_CONFIGS
 SDP_SOLUTION = "skquad.convex.solution.SDPSolution"
-# what a Dask fit of the SDP estimators keeps for resample (tests/test_dask_sdp.py)
+# what a Dask fit of the SDP estimators keeps for resample (tests/test_quantized_dask.py)
 LIFTED_STATISTICS = "skquad.convex.statistics.LiftedStatistics"
 
 
@@ -308,7 +308,7 @@ def test_trusted_types_lists_exactly_what_skquad_files_hold():
 def _crafted_file(monkeypatch):
     """A fitted model's skops file whose instance attribute ``_raw_scores``
     (a method's name) holds a skquad module function, replaced by a spy."""
-    import skquad._memory
+    import skquad._foundation._memory
 
     calls = []
 
@@ -316,8 +316,8 @@ def _crafted_file(monkeypatch):
         calls.append(args)
         return np.zeros((len(args[0]), 1)) if args else None
 
-    spy.__module__, spy.__qualname__, spy.__name__ = "skquad._memory", "available_memory", "available_memory"
-    monkeypatch.setattr(skquad._memory, "available_memory", spy)
+    spy.__module__, spy.__qualname__, spy.__name__ = "skquad._foundation._memory", "available_memory", "available_memory"
+    monkeypatch.setattr(skquad._foundation._memory, "available_memory", spy)
     model = _make("QuadraticRegression")
     model.fit(X_REG, Y_REG)
     model.__dict__["_raw_scores"] = spy
@@ -334,7 +334,7 @@ def test_a_file_with_a_function_in_an_instance_attribute_is_refused(monkeypatch)
 
     data, calls = _crafted_file(monkeypatch)
     untrusted = sio.get_untrusted_types(data=data)
-    assert "skquad._memory.available_memory" in untrusted
+    assert "skquad._foundation._memory.available_memory" in untrusted
     assert not set(untrusted) <= set(trusted_types())
     # a user who trusts everything the file asks for is still protected
     with pytest.raises(ValueError, match="_raw_scores"):

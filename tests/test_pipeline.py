@@ -1,4 +1,4 @@
-"""skquad._pipeline: the estimator at the end of a Pipeline, and the steps before it."""
+"""skquad._foundation._pipeline: the estimator at the end of a Pipeline, and the steps before it."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures, StandardScaler
 
 from skquad import QuadraticLogisticRegression
-from skquad._pipeline import split_pipeline
+from skquad._foundation._pipeline import split_pipeline
 
 
 def _data():

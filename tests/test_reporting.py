@@ -1,4 +1,4 @@
-"""skquad._reporting: warnings point at the user's line; one verbose line format."""
+"""skquad._foundation._reporting: warnings point at the user's line; one verbose line format."""
 
 import inspect
 import warnings
@@ -12,14 +12,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import skquad
-from skquad._reporting import progress_line, warn_user
+from skquad._foundation._reporting import progress_line, warn_user
 
 # A toy estimator compiled as if it were a module of skquad, so that its frames
 # count as library frames, as those of the real estimators do.
 _TOY_SOURCE = """
 import numpy as np
 from skquad._base import BaseQuadraticClassifier
-from skquad._reporting import warn_user
+from skquad._foundation._reporting import warn_user
 from sklearn.exceptions import ConvergenceWarning
 
 

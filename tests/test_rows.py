@@ -1,10 +1,10 @@
-"""skquad._rows: merging duplicate rows changes no weighted objective (the one merge, used by _training and convex)."""
+"""skquad._foundation._rows: merging duplicate rows changes no weighted objective (the one merge, used by _training and convex)."""
 
 import numpy as np
 import pytest
 import scipy.sparse
 
-from skquad._rows import merge_duplicate_samples
+from skquad._foundation._rows import merge_duplicate_samples
 
 
 def _data():
@@ -84,7 +84,7 @@ def test_two_dimensional_real_targets_are_part_of_the_row():
 def test_ranks_are_lexicographic_on_both_paths(monkeypatch, one_sort):
     # one pass per column (0) or the tied rows in one sort: the same dense
     # ranks as numpy's own lexicographic unique, with -0.0 equal to 0.0
-    import skquad._rows as rows_module
+    import skquad._foundation._rows as rows_module
 
     monkeypatch.setattr(rows_module, "_ONE_SORT_NUMBERS", one_sort)
     rng = np.random.RandomState(3)

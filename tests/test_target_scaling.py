@@ -3,7 +3,7 @@
 import numpy as np
 from numpy.testing import assert_allclose
 
-from skquad._target_scaling import (
+from skquad._foundation._target_scaling import (
     scaled_targets,
     scaling_from_moments,
     target_scaling,

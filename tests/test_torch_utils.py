@@ -1,4 +1,4 @@
-"""skquad._torch_utils: generators, devices, dtypes and numpy <-> torch conversion."""
+"""skquad._foundation._torch_utils: generators, devices, dtypes and numpy <-> torch conversion."""
 
 import pickle
 import warnings
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from skquad._torch_utils import (
+from skquad._foundation._torch_utils import (
     as_tensor,
     make_generator,
     prediction_device,

@@ -26,13 +26,13 @@ BOXES = {
     "benchmarks": ((11.55, 9.2), "benchmarks/\nrun_benchmark, the CLI"),
     "inspection": ((1.7, 7.2), "inspection/\nquadrics, interactions"),
     "export": ((4.9, 7.2), "export/\nto_torch, ONNX"),
-    "estimators": ((9.0, 7.2), "linear_model/  neural_network/\nquantized/  _dask.py"),
+    "estimators": ((9.0, 7.2), "linear_model/  neural_network/\nquantized/"),
     "datasets": ((15.0, 7.2), "datasets/\nUCI, generators"),
-    "base": ((6.6, 5.0), "_base.py  _atomic.py\n_dask_dispatch.py\nvalidation, atomic fit, predict"),
-    "training": ((11.4, 5.0), "_training/\nthe engine: runtime policy,\nloop, optimizers, L-BFGS"),
+    "base": ((6.6, 5.0), "_base.py  _array_api.py\n_dask_dispatch.py  _dask.py\nvalidation, dispatch, predict"),
+    "training": ((11.4, 5.0), "_training/\nthe engine: loop,\noptimizers, L-BFGS"),
     "nn": ((6.6, 2.8), "nn/\ntorch layers, fused pass,\nquadratic forms"),
     "convex": ((11.4, 2.8), "convex/\nSDP: lifting, solvers,\ncertificate, sampling"),
-    "foundation": ((9.0, 0.9), "foundation:  _torch_utils   _reporting   _memory   _rows   _pipeline   _training/_threads   _version"),
+    "foundation": ((9.0, 0.9), "_foundation/:  runtime policy   threads   memory   reporting   rows   atomic fit   torch   BLAS"),
 }
 WIDTH = {
     "estimators": 3.9, "foundation": 12.6, "base": 3.6, "research": 3.7, "benchmarks": 3.1, "inspection": 2.9,

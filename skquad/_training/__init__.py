@@ -7,13 +7,11 @@ package does the training, with one contract for all of them: batches drawn
 with a local generator, the optimizers (MLPClassifier's SGD and Adam, scipy's
 L-BFGS-B), learning-rate schedules, penalties, the stopping rule, the
 divergence guard, ConvergenceWarnings, progress lines, scikit-learn callbacks,
-device and thread handling.
+device and thread handling (decided by the foundation's runtime policy,
+:mod:`skquad._foundation._runtime`).
 
 Modules
 -------
-``_runtime``     :func:`runtime_policy` -> :class:`RuntimePolicy`: the dtype, device,
-                 generators, thread count and memory check of one fit;
-                 :func:`cpu_matmul_library`: torch's or numpy's CPU products.
 ``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
 ``_trainer``     :class:`Trainer`: the epoch loop, stopping, early stopping.
 ``_optimizers``  :class:`SGDOptimizer`, :class:`AdamOptimizer`: MLP's update rules.
@@ -21,12 +19,7 @@ Modules
 ``_divergence``  :class:`DivergenceGuard`: the blow-up test, recovery and warning.
 ``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text;
                  :func:`fit_trainer_lbfgs`: the Trainer's full-batch fit on it.
-``_lbfgs_compact`` ``minimize_compact_lbfgs``: the driver's numpy engine
-                 (``engine="compact"``, QLR's; a foundation module, for the SDP's block
-                 solver too).
 ``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".
-``_threads``     :func:`limit_threads`, :func:`choose_thread_count`,
-                 :func:`flush_denormals`: the one thread and denormal policy.
 ``_callbacks``   :func:`reporting_epochs` (how every estimator attaches its fit's
                  callbacks), :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
 ``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
@@ -92,9 +85,9 @@ rate by 5 instead, until it is at most 1e-6. Running out of ``max_iter``
 warns "Stochastic Optimizer: Maximum iterations (N) reached and the
 optimization hasn't converged yet."; L-BFGS warns with scikit-learn's
 "lbfgs failed to converge" text, naming ``max_iter`` or ``max_fun``, whichever
-stopped it. Every warning goes through :func:`skquad._reporting.warn_user`
+stopped it. Every warning goes through :func:`skquad._foundation._reporting.warn_user`
 (it points at the user's line) and every verbose line through
-:func:`skquad._reporting.progress_line` (``elapsed`` counts from the start of
+:func:`skquad._foundation._reporting.progress_line` (``elapsed`` counts from the start of
 the ``fit`` call).
 
 Callbacks
@@ -153,53 +146,27 @@ from ._config import SOLVERS, ParameterGroup, TrainingConfig, TrainingResult
 from ._divergence import DivergenceGuard
 from ._lbfgs import lbfgs_convergence_message, minimize_lbfgs
 from ._optimizers import AdamOptimizer, SGDOptimizer, make_optimizer
-from ._runtime import (
-    RuntimePolicy,
-    compute_dtype,
-    cpu_matmul_library,
-    runtime_policy,
-    spawn_generators,
-    thread_count,
-)
-from .._rows import merge_duplicate_samples  # the one merge, shared with convex/
 from ._schedules import SCHEDULES, LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
-from ._threads import (
-    PARALLEL_FLOPS,
-    choose_thread_count,
-    flush_denormals,
-    limit_threads,
-)
 from ._trainer import Trainer
 
 __all__ = [
     "AdamOptimizer",
     "DivergenceGuard",
-    "RuntimePolicy",
     "SGDOptimizer",
     "callback_data",
-    "compute_dtype",
-    "cpu_matmul_library",
     "make_optimizer",
     "reporting_epochs",
-    "runtime_policy",
-    "spawn_generators",
-    "thread_count",
-    "PARALLEL_FLOPS",
     "SCHEDULES",
     "SOLVERS",
     "LearningRateSchedule",
     "ParameterGroup",
     "SparseRows",
-    "merge_duplicate_samples",
     "SubtaskReporter",
     "Trainer",
     "TrainingConfig",
     "TrainingResult",
-    "choose_thread_count",
-    "flush_denormals",
     "is_sparse_rows",
     "lbfgs_convergence_message",
-    "limit_threads",
     "minimize_lbfgs",
 ]

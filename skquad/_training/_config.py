@@ -52,7 +52,7 @@ class TrainingConfig:
     ``learning_rate`` ("constant", "invscaling", "adaptive", for sgd only) with
     ``power_t``. ``batch_size=None`` means ``min(200, n_samples)``
     (MLPClassifier's "auto"). ``n_threads="auto"`` chooses a CPU thread count
-    from the work per step (:func:`~skquad._training.choose_thread_count`); an
+    from the work per step (:func:`~skquad._foundation._threads.choose_thread_count`); an
     int fixes it. ``stratify`` makes the early-stopping validation split
     stratified on ``y``; ``clip_validation_inputs`` clips its inputs to the
     range of the training part's rows of positive weight, as the estimator's

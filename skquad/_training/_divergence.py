@@ -13,7 +13,7 @@ import math
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import warn_user
+from .._foundation._reporting import warn_user
 
 __all__ = ["DivergenceGuard", "NonFiniteObjective", "divergence_message"]
 

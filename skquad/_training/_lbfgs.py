@@ -26,9 +26,9 @@ import torch
 from scipy.optimize import OptimizeResult, minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import progress_line, warn_user
+from .._foundation._reporting import progress_line, warn_user
 from ._divergence import NonFiniteObjective
-from ._lbfgs_compact import minimize_compact_lbfgs
+from .._foundation._lbfgs_compact import minimize_compact_lbfgs
 
 __all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 
@@ -325,7 +325,7 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
     ``data_term``: the weighted mean loss computed elsewhere, in place of
     ``(X, y, sample_weight)`` (None each): ``data_term(theta) -> (loss,
     float64 gradient)`` with an attribute ``total_weight`` (the Dask route
-    sums it over row blocks on the workers, :mod:`skquad._dask_networks`).
+    sums it over row blocks on the workers, :mod:`skquad.neural_network._dask`).
     The penalty is added here, once, as for the rows in memory.
     """
     config, history = trainer.config, trainer.history
@@ -374,8 +374,8 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
         if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
             # No value/gradient pair describes an overflowed point: scipy's
             # line search cannot interpolate through inf, and a zero
-            # gradient was read as convergence (issue 19: X * 1e80 gave an
-            # all-zero model, "converged"). Stop; the best point is restored
+            # gradient would read as convergence (an all-zero model,
+            # "converged"). Stop; the best point is restored
             # below and the fit reported as diverged.
             raise NonFiniteObjective
         if loss < best["loss"]:

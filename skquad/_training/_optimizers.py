@@ -11,7 +11,7 @@ scale their step differently (ReLinear's quadratic groups).
 
 ``state()`` / ``load_state()`` move a rule's running state (momentum buffers,
 Adam's moments and step count) to and from plain numpy, so that a saved model
-continues training exactly as the live one would (issue 22): no torch object
+continues training exactly as the live one would: no torch object
 enters a pickle.
 """
 

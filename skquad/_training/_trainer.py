@@ -11,18 +11,18 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
-from .._input_range import clip_rows, clip_to_range, feature_range
-from .._reporting import progress_line, warn_user
+from .._foundation._input_range import clip_rows, clip_to_range, feature_range
+from .._foundation._reporting import progress_line, warn_user
 from ._callbacks import SubtaskReporter
 from ._config import TrainingConfig, TrainingResult
 from ._divergence import DivergenceGuard
 from ._lbfgs import fit_trainer_lbfgs
 from ._optimizers import make_optimizer
 from ._parameters import FlatParameters
-from ._runtime import thread_count
+from .._foundation._runtime import thread_count
 from ._schedules import LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
-from ._threads import flush_denormals, limit_threads
+from .._foundation._threads import flush_denormals, limit_threads
 
 __all__ = ["Trainer"]
 
@@ -98,9 +98,9 @@ class Trainer:
 
         A plain deep copy clones each ``nn.Parameter`` on its own (torch's
         ``Parameter.__deepcopy__``), so the copy's optimizer would step the
-        copied flat buffer while its module kept the old weights: a
-        ``partial_fit`` on an atomic fit's working copy then never learned
-        (issue 19). The parameters are re-bound to the copied buffers.
+        copied flat buffer while its module kept the old weights (a
+        ``partial_fit`` on an atomic fit's working copy would never learn).
+        The parameters are re-bound to the copied buffers.
         """
         copied = type(self).__new__(type(self))
         memo[id(self)] = copied
@@ -220,7 +220,7 @@ class Trainer:
         shuffling generator's state, the divergence guard's reference loss and
         best snapshot, and the step and sample counts. An estimator saves it with its
         numpy weights, so that ``partial_fit`` after a pickle, joblib or skops
-        round trip continues exactly as the live model would (issue 22), with
+        round trip continues exactly as the live model would, with
         no torch object in the saved file. The parameters themselves are not
         included: the estimator stores them already.
         """

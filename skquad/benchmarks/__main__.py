@@ -298,7 +298,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     command = "python -m skquad.benchmarks" + ("" if not argv else " " + shlex.join(argv))
 
-    from .._torch_utils import resolve_device
+    from .._foundation._torch_utils import resolve_device
 
     try:
         resolve_device(args.device)

@@ -36,7 +36,7 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._torch_utils import resolve_device
+from .._foundation._torch_utils import resolve_device
 from ._report import thread_limit  # noqa: F401 (the command's one thread rule, shared with the suites)
 from ..datasets import (
     REGRESSION_DATASETS,

@@ -299,7 +299,7 @@ def machine_description(command, wall_time=None, device="auto", threads=0, finge
     import sklearn
     import torch
 
-    from .._torch_utils import resolve_device
+    from .._foundation._torch_utils import resolve_device
 
     try:
         used_device = str(resolve_device(device))
@@ -431,7 +431,7 @@ def prepare_output_dir(path):
 def thread_limit(threads):
     """Limit torch's and the BLAS/OpenMP pools' threads to ``threads``; 0 or None: no limit.
 
-    The training engine's own policy (:func:`skquad._training.limit_threads`),
+    The training engine's own policy (:func:`skquad._foundation._threads.limit_threads`),
     so that a benchmark run and the fits inside it agree on thread counts, plus
     the OpenMP pools of compiled baselines (HistGradientBoosting's): left at the
     core count on a busy machine, their spinning threads slow single fits by
@@ -441,7 +441,7 @@ def thread_limit(threads):
 
     from threadpoolctl import threadpool_limits
 
-    from .._training import limit_threads
+    from .._foundation._threads import limit_threads
 
     stack = contextlib.ExitStack()
     # ceiling: the estimators' automatic thread rule counts from the process's
@@ -457,7 +457,7 @@ def active_thread_limit():
 
     For the research suites' child processes, which do not inherit the limit.
     """
-    from .._training._threads import thread_ceiling
+    from .._foundation._threads import thread_ceiling
 
     # The ceiling is the --threads value (None for the libraries' defaults), not
     # torch's current count, which would turn "no limit" into a BLAS limit in the

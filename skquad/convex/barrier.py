@@ -141,7 +141,7 @@ def lmi_terms(S, comps, C, pair_out=None):
     Returns ``tr(S⁻¹ L_i)`` (n,), ``tr(S⁻¹ L_i S⁻¹ L_j)`` (n x n),
     ``(S⁻¹ L_i S⁻¹)_jj`` (n x p) and ``S⁻¹``. ``pair_out``: an n x n array
     the bilinear lifting's pair term is written to (a fresh n x n array costs
-    its page faults: at n = 690, 7 ms a call against 2.5 ms in place).
+    its page faults on every call).
     """
     S_inv = np.linalg.inv(S)
     S_inv = 0.5 * (S_inv + S_inv.T)

@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from .._training._runtime import thread_count
-from .._training._threads import limit_threads
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from .routes import first_route
 from .solution import SDPSolution, relative_gap
 

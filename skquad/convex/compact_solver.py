@@ -13,10 +13,8 @@ times √2, so that ``⟨A, B⟩ = svec(A)ᵀ svec(B)``), ``Φ_i = svec(L(x_i))`
 So each block is a convex quadratic program over two ``p x p`` PSD cones
 with ``diag(P + N) = ρ 1``, of size ``m = p (p + 1) / 2`` whatever the
 number of samples. Clarabel (an interior-point solver) solves it to about
-1e-8 in 10 to 20 iterations; the design note
-(``shared/design/sdp-small-and-many-class.md``) measured certified gaps of
-1e-6 to 1e-5 in 0.01 to 0.6 s on iris, wine and breast cancer, where the
-factor solver needs seconds to certify 1e-4. It pays while the dense
+1e-8 in 10 to 20 iterations and certifies gaps of 1e-6 to 1e-5 on iris,
+wine and breast cancer well before the factor solver certifies 1e-4. It pays while the dense
 ``m x m`` matrix ``G`` is small: ``routes.compact_applies`` says when.
 
 The hinge losses are linear programs in the scores: with one slack ``ξ_i``
@@ -30,16 +28,15 @@ smoothed hinge stalls short of ``tol`` at small ``beta``; this form has no
 smoothing.
 
 The many-class (multinomial) logistic loss couples the blocks through the
-softmax, so the factor solver ran them jointly in torch (iris: 550 L-BFGS
-iterations and 1.5 s of ``torch.optim.LBFGS`` set-up on a first fit). Its
+softmax, so the factor solver runs them jointly in torch (hundreds of
+L-BFGS iterations on iris). Its
 compact form is a joint problem in exponential cones (``_solve_logistic``):
 ``logsumexp(f_i) - f_iy <= τ_i`` if and only if ``Σ_k exp(f_ik - f_iy - τ_i)
 <= 1``, ``K`` cones per sample. Its certificate's dual point is the conic
 dual's multiplier of the score rows ``f = 2 Φ d`` divided by ``w_i`` (at the
 optimum ``l'(f)``), which stays accurate where the loss is flat and the scores
 are not. The binary logistic loss has the same form (terms ``0`` and ``-y_i
-f_i``) but is not chosen by default: its numpy block solver is faster
-(breast cancer: 1.3 s against 6.7 s).
+f_i``) but is not chosen by default: its numpy block solver is faster.
 
 The interior-point solution is only nearly feasible, so it is never reported
 as is: its ``P`` and ``N`` are factored (positive eigenvalues only), the
@@ -83,8 +80,7 @@ def _block_problem(G, b_k, penalty, p, rows, cols):
     P, svec N)``: a quarter of the dense entries to factor. ``P`` is not a
     variable: its cone rows are ``-(d + svec N) + s = 0``, so neither ``P``'s
     ``m`` variables nor the ``m`` equality rows ``d = svec(P - N)`` enter the
-    KKT matrix (wine, m = 105, three blocks on one thread: 0.073 s against
-    0.095 s with ``P`` a variable, the same iterations and optimum to 1e-8).
+    KKT matrix (the same iterations and optimum as with ``P`` a variable).
     ``G`` is dense, so its upper triangle is taken by numpy (scipy 1.18
     deprecates ``scipy.sparse.triu`` on a dense array). Use
     :func:`_block_solution` to read ``(svec P, svec N)`` from ``x``.
@@ -168,8 +164,8 @@ def _solve_blocks(problem, B, p, settings):
 
     The blocks differ only in the linear term's ``d`` part, so one Clarabel
     solver is set up and its linear term updated from block to block (its
-    equilibration and KKT structure are kept: wine's three blocks, 0.059 s
-    against 0.054 s, the same iterations, solutions equal to 4e-9); a block
+    equilibration and KKT structure are kept: the same iterations, and the
+    solutions equal to rounding); a block
     the updated solver does not solve gets a fresh one. ``settings``:
     Clarabel settings that differ from ``_clarabel_solver``'s.
     """
@@ -668,7 +664,7 @@ def _best_point(certify, loss, tol):
 
 
 def _compact_solution(point, start, tol, callback, verbose):
-    from .._reporting import progress_line
+    from .._foundation._reporting import progress_line
 
     iterations = point["iterations"]
     factors, rho, scores = point["factors"], point["rho"], point["scores"]

@@ -49,10 +49,10 @@ import time
 import numpy as np
 import torch
 
-from .._reporting import progress_line
-from .._training._lbfgs_compact import minimize_compact_lbfgs
-from .._training._runtime import thread_count
-from .._training._threads import limit_threads
+from .._foundation._reporting import progress_line
+from .._foundation._lbfgs_compact import minimize_compact_lbfgs
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from .certificate import align_factor, dual_bound, golden_minimum, squared_loss_rho
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
 from .losses import (
@@ -317,7 +317,7 @@ def _grow(state, certificate, tiny_rho, max_rank):
 
 def threads_for(work, device):
     """One torch and one BLAS thread where the runtime policy gives a step of
-    ``work`` multiply-adds one thread (:func:`~skquad._training._runtime.thread_count`;
+    ``work`` multiply-adds one thread (:func:`~skquad._foundation._runtime.thread_count`;
     restored afterwards), else the threads as they are. numpy's BLAS too: the
     certificate's eigendecompositions, the interior points and the face dual run there."""
     single = thread_count("auto", device, work) == 1
@@ -379,7 +379,7 @@ def _solve_factored(
         ``iteration``, ``objective``, ``lower_bound``, ``gap`` (relative),
         ``rank`` and ``elapsed`` (seconds); returning True stops the solver.
     verbose : int, default=0
-        Print one :func:`~skquad._reporting.progress_line` per chunk.
+        Print one :func:`~skquad._foundation._reporting.progress_line` per chunk.
     chunk_size : int, default=50
         L-BFGS iterations between two certificates.
     history_size : int, default=30

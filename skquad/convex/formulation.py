@@ -47,8 +47,8 @@ import torch
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import warn_user
-from .._rows import merge_duplicate_samples
+from .._foundation._reporting import warn_user
+from .._foundation._rows import merge_duplicate_samples
 from .certificate import dual_bound
 from .losses import dual_point, hinge_dual_point
 from .problem import LiftedData, encode_targets
@@ -99,14 +99,13 @@ def default_solver(loss="squared", n_lifted=None, n_outputs=1):
     ``covariance="sdp"``.)
 
     SCS (first order) for the squared and logistic losses and for the binary
-    hinge loss: on Bartan & Pilanci's UCI problems it is 2x to 17x faster than
-    CLARABEL (median of 3 solves; ionosphere, p = 35: 0.36 s against 6.3 s
-    for the squared loss), and the gap grows with ``p``. The multiclass
+    hinge loss: on Bartan & Pilanci's UCI problems it is several times faster
+    than CLARABEL, and the gap grows with ``p``. The multiclass
     (Crammer-Singer) hinge loss is much harder for SCS (thousands of
-    iterations: 300 s against CLARABEL's 72 s on the 4-class vehicle data,
-    p = 19), so with more than one output and up to ``p = 20`` it goes to
+    iterations), so with more than one output and up to ``p = 20`` it goes to
     CLARABEL (interior point), which also gives the more accurate certificate.
-    Measured by ``python -m skquad.benchmarks --suite speed``.
+    ``python -m skquad.benchmarks --suite speed`` measures both (figures in
+    the CHANGELOG).
 
     Parameters
     ----------

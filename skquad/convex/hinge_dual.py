@@ -53,12 +53,12 @@ also tries padding the diagonal instead). Its objective is the reported
 upper bound; the solve stops when the certified relative gap is at most
 ``tol``.
 
-**Measured.** On these problems the barrier closes the gap sublinearly near
+**The face primal.** On these problems the barrier closes the gap sublinearly near
 the end (it halved per fourfold ``tau`` on credit-approval: the optimum is
 not strictly complementary), and ``S±⁻¹ / tau`` lags the dual. So once the
 bound has settled, the primal restricted to the faces of ``S±⁻¹`` (small
 ``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
-(``_face_primal()``, 0.4 s at credit-approval's ranks 9 + 9): its point,
+(``_face_primal()``): its point,
 made exactly feasible as above, certified ``tol`` where the barrier's own
 point stalled at 4e-4 to 3e-3. When it applies: ``skquad.convex.routes``.
 """
@@ -241,15 +241,15 @@ def solve_hinge_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=
         ``n_iter`` counts Newton steps.
     """
     # One torch and one BLAS thread up to a mid-sized Newton system (the
-    # project's rule, threads_for): at n = 350 two threads on the busy
-    # machine made each 385 x 385 solve 100x slower.
+    # project's rule, threads_for): on a busy machine a second thread makes
+    # each solve many times slower.
     n = data.target.shape[0]
     with threads_for((n + data.n_lifted) ** 3 // 3, data.features.device):
         return _solve_hinge_dual(data, tol, time_limit, callback, verbose)
 
 
 def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
-    from .._reporting import progress_line
+    from .._foundation._reporting import progress_line
 
     start = time.perf_counter()
     comps, C = components(data)

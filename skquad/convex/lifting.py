@@ -247,7 +247,7 @@ class QuadraticNetwork:
 
         Computed in row batches whose ``(rows, 3 n_neurons)`` intermediates take
         about ``PREDICT_BATCH_BYTES``, as ``predict`` does, so that memory does
-        not grow with the rows (issue 19).
+        not grow with the rows.
         """
         X = np.asarray(X, dtype=np.float64)
         output_weights = np.asarray(self.output_weights, dtype=np.float64)

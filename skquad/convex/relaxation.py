@@ -17,8 +17,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import warn_user
-from .._torch_utils import resolve_device
+from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import resolve_device
 from .blocks import solve_blocks
 from .compact_solver import solve_compact_statistics
 from .factor_solver import FACTOR_SOLVER_OPTIONS, start_columns_per_sign

@@ -21,7 +21,7 @@ import contextvars
 import dataclasses
 from collections.abc import Callable
 
-from .._memory import available_memory
+from .._foundation._memory import available_memory
 from .compact_solver import solve_compact
 from .factor_solver import solve_factored, solve_squared_block, threads_for
 from .hinge_dual import solve_hinge_dual

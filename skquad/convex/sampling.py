@@ -148,7 +148,7 @@ def sample_sign_pairs(K, n_neurons, generator):
     generator : torch.Generator
         CPU generator of the standard normal draws. The estimators pass the
         one their fit's runtime policy derives from ``random_state``
-        (``skquad._training._runtime``); no global generator is used.
+        (``skquad._foundation._runtime``); no global generator is used.
 
     Returns
     -------

@@ -74,8 +74,8 @@ import scipy.linalg.blas
 import scipy.linalg.lapack
 from scipy.special import expit, softmax
 
-from .._training._runtime import thread_count
-from .._training._threads import limit_threads
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
 

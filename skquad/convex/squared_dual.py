@@ -31,9 +31,7 @@ system has ``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the
 diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)``
 (``barrier.lmi_terms``, ``O(n² p)`` to form and
 ``O(n³)`` to factor): about 30 steps, against the factor solver's hundreds of
-L-BFGS iterations and its face duals (credit-approval's block, 690 rows,
-``p = 47``, one thread: 0.33 s against 0.75 s, 0.31 s of it in two face
-duals).
+L-BFGS iterations and its face duals.
 
 **The primal point.** Stationarity in ``lam`` and ``mu`` at the centre reads
 ``t_i + lam_i / 2 = 2 ⟨L_i, S+⁻¹ - S-⁻¹⟩ / tau`` and ``diag(S+⁻¹ + S-⁻¹) =
@@ -215,7 +213,7 @@ class _DualBarrier:
 
 
 def _solve_squared_dual(data, tol, time_limit, callback, verbose):
-    from .._reporting import progress_line
+    from .._foundation._reporting import progress_line
 
     start = time.perf_counter()
     phi = _DualBarrier(data)

@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils import Bunch
 
-from .._reporting import warn_user
+from .._foundation._reporting import warn_user
 
 __all__ = [
     "UCI_DATASETS",
@@ -354,8 +354,7 @@ def load_uci(name, *, data_home=None, return_X_y=False, as_frame=False, target=N
     y = y.cat.rename_categories([str(category) for category in y.cat.categories])
     if y.isna().any():
         keep = ~y.isna().to_numpy()
-        # A row without a target cannot be trained or scored on; say so (issue 19:
-        # they were dropped silently).
+        # A row without a target cannot be trained or scored on; drop it and say so.
         warn_user(
             f"{name!r}: {int((~keep).sum())} of {keep.shape[0]} rows have no value of "
             f"the target {str(y.name)!r} and were dropped.",

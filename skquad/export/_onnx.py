@@ -253,7 +253,6 @@ def _convert(scope, operator, container):
     elif classes.dtype.kind in "OUS":
         class_values = graph.const(np.array([str(c) for c in classes], dtype=object), object)
     else:
-        # Issue 19: say why, and what to do.
         raise TypeError(
             f"ONNX export supports integer or string class labels, but {type(estimator).__name__}"
             f" was fitted on labels of dtype {classes.dtype}: an ONNX classifier's label "

@@ -14,7 +14,7 @@ import torch
 from sklearn.base import is_regressor
 from torch import nn
 
-from .._pipeline import split_pipeline
+from .._foundation._pipeline import split_pipeline
 from ..convex.lifting import collapse_replicas
 from ..nn.layers import layer_from_numpy_state
 

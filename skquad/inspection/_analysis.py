@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._neurons import quadratic_neurons
-from .._pipeline import split_pipeline
+from .._foundation._pipeline import split_pipeline
 from ._quadric import analyze_quadric
 
 __all__ = ["quadric_analysis", "to_raw_units"]

@@ -16,7 +16,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._memory import check_memory
+from .._foundation._memory import check_memory
 from ._quadratic_form import quadratic_form, score_input
 
 __all__ = ["LocalContributions", "local_contributions"]

@@ -36,8 +36,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._memory import check_memory
-from .._pipeline import split_pipeline
+from .._foundation._memory import check_memory
+from .._foundation._pipeline import split_pipeline
 from ..nn.polarization import layer_quadratic_forms, quadratic_form_by_polarization
 from ._pipeline import input_feature_names
 
@@ -238,7 +238,7 @@ def quadratic_neurons(estimator, *, layer=None, which=None, feature_names=None):
     is_network = hasattr(final, "layers_")
     is_quantized = hasattr(final, "U_") and hasattr(final, "V_")
     # An argument that does not apply to this estimator is an error, not
-    # ignored (issue 19: which="bogus", layer=99 passed silently).
+    # ignored (which="bogus" or layer=99 would otherwise pass silently).
     if layer is not None:
         if not is_network:
             raise ValueError(

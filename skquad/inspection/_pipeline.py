@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._pipeline import split_pipeline
+from .._foundation._pipeline import split_pipeline
 
 __all__ = []
 
@@ -42,7 +42,7 @@ def transform_to_estimator_input(estimator, X):
     preprocessing, final = split_pipeline(estimator)
     if preprocessing is not None:
         X = preprocessing.transform(X)
-    # The estimator's own input check, as predict runs it (issue 19): a
+    # The estimator's own input check, as predict runs it: a
     # DataFrame whose columns come in another order than at fit is refused with
     # scikit-learn's message, not read as the wrong features.
     validate_data(final, X, reset=False, accept_sparse=True, dtype=None,

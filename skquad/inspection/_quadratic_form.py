@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._pipeline import split_pipeline
+from .._foundation._pipeline import split_pipeline
 from ._neurons import _score_names, quadratic_neurons
 from ._pipeline import input_feature_names, transform_to_estimator_input
 

@@ -214,8 +214,8 @@ def analyze_quadric(Q, w, b, *, level=0.0, feature_names=None, name="quadric", t
     d = Q.shape[0]
     if Q.shape != (d, d) or w.shape != (d,):
         raise ValueError(f"Q must be (d, d) and w (d,), got {Q.shape} and {w.shape}.")
-    # eigh of a NaN matrix answers NaN eigenvalues, read below as "constant"
-    # (issue 19): a non-finite quadric has no type.
+    # eigh of a NaN matrix answers NaN eigenvalues, read below as "constant":
+    # a non-finite quadric has no type.
     for name, value in (("Q", Q), ("w", w), ("b", b), ("level", level)):
         if not np.all(np.isfinite(np.asarray(value, dtype=np.float64))):
             raise ValueError(

@@ -9,11 +9,11 @@ from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._atomic import atomic_fit
+from .._foundation._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier
 from .._dask_dispatch import is_dask_collection
-from .._reporting import warn_user
-from .._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
+from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
 from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
 from ..nn.quadratic_ridge import expansion_size
@@ -206,7 +206,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Seeds ``Q_init="random"`` and the low-rank factors, and (an
         independent stream) SGD shuffling, through local torch generators
         (torch's global one is never touched; see
-        ``skquad._training._runtime``).
+        ``skquad._foundation._runtime``).
     device : {"auto", "cpu", "cuda"} or str, default="auto"
         Where torch computes; ``"auto"`` means the CPU. Learned arrays are
         numpy, so a model fitted on a GPU predicts anywhere: predictions run
@@ -214,7 +214,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     n_threads : "auto" or int, default="auto"
         CPU threads of torch during fit. ``"auto"`` uses one thread for
         products under 2e8 flops (faster on small problems, see
-        ``skquad._training.choose_thread_count()``) and all of torch's
+        ``skquad._foundation._threads.choose_thread_count()``) and all of torch's
         threads above; an int fixes the count. The previous setting is
         restored after the fit, also when fits run concurrently in threads.
 
@@ -321,7 +321,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     _accept_sparse = True
     _array_api_support = True
 
-    # Dask collections: fit is data-parallel over the row blocks (skquad/_dask.py).
+    # Dask collections: fit is data-parallel over the row blocks (linear_model/_dask.py).
     _fits_dask_collections = True
 
     _parameter_constraints = {
@@ -433,7 +433,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """
         previous = self._previous_solution() if self.warm_start else None
         if is_dask_collection(X, y, sample_weight):
-            from .._dask import logistic_training_blocks
+            from ._dask import logistic_training_blocks
 
             # validated and persisted on the workers, released after the fit
             with logistic_training_blocks(self, X, y, sample_weight) as data:
@@ -488,8 +488,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         )
         previous = None if first_call else self._previous_solution()
         if previous is not None and not self._previous_fits(previous, X.shape[1]):
-            # Issue 19: a changed rank used to restart training silently (n_iter_,
-            # t_ and loss_curve_ reset); like the networks, refuse and say how.
+            # A changed rank cannot continue the fitted model (restarting would
+            # reset n_iter_, t_ and loss_curve_ silently); like the networks, refuse.
             fitted_rank = None if previous["vectors"] is None else previous["vectors"].shape[2]
             raise ValueError(
                 f"rank={self.rank!r} differs from the fitted model's rank={fitted_rank!r}: "
@@ -576,7 +576,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
             check_sparse_settings(self, data.distributed or partial or self.solver == "sgd")
             return PROXIMAL
         if data.distributed:
-            from .._dask import DATA_PARALLEL
+            from ._dask import DATA_PARALLEL
 
             return DATA_PARALLEL
         if partial or self.solver == "sgd":

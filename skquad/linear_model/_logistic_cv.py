@@ -21,7 +21,7 @@ from sklearn.utils.metadata_routing import (
 )
 from sklearn.utils.validation import _check_method_params
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier
 from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
 from ._logistic import QuadraticLogisticRegression

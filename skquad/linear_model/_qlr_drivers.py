@@ -12,16 +12,10 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import progress_line, warn_user
-from .._rows import duplicate_groups
-from .._training import (
-    SubtaskReporter,
-    Trainer,
-    TrainingConfig,
-    callback_data,
-    limit_threads,
-    reporting_epochs,
-)
+from .._foundation._reporting import progress_line, warn_user
+from .._foundation._rows import duplicate_groups
+from .._training import SubtaskReporter, Trainer, TrainingConfig, callback_data, reporting_epochs
+from .._foundation._threads import limit_threads
 from ..nn.quadratic_dual import dual_to_primal, kernel_newton_logistic
 from ..nn.quadratic_form import (
     QuadraticScores,

@@ -13,9 +13,9 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from .._reporting import warn_user
-from .._torch_utils import to_numpy
-from .._training import RuntimePolicy, runtime_policy
+from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import to_numpy
+from .._foundation._runtime import RuntimePolicy, runtime_policy
 from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
 from ..nn.quadratic_form import log_loss_per_sample, low_rank_to_dense, quadratic_penalty
 

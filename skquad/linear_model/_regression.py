@@ -6,11 +6,12 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._atomic import atomic_fit
+from .._foundation._atomic import atomic_fit
 from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
-from .._memory import check_memory
-from .._training import limit_threads, thread_count
+from .._foundation._memory import check_memory
+from .._foundation._threads import limit_threads
+from .._foundation._runtime import thread_count
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
 from ._sparse_q import (
     SPARSE_PENALTIES,
@@ -233,7 +234,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
     _array_api_support = True
 
     # Dask collections: the normal equations are reduced over the row blocks
-    # and solved on the driver (skquad/_dask.py).
+    # and solved on the driver (linear_model/_dask.py).
     _fits_dask_collections = True
 
     def __init__(self, alpha="auto", *, quadratic_alpha=None, penalty="l2", l1_ratio=None,
@@ -328,7 +329,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         if self.penalty != "l2":
             return self._fit_sparse(X, y, sample_weight)
         if is_dask_collection(X, y, sample_weight):
-            from .._dask import fit_quadratic_regression, gathered_if_kernel
+            from ._dask import fit_quadratic_regression, gathered_if_kernel
 
             gathered = gathered_if_kernel(self, X, y, sample_weight)
             if gathered is None:
@@ -339,8 +340,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         solver = self._choose_solver(*X.shape, allowed)
         check_regression_memory(solver, expansion_size(X.shape[1], allowed), *Y.shape)
         alpha, quadratic_alpha = self._penalties(X, Y, sample_weight)
-        # numpy's BLAS under the project's one thread rule: small products on
-        # two threads ran 10-100x slower than on one on a loaded 2-core machine.
+        # numpy's BLAS under the project's one thread rule: small products run
+        # slower on two threads than on one when the cores are busy.
         n, D = X.shape[0], expansion_size(X.shape[1], allowed)
         flops = 2.0 * n * min(n, D) * (min(n, D) if solver == "kernel" else D)
         # (numpy computes here: the runtime policy's thread rule, for BLAS)
@@ -431,7 +432,7 @@ def check_finite_solution(estimator, coefficients, intercept, X):
     """Refuse coefficients that overflowed, naming the cause and the remedy."""
     if not (np.all(np.isfinite(coefficients)) and np.all(np.isfinite(intercept))):
         # The normal equations hold degree-4 products of the features:
-        # entries beyond ~1e77 overflow them (issue 19: NaN coefficients).
+        # entries beyond ~1e77 overflow them into NaN coefficients.
         raise ValueError(
             f"{type(estimator).__name__} could not fit X: its largest entry, "
             f"{float(abs(X).max()):.3g}, overflows the degree-4 products of the "

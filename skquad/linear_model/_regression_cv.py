@@ -11,11 +11,11 @@ from sklearn.utils import check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metadata_routing import _routing_enabled
 
-from .._atomic import atomic_fit
-from .._cv_routing import splitter_params, splitter_router
+from .._foundation._atomic import atomic_fit
+from .._foundation._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor
-from .._memory import check_memory
-from .._training import choose_thread_count, limit_threads
+from .._foundation._memory import check_memory
+from .._foundation._threads import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import (
     QuadraticRidgeLeaveOneOut,
     coefficients_to_model,

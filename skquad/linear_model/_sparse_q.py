@@ -19,7 +19,7 @@ import numpy as np
 from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
 
-from .._reporting import warn_user
+from .._foundation._reporting import warn_user
 from ..nn.quadratic_ridge import _pairs_of
 
 __all__ = ["SPARSE_PENALTIES", "LogisticLoss", "SparsePenalty", "SquaredLoss", "alpha_grid",

@@ -32,19 +32,12 @@ from scipy import sparse
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._atomic import reads_fitted_state
+from .._foundation._atomic import reads_fitted_state
 from .._base import BaseQuadraticEstimator
-from .._torch_utils import as_tensor, prediction_device, resolve_dtype
-from .._training import (
-    ParameterGroup,
-    Trainer,
-    TrainingConfig,
-    cpu_matmul_library,
-    limit_threads,
-    reporting_epochs,
-    runtime_policy,
-    thread_count,
-)
+from .._foundation._torch_utils import as_tensor, prediction_device, resolve_dtype
+from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
+from .._foundation._runtime import cpu_matmul_library, runtime_policy, thread_count
+from .._foundation._threads import limit_threads
 from ..nn import QuadraticLayer, ReducedQuadraticLayer
 from ..nn.fused import FusedNetwork
 from ..nn.losses import per_sample_loss
@@ -126,7 +119,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
     _array_api_support = True
 
     # Dask collections: solver="lbfgs" fits data-parallel over the row blocks
-    # (skquad/_dask_networks.py); the stochastic solvers stream through
+    # (skquad/neural_network/_dask.py); the stochastic solvers stream through
     # dask-ml's Incremental and partial_fit.
     _fits_dask_collections = True
 
@@ -421,7 +414,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X.
 
         ``X`` may be Dask row blocks (a class with ``distributed = True``,
-        :mod:`skquad._dask_networks`), which run the trainer's L-BFGS themselves
+        :mod:`skquad.neural_network._dask`), which run the trainer's L-BFGS themselves
         (``y``, ``sample_weight``: None).
         """
         if getattr(type(X), "distributed", False):
@@ -519,7 +512,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         batch = min(X.shape[0], 200 if self.batch_size == "auto" else self.batch_size)
         if self.solver_ == "lbfgs":
             batch = X.largest_block if blocks else X.shape[0]
-        # dtype, device, threads, generators: decided once, here (skquad._training._runtime)
+        # dtype, device, threads, generators: decided once, here (skquad._foundation._runtime)
         policy = runtime_policy(
             X.dtype,
             dtype=self.dtype,

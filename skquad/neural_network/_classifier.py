@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier
 from .._dask_dispatch import is_dask_collection
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
@@ -111,9 +111,9 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
         """
         self._architecture()  # a bad architecture is refused before the data is looked at
         if is_dask_collection(X, y, sample_weight):
-            from .._dask_networks import fit_network_blocks
+            from ._dask import fit_network_blocks
 
-            # data-parallel L-BFGS over the row blocks (skquad/_dask_networks.py)
+            # data-parallel L-BFGS over the row blocks (skquad/neural_network/_dask.py)
             return fit_network_blocks(self, X, y, sample_weight)
         if self.warm_start and hasattr(self, "layers_") and not np.array_equal(self.classes_, unique_labels(y)):
             # Checked before validation overwrites classes_.

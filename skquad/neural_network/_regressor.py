@@ -11,10 +11,10 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from .._dask_dispatch import is_dask_collection
-from .._target_scaling import (
+from .._foundation._target_scaling import (
     fitted_target_scaling,
     scaled_targets,
     target_scaling,
@@ -135,9 +135,9 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         """
         self._architecture()  # a bad architecture is refused before the data is looked at
         if is_dask_collection(X, y, sample_weight):
-            from .._dask_networks import fit_network_blocks
+            from ._dask import fit_network_blocks
 
-            # data-parallel L-BFGS over the row blocks (skquad/_dask_networks.py)
+            # data-parallel L-BFGS over the row blocks (skquad/neural_network/_dask.py)
             return fit_network_blocks(self, X, y, sample_weight)
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=True)
         new_network = not (self.warm_start and hasattr(self, "layers_"))

@@ -79,7 +79,7 @@ class NumpyStep:
     matmul : {"numpy", "torch"}, default="numpy"
         Which library computes the matrix products (2-D, the step's bulk
         arithmetic); everything else runs in numpy. Which is faster depends
-        on the CPU (:func:`skquad._training._runtime.cpu_matmul_library`).
+        on the CPU (:func:`skquad._foundation._runtime.cpu_matmul_library`).
     """
 
     def __init__(self, layers, output, matmul="numpy"):

@@ -96,7 +96,7 @@ class FusedNetwork:
         ``inputs``) and uses torch otherwise (GPU, sparse batches, other dtypes).
     matmul : {"numpy", "torch"}, default="numpy"
         The numpy step's library for matrix products (the estimators pass
-        :func:`skquad._training._runtime.cpu_matmul_library`'s choice).
+        :func:`skquad._foundation._runtime.cpu_matmul_library`'s choice).
     """
 
     def __init__(self, module, output, inputs=None, backend="auto", matmul="numpy"):

@@ -193,7 +193,7 @@ class _QuadraticLayerBase(nn.Module):
         Parameters
         ----------
         generator : torch.Generator, default=None
-            Local random generator (see :func:`skquad._torch_utils.make_generator`);
+            Local random generator (see :func:`skquad._foundation._torch_utils.make_generator`);
             None uses torch's global one, as torch.nn.Linear does.
         relinear : bool, default=True
             True: the ReLinear start of Fan et al., where the quadratic part is

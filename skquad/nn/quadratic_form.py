@@ -51,8 +51,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._blas import gram_update, upper_product_in_place
-from .._memory import available_memory
+from .._foundation._blas import gram_update, upper_product_in_place
+from .._foundation._memory import available_memory
 
 __all__ = [
     "QuadraticScores",
@@ -83,7 +83,7 @@ _SCRATCH_ELEMENTS = 1 << 24
 
 # Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers
 # (4 MB in float32), so that memory stays the data plus O(chunk d) per thread
-# rather than an n x d scratch (issue 23), and a chunk and its scratch stay in
+# rather than an n x d scratch, and a chunk and its scratch stay in
 # the cache for the pass's six reads, two threads' worth in a 32 MB L3; the
 # BLAS rates do not depend on the chunk's rows.
 _CPU_CHUNK_ELEMENTS = 1 << 20
@@ -398,7 +398,7 @@ def _half_upper_mask(n_features, dtype):
 def _upper_halves(Q):
     """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved.
 
-    C order, as :func:`skquad._blas.upper_product_in_place` reads it. One
+    C order, as :func:`skquad._foundation._blas.upper_product_in_place` reads it. One
     product with a cached mask (``np.triu`` would build its mask each call).
     """
     mask = _half_upper_mask(Q.shape[-1], Q.dtype)
@@ -418,7 +418,7 @@ class _ChunkTerms:
     """One part's sums over its row chunks: the loss and the gradients' data terms.
 
     ``grad_Q[k]`` holds ``X^T diag(r_k) X``: both triangles, equal up to
-    rounding (GEMM), or its upper one (SYRK, :func:`skquad._blas.gram_update`),
+    rounding (GEMM), or its upper one (SYRK, :func:`skquad._foundation._blas.gram_update`),
     until :func:`_symmetrised` copies the upper triangle to the lower one.
     """
 
@@ -594,7 +594,7 @@ def _one_blas_thread(n_workers):
     """
     if n_workers <= 1:
         return contextlib.nullcontext()
-    from .._training._threads import limit_threads  # (the foundation's thread policy)
+    from .._foundation._threads import limit_threads  # (the foundation's thread policy)
 
     # Through the policy's bookkeeping, in the calling thread: the smallest
     # open request is in force, and only one live thread may change
@@ -631,7 +631,7 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     (:func:`_add_chunk_terms`); the chunks are grouped into at most
     ``_CPU_PARTS`` contiguous parts (one per thread on more threads) that
     torch's thread count of threads (the runtime policy's,
-    :func:`skquad._training._runtime.thread_count`) take in turn, each part
+    :func:`skquad._foundation._runtime.thread_count`) take in turn, each part
     summed into its own gradient and the parts added in order: the same
     numbers on any thread count up to ``_CPU_PARTS``. The memory is the data
     and the parameters, plus one chunk of scratch per thread (``scratch``: a

@@ -9,11 +9,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
-from .._reporting import warn_user
-from .._torch_utils import to_numpy
-from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs, runtime_policy
+from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import to_numpy
+from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
+from .._foundation._runtime import runtime_policy
 from ..convex.formulation import LOSSES, network_objective
 from ..convex.lifting import InputLifting
 from ..nn.bilinear import (
@@ -55,7 +56,7 @@ def _bilinear_trainer(
 
     The training half of the backprop estimators, on inputs already lifted
     (``Z`` of width ``n_lifted``), under the fit's decided
-    :class:`~skquad._training.RuntimePolicy` (dtype, device, threads, the
+    :class:`~skquad._foundation._runtime.RuntimePolicy` (dtype, device, threads, the
     initialization and shuffling generators). The step applied to the first
     layer is ``learning_rate_init * m_k / curvature``; ``initial`` is a
     starting ``(U, V)`` (None draws ``N(0, I / p)`` rows from the policy's
@@ -163,7 +164,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             )
         p = self._lifting().n_lifted(X.shape[1])
         batch = min(self.batch_size or 200, X.shape[0])
-        # dtype, device, threads, generators: decided once (skquad._training._runtime)
+        # dtype, device, threads, generators: decided once (skquad._foundation._runtime)
         policy = runtime_policy(
             X.dtype,
             dtype=self.dtype,

@@ -3,10 +3,10 @@
 import numpy as np
 from sklearn.base import _fit_context
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
-from .._reporting import warn_user
-from .._target_scaling import (
+from .._foundation._reporting import warn_user
+from .._foundation._target_scaling import (
     fitted_target_scaling,
     scaled_targets,
     target_scaling,

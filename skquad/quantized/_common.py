@@ -4,7 +4,7 @@
 import numpy as np
 
 from .._base import labels_from_scores
-from .._memory import check_memory as _check_memory
+from .._foundation._memory import check_memory as _check_memory
 from ..convex.formulation import default_solver, installed_solvers
 from ..convex.lifting import PREDICT_BATCH_BYTES
 

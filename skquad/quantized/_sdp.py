@@ -11,11 +11,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._atomic import atomic_fit, reads_fitted_state
+from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._dask_dispatch import is_dask_collection
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
-from .._reporting import warn_user
-from .._training import SubtaskReporter, runtime_policy, spawn_generators
+from .._foundation._reporting import warn_user
+from .._training import SubtaskReporter
+from .._foundation._runtime import runtime_policy, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
     InputLifting,
@@ -133,7 +134,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         if is_dask_collection(X, y, sample_weight):
             return self._fit_dask(X, y, sample_weight)
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
-        # The one runtime policy (skquad._training._runtime): a bad or missing
+        # The one runtime policy (skquad._foundation._runtime): a bad or missing
         # device is refused here, before any work; the first layer is drawn
         # from its generator. The SDP computes in float64 whatever the input.
         policy = runtime_policy(
@@ -242,7 +243,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         """``fit`` on Dask collections: the squared loss from its sufficient statistics.
 
         Two passes over the rows on the workers (the inputs' moments, then the
-        lifted statistics: :mod:`skquad._dask_sdp`); the solve, its
+        lifted statistics: :mod:`skquad.quantized._dask`); the solve, its
         certificate, the sampling and the second layer's refit then read only
         the statistics (:mod:`skquad.convex.statistics`), on this process.
         """
@@ -259,7 +260,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 f"(the compact solve on this process's CPU); got solver={self.solver!r}, "
                 f"device={self.device!r}."
             )
-        from .._dask_sdp import SDPBlocks
+        from ._dask import SDPBlocks
 
         blocks = SDPBlocks(self, X, y, sample_weight)
         try:

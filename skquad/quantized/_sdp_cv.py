@@ -18,10 +18,10 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
-from .._atomic import atomic_fit
+from .._foundation._atomic import atomic_fit
 from .._dask_dispatch import is_dask_collection
-from .._cv_routing import splitter_params, splitter_router
-from .._reporting import warn_user
+from .._foundation._cv_routing import splitter_params, splitter_router
+from .._foundation._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
@@ -181,7 +181,7 @@ class BetaPathSearchMixin:
                 "refit=True (R² from the held-out rows' statistics); accuracy needs the rows. "
                 "Fit SDPQuantizedClassifier with a chosen beta on Dask instead."
             )
-        from .._dask_sdp import SDPBlocks
+        from ._dask import SDPBlocks
         from ._sdp import _statistics_targets
 
         n_folds = 5 if self.cv is None else int(self.cv)

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from .._atomic import reads_fitted_state
+from .._foundation._atomic import reads_fitted_state
 from .._base import BaseQuadraticRegressor
 from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
 

@@ -4,8 +4,8 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.validation import _check_sample_weight
 
-from .._atomic import atomic_fit
-from .._cv_routing import splitter_params
+from .._foundation._atomic import atomic_fit
+from .._foundation._cv_routing import splitter_params
 from .._dask_dispatch import is_dask_collection
 from ._sdp_cv import BetaPathSearchMixin, beta_search_constraints
 from ._sdp_regressor import SDPQuantizedRegressor

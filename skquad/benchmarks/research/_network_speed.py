@@ -31,7 +31,7 @@ its floor: 3.6 MFLOP each, at the machine's rate on both libraries. On the
 CPU :class:`skquad.nn.fused.FusedNetwork` now steps on numpy views of the same
 tensors (numpy's ufuncs dispatch in about 1 us): forward 250 us, backward 329
 us, loss 70 us in the same setting. Its matrix products go to whichever library
-is faster on the CPU's vendor (:func:`skquad._training._runtime.cpu_matmul_library`):
+is faster on the CPU's vendor (:func:`skquad._foundation._runtime.cpu_matmul_library`):
 numpy's OpenBLAS took 0.64x torch's MKL time for the gradient product on the
 AMD EPYC, MKL 0.52x OpenBLAS's on an Intel Xeon.
 

@@ -9,30 +9,30 @@ these five things:
   ``partial_fit``); else float32 for float32 input and float64 for anything
   else, as scikit-learn's ``LogisticRegression`` and ``MLPClassifier`` do. The
   fitted arrays keep that dtype.
-* **device** (:func:`skquad._torch_utils.resolve_device`, the one device
+* **device** (:func:`skquad._foundation._torch_utils.resolve_device`, the one device
   parser): ``"auto"`` and None are the CPU; CUDA without CUDA is a clear error
   at fit. The estimators record the device they fitted on (``device_``) and
   predict there (the CPU where it is missing, see
-  :func:`skquad._torch_utils.prediction_device`).
+  :func:`skquad._foundation._torch_utils.prediction_device`).
 * **generators** (:func:`spawn_generators`): ``random_state`` is drawn from
   once (a ``RandomState`` instance advances once per fit). The draw seeds the
-  initialization generator (as :func:`skquad._torch_utils.make_generator`
+  initialization generator (as :func:`skquad._foundation._torch_utils.make_generator`
   does, so models drawn from a given ``random_state`` stay the same) and a
   :class:`numpy.random.SeedSequence`, whose spawned child seeds the generator
   for shuffling and the validation split. Two generators seeded with the same
-  number draw identical streams (QLR's shuffles used to repeat its initial
+  number draw identical streams (the shuffles would repeat the initial
   weights' normal draws); the child's stream is independent of its root's.
   ``partial_fit`` call number ``k`` takes the child ``k``, so every call
   shuffles anew, reproducibly.
 * **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; on a
   GPU torch's CPU threads are left alone; else
-  :func:`~skquad._training._threads.choose_thread_count` on the work of one
+  :func:`~skquad._foundation._threads.choose_thread_count` on the work of one
   step, which the estimator measures in flops.
 * **CPU matrix products** (:func:`cpu_matmul_library`): which library
   multiplies the networks' CPU batches (:class:`skquad.nn.fused.FusedNetwork`),
   torch's MKL on Intel CPUs, numpy's BLAS elsewhere.
 * **memory** (:meth:`RuntimePolicy.require_memory`, through
-  :func:`skquad._memory.check_memory`): an estimate of the big allocations,
+  :func:`skquad._foundation._memory.check_memory`): an estimate of the big allocations,
   refused with a :class:`MemoryError` that names the parameter to change.
 """
 
@@ -43,8 +43,8 @@ import platform
 import numpy as np
 import torch
 
-from .._memory import check_memory
-from .._torch_utils import resolve_device, resolve_dtype, seed_from
+from ._memory import check_memory
+from ._torch_utils import resolve_device, resolve_dtype, seed_from
 from ._threads import choose_thread_count
 
 __all__ = [
@@ -87,7 +87,7 @@ def spawn_generators(random_state, n=2, *, call=0):
     Parameters
     ----------
     random_state : int, RandomState instance or None
-        Drawn from once (:func:`skquad._torch_utils.seed_from`).
+        Drawn from once (:func:`skquad._foundation._torch_utils.seed_from`).
     n : int, default=2
         How many generators: the first (initialization) is seeded with the
         draw itself, the others with the children of a
@@ -152,13 +152,9 @@ def cpu_matmul_library():
     torch's CPU products are MKL's; numpy's are its own BLAS (OpenBLAS in the
     wheels, as scikit-learn's ``MLPClassifier`` uses). Which is faster at a
     tabular network's shapes depends on the CPU, and deterministically on its
-    vendor: MKL runs its tuned kernels on Intel processors only. Measured at
-    the QNN step's shapes (process CPU time, one thread, torch 2.11-2.13 with
-    MKL, numpy with OpenBLAS 0.3.31-0.3.34): on an Intel Xeon, torch took
-    0.52x numpy's time for the quadratic layer's 300 x 200 x 30 gradient
-    product in float64 (0.60x in float32), 0.67-0.76x for 200 x 100 x 100
-    products and 0.52x for the 200 x 64 x 30 hidden layer; on an AMD EPYC,
-    1.57x, 1.14x, 1.23-1.29x and 1.43x. The rule is the vendor's, so it is
+    vendor: MKL runs its tuned kernels on Intel processors only (torch is
+    faster on Intel, numpy's OpenBLAS on AMD; figures in the CHANGELOG). The
+    rule is the vendor's, so it is
     decided once per process and the same machine always computes the same
     numbers (a timing-based choice could change a fit's rounding between
     runs).

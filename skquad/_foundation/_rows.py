@@ -81,7 +81,7 @@ def _lexicographic_ranks(blocks, rows_of):
     with another take part: on continuous data every row is alone after one
     or two columns. Memory is O(n) indices, where ``np.unique(rows, axis=0)``
     copies the rows (in a common dtype: float64 for float32 features) and
-    sorts the copy (issue 23).
+    sorts the copy.
 
     The rows still tied are refined in one lexsort over all the columns left
     once they and those columns are few (``_ONE_SORT_NUMBERS``): a pass per

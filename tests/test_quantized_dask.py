@@ -1,4 +1,4 @@
-"""The SDP estimators' squared-loss fit on Dask collections (skquad/_dask_sdp.py).
+"""The SDP estimators' squared-loss fit on Dask collections (skquad/quantized/_dask.py).
 
 The fit reads the rows only through their lifted statistics, summed over the
 blocks in float64, and solves, certifies and refits from them as the
@@ -18,7 +18,7 @@ from skquad import (
     SDPQuantizedRegressor,
     SDPQuantizedRegressorCV,
 )
-from skquad._dask_sdp import _fold_of
+from skquad.quantized._dask import _fold_of
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")

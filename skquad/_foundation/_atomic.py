@@ -94,7 +94,7 @@ def _not_fitted_names(cls):
     """Names in ``__dict__`` that are not fitted state: parameters, callbacks."""
     names = cls.__dict__.get("_not_fitted_state_cache")
     if names is None:
-        # Cached per class: inspect.signature costs ~0.1 ms per call.
+        # Cached per class: inspect.signature is slow next to a small fit.
         names = CALLBACK_ATTRIBUTES.union(cls._get_param_names())
         cls._not_fitted_state_cache = names
     return names
@@ -241,7 +241,7 @@ def _process_state():
     the thread policy are only consulted when already imported.
     """
     torch = sys.modules.get("torch")
-    threads = sys.modules.get("skquad._training._threads")
+    threads = sys.modules.get("skquad._foundation._threads")
     return {
         "numpy errors": np.geterr(),
         "grad mode": None if torch is None else torch.is_grad_enabled(),
@@ -257,7 +257,7 @@ def _restore_process_state(kept):
     if torch is not None:
         enabled = kept["grad mode"]
         torch.set_grad_enabled(True if enabled is None else enabled)
-    threads = sys.modules.get("skquad._training._threads")
+    threads = sys.modules.get("skquad._foundation._threads")
     if threads is not None:
         threads.restore_saved_state(kept["threads"])
 
@@ -267,14 +267,12 @@ def _deepcopy_on_one_thread(state):
 
     A fitted network's state holds many small tensors (weights, optimizer
     state, workspaces). torch parallelizes each storage copy over its threads,
-    and waking them costs more than the copy: a 12,000-element float64 tensor
-    took 8 ms to deep-copy on 2 threads of a loaded machine and 0.05 ms on one
-    (a partial_fit's copy: 96 ms against 1 ms). torch is only consulted when
+    and waking them costs more than the copy. torch is only consulted when
     it is already imported (no tensor can be in the state otherwise).
     """
     if "torch" not in sys.modules:
         return copy.deepcopy(state)
-    from ._training import limit_threads
+    from ._threads import limit_threads
 
     with limit_threads(1):
         return copy.deepcopy(state)

@@ -1,9 +1,9 @@
-"""How much memory a fit may take, asked in one place (issue 19).
+"""How much memory a fit may take, asked in one place.
 
 The estimators estimate their big allocations before making them and refuse
 clearly when the estimate exceeds :func:`available_memory`; the quantized
 networks, the quadratic networks and quadratic logistic regression all ask
-here. (The training runtime's memory budget, when it lands, takes this over.)
+here.
 """
 
 import os

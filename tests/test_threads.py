@@ -1,4 +1,4 @@
-"""Tests of the thread and denormal policy (skquad._training._threads)."""
+"""Tests of the thread and denormal policy (skquad._foundation._threads)."""
 
 import threading
 import time
@@ -6,13 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from skquad._training import (
-    PARALLEL_FLOPS,
-    choose_thread_count,
-    flush_denormals,
-    limit_threads,
-)
-from skquad._training._threads import _denormals_are_flushed
+from skquad._foundation._threads import PARALLEL_FLOPS, choose_thread_count, flush_denormals, limit_threads
+from skquad._foundation._threads import _denormals_are_flushed
 
 
 def test_limit_threads_restores_and_heuristic():
@@ -87,7 +82,7 @@ def test_flush_denormals_is_scoped():
 def test_blas_limits_limits_and_restores_from_its_cached_scan():
     from threadpoolctl import threadpool_info
 
-    from skquad._training._threads import blas_limits
+    from skquad._foundation._threads import blas_limits
 
     def blas_threads():
         return [entry["num_threads"] for entry in threadpool_info() if entry["user_api"] == "blas"]

@@ -7,7 +7,7 @@ layer's refit read the rows only through weighted sums of the lifted inputs
 ``m = p (p + 1) / 2``). So, with :mod:`skquad._dask`'s block machinery:
 
 * the row blocks are validated where they live, labels encoded (classifiers,
-  as :mod:`skquad._dask_networks` does) and persisted on the workers;
+  as for the networks) and persisted on the workers;
 * one pass for the inputs' weighted moments (the standardization; merged
   exactly, Chan's pairwise update) and range;
 * one pass for the lifted statistics of the standardized rows, per block in
@@ -27,21 +27,19 @@ import dask
 import numpy as np
 from sklearn.base import is_classifier
 
-from ._dask import (
-    _check_total_weight,
-    _checked_classifier_block,
-    _persisted_blocks,
-    _set_input_attributes,
-    _training_blocks,
+from .._dask import (
+    check_rows,
+    check_total_weight,
+    checked_classifier_block,
+    checked_regressor_block,
+    classifier_rows,
+    merge_regressor_statistics,
+    persisted_blocks,
+    regressor_statistics,
+    set_input_attributes,
+    training_blocks,
 )
-from ._dask_networks import (
-    _check_rows,
-    _checked_regressor_block,
-    _classifier_rows,
-    _merge_regression_statistics,
-    _regression_statistics,
-)
-from .convex.statistics import LiftedStatistics, merge_moments
+from ..convex.statistics import LiftedStatistics, merge_moments
 
 __all__ = ["SDPBlocks"]
 
@@ -97,14 +95,14 @@ class SDPBlocks:
 
     def __init__(self, estimator, X, y, sample_weight):
         X_original = X
-        X, blocks = _training_blocks(X, y, sample_weight)
+        X, blocks = training_blocks(X, y, sample_weight)
         self.classifier = is_classifier(estimator)
-        check = _checked_classifier_block if self.classifier else _checked_regressor_block
-        self._data = _persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
+        check = checked_classifier_block if self.classifier else checked_regressor_block
+        self._data = persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
         self.pass_times = []
         try:
             if self.classifier:
-                _, self.total_weight = _classifier_rows(estimator, X_original, X.shape[1], self._data, y)
+                _, self.total_weight = classifier_rows(estimator, X_original, X.shape[1], self._data, y)
                 self.target_mean = None
             else:
                 self._regressor_rows(estimator, X_original, X.shape[1], y)
@@ -114,13 +112,13 @@ class SDPBlocks:
 
     def _regressor_rows(self, estimator, X_original, n_features, y):
         n_rows, n_outputs, _, _, total, weighted_sum, (low, high), target_range = self._data.reduce(
-            _regression_statistics, _merge_regression_statistics, None
+            regressor_statistics, merge_regressor_statistics, None
         )
-        _check_rows(type(estimator).__name__, n_rows, n_features)
-        _set_input_attributes(estimator, X_original, n_features)
+        check_rows(type(estimator).__name__, n_rows, n_features)
+        set_input_attributes(estimator, X_original, n_features)
         estimator.n_outputs_ = int(n_outputs)
         estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
-        _check_total_weight(estimator, total)
+        check_total_weight(estimator, total)
         estimator.data_min_, estimator.data_max_ = low, high
         estimator.target_min_, estimator.target_max_ = target_range
         self.total_weight, self.target_mean = float(total), weighted_sum / total

@@ -5,22 +5,15 @@ thread count from :func:`choose_thread_count`; the benchmarks use the same
 context manager to pin a whole run to ``--threads``.
 
 Why a policy at all: a training step is a chain of small operations, each of
-which pays torch's OpenMP hand-off, and on a loaded machine the second thread
-waits for a busy core. Measured on this project's 2-core machine:
-
-* a 64-30-10 MLP step (batch 200) runs about twice as fast on one thread as on
-  two; a deep quadratic network's step (4 x 16 quadratic neurons on 57
-  features, 25 MFLOP) took ~300 ms on two threads against a few ms on one
-  while other processes kept the cores busy;
-* quadratic logistic regression's fits ran 2-25 times slower on two threads
-  than on one while other processes kept the cores busy, at every size
-  measured (see ``choose_thread_count``).
+which pays torch's OpenMP hand-off, and when the cores are busy the second
+thread waits for one; small steps therefore run on one thread (figures in the
+CHANGELOG).
 
 Why a registry of open blocks: ``torch.set_num_threads`` writes a
 process-wide default that threads created later inherit, and a per-thread
-OpenMP setting. Fits running concurrently in a thread pool, each saving and
-restoring "the previous" value, used to leave worker threads at one thread for
-good. Here the first open block holds the baseline, every thread restores its
+OpenMP setting, so fits running concurrently in a thread pool, each saving
+and restoring "the previous" value, would leave worker threads at one thread
+for good. Here the first open block holds the baseline, every thread restores its
 own setting to that baseline on leaving, and the BLAS limit (process-wide in
 threadpoolctl) is the smallest that an open block asked for, from the first
 request to the last exit, when the limits found before the first are restored.
@@ -64,10 +57,9 @@ def blas_limits(n_threads):
     """``threadpoolctl.threadpool_limits(n_threads, user_api="blas")``, from a cached scan.
 
     Each ``threadpool_limits`` call scans the process's loaded libraries
-    (``/proc/self/maps``, 1500 lines once torch is imported): 6 ms, twice per
-    SDP fit, 10 % of a fit on iris, and about 40 ms of a ``QuadraticRegression``
-    fit on a 1 000-row set, most of its time. The scan is redone only when an import
-    may have loaded a new library (the number of modules changed).
+    (``/proc/self/maps``), a noticeable share of a small fit. The scan is redone
+    only when an import may have loaded a new library (the number of modules
+    changed).
     """
     global _controller, _controller_modules
     if _controller is None or len(sys.modules) != _controller_modules:
@@ -83,15 +75,9 @@ def choose_thread_count(flops_per_step, available=None):
     threshold on one measure, the flops of a training step: the networks
     count ``6 * batch * n_parameters`` (forward and backward), quadratic
     logistic regression ``3 * n_scores * rows * d * width`` (the ``X Q_k``
-    products and the Gram gradient). It replaces QLR's former 1e9 threshold on
-    its largest single product (``2 n d w``, a third of this measure for one
-    score, so the crossovers were 2e8 against 3e9 on this scale). Measured on
-    the project's 2-core machine at load 11-14 (other fits running), fits of
-    15 L-BFGS iterations, median of 3, one vs two threads: 0.10 vs 2.59 s at
-    4e7 flops per step (n=2000, d=57), 0.40 vs 3.64 s at 1.5e8, 2.36 vs 5.69 s
-    at 6e8, 5.18 vs 11.5 s at 2.4e9: on a busy machine one thread wins at any
-    size, so set ``n_threads=1`` there; the 2e8 crossover is the one measured
-    for the networks' steps with the cores free.
+    products and the Gram gradient). The 2e8 crossover holds with the cores
+    free; on a busy machine one thread wins at any size, so set
+    ``n_threads=1`` there (figures in the CHANGELOG).
 
     Parameters
     ----------
@@ -108,9 +94,8 @@ def choose_thread_count(flops_per_step, available=None):
         ceiling = thread_ceiling()
         if ceiling is not None:
             # Inside a benchmark's --threads N the baseline is the process's
-            # own count, not N: a QLR fit under --threads 1 ran its products
-            # (torch and BLAS) on two threads, and on the loaded 2-core machine
-            # an optdigits fit took 24 s of CPU instead of about 1.
+            # own count, not N: cap it, or a fit under --threads 1 would run
+            # its products (torch and BLAS) on every core.
             available = min(int(available), ceiling)
     if flops_per_step < PARALLEL_FLOPS:
         return 1
@@ -134,8 +119,8 @@ def _locked(function, *args):
     One line on purpose: the C lock's ``__enter__`` and ``__exit__`` run with
     no line (nor interrupt check) of this frame between them and the call, so
     an exception raised anywhere, a trace function's included, lands inside
-    the ``with`` and releases the lock (issue 38: an interrupt at the exit of
-    a multi-line ``with _lock:`` block left it held, and every later fit hung).
+    the ``with`` and releases the lock (an interrupt at the exit of a
+    multi-line ``with _lock:`` block can leave it held, and every later fit hangs).
     """
     with _lock: return function(*args)  # noqa: E701
 
@@ -222,9 +207,8 @@ class _Block:
     def __init__(self, n_threads, blas, ceiling):
         self.n_threads = n_threads
         # Also inside an enclosing block that set no BLAS limit (a benchmark's
-        # thread_limit(None) around an SDP fit): there the solver's parallel
-        # blocks ran two BLAS threads each on two cores (optdigits: 489 s of
-        # CPU against 91 s).
+        # thread_limit(None) around an SDP fit): else each of the solver's
+        # parallel blocks would run BLAS on every core.
         self.blas = None if blas is None else max(1, int(blas))
         self.ceiling = max(1, int(n_threads)) if ceiling and n_threads is not None else None
         self.enclosing = self.baseline = torch.get_num_threads()
@@ -360,10 +344,8 @@ def flush_denormals():
 
     ReLinear starts the quadratic parameters at zero and may let them learn
     with a tiny rate; products of such values with deep-network gradients fall
-    into the subnormal range, where CPU arithmetic runs up to 100 times slower
-    (measured here: a 200x16x256 float32 product takes 7.7 ms on subnormal
-    input against 0.08 ms on normal input). Flushing them changes results by
-    less than 1e-38.
+    into the subnormal range, where CPU arithmetic runs up to 100 times
+    slower. Flushing them changes results by less than 1e-38.
     """
     if _denormals_are_flushed() or not torch.set_flush_denormal(True):
         yield

@@ -2,8 +2,8 @@
 
 Imported only when a network's ``fit`` meets a Dask collection. Full-batch
 L-BFGS needs only the weighted mean loss and its gradient, a sum over rows;
-so, as for quadratic logistic regression (:mod:`skquad._dask`, whose block
-machinery this module uses):
+so, as for quadratic logistic regression (:mod:`skquad.linear_model._dask`),
+with :mod:`skquad._dask`'s block machinery:
 
 * the row blocks are validated where they live (scikit-learn's messages),
   their labels encoded (classifiers) or targets checked (regressors), and
@@ -24,33 +24,30 @@ The estimator's ``fit`` itself runs as in memory (:meth:`_train`), with a
 
 import copy
 import dataclasses
-import math
 import threading
 
 import dask
 import numpy as np
 import torch
 from sklearn.base import is_classifier
-from sklearn.utils.validation import check_array
 
-from ._dask import (
-    _WorkerBlocks,
-    _add_objectives,
-    _block_statistics,
-    _block_weight,
-    _check_total_weight,
-    _checked_block,
-    _checked_classifier_block,
-    _encoded_block,
-    _merge_statistics,
-    _persisted_blocks,
-    _set_input_attributes,
-    _training_blocks,
-    classes_and_weights,
+from .._dask import (
+    WorkerBlocks,
+    add_objectives,
+    check_total_weight,
+    checked_classifier_block,
+    checked_regressor_block,
+    classifier_rows,
+    check_rows,
+    merge_regressor_statistics,
+    persisted_blocks,
+    regressor_statistics,
+    set_input_attributes,
+    training_blocks,
 )
-from ._input_range import feature_range, merge_ranges
-from ._target_scaling import scaled_targets, scaling_from_moments
-from ._training import flush_denormals, limit_threads, thread_count
+from .._foundation._runtime import thread_count
+from .._foundation._target_scaling import scaled_targets, scaling_from_moments
+from .._foundation._threads import flush_denormals, limit_threads
 
 __all__ = ["NetworkBlocks", "fit_network_blocks"]
 
@@ -135,7 +132,7 @@ class BlockObjective:
     The trainer goes to the workers once (scattered to every worker on a
     ``distributed`` cluster; one node of each graph otherwise); per call
     only ``theta`` travels to the workers and one ``(loss, gradient)`` per
-    worker thread comes back (:class:`skquad._dask._WorkerBlocks`).
+    worker thread comes back (:class:`skquad._dask.WorkerBlocks`).
     """
 
     def __init__(self, blocks, trainer, total_weight, n_threads):
@@ -143,14 +140,14 @@ class BlockObjective:
         self.total_weight = float(total_weight)
         # the estimator's n_threads rule applies on each worker, to its blocks
         evaluator = _Evaluator(trainer, n_threads)
-        if isinstance(blocks, _WorkerBlocks):
+        if isinstance(blocks, WorkerBlocks):
             self._evaluator = blocks._client.scatter(evaluator, broadcast=True, hash=False)
         else:
             self._evaluator = dask.delayed(evaluator, traverse=False)
 
     def __call__(self, theta):
         loss, gradient = self.blocks.reduce(
-            _block_objective, _add_objectives, np.asarray(theta, dtype=np.float64),
+            _block_objective, add_objectives, np.asarray(theta, dtype=np.float64),
             self._evaluator, self.total_weight,
         )
         return float(loss), np.asarray(gradient, dtype=np.float64)
@@ -179,14 +176,14 @@ def fit_network_blocks(estimator, X, y, sample_weight):
     """A network's ``fit`` on Dask collections: validated, persisted blocks, then ``_start_fit``."""
     _check_route(estimator)
     X_original = X
-    X, blocks = _training_blocks(X, y, sample_weight)
+    X, blocks = training_blocks(X, y, sample_weight)
     classifier = is_classifier(estimator)
-    check = _checked_classifier_block if classifier else _checked_regressor_block
+    check = checked_classifier_block if classifier else checked_regressor_block
     # Validated once and persisted on the workers for the fit: every L-BFGS
     # evaluation reads them, and the user's graph runs once per block.
-    data = _persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
+    data = persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
     try:
-        prepare = _classifier_rows if classifier else _regressor_rows
+        prepare = classifier_rows if classifier else _regressor_rows
         dtype, total_weight = prepare(estimator, X_original, X.shape[1], data, y)
         rows = NetworkBlocks(
             data, (X.shape[0], X.shape[1]), dtype, max(X.chunks[0]), total_weight,
@@ -195,52 +192,6 @@ def fit_network_blocks(estimator, X, y, sample_weight):
         return estimator._start_fit(rows, None, None)
     finally:
         data.release()
-
-
-def _classifier_rows(estimator, X_original, n_features, data, y):
-    """Classes, class weights and encoded labels, as the in-memory validation sets them."""
-    name = type(estimator).__name__
-    n_rows, _magnitude, classes, counts, all_float32 = data.reduce(
-        _block_statistics, _merge_statistics, None
-    )
-    _check_rows(name, n_rows, n_features)
-    previous = getattr(estimator, "classes_", None)
-    if estimator.warm_start and hasattr(estimator, "layers_") and not np.array_equal(previous, classes):
-        raise ValueError(
-            "warm_start can only be used where `y` has the same classes as in the "
-            f"previous call to fit. Previously got {previous}, `y` has "
-            f"{classes}. Set warm_start=False to start over."
-        )
-    per_class, total_weight = classes_and_weights(estimator, X_original, n_features, data, n_rows,
-                                                  classes, counts)
-    dtype = np.dtype(np.float32 if all_float32 else np.float64)
-    data.map(_encoded_block, classes, per_class, dtype)
-    return dtype, total_weight
-
-
-def _checked_regressor_block(X, y, w):
-    """A validated block ``(X, Y, w)``: ``Y`` 2-D float64, finite (scikit-learn's messages)."""
-    X = _checked_block(X, (np.float64, np.float32))
-    Y = np.asarray(y)
-    Y = Y[:, None] if Y.ndim == 1 else Y.reshape(Y.shape[0], -1)
-    Y = check_array(Y, dtype=np.float64, ensure_min_samples=0, input_name="y")
-    return X, Y, _block_weight(w, X.shape[0])
-
-
-def _regression_statistics(block, _):
-    X, Y, w = block
-    smallest = float(Y.min()) if Y.size else math.inf
-    return (X.shape[0], Y.shape[1], X.dtype == np.float32, smallest, float(w.sum()),
-            w @ Y, feature_range(X, w), feature_range(Y, w))
-
-
-def _merge_regression_statistics(*parts):
-    return (
-        sum(part[0] for part in parts), max(part[1] for part in parts),
-        all(part[2] for part in parts), min(part[3] for part in parts),
-        sum(part[4] for part in parts), sum(part[5] for part in parts),
-        merge_ranges(*(part[6] for part in parts)), merge_ranges(*(part[7] for part in parts)),
-    )
 
 
 def _target_spread(block, _, mean):
@@ -268,18 +219,18 @@ def _regressor_rows(estimator, X_original, n_features, data, y):
     """Outputs, targets' checks and dtype, as the in-memory validation sets them."""
     name = type(estimator).__name__
     n_rows, n_outputs, all_float32, smallest, total_weight, weighted_sum, input_range, target_range = data.reduce(
-        _regression_statistics, _merge_regression_statistics, None
+        regressor_statistics, merge_regressor_statistics, None
     )
-    _check_rows(name, n_rows, n_features)
+    check_rows(name, n_rows, n_features)
     if estimator.loss == "poisson" and smallest < 0:
         raise ValueError(
             "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
             f"values (min {smallest:.4g}); use loss='squared_error' or transform y."
         )
-    _set_input_attributes(estimator, X_original, n_features)
+    set_input_attributes(estimator, X_original, n_features)
     estimator.n_outputs_ = int(n_outputs)
     estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2
-    _check_total_weight(estimator, total_weight)
+    check_total_weight(estimator, total_weight)
     estimator.data_min_, estimator.data_max_ = input_range
     estimator.target_min_, estimator.target_max_ = target_range
     if not (estimator.warm_start and hasattr(estimator, "layers_")):
@@ -293,11 +244,3 @@ def _regressor_rows(estimator, X_original, n_features, data, y):
     dtype = np.dtype(np.float32 if all_float32 else np.float64)
     data.map(_cast_regression_block, dtype)
     return dtype, total_weight
-
-
-def _check_rows(name, n_rows, n_features):
-    if n_rows == 0:
-        raise ValueError(
-            f"Found array with 0 sample(s) (shape=(0, {n_features})) while a minimum of 1 "
-            f"is required by {name}."
-        )

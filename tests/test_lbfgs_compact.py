@@ -1,11 +1,11 @@
-"""The L-BFGS driver's numpy engine (skquad._training._lbfgs_compact), against
+"""The L-BFGS driver's numpy engine (skquad._foundation._lbfgs_compact), against
 the two-loop recursion and scipy's L-BFGS-B."""
 
 import numpy as np
 import pytest
 
 from skquad._training import lbfgs_convergence_message, minimize_lbfgs
-from skquad._training._lbfgs_compact import _CompactMemory
+from skquad._foundation._lbfgs_compact import _CompactMemory
 
 
 def rosenbrock(theta):
@@ -132,7 +132,7 @@ def test_compact_engine_halves_the_step_where_the_wolfe_search_fails(monkeypatch
     engine takes the first halving of the unit step with sufficient decrease
     (Armijo): here every search fails, and the engine still reaches the minimum of
     a quadratic whose unit steps overshoot, one halving per iteration at least."""
-    from skquad._training import _lbfgs_compact
+    from skquad._foundation import _lbfgs_compact
 
     searches = []
 
@@ -158,7 +158,7 @@ def test_compact_engine_without_scipys_private_search_still_reaches_the_minimum(
     """L-BFGS-B's line search is a private scipy name: where a scipy release
     has moved it, the engine takes the public Wolfe search and reaches the
     same minimum (Rosenbrock, 20 parameters)."""
-    from skquad._training import _lbfgs_compact
+    from skquad._foundation import _lbfgs_compact
 
     x0 = np.full(20, -1.0)
     options = dict(max_iter=2000, max_fun=5000, tol=1e-8, ftol=0.0, maxcor=10)

@@ -1,4 +1,4 @@
-"""The quadratic networks' solver="lbfgs" on Dask collections (skquad/_dask_networks.py).
+"""The quadratic networks' solver="lbfgs" on Dask collections (skquad/neural_network/_dask.py).
 
 The data-parallel fit runs the in-memory fit's L-BFGS on the loss and
 gradient summed over the blocks, so after the same iterations it has the
@@ -157,7 +157,7 @@ def test_options_that_cannot_be_data_parallel_are_refused_clearly():
 
 
 def test_the_workers_copy_of_the_trainer_survives_pickling():
-    from skquad._dask_networks import _block_objective, _Evaluator
+    from skquad.neural_network._dask import _block_objective, _Evaluator
 
     X, y = _classification()
     model = _fit_quietly(QNNClassifier(hidden_layer_sizes=(3,), solver="lbfgs", max_iter=2,

@@ -82,9 +82,8 @@ def resolve_device(device):
     device : {"auto", "cpu", "cuda", "cuda:N"}, torch.device or None
         Strings in any case (``"CPU"``). ``"auto"`` and None mean the CPU: the
         GPU is slower than the CPU on the problem sizes these estimators are
-        used for (UCI-sized tables), and no measurement of the size at which a
-        GPU starts to pay off exists yet (skquad issue 14), so "auto" does not
-        guess; pass ``device="cuda"`` to use a GPU. Inside :func:`follow_device`
+        used for (UCI-sized tables), and the size at which a GPU starts to pay
+        off is not known, so "auto" does not guess; pass ``device="cuda"`` to use a GPU. Inside :func:`follow_device`
         (a fit on a torch tensor under ``array_api_dispatch``) it means that
         tensor's device.
 

@@ -11,7 +11,7 @@ They are the BLAS that scipy is linked against, whichever it is; its Cython
 interface uses 32-bit integers.
 
 The threads that call them choose the parallelism: callers hold the BLAS at
-one thread meanwhile (:func:`skquad._training._threads.blas_limits`).
+one thread meanwhile (:func:`skquad._foundation._threads.blas_limits`).
 """
 
 import ctypes
