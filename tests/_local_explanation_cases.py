@@ -1,6 +1,7 @@
 """Models whose score is a quadratic form of the input, for the local-explanation tests
 (tests/test_inspection_quadratic_form.py, _contributions.py, _shap.py, _local_display.py)."""
 
+import copy
 import warnings
 
 import numpy as np
@@ -89,8 +90,14 @@ def fit_quadratic_model(name, X, target):
 
 
 def model_score(model, X):
-    """The score the explanations add up to: decision function, prediction, or its log (Poisson)."""
+    """The score the explanations add up to: decision function, prediction, or its log (Poisson).
+
+    A regressor's prediction before ``clip_outputs``: the explanations decompose the
+    quadratic model, which the clipping of its output is not.
+    """
     if hasattr(model, "classes_"):
         return model.decision_function(X)
+    if getattr(model, "clip_outputs", False):
+        model = copy.copy(model).set_params(clip_outputs=False)
     prediction = model.predict(X)
     return np.log(prediction) if getattr(model, "out_activation_", None) == "exp" else prediction

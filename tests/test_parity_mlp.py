@@ -524,7 +524,8 @@ def test_partial_fit_regression(Regressor):
 def test_shuffle(Regressor):
     # test_mlp.py::test_shuffle
     X, y = make_regression(n_samples=50, n_features=5, n_targets=1, random_state=0)
-    options = dict(hidden_layer_sizes=1, max_iter=1, batch_size=1, random_state=0)
+    # solver="adam": MLPRegressor's default (the regressors' "auto" is L-BFGS on 50 rows)
+    options = dict(hidden_layer_sizes=1, max_iter=1, batch_size=1, random_state=0, solver="adam")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for shuffle in [True, False]:
@@ -540,7 +541,9 @@ def test_shuffle(Regressor):
 def test_mlp_regressor_dtypes_casting(Regressor):
     # test_mlp.py::test_mlp_regressor_dtypes_casting
     def fitted(X):
-        mlp = Regressor(alpha=1e-5, hidden_layer_sizes=(5, 3), random_state=1, max_iter=150, tol=1e-3)
+        # solver="adam": MLPRegressor's default (the regressors' "auto" is L-BFGS on 300 rows)
+        mlp = Regressor(alpha=1e-5, hidden_layer_sizes=(5, 3), random_state=1, max_iter=150, tol=1e-3,
+                        solver="adam")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             return mlp.fit(X, y_digits[:300])
@@ -553,9 +556,9 @@ def test_mlp_regressor_dtypes_casting(Regressor):
 @pytest.mark.parametrize("Regressor", REGRESSORS)
 def test_mlp_loading_from_joblib_partial_fit(Regressor, tmp_path):
     # test_mlp.py::test_mlp_loading_from_joblib_partial_fit
-    # MLPRegressor trains on y as given (scale_target=False), with alpha=1e-4
+    # MLPRegressor trains on y as given (scale_target=False), with alpha=1e-4 and adam
     model = Regressor(hidden_layer_sizes=(42,), random_state=42, learning_rate_init=0.01, max_iter=200,
-                      scale_target=False, alpha=1e-4)
+                      scale_target=False, alpha=1e-4, solver="adam")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit([[2]], [4])

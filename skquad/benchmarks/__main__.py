@@ -73,7 +73,7 @@ SUITE_HELP = {
     "speed": "the speed targets, measured side by side",
     "speed-networks": "QNN/RPQNN classifiers and regressors against scikit-learn's MLPs, fit "
     "time per epoch in float64 and float32 (--repeats: rounds)",
-    "qlr": "the quadratic-form engine's targets (issue 23): QuadraticLogisticRegression "
+    "qlr": "the quadratic-form engine's targets: QuadraticLogisticRegression "
     "against PolynomialFeatures(2) + LogisticRegression, QuadraticRegression against "
     "PolynomialFeatures(2) + Ridge, and both at large n",
     "sdp-targets": "the SDP solver's targets: time, certified gap and peak memory per case "

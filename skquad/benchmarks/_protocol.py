@@ -386,7 +386,7 @@ def _as_datasets(data, y, task="classification"):
 
 
 def _check_pair(what, X, y):
-    """Refuse an (X, y) pair whose rows and labels do not pair up (issue 19)."""
+    """Refuse an (X, y) pair whose rows and labels do not pair up."""
     n_rows, n_labels = (X.shape[0] if hasattr(X, "shape") else len(X)), len(y)
     if n_rows != n_labels:
         raise ValueError(

@@ -21,7 +21,8 @@ features). The arrays are read from the estimators' public fitted attributes:
 
 The neurons are the model itself, on every input: an estimator's
 ``clip_inputs`` (which clips its inputs to the training range before it
-predicts) is not part of them, and polarization reads the unclipped function.
+predicts) is not part of them, and polarization reads the unclipped function
+(``clip_outputs`` too).
 
 Polarization evaluates the function at ``1 + 2 d + d (d - 1) / 2`` points and is
 exact for quadratic functions up to rounding; the result is checked against the
@@ -54,9 +55,11 @@ _SCORE_FUNCTIONS = {
 
 
 def _score_function(estimator, which):
-    """The estimator's method for ``which`` on unclipped inputs (``clip_inputs=False``), or None."""
+    """The estimator's method for ``which`` on unclipped inputs and outputs, or None."""
     estimator = copy.copy(estimator)  # a view with the same fitted state
     estimator.clip_inputs = False
+    if hasattr(estimator, "clip_outputs"):
+        estimator.clip_outputs = False
     is_classifier = hasattr(estimator, "classes_")
     for attribute in _SCORE_FUNCTIONS.get(which, ()):
         if attribute.endswith("predict") and is_classifier:

@@ -69,7 +69,7 @@ def _standardization(X, weight):
     weight = np.asarray(weight, dtype=np.float64)
     n_samples = np.count_nonzero(weight)
     weight = weight / weight.sum()
-    # Each column divided by its largest magnitude first (issue 19): squares of
+    # Each column divided by its largest magnitude first: squares of
     # values near 1e160 overflow and those near 1e-170 underflow to 0 (such a
     # column was dropped as constant); in [-1, 1] the variance is exact to
     # rounding, and the rule below is relative, so the result scales back.
