@@ -58,12 +58,14 @@ face is too large to form, times the solver's last score steps), and
 ``verified_bound()`` clips ``lam`` into the domain and keeps ``theta <= 1``.
 """
 
+import contextlib
 import math
 
 import numpy as np
 import scipy.linalg
 import torch
 
+from .._training._threads import limit_threads
 from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_step
 from .certificate import golden_minimum
 from .losses import conjugate, project_dual
@@ -191,8 +193,11 @@ def verified_bound(data, lam, mu):
     M = 0.5 * (M + M.T)
     eps = torch.finfo(dtype).eps
     p = M.shape[0]
-    plus = torch.linalg.eigvalsh(torch.diag(mu_t) + 2.0 * M)
-    minus = torch.linalg.eigvalsh(torch.diag(mu_t) - 2.0 * M)
+    # One CPU thread: the threaded eigensolver gains little on p x p and stalls
+    # when its threads wait on one another on shared cores.
+    with limit_threads(1) if device.type == "cpu" else contextlib.nullcontext():
+        plus = torch.linalg.eigvalsh(torch.diag(mu_t) + 2.0 * M)
+        minus = torch.linalg.eigvalsh(torch.diag(mu_t) - 2.0 * M)
     scale = max(float(plus.abs().max()), float(minus.abs().max()), 1e-300)
     # eigvalsh's backward error: a few eps times the norm, per eigenvalue.
     shift = max(0.0, -float(plus[0]), -float(minus[0])) + 64 * eps * p * scale
