@@ -58,13 +58,13 @@ face is too large to form, times the solver's last score steps), and
 ``verified_bound()`` clips ``lam`` into the domain and keeps ``theta <= 1``.
 """
 
-import contextlib
 import math
 
 import numpy as np
 import scipy.linalg
 import torch
 
+from .._training._runtime import thread_count
 from .._training._threads import limit_threads
 from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_step
 from .certificate import golden_minimum
@@ -193,9 +193,9 @@ def verified_bound(data, lam, mu):
     M = 0.5 * (M + M.T)
     eps = torch.finfo(dtype).eps
     p = M.shape[0]
-    # One CPU thread: the threaded eigensolver gains little on p x p and stalls
-    # when its threads wait on one another on shared cores.
-    with limit_threads(1) if device.type == "cpu" else contextlib.nullcontext():
+    # Threads by the runtime rule for the eigensolver's own O(p³) work, not the
+    # caller's (a barrier's (n + p)³ steps): small ones stall on many threads.
+    with limit_threads(thread_count("auto", device, p**3)):
         plus = torch.linalg.eigvalsh(torch.diag(mu_t) + 2.0 * M)
         minus = torch.linalg.eigvalsh(torch.diag(mu_t) - 2.0 * M)
     scale = max(float(plus.abs().max()), float(minus.abs().max()), 1e-300)
