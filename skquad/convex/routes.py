@@ -194,10 +194,9 @@ def _compact_beta_floor(loss, p):
 HINGE_DUAL_MAX_SAMPLES = 2000
 # Rule: a squared-loss block on at most 1000 samples with a positive weight. Why: as above.
 SQUARED_DUAL_MAX_SAMPLES = 1000
-# Rule: on more samples, or more than DUAL_MAX_LIFTED coordinates, where (n + p)^3
-# <= SQUARED_DUAL_COST_RATIO n p^2. Why: about 30 Newton steps of (n + p)^3 / 3 against
-# the factor solver's thousands of iterations of n p r (r about 0.7 p) and its face
-# duals' O(q p^3) steps: wide blocks (n = 2000, p = 251; n = 150, p = 1101) go ten times faster.
+# Rule: beyond those, where (n + p)^3 <= SQUARED_DUAL_COST_RATIO n p^2. Why: about 30 Newton
+# steps of (n + p)^3 / 3 against the factor solver's thousands of iterations of n p r
+# (r about 0.7 p) and its face duals' steps of O(q p^3).
 SQUARED_DUAL_COST_RATIO = 400
 # Rule: at most 400 lifted coordinates. Why: each step factors two p x p LMIs.
 DUAL_MAX_LIFTED = 400

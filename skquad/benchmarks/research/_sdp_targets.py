@@ -76,9 +76,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skquad import (
-    SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor, SDPQuantizedRegressorCV,
-)
+from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor, SDPQuantizedRegressorCV
 from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
 
 from .._report import active_thread_limit, markdown_table, thread_limit
