@@ -146,3 +146,11 @@ def test_an_scs_fit_out_of_memory_or_failing_gives_no_ratio(monkeypatch):
     _fake_child(monkeypatch, 1)
     row = _sdp_targets._capped_scs("letter", 3.0)
     assert np.isnan(row["SCS / native"]) and "exit 1" in row["note"] and "boom" in row["note"]
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifiercv"])
+def test_wide_case_reports_time_route_beta_and_gap(kind):
+    row = _sdp_targets._wide_case(f"wide80x4_{kind}")  # the shape is read from the name
+    assert row["case"] == f"wide80x4_{kind}" and (row["n"], row["d"]) == (80, 4)
+    assert row["fit time (s)"] > 0 and row["beta"] > 0 and row["solver path"]
+    assert 0 <= row["relative gap"] <= 1e-4 and np.isfinite(row["test score"])

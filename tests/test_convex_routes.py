@@ -8,8 +8,12 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skquad import SDPQuantizedClassifier
-from skquad.convex import ROUTES, InputLifting, Route, default_beta, solve_factored, solve_relaxation
-from skquad.convex.routes import active_routes, cpu_only_names, native_names, route, use_routes
+from skquad.convex import (
+    ROUTES, InputLifting, LiftedData, Route, default_beta, solve_factored, solve_relaxation,
+)
+from skquad.convex.routes import (
+    Problem, active_routes, cpu_only_names, first_route, native_names, route, use_routes,
+)
 
 
 def _problem(seed=0, n=40, d=3):
@@ -39,6 +43,19 @@ def test_the_default_table_and_the_names_it_gives():
     assert set(native_names()) == {row.name for row in ROUTES}
     # Every row's continuation names a row of the table.
     assert all(route(name) in ROUTES for row in ROUTES for name in row.then)
+
+
+@pytest.mark.parametrize("n, d, name", [
+    (1200, 150, "squared_dual"),  # past 1,000 rows, its Newton steps the cheaper
+    (30, 450, "squared_dual"),  # past 400 lifted coordinates
+    (1200, 30, "native_numpy"),  # many rows, narrow: the factor solver's iterations are cheaper
+])
+def test_wide_squared_blocks_are_routed_by_the_cost_of_the_duals_newton_steps(n, d, name):
+    X = np.random.RandomState(0).standard_normal((n, d))
+    data = LiftedData.from_lifting(
+        InputLifting(), X, X[:, 0] * X[:, 1], np.ones(n), loss="squared", beta=1e-2, n_outputs=1
+    )
+    assert first_route(Problem(data, {})).name == name
 
 
 def test_a_registered_toy_route_is_chosen_where_it_applies():

@@ -64,6 +64,8 @@ import numpy as np
 import scipy.linalg
 import torch
 
+from .._training._runtime import thread_count
+from .._training._threads import limit_threads
 from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_step
 from .certificate import golden_minimum
 from .losses import conjugate, project_dual
@@ -191,8 +193,11 @@ def verified_bound(data, lam, mu):
     M = 0.5 * (M + M.T)
     eps = torch.finfo(dtype).eps
     p = M.shape[0]
-    plus = torch.linalg.eigvalsh(torch.diag(mu_t) + 2.0 * M)
-    minus = torch.linalg.eigvalsh(torch.diag(mu_t) - 2.0 * M)
+    # Threads by the runtime rule for the eigensolver's own O(p³) work, not the
+    # caller's (a barrier's (n + p)³ steps): small ones stall on many threads.
+    with limit_threads(thread_count("auto", device, p**3)):
+        plus = torch.linalg.eigvalsh(torch.diag(mu_t) + 2.0 * M)
+        minus = torch.linalg.eigvalsh(torch.diag(mu_t) - 2.0 * M)
     scale = max(float(plus.abs().max()), float(minus.abs().max()), 1e-300)
     # eigvalsh's backward error: a few eps times the norm, per eigenvalue.
     shift = max(0.0, -float(plus[0]), -float(minus[0])) + 64 * eps * p * scale

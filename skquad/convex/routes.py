@@ -194,6 +194,10 @@ def _compact_beta_floor(loss, p):
 HINGE_DUAL_MAX_SAMPLES = 2000
 # Rule: a squared-loss block on at most 1000 samples with a positive weight. Why: as above.
 SQUARED_DUAL_MAX_SAMPLES = 1000
+# Rule: beyond those, where (n + p)^3 <= SQUARED_DUAL_COST_RATIO n p^2. Why: about 30 Newton
+# steps of (n + p)^3 / 3 against the factor solver's thousands of iterations of n p r
+# (r about 0.7 p) and its face duals' steps of O(q p^3).
+SQUARED_DUAL_COST_RATIO = 400
 # Rule: at most 400 lifted coordinates. Why: each step factors two p x p LMIs.
 DUAL_MAX_LIFTED = 400
 # Rule: the Newton step's arrays (about 6 of (n + p)^2 float64) fit in the
@@ -229,11 +233,11 @@ def squared_dual_applies(data):
     if not (
         data.loss == "squared" and data.lifted is None
         and data.features.device.type == "cpu" and data.beta > 0
-        and data.n_lifted <= DUAL_MAX_LIFTED
     ):
         return False
-    n = int((data.weight > 0).sum())
-    return n <= SQUARED_DUAL_MAX_SAMPLES and _fits_in_memory(n + data.n_lifted)
+    n, p = int((data.weight > 0).sum()), data.n_lifted
+    small = n <= SQUARED_DUAL_MAX_SAMPLES and p <= DUAL_MAX_LIFTED
+    return (small or (n + p) ** 3 <= SQUARED_DUAL_COST_RATIO * n * p * p) and _fits_in_memory(n + p)
 
 
 def _squared_dual_lead(data):
@@ -319,7 +323,7 @@ def _compact_takes(problem):
 
 
 def _squared_dual_takes(problem):
-    """The squared loss, ``n <= 1000`` weighted rows, ``p <= 400``, ``beta > 0``; below ``p = 40`` after 500 factor iterations."""
+    """The squared loss, ``beta > 0``, ``n <= 1000`` weighted rows and ``p <= 400``, or ``(n + p)^3 <= 400 n p^2``; below ``p = 40`` after 500 factor iterations."""
     return squared_dual_applies(problem.data)
 
 

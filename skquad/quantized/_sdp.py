@@ -900,7 +900,8 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         barrier method on the binary hinge's exact dual, chosen by
         ``solver=None`` on the CPU up to 2,000 deduplicated samples),
         ``"squared_dual"`` (the barrier method on the exact dual of every
-        block of the squared loss, on the CPU up to 1,000 samples) or the
+        block of the squared loss, on the CPU up to 1,000 samples, or more
+        where its Newton steps are the cheaper) or the
         CVXPY solver used. Where blocks ended in different stages, the
         factor solver's name.
     solver_path_ : tuple of str

@@ -26,8 +26,9 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     are independent for the squared loss: small problems (``p(p+1)/2 <= 300``
     with ``p`` the lifted width) are solved exactly block by block in their
     compact cone form, larger ones one block at a time: on up to 1,000
-    samples by a barrier method on the block's exact dual (``solver_ ==
-    "squared_dual"``), else by the native factor solver.
+    samples, or more where its Newton steps are the cheaper, by a barrier
+    method on the block's exact dual (``solver_ == "squared_dual"``), else
+    by the native factor solver.
 
     The intercept is handled as scikit-learn's linear models handle it
     (``fit_intercept=True``): the targets are centred at their weighted mean

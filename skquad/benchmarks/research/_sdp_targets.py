@@ -20,8 +20,10 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     defaults on wide data (``WIDE_CASES``: 1,000 x 100, 2,000 x 250, 5,000 x
     300, 150 x 1,100; issue 36): a planted quadratic target, or its sign
     about the median; the test score (R², accuracy) on 2,000 new rows, the
-    route taken and the certified gap. A shape the estimator refuses up
-    front gives its message.
+    route taken, ``beta_`` and the certified gap. A shape the estimator
+    refuses up front gives its message. ``wide2000x250_regressorcv`` and
+    ``wide2000x250_classifiercv``: the CV estimators at their defaults
+    (the refitted model's route and gap).
 ``small``
     Default fits against ``solver="SCS"`` (the same refit on both sides) on
     standardized iris, wine and breast cancer, interleaved after a warm-up;
@@ -74,7 +76,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
+from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor, SDPQuantizedRegressorCV
 from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
 
 from .._report import active_thread_limit, markdown_table, thread_limit
@@ -85,7 +87,9 @@ WIDE_CASES = tuple(
     f"wide{n}x{d}_{kind}"
     for n, d in ((1000, 100), (2000, 250), (5000, 300), (150, 1100))
     for kind in ("regressor", "classifier")
-)
+) + ("wide2000x250_regressorcv", "wide2000x250_classifiercv")
+_WIDE_MODELS = {"regressor": SDPQuantizedRegressor, "classifier": SDPQuantizedClassifier,
+                "regressorcv": SDPQuantizedRegressorCV, "classifiercv": SDPQuantizedClassifierCV}
 CASES = ("credit", "credit_scs", "planted200", "planted784", "optdigits", "optdigits_tol1e-3",
          "letter", "small", "small_uci", "large_uci") + WIDE_CASES
 # The UCI sets of case small_uci (issue 18: every quick-benchmark and UCI set
@@ -345,10 +349,10 @@ def _wide_case(case):
     """The SDP regressor or classifier at its defaults on a wide planted problem; scored on 2,000 new rows."""
     shape, kind = case[len("wide"):].split("_")
     n, d = (int(value) for value in shape.split("x"))
-    classifier = kind == "classifier"
+    classifier = kind.startswith("classifier")
     X, y = _wide_data(n, d, 0, classifier)
     X_test, y_test = _wide_data(2000, d, 1, classifier)
-    model = (SDPQuantizedClassifier if classifier else SDPQuantizedRegressor)(random_state=0)
+    model = _WIDE_MODELS[kind](random_state=0)
     cpu = time.process_time()
     try:
         elapsed, caught = _fit(model, X, y)
@@ -356,6 +360,7 @@ def _wide_case(case):
         return {"case": case, "n": n, "d": d, "refused": str(exc)[:200]}
     return {"case": case, **_summary(model, elapsed), "n": n, "d": d,
             "cpu time (s)": time.process_time() - cpu, "solver path": " > ".join(model.solver_path_),
+            "beta": model.beta_,
             "test score": model.score(X_test, y_test), "warnings": len(caught)}
 
 
