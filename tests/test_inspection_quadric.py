@@ -50,3 +50,10 @@ def test_analyze_quadric_refuses_a_nan_quadric():
         analyze_quadric(np.full((2, 2), np.nan), np.zeros(2), 0.0)
     with pytest.raises(ValueError, match="w has non-finite values"):
         analyze_quadric(np.eye(2), np.array([np.inf, 0.0]), 0.0)
+
+
+def test_analyze_quadric_keeps_the_name_it_is_given():
+    # the name given, not a loop variable of the finiteness check
+    analysis = analyze_quadric(np.eye(2), np.zeros(2), -1.0, name="neuron 3")
+    assert analysis.name == "neuron 3"
+    assert analysis.summary().startswith("neuron 3: ellipsoid")

@@ -327,123 +327,138 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
     float64 gradient)`` with an attribute ``total_weight`` (the Dask route
     sums it over row blocks on the workers, :mod:`skquad.neural_network._dask`).
     The penalty is added here, once, as for the rows in memory.
-    """
-    config, history = trainer.config, trainer.history
-    penalty = trainer._has_penalty()
-    flat = None
-    if data_term is None:
-        X, y, sample_weight = trainer._to_device(X, y, sample_weight)
-        total_weight = sample_weight.sum()
-        weights = torch.as_tensor(sample_weight / total_weight).to(device=trainer.device, dtype=trainer.dtype)
-        # A loss that offers the objective on the flat vector itself (numpy, no
-        # torch operations per evaluation): the module's parameters are then set
-        # only where they are read (callbacks, the best point at the end).
-        make_flat = getattr(trainer.loss_and_gradient, "flat_objective", None)
-        flat = None if make_flat is None or penalty else make_flat(X, y, weights)
-    else:
-        total_weight = data_term.total_weight
-    best = {"loss": math.inf, "theta": None}
-    trainer._remember_best()
-    reporter = trainer._reporter("lbfgs-iter")
-    # the flat objective's float32 twin for a float64 fit (see minimize_lbfgs;
-    # its points are no candidates for the best: the fit ends on an exact one)
-    coarse = getattr(flat, "coarse", None)
 
-    def flat_objective(theta):
-        loss, gradient = flat(theta)
+    The trainer is read through its public members only: ``config``,
+    ``history``, ``parameters``, ``guard``, the flat buffers, ``to_device``,
+    ``batch_loss_and_gradient``, ``full_loss``, ``reporter``, ``elapsed`` and
+    ``warn_divergence``.
+    """
+    config = trainer.config
+    fit = _FullBatchFit(trainer, X, y, sample_weight, data_term)
+    theta0 = trainer.flat_parameters.double().cpu().numpy().copy()
+    gradient_scale = _gradient_scale(trainer)
+    fit.reporter.begin()
+    try:
+        result = minimize_lbfgs(
+            fit.objective, theta0, max_iter=max_iter, max_fun=config.max_fun, tol=config.tol,
+            ftol=config.lbfgs_ftol, maxls=config.lbfgs_maxls, maxcor=config.lbfgs_maxcor,
+            on_iteration=fit.on_iteration, gradient_scale=gradient_scale,
+            coarse_objective=fit.coarse, engine=config.lbfgs_engine,
+        )
+    except NonFiniteObjective:
+        result = None
+    fit.reporter.close()
+    return fit.finish(result, max_iter)
+
+
+class _FullBatchFit:
+    """:func:`fit_trainer_lbfgs`'s objective on the trainer, the best point seen, the end of the fit."""
+
+    def __init__(self, trainer, X, y, sample_weight, data_term):
+        self.trainer, self.data_term = trainer, data_term
+        self.penalty = trainer.parameters.has_penalty
+        flat = None
+        if data_term is None:
+            X, y, sample_weight = trainer.to_device(X, y, sample_weight)
+            self.total_weight = sample_weight.sum()
+            self.weights = torch.as_tensor(sample_weight / self.total_weight).to(
+                device=trainer.device, dtype=trainer.dtype)
+            # A loss that offers the objective on the flat vector itself (numpy,
+            # no torch operations per evaluation): the module's parameters are
+            # then set only where they are read (callbacks, the best point).
+            make_flat = getattr(trainer.loss_and_gradient, "flat_objective", None)
+            flat = None if make_flat is None or self.penalty else make_flat(X, y, self.weights)
+        else:
+            self.total_weight = data_term.total_weight
+        self.data, self.flat = (X, y, sample_weight), flat
+        self.objective = self.module_objective if flat is None else self.flat_objective
+        self.best_loss, self.best_theta = math.inf, None
+        trainer.guard.remember_best()
+        self.reporter = trainer.reporter("lbfgs-iter")
+        # the flat objective's float32 twin for a float64 fit (see minimize_lbfgs;
+        # its points are no candidates for the best: the fit ends on an exact one)
+        self.coarse = getattr(flat, "coarse", None)
+
+    def flat_objective(self, theta):
+        loss, gradient = self.flat(theta)
         if not (math.isfinite(loss) and np.isfinite(gradient).all()):
             raise NonFiniteObjective  # as below
-        if loss < best["loss"]:
-            best.update(loss=loss, theta=theta.copy())
+        if loss < self.best_loss:
+            self.best_loss, self.best_theta = loss, theta.copy()
         return loss, gradient
 
-    def objective(theta):
+    def module_objective(self, theta):
+        trainer, data_term = self.trainer, self.data_term
         trainer.flat_parameters.copy_(torch.as_tensor(theta))
         if data_term is None:
-            loss = float(trainer._loss_and_gradient(X, y, weights))
+            loss = float(trainer.batch_loss_and_gradient(*self.data[:2], self.weights))
         else:
             loss, data_gradient = data_term(theta)
             trainer.flat_gradient.zero_()
-        if penalty:
-            trainer._add_penalty_gradient(1.0 / total_weight)
-            loss += trainer._penalty_value() / total_weight
+        if self.penalty:
+            trainer.parameters.add_penalty_gradient(1.0 / self.total_weight)
+            loss += trainer.parameters.penalty_value() / self.total_weight
         # A copy: scipy keeps the previous gradient, and the buffer is reused.
         gradient = trainer.flat_gradient.double().cpu().numpy().copy()
         if data_term is not None:
             gradient += data_gradient  # float64, as it was summed
         if not (math.isfinite(loss) and np.all(np.isfinite(gradient))):
-            # No value/gradient pair describes an overflowed point: scipy's
-            # line search cannot interpolate through inf, and a zero
-            # gradient would read as convergence (an all-zero model,
-            # "converged"). Stop; the best point is restored
-            # below and the fit reported as diverged.
+            # No value/gradient pair describes an overflowed point: scipy's line
+            # search cannot interpolate through inf, and a zero gradient would
+            # read as convergence. Stop; the best point is restored, the fit
+            # reported as diverged.
             raise NonFiniteObjective
-        if loss < best["loss"]:
-            best["loss"] = loss
-            trainer._remember_best()
+        if loss < self.best_loss:
+            self.best_loss = loss
+            trainer.guard.remember_best()
         return loss, gradient
 
-    def on_iteration(iteration, loss, theta):
+    def on_iteration(self, iteration, loss, theta):
+        """Record the iteration, print it when verbose, report it to the callbacks (True: stop)."""
+        trainer, history = self.trainer, self.trainer.history
         history.n_iter += 1
         history.loss_curve.append(loss)
-        if config.verbose:
-            print(progress_line(history.n_iter, loss, trainer._elapsed()), flush=True)
-        if not reporter.active:
+        if trainer.config.verbose:
+            print(progress_line(history.n_iter, loss, trainer.elapsed()), flush=True)
+        if not self.reporter.active:
             return False
         trainer.flat_parameters.copy_(torch.as_tensor(theta))
-        stop = reporter.end()
+        stop = self.reporter.end()
         if not stop:
-            reporter.begin()
+            self.reporter.begin()
         return stop
 
-    theta0 = trainer.flat_parameters.double().cpu().numpy().copy()
-    gradient_scale = _gradient_scale(trainer)
-    reporter.begin()
-    try:
-        result = minimize_lbfgs(
-            objective if flat is None else flat_objective,
-            theta0,
-            max_iter=max_iter,
-            max_fun=config.max_fun,
-            tol=config.tol,
-            ftol=config.lbfgs_ftol,
-            maxls=config.lbfgs_maxls,
-            maxcor=config.lbfgs_maxcor,
-            on_iteration=on_iteration,
-            gradient_scale=gradient_scale,
-            coarse_objective=coarse,
-            engine=config.lbfgs_engine,
-        )
-        non_finite = False
-    except NonFiniteObjective:
-        result, non_finite = None, True
-    reporter.close()
-    if best["theta"] is not None:
-        trainer.flat_parameters.copy_(torch.as_tensor(best["theta"]))
-        trainer._remember_best()
-    trainer._restore_best()
-    history.best_loss = min(history.best_loss, best["loss"])
-    history.loss = best["loss"]
-    history.stopped_by_callback = bool(result is not None and result.stopped_by_callback)
-    if non_finite and math.isfinite(best["loss"]):
-        trainer._warn_divergence()
+    def finish(self, result, max_iter):
+        """Put the best point back and fill the history; warn of a divergence or an early stop.
+
+        ``result`` is None where the objective overflowed.
+        """
+        trainer, history, config = self.trainer, self.trainer.history, self.trainer.config
+        if self.best_theta is not None:
+            trainer.flat_parameters.copy_(torch.as_tensor(self.best_theta))
+            trainer.guard.remember_best()
+        trainer.guard.restore_best()
+        history.best_loss = min(history.best_loss, self.best_loss)
+        history.loss = self.best_loss
+        history.stopped_by_callback = bool(result is not None and result.stopped_by_callback)
+        if result is None or not math.isfinite(self.best_loss):
+            if not math.isfinite(self.best_loss):
+                history.loss = self._loss_here()
+            trainer.warn_divergence()
+            return history
+        message = lbfgs_convergence_message(result, max_iter, config.max_fun, config.convergence_advice)
+        if message is None:
+            history.converged = bool(result.success)
+        elif config.warn_on_max_iter:
+            warn_user(message, ConvergenceWarning)
         return history
-    if not math.isfinite(best["loss"]):
-        if data_term is None:
-            history.loss = trainer._full_loss(X, y, sample_weight)
-        else:  # _full_loss's rule: inf where the outputs overflow
-            loss = data_term(trainer.flat_parameters.double().cpu().numpy())[0]
-            history.loss = loss if math.isfinite(loss) else math.inf
-        trainer._warn_divergence()
-        return history
-    message = lbfgs_convergence_message(
-        result, max_iter, config.max_fun, config.convergence_advice
-    )
-    if message is None:
-        history.converged = bool(result.success)
-    elif config.warn_on_max_iter:
-        warn_user(message, ConvergenceWarning)
-    return history
+
+    def _loss_here(self):
+        """The loss at the module's parameters; inf where the outputs overflow (``full_loss``'s rule)."""
+        if self.data_term is None:
+            return self.trainer.full_loss(*self.data)
+        loss = self.data_term(self.trainer.flat_parameters.double().cpu().numpy())[0]
+        return loss if math.isfinite(loss) else math.inf
 
 
 def _gradient_scale(trainer):

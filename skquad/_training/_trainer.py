@@ -117,20 +117,12 @@ class Trainer:
         self.parameter_slices = self.parameters.slices
         self.n_parameters = self.parameters.size
 
-    def _has_penalty(self):
-        return self.parameters.has_penalty
-
-    def _penalty_value(self):
-        return self.parameters.penalty_value()
-
-    def _add_penalty_gradient(self, inverse_weight_sum):
-        self.parameters.add_penalty_gradient(inverse_weight_sum)
-
     def _learning_rates(self, base):
         return self.parameters.learning_rates(base)
 
     # ------------------------------------------------------------------ data
-    def _to_device(self, X, y, sample_weight):
+    def to_device(self, X, y, sample_weight):
+        """``X`` (dense or :class:`SparseRows`) and ``y`` on the device, ``sample_weight`` float64."""
         if scipy.sparse.issparse(X) or is_sparse_rows(X):
             X = SparseRows(X.matrix if is_sparse_rows(X) else X, self.device, self.dtype)
         else:
@@ -281,7 +273,7 @@ class Trainer:
         self._optimizer.step(self.flat_gradient, self._learning_rates(self.schedule.learning_rate))
 
     # --------------------------------------------------------------- gradient
-    def _loss_and_gradient(self, X, y, weights):
+    def batch_loss_and_gradient(self, X, y, weights):
         """Weighted data loss of a batch (0-d tensor), gradient in flat_gradient."""
         self.flat_gradient.zero_()
         if self.loss_and_gradient is not None:
@@ -324,7 +316,7 @@ class Trainer:
         normalised = torch.as_tensor(w_epoch / np.repeat(safe_sums, lengths)).to(
             device=self.device, dtype=self.dtype
         )
-        penalty = self._has_penalty()
+        penalty = self.parameters.has_penalty
         batch_losses, used_sums = [], []
         # The explicit path needs no autograd at all: one no_grad for the epoch.
         explicit = torch.no_grad() if self.loss_and_gradient is not None else nullcontext()
@@ -342,13 +334,13 @@ class Trainer:
             for (X_batch, y_batch, w_batch), weight_sum in zip(batches, batch_sums.tolist()):
                 if weight_sum <= 0:
                     continue  # nothing to learn from a batch of zero-weight samples
-                loss = self._loss_and_gradient(X_batch, y_batch, w_batch)
+                loss = self.batch_loss_and_gradient(X_batch, y_batch, w_batch)
                 # The first batch's loss at the starting parameters: the
                 # scale against which the divergence guard measures growth.
                 if self.guard.reference_loss is None:
                     self.guard.observe_first_loss(loss)
                 if penalty:
-                    self._add_penalty_gradient(1.0 / weight_sum)
+                    self.parameters.add_penalty_gradient(1.0 / weight_sum)
                 self._optimizer_step()
                 self.history.n_steps += 1
                 batch_losses.append(loss)
@@ -363,7 +355,7 @@ class Trainer:
         losses = torch.stack(batch_losses).double().cpu().numpy()
         value = float(np.dot(losses, used_sums)) / total_weight
         if penalty:
-            value += self._penalty_value() * np.count_nonzero(batch_sums > 0) / total_weight
+            value += self.parameters.penalty_value() * np.count_nonzero(batch_sums > 0) / total_weight
         return value
 
     def _score_validation(self, X, y, sample_weight):
@@ -377,7 +369,7 @@ class Trainer:
     def _diverged(self, loss):
         return self.guard.diverged(loss, self.history.best_loss)
 
-    def _full_loss(self, X, y, sample_weight, chunk=4096):
+    def full_loss(self, X, y, sample_weight, chunk=4096):
         """Weighted mean loss over the data; inf if any output is not finite."""
         total = 0.0
         with torch.inference_mode():
@@ -392,18 +384,13 @@ class Trainer:
 
     def _recover_from_divergence(self, X, y, sample_weight):
         """The guard's recovery (best or start, scored on the training data), then the warning."""
-        best_value = self.guard.recover(lambda: self._full_loss(X, y, sample_weight))
+        best_value = self.guard.recover(lambda: self.full_loss(X, y, sample_weight))
         self.history.best_loss = min(self.history.best_loss, best_value)
         self.history.loss = best_value
-        self._warn_divergence()
+        self.warn_divergence()
 
-    def _restore_best(self):
-        self.guard.restore_best()
-
-    def _remember_best(self):
-        self.guard.remember_best()
-
-    def _warn_divergence(self):
+    def warn_divergence(self):
+        """Mark the history diverged and warn (the guard's words)."""
         self.history.diverged = True
         self.guard.warn()
 
@@ -440,7 +427,8 @@ class Trainer:
         """Drop the callback context, the estimator and the data (see :meth:`attach_callbacks`)."""
         self.attach_callbacks(None)
 
-    def _reporter(self, task_name):
+    def reporter(self, task_name):
+        """A :class:`SubtaskReporter` of the attached context: one subtask per epoch or iteration."""
         return SubtaskReporter(self.callback_context, task_name=task_name, **self._callback_options)
 
     def _start_call(self):
@@ -457,11 +445,11 @@ class Trainer:
                 "works on the whole data set at once."
             )
         sample_weight = np.ones(len(y)) if sample_weight is None else sample_weight
-        X, y, sample_weight = self._to_device(X, y, sample_weight)
+        X, y, sample_weight = self.to_device(X, y, sample_weight)
         if self._optimizer is None:
             self._init_optimizer_state()
         self._start_call()
-        reporter = self._reporter("epoch")
+        reporter = self.reporter("epoch")
         with self._step_threads(X.shape[0]), flush_denormals():
             self.guard.mark_start()
             reporter.begin()
@@ -486,16 +474,16 @@ class Trainer:
             (X, y, sample_weight), validation = self._split_validation(
                 X if scipy.sparse.issparse(X) else np.asarray(X), np.asarray(y), sample_weight
             )
-            validation = self._to_device(*validation)
-        X, y, sample_weight = self._to_device(X, y, sample_weight)
+            validation = self.to_device(*validation)
+        X, y, sample_weight = self.to_device(X, y, sample_weight)
         self._init_optimizer_state()
         self._no_improvement_count = 0
-        self._remember_best()
+        self.guard.remember_best()
         self.guard.mark_start()
         if self.config.early_stopping:
             self.history.best_validation_score = -math.inf
         history = self.history
-        reporter = self._reporter("epoch")
+        reporter = self.reporter("epoch")
         # The epochs' shuffled copies of X go into one buffer made for this
         # call (it goes with the call): a fresh copy each epoch would cost
         # several times the gather itself in page faults on the new memory.
@@ -528,7 +516,7 @@ class Trainer:
                         ConvergenceWarning,
                     )
         if self.config.early_stopping:
-            self._restore_best()
+            self.guard.restore_best()
         return history
 
     def fit_data_term(self, data_term, max_iter=200):
@@ -565,7 +553,7 @@ class Trainer:
                 self._no_improvement_count = 0
             if score > history.best_validation_score:
                 history.best_validation_score = score
-                self._remember_best()
+                self.guard.remember_best()
         else:
             if loss > history.best_loss - config.tol:
                 self._no_improvement_count += 1
@@ -574,10 +562,10 @@ class Trainer:
         if loss < history.best_loss:
             history.best_loss = loss
             if score is None and math.isfinite(loss):
-                self._remember_best()
+                self.guard.remember_best()
         if config.verbose:
             fields = {} if score is None else {"validation_score": float(score)}
-            print(progress_line(history.n_iter, loss, self._elapsed(), **fields), flush=True)
+            print(progress_line(history.n_iter, loss, self.elapsed(), **fields), flush=True)
         if not check_stop or self._no_improvement_count <= config.n_iter_no_change:
             return False
         stop, outcome = self.schedule.should_stop()
@@ -593,5 +581,9 @@ class Trainer:
             self._no_improvement_count = 0
         return stop
 
-    def _elapsed(self):
+    def elapsed(self):
+        """Seconds since the current ``fit`` call started."""
         return time.perf_counter() - self._fit_started
+
+    # the names the network's Dask data term reads
+    _to_device, _loss_and_gradient = to_device, batch_loss_and_gradient

@@ -1,5 +1,6 @@
 """``run_benchmark``: the benchmark's protocol on your data, as a Python function."""
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,126 +120,105 @@ class BenchmarkResult:
 
 
 def run_benchmark(
-    data: Any,
-    y: Any = None,
-    *,
-    estimators: Mapping[str, BaseEstimator] | Sequence[str] | None = None,
-    include_defaults: bool = True,
-    repeats: int = 3,
-    test_size: float = 0.25,
-    max_train: int | None = None,
-    tune: bool = False,
-    preprocessor: Any = "auto",
-    random_state: int = 0,
-    device: str = "auto",
-    n_threads: int | None = 1,
-    output_dir: str | Path | None = None,
-    progress: Callable[[str], None] | None = None,
-    task: str = "auto",
-    n_splits: int = 5,
-    log_target: bool | str = "auto",
-    max_samples: int | None = None,
-    n_jobs: int = 1,
+    data: Any, y: Any = None, *, estimators: Mapping[str, BaseEstimator] | Sequence[str] | None = None,
+    include_defaults: bool = True, repeats: int = 3, test_size: float = 0.25,
+    max_train: int | None = None, tune: bool = False, preprocessor: Any = "auto",
+    random_state: int = 0, device: str = "auto", n_threads: int | None = 1,
+    output_dir: str | Path | None = None, progress: Callable[[str], None] | None = None,
+    task: str = "auto", n_splits: int = 5, log_target: bool | str = "auto",
+    max_samples: int | None = None, n_jobs: int = 1,
 ) -> "BenchmarkResult":
     """Compare estimators on your data with the protocol of ``python -m skquad.benchmarks``.
 
-    Classification: for each dataset, ``repeats`` stratified shuffle splits; on
-    each split every estimator is fitted as ``Pipeline([("preprocess",
-    preprocessor), ("model", estimator)])`` on the training part and scored
-    (accuracy) on the test part. By default skquad's five classifiers run beside
-    the usual scikit-learn baselines (LogisticRegression,
-    PolynomialFeatures(2) + LogisticRegression, MLPClassifier, RBF and degree-2
-    SVC, HistGradientBoostingClassifier).
+    Classification (:ref:`benchmarks`): ``repeats`` stratified shuffle splits per dataset; every
+    estimator is fitted as ``Pipeline([("preprocess", preprocessor), ("model", estimator)])`` on
+    the training part and scored by accuracy on the test part. By default skquad's classifiers run
+    beside LogisticRegression, PolynomialFeatures(2) + LogisticRegression, MLPClassifier, RBF and
+    degree-2 SVC and HistGradientBoostingClassifier.
 
-    Regression (a continuous ``y``, a regression dataset's name, or
-    ``task="regression"``): for each dataset, ``repeats`` times ``n_splits``-fold
-    cross-validation; every estimator is fitted as
-    ``TransformedTargetRegressor(Pipeline([("preprocess", preprocessor),
-    ("model", estimator)]))`` whose target transformer takes the log (see
-    ``log_target``), standardizes and bounds the predictions to the training
-    targets' range (per output, as a tree's predictions are), and scored by R²
-    and RMSE on the held-out fold, on the target's own scale. By default skquad's regressors run beside
-    Ridge, PolynomialFeatures(2) + Ridge, MLPRegressor, SVR,
-    KernelRidge(kernel="poly", degree=2) and HistGradientBoostingRegressor (SVR
-    and HistGradientBoostingRegressor one per output for a 2-D target).
+    Regression (:ref:`benchmarks-regression`; a continuous ``y``, a regression dataset's name, or
+    ``task="regression"``): ``repeats`` times ``n_splits``-fold cross-validation of that pipeline in
+    a ``TransformedTargetRegressor`` whose transformer takes the log (see ``log_target``),
+    standardizes and bounds the predictions to the training targets' range (per output, as a
+    tree's are), scored by R² and RMSE on the held-out fold, on the target's own scale. By default
+    skquad's regressors run beside Ridge, PolynomialFeatures(2) + Ridge, MLPRegressor, SVR,
+    KernelRidge(kernel="poly", degree=2) and HistGradientBoostingRegressor (SVR and
+    HistGradientBoostingRegressor one per output for a 2-D target).
 
     Needs the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``.
 
     Parameters
     ----------
     data : array-like, str, list of str or dict
-        ``X`` (then pass ``y``); a dataset name or a list of names (scikit-learn's
-        bundled ``"iris"``, ``"wine"``, ``"breast_cancer"``, ``"digits"``, or the UCI
-        datasets of :data:`skquad.datasets.UCI_DATASETS` by file or OpenML name, read by
+        ``X`` (then pass ``y``); a dataset name or a list of names (scikit-learn's bundled
+        ``"iris"``, ``"wine"``, ``"breast_cancer"``, ``"digits"``, or the UCI datasets of
+        :data:`skquad.datasets.UCI_DATASETS` by file or OpenML name, read by
         :func:`skquad.datasets.load_uci`; for regression the sets of
         :data:`skquad.datasets.REGRESSION_DATASETS`, read by
-        :func:`skquad.datasets.load_regression`, or scikit-learn's bundled
-        ``"diabetes"`` and ``"linnerud"``); or ``{name: (X, y)}``.
+        :func:`skquad.datasets.load_regression`, or scikit-learn's bundled ``"diabetes"`` and
+        ``"linnerud"``); or ``{name: (X, y)}``.
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
         Class labels or regression targets, when ``data`` is ``X``.
     estimators : dict or list of str, default=None
-        ``{name: estimator}``: your unfitted classifiers, run beside the defaults
-        (cloned for every fit; a ``random_state`` left at None gets the split's seed).
-        A list of names selects among the defaults (``"QLR"``, ``"QNN"``, ``"RPQNN"``,
-        ``"SDP"``, ``"BackpropQ"``, ``"LogReg"``, ``"Poly2+LogReg"``, ``"MLP"``,
-        ``"SVC-rbf"``, ``"SVC-poly2"``, ``"HistGB"``; for regression ``"QuadReg"``,
-        ``"QuadRegCV"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"SDPCV"``, ``"BackpropQ"``,
-        ``"Ridge"``, ``"Poly2+Ridge"``, ``"MLP"``, ``"SVR"``, ``"KRR-poly2"``,
+        ``{name: estimator}``: your unfitted classifiers, run beside the defaults (cloned for every
+        fit; a ``random_state`` left at None gets the split's seed). A list of names selects among
+        the defaults (``"QLR"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"BackpropQ"``, ``"LogReg"``,
+        ``"Poly2+LogReg"``, ``"MLP"``, ``"SVC-rbf"``, ``"SVC-poly2"``, ``"HistGB"``; for regression
+        ``"QuadReg"``, ``"QuadRegCV"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"SDPCV"``,
+        ``"BackpropQ"``, ``"Ridge"``, ``"Poly2+Ridge"``, ``"MLP"``, ``"SVR"``, ``"KRR-poly2"``,
         ``"HistGB"``: the skquad ones this install has).
     include_defaults : bool, default=True
         Run the default estimators; False runs only ``estimators``.
     repeats : int, default=3
-        Stratified shuffle splits per dataset (split ``r`` is seeded ``random_state + r``);
-        for regression, repetitions of the K-fold cross-validation (the estimators of
-        repetition ``r`` are seeded ``random_state + r``).
+        Stratified shuffle splits per dataset (split ``r`` is seeded ``random_state + r``); for
+        regression, repetitions of the K-fold cross-validation (the estimators of repetition ``r``
+        are seeded ``random_state + r``).
     test_size : float, default=0.25
         Fraction of each dataset held out for testing (classification).
     max_train : int, default=None
-        Cap on every training part (a stratified subsample; uniform for regression);
-        None uses the whole part.
+        Cap on every training part (a stratified subsample; uniform for regression); None uses the
+        whole part.
     tune : bool, default=False
-        Wrap every default estimator in a nested 3-fold GridSearchCV over a small grid
-        (its fit time includes the search).
+        Wrap every default estimator in a nested 3-fold GridSearchCV over a small grid (its fit
+        time includes the search).
     preprocessor : "auto", transformer or None, default="auto"
         ``"auto"``: :func:`skquad.datasets.make_uci_preprocessor` (regression:
-        :func:`skquad.datasets.make_regression_preprocessor`, the same rules, and numeric
-        columns clipped to their training range: impute and one-hot encode nominal
-        columns, impute and standardize numeric ones); a
-        transformer of your own (cloned for every fit); None: the models see ``X`` as
-        it is.
+        :func:`skquad.datasets.make_regression_preprocessor`, the same rules, and numeric columns
+        clipped to their training range: impute and one-hot encode nominal columns, impute and
+        standardize numeric ones); a transformer of your own (cloned for every fit); None: the
+        models see ``X`` as it is.
     random_state : int, default=0
         Seeds the splits and the estimators.
     device : str, default="auto"
         Torch device of the skquad estimators that train with torch.
     n_threads : int or None, default=1
-        Threads of BLAS, OpenMP and torch during the run: one by default, so that fit
-        times compare algorithms rather than how each library shares a busy machine;
-        None leaves the libraries' defaults.
+        Threads of BLAS, OpenMP and torch during the run: one by default, so that fit times compare
+        algorithms rather than how each library shares a busy machine; None leaves the libraries'
+        defaults.
     output_dir : str or pathlib.Path, default=None
-        When given, ``report.md``, ``runs.csv``, ``summary.csv``, ``ratios.csv``,
-        ``overall.csv``, ``machine.txt`` and the plots are written there.
+        When given, ``report.md``, ``runs.csv``, ``summary.csv``, ``ratios.csv``, ``overall.csv``,
+        ``machine.txt`` and the plots are written there.
     progress : callable, default=None
         Called with one line per fit (``print`` shows progress).
     task : {"auto", "classification", "regression"}, default="auto"
-        ``"auto"``: regression when scikit-learn's ``type_of_target(y)`` is
-        ``"continuous"`` or ``"continuous-multioutput"``, or ``y`` is floating point
-        with more than 20 distinct values (or the datasets named are regression sets).
-        Integer targets read as class labels: pass ``task="regression"`` for counts.
+        ``"auto"``: regression when scikit-learn's ``type_of_target(y)`` is ``"continuous"`` or
+        ``"continuous-multioutput"``, or ``y`` is floating point with more than 20 distinct values
+        (or the datasets named are regression sets). Integer targets read as class labels: pass
+        ``task="regression"`` for counts.
     n_splits : int, default=5
         Folds of the regression cross-validation.
     log_target : "auto" or bool, default="auto"
-        Regression: model ``log(y)`` (the predictions are exponentiated back before
-        scoring). ``"auto"``: for the shared sets whose README calls the target skewed
-        (diamonds, wage, cpus, car_prices), not for your data.
+        Regression: model ``log(y)`` (the predictions are exponentiated back before scoring).
+        ``"auto"``: for the shared sets whose README calls the target skewed (diamonds, wage, cpus,
+        car_prices), not for your data.
     max_samples : int, default=None
-        Regression: a dataset with more rows is subsampled to this many (uniformly, once,
-        seeded ``random_state``) before the splits; the report says so.
+        Regression: a dataset with more rows is subsampled to this many (uniformly, once, seeded
+        ``random_state``) before the splits; the report says so.
     n_jobs : int, default=1
-        Worker processes that run the fits side by side, one fit each at a time under
-        ``n_threads`` (joblib's process backend). Every fit is seeded by its split, so
-        the scores do not depend on ``n_jobs``; with ``n_threads=1`` and no more jobs
-        than idle cores, each fit has a core to itself and its time compares with a
-        sequential run's.
+        Worker processes that run the fits side by side, one fit each at a time under ``n_threads``
+        (joblib's process backend). Every fit is seeded by its split, so the scores do not depend
+        on ``n_jobs``; with ``n_threads=1`` and no more jobs than idle cores, each fit has a core
+        to itself and its time compares with a sequential run's.
 
     Returns
     -------
@@ -267,8 +247,6 @@ def run_benchmark(
     class score is what makes it larger). ``result.save("results/")`` writes the
     report, the CSV tables and the plots.
     """
-    import time
-
     start = time.perf_counter()
     runs, specs, names = run_protocol(
         data, y, estimators=estimators, include_defaults=include_defaults, repeats=repeats,

@@ -208,101 +208,93 @@ def analyze_quadric(Q, w, b, *, level=0.0, feature_names=None, name="quadric", t
     >>> a.surface_type, a.semi_axes.tolist()
     ('ellipsoid', [1.0, 2.0])
     """
+    Q, w = _checked_coefficients(Q, w, b, level)
+    d = Q.shape[0]
+    feature_names = np.asarray([f"x{i}" for i in range(d)] if feature_names is None else feature_names,
+                               dtype=object)
+    eigenvalues, vectors = np.linalg.eigh(Q)
+    order = np.argsort(-eigenvalues, kind="stable")
+    eigenvalues, vectors = eigenvalues[order], _sign_fixed(vectors[:, order])
+    if tol is None:
+        tol = d * np.finfo(np.float64).eps * (float(np.max(np.abs(eigenvalues))) if d else 0.0)
+    zero_mask = np.abs(eigenvalues) <= tol
+    n_pos, n_neg = int(np.sum(eigenvalues > tol)), int(np.sum(eigenvalues < -tol))
+    n_zero = int(zero_mask.sum())
+    # w in the eigenbasis: its null-space part decides center vs paraboloid
+    w_eig = vectors.T @ w
+    w_null = float(np.linalg.norm(w_eig[zero_mask]))
+    semi_axes = np.full(d, np.nan)
+    semi_axes[zero_mask] = np.inf
+    center = center_value = None
+    if n_pos + n_neg == 0:
+        surface = base = "hyperplane" if np.linalg.norm(w) > 0 else "constant"
+        flat = 0
+    elif w_null <= _RELATIVE_ZERO * max(float(np.linalg.norm(w)), 1e-300):
+        center, center_value = _center(eigenvalues, vectors, w_eig, ~zero_mask, float(b) - float(level))
+        ratio = -center_value / eigenvalues[~zero_mask]
+        semi_axes[~zero_mask] = np.sqrt(ratio, where=ratio >= 0, out=np.full(ratio.shape, np.nan))
+        flat = n_zero
+        surface, base = _centered_type(n_pos, n_neg, flat, center_value)
+    else:
+        base = "elliptic paraboloid" if (n_pos == 0 or n_neg == 0) else "hyperbolic paraboloid"
+        flat = n_zero - 1
+        surface = "parabolic cylinder" if flat else base
+    return QuadricAnalysis(
+        name=name, Q=Q, w=w, b=float(b), level=float(level), feature_names=feature_names,
+        eigenvalues=eigenvalues, axes=vectors, inertia=(n_pos, n_neg, n_zero),
+        surface_type=surface, base_type=base, n_cylinder_directions=int(flat), center=center,
+        center_value=center_value, semi_axes=semi_axes,
+    )
+
+
+def _checked_coefficients(Q, w, b, level):
+    """``Q`` symmetrised and ``w`` flat (float64); a ValueError names a bad shape or value."""
     Q = np.asarray(Q, dtype=np.float64)
     Q = 0.5 * (Q + Q.T)
     w = np.asarray(w, dtype=np.float64).reshape(-1)
     d = Q.shape[0]
     if Q.shape != (d, d) or w.shape != (d,):
         raise ValueError(f"Q must be (d, d) and w (d,), got {Q.shape} and {w.shape}.")
-    # eigh of a NaN matrix answers NaN eigenvalues, read below as "constant":
+    # eigh of a NaN matrix answers NaN eigenvalues, read as "constant":
     # a non-finite quadric has no type.
-    for name, value in (("Q", Q), ("w", w), ("b", b), ("level", level)):
+    for label, value in (("Q", Q), ("w", w), ("b", b), ("level", level)):
         if not np.all(np.isfinite(np.asarray(value, dtype=np.float64))):
             raise ValueError(
-                f"{name} has non-finite values (NaN or inf): the quadric is undefined. "
+                f"{label} has non-finite values (NaN or inf): the quadric is undefined. "
                 "Was the model fitted to a diverged (non-finite) solution?"
             )
-    if feature_names is None:
-        feature_names = [f"x{i}" for i in range(d)]
-    feature_names = np.asarray(feature_names, dtype=object)
-    constant = float(b) - float(level)
+    return Q, w
 
-    eigenvalues, vectors = np.linalg.eigh(Q)
-    order = np.argsort(-eigenvalues, kind="stable")
-    eigenvalues, vectors = eigenvalues[order], _sign_fixed(vectors[:, order])
-    scale = float(np.max(np.abs(eigenvalues))) if d else 0.0
-    if tol is None:
-        tol = d * np.finfo(np.float64).eps * scale
-    positive_mask = eigenvalues > tol
-    negative_mask = eigenvalues < -tol
-    zero_mask = ~(positive_mask | negative_mask)
-    n_pos, n_neg, n_zero = int(positive_mask.sum()), int(negative_mask.sum()), int(zero_mask.sum())
-    rank = n_pos + n_neg
 
-    # w in the eigenbasis: its null-space part decides center vs paraboloid
-    w_eig = vectors.T @ w
-    w_null = float(np.linalg.norm(w_eig[zero_mask]))
-    has_center = rank > 0 and w_null <= _RELATIVE_ZERO * max(float(np.linalg.norm(w)), 1e-300)
-    semi_axes = np.full(d, np.nan)
-    semi_axes[zero_mask] = np.inf
-    center = center_value = None
+def _center(eigenvalues, vectors, w_eig, nonzero, constant):
+    """The minimum-norm center ``-Q^+ w / 2`` and ``b' = f(center) - level`` (0 below rounding)."""
+    center_eig = np.zeros(vectors.shape[0])
+    center_eig[nonzero] = -0.5 * w_eig[nonzero] / eigenvalues[nonzero]
+    shift = 0.25 * float(np.sum(w_eig[nonzero] ** 2 / eigenvalues[nonzero]))
+    center_value = constant - shift
+    if abs(center_value) <= _RELATIVE_ZERO * max(abs(constant), abs(shift), 1e-300):
+        center_value = 0.0
+    return vectors @ center_eig, center_value
 
-    if rank == 0:
-        surface = "hyperplane" if np.linalg.norm(w) > 0 else "constant"
-        base, flat = surface, 0
-    elif has_center:
-        nonzero = ~zero_mask
-        center_eig = np.zeros(d)
-        center_eig[nonzero] = -0.5 * w_eig[nonzero] / eigenvalues[nonzero]
-        center = vectors @ center_eig
-        shift = 0.25 * float(np.sum(w_eig[nonzero] ** 2 / eigenvalues[nonzero]))
-        center_value = constant - shift
-        if abs(center_value) <= _RELATIVE_ZERO * max(abs(constant), abs(shift), 1e-300):
-            center_value = 0.0
-        ratio = -center_value / eigenvalues[nonzero]
-        axes_real = np.full(nonzero.sum(), np.nan)
-        axes_real[ratio >= 0] = np.sqrt(ratio[ratio >= 0])
-        semi_axes[nonzero] = axes_real
-        flat = n_zero
-        definite = n_pos == 0 or n_neg == 0
-        if center_value == 0.0:
-            # y^T Q y = 0: the center alone (times the flat directions), or a
-            # cone, which for rank 2 is a pair of hyperplanes (a product of two
-            # affine functions, e.g. every RPQNN neuron without power term)
-            if definite:
-                base = "point" if not flat else ("double hyperplane" if rank == 1 else "affine subspace")
-            else:
-                base = "pair of hyperplanes" if rank == 2 else "cone"
-        elif definite:
-            same_sign = (n_pos > 0) == (-center_value > 0)
-            base = "ellipsoid" if same_sign else "empty"
+
+def _centered_type(n_pos, n_neg, flat, center_value):
+    """``(surface_type, base_type)`` of a quadric with a center, ``y^T Q y = -center_value``."""
+    rank, definite = n_pos + n_neg, n_pos == 0 or n_neg == 0
+    if center_value == 0.0:
+        # the center alone (times the flat directions), or a cone, which for
+        # rank 2 is a pair of hyperplanes (a product of two affine functions,
+        # e.g. every RPQNN neuron without power term)
+        if definite:
+            base = "point" if not flat else ("double hyperplane" if rank == 1 else "affine subspace")
         else:
-            k = n_pos if -center_value > 0 else n_neg
-            base = "hyperboloid of two sheets" if k == 1 else "hyperboloid of one sheet"
-        surface = base
-        if flat and base == "ellipsoid":
-            surface = "elliptic cylinder"
-        elif flat and base.startswith("hyperboloid"):
-            surface = "hyperbolic cylinder"
+            base = "pair of hyperplanes" if rank == 2 else "cone"
+    elif definite:
+        base = "ellipsoid" if (n_pos > 0) == (-center_value > 0) else "empty"
     else:
-        base = "elliptic paraboloid" if (n_pos == 0 or n_neg == 0) else "hyperbolic paraboloid"
-        flat = n_zero - 1
-        surface = "parabolic cylinder" if flat else base
-
-    return QuadricAnalysis(
-        name=name,
-        Q=Q,
-        w=w,
-        b=float(b),
-        level=float(level),
-        feature_names=feature_names,
-        eigenvalues=eigenvalues,
-        axes=vectors,
-        inertia=(n_pos, n_neg, n_zero),
-        surface_type=surface,
-        base_type=base,
-        n_cylinder_directions=int(flat),
-        center=center,
-        center_value=center_value,
-        semi_axes=semi_axes,
-    )
+        k = n_pos if -center_value > 0 else n_neg
+        base = "hyperboloid of two sheets" if k == 1 else "hyperboloid of one sheet"
+    if flat and base == "ellipsoid":
+        return "elliptic cylinder", base
+    if flat and base.startswith("hyperboloid"):
+        return "hyperbolic cylinder", base
+    return base, base
