@@ -64,8 +64,8 @@ import numpy as np
 import scipy.linalg
 import torch
 
-from .._training._runtime import thread_count
-from .._training._threads import limit_threads
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_step
 from .certificate import golden_minimum
 from .losses import conjugate, project_dual
