@@ -168,16 +168,19 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     def _sparse_formats(self):
         return ["csr", "csc"] if self._accept_sparse else False
 
-    def _record_input_range(self, X, sample_weight, *, reset):
+    def _record_input_range(self, X, sample_weight, *, reset, prefix="data"):
         """Set (``reset``) or widen ``data_min_``/``data_max_``: the range ``clip_inputs`` clips to.
 
         Over the rows of positive weight (see :mod:`skquad._foundation._input_range`);
-        ``fit`` (and ``warm_start``) starts anew, ``partial_fit`` widens.
+        ``fit`` (and ``warm_start``) starts anew, ``partial_fit`` widens. With
+        ``prefix="target"``, ``y``'s ``target_min_``/``target_max_`` (``clip_outputs``).
         """
+        names = f"{prefix}_min_", f"{prefix}_max_"
         batch = feature_range(X, sample_weight)
         if not reset:
-            batch = merge_ranges((self.data_min_, self.data_max_), batch)
-        self.data_min_, self.data_max_ = batch
+            batch = merge_ranges(tuple(getattr(self, name) for name in names), batch)
+        for name, bound in zip(names, batch):
+            setattr(self, name, bound)
 
     # ------------------------------------------------------------ predict side
     def _validate_predict_data(self, X):
@@ -649,15 +652,8 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         )
         sample_weight = self._check_weight_scale(sample_weight)
         self._record_input_range(X, sample_weight, reset=reset)
-        self._record_target_range(y, sample_weight, reset=reset)
+        self._record_input_range(y, sample_weight, reset=reset, prefix="target")
         return X, y, sample_weight
-
-    def _record_target_range(self, y, sample_weight, *, reset):
-        """Set (``reset``) or widen ``target_min_``/``target_max_``: the range ``clip_outputs`` clips to."""
-        batch = feature_range(y, sample_weight)
-        if not reset:
-            batch = merge_ranges((self.target_min_, self.target_max_), batch)
-        self.target_min_, self.target_max_ = batch
 
     def _bounded_predictions(self, scores):
         """``scores`` clipped per output to the training targets' range with ``clip_outputs``.

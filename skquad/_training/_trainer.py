@@ -585,5 +585,3 @@ class Trainer:
         """Seconds since the current ``fit`` call started."""
         return time.perf_counter() - self._fit_started
 
-    # the names the network's Dask data term reads
-    _to_device, _loss_and_gradient = to_device, batch_loss_and_gradient

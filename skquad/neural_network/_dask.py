@@ -11,7 +11,7 @@ with :mod:`skquad._dask`'s block machinery:
 * the trainer that the in-memory fit builds (its module, loss and explicit
   backward) is sent to the workers once; at every L-BFGS evaluation only
   the flat parameter vector travels to them, each block computes its loss
-  and gradient with the in-memory code (:meth:`Trainer._loss_and_gradient`,
+  and gradient with the in-memory code (:meth:`Trainer.batch_loss_and_gradient`,
   weights divided by the total), and the sums (float64) come back through
   :mod:`skquad._dask`'s reduction;
 * the driver runs the in-memory fit's own L-BFGS
@@ -118,11 +118,11 @@ def _block_objective(block, theta, evaluator, total_weight):
     if X.shape[0] == 0:
         return 0.0, np.zeros(trainer.n_parameters)
     trainer.flat_parameters.copy_(torch.from_numpy(theta))
-    X, y, w = trainer._to_device(X, y, w)
+    X, y, w = trainer.to_device(X, y, w)
     weights = torch.as_tensor(w / total_weight).to(device=trainer.device, dtype=trainer.dtype)
     threads = thread_count(evaluator.n_threads, trainer.device, 6.0 * X.shape[0] * trainer.n_parameters)
     with limit_threads(threads, blas=1), flush_denormals():
-        loss = float(trainer._loss_and_gradient(X, y, weights))
+        loss = float(trainer.batch_loss_and_gradient(X, y, weights))
     return loss, trainer.flat_gradient.double().cpu().numpy().copy()
 
 
