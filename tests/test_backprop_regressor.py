@@ -113,13 +113,31 @@ def test_scale_target_fits_a_target_far_from_unit_scale():
     X, y = _data(n=300)
     y = 1000.0 + 300.0 * (y + X[:, 2])
     weight = np.random.RandomState(1).uniform(0.5, 2.0, size=300)
-    model = BackpropQuantizedRegressor(n_neurons=200, random_state=0).fit(X[:200], y[:200], weight[:200])
+    # the paper's quantization (no refit), so that the scaling alone is tested
+    model = BackpropQuantizedRegressor(n_neurons=200, random_state=0, refit_output_layer=False).fit(
+        X[:200], y[:200], weight[:200])
     np.testing.assert_allclose(model.target_shift_, [np.average(y[:200], weights=weight[:200])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        given = BackpropQuantizedRegressor(n_neurons=200, random_state=0, scale_target=False).fit(
+        given = BackpropQuantizedRegressor(
+            n_neurons=200, random_state=0, scale_target=False, refit_output_layer=False).fit(
             X[:200], y[:200], weight[:200])
     assert model.score(X[200:], y[200:]) > 0.8 > given.score(X[200:], y[200:])
     # the exporters apply the affine step: torch and the callbacks' units are predict's
     out = model.to_torch()(torch.as_tensor(X)).detach().numpy()
     np.testing.assert_allclose(out, model.predict(X), rtol=1e-10)
+
+
+def test_the_refitted_output_layer_fits_better_and_exports_exactly():
+    """The refit is ridge on the ±1 neurons' outputs with an intercept: on the training rows it
+    beats the paper's one scale without intercept, and predict and torch agree."""
+    X, y = _data(n=300)
+    y = 3.0 + y + X[:, 2]
+    paper = BackpropQuantizedRegressor(n_neurons=100, random_state=0, refit_output_layer=False).fit(X, y)
+    refit = BackpropQuantizedRegressor(n_neurons=100, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(refit.U_, paper.U_)
+    np.testing.assert_array_equal(paper.intercept_, 0.0)
+    assert refit.score(X, y) > paper.score(X, y)
+    assert len(np.unique(refit.alpha_)) > 10  # one weight per neuron, not one scale
+    out = refit.to_torch()(torch.as_tensor(X)).detach().numpy()
+    np.testing.assert_allclose(out, refit.predict(X), rtol=1e-10)

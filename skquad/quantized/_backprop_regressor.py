@@ -2,6 +2,7 @@
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.linear_model import RidgeCV
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor
@@ -13,7 +14,12 @@ from .._foundation._target_scaling import (
     unscaled_predictions,
 )
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
-from ._common import _batched_network_scores
+from ._common import _batched_network_scores, _check_memory
+from ..convex.formulation import network_objective
+
+# refit_output_layer: the ridge penalties tried, relative to the neurons'
+# mean column energy (the penalty is then free of the data's and p's scale).
+REFIT_RELATIVE_ALPHAS = np.logspace(-6, 2, 17)
 
 __all__ = ["BackpropQuantizedRegressor"]
 
@@ -48,6 +54,17 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         bounded where it extrapolates. Every training target lies in the
         range, so clipping moves a prediction toward each of them: no training
         row's squared error grows. False predicts with the unbounded model.
+    refit_output_layer : bool, default=True
+        After quantization, refit the second layer on the training rows:
+        ridge regression of the targets on the ±1 neurons' outputs (one
+        weight per neuron and output, and an intercept per output), its
+        penalty chosen by scikit-learn's :class:`~sklearn.linear_model.RidgeCV`
+        (efficient leave-one-out) on a grid relative to the outputs' mean
+        column energy. The sign-quantized first layer is unchanged, so the
+        network stays a binary-weight network; the refit only replaces the
+        paper's single Frobenius scale per output, which ignores the data and
+        fits regression targets poorly. False: the paper's baseline exactly
+        (``scale_`` per output, no intercept).
     scale_target : bool, default=True
         Train on the targets standardized per output (the
         ``sample_weight``-weighted mean and standard deviation; a constant
@@ -68,6 +85,9 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         The trained real-weight network.
     objective_ : float
         Training objective of the quantized network (on the scaled targets).
+    intercept_ : ndarray of shape (n_outputs_,)
+        The refitted output layer's intercept, in the units of the scaled
+        targets (zeros without ``refit_output_layer``).
     target_shift_ : ndarray of shape (n_outputs_,)
         Subtracted from ``y`` for training (0 without ``scale_target``).
     target_scale_ : ndarray of shape (n_outputs_,)
@@ -114,7 +134,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         name: constraint
         for name, constraint in BackpropQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    } | {"scale_target": ["boolean"], "clip_outputs": ["boolean"]}
+    } | {"scale_target": ["boolean"], "clip_outputs": ["boolean"], "refit_output_layer": ["boolean"]}
 
     # Real (n, k) targets, compared as they are (squared loss).
     _real_targets = True
@@ -143,6 +163,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         random_state=None,
         clip_inputs=True,
         clip_outputs=True,
+        refit_output_layer=True,
         scale_target=True,
     ):
         self.n_neurons = n_neurons
@@ -164,6 +185,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         self.random_state = random_state
         self.clip_inputs = clip_inputs
         self.clip_outputs = clip_outputs
+        self.refit_output_layer = refit_output_layer
         self.scale_target = scale_target
 
     def _network_n_outputs(self):
@@ -173,9 +195,40 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         """A vector for one output, the (n, k) matrix otherwise."""
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
+    def _quantized_attributes(self):
+        # The epochs' snapshots (what callbacks see) quantize as the paper does:
+        # the refit needs the training rows.
+        attributes = super()._quantized_attributes()
+        return attributes | {"intercept_": np.zeros(self.n_outputs_, dtype=attributes["alpha_"].dtype)}
+
     def _quantize(self, X, targets, sample_weight):
         super()._quantize(X, targets, sample_weight)
+        if self.refit_output_layer:
+            self._refit_output_layer(X, targets, sample_weight)
         self._warn_if_worse_than_the_mean(X, targets, sample_weight)
+
+    def _neuron_outputs(self, X):
+        """``(n, m)``: each ±1 neuron's output ``(u_j^T x)(v_j^T x)`` on the lifted rows."""
+        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, np.eye(self.U_.shape[0]))
+
+    def _refit_output_layer(self, X, targets, sample_weight):
+        """Ridge on the neurons' outputs, its penalty by RidgeCV's leave-one-out; any neuron feeds any output."""
+        n_neurons = self.U_.shape[0]
+        _check_memory(3.0 * 8 * X.shape[0] * n_neurons + 8.0 * n_neurons**2, "n_neurons", n_neurons,
+                      "refitting the output layer (refit_output_layer=True)")
+        H = self._neuron_outputs(X)
+        # RidgeCV's penalty weighs against sum_i w_i (y_i - h_i^T a)^2: scale by the weighted energy.
+        energy = max(float(np.sum(sample_weight @ H**2)) / n_neurons, np.finfo(float).tiny)
+        Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
+        ridge = RidgeCV(alphas=energy * REFIT_RELATIVE_ALPHAS)
+        ridge.fit(H, Y, sample_weight=sample_weight)
+        dtype = self.alpha_.dtype
+        self.alpha_ = np.ascontiguousarray(ridge.coef_.reshape(Y.shape[1], n_neurons).T, dtype=dtype)
+        self.intercept_ = np.asarray(ridge.intercept_, dtype=dtype).reshape(Y.shape[1])
+        scores = H @ self.alpha_.astype(np.float64) + self.intercept_
+        self.objective_ = network_objective(
+            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
+        )
 
     def _warn_if_worse_than_the_mean(self, X, targets, sample_weight):
         """Say so when the quantized network fits the training targets worse than their mean.
@@ -186,6 +239,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         """
         Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        scores = scores + self.intercept_
         weight = np.asarray(sample_weight, dtype=np.float64)
         if not weight.sum() > 0:
             return
@@ -219,7 +273,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         return super()._train(X, Y, sample_weight, epochs=epochs)
 
     def _raw_scores(self, X):
-        return unscaled_predictions(super()._raw_scores(X), *fitted_target_scaling(self))
+        scores = super()._raw_scores(X) + self.intercept_
+        return unscaled_predictions(scores, *fitted_target_scaling(self))
 
     def _float_scores(self, X):
         return unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
