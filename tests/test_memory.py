@@ -179,6 +179,9 @@ def _cases():
             da.from_array(small, chunks=10), da.from_array(labels * 1.0, chunks=10)), "hidden_layer_sizes=(4,)"),
         ("Backprop", 1024, lambda: sq.BackpropQuantizedRegressor(n_neurons=2).fit(small, labels * 1.0),
          "n_neurons=2"),
+        # training fits the budget (batches of 20 rows); the refit's 300 x 40 outputs do not
+        ("Backprop refit", 200_000, lambda: sq.BackpropQuantizedRegressor(
+            n_neurons=40, batch_size=20, max_iter=1, tol=0.0).fit(tall, tall[:, 0]), "n_neurons=40"),
         ("SDP network", 1024, lambda: sq.SDPQuantizedClassifier(n_neurons=100).fit(small, labels), "n_neurons=100"),
         ("SDP resample", 1024, lambda: sdp.resample(1000), "n_neurons=1000"),
         ("SDP levels", 2**20, lambda: sq.SDPQuantizedClassifier(**levels).fit(small, labels), "weight_levels=50"),
