@@ -8,6 +8,7 @@ loop, and the feasible primal point and solution built from a barrier's
 system and loop.
 """
 
+import dataclasses
 import math
 import time
 import warnings
@@ -20,9 +21,10 @@ from .certificate import squared_loss_rho
 from .solution import SDPSolution, relaxed_block
 
 __all__ = [
-    "StallGuard", "backtrack", "barrier_solution", "best_rho", "centred_and_done", "components",
-    "feasible_point", "lmi_log_barrier", "lmi_terms", "newton_step", "scaled_factor",
-    "solve_scaled", "tangent_move", "unit_factor",
+    "CentralPath", "StallGuard", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
+    "components", "feasible_point", "follow_central_path", "lmi_log_barrier", "lmi_terms",
+    "newton_direction", "newton_step", "scaled_factor", "solve_scaled", "tangent_move",
+    "unit_factor",
 ]
 
 
@@ -42,6 +44,105 @@ class StallGuard:
     def moved(self):
         """A step was taken."""
         self.blocked_in_a_row = 0
+
+
+@dataclasses.dataclass
+class CentralPath:
+    """A dual barrier's run: the point ``(y, mu)``, the weight ``tau``, the Newton
+    steps taken, the status, the certified gap, the best primal and dual so far
+    (``objective``, ``lower_bound``, ``point``) and one history entry per centring."""
+
+    y: np.ndarray
+    mu: np.ndarray
+    tau: float
+    best: dict
+    start: float
+    verbose: int = 0
+    steps: int = 0
+    status: str = "max_iter"
+    gap: float = math.inf
+    history: list = dataclasses.field(default_factory=list)
+
+    def record(self):
+        """Append the centring's history entry (and print it when verbose); returns the gap."""
+        from .._foundation._reporting import progress_line
+
+        info = {
+            "iteration": self.steps, "objective": self.best["objective"],
+            "lower_bound": self.best["lower_bound"], "gap": self.gap, "tau": self.tau,
+            "elapsed": time.perf_counter() - self.start,
+        }
+        self.history.append(info)
+        if self.verbose:
+            print(progress_line(self.steps, self.best["objective"], info["elapsed"],
+                                lower_bound=self.best["lower_bound"], gap=float(self.gap)))
+        return self.gap
+
+
+def newton_direction(hess, grad):
+    """``(step, decrement, factor)`` of a dual barrier's Newton system (``hess`` is
+    overwritten); ``step`` is None where the system gives no descent."""
+    factor = scaled_factor(hess, overwrite=True)
+    step = None if factor is None else solve_scaled(factor, -grad)
+    decrement = -1.0 if step is None else float(-grad @ step)
+    if step is None or not math.isfinite(decrement) or decrement <= 0.0:
+        return None, decrement, factor
+    return step, decrement, factor
+
+
+def follow_central_path(path, barrier, on_centred, final_check, *, tol, max_steps, time_limit,
+                        centred, tau_factor, steps_per_centring=math.inf):
+    """The tau loop of the dual barriers (hinge and squared), run on ``path`` in place.
+
+    Damped Newton steps on ``barrier.value(y, mu, tau)`` (``barrier.system``
+    gives its Hessian and gradient); once a point is centred (decrement below
+    ``centred``, or ``steps_per_centring`` steps at one tau) ``on_centred(path,
+    step, decrement, factor)`` certifies it (setting ``path.gap``; it may take
+    more steps and returns the last Newton direction), then tau rises by
+    ``tau_factor`` and the next centring starts from the central path's
+    tangent, ``H dx/dtau = barrier.tangent_rhs(y)``. Where no step lowers the
+    barrier, tau rises once; twice in a row stops the run (``StallGuard``).
+    Short of ``tol`` at the end (but in time), ``final_check(path)`` gives the gap.
+    """
+    def value(y, mu):
+        return barrier.value(y, mu, path.tau)
+
+    guard, since_centred = StallGuard(), 0
+    while path.steps < max_steps and path.gap > tol:
+        if time_limit is not None and time.perf_counter() - path.start > time_limit:
+            path.status = "time_limit"
+            break
+        step, decrement, factor = newton_direction(*barrier.system(path.y, path.mu, path.tau))
+        if step is not None and (decrement < centred or since_centred >= steps_per_centring):
+            since_centred = 0
+            step, decrement, factor = on_centred(path, step, decrement, factor)
+            if path.gap <= tol:
+                break
+            if step is None:
+                continue  # the next Newton system at this point decides (the stall guard)
+            tangent = solve_scaled(factor, barrier.tangent_rhs(path.y))
+            old_tau, path.tau = path.tau, tau_factor * path.tau
+            path.y, path.mu = tangent_move(value, path.y, path.mu, (path.tau - old_tau) * tangent)
+            path.steps += 1
+            continue
+        moved = None if step is None else backtrack(value, path.y, path.mu, step, decrement)
+        if moved is None:
+            if guard.blocked():
+                path.status = "stalled"
+                break
+            path.tau *= tau_factor
+            continue
+        guard.moved()
+        path.y, path.mu = moved
+        path.steps += 1
+        since_centred += 1
+        if path.verbose > 1:
+            print(f"  step {path.steps}: tau={path.tau:.3g} decrement={decrement:.3g}")
+    if path.gap > tol and path.status != "time_limit":
+        path.gap = final_check(path)
+    if path.gap <= tol:
+        path.status = "optimal"
+    return path
 
 
 def lmi_log_barrier(Sp, Sm, slack):
@@ -261,14 +362,14 @@ def feasible_point(data, P, N, t, weight, penalty):
     return best
 
 
-def barrier_solution(best, p, n_samples, gap, tol, steps, status, history, start, callback,
-                      solver):
+def barrier_solution(path, p, n_samples, tol, callback, solver):
     """The ``SDPSolution`` of a dual barrier's best point (the hinge's and the squared loss's).
 
-    ``best``: ``objective``, ``lower_bound`` and ``point`` (``(F, signs, rho,
-    scores)``, or None for the zero network); the callback is called once,
-    with the factor solver's keys.
+    ``path.best``: ``objective``, ``lower_bound`` and ``point`` (``(F, signs,
+    rho, scores)``, or None for the zero network); the callback is called
+    once, with the factor solver's keys.
     """
+    best, gap, steps, history, start = path.best, path.gap, path.steps, path.history, path.start
     if best["point"] is None:
         F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(n_samples)
     else:
@@ -284,7 +385,7 @@ def barrier_solution(best, p, n_samples, gap, tol, steps, status, history, start
         rho=np.array([rho]),
         value=float(best["objective"]),
         scores=scores[:, None],
-        status=status,
+        status=path.status,
         solver=solver,
         solve_time=elapsed,
         lower_bound=float(best["lower_bound"]),

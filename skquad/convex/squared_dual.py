@@ -77,16 +77,15 @@ import numpy as np
 import torch
 
 from .barrier import (
-    StallGuard,
+    CentralPath,
     backtrack,
     barrier_solution,
     components,
     feasible_point,
+    follow_central_path,
     lmi_log_barrier,
     lmi_terms,
-    scaled_factor,
-    solve_scaled,
-    tangent_move,
+    newton_direction,
 )
 from .face_dual import FACE_EIGENVALUE, verified_bound
 from .factor_solver import threads_for
@@ -163,6 +162,7 @@ class _DualBarrier:
         self.comps = [u[self.kept] for u in comps]
         self.t, self.weight = self.target_all[self.kept], weight[self.kept]
         self.n, self.p = self.t.size, data.n_lifted
+        self.nu = 2 * self.p + 1
         self.penalty = data.penalty_per_rho
         self.b = 2.0 * self.weight  # 2 M(lam) = Σ_i lam_i b_i L_i
         self._b_outer = np.multiply.outer(self.b, self.b)
@@ -211,132 +211,73 @@ class _DualBarrier:
         grad[n:] = 1.0 / slack - np.diag(inverse_p) - np.diag(inverse_m)
         return hess, grad
 
+    def tangent_rhs(self, lam):
+        """``H dx/dtau = -(w (t + lam / 2), 0)``: ``grad phi = 0`` differentiated in ``tau``."""
+        rhs = np.zeros(self.n + self.p)
+        rhs[: self.n] = -self.weight * (self.t + 0.5 * lam)
+        return rhs
+
+
+def _certify(phi, path, tol, primal):
+    """Raise the best bound at the path's point; with ``primal``, also take the
+    centre's primal point (on its optimal faces whenever that certifies tol,
+    module docstring; else the better of it and the full one). Returns the gap."""
+    data, best = phi.data, path.best
+    best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(path.y), path.mu))
+    if primal:
+        Sp, Sm, _ = phi.parts(path.y, path.mu)
+        P, N = np.linalg.inv(Sp) / path.tau, np.linalg.inv(Sm) / path.tau
+        weight = data.weight.detach().cpu().numpy().astype(np.float64)
+        for face in (True, False):
+            F, signs, rho, scores, objective = feasible_point(
+                data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
+                phi.penalty,
+            )
+            if face and relative_gap(objective, best["lower_bound"]) <= tol:
+                best.update(objective=objective, point=(F, signs, rho, scores))
+                break
+            if objective < best["objective"]:
+                best.update(objective=objective, point=(F, signs, rho, scores))
+    path.gap = relative_gap(best["objective"], best["lower_bound"])
+    return path.record()
+
+
+def _on_centred(phi, path, step, decrement, factor, tol):
+    """Certify a (loosely) centred point. Once the barrier's gap bound ``nu /
+    tau`` is within half of tol, centre tightly and take the primal point
+    (module docstring). Returns the last Newton direction."""
+    _certify(phi, path, tol, primal=False)
+    if phi.nu / path.tau <= 0.5 * tol * path.best["lower_bound"]:
+        for _ in range(_FINAL_STEPS):
+            if decrement < _FINAL_DECREMENT:
+                break
+            moved = backtrack(lambda lam, mu: phi.value(lam, mu, path.tau), path.y, path.mu, step,
+                              decrement)
+            if moved is None:
+                break
+            path.y, path.mu = moved
+            path.steps += 1
+            step, decrement, factor = newton_direction(*phi.system(path.y, path.mu, path.tau))
+            if step is None:
+                break
+        _certify(phi, path, tol, primal=True)
+    return step, decrement, factor
+
 
 def _solve_squared_dual(data, tol, time_limit, callback, verbose):
-    from .._foundation._reporting import progress_line
-
     start = time.perf_counter()
     phi = _DualBarrier(data)
-    n, p, penalty = phi.n, phi.p, phi.penalty
-    nu = 2 * p + 1
-    parts = phi.parts
-
-    def barrier(lam, mu):
-        return phi.value(lam, mu, tau)
-
-    def system(lam, mu):
-        return phi.system(lam, mu, tau)
-
-    def newton(lam, mu):
-        """``(step, decrement, factor)``; step None where no descent is found."""
-        hess, grad = system(lam, mu)
-        factor = scaled_factor(hess, overwrite=True)
-        step = None if factor is None else solve_scaled(factor, -grad)
-        decrement = -1.0 if step is None else float(-grad @ step)
-        if step is None or not math.isfinite(decrement) or decrement <= 0.0:
-            return None, decrement, factor
-        return step, decrement, factor
-
-    lam = np.zeros(n)
-    mu = np.full(p, 0.5 * penalty / p)
     zero_value = data.zero_network_value()
-    tau = nu / max(zero_value, 1e-300)
-    best = {"objective": zero_value, "lower_bound": 0.0, "point": None}
-    history = []
-    status, steps, since_centred, guard = "max_iter", 0, 0, StallGuard()
-
-    def certify(primal):
-        """Raise the best bound at ``(lam, mu)``; with ``primal``, also take
-        the centre's primal point. Returns the certified relative gap."""
-        best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(lam), mu))
-        if primal:
-            Sp, Sm, _ = parts(lam, mu)
-            P, N = np.linalg.inv(Sp) / tau, np.linalg.inv(Sm) / tau
-            weight = data.weight.detach().cpu().numpy().astype(np.float64)
-            for face in (True, False):
-                # The point on its optimal faces whenever it certifies tol
-                # (module docstring); else the better of it and the full one.
-                F, signs, rho, scores, objective = feasible_point(
-                    data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
-                    penalty,
-                )
-                if face and relative_gap(objective, best["lower_bound"]) <= tol:
-                    best.update(objective=objective, point=(F, signs, rho, scores))
-                    break
-                if objective < best["objective"]:
-                    best.update(objective=objective, point=(F, signs, rho, scores))
-        gap = relative_gap(best["objective"], best["lower_bound"])
-        info = {
-            "iteration": steps, "objective": best["objective"],
-            "lower_bound": best["lower_bound"], "gap": gap, "tau": tau,
-            "elapsed": time.perf_counter() - start,
-        }
-        history.append(info)
-        if verbose:
-            print(progress_line(steps, best["objective"], info["elapsed"],
-                                lower_bound=best["lower_bound"], gap=float(gap)))
-        return gap
-
-    gap = math.inf
-    while steps < _MAX_NEWTON:
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            status = "time_limit"
-            break
-        step, decrement, factor = newton(lam, mu)
-        if step is not None and (decrement < _CENTRED or since_centred >= _STEPS_PER_CENTRING):
-            since_centred = 0
-            # Centred (loosely) at this tau. Once the barrier's gap bound
-            # nu / tau is within half of tol, centre tightly and take the
-            # primal point (module docstring).
-            gap = certify(primal=False)
-            final = nu / tau <= 0.5 * tol * best["lower_bound"]
-            if final:
-                for _ in range(_FINAL_STEPS):
-                    if decrement < _FINAL_DECREMENT:
-                        break
-                    moved = backtrack(barrier, lam, mu, step, decrement)
-                    if moved is None:
-                        break
-                    lam, mu = moved
-                    steps += 1
-                    step, decrement, factor = newton(lam, mu)
-                    if step is None:
-                        break
-                gap = certify(primal=True)
-            if gap <= tol:
-                break
-            if step is None:
-                continue  # the next newton() at this point decides (the stall guard)
-            # Raise tau and start the next centring from the central path's
-            # tangent: x(tau') ~ x + (tau' - tau) dx/dtau with H dx/dtau =
-            # -(w (t + lam / 2), 0) (differentiating grad phi = 0), shortened
-            # until it lowers the new barrier (kept at x if no fraction does).
-            rhs = np.zeros(n + p)
-            rhs[:n] = -phi.weight * (phi.t + 0.5 * lam)
-            tangent = solve_scaled(factor, rhs)
-            old_tau, tau = tau, _TAU_FACTOR * tau
-            lam, mu = tangent_move(barrier, lam, mu, (tau - old_tau) * tangent)
-            steps += 1
-            continue
-        moved = None if step is None else backtrack(barrier, lam, mu, step, decrement)
-        if moved is None:
-            if guard.blocked():
-                status = "stalled"
-                break
-            tau *= _TAU_FACTOR
-            continue
-        guard.moved()
-        lam, mu = moved
-        steps += 1
-        since_centred += 1
-    if gap > tol and status != "time_limit":
-        # Whatever stopped the barrier, its last point is the best guess of
-        # the primal (and certified either way).
-        gap = certify(primal=True)
-    if gap <= tol:
-        status = "optimal"
-
-    return barrier_solution(
-        best, p, phi.n_samples, gap, tol, steps, status, history, start, callback,
-        "squared_dual",
+    path = CentralPath(
+        np.zeros(phi.n), np.full(phi.p, 0.5 * phi.penalty / phi.p), phi.nu / max(zero_value, 1e-300),
+        {"objective": zero_value, "lower_bound": 0.0, "point": None}, start, verbose,
     )
+    # Whatever stops the barrier short of tol, its last point is the best guess
+    # of the primal (and certified either way).
+    follow_central_path(
+        path, phi, lambda *args: _on_centred(phi, *args, tol),
+        lambda path: _certify(phi, path, tol, primal=True), tol=tol, max_steps=_MAX_NEWTON,
+        time_limit=time_limit, centred=_CENTRED, tau_factor=_TAU_FACTOR,
+        steps_per_centring=_STEPS_PER_CENTRING,
+    )
+    return barrier_solution(path, phi.p, phi.n_samples, tol, callback, "squared_dual")
