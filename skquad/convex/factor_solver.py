@@ -45,6 +45,7 @@ import contextlib
 import dataclasses
 import math
 import time
+import typing
 
 import numpy as np
 import torch
@@ -403,16 +404,70 @@ def _solve_factored(
         With ``solver="native"``, ``factors``, ``dual``, ``lower_bound``,
         ``converged`` and ``info["history"]`` (one dict per chunk).
     """
-    start_time = time.perf_counter()
-    p = data.n_lifted
-    K = data.n_outputs
+    run = _FactoredRun(time.perf_counter(), tol, chunk_size, history_size, max_iter, verbose)
+    state = _initial_state(data, init, rank, max_rank, hinge_sigma, random_state)
+    run.use_face_dual = data.lifted is None and (
+        data.loss == "squared"
+        or (data.loss == "logistic" and data.n_outputs == 1 and data.n_lifted <= LOGISTIC_FACE_MAX_LIFTED)
+    )
+    run.face_spacing = 2 * chunk_size
+    while True:
+        point = _certify_chunk(state, run, align_iterations)
+        if point.gap <= tol:
+            run.converged = True
+            break
+        if callback is not None and callback(dict(run.history[-1])):
+            run.stopped_by_callback = True
+            break
+        if run.n_iter >= max_iter:
+            break
+        if time_limit is not None and run.history[-1]["elapsed"] >= time_limit:
+            run.out_of_time = True
+            break
+        _prepare_chunk(state, run, point)
+        if _run_chunk(state, run):
+            break
+    return _factored_solution(state, run, point)
+
+
+@dataclasses.dataclass
+class _FactoredRun:
+    """The factor solver's bookkeeping across chunks (the variables are ``_FactorState``)."""
+
+    start_time: float
+    tol: float
+    chunk_size: int
+    history_size: int
+    max_iter: int
+    verbose: int
+    history: list = dataclasses.field(default_factory=list)
+    aligned: list = None
+    # Every certificate is a valid bound on the same optimum: keep the best.
+    best_lower_bound: float = -math.inf
+    n_iter: int = 0
+    previous_objective: float = None
+    optimizer: object = None
+    stopped_by_callback: bool = False
+    converged: bool = False
+    stalled_chunks: int = 0
+    out_of_time: bool = False
+    # The face dual: per block for the squared loss (the blocks separate), and
+    # the binary logistic loss's single block; the recent scores span its family.
+    use_face_dual: bool = False
+    score_history: list = dataclasses.field(default_factory=list)
+    next_face_iteration: int = 0
+    face_spacing: int = 0
+
+
+def _initial_state(data, init, rank, max_rank, hinge_sigma, random_state):
+    """The start's ``_FactorState``: the warm start's factors (``rho`` rescaled by
+    a 1-D search, the hinge dual kept on the same samples) or the spectral start."""
+    p, K = data.n_lifted, data.n_outputs
     dtype, device = data.features.dtype, data.features.device
     max_rank = 2 * p if max_rank is None else int(max_rank)
     if rank is None:
         rank = math.ceil(math.sqrt(2.0 * p))
     rank = int(min(max(rank, 4), max_rank, 2 * p))
-    generator = torch.Generator().manual_seed(int(random_state))
-
     usable_init = (
         init is not None
         and init.factors is not None
@@ -436,153 +491,145 @@ def _solve_factored(
         if float(base_rho.max()) <= 0.0:
             base_rho = torch.ones(K, dtype=dtype, device=device)
     else:
+        generator = torch.Generator().manual_seed(int(random_state))
         weights, signs, dual = _spectral_start(data, rank, generator)
         base_rho = torch.ones(K, dtype=dtype, device=device)
     rho = _search_rho(data, weights, signs, base_rho)
     rho_max = data.rho_max()
-    tiny_rho = 1e-12 * (rho_max if math.isfinite(rho_max) else 1.0)
-    state = _FactorState(data, weights, signs, torch.log(torch.clamp(rho, min=tiny_rho)), dual)
+    scale = rho_max if math.isfinite(rho_max) else 1.0
+    state = _FactorState(data, weights, signs, torch.log(torch.clamp(rho, min=1e-12 * scale)), dual)
     state._sigma = float(hinge_sigma)
     state.log_rho_cap = math.log(2.0 * rho_max) if math.isfinite(rho_max) else 50.0
-    off_rho = 1e-6 * (rho_max if math.isfinite(rho_max) else 1.0)
+    state.rank_start, state.max_rank = rank, max_rank
+    state.tiny_rho, state.off_rho = 1e-12 * scale, 1e-6 * scale
+    return state
 
-    history = []
-    aligned = [None] * K
-    # Every certificate is a valid bound on the same optimum: keep the best.
-    best_lower_bound = -math.inf
-    n_iter = 0
-    previous_objective = None
-    optimizer = None
-    stopped_by_callback = False
-    converged = False
-    stalled_chunks = 0
-    out_of_time = False
-    # The face dual: per block for the squared loss (the blocks separate),
-    # and the binary logistic loss's single block.
-    score_history = []
-    use_face_dual = data.lifted is None and (
-        data.loss == "squared"
-        or (data.loss == "logistic" and K == 1 and p <= LOGISTIC_FACE_MAX_LIFTED)
-    )
-    next_face_iteration, face_spacing = 0, 2 * chunk_size
-    while True:
-        with torch.no_grad():
-            factors = state.factors()
-            rho_now = torch.exp(state.log_rho)
-            scores = state.scores(factors, rho_now)
-            objective = float(data.objective(scores, rho_now.sum()))
-            score_history = (score_history + [scores.detach().cpu().numpy().astype(np.float64)[:, 0]])[
-                -_SCORE_STEPS - 1:
-            ]
-            if data.loss == "hinge":
-                _, new_dual = hinge_prox(scores, data.target, state.dual, state._sigma)
-                lam = hinge_dual_point(new_dual, data.target)
-            else:
-                new_dual = None
-                lam = dual_point(scores, data.target, data.loss)
-            # Align from the previous certificate's directions when the rank is
-            # unchanged: the alignment then converges across chunks.
-            starts = [
-                a if a is not None and a.shape == F.shape else None
-                for a, F in zip(aligned, factors)
-            ]
-            certificate = dual_bound(
-                data, lam, list(zip(factors, state.signs)), align_starts=starts,
-                growth_columns=max(2, rank // 4),
-                feasible_value=objective, align_iterations=align_iterations,
-            )
-        aligned = certificate.aligned
-        lower_bound = best_lower_bound = max(certificate.lower_bound, best_lower_bound)
-        gap = relative_gap(objective, lower_bound)
-        progress = float("inf") if previous_objective is None else previous_objective - objective
-        if (
-            use_face_dual and gap > tol and n_iter >= max(next_face_iteration, 2 * chunk_size)
-            and 0.0 <= progress <= tol * abs(objective)
-        ):
-            # The last chunks' score steps: the logistic face dual's family
-            # where the face is too large (see face_dual._FACE_WORK).
-            steps = None
-            if K == 1 and len(score_history) >= 3:
-                recent = score_history[-_FEW_SCORE_STEPS - 1:] if p > _FEW_STEPS_ABOVE else score_history
-                steps = np.stack(
-                    [recent[-1]] + [b - a for a, b in zip(recent[:-1], recent[1:])],
-                    axis=1,
-                )
-            face_bound = _face_dual_bound(data, factors, state.signs, scores, rho_now, tol, steps)
-            lower_bound = best_lower_bound = max(face_bound, best_lower_bound)
-            gap = relative_gap(objective, lower_bound)
-            next_face_iteration = n_iter + face_spacing
-            face_spacing *= 2
-        elapsed = time.perf_counter() - start_time
-        info = {
-            "iteration": n_iter,
-            "objective": objective,
-            "lower_bound": lower_bound,
-            "gap": gap,
-            "rank": state.rank,
-            "elapsed": elapsed,
-        }
-        history.append(info)
-        if verbose:
-            print(progress_line(n_iter, objective, elapsed, lower_bound=lower_bound,
-                                gap=float(gap), rank=state.rank))
-        if gap <= tol:
-            converged = True
-            break
-        if callback is not None and callback(dict(info)):
-            stopped_by_callback = True
-            break
-        if n_iter >= max_iter:
-            break
-        if time_limit is not None and elapsed >= time_limit:
-            out_of_time = True
-            break
 
-        # Decide what the next chunk starts from.
-        rebuild = optimizer is None
-        absolute_gap = objective - lower_bound
-        rho_list = [float(r) for r in rho_now]
-        if _wake_blocks(state, lam, rho_list, off_rho):
-            rebuild = True
-        stalled = progress < 0.1 * absolute_gap
-        stalled_chunks = stalled_chunks + 1 if stalled else 0
-        if (
-            stalled
-            and max(certificate.eigenvalue_shifts) > 0.0
-            and _grow(state, certificate, tiny_rho, max_rank)
-        ):
-            rebuild = True
-            stalled_chunks = 0
+def _certify_chunk(state, run, align_iterations):
+    """Certify the current point (the eigenvalue certificate, and the face dual
+    once a chunk improved the objective by at most tol); records the chunk."""
+    data, K, tol = state.data, state.data.n_outputs, run.tol
+    with torch.no_grad():
+        factors = state.factors()
+        rho_now = torch.exp(state.log_rho)
+        scores = state.scores(factors, rho_now)
+        objective = float(data.objective(scores, rho_now.sum()))
+        run.score_history = (run.score_history + [scores.detach().cpu().numpy().astype(np.float64)[:, 0]])[
+            -_SCORE_STEPS - 1:
+        ]
         if data.loss == "hinge":
-            state.dual = new_dual
-            rebuild = True
-        with torch.no_grad():
-            largest_row = max(float(torch.linalg.vector_norm(w, dim=1).max()) for w in state.weights)
-        if largest_row > _RENORMALIZE_ABOVE:
-            state.renormalize()
-            rebuild = True
-        if rebuild:
-            optimizer = _make_optimizer(state, chunk_size, history_size)
-        previous_objective = objective
+            _, new_dual = hinge_prox(scores, data.target, state.dual, state._sigma)
+            lam = hinge_dual_point(new_dual, data.target)
+        else:
+            new_dual = None
+            lam = dual_point(scores, data.target, data.loss)
+        # Align from the previous certificate's directions when the rank is
+        # unchanged: the alignment then converges across chunks.
+        aligned = run.aligned or [None] * K
+        starts = [a if a is not None and a.shape == F.shape else None for a, F in zip(aligned, factors)]
+        certificate = dual_bound(
+            data, lam, list(zip(factors, state.signs)), align_starts=starts,
+            growth_columns=max(2, state.rank_start // 4),
+            feasible_value=objective, align_iterations=align_iterations,
+        )
+    run.aligned = certificate.aligned
+    lower_bound = run.best_lower_bound = max(certificate.lower_bound, run.best_lower_bound)
+    gap = relative_gap(objective, lower_bound)
+    progress = float("inf") if run.previous_objective is None else run.previous_objective - objective
+    if (
+        run.use_face_dual and gap > tol and run.n_iter >= max(run.next_face_iteration, 2 * run.chunk_size)
+        and 0.0 <= progress <= tol * abs(objective)
+    ):
+        # The last chunks' score steps: the logistic face dual's family
+        # where the face is too large (see face_dual._FACE_WORK).
+        steps = None
+        if K == 1 and len(run.score_history) >= 3:
+            recent = run.score_history
+            recent = recent[-_FEW_SCORE_STEPS - 1:] if data.n_lifted > _FEW_STEPS_ABOVE else recent
+            steps = np.stack([recent[-1]] + [b - a for a, b in zip(recent[:-1], recent[1:])], axis=1)
+        face_bound = _face_dual_bound(data, factors, state.signs, scores, rho_now, tol, steps)
+        lower_bound = run.best_lower_bound = max(face_bound, run.best_lower_bound)
+        gap = relative_gap(objective, lower_bound)
+        run.next_face_iteration = run.n_iter + run.face_spacing
+        run.face_spacing *= 2
+    elapsed = time.perf_counter() - run.start_time
+    run.history.append({
+        "iteration": run.n_iter, "objective": objective, "lower_bound": lower_bound, "gap": gap,
+        "rank": state.rank, "elapsed": elapsed,
+    })
+    if run.verbose:
+        print(progress_line(run.n_iter, objective, elapsed, lower_bound=lower_bound,
+                            gap=float(gap), rank=state.rank))
+    return _ChunkPoint(objective, lower_bound, gap, progress, lam, new_dual, rho_now, certificate)
 
-        budget = min(chunk_size, max_iter - n_iter)
-        optimizer.param_groups[0]["max_iter"] = budget
-        optimizer.param_groups[0]["max_eval"] = int(budget * 1.5) + 5
 
-        def closure(optimizer=optimizer):
-            optimizer.zero_grad()
-            value = state.smooth_objective()
-            value.backward()
-            return value
+class _ChunkPoint(typing.NamedTuple):
+    """A chunk's certified point: what the next chunk's preparation and the solution read."""
 
-        before = optimizer.state[optimizer._params[0]].get("n_iter", 0)
-        optimizer.step(closure)
-        done = optimizer.state[optimizer._params[0]].get("n_iter", 0) - before
-        n_iter += max(done, 1)
-        if done == 0 and stalled_chunks > 3:
-            break
+    objective: float
+    lower_bound: float
+    gap: float
+    progress: float
+    lam: torch.Tensor
+    new_dual: torch.Tensor
+    rho: torch.Tensor
+    certificate: object
 
-    # The zero network is feasible: return it when it is at least as good.
+
+def _prepare_chunk(state, run, point):
+    """Decide what the next chunk starts from: woken blocks, grown rank, the hinge
+    dual's update, renormalized rows; a new L-BFGS where any of them changed."""
+    rebuild = run.optimizer is None
+    if _wake_blocks(state, point.lam, [float(r) for r in point.rho], state.off_rho):
+        rebuild = True
+    stalled = point.progress < 0.1 * (point.objective - point.lower_bound)
+    run.stalled_chunks = run.stalled_chunks + 1 if stalled else 0
+    if (
+        stalled
+        and max(point.certificate.eigenvalue_shifts) > 0.0
+        and _grow(state, point.certificate, state.tiny_rho, state.max_rank)
+    ):
+        rebuild = True
+        run.stalled_chunks = 0
+    if state.data.loss == "hinge":
+        state.dual = point.new_dual
+        rebuild = True
+    with torch.no_grad():
+        largest_row = max(float(torch.linalg.vector_norm(w, dim=1).max()) for w in state.weights)
+    if largest_row > _RENORMALIZE_ABOVE:
+        state.renormalize()
+        rebuild = True
+    if rebuild:
+        run.optimizer = _make_optimizer(state, run.chunk_size, run.history_size)
+    run.previous_objective = point.objective
+
+
+def _run_chunk(state, run):
+    """One chunk of L-BFGS iterations; True when the solve should stop (no
+    iteration done after several stalled chunks)."""
+    optimizer = run.optimizer
+    budget = min(run.chunk_size, run.max_iter - run.n_iter)
+    optimizer.param_groups[0]["max_iter"] = budget
+    optimizer.param_groups[0]["max_eval"] = int(budget * 1.5) + 5
+
+    def closure():
+        optimizer.zero_grad()
+        value = state.smooth_objective()
+        value.backward()
+        return value
+
+    before = optimizer.state[optimizer._params[0]].get("n_iter", 0)
+    optimizer.step(closure)
+    done = optimizer.state[optimizer._params[0]].get("n_iter", 0) - before
+    run.n_iter += max(done, 1)
+    return done == 0 and run.stalled_chunks > 3
+
+
+def _factored_solution(state, run, point):
+    """The ``SDPSolution`` of the last point, or of the zero network where that
+    is at least as good (it is feasible)."""
+    data = state.data
+    objective, lower_bound, converged = point.objective, point.lower_bound, run.converged
     zero_value = data.zero_network_value()
     with torch.no_grad():
         factors = state.factors()
@@ -592,29 +639,29 @@ def _solve_factored(
         rho_now = torch.zeros_like(rho_now)
         scores = torch.zeros_like(scores)
         objective = zero_value
-        gap = relative_gap(objective, lower_bound)
-        converged = converged or gap <= tol
+        converged = converged or relative_gap(objective, lower_bound) <= run.tol
 
     factors_np = [F.detach().cpu().numpy().astype(np.float64) for F in factors]
     signs_np = [s.detach().cpu().numpy().astype(np.float64) for s in state.signs]
     rho_np = rho_now.detach().cpu().numpy().astype(np.float64)
     Q = np.stack([relaxed_block(F, s, r) for F, s, r in zip(factors_np, signs_np, rho_np)])
+    status = "optimal" if converged else (
+        "stopped" if run.stopped_by_callback else ("time_limit" if run.out_of_time else "max_iter")
+    )
     return SDPSolution(
         Q=Q,
         rho=rho_np,
         value=float(objective),
         scores=scores.detach().cpu().numpy().astype(np.float64),
-        status="optimal" if converged else (
-            "stopped" if stopped_by_callback else ("time_limit" if out_of_time else "max_iter")
-        ),
+        status=status,
         solver="native",
-        solve_time=time.perf_counter() - start_time,
+        solve_time=time.perf_counter() - run.start_time,
         lower_bound=float(lower_bound),
         factors=list(zip(factors_np, signs_np)),
-        dual=None if new_dual is None else new_dual.detach().cpu().numpy(),
-        n_iter=int(n_iter),
+        dual=None if point.new_dual is None else point.new_dual.detach().cpu().numpy(),
+        n_iter=int(run.n_iter),
         converged=bool(converged),
-        info={"history": history, "rank": state.rank, "stopped_by_callback": stopped_by_callback},
+        info={"history": run.history, "rank": state.rank, "stopped_by_callback": run.stopped_by_callback},
     )
 
 
