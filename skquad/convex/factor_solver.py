@@ -769,212 +769,242 @@ def _solve_squared_block(
     verbose=0, chunk_size=50, history_size=30, time_limit=None, random_state=0,
     hinge_sigma=None, align_iterations=None, lower_bound=None,
 ):
-    start_time = time.perf_counter()
-    Z = data.features.detach().cpu().numpy().astype(np.float64)
-    weight = data.weight.detach().cpu().numpy().astype(np.float64)
-    target = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
-    p = Z.shape[1]
-    penalty = data.penalty_per_rho
-    max_rank = 2 * p if max_rank is None else int(max_rank)
-    rho_cap = math.log(2.0 * data.rho_max()) if math.isfinite(data.rho_max()) else 50.0
+    run = _SquaredBlockRun(data, tol, max_iter, max_rank, callback, verbose, chunk_size,
+                           time_limit, lower_bound)
+    x = run.start(init, rank, random_state)
+    gap, M, mu = run.certify(x)
+    while gap > tol and not (run.stopped or run.out_of_time) and run.iteration < max_iter:
+        signs = run.signs
+        # The L-BFGS driver's numpy engine: scipy's L-BFGS-B cost as much in
+        # its own bookkeeping as the objective here (see _lbfgs_compact).
+        result = minimize_compact_lbfgs(
+            lambda x, signs=signs: run.objective_and_gradient(x, signs), x,
+            max_iter=max_iter - run.iteration, max_fun=10 * max_iter, tol=0.0, ftol=0.0,
+            maxls=30, maxcor=history_size, on_iteration=run.every_iteration,
+        )
+        x = result.x
+        certified_here = run.history[-1]["iteration"] == run.iteration
+        if certified_here:
+            # The callback certified this point: it met tol, was told to stop,
+            # or a far-short face dual asked for growth (its M and mu serve).
+            gap, M, mu = run.last_certificate
+            if gap <= tol or run.stopped or run.out_of_time:
+                break
+        if run.iteration >= max_iter:
+            # The budget is spent: the best certificate for the point reached.
+            gap, M, mu = run.certify(x, final=True)
+            break
+        if not certified_here:
+            gap, M, mu = run.certify(x)
+            if gap <= tol or run.stopped or run.out_of_time:
+                break
+        # L-BFGS ended on its own (line search or stationarity) or a face
+        # dual far short of tol stopped it: grow by the directions the
+        # eigenvalue test finds negative.
+        grown = run.grow(x, M, mu)
+        if grown is None:
+            break
+        x = grown
+    return run.solution(x)
 
-    usable_init = (
-        init is not None and init.factors is not None
-        and len(init.factors) == 1 and init.factors[0][0].shape[0] == p
-    )
-    if usable_init:
-        F = np.array(init.factors[0][0], dtype=np.float64)
-        signs = np.array(init.factors[0][1], dtype=np.float64)
-    else:
-        per_sign = start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
-        per_sign = max(1, min(per_sign, p, max_rank // 2 or 1))
-        M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
-        _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
-        generator = np.random.default_rng(int(random_state))
-        F = np.hstack([vectors[:, :per_sign], vectors[:, p - per_sign:]])
-        F = F + 0.3 / math.sqrt(p) * generator.standard_normal(F.shape)
-        signs = np.r_[np.ones(per_sign), -np.ones(per_sign)]
-    F = F / np.linalg.norm(F, axis=1, keepdims=True)
-    G = Z @ F
-    unit = 2.0 * (G * G) @ signs
-    rho = min(max(squared_loss_rho(unit, target, weight, penalty), 1e-8), math.exp(rho_cap))
 
-    def point(x, signs):
-        W = x[:-1].reshape(p, signs.shape[0])
-        norms = np.linalg.norm(W, axis=1, keepdims=True)
-        return W, norms, W / norms, math.exp(min(x[-1], rho_cap))
+class _SquaredBlockRun:
+    """One squared-loss block's numpy Burer-Monteiro solve: its data, the
+    objective and gradient in ``x = (W, log rho)``, the chunk certificates
+    (``certify()``) and the rank growth (``solve_squared_block()``)."""
 
-    def objective_and_gradient(x, signs):
-        _, norms, F, rho = point(x, signs)
+    def __init__(self, data, tol, max_iter, max_rank, callback, verbose, chunk_size, time_limit,
+                 lower_bound):
+        self.data, self.tol, self.max_iter, self.callback = data, tol, max_iter, callback
+        self.verbose, self.chunk_size, self.time_limit = verbose, chunk_size, time_limit
+        self.start_time = time.perf_counter()
+        self.Z = data.features.detach().cpu().numpy().astype(np.float64)
+        self.weight = data.weight.detach().cpu().numpy().astype(np.float64)
+        self.target = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+        self.p = self.Z.shape[1]
+        self.penalty = data.penalty_per_rho
+        self.max_rank = 2 * self.p if max_rank is None else int(max_rank)
+        self.rho_cap = math.log(2.0 * data.rho_max()) if math.isfinite(data.rho_max()) else 50.0
+        self.iteration, self.history = 0, []
+        self.best = -math.inf if lower_bound is None else float(lower_bound)
+        self.previous, self.last_progress = None, math.inf
+        self.face_below, self.next_face, self.face_spacing = math.inf, 0, 2 * chunk_size
+        self.stopped = self.out_of_time = self.grow_now = self.stalled = False
+        self.far_faces = 0
+
+    def start(self, init, rank, random_state):
+        """``x`` at the warm start's factors, or at the eigenvectors of ``M_0 = -2
+        Σ w t L(x)`` (perturbed), with the exact ``rho`` for those directions."""
+        Z, p, weight, target = self.Z, self.p, self.weight, self.target
+        usable_init = (
+            init is not None and init.factors is not None
+            and len(init.factors) == 1 and init.factors[0][0].shape[0] == p
+        )
+        if usable_init:
+            F = np.array(init.factors[0][0], dtype=np.float64)
+            signs = np.array(init.factors[0][1], dtype=np.float64)
+        else:
+            per_sign = start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
+            per_sign = max(1, min(per_sign, p, self.max_rank // 2 or 1))
+            M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
+            _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
+            generator = np.random.default_rng(int(random_state))
+            F = np.hstack([vectors[:, :per_sign], vectors[:, p - per_sign:]])
+            F = F + 0.3 / math.sqrt(p) * generator.standard_normal(F.shape)
+            signs = np.r_[np.ones(per_sign), -np.ones(per_sign)]
+        F = F / np.linalg.norm(F, axis=1, keepdims=True)
         G = Z @ F
-        f = 2.0 * rho * ((G * G) @ signs)
+        unit = 2.0 * (G * G) @ signs
+        rho = min(max(squared_loss_rho(unit, target, weight, self.penalty), 1e-8), math.exp(self.rho_cap))
+        self.signs = signs
+        return np.r_[F.ravel(), math.log(rho)]
+
+    def point(self, x, signs):
+        W = x[:-1].reshape(self.p, signs.shape[0])
+        norms = np.linalg.norm(W, axis=1, keepdims=True)
+        return W, norms, W / norms, math.exp(min(x[-1], self.rho_cap))
+
+    def scores(self, x, signs):
+        _, norms, F, rho = self.point(x, signs)
+        G = self.Z @ F
+        return norms, F, rho, G, 2.0 * rho * ((G * G) @ signs)
+
+    def objective_and_gradient(self, x, signs):
+        Z, weight, target = self.Z, self.weight, self.target
+        norms, F, rho, G, f = self.scores(x, signs)
         weighted_residual = weight * (f - target)
-        value = float(weighted_residual @ (f - target)) + penalty * rho
+        value = float(weighted_residual @ (f - target)) + self.penalty * rho
         # (the signs applied to the p x r product, not to the n x r one)
         grad_F = (Z.T @ (((8.0 * rho) * weighted_residual)[:, None] * G)) * signs
         grad_W = (grad_F - (grad_F * F).sum(axis=1, keepdims=True) * F) / norms
         gradient = np.empty(x.size)
         gradient[:-1] = grad_W.ravel()
-        gradient[-1] = 2.0 * float(weighted_residual @ f) + penalty * rho
+        gradient[-1] = 2.0 * float(weighted_residual @ f) + self.penalty * rho
         return value, gradient
 
-    state = {
-        "iteration": 0, "best": -math.inf if lower_bound is None else float(lower_bound),
-        "previous": None, "history": [],
-        "last_progress": math.inf, "face_below": math.inf, "next_face": 0,
-        "face_spacing": 2 * chunk_size,
-        "stopped": False, "out_of_time": False, "signs": signs, "grow": False, "far_faces": 0,
-    }
-
-    def certify(x, final=False):
+    def certify(self, x, final=False):
         """The point's objective, its certificate and the chunk's bookkeeping
         (``final``: the last point of a solve stopped by ``max_iter``, which
-        gets the face dual whatever its progress)."""
-        signs = state["signs"]
-        _, _, F, rho = point(x, signs)
-        G = Z @ F
-        f = 2.0 * rho * ((G * G) @ signs)
-        objective = float(weight @ (f - target) ** 2) + penalty * rho
+        gets the face dual whatever its progress). Returns ``(gap, M, mu)``."""
+        Z, weight, target, signs, tol = self.Z, self.weight, self.target, self.signs, self.tol
+        _, F, rho, _, f = self.scores(x, signs)
+        objective = float(weight @ (f - target) ** 2) + self.penalty * rho
         lam = 2.0 * (f - target)
         M = Z.T @ (Z * (weight * lam)[:, None])
         M = 0.5 * (M + M.T)
         mu = -2.0 * (M * ((F * signs) @ F.T)).sum(axis=1)
-        state["best"] = max(state["best"], verified_bound(data, lam, mu))
-        previous = state["previous"]
-        progress = math.inf if previous is None else previous - objective
-        remaining = _remaining_decrease(progress, state["last_progress"])
-        if objective - state["best"] > tol * abs(objective) and (
+        self.best = max(self.best, verified_bound(self.data, lam, mu))
+        progress = math.inf if self.previous is None else self.previous - objective
+        remaining = _remaining_decrease(progress, self.last_progress)
+        if objective - self.best > tol * abs(objective) and (
             final or (
-                remaining <= min(_FACE_WHEN * tol * abs(objective), state["face_below"])
-                and state["iteration"] >= state["next_face"]
+                remaining <= min(_FACE_WHEN * tol * abs(objective), self.face_below)
+                and self.iteration >= self.next_face
             )
         ):
-            face = face_dual_bound(
-                data, F, signs, f, target_value=objective - _FACE_TARGET * tol * abs(objective)
-            )
-            state["best"] = max(state["best"], face)
-            # Short of tol, the face (or the point) was not accurate enough:
-            # try again once the predicted primal error has halved, and no
-            # sooner than a doubling number of iterations (a face that misses
-            # directions needs the factors to move).
-            state["face_below"] = 0.5 * remaining
-            state["next_face"] = state["iteration"] + state["face_spacing"]
-            state["face_spacing"] *= 2
-            # The face's exact dual far below a point whose descent has run out:
-            # the factors' face misses the optimum's directions, so grow now
-            # rather than when L-BFGS stops on its own (at tol=0 it may never).
-            # A second face dual in a row that leaves it above
-            # _GROW_AFTER_REPEATED_FACE_GAP tol: the face, not the point.
-            face_gap = relative_gap(objective, state["best"])
-            threshold = _GROW_AFTER_REPEATED_FACE_GAP if state["far_faces"] else _GROW_AFTER_FACE_GAP
-            # (At max_rank there is nothing to add: L-BFGS goes on.)
-            if not final and face_gap > threshold * tol and signs.shape[0] < max_rank:
-                state["grow"] = True
-            far = face_gap > _GROW_AFTER_REPEATED_FACE_GAP * tol
-            state["far_faces"] = state["far_faces"] + 1 if far else 0
-        state["previous"], state["last_progress"] = objective, progress
-        gap = relative_gap(objective, state["best"])
-        elapsed = time.perf_counter() - start_time
+            self._face_certify(F, f, objective, remaining, final)
+        self.previous, self.last_progress = objective, progress
+        gap = relative_gap(objective, self.best)
+        elapsed = time.perf_counter() - self.start_time
         info = {
-            "iteration": state["iteration"], "objective": objective,
-            "lower_bound": state["best"], "gap": gap, "rank": signs.shape[0], "elapsed": elapsed,
+            "iteration": self.iteration, "objective": objective,
+            "lower_bound": self.best, "gap": gap, "rank": signs.shape[0], "elapsed": elapsed,
         }
-        state["history"].append(info)
-        if verbose:
-            print(progress_line(state["iteration"], objective, elapsed, lower_bound=state["best"],
+        self.history.append(info)
+        if self.verbose:
+            print(progress_line(self.iteration, objective, elapsed, lower_bound=self.best,
                                 gap=float(gap), rank=signs.shape[0]))
-        if gap > tol and callback is not None and callback(dict(info)):
-            state["stopped"] = True
-        if gap > tol and time_limit is not None and elapsed >= time_limit:
-            state["out_of_time"] = True
-        state["last_certificate"] = (gap, M, mu)
+        if gap > tol and self.callback is not None and self.callback(dict(info)):
+            self.stopped = True
+        if gap > tol and self.time_limit is not None and elapsed >= self.time_limit:
+            self.out_of_time = True
+        self.last_certificate = (gap, M, mu)
         return gap, M, mu
 
-    def every_iteration(_, __, x):
+    def _face_certify(self, F, f, objective, remaining, final):
+        """The face dual at the point; short of tol, the face (or the point) was
+        not accurate enough: try again once the predicted primal error has
+        halved, and no sooner than a doubling number of iterations (a face that
+        misses directions needs the factors to move)."""
+        tol, signs = self.tol, self.signs
+        face = face_dual_bound(
+            self.data, F, signs, f, target_value=objective - _FACE_TARGET * tol * abs(objective)
+        )
+        self.best = max(self.best, face)
+        self.face_below = 0.5 * remaining
+        self.next_face = self.iteration + self.face_spacing
+        self.face_spacing *= 2
+        # The face's exact dual far below a point whose descent has run out:
+        # the factors' face misses the optimum's directions, so grow now
+        # rather than when L-BFGS stops on its own (at tol=0 it may never).
+        # A second face dual in a row that leaves it above
+        # _GROW_AFTER_REPEATED_FACE_GAP tol: the face, not the point.
+        face_gap = relative_gap(objective, self.best)
+        threshold = _GROW_AFTER_REPEATED_FACE_GAP if self.far_faces else _GROW_AFTER_FACE_GAP
+        # (At max_rank there is nothing to add: L-BFGS goes on.)
+        if not final and face_gap > threshold * tol and signs.shape[0] < self.max_rank:
+            self.grow_now = True
+        far = face_gap > _GROW_AFTER_REPEATED_FACE_GAP * tol
+        self.far_faces = self.far_faces + 1 if far else 0
+
+    def every_iteration(self, _, __, x):
         """Count the iteration; certify every chunk; True stops the L-BFGS run."""
-        state["iteration"] += 1
-        if state["iteration"] % chunk_size == 0:
-            gap, _, _ = certify(x)
-            return gap <= tol or state["stopped"] or state["out_of_time"] or state["grow"]
+        self.iteration += 1
+        if self.iteration % self.chunk_size == 0:
+            gap, _, _ = self.certify(x)
+            return gap <= self.tol or self.stopped or self.out_of_time or self.grow_now
         return False
 
-    x = np.r_[F.ravel(), math.log(rho)]
-    gap, M, mu = certify(x)
-    while gap > tol and not (state["stopped"] or state["out_of_time"]) and state["iteration"] < max_iter:
-        signs = state["signs"]
-        # The L-BFGS driver's numpy engine: scipy's L-BFGS-B cost as much in
-        # its own bookkeeping as the objective here (see _lbfgs_compact).
-        result = minimize_compact_lbfgs(
-            lambda x, signs=signs: objective_and_gradient(x, signs), x,
-            max_iter=max_iter - state["iteration"], max_fun=10 * max_iter, tol=0.0, ftol=0.0,
-            maxls=30, maxcor=history_size, on_iteration=every_iteration,
-        )
-        x = result.x
-        certified_here = state["history"][-1]["iteration"] == state["iteration"]
-        if certified_here:
-            # The callback certified this point: it met tol, was told to stop,
-            # or a far-short face dual asked for growth (its M and mu serve).
-            gap, M, mu = state["last_certificate"]
-            if gap <= tol or state["stopped"] or state["out_of_time"]:
-                break
-        if state["iteration"] >= max_iter:
-            # The budget is spent: the best certificate for the point reached.
-            gap, M, mu = certify(x, final=True)
-            break
-        if not certified_here:
-            gap, M, mu = certify(x)
-            if gap <= tol or state["stopped"] or state["out_of_time"]:
-                break
-        # L-BFGS ended on its own (line search or stationarity) or a face
-        # dual far short of tol stopped it: grow by the directions the
-        # eigenvalue test finds negative.
-        state["grow"], state["far_faces"] = False, 0
-        W, _, F, rho = point(x, state["signs"])
+    def grow(self, x, M, mu):
+        """``x`` with up to ``_GROWTH_PER_SIGN`` negative eigenvectors of ``Diag mu
+        ± 2 M`` per sign as new columns; None (stalled) where there is none to add."""
+        self.grow_now, self.far_faces = False, 0
+        _, _, F, rho = self.point(x, self.signs)
         new_columns, new_signs = [], []
         for sign in (1.0, -1.0):
             values, vectors = np.linalg.eigh(np.diag(mu) + sign * 2.0 * M)
             negative = vectors[:, values < -1e-9 * max(abs(values).max(), 1e-300)][:, :_GROWTH_PER_SIGN]
             new_columns.append(negative)
             new_signs.append(np.full(negative.shape[1], sign))
-        added = np.hstack(new_columns)[:, : max(0, max_rank - state["signs"].shape[0])]
+        added = np.hstack(new_columns)[:, : max(0, self.max_rank - self.signs.shape[0])]
         if added.shape[1] == 0:
             # Short of tol with nothing left to add (max_rank reached, or no
             # negative direction at round-off): more iterations cannot help.
-            state["stalled"] = True
-            break
-        F = np.hstack([F, 0.15 * math.sqrt(p) * added])
-        state["signs"] = np.r_[state["signs"], np.concatenate(new_signs)[: added.shape[1]]]
-        x = np.r_[F.ravel(), math.log(rho)]
-        state["iteration"] += 1
+            self.stalled = True
+            return None
+        F = np.hstack([F, 0.15 * math.sqrt(self.p) * added])
+        self.signs = np.r_[self.signs, np.concatenate(new_signs)[: added.shape[1]]]
+        self.iteration += 1
+        return np.r_[F.ravel(), math.log(rho)]
 
-    # The zero network is feasible: return it when it is at least as good.
-    signs = state["signs"]
-    _, _, F, rho = point(x, signs)
-    G = Z @ F
-    scores = 2.0 * rho * ((G * G) @ signs)
-    objective = float(weight @ (scores - target) ** 2) + penalty * rho
-    zero_value = data.zero_network_value()
-    if zero_value <= objective:
-        rho, scores, objective = 0.0, np.zeros_like(scores), zero_value
-    gap = relative_gap(objective, state["best"])
-    converged = gap <= tol
-    status = "optimal" if converged else (
-        "stopped" if state["stopped"] else ("time_limit" if state["out_of_time"] else (
-            "stalled" if state.get("stalled") else "max_iter"))
-    )
-    return SDPSolution(
-        Q=relaxed_block(F, signs, rho)[None],
-        rho=np.array([rho]),
-        value=objective,
-        scores=scores[:, None],
-        status=status,
-        solver="native_numpy",
-        solve_time=time.perf_counter() - start_time,
-        lower_bound=float(state["best"]),
-        factors=[(F, signs.astype(np.float64))],
-        dual=None,
-        n_iter=int(state["iteration"]),
-        converged=bool(converged),
-        info={"history": state["history"], "rank": int(signs.shape[0]),
-              "stopped_by_callback": state["stopped"]},
-    )
+    def solution(self, x):
+        """The ``SDPSolution`` of ``x``, or of the zero network where that is at
+        least as good (it is feasible)."""
+        signs, weight, target = self.signs, self.weight, self.target
+        _, F, rho, _, scores = self.scores(x, signs)
+        objective = float(weight @ (scores - target) ** 2) + self.penalty * rho
+        zero_value = self.data.zero_network_value()
+        if zero_value <= objective:
+            rho, scores, objective = 0.0, np.zeros_like(scores), zero_value
+        gap = relative_gap(objective, self.best)
+        converged = gap <= self.tol
+        status = "optimal" if converged else (
+            "stopped" if self.stopped else ("time_limit" if self.out_of_time else (
+                "stalled" if self.stalled else "max_iter"))
+        )
+        return SDPSolution(
+            Q=relaxed_block(F, signs, rho)[None],
+            rho=np.array([rho]),
+            value=objective,
+            scores=scores[:, None],
+            status=status,
+            solver="native_numpy",
+            solve_time=time.perf_counter() - self.start_time,
+            lower_bound=float(self.best),
+            factors=[(F, signs.astype(np.float64))],
+            dual=None,
+            n_iter=int(self.iteration),
+            converged=bool(converged),
+            info={"history": self.history, "rank": int(signs.shape[0]),
+                  "stopped_by_callback": self.stopped},
+        )
