@@ -335,23 +335,10 @@ def solve_sdp(
     status = problem.status
     returned = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
     returned = 0.5 * (returned + np.transpose(returned, (0, 2, 1)))
-    # The conic solver's point is only nearly feasible (SCS's by about its eps),
-    # and the objective there can fall below the optimum, even below the
-    # certified bound: the point is made exactly feasible first, so that
-    # ``value`` is an upper bound on the optimum whatever the solver's
-    # accuracy, as the native solvers' is.
-    feasible = [_feasible_block(block) for block in returned]
-    Q = np.stack([block for block, _ in feasible])
-    rho = np.array([r for _, r in feasible])
     data = LiftedData.from_lifted_matrices(
         lifted, y, weight, loss=loss, beta=beta, n_outputs=n_outputs
     )
-    multipliers = None
-    if hinge_constraint is not None:
-        multipliers = torch.as_tensor(
-            np.asarray(hinge_constraint.dual_value, dtype=np.float64).reshape(n, -1)
-        )
-    relaxed_scores, value, lower_bound = _certify_point(data, Q, rho, multipliers)
+    Q, rho, relaxed_scores, value, lower_bound = _certify_point(data, returned, hinge_constraint)
     gap = relative_gap(value, lower_bound)
     if tol is not None and gap > tol:
         warn_user(
@@ -440,9 +427,24 @@ def _solve_cvxpy(problem, blocks, solver, options, others, iteration_option):
     return elapsed
 
 
-def _certify_point(data, Q, rho, multipliers):
-    """The feasible point's scores, its objective (an upper bound) and the
-    certificate's lower bound computed from it."""
+def _certify_point(data, returned, hinge_constraint):
+    """The solver's blocks made exactly feasible, ``(Q, rho)``, their scores, their
+    objective (an upper bound) and the certificate's lower bound computed from them.
+
+    The conic solver's point is only nearly feasible (SCS's by about its eps),
+    and the objective there can fall below the optimum, even below the
+    certified bound: the point is made exactly feasible first, so that
+    ``value`` is an upper bound on the optimum whatever the solver's accuracy,
+    as the native solvers' is.
+    """
+    feasible = [_feasible_block(block) for block in returned]
+    Q = np.stack([block for block, _ in feasible])
+    rho = np.array([r for _, r in feasible])
+    multipliers = None
+    if hinge_constraint is not None:
+        multipliers = torch.as_tensor(
+            np.asarray(hinge_constraint.dual_value, dtype=np.float64).reshape(data.target.shape[0], -1)
+        )
     p = data.n_lifted
     Z = [torch.as_tensor(block[:p, p:]) for block in Q]
     relaxed_scores = torch.stack([2.0 * data.matrix_inner(z) for z in Z], dim=1)
@@ -451,7 +453,7 @@ def _certify_point(data, Q, rho, multipliers):
     directions = [_factor_direction(z / r) if r > 0 else None for z, r in zip(Z, rho)]
     lower_bound = dual_bound(data, lam, directions, feasible_value=value,
                              align_iterations=100).lower_bound
-    return relaxed_scores, value, lower_bound
+    return Q, rho, relaxed_scores, value, lower_bound
 
 
 def _factor_direction(direction):
