@@ -51,7 +51,6 @@ loss; ``mu`` is lifted by the eigenvalue test with a round-off margin; so an
 inaccurate interior point only makes the bound looser, never invalid.)
 """
 
-import math
 import time
 
 import numpy as np
