@@ -12,9 +12,8 @@ times √2, so that ``⟨A, B⟩ = svec(A)ᵀ svec(B)``), ``Φ_i = svec(L(x_i))`
 
 So each block is a convex quadratic program over two ``p x p`` PSD cones
 with ``diag(P + N) = ρ 1``, of size ``m = p (p + 1) / 2`` whatever the
-number of samples. Clarabel (an interior-point solver) solves it to about
-1e-8 in 10 to 20 iterations and certifies gaps of 1e-6 to 1e-5 on iris,
-wine and breast cancer well before the factor solver certifies 1e-4. It pays while the dense
+number of samples. Clarabel (an interior-point solver) solves it in tens of
+iterations, well before the factor solver certifies. It pays while the dense
 ``m x m`` matrix ``G`` is small: ``routes.compact_applies`` says when.
 
 The hinge losses are linear programs in the scores: with one slack ``ξ_i``
@@ -228,9 +227,8 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **
     def settings_for(method):
         settings = clarabel.DefaultSettings()
         settings.verbose = False
-        # Clarabel's default accuracy (1e-8) certifies gaps of about 1e-5 on
-        # breast cancer in 10 steps; 1e-10 costs 30 % more steps for 3e-7. A
-        # block that does not certify ``tol`` is continued by the factor solver.
+        # Clarabel's default accuracy: a block that does not certify ``tol``
+        # is continued by the factor solver.
         settings.tol_gap_abs = settings.tol_gap_rel = 1e-8
         settings.tol_feas = 1e-8
         settings.direct_solve_method = method
@@ -242,9 +240,7 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **
         return settings
 
     # The other factorization when the first ends short of "Solved" (a
-    # nearly singular KKT matrix: scikit-learn's check_dtype_object data
-    # through SDPQuantizedClassifierCV, m = 66, ended in NumericalError with
-    # QDLDL and was solved by faer).
+    # nearly singular KKT matrix may fail in one and not the other).
     if faer_first is None:
         faer_first = quadratic.shape[0] >= _FAER_MIN_VARIABLES
     methods = ["faer", "qdldl"] if faer_first else ["qdldl", "faer"]

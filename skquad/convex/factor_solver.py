@@ -35,10 +35,8 @@ most ``tol``.
   root; the sum of the blocks' bounds is a bound (the blocks separate).
   The binary logistic loss (``p <= LOGISTIC_FACE_MAX_LIFTED``) gets its own
   face dual at the same moments (the family ``l'(f) + l''(f) ⊙ face scores``,
-  or the last chunks' score steps where the face is too large to form):
-  credit-approval at its defaults certified 1e-4 at 450 iterations instead
-  of 1,500, planted n = 2,000, d = 200 at 450 where the first bound stalled
-  near 2e-4 while the rank grew to 218.
+  or the last chunks' score steps where the face is too large to form),
+  which certifies in a fraction of the iterations the eigenvalue test needs.
 """
 
 import contextlib
@@ -722,11 +720,10 @@ def solve_squared_block(data, **options):
     The same problem, factorisation and certificates as
     :func:`solve_factored`, for the blocks that
     ``relaxation._solve_blocks_separately`` solves one at a time (the many-class
-    squared loss). Design note ``sdp-small-and-many-class.md``, sections 1, 2
-    and 5, measured that most of the torch solver's time there is overhead:
-    autograd and the Python L-BFGS per iteration, restarts of its memory at
-    every chunk and rank growth from ``ceil(sqrt(2 p))`` columns while the
-    optima have about ``p / 3`` per sign (``_START_RANK_FRACTION``). Here:
+    squared loss), without the torch solver's overheads there (autograd, L-BFGS
+    memory restarted every chunk, rank grown from ``ceil(sqrt(2 p))`` columns
+    while the optima have about ``p / 3`` per sign; design note
+    ``sdp-small-and-many-class.md``, sections 1, 2 and 5). Here:
 
     * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;

@@ -482,10 +482,8 @@ def _feasible_block(block):
     matrix plus a non-negative diagonal, so ``Q`` is PSD with every diagonal
     entry ``rho``. The off-diagonal blocks, hence ``Z`` and the scores, are
     the solver's own; the objective grows only by the penalty on the added
-    ``rho`` (of the order of the solver's violation). (Projecting instead,
-    dropping the negative eigenvalues and scaling the diagonal by a
-    congruence, moved ``Z`` and raised SCS's objective by up to 18 % at its
-    default tolerance.)
+    ``rho`` (of the order of the solver's violation), where a projection would
+    move ``Z``.
     """
     shift = max(0.0, -float(np.linalg.eigvalsh(block)[0]))
     diagonal = np.diag(block)

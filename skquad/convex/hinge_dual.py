@@ -53,14 +53,12 @@ also tries padding the diagonal instead). Its objective is the reported
 upper bound; the solve stops when the certified relative gap is at most
 ``tol``.
 
-**The face primal.** On these problems the barrier closes the gap sublinearly near
-the end (it halved per fourfold ``tau`` on credit-approval: the optimum is
-not strictly complementary), and ``S±⁻¹ / tau`` lags the dual. So once the
-bound has settled, the primal restricted to the faces of ``S±⁻¹`` (small
-``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
-(``_face_primal()``): its point,
-made exactly feasible as above, certified ``tol`` where the barrier's own
-point stalled at 4e-4 to 3e-3. When it applies: ``skquad.convex.routes``.
+**The face primal.** The barrier closes the gap sublinearly near the end (the
+optimum is not strictly complementary), and ``S±⁻¹ / tau`` lags the dual. So
+once the bound has settled, the primal restricted to the faces of ``S±⁻¹``
+(small ``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
+(``_face_primal()``); its point, made exactly feasible as above, certifies
+``tol`` where the barrier's own stalls. When it applies: ``skquad.convex.routes``.
 """
 
 import math

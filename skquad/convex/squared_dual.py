@@ -30,7 +30,7 @@ starting the next centring from the central path's tangent. The Newton
 system has ``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the
 diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)``
 (``barrier.lmi_terms``, ``O(n² p)`` to form and
-``O(n³)`` to factor): about 30 steps, against the factor solver's hundreds of
+``O(n³)`` to factor): tens of steps, where the factor solver takes hundreds of
 L-BFGS iterations and its face duals.
 
 **The primal point.** Stationarity in ``lam`` and ``mu`` at the centre reads
@@ -39,11 +39,9 @@ L-BFGS iterations and its face duals.
 (c - 1ᵀmu))`` are feasible, their scores are ``t + lam / 2`` and their gap
 is ``nu / tau``. Off the centre the diagonal holds only nearly and ``S⁻¹``
 magnifies the error along the optimum's face (the small eigenvalues of
-``S``): at ``tau`` = 9.5e6 on credit-approval a point centred to a Newton
-decrement of 1 gave, once made feasible, an objective of 0.962 against the
-optimum's 0.2796, one centred to 1e-8 (three more Newton steps, Newton's
-quadratic convergence) 0.27963 (``_FINAL_DECREMENT``). So the centrings are
-loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
+``S``): a loosely centred point, made feasible, can be far from optimal where a
+few more Newton steps (quadratic convergence, ``_FINAL_DECREMENT``) make it
+tight. So the centrings are loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
 to the bound), then one is tight, and its point, made exactly feasible by
 ``barrier.feasible_point``, is the reported upper
 bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
@@ -55,16 +53,10 @@ bound (``blocks.solve_staged``).
 its smallest eigenvalues (of order ``1 / tau``) are the barrier's, not the
 optimum's. The point is therefore taken on the eigenvectors of ``P`` and
 ``N`` above ``FACE_EIGENVALUE`` (1e-3) of the largest eigenvalue, as the
-face dual takes its faces: 10 + 10 directions on credit-approval instead of
-47 + 47, the rank of the factor solver's optimum. The networks sampled from
-it were closer to the factor solver's (credit-approval, 4 splits x 3 seeds,
-mean test accuracy: factor solver 83.4 %, the truncated point 82.9 %, below
-it on 8 fits and above on 2; the full-rank point 82.7 %, below on 9 and
-never above; UCI breast.cancer 70.3 %, 70.6 %, 70.5 %). Where the truncated
-point does not certify ``tol`` the better of the two is kept: at small beta
-the optimum can have directions below that threshold (an optdigits block at
-``beta=1e-4``, 700 rows, p = 65: the truncated point alone held the gap at
-1.3e-4 for 70 more Newton steps, until ``_MAX_NEWTON``).
+face dual takes its faces (about the rank of the factor solver's optimum,
+whose sampled networks they then resemble). Where the truncated point does
+not certify ``tol`` the better of the two is kept: at small beta the optimum
+can have directions below that threshold.
 
 Rows with ``w_i = 0`` are left out (``lam_i`` enters neither ``D`` nor
 ``M``); their scores are still reported. When it is chosen: ``skquad.convex.routes``.
