@@ -21,29 +21,11 @@ from .certificate import squared_loss_rho
 from .solution import SDPSolution, relaxed_block
 
 __all__ = [
-    "CentralPath", "StallGuard", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
+    "CentralPath", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
     "components", "feasible_point", "follow_central_path", "lmi_log_barrier", "lmi_terms",
     "newton_direction", "newton_step", "scaled_factor", "solve_scaled", "tangent_move",
     "unit_factor",
 ]
-
-
-class StallGuard:
-    """The tau loop's guard: where no step lowers the barrier, round-off limits
-    it at this tau; raise tau once more, and stop ("stalled") if that did not
-    help either."""
-
-    def __init__(self):
-        self.blocked_in_a_row = 0
-
-    def blocked(self):
-        """A step found no descent: True when the loop should stop."""
-        self.blocked_in_a_row += 1
-        return self.blocked_in_a_row > 1
-
-    def moved(self):
-        """A step was taken."""
-        self.blocked_in_a_row = 0
 
 
 @dataclasses.dataclass
@@ -101,13 +83,14 @@ def follow_central_path(path, barrier, on_centred, final_check, *, tol, max_step
     more steps and returns the last Newton direction), then tau rises by
     ``tau_factor`` and the next centring starts from the central path's
     tangent, ``H dx/dtau = barrier.tangent_rhs(y)``. Where no step lowers the
-    barrier, tau rises once; twice in a row stops the run (``StallGuard``).
+    barrier, round-off limits it at this tau: tau rises once more, and the run
+    stops ("stalled") if that did not help either.
     Short of ``tol`` at the end (but in time), ``final_check(path)`` gives the gap.
     """
     def value(y, mu):
         return barrier.value(y, mu, path.tau)
 
-    guard, since_centred = StallGuard(), 0
+    blocked, since_centred = 0, 0
     while path.steps < max_steps and path.gap > tol:
         if time_limit is not None and time.perf_counter() - path.start > time_limit:
             path.status = "time_limit"
@@ -119,7 +102,7 @@ def follow_central_path(path, barrier, on_centred, final_check, *, tol, max_step
             if path.gap <= tol:
                 break
             if step is None:
-                continue  # the next Newton system at this point decides (the stall guard)
+                continue  # the next Newton system at this point decides (stalled or not)
             tangent = solve_scaled(factor, barrier.tangent_rhs(path.y))
             old_tau, path.tau = path.tau, tau_factor * path.tau
             path.y, path.mu = tangent_move(value, path.y, path.mu, (path.tau - old_tau) * tangent)
@@ -127,12 +110,13 @@ def follow_central_path(path, barrier, on_centred, final_check, *, tol, max_step
             continue
         moved = None if step is None else backtrack(value, path.y, path.mu, step, decrement)
         if moved is None:
-            if guard.blocked():
+            blocked += 1
+            if blocked > 1:
                 path.status = "stalled"
                 break
             path.tau *= tau_factor
             continue
-        guard.moved()
+        blocked = 0
         path.y, path.mu = moved
         path.steps += 1
         since_centred += 1
@@ -175,21 +159,31 @@ def newton_step(hess, grad):
     return step, decrement
 
 
+def _line_search(barrier, y, mu, step, accept, shrink, shortest):
+    """``(y, mu)`` moved by the longest of ``1, shrink, shrink², ...`` (above
+    ``shortest``) times ``step`` whose barrier value ``accept(value, current,
+    length)`` takes; None where none does."""
+    q = y.size
+    current = barrier(y, mu)
+    length = 1.0
+    while length > shortest:
+        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
+        if accept(barrier(trial_y, trial_mu), current, length):
+            return trial_y, trial_mu
+        length *= shrink
+    return None
+
+
 def backtrack(barrier, y, mu, step, decrement):
     """Armijo backtracking along a Newton step: the new ``(y, mu)``, or None.
 
     ``barrier`` is infinite outside the LMIs, so every accepted point is
     strictly feasible.
     """
-    q = y.size
-    current = barrier(y, mu)
-    length = 1.0
-    while length > 1e-12:
-        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-        if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
-            return trial_y, trial_mu
-        length *= 0.5
-    return None
+    def armijo(value, current, length):
+        return value <= current - 0.25 * length * decrement
+
+    return _line_search(barrier, y, mu, step, armijo, 0.5, 1e-12)
 
 
 def tangent_move(barrier, y, mu, step):
@@ -199,15 +193,8 @@ def tangent_move(barrier, y, mu, step):
     The dual barriers' predictor after a raise of ``tau``: ``step`` is the
     central path's tangent times the raise, and ``barrier`` the new one.
     """
-    q = y.size
-    current = barrier(y, mu)
-    length = 1.0
-    while length > 1e-3:
-        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-        if barrier(trial_y, trial_mu) < current:
-            return trial_y, trial_mu
-        length *= 0.25
-    return y, mu
+    moved = _line_search(barrier, y, mu, step, lambda value, current, _: value < current, 0.25, 1e-3)
+    return (y, mu) if moved is None else moved
 
 
 def centred_and_done(value, best, tau, target_value, n_barrier):
