@@ -39,11 +39,11 @@ most ``tol``.
   which certifies in a fraction of the iterations the eigenvalue test needs.
 """
 
+import collections
 import contextlib
 import dataclasses
 import math
 import time
-import typing
 
 import numpy as np
 import torch
@@ -408,7 +408,6 @@ def _solve_factored(
         data.loss == "squared"
         or (data.loss == "logistic" and data.n_outputs == 1 and data.n_lifted <= LOGISTIC_FACE_MAX_LIFTED)
     )
-    run.face_spacing = 2 * chunk_size
     while True:
         point = _certify_chunk(state, run, align_iterations)
         if point.gap <= tol:
@@ -428,33 +427,20 @@ def _solve_factored(
     return _factored_solution(state, run, point)
 
 
-@dataclasses.dataclass
 class _FactoredRun:
     """The factor solver's bookkeeping across chunks (the variables are ``_FactorState``)."""
 
-    start_time: float
-    tol: float
-    chunk_size: int
-    history_size: int
-    max_iter: int
-    verbose: int
-    history: list = dataclasses.field(default_factory=list)
-    aligned: list = None
-    # Every certificate is a valid bound on the same optimum: keep the best.
-    best_lower_bound: float = -math.inf
-    n_iter: int = 0
-    previous_objective: float = None
-    optimizer: object = None
-    stopped_by_callback: bool = False
-    converged: bool = False
-    stalled_chunks: int = 0
-    out_of_time: bool = False
-    # The face dual: per block for the squared loss (the blocks separate), and
-    # the binary logistic loss's single block; the recent scores span its family.
-    use_face_dual: bool = False
-    score_history: list = dataclasses.field(default_factory=list)
-    next_face_iteration: int = 0
-    face_spacing: int = 0
+    def __init__(self, start_time, tol, chunk_size, history_size, max_iter, verbose):
+        self.start_time, self.tol, self.chunk_size = start_time, tol, chunk_size
+        self.history_size, self.max_iter, self.verbose = history_size, max_iter, verbose
+        self.history, self.aligned, self.n_iter, self.stalled_chunks = [], None, 0, 0
+        # Every certificate is a valid bound on the same optimum: keep the best.
+        self.best_lower_bound, self.previous_objective, self.optimizer = -math.inf, None, None
+        self.stopped_by_callback = self.converged = self.out_of_time = False
+        # The face dual: per block for the squared loss (the blocks separate), and
+        # the binary logistic loss's single block; the recent scores span its family.
+        self.use_face_dual, self.score_history = False, []
+        self.next_face_iteration, self.face_spacing = 0, 2 * chunk_size
 
 
 def _initial_state(data, init, rank, max_rank, hinge_sigma, random_state):
@@ -561,17 +547,10 @@ def _certify_chunk(state, run, align_iterations):
     return _ChunkPoint(objective, lower_bound, gap, progress, lam, new_dual, rho_now, certificate)
 
 
-class _ChunkPoint(typing.NamedTuple):
-    """A chunk's certified point: what the next chunk's preparation and the solution read."""
-
-    objective: float
-    lower_bound: float
-    gap: float
-    progress: float
-    lam: torch.Tensor
-    new_dual: torch.Tensor
-    rho: torch.Tensor
-    certificate: object
+# A chunk's certified point: what the next chunk's preparation and the solution read.
+_ChunkPoint = collections.namedtuple(
+    "_ChunkPoint", "objective lower_bound gap progress lam new_dual rho certificate"
+)
 
 
 def _prepare_chunk(state, run, point):
