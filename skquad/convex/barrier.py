@@ -18,7 +18,7 @@ import scipy.linalg
 import torch
 
 from .certificate import squared_loss_rho
-from .solution import SDPSolution, relaxed_block
+from .solution import factor_solution
 
 __all__ = [
     "CentralPath", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
@@ -367,20 +367,11 @@ def barrier_solution(path, p, n_samples, tol, callback, solver):
         "gap": gap, "rank": int(F.shape[1]), "elapsed": elapsed,
     }
     stopped = bool(callback(dict(info))) if callback is not None else False
-    return SDPSolution(
-        Q=relaxed_block(F, signs, rho)[None],
-        rho=np.array([rho]),
-        value=float(best["objective"]),
-        scores=scores[:, None],
-        status=path.status,
-        solver=solver,
-        solve_time=elapsed,
-        lower_bound=float(best["lower_bound"]),
-        factors=[(F, signs)],
-        dual=None,
-        n_iter=steps,
-        converged=bool(gap <= tol),
-        info={"history": history + [info], "rank": info["rank"], "stopped_by_callback": stopped},
+    return factor_solution(
+        [(F, signs)], np.array([rho]), value=float(best["objective"]), scores=scores[:, None],
+        status=path.status, solver=solver, solve_time=elapsed, n_iter=steps,
+        lower_bound=float(best["lower_bound"]), converged=bool(gap <= tol),
+        history=history + [info], stopped=stopped,
     )
 
 

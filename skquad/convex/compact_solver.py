@@ -60,7 +60,7 @@ from .certificate import dual_bound, statistics_dual_bound
 from .barrier import unit_factor
 from .formulation import relaxed_dual_point
 from .losses import dual_point
-from .solution import SDPSolution, SolverFailedError, relative_gap, relaxed_block
+from .solution import SolverFailedError, factor_solution, relative_gap
 from .statistics import LiftedStatistics, smat, svec, svec_indices, svec_rows
 
 __all__ = ["solve_compact", "solve_compact_statistics"]
@@ -673,20 +673,9 @@ def _compact_solution(point, start, tol, callback, verbose):
         print(progress_line(iterations, objective, elapsed, lower_bound=lower_bound,
                             gap=float(gap), rank=info["rank"]))
     stopped = bool(callback(dict(info))) if callback is not None else False
-    Q = np.stack([relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)])
-    return SDPSolution(
-        Q=Q,
-        rho=rho,
-        value=objective,
-        scores=scores,
-        status="optimal" if gap <= tol else "inaccurate",
-        solver="compact",
-        solve_time=elapsed,
-        lower_bound=float(lower_bound),
-        factors=factors,
-        dual=None,
-        n_iter=iterations,
-        converged=bool(gap <= tol),
-        info={"history": [info], "rank": info["rank"], "stopped_by_callback": stopped},
+    return factor_solution(
+        factors, rho, value=objective, scores=scores, status="optimal" if gap <= tol else "inaccurate",
+        solver="compact", solve_time=elapsed, lower_bound=float(lower_bound), n_iter=iterations,
+        converged=bool(gap <= tol), history=[info], stopped=stopped,
     )
 

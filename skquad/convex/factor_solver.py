@@ -61,7 +61,7 @@ from .losses import (
     initial_hinge_dual,
     loss_per_sample,
 )
-from .solution import SDPSolution, relative_gap, relaxed_block
+from .solution import factor_solution, relative_gap
 
 __all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block", "start_columns_per_sign"]
 
@@ -620,25 +620,16 @@ def _factored_solution(state, run, point):
 
     factors_np = [F.detach().cpu().numpy().astype(np.float64) for F in factors]
     signs_np = [s.detach().cpu().numpy().astype(np.float64) for s in state.signs]
-    rho_np = rho_now.detach().cpu().numpy().astype(np.float64)
-    Q = np.stack([relaxed_block(F, s, r) for F, s, r in zip(factors_np, signs_np, rho_np)])
     status = "optimal" if converged else (
         "stopped" if run.stopped_by_callback else ("time_limit" if run.out_of_time else "max_iter")
     )
-    return SDPSolution(
-        Q=Q,
-        rho=rho_np,
-        value=float(objective),
-        scores=scores.detach().cpu().numpy().astype(np.float64),
-        status=status,
-        solver="native",
-        solve_time=time.perf_counter() - run.start_time,
-        lower_bound=float(lower_bound),
-        factors=list(zip(factors_np, signs_np)),
+    return factor_solution(
+        list(zip(factors_np, signs_np)), rho_now.detach().cpu().numpy().astype(np.float64),
+        value=float(objective), scores=scores.detach().cpu().numpy().astype(np.float64),
+        status=status, solver="native", solve_time=time.perf_counter() - run.start_time,
+        lower_bound=float(lower_bound), n_iter=int(run.n_iter), converged=bool(converged),
         dual=None if point.new_dual is None else point.new_dual.detach().cpu().numpy(),
-        n_iter=int(run.n_iter),
-        converged=bool(converged),
-        info={"history": run.history, "rank": state.rank, "stopped_by_callback": run.stopped_by_callback},
+        history=run.history, stopped=run.stopped_by_callback,
     )
 
 
@@ -968,19 +959,10 @@ class _SquaredBlockRun:
             "stopped" if self.stopped else ("time_limit" if self.out_of_time else (
                 "stalled" if self.stalled else "max_iter"))
         )
-        return SDPSolution(
-            Q=relaxed_block(F, signs, rho)[None],
-            rho=np.array([rho]),
-            value=objective,
-            scores=scores[:, None],
-            status=status,
-            solver="native_numpy",
-            solve_time=time.perf_counter() - self.start_time,
-            lower_bound=float(self.best),
-            factors=[(F, signs.astype(np.float64))],
-            dual=None,
-            n_iter=int(self.iteration),
-            converged=bool(converged),
-            info={"history": self.history, "rank": int(signs.shape[0]),
-                  "stopped_by_callback": self.stopped},
+        return factor_solution(
+            [(F, signs.astype(np.float64))], np.array([rho]), value=objective,
+            scores=scores[:, None], status=status, solver="native_numpy",
+            solve_time=time.perf_counter() - self.start_time, lower_bound=float(self.best),
+            n_iter=int(self.iteration), converged=bool(converged), history=self.history,
+            stopped=self.stopped,
         )

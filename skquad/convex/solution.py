@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["SDPSolution", "SolverFailedError", "relaxed_block", "rescale_solution"]
+__all__ = ["SDPSolution", "SolverFailedError", "factor_solution", "relaxed_block", "rescale_solution"]
 
 
 class SolverFailedError(RuntimeError):
@@ -138,6 +138,18 @@ def rescale_solution(solution, c):
         scores=times(solution.scores, c),
         lower_bound=solution.lower_bound * c**2,
         dual=times(solution.dual, c),
+    )
+
+
+def factor_solution(factors, rho, *, history, stopped, dual=None, **fields):
+    """The ``SDPSolution`` of unit-row ``factors`` (``[(F, signs), ...]``, one per
+    block) and their ``rho`` (an array): ``Q`` built from them, the history,
+    rank and callback stop in ``info``; ``fields``: the other attributes."""
+    rank = int(sum(F.shape[1] for F, _ in factors))
+    return SDPSolution(
+        Q=np.stack([relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)]), rho=rho,
+        factors=list(factors), dual=dual, **fields,
+        info={"history": history, "rank": rank, "stopped_by_callback": stopped},
     )
 
 
