@@ -349,6 +349,44 @@ def _solve_hinge(Phi, weight, target, penalty, p, settings):
     return _joint_blocks_of(x, K, m, block), int(solution.iterations), multipliers
 
 
+def _exponential_rows(target, n_terms, i_f, i_tau, i_u, n_var):
+    """The exponential cones' rows of ``_solve_logistic()`` and their right-hand side.
+
+    Cone (i, j), rows (x, y, z), ``A x + s = b``: ``x = a_ij(f) - τ_i``, ``y = 1``,
+    ``z = u_ij``; ``a_ij(f) = Σ_k c_ijk f_ik`` gives row entries ``-c`` (``b = 0``).
+    """
+    n, K = target.shape
+    if K == 1:
+        labels_sign = target[:, 0]
+        term_cols = [[], [i_f + np.arange(n)]]
+        term_vals = [[], [labels_sign]]  # a_i1 = -y_i f_i: A entry +y_i
+    else:
+        labels = np.argmax(target, axis=1)
+        term_cols, term_vals = [], []
+        for k in range(K):
+            other = labels != k
+            # a_ik = f_ik - f_iy (zero where k = y_i): A entries -1 and +1.
+            term_cols.append([i_f + k * n + np.arange(n), i_f + labels * n + np.arange(n)])
+            term_vals.append([-other.astype(np.float64), other.astype(np.float64)])
+    row_of = lambda j, component: 3 * (np.arange(n) * n_terms + j) + component  # noqa: E731
+    entries_r, entries_c, entries_v = [], [], []
+    for j in range(n_terms):
+        x_rows = row_of(j, 0)
+        for cols, vals in zip(term_cols[j], term_vals[j]):
+            entries_r.append(x_rows), entries_c.append(cols), entries_v.append(vals)
+        entries_r.append(x_rows), entries_c.append(i_tau + np.arange(n)), entries_v.append(np.ones(n))
+        entries_r.append(row_of(j, 2))
+        entries_c.append(i_u + np.arange(n) * n_terms + j)
+        entries_v.append(-np.ones(n))
+    exp_rows = scipy.sparse.csc_matrix(
+        (np.concatenate(entries_v), (np.concatenate(entries_r), np.concatenate(entries_c))),
+        shape=(3 * n * n_terms, n_var),
+    )
+    exp_rhs = np.zeros(3 * n * n_terms)
+    exp_rhs[1::3] = 1.0
+    return exp_rows, exp_rhs
+
+
 def _solve_logistic(Phi, weight, target, penalty, p, settings):
     """The logistic SDP's compact form, all blocks jointly, in exponential cones.
 
@@ -402,36 +440,7 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     budget = scipy.sparse.csc_matrix(
         (np.ones(n * n_terms), (sample, u_column)), shape=(n, n_var)
     )
-    # Cone (i, j), rows (x, y, z), A x + s = b: x = a_ij(f) - τ_i, y = 1, z = u_ij.
-    # a_ij(f) = Σ_k c_ijk f_ik: row entries -c (A x + s = b with b = 0).
-    if K == 1:
-        labels_sign = target[:, 0]
-        term_cols = [[], [i_f + np.arange(n)]]
-        term_vals = [[], [labels_sign]]  # a_i1 = -y_i f_i: A entry +y_i
-    else:
-        labels = np.argmax(target, axis=1)
-        term_cols, term_vals = [], []
-        for k in range(K):
-            other = labels != k
-            # a_ik = f_ik - f_iy (zero where k = y_i): A entries -1 and +1.
-            term_cols.append([i_f + k * n + np.arange(n), i_f + labels * n + np.arange(n)])
-            term_vals.append([-other.astype(np.float64), other.astype(np.float64)])
-    row_of = lambda j, component: 3 * (np.arange(n) * n_terms + j) + component  # noqa: E731
-    entries_r, entries_c, entries_v = [], [], []
-    for j in range(n_terms):
-        x_rows = row_of(j, 0)
-        for cols, vals in zip(term_cols[j], term_vals[j]):
-            entries_r.append(x_rows), entries_c.append(cols), entries_v.append(vals)
-        entries_r.append(x_rows), entries_c.append(i_tau + np.arange(n)), entries_v.append(np.ones(n))
-        entries_r.append(row_of(j, 2))
-        entries_c.append(i_u + np.arange(n) * n_terms + j)
-        entries_v.append(-np.ones(n))
-    exp_rows = scipy.sparse.csc_matrix(
-        (np.concatenate(entries_v), (np.concatenate(entries_r), np.concatenate(entries_c))),
-        shape=(3 * n * n_terms, n_var),
-    )
-    exp_rhs = np.zeros(3 * n * n_terms)
-    exp_rhs[1::3] = 1.0
+    exp_rows, exp_rhs = _exponential_rows(target, n_terms, i_f, i_tau, i_u, n_var)
     A = scipy.sparse.vstack([zero, scores, budget, exp_rows] + psd, format="csc")
     rhs = np.concatenate([
         np.zeros(zero.shape[0] + K * n), np.ones(n), exp_rhs, np.zeros(2 * K * m)
