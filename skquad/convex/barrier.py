@@ -2,10 +2,10 @@
 
 One home for what the three barriers share: the LMI log-barrier and its
 Newton terms, the Newton step, Armijo backtracking, the predictor along the
-central path's tangent, the stop of a centring, the stall guard of the tau
-loop, and the feasible primal point and solution built from a barrier's
-``S+^-1 / tau``, ``S-^-1 / tau``. Each dual keeps only its own objective,
-system and loop.
+central path's tangent, the stop of a centring, the tau loop with its stall
+rule (``follow_central_path()``), and the feasible primal point and solution
+built from a barrier's ``S+^-1 / tau``, ``S-^-1 / tau``. Each dual keeps only
+its own objective, Newton system, tangent and certificate.
 """
 
 import dataclasses
