@@ -18,7 +18,7 @@ import scipy.linalg
 import torch
 
 from .certificate import squared_loss_rho
-from .solution import factor_solution
+from .solution import factor_solution, record_progress
 
 __all__ = [
     "CentralPath", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
@@ -47,17 +47,8 @@ class CentralPath:
 
     def record(self):
         """Append the centring's history entry (and print it when verbose); returns the gap."""
-        from .._foundation._reporting import progress_line
-
-        info = {
-            "iteration": self.steps, "objective": self.best["objective"],
-            "lower_bound": self.best["lower_bound"], "gap": self.gap, "tau": self.tau,
-            "elapsed": time.perf_counter() - self.start,
-        }
-        self.history.append(info)
-        if self.verbose:
-            print(progress_line(self.steps, self.best["objective"], info["elapsed"],
-                                lower_bound=self.best["lower_bound"], gap=float(self.gap)))
+        record_progress(self.history, self.start, self.verbose, self.steps, self.best["objective"],
+                        self.best["lower_bound"], self.gap, tau=self.tau)
         return self.gap
 
 

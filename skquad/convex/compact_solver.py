@@ -60,7 +60,7 @@ from .certificate import dual_bound, statistics_dual_bound
 from .barrier import unit_factor
 from .formulation import relaxed_dual_point
 from .losses import dual_point
-from .solution import SolverFailedError, factor_solution, relative_gap
+from .solution import SolverFailedError, factor_solution, record_progress, relative_gap
 from .statistics import LiftedStatistics, smat, svec, svec_indices, svec_rows
 
 __all__ = ["solve_compact", "solve_compact_statistics"]
@@ -668,19 +668,12 @@ def _best_point(certify, loss, tol):
 
 
 def _compact_solution(point, start, tol, callback, verbose):
-    from .._foundation._reporting import progress_line
-
     iterations = point["iterations"]
     factors, rho, scores = point["factors"], point["rho"], point["scores"]
     objective, lower_bound, gap = point["objective"], point["lower_bound"], point["gap"]
-    elapsed = time.perf_counter() - start
-    info = {
-        "iteration": iterations, "objective": objective, "lower_bound": lower_bound,
-        "gap": gap, "rank": sum(F.shape[1] for F, _ in factors), "elapsed": elapsed,
-    }
-    if verbose:
-        print(progress_line(iterations, objective, elapsed, lower_bound=lower_bound,
-                            gap=float(gap), rank=info["rank"]))
+    info = record_progress([], start, verbose, iterations, objective, lower_bound, gap,
+                           rank=sum(F.shape[1] for F, _ in factors))
+    elapsed = info["elapsed"]
     stopped = bool(callback(dict(info))) if callback is not None else False
     return factor_solution(
         factors, rho, value=objective, scores=scores, status="optimal" if gap <= tol else "inaccurate",

@@ -48,7 +48,6 @@ import time
 import numpy as np
 import torch
 
-from .._foundation._reporting import progress_line
 from .._foundation._lbfgs_compact import minimize_compact_lbfgs
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
@@ -61,7 +60,7 @@ from .losses import (
     initial_hinge_dual,
     loss_per_sample,
 )
-from .solution import factor_solution, relative_gap
+from .solution import factor_solution, record_progress, relative_gap
 
 __all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block", "start_columns_per_sign"]
 
@@ -536,14 +535,8 @@ def _certify_chunk(state, run, align_iterations):
         gap = relative_gap(objective, lower_bound)
         run.next_face_iteration = run.n_iter + run.face_spacing
         run.face_spacing *= 2
-    elapsed = time.perf_counter() - run.start_time
-    run.history.append({
-        "iteration": run.n_iter, "objective": objective, "lower_bound": lower_bound, "gap": gap,
-        "rank": state.rank, "elapsed": elapsed,
-    })
-    if run.verbose:
-        print(progress_line(run.n_iter, objective, elapsed, lower_bound=lower_bound,
-                            gap=float(gap), rank=state.rank))
+    record_progress(run.history, run.start_time, run.verbose, run.n_iter, objective, lower_bound,
+                    gap, rank=state.rank)
     return _ChunkPoint(objective, lower_bound, gap, progress, lam, new_dual, rho_now, certificate)
 
 
@@ -872,18 +865,11 @@ class _SquaredBlockRun:
             self._face_certify(F, f, objective, remaining, final)
         self.previous, self.last_progress = objective, progress
         gap = relative_gap(objective, self.best)
-        elapsed = time.perf_counter() - self.start_time
-        info = {
-            "iteration": self.iteration, "objective": objective,
-            "lower_bound": self.best, "gap": gap, "rank": signs.shape[0], "elapsed": elapsed,
-        }
-        self.history.append(info)
-        if self.verbose:
-            print(progress_line(self.iteration, objective, elapsed, lower_bound=self.best,
-                                gap=float(gap), rank=signs.shape[0]))
+        info = record_progress(self.history, self.start_time, self.verbose, self.iteration,
+                               objective, self.best, gap, rank=signs.shape[0])
         if gap > tol and self.callback is not None and self.callback(dict(info)):
             self.stopped = True
-        if gap > tol and self.time_limit is not None and elapsed >= self.time_limit:
+        if gap > tol and self.time_limit is not None and info["elapsed"] >= self.time_limit:
             self.out_of_time = True
         self.last_certificate = (gap, M, mu)
         return gap, M, mu
