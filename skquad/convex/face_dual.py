@@ -58,7 +58,6 @@ face is too large to form, times the solver's last score steps), and
 """
 
 import math
-import typing
 
 import numpy as np
 import scipy.linalg
@@ -357,24 +356,12 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
             y, mu = theta * y0, theta * mu0
             gap = max(float(target_value) - start_value, 1e-12 * abs(start_value)) if math.isfinite(target_value) else abs(start_value)
             tau = n_barrier / max(gap, 1e-300)
-    objective = _FaceObjective(
-        lambda y, tau: tau * (h @ y + 0.25 * y @ y),
-        lambda y, tau: (tau * (h + 0.5 * y), 0.5 * tau * np.eye(q)),
-        dual_value,
+    best_y, best_mu = lmis.ascend(
+        (lambda y, tau: tau * (h @ y + 0.25 * y @ y),
+         lambda y, tau: (tau * (h + 0.5 * y), 0.5 * tau * np.eye(q)), dual_value),
+        y, mu, tau, dual_value(y), target_value, max_newton, n_barrier, _CENTRED,
     )
-    best_y, best_mu = lmis.ascend(objective, y, mu, tau, dual_value(y), target_value, max_newton,
-                                  n_barrier, _CENTRED)
     return verified_bound(data, basis @ best_y, best_mu)
-
-
-class _FaceObjective(typing.NamedTuple):
-    """A restricted dual's objective: ``value(y, tau)`` (the barrier's part from
-    the loss, infinite outside its domain), ``derivatives(y, tau)`` (its
-    gradient and Hessian in ``y``) and ``dual(y)`` (the dual value ``D``)."""
-
-    value: typing.Callable
-    derivatives: typing.Callable
-    dual: typing.Callable
 
 
 class _FaceLMIs:
@@ -401,15 +388,20 @@ class _FaceLMIs:
         return (np.linalg.eigvalsh(Sp)[0] > 0) and (np.linalg.eigvalsh(Sm)[0] > 0)
 
     def ascend(self, objective, y, mu, tau, best, target_value, max_newton, n_barrier, centred):
-        """Damped Newton on ``objective.value + lmi_log_barrier``, tau raised by
-        ``_TAU_FACTOR`` at every centred point (decrement below ``centred``),
-        until the best dual value reaches ``target_value``, the barrier shows
-        it cannot (``centred_and_done()``) or no step descends. Returns the
-        best point ``(y, mu)``; ``best`` is the start's dual value."""
-        q = self.q
+        """Damped Newton on the loss's barrier part plus ``lmi_log_barrier``, tau
+        raised by ``_TAU_FACTOR`` at every centred point (decrement below
+        ``centred``), until the best dual value reaches ``target_value``, the
+        barrier shows it cannot (``centred_and_done()``) or no step descends.
+
+        ``objective``: ``value(y, tau)`` (the loss's part, infinite outside its
+        domain), ``derivatives(y, tau)`` (its gradient and Hessian in ``y``) and
+        ``dual(y)`` (the dual value ``D``); ``best`` is the start's dual value.
+        Returns the best point ``(y, mu)``.
+        """
+        q, (loss_value, derivatives, dual) = self.q, objective
 
         def barrier(y, mu):
-            value = objective.value(y, tau)
+            value = loss_value(y, tau)
             return value + lmi_log_barrier(*self.parts(y, mu)) if math.isfinite(value) else math.inf
 
         best_y, best_mu = y, mu
@@ -417,14 +409,14 @@ class _FaceLMIs:
             Sp, Sm, slack = self.parts(y, mu)
             grad = np.zeros(q + self.p)
             hess = np.zeros((q + self.p, q + self.p))
-            grad[:q], hess[:q, :q] = objective.derivatives(y, tau)
+            grad[:q], hess[:q, :q] = derivatives(y, tau)
             _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, self.mats, *self.svec)
             found = newton_step(hess, grad)
             moved = None if found is None else backtrack(barrier, y, mu, *found)
             if moved is None:
                 break
             (y, mu), decrement = moved, found[1]
-            value = objective.dual(y)
+            value = dual(y)
             if value > best:
                 best_y, best_mu, best = y, mu, value
             if best >= target_value:
@@ -535,12 +527,11 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
     gap = (max(float(target_value) - start_value, 1e-12 * abs(start_value))
            if math.isfinite(target_value) else max(abs(start_value), 1e-12))
     tau = n_barrier / gap
-    objective = _FaceObjective(lambda y, tau: conj(y, tau)[0], derivatives, lambda y: -conj(y)[3])
-    value = objective.value(y, tau)
+    value = conj(y, tau)[0]
     if not (math.isfinite(value) and math.isfinite(value + lmi_log_barrier(*lmis.parts(y, mu)))):
         # Round-off put the start on the LMIs' boundary: no interior to
         # move in; the start itself is still checked.
         return verified_bound(data, basis @ y, mu)
-    best_y, best_mu = lmis.ascend(objective, y, mu, tau, start_value, target_value, max_newton,
-                                  n_barrier, 0.5)
+    best_y, best_mu = lmis.ascend((lambda y, tau: conj(y, tau)[0], derivatives, lambda y: -conj(y)[3]),
+                                  y, mu, tau, start_value, target_value, max_newton, n_barrier, 0.5)
     return verified_bound(data, basis @ best_y, best_mu)
