@@ -5,8 +5,9 @@ import math
 import numpy as np
 
 from skquad.convex.barrier import (
-    StallGuard,
+    CentralPath,
     backtrack,
+    follow_central_path,
     lmi_log_barrier,
     newton_step,
     tangent_move,
@@ -44,9 +45,22 @@ def test_newton_backtracking_and_the_tangent_move_stay_feasible_and_descend():
     assert newton_step(-hess, np.array([1.0, 0.0])) is None  # not positive definite
 
 
-def test_the_stall_guard_stops_at_the_second_blocked_step_in_a_row():
-    guard = StallGuard()
-    assert not guard.blocked()
-    guard.moved()
-    assert not guard.blocked()
-    assert guard.blocked()
+class _NoDescent:
+    """A barrier whose Newton system never descends (a zero gradient)."""
+
+    def value(self, y, mu, tau):
+        return 0.0
+
+    def system(self, y, mu, tau):
+        return np.eye(y.size + mu.size), np.zeros(y.size + mu.size)
+
+
+def test_the_tau_loop_raises_tau_once_then_stops_at_the_second_blocked_step():
+    path = CentralPath(np.zeros(1), np.ones(2), 3.0, {}, 0.0)
+    checked = []
+    follow_central_path(
+        path, _NoDescent(), None, lambda path: checked.append(path.tau) or 0.5, tol=1e-4,
+        max_steps=50, time_limit=None, centred=0.25, tau_factor=4.0,
+    )
+    assert path.status == "stalled" and path.steps == 0
+    assert path.tau == 12.0 and checked == [12.0] and path.gap == 0.5

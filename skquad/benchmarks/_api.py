@@ -130,43 +130,23 @@ def run_benchmark(
 ) -> "BenchmarkResult":
     """Compare estimators on your data with the protocol of ``python -m skquad.benchmarks``.
 
-    Classification (:ref:`benchmarks`): ``repeats`` stratified shuffle splits per dataset; every
-    estimator is fitted as ``Pipeline([("preprocess", preprocessor), ("model", estimator)])`` on
-    the training part and scored by accuracy on the test part. By default skquad's classifiers run
-    beside LogisticRegression, PolynomialFeatures(2) + LogisticRegression, MLPClassifier, RBF and
-    degree-2 SVC and HistGradientBoostingClassifier.
-
-    Regression (:ref:`benchmarks-regression`; a continuous ``y``, a regression dataset's name, or
-    ``task="regression"``): ``repeats`` times ``n_splits``-fold cross-validation of that pipeline in
-    a ``TransformedTargetRegressor`` whose transformer takes the log (see ``log_target``),
-    standardizes and bounds the predictions to the training targets' range (per output, as a
-    tree's are), scored by R² and RMSE on the held-out fold, on the target's own scale. By default
-    skquad's regressors run beside Ridge, PolynomialFeatures(2) + Ridge, MLPRegressor, SVR,
-    KernelRidge(kernel="poly", degree=2) and HistGradientBoostingRegressor (SVR and
-    HistGradientBoostingRegressor one per output for a 2-D target).
-
-    Needs the ``bench`` extra (pandas and matplotlib): ``pip install 'skquad[bench]'``.
+    Repeated stratified splits scored by accuracy (classification), or repeated K-fold
+    cross-validation scored by R² and RMSE (regression), of every estimator in a preprocessing
+    pipeline, beside the suites' baselines: :ref:`api-benchmarks-protocol`. Needs the ``bench``
+    extra (pandas and matplotlib): ``pip install 'skquad[bench]'``.
 
     Parameters
     ----------
     data : array-like, str, list of str or dict
-        ``X`` (then pass ``y``); a dataset name or a list of names (scikit-learn's bundled
-        ``"iris"``, ``"wine"``, ``"breast_cancer"``, ``"digits"``, or the UCI datasets of
-        :data:`skquad.datasets.UCI_DATASETS` by file or OpenML name, read by
-        :func:`skquad.datasets.load_uci`; for regression the sets of
-        :data:`skquad.datasets.REGRESSION_DATASETS`, read by
-        :func:`skquad.datasets.load_regression`, or scikit-learn's bundled ``"diabetes"`` and
-        ``"linnerud"``); or ``{name: (X, y)}``.
+        ``X`` (then pass ``y``); a dataset name or a list of names (scikit-learn's bundled sets,
+        :data:`skquad.datasets.UCI_DATASETS` or :data:`skquad.datasets.REGRESSION_DATASETS`:
+        :ref:`api-benchmarks-protocol`); or ``{name: (X, y)}``.
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
         Class labels or regression targets, when ``data`` is ``X``.
     estimators : dict or list of str, default=None
-        ``{name: estimator}``: your unfitted classifiers, run beside the defaults (cloned for every
+        ``{name: estimator}``: your unfitted estimators, run beside the defaults (cloned for every
         fit; a ``random_state`` left at None gets the split's seed). A list of names selects among
-        the defaults (``"QLR"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"BackpropQ"``, ``"LogReg"``,
-        ``"Poly2+LogReg"``, ``"MLP"``, ``"SVC-rbf"``, ``"SVC-poly2"``, ``"HistGB"``; for regression
-        ``"QuadReg"``, ``"QuadRegCV"``, ``"QNN"``, ``"RPQNN"``, ``"SDP"``, ``"SDPCV"``,
-        ``"BackpropQ"``, ``"Ridge"``, ``"Poly2+Ridge"``, ``"MLP"``, ``"SVR"``, ``"KRR-poly2"``,
-        ``"HistGB"``: the skquad ones this install has).
+        the defaults (their names: :ref:`api-benchmarks-protocol`).
     include_defaults : bool, default=True
         Run the default estimators; False runs only ``estimators``.
     repeats : int, default=3
@@ -183,28 +163,23 @@ def run_benchmark(
         time includes the search).
     preprocessor : "auto", transformer or None, default="auto"
         ``"auto"``: :func:`skquad.datasets.make_uci_preprocessor` (regression:
-        :func:`skquad.datasets.make_regression_preprocessor`, the same rules, and numeric columns
-        clipped to their training range: impute and one-hot encode nominal columns, impute and
-        standardize numeric ones); a transformer of your own (cloned for every fit); None: the
-        models see ``X`` as it is.
+        :func:`skquad.datasets.make_regression_preprocessor`); a transformer of your own (cloned
+        for every fit); None: the models see ``X`` as it is.
     random_state : int, default=0
         Seeds the splits and the estimators.
     device : str, default="auto"
         Torch device of the skquad estimators that train with torch.
     n_threads : int or None, default=1
-        Threads of BLAS, OpenMP and torch during the run: one by default, so that fit times compare
-        algorithms rather than how each library shares a busy machine; None leaves the libraries'
-        defaults.
+        Threads of BLAS, OpenMP and torch during the run (one: fit times compare algorithms, not
+        how each library shares a busy machine); None leaves the libraries' defaults.
     output_dir : str or pathlib.Path, default=None
         When given, ``report.md``, ``runs.csv``, ``summary.csv``, ``ratios.csv``, ``overall.csv``,
         ``machine.txt`` and the plots are written there.
     progress : callable, default=None
         Called with one line per fit (``print`` shows progress).
     task : {"auto", "classification", "regression"}, default="auto"
-        ``"auto"``: regression when scikit-learn's ``type_of_target(y)`` is ``"continuous"`` or
-        ``"continuous-multioutput"``, or ``y`` is floating point with more than 20 distinct values
-        (or the datasets named are regression sets). Integer targets read as class labels: pass
-        ``task="regression"`` for counts.
+        ``"auto"``: regression for a continuous ``y`` or regression sets
+        (:ref:`api-benchmarks-protocol`); integer targets read as class labels.
     n_splits : int, default=5
         Folds of the regression cross-validation.
     log_target : "auto" or bool, default="auto"
@@ -215,10 +190,8 @@ def run_benchmark(
         Regression: a dataset with more rows is subsampled to this many (uniformly, once, seeded
         ``random_state``) before the splits; the report says so.
     n_jobs : int, default=1
-        Worker processes that run the fits side by side, one fit each at a time under ``n_threads``
-        (joblib's process backend). Every fit is seeded by its split, so the scores do not depend
-        on ``n_jobs``; with ``n_threads=1`` and no more jobs than idle cores, each fit has a core
-        to itself and its time compares with a sequential run's.
+        Worker processes fitting side by side, each under ``n_threads``; the scores do not depend
+        on it (every fit is seeded by its split).
 
     Returns
     -------

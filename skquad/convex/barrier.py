@@ -2,12 +2,13 @@
 
 One home for what the three barriers share: the LMI log-barrier and its
 Newton terms, the Newton step, Armijo backtracking, the predictor along the
-central path's tangent, the stop of a centring, the stall guard of the tau
-loop, and the feasible primal point and solution built from a barrier's
-``S+^-1 / tau``, ``S-^-1 / tau``. Each dual keeps only its own objective,
-system and loop.
+central path's tangent, the stop of a centring, the tau loop with its stall
+rule (``follow_central_path()``), and the feasible primal point and solution
+built from a barrier's ``S+^-1 / tau``, ``S-^-1 / tau``. Each dual keeps only
+its own objective, Newton system, tangent and certificate.
 """
 
+import dataclasses
 import math
 import time
 import warnings
@@ -17,31 +18,106 @@ import scipy.linalg
 import torch
 
 from .certificate import squared_loss_rho
-from .solution import SDPSolution, relaxed_block
+from .solution import factor_solution, record_progress
 
 __all__ = [
-    "StallGuard", "backtrack", "barrier_solution", "best_rho", "centred_and_done", "components",
-    "feasible_point", "lmi_log_barrier", "lmi_terms", "newton_step", "scaled_factor",
-    "solve_scaled", "tangent_move", "unit_factor",
+    "CentralPath", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
+    "components", "feasible_point", "follow_central_path", "lmi_log_barrier", "lmi_terms",
+    "newton_direction", "newton_step", "scaled_factor", "solve_scaled", "tangent_move",
+    "unit_factor",
 ]
 
 
-class StallGuard:
-    """The tau loop's guard: where no step lowers the barrier, round-off limits
-    it at this tau; raise tau once more, and stop ("stalled") if that did not
-    help either."""
+@dataclasses.dataclass
+class CentralPath:
+    """A dual barrier's run: the point ``(y, mu)``, the weight ``tau``, the Newton
+    steps taken, the status, the certified gap, the best primal and dual so far
+    (``objective``, ``lower_bound``, ``point``) and one history entry per centring."""
 
-    def __init__(self):
-        self.blocked_in_a_row = 0
+    y: np.ndarray
+    mu: np.ndarray
+    tau: float
+    best: dict
+    start: float
+    verbose: int = 0
+    steps: int = 0
+    status: str = "max_iter"
+    gap: float = math.inf
+    history: list = dataclasses.field(default_factory=list)
 
-    def blocked(self):
-        """A step found no descent: True when the loop should stop."""
-        self.blocked_in_a_row += 1
-        return self.blocked_in_a_row > 1
+    def record(self):
+        """Append the centring's history entry (and print it when verbose); returns the gap."""
+        record_progress(self.history, self.start, self.verbose, self.steps, self.best["objective"],
+                        self.best["lower_bound"], self.gap, tau=self.tau)
+        return self.gap
 
-    def moved(self):
-        """A step was taken."""
-        self.blocked_in_a_row = 0
+
+def newton_direction(hess, grad):
+    """``(step, decrement, factor)`` of a dual barrier's Newton system (``hess`` is
+    overwritten); ``step`` is None where the system gives no descent."""
+    factor = scaled_factor(hess, overwrite=True)
+    step = None if factor is None else solve_scaled(factor, -grad)
+    decrement = -1.0 if step is None else float(-grad @ step)
+    if step is None or not math.isfinite(decrement) or decrement <= 0.0:
+        return None, decrement, factor
+    return step, decrement, factor
+
+
+def follow_central_path(path, barrier, on_centred, final_check, *, tol, max_steps, time_limit,
+                        centred, tau_factor, steps_per_centring=math.inf):
+    """The tau loop of the dual barriers (hinge and squared), run on ``path`` in place.
+
+    Damped Newton steps on ``barrier.value(y, mu, tau)`` (``barrier.system``
+    gives its Hessian and gradient); once a point is centred (decrement below
+    ``centred``, or ``steps_per_centring`` steps at one tau) ``on_centred(path,
+    step, decrement, factor)`` certifies it (setting ``path.gap``; it may take
+    more steps and returns the last Newton direction), then tau rises by
+    ``tau_factor`` and the next centring starts from the central path's
+    tangent, ``H dx/dtau = barrier.tangent_rhs(y)``. Where no step lowers the
+    barrier, round-off limits it at this tau: tau rises once more, and the run
+    stops ("stalled") if that did not help either.
+    Short of ``tol`` at the end (but in time), ``final_check(path)`` gives the gap.
+    """
+    def value(y, mu):
+        return barrier.value(y, mu, path.tau)
+
+    blocked, since_centred = 0, 0
+    while path.steps < max_steps and path.gap > tol:
+        if time_limit is not None and time.perf_counter() - path.start > time_limit:
+            path.status = "time_limit"
+            break
+        step, decrement, factor = newton_direction(*barrier.system(path.y, path.mu, path.tau))
+        if step is not None and (decrement < centred or since_centred >= steps_per_centring):
+            since_centred = 0
+            step, decrement, factor = on_centred(path, step, decrement, factor)
+            if path.gap <= tol:
+                break
+            if step is None:
+                continue  # the next Newton system at this point decides (stalled or not)
+            tangent = solve_scaled(factor, barrier.tangent_rhs(path.y))
+            old_tau, path.tau = path.tau, tau_factor * path.tau
+            path.y, path.mu = tangent_move(value, path.y, path.mu, (path.tau - old_tau) * tangent)
+            path.steps += 1
+            continue
+        moved = None if step is None else backtrack(value, path.y, path.mu, step, decrement)
+        if moved is None:
+            blocked += 1
+            if blocked > 1:
+                path.status = "stalled"
+                break
+            path.tau *= tau_factor
+            continue
+        blocked = 0
+        path.y, path.mu = moved
+        path.steps += 1
+        since_centred += 1
+        if path.verbose > 1:
+            print(f"  step {path.steps}: tau={path.tau:.3g} decrement={decrement:.3g}")
+    if path.gap > tol and path.status != "time_limit":
+        path.gap = final_check(path)
+    if path.gap <= tol:
+        path.status = "optimal"
+    return path
 
 
 def lmi_log_barrier(Sp, Sm, slack):
@@ -74,21 +150,31 @@ def newton_step(hess, grad):
     return step, decrement
 
 
+def _line_search(barrier, y, mu, step, accept, shrink, shortest):
+    """``(y, mu)`` moved by the longest of ``1, shrink, shrink², ...`` (above
+    ``shortest``) times ``step`` whose barrier value ``accept(value, current,
+    length)`` takes; None where none does."""
+    q = y.size
+    current = barrier(y, mu)
+    length = 1.0
+    while length > shortest:
+        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
+        if accept(barrier(trial_y, trial_mu), current, length):
+            return trial_y, trial_mu
+        length *= shrink
+    return None
+
+
 def backtrack(barrier, y, mu, step, decrement):
     """Armijo backtracking along a Newton step: the new ``(y, mu)``, or None.
 
     ``barrier`` is infinite outside the LMIs, so every accepted point is
     strictly feasible.
     """
-    q = y.size
-    current = barrier(y, mu)
-    length = 1.0
-    while length > 1e-12:
-        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-        if barrier(trial_y, trial_mu) <= current - 0.25 * length * decrement:
-            return trial_y, trial_mu
-        length *= 0.5
-    return None
+    def armijo(value, current, length):
+        return value <= current - 0.25 * length * decrement
+
+    return _line_search(barrier, y, mu, step, armijo, 0.5, 1e-12)
 
 
 def tangent_move(barrier, y, mu, step):
@@ -98,15 +184,8 @@ def tangent_move(barrier, y, mu, step):
     The dual barriers' predictor after a raise of ``tau``: ``step`` is the
     central path's tangent times the raise, and ``barrier`` the new one.
     """
-    q = y.size
-    current = barrier(y, mu)
-    length = 1.0
-    while length > 1e-3:
-        trial_y, trial_mu = y + length * step[:q], mu + length * step[q:]
-        if barrier(trial_y, trial_mu) < current:
-            return trial_y, trial_mu
-        length *= 0.25
-    return y, mu
+    moved = _line_search(barrier, y, mu, step, lambda value, current, _: value < current, 0.25, 1e-3)
+    return (y, mu) if moved is None else moved
 
 
 def centred_and_done(value, best, tau, target_value, n_barrier):
@@ -261,14 +340,14 @@ def feasible_point(data, P, N, t, weight, penalty):
     return best
 
 
-def barrier_solution(best, p, n_samples, gap, tol, steps, status, history, start, callback,
-                      solver):
+def barrier_solution(path, p, n_samples, tol, callback, solver):
     """The ``SDPSolution`` of a dual barrier's best point (the hinge's and the squared loss's).
 
-    ``best``: ``objective``, ``lower_bound`` and ``point`` (``(F, signs, rho,
-    scores)``, or None for the zero network); the callback is called once,
-    with the factor solver's keys.
+    ``path.best``: ``objective``, ``lower_bound`` and ``point`` (``(F, signs,
+    rho, scores)``, or None for the zero network); the callback is called
+    once, with the factor solver's keys.
     """
+    best, gap, steps, history, start = path.best, path.gap, path.steps, path.history, path.start
     if best["point"] is None:
         F, signs, rho, scores = np.eye(p), np.ones(p), 0.0, np.zeros(n_samples)
     else:
@@ -279,20 +358,11 @@ def barrier_solution(best, p, n_samples, gap, tol, steps, status, history, start
         "gap": gap, "rank": int(F.shape[1]), "elapsed": elapsed,
     }
     stopped = bool(callback(dict(info))) if callback is not None else False
-    return SDPSolution(
-        Q=relaxed_block(F, signs, rho)[None],
-        rho=np.array([rho]),
-        value=float(best["objective"]),
-        scores=scores[:, None],
-        status=status,
-        solver=solver,
-        solve_time=elapsed,
-        lower_bound=float(best["lower_bound"]),
-        factors=[(F, signs)],
-        dual=None,
-        n_iter=steps,
-        converged=bool(gap <= tol),
-        info={"history": history + [info], "rank": info["rank"], "stopped_by_callback": stopped},
+    return factor_solution(
+        [(F, signs)], np.array([rho]), value=float(best["objective"]), scores=scores[:, None],
+        status=path.status, solver=solver, solve_time=elapsed, n_iter=steps,
+        lower_bound=float(best["lower_bound"]), converged=bool(gap <= tol),
+        history=history + [info], stopped=stopped,
     )
 
 

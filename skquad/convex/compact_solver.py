@@ -12,9 +12,8 @@ times √2, so that ``⟨A, B⟩ = svec(A)ᵀ svec(B)``), ``Φ_i = svec(L(x_i))`
 
 So each block is a convex quadratic program over two ``p x p`` PSD cones
 with ``diag(P + N) = ρ 1``, of size ``m = p (p + 1) / 2`` whatever the
-number of samples. Clarabel (an interior-point solver) solves it to about
-1e-8 in 10 to 20 iterations and certifies gaps of 1e-6 to 1e-5 on iris,
-wine and breast cancer well before the factor solver certifies 1e-4. It pays while the dense
+number of samples. Clarabel (an interior-point solver) solves it in tens of
+iterations, well before the factor solver certifies. It pays while the dense
 ``m x m`` matrix ``G`` is small: ``routes.compact_applies`` says when.
 
 The hinge losses are linear programs in the scores: with one slack ``ξ_i``
@@ -51,7 +50,6 @@ loss; ``mu`` is lifted by the eigenvalue test with a round-off margin; so an
 inaccurate interior point only makes the bound looser, never invalid.)
 """
 
-import math
 import time
 
 import numpy as np
@@ -62,7 +60,7 @@ from .certificate import dual_bound, statistics_dual_bound
 from .barrier import unit_factor
 from .formulation import relaxed_dual_point
 from .losses import dual_point
-from .solution import SDPSolution, SolverFailedError, relative_gap, relaxed_block
+from .solution import SolverFailedError, factor_solution, record_progress, relative_gap
 from .statistics import LiftedStatistics, smat, svec, svec_indices, svec_rows
 
 __all__ = ["solve_compact", "solve_compact_statistics"]
@@ -229,9 +227,8 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **
     def settings_for(method):
         settings = clarabel.DefaultSettings()
         settings.verbose = False
-        # Clarabel's default accuracy (1e-8) certifies gaps of about 1e-5 on
-        # breast cancer in 10 steps; 1e-10 costs 30 % more steps for 3e-7. A
-        # block that does not certify ``tol`` is continued by the factor solver.
+        # Clarabel's default accuracy: a block that does not certify ``tol``
+        # is continued by the factor solver.
         settings.tol_gap_abs = settings.tol_gap_rel = 1e-8
         settings.tol_feas = 1e-8
         settings.direct_solve_method = method
@@ -243,9 +240,7 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **
         return settings
 
     # The other factorization when the first ends short of "Solved" (a
-    # nearly singular KKT matrix: scikit-learn's check_dtype_object data
-    # through SDPQuantizedClassifierCV, m = 66, ended in NumericalError with
-    # QDLDL and was solved by faer).
+    # nearly singular KKT matrix may fail in one and not the other).
     if faer_first is None:
         faer_first = quadratic.shape[0] >= _FAER_MIN_VARIABLES
     methods = ["faer", "qdldl"] if faer_first else ["qdldl", "faer"]
@@ -354,6 +349,44 @@ def _solve_hinge(Phi, weight, target, penalty, p, settings):
     return _joint_blocks_of(x, K, m, block), int(solution.iterations), multipliers
 
 
+def _exponential_rows(target, n_terms, i_f, i_tau, i_u, n_var):
+    """The exponential cones' rows of ``_solve_logistic()`` and their right-hand side.
+
+    Cone (i, j), rows (x, y, z), ``A x + s = b``: ``x = a_ij(f) - τ_i``, ``y = 1``,
+    ``z = u_ij``; ``a_ij(f) = Σ_k c_ijk f_ik`` gives row entries ``-c`` (``b = 0``).
+    """
+    n, K = target.shape
+    if K == 1:
+        labels_sign = target[:, 0]
+        term_cols = [[], [i_f + np.arange(n)]]
+        term_vals = [[], [labels_sign]]  # a_i1 = -y_i f_i: A entry +y_i
+    else:
+        labels = np.argmax(target, axis=1)
+        term_cols, term_vals = [], []
+        for k in range(K):
+            other = labels != k
+            # a_ik = f_ik - f_iy (zero where k = y_i): A entries -1 and +1.
+            term_cols.append([i_f + k * n + np.arange(n), i_f + labels * n + np.arange(n)])
+            term_vals.append([-other.astype(np.float64), other.astype(np.float64)])
+    row_of = lambda j, component: 3 * (np.arange(n) * n_terms + j) + component  # noqa: E731
+    entries_r, entries_c, entries_v = [], [], []
+    for j in range(n_terms):
+        x_rows = row_of(j, 0)
+        for cols, vals in zip(term_cols[j], term_vals[j]):
+            entries_r.append(x_rows), entries_c.append(cols), entries_v.append(vals)
+        entries_r.append(x_rows), entries_c.append(i_tau + np.arange(n)), entries_v.append(np.ones(n))
+        entries_r.append(row_of(j, 2))
+        entries_c.append(i_u + np.arange(n) * n_terms + j)
+        entries_v.append(-np.ones(n))
+    exp_rows = scipy.sparse.csc_matrix(
+        (np.concatenate(entries_v), (np.concatenate(entries_r), np.concatenate(entries_c))),
+        shape=(3 * n * n_terms, n_var),
+    )
+    exp_rhs = np.zeros(3 * n * n_terms)
+    exp_rhs[1::3] = 1.0
+    return exp_rows, exp_rhs
+
+
 def _solve_logistic(Phi, weight, target, penalty, p, settings):
     """The logistic SDP's compact form, all blocks jointly, in exponential cones.
 
@@ -407,36 +440,7 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     budget = scipy.sparse.csc_matrix(
         (np.ones(n * n_terms), (sample, u_column)), shape=(n, n_var)
     )
-    # Cone (i, j), rows (x, y, z), A x + s = b: x = a_ij(f) - τ_i, y = 1, z = u_ij.
-    # a_ij(f) = Σ_k c_ijk f_ik: row entries -c (A x + s = b with b = 0).
-    if K == 1:
-        labels_sign = target[:, 0]
-        term_cols = [[], [i_f + np.arange(n)]]
-        term_vals = [[], [labels_sign]]  # a_i1 = -y_i f_i: A entry +y_i
-    else:
-        labels = np.argmax(target, axis=1)
-        term_cols, term_vals = [], []
-        for k in range(K):
-            other = labels != k
-            # a_ik = f_ik - f_iy (zero where k = y_i): A entries -1 and +1.
-            term_cols.append([i_f + k * n + np.arange(n), i_f + labels * n + np.arange(n)])
-            term_vals.append([-other.astype(np.float64), other.astype(np.float64)])
-    row_of = lambda j, component: 3 * (np.arange(n) * n_terms + j) + component  # noqa: E731
-    entries_r, entries_c, entries_v = [], [], []
-    for j in range(n_terms):
-        x_rows = row_of(j, 0)
-        for cols, vals in zip(term_cols[j], term_vals[j]):
-            entries_r.append(x_rows), entries_c.append(cols), entries_v.append(vals)
-        entries_r.append(x_rows), entries_c.append(i_tau + np.arange(n)), entries_v.append(np.ones(n))
-        entries_r.append(row_of(j, 2))
-        entries_c.append(i_u + np.arange(n) * n_terms + j)
-        entries_v.append(-np.ones(n))
-    exp_rows = scipy.sparse.csc_matrix(
-        (np.concatenate(entries_v), (np.concatenate(entries_r), np.concatenate(entries_c))),
-        shape=(3 * n * n_terms, n_var),
-    )
-    exp_rhs = np.zeros(3 * n * n_terms)
-    exp_rhs[1::3] = 1.0
+    exp_rows, exp_rhs = _exponential_rows(target, n_terms, i_f, i_tau, i_u, n_var)
     A = scipy.sparse.vstack([zero, scores, budget, exp_rows] + psd, format="csc")
     rhs = np.concatenate([
         np.zeros(zero.shape[0] + K * n), np.ones(n), exp_rhs, np.zeros(2 * K * m)
@@ -664,34 +668,16 @@ def _best_point(certify, loss, tol):
 
 
 def _compact_solution(point, start, tol, callback, verbose):
-    from .._foundation._reporting import progress_line
-
     iterations = point["iterations"]
     factors, rho, scores = point["factors"], point["rho"], point["scores"]
     objective, lower_bound, gap = point["objective"], point["lower_bound"], point["gap"]
-    elapsed = time.perf_counter() - start
-    info = {
-        "iteration": iterations, "objective": objective, "lower_bound": lower_bound,
-        "gap": gap, "rank": sum(F.shape[1] for F, _ in factors), "elapsed": elapsed,
-    }
-    if verbose:
-        print(progress_line(iterations, objective, elapsed, lower_bound=lower_bound,
-                            gap=float(gap), rank=info["rank"]))
+    info = record_progress([], start, verbose, iterations, objective, lower_bound, gap,
+                           rank=sum(F.shape[1] for F, _ in factors))
+    elapsed = info["elapsed"]
     stopped = bool(callback(dict(info))) if callback is not None else False
-    Q = np.stack([relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)])
-    return SDPSolution(
-        Q=Q,
-        rho=rho,
-        value=objective,
-        scores=scores,
-        status="optimal" if gap <= tol else "inaccurate",
-        solver="compact",
-        solve_time=elapsed,
-        lower_bound=float(lower_bound),
-        factors=factors,
-        dual=None,
-        n_iter=iterations,
-        converged=bool(gap <= tol),
-        info={"history": [info], "rank": info["rank"], "stopped_by_callback": stopped},
+    return factor_solution(
+        factors, rho, value=objective, scores=scores, status="optimal" if gap <= tol else "inaccurate",
+        solver="compact", solve_time=elapsed, lower_bound=float(lower_bound), n_iter=iterations,
+        converged=bool(gap <= tol), history=[info], stopped=stopped,
     )
 

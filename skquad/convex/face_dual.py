@@ -41,8 +41,7 @@ the Lagrangian dual of the relaxed problem with the scores projected onto
 lies in ``B`` and the restricted dual attains ``v*``. An error ``delta`` in
 the face changes the restricted value by ``O(delta²)``, and for a
 Burer-Monteiro iterate ``delta = O((v - v*)^{1/2})``: the bound then closes
-linearly in the primal error (measured: breast cancer, primal error 5e-6,
-bound error 9e-6 against 8e-3 for ``lam = 2(f - t)``).
+linearly in the primal error.
 
 The restricted dual is a small SDP in ``q + p`` variables (``q = 1 +
 r_U (r_U + 1) / 2 + r_V (r_V + 1) / 2``) with two ``p x p`` LMIs, solved here
@@ -337,67 +336,96 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     keep = values > _KEEP * values[-1]
     basis = B @ (vectors[:, keep] / np.sqrt(values[keep]))
     h = basis.T @ (weight * t)
-    mats = _weighted_matrices(data, basis * weight[:, None])  # M(basis_a)
-    mats = 0.5 * (mats + np.transpose(mats, (0, 2, 1)))
-    q, p, _ = mats.shape
-    penalty = data.penalty_per_rho
+    lmis = _FaceLMIs(data, basis, weight)
+    q, p = lmis.q, lmis.p
     n_barrier = 2 * p + 1
-    svec_rows, svec_cols = np.triu_indices(p)
-    svec_scale = np.where(svec_rows == svec_cols, 1.0, math.sqrt(2.0))
 
     def dual_value(y):
         return -(h @ y + 0.25 * y @ y)
 
-    def parts(y, mu):
-        M2 = 2.0 * np.tensordot(y, mats, axes=1)
-        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
-
-    def strictly_feasible(y, mu):
-        Sp, Sm, slack = parts(y, mu)
-        if slack <= 0:
-            return False
-        return (np.linalg.eigvalsh(Sp)[0] > 0) and (np.linalg.eigvalsh(Sm)[0] > 0)
-
     y = np.zeros(q)
-    mu = np.full(p, 0.5 * penalty / p)
+    mu = np.full(p, 0.5 * lmis.penalty / p)
     tau = n_barrier / max(float(h @ h), 1e-300)
     if scores is not None:
         # Warm start: lam = 2 (f - t) on the face, mu from the first-order
         # conditions at the factors, both shrunk into the interior.
         y0 = basis.T @ (weight * 2.0 * (np.asarray(scores, dtype=np.float64) - t))
-        mu0, theta = _interior_start(y0, mats, factor, signs, penalty)
+        mu0, theta = _interior_start(y0, lmis.mats, factor, signs, lmis.penalty)
         start_value = dual_value(theta * y0)
-        if theta > 0 and strictly_feasible(theta * y0, theta * mu0) and start_value > dual_value(y):
+        if theta > 0 and lmis.strictly_feasible(theta * y0, theta * mu0) and start_value > dual_value(y):
             y, mu = theta * y0, theta * mu0
             gap = max(float(target_value) - start_value, 1e-12 * abs(start_value)) if math.isfinite(target_value) else abs(start_value)
             tau = n_barrier / max(gap, 1e-300)
-
-    def barrier(y, mu):
-        return tau * (h @ y + 0.25 * y @ y) + lmi_log_barrier(*parts(y, mu))
-
-    best_y, best_mu, best = y, mu, dual_value(y)
-    for newton in range(max_newton):
-        Sp, Sm, slack = parts(y, mu)
-        grad = np.zeros(q + p)
-        hess = np.zeros((q + p, q + p))
-        grad[:q] = tau * (h + 0.5 * y)
-        hess[:q, :q] = 0.5 * tau * np.eye(q)
-        _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale)
-        found = newton_step(hess, grad)
-        moved = None if found is None else backtrack(barrier, y, mu, *found)
-        if moved is None:
-            break
-        (y, mu), decrement = moved, found[1]
-        value = dual_value(y)
-        if value > best:
-            best_y, best_mu, best = y, mu, value
-        if best >= target_value:
-            break
-        if decrement < _CENTRED:
-            if centred_and_done(value, best, tau, target_value, n_barrier):
-                break
-            tau *= _TAU_FACTOR
+    best_y, best_mu = lmis.ascend(
+        (lambda y, tau: tau * (h @ y + 0.25 * y @ y),
+         lambda y, tau: (tau * (h + 0.5 * y), 0.5 * tau * np.eye(q)), dual_value),
+        y, mu, tau, dual_value(y), target_value, max_newton, n_barrier, _CENTRED,
+    )
     return verified_bound(data, basis @ best_y, best_mu)
+
+
+class _FaceLMIs:
+    """``Diag mu ± 2 M(y) ⪰ 0``, ``1ᵀmu <= c`` of a restricted dual over the face
+    coordinates ``y`` (``M(basis_a)`` are ``mats``), and the Newton ascent both
+    face duals run in them."""
+
+    def __init__(self, data, basis, weight):
+        mats = _weighted_matrices(data, basis * weight[:, None])  # M(basis_a)
+        self.mats = 0.5 * (mats + np.transpose(mats, (0, 2, 1)))
+        self.q, self.p, _ = self.mats.shape
+        self.penalty = data.penalty_per_rho
+        rows, cols = np.triu_indices(self.p)
+        self.svec = (rows, cols, np.where(rows == cols, 1.0, math.sqrt(2.0)))
+
+    def parts(self, y, mu):
+        M2 = 2.0 * np.tensordot(y, self.mats, axes=1)
+        return np.diag(mu) + M2, np.diag(mu) - M2, self.penalty - mu.sum()
+
+    def strictly_feasible(self, y, mu):
+        Sp, Sm, slack = self.parts(y, mu)
+        if slack <= 0:
+            return False
+        return (np.linalg.eigvalsh(Sp)[0] > 0) and (np.linalg.eigvalsh(Sm)[0] > 0)
+
+    def ascend(self, objective, y, mu, tau, best, target_value, max_newton, n_barrier, centred):
+        """Damped Newton on the loss's barrier part plus ``lmi_log_barrier``, tau
+        raised by ``_TAU_FACTOR`` at every centred point (decrement below
+        ``centred``), until the best dual value reaches ``target_value``, the
+        barrier shows it cannot (``centred_and_done()``) or no step descends.
+
+        ``objective``: ``value(y, tau)`` (the loss's part, infinite outside its
+        domain), ``derivatives(y, tau)`` (its gradient and Hessian in ``y``) and
+        ``dual(y)`` (the dual value ``D``); ``best`` is the start's dual value.
+        Returns the best point ``(y, mu)``.
+        """
+        q, (loss_value, derivatives, dual) = self.q, objective
+
+        def barrier(y, mu):
+            value = loss_value(y, tau)
+            return value + lmi_log_barrier(*self.parts(y, mu)) if math.isfinite(value) else math.inf
+
+        best_y, best_mu = y, mu
+        for _ in range(max_newton):
+            Sp, Sm, slack = self.parts(y, mu)
+            grad = np.zeros(q + self.p)
+            hess = np.zeros((q + self.p, q + self.p))
+            grad[:q], hess[:q, :q] = derivatives(y, tau)
+            _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, self.mats, *self.svec)
+            found = newton_step(hess, grad)
+            moved = None if found is None else backtrack(barrier, y, mu, *found)
+            if moved is None:
+                break
+            (y, mu), decrement = moved, found[1]
+            value = dual(y)
+            if value > best:
+                best_y, best_mu, best = y, mu, value
+            if best >= target_value:
+                break
+            if decrement < centred:
+                if centred_and_done(value, best, tau, target_value, n_barrier):
+                    break
+                tau *= _TAU_FACTOR
+        return best_y, best_mu
 
 
 def _logistic_conjugate(lam, target, weight, tau):
@@ -477,64 +505,33 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
     keep = values > _KEEP * values[-1]
     basis = B @ (vectors[:, keep] / np.sqrt(values[keep]))
     y0 = basis.T @ (metric * lam0)
-    mats = _weighted_matrices(data, basis * weight[:, None])
-    mats = 0.5 * (mats + np.transpose(mats, (0, 2, 1)))
-    q = mats.shape[0]
-    penalty = data.penalty_per_rho
+    lmis = _FaceLMIs(data, basis, weight)
     # Barrier parameter: two LMIs of size p, the trace slack, the 2 n box terms.
     n_barrier = 2 * p + 1 + 2 * t.shape[0]
-    svec_rows, svec_cols = np.triu_indices(p)
-    svec_scale = np.where(svec_rows == svec_cols, 1.0, math.sqrt(2.0))
 
-    def conj(y):
+    def conj(y, tau=1.0):
         return _logistic_conjugate(basis @ y, t, weight, tau)
 
-    def parts(y, mu):
-        M2 = 2.0 * np.tensordot(y, mats, axes=1)
-        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
+    def derivatives(y, tau):
+        _, g_lam, h_lam, _ = conj(y, tau)
+        return basis.T @ g_lam, basis.T @ (basis * h_lam[:, None])
 
     # Start: lam0 with the first-order mu at the factors, raised into the
     # LMIs' interior and scaled by theta into the trace constraint (the
     # constraints are cones: (theta y, theta mu) stays strictly feasible).
-    mu0, theta = _interior_start(y0, mats, factor, signs, penalty)
+    mu0, theta = _interior_start(y0, lmis.mats, factor, signs, lmis.penalty)
     y, mu = theta * y0, theta * mu0
-    tau = 1.0
     start_value = -conj(y)[3]
     if not math.isfinite(start_value):
         return verified_bound(data, lam0, mu0)
     gap = (max(float(target_value) - start_value, 1e-12 * abs(start_value))
            if math.isfinite(target_value) else max(abs(start_value), 1e-12))
     tau = n_barrier / gap
-
-    def barrier(y, mu):
-        value = conj(y)[0]
-        return value + lmi_log_barrier(*parts(y, mu)) if math.isfinite(value) else math.inf
-
-    best_y, best_mu, best = y, mu, start_value
-    if not math.isfinite(barrier(y, mu)):
+    value = conj(y, tau)[0]
+    if not (math.isfinite(value) and math.isfinite(value + lmi_log_barrier(*lmis.parts(y, mu)))):
         # Round-off put the start on the LMIs' boundary: no interior to
         # move in; the start itself is still checked.
         return verified_bound(data, basis @ y, mu)
-    for _ in range(max_newton):
-        Sp, Sm, slack = parts(y, mu)
-        _, g_lam, h_lam, _ = conj(y)
-        grad = np.zeros(q + p)
-        hess = np.zeros((q + p, q + p))
-        grad[:q] = basis.T @ g_lam
-        hess[:q, :q] = basis.T @ (basis * h_lam[:, None])
-        _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols, svec_scale)
-        found = newton_step(hess, grad)
-        moved = None if found is None else backtrack(barrier, y, mu, *found)
-        if moved is None:
-            break
-        (y, mu), decrement = moved, found[1]
-        value = -conj(y)[3]
-        if value > best:
-            best_y, best_mu, best = y, mu, value
-        if best >= target_value:
-            break
-        if decrement < 0.5:
-            if centred_and_done(value, best, tau, target_value, n_barrier):
-                break
-            tau *= _TAU_FACTOR
+    best_y, best_mu = lmis.ascend((lambda y, tau: conj(y, tau)[0], derivatives, lambda y: -conj(y)[3]),
+                                  y, mu, tau, start_value, target_value, max_newton, n_barrier, 0.5)
     return verified_bound(data, basis @ best_y, best_mu)

@@ -35,12 +35,11 @@ most ``tol``.
   root; the sum of the blocks' bounds is a bound (the blocks separate).
   The binary logistic loss (``p <= LOGISTIC_FACE_MAX_LIFTED``) gets its own
   face dual at the same moments (the family ``l'(f) + l''(f) ⊙ face scores``,
-  or the last chunks' score steps where the face is too large to form):
-  credit-approval at its defaults certified 1e-4 at 450 iterations instead
-  of 1,500, planted n = 2,000, d = 200 at 450 where the first bound stalled
-  near 2e-4 while the rank grew to 218.
+  or the last chunks' score steps where the face is too large to form),
+  which certifies in a fraction of the iterations the eigenvalue test needs.
 """
 
+import collections
 import contextlib
 import dataclasses
 import math
@@ -49,7 +48,6 @@ import time
 import numpy as np
 import torch
 
-from .._foundation._reporting import progress_line
 from .._foundation._lbfgs_compact import minimize_compact_lbfgs
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
@@ -62,7 +60,7 @@ from .losses import (
     initial_hinge_dual,
     loss_per_sample,
 )
-from .solution import SDPSolution, relative_gap, relaxed_block
+from .solution import factor_solution, record_progress, relative_gap
 
 __all__ = ["FACTOR_SOLVER_OPTIONS", "solve_factored", "solve_squared_block", "start_columns_per_sign"]
 
@@ -403,16 +401,56 @@ def _solve_factored(
         With ``solver="native"``, ``factors``, ``dual``, ``lower_bound``,
         ``converged`` and ``info["history"]`` (one dict per chunk).
     """
-    start_time = time.perf_counter()
-    p = data.n_lifted
-    K = data.n_outputs
+    run = _FactoredRun(time.perf_counter(), tol, chunk_size, history_size, max_iter, verbose)
+    state = _initial_state(data, init, rank, max_rank, hinge_sigma, random_state)
+    run.use_face_dual = data.lifted is None and (
+        data.loss == "squared"
+        or (data.loss == "logistic" and data.n_outputs == 1 and data.n_lifted <= LOGISTIC_FACE_MAX_LIFTED)
+    )
+    while True:
+        point = _certify_chunk(state, run, align_iterations)
+        if point.gap <= tol:
+            run.converged = True
+            break
+        if callback is not None and callback(dict(run.history[-1])):
+            run.stopped_by_callback = True
+            break
+        if run.n_iter >= max_iter:
+            break
+        if time_limit is not None and run.history[-1]["elapsed"] >= time_limit:
+            run.out_of_time = True
+            break
+        _prepare_chunk(state, run, point)
+        if _run_chunk(state, run):
+            break
+    return _factored_solution(state, run, point)
+
+
+class _FactoredRun:
+    """The factor solver's bookkeeping across chunks (the variables are ``_FactorState``)."""
+
+    def __init__(self, start_time, tol, chunk_size, history_size, max_iter, verbose):
+        self.start_time, self.tol, self.chunk_size = start_time, tol, chunk_size
+        self.history_size, self.max_iter, self.verbose = history_size, max_iter, verbose
+        self.history, self.aligned, self.n_iter, self.stalled_chunks = [], None, 0, 0
+        # Every certificate is a valid bound on the same optimum: keep the best.
+        self.best_lower_bound, self.previous_objective, self.optimizer = -math.inf, None, None
+        self.stopped_by_callback = self.converged = self.out_of_time = False
+        # The face dual: per block for the squared loss (the blocks separate), and
+        # the binary logistic loss's single block; the recent scores span its family.
+        self.use_face_dual, self.score_history = False, []
+        self.next_face_iteration, self.face_spacing = 0, 2 * chunk_size
+
+
+def _initial_state(data, init, rank, max_rank, hinge_sigma, random_state):
+    """The start's ``_FactorState``: the warm start's factors (``rho`` rescaled by
+    a 1-D search, the hinge dual kept on the same samples) or the spectral start."""
+    p, K = data.n_lifted, data.n_outputs
     dtype, device = data.features.dtype, data.features.device
     max_rank = 2 * p if max_rank is None else int(max_rank)
     if rank is None:
         rank = math.ceil(math.sqrt(2.0 * p))
     rank = int(min(max(rank, 4), max_rank, 2 * p))
-    generator = torch.Generator().manual_seed(int(random_state))
-
     usable_init = (
         init is not None
         and init.factors is not None
@@ -436,153 +474,132 @@ def _solve_factored(
         if float(base_rho.max()) <= 0.0:
             base_rho = torch.ones(K, dtype=dtype, device=device)
     else:
+        generator = torch.Generator().manual_seed(int(random_state))
         weights, signs, dual = _spectral_start(data, rank, generator)
         base_rho = torch.ones(K, dtype=dtype, device=device)
     rho = _search_rho(data, weights, signs, base_rho)
     rho_max = data.rho_max()
-    tiny_rho = 1e-12 * (rho_max if math.isfinite(rho_max) else 1.0)
-    state = _FactorState(data, weights, signs, torch.log(torch.clamp(rho, min=tiny_rho)), dual)
+    scale = rho_max if math.isfinite(rho_max) else 1.0
+    state = _FactorState(data, weights, signs, torch.log(torch.clamp(rho, min=1e-12 * scale)), dual)
     state._sigma = float(hinge_sigma)
     state.log_rho_cap = math.log(2.0 * rho_max) if math.isfinite(rho_max) else 50.0
-    off_rho = 1e-6 * (rho_max if math.isfinite(rho_max) else 1.0)
+    state.rank_start, state.max_rank = rank, max_rank
+    state.tiny_rho, state.off_rho = 1e-12 * scale, 1e-6 * scale
+    return state
 
-    history = []
-    aligned = [None] * K
-    # Every certificate is a valid bound on the same optimum: keep the best.
-    best_lower_bound = -math.inf
-    n_iter = 0
-    previous_objective = None
-    optimizer = None
-    stopped_by_callback = False
-    converged = False
-    stalled_chunks = 0
-    out_of_time = False
-    # The face dual: per block for the squared loss (the blocks separate),
-    # and the binary logistic loss's single block.
-    score_history = []
-    use_face_dual = data.lifted is None and (
-        data.loss == "squared"
-        or (data.loss == "logistic" and K == 1 and p <= LOGISTIC_FACE_MAX_LIFTED)
-    )
-    next_face_iteration, face_spacing = 0, 2 * chunk_size
-    while True:
-        with torch.no_grad():
-            factors = state.factors()
-            rho_now = torch.exp(state.log_rho)
-            scores = state.scores(factors, rho_now)
-            objective = float(data.objective(scores, rho_now.sum()))
-            score_history = (score_history + [scores.detach().cpu().numpy().astype(np.float64)[:, 0]])[
-                -_SCORE_STEPS - 1:
-            ]
-            if data.loss == "hinge":
-                _, new_dual = hinge_prox(scores, data.target, state.dual, state._sigma)
-                lam = hinge_dual_point(new_dual, data.target)
-            else:
-                new_dual = None
-                lam = dual_point(scores, data.target, data.loss)
-            # Align from the previous certificate's directions when the rank is
-            # unchanged: the alignment then converges across chunks.
-            starts = [
-                a if a is not None and a.shape == F.shape else None
-                for a, F in zip(aligned, factors)
-            ]
-            certificate = dual_bound(
-                data, lam, list(zip(factors, state.signs)), align_starts=starts,
-                growth_columns=max(2, rank // 4),
-                feasible_value=objective, align_iterations=align_iterations,
-            )
-        aligned = certificate.aligned
-        lower_bound = best_lower_bound = max(certificate.lower_bound, best_lower_bound)
-        gap = relative_gap(objective, lower_bound)
-        progress = float("inf") if previous_objective is None else previous_objective - objective
-        if (
-            use_face_dual and gap > tol and n_iter >= max(next_face_iteration, 2 * chunk_size)
-            and 0.0 <= progress <= tol * abs(objective)
-        ):
-            # The last chunks' score steps: the logistic face dual's family
-            # where the face is too large (see face_dual._FACE_WORK).
-            steps = None
-            if K == 1 and len(score_history) >= 3:
-                recent = score_history[-_FEW_SCORE_STEPS - 1:] if p > _FEW_STEPS_ABOVE else score_history
-                steps = np.stack(
-                    [recent[-1]] + [b - a for a, b in zip(recent[:-1], recent[1:])],
-                    axis=1,
-                )
-            face_bound = _face_dual_bound(data, factors, state.signs, scores, rho_now, tol, steps)
-            lower_bound = best_lower_bound = max(face_bound, best_lower_bound)
-            gap = relative_gap(objective, lower_bound)
-            next_face_iteration = n_iter + face_spacing
-            face_spacing *= 2
-        elapsed = time.perf_counter() - start_time
-        info = {
-            "iteration": n_iter,
-            "objective": objective,
-            "lower_bound": lower_bound,
-            "gap": gap,
-            "rank": state.rank,
-            "elapsed": elapsed,
-        }
-        history.append(info)
-        if verbose:
-            print(progress_line(n_iter, objective, elapsed, lower_bound=lower_bound,
-                                gap=float(gap), rank=state.rank))
-        if gap <= tol:
-            converged = True
-            break
-        if callback is not None and callback(dict(info)):
-            stopped_by_callback = True
-            break
-        if n_iter >= max_iter:
-            break
-        if time_limit is not None and elapsed >= time_limit:
-            out_of_time = True
-            break
 
-        # Decide what the next chunk starts from.
-        rebuild = optimizer is None
-        absolute_gap = objective - lower_bound
-        rho_list = [float(r) for r in rho_now]
-        if _wake_blocks(state, lam, rho_list, off_rho):
-            rebuild = True
-        stalled = progress < 0.1 * absolute_gap
-        stalled_chunks = stalled_chunks + 1 if stalled else 0
-        if (
-            stalled
-            and max(certificate.eigenvalue_shifts) > 0.0
-            and _grow(state, certificate, tiny_rho, max_rank)
-        ):
-            rebuild = True
-            stalled_chunks = 0
+def _certify_chunk(state, run, align_iterations):
+    """Certify the current point (the eigenvalue certificate, and the face dual
+    once a chunk improved the objective by at most tol); records the chunk."""
+    data, K, tol = state.data, state.data.n_outputs, run.tol
+    with torch.no_grad():
+        factors = state.factors()
+        rho_now = torch.exp(state.log_rho)
+        scores = state.scores(factors, rho_now)
+        objective = float(data.objective(scores, rho_now.sum()))
+        run.score_history = (run.score_history + [scores.detach().cpu().numpy().astype(np.float64)[:, 0]])[
+            -_SCORE_STEPS - 1:
+        ]
         if data.loss == "hinge":
-            state.dual = new_dual
-            rebuild = True
-        with torch.no_grad():
-            largest_row = max(float(torch.linalg.vector_norm(w, dim=1).max()) for w in state.weights)
-        if largest_row > _RENORMALIZE_ABOVE:
-            state.renormalize()
-            rebuild = True
-        if rebuild:
-            optimizer = _make_optimizer(state, chunk_size, history_size)
-        previous_objective = objective
+            _, new_dual = hinge_prox(scores, data.target, state.dual, state._sigma)
+            lam = hinge_dual_point(new_dual, data.target)
+        else:
+            new_dual = None
+            lam = dual_point(scores, data.target, data.loss)
+        # Align from the previous certificate's directions when the rank is
+        # unchanged: the alignment then converges across chunks.
+        aligned = run.aligned or [None] * K
+        starts = [a if a is not None and a.shape == F.shape else None for a, F in zip(aligned, factors)]
+        certificate = dual_bound(
+            data, lam, list(zip(factors, state.signs)), align_starts=starts,
+            growth_columns=max(2, state.rank_start // 4),
+            feasible_value=objective, align_iterations=align_iterations,
+        )
+    run.aligned = certificate.aligned
+    lower_bound = run.best_lower_bound = max(certificate.lower_bound, run.best_lower_bound)
+    gap = relative_gap(objective, lower_bound)
+    progress = float("inf") if run.previous_objective is None else run.previous_objective - objective
+    if (
+        run.use_face_dual and gap > tol and run.n_iter >= max(run.next_face_iteration, 2 * run.chunk_size)
+        and 0.0 <= progress <= tol * abs(objective)
+    ):
+        # The last chunks' score steps: the logistic face dual's family
+        # where the face is too large (see face_dual._FACE_WORK).
+        steps = None
+        if K == 1 and len(run.score_history) >= 3:
+            recent = run.score_history
+            recent = recent[-_FEW_SCORE_STEPS - 1:] if data.n_lifted > _FEW_STEPS_ABOVE else recent
+            steps = np.stack([recent[-1]] + [b - a for a, b in zip(recent[:-1], recent[1:])], axis=1)
+        face_bound = _face_dual_bound(data, factors, state.signs, scores, rho_now, tol, steps)
+        lower_bound = run.best_lower_bound = max(face_bound, run.best_lower_bound)
+        gap = relative_gap(objective, lower_bound)
+        run.next_face_iteration = run.n_iter + run.face_spacing
+        run.face_spacing *= 2
+    record_progress(run.history, run.start_time, run.verbose, run.n_iter, objective, lower_bound,
+                    gap, rank=state.rank)
+    return _ChunkPoint(objective, lower_bound, gap, progress, lam, new_dual, rho_now, certificate)
 
-        budget = min(chunk_size, max_iter - n_iter)
-        optimizer.param_groups[0]["max_iter"] = budget
-        optimizer.param_groups[0]["max_eval"] = int(budget * 1.5) + 5
 
-        def closure(optimizer=optimizer):
-            optimizer.zero_grad()
-            value = state.smooth_objective()
-            value.backward()
-            return value
+# A chunk's certified point: what the next chunk's preparation and the solution read.
+_ChunkPoint = collections.namedtuple(
+    "_ChunkPoint", "objective lower_bound gap progress lam new_dual rho certificate"
+)
 
-        before = optimizer.state[optimizer._params[0]].get("n_iter", 0)
-        optimizer.step(closure)
-        done = optimizer.state[optimizer._params[0]].get("n_iter", 0) - before
-        n_iter += max(done, 1)
-        if done == 0 and stalled_chunks > 3:
-            break
 
-    # The zero network is feasible: return it when it is at least as good.
+def _prepare_chunk(state, run, point):
+    """Decide what the next chunk starts from: woken blocks, grown rank, the hinge
+    dual's update, renormalized rows; a new L-BFGS where any of them changed."""
+    rebuild = run.optimizer is None
+    if _wake_blocks(state, point.lam, [float(r) for r in point.rho], state.off_rho):
+        rebuild = True
+    stalled = point.progress < 0.1 * (point.objective - point.lower_bound)
+    run.stalled_chunks = run.stalled_chunks + 1 if stalled else 0
+    if (
+        stalled
+        and max(point.certificate.eigenvalue_shifts) > 0.0
+        and _grow(state, point.certificate, state.tiny_rho, state.max_rank)
+    ):
+        rebuild = True
+        run.stalled_chunks = 0
+    if state.data.loss == "hinge":
+        state.dual = point.new_dual
+        rebuild = True
+    with torch.no_grad():
+        largest_row = max(float(torch.linalg.vector_norm(w, dim=1).max()) for w in state.weights)
+    if largest_row > _RENORMALIZE_ABOVE:
+        state.renormalize()
+        rebuild = True
+    if rebuild:
+        run.optimizer = _make_optimizer(state, run.chunk_size, run.history_size)
+    run.previous_objective = point.objective
+
+
+def _run_chunk(state, run):
+    """One chunk of L-BFGS iterations; True when the solve should stop (no
+    iteration done after several stalled chunks)."""
+    optimizer = run.optimizer
+    budget = min(run.chunk_size, run.max_iter - run.n_iter)
+    optimizer.param_groups[0]["max_iter"] = budget
+    optimizer.param_groups[0]["max_eval"] = int(budget * 1.5) + 5
+
+    def closure():
+        optimizer.zero_grad()
+        value = state.smooth_objective()
+        value.backward()
+        return value
+
+    before = optimizer.state[optimizer._params[0]].get("n_iter", 0)
+    optimizer.step(closure)
+    done = optimizer.state[optimizer._params[0]].get("n_iter", 0) - before
+    run.n_iter += max(done, 1)
+    return done == 0 and run.stalled_chunks > 3
+
+
+def _factored_solution(state, run, point):
+    """The ``SDPSolution`` of the last point, or of the zero network where that
+    is at least as good (it is feasible)."""
+    data = state.data
+    objective, lower_bound, converged = point.objective, point.lower_bound, run.converged
     zero_value = data.zero_network_value()
     with torch.no_grad():
         factors = state.factors()
@@ -592,29 +609,20 @@ def _solve_factored(
         rho_now = torch.zeros_like(rho_now)
         scores = torch.zeros_like(scores)
         objective = zero_value
-        gap = relative_gap(objective, lower_bound)
-        converged = converged or gap <= tol
+        converged = converged or relative_gap(objective, lower_bound) <= run.tol
 
     factors_np = [F.detach().cpu().numpy().astype(np.float64) for F in factors]
     signs_np = [s.detach().cpu().numpy().astype(np.float64) for s in state.signs]
-    rho_np = rho_now.detach().cpu().numpy().astype(np.float64)
-    Q = np.stack([relaxed_block(F, s, r) for F, s, r in zip(factors_np, signs_np, rho_np)])
-    return SDPSolution(
-        Q=Q,
-        rho=rho_np,
-        value=float(objective),
-        scores=scores.detach().cpu().numpy().astype(np.float64),
-        status="optimal" if converged else (
-            "stopped" if stopped_by_callback else ("time_limit" if out_of_time else "max_iter")
-        ),
-        solver="native",
-        solve_time=time.perf_counter() - start_time,
-        lower_bound=float(lower_bound),
-        factors=list(zip(factors_np, signs_np)),
-        dual=None if new_dual is None else new_dual.detach().cpu().numpy(),
-        n_iter=int(n_iter),
-        converged=bool(converged),
-        info={"history": history, "rank": state.rank, "stopped_by_callback": stopped_by_callback},
+    status = "optimal" if converged else (
+        "stopped" if run.stopped_by_callback else ("time_limit" if run.out_of_time else "max_iter")
+    )
+    return factor_solution(
+        list(zip(factors_np, signs_np)), rho_now.detach().cpu().numpy().astype(np.float64),
+        value=float(objective), scores=scores.detach().cpu().numpy().astype(np.float64),
+        status=status, solver="native", solve_time=time.perf_counter() - run.start_time,
+        lower_bound=float(lower_bound), n_iter=int(run.n_iter), converged=bool(converged),
+        dual=None if point.new_dual is None else point.new_dual.detach().cpu().numpy(),
+        history=run.history, stopped=run.stopped_by_callback,
     )
 
 
@@ -675,11 +683,10 @@ def solve_squared_block(data, **options):
     The same problem, factorisation and certificates as
     :func:`solve_factored`, for the blocks that
     ``relaxation._solve_blocks_separately`` solves one at a time (the many-class
-    squared loss). Design note ``sdp-small-and-many-class.md``, sections 1, 2
-    and 5, measured that most of the torch solver's time there is overhead:
-    autograd and the Python L-BFGS per iteration, restarts of its memory at
-    every chunk and rank growth from ``ceil(sqrt(2 p))`` columns while the
-    optima have about ``p / 3`` per sign (``_START_RANK_FRACTION``). Here:
+    squared loss), without the torch solver's overheads there (autograd, L-BFGS
+    memory restarted every chunk, rank grown from ``ceil(sqrt(2 p))`` columns
+    while the optima have about ``p / 3`` per sign; design note
+    ``sdp-small-and-many-class.md``, sections 1, 2 and 5). Here:
 
     * the gradient is written out (``f = 2 rho Σ_c s_c (Z F_c)²`` with
       ``F = W / ||W rows||``): two ``n x p x r`` products per evaluation;
@@ -722,212 +729,226 @@ def _solve_squared_block(
     verbose=0, chunk_size=50, history_size=30, time_limit=None, random_state=0,
     hinge_sigma=None, align_iterations=None, lower_bound=None,
 ):
-    start_time = time.perf_counter()
-    Z = data.features.detach().cpu().numpy().astype(np.float64)
-    weight = data.weight.detach().cpu().numpy().astype(np.float64)
-    target = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
-    p = Z.shape[1]
-    penalty = data.penalty_per_rho
-    max_rank = 2 * p if max_rank is None else int(max_rank)
-    rho_cap = math.log(2.0 * data.rho_max()) if math.isfinite(data.rho_max()) else 50.0
+    run = _SquaredBlockRun(data, tol, max_iter, max_rank, callback, verbose, chunk_size,
+                           time_limit, lower_bound)
+    x = run.start(init, rank, random_state)
+    gap, M, mu = run.certify(x)
+    while gap > tol and not (run.stopped or run.out_of_time) and run.iteration < max_iter:
+        signs = run.signs
+        # The L-BFGS driver's numpy engine: scipy's L-BFGS-B cost as much in
+        # its own bookkeeping as the objective here (see _lbfgs_compact).
+        result = minimize_compact_lbfgs(
+            lambda x, signs=signs: run.objective_and_gradient(x, signs), x,
+            max_iter=max_iter - run.iteration, max_fun=10 * max_iter, tol=0.0, ftol=0.0,
+            maxls=30, maxcor=history_size, on_iteration=run.every_iteration,
+        )
+        x = result.x
+        certified_here = run.history[-1]["iteration"] == run.iteration
+        if certified_here:
+            # The callback certified this point: it met tol, was told to stop,
+            # or a far-short face dual asked for growth (its M and mu serve).
+            gap, M, mu = run.last_certificate
+            if gap <= tol or run.stopped or run.out_of_time:
+                break
+        if run.iteration >= max_iter:
+            # The budget is spent: the best certificate for the point reached.
+            gap, M, mu = run.certify(x, final=True)
+            break
+        if not certified_here:
+            gap, M, mu = run.certify(x)
+            if gap <= tol or run.stopped or run.out_of_time:
+                break
+        # L-BFGS ended on its own (line search or stationarity) or a face
+        # dual far short of tol stopped it: grow by the directions the
+        # eigenvalue test finds negative.
+        grown = run.grow(x, M, mu)
+        if grown is None:
+            break
+        x = grown
+    return run.solution(x)
 
-    usable_init = (
-        init is not None and init.factors is not None
-        and len(init.factors) == 1 and init.factors[0][0].shape[0] == p
-    )
-    if usable_init:
-        F = np.array(init.factors[0][0], dtype=np.float64)
-        signs = np.array(init.factors[0][1], dtype=np.float64)
-    else:
-        per_sign = start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
-        per_sign = max(1, min(per_sign, p, max_rank // 2 or 1))
-        M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
-        _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
-        generator = np.random.default_rng(int(random_state))
-        F = np.hstack([vectors[:, :per_sign], vectors[:, p - per_sign:]])
-        F = F + 0.3 / math.sqrt(p) * generator.standard_normal(F.shape)
-        signs = np.r_[np.ones(per_sign), -np.ones(per_sign)]
-    F = F / np.linalg.norm(F, axis=1, keepdims=True)
-    G = Z @ F
-    unit = 2.0 * (G * G) @ signs
-    rho = min(max(squared_loss_rho(unit, target, weight, penalty), 1e-8), math.exp(rho_cap))
 
-    def point(x, signs):
-        W = x[:-1].reshape(p, signs.shape[0])
-        norms = np.linalg.norm(W, axis=1, keepdims=True)
-        return W, norms, W / norms, math.exp(min(x[-1], rho_cap))
+class _SquaredBlockRun:
+    """One squared-loss block's numpy Burer-Monteiro solve: its data, the
+    objective and gradient in ``x = (W, log rho)``, the chunk certificates
+    (``certify()``) and the rank growth (``solve_squared_block()``)."""
 
-    def objective_and_gradient(x, signs):
-        _, norms, F, rho = point(x, signs)
+    def __init__(self, data, tol, max_iter, max_rank, callback, verbose, chunk_size, time_limit,
+                 lower_bound):
+        self.data, self.tol, self.max_iter, self.callback = data, tol, max_iter, callback
+        self.verbose, self.chunk_size, self.time_limit = verbose, chunk_size, time_limit
+        self.start_time = time.perf_counter()
+        self.Z = data.features.detach().cpu().numpy().astype(np.float64)
+        self.weight = data.weight.detach().cpu().numpy().astype(np.float64)
+        self.target = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+        self.p = self.Z.shape[1]
+        self.penalty = data.penalty_per_rho
+        self.max_rank = 2 * self.p if max_rank is None else int(max_rank)
+        self.rho_cap = math.log(2.0 * data.rho_max()) if math.isfinite(data.rho_max()) else 50.0
+        self.iteration, self.history = 0, []
+        self.best = -math.inf if lower_bound is None else float(lower_bound)
+        self.previous, self.last_progress = None, math.inf
+        self.face_below, self.next_face, self.face_spacing = math.inf, 0, 2 * chunk_size
+        self.stopped = self.out_of_time = self.grow_now = self.stalled = False
+        self.far_faces = 0
+
+    def start(self, init, rank, random_state):
+        """``x`` at the warm start's factors, or at the eigenvectors of ``M_0 = -2
+        Σ w t L(x)`` (perturbed), with the exact ``rho`` for those directions."""
+        Z, p, weight, target = self.Z, self.p, self.weight, self.target
+        usable_init = (
+            init is not None and init.factors is not None
+            and len(init.factors) == 1 and init.factors[0][0].shape[0] == p
+        )
+        if usable_init:
+            F = np.array(init.factors[0][0], dtype=np.float64)
+            signs = np.array(init.factors[0][1], dtype=np.float64)
+        else:
+            per_sign = start_columns_per_sign(p) if rank is None else max(1, int(rank) // 2)
+            per_sign = max(1, min(per_sign, p, self.max_rank // 2 or 1))
+            M0 = Z.T @ (Z * (weight * -2.0 * target)[:, None])
+            _, vectors = np.linalg.eigh(0.5 * (M0 + M0.T))
+            generator = np.random.default_rng(int(random_state))
+            F = np.hstack([vectors[:, :per_sign], vectors[:, p - per_sign:]])
+            F = F + 0.3 / math.sqrt(p) * generator.standard_normal(F.shape)
+            signs = np.r_[np.ones(per_sign), -np.ones(per_sign)]
+        F = F / np.linalg.norm(F, axis=1, keepdims=True)
         G = Z @ F
-        f = 2.0 * rho * ((G * G) @ signs)
+        unit = 2.0 * (G * G) @ signs
+        rho = min(max(squared_loss_rho(unit, target, weight, self.penalty), 1e-8), math.exp(self.rho_cap))
+        self.signs = signs
+        return np.r_[F.ravel(), math.log(rho)]
+
+    def point(self, x, signs):
+        W = x[:-1].reshape(self.p, signs.shape[0])
+        norms = np.linalg.norm(W, axis=1, keepdims=True)
+        return W, norms, W / norms, math.exp(min(x[-1], self.rho_cap))
+
+    def scores(self, x, signs):
+        _, norms, F, rho = self.point(x, signs)
+        G = self.Z @ F
+        return norms, F, rho, G, 2.0 * rho * ((G * G) @ signs)
+
+    def objective_and_gradient(self, x, signs):
+        Z, weight, target = self.Z, self.weight, self.target
+        norms, F, rho, G, f = self.scores(x, signs)
         weighted_residual = weight * (f - target)
-        value = float(weighted_residual @ (f - target)) + penalty * rho
+        value = float(weighted_residual @ (f - target)) + self.penalty * rho
         # (the signs applied to the p x r product, not to the n x r one)
         grad_F = (Z.T @ (((8.0 * rho) * weighted_residual)[:, None] * G)) * signs
         grad_W = (grad_F - (grad_F * F).sum(axis=1, keepdims=True) * F) / norms
         gradient = np.empty(x.size)
         gradient[:-1] = grad_W.ravel()
-        gradient[-1] = 2.0 * float(weighted_residual @ f) + penalty * rho
+        gradient[-1] = 2.0 * float(weighted_residual @ f) + self.penalty * rho
         return value, gradient
 
-    state = {
-        "iteration": 0, "best": -math.inf if lower_bound is None else float(lower_bound),
-        "previous": None, "history": [],
-        "last_progress": math.inf, "face_below": math.inf, "next_face": 0,
-        "face_spacing": 2 * chunk_size,
-        "stopped": False, "out_of_time": False, "signs": signs, "grow": False, "far_faces": 0,
-    }
-
-    def certify(x, final=False):
+    def certify(self, x, final=False):
         """The point's objective, its certificate and the chunk's bookkeeping
         (``final``: the last point of a solve stopped by ``max_iter``, which
-        gets the face dual whatever its progress)."""
-        signs = state["signs"]
-        _, _, F, rho = point(x, signs)
-        G = Z @ F
-        f = 2.0 * rho * ((G * G) @ signs)
-        objective = float(weight @ (f - target) ** 2) + penalty * rho
+        gets the face dual whatever its progress). Returns ``(gap, M, mu)``."""
+        Z, weight, target, signs, tol = self.Z, self.weight, self.target, self.signs, self.tol
+        _, F, rho, _, f = self.scores(x, signs)
+        objective = float(weight @ (f - target) ** 2) + self.penalty * rho
         lam = 2.0 * (f - target)
         M = Z.T @ (Z * (weight * lam)[:, None])
         M = 0.5 * (M + M.T)
         mu = -2.0 * (M * ((F * signs) @ F.T)).sum(axis=1)
-        state["best"] = max(state["best"], verified_bound(data, lam, mu))
-        previous = state["previous"]
-        progress = math.inf if previous is None else previous - objective
-        remaining = _remaining_decrease(progress, state["last_progress"])
-        if objective - state["best"] > tol * abs(objective) and (
+        self.best = max(self.best, verified_bound(self.data, lam, mu))
+        progress = math.inf if self.previous is None else self.previous - objective
+        remaining = _remaining_decrease(progress, self.last_progress)
+        if objective - self.best > tol * abs(objective) and (
             final or (
-                remaining <= min(_FACE_WHEN * tol * abs(objective), state["face_below"])
-                and state["iteration"] >= state["next_face"]
+                remaining <= min(_FACE_WHEN * tol * abs(objective), self.face_below)
+                and self.iteration >= self.next_face
             )
         ):
-            face = face_dual_bound(
-                data, F, signs, f, target_value=objective - _FACE_TARGET * tol * abs(objective)
-            )
-            state["best"] = max(state["best"], face)
-            # Short of tol, the face (or the point) was not accurate enough:
-            # try again once the predicted primal error has halved, and no
-            # sooner than a doubling number of iterations (a face that misses
-            # directions needs the factors to move).
-            state["face_below"] = 0.5 * remaining
-            state["next_face"] = state["iteration"] + state["face_spacing"]
-            state["face_spacing"] *= 2
-            # The face's exact dual far below a point whose descent has run out:
-            # the factors' face misses the optimum's directions, so grow now
-            # rather than when L-BFGS stops on its own (at tol=0 it may never).
-            # A second face dual in a row that leaves it above
-            # _GROW_AFTER_REPEATED_FACE_GAP tol: the face, not the point.
-            face_gap = relative_gap(objective, state["best"])
-            threshold = _GROW_AFTER_REPEATED_FACE_GAP if state["far_faces"] else _GROW_AFTER_FACE_GAP
-            # (At max_rank there is nothing to add: L-BFGS goes on.)
-            if not final and face_gap > threshold * tol and signs.shape[0] < max_rank:
-                state["grow"] = True
-            far = face_gap > _GROW_AFTER_REPEATED_FACE_GAP * tol
-            state["far_faces"] = state["far_faces"] + 1 if far else 0
-        state["previous"], state["last_progress"] = objective, progress
-        gap = relative_gap(objective, state["best"])
-        elapsed = time.perf_counter() - start_time
-        info = {
-            "iteration": state["iteration"], "objective": objective,
-            "lower_bound": state["best"], "gap": gap, "rank": signs.shape[0], "elapsed": elapsed,
-        }
-        state["history"].append(info)
-        if verbose:
-            print(progress_line(state["iteration"], objective, elapsed, lower_bound=state["best"],
-                                gap=float(gap), rank=signs.shape[0]))
-        if gap > tol and callback is not None and callback(dict(info)):
-            state["stopped"] = True
-        if gap > tol and time_limit is not None and elapsed >= time_limit:
-            state["out_of_time"] = True
-        state["last_certificate"] = (gap, M, mu)
+            self._face_certify(F, f, objective, remaining, final)
+        self.previous, self.last_progress = objective, progress
+        gap = relative_gap(objective, self.best)
+        info = record_progress(self.history, self.start_time, self.verbose, self.iteration,
+                               objective, self.best, gap, rank=signs.shape[0])
+        if gap > tol and self.callback is not None and self.callback(dict(info)):
+            self.stopped = True
+        if gap > tol and self.time_limit is not None and info["elapsed"] >= self.time_limit:
+            self.out_of_time = True
+        self.last_certificate = (gap, M, mu)
         return gap, M, mu
 
-    def every_iteration(_, __, x):
+    def _face_certify(self, F, f, objective, remaining, final):
+        """The face dual at the point; short of tol, the face (or the point) was
+        not accurate enough: try again once the predicted primal error has
+        halved, and no sooner than a doubling number of iterations (a face that
+        misses directions needs the factors to move)."""
+        tol, signs = self.tol, self.signs
+        face = face_dual_bound(
+            self.data, F, signs, f, target_value=objective - _FACE_TARGET * tol * abs(objective)
+        )
+        self.best = max(self.best, face)
+        self.face_below = 0.5 * remaining
+        self.next_face = self.iteration + self.face_spacing
+        self.face_spacing *= 2
+        # The face's exact dual far below a point whose descent has run out:
+        # the factors' face misses the optimum's directions, so grow now
+        # rather than when L-BFGS stops on its own (at tol=0 it may never).
+        # A second face dual in a row that leaves it above
+        # _GROW_AFTER_REPEATED_FACE_GAP tol: the face, not the point.
+        face_gap = relative_gap(objective, self.best)
+        threshold = _GROW_AFTER_REPEATED_FACE_GAP if self.far_faces else _GROW_AFTER_FACE_GAP
+        # (At max_rank there is nothing to add: L-BFGS goes on.)
+        if not final and face_gap > threshold * tol and signs.shape[0] < self.max_rank:
+            self.grow_now = True
+        far = face_gap > _GROW_AFTER_REPEATED_FACE_GAP * tol
+        self.far_faces = self.far_faces + 1 if far else 0
+
+    def every_iteration(self, _, __, x):
         """Count the iteration; certify every chunk; True stops the L-BFGS run."""
-        state["iteration"] += 1
-        if state["iteration"] % chunk_size == 0:
-            gap, _, _ = certify(x)
-            return gap <= tol or state["stopped"] or state["out_of_time"] or state["grow"]
+        self.iteration += 1
+        if self.iteration % self.chunk_size == 0:
+            gap, _, _ = self.certify(x)
+            return gap <= self.tol or self.stopped or self.out_of_time or self.grow_now
         return False
 
-    x = np.r_[F.ravel(), math.log(rho)]
-    gap, M, mu = certify(x)
-    while gap > tol and not (state["stopped"] or state["out_of_time"]) and state["iteration"] < max_iter:
-        signs = state["signs"]
-        # The L-BFGS driver's numpy engine: scipy's L-BFGS-B cost as much in
-        # its own bookkeeping as the objective here (see _lbfgs_compact).
-        result = minimize_compact_lbfgs(
-            lambda x, signs=signs: objective_and_gradient(x, signs), x,
-            max_iter=max_iter - state["iteration"], max_fun=10 * max_iter, tol=0.0, ftol=0.0,
-            maxls=30, maxcor=history_size, on_iteration=every_iteration,
-        )
-        x = result.x
-        certified_here = state["history"][-1]["iteration"] == state["iteration"]
-        if certified_here:
-            # The callback certified this point: it met tol, was told to stop,
-            # or a far-short face dual asked for growth (its M and mu serve).
-            gap, M, mu = state["last_certificate"]
-            if gap <= tol or state["stopped"] or state["out_of_time"]:
-                break
-        if state["iteration"] >= max_iter:
-            # The budget is spent: the best certificate for the point reached.
-            gap, M, mu = certify(x, final=True)
-            break
-        if not certified_here:
-            gap, M, mu = certify(x)
-            if gap <= tol or state["stopped"] or state["out_of_time"]:
-                break
-        # L-BFGS ended on its own (line search or stationarity) or a face
-        # dual far short of tol stopped it: grow by the directions the
-        # eigenvalue test finds negative.
-        state["grow"], state["far_faces"] = False, 0
-        W, _, F, rho = point(x, state["signs"])
+    def grow(self, x, M, mu):
+        """``x`` with up to ``_GROWTH_PER_SIGN`` negative eigenvectors of ``Diag mu
+        ± 2 M`` per sign as new columns; None (stalled) where there is none to add."""
+        self.grow_now, self.far_faces = False, 0
+        _, _, F, rho = self.point(x, self.signs)
         new_columns, new_signs = [], []
         for sign in (1.0, -1.0):
             values, vectors = np.linalg.eigh(np.diag(mu) + sign * 2.0 * M)
             negative = vectors[:, values < -1e-9 * max(abs(values).max(), 1e-300)][:, :_GROWTH_PER_SIGN]
             new_columns.append(negative)
             new_signs.append(np.full(negative.shape[1], sign))
-        added = np.hstack(new_columns)[:, : max(0, max_rank - state["signs"].shape[0])]
+        added = np.hstack(new_columns)[:, : max(0, self.max_rank - self.signs.shape[0])]
         if added.shape[1] == 0:
             # Short of tol with nothing left to add (max_rank reached, or no
             # negative direction at round-off): more iterations cannot help.
-            state["stalled"] = True
-            break
-        F = np.hstack([F, 0.15 * math.sqrt(p) * added])
-        state["signs"] = np.r_[state["signs"], np.concatenate(new_signs)[: added.shape[1]]]
-        x = np.r_[F.ravel(), math.log(rho)]
-        state["iteration"] += 1
+            self.stalled = True
+            return None
+        F = np.hstack([F, 0.15 * math.sqrt(self.p) * added])
+        self.signs = np.r_[self.signs, np.concatenate(new_signs)[: added.shape[1]]]
+        self.iteration += 1
+        return np.r_[F.ravel(), math.log(rho)]
 
-    # The zero network is feasible: return it when it is at least as good.
-    signs = state["signs"]
-    _, _, F, rho = point(x, signs)
-    G = Z @ F
-    scores = 2.0 * rho * ((G * G) @ signs)
-    objective = float(weight @ (scores - target) ** 2) + penalty * rho
-    zero_value = data.zero_network_value()
-    if zero_value <= objective:
-        rho, scores, objective = 0.0, np.zeros_like(scores), zero_value
-    gap = relative_gap(objective, state["best"])
-    converged = gap <= tol
-    status = "optimal" if converged else (
-        "stopped" if state["stopped"] else ("time_limit" if state["out_of_time"] else (
-            "stalled" if state.get("stalled") else "max_iter"))
-    )
-    return SDPSolution(
-        Q=relaxed_block(F, signs, rho)[None],
-        rho=np.array([rho]),
-        value=objective,
-        scores=scores[:, None],
-        status=status,
-        solver="native_numpy",
-        solve_time=time.perf_counter() - start_time,
-        lower_bound=float(state["best"]),
-        factors=[(F, signs.astype(np.float64))],
-        dual=None,
-        n_iter=int(state["iteration"]),
-        converged=bool(converged),
-        info={"history": state["history"], "rank": int(signs.shape[0]),
-              "stopped_by_callback": state["stopped"]},
-    )
+    def solution(self, x):
+        """The ``SDPSolution`` of ``x``, or of the zero network where that is at
+        least as good (it is feasible)."""
+        signs, weight, target = self.signs, self.weight, self.target
+        _, F, rho, _, scores = self.scores(x, signs)
+        objective = float(weight @ (scores - target) ** 2) + self.penalty * rho
+        zero_value = self.data.zero_network_value()
+        if zero_value <= objective:
+            rho, scores, objective = 0.0, np.zeros_like(scores), zero_value
+        gap = relative_gap(objective, self.best)
+        converged = gap <= self.tol
+        status = "optimal" if converged else (
+            "stopped" if self.stopped else ("time_limit" if self.out_of_time else (
+                "stalled" if self.stalled else "max_iter"))
+        )
+        return factor_solution(
+            [(F, signs.astype(np.float64))], np.array([rho]), value=objective,
+            scores=scores[:, None], status=status, solver="native_numpy",
+            solve_time=time.perf_counter() - self.start_time, lower_bound=float(self.best),
+            n_iter=int(self.iteration), converged=bool(converged), history=self.history,
+            stopped=self.stopped,
+        )

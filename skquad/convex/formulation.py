@@ -315,8 +315,6 @@ def solve_sdp(
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
-    import cvxpy as cp
-
     n, p, _ = lifted.shape
     solver = default_solver(loss, p, n_outputs) if solver is None else str(solver).upper()
     if solver not in SDP_SOLVERS:
@@ -325,79 +323,22 @@ def solve_sdp(
             "(the native factor solver) or one of the CVXPY SDP solvers "
             f"{[name for name in SDP_SOLVERS if name in installed_solvers()]}."
         )
-    options = dict(solver_options or {})
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
-    target = _encode_targets(y, n_outputs)
-    design = lifted.reshape(n, p * p)
-
-    blocks = [cp.Variable((2 * p, 2 * p), PSD=True) for _ in range(n_outputs)]
-    rhos = cp.Variable(n_outputs)
-    constraints = [cp.diag(Q) == rhos[k] for k, Q in enumerate(blocks)]
-    columns = [2.0 * (design @ cp.vec(Q[:p, p:], order="F")) for Q in blocks]
-    scores = cp.reshape(columns[0], (n, 1), order="F") if n_outputs == 1 else cp.vstack(columns).T
-    data_loss, loss_constraints, hinge_constraint = _cvxpy_loss(
-        cp, scores, target, weight, loss, n_outputs
-    )
-    objective = data_loss + 2.0 * beta * p * cp.sum(rhos)
-    problem = cp.Problem(cp.Minimize(objective), constraints + loss_constraints)
-
+    problem, blocks, hinge_constraint = _cvxpy_problem(lifted, y, weight, loss, beta, n_outputs)
     others = "solver=None (the native factor solver)" + (
         "" if solver == "CLARABEL" else " or solver='CLARABEL' (interior point)"
     )
     iteration_option = _ITERATION_OPTION.get(solver, "the solver's iteration limit")
-    start = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            # CVXPY's generic "Solution may be inaccurate": the certified gap says more.
-            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            problem.solve(solver=solver, **options)
-    except TypeError as exc:
-        raise TypeError(
-            f"solver_options={options!r} holds an option the {solver} solver does "
-            f"not accept ({exc}). See the CVXPY documentation of {solver}'s options."
-        ) from exc
-    except cp.error.SolverError as exc:
-        raise SolverFailedError(
-            f"The SDP solver {solver!r} failed ({exc}). Try {others}, and check "
-            "that the features are standardised (standardize=True): badly scaled "
-            "inputs make the SDP ill-conditioned."
-        ) from exc
-    elapsed = time.perf_counter() - start
-
+    elapsed = _solve_cvxpy(problem, blocks, solver, dict(solver_options or {}), others,
+                           iteration_option)
     status = problem.status
-    if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or blocks[0].value is None:
-        raise SolverFailedError(
-            f"The SDP solver {solver!r} returned status {status!r} without a "
-            f"usable solution. Try {others}, or allow more iterations "
-            f"(solver_options={{{iteration_option!r}: ...}})."
-        )
     returned = np.stack([np.asarray(block.value, dtype=np.float64) for block in blocks])
     returned = 0.5 * (returned + np.transpose(returned, (0, 2, 1)))
-    # The conic solver's point is only nearly feasible (SCS's by about its eps),
-    # and the objective there can fall below the optimum, even below the
-    # certified bound: the point is made exactly feasible first, so that
-    # ``value`` is an upper bound on the optimum whatever the solver's
-    # accuracy, as the native solvers' is.
-    feasible = [_feasible_block(block) for block in returned]
-    Q = np.stack([block for block, _ in feasible])
-    rho = np.array([r for _, r in feasible])
-
     data = LiftedData.from_lifted_matrices(
         lifted, y, weight, loss=loss, beta=beta, n_outputs=n_outputs
     )
-    Z = [torch.as_tensor(block[:p, p:]) for block in Q]
-    relaxed_scores = torch.stack([2.0 * data.matrix_inner(z) for z in Z], dim=1)
-    value = float(data.objective(relaxed_scores, float(rho.sum())))
-    multipliers = None
-    if hinge_constraint is not None:
-        multipliers = torch.as_tensor(
-            np.asarray(hinge_constraint.dual_value, dtype=np.float64).reshape(n, -1)
-        )
-    lam = relaxed_dual_point(data, relaxed_scores, multipliers)
-    directions = [_factor_direction(z / r) if r > 0 else None for z, r in zip(Z, rho)]
-    lower_bound = dual_bound(data, lam, directions, feasible_value=value,
-                             align_iterations=100).lower_bound
+    Q, rho, relaxed_scores, value, lower_bound = _certify_point(data, returned, hinge_constraint)
     gap = relative_gap(value, lower_bound)
     if tol is not None and gap > tol:
         warn_user(
@@ -433,6 +374,88 @@ def solve_sdp(
     )
 
 
+def _cvxpy_problem(lifted, y, weight, loss, beta, n_outputs):
+    """The relaxation as a CVXPY problem: ``(problem, blocks, hinge constraint or None)``."""
+    import cvxpy as cp
+
+    n, p, _ = lifted.shape
+    target = _encode_targets(y, n_outputs)
+    design = lifted.reshape(n, p * p)
+    blocks = [cp.Variable((2 * p, 2 * p), PSD=True) for _ in range(n_outputs)]
+    rhos = cp.Variable(n_outputs)
+    constraints = [cp.diag(Q) == rhos[k] for k, Q in enumerate(blocks)]
+    columns = [2.0 * (design @ cp.vec(Q[:p, p:], order="F")) for Q in blocks]
+    scores = cp.reshape(columns[0], (n, 1), order="F") if n_outputs == 1 else cp.vstack(columns).T
+    data_loss, loss_constraints, hinge_constraint = _cvxpy_loss(
+        cp, scores, target, weight, loss, n_outputs
+    )
+    objective = data_loss + 2.0 * beta * p * cp.sum(rhos)
+    problem = cp.Problem(cp.Minimize(objective), constraints + loss_constraints)
+    return problem, blocks, hinge_constraint
+
+
+def _solve_cvxpy(problem, blocks, solver, options, others, iteration_option):
+    """Solve ``problem`` with ``solver``; the seconds it took. A clear error where
+    the options do not fit, the solver fails or it returns no usable point."""
+    import cvxpy as cp
+
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            # CVXPY's generic "Solution may be inaccurate": the certified gap says more.
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=solver, **options)
+    except TypeError as exc:
+        raise TypeError(
+            f"solver_options={options!r} holds an option the {solver} solver does "
+            f"not accept ({exc}). See the CVXPY documentation of {solver}'s options."
+        ) from exc
+    except cp.error.SolverError as exc:
+        raise SolverFailedError(
+            f"The SDP solver {solver!r} failed ({exc}). Try {others}, and check "
+            "that the features are standardised (standardize=True): badly scaled "
+            "inputs make the SDP ill-conditioned."
+        ) from exc
+    elapsed = time.perf_counter() - start
+    status = problem.status
+    if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or blocks[0].value is None:
+        raise SolverFailedError(
+            f"The SDP solver {solver!r} returned status {status!r} without a "
+            f"usable solution. Try {others}, or allow more iterations "
+            f"(solver_options={{{iteration_option!r}: ...}})."
+        )
+    return elapsed
+
+
+def _certify_point(data, returned, hinge_constraint):
+    """The solver's blocks made exactly feasible, ``(Q, rho)``, their scores, their
+    objective (an upper bound) and the certificate's lower bound computed from them.
+
+    The conic solver's point is only nearly feasible (SCS's by about its eps),
+    and the objective there can fall below the optimum, even below the
+    certified bound: the point is made exactly feasible first, so that
+    ``value`` is an upper bound on the optimum whatever the solver's accuracy,
+    as the native solvers' is.
+    """
+    feasible = [_feasible_block(block) for block in returned]
+    Q = np.stack([block for block, _ in feasible])
+    rho = np.array([r for _, r in feasible])
+    multipliers = None
+    if hinge_constraint is not None:
+        multipliers = torch.as_tensor(
+            np.asarray(hinge_constraint.dual_value, dtype=np.float64).reshape(data.target.shape[0], -1)
+        )
+    p = data.n_lifted
+    Z = [torch.as_tensor(block[:p, p:]) for block in Q]
+    relaxed_scores = torch.stack([2.0 * data.matrix_inner(z) for z in Z], dim=1)
+    value = float(data.objective(relaxed_scores, float(rho.sum())))
+    lam = relaxed_dual_point(data, relaxed_scores, multipliers)
+    directions = [_factor_direction(z / r) if r > 0 else None for z, r in zip(Z, rho)]
+    lower_bound = dual_bound(data, lam, directions, feasible_value=value,
+                             align_iterations=100).lower_bound
+    return Q, rho, relaxed_scores, value, lower_bound
+
+
 def _factor_direction(direction):
     """Unit-row factors ``(F, s)`` with ``F diag(s) Fᵀ`` close to ``direction``.
 
@@ -459,10 +482,8 @@ def _feasible_block(block):
     matrix plus a non-negative diagonal, so ``Q`` is PSD with every diagonal
     entry ``rho``. The off-diagonal blocks, hence ``Z`` and the scores, are
     the solver's own; the objective grows only by the penalty on the added
-    ``rho`` (of the order of the solver's violation). (Projecting instead,
-    dropping the negative eigenvalues and scaling the diagonal by a
-    congruence, moved ``Z`` and raised SCS's objective by up to 18 % at its
-    default tolerance.)
+    ``rho`` (of the order of the solver's violation), where a projection would
+    move ``Z``.
     """
     shift = max(0.0, -float(np.linalg.eigvalsh(block)[0]))
     diagonal = np.diag(block)

@@ -53,14 +53,12 @@ also tries padding the diagonal instead). Its objective is the reported
 upper bound; the solve stops when the certified relative gap is at most
 ``tol``.
 
-**The face primal.** On these problems the barrier closes the gap sublinearly near
-the end (it halved per fourfold ``tau`` on credit-approval: the optimum is
-not strictly complementary), and ``S±⁻¹ / tau`` lags the dual. So once the
-bound has settled, the primal restricted to the faces of ``S±⁻¹`` (small
-``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
-(``_face_primal()``): its point,
-made exactly feasible as above, certified ``tol`` where the barrier's own
-point stalled at 4e-4 to 3e-3. When it applies: ``skquad.convex.routes``.
+**The face primal.** The barrier closes the gap sublinearly near the end (the
+optimum is not strictly complementary), and ``S±⁻¹ / tau`` lags the dual. So
+once the bound has settled, the primal restricted to the faces of ``S±⁻¹``
+(small ``X``, ``Y`` blocks and ``n`` slacks) is solved by Clarabel
+(``_face_primal()``); its point, made exactly feasible as above, certifies
+``tol`` where the barrier's own stalls. When it applies: ``skquad.convex.routes``.
 """
 
 import math
@@ -72,16 +70,13 @@ import scipy.sparse
 import torch
 
 from .barrier import (
-    StallGuard,
-    backtrack,
+    CentralPath,
     barrier_solution,
     components,
     feasible_point,
+    follow_central_path,
     lmi_log_barrier,
     lmi_terms,
-    scaled_factor,
-    solve_scaled,
-    tangent_move,
 )
 from .compact_solver import smat
 from .face_dual import verified_bound
@@ -248,81 +243,46 @@ def solve_hinge_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbose=
         return _solve_hinge_dual(data, tol, time_limit, callback, verbose)
 
 
-def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
-    from .._foundation._reporting import progress_line
+class _HingeBarrier:
+    """``phi(s, mu)`` of the binary hinge dual at a weight ``tau`` (module docstring),
+    its Newton system, the central path's tangent and the certificate of a point."""
 
-    start = time.perf_counter()
-    comps, C = components(data)
-    t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
-    weight = data.weight.detach().cpu().numpy().astype(np.float64)
-    n, p = t.size, data.n_lifted
-    penalty = data.penalty_per_rho
-    b = -2.0 * weight * t  # 2 M(s) = Σ_i s_i b_i L_i
-    nu = 2 * n + 2 * p + 1
+    def __init__(self, data):
+        self.data = data
+        self.comps, self.C = components(data)
+        self.t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+        self.weight = data.weight.detach().cpu().numpy().astype(np.float64)
+        self.n, self.p = self.t.size, data.n_lifted
+        self.penalty = data.penalty_per_rho
+        self.b = -2.0 * self.weight * self.t  # 2 M(s) = Σ_i s_i b_i L_i
+        self.nu = 2 * self.n + 2 * self.p + 1
 
-    def lifted_sum(s):
-        coefficients = torch.as_tensor(s * b, dtype=data.features.dtype)
-        M2 = data.weighted_matrix(coefficients).detach().cpu().numpy().astype(np.float64)
+    def lifted_sum(self, s):
+        coefficients = torch.as_tensor(s * self.b, dtype=self.data.features.dtype)
+        M2 = self.data.weighted_matrix(coefficients).detach().cpu().numpy().astype(np.float64)
         return 0.5 * (M2 + M2.T)
 
-    def parts(s, mu):
-        M2 = lifted_sum(s)
-        return np.diag(mu) + M2, np.diag(mu) - M2, penalty - mu.sum()
+    def parts(self, s, mu):
+        M2 = self.lifted_sum(s)
+        return np.diag(mu) + M2, np.diag(mu) - M2, self.penalty - mu.sum()
 
-    def barrier(s, mu):
+    def value(self, s, mu, tau):
         if not (np.all(s > 0.0) and np.all(s < 1.0)):
             return math.inf
-        lmi = lmi_log_barrier(*parts(s, mu))
+        lmi = lmi_log_barrier(*self.parts(s, mu))
         if not math.isfinite(lmi):
             return math.inf
-        return -tau * float(weight @ s) - float(np.log(s).sum() + np.log1p(-s).sum()) + lmi
+        return -tau * float(self.weight @ s) - float(np.log(s).sum() + np.log1p(-s).sum()) + lmi
 
-    # Start: mu = c / (2p) on every coordinate (half the trace budget), s of
-    # _balanced_start()'s shape, scaled until ±2 M(s) stays below mu in norm
-    # (first centring on 2,000 spambase rows: 60 steps against 83 from a
-    # constant s; credit-approval, beta = 1e-3: 20 against 32).
-    mu = np.full(p, 0.5 * penalty / p)
-    shape = _balanced_start(data, t, weight)
-    norm = float(np.linalg.norm(lifted_sum(shape), 2))
-    level = 1.0 if norm <= 0 else min(1.0, 0.5 * mu[0] / norm)
-    s = level * shape
-    # The zero network's value (1 for weights summing to one) bounds the
-    # optimum: start the central path where its gap is of that size.
-    zero_value = data.zero_network_value()
-    tau = nu / max(zero_value, 1e-300)
-
-    best = {"objective": zero_value, "lower_bound": 0.0, "point": None}
-    history = []
-    status, steps = "max_iter", 0
-
-    def check(polish=False):
-        Sp, Sm, _ = parts(s, mu)
-        lower = verified_bound(data, -t * s, mu)
-        best["lower_bound"] = max(best["lower_bound"], lower)
-        P, N = np.linalg.inv(Sp) / tau, np.linalg.inv(Sm) / tau
-        points = [(P, N)]
-        if polish:
-            face = _face_primal(data, P, N, t, weight, penalty)
-            if face is not None:
-                points.append(face[:2])
-                # The face problem's dual: feasible for the full dual where
-                # the face is right (verified either way).
-                lower = verified_bound(data, -t * face[2], face[3])
-                best["lower_bound"] = max(best["lower_bound"], lower)
-        for P, N in points:
-            F, signs, rho, scores, objective = feasible_point(data, P, N, t, weight, penalty)
-            if objective < best["objective"]:
-                best.update(objective=objective, point=(F, signs, rho, scores))
-        return relative_gap(best["objective"], best["lower_bound"])
-
-    def system(s, mu):
-        Sp, Sm, slack = parts(s, mu)
+    def system(self, s, mu, tau):
+        n, p, b = self.n, self.p, self.b
+        Sp, Sm, slack = self.parts(s, mu)
         grad = np.zeros(n + p)
         hess = np.zeros((n + p, n + p))
-        grad[:n] = -tau * weight - 1.0 / s + 1.0 / (1.0 - s)
+        grad[:n] = -tau * self.weight - 1.0 / s + 1.0 / (1.0 - s)
         hess[np.arange(n), np.arange(n)] = 1.0 / s**2 + 1.0 / (1.0 - s) ** 2
         for sign, S in ((1.0, Sp), (-1.0, Sm)):
-            trace, pair, cross, S_inv = lmi_terms(S, comps, C)
+            trace, pair, cross, S_inv = lmi_terms(S, self.comps, self.C)
             grad[:n] -= sign * b * trace
             grad[n:] -= np.diag(S_inv)
             hess[:n, :n] += b[:, None] * pair * b[None, :]
@@ -333,72 +293,73 @@ def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
         hess[n:, n:] += 1.0 / slack**2
         return hess, grad
 
-    gap = check()
-    guard = StallGuard()
-    while steps < _MAX_NEWTON and gap > tol:
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            status = "time_limit"
-            break
-        hess, grad = system(s, mu)
-        factor = scaled_factor(hess)
-        newton = None if factor is None else solve_scaled(factor, -grad)
-        decrement = -1.0 if newton is None else float(-grad @ newton)
-        if newton is None or not math.isfinite(decrement) or decrement <= 0.0:
-            moved = None
-        elif decrement < _CENTRED:
-            # Centred at this tau: certify, raise tau, and start the next
-            # centring from the central path's tangent, x(tau') ~ x + (tau' -
-            # tau) dx/dtau with H dx/dtau = (w, 0) (differentiating grad phi
-            # = 0), shortened until it lowers the new barrier (kept at x if
-            # no fraction does).
-            # The face problem pays once the bound has settled (the last raise of
-            # tau moved it by less than tol): the primal's faces are then the optimum's.
-            previous = best["lower_bound"]
-            gap = check()
-            settled = best["lower_bound"] - previous <= tol * abs(best["lower_bound"])
-            if gap > tol and settled and nu / tau <= _POLISH * abs(best["lower_bound"]):
-                gap = check(polish=True)
-            info = {
-                "iteration": steps, "objective": best["objective"],
-                "lower_bound": best["lower_bound"], "gap": gap, "tau": tau,
-                "elapsed": time.perf_counter() - start,
-            }
-            history.append(info)
-            if verbose:
-                print(progress_line(steps, best["objective"], info["elapsed"],
-                                    lower_bound=best["lower_bound"], gap=float(gap)))
-            if gap <= tol:
-                break
-            rhs = np.zeros(n + p)
-            rhs[:n] = weight
-            tangent = solve_scaled(factor, rhs)
-            old_tau, tau = tau, _TAU_FACTOR * tau
-            s, mu = tangent_move(barrier, s, mu, (tau - old_tau) * tangent)
-            steps += 1
-            continue
-        else:
-            moved = backtrack(barrier, s, mu, newton, decrement)
-        if moved is None:
-            if guard.blocked():
-                status = "stalled"
-                break
-            tau *= _TAU_FACTOR
-            continue
-        guard.moved()
-        s, mu = moved
-        steps += 1
-        if verbose > 1:
-            print(f"  step {steps}: tau={tau:.3g} decrement={decrement:.3g}")
-    if gap > tol and status != "time_limit":
-        # The dual has gone as far as round-off lets it: its faces are the
-        # best guess of the primal's.
-        gap = check(polish=True)
-    if gap <= tol:
-        status = "optimal"
+    def tangent_rhs(self, s):
+        """``H dx/dtau = (w, 0)``: ``grad phi = 0`` differentiated in ``tau``."""
+        rhs = np.zeros(self.n + self.p)
+        rhs[: self.n] = self.weight
+        return rhs
 
-    return barrier_solution(
-        best, p, n, gap, tol, steps, status,
-        [entry for entry in history if "stuck" not in entry], start, callback, "hinge_dual",
+    def start(self, start_time, verbose):
+        """The run's start: mu = c / (2p) on every coordinate (half the trace
+        budget), s of ``_balanced_start()``'s shape scaled until ±2 M(s) stays
+        below mu in norm, and tau where the central path's gap is the zero
+        network's value (which bounds the optimum)."""
+        mu = np.full(self.p, 0.5 * self.penalty / self.p)
+        shape = _balanced_start(self.data, self.t, self.weight)
+        norm = float(np.linalg.norm(self.lifted_sum(shape), 2))
+        level = 1.0 if norm <= 0 else min(1.0, 0.5 * mu[0] / norm)
+        zero_value = self.data.zero_network_value()
+        best = {"objective": zero_value, "lower_bound": 0.0, "point": None}
+        return CentralPath(level * shape, mu, self.nu / max(zero_value, 1e-300), best,
+                           start_time, verbose)
+
+    def check(self, path, polish=False):
+        """Raise the best bound at the path's point and take its primal point
+        ``S±⁻¹ / tau`` (with ``polish``, also the face problem's point and
+        bound), made feasible; returns the certified relative gap."""
+        data, t, best = self.data, self.t, path.best
+        s, mu = path.y, path.mu
+        Sp, Sm, _ = self.parts(s, mu)
+        best["lower_bound"] = max(best["lower_bound"], verified_bound(data, -t * s, mu))
+        P, N = np.linalg.inv(Sp) / path.tau, np.linalg.inv(Sm) / path.tau
+        points = [(P, N)]
+        if polish:
+            face = _face_primal(data, P, N, t, self.weight, self.penalty)
+            if face is not None:
+                points.append(face[:2])
+                # The face problem's dual: feasible for the full dual where
+                # the face is right (verified either way).
+                best["lower_bound"] = max(best["lower_bound"], verified_bound(data, -t * face[2], face[3]))
+        for P, N in points:
+            F, signs, rho, scores, objective = feasible_point(data, P, N, t, self.weight, self.penalty)
+            if objective < best["objective"]:
+                best.update(objective=objective, point=(F, signs, rho, scores))
+        return relative_gap(best["objective"], best["lower_bound"])
+
+    def on_centred(self, path, step, decrement, factor, tol):
+        """Certify a centred point; the face problem pays once the bound has
+        settled (the last raise of tau moved it by less than tol) and the
+        barrier's gap bound is below ``_POLISH`` of it: its faces are then the optimum's."""
+        best = path.best
+        previous = best["lower_bound"]
+        path.gap = self.check(path)
+        settled = best["lower_bound"] - previous <= tol * abs(best["lower_bound"])
+        if path.gap > tol and settled and self.nu / path.tau <= _POLISH * abs(best["lower_bound"]):
+            path.gap = self.check(path, polish=True)
+        path.record()
+        return step, decrement, factor
+
+
+def _solve_hinge_dual(data, tol, time_limit, callback, verbose):
+    start_time = time.perf_counter()
+    phi = _HingeBarrier(data)
+    path = phi.start(start_time, verbose)
+    path.gap = phi.check(path)
+    # Short of tol at the end, the dual has gone as far as round-off lets it:
+    # its faces are the best guess of the primal's.
+    follow_central_path(
+        path, phi, lambda *args: phi.on_centred(*args, tol),
+        lambda path: phi.check(path, polish=True), tol=tol, max_steps=_MAX_NEWTON,
+        time_limit=time_limit, centred=_CENTRED, tau_factor=_TAU_FACTOR,
     )
-
-
+    return barrier_solution(path, phi.p, phi.n, tol, callback, "hinge_dual")

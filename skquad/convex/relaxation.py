@@ -60,12 +60,21 @@ def relaxation_memory(n_samples, n_lifted, n_outputs, *, loss, solver=None, solv
 
 
 def _check_factor_options(options):
-    """Validate the values of ``solver_options`` for the native solver.
+    """Validate the names and values of ``solver_options`` for the native solver.
 
-    Integers (not bools, not floats such as 2.5) at least the rule's minimum;
-    ``hinge_sigma`` and ``time_limit`` finite reals above 0; None leaves
-    ``rank``, ``max_rank`` and ``time_limit`` to the solver's defaults.
+    Names among ``FACTOR_SOLVER_OPTIONS``; integers (not bools, not floats such
+    as 2.5) at least the rule's minimum; ``hinge_sigma`` and ``time_limit``
+    finite reals above 0; None leaves ``rank``, ``max_rank`` and ``time_limit``
+    to the solver's defaults.
     """
+    unknown = sorted(set(options) - set(FACTOR_SOLVER_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"solver_options={options!r} holds options the native solver "
+            f"(solver=None) does not accept: {unknown}. It accepts "
+            f"{list(FACTOR_SOLVER_OPTIONS)}; CVXPY options go with a CVXPY "
+            "solver (solver='SCS' or 'CLARABEL')."
+        )
     for key, value in options.items():
         kind, smallest = _OPTION_RULES[key]
         if value is None and key in ("rank", "max_rank", "time_limit"):
@@ -247,14 +256,6 @@ def solve_relaxation(
         )
     else:
         options = dict(solver_options or {})
-        unknown = sorted(set(options) - set(FACTOR_SOLVER_OPTIONS))
-        if unknown:
-            raise TypeError(
-                f"solver_options={options!r} holds options the native solver "
-                f"(solver=None) does not accept: {unknown}. It accepts "
-                f"{list(FACTOR_SOLVER_OPTIONS)}; CVXPY options go with a CVXPY "
-                "solver (solver='SCS' or 'CLARABEL')."
-            )
         _check_factor_options(options)
         device = resolve_device(device)
         data = LiftedData.from_lifting(

@@ -567,24 +567,13 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
     t = np.full((K, 2, m), float(penalty))
     z = np.empty((K, 2, m))
     z[...] = (np.maximum(np.sum(C * C, axis=1), 1e-300) / (2 * m * penalty))[:, None, None]
-    factors = [None] * K
     for step in range(1, _INTERIOR_POINT_MAX_STEPS + 1):
-        a = z[:, 0] - z[:, 1]
         correlation = s_ @ A
-        dual_residual = 0.5 * s_ - c + a @ A.T
+        dual_residual = 0.5 * s_ - c + (z[:, 0] - z[:, 1]) @ A.T
         primal_residual = t - penalty
         primal_residual[:, 0] += correlation
         primal_residual[:, 1] -= correlation
-        largest = np.max(np.abs(a), axis=1, keepdims=True)
-        candidate = np.where(np.abs(a) > 1e-6 * largest, a, 0.0)
-        residual = candidate @ A.T - c
-        primal = np.sum(residual * residual, axis=1) + penalty * np.sum(np.abs(candidate), axis=1)
-        # The zero point is at least as good (a penalty so large that the
-        # optimum is zero: the multipliers only tend to 0).
-        zero_value = np.sum(c * c, axis=1)
-        zero = zero_value <= primal
-        candidate[zero] = 0.0
-        primal[zero] = zero_value[zero]
+        candidate, primal = _lasso_candidates(A, c, penalty, z[:, 0] - z[:, 1])
         gaps = _relative_gaps(c, penalty, primal, s_, correlation, share)
         done = gaps <= tol
         if done.any():
@@ -595,51 +584,82 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
             keep = ~done
             active, c, s_, t, z = active[keep], c[keep], s_[keep], t[keep], z[keep]
             dual_residual, primal_residual = dual_residual[keep], primal_residual[keep]
-        ratio = z / t
-        weights = np.sqrt(ratio[:, 0] + ratio[:, 1])
-        for row in range(active.size):
-            # One triangle of A D Aᵀ (SYRK: half a general product's flops).
-            normal = _syrk(1.0, (A * weights[row]).T, trans=1, lower=1)
-            normal[np.diag_indices(r)] += 0.5
-            factors[row], info = _potrf(normal, lower=1, clean=0, overwrite_a=1)
-            if info != 0:
-                return None, step
-
-        def newton(complementarity):
-            # Eliminate the slacks and multipliers: (I/2 + A D Aᵀ) Δs = rhs.
-            v = (-complementarity + z * primal_residual) / t
-            rhs = -dual_residual - (v[:, 0] - v[:, 1]) @ A.T
-            ds = np.stack([_potrs(factors[row], rhs[row], lower=1)[0] for row in range(active.size)])
-            image = ds @ A
-            d_slack = -primal_residual
-            d_slack[:, 0] -= image
-            d_slack[:, 1] += image
-            d_dual = (-complementarity - z * d_slack) / t
-            return ds, d_slack, d_dual
-
-        positive = np.concatenate([t, z], axis=1)  # (K, 4, m): slacks and multipliers
-
-        def longest(d_slack, d_dual):
-            # Per output, the largest step in [0, 1] keeping the slacks and
-            # multipliers (all > 0) nonnegative: -max(values / direction)
-            # over direction < 0, in one pass over both.
-            direction = np.concatenate([d_slack, d_dual], axis=1)
-            ratios = np.divide(positive, direction, out=np.full(positive.shape, -np.inf),
-                               where=direction < 0)
-            return np.minimum(1.0, -ratios.max(axis=(1, 2)))
-
-        product = t * z
-        mu = np.sum(product, axis=(1, 2)) / (2 * m)
-        ds, d_slack, d_dual = newton(product)
-        length = longest(d_slack, d_dual)[:, None, None]
-        predicted = np.sum((t + length * d_slack) * (z + length * d_dual), axis=(1, 2)) / (2 * m)
-        centering = ((predicted / mu) ** 3 * mu)[:, None, None]
-        ds, d_slack, d_dual = newton(product + d_slack * d_dual - centering)
-        length = 0.99 * longest(d_slack, d_dual)[:, None, None]
-        s_ = s_ + length[:, :, 0] * ds
-        t = t + length * d_slack
-        z = z + length * d_dual
+        factors = _normal_factors(A, z / t)
+        if factors is None:
+            return None, step
+        s_, t, z = _predictor_corrector(A, factors, s_, t, z, dual_residual, primal_residual)
     return None, _INTERIOR_POINT_MAX_STEPS
+
+
+def _lasso_candidates(A, c, penalty, a):
+    """The sparse points the interior point's multipliers ``a`` give (entries
+    below ``1e-6`` of a row's largest zeroed; zero where zero is no worse, as
+    for a penalty so large that the multipliers only tend to 0) and their lasso
+    objectives."""
+    largest = np.max(np.abs(a), axis=1, keepdims=True)
+    candidate = np.where(np.abs(a) > 1e-6 * largest, a, 0.0)
+    residual = candidate @ A.T - c
+    primal = np.sum(residual * residual, axis=1) + penalty * np.sum(np.abs(candidate), axis=1)
+    zero_value = np.sum(c * c, axis=1)
+    zero = zero_value <= primal
+    candidate[zero] = 0.0
+    primal[zero] = zero_value[zero]
+    return candidate, primal
+
+
+def _normal_factors(A, ratio):
+    """Cholesky factors of each output's ``I / 2 + A diag(z⁺/t⁺ + z⁻/t⁻) Aᵀ``,
+    or None where one is not positive definite in floating point."""
+    r = A.shape[0]
+    weights = np.sqrt(ratio[:, 0] + ratio[:, 1])
+    factors = []
+    for row in range(weights.shape[0]):
+        # One triangle of A D Aᵀ (SYRK: half a general product's flops).
+        normal = _syrk(1.0, (A * weights[row]).T, trans=1, lower=1)
+        normal[np.diag_indices(r)] += 0.5
+        factor, info = _potrf(normal, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            return None
+        factors.append(factor)
+    return factors
+
+
+def _predictor_corrector(A, factors, s_, t, z, dual_residual, primal_residual):
+    """One Mehrotra predictor-corrector step of every output: the new ``(s, t, z)``."""
+    m = A.shape[1]
+
+    def newton(complementarity):
+        # Eliminate the slacks and multipliers: (I/2 + A D Aᵀ) Δs = rhs.
+        v = (-complementarity + z * primal_residual) / t
+        rhs = -dual_residual - (v[:, 0] - v[:, 1]) @ A.T
+        ds = np.stack([_potrs(factors[row], rhs[row], lower=1)[0] for row in range(len(factors))])
+        image = ds @ A
+        d_slack = -primal_residual
+        d_slack[:, 0] -= image
+        d_slack[:, 1] += image
+        d_dual = (-complementarity - z * d_slack) / t
+        return ds, d_slack, d_dual
+
+    positive = np.concatenate([t, z], axis=1)  # (K, 4, m): slacks and multipliers
+
+    def longest(d_slack, d_dual):
+        # Per output, the largest step in [0, 1] keeping the slacks and
+        # multipliers (all > 0) nonnegative: -max(values / direction)
+        # over direction < 0, in one pass over both.
+        direction = np.concatenate([d_slack, d_dual], axis=1)
+        ratios = np.divide(positive, direction, out=np.full(positive.shape, -np.inf),
+                           where=direction < 0)
+        return np.minimum(1.0, -ratios.max(axis=(1, 2)))
+
+    product = t * z
+    mu = np.sum(product, axis=(1, 2)) / (2 * m)
+    ds, d_slack, d_dual = newton(product)
+    length = longest(d_slack, d_dual)[:, None, None]
+    predicted = np.sum((t + length * d_slack) * (z + length * d_dual), axis=(1, 2)) / (2 * m)
+    centering = ((predicted / mu) ** 3 * mu)[:, None, None]
+    ds, d_slack, d_dual = newton(product + d_slack * d_dual - centering)
+    length = 0.99 * longest(d_slack, d_dual)[:, None, None]
+    return s_ + length[:, :, 0] * ds, t + length * d_slack, z + length * d_dual
 
 
 def _relative_gaps(C, penalty, primal, S, correlations, offset):

@@ -1,10 +1,14 @@
 """The result of an SDP solve, whichever solver produced it."""
 
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["SDPSolution", "SolverFailedError", "relaxed_block", "rescale_solution"]
+from .._foundation._reporting import progress_line
+
+__all__ = ["SDPSolution", "SolverFailedError", "factor_solution", "record_progress", "relaxed_block",
+           "rescale_solution"]
 
 
 class SolverFailedError(RuntimeError):
@@ -139,6 +143,32 @@ def rescale_solution(solution, c):
         lower_bound=solution.lower_bound * c**2,
         dual=times(solution.dual, c),
     )
+
+
+def factor_solution(factors, rho, *, history, stopped, dual=None, **fields):
+    """The ``SDPSolution`` of unit-row ``factors`` (``[(F, signs), ...]``, one per
+    block) and their ``rho`` (an array): ``Q`` built from them, the history,
+    rank and callback stop in ``info``; ``fields``: the other attributes."""
+    rank = int(sum(F.shape[1] for F, _ in factors))
+    return SDPSolution(
+        Q=np.stack([relaxed_block(F, s, r) for (F, s), r in zip(factors, rho)]), rho=rho,
+        factors=list(factors), dual=dual, **fields,
+        info={"history": history, "rank": rank, "stopped_by_callback": stopped},
+    )
+
+
+def record_progress(history, start, verbose, iteration, objective, lower_bound, gap, **extra):
+    """Append a solve's history entry (the callback's keys: ``iteration``,
+    ``objective``, ``lower_bound``, ``gap``, ``extra``, ``elapsed``) and print its
+    progress line when ``verbose`` (with the ``rank``, if any); returns the entry."""
+    info = {"iteration": iteration, "objective": objective, "lower_bound": lower_bound,
+            "gap": gap, **extra, "elapsed": time.perf_counter() - start}
+    history.append(info)
+    if verbose:
+        shown = {"rank": extra["rank"]} if "rank" in extra else {}
+        print(progress_line(iteration, objective, info["elapsed"], lower_bound=lower_bound,
+                            gap=float(gap), **shown))
+    return info
 
 
 def relative_gap(objective, lower_bound):

@@ -30,7 +30,7 @@ starting the next centring from the central path's tangent. The Newton
 system has ``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the
 diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)``
 (``barrier.lmi_terms``, ``O(n² p)`` to form and
-``O(n³)`` to factor): about 30 steps, against the factor solver's hundreds of
+``O(n³)`` to factor): tens of steps, where the factor solver takes hundreds of
 L-BFGS iterations and its face duals.
 
 **The primal point.** Stationarity in ``lam`` and ``mu`` at the centre reads
@@ -39,11 +39,9 @@ L-BFGS iterations and its face duals.
 (c - 1ᵀmu))`` are feasible, their scores are ``t + lam / 2`` and their gap
 is ``nu / tau``. Off the centre the diagonal holds only nearly and ``S⁻¹``
 magnifies the error along the optimum's face (the small eigenvalues of
-``S``): at ``tau`` = 9.5e6 on credit-approval a point centred to a Newton
-decrement of 1 gave, once made feasible, an objective of 0.962 against the
-optimum's 0.2796, one centred to 1e-8 (three more Newton steps, Newton's
-quadratic convergence) 0.27963 (``_FINAL_DECREMENT``). So the centrings are
-loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
+``S``): a loosely centred point, made feasible, can be far from optimal where a
+few more Newton steps (quadratic convergence, ``_FINAL_DECREMENT``) make it
+tight. So the centrings are loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
 to the bound), then one is tight, and its point, made exactly feasible by
 ``barrier.feasible_point``, is the reported upper
 bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
@@ -55,16 +53,10 @@ bound (``blocks.solve_staged``).
 its smallest eigenvalues (of order ``1 / tau``) are the barrier's, not the
 optimum's. The point is therefore taken on the eigenvectors of ``P`` and
 ``N`` above ``FACE_EIGENVALUE`` (1e-3) of the largest eigenvalue, as the
-face dual takes its faces: 10 + 10 directions on credit-approval instead of
-47 + 47, the rank of the factor solver's optimum. The networks sampled from
-it were closer to the factor solver's (credit-approval, 4 splits x 3 seeds,
-mean test accuracy: factor solver 83.4 %, the truncated point 82.9 %, below
-it on 8 fits and above on 2; the full-rank point 82.7 %, below on 9 and
-never above; UCI breast.cancer 70.3 %, 70.6 %, 70.5 %). Where the truncated
-point does not certify ``tol`` the better of the two is kept: at small beta
-the optimum can have directions below that threshold (an optdigits block at
-``beta=1e-4``, 700 rows, p = 65: the truncated point alone held the gap at
-1.3e-4 for 70 more Newton steps, until ``_MAX_NEWTON``).
+face dual takes its faces (about the rank of the factor solver's optimum,
+whose sampled networks they then resemble). Where the truncated point does
+not certify ``tol`` the better of the two is kept: at small beta the optimum
+can have directions below that threshold.
 
 Rows with ``w_i = 0`` are left out (``lam_i`` enters neither ``D`` nor
 ``M``); their scores are still reported. When it is chosen: ``skquad.convex.routes``.
@@ -77,16 +69,15 @@ import numpy as np
 import torch
 
 from .barrier import (
-    StallGuard,
+    CentralPath,
     backtrack,
     barrier_solution,
     components,
     feasible_point,
+    follow_central_path,
     lmi_log_barrier,
     lmi_terms,
-    scaled_factor,
-    solve_scaled,
-    tangent_move,
+    newton_direction,
 )
 from .face_dual import FACE_EIGENVALUE, verified_bound
 from .factor_solver import threads_for
@@ -163,6 +154,7 @@ class _DualBarrier:
         self.comps = [u[self.kept] for u in comps]
         self.t, self.weight = self.target_all[self.kept], weight[self.kept]
         self.n, self.p = self.t.size, data.n_lifted
+        self.nu = 2 * self.p + 1
         self.penalty = data.penalty_per_rho
         self.b = 2.0 * self.weight  # 2 M(lam) = Σ_i lam_i b_i L_i
         self._b_outer = np.multiply.outer(self.b, self.b)
@@ -211,132 +203,73 @@ class _DualBarrier:
         grad[n:] = 1.0 / slack - np.diag(inverse_p) - np.diag(inverse_m)
         return hess, grad
 
+    def tangent_rhs(self, lam):
+        """``H dx/dtau = -(w (t + lam / 2), 0)``: ``grad phi = 0`` differentiated in ``tau``."""
+        rhs = np.zeros(self.n + self.p)
+        rhs[: self.n] = -self.weight * (self.t + 0.5 * lam)
+        return rhs
+
+
+def _certify(phi, path, tol, primal):
+    """Raise the best bound at the path's point; with ``primal``, also take the
+    centre's primal point (on its optimal faces whenever that certifies tol,
+    module docstring; else the better of it and the full one). Returns the gap."""
+    data, best = phi.data, path.best
+    best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(path.y), path.mu))
+    if primal:
+        Sp, Sm, _ = phi.parts(path.y, path.mu)
+        P, N = np.linalg.inv(Sp) / path.tau, np.linalg.inv(Sm) / path.tau
+        weight = data.weight.detach().cpu().numpy().astype(np.float64)
+        for face in (True, False):
+            F, signs, rho, scores, objective = feasible_point(
+                data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
+                phi.penalty,
+            )
+            if face and relative_gap(objective, best["lower_bound"]) <= tol:
+                best.update(objective=objective, point=(F, signs, rho, scores))
+                break
+            if objective < best["objective"]:
+                best.update(objective=objective, point=(F, signs, rho, scores))
+    path.gap = relative_gap(best["objective"], best["lower_bound"])
+    return path.record()
+
+
+def _on_centred(phi, path, step, decrement, factor, tol):
+    """Certify a (loosely) centred point. Once the barrier's gap bound ``nu /
+    tau`` is within half of tol, centre tightly and take the primal point
+    (module docstring). Returns the last Newton direction."""
+    _certify(phi, path, tol, primal=False)
+    if phi.nu / path.tau <= 0.5 * tol * path.best["lower_bound"]:
+        for _ in range(_FINAL_STEPS):
+            if decrement < _FINAL_DECREMENT:
+                break
+            moved = backtrack(lambda lam, mu: phi.value(lam, mu, path.tau), path.y, path.mu, step,
+                              decrement)
+            if moved is None:
+                break
+            path.y, path.mu = moved
+            path.steps += 1
+            step, decrement, factor = newton_direction(*phi.system(path.y, path.mu, path.tau))
+            if step is None:
+                break
+        _certify(phi, path, tol, primal=True)
+    return step, decrement, factor
+
 
 def _solve_squared_dual(data, tol, time_limit, callback, verbose):
-    from .._foundation._reporting import progress_line
-
     start = time.perf_counter()
     phi = _DualBarrier(data)
-    n, p, penalty = phi.n, phi.p, phi.penalty
-    nu = 2 * p + 1
-    parts = phi.parts
-
-    def barrier(lam, mu):
-        return phi.value(lam, mu, tau)
-
-    def system(lam, mu):
-        return phi.system(lam, mu, tau)
-
-    def newton(lam, mu):
-        """``(step, decrement, factor)``; step None where no descent is found."""
-        hess, grad = system(lam, mu)
-        factor = scaled_factor(hess, overwrite=True)
-        step = None if factor is None else solve_scaled(factor, -grad)
-        decrement = -1.0 if step is None else float(-grad @ step)
-        if step is None or not math.isfinite(decrement) or decrement <= 0.0:
-            return None, decrement, factor
-        return step, decrement, factor
-
-    lam = np.zeros(n)
-    mu = np.full(p, 0.5 * penalty / p)
     zero_value = data.zero_network_value()
-    tau = nu / max(zero_value, 1e-300)
-    best = {"objective": zero_value, "lower_bound": 0.0, "point": None}
-    history = []
-    status, steps, since_centred, guard = "max_iter", 0, 0, StallGuard()
-
-    def certify(primal):
-        """Raise the best bound at ``(lam, mu)``; with ``primal``, also take
-        the centre's primal point. Returns the certified relative gap."""
-        best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(lam), mu))
-        if primal:
-            Sp, Sm, _ = parts(lam, mu)
-            P, N = np.linalg.inv(Sp) / tau, np.linalg.inv(Sm) / tau
-            weight = data.weight.detach().cpu().numpy().astype(np.float64)
-            for face in (True, False):
-                # The point on its optimal faces whenever it certifies tol
-                # (module docstring); else the better of it and the full one.
-                F, signs, rho, scores, objective = feasible_point(
-                    data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
-                    penalty,
-                )
-                if face and relative_gap(objective, best["lower_bound"]) <= tol:
-                    best.update(objective=objective, point=(F, signs, rho, scores))
-                    break
-                if objective < best["objective"]:
-                    best.update(objective=objective, point=(F, signs, rho, scores))
-        gap = relative_gap(best["objective"], best["lower_bound"])
-        info = {
-            "iteration": steps, "objective": best["objective"],
-            "lower_bound": best["lower_bound"], "gap": gap, "tau": tau,
-            "elapsed": time.perf_counter() - start,
-        }
-        history.append(info)
-        if verbose:
-            print(progress_line(steps, best["objective"], info["elapsed"],
-                                lower_bound=best["lower_bound"], gap=float(gap)))
-        return gap
-
-    gap = math.inf
-    while steps < _MAX_NEWTON:
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            status = "time_limit"
-            break
-        step, decrement, factor = newton(lam, mu)
-        if step is not None and (decrement < _CENTRED or since_centred >= _STEPS_PER_CENTRING):
-            since_centred = 0
-            # Centred (loosely) at this tau. Once the barrier's gap bound
-            # nu / tau is within half of tol, centre tightly and take the
-            # primal point (module docstring).
-            gap = certify(primal=False)
-            final = nu / tau <= 0.5 * tol * best["lower_bound"]
-            if final:
-                for _ in range(_FINAL_STEPS):
-                    if decrement < _FINAL_DECREMENT:
-                        break
-                    moved = backtrack(barrier, lam, mu, step, decrement)
-                    if moved is None:
-                        break
-                    lam, mu = moved
-                    steps += 1
-                    step, decrement, factor = newton(lam, mu)
-                    if step is None:
-                        break
-                gap = certify(primal=True)
-            if gap <= tol:
-                break
-            if step is None:
-                continue  # the next newton() at this point decides (the stall guard)
-            # Raise tau and start the next centring from the central path's
-            # tangent: x(tau') ~ x + (tau' - tau) dx/dtau with H dx/dtau =
-            # -(w (t + lam / 2), 0) (differentiating grad phi = 0), shortened
-            # until it lowers the new barrier (kept at x if no fraction does).
-            rhs = np.zeros(n + p)
-            rhs[:n] = -phi.weight * (phi.t + 0.5 * lam)
-            tangent = solve_scaled(factor, rhs)
-            old_tau, tau = tau, _TAU_FACTOR * tau
-            lam, mu = tangent_move(barrier, lam, mu, (tau - old_tau) * tangent)
-            steps += 1
-            continue
-        moved = None if step is None else backtrack(barrier, lam, mu, step, decrement)
-        if moved is None:
-            if guard.blocked():
-                status = "stalled"
-                break
-            tau *= _TAU_FACTOR
-            continue
-        guard.moved()
-        lam, mu = moved
-        steps += 1
-        since_centred += 1
-    if gap > tol and status != "time_limit":
-        # Whatever stopped the barrier, its last point is the best guess of
-        # the primal (and certified either way).
-        gap = certify(primal=True)
-    if gap <= tol:
-        status = "optimal"
-
-    return barrier_solution(
-        best, p, phi.n_samples, gap, tol, steps, status, history, start, callback,
-        "squared_dual",
+    path = CentralPath(
+        np.zeros(phi.n), np.full(phi.p, 0.5 * phi.penalty / phi.p), phi.nu / max(zero_value, 1e-300),
+        {"objective": zero_value, "lower_bound": 0.0, "point": None}, start, verbose,
     )
+    # Whatever stops the barrier short of tol, its last point is the best guess
+    # of the primal (and certified either way).
+    follow_central_path(
+        path, phi, lambda *args: _on_centred(phi, *args, tol),
+        lambda path: _certify(phi, path, tol, primal=True), tol=tol, max_steps=_MAX_NEWTON,
+        time_limit=time_limit, centred=_CENTRED, tau_factor=_TAU_FACTOR,
+        steps_per_centring=_STEPS_PER_CENTRING,
+    )
+    return barrier_solution(path, phi.p, phi.n_samples, tol, callback, "squared_dual")

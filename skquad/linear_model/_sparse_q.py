@@ -20,7 +20,7 @@ from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
 
 from .._foundation._reporting import warn_user
-from ..nn.quadratic_ridge import _pairs_of
+from ..nn.quadratic_ridge import pairs_of
 
 __all__ = ["SPARSE_PENALTIES", "LogisticLoss", "SparsePenalty", "SquaredLoss", "alpha_grid",
            "check_sparse_settings", "fista", "publish_interactions", "regression_path",
@@ -239,7 +239,7 @@ def regression_path(X, Y, sample_weight, alphas, penalty, l1_ratio, allowed, *, 
     """
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
     c, d = sample_weight / sample_weight.sum(), X.shape[1]
-    rows, cols = _pairs_of(d, allowed)
+    rows, cols = pairs_of(d, allowed)
     starts = [None] * Y.shape[1]
     for alpha in alphas:
         rule = sparse_penalty(penalty, l1_ratio, float(alpha), allowed, d)

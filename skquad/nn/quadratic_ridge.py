@@ -47,6 +47,7 @@ __all__ = [
     "expansion_size",
     "fit_quadratic_ridge",
     "normal_equations",
+    "pairs_of",
     "quadratic_model_scores",
     "solve_normal_equations",
     "weighted_sums",
@@ -76,7 +77,7 @@ def _pairs(n_features):
     return rows, cols
 
 
-def _pairs_of(n_features, allowed=None):
+def pairs_of(n_features, allowed=None):
     """The pairs ``(rows, cols)`` of ``φ``: all of them, or the ``allowed`` ones (row-major)."""
     if allowed is None:
         return _pairs(n_features)
@@ -135,7 +136,7 @@ def weighted_sums(X, Y, weight, allowed=None):
     ``allowed``: the interaction constraints' pairs only (as everywhere here).
     """
     weight = np.asarray(weight, dtype=np.float64)
-    rows, cols = _pairs_of(X.shape[1], allowed)
+    rows, cols = pairs_of(X.shape[1], allowed)
     return (
         weight.sum(),
         _feature_sums(X, weight, rows, cols),
@@ -151,7 +152,7 @@ def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     to the whole data's. ``O(n D²)`` time, ``O(D²)`` memory.
     """
     D = mean.shape[0]
-    rows, cols = _pairs_of(X.shape[1], allowed)
+    rows, cols = pairs_of(X.shape[1], allowed)
     Y = np.asarray(Y, dtype=np.float64)
     root = np.sqrt(np.asarray(weight, dtype=np.float64))
     G = np.zeros((D, D))
@@ -320,7 +321,7 @@ def _kernel_solve(dense, Y_centred, weight, alpha, quadratic_alpha, fit_intercep
     ``c = Γ² Φ_cᵀ a`` with ``(Γ Φ_c Φ_cᵀ Γ + alpha I) a = ỹ`` (weighted).
     """
     n, d = dense.shape
-    rows, cols = _pairs_of(d, allowed)
+    rows, cols = pairs_of(d, allowed)
     root = np.sqrt(weight)
     coefficients = np.empty((mean.shape[0], Y_centred.shape[1]))
     pairs = penalty_pairs(alpha, quadratic_alpha, Y_centred.shape[1])
@@ -372,7 +373,7 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, quadratic_alpha=None, fit_interc
         ``cg`` only.
     """
     n, d = X.shape
-    rows, cols = _pairs_of(d, allowed)
+    rows, cols = pairs_of(d, allowed)
     D = expansion_size(d, allowed)
     Y = np.asarray(Y, dtype=np.float64)
     weight = np.asarray(weight, dtype=np.float64)
@@ -551,7 +552,7 @@ def coefficients_to_model(coefficients, n_features, allowed=None):
     (n_targets, d, d), symmetric, with ``xᵀQx`` the quadratic part (zero
     outside ``allowed``, whose pairs the coefficients are).
     """
-    rows, cols = _pairs_of(n_features, allowed)
+    rows, cols = pairs_of(n_features, allowed)
     coef = coefficients[:n_features].T
     Q = np.zeros((coefficients.shape[1], n_features, n_features))
     Q[:, rows, cols] = coefficients[n_features:].T
@@ -627,7 +628,7 @@ class QuadraticRidgeLeaveOneOut:
         n, d = X.shape
         self._X = X
         self._features = None
-        self._rows, self._cols = _pairs_of(d, allowed)
+        self._rows, self._cols = pairs_of(d, allowed)
         self.mode = mode
         self.leave_out = leave_out
         D = expansion_size(d, allowed)
