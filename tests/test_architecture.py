@@ -281,7 +281,7 @@ def test_no_circle_between_rooms_and_no_import_runs_upward():
 
 def test_the_circle_check_finds_a_planted_circle():
     modules = [
-        ("skquad._base", "from ._dask_dispatch import make_dask_aware\n", False),
+        ("skquad._base", "from ._dask_dispatch import dask_dispatch\n", False),
         ("skquad._dask_dispatch", "def dispatch():\n    from . import _dask\n", False),
         ("skquad._dask", "from .linear_model._qlr_problem import Route\n", False),
         ("skquad.linear_model._logistic", "from .._base import BaseQuadraticClassifier\n", False),

@@ -10,7 +10,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
-from .._base import BaseQuadraticClassifier
+from .._base import BaseQuadraticClassifier, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
@@ -412,6 +412,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self.clip_inputs = clip_inputs
 
     # ------------------------------------------------------------------ fit
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -449,6 +450,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         return True
 
     @available_if(_sgd_only)
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):

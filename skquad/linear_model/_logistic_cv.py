@@ -22,7 +22,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.validation import _check_method_params
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticClassifier
+from .._base import BaseQuadraticClassifier, dispatch_inputs
 from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
 from ._logistic import QuadraticLogisticRegression
 from ._sparse_q import SPARSE_PENALTIES, publish_interactions
@@ -267,6 +267,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         score = {} if sample_weight is None else {"sample_weight": sample_weight}
         return Bunch(splitter=Bunch(split={}), scorer=Bunch(score=score))
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):
@@ -369,6 +370,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         """The scorer of ``scoring``: accuracy by default, as LogisticRegressionCV's."""
         return get_scorer(self.scoring or "accuracy")
 
+    @dispatch_inputs
     @reads_fitted_state
     def score(self, X, y, sample_weight=None, **score_params):
         """The ``scoring`` score of the model on ``(X, y)`` (accuracy by default).

@@ -7,7 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._memory import check_memory
 from .._foundation._threads import limit_threads
@@ -311,6 +311,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         share = total_weight / weight.sum()
         return search.alpha_ * share, search.quadratic_alpha_ * share
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):

@@ -13,7 +13,7 @@ from sklearn.utils.metadata_routing import _routing_enabled
 
 from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params, splitter_router
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._foundation._memory import check_memory
 from .._foundation._threads import choose_thread_count, limit_threads
 from ..nn.quadratic_ridge import (
@@ -279,6 +279,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             dtype=np.float64,
         )
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):

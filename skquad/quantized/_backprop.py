@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, dispatch_inputs
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import to_numpy
 from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
@@ -261,6 +261,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
         )
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -553,6 +554,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     def _callback_targets(self, y_encoded):
         return self.classes_[y_encoded]
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._foundation._reporting import warn_user
 from .._foundation._target_scaling import (
     fitted_target_scaling,
@@ -224,6 +224,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     def _float_scores(self, X):
         return unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):

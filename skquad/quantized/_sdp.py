@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._dask_dispatch import is_dask_collection
-from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int, dispatch_inputs
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
 from .._foundation._runtime import runtime_policy, spawn_generators
@@ -107,6 +107,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         digest.update(repr(settings).encode())
         return digest.hexdigest()
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):

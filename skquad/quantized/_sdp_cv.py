@@ -18,6 +18,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from .._base import dispatch_inputs
 from .._foundation._atomic import atomic_fit
 from .._dask_dispatch import is_dask_collection
 from .._foundation._cv_routing import splitter_params, splitter_router
@@ -413,6 +414,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         self.random_state = random_state
         self.clip_inputs = clip_inputs
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):

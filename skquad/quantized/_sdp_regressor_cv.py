@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.validation import _check_sample_weight
 
+from .._base import dispatch_inputs
 from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params
 from .._dask_dispatch import is_dask_collection
@@ -157,6 +158,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.clip_inputs = clip_inputs
         self.clip_outputs = clip_outputs
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):
