@@ -15,7 +15,8 @@ from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._foundation._memory import check_memory
-from .._foundation._threads import choose_thread_count, limit_threads
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from ..nn.quadratic_ridge import (
     QuadraticRidgeLeaveOneOut,
     coefficients_to_model,
@@ -350,7 +351,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             advice="pass cv=5 (K-fold with QuadraticRegression's memory-bounded solvers).",
         )
         flops = 2.0 * n * size * size + 10.0 * size**3 * len(ratios)
-        with limit_threads(None, blas=choose_thread_count(flops)):
+        with limit_threads(None, blas=thread_count("auto", "cpu", flops)):
             loo = QuadraticRidgeLeaveOneOut(
                 X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
                 leave_out=self._leave_out, allowed=allowed,
