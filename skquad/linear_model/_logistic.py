@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._foundation._atomic import atomic_fit
 from .._base import BaseQuadraticClassifier, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
@@ -35,6 +36,7 @@ _KERNEL_NEWTON_MAX_ROWS = 300
 _PREDICTION_ROW_ELEMENTS = 1 << 24
 
 
+@shared_docstring
 class QuadraticLogisticRegression(BaseQuadraticClassifier):
     """Logistic regression with a quadratic form: one quadratic neuron per score.
 
@@ -175,9 +177,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         **not convex**: the solvers find a local optimum that depends on
         ``Q_init`` and ``random_state``. The penalty ``P(Q)`` is the same as
         for a full ``Q``, computed from the factors.
-    interaction_only : bool, default=False
-        Learn no squared terms: ``Q_aa = 0`` (``PolynomialFeatures``'
-        ``interaction_only``).
+    [shared: interaction_only]
     interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
         Which features may interact, with
         :class:`~sklearn.ensemble.HistGradientBoostingClassifier`'s meaning:
@@ -235,15 +235,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         probabilities in ``numpy.result_type(X, coef_)``, as
         ``LogisticRegression``'s.
 
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
+    [shared: clip_inputs]
 
     Attributes
     ----------
@@ -293,10 +285,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features seen during fit, when ``X`` has string column names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64, widened by each
-        ``partial_fit``: the range ``clip_inputs`` clips to.
+    [shared: data_min_]
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 

@@ -14,6 +14,7 @@ from sklearn.utils.metadata_routing import _routing_enabled
 from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor, dispatch_inputs
+from .._foundation._docstrings import shared_docstring
 from .._foundation._memory import check_memory
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
@@ -44,6 +45,7 @@ class _PredictionsAsInput(RegressorMixin, BaseEstimator):
         return predictions
 
 
+@shared_docstring
 class QuadraticRegressionCV(BaseQuadraticRegressor):
     """:class:`QuadraticRegression` with its penalties chosen by cross-validation, as RidgeCV.
 
@@ -120,23 +122,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         chooses (``quadratic_ratios``, ``scoring`` and ``gcv_mode`` do not apply).
     l1_ratio : float, list of float or None, default=None
         With a sparse ``penalty``: the ``l1_ratio`` values tried (None: 1).
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
-
-    clip_outputs : bool, default=False
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output. Every training target lies
-        in the range, so clipping moves a prediction toward each of them and
-        no training row's squared error grows; but a training prediction
-        outside the range changes, so the default is off and the predictions
-        equal ``PolynomialFeatures(2)`` + ``Ridge``'s (see above).
+    [shared: clip_inputs clip_outputs:QuadraticRegression]
 
     Attributes
     ----------
@@ -165,16 +151,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64: the range
-        ``clip_inputs`` clips to.
+    [shared: data_min_:QuadraticRegression]
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
+    [shared: target_min_]
     target_max_ : ndarray of shape (n_outputs_,)
         Per-output maximum, likewise.
 

@@ -5,6 +5,7 @@ from sklearn.base import _fit_context
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor, dispatch_inputs
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._target_scaling import (
     fitted_target_scaling,
@@ -18,6 +19,7 @@ from ._common import _batched_network_scores
 __all__ = ["BackpropQuantizedRegressor"]
 
 
+@shared_docstring
 class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegressor):
     """Bartan & Pilanci's baseline for regression: SGD, then sign quantization.
 
@@ -35,19 +37,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
         As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
-    clip_outputs : bool, default=True
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output, so that the model stays
-        bounded where it extrapolates. Every training target lies in the
-        range, so clipping moves a prediction toward each of them: no training
-        row's squared error grows. False predicts with the unbounded model.
+    [shared: clip_inputs:BackpropQuantizedClassifier]
+    [shared: clip_outputs]
     scale_target : bool, default=True
         Train on the targets standardized per output (the
         ``sample_weight``-weighted mean and standard deviation; a constant
@@ -81,16 +72,11 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64, widened by each ``partial_fit``: the range ``clip_inputs``
-        clips to.
+    [shared: data_min_:BackpropQuantizedClassifier]
     data_max_ : ndarray of shape (n_features_in_,)
         Per-feature maximum, likewise.
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
+    [shared: target_min_]
     target_max_ : ndarray of shape (n_outputs_,)
         Per-output maximum, likewise.
 
