@@ -1,11 +1,12 @@
 """The docstring entries that several public estimators share word for word.
 
 A class decorated with :func:`shared_docstring` writes them in where its docstring
-has a line ``[shared: name name ...]``: one entry per name, indented as that line,
-a blank line between them. ``name`` is the parameter's or attribute's own name, or
-``name:Estimator`` for the wording that estimator (and those after it) use.
-Users read the full docstring (``help``, the API pages); one text here keeps
-the estimators' descriptions of one parameter from drifting apart.
+has a marker ``[shared: name name ...]`` (on one or more lines): one entry per
+name, indented as the marker, a blank line between them (none with
+``[shared-tight: ...]``). ``name`` is the parameter's or attribute's own name, or
+``name:Estimator`` for the wording that estimator (and those after it in
+``skquad.__all__``) use. Users read the full docstring (``help``, the API pages);
+one text here keeps the estimators' descriptions of one parameter from drifting apart.
 """
 
 import re
@@ -13,13 +14,14 @@ import textwrap
 
 __all__ = ["ENTRIES", "shared_docstring"]
 
-_MARKER = re.compile(r"^( *)\[shared: ([\w: ]+)\]$", re.M)
+_MARKER = re.compile(r"^( *)\[shared(-tight)?: ([\w:\s]+?)\]$", re.M)
 
 
 def shared_docstring(cls):
-    """Class decorator: each ``[shared: names]`` line of the docstring becomes those entries."""
+    """Class decorator: each ``[shared: names]`` marker of the docstring becomes those entries."""
     def entries(match):
-        return "\n\n".join(textwrap.indent(ENTRIES[name], match.group(1)) for name in match.group(2).split())
+        indent, tight, names = match.groups()
+        return ("\n" if tight else "\n\n").join(textwrap.indent(ENTRIES[name], indent) for name in names.split())
 
     cls.__doc__ = _MARKER.sub(entries, cls.__doc__)
     return cls
@@ -48,12 +50,30 @@ ENTRIES = {
     per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
     differentiates plain torch operations. All three give the same
     gradients.""",
+    "batch_size": """batch_size : int or "auto", default="auto"
+    ``min(200, n_samples)`` for "auto". Ignored by lbfgs.""",
     "best_loss_": """best_loss_ : float or None
     Lowest training objective seen; None with ``early_stopping=True``
     (the validation score takes its place), as in MLPClassifier.""",
     "best_loss_:QNNRegressor": """best_loss_ : float or None
     Lowest training objective seen; None with ``early_stopping=True``
     (the validation score takes its place), as in MLPRegressor.""",
+    "best_validation_score_": """best_validation_score_ : float or None
+    Best validation R^2 with ``early_stopping``, else None.""",
+    "best_validation_score_:QNNClassifier": """best_validation_score_ : float or None
+    Best validation accuracy with ``early_stopping``, else None.""",
+    "beta_": """beta_ : float
+    The chosen ``beta``.""",
+    "beta_1": """beta_1 : float, default=0.9
+    Decay of adam's first-moment estimate.""",
+    "beta_2": """beta_2 : float, default=0.999
+    Decay of adam's second-moment estimate.""",
+    "betas_": """betas_ : ndarray of shape (n_betas,)
+    The path, decreasing.""",
+    "class_weight": """class_weight : dict, "balanced" or None, default=None
+    Weights of the classes, multiplied into ``sample_weight``.""",
+    "classes_": """classes_ : ndarray of shape (n_classes,)
+    Class labels; ``arange(n_labels)`` for a multilabel ``y``.""",
     "clip_inputs": """clip_inputs : bool, default=True
     Clip each feature of ``X`` to its training range ``[data_min_,
     data_max_]`` before every prediction (``predict``, ``score``, and the
@@ -96,6 +116,8 @@ ENTRIES = {
     "coefs_:QNNRegressor": """coefs_ : list of ndarray
     The linear weight of each layer, shape ``(n_in, n_out)`` as in
     MLPRegressor (read from ``layers_``).""",
+    "data_max_": """data_max_ : ndarray of shape (n_features_in_,)
+    Per-feature maximum, likewise.""",
     "data_min_": """data_min_ : ndarray of shape (n_features_in_,)
     Per-feature minimum of the training rows with a positive weight
     (implicit zeros of sparse ``X`` included), float64, widened by each
@@ -134,7 +156,11 @@ ENTRIES = {
     "early_stopping:QNNRegressor": """early_stopping : bool, default=False
     Hold out ``validation_fraction`` of the training data, stop when its
     R^2 stops improving and keep the best weights.""",
+    "epsilon": """epsilon : float, default=1e-8
+    Adam's numerical-stability constant.""",
     "feature_names_in_": """feature_names_in_ : ndarray of shape (n_features_in_,)
+    Defined only when ``X`` has string feature names.""",
+    "feature_names_in_:QNNClassifier": """feature_names_in_ : ndarray of shape (n_features_in_,)
     Names of the features seen during fit. Defined only when ``X`` has
     feature names that are all strings.""",
     "hidden_activation_": """hidden_activation_ : str
@@ -149,6 +175,8 @@ ENTRIES = {
     "interaction_only": """interaction_only : bool, default=False
     Learn no squared terms: ``Q_aa = 0`` (``PolynomialFeatures``'
     ``interaction_only``).""",
+    "intercepts_": """intercepts_ : list of ndarray
+    The linear bias of each layer (read from ``layers_``).""",
     "layers_": """layers_ : list of dict
     Learned weights per layer (input side first) as numpy arrays in the
     training dtype, plus an ``"options"`` dict with the layer's shape:
@@ -174,30 +202,58 @@ ENTRIES = {
     ``learning_rate_init / t ** power_t`` at step ``t``; "adaptive" keeps it
     while the training loss falls and divides it by 5 each time two
     consecutive epochs fail to improve by ``tol``.""",
+    "learning_rate_init": """learning_rate_init : float, default=1e-3
+    Initial step size of sgd and adam.""",
     "loss": """loss : {"squared_error", "poisson"}, default="squared_error"
     MLPRegressor's losses: "squared_error" is half the squared error with
     an identity output; "poisson" is half the Poisson deviance with an
     ``exp`` output (the targets must be non-negative). For several
     outputs the squared error is averaged over them and the Poisson
     deviance summed, as in MLPRegressor's ``loss_``.""",
+    "loss_": """loss_ : float
+    Training objective at the last epoch (lbfgs: iteration).""",
     "loss_curve_": """loss_curve_ : list of float
+    Training objective per epoch (lbfgs: per iteration).""",
+    "loss_curve_:QNNRegressor": """loss_curve_ : list of float
     Training objective per epoch (lbfgs: per iteration). In the
     units of the scaled targets (``scale_target``).""",
+    "max_fun": """max_fun : int, default=15000
+    Maximum number of loss evaluations (lbfgs only).""",
+    "max_iter": """max_iter : int, default=200
+    Epochs for sgd and adam; iterations for lbfgs.""",
+    "momentum": """momentum : float, default=0.9
+    Momentum of sgd.""",
+    "n_features_in_": """n_features_in_ : int""",
+    "n_features_in_:QNNClassifier": """n_features_in_ : int
+    Number of features seen during fit.""",
     "n_iter_": """n_iter_ : int
     Epochs (lbfgs: iterations) run by the last ``fit`` or
     ``partial_fit`` call, as in MLPClassifier.""",
     "n_iter_:QNNRegressor": """n_iter_ : int
     Epochs (lbfgs: iterations) run by the last ``fit`` or
     ``partial_fit`` call, as in MLPRegressor.""",
-    "n_outputs_": """n_outputs_ : int
+    "n_iter_no_change": """n_iter_no_change : int, default=10
+    Epochs without an improvement of ``tol`` before stopping.""",
+    "n_layers_": """n_layers_ : int
+    Number of layers, counting the input layer (as in MLPClassifier).""",
+    "n_layers_:QNNRegressor": """n_layers_ : int
+    Number of layers, counting the input layer (as in MLPRegressor).""",
+    "n_outputs_": """n_outputs_ : int""",
+    "n_outputs_:QNNClassifier": """n_outputs_ : int
     Number of class scores (1 for binary problems; one per label for
     a multilabel ``y``).""",
+    "n_outputs_:QNNRegressor": """n_outputs_ : int
+    Number of outputs (columns of ``y``).""",
     "n_threads": """n_threads : int or "auto", default="auto"
     CPU threads for training and prediction. "auto" picks one thread for
     small steps (where torch's thread hand-off costs more than it saves)
     and all of torch's threads for large ones. The previous setting is
     restored afterwards.""",
+    "nesterovs_momentum": """nesterovs_momentum : bool, default=True
+    Nesterov's momentum for sgd.""",
     "out_activation_": """out_activation_ : str
+    "identity" (``loss="squared_error"``) or "exp" (``loss="poisson"``).""",
+    "out_activation_:QNNClassifier": """out_activation_ : str
     "logistic" (binary or multilabel), "softmax" or "sigmoid"
     (per-class sigmoids).""",
     "output_activation": """output_activation : {"softmax", "sigmoid"}, default="softmax"
@@ -205,6 +261,8 @@ ENTRIES = {
     et al.'s output layer, one sigmoid per class with a binary
     cross-entropy each; ``predict_proba`` normalises the sigmoids to sum to
     one. Binary problems always use one logistic output.""",
+    "power_t": """power_t : float, default=0.5
+    Exponent of the "invscaling" schedule (sgd only).""",
     "power_term": """power_term : bool, default=False
     Use Fan et al.'s neuron: add ``W_p (a * a) + c_p`` (``power_weight``,
     ``power_bias``).""",
@@ -245,6 +303,10 @@ ENTRIES = {
     the first ``partial_fit``; kept by ``warm_start``). ``alpha``
     penalises the weights of the network on the scaled targets.
     False: the targets as given.""",
+    "scores_": """scores_ : ndarray of shape (n_folds, n_betas)
+    Held-out score of every fold and ``beta``.""",
+    "shuffle": """shuffle : bool, default=True
+    Shuffle the samples every epoch.""",
     "solver": """solver : {"adam", "sgd", "lbfgs"}, default="adam"
     "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"
     (scipy's L-BFGS-B on the whole data set) suits small problems and has
@@ -258,6 +320,14 @@ ENTRIES = {
     that ran is ``solver_``. "adam" is MLPRegressor's default; "sgd" is
     stochastic gradient descent with (Nesterov) momentum; "lbfgs"
     (scipy's L-BFGS-B on the whole data set) has no ``partial_fit``.""",
+    "solver_": """solver_ : str
+    The solver of the last ``fit`` or ``partial_fit`` ("auto" resolved).""",
+    "t_": """t_ : int
+    Training samples seen, over every call (MLPClassifier's ``t_``).""",
+    "t_:QNNRegressor": """t_ : int
+    Training samples seen, over every call (MLPRegressor's ``t_``).""",
+    "target_max_": """target_max_ : ndarray of shape (n_outputs_,)
+    Per-output maximum, likewise.""",
     "target_min_": """target_min_ : ndarray of shape (n_outputs_,)
     Per-output minimum of the training targets of positive weight,
     float64: the range ``clip_outputs`` clips to.""",
@@ -265,6 +335,8 @@ ENTRIES = {
     Per-output minimum of the training targets of positive weight,
     float64, widened by each ``partial_fit``: the range ``clip_outputs``
     clips to.""",
+    "target_scale_": """target_scale_ : ndarray of shape (n_outputs_,)
+    ``y`` divided by it for training (1 without ``scale_target``).""",
     "target_shift_": """target_shift_ : ndarray of shape (n_outputs_,)
     Subtracted from ``y`` for training (0 without ``scale_target``, and
     with ``loss="poisson"``).""",
@@ -274,6 +346,14 @@ ENTRIES = {
     "tol:QNNClassifier": """tol : float, default=1e-4
     Stop when the training loss (or, with early stopping, the validation
     accuracy) has not improved by ``tol`` for ``n_iter_no_change`` epochs.""",
+    "validation_fraction": """validation_fraction : float, default=0.1
+    Share of the training data held out by ``early_stopping``.""",
+    "validation_scores_": """validation_scores_ : list of float or None
+    Validation R^2 per epoch with ``early_stopping``, else None.""",
+    "validation_scores_:QNNClassifier": """validation_scores_ : list of float or None
+    Validation accuracy per epoch with ``early_stopping``, else None.""",
+    "verbose": """verbose : bool, default=False
+    Print one line per epoch: loss, validation score, elapsed time.""",
     "warm_start": """warm_start : bool, default=False
     Start ``fit`` from the previous solution (with a fresh optimizer). The
     classes, features and architecture must be those of the previous fit.""",
@@ -284,4 +364,6 @@ ENTRIES = {
     Fan et al.'s weight transfer: first train a conventional network of the
     same shape with the same settings, copy its weights into the linear
     part of every layer, then train the quadratic network.""",
+    "weight_transfer_n_iter_": """weight_transfer_n_iter_ : int
+    Epochs of the conventional network, with ``weight_transfer=True``.""",
 }

@@ -285,9 +285,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features seen during fit, when ``X`` has string column names.
-    [shared: data_min_]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_ data_max_]
 
     See Also
     --------

@@ -22,6 +22,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.validation import _check_method_params
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
+from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticClassifier, dispatch_inputs
 from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
 from ._logistic import QuadraticLogisticRegression
@@ -33,6 +34,7 @@ __all__ = ["QuadraticLogisticRegressionCV"]
 _MODEL = ("Q_", "coef_", "intercept_")
 
 
+@shared_docstring
 class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     """:class:`QuadraticLogisticRegression` with ``C`` chosen by cross-validation.
 
@@ -132,9 +134,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         Per feature, the smallest value over the training rows of positive weight.
     data_max_ : ndarray of shape (n_features_in_,)
         Per feature, the largest such value.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
+    [shared-tight: n_features_in_ feature_names_in_]
 
     See Also
     --------

@@ -163,17 +163,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
         there is a ``max_iter``; Ridge reports None).
     solver_ : str
         The solver used.
-    n_outputs_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    [shared: data_min_:QuadraticRegression]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_outputs_ n_features_in_ feature_names_in_ data_min_:QuadraticRegression
+        data_max_]
 
-    [shared: target_min_]
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------

@@ -429,9 +429,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         Seconds spent training (cumulative over partial_fit calls).
     device_ : str
         The device the network was trained on (``"cpu"``, ``"cuda:0"``).
-    [shared: data_min_:BackpropQuantizedClassifier]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:BackpropQuantizedClassifier data_max_]
 
     See Also
     --------

@@ -37,8 +37,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
         As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
-    [shared: clip_inputs:BackpropQuantizedClassifier]
-    [shared: clip_outputs]
+    [shared-tight: clip_inputs:BackpropQuantizedClassifier clip_outputs]
     scale_target : bool, default=True
         Train on the targets standardized per output (the
         ``sample_weight``-weighted mean and standard deviation; a constant
@@ -69,16 +68,9 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     n_outputs_ : int
     device_ : str
         The device the network was trained on.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    [shared: data_min_:BackpropQuantizedClassifier]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_features_in_ feature_names_in_ data_min_:BackpropQuantizedClassifier data_max_]
 
-    [shared: target_min_]
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------

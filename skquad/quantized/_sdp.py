@@ -922,9 +922,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         small problems, ``solver_`` ``"compact"``, ``"hinge_dual"`` or
         ``"squared_dual"``, which run there whatever ``device``). Sampling, the refit and predictions
         run on the CPU.
-    [shared: data_min_:SDPQuantizedClassifier]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:SDPQuantizedClassifier data_max_]
 
     See Also
     --------

@@ -326,17 +326,10 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
 
     Attributes
     ----------
-    beta_ : float
-        The chosen ``beta``.
-    betas_ : ndarray of shape (n_betas,)
-        The path, decreasing.
-    scores_ : ndarray of shape (n_folds, n_betas)
-        Held-out score of every fold and ``beta``.
+    [shared-tight: beta_ betas_ scores_]
     n_features_in_, classes_, U_, V_, alpha_, lower_bound_, objective_, ... :
         Those of the refitted :class:`SDPQuantizedClassifier` (see there).
-    [shared: data_min_:SDPQuantizedClassifier]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:SDPQuantizedClassifier data_max_]
 
     See Also
     --------

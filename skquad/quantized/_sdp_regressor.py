@@ -120,17 +120,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     device_ : str
         The device the SDP was solved on, as in the classifier.
     n_neurons_ : int
-    n_outputs_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    [shared: data_min_:SDPQuantizedClassifier]
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_outputs_ n_features_in_ feature_names_in_ data_min_:SDPQuantizedClassifier
+        data_max_]
 
-    [shared: target_min_]
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------
