@@ -91,7 +91,8 @@ def route_of(method, routes):
     if name not in FIT_METHODS + PREDICTION_METHODS:
         raise ValueError(f"{name} is neither a fit method {FIT_METHODS} nor a prediction method "
                          f"{PREDICTION_METHODS}: it takes no routed input.")
-    return routes[name in PREDICTION_METHODS](method, name)
+    fit_route, prediction_route = routes
+    return (prediction_route if name in PREDICTION_METHODS else fit_route)(method, name)
 
 
 def dask_dispatch(method):
