@@ -498,7 +498,7 @@ def test_the_warning_filter_check_finds_a_blanket_filter():
 # Threads are decided once (skquad/_foundation/_runtime.py's thread_count, on _threads.py's
 # rule); torch's and the BLAS libraries' counts are set only through _threads.py's blocks.
 # The benchmark command and its suites pin the user's --threads, no rule of a fit.
-THREAD_RULE = {"choose_thread_count", "PARALLEL_FLOPS"}
+THREAD_RULE = {"choose_thread_count", "PARALLEL_FLOPS", "sched_getaffinity"}  # and the cores a pool may use
 THREAD_SETTERS = {"set_num_threads", "threadpool_limits", "ThreadpoolController"}
 THREAD_MODULES = {"skquad._foundation._threads": THREAD_RULE | THREAD_SETTERS,
                   "skquad._foundation._runtime": THREAD_RULE}
@@ -523,4 +523,5 @@ def test_threads_are_decided_by_the_runtime_policy_only(name, path):
 def test_the_thread_check_finds_a_second_rule():
     assert thread_decisions("skquad.linear_model._dask", "from .._foundation._threads import choose_thread_count\n")
     assert thread_decisions("skquad.convex.blocks", "import torch\ntorch.set_num_threads(1)\n")
+    assert thread_decisions("skquad.convex.blocks", "import os\ncores = len(os.sched_getaffinity(0))\n")
     assert not thread_decisions("skquad._foundation._runtime", "from ._threads import choose_thread_count\n")

@@ -127,7 +127,6 @@ import pandas as pd  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import make_classification, make_regression  # noqa: E402
 
-import skquad  # noqa: E402
 from skquad import (  # noqa: E402
     BackpropQuantizedClassifier,
     BackpropQuantizedRegressor,
