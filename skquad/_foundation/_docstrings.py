@@ -23,7 +23,8 @@ def shared_docstring(cls):
         indent, tight, names = match.groups()
         return ("\n" if tight else "\n\n").join(textwrap.indent(ENTRIES[name], indent) for name in names.split())
 
-    cls.__doc__ = _MARKER.sub(entries, cls.__doc__)
+    if cls.__doc__ is not None:  # None under python -OO
+        cls.__doc__ = _MARKER.sub(entries, cls.__doc__)
     return cls
 
 
