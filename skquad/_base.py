@@ -57,7 +57,7 @@ def dispatch_inputs(method):
 
     Array-API arrays are converted around the method (skquad/_array_api.py), then Dask
     collections are predicted on block by block or refused by a fit that would gather them
-    (skquad/_dask_dispatch.py). ``tests/test_dask.py`` checks every public estimator has it.
+    (skquad/_dask_dispatch.py); tests/test_dask_dispatch.py checks every public estimator for it.
     """
     routed = array_api_dispatch(dask_dispatch(method))
     routed.skquad_dispatches_inputs = True

@@ -27,7 +27,9 @@ these five things:
 * **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; on a
   GPU torch's CPU threads are left alone; else
   :func:`~skquad._foundation._threads.choose_thread_count` on the work of one
-  step, which the estimator measures in flops.
+  step, which the estimator measures in flops. The only place a thread count is
+  chosen: the engine, the Dask blocks and the convex solvers call it too, and
+  :func:`parallel_workers` on it for pools of independent tasks.
 * **CPU matrix products** (:func:`cpu_matmul_library`): which library
   multiplies the networks' CPU batches (:class:`skquad.nn.fused.FusedNetwork`),
   torch's MKL on Intel CPUs, numpy's BLAS elsewhere.
