@@ -2,8 +2,8 @@
 
 With ``sklearn.set_config(array_api_dispatch=True)`` and ``X`` an array of
 another namespace than NumPy (a torch tensor on any device, an
-array-api-strict or CuPy array), :func:`make_array_api_aware` (one call in
-``BaseQuadraticEstimator.__init_subclass__``) wraps
+array-api-strict or CuPy array), :func:`array_api_dispatch` (through
+``skquad._base.dispatch_inputs``, visible on each estimator's methods) wraps
 
 * ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch
   device; the CPU for other namespaces): ``device="auto"`` means that device
@@ -29,11 +29,10 @@ import functools
 import numpy as np
 from sklearn import config_context, get_config
 
-from ._dask_dispatch import FIT_METHODS, PREDICTION_METHODS, is_dask_collection, wrap_methods
+from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["input_namespace", "make_array_api_aware"]
+__all__ = ["array_api_dispatch", "input_namespace"]
 
-_MARK = "_skquad_array_api_aware"
 # A fitted attribute every estimator sets (skquad/_foundation/_input_range.py): the fit's namespace.
 _REFERENCE_ATTRIBUTE = "data_min_"
 
@@ -170,6 +169,6 @@ def _prediction(method, name):
     return predict
 
 
-def make_array_api_aware(cls):
-    """Wrap ``cls``'s fit and prediction methods (see the module docstring); idempotent."""
-    wrap_methods(cls, ((PREDICTION_METHODS, _prediction), (FIT_METHODS, _fit)), _MARK)
+def array_api_dispatch(method):
+    """Decorate a fit or prediction method: foreign arrays converted as the module docstring says."""
+    return route_of(method, (_fit, _prediction))

@@ -44,12 +44,25 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._array_api import make_array_api_aware
+from ._array_api import array_api_dispatch
+from ._dask_dispatch import dask_dispatch
 from ._foundation._atomic import reads_fitted_state
-from ._dask_dispatch import make_dask_aware
 from ._foundation._input_range import clip_to_range, feature_range, merge_ranges
 
-__all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor"]
+__all__ = ["BaseQuadraticClassifier", "BaseQuadraticEstimator", "BaseQuadraticRegressor", "dispatch_inputs"]
+
+
+def dispatch_inputs(method):
+    """Decorate every public ``fit``/``partial_fit`` and prediction method (on top of its stack).
+
+    Array-API arrays are converted around the method (skquad/_array_api.py), then Dask
+    collections are predicted on block by block or refused by a fit that would gather them
+    (skquad/_dask_dispatch.py); tests/test_dask_dispatch.py checks every public estimator for it.
+    """
+    routed = array_api_dispatch(dask_dispatch(method))
+    routed.skquad_dispatches_inputs = True
+    return routed
+
 
 class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     """Base class of every skquad estimator (not for direct use).
@@ -97,13 +110,6 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     # The array_api_support tag: whether the model trains and predicts on X's
     # device (torch); inputs of every namespace are accepted (skquad/_array_api.py).
     _array_api_support = False
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        # Dask collections: block-wise predictions, refused fits (skquad/_dask_dispatch.py);
-        # then array API inputs, converted around both (skquad/_array_api.py)
-        make_dask_aware(cls)
-        make_array_api_aware(cls)
 
     def __setstate__(self, state):
         # A loaded state (pickle, joblib, skops) may not shadow a method,
@@ -264,6 +270,9 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
     score (log-odds) per label, ``predict`` returns the indicator matrix and
     ``predict_proba`` one independent probability per label.
     """
+
+    # scikit-learn's score, routed as the methods below
+    score = dispatch_inputs(ClassifierMixin.score)
 
     # Whether a label indicator matrix y is accepted (see the class docstring).
     _accept_multilabel = False
@@ -469,6 +478,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
             return self.classes_.shape[0]
         return 1 if self.classes_.shape[0] == 2 else self.classes_.shape[0]
 
+    @dispatch_inputs
     @reads_fitted_state
     def decision_function(self, X):
         """Raw class scores.
@@ -505,6 +515,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
             return np.column_stack([log_expit(-scores[:, 0]), log_expit(scores[:, 0])])
         return log_softmax(scores, axis=1)
 
+    @dispatch_inputs
     @reads_fitted_state
     def predict_proba(self, X):
         """Class probabilities.
@@ -521,6 +532,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
         scores = self._checked_scores(self._validate_predict_data(X))
         return self._scores_to_proba(scores)
 
+    @dispatch_inputs
     @reads_fitted_state
     def predict_log_proba(self, X):
         """Logarithm of the class probabilities.
@@ -536,6 +548,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
         scores = self._checked_scores(self._validate_predict_data(X))
         return self._scores_to_log_proba(scores)
 
+    @dispatch_inputs
     @reads_fitted_state
     def predict(self, X):
         """Predicted class labels.
@@ -573,6 +586,9 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
     ``predict`` returns the shape that was fitted, as
     :class:`~sklearn.linear_model.Ridge` does.
     """
+
+    # scikit-learn's score, routed as the methods below
+    score = dispatch_inputs(RegressorMixin.score)
 
     def _validate_training_data(self, X, y, sample_weight=None, *, reset=True):
         """Validate ``X``, numeric ``y`` and weights at the top of ``fit``/``partial_fit``.
@@ -672,6 +688,7 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
             return scores[:, 0]
         return scores
 
+    @dispatch_inputs
     @reads_fitted_state
     def predict(self, X):
         """Predicted targets.

@@ -1,7 +1,7 @@
 """Route Dask collections to :mod:`skquad._dask`, without importing Dask.
 
-Every skquad estimator class passes through :func:`make_dask_aware` when it is
-created (one call in ``BaseQuadraticEstimator.__init_subclass__``). It wraps
+:func:`dask_dispatch` decorates a method (through ``skquad._base.dispatch_inputs``,
+visible on each estimator's methods); by the method's name it wraps
 
 * the prediction methods (``predict``, ``predict_proba``,
   ``predict_log_proba``, ``decision_function``, ``score``): on a Dask
@@ -18,18 +18,14 @@ and an estimator fed numpy arrays never touches it.
 """
 
 import functools
-import inspect
 import sys
-
-from sklearn.utils._available_if import _AvailableIfDescriptor
 
 from ._foundation._atomic import fitted_view
 
-__all__ = ["is_dask_collection", "make_dask_aware", "wrap_methods"]
+__all__ = ["FIT_METHODS", "PREDICTION_METHODS", "dask_dispatch", "is_dask_collection", "route_of"]
 
 PREDICTION_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score")
 FIT_METHODS = ("fit", "partial_fit")
-_MARK = "_skquad_dask_aware"
 
 
 def is_dask_collection(*objects):
@@ -89,27 +85,16 @@ def _fit_refusal(estimator, name):
     )
 
 
-def make_dask_aware(cls):
-    """Wrap ``cls``'s prediction and fit methods (see the module docstring); idempotent."""
-    wrap_methods(cls, ((PREDICTION_METHODS, _prediction), (FIT_METHODS, _refusing_fit)), _MARK)
+def route_of(method, routes):
+    """``routes[0]`` for a fit method, ``routes[1]`` for a prediction method, by ``method``'s name."""
+    name = method.__name__
+    if name not in FIT_METHODS + PREDICTION_METHODS:
+        raise ValueError(f"{name} is neither a fit method {FIT_METHODS} nor a prediction method "
+                         f"{PREDICTION_METHODS}: it takes no routed input.")
+    fit_route, prediction_route = routes
+    return (prediction_route if name in PREDICTION_METHODS else fit_route)(method, name)
 
 
-def wrap_methods(cls, routes, mark):
-    """Replace each method of ``routes`` (``(names, wrap)`` pairs) by ``wrap(method, name)``.
-
-    Once per method: a wrapper carries ``mark`` (a subclass inherits it wrapped).
-    """
-    for names, wrap in routes:
-        for name in names:
-            attribute = inspect.getattr_static(cls, name, None)
-            if isinstance(attribute, _AvailableIfDescriptor):
-                # available_if keeps deciding whether the method exists
-                if not getattr(attribute.fn, mark, False):
-                    attribute.fn = _marked(wrap(attribute.fn, name), mark)
-            elif callable(attribute) and not getattr(attribute, mark, False):
-                setattr(cls, name, _marked(wrap(attribute, name), mark))
-
-
-def _marked(wrapper, mark):
-    setattr(wrapper, mark, True)
-    return wrapper
+def dask_dispatch(method):
+    """Decorate a fit or prediction method: Dask collections routed as the module docstring says."""
+    return route_of(method, (_refusing_fit, _prediction))

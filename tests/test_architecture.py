@@ -281,7 +281,7 @@ def test_no_circle_between_rooms_and_no_import_runs_upward():
 
 def test_the_circle_check_finds_a_planted_circle():
     modules = [
-        ("skquad._base", "from ._dask_dispatch import make_dask_aware\n", False),
+        ("skquad._base", "from ._dask_dispatch import dask_dispatch\n", False),
         ("skquad._dask_dispatch", "def dispatch():\n    from . import _dask\n", False),
         ("skquad._dask", "from .linear_model._qlr_problem import Route\n", False),
         ("skquad.linear_model._logistic", "from .._base import BaseQuadraticClassifier\n", False),
@@ -537,3 +537,35 @@ def test_the_warning_filter_check_finds_a_blanket_filter():
     assert blanket_warning_filters('warnings.filterwarnings("ignore", category=UserWarning)\n') == []
     assert blanket_warning_filters('warnings.simplefilter("ignore", ConvergenceWarning)\n') == []
     assert blanket_warning_filters('@pytest.mark.filterwarnings("ignore::UserWarning")\ndef f(): pass\n') == []
+
+
+# Threads are decided once (skquad/_foundation/_runtime.py's thread_count, on _threads.py's
+# rule); torch's and the BLAS libraries' counts are set only through _threads.py's blocks.
+# The benchmark command and its suites pin the user's --threads, no rule of a fit.
+THREAD_RULE = {"choose_thread_count", "PARALLEL_FLOPS", "sched_getaffinity"}  # and the cores a pool may use
+THREAD_SETTERS = {"set_num_threads", "threadpool_limits", "ThreadpoolController"}
+THREAD_MODULES = {"skquad._foundation._threads": THREAD_RULE | THREAD_SETTERS,
+                  "skquad._foundation._runtime": THREAD_RULE}
+
+
+def thread_decisions(name, source):
+    """The thread-rule and thread-setting names module ``name`` uses outside its allowance."""
+    names = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    names |= {node.attr for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)}
+    names |= {alias.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)
+              for alias in node.names}
+    return sorted(names & (THREAD_RULE | THREAD_SETTERS) - THREAD_MODULES.get(name, set()))
+
+
+@pytest.mark.parametrize(
+    "name,path", [pytest.param(n, p, id=n) for n, p in _modules() if not n.startswith("skquad.benchmarks")]
+)
+def test_threads_are_decided_by_the_runtime_policy_only(name, path):
+    assert thread_decisions(name, path.read_text()) == []
+
+
+def test_the_thread_check_finds_a_second_rule():
+    assert thread_decisions("skquad.linear_model._dask", "from .._foundation._threads import choose_thread_count\n")
+    assert thread_decisions("skquad.convex.blocks", "import torch\ntorch.set_num_threads(1)\n")
+    assert thread_decisions("skquad.convex.blocks", "import os\ncores = len(os.sched_getaffinity(0))\n")
+    assert not thread_decisions("skquad._foundation._runtime", "from ._threads import choose_thread_count\n")

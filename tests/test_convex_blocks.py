@@ -11,14 +11,12 @@ from skquad.convex import InputLifting, solve_relaxation
 def test_parallel_squared_blocks_match_the_sequential_solve(monkeypatch):
     """Without a callback the blocks run side by side; each block's solve is
     deterministic, so the result is bit for bit the sequential one."""
-    from skquad.convex import blocks
-
     rng = np.random.RandomState(6)
     X = rng.standard_normal((120, 4))
     y = rng.randint(0, 3, size=120)
     args = (InputLifting(), X, y, np.ones(120))
     kwargs = dict(loss="squared", beta=1e-2, n_outputs=3, tol=1e-5, solver_options={"rank": 3})
-    monkeypatch.setattr(blocks.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)  # two cores
     # Both under one BLAS/torch thread count: in the full suite (not alone) the
     # two runs differed in the 7th digit; thread settings left by earlier tests
     # are the suspect (a different BLAS thread count sums in another order).
@@ -37,7 +35,6 @@ def test_parallel_squared_blocks_run_on_one_blas_thread_and_restore_it(monkeypat
     after every many-class fit (or the workers ran two threads each)."""
     from threadpoolctl import threadpool_info
 
-    from skquad.convex import blocks
     from skquad.convex.routes import ROUTES, use_routes
 
     def blas_threads():
@@ -53,7 +50,7 @@ def test_parallel_squared_blocks_run_on_one_blas_thread_and_restore_it(monkeypat
     rng = np.random.RandomState(6)
     X = rng.standard_normal((120, 4))
     y = rng.randint(0, 3, size=120)
-    monkeypatch.setattr(blocks.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)  # two cores
     recording = dataclasses.replace(numpy_row, solve=recording_solve)
     with use_routes(recording, "native"), limit_threads(None, blas=2):  # a process whose BLAS has two threads
         outer = blas_threads()

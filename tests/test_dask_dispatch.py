@@ -5,6 +5,7 @@ recognizes one marker class) and a stand-in ``skquad._dask`` that records its ca
 so these tests need no Dask; tests/test_dask.py runs the real collections.
 """
 
+import inspect
 import sys
 import types
 
@@ -14,7 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._available_if import available_if
 
 import skquad
-from skquad._dask_dispatch import is_dask_collection, make_dask_aware
+from skquad._dask_dispatch import FIT_METHODS, PREDICTION_METHODS, dask_dispatch, is_dask_collection
 
 
 class Collection:
@@ -40,26 +41,33 @@ def _estimator_class(fits_dask=False, with_partial_fit=True):
     class Model(BaseEstimator):
         _fits_dask_collections = fits_dask
 
+        @dask_dispatch
         def fit(self, X, y=None):
             self.fitted_on_ = X
             return self
 
+        @dask_dispatch
         def predict(self, X):
             return "in memory"
 
+        @dask_dispatch
         def decision_function(self, X):
             return "in memory"
 
+        @dask_dispatch
         def score(self, X, y, sample_weight=None):
             return 1.0
 
         @available_if(lambda self: getattr(self, "probabilistic", False))
+        @dask_dispatch
         def predict_proba(self, X):
             return "in memory"
 
     if with_partial_fit:
-        Model.partial_fit = lambda self, X, y=None: self
-    make_dask_aware(Model)
+        def partial_fit(self, X, y=None):
+            return self
+
+        Model.partial_fit = dask_dispatch(partial_fit)
     return Model
 
 
@@ -122,22 +130,32 @@ def test_an_estimator_that_fits_collections_gets_them_in_fit_only(fake_dask):
         Model().partial_fit(X)
 
 
-def test_wrapping_is_idempotent(fake_dask):
-    Model = _estimator_class()
-    before = {name: Model.__dict__[name] for name in ("predict", "score", "fit", "partial_fit")}
-    descriptor_fn = Model.__dict__["predict_proba"].fn
-    make_dask_aware(Model)
-    assert {name: Model.__dict__[name] for name in before} == before
-    assert Model.__dict__["predict_proba"].fn is descriptor_fn
-    Model().fit(np.ones((2, 2))).predict(Collection())
-    assert len(fake_dask) == 1  # routed once, not through a second layer
+def test_only_fit_and_prediction_methods_take_the_decorator():
+    def transform(self, X):
+        return X
+
+    with pytest.raises(ValueError, match="transform is neither a fit method"):
+        dask_dispatch(transform)
 
 
 def test_every_skquad_estimator_is_dask_aware(fake_dask):
-    # the base wraps every estimator class when it is created
+    # every public estimator's methods carry the decorator (tests/test_dask.py checks them all)
     X = np.random.RandomState(0).normal(size=(20, 2))
     y = (X[:, 0] > 0).astype(int)
     clf = skquad.QuadraticLogisticRegression().fit(X, y)
     assert clf.predict_proba(Collection()) == "blockwise"
     with pytest.raises(TypeError, match="BackpropQuantizedClassifier.fit does not take Dask"):
         skquad.BackpropQuantizedClassifier().fit(Collection(), y)
+
+
+@pytest.mark.parametrize("name", skquad.__all__)
+def test_every_estimator_routes_dask_collections(name):
+    # Every fit and prediction method of every public class carries @dispatch_inputs
+    # (skquad/_base.py), the ones that available_if hides included.
+    cls = getattr(skquad, name)
+    methods = [method for method in FIT_METHODS + PREDICTION_METHODS if hasattr(cls, method)]
+    assert {"fit", "predict", "score"} <= set(methods)
+    for method in methods:
+        function = inspect.getattr_static(cls, method)
+        function = getattr(function, "fn", function)  # under available_if
+        assert getattr(function, "skquad_dispatches_inputs", False), (name, method)

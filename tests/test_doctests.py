@@ -238,3 +238,4 @@ def test_scaling_out_states_the_thread_rule_of_the_code():
     assert stated == PARALLEL_FLOPS
     assert choose_thread_count(0.5 * stated, available=4) == 1
     assert choose_thread_count(2 * stated, available=4) == 4
+

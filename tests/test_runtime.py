@@ -1,5 +1,6 @@
 """Tests of the runtime policy (skquad._foundation._runtime) and of the estimators that follow it."""
 
+import os
 import warnings
 
 import numpy as np
@@ -22,6 +23,7 @@ from skquad._foundation._threads import PARALLEL_FLOPS
 from skquad._foundation._runtime import (
     RuntimePolicy,
     compute_dtype,
+    parallel_workers,
     runtime_policy,
     spawn_generators,
     thread_count,
@@ -124,6 +126,13 @@ def test_thread_choice():
     assert thread_count("auto", cpu, PARALLEL_FLOPS * 10) == torch.get_num_threads()
     assert thread_count("auto", torch.device("cuda"), PARALLEL_FLOPS * 10) is None  # GPU: leave torch alone
     assert runtime_policy(np.float64, n_threads=2, random_state=0).n_threads == 2
+
+
+def test_parallel_workers_run_small_tasks_side_by_side_only():
+    cores = len(os.sched_getaffinity(0))
+    assert parallel_workers(3, PARALLEL_FLOPS / 10) == min(cores, 3)  # small: one core each
+    # large: one task at a time on every thread (where there is more than one)
+    assert parallel_workers(3, PARALLEL_FLOPS * 10) == (1 if torch.get_num_threads() > 1 else min(cores, 3))
 
 
 # ------------------------------------------------------------------ memory

@@ -6,7 +6,8 @@ progress lines (``_reporting``), GIL-free BLAS calls (``_blas``), canonical
 training rows (``_rows``), atomic fits (``_atomic``), torch helpers
 (``_torch_utils``), input ranges (``_input_range``), target scaling
 (``_target_scaling``), the numpy L-BFGS engine (``_lbfgs_compact``), the
-estimator at the end of a pipeline (``_pipeline``) and the CV splitters'
-metadata routing (``_cv_routing``). Import from the modules; this package
+estimator at the end of a pipeline (``_pipeline``), the CV splitters'
+metadata routing (``_cv_routing``) and the estimators' shared docstring entries
+(``_docstrings``). Import from the modules; this package
 re-exports nothing, so importing one module does not import torch.
 """

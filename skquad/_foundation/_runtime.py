@@ -27,7 +27,9 @@ these five things:
 * **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; on a
   GPU torch's CPU threads are left alone; else
   :func:`~skquad._foundation._threads.choose_thread_count` on the work of one
-  step, which the estimator measures in flops.
+  step, which the estimator measures in flops. The only place a thread count is
+  chosen: the engine, the Dask blocks and the convex solvers call it too, and
+  :func:`parallel_workers` on it for pools of independent tasks.
 * **CPU matrix products** (:func:`cpu_matmul_library`): which library
   multiplies the networks' CPU batches (:class:`skquad.nn.fused.FusedNetwork`),
   torch's MKL on Intel CPUs, numpy's BLAS elsewhere.
@@ -38,6 +40,7 @@ these five things:
 
 import dataclasses
 import functools
+import os
 import platform
 
 import numpy as np
@@ -51,6 +54,7 @@ __all__ = [
     "RuntimePolicy",
     "compute_dtype",
     "cpu_matmul_library",
+    "parallel_workers",
     "runtime_policy",
     "spawn_generators",
     "thread_count",
@@ -127,6 +131,18 @@ def thread_count(n_threads, device, flops_per_step):
     if torch.device(device).type != "cpu":
         return None
     return choose_thread_count(np.inf if flops_per_step is None else flops_per_step)
+
+
+def parallel_workers(n_tasks, flops_per_task):
+    """Python threads for ``n_tasks`` independent CPU tasks: one per available core where
+    :func:`thread_count` gives a task one thread (small tasks run side by side), else 1."""
+    if thread_count("auto", "cpu", flops_per_task) != 1:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, n_tasks))
 
 
 def _cpu_vendor():

@@ -1,8 +1,9 @@
 """The one CPU thread and denormal policy of skquad's training (and benchmarks).
 
 Every torch-trained estimator trains inside :func:`limit_threads`, with a
-thread count from :func:`choose_thread_count`; the benchmarks use the same
-context manager to pin a whole run to ``--threads``.
+thread count from the runtime policy (:func:`skquad._foundation._runtime.thread_count`,
+the one caller of :func:`choose_thread_count`; tests/test_architecture.py checks it);
+the benchmarks use the same context manager to pin a whole run to ``--threads``.
 
 Why a policy at all: a training step is a chain of small operations, each of
 which pays torch's OpenMP hand-off, and when the cores are busy the second

@@ -13,12 +13,11 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import math
-import os
 import time
 
 import numpy as np
 
-from .._foundation._runtime import thread_count
+from .._foundation._runtime import parallel_workers
 from .._foundation._threads import limit_threads
 from .routes import first_route
 from .solution import SDPSolution, relative_gap
@@ -205,13 +204,7 @@ def _block_workers(data, callback, verbose, options):
     if callback is not None or verbose or data.features.device.type != "cpu":
         return 1
     rank = options.get("rank") or math.ceil(math.sqrt(2.0 * data.n_lifted))
-    if thread_count("auto", "cpu", data.features.shape[0] * data.n_lifted * rank) != 1:
-        return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, data.n_outputs))
+    return parallel_workers(data.n_outputs, data.features.shape[0] * data.n_lifted * rank)
 
 
 def _zero_block(block, name):

@@ -57,7 +57,8 @@ from .._dask import (
 from .._foundation._input_range import feature_range, merge_ranges
 from .._foundation._memory import check_memory
 from .._foundation._reporting import progress_line, warn_user
-from .._foundation._threads import choose_thread_count, flush_denormals, limit_threads
+from .._foundation._runtime import thread_count
+from .._foundation._threads import flush_denormals, limit_threads
 from .._training import lbfgs_convergence_message, minimize_lbfgs
 from ..nn.quadratic_form import (
     QuadraticScores,
@@ -102,7 +103,7 @@ def _block_objective(block, theta, total_weight, settings):
         settings["n_scores"], 0.0, cross_weight=settings["cross_weight"],
         fit_intercept=settings["fit_intercept"], class_blocks=class_blocks,
     )
-    threads = choose_thread_count(3.0 * settings["n_scores"] * X.shape[0] * n_features**2)
+    threads = thread_count("auto", "cpu", 3.0 * settings["n_scores"] * X.shape[0] * n_features**2)
     with limit_threads(threads), flush_denormals():
         return objective(theta)
 
@@ -124,7 +125,7 @@ def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_wei
     )
     # the in-memory trainer's thread and denormal policy, per block
     n_features = X.shape[1]
-    threads = choose_thread_count(3.0 * params[0].shape[0] * X.shape[0] * n_features * n_features)
+    threads = thread_count("auto", "cpu", 3.0 * params[0].shape[0] * X.shape[0] * n_features * n_features)
     with torch.no_grad(), limit_threads(threads), flush_denormals():
         loss = function(
             torch.from_numpy(X).to(dtype),

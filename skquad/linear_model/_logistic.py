@@ -10,8 +10,9 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
-from .._base import BaseQuadraticClassifier
+from .._base import BaseQuadraticClassifier, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
@@ -35,6 +36,7 @@ _KERNEL_NEWTON_MAX_ROWS = 300
 _PREDICTION_ROW_ELEMENTS = 1 << 24
 
 
+@shared_docstring
 class QuadraticLogisticRegression(BaseQuadraticClassifier):
     """Logistic regression with a quadratic form: one quadratic neuron per score.
 
@@ -175,9 +177,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         **not convex**: the solvers find a local optimum that depends on
         ``Q_init`` and ``random_state``. The penalty ``P(Q)`` is the same as
         for a full ``Q``, computed from the factors.
-    interaction_only : bool, default=False
-        Learn no squared terms: ``Q_aa = 0`` (``PolynomialFeatures``'
-        ``interaction_only``).
+    [shared: interaction_only]
     interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
         Which features may interact, with
         :class:`~sklearn.ensemble.HistGradientBoostingClassifier`'s meaning:
@@ -235,15 +235,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         probabilities in ``numpy.result_type(X, coef_)``, as
         ``LogisticRegression``'s.
 
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
+    [shared: clip_inputs]
 
     Attributes
     ----------
@@ -293,12 +285,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features seen during fit, when ``X`` has string column names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64, widened by each
-        ``partial_fit``: the range ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_ data_max_]
 
     See Also
     --------
@@ -412,6 +399,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         self.clip_inputs = clip_inputs
 
     # ------------------------------------------------------------------ fit
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -449,6 +437,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         return True
 
     @available_if(_sgd_only)
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):

@@ -22,7 +22,8 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.validation import _check_method_params
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticClassifier
+from .._foundation._docstrings import shared_docstring
+from .._base import BaseQuadraticClassifier, dispatch_inputs
 from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
 from ._logistic import QuadraticLogisticRegression
 from ._sparse_q import SPARSE_PENALTIES, publish_interactions
@@ -33,6 +34,7 @@ __all__ = ["QuadraticLogisticRegressionCV"]
 _MODEL = ("Q_", "coef_", "intercept_")
 
 
+@shared_docstring
 class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     """:class:`QuadraticLogisticRegression` with ``C`` chosen by cross-validation.
 
@@ -132,9 +134,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         Per feature, the smallest value over the training rows of positive weight.
     data_max_ : ndarray of shape (n_features_in_,)
         Per feature, the largest such value.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
+    [shared-tight: n_features_in_ feature_names_in_]
 
     See Also
     --------
@@ -267,6 +267,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         score = {} if sample_weight is None else {"sample_weight": sample_weight}
         return Bunch(splitter=Bunch(split={}), scorer=Bunch(score=score))
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):
@@ -369,6 +370,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         """The scorer of ``scoring``: accuracy by default, as LogisticRegressionCV's."""
         return get_scorer(self.scoring or "accuracy")
 
+    @dispatch_inputs
     @reads_fitted_state
     def score(self, X, y, sample_weight=None, **score_params):
         """The ``scoring`` score of the model on ``(X, y)`` (accuracy by default).

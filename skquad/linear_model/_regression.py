@@ -7,8 +7,9 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
+from .._foundation._docstrings import shared_docstring
 from .._foundation._memory import check_memory
 from .._foundation._threads import limit_threads
 from .._foundation._runtime import thread_count
@@ -44,6 +45,7 @@ QUADRATIC_RATIOS = (1.0, 10.0, 100.0, 1e3, 1e4)
 _AUTO_MAX_ROWS = 2000
 
 
+@shared_docstring
 class QuadraticRegression(BaseQuadraticRegressor):
     """Least squares with a quadratic form: ``y = xᵀQx + wᵀx + b`` per output.
 
@@ -124,9 +126,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         ``"cg"``: the relative residual at which it stops.
     max_iter : int, default=None
         ``"cg"``: largest number of iterations per target (None: ``10 D``).
-    interaction_only : bool, default=False
-        Learn no squared terms: ``Q_aa = 0`` (``PolynomialFeatures``'
-        ``interaction_only``).
+    [shared: interaction_only]
     interaction_cst : {"pairwise", "no_interactions"} or sequence of groups, default=None
         Which features may interact, with
         :class:`~sklearn.ensemble.HistGradientBoostingRegressor`'s meaning
@@ -136,23 +136,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         The model is then ``Ridge`` on ``PolynomialFeatures(2)``'s columns of
         the allowed pairs, ``D = d + (their number)``, which every solver
         (and ``"auto"``'s choice) works with.
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
-
-    clip_outputs : bool, default=False
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output. Every training target lies
-        in the range, so clipping moves a prediction toward each of them and
-        no training row's squared error grows; but a training prediction
-        outside the range changes, so the default is off and the predictions
-        equal ``PolynomialFeatures(2)`` + ``Ridge``'s (see above).
+    [shared: clip_inputs clip_outputs:QuadraticRegression]
 
     Attributes
     ----------
@@ -179,22 +163,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
         there is a ``max_iter``; Ridge reports None).
     solver_ : str
         The solver used.
-    n_outputs_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64: the range
-        ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_outputs_ n_features_in_ feature_names_in_ data_min_:QuadraticRegression
+        data_max_]
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------
@@ -311,6 +283,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         share = total_weight / weight.sum()
         return search.alpha_ * share, search.quadratic_alpha_ * share
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):

@@ -13,9 +13,11 @@ from sklearn.utils.metadata_routing import _routing_enabled
 
 from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params, splitter_router
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
+from .._foundation._docstrings import shared_docstring
 from .._foundation._memory import check_memory
-from .._foundation._threads import choose_thread_count, limit_threads
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from ..nn.quadratic_ridge import (
     QuadraticRidgeLeaveOneOut,
     coefficients_to_model,
@@ -43,6 +45,7 @@ class _PredictionsAsInput(RegressorMixin, BaseEstimator):
         return predictions
 
 
+@shared_docstring
 class QuadraticRegressionCV(BaseQuadraticRegressor):
     """:class:`QuadraticRegression` with its penalties chosen by cross-validation, as RidgeCV.
 
@@ -119,23 +122,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         chooses (``quadratic_ratios``, ``scoring`` and ``gcv_mode`` do not apply).
     l1_ratio : float, list of float or None, default=None
         With a sparse ``penalty``: the ``l1_ratio`` values tried (None: 1).
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
-
-    clip_outputs : bool, default=False
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output. Every training target lies
-        in the range, so clipping moves a prediction toward each of them and
-        no training row's squared error grows; but a training prediction
-        outside the range changes, so the default is off and the predictions
-        equal ``PolynomialFeatures(2)`` + ``Ridge``'s (see above).
+    [shared: clip_inputs clip_outputs:QuadraticRegression]
 
     Attributes
     ----------
@@ -160,22 +147,10 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
         Linear coefficients.
     intercept_ : float or ndarray of shape (n_targets,)
-    n_outputs_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64: the range
-        ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_outputs_ n_features_in_ feature_names_in_ data_min_:QuadraticRegression
+        data_max_]
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------
@@ -279,6 +254,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             dtype=np.float64,
         )
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):
@@ -349,7 +325,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             advice="pass cv=5 (K-fold with QuadraticRegression's memory-bounded solvers).",
         )
         flops = 2.0 * n * size * size + 10.0 * size**3 * len(ratios)
-        with limit_threads(None, blas=choose_thread_count(flops)):
+        with limit_threads(None, blas=thread_count("auto", "cpu", flops)):
             loo = QuadraticRidgeLeaveOneOut(
                 X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
                 leave_out=self._leave_out, allowed=allowed,

@@ -15,7 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticClassifier
+from .._base import BaseQuadraticClassifier, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
@@ -89,6 +89,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
         return y if getattr(self, "_multilabel", False) else self.classes_[y]
 
     # ------------------------------------------------------------ fit
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -126,6 +127,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
         return self._start_fit(X, y_encoded, sample_weight)
 
     @available_if(_stochastic_solver)
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -176,6 +178,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
             return np.exp(self._scores_to_log_proba(scores))
         return super()._scores_to_proba(scores)
 
+    @dispatch_inputs
     @reads_fitted_state
     def predict_log_proba(self, X):
         """Logarithm of the class probabilities, ``log(predict_proba(X))``.

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._target_scaling import (
     fitted_target_scaling,
@@ -113,6 +113,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return unscaled_predictions(y, *fitted_target_scaling(self))
 
     # ------------------------------------------------------------ fit
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -145,6 +146,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return self._start_fit(X, y, sample_weight)
 
     @available_if(_stochastic_solver)
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):
@@ -177,6 +179,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return self._train(X, y, sample_weight, architecture, incremental=True)
 
     # ------------------------------------------------------------ prediction
+    @dispatch_inputs
     @reads_fitted_state
     def predict(self, X):
         """Predicted targets.

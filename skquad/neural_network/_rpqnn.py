@@ -1,5 +1,6 @@
 """Reduced-parameter quadratic networks (Noel et al., Algorithm 2): classifier and regressor."""
 
+from .._foundation._docstrings import shared_docstring
 from ..nn.layers import ReducedQuadraticLayer
 from ._base import signature_with
 from ._classifier import BaseQuadraticNetworkClassifier
@@ -8,6 +9,7 @@ from ._regressor import BaseQuadraticNetworkRegressor
 __all__ = ["RPQNNClassifier", "RPQNNRegressor"]
 
 
+@shared_docstring
 class RPQNNClassifier(BaseQuadraticNetworkClassifier):
     """Reduced-parameter quadratic network classifier (Noel et al., Algorithm 2).
 
@@ -21,247 +23,20 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes : array-like of int, default=(100,)
-        Neurons per hidden layer. ``()`` means no hidden layer: one layer
-        straight from the features to the class scores.
-
-    activation : {"relu", "logistic", "sigmoid", "tanh", "identity"}, default="relu"
-        Hidden-layer activation ("logistic", MLPClassifier's name, and
-        "sigmoid" are the same function).
-
-    quadratic_layers : {"output", "all"} or list of bool, default="output"
-        Which layers are quadratic: only the output layer (Noel et al.'s MNIST
-        network: a conventional hidden layer and a quadratic output layer),
-        every layer, or one flag per layer (``len(hidden_layer_sizes) + 1``
-        flags, the output layer last). The others are ``torch.nn.Linear``.
-
-    output_activation : {"softmax", "sigmoid"}, default="softmax"
-        "softmax": one score per class, softmax and log-loss. "sigmoid": Noel
-        et al.'s output layer, one sigmoid per class with a binary
-        cross-entropy each; ``predict_proba`` normalises the sigmoids to sum to
-        one. Binary problems always use one logistic output.
-
-    power_term : bool, default=False
-        Use Fan et al.'s neuron: add ``W_p (a * a) + c_p`` (``power_weight``,
-        ``power_bias``).
-
-    solver : {"adam", "sgd", "lbfgs"}, default="adam"
-        "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"
-        (scipy's L-BFGS-B on the whole data set) suits small problems and has
-        no ``partial_fit``.
-
-    alpha : float, default=1e-4
-        L2 penalty on every weight matrix (not on biases), scaled like
-        MLPClassifier's.
-
-    batch_size : int or "auto", default="auto"
-        ``min(200, n_samples)`` for "auto". Ignored by lbfgs.
-
-    learning_rate : {"constant", "invscaling", "adaptive"}, default="constant"
-        Step-size schedule for ``solver="sgd"``, as in MLPClassifier:
-        "constant" keeps ``learning_rate_init``; "invscaling" uses
-        ``learning_rate_init / t ** power_t`` at step ``t``; "adaptive" keeps it
-        while the training loss falls and divides it by 5 each time two
-        consecutive epochs fail to improve by ``tol``.
-
-    learning_rate_init : float, default=1e-3
-        Initial step size of sgd and adam.
-
-    power_t : float, default=0.5
-        Exponent of the "invscaling" schedule (sgd only).
-
-    max_iter : int, default=200
-        Epochs for sgd and adam; iterations for lbfgs.
-
-    shuffle : bool, default=True
-        Shuffle the samples every epoch.
-
-    random_state : int, RandomState instance or None, default=None
-        Seeds the initial weights, the shuffling and the early-stopping split
-        through a local torch generator (never torch's global one). On the CPU
-        the same value gives the same model.
-
-    tol : float, default=1e-4
-        Stop when the training loss (or, with early stopping, the validation
-        accuracy) has not improved by ``tol`` for ``n_iter_no_change`` epochs.
-
-    verbose : bool, default=False
-        Print one line per epoch: loss, validation score, elapsed time.
-
-    warm_start : bool, default=False
-        Start ``fit`` from the previous solution (with a fresh optimizer). The
-        classes, features and architecture must be those of the previous fit.
-
-    momentum : float, default=0.9
-        Momentum of sgd.
-
-    nesterovs_momentum : bool, default=True
-        Nesterov's momentum for sgd.
-
-    early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the training data (stratified), stop
-        when its accuracy stops improving and keep the best weights.
-
-    validation_fraction : float, default=0.1
-        Share of the training data held out by ``early_stopping``.
-
-    beta_1 : float, default=0.9
-        Decay of adam's first-moment estimate.
-
-    beta_2 : float, default=0.999
-        Decay of adam's second-moment estimate.
-
-    epsilon : float, default=1e-8
-        Adam's numerical-stability constant.
-
-    n_iter_no_change : int, default=10
-        Epochs without an improvement of ``tol`` before stopping.
-
-    max_fun : int, default=15000
-        Maximum number of loss evaluations (lbfgs only).
-
-    class_weight : dict, "balanced" or None, default=None
-        Weights of the classes, multiplied into ``sample_weight``.
-
-    relinear : bool, default=True
-        ReLinear's start (Fan et al.): the quadratic part of every neuron starts
-        neutral, so each neuron starts as a conventional one. False draws a
-        small random quadratic part.
-
-    quadratic_learning_rate_scale : float, default=0.1
-        ReLinear-sg (Fan et al.): the quadratic parameters learn with
-        ``learning_rate_init * quadratic_learning_rate_scale`` (sgd and adam).
-        1.0 trains them like the linear ones.
-
-    quadratic_l1 : float, default=0.0
-        ReLinear-sw (Fan et al.): extra l1 decay on the quadratic weights
-        (scaled like ``alpha``).
-
-    quadratic_l2 : float, default=0.0
-        ReLinear-sw: extra l2 decay on the quadratic weights (scaled like
-        ``alpha``).
-
-    weight_transfer : bool, default=False
-        Fan et al.'s weight transfer: first train a conventional network of the
-        same shape with the same settings, copy its weights into the linear
-        part of every layer, then train the quadratic network.
-
-    backward : {"fused", "cached", "autograd"}, default="fused"
-        How gradients are computed: "fused" runs Noel et al.'s explicit
-        back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
-        per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
-        differentiates plain torch operations. All three give the same
-        gradients.
-
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-        Where to train. Weights are stored as numpy arrays, so a model fitted
-        on a GPU unpickles and predicts on a CPU-only machine.
-
-    dtype : {"float32", "float64"} or None, default=None
-        Precision of training and prediction. None follows the input, as
-        MLPClassifier does: float32 data is trained in float32, anything else
-        in float64.
-
-    n_threads : int or "auto", default="auto"
-        CPU threads for training and prediction. "auto" picks one thread for
-        small steps (where torch's thread hand-off costs more than it saves)
-        and all of torch's threads for large ones. The previous setting is
-        restored afterwards.
-
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
+    [shared: hidden_layer_sizes activation quadratic_layers output_activation power_term solver
+        alpha:QNNClassifier batch_size learning_rate learning_rate_init power_t max_iter shuffle
+        random_state tol:QNNClassifier verbose warm_start momentum nesterovs_momentum early_stopping
+        validation_fraction beta_1 beta_2 epsilon n_iter_no_change max_fun class_weight relinear
+        quadratic_learning_rate_scale quadratic_l1 quadratic_l2 weight_transfer backward device
+        dtype n_threads clip_inputs]
 
     Attributes
     ----------
-    classes_ : ndarray of shape (n_classes,)
-        Class labels; ``arange(n_labels)`` for a multilabel ``y``.
-
-    n_features_in_ : int
-        Number of features seen during fit.
-
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during fit. Defined only when ``X`` has
-        feature names that are all strings.
-
-    layers_ : list of dict
-        Learned weights per layer (input side first) as numpy arrays in the
-        training dtype, plus an ``"options"`` dict with the layer's shape:
-        ``{"kind": "ReducedQuadraticLayer", "weight": W (n_out, n_in), "bias": b
-        (n_out,), "factor_weight": U (n_out, n_in), "factor_bias": c (n_out,)}``
-        plus ``"power_weight"``, ``"power_bias"`` with ``power_term=True``, or
-        ``{"kind": "Linear", "weight", "bias"}``.
-
-    coefs_ : list of ndarray
-        The linear weight of each layer, shape ``(n_in, n_out)`` as in
-        MLPClassifier (read from ``layers_``).
-
-    intercepts_ : list of ndarray
-        The linear bias of each layer (read from ``layers_``).
-
-    hidden_activation_ : str
-        The hidden-layer activation the network was trained with (predictions
-        use it, whatever ``activation`` is set to later).
-
-    out_activation_ : str
-        "logistic" (binary or multilabel), "softmax" or "sigmoid"
-        (per-class sigmoids).
-
-    loss_ : float
-        Training objective at the last epoch (lbfgs: iteration).
-
-    loss_curve_ : list of float
-        Training objective per epoch (lbfgs: per iteration).
-
-    best_loss_ : float or None
-        Lowest training objective seen; None with ``early_stopping=True``
-        (the validation score takes its place), as in MLPClassifier.
-
-    validation_scores_ : list of float or None
-        Validation accuracy per epoch with ``early_stopping``, else None.
-
-    best_validation_score_ : float or None
-        Best validation accuracy with ``early_stopping``, else None.
-
-    n_iter_ : int
-        Epochs (lbfgs: iterations) run by the last ``fit`` or
-        ``partial_fit`` call, as in MLPClassifier.
-
-    t_ : int
-        Training samples seen, over every call (MLPClassifier's ``t_``).
-
-    diverged_ : bool
-        True when the last fit stopped because training diverged (the best
-        weights seen were restored, and a ConvergenceWarning said so).
-
-    device_ : str
-        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
-        predicts there, or on the CPU where that device is missing.
-
-    n_layers_ : int
-        Number of layers, counting the input layer (as in MLPClassifier).
-
-    n_outputs_ : int
-        Number of class scores (1 for binary problems; one per label for
-        a multilabel ``y``).
-
-    weight_transfer_n_iter_ : int
-        Epochs of the conventional network, with ``weight_transfer=True``.
-
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64, widened by each
-        ``partial_fit``: the range ``clip_inputs`` clips to.
-
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared: classes_ n_features_in_:QNNClassifier feature_names_in_:QNNClassifier
+        layers_:RPQNNClassifier coefs_ intercepts_ hidden_activation_ out_activation_:QNNClassifier
+        loss_ loss_curve_ best_loss_ validation_scores_:QNNClassifier
+        best_validation_score_:QNNClassifier n_iter_ t_ diverged_ device_ n_layers_
+        n_outputs_:QNNClassifier weight_transfer_n_iter_ data_min_ data_max_]
 
     See Also
     --------
@@ -303,6 +78,7 @@ class RPQNNClassifier(BaseQuadraticNetworkClassifier):
         return {"power_term": self.power_term}
 
 
+@shared_docstring
 class RPQNNRegressor(BaseQuadraticNetworkRegressor):
     """Reduced-parameter quadratic network regressor (Noel et al., Algorithm 2).
 
@@ -316,290 +92,22 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes : array-like of int, default=(100,)
-        Neurons per hidden layer. ``()`` means no hidden layer: one layer
-        straight from the features to the outputs.
-
-    activation : {"relu", "logistic", "sigmoid", "tanh", "identity"}, default="relu"
-        Hidden-layer activation ("logistic", MLPRegressor's name, and
-        "sigmoid" are the same function).
-
-    quadratic_layers : {"output", "all"} or list of bool, default="output"
-        Which layers are quadratic: only the output layer (Noel et al.'s MNIST
-        network: a conventional hidden layer and a quadratic output layer),
-        every layer, or one flag per layer (``len(hidden_layer_sizes) + 1``
-        flags, the output layer last). The others are ``torch.nn.Linear``.
-
-    loss : {"squared_error", "poisson"}, default="squared_error"
-        MLPRegressor's losses: "squared_error" is half the squared error with
-        an identity output; "poisson" is half the Poisson deviance with an
-        ``exp`` output (the targets must be non-negative). For several
-        outputs the squared error is averaged over them and the Poisson
-        deviance summed, as in MLPRegressor's ``loss_``.
-
-    power_term : bool, default=False
-        Use Fan et al.'s neuron: add ``W_p (a * a) + c_p`` (``power_weight``,
-        ``power_bias``).
-
-    scale_target : bool, default=True
-        Train on the targets standardized per output (the
-        ``sample_weight``-weighted mean and standard deviation; a constant
-        column trains on zeros and, after ``fit``, predicts its constant:
-        scale 0) and predict in the original units, as
-        ``shift + scale * output``. A quadratic output layer grows with the
-        square of its inputs and the optimizers' step sizes are set for
-        targets of unit scale; :class:`~sklearn.neural_network.MLPRegressor`
-        does not scale (its output is linear), so its users scale ``y``
-        themselves. With ``loss="poisson"`` only the scale (the weighted
-        mean) is divided out, exact for the log link. Fixed by ``fit`` (or
-        the first ``partial_fit``; kept by ``warm_start``). ``alpha``
-        penalises the weights of the network on the scaled targets.
-        False: the targets as given.
-
-    solver : {"auto", "adam", "sgd", "lbfgs"}, default="auto"
-        "auto" is "lbfgs" on up to 1,000 training rows and "adam" above
-        (``partial_fit`` uses "adam"; Dask collections "lbfgs"): Adam's
-        ``max_iter`` epochs of batches of 200 are too few steps to converge on
-        small data, where full-batch L-BFGS converges, and on more rows Adam's
-        early end holds the network back where L-BFGS overfits. The solver
-        that ran is ``solver_``. "adam" is MLPRegressor's default; "sgd" is
-        stochastic gradient descent with (Nesterov) momentum; "lbfgs"
-        (scipy's L-BFGS-B on the whole data set) has no ``partial_fit``.
-
-    alpha : float, default=1.0
-        L2 penalty on every weight matrix (not on biases), scaled like
-        MLPRegressor's: ``alpha / (2 n) * ||W||^2`` beside the mean squared
-        error halved, on the scaled targets (``scale_target``). The default, a
-        unit-variance prior whose weight falls as ``1 / n``, keeps the quadratic
-        output in check where rows are few; ``alpha=1e-4`` is MLPRegressor's.
-
-    batch_size : int or "auto", default="auto"
-        ``min(200, n_samples)`` for "auto". Ignored by lbfgs.
-
-    learning_rate : {"constant", "invscaling", "adaptive"}, default="constant"
-        Step-size schedule for ``solver="sgd"``, as in MLPRegressor:
-        "constant" keeps ``learning_rate_init``; "invscaling" uses
-        ``learning_rate_init / t ** power_t`` at step ``t``; "adaptive" keeps it
-        while the training loss falls and divides it by 5 each time two
-        consecutive epochs fail to improve by ``tol``.
-
-    learning_rate_init : float, default=1e-3
-        Initial step size of sgd and adam.
-
-    power_t : float, default=0.5
-        Exponent of the "invscaling" schedule (sgd only).
-
-    max_iter : int, default=200
-        Epochs for sgd and adam; iterations for lbfgs.
-
-    shuffle : bool, default=True
-        Shuffle the samples every epoch.
-
-    random_state : int, RandomState instance or None, default=None
-        Seeds the initial weights, the shuffling and the early-stopping split
-        through a local torch generator (never torch's global one). On the CPU
-        the same value gives the same model.
-
-    tol : float, default=1e-4
-        Stop when the training loss (or, with early stopping, the validation
-        R^2) has not improved by ``tol`` for ``n_iter_no_change`` epochs.
-
-    verbose : bool, default=False
-        Print one line per epoch: loss, validation score, elapsed time.
-
-    warm_start : bool, default=False
-        Start ``fit`` from the previous solution (with a fresh optimizer). The
-        outputs, features and architecture must be those of the previous fit.
-
-    momentum : float, default=0.9
-        Momentum of sgd.
-
-    nesterovs_momentum : bool, default=True
-        Nesterov's momentum for sgd.
-
-    early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the training data, stop when its
-        R^2 stops improving and keep the best weights.
-
-    validation_fraction : float, default=0.1
-        Share of the training data held out by ``early_stopping``.
-
-    beta_1 : float, default=0.9
-        Decay of adam's first-moment estimate.
-
-    beta_2 : float, default=0.999
-        Decay of adam's second-moment estimate.
-
-    epsilon : float, default=1e-8
-        Adam's numerical-stability constant.
-
-    n_iter_no_change : int, default=10
-        Epochs without an improvement of ``tol`` before stopping.
-
-    max_fun : int, default=15000
-        Maximum number of loss evaluations (lbfgs only).
-
-    relinear : bool, default=True
-        ReLinear's start (Fan et al.): the quadratic part of every neuron starts
-        neutral, so each neuron starts as a conventional one. False draws a
-        small random quadratic part.
-
-    quadratic_learning_rate_scale : float, default=0.1
-        ReLinear-sg (Fan et al.): the quadratic parameters learn with
-        ``learning_rate_init * quadratic_learning_rate_scale`` (sgd and adam).
-        1.0 trains them like the linear ones.
-
-    quadratic_l1 : float, default=0.0
-        ReLinear-sw (Fan et al.): extra l1 decay on the quadratic weights
-        (scaled like ``alpha``).
-
-    quadratic_l2 : float, default=0.0
-        ReLinear-sw: extra l2 decay on the quadratic weights (scaled like
-        ``alpha``).
-
-    weight_transfer : bool, default=False
-        Fan et al.'s weight transfer: first train a conventional network of the
-        same shape with the same settings, copy its weights into the linear
-        part of every layer, then train the quadratic network.
-
-    backward : {"fused", "cached", "autograd"}, default="fused"
-        How gradients are computed: "fused" runs Noel et al.'s explicit
-        back-propagation (Algorithms 1 and 2) for the whole network without
-        autograd (fastest, ``skquad.nn.fused``); "cached" uses the
-        per-layer autograd Functions of :mod:`skquad.nn.backward`; "autograd"
-        differentiates plain torch operations. All three give the same
-        gradients.
-
-    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
-        Where to train. Weights are stored as numpy arrays, so a model fitted
-        on a GPU unpickles and predicts on a CPU-only machine.
-
-    dtype : {"float32", "float64"} or None, default=None
-        Precision of training and prediction. None follows the input, as
-        MLPRegressor does: float32 data is trained in float32, anything else
-        in float64.
-
-    n_threads : int or "auto", default="auto"
-        CPU threads for training and prediction. "auto" picks one thread for
-        small steps (where torch's thread hand-off costs more than it saves)
-        and all of torch's threads for large ones. The previous setting is
-        restored afterwards.
-
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        For sparse ``X`` the stored values are clipped; implicit zeros stay
-        zero (the range includes the training rows' implicit zeros).
-        False predicts with the unbounded quadratic model.
-
-    clip_outputs : bool, default=True
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output, so that the network stays
-        bounded where it extrapolates (a quadratic output grows as the square
-        of its inputs). Every training target lies in the range, so clipping
-        moves a prediction toward each of them: no training row's squared
-        error grows. False predicts with the unbounded network.
+    [shared: hidden_layer_sizes:QNNRegressor activation:QNNRegressor quadratic_layers loss
+        power_term scale_target solver:QNNRegressor alpha batch_size learning_rate:QNNRegressor
+        learning_rate_init power_t max_iter shuffle random_state tol verbose warm_start:QNNRegressor
+        momentum nesterovs_momentum early_stopping:QNNRegressor validation_fraction beta_1 beta_2
+        epsilon n_iter_no_change max_fun relinear quadratic_learning_rate_scale quadratic_l1
+        quadratic_l2 weight_transfer backward device dtype:QNNRegressor n_threads clip_inputs
+        clip_outputs:QNNRegressor]
 
     Attributes
     ----------
-    n_features_in_ : int
-        Number of features seen during fit.
-
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during fit. Defined only when ``X`` has
-        feature names that are all strings.
-
-    layers_ : list of dict
-        Learned weights per layer (input side first) as numpy arrays in the
-        training dtype, plus an ``"options"`` dict with the layer's shape:
-        ``{"kind": "ReducedQuadraticLayer", "weight": W (n_out, n_in), "bias": b
-        (n_out,), "factor_weight": U (n_out, n_in), "factor_bias": c (n_out,)}``
-        plus ``"power_weight"``, ``"power_bias"`` with ``power_term=True``, or
-        ``{"kind": "Linear", "weight", "bias"}``.
-
-    coefs_ : list of ndarray
-        The linear weight of each layer, shape ``(n_in, n_out)`` as in
-        MLPRegressor (read from ``layers_``).
-
-    intercepts_ : list of ndarray
-        The linear bias of each layer (read from ``layers_``).
-
-    hidden_activation_ : str
-        The hidden-layer activation the network was trained with (predictions
-        use it, whatever ``activation`` is set to later).
-
-    out_activation_ : str
-        "identity" (``loss="squared_error"``) or "exp" (``loss="poisson"``).
-
-    target_shift_ : ndarray of shape (n_outputs_,)
-        Subtracted from ``y`` for training (0 without ``scale_target``, and
-        with ``loss="poisson"``).
-
-    target_scale_ : ndarray of shape (n_outputs_,)
-        ``y`` divided by it for training (1 without ``scale_target``).
-
-    loss_ : float
-        Training objective at the last epoch (lbfgs: iteration).
-
-    loss_curve_ : list of float
-        Training objective per epoch (lbfgs: per iteration). In the
-        units of the scaled targets (``scale_target``).
-
-    best_loss_ : float or None
-        Lowest training objective seen; None with ``early_stopping=True``
-        (the validation score takes its place), as in MLPRegressor.
-
-    validation_scores_ : list of float or None
-        Validation R^2 per epoch with ``early_stopping``, else None.
-
-    best_validation_score_ : float or None
-        Best validation R^2 with ``early_stopping``, else None.
-
-    n_iter_ : int
-        Epochs (lbfgs: iterations) run by the last ``fit`` or
-        ``partial_fit`` call, as in MLPRegressor.
-
-    t_ : int
-        Training samples seen, over every call (MLPRegressor's ``t_``).
-
-    diverged_ : bool
-        True when the last fit stopped because training diverged (the best
-        weights seen were restored, and a ConvergenceWarning said so).
-
-    device_ : str
-        The device the network was trained on (``"cpu"``, ``"cuda:0"``); it
-        predicts there, or on the CPU where that device is missing.
-
-    n_layers_ : int
-        Number of layers, counting the input layer (as in MLPRegressor).
-
-    n_outputs_ : int
-        Number of outputs (columns of ``y``).
-
-    weight_transfer_n_iter_ : int
-        Epochs of the conventional network, with ``weight_transfer=True``.
-
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight
-        (implicit zeros of sparse ``X`` included), float64, widened by each
-        ``partial_fit``: the range ``clip_inputs`` clips to.
-
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
-
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64, widened by each ``partial_fit``: the range ``clip_outputs``
-        clips to.
-
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
-
-    solver_ : str
-        The solver of the last ``fit`` or ``partial_fit`` ("auto" resolved).
+    [shared: n_features_in_:QNNClassifier feature_names_in_:QNNClassifier layers_:RPQNNClassifier
+        coefs_:QNNRegressor intercepts_ hidden_activation_ out_activation_ target_shift_
+        target_scale_ loss_ loss_curve_:QNNRegressor best_loss_:QNNRegressor validation_scores_
+        best_validation_score_ n_iter_:QNNRegressor t_:QNNRegressor diverged_ device_
+        n_layers_:QNNRegressor n_outputs_:QNNRegressor weight_transfer_n_iter_ data_min_ data_max_
+        target_min_:QNNRegressor target_max_ solver_]
 
     See Also
     --------

@@ -10,7 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, dispatch_inputs
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import to_numpy
 from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
@@ -261,6 +262,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
         )
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -307,6 +309,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
 
 
 
+@shared_docstring
 class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassifier):
     """Bartan & Pilanci's baseline: a bilinear network trained by SGD, then sign-quantized.
 
@@ -390,13 +393,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     random_state : int, RandomState instance or None, default=None
         Seeds the initialization and, through an independent stream, the
         batch order.
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
+    [shared: clip_inputs:BackpropQuantizedClassifier]
 
     Attributes
     ----------
@@ -432,12 +429,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         Seconds spent training (cumulative over partial_fit calls).
     device_ : str
         The device the network was trained on (``"cpu"``, ``"cuda:0"``).
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64, widened by each ``partial_fit``: the range ``clip_inputs``
-        clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:BackpropQuantizedClassifier data_max_]
 
     See Also
     --------
@@ -553,6 +545,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     def _callback_targets(self, y_encoded):
         return self.classes_[y_encoded]
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, classes=None, sample_weight=None):

@@ -5,7 +5,8 @@ from sklearn.base import _fit_context
 from sklearn.linear_model import RidgeCV
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticRegressor
+from .._base import BaseQuadraticRegressor, dispatch_inputs
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._target_scaling import (
     fitted_target_scaling,
@@ -24,6 +25,7 @@ REFIT_RELATIVE_ALPHAS = np.logspace(-6, 2, 17)
 __all__ = ["BackpropQuantizedRegressor"]
 
 
+@shared_docstring
 class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegressor):
     """Bartan & Pilanci's baseline for regression: SGD, then sign quantization.
 
@@ -41,19 +43,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
         As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
-    clip_outputs : bool, default=True
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output, so that the model stays
-        bounded where it extrapolates. Every training target lies in the
-        range, so clipping moves a prediction toward each of them: no training
-        row's squared error grows. False predicts with the unbounded model.
+    [shared-tight: clip_inputs:BackpropQuantizedClassifier clip_outputs]
     refit_output_layer : bool, default=True
         After quantization, refit the second layer on the training rows:
         ridge regression of the targets on the ±1 neurons' outputs (one
@@ -98,21 +88,9 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     n_outputs_ : int
     device_ : str
         The device the network was trained on.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64, widened by each ``partial_fit``: the range ``clip_inputs``
-        clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_features_in_ feature_names_in_ data_min_:BackpropQuantizedClassifier data_max_]
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------
@@ -279,6 +257,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     def _float_scores(self, X):
         return unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def partial_fit(self, X, y, sample_weight=None):

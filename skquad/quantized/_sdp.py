@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._dask_dispatch import is_dask_collection
-from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int
+from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int, dispatch_inputs
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
 from .._foundation._runtime import runtime_policy, spawn_generators
@@ -107,6 +108,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         digest.update(repr(settings).encode())
         return digest.hexdigest()
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
     def fit(self, X, y, sample_weight=None):
@@ -670,6 +672,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
 
 
 
+@shared_docstring
 class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     """Binary-weight bilinear network trained by convex SDP relaxation and sampling.
 
@@ -822,13 +825,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     random_state : int, RandomState instance or None, default=None
         Seeds the sign sampling (a local generator; the global ones are left
         alone). The SDP solve itself is deterministic.
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
+    [shared: clip_inputs:BackpropQuantizedClassifier]
 
     Attributes
     ----------
@@ -925,11 +922,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         small problems, ``solver_`` ``"compact"``, ``"hinge_dual"`` or
         ``"squared_dual"``, which run there whatever ``device``). Sampling, the refit and predictions
         run on the CPU.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64: the range ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:SDPQuantizedClassifier data_max_]
 
     See Also
     --------

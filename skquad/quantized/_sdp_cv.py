@@ -18,9 +18,11 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
+from .._base import dispatch_inputs
 from .._foundation._atomic import atomic_fit
 from .._dask_dispatch import is_dask_collection
 from .._foundation._cv_routing import splitter_params, splitter_router
+from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
@@ -285,6 +287,7 @@ class BetaPathSearchMixin:
         return self
 
 
+@shared_docstring
 class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
     """:class:`SDPQuantizedClassifier` with ``beta`` chosen by cross-validation.
 
@@ -319,29 +322,14 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         Folds fitted in parallel (joblib).
     loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, class_weight, random_state :
         As in :class:`SDPQuantizedClassifier`.
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
+    [shared: clip_inputs:BackpropQuantizedClassifier]
 
     Attributes
     ----------
-    beta_ : float
-        The chosen ``beta``.
-    betas_ : ndarray of shape (n_betas,)
-        The path, decreasing.
-    scores_ : ndarray of shape (n_folds, n_betas)
-        Held-out score of every fold and ``beta``.
+    [shared-tight: beta_ betas_ scores_]
     n_features_in_, classes_, U_, V_, alpha_, lower_bound_, objective_, ... :
         Those of the refitted :class:`SDPQuantizedClassifier` (see there).
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64: the range ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:SDPQuantizedClassifier data_max_]
 
     See Also
     --------
@@ -413,6 +401,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         self.random_state = random_state
         self.clip_inputs = clip_inputs
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):

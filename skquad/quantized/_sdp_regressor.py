@@ -5,11 +5,13 @@ import math
 import numpy as np
 
 from .._foundation._atomic import reads_fitted_state
+from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticRegressor
 from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
 
 __all__ = ["SDPQuantizedRegressor"]
 
+@shared_docstring
 class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     """Binary-weight bilinear network for regression, trained by convex SDP relaxation.
 
@@ -81,20 +83,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
-
-    clip_outputs : bool, default=True
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output, so that the model stays
-        bounded where it extrapolates. Every training target lies in the
-        range, so clipping moves a prediction toward each of them: no training
-        row's squared error grows. False predicts with the unbounded model.
+    [shared: clip_inputs:BackpropQuantizedClassifier clip_outputs]
 
     Attributes
     ----------
@@ -131,21 +120,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     device_ : str
         The device the SDP was solved on, as in the classifier.
     n_neurons_ : int
-    n_outputs_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when ``X`` has string feature names.
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64: the range ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: n_outputs_ n_features_in_ feature_names_in_ data_min_:SDPQuantizedClassifier
+        data_max_]
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------

@@ -4,8 +4,10 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.validation import _check_sample_weight
 
+from .._base import dispatch_inputs
 from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params
+from .._foundation._docstrings import shared_docstring
 from .._dask_dispatch import is_dask_collection
 from ._sdp_cv import BetaPathSearchMixin, beta_search_constraints
 from ._sdp_regressor import SDPQuantizedRegressor
@@ -13,6 +15,7 @@ from ._sdp_regressor import SDPQuantizedRegressor
 __all__ = ["SDPQuantizedRegressorCV"]
 
 
+@shared_docstring
 class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
     """:class:`SDPQuantizedRegressor` with ``beta`` chosen by cross-validation.
 
@@ -49,42 +52,16 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         Folds fitted in parallel (joblib).
     fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, random_state :
         As in :class:`SDPQuantizedRegressor`.
-    clip_inputs : bool, default=True
-        Clip each feature of ``X`` to its training range ``[data_min_,
-        data_max_]`` before every prediction (``predict``, ``score``, and the
-        other prediction methods), so that the model, quadratic in ``X``,
-        stays bounded on inputs outside the range it was trained on. No
-        prediction on the training rows changes: they lie inside the range.
-        False predicts with the unbounded quadratic model.
-
-    clip_outputs : bool, default=True
-        Clip each prediction to the range of the training targets,
-        ``[target_min_, target_max_]`` per output, so that the model stays
-        bounded where it extrapolates. Every training target lies in the
-        range, so clipping moves a prediction toward each of them: no training
-        row's squared error grows. False predicts with the unbounded model.
+    [shared: clip_inputs:BackpropQuantizedClassifier clip_outputs]
 
     Attributes
     ----------
-    beta_ : float
-        The chosen ``beta``.
-    betas_ : ndarray of shape (n_betas,)
-        The path, decreasing.
-    scores_ : ndarray of shape (n_folds, n_betas)
-        Held-out score of every fold and ``beta``.
+    [shared-tight: beta_ betas_ scores_]
     n_features_in_, n_outputs_, U_, V_, alpha_, lower_bound_, objective_, ... :
         Those of the refitted :class:`SDPQuantizedRegressor` (see there).
-    data_min_ : ndarray of shape (n_features_in_,)
-        Per-feature minimum of the training rows with a positive weight,
-        float64: the range ``clip_inputs`` clips to.
-    data_max_ : ndarray of shape (n_features_in_,)
-        Per-feature maximum, likewise.
+    [shared-tight: data_min_:SDPQuantizedClassifier data_max_]
 
-    target_min_ : ndarray of shape (n_outputs_,)
-        Per-output minimum of the training targets of positive weight,
-        float64: the range ``clip_outputs`` clips to.
-    target_max_ : ndarray of shape (n_outputs_,)
-        Per-output maximum, likewise.
+    [shared-tight: target_min_ target_max_]
 
     See Also
     --------
@@ -157,6 +134,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.clip_inputs = clip_inputs
         self.clip_outputs = clip_outputs
 
+    @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=False)
     @atomic_fit
     def fit(self, X, y, sample_weight=None, **params):
