@@ -108,9 +108,10 @@ def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
     params = dict(n_neurons=40, betas=3, random_state=0, clip_outputs=False)
     with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
         memory = SDPQuantizedRegressorCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(X, y)
-    blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
-        da.from_array(X, chunks=200), da.from_array(y, chunks=200)
-    )
+    with pytest.warns(UserWarning, match="zero network"):
+        blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
+            da.from_array(X, chunks=200), da.from_array(y, chunks=200)
+        )
     np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
     # The same fold models (their refits to the lasso's tolerance): the same R² to 1e-3.
     np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-3)
@@ -118,17 +119,41 @@ def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
     _assert_same_relaxation(memory, blocks)
 
 
+def test_the_classifier_search_on_dask_scores_its_folds_as_in_memory(client):
+    # Accuracy of the held-out rows with their sample_weight (the fits carry the class
+    # weights too), every input clipped to its fold's training range: one pass on the rows.
+    X, y = _data(n=600, seed=3)
+    labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
+    X[:8] = 3.0 * X[:8] - 2.0 * X.mean(axis=0)  # rows far outside their folds' training range
+    weight = np.linspace(0.5, 2.0, len(y))
+    params = dict(n_neurons=60, betas=4, class_weight={0: 1.0, 1: 3.0, 2: 0.5}, random_state=0)
+    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+        memory = SDPQuantizedClassifierCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(
+            X, labels, sample_weight=weight)
+    with pytest.warns(UserWarning, match="zero network"):
+        blocks = SDPQuantizedClassifierCV(cv=3, **params).fit(
+            da.from_array(X, chunks=150), da.from_array(labels, chunks=150),
+            sample_weight=da.from_array(weight, chunks=150),
+        )
+    np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
+    np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-12)
+    assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
+    _assert_same_relaxation(memory, blocks)
+    np.testing.assert_array_equal(blocks.predict(X), memory.predict(X))
+
+
 @pytest.mark.parametrize(
     "estimator, match",
     [
         (SDPQuantizedClassifier(loss="hinge"), "loss='squared'"),
         (SDPQuantizedClassifier(solver="SCS"), "solver=None"),
-        (SDPQuantizedClassifierCV(), "accuracy needs the rows"),
+        (SDPQuantizedClassifierCV(scoring="roc_auc"), "scoring=None"),
+        (SDPQuantizedClassifierCV(class_weight={0: 0.0, 1: 1.0, 2: 1.0}), "class weights > 0"),
         (SDPQuantizedRegressorCV(cv=PredefinedSplit([0, 1])), "cv=None or an int"),
     ],
 )
 def test_what_the_statistics_cannot_fit_is_refused_by_name(client, estimator, match):
     X, y = _data(n=100)
     with pytest.raises((ValueError, TypeError), match=match):
-        estimator.fit(da.from_array(X, chunks=50), da.from_array((y > 10).astype(int), chunks=50))
+        estimator.fit(da.from_array(X, chunks=50), da.from_array(np.digitize(y, [5, 10]), chunks=50))
     assert not hasattr(estimator, "classes_")
