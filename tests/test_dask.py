@@ -242,6 +242,11 @@ def test_fits_that_would_gather_the_data_refuse_dask_collections():
     y_da = da.from_array(np.arange(20) % 2, chunks=10)
     with pytest.raises(TypeError, match="dask_ml.wrappers.Incremental"):
         BackpropQuantizedClassifier().fit(X_da, y_da)
+    # the searches name the single estimator that fits Dask collections with their choice
+    with pytest.raises(TypeError, match=r"sample that fits.*QuadraticLogisticRegression\(C=search.C_\)"):
+        QuadraticLogisticRegressionCV().fit(X_da, y_da)
+    with pytest.raises(TypeError, match=r"then fit QuadraticRegression\(alpha=search.alpha_\)"):
+        QuadraticRegressionCV().fit(X_da, y_da)
     with pytest.raises(ValueError, match="loss='squared' only"):
         SDPQuantizedClassifier(loss="hinge").fit(X_da, y_da)
     with pytest.raises(TypeError, match="partial_fit does not take Dask"):
