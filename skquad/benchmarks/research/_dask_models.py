@@ -1,29 +1,16 @@
-"""The SDP estimators and the networks' L-BFGS on Dask collections: the targets of issue 43.
+"""The SDP estimators and the networks' L-BFGS on Dask collections: issue 43's targets.
 
-Suite ``dask-models`` of ``python -m skquad.benchmarks``; each case runs in a
-child process of its own (its peak memory is its own) on a ``LocalCluster``
-of worker processes with one thread each, on rows generated lazily on the
-workers (never materialised in the parent, except the prefix that the
-in-memory reference fits):
-
-``sdp`` (n=4,000,000, d=20)
-    A planted binary network (4 neurons with ±1 weights on ``[x, 1]``):
-    SDPQuantizedRegressor on its noisy output and SDPQuantizedClassifier on
-    its sign, 2 workers. For each: the client's peak RSS growth during the
-    fit, the seconds of each pass over the rows and of the solve, the
-    certified relative gap, the bytes one worker task returns per pass (the
-    lifted statistics), the test score on fresh rows; then the Dask and the
-    in-memory fits of the first ``prefix`` rows: the relative difference of
-    their relaxed optima and their test scores.
-``qnn`` (n=2,000,000, d=30)
-    QNNClassifier(solver="lbfgs") on a planted quadratic problem: the loss
-    of the Dask and the in-memory fits of the prefix after the same number of
-    iterations, the client's peak RSS growth; seconds (and CPU milliseconds,
-    by process) per iteration on all rows with 1 and 2 workers and their
-    ratio; the bytes of one evaluation (the parameter vector to each worker
-    task, its loss and gradient back).
-
-``--quick`` runs both on small arrays. Every case records the load average.
+Suite ``dask-models`` of ``python -m skquad.benchmarks``: each case in a child
+process of its own, on a ``LocalCluster`` of one-thread worker processes and
+rows generated lazily on the workers (only the in-memory reference's prefix is
+materialised). ``sdp`` (n=4e6, d=20): SDPQuantizedRegressor and
+SDPQuantizedClassifier on a planted binary network, 2 workers: the client's
+peak RSS growth, seconds per pass and of the solve, the certified gap, bytes
+per task per pass, the test score; the Dask and in-memory fits of a prefix:
+relaxed optima and test scores. ``qnn`` (n=2e6, d=30): QNNClassifier(lbfgs):
+the Dask and in-memory losses on a prefix after the same iterations, the
+client's growth, seconds and CPU per iteration with 1 and 2 workers, bytes per
+evaluation. ``--quick``: small arrays. Each case records the load average.
 """
 
 import json
