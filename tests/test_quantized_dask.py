@@ -7,6 +7,8 @@ optimum and the certificate agree to rounding (the brief's bound: 1e-6
 relative). One in-process cluster of two workers serves the module.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -101,14 +103,17 @@ def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     assert abs(blocks.score(frame, labels) - memory.score(frame, labels)) <= 0.01
 
 
-def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client, fit_intercept):
     # The Dask search's folds (a hash of each row) given to the in-memory search.
     X, y = _data(n=600, seed=2)
-    # The blocks' folds are scored from statistics, of the model before clip_outputs.
-    params = dict(n_neurons=40, betas=3, random_state=0, clip_outputs=False)
-    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+    # The blocks' folds are scored from statistics: of the model that clips neither its
+    # inputs nor its outputs (a clipped prediction is not linear in the lifted inputs).
+    params = dict(n_neurons=40, betas=3, random_state=0, clip_inputs=False, clip_outputs=False,
+                  fit_intercept=fit_intercept)
+    with warnings.catch_warnings():  # the path starts at beta_max: the zero network
+        warnings.filterwarnings("ignore", message=".*zero network", category=UserWarning)
         memory = SDPQuantizedRegressorCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(X, y)
-    with pytest.warns(UserWarning, match="zero network"):
         blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
             da.from_array(X, chunks=200), da.from_array(y, chunks=200)
         )

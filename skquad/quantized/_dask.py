@@ -18,10 +18,10 @@ layer's refit read the rows only through weighted sums of the lifted inputs
   are linear in the lifted inputs (:func:`linear_form`).
 
 The estimator solves, certifies, samples and refits from the sums on the
-driver (``SDPQuantizedClassifier._fit_statistics``), at a cost that does not
-depend on the number of rows. A search's folds are scored from the sums too,
-so their R² is that of the model before ``clip_outputs`` (a clipped prediction
-is not a sum over rows).
+driver (``SDPQuantizedClassifier._fit_from_sums``), at a cost that does not
+depend on the number of rows. A regressor search's folds are scored from the
+sums too, so their R² is that of the model without ``clip_inputs`` and
+``clip_outputs`` (a clipped prediction is not a sum over rows).
 """
 
 import time

@@ -246,8 +246,8 @@ class BetaPathSearchMixin:
         if not isinstance(self.betas, Integral):
             return self._path(None, None, None)
         normalized = whole.normalized()
-        if self._centres_targets():
-            normalized = normalized.shifted(normalized.target_mean)
+        # the targets the fit sees: centred where the model has an intercept, else as given
+        normalized = normalized.shifted(normalized.target_mean if self._centres_targets() else -reference)
         beta_max = normalized.beta_max() or 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - self._path_decades, int(self.betas))
 
