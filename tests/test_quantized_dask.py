@@ -122,6 +122,9 @@ def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client, fit_
     np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-3)
     assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
     _assert_same_relaxation(memory, blocks)
+    # the refitted model at beta_: the same relaxed predictions, the same network to the lasso's tolerance
+    np.testing.assert_allclose(blocks.relaxed_predict(X), memory.relaxed_predict(X), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(blocks.predict(X), memory.predict(X), rtol=1e-3, atol=1e-3 * np.std(y))
 
 
 def test_the_classifier_search_on_dask_scores_its_folds_as_in_memory(client):

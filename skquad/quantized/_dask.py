@@ -31,11 +31,11 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from .._dask import (
+    add_parts,
     check_rows,
     check_total_weight,
     checked_classifier_block,
     checked_regressor_block,
-    add_parts,
     classifier_rows,
     merge_regressor_statistics,
     persisted_blocks,
