@@ -444,14 +444,18 @@ def classes_and_weights(estimator, X_original, n_features, data, n_rows, classes
 
 # -------------------------------------------------------------- regressor blocks
 def classifier_rows(estimator, X_original, n_features, data, y):
-    """Classes, class weights and encoded labels, as the in-memory validation sets them."""
+    """Classes, class weights and encoded labels, as the in-memory validation sets them.
+
+    Returns the blocks' dtype, their total weight and the per-class weights (None: none).
+    """
     name = type(estimator).__name__
     n_rows, _magnitude, classes, counts, all_float32 = data.reduce(
         block_statistics, merge_statistics, None
     )
     check_rows(name, n_rows, n_features)
     previous = getattr(estimator, "classes_", None)
-    if estimator.warm_start and hasattr(estimator, "layers_") and not np.array_equal(previous, classes):
+    warm = getattr(estimator, "warm_start", False) and hasattr(estimator, "layers_")
+    if warm and not np.array_equal(previous, classes):
         raise ValueError(
             "warm_start can only be used where `y` has the same classes as in the "
             f"previous call to fit. Previously got {previous}, `y` has "
@@ -461,7 +465,7 @@ def classifier_rows(estimator, X_original, n_features, data, y):
                                                   classes, counts)
     dtype = np.dtype(np.float32 if all_float32 else np.float64)
     data.map(encoded_block, classes, per_class, dtype)
-    return dtype, total_weight
+    return dtype, total_weight, per_class
 
 
 def checked_regressor_block(X, y, w):

@@ -77,12 +77,13 @@ def _fit_refusal(estimator, name):
             f"dask_ml.wrappers.Incremental({estimator_name}(...)).fit(X, y, classes=...) "
             "(classes only for classifiers), or pass X.compute() if the data fit in memory."
         )
-    return message + (
-        "Its solver needs the whole lifted problem in one process: fit it on a sample "
-        "that fits in memory (e.g. X[:n].compute()), or use BackpropQuantizedClassifier / "
-        "BackpropQuantizedRegressor with dask_ml.wrappers.Incremental. Predictions on Dask "
-        "collections run block by block."
-    )
+    single, chosen = getattr(estimator, "_dask_single_estimator", ("", ""))
+    advice = (
+        f"choose the hyper-parameters on a sample that fits in memory (search = "
+        f"{estimator_name}(...).fit(X[:n].compute(), y[:n].compute())), then fit "
+        f"{single}({chosen}) on the Dask collections: it fits them data-parallel"
+    ) if single else "fit it on a sample that fits in memory (e.g. X[:n].compute())"
+    return message + f"Instead, {advice}. Predictions on Dask collections run block by block."
 
 
 def route_of(method, routes):

@@ -29,3 +29,4 @@ def test_quick_runs_the_small_cases_each_in_a_child(monkeypatch, tmp_path):
 def test_a_failing_case_reports_its_error_instead_of_stopping_the_suite():
     row = _dask_scaling._run_child("bogus", 10, 2, 1, progress=lambda message: None)
     assert row["case"] == "bogus" and "unknown case 'bogus'" in row["error"]
+

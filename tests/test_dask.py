@@ -121,6 +121,7 @@ def test_grid_search_on_a_dask_cluster_matches_the_local_search(data, cluster_cl
 # Block-wise predictions and the block machinery (skquad/_dask.py)
 # ---------------------------------------------------------------------------
 import dask  # noqa: E402
+import dask.callbacks  # noqa: E402
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -132,9 +133,15 @@ from skquad import (  # noqa: E402
     BackpropQuantizedRegressor,
     QNNClassifier,
     QNNRegressor,
+    QuadraticLogisticRegressionCV,
     QuadraticRegression,
+    QuadraticRegressionCV,
+    RPQNNClassifier,
     RPQNNRegressor,
     SDPQuantizedClassifier,
+    SDPQuantizedClassifierCV,
+    SDPQuantizedRegressor,
+    SDPQuantizedRegressorCV,
 )
 
 # dask-ml is in the test extra: a missing one fails here instead of skipping.
@@ -165,7 +172,25 @@ _PREDICTORS = [
     (QNNRegressor(hidden_layer_sizes=(3,), max_iter=30, random_state=0), False),
     (RPQNNRegressor(hidden_layer_sizes=(3,), max_iter=30, random_state=0), False),
     (BackpropQuantizedRegressor(max_iter=5, random_state=0), False),
+    # every other public estimator: its score too is reduced block by block
+    (RPQNNClassifier(hidden_layer_sizes=(3,), max_iter=30, random_state=0), True),
+    (QuadraticLogisticRegressionCV(Cs=2, cv=2), True),
+    (SDPQuantizedClassifierCV(n_neurons=8, betas=[1e-2], cv=2, random_state=0), True),
+    (QuadraticRegressionCV(cv=2), False),
+    (SDPQuantizedRegressor(n_neurons=8, random_state=0), False),
+    (SDPQuantizedRegressorCV(n_neurons=8, betas=[1e-2], cv=2, random_state=0), False),
 ]
+
+
+class _LargestTaskResult(dask.callbacks.Callback):
+    """The most rows any task of a local computation returned."""
+
+    rows = 0
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        for item in result if isinstance(result, (tuple, list)) else (result,):
+            shape = getattr(item, "shape", ())
+            self.rows = max(self.rows, shape[0] if len(shape) else 0)
 
 
 def _assert_same_predictions(actual, expected):
@@ -195,7 +220,10 @@ def test_predictions_on_dask_collections_are_lazy_block_by_block(estimator, clas
             _assert_same_predictions(lazy.compute(), getattr(model, method)(X))
         frame = dd.from_pandas(pd.DataFrame(X), npartitions=2)
         _assert_same_predictions(model.predict(frame).compute(), model.predict(X))
-        score = model.score(X_da, da.from_array(y, chunks=25), sample_weight=weight)
+        with _LargestTaskResult() as largest:
+            score = model.score(X_da, da.from_array(y, chunks=25), sample_weight=weight)
+    # No task gathered the rows: at most one block's (25) came out of any.
+    assert largest.rows <= 25
     assert isinstance(score, float)
     assert score == pytest.approx(model.score(X, y, sample_weight=weight), rel=1e-12, abs=1e-12)
 
@@ -205,6 +233,11 @@ def test_fits_that_would_gather_the_data_refuse_dask_collections():
     y_da = da.from_array(np.arange(20) % 2, chunks=10)
     with pytest.raises(TypeError, match="dask_ml.wrappers.Incremental"):
         BackpropQuantizedClassifier().fit(X_da, y_da)
+    # the searches name the single estimator that fits Dask collections with their choice
+    with pytest.raises(TypeError, match=r"sample that fits.*QuadraticLogisticRegression\(C=search.C_\)"):
+        QuadraticLogisticRegressionCV().fit(X_da, y_da)
+    with pytest.raises(TypeError, match=r"then fit QuadraticRegression\(alpha=search.alpha_\)"):
+        QuadraticRegressionCV().fit(X_da, y_da)
     with pytest.raises(ValueError, match="loss='squared' only"):
         SDPQuantizedClassifier(loss="hinge").fit(X_da, y_da)
     with pytest.raises(TypeError, match="partial_fit does not take Dask"):

@@ -7,6 +7,8 @@ optimum and the certificate agree to rounding (the brief's bound: 1e-6
 relative). One in-process cluster of two workers serves the module.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -101,21 +103,51 @@ def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     assert abs(blocks.score(frame, labels) - memory.score(frame, labels)) <= 0.01
 
 
-def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client, fit_intercept):
     # The Dask search's folds (a hash of each row) given to the in-memory search.
     X, y = _data(n=600, seed=2)
-    # The blocks' folds are scored from statistics, of the model before clip_outputs.
-    params = dict(n_neurons=40, betas=3, random_state=0, clip_outputs=False)
-    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+    # The blocks' folds are scored from statistics: of the model that clips neither its
+    # inputs nor its outputs (a clipped prediction is not linear in the lifted inputs).
+    params = dict(n_neurons=40, betas=3, random_state=0, clip_inputs=False, clip_outputs=False,
+                  fit_intercept=fit_intercept)
+    with warnings.catch_warnings():  # the path starts at beta_max: the zero network
+        warnings.filterwarnings("ignore", message=".*zero network", category=UserWarning)
         memory = SDPQuantizedRegressorCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(X, y)
-    blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
-        da.from_array(X, chunks=200), da.from_array(y, chunks=200)
-    )
+        blocks = SDPQuantizedRegressorCV(cv=3, **params).fit(
+            da.from_array(X, chunks=200), da.from_array(y, chunks=200)
+        )
     np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
     # The same fold models (their refits to the lasso's tolerance): the same R² to 1e-3.
     np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-3)
     assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
     _assert_same_relaxation(memory, blocks)
+    # the refitted model at beta_: the same relaxed predictions, the same network to the lasso's tolerance
+    np.testing.assert_allclose(blocks.relaxed_predict(X), memory.relaxed_predict(X), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(blocks.predict(X), memory.predict(X), rtol=1e-3, atol=1e-3 * np.std(y))
+
+
+def test_the_classifier_search_on_dask_scores_its_folds_as_in_memory(client):
+    # Accuracy of the held-out rows with their sample_weight (the fits carry the class
+    # weights too), every input clipped to its fold's training range: one pass on the rows.
+    X, y = _data(n=600, seed=3)
+    labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
+    X[:8] = 3.0 * X[:8] - 2.0 * X.mean(axis=0)  # rows far outside their folds' training range
+    weight = np.linspace(0.5, 2.0, len(y))
+    params = dict(n_neurons=60, betas=4, class_weight={0: 1.0, 1: 3.0, 2: 0.5}, random_state=0)
+    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+        memory = SDPQuantizedClassifierCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(
+            X, labels, sample_weight=weight)
+    with pytest.warns(UserWarning, match="zero network"):
+        blocks = SDPQuantizedClassifierCV(cv=3, **params).fit(
+            da.from_array(X, chunks=150), da.from_array(labels, chunks=150),
+            sample_weight=da.from_array(weight, chunks=150),
+        )
+    np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
+    np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-12)
+    assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
+    _assert_same_relaxation(memory, blocks)
+    np.testing.assert_array_equal(blocks.predict(X), memory.predict(X))
 
 
 @pytest.mark.parametrize(
@@ -123,12 +155,13 @@ def test_the_regressor_search_on_dask_scores_its_folds_as_in_memory(client):
     [
         (SDPQuantizedClassifier(loss="hinge"), "loss='squared'"),
         (SDPQuantizedClassifier(solver="SCS"), "solver=None"),
-        (SDPQuantizedClassifierCV(), "accuracy needs the rows"),
+        (SDPQuantizedClassifierCV(scoring="roc_auc"), "scoring=None"),
+        (SDPQuantizedClassifierCV(class_weight={0: 0.0, 1: 1.0, 2: 1.0}), "class weights > 0"),
         (SDPQuantizedRegressorCV(cv=PredefinedSplit([0, 1])), "cv=None or an int"),
     ],
 )
 def test_what_the_statistics_cannot_fit_is_refused_by_name(client, estimator, match):
     X, y = _data(n=100)
     with pytest.raises((ValueError, TypeError), match=match):
-        estimator.fit(da.from_array(X, chunks=50), da.from_array((y > 10).astype(int), chunks=50))
+        estimator.fit(da.from_array(X, chunks=50), da.from_array(np.digitize(y, [5, 10]), chunks=50))
     assert not hasattr(estimator, "classes_")

@@ -37,6 +37,9 @@ sdp-targets
 dask-scaling
     QuadraticLogisticRegression on Dask arrays of a local cluster: memory,
     agreement with the in-memory fit, 1 against 2 workers, dask-ml.
+dask-models
+    The SDP estimators and QNN's L-BFGS on Dask arrays: client memory,
+    agreement with the in-memory fit, 1 against 2 workers.
 
 The paper reproductions and the speed runs are in
 ``skquad.benchmarks.research``, on skquad's public API.

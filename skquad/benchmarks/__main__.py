@@ -54,6 +54,7 @@ SUITES = {
     "device": [("research._device_speed", "run")],
     "array-api": [("research._array_api_speed", "run")],
     "dask-scaling": [("research._dask_scaling", "run")],
+    "dask-models": [("research._dask_models", "run")],
     "shap-speed": [("research._shap_speed", "run")],
     "sparse-q": [("research._sparse_q", part) for part in ("planted", "uci", "constraints", "path")],
 }
@@ -87,6 +88,9 @@ SUITE_HELP = {
     "dask-scaling": "QuadraticLogisticRegression on Dask arrays of a local cluster: memory, "
     "agreement with the in-memory fit, 1 against 2 workers, dask-ml (--datasets: memory, match, "
     "scaling, overhead, daskml, daskml-converged; --quick: match and scaling on a small array)",
+    "dask-models": "the SDP estimators and QNNClassifier(solver='lbfgs') on Dask arrays of a local "
+    "cluster: client memory, agreement with the in-memory fit of a prefix, seconds per pass, 1 "
+    "against 2 workers, bytes per evaluation (--datasets: sdp, qnn; --quick: small arrays)",
     "sparse-q": "sparse Q (penalty='l1'): planted pairs recovered by the CV estimators (F1), the "
     "UCI sets' accuracy and share of pairs against dense QLR, interaction_cst fit time against "
     "allowed pairs, QuadraticLogisticRegressionCV's path against one fit (--quick: small)",
@@ -107,6 +111,7 @@ SUITE_TITLES = {
     "device": "Fit times: CPU against GPU",
     "array-api": "Array API: tensors against numpy",
     "dask-scaling": "Dask scaling of QuadraticLogisticRegression",
+    "dask-models": "The SDP estimators and the networks on Dask",
     "shap-speed": "Closed-form SHAP values against shap",
     "sparse-q": "Sparse Q, paths and interaction constraints",
 }

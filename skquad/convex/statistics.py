@@ -12,11 +12,10 @@ svec(sym(u_j v_jᵀ))``) read the rows only through::
 
 ``m = p (p + 1) / 2``. These are sums over rows: blocks of rows give theirs
 (:meth:`LiftedStatistics.of_rows`) and they add up (``+``), whatever the
-number of rows. Accumulation is in float64; a sum of ``n`` terms carries a
-rounding error of at most about ``n_b ε`` of the sum of the terms' magnitudes
-within a block of ``n_b`` rows (BLAS products) plus ``ε`` per level of the
-reduction tree (``log n``), so it grows with the block size and only
-logarithmically with ``n``; the objective ``4 dᵀ G d - 4 bᵀ d + T``
+number of rows. Accumulation is in float64: relative to the sum of the terms'
+magnitudes, each addition in sequence adds at most ``ε`` (a BLAS product over
+a slice of rows, the slices of a block, the blocks a task adds, the reduction
+tree's levels: :ref:`larger_than_memory`); the objective ``4 dᵀ G d - 4 bᵀ d + T``
 cancels, so its absolute error is that relative error times ``T``.
 """
 

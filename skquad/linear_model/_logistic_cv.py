@@ -153,6 +153,9 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     1.0
     """
 
+    # On Dask collections fit refuses and names the single estimator to fit with the choice.
+    _dask_single_estimator = ("QuadraticLogisticRegression", "C=search.C_")
+
     _accept_sparse = True
 
     # score's sample_weight goes to the scorer, not to this estimator (as in

@@ -169,6 +169,9 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
     0.1
     """
 
+    # On Dask collections fit refuses and names the single estimator to fit with the choice.
+    _dask_single_estimator = ("QuadraticRegression", "alpha=search.alpha_")
+
     _parameter_constraints = {
         "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
         "quadratic_ratios": ["array-like"],

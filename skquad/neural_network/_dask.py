@@ -184,7 +184,7 @@ def fit_network_blocks(estimator, X, y, sample_weight):
     data = persisted_blocks([dask.delayed(check)(*b) for b in blocks], X.chunks[0])
     try:
         prepare = classifier_rows if classifier else _regressor_rows
-        dtype, total_weight = prepare(estimator, X_original, X.shape[1], data, y)
+        dtype, total_weight = prepare(estimator, X_original, X.shape[1], data, y)[:2]
         rows = NetworkBlocks(
             data, (X.shape[0], X.shape[1]), dtype, max(X.chunks[0]), total_weight,
             (X_original, y, sample_weight), estimator.n_threads,

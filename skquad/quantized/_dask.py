@@ -12,13 +12,16 @@ layer's refit read the rows only through weighted sums of the lifted inputs
   exactly, Chan's pairwise update) and range;
 * one pass for the lifted statistics of the standardized rows, per block in
   float64 and added up as a tree; with folds (rows assigned by a hash of
-  their values), one set per fold and standardization in the same pass.
+  their values), one set per fold and standardization in the same pass;
+* a search of the classifier's ``beta`` adds one pass: each fold's held-out
+  rows scored (accuracy) by every ``beta``'s model, whose decision values
+  are linear in the lifted inputs (:func:`linear_form`).
 
 The estimator solves, certifies, samples and refits from the sums on the
-driver (``SDPQuantizedClassifier._fit_statistics``), at a cost that does not
-depend on the number of rows. A search's folds are scored from the sums too,
-so their R² is that of the model before ``clip_outputs`` (a clipped prediction
-is not a sum over rows).
+driver (``SDPQuantizedClassifier._fit_from_sums``), at a cost that does not
+depend on the number of rows. A regressor search's folds are scored from the
+sums too, so their R² is that of the model without ``clip_inputs`` and
+``clip_outputs`` (a clipped prediction is not a sum over rows).
 """
 
 import time
@@ -28,6 +31,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from .._dask import (
+    add_parts,
     check_rows,
     check_total_weight,
     checked_classifier_block,
@@ -39,9 +43,10 @@ from .._dask import (
     set_input_attributes,
     training_blocks,
 )
-from ..convex.statistics import LiftedStatistics, merge_moments
+from .._foundation._input_range import clip_to_range, feature_range, merge_ranges
+from ..convex.statistics import LiftedStatistics, merge_moments, neuron_svecs, svec_rows
 
-__all__ = ["SDPBlocks"]
+__all__ = ["SDPBlocks", "linear_form", "merge_folds"]
 
 
 def _moments(X, w):
@@ -62,11 +67,43 @@ def _fold_of(X, n_folds):
 def _block_moments(block, _, n_folds):
     X, w = block[0], block[2]
     fold = _fold_of(X, n_folds)
-    return tuple(_moments(X[fold == k], w[fold == k]) for k in range(n_folds))
+    return tuple((_moments(X[f], w[f]), feature_range(X[f], w[f]))
+                 for f in (fold == k for k in range(n_folds)))
+
+
+def merge_folds(parts):
+    """The merged ``(moments, (data_min, data_max))`` of some folds' :meth:`SDPBlocks.moments`."""
+    parts = list(parts)
+    return merge_moments(*(m for m, _ in parts)), merge_ranges(*(r for _, r in parts))
 
 
 def _merge_fold_moments(*parts):
-    return tuple(merge_moments(*items) for items in zip(*parts))
+    return tuple(merge_folds(items) for items in zip(*parts))
+
+
+def linear_form(model):
+    """``(a, b)`` of a fitted SDP network: its scores are ``svec(L(x))ᵀ a + b`` (m x K, K)."""
+    return neuron_svecs(model.U_, model.V_) @ model.alpha_, getattr(model, "intercept_", 0.0)
+
+
+def _fold_accuracies(block, folds, class_weights):
+    """Per fold, the held-out rows' weight scored correctly by each form, and their weight.
+
+    ``folds[k] = (lifting, data range or None, a (n_forms x m x K), b (n_forms x K))``; a
+    row counts with its ``sample_weight`` (the block's weight less ``class_weights``).
+    """
+    X, y, w = block[:3]
+    w = w if class_weights is None else w / class_weights[y]
+    fold = _fold_of(X, len(folds))
+    correct, total = np.zeros((len(folds), len(folds[0][2]))), np.zeros(len(folds))
+    for k, (lifting, data_range, a, b) in enumerate(folds):
+        rows = fold == k
+        Xk = X[rows] if data_range is None else clip_to_range(X[rows], *data_range)
+        polynomial = tuple(lifting.activation) if lifting.polynomial else None
+        scores = np.einsum("nm,fmk->fnk", svec_rows(lifting.features(Xk), polynomial), a) + b[:, None]
+        labels = scores[..., 0] > 0 if scores.shape[2] == 1 else scores.argmax(axis=2)
+        correct[k], total[k] = (labels == y[rows]) @ w[rows], w[rows].sum()
+    return correct, total
 
 
 def _lifted_statistics(block, _, liftings, targets, n_folds):
@@ -102,7 +139,8 @@ class SDPBlocks:
         self.pass_times = []
         try:
             if self.classifier:
-                _, self.total_weight = classifier_rows(estimator, X_original, X.shape[1], self._data, y)
+                _, self.total_weight, self.class_weights = classifier_rows(
+                    estimator, X_original, X.shape[1], self._data, y)
                 self.target_mean = None
             else:
                 self._regressor_rows(estimator, X_original, X.shape[1], y)
@@ -131,7 +169,8 @@ class SDPBlocks:
 
     def moments(self, n_folds=1):
         """Per fold (rows by :func:`_fold_of`), the inputs' weighted ``(weight, mean, squares,
-        rows of positive weight)``: one pass (merge with :func:`merge_moments`)."""
+        rows of positive weight)`` and range over rows of positive weight: one pass (merge
+        with :func:`merge_folds`)."""
         return self._timed(_block_moments, _merge_fold_moments, None, n_folds)
 
     def statistics(self, liftings, targets, n_folds=1):
@@ -139,6 +178,12 @@ class SDPBlocks:
         (unnormalized, a list of lists): one pass."""
         parts = self._timed(_lifted_statistics, _add_statistics, None, liftings, targets, n_folds)
         return [list(parts[i : i + n_folds]) for i in range(0, len(parts), n_folds)]
+
+    def fold_accuracies(self, folds):
+        """Per fold, the held-out accuracy (weighted by ``sample_weight``) of each of its
+        forms (see :func:`_fold_accuracies`): one pass."""
+        correct, total = self._timed(_fold_accuracies, add_parts, folds, self.class_weights)
+        return correct / total[:, None]
 
     def release(self):
         self._data.release()

@@ -36,7 +36,7 @@ from ..convex.sampling import (
     sample_sign_pairs,
 )
 from ..convex.second_layer import refit_from_statistics, refit_second_layer, statistics_objective
-from ..convex.statistics import merge_moments, neuron_svecs
+from ..convex.statistics import neuron_svecs
 from ._common import (
     _batched_network_scores,
     _check_activation,
@@ -262,7 +262,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 f"(the compact solve on this process's CPU); got solver={self.solver!r}, "
                 f"device={self.device!r}."
             )
-        from ._dask import SDPBlocks
+        from ._dask import SDPBlocks, merge_folds
 
         blocks = SDPBlocks(self, X, y, sample_weight)
         try:
@@ -272,7 +272,8 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
                 offset=reference,
             )
             self._fit_from_sums(
-                merge_moments(*blocks.moments()), lambda lifting: blocks.statistics([lifting], targets)[0][0],
+                merge_folds(blocks.moments())[0],
+                lambda lifting: blocks.statistics([lifting], targets)[0][0],
                 reference, blocks.total_weight,
             )
             self._pass_times = tuple(blocks.pass_times)

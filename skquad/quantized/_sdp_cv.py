@@ -27,7 +27,6 @@ from .._foundation._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
-from ..convex.statistics import merge_moments, neuron_svecs
 from ._common import _check_activation, _standardization
 from ._sdp import SDPQuantizedClassifier
 
@@ -57,11 +56,10 @@ def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
     return scores
 
 
-def _held_out_r2(model, held_out, reference):
-    """R² of ``model`` on rows of unnormalized statistics ``held_out`` (targets less ``reference``):
-    its predictions ``Φ S alpha_ + intercept_`` are linear in the lifted inputs."""
-    a = neuron_svecs(model.U_, model.V_) @ model.alpha_
-    b = model.intercept_ - reference
+def _held_out_r2(form, held_out, reference):
+    """R² of a network of linear form ``(a, b)`` (its predictions ``Φ a + b``) on rows of
+    unnormalized statistics ``held_out`` (targets less ``reference``)."""
+    a, b = form[0], form[1] - reference
     tau, W = held_out.target_mean, held_out.weight
     errors = held_out.loss(0.5 * a) + 2.0 * b * (held_out.mean @ a - tau) + b**2 * W
     return float(np.mean(1.0 - errors / (held_out.target_square - tau**2 / W)))
@@ -98,7 +96,7 @@ class BetaPathSearchMixin:
     _single_estimator_class = None
     # Decades the path spans below beta_max (an int ``betas`` spreads over them).
     _path_decades = 4
-    # Dask collections: the regressor's search from per-fold statistics (_search_dask).
+    # Dask collections: the search from per-fold statistics (_search_dask).
     _fits_dask_collections = True
 
     def _single_estimator(self):
@@ -164,71 +162,85 @@ class BetaPathSearchMixin:
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - self._path_decades, int(self.betas))
 
     def _search_dask(self, X, y, sample_weight):
-        """The search on Dask collections from lifted statistics: two passes in all.
+        """The search on Dask collections from lifted statistics: two passes, three for a classifier.
 
         Rows go to ``cv`` folds by a hash of their values (not by position:
         the blocks need not know their offsets); one pass gives every fold's
-        moments, one the statistics of each fold under each training set's
-        standardization (and the whole data's). Each fold's model is fitted
-        from its training sums and scored (R²) from its held-out sums: the
-        network's predictions are linear in the lifted inputs.
+        moments and range, one the statistics of each fold under each
+        training set's standardization (and the whole data's). Each fold's
+        model is fitted from its training sums; a regressor's is scored (R²)
+        from its held-out sums, a classifier's (accuracy) in one more pass:
+        the network's scores are linear in the lifted inputs.
         """
-        name = type(self).__name__
-        if is_classifier(self) or self.scoring is not None or not self.refit or not (
+        if self.scoring is not None or not self.refit or not (
             self.cv is None or isinstance(self.cv, Integral)
         ):
             raise ValueError(
-                f"{name} does not fit Dask collections with these settings: the search on "
-                "Dask is SDPQuantizedRegressorCV's with cv=None or an int, scoring=None and "
-                "refit=True (R² from the held-out rows' statistics); accuracy needs the rows. "
-                "Fit SDPQuantizedClassifier with a chosen beta on Dask instead."
+                f"{type(self).__name__} fits Dask collections with cv=None or an int, "
+                "scoring=None (accuracy or R²) and refit=True; fit it in memory for other "
+                "settings, or fit the single estimator with a chosen beta on Dask."
             )
-        from ._dask import SDPBlocks
+        from ._dask import SDPBlocks, linear_form, merge_folds
         from ._sdp import _statistics_targets
 
         n_folds = 5 if self.cv is None else int(self.cv)
         blocks = SDPBlocks(self, X, y, sample_weight)
         try:
+            if blocks.classifier and np.any(blocks.class_weights == 0):
+                # a held-out row is scored with its sample_weight, which the blocks keep times its class weight
+                raise ValueError(
+                    f"{type(self).__name__} fits Dask collections with class weights > 0 only; "
+                    f"got class_weight={self.class_weight!r}. Drop the rows of that class instead."
+                )
             parts = blocks.moments(n_folds)
-            moments = [merge_moments(*parts)] + [
-                merge_moments(*(parts[j] for j in range(n_folds) if j != k)) for k in range(n_folds)
+            merged = [merge_folds(parts)] + [
+                merge_folds(parts[j] for j in range(n_folds) if j != k) for k in range(n_folds)
             ]
-            models = [self._input_copy() for _ in moments]
-            liftings = [model._standardized_lifting(m) for model, m in zip(models, moments)]
+            models = [self._input_copy(data_range) for _, data_range in merged]
+            liftings = [model._standardized_lifting(m) for model, (m, _) in zip(models, merged)]
             reference = self._reference_offset(blocks)
-            targets = functools.partial(
-                _statistics_targets, n_outputs=self.n_outputs_, classes=False, offset=reference
-            )
+            targets = functools.partial(_statistics_targets, n_outputs=self._sdp_n_outputs(),
+                                        classes=blocks.classifier, offset=reference)
             sums = blocks.statistics(liftings, targets, n_folds)
+            whole = sum(sums[0][1:], sums[0][0])
+            betas = self._statistics_path(whole, reference)
+            scores, forms = np.empty((n_folds, len(betas))), []
+            for k in range(n_folds):
+                parts = [sums[k + 1][j] for j in range(n_folds) if j != k]
+                train = sum(parts[1:], parts[0])
+                forms.append([])
+                for index, beta in enumerate(betas):
+                    model = models[k + 1].set_params(beta=beta)
+                    with warnings.catch_warnings():
+                        warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
+                        model._fit_from_sums(merged[k + 1][0], lambda _: train, reference, train.weight)
+                    forms[k].append(linear_form(model))
+                    if not blocks.classifier:
+                        scores[k, index] = _held_out_r2(forms[k][-1], sums[k + 1][k], reference)
+            if blocks.classifier:
+                scores = blocks.fold_accuracies([
+                    (liftings[k + 1], merged[k + 1][1] if self.clip_inputs else None,
+                     np.array([a for a, _ in forms[k]]), np.array([np.ravel(b) for _, b in forms[k]]))
+                    for k in range(n_folds)
+                ])
         finally:
             blocks.release()
-        whole = sum(sums[0][1:], sums[0][0])
-        betas = self._statistics_path(whole, reference)
-        scores = np.empty((n_folds, len(betas)))
-        for k in range(n_folds):
-            held_out = sums[k + 1][k]
-            parts = [sums[k + 1][j] for j in range(n_folds) if j != k]
-            train = sum(parts[1:], parts[0])
-            for index, beta in enumerate(betas):
-                model = models[k + 1].set_params(beta=beta)
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
-                    model._fit_from_sums(moments[k + 1], lambda _: train, reference, train.weight)
-                scores[k, index] = _held_out_r2(model, held_out, reference)
         best = self._best_index(scores)
         model = models[0].set_params(beta=betas[best])
-        model._fit_from_sums(moments[0], lambda _: whole, reference, whole.weight)
+        model._fit_from_sums(merged[0][0], lambda _: whole, reference, whole.weight)
         vars(self).update({n: v for n, v in vars(model).items() if n not in model.get_params(deep=False)})
         self.beta_, self.betas_, self.scores_ = float(betas[best]), betas, scores
         return self
 
-    def _input_copy(self):
-        """The single estimator with this one's input attributes (set by the Dask validation)."""
+    def _input_copy(self, data_range):
+        """The single estimator with this one's input attributes (set by the Dask
+        validation) and the range of its training rows."""
         model = self._single_estimator()
         for name in ("n_features_in_", "feature_names_in_", "n_outputs_", "_fitted_y_ndim",
-                     "data_min_", "data_max_"):
+                     "classes_", "_multilabel"):
             if hasattr(self, name):
                 setattr(model, name, getattr(self, name))
+        model.data_min_, model.data_max_ = data_range
         return model
 
     def _statistics_path(self, whole, reference):
@@ -236,7 +248,9 @@ class BetaPathSearchMixin:
         if not isinstance(self.betas, Integral):
             return self._path(None, None, None)
         normalized = whole.normalized()
-        beta_max = normalized.shifted(normalized.target_mean).beta_max() or 1.0
+        # the targets the fit sees: centred where the model has an intercept, else as given
+        normalized = normalized.shifted(normalized.target_mean if self._centres_targets() else -reference)
+        beta_max = normalized.beta_max() or 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - self._path_decades, int(self.betas))
 
     def get_metadata_routing(self):

@@ -4,7 +4,7 @@ Suites of the benchmark command, not a library: each module follows the suite
 contract of :mod:`skquad.benchmarks.__main__` (``run`` and/or ``speed``
 returning a report section) and is run through the command
 (``--suite paper001``, ``paper002``, ``speed``, ``speed-networks``,
-``sdp-targets``, ``dask-scaling``, ``shap-speed``, ``sparse-q``).
+``sdp-targets``, ``dask-scaling``, ``dask-models``, ``shap-speed``, ``sparse-q``).
 
 ``_paper001``
     Noel et al. (QNN/RPQNN): XOR, six clusters, the Table 4/5 analogues, the
@@ -22,6 +22,8 @@ returning a report section) and is run through the command
     The SDP solver's targets: time, certified gap, peak memory.
 ``_dask_scaling``
     QuadraticLogisticRegression on Dask arrays of a local cluster.
+``_dask_models``
+    The SDP estimators and the networks' L-BFGS on Dask arrays of a local cluster.
 ``_shap_speed``
     The closed-form SHAP values of :mod:`skquad.inspection` against ``shap``.
 

@@ -400,13 +400,14 @@ def _child(case, n, d, rounds):
     print(json.dumps(_case(case, n, d, rounds)))
 
 
-def _run_child(case, n, d, rounds, progress):
-    code = f"from skquad.benchmarks.research._dask_scaling import _child; _child({case!r}, {n}, {d}, {rounds})"
+def _run_child(case, n, d, rounds, progress, module=__name__):
+    """``module``'s ``_child`` of the case in a child process: its JSON result, or the error."""
+    code = f"from {module} import _child; _child({case!r}, {n}, {d}, {rounds})"
     env = dict(os.environ)
     # the folder that holds the skquad package: research/ -> benchmarks/ -> skquad/ -> it
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    progress(f"dask scaling: {case} n={n} d={d} (child process)")
+    progress(f"{module.rsplit('.', 1)[-1]}: {case} n={n} d={d} (child process)")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
     if completed.returncode != 0 or not lines:
@@ -427,17 +428,21 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
         raise ValueError(f"unknown Dask scaling cases {unknown}; choose from {list(CASES)}")
     rounds = repeats or (1 if quick else 3)
     results = [_run_child(case, *(QUICK_SIZE if quick else SIZES[case]), rounds, progress) for case in cases]
+    return _report(
+        results, "QuadraticLogisticRegression fitted on Dask arrays generated on a LocalCluster's "
+        "worker processes (one thread each), each case in its own child process; seconds per "
+        "L-BFGS iteration leave out the first iteration (persisting the blocks). Rounds of the "
+        f"scaling case: {rounds}.", "Dask scaling of QuadraticLogisticRegression",
+    )
+
+
+def _report(results, introduction, title):
+    """The suite contract's report: one table of quantities per case, after ``introduction``."""
     sections, tables = [], {}
     for result in results:
         name = result["case"]
         table = pd.DataFrame([{"quantity": key, "value": str(value)} for key, value in result.items()])
         tables[name] = table
         sections.append(f"### {name}\n\n" + markdown_table(table))
-    markdown = (
-        "QuadraticLogisticRegression fitted on Dask arrays generated on a LocalCluster's worker "
-        "processes (one thread each), each case in its own child process; seconds per L-BFGS "
-        f"iteration leave out the first iteration (persisting the blocks). Rounds of the scaling "
-        f"case: {rounds}.\n\n" + "\n\n".join(sections)
-    )
-    return {"title": "Dask scaling of QuadraticLogisticRegression", "markdown": markdown,
-            "tables": tables, "figures": []}
+    markdown = introduction + "\n\n" + "\n\n".join(sections)
+    return {"title": title, "markdown": markdown, "tables": tables, "figures": []}
