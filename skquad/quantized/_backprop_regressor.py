@@ -45,7 +45,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         ``"squared"`` here).
     [shared-tight: clip_inputs:BackpropQuantizedClassifier clip_outputs]
     refit_output_layer : bool, default=True
-        After quantization, refit the second layer on the training rows:
+        After quantization, refit the second layer on the training rows (those
+        of the last ``fit`` or ``partial_fit`` call):
         ridge regression of the targets on the ±1 neurons' outputs (one
         weight per neuron and output, and an intercept per output), its
         penalty chosen by scikit-learn's :class:`~sklearn.linear_model.RidgeCV`
@@ -182,19 +183,17 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     def _quantize(self, X, targets, sample_weight):
         super()._quantize(X, targets, sample_weight)
         if self.refit_output_layer:
+            # Ridge with an intercept never fits worse than the targets' mean.
             self._refit_output_layer(X, targets, sample_weight)
-        self._warn_if_worse_than_the_mean(X, targets, sample_weight)
-
-    def _neuron_outputs(self, X):
-        """``(n, m)``: each ±1 neuron's output ``(u_j^T x)(v_j^T x)`` on the lifted rows."""
-        return _batched_network_scores(self._lifting(), X, self.U_, self.V_, np.eye(self.U_.shape[0]))
+        else:
+            self._warn_if_worse_than_the_mean(X, targets, sample_weight)
 
     def _refit_output_layer(self, X, targets, sample_weight):
         """Ridge on the neurons' outputs, its penalty by RidgeCV's leave-one-out; any neuron feeds any output."""
         n_neurons = self.U_.shape[0]
         _check_memory(3.0 * 8 * X.shape[0] * n_neurons + 8.0 * n_neurons**2, "n_neurons", n_neurons,
                       "refitting the output layer (refit_output_layer=True)")
-        H = self._neuron_outputs(X)
+        H = self._lifting().bilinear(X, self.U_, self.V_)  # (n, m): each neuron's output
         # RidgeCV's penalty weighs against sum_i w_i (y_i - h_i^T a)^2: scale by the weighted energy.
         energy = max(float(np.sum(sample_weight @ H**2)) / n_neurons, np.finfo(float).tiny)
         Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
