@@ -70,7 +70,8 @@ def test_planted_regression_on_the_inputs_as_given():
     y = ((X @ truth_u.T) * (X @ truth_v.T)).sum(axis=1)
     y = y / y.std()
     model = BackpropQuantizedRegressor(
-        50, fit_intercept=False, standardize=False, max_iter=200, tol=0.0, n_iter_no_change=200,
+        50, fit_intercept=False, standardize=False, linear_term=False, max_iter=200, tol=0.0,
+        n_iter_no_change=200,
         n_threads=1, random_state=0,
     )
     with pytest.warns(ConvergenceWarning):  # all 200 epochs run on purpose
@@ -114,13 +115,15 @@ def test_scale_target_fits_a_target_far_from_unit_scale():
     y = 1000.0 + 300.0 * (y + X[:, 2])
     weight = np.random.RandomState(1).uniform(0.5, 2.0, size=300)
     # the paper's quantization (no refit), so that the scaling alone is tested
-    model = BackpropQuantizedRegressor(n_neurons=200, random_state=0, refit_output_layer=False).fit(
+    model = BackpropQuantizedRegressor(
+        n_neurons=200, random_state=0, refit_output_layer=False, linear_term=False).fit(
         X[:200], y[:200], weight[:200])
     np.testing.assert_allclose(model.target_shift_, [np.average(y[:200], weights=weight[:200])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         given = BackpropQuantizedRegressor(
-            n_neurons=200, random_state=0, scale_target=False, refit_output_layer=False).fit(
+            n_neurons=200, random_state=0, scale_target=False, refit_output_layer=False,
+            linear_term=False).fit(
             X[:200], y[:200], weight[:200])
     assert model.score(X[200:], y[200:]) > 0.8 > given.score(X[200:], y[200:])
     # the exporters apply the affine step: torch and the callbacks' units are predict's

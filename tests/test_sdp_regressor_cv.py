@@ -38,10 +38,10 @@ def test_path_scores_and_choice(fitted, split):
     assert model.scores_.shape == (3, 5)
     best = int(np.argmax(model.scores_.mean(axis=0)))
     assert model.beta_ == model.betas_[best]
-    # The top of the path is the zero network: it predicts the intercept
-    # alone, an R² at or below 0 on held-out data; the chosen beta fits the
-    # x0*x1 + x2/2 signal (noise 0.3: R² near 0.9 is reachable).
-    assert model.scores_[:, 0].mean() <= 0.01
+    # The top of the path is the zero network: the linear term alone, which
+    # misses x0*x1; the chosen beta fits the x0*x1 + x2/2 signal (noise 0.3:
+    # R² near 0.9 is reachable).
+    assert model.scores_[:, 0].mean() < model.scores_[:, best].mean() - 0.3
     assert model.scores_[:, best].mean() > 0.7
     assert model.score(X_test, y_test) > 0.7
     # The scores are SDPQuantizedRegressor's R² at each beta on each fold

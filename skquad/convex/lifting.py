@@ -115,11 +115,14 @@ class InputLifting:
     def polynomial(self):
         return not isinstance(self.activation, str)
 
+    def standardized(self, X):
+        """``(x - center) / scale``, or ``x`` without a standardization (float64)."""
+        X = np.asarray(X, dtype=np.float64)
+        return X if self.center is None else (X - self.center) / self.scale
+
     def features(self, X):
         """``z``: standardized, intercept column appended, replicated (float64)."""
-        X = np.asarray(X, dtype=np.float64)
-        if self.center is not None:
-            X = (X - self.center) / self.scale
+        X = self.standardized(X)
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         if self.levels > 1:
@@ -235,12 +238,16 @@ class QuadraticNetwork:
     lifting : InputLifting
     intercept : ndarray of shape (n_outputs,) or None
         A constant added to every output (None: none).
+    linear : ndarray of shape (n_outputs, n_features) or None
+        A linear term ``x @ linear.T`` on the raw inputs added to the
+        outputs (the regressors' ``linear_coef_``; None: none).
     """
 
     weights: np.ndarray
     output_weights: np.ndarray
     lifting: InputLifting
     intercept: np.ndarray = None
+    linear: np.ndarray = None
 
     def scores(self, X):
         """Network output for raw inputs ``X``, shape (n_samples, n_outputs).
@@ -258,6 +265,8 @@ class QuadraticNetwork:
             out[start : start + rows] = (
                 self.lifting.quadratic(X[start : start + rows], self.weights) @ output_weights
             )
+        if self.linear is not None:
+            out = out + X @ np.asarray(self.linear, dtype=np.float64).T
         return out if self.intercept is None else out + self.intercept
 
     def integer_weights(self):
@@ -287,7 +296,7 @@ class QuadraticNetwork:
         return collapsed, bias, lifting_sign
 
 
-def export_quadratic_network(U, V, alpha, lifting, intercept=None):
+def export_quadratic_network(U, V, alpha, lifting, intercept=None, linear=None):
     """Rewrite a bilinear network as ``3 m`` quadratic-form neurons (Appendix C).
 
     By ``2 u^T A v = (u + v)^T A (u + v) - u^T A u - v^T A v`` with
@@ -300,6 +309,8 @@ def export_quadratic_network(U, V, alpha, lifting, intercept=None):
     lifting : InputLifting
     intercept : ndarray of shape (n_outputs,), default=None
         The network's output intercept (None: none).
+    linear : ndarray of shape (n_outputs, n_features), default=None
+        A linear term on the raw inputs (None: none).
 
     Returns
     -------
@@ -315,5 +326,6 @@ def export_quadratic_network(U, V, alpha, lifting, intercept=None):
     if intercept is not None:
         intercept = np.asarray(intercept, dtype=np.float64).reshape(-1)
     return QuadraticNetwork(
-        weights=weights, output_weights=output_weights, lifting=lifting, intercept=intercept
+        weights=weights, output_weights=output_weights, lifting=lifting, intercept=intercept,
+        linear=linear
     )

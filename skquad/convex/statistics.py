@@ -186,6 +186,16 @@ class LiftedStatistics:
             target_mean=self.target_mean - offset * self.weight,
         )
 
+    def less(self, theta):
+        """The statistics of the targets ``t - Φ θ`` (``theta`` of shape (m, n_outputs))."""
+        g_theta = self.gram @ theta
+        return dataclasses.replace(
+            self, cross=self.cross - g_theta,
+            target_square=self.target_square - 2.0 * np.sum(theta * self.cross, axis=0)
+            + np.sum(theta * g_theta, axis=0),
+            target_mean=self.target_mean - self.mean @ theta,
+        )
+
     def centred(self):
         """Normalized statistics of ``Φ - μ`` and ``t - τ`` (an unpenalised intercept)."""
         mean, target_mean = self.mean, self.target_mean

@@ -138,6 +138,7 @@ def _network_scores(graph, x, estimator):
 
 def _bilinear_scores(graph, x, estimator):
     parts = bilinear_parts(estimator)
+    linear = graph.matmul(x, parts["linear"].T)
     if parts["center"] is not None:
         x = graph.node("Div", graph.node("Sub", x, graph.const(parts["center"])), graph.const(parts["scale"]))
     projections = []
@@ -155,7 +156,8 @@ def _bilinear_scores(graph, x, estimator):
         mixed = graph.node("Add", graph.node("Mul", t_u, graph.const(0.5 * b * v0)), graph.node("Mul", t_v, graph.const(0.5 * b * u0)))
         hidden = graph.node("Add", graph.node("Mul", hidden, graph.const(a)), mixed)
         hidden = graph.node("Add", hidden, graph.const(c * u0 * v0))
-    return graph.node("Add", graph.matmul(hidden, parts["alpha"]), graph.const(parts["intercept"]))
+    scores = graph.node("Add", graph.matmul(hidden, parts["alpha"]), graph.const(parts["intercept"]))
+    return graph.node("Add", scores, linear)
 
 
 def _probabilities(graph, scores, estimator, n_scores):

@@ -15,6 +15,7 @@ from sklearn.base import is_regressor
 from torch import nn
 
 from .._foundation._pipeline import split_pipeline
+from .._foundation._target_scaling import fitted_target_scaling
 from ..convex.lifting import collapse_replicas
 from ..nn.layers import layer_from_numpy_state
 
@@ -100,8 +101,10 @@ class BilinearNetworkScores(nn.Module):
                 self.register_buffer(f"{name}_{suffix}", torch.as_tensor(value, dtype=torch.int8))
         self.alpha = nn.Parameter(torch.as_tensor(parts["alpha"], dtype=dtype).clone())
         self.register_buffer("intercept", torch.as_tensor(parts["intercept"], dtype=dtype))
+        self.register_buffer("linear", torch.as_tensor(parts["linear"], dtype=dtype))
 
     def forward(self, x):
+        linear = x @ self.linear.T
         if self.standardize:
             x = self.input_scaling(x)
         dtype = x.dtype
@@ -113,7 +116,7 @@ class BilinearNetworkScores(nn.Module):
             hidden = a * t_u * t_v + 0.5 * b * (t_u * v0 + t_v * u0) + c * (u0 * v0)
         else:
             hidden = t_u * t_v
-        return hidden @ self.alpha + self.intercept
+        return hidden @ self.alpha + self.intercept + linear
 
 
 class DecisionFunctionModule(nn.Module):
@@ -179,7 +182,9 @@ def bilinear_parts(estimator):
     ``U``, ``V`` (int, ``(m, d)``), ``U_bias``, ``V_bias`` (None without
     intercept), ``U_lift``, ``V_lift`` (None for the bilinear activation),
     ``activation`` (None or ``(a, b, c)``), ``alpha`` ``(m, n_scores)`` and
-    ``intercept`` ``(n_scores,)`` (zeros for a network without one).
+    ``intercept`` ``(n_scores,)`` (zeros for a network without one) and
+    ``linear`` ``(n_scores, d)``, the linear term on the raw inputs in the
+    units of the scores (``linear_coef_ / target_scale_``; zeros without one).
     """
     levels = int(getattr(estimator, "weight_levels", 1))
     fit_intercept = bool(getattr(estimator, "fit_intercept", True))
@@ -203,6 +208,7 @@ def bilinear_parts(estimator):
             * np.ones(np.shape(estimator.alpha_)[1]), -1
         ),
     }
+    parts["linear"] = _linear_in_score_units(estimator, d)
     for name, signs in (("U", estimator.U_), ("V", estimator.V_)):
         signs = np.asarray(signs)
         lift = None
@@ -214,6 +220,17 @@ def bilinear_parts(estimator):
             collapsed, bias = collapsed[:, :-1], collapsed[:, -1]
         parts.update({name: collapsed, f"{name}_bias": bias, f"{name}_lift": lift})
     return parts
+
+
+def _linear_in_score_units(estimator, d):
+    """``linear_coef_`` before the target scaling that the scores' module undoes."""
+    n_scores = np.shape(estimator.alpha_)[1]
+    coef = getattr(estimator, "linear_coef_", None)
+    if coef is None:
+        return np.zeros((n_scores, d))
+    scale = np.reshape(fitted_target_scaling(estimator)[1], (-1, 1)) * np.ones((n_scores, 1))
+    safe = np.where(scale == 0.0, 1.0, scale)  # a constant output's term is zero
+    return np.where(scale == 0.0, 0.0, np.asarray(coef, dtype=np.float64) / safe)
 
 
 def _learned_dtype(estimator):

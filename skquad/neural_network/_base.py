@@ -330,14 +330,18 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         # the ReLinear-sw decay adds to it on the quadratic weights only, so that
         # e.g. the factor bias c that starts at 1 is not pulled towards 0.
         return [
-            ParameterGroup(weights, name="weights", l2=self.alpha),
+            ParameterGroup(weights, name="weights", l2=self._l2_alpha()),
             ParameterGroup(biases, name="biases"),
             ParameterGroup(
                 quadratic_weights, name="quadratic_weights", learning_rate_scale=scale,
-                l2=self.alpha + self.quadratic_l2, l1=self.quadratic_l1,
+                l2=self._l2_alpha() + self.quadratic_l2, l1=self.quadratic_l1,
             ),
             ParameterGroup(quadratic_biases, name="quadratic_biases", learning_rate_scale=scale),
         ]
+
+    def _l2_alpha(self):
+        """The weights' l2 penalty of this fit: ``alpha``, or what "auto" chose (``alpha_``)."""
+        return self.alpha_ if isinstance(self.alpha, str) else self.alpha
 
     def _training_config(self, n_threads="auto"):
         return TrainingConfig(
@@ -448,7 +452,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         config.warn_on_max_iter = False
         trainer = self._new_trainer(
             conventional, policy, config=config,
-            groups=[ParameterGroup(weights, l2=self.alpha)], fused=False,
+            groups=[ParameterGroup(weights, l2=self._l2_alpha())], fused=False,
         )
         self._run(trainer, *data, max_iter=self.max_iter)
         for target, source in zip(module, trainer.module[1]):

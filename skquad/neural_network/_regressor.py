@@ -6,9 +6,14 @@ identity output, or half the Poisson deviance with an ``exp`` output) and R^2
 as the early-stopping score.
 """
 
+import warnings
+from numbers import Real
+
 import numpy as np
-from sklearn.base import _fit_context
-from sklearn.utils._param_validation import StrOptions
+from sklearn.base import _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
@@ -20,15 +25,21 @@ from .._foundation._target_scaling import (
     target_scaling,
     unscaled_predictions,
 )
-from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
+from .._foundation._torch_utils import seed_from
+from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_solver, signature_with
 
 __all__ = ["BaseQuadraticNetworkRegressor"]
 
-# Rule: alpha=1 on the regressors. Why: the penalty is alpha / (2 n) ||W||^2 against a
-# loss of order 1/2 on the scaled targets, a unit Gaussian prior whose weight falls as 1 / n;
-# MLP's 1e-4 leaves the quadratic output unregularized where rows are few
-# (doc/benchmark_results/robustness). MLPRegressor's value stays available as alpha=1e-4.
-REGRESSOR_ALPHA = 1.0
+# Rule: alpha="auto" on the regressors. The penalty is alpha / (2 n) ||W||^2 against a loss
+# of order 1/2 on the scaled targets: 1 is a unit Gaussian prior whose weight falls as 1 / n,
+# and the noisier the targets the stronger the prior they need, so where the fit is one
+# L-BFGS run on few rows, "auto" picks from AUTO_ALPHAS on a held-out fifth of the rows.
+# MLP's 1e-4 leaves the quadratic output unregularized there; it stays available by name.
+REGRESSOR_ALPHA = "auto"
+AUTO_ALPHAS = (1.0, 10.0, 100.0)
+AUTO_ALPHA_HELD_OUT = 0.2
+# Fewer rows than this leave too few to hold out: "auto" is then AUTO_ALPHAS[0].
+AUTO_ALPHA_MIN_SAMPLES = 20
 
 
 class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork):
@@ -45,6 +56,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         "loss": [StrOptions({"squared_error", "poisson"})],
         "scale_target": ["boolean"],
         "clip_outputs": ["boolean"],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     }
 
     def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error",
@@ -139,11 +151,39 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             from ._dask import fit_network_blocks
 
             # data-parallel L-BFGS over the row blocks (skquad/neural_network/_dask.py)
+            self.alpha_ = self._chosen_alpha(None, None, None, search=False)
             return fit_network_blocks(self, X, y, sample_weight)
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=True)
         new_network = not (self.warm_start and hasattr(self, "layers_"))
+        self.alpha_ = self._chosen_alpha(X, y, sample_weight, search=new_network)
         y = self._training_targets(y, sample_weight, new_network=new_network, all_data=True)
         return self._start_fit(X, y, sample_weight)
+
+    def _chosen_alpha(self, X, y, sample_weight, *, search):
+        """``alpha_``: ``alpha``, or for "auto" the one of :data:`AUTO_ALPHAS` whose
+        network, fitted on the other rows, scores best (weighted R²) on a held-out
+        :data:`AUTO_ALPHA_HELD_OUT` of them: where the fit is one L-BFGS run (few rows),
+        else the first."""
+        if not isinstance(self.alpha, str):
+            return float(self.alpha)
+        if not search or X.shape[0] < AUTO_ALPHA_MIN_SAMPLES:
+            return AUTO_ALPHAS[0]
+        solver = fit_solver(self.solver, X.shape[0], early_stopping=self.early_stopping)
+        if solver != "lbfgs":
+            return AUTO_ALPHAS[0]
+        seed = seed_from(self.random_state)
+        train, held_out = train_test_split(
+            np.arange(X.shape[0]), test_size=AUTO_ALPHA_HELD_OUT, random_state=seed)
+        candidate = clone(self).set_params(solver=solver, warm_start=False, random_state=seed)
+        with warnings.catch_warnings():
+            # the candidates' own convergence is not the fit's; the final fit reports its own
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            scores = [
+                candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train]).score(
+                    X[held_out], y[held_out], sample_weight[held_out])
+                for alpha in AUTO_ALPHAS
+            ]
+        return AUTO_ALPHAS[int(np.nanargmax(np.nan_to_num(scores, nan=-np.inf)))]
 
     @available_if(_stochastic_solver)
     @dispatch_inputs
@@ -175,6 +215,8 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         self._check_partial_fit_allowed()
         first_call = not hasattr(self, "layers_")
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=first_call)
+        if first_call:
+            self.alpha_ = self._chosen_alpha(X, y, sample_weight, search=False)
         y = self._training_targets(y, sample_weight, new_network=first_call, all_data=False)
         return self._train(X, y, sample_weight, architecture, incremental=True)
 

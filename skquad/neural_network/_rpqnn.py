@@ -102,7 +102,7 @@ class RPQNNRegressor(BaseQuadraticNetworkRegressor):
 
     Attributes
     ----------
-    [shared: n_features_in_:QNNClassifier feature_names_in_:QNNClassifier layers_:RPQNNClassifier
+    [shared: alpha_ n_features_in_:QNNClassifier feature_names_in_:QNNClassifier layers_:RPQNNClassifier
         coefs_:QNNRegressor intercepts_ hidden_activation_ out_activation_ target_shift_
         target_scale_ loss_ loss_curve_:QNNRegressor best_loss_:QNNRegressor validation_scores_
         best_validation_score_ n_iter_:QNNRegressor t_:QNNRegressor diverged_ device_

@@ -1,5 +1,7 @@
 """BackpropQuantizedRegressor: Bartan & Pilanci's baseline as a regressor."""
 
+import math
+
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.linear_model import RidgeCV
@@ -16,17 +18,14 @@ from .._foundation._target_scaling import (
 )
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 from ._common import _batched_network_scores, _check_memory
+from ._linear_term import RELATIVE_ALPHAS, LinearTermMixin, rows_less_linear_term
 from ..convex.formulation import network_objective
-
-# refit_output_layer: the ridge penalties tried, relative to the neurons'
-# mean column energy (the penalty is then free of the data's and p's scale).
-REFIT_RELATIVE_ALPHAS = np.logspace(-6, 2, 17)
 
 __all__ = ["BackpropQuantizedRegressor"]
 
 
 @shared_docstring
-class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegressor):
+class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, BaseQuadraticRegressor):
     """Bartan & Pilanci's baseline for regression: SGD, then sign quantization.
 
     The network of :class:`SDPQuantizedRegressor` (bilinear neurons, ±1
@@ -43,7 +42,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
         As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
-    [shared-tight: clip_inputs:BackpropQuantizedClassifier clip_outputs]
+    [shared-tight: clip_inputs:BackpropQuantizedClassifier clip_outputs linear_term]
     refit_output_layer : bool, default=True
         After quantization, refit the second layer on the training rows (those
         of the last ``fit`` or ``partial_fit`` call):
@@ -79,8 +78,10 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
     intercept_ : ndarray of shape (n_outputs_,)
         The refitted output layer's intercept, in the units of the scaled
         targets (zeros without ``refit_output_layer``).
+    [shared-tight: linear_coef_ linear_alpha_]
     target_shift_ : ndarray of shape (n_outputs_,)
-        Subtracted from ``y`` for training (0 without ``scale_target``).
+        Subtracted from ``y`` for training, with the linear term (0 without
+        ``scale_target`` and ``linear_term``); it includes the term's constant.
     target_scale_ : ndarray of shape (n_outputs_,)
         ``y`` divided by it for training (1 without ``scale_target``).
     loss_curve_ : list of float
@@ -113,7 +114,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         name: constraint
         for name, constraint in BackpropQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    } | {"scale_target": ["boolean"], "clip_outputs": ["boolean"], "refit_output_layer": ["boolean"]}
+    } | {"scale_target": ["boolean"], "clip_outputs": ["boolean"], "refit_output_layer": ["boolean"],
+                                        "linear_term": ["boolean"]}
 
     # Real (n, k) targets, compared as they are (squared loss).
     _real_targets = True
@@ -144,6 +146,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         clip_outputs=True,
         refit_output_layer=True,
         scale_target=True,
+        linear_term=True,
     ):
         self.n_neurons = n_neurons
         self.beta = beta
@@ -166,6 +169,7 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         self.clip_outputs = clip_outputs
         self.refit_output_layer = refit_output_layer
         self.scale_target = scale_target
+        self.linear_term = linear_term
 
     def _network_n_outputs(self):
         return self.n_outputs_
@@ -195,9 +199,9 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
                       "refitting the output layer (refit_output_layer=True)")
         H = self._lifting().bilinear(X, self.U_, self.V_)  # (n, m): each neuron's output
         # RidgeCV's penalty weighs against sum_i w_i (y_i - h_i^T a)^2: scale by the weighted energy.
-        energy = max(float(np.sum(sample_weight @ H**2)) / n_neurons, np.finfo(float).tiny)
+        energy = max(float(np.sum(sample_weight @ H**2)), np.finfo(float).tiny)
         Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
-        ridge = RidgeCV(alphas=energy * REFIT_RELATIVE_ALPHAS)
+        ridge = RidgeCV(alphas=energy * RELATIVE_ALPHAS)
         ridge.fit(H, Y, sample_weight=sample_weight)
         dtype = self.alpha_.dtype
         self.alpha_ = np.ascontiguousarray(ridge.coef_.reshape(Y.shape[1], n_neurons).T, dtype=dtype)
@@ -243,18 +247,37 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         return super()._make_trainer(X, sample_weight, resume=resume)
 
     def _train(self, X, Y, sample_weight, *, epochs=None):
-        if not hasattr(self, "target_shift_"):  # epochs=None: fit, on all the data
-            self.target_shift_, self.target_scale_ = target_scaling(
-                Y, sample_weight, enabled=self.scale_target, all_data=epochs is None)
-        Y = scaled_targets(Y, self.target_shift_, self.target_scale_)
+        if not hasattr(self, "target_shift_"):  # a new network (fit: on all the data)
+            # The linear term first, the network on its residuals (skquad.quantized._linear_term).
+            constant = self._fit_linear_term(X, Y, sample_weight)
+            shift, self.target_scale_ = target_scaling(
+                Y - self._linear_scores(X) - constant, sample_weight, enabled=self.scale_target,
+                all_data=epochs is None)
+            self.target_shift_ = shift + constant
+        Y = scaled_targets(Y - self._linear_scores(X), self.target_shift_, self.target_scale_)
         return super()._train(X, Y, sample_weight, epochs=epochs)
+
+    def _fit_linear_term(self, X, Y, sample_weight):
+        """Fit ``linear_term``'s ridge on the standardized inputs; returns its constant."""
+        self._forget_linear_term()
+        if not (self.linear_term and self.fit_intercept):
+            return 0.0
+        _, coef, intercept, alpha = rows_less_linear_term(
+            self._lifting().standardized(X), Y, sample_weight,
+            n_samples=math.fsum(sample_weight),
+        )
+        return intercept - self._publish_linear_term(coef, alpha)
 
     def _raw_scores(self, X):
         scores = super()._raw_scores(X) + self.intercept_
-        return unscaled_predictions(scores, *fitted_target_scaling(self))
+        return self._with_linear_term(unscaled_predictions(scores, *fitted_target_scaling(self)), X)
 
     def _float_scores(self, X):
-        return unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
+        scores = unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
+        return self._with_linear_term(scores, X)
+
+    def _with_linear_term(self, scores, X):
+        return (scores + self._linear_scores(X)).astype(scores.dtype, copy=False)
 
     @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)

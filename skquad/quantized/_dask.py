@@ -45,6 +45,7 @@ from .._dask import (
 )
 from .._foundation._input_range import clip_to_range, feature_range, merge_ranges
 from ..convex.statistics import LiftedStatistics, merge_moments, neuron_svecs, svec_rows
+from ._linear_term import linear_coordinates
 
 __all__ = ["SDPBlocks", "linear_form", "merge_folds"]
 
@@ -83,7 +84,15 @@ def _merge_fold_moments(*parts):
 
 def linear_form(model):
     """``(a, b)`` of a fitted SDP network: its scores are ``svec(L(x))ᵀ a + b`` (m x K, K)."""
-    return neuron_svecs(model.U_, model.V_) @ model.alpha_, getattr(model, "intercept_", 0.0)
+    a, b = neuron_svecs(model.U_, model.V_) @ model.alpha_, getattr(model, "intercept_", 0.0)
+    if getattr(model, "linear_coef_", None) is None:
+        return a, b
+    # the linear term x·w = Φ[x_index]·w_std / x_factor plus the constant w·mean
+    x_index, x_factor, _, _ = linear_coordinates(model._lifting(), model.n_features_in_)
+    scale = 1.0 if model.feature_scale_ is None else model.feature_scale_
+    a = a.copy()
+    a[x_index] += (model.linear_coef_ * scale).T / x_factor
+    return a, b + model._linear_shift()
 
 
 def _fold_accuracies(block, folds, class_weights):

@@ -49,6 +49,7 @@ from ._common import (
     _standardization,
     _standardization_from_moments,
 )
+from ._linear_term import LinearTermMixin, rows_less_linear_term, statistics_less_linear_term
 
 __all__ = ["SDPQuantizedClassifier"]
 
@@ -58,7 +59,7 @@ def _statistics_targets(y, n_outputs, classes, offset):
     return encode_targets(_class_targets(y, n_outputs) if classes else y, n_outputs) - offset
 
 
-class _SDPQuantizedNetwork(BaseQuadraticEstimator):
+class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
     """The SDP network's fit, sampling, resampling and export (not for direct use).
 
     Shared by :class:`SDPQuantizedClassifier` and
@@ -171,6 +172,10 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         # intercept (_centres_targets): the SDP never pays for an offset.
         targets, offset = self._centred_targets(
             self._sdp_targets(y_train, n_outputs), weight, n_outputs
+        )
+        self._target_scale(targets, weight)  # refuses a y out of float64's range, before any work
+        targets, offset = self._rows_less_linear_term(
+            X_train, targets, weight, offset, n_samples=math.fsum(sample_weight)
         )
         # "auto" is a fraction of the data's beta_max (skquad.convex.path.default_beta).
         self.beta_ = self._resolve_beta(
@@ -319,6 +324,7 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         statistics = statistics_of(self._standardized_lifting(moments)).normalized()
         offset = statistics.target_mean + reference if self._centres_targets() else np.zeros(n_outputs)
         statistics = statistics.shifted(offset - reference)
+        statistics, offset = self._statistics_less_linear_term(statistics, offset, total_weight)
         if isinstance(self.beta, str):
             self.beta_max_ = statistics.beta_max()
             self.beta_ = auto_beta(self.beta_max_, self.loss, p, total_weight)
@@ -343,6 +349,31 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
     def _centres_targets(self):
         """Whether the model has a free output intercept (the targets are centred)."""
         return False
+
+    def _fits_linear_term(self):
+        """Whether the model has a linear term in the inputs (:mod:`._linear_term`)."""
+        return False
+
+    def _rows_less_linear_term(self, X, targets, weight, offset, *, n_samples):
+        """``(targets less the linear term, offset plus its constant)`` where the model has one."""
+        self._forget_linear_term()
+        if not self._fits_linear_term():
+            return targets, offset
+        Z = self._lifting().standardized(X)
+        targets, coef, intercept, alpha = rows_less_linear_term(
+            Z, targets, weight, n_samples=n_samples,
+        )
+        return targets, offset + intercept - self._publish_linear_term(coef, alpha)
+
+    def _statistics_less_linear_term(self, statistics, offset, n_samples):
+        """:meth:`_rows_less_linear_term` on the lifted statistics of a Dask fit."""
+        self._forget_linear_term()
+        if not self._fits_linear_term():
+            return statistics, offset
+        statistics, coef, intercept, alpha = statistics_less_linear_term(
+            statistics, self._lifting(), self.n_features_in_, n_samples=n_samples,
+        )
+        return statistics, offset + intercept - self._publish_linear_term(coef, alpha)
 
     def _centred_targets(self, targets, weight, n_outputs):
         """``(targets - offset, offset)``: ``offset`` the weighted mean of the encoded
@@ -507,7 +538,6 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
             return sampled, sampled, alpha, np.zeros(alpha.shape[1])
         refit = refit_from_statistics(
             S, statistics, beta=beta, n_lifted=p, alpha=alpha,
-            fit_intercept=self._centres_targets(),
         )
         return sampled, refit.objective, refit.alpha, refit.intercept
 
@@ -606,14 +636,14 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
-        return scores + getattr(self, "intercept_", 0.0)
+        return scores + getattr(self, "intercept_", 0.0) + self._linear_scores(X)
 
     def _relaxed_scores(self, X):
         """``offset + 2 <L(x), Z_k>`` for every block, shape (n_samples, n_outputs)."""
         X = self._validate_predict_data(X)
         lifting = self._lifting()
         scores = np.column_stack([2.0 * lifting.inner(X, Z) for Z in self.Z_])
-        return scores + getattr(self, "_target_offset_", 0.0)
+        return scores + getattr(self, "_target_offset_", 0.0) + self._linear_scores(X)
 
     @reads_fitted_state
     def integer_weights(self):
@@ -663,7 +693,8 @@ class _SDPQuantizedNetwork(BaseQuadraticEstimator):
         """
         check_is_fitted(self, "U_")
         return export_quadratic_network(
-            self.U_, self.V_, self.alpha_, self._lifting(), intercept=getattr(self, "intercept_", None)
+            self.U_, self.V_, self.alpha_, self._lifting(), intercept=getattr(self, "intercept_", None),
+            linear=getattr(self, "linear_coef_", None),
         )
 
     def __sklearn_tags__(self):

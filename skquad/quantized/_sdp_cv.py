@@ -7,6 +7,7 @@ choice with non-finite scores ranked last, the refit) is
 """
 
 import functools
+import math
 import warnings
 from numbers import Integral
 
@@ -28,6 +29,7 @@ from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
 from ._common import _check_activation, _standardization
+from ._linear_term import rows_less_linear_term, statistics_less_linear_term
 from ._sdp import SDPQuantizedClassifier
 
 __all__ = ["BetaPathSearchMixin", "SDPQuantizedClassifierCV"]
@@ -155,6 +157,10 @@ class BetaPathSearchMixin:
         targets, _ = self._centred_targets(
             self._sdp_targets(y_validated, n_outputs), weight, n_outputs
         )
+        if self._fits_linear_term():
+            targets = rows_less_linear_term(
+                lifting.standardized(X), targets, weight, n_samples=math.fsum(sample_weight)
+            )[0]
         beta_max = zero_network_beta(
             lifting, X, targets, weight, loss=self.loss, n_outputs=n_outputs
         )
@@ -203,7 +209,7 @@ class BetaPathSearchMixin:
                                         classes=blocks.classifier, offset=reference)
             sums = blocks.statistics(liftings, targets, n_folds)
             whole = sum(sums[0][1:], sums[0][0])
-            betas = self._statistics_path(whole, reference)
+            betas = self._statistics_path(whole, reference, liftings[0])
             scores, forms = np.empty((n_folds, len(betas))), []
             for k in range(n_folds):
                 parts = [sums[k + 1][j] for j in range(n_folds) if j != k]
@@ -243,13 +249,17 @@ class BetaPathSearchMixin:
         model.data_min_, model.data_max_ = data_range
         return model
 
-    def _statistics_path(self, whole, reference):
+    def _statistics_path(self, whole, reference, lifting):
         """:meth:`_path` from the whole data's statistics (targets less ``reference``)."""
         if not isinstance(self.betas, Integral):
             return self._path(None, None, None)
         normalized = whole.normalized()
         # the targets the fit sees: centred where the model has an intercept, else as given
         normalized = normalized.shifted(normalized.target_mean if self._centres_targets() else -reference)
+        if self._fits_linear_term():
+            normalized = statistics_less_linear_term(
+                normalized, lifting, self.n_features_in_, n_samples=whole.weight,
+            )[0]
         beta_max = normalized.beta_max() or 1.0
         return np.logspace(np.log10(beta_max), np.log10(beta_max) - self._path_decades, int(self.betas))
 

@@ -16,9 +16,9 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     """Binary-weight bilinear network for regression, trained by convex SDP relaxation.
 
     The network of :class:`SDPQuantizedClassifier` with an identity output,
-    one sum per output column of ``y``::
+    one sum per output column of ``y``, beside a linear term (``linear_term``)::
 
-        f_k(x) = b_k + sum_j alpha_jk (z^T u_j) (z^T v_j),  z = [x, 1], u_j, v_j in {-1, +1}^p,
+        f_k(x) = b_k + x^T w_k + sum_j alpha_jk (z^T u_j) (z^T v_j),  z = [x, 1], u_j, v_j in {-1, +1}^p,
 
     trained on Bartan & Pilanci's squared loss (the setting their SDP is
     first stated for, with scalar and vector outputs): the convex relaxation
@@ -38,10 +38,16 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     an unpenalised intercept, ``intercept_ = ybar + b``. So an offset in
     ``y`` changes ``intercept_`` only.
 
-    ``lower_bound_`` is a certificate for the networks whose constant is
-    ``ybar``: no ``f_k = ybar_k + sum_j alpha_jk (z^T u_j)(z^T v_j)`` with
-    ±1 first-layer weights, of any width, reaches a training objective
-    below it (the relaxation is solved on the centred targets).
+    With ``linear_term=True`` the linear term ``x^T w_k`` (and its constant)
+    is fitted first, by ridge whose penalty generalized cross-validation
+    chooses, and the relaxation is solved on its residuals, as on the
+    centred targets below: the offset ``ybar`` is then that linear model.
+
+    ``lower_bound_`` is a certificate for the networks whose offset is
+    ``ybar`` (the targets' weighted mean, or the fitted linear term): no
+    ``f_k = ybar_k + sum_j alpha_jk (z^T u_j)(z^T v_j)`` with ±1
+    first-layer weights, of any width, reaches a training objective below
+    it (the relaxation is solved on the targets less the offset).
     ``relaxed_objective_`` and ``certified_gap_`` are of that problem. The
     fitted network adds ``b``: with the network's mean residual ``r`` (the
     weighted mean of ``f - y`` at ``b = 0``), the squared loss at ``b`` is
@@ -66,10 +72,11 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     ----------
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
-    beta : float or "auto", default=1e-2
+    beta : float or "auto", default="auto"
         Penalty on the second layer's l1 norm, times ``p``, in the units of
         ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
-        model). "auto" takes it from the data as the classifier's "auto"
+        model). "auto" takes it from the data (the residuals of the linear
+        term, with ``linear_term``) as the classifier's "auto"
         does (:func:`skquad.convex.default_beta`: the fraction
         ``(p / n)^2``, clipped, of ``beta_max_``, the penalty at which the
         zero network is optimal; ``beta_max_`` is in ``y``'s units, so the
@@ -80,6 +87,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         Append the constant input (every neuron's ±1 biases, as in the
         classifier) and fit an unpenalised output intercept (the targets
         centred, see above). False: neither; ``intercept_`` is 0.
+    [shared: linear_term]
     standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
@@ -97,12 +105,14 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     alpha_ : ndarray of shape (n_neurons_, n_outputs_)
         Second-layer weights.
     intercept_ : ndarray of shape (n_outputs_,)
-        The output intercept, ``ybar + b`` (the targets' weighted mean and
-        the refit's unpenalised ``b``); zeros with ``fit_intercept=False``.
+        The output intercept, ``ybar + b`` (the targets' weighted mean, or
+        the linear term's constant, and the refit's unpenalised ``b``);
+        zeros with ``fit_intercept=False`` and no linear term.
+    [shared-tight: linear_coef_ linear_alpha_]
     lower_bound_ : float
         Certified lower bound on the training objective of every binary
-        network of this shape whose constant is the targets' weighted mean
-        (see above for the fitted network's free intercept).
+        network of this shape whose offset is ``ybar`` (the targets' weighted
+        mean, or the linear term; see above for the refit's free intercept).
     relaxed_objective_ : float
         The relaxed solution's objective (at least ``lower_bound_``).
     certified_gap_ : float
@@ -148,14 +158,15 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         name: constraint
         for name, constraint in SDPQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    } | {"clip_outputs": ["boolean"]}
+    } | {"clip_outputs": ["boolean"], "linear_term": ["boolean"]}
 
     def __init__(
         self,
         n_neurons=1000,
         *,
-        beta=1e-2,
+        beta="auto",
         fit_intercept=True,
+        linear_term=True,
         standardize=True,
         weight_levels=1,
         activation="bilinear",
@@ -175,6 +186,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         self.n_neurons = n_neurons
         self.beta = beta
         self.fit_intercept = fit_intercept
+        self.linear_term = linear_term
         self.standardize = standardize
         self.weight_levels = weight_levels
         self.activation = activation
@@ -200,6 +212,9 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     def _centres_targets(self):
         """``fit_intercept``: an unpenalised intercept, as scikit-learn's linear models."""
         return bool(self.fit_intercept)
+
+    def _fits_linear_term(self):
+        return bool(self.linear_term and self.fit_intercept)
 
     def _target_scale(self, targets, weight):
         """``c``: the power of two nearest the targets' weighted root mean square.

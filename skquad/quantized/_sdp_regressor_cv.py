@@ -50,7 +50,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         at ``beta_`` on the first fold's training part only.
     n_jobs : int, default=None
         Folds fitted in parallel (joblib).
-    fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, random_state :
+    fit_intercept, linear_term, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, random_state :
         As in :class:`SDPQuantizedRegressor`.
     [shared: clip_inputs:BackpropQuantizedClassifier clip_outputs]
 
@@ -97,6 +97,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         refit=True,
         n_jobs=None,
         fit_intercept=True,
+        linear_term=True,
         standardize=True,
         weight_levels=1,
         activation="bilinear",
@@ -119,6 +120,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.refit = refit
         self.n_jobs = n_jobs
         self.fit_intercept = fit_intercept
+        self.linear_term = linear_term
         self.standardize = standardize
         self.weight_levels = weight_levels
         self.activation = activation

@@ -141,6 +141,7 @@ def _backprop_real_targets(X, y, m, *, epochs, seed):
     curvature = bilinear_curvature(X, np.ones(len(y)), None)
     model = BackpropQuantizedRegressor(
         m, beta=PLANTED_BETA, fit_intercept=False, standardize=False, refit_output_layer=False,
+        linear_term=False,
         learning_rate_init=0.003 * curvature, batch_size=None, max_iter=epochs, tol=0.0,
         n_iter_no_change=epochs, device="cpu", dtype="float32", n_threads=1, random_state=seed,
     )

@@ -1,0 +1,132 @@
+"""The quantized regressors' linear term (``linear_term=True``): ridge by GCV, then the network."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Ridge, RidgeCV
+from sklearn.model_selection import train_test_split
+
+from skquad import BackpropQuantizedRegressor, SDPQuantizedRegressor, SDPQuantizedRegressorCV
+from skquad.quantized._linear_term import (
+    RELATIVE_ALPHAS,
+    LinearSums,
+    ridge_by_gcv,
+    rows_less_linear_term,
+)
+
+
+def _data(n=150, d=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = X @ rng.standard_normal(d) / np.sqrt(d) + X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(n)
+    return X, y
+
+
+def test_the_penalty_minimizes_gcv_over_scikit_learns_ridges():
+    """Every candidate refitted by scikit-learn's Ridge, its degrees of freedom
+    from an explicit hat matrix: the chosen penalty is the GCV minimizer and the
+    coefficients are Ridge's at it."""
+    rng = np.random.default_rng(1)
+    Z, t = rng.standard_normal((40, 6)), rng.standard_normal(40)
+    w = rng.integers(1, 4, size=40).astype(float)
+    coef, intercept, alpha = ridge_by_gcv(LinearSums.of_rows(Z, t, w), n_samples=w.sum())
+    centred = Z - np.average(Z, axis=0, weights=w)
+    gram = centred.T @ (w[:, None] * centred)
+    scores = []
+    energy = np.trace(gram)
+    for a in energy * RELATIVE_ALPHAS:
+        ridge = Ridge(alpha=a).fit(Z, t, sample_weight=w)
+        rss = w @ (t - ridge.predict(Z)) ** 2
+        df = np.trace(np.linalg.solve(gram + a * np.eye(6), gram))
+        scores.append(rss / (w.sum() - 1 - df) ** 2)
+    best = int(np.argmin(scores))
+    assert alpha[0] == pytest.approx(energy * RELATIVE_ALPHAS[best], rel=1e-12)
+    ridge = Ridge(alpha=alpha[0]).fit(Z, t, sample_weight=w)
+    np.testing.assert_allclose(coef[0], ridge.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(intercept[0], ridge.intercept_, rtol=1e-9, atol=1e-12)
+
+
+def test_integer_weights_choose_as_repeated_rows():
+    rng = np.random.default_rng(2)
+    Z, t = rng.standard_normal((30, 4)), rng.standard_normal((30, 2))
+    w = rng.integers(1, 4, size=30)
+    weighted = rows_less_linear_term(Z, t, w.astype(float), n_samples=float(w.sum()))
+    repeated = rows_less_linear_term(np.repeat(Z, w, axis=0), np.repeat(t, w, axis=0),
+                                     np.ones(w.sum()), n_samples=float(w.sum()))
+    for a, b in zip(weighted[1:], repeated[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_a_constant_target_has_no_linear_part_exactly():
+    Z = np.random.default_rng(3).standard_normal((20, 3))
+    residual, coef, intercept, _ = rows_less_linear_term(Z, np.full(20, 7.5), np.ones(20), n_samples=20.0)
+    assert np.all(coef == 0.0) and np.all(intercept == 7.5) and np.all(residual == 0.0)
+
+
+MODELS = [
+    lambda: SDPQuantizedRegressor(200, random_state=0),
+    lambda: BackpropQuantizedRegressor(200, max_iter=100, random_state=0),
+]
+
+
+def _fit_both(make, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # short trainings; the scores are read
+        return make().fit(X, y), make().set_params(linear_term=False).fit(X, y)
+
+
+@pytest.mark.parametrize("make", MODELS)
+def test_the_network_adds_the_interaction_to_the_linear_term(make):
+    """A linear target plus x0*x1, 10 inputs, 112 training rows: the model beats the
+    linear ridge by the interaction's share."""
+    X_train, X_test, y_train, y_test = train_test_split(*_data(d=10), random_state=0)
+    ridge = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_train, y_train).score(X_test, y_test)
+    model, _ = _fit_both(make, X_train, y_train)
+    assert model.linear_coef_.shape == (1, 10) and model.linear_alpha_.shape == (1,)
+    assert model.score(X_test, y_test) > ridge + 0.15
+
+
+@pytest.mark.parametrize("make", MODELS)
+def test_a_linear_target_on_few_rows_is_fitted_as_ridge_fits_it(make):
+    """A linear target, 40 inputs, 112 training rows: the ±1 network alone falls far
+    below the ridge; with the term the model stays within the robustness suite's
+    margin of it (the network fits some of the residuals' noise)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((150, 40))
+    y = X @ rng.standard_normal(40) / np.sqrt(40) + 0.5 * rng.standard_normal(150)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    ridge = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(X_train, y_train).score(X_test, y_test)
+    model, alone = _fit_both(make, X_train, y_train)
+    assert model.score(X_test, y_test) > ridge - 0.1
+    assert alone.score(X_test, y_test) < ridge - 0.2
+    assert not hasattr(alone, "linear_coef_")
+
+
+def test_the_term_is_on_the_original_inputs():
+    """Standardized internally: inputs scaled and shifted give the same predictions,
+    and ``linear_coef_`` is on the inputs as given."""
+    X, y = _data(n=80, d=5)
+    a = SDPQuantizedRegressor(50, random_state=0).fit(X, y)
+    b = SDPQuantizedRegressor(50, random_state=0).fit(10.0 * X + 3.0, y)
+    np.testing.assert_allclose(b.predict(10.0 * X + 3.0), a.predict(X), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(10.0 * b.linear_coef_, a.linear_coef_, rtol=1e-7)
+
+
+def test_the_certificate_is_for_the_networks_beside_the_term():
+    """The relaxation is solved on the term's residuals: the bound holds for the
+    network fitted there, whose objective is the one reported."""
+    X, y = _data(n=80, d=5)
+    model = SDPQuantizedRegressor(100, random_state=0).fit(X, y)
+    assert model.lower_bound_ <= model.relaxed_objective_ + 1e-9
+    assert model.certified_gap_ <= 10 * model.tol * max(1.0, abs(model.relaxed_objective_))
+
+
+def test_the_cv_search_and_the_single_fit_share_the_term():
+    X, y = _data(n=90, d=4)
+    search = SDPQuantizedRegressorCV(40, betas=3, cv=3, random_state=0).fit(X, y)
+    single = SDPQuantizedRegressor(40, beta=search.beta_, random_state=0).fit(X, y)
+    np.testing.assert_allclose(search.linear_coef_, single.linear_coef_, rtol=1e-12)
+    np.testing.assert_allclose(search.predict(X), single.predict(X), rtol=1e-10)
+
