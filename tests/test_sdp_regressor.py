@@ -204,3 +204,23 @@ def test_targets_whose_squared_loss_leaves_float64_are_refused():
     with pytest.raises(ValueError, match=r"y has a root mean square of .*e-170.*Rescale y"):
         model.fit(X, 1e-170 * y)
     np.testing.assert_array_equal(model.alpha_, alpha)
+
+
+def test_auto_beta_on_a_cheap_solve_is_checked_on_held_out_rows():
+    """On the compact route "auto" picks a fraction of beta_max on a held-out fifth:
+    noise asks for more of the penalty than a clean quadratic target, and the fit is
+    the one at that beta."""
+    from skquad.quantized._sdp_regressor import AUTO_BETA_FRACTIONS
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 4))
+    signal = X[:, 0] * X[:, 1] + X[:, 2]
+    clean = SDPQuantizedRegressor(100, random_state=0).fit(X, signal + 0.01 * rng.standard_normal(200))
+    noisy = SDPQuantizedRegressor(100, random_state=0).fit(X, signal + 3.0 * rng.standard_normal(200))
+    fractions = [model.beta_ / model.beta_max_ for model in (clean, noisy)]
+    assert all(min(abs(np.log(f / np.asarray(AUTO_BETA_FRACTIONS)))) < 1e-9 for f in fractions)
+    assert fractions[1] > fractions[0]
+    y = signal + 3.0 * np.random.default_rng(1).standard_normal(200)
+    auto = SDPQuantizedRegressor(100, random_state=0).fit(X, y)
+    fixed = SDPQuantizedRegressor(100, beta=auto.beta_, random_state=0).fit(X, y)
+    np.testing.assert_allclose(auto.predict(X), fixed.predict(X), rtol=1e-10, atol=1e-12)

@@ -183,6 +183,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             # duplicates with halved weights (the fit is bit-for-bit invariant).
             X_train, targets, weight, n_outputs, n_samples=math.fsum(sample_weight)
         )
+        self.beta_ = self._validated_beta(X, y_validated, sample_weight, self.beta_, p)
         key = self._sdp_key(X_train, targets, weight, solver)
         # The solver sees targets / c and beta / c (see _target_scale) and
         # returns the solution in the user's units.
@@ -404,6 +405,10 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             self._lifting(), X_train, targets, weight, loss=self.loss, n_outputs=n_outputs,
             n_samples=n_samples,
         )
+        return beta
+
+    def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted):
+        """The ``beta`` of this fit after any held-out check of "auto" (none here)."""
         return beta
 
     def _target_scale(self, targets, weight):
