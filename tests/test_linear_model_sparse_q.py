@@ -47,15 +47,18 @@ def test_regression_is_elastic_net_on_the_degree2_features(l1_ratio):
     assert model.solver_ == "proximal" and model.n_interactions_ == np.count_nonzero(pairs) < 6
 
 
-def test_uncentred_features_converge_to_lasso():
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_uncentred_features_converge_to_lasso(fit_intercept):
     # FISTA moves the intercept of the centred degree-2 features: features of mean 4
-    # (squares of mean 17) converge as fast as centred ones, to Lasso's optimum
+    # (squares of mean 17) converge as fast as centred ones, to Lasso's optimum. Without
+    # an intercept the means are part of the model (centred features there)
     X, y, _ = _data(8)
-    X += 4.0
+    X += 4.0 * fit_intercept
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        model = QuadraticRegression(alpha=0.06, penalty="l1", tol=1e-10, max_iter=5000).fit(X, y)
-    reference = Lasso(alpha=0.06, tol=1e-14, max_iter=100000).fit(
+        model = QuadraticRegression(alpha=0.06, penalty="l1", tol=1e-10, max_iter=5000,
+                                    fit_intercept=fit_intercept).fit(X, y)
+    reference = Lasso(alpha=0.06, tol=1e-14, max_iter=100000, fit_intercept=fit_intercept).fit(
         PolynomialFeatures(2, include_bias=False).fit_transform(X), y)
     np.testing.assert_allclose(_theta(model)[0], reference.coef_, atol=1e-5)
     np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-4)

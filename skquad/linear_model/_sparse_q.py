@@ -184,7 +184,7 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
     value0 = loss.evaluate(np.zeros((X.shape[0], len(start[0]))))[0]
     dot = lambda a, c: sum(float(np.sum(x * y)) for x, y in zip(a, c))
     weight = loss.c / np.sum(loss.c)
-    mean = (lambda Z: weight.T @ Z) if fit_intercept else (lambda Z: 0.0)
+    mean = lambda Z: (weight.T @ Z) * fit_intercept  # (1, K): the scores' weighted mean
     shift = lambda params, sign: (*params[:2], params[2] + sign * mean(
         _model(X, *params[:2], 0.0)).ravel())
 
