@@ -1,9 +1,11 @@
 """Sparse Q (``penalty="l1"``, ``"elasticnet"``, ``"group"``) of the quadratic linear models."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import ElasticNet, LassoCV, LogisticRegression
+from sklearn.linear_model import ElasticNet, Lasso, LassoCV, LogisticRegression
 from sklearn.preprocessing import PolynomialFeatures
 
 from skquad import (
@@ -43,6 +45,23 @@ def test_regression_is_elastic_net_on_the_degree2_features(l1_ratio):
     rows, cols = np.triu_indices(D)
     pairs = reference.coef_[D:][rows != cols]
     assert model.solver_ == "proximal" and model.n_interactions_ == np.count_nonzero(pairs) < 6
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_uncentred_features_converge_to_lasso(fit_intercept):
+    # FISTA moves the intercept of the centred degree-2 features: features of mean 4
+    # (squares of mean 17) converge as fast as centred ones, to Lasso's optimum. Without
+    # an intercept the means are part of the model (centred features there)
+    X, y, _ = _data(8)
+    X += 4.0 * fit_intercept
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = QuadraticRegression(alpha=0.06, penalty="l1", tol=1e-10, max_iter=5000,
+                                    fit_intercept=fit_intercept).fit(X, y)
+    reference = Lasso(alpha=0.06, tol=1e-14, max_iter=100000, fit_intercept=fit_intercept).fit(
+        PolynomialFeatures(2, include_bias=False).fit_transform(X), y)
+    np.testing.assert_allclose(_theta(model)[0], reference.coef_, atol=1e-5)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-4)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

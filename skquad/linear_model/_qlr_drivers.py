@@ -202,11 +202,12 @@ def solve_proximal(problem, data):
     """FISTA on the sparse penalties (:mod:`._sparse_q`), on dense float64 rows."""
     estimator, X = problem.estimator, data.X
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
-    (B, coef, intercept), n_iter, loss, _, _ = fista(
-        X, LogisticLoss(data.y, data.w / data.total_weight, problem.n_scores), problem.sparse,
-        sparse_start(problem.previous, problem.sparse, problem.n_scores, problem.n_features),
-        fit_intercept=problem.fit_intercept, tol=estimator.tol, max_iter=estimator.max_iter,
-    )
+    with limit_threads(None, blas=problem.policy.n_threads):
+        (B, coef, intercept), n_iter, loss, _, _ = fista(
+            X, LogisticLoss(data.y, data.w / data.total_weight, problem.n_scores), problem.sparse,
+            sparse_start(problem.previous, problem.sparse, problem.n_scores, problem.n_features),
+            fit_intercept=problem.fit_intercept, tol=estimator.tol, max_iter=estimator.max_iter,
+        )
     as_tensor = lambda array: torch.from_numpy(array).to(problem.policy.dtype)
     return Solution([as_tensor(B), as_tensor(coef), as_tensor(intercept)], n_iter, loss)
 

@@ -20,6 +20,8 @@ from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
 
 from .._foundation._reporting import warn_user
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from ..nn.quadratic_ridge import pairs_of
 
 __all__ = ["SPARSE_PENALTIES", "LogisticLoss", "SparsePenalty", "SquaredLoss", "alpha_grid",
@@ -45,7 +47,7 @@ class SquaredLoss:
         return float(np.sum(u**2 / (2 * self.c) + u * self.y))
 
     def curvature(self, residual):
-        return self.c * np.ones_like(residual)
+        return np.array([[np.sum(self.c)]])
 
 
 class LogisticLoss:
@@ -69,8 +71,9 @@ class LogisticLoss:
         return float(np.sum(self.c * xlogy(*(2 * [self.onehot + s * (P - self.onehot)]))))
 
     def curvature(self, P):
+        """The Hessian of the loss in the intercepts (singular for the full multinomial)."""
         P = P[:, -self.n_scores:]
-        return self.c * P * (1 - P)
+        return np.diag(np.sum(self.c * P, 0)) - P.T @ (self.c * P)
 
 
 @dataclasses.dataclass
@@ -148,11 +151,12 @@ def _gap(X, loss, penalty, params, value0, free_intercept):
     """Re-solve the intercepts (the dual's ``Σu = 0``); the duality gap, objective and params."""
     B, w, b = params
     Z = _model(X, B, w, b)
-    for _ in range(20):  # Newton on the unpenalised intercepts
+    for _ in range(20):  # Newton on the unpenalised intercepts, steps at most 1 where saturated
         value, U, state = loss.evaluate(Z)
         if not free_intercept or np.max(np.abs(U.sum(0))) <= 1e-13 * max(value0, 1.0):
             break
-        step = -U.sum(0) / np.maximum(loss.curvature(state).sum(0), 1e-300)
+        step = -np.linalg.lstsq(loss.curvature(state), U.sum(0), rcond=None)[0]
+        step /= max(1.0, np.abs(step).max())
         b, Z = b + step, Z + step
     dual_norms = penalty.norms(*_gradient(X, U, penalty.mask))  # of the dual point -Aᵀu
     primal = value + penalty.value(B, w)
@@ -161,26 +165,37 @@ def _gap(X, loss, penalty, params, value0, free_intercept):
         gap = primal + loss.conjugate(state, 1.0) + np.sum(excess**2) / (2 * penalty.l2)
     else:  # scale u into the dual's feasible set
         gap = primal + loss.conjugate(state, min(1.0, penalty.l1 / max(dual_norms.max(), 1e-300)))
+    if free_intercept and np.max(np.abs(U.sum(0))) > 1e-8 * max(value0, 1.0):
+        gap = np.inf  # the dual point is not feasible: no bound
     return gap, primal, (B, w, b)
 
 
 def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.0):
     """Minimise ``loss(scores) + penalty`` from ``start = (B, w, b)`` by FISTA.
 
-    Returns ``((B, w, b), n_iter, objective, gap, lipschitz)``; warns when
-    ``max_iter`` iterations leave a gap above ``tol`` times the zero model's
-    data term.
+    With an intercept FISTA moves the intercept of the centred degree-2
+    features (``b + Σ c_i f(x_i)``, ``f`` the scores without it), as
+    scikit-learn's Lasso centres its columns: the same optimum, without the
+    columns' means, whose direction holds most of the curvature of
+    uncentred data. Returns ``((B, w, b), n_iter, objective, gap,
+    lipschitz)``; warns when ``max_iter`` iterations leave a gap above
+    ``tol`` times the zero model's data term.
     """
     value0 = loss.evaluate(np.zeros((X.shape[0], len(start[0]))))[0]
     dot = lambda a, c: sum(float(np.sum(x * y)) for x, y in zip(a, c))
+    weight = loss.c / np.sum(loss.c)
+    mean = lambda Z: (weight.T @ Z) * fit_intercept  # (1, K): the scores' weighted mean
+    shift = lambda params, sign: (*params[:2], params[2] + sign * mean(
+        _model(X, *params[:2], 0.0)).ravel())
 
     def smooth(params, gradient=True):
         B, w, b = params
-        value, U, _ = loss.evaluate(_model(X, B, w, b))
+        Z = _model(X, B, w, 0.0)
+        value, U, _ = loss.evaluate(Z - mean(Z) + b)
         value += 0.5 * penalty.l2 * (np.sum(B**2) + np.sum(w**2))
         if not gradient:
             return value
-        G, gw = _gradient(X, U, penalty.mask)
+        G, gw = _gradient(X, U - U.sum(0) * weight * fit_intercept, penalty.mask)
         return value, (G + penalty.l2 * B, gw + penalty.l2 * w, U.sum(0) * fit_intercept)
 
     def prox(params, grad, step):
@@ -189,6 +204,7 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
 
     point = tuple(np.array(a, dtype=np.float64) for a in start)
     gap, objective, point = _gap(X, loss, penalty, point, value0, fit_intercept)
+    point = shift(point, 1)
     momentum, t, n_iter = point, 1.0, 0
     while gap > tol * value0 and n_iter < max_iter:
         n_iter += 1
@@ -198,8 +214,9 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
             new = prox(momentum, grad, 1.0 / lipschitz)
             diff = [a - c for a, c in zip(new, momentum)]
             bound = f + dot(grad, diff) + 0.5 * lipschitz * dot(diff, diff)
-            value = smooth(new, gradient=False)
-            if value <= bound:
+            with np.errstate(over="ignore", invalid="ignore"):  # a step too long: backtrack
+                value = smooth(new, gradient=False)
+            if value <= bound and np.isfinite(bound):
                 break
             if abs(value - f) <= 1e-10 * abs(f):  # rounding hides the test: take it on gradients
                 change = [a - c for a, c in zip(smooth(new)[1], grad)]
@@ -213,13 +230,14 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
         point, t = new, t_next
         if n_iter % _GAP_EVERY == 0 or n_iter == max_iter:
             shifted = point[2]
-            gap, objective, point = _gap(X, loss, penalty, point, value0, fit_intercept)
+            gap, objective, point = _gap(X, loss, penalty, shift(point, -1), value0, fit_intercept)
+            point = shift(point, 1)
             momentum = (*momentum[:2], momentum[2] + point[2] - shifted)
     if gap > tol * value0:
         warn_user(f"The proximal gradient solver did not converge after {n_iter} iteration(s): "
                   f"duality gap {gap:.3g} > tol * {value0:.3g}. Increase max_iter or tol, or "
                   "standardise the features.", ConvergenceWarning)
-    return point, n_iter, objective, gap, lipschitz
+    return shift(point, -1), n_iter, objective, gap, lipschitz
 
 
 def publish_interactions(estimator):
@@ -241,13 +259,16 @@ def regression_path(X, Y, sample_weight, alphas, penalty, l1_ratio, allowed, *, 
     c, d = sample_weight / sample_weight.sum(), X.shape[1]
     rows, cols = pairs_of(d, allowed)
     starts = [None] * Y.shape[1]
+    threads = thread_count("auto", "cpu", 6.0 * X.shape[0] * d * d)  # a step's products
     for alpha in alphas:
         rule = sparse_penalty(penalty, l1_ratio, float(alpha), allowed, d)
         coefficients, intercepts, n_iter = [], [], []
         for t in range(Y.shape[1]):
             start = starts[t] or sparse_start(None, rule, 1, d)
-            starts[t], steps, *_ = fista(X, SquaredLoss(Y[:, t], c), rule, start,
-                                         fit_intercept=fit_intercept, tol=tol, max_iter=max_iter)
+            with limit_threads(None, blas=threads):  # the policy's BLAS threads for its steps
+                starts[t], steps, *_ = fista(X, SquaredLoss(Y[:, t], c), rule, start,
+                                             fit_intercept=fit_intercept, tol=tol,
+                                             max_iter=max_iter)
             B, w, b = starts[t]
             theta = np.triu(B[0] + B[0].T) - np.diag(np.diag(B[0]))
             coefficients.append(np.concatenate([w[0], theta[rows, cols]]))
