@@ -57,6 +57,8 @@ def duplicate_groups(X, y, sample_weight):
     """
     sample_weight = np.asarray(sample_weight)
     kept = np.flatnonzero(sample_weight > 0)
+    if hasattr(X, "amin"):  # a torch tensor: its rows are ranked on its device
+        return _tensor_groups(X, y, sample_weight, kept)
     if scipy.sparse.issparse(X):
         first, weight = _sparse_groups(X[kept], y[kept], sample_weight[kept])
         return kept[first], weight
@@ -149,6 +151,18 @@ def _column_slices(blocks, done, source):
             parts.append(block[:, max(0, done - offset):][source])
         offset += width
     return parts
+
+
+def _tensor_groups(X, y, sample_weight, kept):
+    """:func:`duplicate_groups` for a torch ``X``: ``torch.unique`` ranks rows in the same lexicographic order."""
+    import torch
+
+    targets = torch.as_tensor(y.reshape(len(y), -1)[kept], dtype=X.dtype, device=X.device)
+    _, rank = torch.unique(torch.cat([X[kept], targets], dim=1), dim=0, return_inverse=True)
+    rank = rank.cpu().numpy()
+    rows = np.empty(int(rank.max(initial=-1)) + 1, dtype=np.intp)
+    rows[rank] = kept
+    return rows, np.bincount(rank, weights=sample_weight[kept], minlength=rows.shape[0])
 
 
 def _sparse_groups(X, y, sample_weight):

@@ -82,7 +82,7 @@ def compute_dtype(input_dtype, requested=None, fitted=None):
         return resolve_dtype(requested)
     if fitted is not None:
         return resolve_dtype(fitted)
-    return torch.float32 if np.dtype(input_dtype) == np.float32 else torch.float64
+    return torch.float32 if resolve_dtype(input_dtype) == torch.float32 else torch.float64
 
 
 def spawn_generators(random_state, n=2, *, call=0):

@@ -10,9 +10,9 @@ import dataclasses
 from typing import Callable
 
 import numpy as np
-import scipy.sparse
 import torch
 
+from .._foundation._input_range import feature_range
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import to_numpy
 from .._foundation._runtime import RuntimePolicy, runtime_policy
@@ -35,12 +35,8 @@ LBFGS_SETTINGS = {"ftol": 64 * np.finfo(float).eps, "maxls": 50, "maxcor": 20, "
 
 def check_feature_scale(X, name):
     """Refuse features whose squares overflow; warn where the fit is ill-conditioned."""
-    if scipy.sparse.issparse(X):
-        magnitude = abs(X).max(axis=0).toarray()
-    else:
-        # two reductions instead of abs(X): no n x d temporary
-        magnitude = np.maximum(X.max(axis=0), -X.min(axis=0))
-    magnitude = np.asarray(magnitude, dtype=np.float64).ravel()
+    low, high = feature_range(X)  # two reductions instead of abs(X): no n x d temporary
+    magnitude = np.maximum(high, -low)
     magnitude = magnitude[magnitude > 0]
     if magnitude.size == 0:
         return
