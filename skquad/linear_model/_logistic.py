@@ -10,7 +10,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
-from .._array_api import is_tensor, namespace_of
+from .._array_api import is_tensor, namespace_of, numpy_dtype
 from .._base import BaseQuadraticClassifier, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._docstrings import shared_docstring
@@ -649,6 +649,5 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 )
             else:
                 scores = chunked_quadratic_form_scores(X_t, as_float64(self.Q_), coef, intercept)
-        if tensor:
-            return scores.to(torch.promote_types(X.dtype, self.coef_.dtype))
-        return to_numpy(scores).astype(np.result_type(X.dtype, self.coef_.dtype), copy=False)
+        dtype = np.result_type(numpy_dtype(X.dtype), numpy_dtype(self.coef_.dtype))
+        return scores.to(getattr(torch, dtype.name)) if tensor else to_numpy(scores).astype(dtype, copy=False)

@@ -221,8 +221,8 @@ class QLRProblem:
         estimator = self.estimator
         with torch.no_grad():
             scores = torch.as_tensor(estimator._raw_scores(X))
-            losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64))
-            data = float(losses.double().numpy() @ sample_weight) / float(sample_weight.sum())
+            losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64, device=scores.device))
+            data = float(losses.double().cpu().numpy() @ sample_weight) / float(sample_weight.sum())
             penalty = float(quadratic_penalty(torch.as_tensor(estimator.Q_), self.cross_weight))
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 
