@@ -154,11 +154,25 @@ def _column_slices(blocks, done, source):
 
 
 def _tensor_groups(X, y, sample_weight, kept):
-    """:func:`duplicate_groups` for a torch ``X``: ``torch.unique`` ranks rows in the same lexicographic order."""
+    """:func:`duplicate_groups` for a torch ``X``, on its device: the same lexicographic order.
+
+    Sorted by the first column; where it ties, by every column (stable sorts, the last key
+    first), as :func:`_lexicographic_ranks` refines them.
+    """
     import torch
 
     targets = torch.as_tensor(y.reshape(len(y), -1)[kept], dtype=X.dtype, device=X.device)
-    _, rank = torch.unique(torch.cat([X[kept], targets], dim=1), dim=0, return_inverse=True)
+    keys = torch.cat([X[kept], targets], dim=1)
+    first, order = torch.sort(keys[:, 0], stable=True)
+    if bool((first[1:] == first[:-1]).any()):
+        order = torch.arange(keys.shape[0], device=X.device)
+        for column in reversed(range(keys.shape[1])):
+            order = order[torch.sort(keys[order, column], stable=True).indices]
+    ordered = keys[order]
+    starts = torch.ones(keys.shape[0], dtype=torch.bool, device=X.device)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(dim=1)
+    rank = torch.empty_like(order)
+    rank[order] = torch.cumsum(starts, 0) - 1
     rank = rank.cpu().numpy()
     rows = np.empty(int(rank.max(initial=-1)) + 1, dtype=np.intp)
     rows[rank] = kept
