@@ -9,7 +9,7 @@ array-api-strict or CuPy array), :func:`array_api_dispatch` (through
   device; the CPU for other namespaces): ``device="auto"`` means that device
   (:func:`skquad._foundation._torch_utils.follow_device`), any other ``device`` must name
   it, else a ValueError. A torch ``X`` reaches an estimator that computes in
-  torch (``_computes_on_tensors``) as it is: validated in torch, trained and
+  torch (``"fit" in _computes_on_tensors``) as it is: validated in torch, trained and
   predicted on its device; ``y``, ``sample_weight`` and every other input reach
   the estimator as NumPy arrays (zero-copy on the CPU). The fitted array
   attributes are then moved to ``X``'s namespace and device, as scikit-learn's
@@ -85,8 +85,9 @@ def keeps_tensors(X):
     return _TENSOR_ROUTE.get() and is_tensor(X)
 
 
-def _on_tensors(estimator, X):
-    return getattr(estimator, "_computes_on_tensors", False) and is_tensor(X)
+def _on_tensors(estimator, X, step):
+    """Whether ``estimator``'s ``step`` ("fit" or "predict") takes a torch ``X`` as it is."""
+    return step in getattr(estimator, "_computes_on_tensors", ()) and is_tensor(X)
 
 
 @contextlib.contextmanager
@@ -179,7 +180,7 @@ def _fit(method, name):
         # partial_fit and warm_start continue from NumPy attributes
         estimator.__dict__ = _converted_state(before, _fitted_to_numpy, _foreign_attribute)
         try:
-            native = _on_tensors(estimator, X)
+            native = _on_tensors(estimator, X, "fit")
             with follow_device(target), _tensor_route(native):
                 method(estimator, X if native else _to_numpy(X), *map(_to_numpy, args),
                        **{key: _to_numpy(value) for key, value in kwargs.items()})
@@ -207,7 +208,7 @@ def _prediction(method, name):
             from sklearn.utils._array_api import check_same_namespace
 
             check_same_namespace(X, estimator, attribute=_REFERENCE_ATTRIBUTE, method=name)
-        if space is not None and _on_tensors(estimator, reference):
+        if space is not None and _on_tensors(estimator, reference, "predict"):
             # scores, labels and probabilities in torch; score's metric in X's namespace too
             with _tensor_route(True, dispatch=name == "score"):
                 return method(estimator, X, *args, **kwargs)

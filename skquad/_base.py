@@ -113,9 +113,9 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     # device (torch); inputs of every namespace are accepted (skquad/_array_api.py).
     _array_api_support = False
 
-    # Whether a torch X under the dispatch stays a tensor on its device through
-    # validation, training and prediction (else the methods see NumPy views).
-    _computes_on_tensors = False
+    # The steps ("fit", "predict") in which a torch X under the dispatch stays a tensor on
+    # its device, validated and computed in torch (else the methods see NumPy views).
+    _computes_on_tensors = ()
 
     def __setstate__(self, state):
         # A loaded state (pickle, joblib, skops) may not shadow a method,

@@ -308,7 +308,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
     _array_api_support = True
-    _computes_on_tensors = True
+    _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: fit is data-parallel over the row blocks (linear_model/_dask.py).
     _fits_dask_collections = True

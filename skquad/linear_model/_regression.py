@@ -7,6 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
+from .._array_api import is_tensor, numpy_dtype
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._docstrings import shared_docstring
@@ -204,6 +205,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     _accept_sparse = True
     _array_api_support = True
+    # the ridge solve computes with NumPy; predictions on a tensor's device
+    _computes_on_tensors = ("predict",)
 
     # Dask collections: the normal equations are reduced over the row blocks
     # and solved on the driver (linear_model/_dask.py).
@@ -437,10 +440,23 @@ def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtyp
 def fitted_quadratic_scores(estimator, X):
     """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``.
 
-    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts.
+    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts; for a
+    tensor, in torch on its device (quadratic logistic regression's scores).
     """
+    dtype = np.result_type(numpy_dtype(X.dtype), numpy_dtype(estimator.coef_.dtype))
+    if is_tensor(X):
+        import torch
+
+        from ..nn.quadratic_form import chunked_quadratic_form_scores
+
+        as64 = lambda array: torch.as_tensor(array, dtype=torch.float64, device=X.device)
+        Q = as64(estimator.Q_).reshape(-1, X.shape[1], X.shape[1])
+        with torch.no_grad():
+            scores = chunked_quadratic_form_scores(X.to(torch.float64), Q, as64(estimator.coef_).reshape(
+                Q.shape[0], -1), as64(estimator.intercept_).reshape(-1))
+        return scores.to(getattr(torch, dtype.name))
     Q = np.asarray(estimator.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
     coef = np.asarray(estimator.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
     intercept = np.asarray(estimator.intercept_, dtype=np.float64).reshape(-1)
     scores = quadratic_model_scores(X, Q, coef, intercept)
-    return scores.astype(np.result_type(X.dtype, estimator.coef_.dtype), copy=False)
+    return scores.astype(dtype, copy=False)

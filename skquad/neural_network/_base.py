@@ -118,7 +118,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
     # CSR/CSC input (the base's validation accepts it where this is set).
     _accept_sparse = True
     _array_api_support = True
-    _computes_on_tensors = True
+    _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: solver="lbfgs" fits data-parallel over the row blocks
     # (skquad/neural_network/_dask.py); the stochastic solvers stream through
