@@ -8,26 +8,29 @@ array-api-strict or CuPy array), :func:`array_api_dispatch` (through
 * ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch
   device; the CPU for other namespaces): ``device="auto"`` means that device
   (:func:`skquad._foundation._torch_utils.follow_device`), any other ``device`` must name
-  it, else a ValueError. A torch ``X`` reaches an estimator that computes in
-  torch (``"fit" in _computes_on_tensors``) as it is: validated in torch, trained and
-  predicted on its device; ``y``, ``sample_weight`` and every other input reach
-  the estimator as NumPy arrays (zero-copy on the CPU). The fitted array
+  it, else a ValueError. A torch ``X`` reaches an estimator whose
+  ``_computes_on_tensors`` holds ``"fit"`` as it is (validated and trained in
+  torch on its device); ``y``, ``sample_weight``, ``classes`` and any other
+  ``X`` reach the method as NumPy arrays (zero-copy on the CPU). The fitted array
   attributes are then moved to ``X``'s namespace and device, as scikit-learn's
   array-API estimators keep them (``move_estimator_to(estimator, numpy,
   "cpu")`` from :mod:`sklearn.utils._array_api` brings them back, e.g. to pickle);
 * the prediction methods: ``X`` must share the fit's namespace and device
-  (scikit-learn's ``check_same_namespace``). On a torch ``X`` such an
-  estimator predicts in torch from its torch attributes; any other estimator
-  predicts on NumPy views of ``X`` and of its attributes (the torch models on
-  their fitted device), and the result goes to ``X``'s namespace and device.
+  (scikit-learn's ``check_same_namespace``). A torch ``X`` reaches an estimator
+  whose ``_computes_on_tensors`` holds ``"predict"`` as it is (predicted in torch
+  from its torch attributes); any other estimator predicts on NumPy views of
+  ``X`` and of its attributes (the torch models on their fitted device), and the
+  result goes to ``X``'s namespace and device.
 
 The NumPy route runs with the dispatch off: every computation is the NumPy
-path's, so predictions equal it bit for bit; the torch route's scores too,
-its probabilities to the last bits of torch's and scipy's exp. NumPy input to
-a NumPy-fitted estimator runs unwrapped after a type check and an attribute
-lookup; a model fitted on another namespace predicts NumPy on NumPy input
-with the dispatch off.
+path's, so predictions equal it bit for bit. The torch route validates with
+the dispatch on (:meth:`skquad._base.BaseQuadraticEstimator._validate`, while
+:func:`keeps_tensors`); its probabilities may differ from SciPy's in the last bits.
+NumPy input to a NumPy-fitted estimator runs unwrapped after a type check and
+an attribute lookup; a model fitted on another namespace predicts NumPy on NumPy
+input with the dispatch off.
 """
+
 import contextlib
 import contextvars
 import functools
