@@ -248,15 +248,15 @@ def test_numpy_X_takes_y_and_weights_of_another_namespace():
 
 @contextlib.contextmanager
 def _refusing_conversion(*tensors):
-    # Any NumPy or DLPack view of these tensors' memory raises: what goes to NumPy is a copy of
-    # something else (a fitted parameter, a reduction), never the data.
+    # A NumPy or DLPack view of these tensors' memory, or a copy to the host (.cpu()), raises:
+    # what goes to NumPy is a copy of something else (a parameter, a reduction), never the data.
     storages = {tensor.untyped_storage().data_ptr() for tensor in tensors}
-    originals = {name: getattr(torch.Tensor, name) for name in ("__array__", "numpy", "__dlpack__")}
+    originals = {name: getattr(torch.Tensor, name) for name in ("__array__", "numpy", "__dlpack__", "cpu")}
 
     def refusing(name):
         def method(self, *args, **kwargs):
             if self.untyped_storage().data_ptr() in storages:
-                raise AssertionError(f"the input tensor went to NumPy ({name})")
+                raise AssertionError(f"the input tensor went to NumPy or the host ({name})")
             return originals[name](self, *args, **kwargs)
 
         return method
@@ -273,9 +273,10 @@ def _refusing_conversion(*tensors):
 ON_TENSORS = [estimator for estimator in ESTIMATORS if estimator._computes_on_tensors]
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("estimator", ON_TENSORS, ids=lambda e: type(e).__name__)
-def test_torch_estimators_never_convert_the_tensor(estimator, dtype, monkeypatch):
+def test_torch_estimators_never_convert_the_tensor(estimator, dtype, device, monkeypatch):
     # fit (QLR, the networks), every prediction method and score read X as a tensor only.
     # The networks' fused CPU step computes on NumPy views of CPU tensors (zero-copy, the
     # NumPy path's kernel); here it takes its torch route, the one it runs on a GPU.
@@ -283,7 +284,7 @@ def test_torch_estimators_never_convert_the_tensor(estimator, dtype, monkeypatch
 
     monkeypatch.setattr(FusedNetwork, "_runs_in_numpy", lambda self, X: False)
     classifier = hasattr(estimator, "predict_proba")
-    X, y = (torch.asarray(array) for array in _data(dtype, classifier))
+    X, y = (torch.asarray(array, device=device) for array in _data(dtype, classifier))
     assert len(ON_TENSORS) == 7
     fitting = _refusing_conversion(X) if "fit" in estimator._computes_on_tensors else contextlib.nullcontext()
     with sklearn.config_context(array_api_dispatch=True):
@@ -295,4 +296,4 @@ def test_torch_estimators_never_convert_the_tensor(estimator, dtype, monkeypatch
                     assert getattr(fitted, method)(X).device == X.device
             fitted.score(X, y)
     with pytest.raises(AssertionError, match="went to NumPy"), _refusing_conversion(X):
-        np.asarray(X)
+        np.asarray(X.cpu())
