@@ -94,11 +94,10 @@ def _on_tensors(estimator, X, step):
 
 
 @contextlib.contextmanager
-def _tensor_route(on, dispatch=False):
+def _tensor_route(on):
     token = _TENSOR_ROUTE.set(on)
     try:
-        with config_context(array_api_dispatch=dispatch):
-            yield
+        yield
     finally:
         _TENSOR_ROUTE.reset(token)
 
@@ -184,7 +183,7 @@ def _fit(method, name):
         estimator.__dict__ = _converted_state(before, _fitted_to_numpy, _foreign_attribute)
         try:
             native = _on_tensors(estimator, X, "fit")
-            with follow_device(target), _tensor_route(native):
+            with follow_device(target), _tensor_route(native), config_context(array_api_dispatch=False):
                 method(estimator, X if native else _to_numpy(X), *map(_to_numpy, args),
                        **{key: _to_numpy(value) for key, value in kwargs.items()})
         except BaseException:
@@ -213,7 +212,7 @@ def _prediction(method, name):
             check_same_namespace(X, estimator, attribute=_REFERENCE_ATTRIBUTE, method=name)
         if space is not None and _on_tensors(estimator, reference, "predict"):
             # scores, labels and probabilities in torch; score's metric in X's namespace too
-            with _tensor_route(True, dispatch=name == "score"):
+            with _tensor_route(True):
                 return method(estimator, X, *args, **kwargs)
         cls = type(estimator)
         view = cls.__new__(cls)

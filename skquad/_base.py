@@ -28,6 +28,7 @@ fitted state are decorated with :func:`skquad._foundation._atomic.reads_fitted_s
 they read one model throughout. See :mod:`skquad._foundation._atomic`.
 """
 
+import contextlib
 import inspect
 import sys
 from numbers import Integral
@@ -35,7 +36,7 @@ from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
-from sklearn import config_context
+from sklearn import config_context, get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.callback import CallbackSupportMixin
 from sklearn.utils.class_weight import compute_class_weight
@@ -185,8 +186,8 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         if not keeps_tensors(X):
             return validate_data(self, X, *y, dtype=self._accepted_dtypes,
                                  accept_sparse=self._sparse_formats(), **params)
-        torch = sys.modules["torch"]
-        with config_context(array_api_dispatch=True):
+        torch = sys.modules["torch"]  # (switching the dispatch on is slow: only where it is off)
+        with contextlib.nullcontext() if get_config()["array_api_dispatch"] else config_context(array_api_dispatch=True):
             return validate_data(self, X, *y, dtype=[getattr(torch, np.dtype(d).name) for d in self._accepted_dtypes],
                                  accept_sparse=False, **params)
 
