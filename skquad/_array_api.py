@@ -201,8 +201,13 @@ def _fit(method, name):
 def _prediction(method, name):
     @functools.wraps(method)
     def predict(estimator, X, *args, **kwargs):
-        space = input_namespace(X)
         reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
+        if (_on_tensors(estimator, reference, "predict") and type(X) is type(reference)
+                and X.device == reference.device and get_config()["array_api_dispatch"]):
+            # the fit's tensors: scores, labels and probabilities in torch (score's metric too)
+            with _tensor_route(True):
+                return method(estimator, X, *args, **kwargs)
+        space = input_namespace(X)
         if space is None and isinstance(reference, (np.ndarray, type(None))):
             return method(estimator, X, *args, **kwargs)
         same = type(X) is type(reference) and getattr(X, "device", None) == getattr(reference, "device", None)
@@ -210,10 +215,6 @@ def _prediction(method, name):
             from sklearn.utils._array_api import check_same_namespace
 
             check_same_namespace(X, estimator, attribute=_REFERENCE_ATTRIBUTE, method=name)
-        if space is not None and _on_tensors(estimator, reference, "predict"):
-            # scores, labels and probabilities in torch; score's metric in X's namespace too
-            with _tensor_route(True):
-                return method(estimator, X, *args, **kwargs)
         cls = type(estimator)
         view = cls.__new__(cls)
         view.__dict__ = _converted_state(estimator.__dict__, _fitted_to_numpy, _foreign_attribute)
