@@ -507,9 +507,9 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
 
     def _scores_to_log_proba(self, scores):
         if getattr(self, "_multilabel", False):
-            return _log_expit(scores)
+            return log_sigmoid(scores)
         if scores.shape[1] == 1:
-            return namespace_of(scores).stack([_log_expit(-scores[:, 0]), _log_expit(scores[:, 0])], axis=1)
+            return namespace_of(scores).stack([log_sigmoid(-scores[:, 0]), log_sigmoid(scores[:, 0])], axis=1)
         return log_softmax(scores, axis=1)
 
     @dispatch_inputs
@@ -722,7 +722,7 @@ def _sortable_labels(y):
     return strings if bool(np.all(strings == y)) else y
 
 
-def _log_expit(scores):
+def log_sigmoid(scores):
     """scipy's ``log_expit``, torch's for a tensor (scipy's converts tensors to NumPy)."""
     return sys.modules["torch"].nn.functional.logsigmoid(scores) if is_tensor(scores) else log_expit(scores)
 

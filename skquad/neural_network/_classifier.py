@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_label
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._array_api import namespace_of
-from .._base import BaseQuadraticClassifier, _log_expit, dispatch_inputs
+from .._base import BaseQuadraticClassifier, dispatch_inputs, log_sigmoid
 from .._dask_dispatch import is_dask_collection
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
@@ -170,8 +170,8 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
     def _scores_to_log_proba(self, scores):
         if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
             # Per-class sigmoids, normalised to sum to one.
-            log_sigmoid = _log_expit(scores)
-            return log_sigmoid - logsumexp(log_sigmoid, axis=1, keepdims=True)
+            per_class = log_sigmoid(scores)
+            return per_class - logsumexp(per_class, axis=1, keepdims=True)
         return super()._scores_to_log_proba(scores)
 
     def _scores_to_proba(self, scores):
