@@ -22,13 +22,11 @@ array-api-strict or CuPy array), :func:`array_api_dispatch` (through
   ``X`` and of its attributes (the torch models on their fitted device), and the
   result goes to ``X``'s namespace and device.
 
-The NumPy route runs with the dispatch off: every computation is the NumPy
-path's, so predictions equal it bit for bit. The torch route validates with
-the dispatch on (:meth:`skquad._base.BaseQuadraticEstimator._validate`, while
-:func:`keeps_tensors`); its probabilities may differ from SciPy's in the last bits.
-NumPy input to a NumPy-fitted estimator runs unwrapped after a type check and
-an attribute lookup; a model fitted on another namespace predicts NumPy on NumPy
-input with the dispatch off.
+The NumPy route runs with the dispatch off: predictions equal the NumPy path's
+bit for bit. The torch route validates with the dispatch on (while
+:func:`keeps_tensors`). NumPy input to a NumPy-fitted estimator runs unwrapped
+after a type check and an attribute lookup; a model fitted on another namespace
+predicts NumPy on NumPy input with the dispatch off.
 """
 
 import contextlib

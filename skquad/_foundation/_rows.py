@@ -154,11 +154,8 @@ def _column_slices(blocks, done, source):
 
 
 def _tensor_groups(X, y, sample_weight, kept):
-    """:func:`duplicate_groups` for a torch ``X``, on its device: the same lexicographic order.
-
-    Sorted by the first column; where it ties, by every column (stable sorts, the last key
-    first), as :func:`_lexicographic_ranks` refines them.
-    """
+    """:func:`duplicate_groups` of a torch ``X`` on its device: the first column's sort, or
+    where it ties stable sorts by every column (the last key first), the same order."""
     import torch
 
     targets = torch.as_tensor(y.reshape(len(y), -1)[kept], dtype=X.dtype, device=X.device)
