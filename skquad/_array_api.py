@@ -39,7 +39,8 @@ from sklearn import config_context, get_config
 
 from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["array_api_dispatch", "input_namespace", "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype"]
+__all__ = ["array_api_dispatch", "input_namespace", "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype",
+           "to_host"]
 
 # Whether the method running takes a torch X as it is (the tensor route below); else its
 # validation converts tensors to NumPy, as with the dispatch off.
@@ -79,6 +80,12 @@ def namespace_of(array):
 def numpy_dtype(dtype):
     """A NumPy or torch dtype as the NumPy dtype of that name."""
     return np.dtype(str(dtype).removeprefix("torch."))
+
+
+def to_host(X):
+    """A torch tensor as a NumPy array on the host (a view of a CPU tensor), for a solve that
+    computes with NumPy; anything else as it is."""
+    return X.cpu().numpy() if is_tensor(X) else X
 
 
 def keeps_tensors(X):

@@ -7,7 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
-from .._array_api import is_tensor, numpy_dtype
+from .._array_api import is_tensor, numpy_dtype, to_host
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._docstrings import shared_docstring
@@ -205,8 +205,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     _accept_sparse = True
     _array_api_support = True
-    # the ridge solve computes with NumPy; predictions on a tensor's device
-    _computes_on_tensors = ("predict",)
+    # a tensor's normal equations and predictions on its device (the rest: module docstring)
+    _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: the normal equations are reduced over the row blocks
     # and solved on the driver (linear_model/_dask.py).
@@ -266,7 +266,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         check_degree4_range(self, X)
         n = X.shape[0]
         rows = slice(None, None, -(-n // _AUTO_MAX_ROWS))  # every k-th row, k = ceil(n / m)
-        return self._selected_penalties(X[rows], Y[rows], sample_weight[rows], sample_weight.sum())
+        return self._selected_penalties(to_host(X[rows]), Y[rows], sample_weight[rows], sample_weight.sum())
 
     def _selected_penalties(self, X, Y, weight, total_weight):
         """The leave-one-out's penalties on the rows given, scaled to a fit of ``total_weight``.
@@ -347,7 +347,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
                              f"and quadratic_alpha=None; got alpha={self.alpha!r}, "
                              f"quadratic_alpha={self.quadratic_alpha!r}.")
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
-        allowed = estimator_entries(self, X.shape[1])
+        X, allowed = to_host(X), estimator_entries(self, X.shape[1])
         alpha = self._checked_alpha(1)
         (coefficients, intercept, n_iter), = regression_path(
             X, Y, sample_weight, [alpha], self.penalty, self.l1_ratio, allowed,
@@ -425,7 +425,7 @@ def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtyp
     Ridge); ``allowed``: the interaction constraints the coefficients' pairs follow.
     """
     coef, Q = coefficients_to_model(coefficients, n_features, allowed)
-    dtype = np.dtype(dtype)
+    dtype = numpy_dtype(dtype)
     # Ridge's shapes: one target (1-D y, or a 2-D y of one column) has a 1-D
     # coef_ (and a (d, d) Q_); the intercept is a scalar for a 1-D y only.
     one_target = coef.shape[0] == 1
