@@ -276,12 +276,14 @@ ON_TENSORS = [estimator for estimator in ESTIMATORS if estimator._computes_on_te
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("estimator", ON_TENSORS, ids=lambda e: type(e).__name__)
 def test_torch_estimators_never_convert_the_tensor(estimator, dtype, device, monkeypatch):
-    # fit (QLR, the networks), every prediction method and score read X as a tensor only.
-    # The networks' fused CPU step computes on NumPy views of CPU tensors (zero-copy, the
-    # NumPy path's kernel); here it takes its torch route, the one it runs on a GPU.
+    # fit (QLR, QR, the networks), every prediction method and score read X as a tensor only.
+    # The networks' fused step and QR's normal equations compute on NumPy views of CPU tensors
+    # (zero-copy, the NumPy path's kernels); here they take their torch routes, a GPU's.
+    from skquad.nn import quadratic_ridge
     from skquad.nn.fused import FusedNetwork
 
     monkeypatch.setattr(FusedNetwork, "_runs_in_numpy", lambda self, X: False)
+    monkeypatch.setattr(quadratic_ridge, "_forms_on_device", lambda X: hasattr(X, "aminmax"))
     classifier = hasattr(estimator, "predict_proba")
     X, y = (torch.asarray(array, device=device) for array in _data(dtype, classifier))
     assert len(ON_TENSORS) == 7
