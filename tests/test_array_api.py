@@ -111,13 +111,11 @@ PARITY = [*ESTIMATORS, SDPQuantizedRegressor(), BackpropQuantizedClassifier(max_
 def test_tensor_predictions_equal_numpy(estimator, dtype):
     # The model fitted on tensors predicts on tensors what it predicts, moved to NumPy, on
     # NumPy (bit for bit, both dtypes; probabilities computed in torch to the last bits of
-    # torch's exp, QR's scores summed in torch's order to round-off); a fit on NumPy gives the
-    # same model (bit for bit where the fit on tensors ran NumPy's kernels; QR's normal
-    # equations summed in torch to round-off; to the SDP solver's reproducibility elsewhere).
+    # torch's exp); a fit on NumPy gives the same model (bit for bit where the fit takes
+    # tensors; to the SDP solver's reproducibility from fit to fit elsewhere).
     classifier = hasattr(estimator, "predict_proba")
     X, y = _data(dtype, classifier)
     steps = getattr(estimator, "_computes_on_tensors", ())
-    rounded = isinstance(estimator, (QuadraticRegression, QuadraticRegressionCV))
     with sklearn.config_context(array_api_dispatch=True):
         fitted = clone(estimator).fit(torch.asarray(X), torch.asarray(y))
         on_numpy = move_estimator_to(fitted, np, "cpu")
@@ -129,11 +127,9 @@ def test_tensor_predictions_equal_numpy(estimator, dtype):
                 expected = getattr(on_numpy, method)(X)
                 if steps and "proba" in method:
                     np.testing.assert_array_max_ulp(result.numpy(), expected, maxulp=4)
-                elif rounded:
-                    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-13, atol=1e-13)
                 else:
                     np.testing.assert_array_equal(result.numpy(), expected)
-                if "fit" in steps and not rounded:
+                if "fit" in steps:
                     np.testing.assert_array_equal(expected, getattr(refitted, method)(X))
                 else:
                     np.testing.assert_allclose(expected, getattr(refitted, method)(X), rtol=1e-6)
@@ -277,13 +273,15 @@ ON_TENSORS = [estimator for estimator in ESTIMATORS if estimator._computes_on_te
 @pytest.mark.parametrize("estimator", ON_TENSORS, ids=lambda e: type(e).__name__)
 def test_torch_estimators_never_convert_the_tensor(estimator, dtype, device, monkeypatch):
     # fit (QLR, QR, the networks), every prediction method and score read X as a tensor only.
-    # The networks' fused step and QR's normal equations compute on NumPy views of CPU tensors
-    # (zero-copy, the NumPy path's kernels); here they take their torch routes, a GPU's.
+    # The networks' fused step and QR's normal equations and scores compute on NumPy views of
+    # CPU tensors (zero-copy, the NumPy path's kernels); here they take their torch routes, a GPU's.
+    from skquad.linear_model import _regression
     from skquad.nn import quadratic_ridge
     from skquad.nn.fused import FusedNetwork
 
     monkeypatch.setattr(FusedNetwork, "_runs_in_numpy", lambda self, X: False)
-    monkeypatch.setattr(quadratic_ridge, "_forms_on_device", lambda X: hasattr(X, "aminmax"))
+    for module in (quadratic_ridge, _regression):
+        monkeypatch.setattr(module, "computes_in_torch", lambda X: hasattr(X, "aminmax"))
     classifier = hasattr(estimator, "predict_proba")
     X, y = (torch.asarray(array, device=device) for array in _data(dtype, classifier))
     assert len(ON_TENSORS) == 7

@@ -23,6 +23,7 @@ from ._sparse_q import (
 )
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
+    computes_in_torch,
     expansion_size,
     fit_quadratic_ridge,
     quadratic_model_scores,
@@ -441,11 +442,14 @@ def fitted_quadratic_scores(estimator, X):
     """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``.
 
     Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts; for a
-    tensor, in torch on its device (quadratic logistic regression's scores).
+    tensor, a tensor (off the CPU computed in torch: quadratic logistic regression's scores).
     """
     dtype = np.result_type(numpy_dtype(X.dtype), numpy_dtype(estimator.coef_.dtype))
     if is_tensor(X):
         import torch
+
+        if not computes_in_torch(X):  # NumPy's scores of a view of the CPU tensor
+            return torch.from_numpy(fitted_quadratic_scores(estimator, X.numpy()))
 
         from ..nn.quadratic_form import chunked_quadratic_form_scores
 

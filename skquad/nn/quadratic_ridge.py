@@ -42,6 +42,7 @@ from .quadratic_form import write_pair_products
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
     "coefficients_to_model",
+    "computes_in_torch",
     "penalty_pairs",
     "degree2_kernel",
     "expansion_size",
@@ -377,7 +378,7 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, quadratic_alpha=None, fit_interc
     D = expansion_size(d, allowed)
     Y = np.asarray(Y, dtype=np.float64)
     weight = np.asarray(weight, dtype=np.float64)
-    if _forms_on_device(X) and solver == "primal":  # the O(n D²) part where X lies
+    if computes_in_torch(X) and solver == "primal":  # the O(n D²) part where X lies
         G, R, mean, y_mean = _tensor_normal_equations(X, Y, weight, rows, cols, fit_intercept)
         coefficients = _solve_symmetric(G, R, alpha, quadratic_alpha, d)
         return coefficients, y_mean - mean @ coefficients, None
@@ -409,9 +410,9 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, quadratic_alpha=None, fit_interc
     return coefficients, intercept, n_iter
 
 
-def _forms_on_device(X):
-    """Whether the primal route forms a torch ``X``'s normal equations in torch: off the CPU (on
-    it NumPy's SYRK on a view of the tensor does half the flops of torch's product)."""
+def computes_in_torch(X):
+    """Whether a torch ``X``'s normal equations and scores are computed in torch: off the CPU
+    (on it NumPy's SYRK and einsum on a view of the tensor are the faster)."""
     return hasattr(X, "aminmax") and X.device.type != "cpu"
 
 
