@@ -79,7 +79,7 @@ def namespace_of(array):
 
 def numpy_dtype(dtype):
     """A NumPy or torch dtype as the NumPy dtype of that name."""
-    return np.dtype(str(dtype).removeprefix("torch."))
+    return np.dtype(str(dtype).removeprefix("torch.") if type(dtype).__module__ == "torch" else dtype)
 
 
 def to_host(X):
