@@ -206,7 +206,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     _accept_sparse = True
     _array_api_support = True
-    # a tensor's normal equations and predictions on its device (the rest: module docstring)
+    # a torch X: normal equations and scores where it lies (nn.quadratic_ridge.computes_in_torch)
     _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: the normal equations are reduced over the row blocks
