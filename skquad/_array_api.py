@@ -8,30 +8,43 @@ array-api-strict or CuPy array), :func:`array_api_dispatch` (through
 * ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch
   device; the CPU for other namespaces): ``device="auto"`` means that device
   (:func:`skquad._foundation._torch_utils.follow_device`), any other ``device`` must name
-  it, else a ValueError. The inputs reach the estimator's own validation as
-  NumPy arrays (zero-copy for CPU tensors); the fitted array attributes are
-  then moved to ``X``'s namespace and device, as scikit-learn's array-API
-  estimators keep them (``move_estimator_to(estimator, numpy, "cpu")`` from
-  :mod:`sklearn.utils._array_api` brings them back, e.g. to pickle);
+  it, else a ValueError. A torch ``X`` reaches an estimator whose
+  ``_computes_on_tensors`` holds ``"fit"`` as it is (validated and trained in
+  torch on its device); ``y``, ``sample_weight``, ``classes`` and any other
+  ``X`` reach the method as NumPy arrays (zero-copy on the CPU). The fitted array
+  attributes are then moved to ``X``'s namespace and device, as scikit-learn's
+  array-API estimators keep them (``move_estimator_to(estimator, numpy,
+  "cpu")`` from :mod:`sklearn.utils._array_api` brings them back, e.g. to pickle);
 * the prediction methods: ``X`` must share the fit's namespace and device
-  (scikit-learn's ``check_same_namespace``); the estimator predicts on NumPy
-  views of ``X`` and of its attributes (the torch models on their fitted
-  device) and returns the result in ``X``'s namespace on ``X``'s device.
+  (scikit-learn's ``check_same_namespace``). A torch ``X`` reaches an estimator
+  whose ``_computes_on_tensors`` holds ``"predict"`` as it is (predicted in torch
+  from its torch attributes); any other estimator predicts on NumPy views of
+  ``X`` and of its attributes (the torch models on their fitted device), and the
+  result goes to ``X``'s namespace and device.
 
-The wrapped method runs with the dispatch off: every computation is the NumPy
-path's, so predictions equal it bit for bit. NumPy input to a NumPy-fitted
-estimator runs unwrapped after a type check and an attribute lookup; a model
-fitted on another namespace predicts NumPy on NumPy input with the dispatch off.
+The NumPy route runs with the dispatch off: predictions equal the NumPy path's
+bit for bit. The torch route validates with the dispatch on (while
+:func:`keeps_tensors`). NumPy input to a NumPy-fitted estimator runs unwrapped
+after a type check and an attribute lookup; a model fitted on another namespace
+predicts NumPy on NumPy input with the dispatch off.
 """
 
+import contextlib
+import contextvars
 import functools
+import sys
 
 import numpy as np
 from sklearn import config_context, get_config
 
 from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["array_api_dispatch", "input_namespace"]
+__all__ = ["array_api_dispatch", "input_namespace", "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype",
+           "to_host"]
+
+# Whether the method running takes a torch X as it is (the tensor route below); else its
+# validation converts tensors to NumPy, as with the dispatch off.
+_TENSOR_ROUTE = contextvars.ContextVar("skquad_tensor_route", default=False)
 
 # A fitted attribute every estimator sets (skquad/_foundation/_input_range.py): the fit's namespace.
 _REFERENCE_ATTRIBUTE = "data_min_"
@@ -47,6 +60,51 @@ def input_namespace(X):
         return None
     xp, _, device = get_namespace_and_device(X)
     return None if _is_numpy_namespace(xp) else (xp, device)
+
+
+def is_tensor(value):
+    """Whether ``value`` is a torch tensor (the estimators that compute in torch take it as it is)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def namespace_of(array):
+    """NumPy for anything but a torch tensor, else the tensor's array API namespace."""
+    if not is_tensor(array):
+        return np
+    from sklearn.externals.array_api_compat import array_namespace
+
+    return array_namespace(array)
+
+
+def numpy_dtype(dtype):
+    """A NumPy or torch dtype as the NumPy dtype of that name."""
+    return np.dtype(str(dtype).removeprefix("torch.") if type(dtype).__module__ == "torch" else dtype)
+
+
+def to_host(X):
+    """A torch tensor as a NumPy array on the host (a view of a CPU tensor), for a solve that
+    computes with NumPy; anything else as it is."""
+    return X.cpu().numpy() if is_tensor(X) else X
+
+
+def keeps_tensors(X):
+    """Whether ``X`` is a tensor that the running method takes as it is."""
+    return _TENSOR_ROUTE.get() and is_tensor(X)
+
+
+def _on_tensors(estimator, X, step):
+    """Whether ``estimator``'s ``step`` ("fit" or "predict") takes a torch ``X`` as it is."""
+    return step in getattr(estimator, "_computes_on_tensors", ()) and is_tensor(X)
+
+
+@contextlib.contextmanager
+def _tensor_route(on):
+    token = _TENSOR_ROUTE.set(on)
+    try:
+        yield
+    finally:
+        _TENSOR_ROUTE.reset(token)
 
 
 def _foreign(value):
@@ -129,8 +187,9 @@ def _fit(method, name):
         # partial_fit and warm_start continue from NumPy attributes
         estimator.__dict__ = _converted_state(before, _fitted_to_numpy, _foreign_attribute)
         try:
-            with follow_device(target), config_context(array_api_dispatch=False):
-                method(estimator, _to_numpy(X), *map(_to_numpy, args),
+            native = _on_tensors(estimator, X, "fit")
+            with follow_device(target), _tensor_route(native), config_context(array_api_dispatch=False):
+                method(estimator, X if native else _to_numpy(X), *map(_to_numpy, args),
                        **{key: _to_numpy(value) for key, value in kwargs.items()})
         except BaseException:
             estimator.__dict__ = before
@@ -147,8 +206,13 @@ def _fit(method, name):
 def _prediction(method, name):
     @functools.wraps(method)
     def predict(estimator, X, *args, **kwargs):
-        space = input_namespace(X)
         reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
+        if (_on_tensors(estimator, reference, "predict") and type(X) is type(reference)
+                and X.device == reference.device and get_config()["array_api_dispatch"]):
+            # the fit's tensors: scores, labels and probabilities in torch (score's metric too)
+            with _tensor_route(True):
+                return method(estimator, X, *args, **kwargs)
+        space = input_namespace(X)
         if space is None and isinstance(reference, (np.ndarray, type(None))):
             return method(estimator, X, *args, **kwargs)
         same = type(X) is type(reference) and getattr(X, "device", None) == getattr(reference, "device", None)

@@ -28,12 +28,15 @@ fitted state are decorated with :func:`skquad._foundation._atomic.reads_fitted_s
 they read one model throughout. See :mod:`skquad._foundation._atomic`.
 """
 
+import contextlib
 import inspect
+import sys
 from numbers import Integral
 from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
+from sklearn import config_context, get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.callback import CallbackSupportMixin
 from sklearn.utils.class_weight import compute_class_weight
@@ -44,7 +47,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._array_api import array_api_dispatch
+from ._array_api import array_api_dispatch, is_tensor, keeps_tensors, namespace_of, numpy_dtype
 from ._dask_dispatch import dask_dispatch
 from ._foundation._atomic import reads_fitted_state
 from ._foundation._input_range import clip_to_range, feature_range, merge_ranges
@@ -111,6 +114,10 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     # device (torch); inputs of every namespace are accepted (skquad/_array_api.py).
     _array_api_support = False
 
+    # The steps ("fit", "predict") in which a torch X under the dispatch stays a tensor on
+    # its device, validated and computed in torch (else the methods see NumPy views).
+    _computes_on_tensors = ()
+
     def __setstate__(self, state):
         # A loaded state (pickle, joblib, skops) may not shadow a method,
         # property or tag with an instance attribute: a crafted file could
@@ -174,6 +181,16 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     def _sparse_formats(self):
         return ["csr", "csc"] if self._accept_sparse else False
 
+    def _validate(self, X, *y, **params):
+        """``validate_data`` with the accepted dtypes and sparse formats; a torch ``X`` stays on its device."""
+        if not keeps_tensors(X):
+            return validate_data(self, X, *y, dtype=self._accepted_dtypes,
+                                 accept_sparse=self._sparse_formats(), **params)
+        torch = sys.modules["torch"]  # (switching the dispatch on is slow: only where it is off)
+        with contextlib.nullcontext() if get_config()["array_api_dispatch"] else config_context(array_api_dispatch=True):
+            return validate_data(self, X, *y, dtype=[getattr(torch, np.dtype(d).name) for d in self._accepted_dtypes],
+                                 accept_sparse=False, **params)
+
     def _record_input_range(self, X, sample_weight, *, reset, prefix="data"):
         """Set (``reset``) or widen ``data_min_``/``data_max_``: the range ``clip_inputs`` clips to.
 
@@ -196,13 +213,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         them (and the exports) see the same clipped input.
         """
         check_is_fitted(self)
-        X = validate_data(
-            self,
-            X,
-            reset=False,
-            dtype=self._accepted_dtypes,
-            accept_sparse=self._sparse_formats(),
-        )
+        X = self._validate(X, reset=False)
         if self.clip_inputs:
             X = clip_to_range(X, self.data_min_, self.data_max_)
         return X
@@ -211,14 +222,16 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         raise NotImplementedError
 
     def _checked_scores(self, X):
-        scores = np.asarray(self._raw_scores(X))
+        scores = self._raw_scores(X)
+        xp = namespace_of(scores)
+        scores = xp.asarray(scores)
         # float32 scores stay float32 (a float32 model on float32 input, as
         # scikit-learn's estimators); anything else is float64.
-        if scores.dtype != np.float32:
-            scores = scores.astype(np.float64, copy=False)
+        if scores.dtype != xp.float32:
+            scores = xp.astype(scores, xp.float64, copy=False)
         if scores.ndim == 1:
             scores = scores[:, None]
-        if not np.all(np.isfinite(scores)):
+        if not bool(xp.all(xp.isfinite(scores))):
             # A fitted model never gives NaN silently: this only happens when
             # inputs far outside the training range overflow the model.
             raise ValueError(
@@ -300,15 +313,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
                 "class_weight is not supported for multilabel `y` (a label indicator "
                 "matrix); use sample_weight, or class_weight=None."
             )
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=reset,
-            dtype=self._accepted_dtypes,
-            accept_sparse=self._sparse_formats(),
-            multi_output=True,
-        )
+        X, y = self._validate(X, y, reset=reset, multi_output=True)
         n_labels = y.shape[1]
         if reset:
             if classes is not None and not np.array_equal(np.unique(classes), np.arange(n_labels)):
@@ -375,15 +380,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
                 "`y` has 1-D class labels, but the model was fitted on a label "
                 f"indicator matrix with {self.classes_.shape[0]} columns."
             )
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=reset,
-            dtype=self._accepted_dtypes,
-            accept_sparse=self._sparse_formats(),
-            y_numeric=False,
-        )
+        X, y = self._validate(X, y, reset=reset, y_numeric=False)
         sortable = _sortable_labels(y)
         check_classification_targets(sortable)
 
@@ -502,17 +499,17 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
             # Each label's probability stays inside (0, 1), as a probability of
             # a finite score is: expit rounds to exactly 0 or 1 beyond |score| ~ 37.
             limits = np.finfo(np.float64)
-            return np.clip(expit(scores), limits.tiny, 1.0 - limits.epsneg)
+            return namespace_of(scores).clip(expit(scores), float(limits.tiny), float(1.0 - limits.epsneg))
         if scores.shape[1] == 1:
             p = expit(scores[:, 0])
-            return np.column_stack([1.0 - p, p])
+            return namespace_of(p).stack([1.0 - p, p], axis=1)
         return softmax(scores, axis=1)
 
     def _scores_to_log_proba(self, scores):
         if getattr(self, "_multilabel", False):
-            return log_expit(scores)
+            return log_sigmoid(scores)
         if scores.shape[1] == 1:
-            return np.column_stack([log_expit(-scores[:, 0]), log_expit(scores[:, 0])])
+            return namespace_of(scores).stack([log_sigmoid(-scores[:, 0]), log_sigmoid(scores[:, 0])], axis=1)
         return log_softmax(scores, axis=1)
 
     @dispatch_inputs
@@ -565,7 +562,7 @@ class BaseQuadraticClassifier(ClassifierMixin, BaseQuadraticEstimator):
         """
         scores = self._checked_scores(self._validate_predict_data(X))
         if getattr(self, "_multilabel", False):
-            return (scores > 0).astype(np.int64)
+            return namespace_of(scores).astype(scores > 0, namespace_of(scores).int64)
         return labels_from_scores(self.classes_, scores)
 
     def __sklearn_tags__(self):
@@ -624,22 +621,13 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
                     f"but it holds non-numeric values ({exc}). For class labels "
                     "use the matching classifier."
                 ) from exc
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=reset,
-            dtype=self._accepted_dtypes,
-            accept_sparse=self._sparse_formats(),
-            y_numeric=True,
-            multi_output=True,
-        )
+        X, y = self._validate(X, y, reset=reset, y_numeric=True, multi_output=True)
         y = np.asarray(y)  # finite: validate_data checked it
         y_ndim = 1 if y.ndim == 1 else 2
         y = y.reshape(y.shape[0], -1)
-        if X.dtype != y.dtype and y.size:
+        if numpy_dtype(X.dtype) != y.dtype and y.size:
             with np.errstate(over="ignore"):
-                cast = y.astype(X.dtype)
+                cast = y.astype(numpy_dtype(X.dtype))
             if not np.all(np.isfinite(cast)):
                 raise ValueError(
                     f"`y` overflows {X.dtype} (X's dtype, in which the model trains): its "
@@ -679,8 +667,9 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         """
         if not getattr(self, "clip_outputs", False) or not hasattr(self, "target_min_"):
             return scores
-        low, high = (bound.astype(scores.dtype, copy=False) for bound in (self.target_min_, self.target_max_))
-        return np.clip(scores, low, high)
+        xp = namespace_of(scores)
+        low, high = (xp.astype(bound, scores.dtype, copy=False) for bound in (self.target_min_, self.target_max_))
+        return xp.clip(scores, low, high)
 
     def _format_predictions(self, scores):
         """``(n, n_outputs)`` scores in the shape of the fitted ``y``."""
@@ -733,12 +722,18 @@ def _sortable_labels(y):
     return strings if bool(np.all(strings == y)) else y
 
 
+def log_sigmoid(scores):
+    """scipy's ``log_expit``, torch's for a tensor (scipy's converts tensors to NumPy)."""
+    return sys.modules["torch"].nn.functional.logsigmoid(scores) if is_tensor(scores) else log_expit(scores)
+
+
 def labels_from_scores(classes, scores):
     """Class labels from ``(n,)`` or ``(n, 1)`` log-odds or ``(n, K)`` logits."""
-    scores = np.asarray(scores)
+    xp = namespace_of(scores)
+    scores = xp.asarray(scores)
     if scores.ndim == 1 or scores.shape[1] == 1:
-        return classes[(scores.reshape(-1) > 0).astype(np.int64)]
-    return classes[np.argmax(scores, axis=1)]
+        return classes[xp.astype(xp.reshape(scores, (-1,)) > 0, xp.int64)]
+    return classes[xp.argmax(scores, axis=1)]
 
 
 def check_positive_int(value, name):

@@ -17,8 +17,9 @@ def test_each_estimator_is_timed_on_numpy_and_tensors(monkeypatch, tmp_path):
                         or timed(estimator, X, y, dispatch))
     result = _array_api_speed.run(output_dir=tmp_path, quick=True, repeats=2, progress=lambda message: None)
     row = result["tables"]["array_api_speed"].set_index("estimator").loc["QuadraticRegression"]
-    assert row["numpy s"] > 0 and row["torch cpu s"] > 0
-    np.testing.assert_allclose(row["tensors / numpy"], row["torch cpu s"] / row["numpy s"])
+    for step in ("fit", "predict"):
+        assert row[f"{step} numpy s"] > 0 and row[f"{step} torch cpu s"] > 0
+        np.testing.assert_allclose(row[f"{step} tensors / numpy"], row[f"{step} torch cpu s"] / row[f"{step} numpy s"])
     # one warm-up and two timed rounds, numpy then tensors under the dispatch in each
     assert calls == [(np.ndarray, False), (torch.Tensor, True)] * 3
 

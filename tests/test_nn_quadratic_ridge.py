@@ -124,3 +124,22 @@ def test_unit_leave_one_out_of_a_row_of_leverage_one_is_zero(mode):
         looe = QuadraticRidgeLeaveOneOut(X, Y, weight, mode=mode, leave_out="unit").errors(
             np.array([0.1, 10.0]))
     assert np.all(looe == 0.0)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_tensor_normal_equations_are_numpys(fit_intercept, monkeypatch):
+    # a torch X's normal equations (the primal route off the CPU), over several row blocks,
+    # equal NumPy's to round-off
+    torch = pytest.importorskip("torch")
+    from skquad.nn import quadratic_ridge
+
+    rng = np.random.default_rng(0)
+    X, Y, weight = rng.standard_normal((300, 5)), rng.standard_normal((300, 2)), rng.uniform(0, 2, 300)
+    rows, cols = quadratic_ridge.pairs_of(5)
+    monkeypatch.setattr(quadratic_ridge, "_BLOCK_ELEMENTS", 40 * 20)  # 40 rows of D = 20 a block
+    mean = quadratic_ridge._feature_means(X, weight, rows, cols) if fit_intercept else np.zeros(20)
+    y_mean = weight @ Y / weight.sum() if fit_intercept else np.zeros(2)
+    expected = (*quadratic_ridge.normal_equations(X, Y, weight, mean, y_mean), mean, y_mean)
+    found = quadratic_ridge._tensor_normal_equations(torch.asarray(X), Y, weight, rows, cols, fit_intercept)
+    for value, reference in zip(found, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-12)

@@ -40,8 +40,8 @@ Left out, with the reason:
   ``test_ridge_classifier_*``): skquad's quadratic classifier is
   QuadraticLogisticRegression (tests/test_parity_logistic.py);
 * Ridge's array-API solver rules (``test_array_api_error_and_warnings_for_solver_parameter``,
-  ``test_array_api_numpy_namespace_no_warning``: QR computes with numpy on the host whatever
-  the namespace, so no solver is refused), the classifiers' multilabel array-API test, and
+  ``test_array_api_numpy_namespace_no_warning``: every QR solver takes every namespace (a torch
+  tensor's normal equations on its device, the rest with numpy on the host), so none is refused), the classifiers' multilabel array-API test, and
   metadata routing (``test_metadata_routing_*``, ``test_set_score_request_with_default_scoring``):
   QR routes ``sample_weight`` only.
 """
@@ -604,7 +604,7 @@ def test_ridge_matches_the_pipeline_on_diabetes():
                          ids=lambda check: check.__name__)
 @pytest.mark.parametrize("estimator", [QR(), QRCV()], ids=lambda estimator: type(estimator).__name__)
 def test_ridge_array_api_compliance(estimator, check, array_namespace, device_name, dtype_name):
-    # test_ridge.py::test_ridge_array_api_compliance (QR computes with numpy on the host)
+    # test_ridge.py::test_ridge_array_api_compliance
     check(type(estimator).__name__, estimator, array_namespace, device_name=device_name,
           dtype_name=dtype_name)
 

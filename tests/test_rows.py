@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from skquad._foundation._rows import merge_duplicate_samples
+from skquad._foundation._rows import duplicate_groups, merge_duplicate_samples
 
 
 def _data():
@@ -98,3 +98,17 @@ def test_ranks_are_lexicographic_on_both_paths(monkeypatch, one_sort):
     unique, inverse = np.unique(rows, axis=0, return_inverse=True)
     assert n_groups == unique.shape[0]
     np.testing.assert_array_equal(rank, inverse.ravel())
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_tensor_rows_group_as_numpy(ties):
+    # a torch X (array API input) is ranked on its device in the same order, with the same weights
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, (200, 3)).astype(float) if ties else rng.standard_normal((200, 3))
+    y, weight = rng.integers(0, 2, 200), rng.integers(0, 3, 200).astype(float)
+    rows, summed = duplicate_groups(X, y, weight)
+    tensor_rows, tensor_summed = duplicate_groups(torch.asarray(X), y, weight)
+    np.testing.assert_array_equal(X[tensor_rows], X[rows])
+    np.testing.assert_array_equal(y[tensor_rows], y[rows])
+    np.testing.assert_array_equal(tensor_summed, summed)

@@ -36,6 +36,8 @@ def feature_range(X, sample_weight=None):
             X = X[positive]
     if X.shape[0] == 0:
         return np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
+    if hasattr(X, "amin"):  # a torch tensor, on its device: the d-vectors come to NumPy
+        return tuple(bound.double().cpu().numpy() for bound in (X.amin(0), X.amax(0)))
     low, high = X.min(axis=0), X.max(axis=0)
     if sparse.issparse(low):
         low, high = low.toarray(), high.toarray()
@@ -71,6 +73,10 @@ def clip_to_range(X, data_min, data_max):
         X = X.copy()
         np.clip(X.data, low, high, out=X.data)
         return X
+    if hasattr(X, "amin"):  # a torch tensor and torch bounds, in X's dtype as np.clip rounds
+        low, high = data_min.to(X.dtype), data_max.to(X.dtype)
+        outside = bool((X.amin(0) < low).any() or (X.amax(0) > high).any())
+        return X.clip(low, high) if outside else X
     # Column extremes first: two reductions and no copy in the common case.
     if not (np.any(X.min(axis=0) < data_min) or np.any(X.max(axis=0) > data_max)):
         return X

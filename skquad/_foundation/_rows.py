@@ -57,6 +57,8 @@ def duplicate_groups(X, y, sample_weight):
     """
     sample_weight = np.asarray(sample_weight)
     kept = np.flatnonzero(sample_weight > 0)
+    if hasattr(X, "amin"):  # a torch tensor: its rows are ranked on its device
+        return _tensor_groups(X, y, sample_weight, kept)
     if scipy.sparse.issparse(X):
         first, weight = _sparse_groups(X[kept], y[kept], sample_weight[kept])
         return kept[first], weight
@@ -149,6 +151,29 @@ def _column_slices(blocks, done, source):
             parts.append(block[:, max(0, done - offset):][source])
         offset += width
     return parts
+
+
+def _tensor_groups(X, y, sample_weight, kept):
+    """:func:`duplicate_groups` of a torch ``X`` on its device: the first column's sort, or
+    where it ties stable sorts by every column (the last key first), the same order."""
+    import torch
+
+    targets = torch.as_tensor(y.reshape(len(y), -1)[kept], dtype=X.dtype, device=X.device)
+    keys = torch.cat([X[kept], targets], dim=1)
+    first, order = torch.sort(keys[:, 0], stable=True)
+    if bool((first[1:] == first[:-1]).any()):
+        order = torch.arange(keys.shape[0], device=X.device)
+        for column in reversed(range(keys.shape[1])):
+            order = order[torch.sort(keys[order, column], stable=True).indices]
+    ordered = keys[order]
+    starts = torch.ones(keys.shape[0], dtype=torch.bool, device=X.device)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(dim=1)
+    rank = torch.empty_like(order)
+    rank[order] = torch.cumsum(starts, 0) - 1
+    rank = rank.cpu().numpy()
+    rows = np.empty(int(rank.max(initial=-1)) + 1, dtype=np.intp)
+    rows[rank] = kept
+    return rows, np.bincount(rank, weights=sample_weight[kept], minlength=rows.shape[0])
 
 
 def _sparse_groups(X, y, sample_weight):

@@ -66,7 +66,7 @@ def compute_dtype(input_dtype, requested=None, fitted=None):
 
     Parameters
     ----------
-    input_dtype : numpy dtype
+    input_dtype : numpy or torch dtype
         The validated ``X``'s dtype.
     requested : {"float32", "float64"} or None, default=None
         The estimator's ``dtype`` parameter; wins when set.
@@ -82,7 +82,9 @@ def compute_dtype(input_dtype, requested=None, fitted=None):
         return resolve_dtype(requested)
     if fitted is not None:
         return resolve_dtype(fitted)
-    return torch.float32 if np.dtype(input_dtype) == np.float32 else torch.float64
+    # (a torch dtype: a tensor's, under the array API dispatch)
+    float32 = input_dtype == torch.float32 if isinstance(input_dtype, torch.dtype) else np.dtype(input_dtype) == np.float32
+    return torch.float32 if float32 else torch.float64
 
 
 def spawn_generators(random_state, n=2, *, call=0):

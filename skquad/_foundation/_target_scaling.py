@@ -63,7 +63,8 @@ def scaled_targets(y, shift, scale):
 
 def unscaled_predictions(scores, shift, scale):
     """``shift + scale * scores`` (the output after the inverse link), in the scores' dtype."""
-    return (scores * scale + shift).astype(scores.dtype, copy=False)
+    result = scores * scale + shift
+    return result.to(scores.dtype) if hasattr(result, "to") else result.astype(scores.dtype, copy=False)  # torch, NumPy
 
 
 def fitted_target_scaling(estimator):

@@ -125,6 +125,8 @@ class Trainer:
         """``X`` (dense or :class:`SparseRows`) and ``y`` on the device, ``sample_weight`` float64."""
         if scipy.sparse.issparse(X) or is_sparse_rows(X):
             X = SparseRows(X.matrix if is_sparse_rows(X) else X, self.device, self.dtype)
+        elif isinstance(X, torch.Tensor):  # array API input: on the device already, no copy in its dtype
+            X = X.to(device=self.device, dtype=self.dtype)
         else:
             # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
             X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(
@@ -472,7 +474,8 @@ class Trainer:
         validation = None
         if self.config.early_stopping:
             (X, y, sample_weight), validation = self._split_validation(
-                X if scipy.sparse.issparse(X) else np.asarray(X), np.asarray(y), sample_weight
+                X if scipy.sparse.issparse(X) or isinstance(X, torch.Tensor) else np.asarray(X), np.asarray(y),
+                sample_weight
             )
             validation = self.to_device(*validation)
         X, y, sample_weight = self.to_device(X, y, sample_weight)

@@ -10,6 +10,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
+from .._array_api import is_tensor, namespace_of, numpy_dtype
 from .._base import BaseQuadraticClassifier, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._docstrings import shared_docstring
@@ -307,6 +308,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     # CSR/CSC input: scores and gradients run on dense row chunks (see fit).
     _accept_sparse = True
     _array_api_support = True
+    _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: fit is data-parallel over the row blocks (linear_model/_dask.py).
     _fits_dask_collections = True
@@ -616,21 +618,25 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     # -------------------------------------------------------------- predict
     def _raw_scores(self, X):
         """Scores computed in float64, returned in ``result_type(X, coef_)`` (LogisticRegression's dtype)."""
-        device = prediction_device(self.device_)
+        tensor = is_tensor(X)  # (array API input: computed on its device, returned as a tensor)
+        device = X.device if tensor else prediction_device(self.device_)
         if not scipy.sparse.issparse(X) and X.shape[0] * X.shape[1] > _PREDICTION_ROW_ELEMENTS:
             # Row blocks, each converted to float64 on its own: the whole of a
             # 1e6 x 200 float32 X in float64 was 1.6 GB, twice the data.
             step = max(1, _PREDICTION_ROW_ELEMENTS // X.shape[1])
-            return np.concatenate(
+            return namespace_of(X).concat(
                 [self._raw_scores(X[start : start + step]) for start in range(0, X.shape[0], step)]
             )
         if scipy.sparse.issparse(X):
             X_t = SparseRows(X, device, torch.float64)
+        elif tensor:
+            X_t = X.to(torch.float64).contiguous()
         else:
             # C order, as in training: the summation order (and so the last
             # bit of every score) does not depend on the input's memory layout
             X_t = as_tensor(np.ascontiguousarray(X), dtype=torch.float64, device=device)
-        as_float64 = lambda array: torch.as_tensor(np.asarray(array, dtype=np.float64), device=device)
+        as_float64 = lambda array: torch.as_tensor(
+            array if is_tensor(array) else np.asarray(array, dtype=np.float64), dtype=torch.float64, device=device)
         coef, intercept = as_float64(self.coef_), as_float64(self.intercept_)
         with torch.no_grad():
             if getattr(self, "Q_vectors_", None) is not None:
@@ -643,4 +649,5 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
                 )
             else:
                 scores = chunked_quadratic_form_scores(X_t, as_float64(self.Q_), coef, intercept)
-        return to_numpy(scores).astype(np.result_type(X.dtype, self.coef_.dtype), copy=False)
+        dtype = np.result_type(numpy_dtype(X.dtype), numpy_dtype(self.coef_.dtype))
+        return scores.to(getattr(torch, dtype.name)) if tensor else to_numpy(scores).astype(dtype, copy=False)

@@ -201,7 +201,8 @@ def solve_dual_newton(problem, data):
 def solve_proximal(problem, data):
     """FISTA on the sparse penalties (:mod:`._sparse_q`), on dense float64 rows."""
     estimator, X = problem.estimator, data.X
-    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+    # (the rows as NumPy: a tensor's, on a GPU too, come to the host)
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X.cpu() if hasattr(X, "cpu") else X, dtype=np.float64)
     with limit_threads(None, blas=problem.policy.n_threads):
         (B, coef, intercept), n_iter, loss, _, _ = fista(
             X, LogisticLoss(data.y, data.w / data.total_weight, problem.n_scores), problem.sparse,

@@ -10,9 +10,9 @@ import dataclasses
 from typing import Callable
 
 import numpy as np
-import scipy.sparse
 import torch
 
+from .._foundation._input_range import feature_range
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import to_numpy
 from .._foundation._runtime import RuntimePolicy, runtime_policy
@@ -35,12 +35,8 @@ LBFGS_SETTINGS = {"ftol": 64 * np.finfo(float).eps, "maxls": 50, "maxcor": 20, "
 
 def check_feature_scale(X, name):
     """Refuse features whose squares overflow; warn where the fit is ill-conditioned."""
-    if scipy.sparse.issparse(X):
-        magnitude = abs(X).max(axis=0).toarray()
-    else:
-        # two reductions instead of abs(X): no n x d temporary
-        magnitude = np.maximum(X.max(axis=0), -X.min(axis=0))
-    magnitude = np.asarray(magnitude, dtype=np.float64).ravel()
+    low, high = feature_range(X)  # two reductions instead of abs(X): no n x d temporary
+    magnitude = np.maximum(high, -low)
     magnitude = magnitude[magnitude > 0]
     if magnitude.size == 0:
         return
@@ -225,8 +221,8 @@ class QLRProblem:
         estimator = self.estimator
         with torch.no_grad():
             scores = torch.as_tensor(estimator._raw_scores(X))
-            losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64))
-            data = float(losses.double().numpy() @ sample_weight) / float(sample_weight.sum())
+            losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64, device=scores.device))
+            data = float(losses.double().cpu().numpy() @ sample_weight) / float(sample_weight.sum())
             penalty = float(quadratic_penalty(torch.as_tensor(estimator.Q_), self.cross_weight))
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 

@@ -7,6 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._foundation._atomic import atomic_fit
+from .._array_api import is_tensor, numpy_dtype, to_host
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._docstrings import shared_docstring
@@ -22,6 +23,7 @@ from ._sparse_q import (
 )
 from ..nn.quadratic_ridge import (
     coefficients_to_model,
+    computes_in_torch,
     expansion_size,
     fit_quadratic_ridge,
     quadratic_model_scores,
@@ -204,6 +206,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
 
     _accept_sparse = True
     _array_api_support = True
+    # a torch X: normal equations and scores where it lies (nn.quadratic_ridge.computes_in_torch)
+    _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: the normal equations are reduced over the row blocks
     # and solved on the driver (linear_model/_dask.py).
@@ -263,7 +267,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
         check_degree4_range(self, X)
         n = X.shape[0]
         rows = slice(None, None, -(-n // _AUTO_MAX_ROWS))  # every k-th row, k = ceil(n / m)
-        return self._selected_penalties(X[rows], Y[rows], sample_weight[rows], sample_weight.sum())
+        return self._selected_penalties(to_host(X[rows]), Y[rows], sample_weight[rows], sample_weight.sum())
 
     def _selected_penalties(self, X, Y, weight, total_weight):
         """The leave-one-out's penalties on the rows given, scaled to a fit of ``total_weight``.
@@ -344,7 +348,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
                              f"and quadratic_alpha=None; got alpha={self.alpha!r}, "
                              f"quadratic_alpha={self.quadratic_alpha!r}.")
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
-        allowed = estimator_entries(self, X.shape[1])
+        X, allowed = to_host(X), estimator_entries(self, X.shape[1])
         alpha = self._checked_alpha(1)
         (coefficients, intercept, n_iter), = regression_path(
             X, Y, sample_weight, [alpha], self.penalty, self.l1_ratio, allowed,
@@ -422,7 +426,7 @@ def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtyp
     Ridge); ``allowed``: the interaction constraints the coefficients' pairs follow.
     """
     coef, Q = coefficients_to_model(coefficients, n_features, allowed)
-    dtype = np.dtype(dtype)
+    dtype = numpy_dtype(dtype)
     # Ridge's shapes: one target (1-D y, or a 2-D y of one column) has a 1-D
     # coef_ (and a (d, d) Q_); the intercept is a scalar for a 1-D y only.
     one_target = coef.shape[0] == 1
@@ -437,10 +441,26 @@ def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtyp
 def fitted_quadratic_scores(estimator, X):
     """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``.
 
-    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts.
+    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts; for a
+    tensor, a tensor (off the CPU computed in torch: quadratic logistic regression's scores).
     """
+    dtype = np.result_type(numpy_dtype(X.dtype), numpy_dtype(estimator.coef_.dtype))
+    if is_tensor(X):
+        import torch
+
+        if not computes_in_torch(X):  # NumPy's scores of a view of the CPU tensor
+            return torch.from_numpy(fitted_quadratic_scores(estimator, X.numpy()))
+
+        from ..nn.quadratic_form import chunked_quadratic_form_scores
+
+        as64 = lambda array: torch.as_tensor(array, dtype=torch.float64, device=X.device)
+        Q = as64(estimator.Q_).reshape(-1, X.shape[1], X.shape[1])
+        with torch.no_grad():
+            scores = chunked_quadratic_form_scores(X.to(torch.float64), Q, as64(estimator.coef_).reshape(
+                Q.shape[0], -1), as64(estimator.intercept_).reshape(-1))
+        return scores.to(getattr(torch, dtype.name))
     Q = np.asarray(estimator.Q_, dtype=np.float64).reshape(-1, X.shape[1], X.shape[1])
     coef = np.asarray(estimator.coef_, dtype=np.float64).reshape(Q.shape[0], -1)
     intercept = np.asarray(estimator.intercept_, dtype=np.float64).reshape(-1)
     scores = quadratic_model_scores(X, Q, coef, intercept)
-    return scores.astype(np.result_type(X.dtype, estimator.coef_.dtype), copy=False)
+    return scores.astype(dtype, copy=False)

@@ -191,6 +191,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     _accept_sparse = True
     _array_api_support = True
+    _computes_on_tensors = ("predict",)  # the leave-one-out with NumPy; predictions on X's device
     # What the leave-one-out leaves out of a weighted row: the whole row, as
     # RidgeCV (see QuadraticRidgeLeaveOneOut's leave_out).
     _leave_out = "row"

@@ -33,6 +33,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._foundation._atomic import reads_fitted_state
+from .._array_api import is_tensor, namespace_of, numpy_dtype
 from .._base import BaseQuadraticEstimator
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_dtype
 from .._training import ParameterGroup, Trainer, TrainingConfig, reporting_epochs
@@ -117,6 +118,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
     # CSR/CSC input (the base's validation accepts it where this is set).
     _accept_sparse = True
     _array_api_support = True
+    _computes_on_tensors = ("fit", "predict")
 
     # Dask collections: solver="lbfgs" fits data-parallel over the row blocks
     # (skquad/neural_network/_dask.py); the stochastic solvers stream through
@@ -627,26 +629,27 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         )
         if sparse.issparse(X):
             X = X.tocsr()
-        chunks = []
+        # a tensor X (array API input) keeps its scores on its device
+        xp, tensor, chunks = namespace_of(X), is_tensor(X), []
         with torch.inference_mode(), limit_threads(threads):
             for start in range(0, X.shape[0], _PREDICT_CHUNK):
                 rows = X[start : start + _PREDICT_CHUNK]
-                scores = module(self._as_batch(rows, parameter)).double().cpu().numpy()
-                if parameter.dtype != torch.float64 and not np.all(np.isfinite(scores)):
+                scores = module(self._as_batch(rows, parameter)).double()
+                if parameter.dtype != torch.float64 and not bool(torch.isfinite(scores).all()):
                     # float32 overflowed (deep quadratic networks grow fast with
                     # the input): redo these rows in float64 on the CPU.
                     float64 = self._prediction_module(torch.float64)
-                    scores = float64(self._as_batch(rows, next(float64.parameters()))).numpy()
-                chunks.append(scores)
+                    scores = float64(self._as_batch(rows, next(float64.parameters()))).to(scores.device)
+                chunks.append(scores if tensor else scores.cpu().numpy())
         if not chunks:
-            return np.zeros((0, self._n_scores))
-        scores = np.concatenate(chunks)
+            return xp.zeros((0, self._n_scores), dtype=xp.float64, device=getattr(X, "device", None))
+        scores = xp.concat(chunks)
         # MLPClassifier's dtype: result_type(X, weights), float32 for a float32
         # network on float32 input, unless the float64 fallback above was needed.
-        if np.result_type(X.dtype, self.layers_[0]["weight"].dtype) == np.float32 and np.all(
-            np.abs(scores) <= np.finfo(np.float32).max
+        if np.result_type(numpy_dtype(X.dtype), self.layers_[0]["weight"].dtype) == np.float32 and bool(
+            xp.all(xp.abs(scores) <= np.finfo(np.float32).max)
         ):
-            scores = scores.astype(np.float32)
+            scores = xp.astype(scores, xp.float32)
         return scores
 
     def _as_batch(self, rows, parameter):
@@ -654,6 +657,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         options = {"device": parameter.device, "dtype": parameter.dtype}
         if sparse.issparse(rows):
             return sparse_to_torch(rows, densify=self.layers_[0]["kind"] != "Linear", **options)
+        if is_tensor(rows):
+            return rows.to(**options).contiguous()
         return as_tensor(np.ascontiguousarray(rows), **options)
 
     @property

@@ -8,14 +8,15 @@ early-stopping score and the probabilities.
 """
 
 import numpy as np
-from scipy.special import log_expit, logsumexp
+from scipy.special import logsumexp
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import _check_partial_fit_first_call, unique_labels
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._base import BaseQuadraticClassifier, dispatch_inputs
+from .._array_api import namespace_of
+from .._base import BaseQuadraticClassifier, dispatch_inputs, log_sigmoid
 from .._dask_dispatch import is_dask_collection
 from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
 
@@ -169,13 +170,13 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
     def _scores_to_log_proba(self, scores):
         if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
             # Per-class sigmoids, normalised to sum to one.
-            log_sigmoid = log_expit(scores)
-            return log_sigmoid - logsumexp(log_sigmoid, axis=1, keepdims=True)
+            per_class = log_sigmoid(scores)
+            return per_class - logsumexp(per_class, axis=1, keepdims=True)
         return super()._scores_to_log_proba(scores)
 
     def _scores_to_proba(self, scores):
         if scores.shape[1] > 1 and self.out_activation_ == "sigmoid":
-            return np.exp(self._scores_to_log_proba(scores))
+            return namespace_of(scores).exp(self._scores_to_log_proba(scores))
         return super()._scores_to_proba(scores)
 
     @dispatch_inputs
@@ -197,4 +198,5 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
             label).
         """
         with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+            proba = self._scores_to_proba(self._checked_scores(self._validate_predict_data(X)))
+            return namespace_of(proba).log(proba)

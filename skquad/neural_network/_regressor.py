@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
+from .._array_api import namespace_of
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._target_scaling import (
@@ -238,12 +239,13 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             float32 for a network trained in float32 on float32 input, as
             MLPRegressor's.
         """
-        return super().predict(X)
+        scores = self._checked_scores(self._validate_predict_data(X))
+        return self._format_predictions(self._bounded_predictions(scores))
 
     def _raw_scores(self, X):
         scores = super()._raw_scores(X)
         if self.out_activation_ == "exp":
             with np.errstate(over="ignore"):  # an overflow is reported by the base's check
-                scores = np.exp(scores)
+                scores = namespace_of(scores).exp(scores)
         with np.errstate(over="ignore"):
             return unscaled_predictions(scores, *fitted_target_scaling(self))

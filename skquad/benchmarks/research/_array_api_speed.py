@@ -3,11 +3,11 @@
 The six estimators with the ``array_api_support`` tag fit and predict the same
 synthetic data as numpy arrays (dispatch off) and as torch tensors on
 ``--device`` (``"auto"``: the CPU) with ``array_api_dispatch=True``; the
-report gives the best CPU time of the process for each (``--repeats``, default
-7, taken in turns; one thread by default, so that a loaded machine's waits do not count) and
-their ratio, the overhead of following ``X``. On a GPU the times are wall
-times. Needs ``SCIPY_ARRAY_API=1`` in the
-environment (scikit-learn's condition for the dispatch).
+report gives the best CPU time of the process of the fit and of the predict
+for each (``--repeats``, default 7, taken in turns; one thread by default, so
+that a loaded machine's waits do not count) and their ratios, the overhead of
+following ``X``. On a GPU the times are wall times. Needs ``SCIPY_ARRAY_API=1``
+in the environment (scikit-learn's condition for the dispatch).
 """
 
 import os
@@ -50,24 +50,28 @@ def _cases(quick):
 
 
 def _fit_predict_time(estimator, X, y, dispatch):
+    """``(fit seconds, predict seconds)`` of one fresh model."""
     clock = time.perf_counter if getattr(X, "is_cuda", False) else time.process_time
+    sync = torch.cuda.synchronize if clock is time.perf_counter else lambda: None
     model = clone(estimator)
     with warnings.catch_warnings(), sklearn.config_context(array_api_dispatch=dispatch):
         warnings.simplefilter("ignore", ConvergenceWarning)
         start = clock()
-        model.fit(X, y).predict(X)
-        if clock is time.perf_counter:
-            torch.cuda.synchronize()
-        return clock() - start
+        model.fit(X, y)
+        sync()
+        middle = clock()
+        model.predict(X)
+        sync()
+        return np.array([middle - start, clock() - middle])
 
 
 def _best_times(estimator, inputs, repeats):
-    """Best time of numpy and of tensors, taken in turns after one warm-up each (a drift hits both)."""
-    best = [np.inf, np.inf]
+    """Best fit and predict times of numpy and of tensors, taken in turns after one warm-up each."""
+    best = [np.full(2, np.inf), np.full(2, np.inf)]
     for repeat in range(repeats + 1):
         for which, (X, y, dispatch) in enumerate(inputs):
             elapsed = _fit_predict_time(estimator, X, y, dispatch)
-            best[which] = min(best[which], elapsed) if repeat else best[which]
+            best[which] = np.minimum(best[which], elapsed) if repeat else best[which]
     return best
 
 
@@ -89,11 +93,14 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
         numpy_time, tensor_time = _best_times(estimator, [
             (X, y, False), (torch.asarray(X, device=target), torch.asarray(y, device=target), True)
         ], repeats)
-        rows.append({"estimator": name, "numpy s": numpy_time, f"torch {target} s": tensor_time,
-                     "tensors / numpy": tensor_time / numpy_time})
+        rows.append({"estimator": name, **{
+            f"{step} {label} s": times[k] for k, step in enumerate(("fit", "predict"))
+            for label, times in (("numpy", numpy_time), (f"torch {target}", tensor_time))
+        }, "fit tensors / numpy": tensor_time[0] / numpy_time[0],
+            "predict tensors / numpy": tensor_time[1] / numpy_time[1]})
     table = pd.DataFrame(rows)
     markdown = (
-        f"fit + predict on {n_samples} x {n_features} float64, best of {repeats} (seconds of CPU on "
+        f"fit and predict on {n_samples} x {n_features} float64, best of {repeats} (seconds of CPU on "
         "the CPU, wall on a GPU): numpy arrays "
         f"(dispatch off) against torch tensors on {target} (array_api_dispatch=True).\n\n"
         + markdown_table(table, floatfmt=".3g")
