@@ -39,7 +39,7 @@ from sklearn import config_context, get_config
 
 from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["array_api_dispatch", "input_namespace", "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype",
+__all__ = ["array_api_dispatch", "as_a_user_call", "input_namespace", "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype",
            "to_host"]
 
 # Whether the method running takes a torch X as it is (the tensor route below); else its
@@ -105,6 +105,14 @@ def _tensor_route(on):
         yield
     finally:
         _TENSOR_ROUTE.reset(token)
+
+
+@contextlib.contextmanager
+def as_a_user_call(X):
+    """Nested estimators (a fit's own candidates) called as a user calls them: the
+    dispatch on for a foreign ``X`` (off for NumPy), outside the caller's tensor route."""
+    with _tensor_route(False), config_context(array_api_dispatch=_foreign(X)):
+        yield
 
 
 def _foreign(value):

@@ -20,7 +20,7 @@ from skquad import (
     SDPQuantizedRegressor,
     SDPQuantizedRegressorCV,
 )
-from skquad.quantized._dask import _fold_of
+from skquad._foundation._rows import row_folds as _fold_of
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")

@@ -9,7 +9,7 @@ package's SDP (:func:`skquad.convex.formulation.aggregate_samples`) both call
 import numpy as np
 import scipy.sparse
 
-__all__ = ["duplicate_groups", "merge_duplicate_samples"]
+__all__ = ["duplicate_groups", "merge_duplicate_samples", "row_folds"]
 
 
 def merge_duplicate_samples(X, y, sample_weight):
@@ -193,3 +193,11 @@ def _sparse_groups(X, y, sample_weight):
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     weight = np.bincount(inverse.ravel(), weights=sample_weight, minlength=len(first))
     return first, weight
+
+
+def row_folds(X, n_folds):
+    """Each row's fold: a hash of its values (the same row, the same fold, in any block)."""
+    rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
+    multipliers = np.random.default_rng(0).integers(1, 2**62, size=rows.shape[1], dtype=np.uint64)
+    hashed = (rows * (multipliers | np.uint64(1))).sum(axis=1, dtype=np.uint64)
+    return ((hashed >> np.uint64(33)) % np.uint64(n_folds)).astype(np.intp)

@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._array_api import namespace_of
+from .._array_api import as_a_user_call, namespace_of
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._target_scaling import (
@@ -176,7 +176,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         train, held_out = train_test_split(
             np.arange(X.shape[0]), test_size=AUTO_ALPHA_HELD_OUT, random_state=seed)
         candidate = clone(self).set_params(solver=solver, warm_start=False, random_state=seed)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), as_a_user_call(X):
             # the candidates' own convergence is not the fit's; the final fit reports its own
             warnings.simplefilter("ignore", ConvergenceWarning)
             scores = [

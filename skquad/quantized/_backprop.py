@@ -227,7 +227,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         # Every epoch is a callback subtask; its fitted estimator is the
         # quantized network of that epoch's weights (what predict would use).
         with reporting_epochs(
-            self._trainer, self, X, self._callback_targets(y_validated), sample_weight,
+            self._trainer, self, X, self._callback_targets(X, y_validated), sample_weight,
             fitted_attributes=self._quantized_attributes,
         ):
             if epochs is None:
@@ -542,7 +542,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     def _network_targets(self, y_encoded):
         return _class_targets(y_encoded, self._n_scores)
 
-    def _callback_targets(self, y_encoded):
+    def _callback_targets(self, X, y_encoded):
         return self.classes_[y_encoded]
 
     @dispatch_inputs

@@ -236,9 +236,11 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
                 "SDPQuantizedRegressor.",
             )
 
-    def _callback_targets(self, Y):
-        """``y`` in the shape and units the user fitted (what ``score`` compares with)."""
-        return self._format_predictions(unscaled_predictions(Y, *fitted_target_scaling(self)))
+    def _callback_targets(self, X, Y):
+        """``y`` in the shape and units the user fitted (what ``score`` compares with):
+        the training targets (scaled, less the linear term) mapped back."""
+        return self._format_predictions(
+            self._with_linear_term(unscaled_predictions(Y, *fitted_target_scaling(self)), X))
 
     def _make_trainer(self, X, sample_weight, resume=False):
         if not resume:  # a new network: a new target scaling (set by _train)
@@ -273,6 +275,7 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         return self._with_linear_term(unscaled_predictions(scores, *fitted_target_scaling(self)), X)
 
     def _float_scores(self, X):
+        X = self._validate_predict_data(X)  # the linear term reads the clipped rows too
         scores = unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
         return self._with_linear_term(scores, X)
 

@@ -44,6 +44,7 @@ from .._dask import (
     training_blocks,
 )
 from .._foundation._input_range import clip_to_range, feature_range, merge_ranges
+from .._foundation._rows import row_folds
 from ..convex.statistics import LiftedStatistics, merge_moments, neuron_svecs, svec_rows
 from ._linear_term import linear_coordinates
 
@@ -57,17 +58,9 @@ def _moments(X, w):
     return total, mean, w @ (X - mean) ** 2, int(np.count_nonzero(w))
 
 
-def _fold_of(X, n_folds):
-    """Each row's fold: a hash of its values (the same row, the same fold, in any block)."""
-    rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
-    multipliers = np.random.default_rng(0).integers(1, 2**62, size=rows.shape[1], dtype=np.uint64)
-    hashed = (rows * (multipliers | np.uint64(1))).sum(axis=1, dtype=np.uint64)
-    return ((hashed >> np.uint64(33)) % np.uint64(n_folds)).astype(np.intp)
-
-
 def _block_moments(block, _, n_folds):
     X, w = block[0], block[2]
-    fold = _fold_of(X, n_folds)
+    fold = row_folds(X, n_folds)
     return tuple((_moments(X[f], w[f]), feature_range(X[f], w[f]))
                  for f in (fold == k for k in range(n_folds)))
 
@@ -103,7 +96,7 @@ def _fold_accuracies(block, folds, class_weights):
     """
     X, y, w = block[:3]
     w = w if class_weights is None else w / class_weights[y]
-    fold = _fold_of(X, len(folds))
+    fold = row_folds(X, len(folds))
     correct, total = np.zeros((len(folds), len(folds[0][2]))), np.zeros(len(folds))
     for k, (lifting, data_range, a, b) in enumerate(folds):
         rows = fold == k
@@ -118,7 +111,7 @@ def _fold_accuracies(block, folds, class_weights):
 def _lifted_statistics(block, _, liftings, targets, n_folds):
     """Per lifting, per fold, the block's :class:`LiftedStatistics` (one tuple, lifting-major)."""
     X, y, w = block[:3]
-    t, fold = targets(y), _fold_of(X, n_folds)
+    t, fold = targets(y), row_folds(X, n_folds)
     parts = []
     for lifting in liftings:
         Z = lifting.features(X)
@@ -177,7 +170,7 @@ class SDPBlocks:
         return result
 
     def moments(self, n_folds=1):
-        """Per fold (rows by :func:`_fold_of`), the inputs' weighted ``(weight, mean, squares,
+        """Per fold (rows by :func:`~skquad._foundation._rows.row_folds`), the inputs' weighted ``(weight, mean, squares,
         rows of positive weight)`` and range over rows of positive weight: one pass (merge
         with :func:`merge_folds`)."""
         return self._timed(_block_moments, _merge_fold_moments, None, n_folds)

@@ -5,11 +5,11 @@ import math
 import numpy as np
 from sklearn.base import clone
 from sklearn.metrics import check_scoring
-from sklearn.model_selection import train_test_split
 
 from .._foundation._atomic import reads_fitted_state
 from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticRegressor
+from .._foundation._rows import row_folds
 from .._foundation._torch_utils import seed_from
 from ..convex.routes import default_beta_floor
 from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
@@ -22,7 +22,7 @@ __all__ = ["SDPQuantizedRegressor"]
 # (R²) on the other fifth. How much of beta_max the data can use is set by its noise, which
 # the (p / n)^2 rule cannot see.
 AUTO_BETA_FRACTIONS = (0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
-AUTO_BETA_HELD_OUT = 0.2
+AUTO_BETA_FOLDS = 5  # one of them held out
 # Fewer rows than this leave too few to hold out: the (p / n)^2 rule.
 AUTO_BETA_MIN_SAMPLES = 20
 
@@ -97,11 +97,13 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         same at every ``beta`` (the compact route, ``p (p + 1) / 2 <= 300``)
         and there are at least 20 rows, the fraction of 0.3, 0.1, 0.03,
         0.01, 3e-3, 1e-3 and 1e-4 whose network, fitted on four fifths of the
-        rows (a split drawn from ``random_state``), scores the best R² on the
+        rows, scores the best R² on the
         other fifth (seven more solves on 80 % of the rows): the noise in
         ``y`` sets how much of ``beta_max`` it needs. Elsewhere, and on Dask,
         the classifier's rule (:func:`skquad.convex.default_beta`: ``(p /
-        n)^2``, clipped). The value used is ``beta_``.
+        n)^2``, clipped). The held-out rows are a fifth chosen by a hash of
+        their values, so that row order and duplicates do not move it. The
+        value used is ``beta_``.
     fit_intercept : bool, default=True
         Append the constant input (every neuron's ±1 biases, as in the
         classifier) and fit an unpenalised output intercept (the targets
@@ -239,11 +241,16 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         """"auto" on a cheap solve: the fraction of ``beta_max_`` (of
         :data:`AUTO_BETA_FRACTIONS`) that scores best on a held-out fifth; else ``beta``."""
         cheap = default_beta_floor(self.loss, n_lifted, np.inf) < np.inf
-        if not isinstance(self.beta, str) or not cheap or X.shape[0] < AUTO_BETA_MIN_SAMPLES:
+        # Rows count as their weights (a weight of 2 is a repeated row).
+        if not isinstance(self.beta, str) or not cheap or sample_weight.sum() < AUTO_BETA_MIN_SAMPLES:
+            return beta
+        # The held-out rows by a hash of their values: the same for every row order, and
+        # a duplicate row falls with its copies (the fit sees only the weighted rows).
+        held = row_folds(X, AUTO_BETA_FOLDS) == 0
+        train, held_out = np.flatnonzero(~held), np.flatnonzero(held)
+        if min(sample_weight[train].sum(), sample_weight[held_out].sum()) < AUTO_BETA_MIN_SAMPLES / 4:
             return beta
         seed = seed_from(self.random_state)
-        train, held_out = train_test_split(
-            np.arange(X.shape[0]), test_size=AUTO_BETA_HELD_OUT, random_state=seed)
         betas = self.beta_max_ * np.asarray(AUTO_BETA_FRACTIONS)
         y = y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
         candidate = clone(self).set_params(random_state=seed, verbose=0)
