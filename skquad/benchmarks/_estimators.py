@@ -250,13 +250,14 @@ _SKQUAD_REGRESSORS = (
      "QuadraticRegressionCV, defaults (alpha and the quadratic ratio chosen by its "
      "leave-one-out)", {}),
     ("QNN", "QNNRegressor",
-     "QNNRegressor (Noel et al.), defaults (MLPRegressor's: one hidden ReLU layer of 100, "
-     "Adam)", _NETWORK_GRID),
+     "QNNRegressor (Noel et al.), defaults (one hidden ReLU layer of 100; solver and alpha "
+     "'auto')", _NETWORK_GRID),
     ("RPQNN", "RPQNNRegressor",
      "RPQNNRegressor (Noel et al.), defaults (reduced-parameter quadratic output layer)",
      _NETWORK_GRID),
     ("SDP", "SDPQuantizedRegressor",
-     "SDPQuantizedRegressor (Bartan & Pilanci, squared loss), defaults",
+     "SDPQuantizedRegressor (Bartan & Pilanci, squared loss), defaults (a ridge linear term, "
+     "beta='auto')",
      {"beta": [1e-3, 1e-2, 1e-1]}),
     ("SDPCV", "SDPQuantizedRegressorCV",
      "SDPQuantizedRegressorCV, defaults (beta chosen by its own cross-validation)", {}),
