@@ -262,7 +262,7 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
     def _fit_linear_term(self, X, Y, sample_weight):
         """Fit ``linear_term``'s ridge on the standardized inputs; returns its constant."""
         self._forget_linear_term()
-        if not (self.linear_term and self.fit_intercept):
+        if not self._fits_linear_term():
             return 0.0
         _, coef, intercept, alpha = rows_less_linear_term(
             self._lifting().standardized(X), Y, sample_weight,

@@ -143,6 +143,10 @@ class LinearTermMixin:
     to the estimator's own offset.
     """
 
+    def _fits_linear_term(self):
+        """The rule: a term where ``linear_term`` (regressors only) and ``fit_intercept``."""
+        return bool(getattr(self, "linear_term", False) and self.fit_intercept)
+
     def _forget_linear_term(self):
         for name in ("linear_coef_", "linear_alpha_"):
             vars(self).pop(name, None)

@@ -351,10 +351,6 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         """Whether the model has a free output intercept (the targets are centred)."""
         return False
 
-    def _fits_linear_term(self):
-        """Whether the model has a linear term in the inputs (:mod:`._linear_term`)."""
-        return False
-
     def _rows_less_linear_term(self, X, targets, weight, offset, *, n_samples):
         """``(targets less the linear term, offset plus its constant)`` where the model has one."""
         self._forget_linear_term()

@@ -234,9 +234,6 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         """``fit_intercept``: an unpenalised intercept, as scikit-learn's linear models."""
         return bool(self.fit_intercept)
 
-    def _fits_linear_term(self):
-        return bool(self.linear_term and self.fit_intercept)
-
     def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted):
         """"auto" on a cheap solve: the fraction of ``beta_max_`` (of
         :data:`AUTO_BETA_FRACTIONS`) that scores best on a held-out fifth; else ``beta``."""
