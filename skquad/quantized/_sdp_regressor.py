@@ -100,7 +100,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         and there are at least 20 rows, one of the fractions 1, 0.3, 0.1,
         0.03, 0.01, 3e-3, 1e-3 and 1e-4 chosen on held-out rows: fifths of
         the rows are held out in turn, as many as it takes to score 100 rows
-        (every fifth below 500 rows), and the largest fraction whose mean
+        (all five below 125 rows), and the largest fraction whose mean
         held-out squared error is within one standard error of the smallest
         is taken (Breiman's rule: on few rows smaller differences are noise,
         and the more penalised network extrapolates less). At 1 the network
