@@ -121,7 +121,7 @@ def _foreign(value):
             and not is_dask_collection(value))
 
 
-def _to_numpy(value):
+def to_numpy(value):
     """A non-NumPy array as a NumPy array on the CPU (no copy where it is there); anything else as it is."""
     if not _foreign(value):
         return value
@@ -135,7 +135,7 @@ def _to_numpy(value):
 
 def _fitted_to_numpy(key, value):
     """A foreign fitted attribute as NumPy: an array, or the scalar of a 0-d one (``intercept_``)."""
-    array = _to_numpy(value)
+    array = to_numpy(value)
     return array[()] if array.ndim == 0 else array
 
 
@@ -185,8 +185,8 @@ def _fit(method, name):
         if space is None and not get_config()["array_api_dispatch"]:
             return method(estimator, X, *args, **kwargs)
         if space is None:  # NumPy X: y, sample_weight (and classes) follow it
-            return method(estimator, X, *map(_to_numpy, args),
-                          **{key: _to_numpy(value) for key, value in kwargs.items()})
+            return method(estimator, X, *map(to_numpy, args),
+                          **{key: to_numpy(value) for key, value in kwargs.items()})
         from ._foundation._torch_utils import follow_device
 
         xp, device = space
@@ -197,8 +197,8 @@ def _fit(method, name):
         try:
             native = _on_tensors(estimator, X, "fit")
             with follow_device(target), _tensor_route(native), config_context(array_api_dispatch=False):
-                method(estimator, X if native else _to_numpy(X), *map(_to_numpy, args),
-                       **{key: _to_numpy(value) for key, value in kwargs.items()})
+                method(estimator, X if native else to_numpy(X), *map(to_numpy, args),
+                       **{key: to_numpy(value) for key, value in kwargs.items()})
         except BaseException:
             estimator.__dict__ = before
             raise
@@ -232,8 +232,8 @@ def _prediction(method, name):
         view = cls.__new__(cls)
         view.__dict__ = _converted_state(estimator.__dict__, _fitted_to_numpy, _foreign_attribute)
         with config_context(array_api_dispatch=False):
-            result = method(view, _to_numpy(X), *map(_to_numpy, args),
-                            **{key: _to_numpy(value) for key, value in kwargs.items()})
+            result = method(view, to_numpy(X), *map(to_numpy, args),
+                            **{key: to_numpy(value) for key, value in kwargs.items()})
         if space is None or not _numeric(result):
             return result
         return space[0].asarray(result, device=space[1])

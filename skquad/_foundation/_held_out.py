@@ -45,10 +45,14 @@ class HeldOutErrors:
         self.errors = []
 
     def __call__(self, estimator, X, y, sample_weight=None):
-        residual = np.reshape(y, (len(y), -1)) - np.reshape(estimator.predict(X), (len(y), -1))
+        self.add(y, estimator.predict(X), sample_weight)
+        return -float(self.errors[-1].sum())
+
+    def add(self, y_true, y_pred, sample_weight=None):
+        """Keep the errors of one candidate on one fold (NumPy arrays)."""
+        residual = np.reshape(y_true, (len(y_true), -1)) - np.reshape(y_pred, (len(y_true), -1))
         weight = np.ones(len(residual)) if sample_weight is None else np.asarray(sample_weight)
         self.errors.append(np.nan_to_num(weight * (residual**2 / self.spread).sum(axis=1), nan=np.inf))
-        return -float(self.errors[-1].sum())
 
     def by_candidate(self, n_candidates):
         """The errors as (held-out rows, candidates), from calls made fold by fold, each

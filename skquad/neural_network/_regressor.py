@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._array_api import as_a_user_call, namespace_of
+from .._array_api import as_a_user_call, namespace_of, to_numpy
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._target_scaling import (
@@ -179,15 +179,17 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         seed = seed_from(self.random_state)
         folds = KFold(AUTO_ALPHA_FOLDS, shuffle=True, random_state=seed).split(X)
         candidate = clone(self).set_params(solver=solver, warm_start=False, random_state=seed)
-        scorer = HeldOutErrors(y, sample_weight)
+        y_host, weight_host = to_numpy(y), to_numpy(sample_weight)
+        errors = HeldOutErrors(y_host, weight_host)
         with warnings.catch_warnings(), as_a_user_call(X):
             # the candidates' own convergence is not the fit's; the final fit reports its own
             warnings.simplefilter("ignore", ConvergenceWarning)
             for train, held_out in itertools.islice(folds, held_out_folds(X.shape[0], AUTO_ALPHA_FOLDS)):
                 for alpha in AUTO_ALPHAS:
                     candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
-                    scorer(candidate, X[held_out], y[held_out], sample_weight[held_out])
-        return AUTO_ALPHAS[smallest_error_choice(scorer.by_candidate(len(AUTO_ALPHAS)))]
+                    errors.add(y_host[held_out], to_numpy(candidate.predict(X[held_out])),
+                               weight_host[held_out])
+        return AUTO_ALPHAS[smallest_error_choice(errors.by_candidate(len(AUTO_ALPHAS)))]
 
     @available_if(_stochastic_solver)
     @dispatch_inputs
