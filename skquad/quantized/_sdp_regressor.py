@@ -33,7 +33,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     The network of :class:`SDPQuantizedClassifier` with an identity output,
     one sum per output column of ``y``, beside a linear term (``linear_term``)::
 
-        f_k(x) = b_k + x^T w_k + sum_j alpha_jk (z^T u_j) (z^T v_j),  z = [x, 1], u_j, v_j in {-1, +1}^p,
+        f_k(x) = b_k + x^T w_k + sum_j alpha_jk (z^T u_j) (z^T v_j),
+        z = [x, 1],  u_j, v_j in {-1, +1}^p,
 
     trained on Bartan & Pilanci's squared loss (the setting their SDP is
     first stated for, with scalar and vector outputs): the convex relaxation
