@@ -1,6 +1,7 @@
 """SDPQuantizedRegressor: the squared-loss SDP as a regressor, certified against CLARABEL."""
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -224,3 +225,21 @@ def test_auto_beta_on_a_cheap_solve_is_checked_on_held_out_rows():
     auto = SDPQuantizedRegressor(100, random_state=0).fit(X, y)
     fixed = SDPQuantizedRegressor(100, beta=auto.beta_, random_state=0).fit(X, y)
     np.testing.assert_allclose(auto.predict(X), fixed.predict(X), rtol=1e-10, atol=1e-12)
+
+
+def test_auto_beta_keeps_the_linear_term_alone_where_no_network_helps():
+    """On few rows of a linear target under noise, "auto" takes the zero network (the
+    fraction 1 of beta_max), without the warning a user's too-large beta gets."""
+    from skquad.convex.relaxation import ZERO_NETWORK_WARNING
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + rng.standard_normal(40)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = SDPQuantizedRegressor(100, random_state=0).fit(X, y)
+    assert model.beta_ == model.beta_max_
+    assert not np.any(model.alpha_)
+    assert not [w for w in caught if re.match(ZERO_NETWORK_WARNING, str(w.message))]
+    with pytest.warns(UserWarning, match=ZERO_NETWORK_WARNING):
+        SDPQuantizedRegressor(100, beta=model.beta_max_, random_state=0).fit(X, y)

@@ -42,10 +42,11 @@ ENTRIES = {
     unit-variance prior whose weight falls as ``1 / n``, and noisier targets
     need a stronger one. "auto": where ``fit`` is one L-BFGS run (``solver``
     "lbfgs", or "auto" on up to 1,000 rows) and has at least 20 rows, the
-    one of 1, 10 and 100 whose network, fitted on four fifths of the rows
-    (a split drawn from ``random_state``), scores the best R² on the other
-    fifth (three more fits on 80 % of the rows); else 1. The value used is
-    ``alpha_``. ``alpha=1e-4`` is MLPRegressor's.""",
+    one of 100, 10 and 1 whose networks score the smallest squared error on
+    held-out rows: fifths of the rows (drawn from ``random_state``) held out
+    in turn, as many as it takes to score 100 rows (all five below 125
+    rows; three more fits on 80 % of the rows per fifth); else 1. The value
+    used is ``alpha_``. ``alpha=1e-4`` is MLPRegressor's.""",
     "alpha_": """alpha_ : float
     The ``alpha`` of the fit (``alpha``, or the value "auto" chose).""",
     "alpha:QNNClassifier": """alpha : float, default=1e-4

@@ -275,6 +275,10 @@ def solve_relaxation(
     return rescale_solution(solution, target_scale)
 
 
+# The start of that warning's message, for a caller that picks the zero network on purpose.
+ZERO_NETWORK_WARNING = r"beta=\S+ is so large that the relaxed optimum is the zero network"
+
+
 def _warn_if_zero_network(solution, zero_value, beta, user_beta):
     """The warning of a certified optimum at the zero network (a constant model)."""
     # (A solve cut short keeps unreached blocks at zero: no statement about beta.)

@@ -6,13 +6,14 @@ identity output, or half the Poisson deviance with an ``exp`` output) and R^2
 as the early-stopping score.
 """
 
+import itertools
 import warnings
 from numbers import Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import KFold
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
@@ -26,6 +27,7 @@ from .._foundation._target_scaling import (
     target_scaling,
     unscaled_predictions,
 )
+from .._foundation._held_out import HeldOutErrors, held_out_folds, smallest_error_choice
 from .._foundation._torch_utils import seed_from
 from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_solver, signature_with
 
@@ -34,12 +36,14 @@ __all__ = ["BaseQuadraticNetworkRegressor"]
 # Rule: alpha="auto" on the regressors. The penalty is alpha / (2 n) ||W||^2 against a loss
 # of order 1/2 on the scaled targets: 1 is a unit Gaussian prior whose weight falls as 1 / n,
 # and the noisier the targets the stronger the prior they need, so where the fit is one
-# L-BFGS run on few rows, "auto" picks from AUTO_ALPHAS on a held-out fifth of the rows.
-# MLP's 1e-4 leaves the quadratic output unregularized there; it stays available by name.
+# L-BFGS run on few rows, "auto" picks from AUTO_ALPHAS (most penalised first) by the
+# held-out rule of skquad._foundation._held_out. MLP's 1e-4 leaves the quadratic output
+# unregularized there; it stays available by name.
 REGRESSOR_ALPHA = "auto"
-AUTO_ALPHAS = (1.0, 10.0, 100.0)
-AUTO_ALPHA_HELD_OUT = 0.2
-# Fewer rows than this leave too few to hold out: "auto" is then AUTO_ALPHAS[0].
+AUTO_ALPHAS = (100.0, 10.0, 1.0)
+AUTO_ALPHA_FOLDS = 5
+# Without a search (fewer rows than AUTO_ALPHA_MIN_SAMPLES, or a stochastic solver): the prior.
+UNSEARCHED_ALPHA = 1.0
 AUTO_ALPHA_MIN_SAMPLES = 20
 
 
@@ -161,30 +165,29 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         return self._start_fit(X, y, sample_weight)
 
     def _chosen_alpha(self, X, y, sample_weight, *, search):
-        """``alpha_``: ``alpha``, or for "auto" the one of :data:`AUTO_ALPHAS` whose
-        network, fitted on the other rows, scores best (weighted R²) on a held-out
-        :data:`AUTO_ALPHA_HELD_OUT` of them: where the fit is one L-BFGS run (few rows),
-        else the first."""
+        """``alpha_``: ``alpha``, or for "auto" the one of :data:`AUTO_ALPHAS` that the
+        held-out rule (:mod:`skquad._foundation._held_out`) picks, the networks fitted with
+        fifths of the rows held out in turn: where the fit is one L-BFGS run (few rows),
+        else :data:`UNSEARCHED_ALPHA`."""
         if not isinstance(self.alpha, str):
             return float(self.alpha)
         if not search or X.shape[0] < AUTO_ALPHA_MIN_SAMPLES:
-            return AUTO_ALPHAS[0]
+            return UNSEARCHED_ALPHA
         solver = fit_solver(self.solver, X.shape[0], early_stopping=self.early_stopping)
         if solver != "lbfgs":
-            return AUTO_ALPHAS[0]
+            return UNSEARCHED_ALPHA
         seed = seed_from(self.random_state)
-        train, held_out = train_test_split(
-            np.arange(X.shape[0]), test_size=AUTO_ALPHA_HELD_OUT, random_state=seed)
+        folds = KFold(AUTO_ALPHA_FOLDS, shuffle=True, random_state=seed).split(X)
         candidate = clone(self).set_params(solver=solver, warm_start=False, random_state=seed)
+        scorer = HeldOutErrors(y, sample_weight)
         with warnings.catch_warnings(), as_a_user_call(X):
             # the candidates' own convergence is not the fit's; the final fit reports its own
             warnings.simplefilter("ignore", ConvergenceWarning)
-            scores = [
-                candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train]).score(
-                    X[held_out], y[held_out], sample_weight[held_out])
-                for alpha in AUTO_ALPHAS
-            ]
-        return AUTO_ALPHAS[int(np.nanargmax(np.nan_to_num(scores, nan=-np.inf)))]
+            for train, held_out in itertools.islice(folds, held_out_folds(X.shape[0], AUTO_ALPHA_FOLDS)):
+                for alpha in AUTO_ALPHAS:
+                    candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
+                    scorer(candidate, X[held_out], y[held_out], sample_weight[held_out])
+        return AUTO_ALPHAS[smallest_error_choice(scorer.by_candidate(len(AUTO_ALPHAS)))]
 
     @available_if(_stochastic_solver)
     @dispatch_inputs

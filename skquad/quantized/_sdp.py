@@ -1,8 +1,10 @@
 """SDPQuantizedClassifier: binary networks trained through a convex SDP (Bartan & Pilanci)."""
 
+import contextlib
 import functools
 import hashlib
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -26,7 +28,12 @@ from ..convex.lifting import (
 )
 from ..convex.path import auto_beta, default_beta
 from ..convex.problem import encode_targets
-from ..convex.relaxation import relaxation_memory, solve_relaxation, solve_relaxation_statistics
+from ..convex.relaxation import (
+    ZERO_NETWORK_WARNING,
+    relaxation_memory,
+    solve_relaxation,
+    solve_relaxation_statistics,
+)
 from ..convex.routes import COMPACT_SQUARED_WIDE_MAX_SIZE
 from ..convex.sampling import (
     covariance_by_sdp,
@@ -194,24 +201,25 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         else:
             # A warm start (e.g. a path over beta) starts from the previous factors.
             previous = getattr(self, "_factor_start_", None) if self.warm_start else None
-            solution = solve_relaxation(
-                self._lifting(),
-                X_train,
-                targets,
-                weight,
-                loss=self.loss,
-                beta=self.beta_,
-                n_outputs=n_outputs,
-                solver=solver,
-                solver_options=self.solver_options,
-                tol=float(self.tol),
-                max_iter=int(self.max_iter),
-                init=previous if solver is None else None,
-                callback=self._solver_chunk_hook(X, y),
-                verbose=int(self.verbose),
-                device=policy.device,
-                target_scale=target_scale,
-            )
+            with zero_network_allowed(isinstance(self.beta, str)):
+                solution = solve_relaxation(
+                    self._lifting(),
+                    X_train,
+                    targets,
+                    weight,
+                    loss=self.loss,
+                    beta=self.beta_,
+                    n_outputs=n_outputs,
+                    solver=solver,
+                    solver_options=self.solver_options,
+                    tol=float(self.tol),
+                    max_iter=int(self.max_iter),
+                    init=previous if solver is None else None,
+                    callback=self._solver_chunk_hook(X, y),
+                    verbose=int(self.verbose),
+                    device=policy.device,
+                    target_scale=target_scale,
+                )
             self._publish_solution(solution)
             self._sdp_key_ = key
         self._update_covariance()
@@ -1134,3 +1142,14 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         y_pred : ndarray of shape (n_samples,)
         """
         return _predict_labels(self, self.relaxed_decision_function, X)
+
+
+@contextlib.contextmanager
+def zero_network_allowed(allowed):
+    """Where ``allowed`` (``beta="auto"``, whose choice of the zero network is deliberate:
+    the regressor's held-out rows preferred the linear term alone), the zero-network
+    warning of a solve is not given."""
+    with warnings.catch_warnings():
+        if allowed:
+            warnings.filterwarnings("ignore", message=ZERO_NETWORK_WARNING, category=UserWarning)
+        yield

@@ -4,27 +4,29 @@ import math
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.metrics import check_scoring
 
 from .._foundation._atomic import reads_fitted_state
 from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticRegressor
+from .._foundation._held_out import HeldOutErrors, held_out_folds, one_standard_error_choice
 from .._foundation._rows import row_folds
 from .._foundation._torch_utils import seed_from
 from ..convex.routes import default_beta_floor
-from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
+from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork, zero_network_allowed
 from ._sdp_cv import _fit_path
 
 __all__ = ["SDPQuantizedRegressor"]
 
 # beta="auto" where a solve costs the same at every beta (the compact route): the fractions
-# of beta_max tried, largest first, each network fitted on four fifths of the rows and scored
-# (R²) on the other fifth. How much of beta_max the data can use is set by its noise, which
-# the (p / n)^2 rule cannot see.
-AUTO_BETA_FRACTIONS = (0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
-AUTO_BETA_FOLDS = 5  # one of them held out
+# of beta_max tried, largest first, scored on held-out fifths of the rows by the rule of
+# skquad._foundation._held_out. How much of beta_max the data can use is set by its noise,
+# which the (p / n)^2 rule cannot see. At 1 the network is zero: the linear term alone, the
+# choice where no network predicts held-out rows better.
+AUTO_BETA_FRACTIONS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
+AUTO_BETA_FOLDS = 5
 # Fewer rows than this leave too few to hold out: the (p / n)^2 rule.
 AUTO_BETA_MIN_SAMPLES = 20
+
 
 @shared_docstring
 class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
@@ -99,14 +101,19 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         term, with ``linear_term``; in ``y``'s units, so the fit is the same
         model for every scale and offset of ``y``). Where a solve costs the
         same at every ``beta`` (the compact route, ``p (p + 1) / 2 <= 300``)
-        and there are at least 20 rows, the fraction of 0.3, 0.1, 0.03,
-        0.01, 3e-3, 1e-3 and 1e-4 whose network, fitted on four fifths of the
-        rows, scores the best R² on the
-        other fifth (seven more solves on 80 % of the rows): the noise in
-        ``y`` sets how much of ``beta_max`` it needs. Elsewhere, and on Dask,
-        the classifier's rule (:func:`skquad.convex.default_beta`: ``(p /
-        n)^2``, clipped). The held-out rows are a fifth chosen by a hash of
-        their values, so that row order and duplicates do not move it. The
+        and there are at least 20 rows, one of the fractions 1, 0.3, 0.1,
+        0.03, 0.01, 3e-3, 1e-3 and 1e-4 chosen on held-out rows: fifths of
+        the rows are held out in turn, as many as it takes to score 100 rows
+        (all five below 125 rows), and the largest fraction whose mean
+        held-out squared error is within one standard error of the smallest
+        is taken (Breiman's rule: on few rows smaller differences are noise,
+        and the more penalised network extrapolates less). At 1 the network
+        is zero and the model is the linear term alone. Each fifth costs
+        eight solves on 80 % of the rows. The noise in ``y`` sets how much
+        of ``beta_max`` it needs. Elsewhere, and on Dask, the classifier's
+        rule (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped).
+        The fifths are chosen by a hash of the rows' values, so that row
+        order and duplicates do not move them. The
         value used is ``beta_``.
     fit_intercept : bool, default=True
         Append the constant input (every neuron's ±1 biases, as in the
@@ -240,24 +247,27 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
 
     def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted):
         """"auto" on a cheap solve: the fraction of ``beta_max_`` (of
-        :data:`AUTO_BETA_FRACTIONS`) that scores best on a held-out fifth; else ``beta``."""
+        :data:`AUTO_BETA_FRACTIONS`) that :mod:`skquad._foundation._held_out`'s rule picks
+        on held-out fifths of the rows; else ``beta``."""
         cheap = default_beta_floor(self.loss, n_lifted, np.inf) < np.inf
         # Rows count as their weights (a weight of 2 is a repeated row).
         if not isinstance(self.beta, str) or not cheap or sample_weight.sum() < AUTO_BETA_MIN_SAMPLES:
             return beta
         # The held-out rows by a hash of their values: the same for every row order, and
         # a duplicate row falls with its copies (the fit sees only the weighted rows).
-        held = row_folds(X, AUTO_BETA_FOLDS) == 0
-        train, held_out = np.flatnonzero(~held), np.flatnonzero(held)
-        if min(sample_weight[train].sum(), sample_weight[held_out].sum()) < AUTO_BETA_MIN_SAMPLES / 4:
-            return beta
+        folds = row_folds(X, AUTO_BETA_FOLDS)
+        fold_weights = np.bincount(folds, weights=sample_weight, minlength=AUTO_BETA_FOLDS)
+        held_out = np.flatnonzero(fold_weights > 0)[: held_out_folds(sample_weight.sum(), AUTO_BETA_FOLDS)]
         seed = seed_from(self.random_state)
         betas = self.beta_max_ * np.asarray(AUTO_BETA_FRACTIONS)
         y = y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
         candidate = clone(self).set_params(random_state=seed, verbose=0)
-        scores = _fit_path(candidate, betas, X, y, sample_weight, train, held_out,
-                           check_scoring(candidate))
-        return float(betas[int(np.argmax(np.nan_to_num(scores, nan=-np.inf)))])
+        scorer = HeldOutErrors(y, sample_weight)
+        with zero_network_allowed(True):
+            for fold in held_out:
+                _fit_path(candidate, betas, X, y, sample_weight, np.flatnonzero(folds != fold),
+                          np.flatnonzero(folds == fold), scorer)
+        return float(betas[one_standard_error_choice(scorer.by_candidate(len(betas)))])
 
     def _target_scale(self, targets, weight):
         """``c``: the power of two nearest the targets' weighted root mean square.

@@ -1,0 +1,75 @@
+"""The held-out choice of a penalty: the rule behind the regressors' "auto" searches.
+
+``SDPQuantizedRegressor(beta="auto")`` and the network regressors'
+``alpha="auto"`` fit their candidates on part of the rows and score them on
+the rest. Two rules make that choice hold on few rows:
+
+* enough held-out rows: the folds are held out in turn until at least
+  :data:`MIN_HELD_OUT_ROWS` rows are scored (:func:`held_out_folds`). The
+  noise of a held-out score falls as one over the root of its rows, and where
+  the rows are few the fits are cheap;
+* Breiman's one-standard-error rule (:func:`one_standard_error_choice`): the
+  most penalised candidate whose held-out error is within one standard error
+  of the smallest. Differences below that are noise on the rows at hand, and
+  the more penalised model extrapolates the least.
+"""
+
+import numpy as np
+
+__all__ = [
+    "MIN_HELD_OUT_ROWS", "HeldOutErrors", "held_out_folds", "one_standard_error_choice", "smallest_error_choice",
+]
+
+MIN_HELD_OUT_ROWS = 100
+
+
+def held_out_folds(n_rows, n_folds):
+    """How many of ``n_folds`` folds to hold out in turn: enough for
+    :data:`MIN_HELD_OUT_ROWS` rows in all, at least one, at most every fold."""
+    return int(min(n_folds, max(1, -(-MIN_HELD_OUT_ROWS * n_folds // max(int(n_rows), 1)))))
+
+
+class HeldOutErrors:
+    """A scorer that keeps each held-out row's squared error, call after call.
+
+    Each output's error is over its variance in the training targets ``y``
+    (R²'s uniform average over outputs), times the row's weight; the score
+    returned is minus their sum.
+    """
+
+    def __init__(self, y, sample_weight):
+        y = np.reshape(y, (len(y), -1))
+        total = sample_weight.sum()
+        mean = sample_weight @ y / total
+        self.spread = np.maximum(sample_weight @ (y - mean) ** 2 / total, np.finfo(float).tiny)
+        self.errors = []
+
+    def __call__(self, estimator, X, y, sample_weight=None):
+        residual = np.reshape(y, (len(y), -1)) - np.reshape(estimator.predict(X), (len(y), -1))
+        weight = np.ones(len(residual)) if sample_weight is None else np.asarray(sample_weight)
+        self.errors.append(np.nan_to_num(weight * (residual**2 / self.spread).sum(axis=1), nan=np.inf))
+        return -float(self.errors[-1].sum())
+
+    def by_candidate(self, n_candidates):
+        """The errors as (held-out rows, candidates), from calls made fold by fold, each
+        fold scoring the candidates in order."""
+        calls = self.errors
+        return np.concatenate([np.column_stack(calls[k : k + n_candidates])
+                               for k in range(0, len(calls), n_candidates)])
+
+
+def one_standard_error_choice(errors):
+    """Index of the first (most penalised) candidate whose mean error is within one standard
+    error of the smallest mean; ``errors`` of shape (held-out rows, candidates)."""
+    with np.errstate(invalid="ignore"):
+        mean = errors.mean(axis=0)
+        best = int(np.argmin(mean))
+        differences = errors - errors[:, [best]]
+        standard_error = np.nan_to_num(differences.std(axis=0, ddof=1)) / np.sqrt(len(errors))
+    return int(np.flatnonzero(mean - mean[best] <= standard_error)[0])
+
+
+def smallest_error_choice(errors):
+    """Index of the candidate of the smallest mean error; ``errors`` as above. For candidates
+    whose most penalised is no safer a model (a network's strongest penalty is a constant)."""
+    return int(np.argmin(errors.mean(axis=0)))

@@ -1,0 +1,52 @@
+"""The held-out choice of a penalty (skquad._foundation._held_out): enough rows, Breiman's rule."""
+
+import numpy as np
+import pytest
+
+from skquad._foundation._held_out import (
+    MIN_HELD_OUT_ROWS,
+    HeldOutErrors,
+    held_out_folds,
+    one_standard_error_choice,
+    smallest_error_choice,
+)
+
+
+@pytest.mark.parametrize("rows, folds", [(38, 5), (200, 3), (499, 2), (500, 1), (10**6, 1), (0, 5)])
+def test_folds_are_held_out_until_enough_rows_are_scored(rows, folds):
+    assert held_out_folds(rows, 5) == folds
+    scored = held_out_folds(rows, 5) * rows / 5
+    assert scored >= min(rows, MIN_HELD_OUT_ROWS)
+
+
+def test_breimans_rule_takes_the_simplest_candidate_within_one_standard_error():
+    rng = np.random.default_rng(0)
+    noise = rng.standard_normal((40, 1))
+    # candidate 2 is better by far less than the noise of 40 rows: the first is taken
+    jitter = 0.5 * rng.standard_normal((40, 2))
+    jitter -= jitter.mean(axis=0)
+    # means 1, 1.1 and 0.95; the paired differences' standard error is about 0.5 / sqrt(40) = 0.08
+    close = np.hstack([1.0 + noise, 1.1 + noise + jitter[:, :1], 0.95 + noise + jitter[:, 1:]])
+    assert smallest_error_choice(close) == 2
+    assert one_standard_error_choice(close) == 0
+    # better by much more than its standard error: it is taken
+    clear = np.hstack([2.0 + noise, 1.0 + noise + 0.01 * rng.standard_normal((40, 1))])
+    assert one_standard_error_choice(clear) == 1
+
+
+class _Constant:
+    def __init__(self, value):
+        self.value = value
+
+    def predict(self, X):
+        return np.full((len(X), 2), self.value)
+
+
+def test_errors_are_per_row_weighted_and_over_each_outputs_variance():
+    y = np.array([[0.0, 0.0], [2.0, 20.0]])
+    scorer = HeldOutErrors(y, np.ones(2))  # variances 1 and 100
+    for value in (0.0, 1.0):  # fold 1: two candidates
+        scorer(_Constant(value), np.zeros((2, 1)), y, sample_weight=np.array([1.0, 3.0]))
+    errors = scorer.by_candidate(2)
+    np.testing.assert_allclose(errors[:, 0], [0.0, 3.0 * (4.0 / 1 + 400.0 / 100)])
+    np.testing.assert_allclose(errors[:, 1], [1.0 / 1 + 1.0 / 100, 3.0 * (1.0 / 1 + 361.0 / 100)])
