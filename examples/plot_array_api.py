@@ -43,18 +43,21 @@ OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 X, y = load_breast_cancer(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, stratify=y, random_state=0)
 device = "cuda" if torch.cuda.is_available() else "cpu"
-tensors = [torch.asarray(array, device=device) for array in (X_train, X_test, y_train, y_test)]
+arrays = (X_train, X_test, y_train, y_test)
+tensors = [torch.asarray(array, device=device) for array in arrays]
 print(f"{X.shape[0]} samples, {X.shape[1]} features, tensors on {device}")
 
 # %%
 # One search on tensors, one on numpy arrays
 # ------------------------------------------
 
-grid = {"quadraticlogisticregression__C": [0.01, 0.1] if QUICK else [0.001, 0.01, 0.1, 1.0]}
+Cs = [0.01, 0.1] if QUICK else [0.001, 0.01, 0.1, 1.0]
+grid = {"quadraticlogisticregression__C": Cs}
 
 
 def search():
-    return GridSearchCV(make_pipeline(StandardScaler(), QuadraticLogisticRegression()), grid, cv=3)
+    pipeline = make_pipeline(StandardScaler(), QuadraticLogisticRegression())
+    return GridSearchCV(pipeline, grid, cv=3)
 
 
 with sklearn.config_context(array_api_dispatch=True):
@@ -63,13 +66,16 @@ with sklearn.config_context(array_api_dispatch=True):
     accuracy = on_tensors.score(tensors[1], tensors[3])
 on_numpy = search().fit(X_train, y_train)
 
-# Everything followed X: the probabilities and the fitted Q are tensors on X's device...
+# Everything followed X: the probabilities and the fitted Q are tensors on
+# X's device...
 model = on_tensors.best_estimator_[-1]
 assert isinstance(proba, torch.Tensor) and proba.device == tensors[1].device
 assert isinstance(model.Q_, torch.Tensor) and model.Q_.device == tensors[0].device
 # ...and the search chose and predicts what it does on numpy arrays.
 assert on_tensors.best_params_ == on_numpy.best_params_
-np.testing.assert_allclose(proba.cpu().numpy(), on_numpy.predict_proba(X_test), rtol=1e-6)
+np.testing.assert_allclose(
+    proba.cpu().numpy(), on_numpy.predict_proba(X_test), rtol=1e-6
+)
 # (scikit-learn scores tensors in torch: the accuracy is a float32 number)
 assert abs(accuracy - on_numpy.score(X_test, y_test)) < 1e-6
 print(f"best {on_tensors.best_params_}, test accuracy {accuracy:.3f}")
@@ -78,9 +84,9 @@ print(f"best {on_tensors.best_params_}, test accuracy {accuracy:.3f}")
 # The cross-validated accuracy of each ``C``, from both searches
 # ----------------------------------------------------------------
 
-Cs = grid["quadraticlogisticregression__C"]
 fig, ax = plt.subplots(figsize=(5, 3.5))
-for result, label, marker in ((on_tensors, "torch tensors", "o"), (on_numpy, "numpy arrays", "x")):
+searches = ((on_tensors, "torch tensors", "o"), (on_numpy, "numpy arrays", "x"))
+for result, label, marker in searches:
     ax.semilogx(Cs, result.cv_results_["mean_test_score"], marker=marker, label=label)
 ax.set_xlabel("C")
 ax.set_ylabel("mean CV accuracy")

@@ -46,7 +46,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from skquad import QuadraticLogisticRegression
 from skquad.datasets import load_uci
@@ -65,14 +65,17 @@ OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 try:
     diabetes = load_uci("diabetes", as_frame=True)
     X, y = diabetes.data, diabetes.target
+    DIABETES = True  # the findings stated below are about this data
 except (FileNotFoundError, OSError):
     # Offline and without SKQUAD_DATA: eight named measurements that ship with
     # scikit-learn.
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     X = X.iloc[:, :8]
+    DIABETES = False
 X_train, X_test, y_train, y_test = train_test_split(
     X, y, stratify=y, test_size=0.25, random_state=0
 )
+assert X.shape[1] == 8 and (not DIABETES or len(X_train) == 576)
 
 search = GridSearchCV(
     make_pipeline(StandardScaler(), QuadraticLogisticRegression()),
@@ -114,6 +117,8 @@ for name, model in [
 
 table = interaction_table(qlr, X_train)
 pairs = table[table["term"] == "interaction"]
+terms_per_kind = table["term"].value_counts()
+assert terms_per_kind.to_dict() == {"interaction": 28, "self": 8, "linear": 8}
 # One neuron here (the score), so its column is dropped from the printout.
 print(pairs.head(8).drop(columns="neuron").to_string(index=False))
 print()
@@ -163,6 +168,8 @@ print(
     f"largest main effect, EBM: {max(main, key=main.get)} {max(main.values()):.3f}"
 )
 print(f"largest pair: EBM {e.max():.3f}, quadratic LR {q.max():.3f} (log-odds)")
+qlr_main = table.loc[table["term"] != "interaction", "importance"].max()
+print(f"largest main effect, quadratic LR: {qlr_main:.3f}")
 
 fig, ax = plt.subplots(figsize=(6.4, 5.2))
 ax.scatter(e, q, color="tab:purple")
@@ -216,8 +223,9 @@ for name, count in stable:
 # %%
 # What the comparison says: on this data the main effects dominate in both
 # models (``plas``, the glucose test, moves the log-odds far more than any
-# pair), and the two models do not agree on which weak pairs come next. The
-# quadratic model's strongest pairs involve ``skin`` and ``insu``, the two
+# pair), and the two models do not agree on which weak pairs come next (their
+# top-5 lists share at most one pair). The quadratic model's strongest pair
+# involves ``skin`` or ``insu``, the two
 # columns where a value of 0 means "not measured" (shares printed below): a
 # product of features bends the score where those zeros sit,
 # which a binned model like EBM handles differently. The slice below shows
@@ -230,6 +238,16 @@ print(
     "share of zeros (missing):",
     {c: f"{(X_train[c] == 0).mean():.0%}" for c in zero_coded},
 )
+# The main effects dominate in both models: each model's largest main effect
+# is above its largest pair.
+assert max(main.values()) > e.max() and qlr_main > q.max()
+if DIABETES:
+    # plas leads EBM's main effects; the quadratic model's strongest pair
+    # involves a zero-coded column; the models' top-5 pairs share at most one.
+    assert max(main, key=main.get) == "plas"
+    strongest = {pairs.iloc[0]["feature_1"], pairs.iloc[0]["feature_2"]}
+    assert strongest & set(zero_coded)
+    assert len(set(top_qlr) & set(top_ebm)) <= 1
 
 # %%
 # The shape of the decision surface
@@ -246,6 +264,7 @@ print(surface.summary(n_axes=3, n_center=4))
 largest = np.abs(raw.eigenvalues).max()
 print(f"in raw units: {raw.surface_type}")
 print(f"the largest |eigenvalue| is now {largest:.3g} per unit^2")
+assert raw.surface_type == surface.surface_type  # same type in either units
 
 # %%
 # A slice through the strongest pair, with the other six features at their
@@ -257,6 +276,14 @@ print(f"the largest |eigenvalue| is now {largest:.3g} per unit^2")
 # which is what the slice shows.
 
 top = pairs.iloc[0]
+# The slice's conic is a hyperbola where Q restricted to the pair is indefinite.
+pair = [list(X_train.columns).index(top[f"feature_{k}"]) for k in (1, 2)]
+slice_is_hyperbola = np.linalg.det(surface.Q[np.ix_(pair, pair)]) < 0
+center_distance = np.abs(surface.center).max()
+print(f"slice: {'a hyperbola' if slice_is_hyperbola else 'an ellipse or parabola'}; "
+      f"the quadric's center is {center_distance:.1f} standard deviations out")
+if DIABETES:
+    assert slice_is_hyperbola and center_distance > 3
 fig, ax = plt.subplots(figsize=(6.4, 5.2))
 QuadricSliceDisplay.from_estimator(
     qlr, X_train, y_train, features=(top["feature_1"], top["feature_2"]), ax=ax
@@ -283,3 +310,10 @@ for name, model in [
     print(
         f"{name:>20}: {n_parameters:4d} parameters, {n_flops:4d} FLOPs per sample"
     )
+# The same size as the explicit pipeline's: PolynomialFeatures(2) then
+# LogisticRegression on the 44 degree-2 features.
+explicit = make_pipeline(
+    StandardScaler(), PolynomialFeatures(2, include_bias=False), LogisticRegression()
+).fit(X_train, y_train)
+sizes = [model_size(model) for model in (explicit, qlr)]
+assert len({(size.n_parameters, size.n_flops) for size in sizes}) == 1

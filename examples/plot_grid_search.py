@@ -163,7 +163,8 @@ fig.savefig(OUTPUT_DIR / "grid_search.png", dpi=100)
 # quadratic model help beyond plain logistic regression. Here the best setting
 # of each family is compared with the spread of the scores over the folds:
 
-best = results.loc[results.groupby("model")["mean_test_score"].idxmax()].set_index("model")
+best_rows = results.groupby("model")["mean_test_score"].idxmax()
+best = results.loc[best_rows].set_index("model")
 qlr, logreg = best.loc["QuadraticLogisticRegression"], best.loc["LogisticRegression"]
 difference = qlr["mean_test_score"] - logreg["mean_test_score"]
 spread = max(qlr["std_test_score"], logreg["std_test_score"])

@@ -36,21 +36,30 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skquad import QuadraticRegressionCV
-from skquad.inspection import LocalExplanationDisplay, local_contributions, shap_values
+from skquad.inspection import (
+    LocalExplanationDisplay,
+    local_contributions,
+    shap_values,
+)
 
 # small sizes for the test suite
 QUICK = os.environ.get("SKQUAD_EXAMPLES_QUICK") == "1"
 OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 
 X, y = load_diabetes(return_X_y=True, as_frame=True)
-X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, test_size=0.25, random_state=0
+)
 # one penalty on every coefficient, as RidgeCV on the degree-2 features
 model = make_pipeline(
     StandardScaler(),
-    QuadraticRegressionCV(alphas=np.logspace(-1, 3, 9 if QUICK else 25), quadratic_ratios=(1.0,)),
+    QuadraticRegressionCV(
+        alphas=np.logspace(-1, 3, 9 if QUICK else 25), quadratic_ratios=(1.0,)
+    ),
 )
 model.fit(X_train, y_train)
-print(f"alpha = {model[-1].alpha_:.3g}, R² on the test patients: {model.score(X_test, y_test):.3f}")
+r2 = model.score(X_test, y_test)
+print(f"alpha = {model[-1].alpha_:.3g}, R² on the test patients: {r2:.3f}")
 
 # %%
 # Exact contributions of main effects and pairs
@@ -63,11 +72,13 @@ print(f"alpha = {model[-1].alpha_:.3g}, R² on the test patients: {model.score(X
 
 terms = local_contributions(model, X_test, max_pairs=5)
 prediction = model.predict(X_test)
-assert np.allclose(terms.score, prediction, rtol=0, atol=1e-10 * np.abs(prediction).max())
+rounding = 1e-10 * np.abs(prediction).max()
+assert np.allclose(terms.score, prediction, rtol=0, atol=rounding)
 print(f"intercept: {terms.intercept:.1f}")
 for name, values in zip(terms.pair_names, terms.pair_effects.T):
     print(f"{name:>10}: mean |contribution| {np.abs(values).mean():5.2f}")
-print(f"the other pairs together: mean |contribution| {np.abs(terms.other_pairs).mean():5.2f}")
+other = np.abs(terms.other_pairs).mean()
+print(f"the other pairs together: mean |contribution| {other:5.2f}")
 
 # %%
 # One patient's prediction as a waterfall: from the intercept (the prediction
@@ -76,7 +87,9 @@ print(f"the other pairs together: mean |contribution| {np.abs(terms.other_pairs)
 
 patient = int(np.argmax(prediction))  # the largest predicted progression
 fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
-display = LocalExplanationDisplay.from_estimator(model, X_test, sample=patient, max_terms=8, ax=ax)
+display = LocalExplanationDisplay.from_estimator(
+    model, X_test, sample=patient, max_terms=8, ax=ax
+)
 assert np.isclose(display.score_value, prediction[patient])
 fig.savefig(OUTPUT_DIR / "local_explanations_waterfall.png", dpi=90)
 
@@ -89,7 +102,7 @@ fig.savefig(OUTPUT_DIR / "local_explanations_waterfall.png", dpi=90)
 # mean prediction on the background.
 
 explanation = shap_values(model, X_test, background=X_train)
-assert np.allclose(explanation.score, prediction, rtol=0, atol=1e-10 * np.abs(prediction).max())
+assert np.allclose(explanation.score, prediction, rtol=0, atol=rounding)
 assert np.isclose(explanation.base_values, model.predict(X_train).mean())
 importance = np.abs(explanation.values).mean(axis=0)
 order = np.argsort(importance)[::-1]
@@ -117,7 +130,9 @@ assert np.allclose(against_average.values, halves, rtol=0, atol=1e-8)
 # The same patient's SHAP values, and every patient's mean absolute values:
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
-LocalExplanationDisplay.from_explanation(explanation, sample=patient, max_terms=8, ax=left)
+LocalExplanationDisplay.from_explanation(
+    explanation, sample=patient, max_terms=8, ax=left
+)
 right.barh(np.arange(10)[::-1], importance[order], color="tab:gray")
 right.set_yticks(np.arange(10)[::-1], labels=explanation.feature_names[order])
 right.set_xlabel("mean |SHAP value| on the test patients")
@@ -132,7 +147,8 @@ fig.savefig(OUTPUT_DIR / "local_explanations_shap.png", dpi=90)
 
 shap = None
 if not QUICK:
-    with warnings.catch_warnings():  # shap's import uses a colormap method matplotlib deprecates
+    # shap's import uses a colormap method that matplotlib deprecates
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", PendingDeprecationWarning)
         try:
             import shap

@@ -17,9 +17,9 @@ quadratic-activation neurons computes the same scores.
 # Fit
 # ---
 # The Wisconsin breast-cancer data that ships with scikit-learn, standardized,
-# with a network of 1000 binary neurons; ``beta`` = 0.1 came from a small
-# search (with too little regularisation the relaxed model overfits and the
-# sampled network needs many more neurons to follow it).
+# with a network of 1000 binary neurons and ``beta`` = 0.1: with too little
+# regularisation the relaxed model overfits and the sampled network needs many
+# more neurons to follow it.
 
 import os
 from pathlib import Path
@@ -63,6 +63,10 @@ print(f"dtype {network.U_.dtype}")
 first_layer = np.concatenate([network.U_, network.V_])
 print(f"distinct first-layer values: {np.unique(first_layer).tolist()}")
 print(f"distinct second-layer values: {np.unique(network.alpha_).tolist()}")
+# ±1 first-layer weights, one real second-layer weight (a binary problem with
+# refit_output_layer=False).
+assert set(np.unique(first_layer).tolist()) == {-1, 1}
+assert np.unique(network.alpha_).size == 1
 
 # %%
 # Export
@@ -74,6 +78,7 @@ print(f"distinct second-layer values: {np.unique(network.alpha_).tolist()}")
 # predicts (``clip_inputs=True``, the default): the range goes into the file too.
 
 (scale,) = np.unique(network.alpha_)
+assert network.U_.shape[1] == X.shape[1] + 1  # the features and the constant input
 export_path = OUTPUT_DIR / "quantized_network.npz"
 np.savez(
     export_path,
@@ -88,9 +93,11 @@ np.savez(
     classes=network.classes_,
 )
 n_bits = 2 * network.U_.size
+n_bytes = sum(np.load(export_path)[name].nbytes for name in ("U_bits", "V_bits"))
 print(
-    f"{n_bits} weight bits ({n_bits // 8} bytes) and one float: {export_path.name}"
+    f"{n_bits} weight bits ({n_bytes} bytes) and one float: {export_path.name}"
 )
+assert n_bytes == 2 * len(network.U_) * -(-network.U_.shape[1] // 8)  # 8 bits a byte
 
 # %%
 # Predict from the file, with numpy only
@@ -142,6 +149,8 @@ quadratic_scores = quadratic.scores(inputs).ravel()
 np.testing.assert_allclose(quadratic_scores, exported_scores, rtol=1e-9, atol=1e-9)
 n_exported = quadratic.weights.shape[0]
 print(f"quadratic-activation export: {n_exported} neurons, same scores")
+assert n_exported == 3 * len(network.U_)
+assert set(np.unique(quadratic.weights).tolist()) <= {-1, 0, 1}
 
 # %%
 # What the weights look like

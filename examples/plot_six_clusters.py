@@ -54,6 +54,10 @@ def single_layer(quadratic):
             output_activation="sigmoid",
             solver="lbfgs",
             max_iter=300,
+            # Each neuron's own boundary, also beyond the training range (the
+            # default clips new inputs to that range, which bends the lines at
+            # its edges in the figure below).
+            clip_inputs=False,
             random_state=0,
         ),
     )

@@ -37,16 +37,21 @@ OUTPUT_DIR = Path(os.environ.get("SKQUAD_EXAMPLES_OUTPUT", "."))
 X, y = load_breast_cancer(return_X_y=True, as_frame=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y,
                                                     random_state=0)
-dense = make_pipeline(StandardScaler(), QuadraticLogisticRegression()).fit(X_train, y_train)
+dense = make_pipeline(StandardScaler(), QuadraticLogisticRegression())
+dense.fit(X_train, y_train)
 sparse = make_pipeline(
     StandardScaler(),
-    QuadraticLogisticRegressionCV(Cs=np.logspace(-2, 0, 3 if QUICK else 7), penalty="l1", cv=3,
-                                  tol=1e-3, max_iter=3000),
+    QuadraticLogisticRegressionCV(
+        Cs=np.logspace(-2, 0, 3 if QUICK else 7), penalty="l1", cv=3, tol=1e-3,
+        max_iter=3000,
+    ),
 ).fit(X_train, y_train)
 model = sparse[-1]
 n_pairs = X.shape[1] * (X.shape[1] - 1) // 2
-print(f"dense QLR:  accuracy {dense.score(X_test, y_test):.3f} with all {n_pairs} pairs")
-print(f"sparse QLR: accuracy {sparse.score(X_test, y_test):.3f} with {model.n_interactions_} "
+dense_accuracy = dense.score(X_test, y_test)
+sparse_accuracy = sparse.score(X_test, y_test)
+print(f"dense QLR:  accuracy {dense_accuracy:.3f} with all {n_pairs} pairs")
+print(f"sparse QLR: accuracy {sparse_accuracy:.3f} with {model.n_interactions_} "
       f"pairs (C_={model.C_:.3g})")
 
 # %%
@@ -54,7 +59,8 @@ print(f"sparse QLR: accuracy {sparse.score(X_test, y_test):.3f} with {model.n_in
 # than all of them; the sparse model loses little accuracy for it.
 
 off_diagonal = np.triu(model.Q_[0] != 0, 1)
-assert sorted(map(tuple, np.argwhere(off_diagonal))) == sorted(map(tuple, model.interactions_))
+nonzero_pairs = sorted(map(tuple, np.argwhere(off_diagonal)))
+assert nonzero_pairs == sorted(map(tuple, model.interactions_))
 assert model.n_interactions_ <= n_pairs // 10
 assert sparse.score(X_test, y_test) >= dense.score(X_test, y_test) - 0.03
 
@@ -81,9 +87,11 @@ except ImportError:
     ExplainableBoostingClassifier = None
 
 if ExplainableBoostingClassifier is not None and not QUICK:
-    ebm = ExplainableBoostingClassifier(random_state=0, n_jobs=1).fit(X_train, y_train)
+    ebm = ExplainableBoostingClassifier(random_state=0, n_jobs=1)
+    ebm.fit(X_train, y_train)
     ebm_pairs = [term for term in ebm.term_features_ if len(term) == 2]
-    print(f"EBM:        accuracy {ebm.score(X_test, y_test):.3f} with {len(ebm_pairs)} pairs")
+    ebm_accuracy = ebm.score(X_test, y_test)
+    print(f"EBM:        accuracy {ebm_accuracy:.3f} with {len(ebm_pairs)} pairs")
     # the sparse quadratic model keeps within 5 pp of EBM with far fewer pairs
     assert abs(ebm.score(X_test, y_test) - sparse.score(X_test, y_test)) <= 0.05
     assert model.n_interactions_ < len(ebm_pairs)

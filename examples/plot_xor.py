@@ -94,8 +94,17 @@ assert abs(Q_long[0, 1]) > max(abs(Q_long[0, 0]), abs(Q_long[1, 1]))
 # %%
 # Draw the decision boundaries
 # ----------------------------
-# Filled regions show the predicted class, the black curve the boundary
-# :math:`z(x) = 0`.
+# Filled regions show the sign of the neuron's score, the black curve the
+# boundary :math:`z(x) = 0`. The score is computed from ``Q_``, ``coef_`` and
+# ``intercept_`` on the whole grid: the estimator's own predictions clip each
+# input to the training square :math:`[-1, 1]^2` (``clip_inputs=True``), which
+# would draw straight lines beyond it instead of the conic.
+
+
+def neuron_score(model, points):
+    Q, w, b = model.Q_[0], model.coef_[0], model.intercept_[0]
+    return np.einsum("ij,jk,ik->i", points, Q, points) + points @ w + b
+
 
 grid = np.linspace(-2.5, 2.5, 121 if QUICK else 301)
 xx, yy = np.meshgrid(grid, grid)
@@ -110,7 +119,9 @@ panels = [
 # leave tight_layout no room for them).
 fig, axes = plt.subplots(1, 3, figsize=(13, 5.2), sharey=True, layout="constrained")
 for ax, (model, title) in zip(axes, panels):
-    scores = model.decision_function(points).reshape(xx.shape)
+    # inside the training square the score is the estimator's
+    assert np.allclose(neuron_score(model, X), model.decision_function(X))
+    scores = neuron_score(model, points).reshape(xx.shape)
     ax.contourf(
         xx, yy, scores > 0, levels=[-0.5, 0.5, 1.5], colors=["#f4c7a1", "#a9c9ec"]
     )

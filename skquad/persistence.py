@@ -32,7 +32,8 @@ def trusted_types():
     >>> import skops.io as sio
     >>> from skquad import QuadraticRegression
     >>> from skquad.persistence import trusted_types
-    >>> data = sio.dumps(QuadraticRegression().fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 4.0]))
+    >>> model = QuadraticRegression().fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 4.0])
+    >>> data = sio.dumps(model)
     >>> untrusted = sio.get_untrusted_types(data=data)
     >>> set(untrusted) <= set(trusted_types())
     True

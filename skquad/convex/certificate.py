@@ -212,7 +212,8 @@ def statistics_dual_bound(statistics, D, penalty, directions=None, *, feasible_v
     >>> from skquad.convex import InputLifting, LiftedStatistics, statistics_dual_bound
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.standard_normal((200, 2)), rng.standard_normal(200)
-    >>> sums = LiftedStatistics.of_rows(InputLifting().features(X), y, np.ones(200)).normalized()
+    >>> rows = LiftedStatistics.of_rows(InputLifting().features(X), y, np.ones(200))
+    >>> sums = rows.normalized()
     >>> zero = np.zeros((sums.gram.shape[0], 1))  # the zero network
     >>> bound = statistics_dual_bound(sums, zero, penalty=2e-3 * sums.n_lifted)
     >>> bool(bound.lower_bound <= sums.target_square.sum())

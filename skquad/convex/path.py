@@ -122,12 +122,14 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     >>> beta, beta_max = default_beta(
     ...     InputLifting(), X, y, np.ones(200), loss="squared", n_outputs=1
     ... )
-    >>> bool(np.isclose(beta, 4e-4 * beta_max))  # (4 / 200)^2, above the compact form's floor
+    >>> # (4 / 200)^2, above the compact form's floor
+    >>> bool(np.isclose(beta, 4e-4 * beta_max))
     True
     >>> beta, beta_max = default_beta(
     ...     InputLifting(), X, y, np.ones(200), loss="logistic", n_outputs=1
     ... )
-    >>> bool(np.isclose(beta, 1e-3 * beta_max))  # clipped up to the factor solver's floor
+    >>> # clipped up to the factor solver's floor
+    >>> bool(np.isclose(beta, 1e-3 * beta_max))
     True
     """
     beta_max = zero_network_beta(lifting, X, y, weight, loss=loss, n_outputs=n_outputs)

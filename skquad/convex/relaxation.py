@@ -308,7 +308,8 @@ def solve_relaxation_statistics(statistics, *, beta, tol=1e-4, target_scale=1.0)
     Examples
     --------
     >>> import numpy as np
-    >>> from skquad.convex import InputLifting, LiftedStatistics, solve_relaxation_statistics
+    >>> from skquad.convex import (InputLifting, LiftedStatistics,
+    ...                            solve_relaxation_statistics)
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_normal((200, 2))
     >>> y = X[:, 0] * X[:, 1]

@@ -123,7 +123,8 @@ class LiftedStatistics:
     >>> rng = np.random.default_rng(0)
     >>> X, y, w = rng.standard_normal((100, 2)), rng.standard_normal(100), np.ones(100)
     >>> Z = InputLifting().features(X)
-    >>> first, second = (LiftedStatistics.of_rows(Z[s], y[s], w[s]) for s in (slice(50), slice(50, None)))
+    >>> first, second = (LiftedStatistics.of_rows(Z[s], y[s], w[s])
+    ...                  for s in (slice(50), slice(50, None)))
     >>> bool(np.allclose((first + second).gram, LiftedStatistics.of_rows(Z, y, w).gram))
     True
     """

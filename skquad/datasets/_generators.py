@@ -94,7 +94,8 @@ def make_nonlinear_clusters(n_train_per_class=2000, n_test_per_class=500, random
     Examples
     --------
     >>> from skquad.datasets import make_nonlinear_clusters
-    >>> X_train, X_test, y_train, y_test = make_nonlinear_clusters(100, 20, random_state=0)
+    >>> X_train, X_test, y_train, y_test = make_nonlinear_clusters(
+    ...     100, 20, random_state=0)
     >>> X_train.shape, X_test.shape
     ((600, 2), (120, 2))
     """

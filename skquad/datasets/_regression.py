@@ -155,7 +155,8 @@ def make_regression_preprocessor(*, numeric_strategy="median", nominal_strategy=
     --------
     >>> import numpy as np
     >>> from skquad.datasets import make_regression_preprocessor
-    >>> X = np.array([["Ideal", 0.2], ["Good", np.nan], ["Ideal", 1.0], ["Good", 0.4]], dtype=object)
+    >>> X = np.array([["Ideal", 0.2], ["Good", np.nan], ["Ideal", 1.0], ["Good", 0.4]],
+    ...              dtype=object)
     >>> preprocessor = make_regression_preprocessor().fit(X)
     >>> preprocessor.transform(X).round(2)
     array([[ 0.  ,  1.  , -1.  ],

@@ -82,7 +82,8 @@ class LocalExplanationDisplay:
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_normal((200, 4))
     >>> model = QuadraticRegression().fit(X, X[:, 0] * X[:, 1] + X[:, 2])
-    >>> display = LocalExplanationDisplay.from_estimator(model, X, sample=3, max_terms=4)
+    >>> display = LocalExplanationDisplay.from_estimator(
+    ...     model, X, sample=3, max_terms=4)
     >>> len(display.labels)
     5
     """

@@ -79,7 +79,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         ``LogisticRegression``. ``np.inf`` fits without regularisation (on
         separable data the optimum is then at infinity and the result depends
         on ``Q_init``, ``max_iter`` and ``tol``).
-    penalty : {"polynomial", "frobenius"}, default="polynomial"
+    penalty : {"polynomial", "frobenius", "l1", "elasticnet", "group"}, default="polynomial"
         ``"polynomial"``: ``P(Q) = sum_i Q_ii^2 + 4 sum_{i<j} Q_ij^2``, the L2
         norm of the coefficients of ``PolynomialFeatures(2)``'s features.
         ``"frobenius"``: ``P(Q) = ||Q||_F^2 = sum_i Q_ii^2 + 2 sum_{i<j} Q_ij^2``,

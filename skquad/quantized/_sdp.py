@@ -795,29 +795,44 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     solver : {None, "SCS", "CLARABEL"}, default=None
         How the SDP relaxation is solved. None: the native solvers, chosen
         by size (as ``Ridge(solver="auto")`` does), each stopping when the
-        certified relative gap is at most ``tol``: on the CPU, a small
-        lifting (squared loss: ``p (p + 1) / 2 <= 300``; hinge losses and
-        the logistic loss with three or more classes:
-        ``n_scores p (p + 1) / 2 <= 600``) is solved exactly in its compact
-        cone form by an interior point (``solver_ == "compact"``); the
-        binary hinge loss on up to 2,000
-        deduplicated samples by a barrier method on its exact dual
-        (``solver_ == "hinge_dual"``, any ``p``); the squared loss's other
-        blocks one at a time: on up to 1,000
-        samples by a barrier method on the block's exact dual
-        (``solver_ == "squared_dual"``; from ``p = 40`` first, below after
-        500 iterations of the factors), else by Burer-Monteiro factors in
-        numpy with the L-BFGS driver's numpy engine (``solver_ ==
-        "native_numpy"``); everything else by the
-        factor solver (:func:`skquad.convex.solve_factored`: Burer-Monteiro factors of the
-        relaxation, L-BFGS in torch, memory ``O(n p + p r)``, no lifted
-        matrices formed; ``solver_ == "native"``). The routes, their order
-        and size rules are the rows of :data:`skquad.convex.ROUTES`
-        (:ref:`solver-routes`). A CVXPY SDP solver name keeps the reference
-        formulation (it forms an ``n x p^2`` design and a ``2 p x 2 p``
-        conic variable per class, so only small problems): "CLARABEL"
-        (interior point, accurate) or "SCS" (first order). Whatever the
-        solver, ``lower_bound_`` is a certified bound.
+        certified relative gap is at most ``tol``. They are the rows of
+        :data:`skquad.convex.ROUTES` (:ref:`solver-routes`), tried in this
+        order, the first that applies solving (``p`` the lifted width,
+        ``q = p (p + 1) / 2``, ``n`` the distinct rows):
+
+        1. ``"hinge_dual"``: the binary hinge loss with ``n <= 2000``,
+           ``p <= 400`` and ``beta > 0``, by a barrier method on its exact
+           dual (CPU).
+        2. ``"compact"``: the compact cone form, solved exactly by Clarabel's
+           interior point (CPU): the squared loss with ``q <= 300`` (or
+           ``q <= 1000`` with ``n >= 3 q`` and ``n q <= 2^25``), the hinge
+           loss and the logistic loss with three or more classes with
+           ``n_scores q <= 600`` and at most 10^6 nonzeros in their margin
+           rows. Never the binary logistic loss.
+        3. ``"squared_dual"``: the squared loss's blocks with ``beta > 0``
+           on ``n <= 1000`` rows and ``p <= 400`` (or more rows where its
+           Newton steps are the cheaper), by a barrier method on the
+           block's exact dual (CPU). Below ``p = 40`` the numpy factor
+           solver runs 500 iterations first, and ``solver_`` stays
+           ``"native_numpy"`` where they reach ``tol``.
+        4. ``"native_numpy"``: the squared loss's other blocks (bilinear
+           ``activation``, on the CPU), by Burer-Monteiro factors with the
+           L-BFGS driver's numpy engine.
+        5. ``"native"``: everything else (the binary logistic loss, larger
+           hinge and many-class logistic problems, a polynomial
+           ``activation``'s squared-loss blocks past the dual's sizes, and
+           every problem on a GPU), by the torch factor solver
+           (:func:`skquad.convex.solve_factored`: L-BFGS, memory
+           ``O(n p + p r)``, no lifted matrices formed).
+
+        A route that stops short of ``tol`` is continued by the factor
+        solvers from its point and bound (``solver_path_`` lists the
+        stages). ``solver_options`` other than ``time_limit`` ask for the
+        factor solvers (rows 4 and 5). A CVXPY SDP solver name keeps the
+        reference formulation (it forms an ``n x p^2`` design and a
+        ``2 p x 2 p`` conic variable per class, so only small problems):
+        "CLARABEL" (interior point, accurate) or "SCS" (first order).
+        Whatever the solver, ``lower_bound_`` is a certified bound.
     solver_options : dict, default=None
         Native solver: any of ``rank`` (initial factor columns per class,
         default ``ceil(sqrt(2 p))``), ``max_rank``, ``chunk_size`` (L-BFGS

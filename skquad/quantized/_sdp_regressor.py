@@ -35,19 +35,23 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     The network of :class:`SDPQuantizedClassifier` with an identity output,
     one sum per output column of ``y``, beside a linear term (``linear_term``)::
 
-        f_k(x) = b_k + x^T w_k + sum_j alpha_jk (z^T u_j) (z^T v_j),  z = [x, 1], u_j, v_j in {-1, +1}^p,
+        f_k(x) = b_k + x^T w_k + sum_j alpha_jk (z^T u_j) (z^T v_j),
+        z = [x, 1],  u_j, v_j in {-1, +1}^p,
 
     trained on Bartan & Pilanci's squared loss (the setting their SDP is
     first stated for, with scalar and vector outputs): the convex relaxation
     of ``min sum_i s_i ||f(x_i) - y_i||^2 + beta * p * sum_j ||alpha_j||_1``
     is solved and certified, ``n_neurons`` sign vectors are drawn from it
     (Algorithm 1) and the second layer is refitted. The relaxation's blocks
-    are independent for the squared loss: small problems (``p(p+1)/2 <= 300``
-    with ``p`` the lifted width) are solved exactly block by block in their
-    compact cone form, larger ones one block at a time: on up to 1,000
-    samples, or more where its Newton steps are the cheaper, by a barrier
-    method on the block's exact dual (``solver_ == "squared_dual"``), else
-    by the native factor solver.
+    are independent for the squared loss and are solved one at a time
+    (``solver`` in :class:`SDPQuantizedClassifier` gives the rules): small
+    problems (``q = p(p+1)/2 <= 300`` with ``p`` the lifted width, or
+    ``q <= 1000`` with ``n >= 3 q`` rows) exactly in their compact cone form
+    (``solver_ == "compact"``); larger ones on up to 1,000 rows, or more
+    where its Newton steps are the cheaper, by a barrier method on the
+    block's exact dual (``"squared_dual"``), else by the numpy factor solver
+    (``"native_numpy"``); on a GPU, or with a polynomial ``activation``
+    past those sizes, by the torch factor solver (``"native"``).
 
     The intercept is handled as scikit-learn's linear models handle it
     (``fit_intercept=True``): the targets are centred at their weighted mean
