@@ -70,6 +70,7 @@ import torch
 
 from .barrier import (
     CentralPath,
+    LowRankLMI,
     backtrack,
     barrier_solution,
     components,
@@ -99,6 +100,9 @@ _STEPS_PER_CENTRING = 15
 # The most Newton steps in all (the default fits take 21 to 35); a solve
 # that ends short of tol is continued by the factor solver from its point.
 _MAX_NEWTON = 100
+# Rule: a bilinear block of at most half as many rows as lifted coordinates takes its LMIs
+# through their rank (barrier.LowRankLMI). Why: O(n p²) a Newton step instead of O(p³).
+_LOW_RANK_SHARE = 0.5
 
 
 def _optimal_faces(P, N):
@@ -156,6 +160,7 @@ class _DualBarrier:
         self.n, self.p = self.t.size, data.n_lifted
         self.nu = 2 * self.p + 1
         self.penalty = data.penalty_per_rho
+        self.low_rank = data.polynomial is None and self.n <= _LOW_RANK_SHARE * self.p
         self.b = 2.0 * self.weight  # 2 M(lam) = Σ_i lam_i b_i L_i
         self._b_outer = np.multiply.outer(self.b, self.b)
         self._pairs = (np.empty((self.n, self.n)), np.empty((self.n, self.n)))
@@ -181,17 +186,27 @@ class _DualBarrier:
 
     def value(self, lam, mu, tau):
         """``phi``; infinite outside the LMIs and the trace constraint."""
-        lmi = lmi_log_barrier(*self.parts(lam, mu))
+        if self.low_rank:
+            lmi = LowRankLMI(self.comps[0], lam * self.b, mu).log_barrier(self.penalty - mu.sum())
+        else:
+            lmi = lmi_log_barrier(*self.parts(lam, mu))
         return tau * self.negative_dual(lam) + lmi if math.isfinite(lmi) else math.inf
+
+    def lmi_terms(self, lam, mu):
+        """``barrier.lmi_terms`` of ``S+`` and of ``S-`` (through their rank where
+        ``low_rank``), and the trace slack."""
+        if self.low_rank:
+            lmis = LowRankLMI(self.comps[0], lam * self.b, mu, vectors=True)
+            return lmis.terms(1.0), lmis.terms(-1.0), self.penalty - mu.sum()
+        Sp, Sm, slack = self.parts(lam, mu)
+        return (lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0]),
+                lmi_terms(Sm, self.comps, self.C, pair_out=self._pairs[1]), slack)
 
     def system(self, lam, mu, tau):
         """The Hessian (the shared array: overwritten by the next call) and gradient."""
         n, b, hess = self.n, self.b, self._hess
-        Sp, Sm, slack = self.parts(lam, mu)
-        trace_p, pair, cross_p, inverse_p = lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0])
-        trace_m, pair_minus, cross_m, inverse_m = lmi_terms(
-            Sm, self.comps, self.C, pair_out=self._pairs[1]
-        )
+        plus, minus, slack = self.lmi_terms(lam, mu)
+        (trace_p, pair, cross_p, inverse_p), (trace_m, pair_minus, cross_m, inverse_m) = plus, minus
         pair += pair_minus
         np.multiply(pair, self._b_outer, out=hess[:n, :n])
         hess[np.arange(n), np.arange(n)] += 0.5 * tau * self.weight
@@ -210,49 +225,47 @@ class _DualBarrier:
         return rhs
 
 
-def _certify(phi, path, tol, primal):
-    """Raise the best bound at the path's point; with ``primal``, also take the
-    centre's primal point (on its optimal faces whenever that certifies tol,
-    module docstring; else the better of it and the full one). Returns the gap."""
+def _certify(phi, path, tol):
+    """Raise the best bound by the path's point, verified, and take the centre's primal
+    point (on its optimal faces whenever that certifies tol, module docstring; else the
+    better of it and the full one). Returns the gap."""
     data, best = phi.data, path.best
     best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(path.y), path.mu))
-    if primal:
-        Sp, Sm, _ = phi.parts(path.y, path.mu)
-        P, N = np.linalg.inv(Sp) / path.tau, np.linalg.inv(Sm) / path.tau
-        weight = data.weight.detach().cpu().numpy().astype(np.float64)
-        for face in (True, False):
-            F, signs, rho, scores, objective = feasible_point(
-                data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
-                phi.penalty,
-            )
-            if face and relative_gap(objective, best["lower_bound"]) <= tol:
-                best.update(objective=objective, point=(F, signs, rho, scores))
-                break
-            if objective < best["objective"]:
-                best.update(objective=objective, point=(F, signs, rho, scores))
+    P, N = (terms[3] / path.tau for terms in phi.lmi_terms(path.y, path.mu)[:2])
+    weight = data.weight.detach().cpu().numpy().astype(np.float64)
+    for face in (True, False):
+        F, signs, rho, scores, objective = feasible_point(
+            data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight, phi.penalty,
+        )
+        if face and relative_gap(objective, best["lower_bound"]) <= tol:
+            best.update(objective=objective, point=(F, signs, rho, scores))
+            break
+        if objective < best["objective"]:
+            best.update(objective=objective, point=(F, signs, rho, scores))
     path.gap = relative_gap(best["objective"], best["lower_bound"])
     return path.record()
 
 
 def _on_centred(phi, path, step, decrement, factor, tol):
-    """Certify a (loosely) centred point. Once the barrier's gap bound ``nu /
-    tau`` is within half of tol, centre tightly and take the primal point
-    (module docstring). Returns the last Newton direction."""
-    _certify(phi, path, tol, primal=False)
-    if phi.nu / path.tau <= 0.5 * tol * path.best["lower_bound"]:
-        for _ in range(_FINAL_STEPS):
-            if decrement < _FINAL_DECREMENT:
-                break
-            moved = backtrack(lambda lam, mu: phi.value(lam, mu, path.tau), path.y, path.mu, step,
-                              decrement)
-            if moved is None:
-                break
-            path.y, path.mu = moved
-            path.steps += 1
-            step, decrement, factor = newton_direction(*phi.system(path.y, path.mu, path.tau))
-            if step is None:
-                break
-        _certify(phi, path, tol, primal=True)
+    """At a (loosely) centred point: once the barrier's gap bound ``nu / tau`` is
+    within half of tol of its dual value, centre tightly, take the primal point and
+    verify the bound there (module docstring). Returns the last Newton direction."""
+    if phi.nu / path.tau > 0.5 * tol * -phi.negative_dual(path.y):
+        path.record()
+        return step, decrement, factor
+    for _ in range(_FINAL_STEPS):
+        if decrement < _FINAL_DECREMENT:
+            break
+        moved = backtrack(lambda lam, mu: phi.value(lam, mu, path.tau), path.y, path.mu, step,
+                          decrement)
+        if moved is None:
+            break
+        path.y, path.mu = moved
+        path.steps += 1
+        step, decrement, factor = newton_direction(*phi.system(path.y, path.mu, path.tau))
+        if step is None:
+            break
+    _certify(phi, path, tol)
     return step, decrement, factor
 
 
@@ -264,11 +277,11 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
         np.zeros(phi.n), np.full(phi.p, 0.5 * phi.penalty / phi.p), phi.nu / max(zero_value, 1e-300),
         {"objective": zero_value, "lower_bound": 0.0, "point": None}, start, verbose,
     )
-    # Whatever stops the barrier short of tol, its last point is the best guess
-    # of the primal (and certified either way).
+    # Whatever but a time limit stops the barrier short of tol, its last point is the best
+    # guess of the primal (and certified either way); a time limit keeps the last certified.
     follow_central_path(
         path, phi, lambda *args: _on_centred(phi, *args, tol),
-        lambda path: _certify(phi, path, tol, primal=True), tol=tol, max_steps=_MAX_NEWTON,
+        lambda path: _certify(phi, path, tol), tol=tol, max_steps=_MAX_NEWTON,
         time_limit=time_limit, centred=_CENTRED, tau_factor=_TAU_FACTOR,
         steps_per_centring=_STEPS_PER_CENTRING,
     )
