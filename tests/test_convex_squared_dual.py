@@ -77,7 +77,7 @@ def test_a_time_limit_keeps_the_bound_of_its_last_point(monkeypatch):
     beta = 1e-3
     reference = _reference(lifting, X, y, weight, beta)
     data = _data(lifting, X, y, weight, beta)
-    assert squared_dual.solve_squared_dual(data, time_limit=0.0).lower_bound == 0.0
+    assert solve_squared_dual(data, time_limit=0.0).lower_bound == 0.0  # none verified yet
     clock, bounds = [0.0], []
 
     def halved_bound(*args):
@@ -88,7 +88,8 @@ def test_a_time_limit_keeps_the_bound_of_its_last_point(monkeypatch):
         return bounds[-1]
 
     monkeypatch.setattr(squared_dual, "verified_bound", halved_bound)
-    monkeypatch.setattr(barrier, "time", SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock[0]))
+    late = SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock[0])
+    monkeypatch.setattr(barrier, "time", late)
     solution = solve_squared_dual(data, time_limit=1e6)
     assert solution.status == "time_limit" and len(bounds) == 1
     assert 0.0 < solution.lower_bound == bounds[-1] <= reference
@@ -108,12 +109,13 @@ def test_low_rank_lmis_equal_the_dense_ones(monkeypatch):
     lam = rng.standard_normal(phi.n)
     M2, root = phi.parts(lam, np.zeros(phi.p))[0], 1.0 / np.sqrt(mu)
     lam /= np.abs(np.linalg.eigvalsh(root[:, None] * M2 * root)).max()  # on the LMIs' boundary
-    for inside in (0.5, 0.999):
-        Sp, Sm, _ = phi.parts(inside * lam, mu)
+    for point in (0.5 * lam, 0.999 * lam):
+        Sp, Sm, _ = phi.parts(point, mu)
         rounding = phi.p * np.finfo(float).eps * max(np.linalg.cond(Sp), np.linalg.cond(Sm))
-        value = phi.value(inside * lam, mu, 3.0)
-        assert value == pytest.approx(dense.value(inside * lam, mu, 3.0), rel=0, abs=rounding * (abs(value) + phi.p))
-        for low, full in zip(phi.system(inside * lam, mu, 3.0), dense.system(inside * lam, mu, 3.0)):
+        value = phi.value(point, mu, 3.0)
+        assert value == pytest.approx(dense.value(point, mu, 3.0), rel=0,
+                                      abs=rounding * (abs(value) + phi.p))
+        for low, full in zip(phi.system(point, mu, 3.0), dense.system(point, mu, 3.0)):
             np.testing.assert_allclose(low, full, rtol=0, atol=rounding * np.abs(full).max())
     assert phi.value(1.001 * lam, mu, 3.0) == dense.value(1.001 * lam, mu, 3.0) == math.inf
 

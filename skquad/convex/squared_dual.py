@@ -17,7 +17,8 @@ has the exact dual (the lemma of :mod:`skquad.convex.face_dual`)::
 :func:`~skquad.convex.face_dual.verified_bound` at ``(lam, mu)``: the LMIs
 re-checked by an eigenvalue decomposition (``mu`` raised by their smallest
 eigenvalue less a round-off guard) and the trace constraint enforced by a
-scaling ``theta``. So it holds whatever the barrier's accuracy.
+scaling ``theta``. So it holds whatever the barrier's accuracy. It is verified
+where a primal point is taken (an ``O(p³)`` check; a time limit keeps the last).
 
 **The barrier.** For ``tau > 0`` minimise (damped Newton, Armijo line
 search; every iterate strictly feasible)::
@@ -28,10 +29,10 @@ search; every iterate strictly feasible)::
 (barrier parameter ``nu = 2p + 1``), then raise ``tau`` by ``_TAU_FACTOR``,
 starting the next centring from the central path's tangent. The Newton
 system has ``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the
-diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)``
-(``barrier.lmi_terms``, ``O(n² p)`` to form and
-``O(n³)`` to factor): tens of steps, where the factor solver takes hundreds of
-L-BFGS iterations and its face duals.
+diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)`` (``barrier.lmi_terms``:
+``O(p³)``, or ``O(n p²)`` through the LMIs' rank, ``barrier.LowRankLMI``, where
+``n <= p / 2``; ``O((n + p)³)`` to factor): tens of steps, where the factor
+solver takes hundreds of L-BFGS iterations and its face duals.
 
 **The primal point.** Stationarity in ``lam`` and ``mu`` at the centre reads
 ``t_i + lam_i / 2 = 2 ⟨L_i, S+⁻¹ - S-⁻¹⟩ / tau`` and ``diag(S+⁻¹ + S-⁻¹) =
@@ -41,9 +42,9 @@ is ``nu / tau``. Off the centre the diagonal holds only nearly and ``S⁻¹``
 magnifies the error along the optimum's face (the small eigenvalues of
 ``S``): a loosely centred point, made feasible, can be far from optimal where a
 few more Newton steps (quadratic convergence, ``_FINAL_DECREMENT``) make it
-tight. So the centrings are loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
-to the bound), then one is tight, and its point, made exactly feasible by
-``barrier.feasible_point``, is the reported upper
+tight. So the centrings are loose (``_CENTRED``) until ``nu / tau`` is below half
+of ``tol`` (relative to the barrier's dual value), then one is tight, and its
+point, made exactly feasible by ``barrier.feasible_point``, is the reported upper
 bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
 above ``tol`` is continued by the factor solver from its point, with its
 bound (``blocks.solve_staged``).
