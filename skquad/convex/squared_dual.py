@@ -102,7 +102,8 @@ _STEPS_PER_CENTRING = 15
 # that ends short of tol is continued by the factor solver from its point.
 _MAX_NEWTON = 100
 # Rule: a bilinear block of at most half as many rows as lifted coordinates takes its LMIs
-# through their rank (barrier.LowRankLMI). Why: O(n p²) a Newton step instead of O(p³).
+# through their rank (barrier.LowRankLMI). Why: its Newton terms cost O(n p²) against the
+# dense O(p³), with the larger constant: they break even near n = p / 2.
 _LOW_RANK_SHARE = 0.5
 
 
