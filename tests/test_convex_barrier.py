@@ -9,7 +9,7 @@ from skquad.convex.barrier import (
     backtrack,
     follow_central_path,
     lmi_log_barrier,
-    newton_step,
+    newton_direction,
     tangent_move,
 )
 
@@ -38,11 +38,10 @@ def test_newton_backtracking_and_the_tangent_move_stay_feasible_and_descend():
     short = tangent_move(_barrier, y, mu, 0.01 * step)  # the barrier's minimum is near y = -0.01
     assert short[0][0] < 0 and _barrier(*short) < _barrier(y, mu)
     assert tangent_move(_barrier, y, mu, -0.01 * step)[0] is y  # kept where no fraction lowers it
-    hess = np.eye(2)
-    step, decrement = newton_step(hess, np.array([1.0, -2.0]))
-    np.testing.assert_allclose(step, [-1.0, 2.0])
-    assert decrement == 5.0
-    assert newton_step(-hess, np.array([1.0, 0.0])) is None  # not positive definite
+    step, decrement, _ = newton_direction(np.diag([1.0, 4.0]), np.array([1.0, -2.0]))
+    np.testing.assert_allclose(step, [-1.0, 0.5])
+    assert decrement == 2.0
+    assert newton_direction(-np.eye(2), np.array([1.0, 0.0]))[0] is None  # not positive definite
 
 
 class _NoDescent:

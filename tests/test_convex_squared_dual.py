@@ -1,7 +1,10 @@
 """One squared-loss SDP block by a barrier method on its exact dual, against CLARABEL through CVXPY."""
 
 import dataclasses
+import math
+import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,8 +14,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
 from skquad.convex import InputLifting, LiftedData, solve_relaxation, solve_sdp
-from skquad.convex import routes, squared_dual
+from skquad.convex import barrier, routes, squared_dual
 from skquad.convex.certificate import squared_loss_rho
+from skquad.convex.face_dual import verified_bound
 from skquad.convex.routes import route, squared_dual_applies, use_routes
 from skquad.convex.squared_dual import _DualBarrier, solve_squared_dual
 
@@ -37,9 +41,10 @@ def _reference(lifting, X, y, weight, beta):
 
 @pytest.mark.parametrize("name", list(LIFTINGS))
 @pytest.mark.parametrize("beta", [1e-4, 1e-2])
-def test_bracket_holds_the_clarabel_optimum(name, beta):
+@pytest.mark.parametrize("n, d", [(50, 4), (14, 35)])  # the second: LMIs through their rank
+def test_bracket_holds_the_clarabel_optimum(name, beta, n, d):
     lifting = LIFTINGS[name]
-    X, y, weight = _problem(5 + int(1e4 * beta))
+    X, y, weight = _problem(5 + int(1e4 * beta), n=n, d=d)
     reference = _reference(lifting, X, y, weight, beta)
     data = _data(lifting, X, y, weight, beta)
     assert squared_dual_applies(data)
@@ -62,6 +67,57 @@ def test_bound_and_value_hold_when_stopped_early(monkeypatch):
     assert not solution.converged and solution.relative_gap > 1e-3
     assert solution.lower_bound <= reference + 1e-9
     assert reference <= solution.value + 1e-9
+
+
+def test_a_time_limit_keeps_the_bound_of_its_last_point(monkeypatch):
+    """A time limit ends the solve without a new certificate: the result keeps the last
+    verified bound (a valid one), or none before the first."""
+    lifting = InputLifting()
+    X, y, weight = _problem(7, n=14, d=35)
+    beta = 1e-3
+    reference = _reference(lifting, X, y, weight, beta)
+    data = _data(lifting, X, y, weight, beta)
+    assert solve_squared_dual(data, time_limit=0.0).lower_bound == 0.0  # none verified yet
+    clock, bounds = [0.0], []
+
+    def halved_bound(*args):
+        # Half the verified bound (still a bound) leaves the point short of tol; the
+        # barrier's clock then passes the limit before the next point.
+        bounds.append(0.5 * verified_bound(*args))
+        clock[0] = 1e9
+        return bounds[-1]
+
+    monkeypatch.setattr(squared_dual, "verified_bound", halved_bound)
+    late = SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock[0])
+    monkeypatch.setattr(barrier, "time", late)
+    solution = solve_squared_dual(data, time_limit=1e6)
+    assert solution.status == "time_limit" and len(bounds) == 1
+    assert 0.0 < solution.lower_bound == bounds[-1] <= reference
+    assert reference <= solution.value + 1e-7 * max(1.0, reference)
+
+
+def test_low_rank_lmis_equal_the_dense_ones(monkeypatch):
+    """Where n <= p / 2 the LMIs go through their rank: their barrier value, gradient and
+    Hessian equal the dense ones to float64 rounding (``p`` eps times the LMIs' condition)."""
+    X, y, weight = _problem(8, n=12, d=39)
+    phi = _DualBarrier(_data(InputLifting(), X, y, weight, 1e-2))
+    assert phi.low_rank and phi.n <= squared_dual._LOW_RANK_SHARE * phi.p
+    dense = _DualBarrier(phi.data)
+    monkeypatch.setattr(dense, "low_rank", False)
+    rng = np.random.RandomState(1)
+    mu = phi.penalty / phi.p * rng.uniform(0.3, 0.5, phi.p)
+    lam = rng.standard_normal(phi.n)
+    M2, root = phi.parts(lam, np.zeros(phi.p))[0], 1.0 / np.sqrt(mu)
+    lam /= np.abs(np.linalg.eigvalsh(root[:, None] * M2 * root)).max()  # on the LMIs' boundary
+    for point in (0.5 * lam, 0.999 * lam):
+        Sp, Sm, _ = phi.parts(point, mu)
+        rounding = phi.p * np.finfo(float).eps * max(np.linalg.cond(Sp), np.linalg.cond(Sm))
+        value = phi.value(point, mu, 3.0)
+        assert value == pytest.approx(dense.value(point, mu, 3.0), rel=0,
+                                      abs=rounding * (abs(value) + phi.p))
+        for low, full in zip(phi.system(point, mu, 3.0), dense.system(point, mu, 3.0)):
+            np.testing.assert_allclose(low, full, rtol=0, atol=rounding * np.abs(full).max())
+    assert phi.value(1.001 * lam, mu, 3.0) == dense.value(1.001 * lam, mu, 3.0) == math.inf
 
 
 @pytest.mark.parametrize("name", list(LIFTINGS))

@@ -4,14 +4,14 @@ One home for what the three barriers share: the LMI log-barrier and its
 Newton terms, the Newton step, Armijo backtracking, the predictor along the
 central path's tangent, the stop of a centring, the tau loop with its stall
 rule (``follow_central_path()``), and the feasible primal point and solution
-built from a barrier's ``S+^-1 / tau``, ``S-^-1 / tau``. Each dual keeps only
-its own objective, Newton system, tangent and certificate.
+built from a barrier's ``S+^-1 / tau``, ``S-^-1 / tau``; ``LowRankLMI`` for
+LMIs of fewer rows than coordinates. Each dual keeps only its own objective,
+Newton system, tangent and certificate.
 """
 
 import dataclasses
 import math
 import time
-import warnings
 
 import numpy as np
 import scipy.linalg
@@ -21,9 +21,9 @@ from .certificate import squared_loss_rho
 from .solution import factor_solution, record_progress
 
 __all__ = [
-    "CentralPath", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
+    "CentralPath", "LowRankLMI", "backtrack", "barrier_solution", "best_rho", "centred_and_done",
     "components", "feasible_point", "follow_central_path", "lmi_log_barrier", "lmi_terms",
-    "newton_direction", "newton_step", "scaled_factor", "solve_scaled", "tangent_move",
+    "newton_direction", "scaled_factor", "solve_scaled", "spd_inverse", "tangent_move",
     "unit_factor",
 ]
 
@@ -133,23 +133,6 @@ def lmi_log_barrier(Sp, Sm, slack):
     return -logdet - math.log(slack)
 
 
-def newton_step(hess, grad):
-    """The Newton step and its decrement, or None where it gives no descent."""
-    try:
-        with warnings.catch_warnings():
-            # Near the LMIs' boundary the Hessian's scales spread: the step may
-            # be inexact, which only slows the barrier (the bound is verified
-            # at the end).
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            step = -scipy.linalg.solve(hess, grad, assume_a="pos", check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return None
-    decrement = float(-grad @ step)
-    if not math.isfinite(decrement) or decrement <= 0:
-        return None
-    return step, decrement
-
-
 def _line_search(barrier, y, mu, step, accept, shrink, shortest):
     """``(y, mu)`` moved by the longest of ``1, shrink, shrink², ...`` (above
     ``shortest``) times ``step`` whose barrier value ``accept(value, current,
@@ -222,8 +205,7 @@ def lmi_terms(S, comps, C, pair_out=None):
     the bilinear lifting's pair term is written to (a fresh n x n array costs
     its page faults on every call).
     """
-    S_inv = np.linalg.inv(S)
-    S_inv = 0.5 * (S_inv + S_inv.T)
+    S_inv = spd_inverse(S)
     Y = [u @ S_inv for u in comps]
     r = len(comps)
     trace = np.zeros(comps[0].shape[0])
@@ -249,6 +231,78 @@ def lmi_terms(S, comps, C, pair_out=None):
                         if coefficient != 0.0:
                             pair += coefficient * G[y][z] * G[x][w]
     return trace, pair, cross, S_inv
+
+
+def spd_inverse(S):
+    """``S⁻¹`` (symmetric) of a positive definite ``S`` from its Cholesky factor, half
+    the work of a general inverse; the general one where round-off breaks the factor."""
+    potrf, potri = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potri"), (S,))
+    chol, info = potrf(S, lower=True)
+    if info == 0:
+        inverse, info = potri(chol, lower=True)
+    if info != 0:
+        inverse = np.linalg.inv(S)
+        return 0.5 * (inverse + inverse.T)
+    return np.tril(inverse) + np.tril(inverse, -1).T
+
+
+class LowRankLMI:
+    """``S± = Diag mu ± Zᵀ Diag(g) Z`` through their rank, for ``Z`` of n < p rows.
+
+    With the thin QR ``Diag(mu)^(-1/2) Zᵀ = Q R`` and ``A± = I ± R Diag(g) Rᵀ``
+    (n x n): ``S± = Diag(mu)^(1/2) (I + Q (A± - I) Qᵀ) Diag(mu)^(1/2)``, so
+    ``S± ≻ 0`` iff ``mu > 0`` and ``A± ≻ 0``, ``log det S± = Σ log mu + log det
+    A±``, ``Z S±⁻¹ = Rᵀ A±⁻¹ Eᵀ`` and ``S±⁻¹ = Diag(mu)⁻¹ - E (I - A±⁻¹) Eᵀ``
+    with ``E = Diag(mu)^(-1/2) Q``: ``O(n² p)`` for the value and ``O(n p²)``
+    for the Newton terms where the dense matrices cost ``O(p³)``. ``S+ + S- =
+    2 Diag mu`` keeps ``0 ≺ A± ≺ 2 I``. ``vectors``: keep ``Q`` (``terms()``).
+    """
+
+    def __init__(self, Z, g, mu, vectors=False):
+        self.mu, self.factors = mu, {}
+        self.inside = bool(np.all(mu > 0))
+        if self.inside:
+            root = 1.0 / np.sqrt(mu)
+            if vectors:
+                Q, self.R = np.linalg.qr(Z.T * root[:, None])
+                self.E = Q * root[:, None]
+            else:
+                self.R = np.linalg.qr(Z.T * root[:, None], mode="r")
+            self.core = (self.R * g) @ self.R.T
+
+    def _factor(self, sign):
+        """Cholesky factor of ``A±`` (``sign`` ±1), None where not positive definite."""
+        if sign not in self.factors:
+            A = sign * self.core
+            A[np.diag_indices_from(A)] += 1.0
+            try:
+                self.factors[sign] = scipy.linalg.cho_factor(A, lower=True, overwrite_a=True,
+                                                             check_finite=False)
+            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+                self.factors[sign] = None
+        return self.factors[sign]
+
+    def log_barrier(self, slack):
+        """``lmi_log_barrier(S+, S-, slack)``."""
+        factors = [self._factor(sign) for sign in (1.0, -1.0)] if self.inside else [None]
+        if slack <= 0 or any(factor is None for factor in factors):
+            return math.inf
+        logdet = sum(np.log(np.diag(chol)).sum() for chol, _ in factors) + np.log(self.mu).sum()
+        return -2.0 * logdet - math.log(slack)
+
+    def terms(self, sign):
+        """``lmi_terms(S±, [Z], [[1]])`` at a point inside the LMIs."""
+        factor, R = self._factor(sign), self.R
+        solved = scipy.linalg.cho_solve(factor, R, check_finite=False)  # A⁻¹ R
+        gram = R.T @ solved  # Z S⁻¹ Zᵀ
+        gram = 0.5 * (gram + gram.T)
+        rows = solved.T @ self.E.T  # Z S⁻¹
+        inner = scipy.linalg.cho_solve(factor, np.eye(R.shape[0]), check_finite=False)
+        inner[np.diag_indices_from(inner)] -= 1.0  # A⁻¹ - I
+        S_inv = (self.E @ inner) @ self.E.T
+        S_inv = 0.5 * (S_inv + S_inv.T)
+        S_inv[np.diag_indices_from(S_inv)] += 1.0 / self.mu
+        return np.diag(gram).copy(), gram * gram, rows * rows, S_inv
 
 
 def scaled_factor(hess, overwrite=False):

@@ -65,7 +65,7 @@ import torch
 
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
-from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_step
+from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_direction
 from .certificate import golden_minimum
 from .losses import conjugate, project_dual
 
@@ -411,11 +411,11 @@ class _FaceLMIs:
             hess = np.zeros((q + self.p, q + self.p))
             grad[:q], hess[:q, :q] = derivatives(y, tau)
             _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, self.mats, *self.svec)
-            found = newton_step(hess, grad)
-            moved = None if found is None else backtrack(barrier, y, mu, *found)
+            step, decrement, _ = newton_direction(hess, grad)
+            moved = None if step is None else backtrack(barrier, y, mu, step, decrement)
             if moved is None:
                 break
-            (y, mu), decrement = moved, found[1]
+            y, mu = moved
             value = dual(y)
             if value > best:
                 best_y, best_mu, best = y, mu, value

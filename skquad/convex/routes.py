@@ -19,6 +19,7 @@ experiments)::
 import contextlib
 import contextvars
 import dataclasses
+import importlib.util
 from collections.abc import Callable
 
 from .._foundation._memory import available_memory
@@ -176,11 +177,7 @@ def compact_applies(data, max_size=None):
     if data.loss == "logistic":
         if K == 1 or K * m > max_size or n * K * m > COMPACT_HINGE_MAX_NONZEROS:
             return False
-    try:
-        import clarabel  # noqa: F401
-    except ImportError:  # pragma: no cover - clarabel is a dependency
-        return False
-    return True
+    return importlib.util.find_spec("clarabel") is not None  # a dependency: installed
 
 
 def _compact_beta_floor(loss, p):

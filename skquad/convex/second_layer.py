@@ -252,14 +252,15 @@ def refit_second_layer(
     target = encode_targets(y, n_outputs)
     target_mean, column_mean = weight @ target, weight @ H
     centred_target = target - target_mean
-    centred_span = span
-    if span is not None:
-        def centred_span():
-            columns = np.asarray(span() if callable(span) else span, dtype=np.float64)
-            return columns - weight @ columns
+
+    def centred_span():
+        columns = np.asarray(span() if callable(span) else span, dtype=np.float64)
+        return columns - weight @ columns
+
     fit = _refit_network(
         H - column_mean, centred_target[:, 0] if n_outputs == 1 else centred_target, weight,
-        loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, centred_span,
+        loss, beta, n_lifted, alpha, max_iter, tol, rank_bound,
+        None if span is None else centred_span,
     )
     return dataclasses.replace(fit, intercept=target_mean - column_mean @ fit.alpha)
 

@@ -17,7 +17,8 @@ has the exact dual (the lemma of :mod:`skquad.convex.face_dual`)::
 :func:`~skquad.convex.face_dual.verified_bound` at ``(lam, mu)``: the LMIs
 re-checked by an eigenvalue decomposition (``mu`` raised by their smallest
 eigenvalue less a round-off guard) and the trace constraint enforced by a
-scaling ``theta``. So it holds whatever the barrier's accuracy.
+scaling ``theta``. So it holds whatever the barrier's accuracy. It is verified
+where a primal point is taken (an ``O(p³)`` check; a time limit keeps the last).
 
 **The barrier.** For ``tau > 0`` minimise (damped Newton, Armijo line
 search; every iterate strictly feasible)::
@@ -28,10 +29,10 @@ search; every iterate strictly feasible)::
 (barrier parameter ``nu = 2p + 1``), then raise ``tau`` by ``_TAU_FACTOR``,
 starting the next centring from the central path's tangent. The Newton
 system has ``n + p`` unknowns; its ``lam`` block is ``tau w / 2`` on the
-diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)``
-(``barrier.lmi_terms``, ``O(n² p)`` to form and
-``O(n³)`` to factor): tens of steps, where the factor solver takes hundreds of
-L-BFGS iterations and its face duals.
+diagonal plus ``4 w_i w_j tr(S⁻¹ L_i S⁻¹ L_j)`` (``barrier.lmi_terms``:
+``O(p³)``, or ``O(n p²)`` through the LMIs' rank, ``barrier.LowRankLMI``, where
+``n <= p / 2``; ``O((n + p)³)`` to factor): tens of steps, where the factor
+solver takes hundreds of L-BFGS iterations and its face duals.
 
 **The primal point.** Stationarity in ``lam`` and ``mu`` at the centre reads
 ``t_i + lam_i / 2 = 2 ⟨L_i, S+⁻¹ - S-⁻¹⟩ / tau`` and ``diag(S+⁻¹ + S-⁻¹) =
@@ -41,9 +42,9 @@ is ``nu / tau``. Off the centre the diagonal holds only nearly and ``S⁻¹``
 magnifies the error along the optimum's face (the small eigenvalues of
 ``S``): a loosely centred point, made feasible, can be far from optimal where a
 few more Newton steps (quadratic convergence, ``_FINAL_DECREMENT``) make it
-tight. So the centrings are loose (``_CENTRED``) until ``nu / tau`` is below half of ``tol`` (relative
-to the bound), then one is tight, and its point, made exactly feasible by
-``barrier.feasible_point``, is the reported upper
+tight. So the centrings are loose (``_CENTRED``) until ``nu / tau`` is below half
+of ``tol`` (relative to the barrier's dual value), then one is tight, and its
+point, made exactly feasible by ``barrier.feasible_point``, is the reported upper
 bound; short of ``tol``, ``tau`` rises again. A block the barrier leaves
 above ``tol`` is continued by the factor solver from its point, with its
 bound (``blocks.solve_staged``).
@@ -70,6 +71,7 @@ import torch
 
 from .barrier import (
     CentralPath,
+    LowRankLMI,
     backtrack,
     barrier_solution,
     components,
@@ -99,6 +101,10 @@ _STEPS_PER_CENTRING = 15
 # The most Newton steps in all (the default fits take 21 to 35); a solve
 # that ends short of tol is continued by the factor solver from its point.
 _MAX_NEWTON = 100
+# Rule: a bilinear block of at most half as many rows as lifted coordinates takes its LMIs
+# through their rank (barrier.LowRankLMI). Why: its Newton terms cost O(n p²) against the
+# dense O(p³), with the larger constant: they break even near n = p / 2.
+_LOW_RANK_SHARE = 0.5
 
 
 def _optimal_faces(P, N):
@@ -156,6 +162,7 @@ class _DualBarrier:
         self.n, self.p = self.t.size, data.n_lifted
         self.nu = 2 * self.p + 1
         self.penalty = data.penalty_per_rho
+        self.low_rank = data.polynomial is None and self.n <= _LOW_RANK_SHARE * self.p
         self.b = 2.0 * self.weight  # 2 M(lam) = Σ_i lam_i b_i L_i
         self._b_outer = np.multiply.outer(self.b, self.b)
         self._pairs = (np.empty((self.n, self.n)), np.empty((self.n, self.n)))
@@ -181,17 +188,27 @@ class _DualBarrier:
 
     def value(self, lam, mu, tau):
         """``phi``; infinite outside the LMIs and the trace constraint."""
-        lmi = lmi_log_barrier(*self.parts(lam, mu))
+        if self.low_rank:
+            lmi = LowRankLMI(self.comps[0], lam * self.b, mu).log_barrier(self.penalty - mu.sum())
+        else:
+            lmi = lmi_log_barrier(*self.parts(lam, mu))
         return tau * self.negative_dual(lam) + lmi if math.isfinite(lmi) else math.inf
+
+    def lmi_terms(self, lam, mu):
+        """``barrier.lmi_terms`` of ``S+`` and of ``S-`` (through their rank where
+        ``low_rank``), and the trace slack."""
+        if self.low_rank:
+            lmis = LowRankLMI(self.comps[0], lam * self.b, mu, vectors=True)
+            return lmis.terms(1.0), lmis.terms(-1.0), self.penalty - mu.sum()
+        Sp, Sm, slack = self.parts(lam, mu)
+        return (lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0]),
+                lmi_terms(Sm, self.comps, self.C, pair_out=self._pairs[1]), slack)
 
     def system(self, lam, mu, tau):
         """The Hessian (the shared array: overwritten by the next call) and gradient."""
         n, b, hess = self.n, self.b, self._hess
-        Sp, Sm, slack = self.parts(lam, mu)
-        trace_p, pair, cross_p, inverse_p = lmi_terms(Sp, self.comps, self.C, pair_out=self._pairs[0])
-        trace_m, pair_minus, cross_m, inverse_m = lmi_terms(
-            Sm, self.comps, self.C, pair_out=self._pairs[1]
-        )
+        plus, minus, slack = self.lmi_terms(lam, mu)
+        (trace_p, pair, cross_p, inverse_p), (trace_m, pair_minus, cross_m, inverse_m) = plus, minus
         pair += pair_minus
         np.multiply(pair, self._b_outer, out=hess[:n, :n])
         hess[np.arange(n), np.arange(n)] += 0.5 * tau * self.weight
@@ -210,49 +227,47 @@ class _DualBarrier:
         return rhs
 
 
-def _certify(phi, path, tol, primal):
-    """Raise the best bound at the path's point; with ``primal``, also take the
-    centre's primal point (on its optimal faces whenever that certifies tol,
-    module docstring; else the better of it and the full one). Returns the gap."""
+def _certify(phi, path, tol):
+    """Raise the best bound by the path's point, verified, and take the centre's primal
+    point (on its optimal faces whenever that certifies tol, module docstring; else the
+    better of it and the full one). Returns the gap."""
     data, best = phi.data, path.best
     best["lower_bound"] = max(best["lower_bound"], verified_bound(data, phi.full(path.y), path.mu))
-    if primal:
-        Sp, Sm, _ = phi.parts(path.y, path.mu)
-        P, N = np.linalg.inv(Sp) / path.tau, np.linalg.inv(Sm) / path.tau
-        weight = data.weight.detach().cpu().numpy().astype(np.float64)
-        for face in (True, False):
-            F, signs, rho, scores, objective = feasible_point(
-                data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight,
-                phi.penalty,
-            )
-            if face and relative_gap(objective, best["lower_bound"]) <= tol:
-                best.update(objective=objective, point=(F, signs, rho, scores))
-                break
-            if objective < best["objective"]:
-                best.update(objective=objective, point=(F, signs, rho, scores))
+    P, N = (terms[3] / path.tau for terms in phi.lmi_terms(path.y, path.mu)[:2])
+    weight = data.weight.detach().cpu().numpy().astype(np.float64)
+    for face in (True, False):
+        F, signs, rho, scores, objective = feasible_point(
+            data, *(_optimal_faces(P, N) if face else (P, N)), phi.target_all, weight, phi.penalty,
+        )
+        if face and relative_gap(objective, best["lower_bound"]) <= tol:
+            best.update(objective=objective, point=(F, signs, rho, scores))
+            break
+        if objective < best["objective"]:
+            best.update(objective=objective, point=(F, signs, rho, scores))
     path.gap = relative_gap(best["objective"], best["lower_bound"])
     return path.record()
 
 
 def _on_centred(phi, path, step, decrement, factor, tol):
-    """Certify a (loosely) centred point. Once the barrier's gap bound ``nu /
-    tau`` is within half of tol, centre tightly and take the primal point
-    (module docstring). Returns the last Newton direction."""
-    _certify(phi, path, tol, primal=False)
-    if phi.nu / path.tau <= 0.5 * tol * path.best["lower_bound"]:
-        for _ in range(_FINAL_STEPS):
-            if decrement < _FINAL_DECREMENT:
-                break
-            moved = backtrack(lambda lam, mu: phi.value(lam, mu, path.tau), path.y, path.mu, step,
-                              decrement)
-            if moved is None:
-                break
-            path.y, path.mu = moved
-            path.steps += 1
-            step, decrement, factor = newton_direction(*phi.system(path.y, path.mu, path.tau))
-            if step is None:
-                break
-        _certify(phi, path, tol, primal=True)
+    """At a (loosely) centred point: once the barrier's gap bound ``nu / tau`` is
+    within half of tol of its dual value, centre tightly, take the primal point and
+    verify the bound there (module docstring). Returns the last Newton direction."""
+    if phi.nu / path.tau > 0.5 * tol * -phi.negative_dual(path.y):
+        path.record()
+        return step, decrement, factor
+    for _ in range(_FINAL_STEPS):
+        if decrement < _FINAL_DECREMENT:
+            break
+        moved = backtrack(lambda lam, mu: phi.value(lam, mu, path.tau), path.y, path.mu, step,
+                          decrement)
+        if moved is None:
+            break
+        path.y, path.mu = moved
+        path.steps += 1
+        step, decrement, factor = newton_direction(*phi.system(path.y, path.mu, path.tau))
+        if step is None:
+            break
+    _certify(phi, path, tol)
     return step, decrement, factor
 
 
@@ -264,11 +279,11 @@ def _solve_squared_dual(data, tol, time_limit, callback, verbose):
         np.zeros(phi.n), np.full(phi.p, 0.5 * phi.penalty / phi.p), phi.nu / max(zero_value, 1e-300),
         {"objective": zero_value, "lower_bound": 0.0, "point": None}, start, verbose,
     )
-    # Whatever stops the barrier short of tol, its last point is the best guess
-    # of the primal (and certified either way).
+    # Whatever but a time limit stops the barrier short of tol, its last point is the best
+    # guess of the primal (and certified either way); a time limit keeps the last certified.
     follow_central_path(
         path, phi, lambda *args: _on_centred(phi, *args, tol),
-        lambda path: _certify(phi, path, tol, primal=True), tol=tol, max_steps=_MAX_NEWTON,
+        lambda path: _certify(phi, path, tol), tol=tol, max_steps=_MAX_NEWTON,
         time_limit=time_limit, centred=_CENTRED, tau_factor=_TAU_FACTOR,
         steps_per_centring=_STEPS_PER_CENTRING,
     )
