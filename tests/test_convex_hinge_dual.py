@@ -121,3 +121,25 @@ def test_classifier_fits_and_samples_from_the_dual_solution():
     assert model.solver_ == "hinge_dual" and model.solver_status_ == "optimal"
     assert model.certified_gap_ <= 1e-4 * model.relaxed_objective_
     assert model.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("n, d", [(12, 6), (80, 3)])  # fewer rows than m = 28; more than m = 10
+def test_balanced_start_is_the_least_squares_correction_through_either_gram(n, d):
+    """The start's correction through the n x n Gram (where n < m) or the m x m one is
+    A (AᵀA + r I)⁻¹ Aᵀ (1/2), solved here directly with the m x m matrix."""
+    import scipy.linalg
+
+    from skquad.convex.compact_solver import lifted_svecs
+    from skquad.convex.hinge_dual import _balanced_start
+
+    X, y, weight = _problem(1, n=n, d=d)
+    data = LiftedData.from_lifting(LIFTINGS["bilinear"], X, y, weight, loss="hinge", beta=1e-2,
+                                   n_outputs=1)
+    t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
+    weight = data.weight.detach().cpu().numpy().astype(np.float64)
+    A = -(weight * t)[:, None] * lifted_svecs(data)
+    ridge = 1e-10 * np.trace(A.T @ A) / A.shape[1]
+    half = np.full(len(t), 0.5)
+    expected = half - A @ scipy.linalg.solve(A.T @ A + ridge * np.eye(A.shape[1]), A.T @ half)
+    np.testing.assert_allclose(_balanced_start(data, t, weight, floor=-np.inf), expected,
+                               rtol=1e-6, atol=1e-8)

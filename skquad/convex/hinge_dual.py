@@ -104,18 +104,23 @@ def _balanced_start(data, t, weight, floor=0.05):
     size, the larger the start's ``s`` and the smaller its ``-Σ log s``, which
     the first centring has to remove. ``M`` is linear, ``M(s) = Σ_i s_i A_i``
     with ``svec A_i = -w_i t_i Φ_i``: the least-squares correction costs one
-    ``m x m`` solve (``m = p (p + 1) / 2``).
+    solve of the smaller of ``n x n`` and ``m x m`` (``m = p (p + 1) / 2``).
     """
     from .compact_solver import lifted_svecs
 
     A = -(weight * t)[:, None] * lifted_svecs(data)
-    gram = A.T @ A
-    ridge = 1e-10 * max(float(np.trace(gram)) / gram.shape[0], 1e-300)
+    # A (AᵀA + r I)⁻¹ Aᵀ = AAᵀ (AAᵀ + r I)⁻¹: the same correction through the smaller of
+    # the n x n and m x m Grams (an m x m one at p = 400 is 51 GB).
+    rows_first = A.shape[0] < A.shape[1]
+    gram = A @ A.T if rows_first else A.T @ A
+    ridge = 1e-10 * max(float(np.trace(gram)) / A.shape[1], 1e-300)
     half = np.full(t.size, 0.5)
     try:
-        correction = A @ scipy.linalg.solve(
-            gram + ridge * np.eye(gram.shape[0]), A.T @ half, assume_a="pos", check_finite=False
-        )
+        shifted = gram + ridge * np.eye(gram.shape[0])
+        if rows_first:
+            correction = gram @ scipy.linalg.solve(shifted, half, assume_a="pos", check_finite=False)
+        else:
+            correction = A @ scipy.linalg.solve(shifted, A.T @ half, assume_a="pos", check_finite=False)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return half
     return np.clip(half - correction, floor, 1.0 - floor)
