@@ -622,7 +622,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         device = X.device if tensor else prediction_device(self.device_)
         if not scipy.sparse.issparse(X) and X.shape[0] * X.shape[1] > _PREDICTION_ROW_ELEMENTS:
             # Row blocks, each converted to float64 on its own: the whole of a
-            # 1e6 x 200 float32 X in float64 was 1.6 GB, twice the data.
+            # float32 X in float64 would be twice the data.
             step = max(1, _PREDICTION_ROW_ELEMENTS // X.shape[1])
             return namespace_of(X).concat(
                 [self._raw_scores(X[start : start + step]) for start in range(0, X.shape[0], step)]

@@ -274,8 +274,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
 
         The relaxation and the refit are solved for ``y / c`` and
         ``beta / c``, whose squared loss is of order 1 whatever the scale of
-        ``y`` (at ``|y| ~ 1e6`` the native solver had stopped at a relative
-        gap of 0.99, at ``1e8`` Clarabel failed), and mapped back exactly:
+        ``y`` (the solvers' absolute tolerances and starting points assume
+        that order), and mapped back exactly:
         the squared-loss problem is scale-equivariant
         (:func:`skquad.convex.solution.rescale_solution`). ``targets`` are
         the centred ones where the model has an intercept, so an offset in
