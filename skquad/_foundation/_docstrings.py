@@ -43,7 +43,7 @@ ENTRIES = {
     need a stronger one. "auto": where ``fit`` is one L-BFGS run (``solver``
     "lbfgs", or "auto" on up to 1,000 rows) and has at least 20 rows, the
     one of 100, 10 and 1 whose networks score the smallest squared error on
-    held-out rows: fifths of the rows (drawn from ``random_state``) held out
+    held-out rows: fifths of the rows (by a hash of their values) held out
     in turn, as many as it takes to score 100 rows (all five below 125
     rows; three more fits on 80 % of the rows per fifth); else 1. The value
     used is ``alpha_``. ``alpha=1e-4`` is MLPRegressor's.""",

@@ -16,8 +16,11 @@ the rest. Two rules make that choice hold on few rows:
 
 import numpy as np
 
+from ._rows import row_folds
+
 __all__ = [
-    "MIN_HELD_OUT_ROWS", "HeldOutErrors", "held_out_folds", "one_standard_error_choice", "smallest_error_choice",
+    "MIN_HELD_OUT_ROWS", "HeldOutErrors", "held_out_folds", "held_out_splits", "one_standard_error_choice",
+    "smallest_error_choice",
 ]
 
 MIN_HELD_OUT_ROWS = 100
@@ -27,6 +30,17 @@ def held_out_folds(n_rows, n_folds):
     """How many of ``n_folds`` folds to hold out in turn: enough for
     :data:`MIN_HELD_OUT_ROWS` rows in all, at least one, at most every fold."""
     return int(min(n_folds, max(1, -(-MIN_HELD_OUT_ROWS * n_folds // max(int(n_rows), 1)))))
+
+
+def held_out_splits(X, sample_weight, n_folds):
+    """``(train, held_out)`` row indices of the folds held out in turn (:func:`held_out_folds`
+    of them, by total weight). Each row's fold is a hash of its values (:func:`row_folds`):
+    the same for every row order, and a repeated row falls with its copies, so that a weight
+    of 2 and a row given twice choose alike (the fit sees only the weighted rows)."""
+    folds = row_folds(X, n_folds)
+    weights = np.bincount(folds, weights=sample_weight, minlength=n_folds)
+    chosen = np.flatnonzero(weights > 0)[: held_out_folds(np.sum(sample_weight), n_folds)]
+    return [(np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)) for fold in chosen]
 
 
 class HeldOutErrors:

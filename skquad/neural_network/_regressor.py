@@ -6,14 +6,12 @@ identity output, or half the Poisson deviance with an ``exp`` output) and R^2
 as the early-stopping score.
 """
 
-import itertools
 import warnings
 from numbers import Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import KFold
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
@@ -27,7 +25,7 @@ from .._foundation._target_scaling import (
     target_scaling,
     unscaled_predictions,
 )
-from .._foundation._held_out import HeldOutErrors, held_out_folds, smallest_error_choice
+from .._foundation._held_out import HeldOutErrors, held_out_splits, smallest_error_choice
 from .._foundation._torch_utils import seed_from
 from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_solver, signature_with
 
@@ -167,24 +165,24 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
     def _chosen_alpha(self, X, y, sample_weight, *, search):
         """``alpha_``: ``alpha``, or for "auto" the one of :data:`AUTO_ALPHAS` that the
         held-out rule (:mod:`skquad._foundation._held_out`) picks, the networks fitted with
-        fifths of the rows held out in turn: where the fit is one L-BFGS run (few rows),
-        else :data:`UNSEARCHED_ALPHA`."""
+        fifths of the rows (by a hash of their values) held out in turn: where the fit is one
+        L-BFGS run (few rows), else :data:`UNSEARCHED_ALPHA`."""
         if not isinstance(self.alpha, str):
             return float(self.alpha)
-        if not search or X.shape[0] < AUTO_ALPHA_MIN_SAMPLES:
+        # Rows count as their weights (a weight of 2 is a repeated row).
+        if not search or float(to_numpy(sample_weight).sum()) < AUTO_ALPHA_MIN_SAMPLES:
             return UNSEARCHED_ALPHA
         solver = fit_solver(self.solver, X.shape[0], early_stopping=self.early_stopping)
         if solver != "lbfgs":
             return UNSEARCHED_ALPHA
         seed = seed_from(self.random_state)
-        folds = KFold(AUTO_ALPHA_FOLDS, shuffle=True, random_state=seed).split(X)
         candidate = clone(self).set_params(solver=solver, warm_start=False, random_state=seed)
         y_host, weight_host = to_numpy(y), to_numpy(sample_weight)
         errors = HeldOutErrors(y_host, weight_host)
         with warnings.catch_warnings(), as_a_user_call(X):
             # the candidates' own convergence is not the fit's; the final fit reports its own
             warnings.simplefilter("ignore", ConvergenceWarning)
-            for train, held_out in itertools.islice(folds, held_out_folds(X.shape[0], AUTO_ALPHA_FOLDS)):
+            for train, held_out in held_out_splits(to_numpy(X), weight_host, AUTO_ALPHA_FOLDS):
                 for alpha in AUTO_ALPHAS:
                     candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
                     errors.add(y_host[held_out], to_numpy(candidate.predict(X[held_out])),

@@ -8,8 +8,7 @@ from sklearn.base import clone
 from .._foundation._atomic import reads_fitted_state
 from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticRegressor
-from .._foundation._held_out import HeldOutErrors, held_out_folds, one_standard_error_choice
-from .._foundation._rows import row_folds
+from .._foundation._held_out import HeldOutErrors, held_out_splits, one_standard_error_choice
 from .._foundation._torch_utils import seed_from
 from ..convex.routes import default_beta_floor
 from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork, zero_network_allowed
@@ -253,20 +252,14 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         # Rows count as their weights (a weight of 2 is a repeated row).
         if not isinstance(self.beta, str) or not cheap or sample_weight.sum() < AUTO_BETA_MIN_SAMPLES:
             return beta
-        # The held-out rows by a hash of their values: the same for every row order, and
-        # a duplicate row falls with its copies (the fit sees only the weighted rows).
-        folds = row_folds(X, AUTO_BETA_FOLDS)
-        fold_weights = np.bincount(folds, weights=sample_weight, minlength=AUTO_BETA_FOLDS)
-        held_out = np.flatnonzero(fold_weights > 0)[: held_out_folds(sample_weight.sum(), AUTO_BETA_FOLDS)]
         seed = seed_from(self.random_state)
         betas = self.beta_max_ * np.asarray(AUTO_BETA_FRACTIONS)
         y = y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
         candidate = clone(self).set_params(random_state=seed, verbose=0)
         scorer = HeldOutErrors(y, sample_weight)
         with zero_network_allowed(True):
-            for fold in held_out:
-                _fit_path(candidate, betas, X, y, sample_weight, np.flatnonzero(folds != fold),
-                          np.flatnonzero(folds == fold), scorer)
+            for train, held_out in held_out_splits(X, sample_weight, AUTO_BETA_FOLDS):
+                _fit_path(candidate, betas, X, y, sample_weight, train, held_out, scorer)
         return float(betas[one_standard_error_choice(scorer.by_candidate(len(betas)))])
 
     def _target_scale(self, targets, weight):
