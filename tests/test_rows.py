@@ -112,3 +112,23 @@ def test_tensor_rows_group_as_numpy(ties):
     np.testing.assert_array_equal(X[tensor_rows], X[rows])
     np.testing.assert_array_equal(y[tensor_rows], y[rows])
     np.testing.assert_array_equal(tensor_summed, summed)
+
+
+def test_row_folds_are_the_same_for_dense_sparse_and_tensor_rows():
+    """A row's fold is a hash of its values: the same for its sparse form (zeros add nothing)
+    and for a torch tensor hashed on its device, and for every row order."""
+    import torch
+
+    from skquad._foundation._rows import row_folds
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((400, 7))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    X[3] = 0.0  # an empty sparse row
+    folds = row_folds(X, 5)
+    assert np.bincount(folds, minlength=5).min() > 40  # spread over the folds
+    np.testing.assert_array_equal(row_folds(scipy.sparse.csr_matrix(X), 5), folds)
+    np.testing.assert_array_equal(row_folds(scipy.sparse.csc_matrix(X), 5), folds)
+    np.testing.assert_array_equal(row_folds(torch.asarray(X), 5), folds)
+    order = rng.permutation(len(X))
+    np.testing.assert_array_equal(row_folds(X[order], 5), folds[order])

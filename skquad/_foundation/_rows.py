@@ -196,8 +196,33 @@ def _sparse_groups(X, y, sample_weight):
 
 
 def row_folds(X, n_folds):
-    """Each row's fold: a hash of its values (the same row, the same fold, in any block)."""
-    rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
-    multipliers = np.random.default_rng(0).integers(1, 2**62, size=rows.shape[1], dtype=np.uint64)
-    hashed = (rows * (multipliers | np.uint64(1))).sum(axis=1, dtype=np.uint64)
+    """Each row's fold: a hash of its values (the same row, the same fold, in any block).
+
+    The hash is the sum, modulo 2**64, of each value's float64 bits times a fixed odd
+    multiplier of its column; zeros add nothing, so a sparse row hashes as its dense
+    form, and a torch tensor is hashed on its device (only the folds come to the host).
+    """
+    multipliers = np.random.default_rng(0).integers(1, 2**62, size=X.shape[1], dtype=np.uint64)
+    multipliers |= np.uint64(1)
+    if hasattr(X, "amin"):
+        return _tensor_row_folds(X, multipliers, n_folds)
+    if scipy.sparse.issparse(X):
+        X = scipy.sparse.csr_matrix(X)
+        terms = np.ascontiguousarray(X.data, dtype=np.float64).view(np.uint64) * multipliers[X.indices]
+        running = np.concatenate([np.zeros(1, np.uint64), np.cumsum(terms, dtype=np.uint64)])
+        hashed = running[X.indptr[1:]] - running[X.indptr[:-1]]
+    else:
+        rows = np.ascontiguousarray(X, dtype=np.float64).view(np.uint64)
+        hashed = (rows * multipliers).sum(axis=1, dtype=np.uint64)
     return ((hashed >> np.uint64(33)) % np.uint64(n_folds)).astype(np.intp)
+
+
+def _tensor_row_folds(X, multipliers, n_folds):
+    """:func:`row_folds` of a torch tensor on its device, in int64: the same bits modulo
+    2**64 (two's complement), the logical shift as an arithmetic one masked."""
+    import torch
+
+    bits = X.to(torch.float64).contiguous().view(torch.int64)
+    hashed = (bits * torch.as_tensor(multipliers.view(np.int64), device=X.device)).sum(dim=1)
+    folds = ((hashed >> 33) & ((1 << 31) - 1)) % n_folds
+    return folds.cpu().numpy().astype(np.intp)

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._array_api import as_a_user_call, namespace_of, to_numpy
+from .._array_api import as_a_user_call, is_tensor, namespace_of, to_numpy
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._target_scaling import (
@@ -182,7 +182,9 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         with warnings.catch_warnings(), as_a_user_call(X):
             # the candidates' own convergence is not the fit's; the final fit reports its own
             warnings.simplefilter("ignore", ConvergenceWarning)
-            for train, held_out in held_out_splits(to_numpy(X), weight_host, AUTO_ALPHA_FOLDS):
+            # a tensor's rows are hashed on its device (row_folds): only the folds come back
+            rows = X if is_tensor(X) else to_numpy(X)
+            for train, held_out in held_out_splits(rows, weight_host, AUTO_ALPHA_FOLDS):
                 for alpha in AUTO_ALPHAS:
                     candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
                     errors.add(y_host[held_out], to_numpy(candidate.predict(X[held_out])),
