@@ -5,7 +5,9 @@ import pytest
 
 from skquad._foundation._held_out import (
     MIN_HELD_OUT_ROWS,
+    MIN_ROWS,
     HeldOutErrors,
+    can_hold_out,
     held_out_folds,
     one_standard_error_choice,
     smallest_error_choice,
@@ -50,3 +52,8 @@ def test_errors_are_per_row_weighted_and_over_each_outputs_variance():
     errors = scorer.by_candidate(2)
     np.testing.assert_allclose(errors[:, 0], [0.0, 3.0 * (4.0 / 1 + 400.0 / 100)])
     np.testing.assert_allclose(errors[:, 1], [1.0 / 1 + 1.0 / 100, 3.0 * (1.0 / 1 + 361.0 / 100)])
+
+
+def test_rows_count_as_their_weights_for_the_smallest_search():
+    assert can_hold_out(np.full(MIN_ROWS // 2, 2.0))  # ten rows of weight 2: twenty rows
+    assert not can_hold_out(np.ones(MIN_ROWS - 1))

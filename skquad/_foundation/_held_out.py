@@ -19,11 +19,20 @@ import numpy as np
 from ._rows import row_folds
 
 __all__ = [
-    "MIN_HELD_OUT_ROWS", "HeldOutErrors", "held_out_folds", "held_out_splits", "one_standard_error_choice",
-    "smallest_error_choice",
+    "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "can_hold_out", "held_out_folds",
+    "held_out_splits", "one_standard_error_choice", "smallest_error_choice",
 ]
 
+FOLDS = 5  # fifths: each fit sees 80 % of the rows
 MIN_HELD_OUT_ROWS = 100
+# Fewer rows than this leave too few to hold out: the searches take their fixed default.
+MIN_ROWS = 20
+
+
+def can_hold_out(sample_weight):
+    """Whether there are :data:`MIN_ROWS` rows to search on; rows count as their weights
+    (a weight of 2 is a repeated row)."""
+    return float(np.sum(sample_weight)) >= MIN_ROWS
 
 
 def held_out_folds(n_rows, n_folds):
@@ -32,7 +41,7 @@ def held_out_folds(n_rows, n_folds):
     return int(min(n_folds, max(1, -(-MIN_HELD_OUT_ROWS * n_folds // max(int(n_rows), 1)))))
 
 
-def held_out_splits(X, sample_weight, n_folds):
+def held_out_splits(X, sample_weight, n_folds=FOLDS):
     """``(train, held_out)`` row indices of the folds held out in turn (:func:`held_out_folds`
     of them, by total weight). Each row's fold is a hash of its values (:func:`row_folds`):
     the same for every row order, and a repeated row falls with its copies, so that a weight

@@ -25,7 +25,7 @@ from .._foundation._target_scaling import (
     target_scaling,
     unscaled_predictions,
 )
-from .._foundation._held_out import HeldOutErrors, held_out_splits, smallest_error_choice
+from .._foundation._held_out import HeldOutErrors, can_hold_out, held_out_splits, smallest_error_choice
 from .._foundation._torch_utils import seed_from
 from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_solver, signature_with
 
@@ -39,10 +39,8 @@ __all__ = ["BaseQuadraticNetworkRegressor"]
 # unregularized there; it stays available by name.
 REGRESSOR_ALPHA = "auto"
 AUTO_ALPHAS = (100.0, 10.0, 1.0)
-AUTO_ALPHA_FOLDS = 5
-# Without a search (fewer rows than AUTO_ALPHA_MIN_SAMPLES, or a stochastic solver): the prior.
+# Without a search (too few rows to hold out, or a stochastic solver): the prior.
 UNSEARCHED_ALPHA = 1.0
-AUTO_ALPHA_MIN_SAMPLES = 20
 
 
 class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork):
@@ -169,8 +167,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         L-BFGS run (few rows), else :data:`UNSEARCHED_ALPHA`."""
         if not isinstance(self.alpha, str):
             return float(self.alpha)
-        # Rows count as their weights (a weight of 2 is a repeated row).
-        if not search or float(to_numpy(sample_weight).sum()) < AUTO_ALPHA_MIN_SAMPLES:
+        if not search or not can_hold_out(to_numpy(sample_weight)):
             return UNSEARCHED_ALPHA
         solver = fit_solver(self.solver, X.shape[0], early_stopping=self.early_stopping)
         if solver != "lbfgs":
@@ -184,7 +181,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             warnings.simplefilter("ignore", ConvergenceWarning)
             # a tensor's rows are hashed on its device (row_folds): only the folds come back
             rows = X if is_tensor(X) else to_numpy(X)
-            for train, held_out in held_out_splits(rows, weight_host, AUTO_ALPHA_FOLDS):
+            for train, held_out in held_out_splits(rows, weight_host):
                 for alpha in AUTO_ALPHAS:
                     candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
                     errors.add(y_host[held_out], to_numpy(candidate.predict(X[held_out])),

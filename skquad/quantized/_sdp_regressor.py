@@ -8,7 +8,7 @@ from sklearn.base import clone
 from .._foundation._atomic import reads_fitted_state
 from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticRegressor
-from .._foundation._held_out import HeldOutErrors, held_out_splits, one_standard_error_choice
+from .._foundation._held_out import HeldOutErrors, can_hold_out, held_out_splits, one_standard_error_choice
 from .._foundation._torch_utils import seed_from
 from ..convex.routes import default_beta_floor
 from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork, zero_network_allowed
@@ -22,9 +22,6 @@ __all__ = ["SDPQuantizedRegressor"]
 # which the (p / n)^2 rule cannot see. At 1 the network is zero: the linear term alone, the
 # choice where no network predicts held-out rows better.
 AUTO_BETA_FRACTIONS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
-AUTO_BETA_FOLDS = 5
-# Fewer rows than this leave too few to hold out: the (p / n)^2 rule.
-AUTO_BETA_MIN_SAMPLES = 20
 
 
 @shared_docstring
@@ -249,8 +246,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         :data:`AUTO_BETA_FRACTIONS`) that :mod:`skquad._foundation._held_out`'s rule picks
         on held-out fifths of the rows; else ``beta``."""
         cheap = default_beta_floor(self.loss, n_lifted, np.inf) < np.inf
-        # Rows count as their weights (a weight of 2 is a repeated row).
-        if not isinstance(self.beta, str) or not cheap or sample_weight.sum() < AUTO_BETA_MIN_SAMPLES:
+        if not isinstance(self.beta, str) or not cheap or not can_hold_out(sample_weight):
             return beta
         seed = seed_from(self.random_state)
         betas = self.beta_max_ * np.asarray(AUTO_BETA_FRACTIONS)
@@ -258,7 +254,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         candidate = clone(self).set_params(random_state=seed, verbose=0)
         scorer = HeldOutErrors(y, sample_weight)
         with zero_network_allowed(True):
-            for train, held_out in held_out_splits(X, sample_weight, AUTO_BETA_FOLDS):
+            for train, held_out in held_out_splits(X, sample_weight):
                 _fit_path(candidate, betas, X, y, sample_weight, train, held_out, scorer)
         return float(betas[one_standard_error_choice(scorer.by_candidate(len(betas)))])
 
