@@ -57,3 +57,35 @@ def test_errors_are_per_row_weighted_and_over_each_outputs_variance():
 def test_rows_count_as_their_weights_for_the_smallest_search():
     assert can_hold_out(np.full(MIN_ROWS // 2, 2.0))  # ten rows of weight 2: twenty rows
     assert not can_hold_out(np.ones(MIN_ROWS - 1))
+
+
+@pytest.mark.parametrize("name", ["QNNRegressor", "SDPQuantizedRegressor"])
+def test_an_interrupted_search_leaves_the_model_and_the_warning_filters(name, monkeypatch):
+    """A fit interrupted inside its held-out search keeps the previous model, and the
+    search's warning filters are undone."""
+    import warnings
+
+    import skquad
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))
+    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.standard_normal(60)
+    options = {"hidden_layer_sizes": (4,)} if name == "QNNRegressor" else {"n_neurons": 30}
+    model = getattr(skquad, name)(random_state=0, **options).fit(X, y)
+    before, state = model.predict(X), vars(model).copy()
+    calls = []
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    original = HeldOutErrors.add
+    monkeypatch.setattr(HeldOutErrors, "add", interrupted)
+    filters = list(warnings.filters)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(2.0 * X, y)
+    assert len(calls) == 2 and warnings.filters == filters
+    np.testing.assert_array_equal(model.predict(X), before)
+    assert vars(model).keys() == state.keys()
