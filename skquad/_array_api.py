@@ -39,8 +39,8 @@ from sklearn import config_context, get_config
 
 from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["array_api_dispatch", "as_a_user_call", "input_namespace", "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype",
-           "to_host"]
+__all__ = ["array_api_dispatch", "as_a_user_call", "dispatch_set", "host_view", "input_namespace", "is_tensor",
+           "keeps_tensors", "namespace_of", "numpy_dtype", "tensor_of_view", "to_host"]
 
 # Whether the method running takes a torch X as it is (the tensor route below); else its
 # validation converts tensors to NumPy, as with the dispatch off.
@@ -86,6 +86,29 @@ def to_host(X):
     """A torch tensor as a NumPy array on the host (a view of a CPU tensor), for a solve that
     computes with NumPy; anything else as it is."""
     return X.cpu().numpy() if is_tensor(X) else X
+
+
+def host_view(X):
+    """The NumPy view of a torch tensor in the CPU's memory, or None where NumPy has none (another
+    device, bfloat16, a sparse layout, a tensor that requires grad or has a conjugate bit)."""
+    if X.device.type != "cpu":
+        return None
+    try:
+        return X.numpy()
+    except (TypeError, RuntimeError):
+        return None
+
+
+def tensor_of_view(X, view, array):
+    """``array``, NumPy's result of a step on ``view`` (:func:`host_view` of ``X``), as a tensor:
+    ``X`` itself where the step kept the view, else a tensor sharing ``array``'s memory."""
+    return X if array is view else sys.modules["torch"].from_numpy(array)
+
+
+def dispatch_set(on):
+    """A context with the dispatch ``on`` (or off); entering scikit-learn's config_context is skipped
+    where it already is."""
+    return contextlib.nullcontext() if get_config()["array_api_dispatch"] == on else config_context(array_api_dispatch=on)
 
 
 def keeps_tensors(X):

@@ -273,12 +273,15 @@ ON_TENSORS = [estimator for estimator in ESTIMATORS if estimator._computes_on_te
 @pytest.mark.parametrize("estimator", ON_TENSORS, ids=lambda e: type(e).__name__)
 def test_torch_estimators_never_convert_the_tensor(estimator, dtype, device, monkeypatch):
     # fit (QLR, QR, the networks), every prediction method and score read X as a tensor only.
-    # The networks' fused step and QR's normal equations and scores compute on NumPy views of
-    # CPU tensors (zero-copy, the NumPy path's kernels); here they take their torch routes, a GPU's.
+    # The validation, the networks' fused step and QR's normal equations and scores compute on
+    # NumPy views of CPU tensors (zero-copy, the NumPy path's kernels); here they take their
+    # torch routes, a GPU's.
+    from skquad import _base
     from skquad.linear_model import _regression
     from skquad.nn import quadratic_ridge
     from skquad.nn.fused import FusedNetwork
 
+    monkeypatch.setattr(_base, "host_view", lambda X: None)
     monkeypatch.setattr(FusedNetwork, "_runs_in_numpy", lambda self, X: False)
     for module in (quadratic_ridge, _regression):
         monkeypatch.setattr(module, "computes_in_torch", lambda X: hasattr(X, "aminmax"))

@@ -17,6 +17,8 @@ Dask fits (:mod:`skquad._dask`, block by block) and the networks' early
 stopping split (:mod:`skquad._training`) all use these functions.
 """
 
+import sys
+
 import numpy as np
 from scipy import sparse
 
@@ -37,12 +39,19 @@ def feature_range(X, sample_weight=None):
     if X.shape[0] == 0:
         return np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
     if hasattr(X, "amin"):  # a torch tensor, on its device: the d-vectors come to NumPy
-        return tuple(bound.double().cpu().numpy() for bound in (X.amin(0), X.amax(0)))
+        return tuple(bound.double().cpu().numpy() for bound in _column_extremes(X))
     low, high = X.min(axis=0), X.max(axis=0)
     if sparse.issparse(low):
         low, high = low.toarray(), high.toarray()
     return (np.asarray(low, dtype=np.float64).reshape(-1),
             np.asarray(high, dtype=np.float64).reshape(-1))
+
+
+def _column_extremes(X):
+    """Each column's minimum and maximum of a 2-D torch tensor: ``min``/``max`` along a dimension,
+    which torch's CPU kernels reduce several times faster than ``amin``/``amax`` for float32."""
+    torch = sys.modules["torch"]
+    return torch.min(X, dim=0).values, torch.max(X, dim=0).values
 
 
 def merge_ranges(*ranges):
@@ -75,7 +84,8 @@ def clip_to_range(X, data_min, data_max):
         return X
     if hasattr(X, "amin"):  # a torch tensor and torch bounds, in X's dtype as np.clip rounds
         low, high = data_min.to(X.dtype), data_max.to(X.dtype)
-        outside = bool((X.amin(0) < low).any() or (X.amax(0) > high).any())
+        column_min, column_max = _column_extremes(X)
+        outside = bool((column_min < low).any() or (column_max > high).any())
         return X.clip(low, high) if outside else X
     # Column extremes first: two reductions and no copy in the common case.
     if not (np.any(X.min(axis=0) < data_min) or np.any(X.max(axis=0) > data_max)):
