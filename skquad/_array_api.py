@@ -39,7 +39,7 @@ from sklearn import config_context, get_config
 
 from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["array_api_dispatch", "as_a_user_call", "dispatch_set", "host_view", "input_namespace", "is_tensor",
+__all__ = ["all_finite", "array_api_dispatch", "as_a_user_call", "dispatch_set", "host_view", "input_namespace", "is_tensor",
            "keeps_tensors", "namespace_of", "numpy_dtype", "tensor_of_view", "to_host"]
 
 # Whether the method running takes a torch X as it is (the tensor route below); else its
@@ -97,6 +97,15 @@ def host_view(X):
         return X.numpy()
     except (TypeError, RuntimeError):
         return None
+
+
+def all_finite(array):
+    """Whether every entry of a NumPy array or torch tensor is finite; a CPU tensor is checked on its
+    NumPy view (one pass, without torch's per-operation dispatch)."""
+    view = host_view(array) if is_tensor(array) else array
+    if view is None:
+        return bool(array.isfinite().all())
+    return bool(np.isfinite(view).all())
 
 
 def tensor_of_view(X, view, array):

@@ -46,6 +46,7 @@ from sklearn.utils.validation import (
 )
 
 from ._array_api import (
+    all_finite,
     array_api_dispatch,
     dispatch_set,
     host_view,
@@ -255,7 +256,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
             scores = xp.astype(scores, xp.float64, copy=False)
         if scores.ndim == 1:
             scores = scores[:, None]
-        if not bool(xp.all(xp.isfinite(scores))):
+        if not all_finite(scores):
             # A fitted model never gives NaN silently: this only happens when
             # inputs far outside the training range overflow the model.
             raise ValueError(
