@@ -70,11 +70,15 @@ def is_tensor(value):
 
 def namespace_of(array):
     """NumPy for anything but a torch tensor, else the tensor's array API namespace."""
-    if not is_tensor(array):
-        return np
-    from sklearn.externals.array_api_compat import array_namespace
+    return _torch_namespace() if is_tensor(array) else np
 
-    return array_namespace(array)
+
+@functools.cache
+def _torch_namespace():
+    """array-api-compat's torch namespace, the one ``array_namespace`` gives every tensor."""
+    from sklearn.externals.array_api_compat import torch as xp
+
+    return xp
 
 
 def numpy_dtype(dtype):
@@ -250,8 +254,11 @@ def _prediction(method, name):
         if (_on_tensors(estimator, reference, "predict") and type(X) is type(reference)
                 and X.device == reference.device and get_config()["array_api_dispatch"]):
             # the fit's tensors: scores, labels and probabilities in torch (score's metric too)
-            with _tensor_route(True):
+            token = _TENSOR_ROUTE.set(True)
+            try:
                 return method(estimator, X, *args, **kwargs)
+            finally:
+                _TENSOR_ROUTE.reset(token)
         space = input_namespace(X)
         if space is None and isinstance(reference, (np.ndarray, type(None))):
             return method(estimator, X, *args, **kwargs)

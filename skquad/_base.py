@@ -249,11 +249,11 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     def _checked_scores(self, X):
         scores = self._raw_scores(X)
         xp = namespace_of(scores)
-        scores = xp.asarray(scores)
+        scores = scores if is_tensor(scores) else np.asarray(scores)
         # float32 scores stay float32 (a float32 model on float32 input, as
         # scikit-learn's estimators); anything else is float64.
-        if scores.dtype != xp.float32:
-            scores = xp.astype(scores, xp.float64, copy=False)
+        if scores.dtype not in (xp.float32, xp.float64):
+            scores = xp.astype(scores, xp.float64)
         if scores.ndim == 1:
             scores = scores[:, None]
         if not all_finite(scores):
