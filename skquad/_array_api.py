@@ -18,13 +18,16 @@ array-api-strict or CuPy array), :func:`array_api_dispatch` (through
 * the prediction methods: ``X`` must share the fit's namespace and device
   (scikit-learn's ``check_same_namespace``). A torch ``X`` reaches an estimator
   whose ``_computes_on_tensors`` holds ``"predict"`` as it is (predicted in torch
-  from its torch attributes); any other estimator predicts on NumPy views of
+  from its torch attributes; a step that computes on the NumPy view of a CPU
+  tensor, as quadratic regression's scores, may return NumPy, which comes back
+  as a tensor sharing its memory); any other estimator predicts on NumPy views of
   ``X`` and of its attributes (the torch models on their fitted device), and the
   result goes to ``X``'s namespace and device.
 
 The NumPy route runs with the dispatch off: predictions equal the NumPy path's
-bit for bit. The torch route validates with the dispatch on (while
-:func:`keeps_tensors`). NumPy input to a NumPy-fitted estimator runs unwrapped
+bit for bit. The torch route (while :func:`keeps_tensors`) validates a CPU
+tensor as its NumPy view with the dispatch off, any other in torch with it on
+(``skquad._base``). NumPy input to a NumPy-fitted estimator runs unwrapped
 after a type check and an attribute lookup; a model fitted on another namespace
 predicts NumPy on NumPy input with the dispatch off.
 """
@@ -256,9 +259,12 @@ def _prediction(method, name):
             # the fit's tensors: scores, labels and probabilities in torch (score's metric too)
             token = _TENSOR_ROUTE.set(True)
             try:
-                return method(estimator, X, *args, **kwargs)
+                result = method(estimator, X, *args, **kwargs)
             finally:
                 _TENSOR_ROUTE.reset(token)
+            if isinstance(result, np.ndarray):  # computed on the view of a CPU tensor
+                return sys.modules["torch"].as_tensor(result, device=X.device)
+            return result
         space = input_namespace(X)
         if space is None and isinstance(reference, (np.ndarray, type(None))):
             return method(estimator, X, *args, **kwargs)

@@ -692,8 +692,8 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         """
         if not getattr(self, "clip_outputs", False) or not hasattr(self, "target_min_"):
             return scores
-        xp = namespace_of(scores)
-        low, high = (xp.astype(bound, scores.dtype, copy=False) for bound in (self.target_min_, self.target_max_))
+        xp = namespace_of(scores)  # (NumPy scores of a CPU tensor: its torch bounds as NumPy views)
+        low, high = (xp.asarray(bound, dtype=scores.dtype) for bound in (self.target_min_, self.target_max_))
         return xp.clip(scores, low, high)
 
     def _format_predictions(self, scores):

@@ -441,15 +441,17 @@ def publish_quadratic_model(estimator, coefficients, intercept, n_features, dtyp
 def fitted_quadratic_scores(estimator, X):
     """``(n_samples, n_targets)`` predictions of a fitted ``Q_``, ``coef_``, ``intercept_``.
 
-    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts; for a
-    tensor, a tensor (off the CPU computed in torch: quadratic logistic regression's scores).
+    Computed in float64; returned in ``result_type(X, coef_)``, as Ridge predicts. For a
+    tensor, a tensor computed in torch where :func:`computes_in_torch` (off the CPU), else
+    NumPy's scores of its view, which the prediction methods return as a tensor
+    (skquad/_array_api.py).
     """
     dtype = np.result_type(numpy_dtype(X.dtype), numpy_dtype(estimator.coef_.dtype))
     if is_tensor(X):
         import torch
 
-        if not computes_in_torch(X):  # NumPy's scores of a view of the CPU tensor
-            return torch.from_numpy(fitted_quadratic_scores(estimator, X.numpy()))
+        if not computes_in_torch(X):
+            return fitted_quadratic_scores(estimator, X.numpy())
 
         from ..nn.quadratic_form import chunked_quadratic_form_scores
 
