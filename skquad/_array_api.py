@@ -42,8 +42,8 @@ from sklearn import config_context, get_config
 
 from ._dask_dispatch import is_dask_collection, route_of
 
-__all__ = ["all_finite", "array_api_dispatch", "as_a_user_call", "dispatch_set", "host_view", "input_namespace", "is_tensor",
-           "keeps_tensors", "namespace_of", "numpy_dtype", "tensor_of_view", "to_host"]
+__all__ = ["all_finite", "array_api_dispatch", "as_a_user_call", "dispatch_set", "host_view", "input_namespace",
+           "is_tensor", "keeps_tensors", "namespace_of", "numpy_dtype", "tensor_of_view", "to_host"]
 
 # Whether the method running takes a torch X as it is (the tensor route below); else its
 # validation converts tensors to NumPy, as with the dispatch off.
@@ -122,9 +122,11 @@ def tensor_of_view(X, view, array):
 
 
 def dispatch_set(on):
-    """A context with the dispatch ``on`` (or off); entering scikit-learn's config_context is skipped
-    where it already is."""
-    return contextlib.nullcontext() if get_config()["array_api_dispatch"] == on else config_context(array_api_dispatch=on)
+    """A context with the dispatch ``on`` (or off); scikit-learn's config_context, a costly switch, is
+    skipped where the dispatch already is so."""
+    if get_config()["array_api_dispatch"] == on:
+        return contextlib.nullcontext()
+    return config_context(array_api_dispatch=on)
 
 
 def keeps_tensors(X):

@@ -138,6 +138,23 @@ def test_tensor_predictions_equal_numpy(estimator, dtype):
         assert score == pytest.approx(on_numpy.score(X, y), rel=1e-6 if steps else 0)
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_cpu_tensors_without_a_numpy_view_are_validated_in_torch(estimator):
+    # A CPU tensor is validated as its NumPy view; one NumPy cannot view (bfloat16) and one
+    # that the view's checks refuse (inf) are validated in torch: the predictions of the same
+    # values in float64 through the view, and torch's error message.
+    classifier = hasattr(estimator, "predict_proba")
+    X, y = _data(np.float64, classifier)
+    with sklearn.config_context(array_api_dispatch=True):
+        fitted = clone(estimator).fit(torch.asarray(X), torch.asarray(y))
+        narrow = torch.asarray(X).to(torch.bfloat16)
+        torch.testing.assert_close(fitted.predict(narrow), fitted.predict(narrow.to(torch.float64)),
+                                   rtol=0, atol=0)
+        X[0, 0] = np.inf
+        with pytest.raises(ValueError, match=r"infinity .* torch\.float64"):
+            fitted.predict(torch.asarray(X))
+
+
 def test_dispatch_off_takes_tensors_as_numpy():
     X, y = _data(np.float64, True)
     fitted = QuadraticLogisticRegression().fit(torch.asarray(X), torch.asarray(y))

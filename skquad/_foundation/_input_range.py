@@ -49,7 +49,7 @@ def feature_range(X, sample_weight=None):
 
 def _column_extremes(X):
     """Each column's minimum and maximum of a 2-D torch tensor: ``min``/``max`` along a dimension,
-    which torch's CPU kernels reduce several times faster than ``amin``/``amax`` for float32."""
+    which torch's CPU kernels reduce faster than ``amin``/``amax`` (float32 above all)."""
     torch = sys.modules["torch"]
     return torch.min(X, dim=0).values, torch.max(X, dim=0).values
 
