@@ -98,7 +98,7 @@ def to_host(X):
 def host_view(X):
     """The NumPy view of a torch tensor in the CPU's memory, or None where NumPy has none (another
     device, bfloat16, a sparse layout, a tensor that requires grad or has a conjugate bit)."""
-    if X.device.type != "cpu":
+    if not X.is_cpu:
         return None
     try:
         return X.numpy()
