@@ -547,6 +547,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             return sampled, sampled, alpha, np.zeros(alpha.shape[1])
         refit = refit_from_statistics(
             S, statistics, beta=beta, n_lifted=p, alpha=alpha,
+            fit_intercept=self._centres_targets(),  # as _rows_refit's
         )
         return sampled, refit.objective, refit.alpha, refit.intercept
 
@@ -773,6 +774,17 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
         ``u_0, v_0`` (or multi-level ones with ``weight_levels > 1``).
         The constant input has scale 1, matched to standardized features.
+        With the squared loss, also an unpenalised output intercept per
+        score (``intercept_``), as :class:`~sklearn.linear_model.RidgeClassifier`
+        has: the relaxation is solved on the encoded labels less their
+        weighted mean ``ybar``, so the network never pays its penalty for
+        the classes' proportions, and the refit of the second layer fits
+        the intercept freely. ``lower_bound_`` certifies the networks whose
+        offset is ``ybar``; the refit's intercept can go below it by the
+        square of its move only: ``objective_ >= lower_bound_ - sum_k
+        (intercept_[k] - ybar_k)^2`` (as :class:`SDPQuantizedRegressor`).
+        The hinge and logistic losses have no such exact centring and keep
+        their intercept in the penalised quadratic forms.
     standardize : bool, default=True
         Standardize the features inside the model, ``(x - feature_mean_) /
         feature_scale_`` with (sample-weighted) training statistics, before the
@@ -909,6 +921,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         ``n_scores`` is 1 for binary problems, else ``n_classes``.
     neuron_class_ : ndarray of shape (n_neurons_,)
         Index of the score each neuron was sampled for.
+    intercept_ : ndarray of shape (n_scores,)
+        The unpenalised output intercept (see ``fit_intercept``); zeros for
+        the hinge and logistic losses and without ``fit_intercept``.
     n_neurons_ : int
         Neurons of the current network (set by ``fit`` and :meth:`resample`).
     lower_bound_ : float
@@ -1108,6 +1123,11 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     def _sdp_targets(self, y_train, n_outputs):
         """±1 labels (binary) or class indices, from the encoded labels."""
         return _class_targets(y_train, n_outputs)
+
+    def _centres_targets(self):
+        """A free output intercept where the loss allows it exactly: the squared loss, whose
+        best intercept is the mean residual (RidgeClassifier's), not the hinge or logistic."""
+        return bool(self.fit_intercept) and self.loss == "squared"
 
     def _target_signature(self):
         return self.classes_.tolist()
