@@ -17,7 +17,12 @@ from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
-from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
+from .._foundation._lbfgs_compact import PathMemory
+from ..nn.quadratic_form import (
+    PATH_MEMORY,
+    chunked_quadratic_form_scores,
+    low_rank_quadratic_scores,
+)
 from ..nn.quadratic_ridge import expansion_size
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
 from ._qlr_drivers import LBFGS, NEWTON, PROXIMAL, SGD, SGD_EPOCH, training_rows
@@ -500,6 +505,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
         check_feature_scale(X, type(self).__name__)
         data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)
+        # the fits differ by the penalty only: L-BFGS carries its pairs from C to C
+        data.design_cache[PATH_MEMORY] = PathMemory()
         for C in Cs:
             self.C = float(C)
             yield self._solve(data, self._previous_solution(), step_size=self._step_size())

@@ -55,6 +55,7 @@ from .._foundation._blas import gram_update, upper_product_in_place
 from .._foundation._memory import available_memory
 
 __all__ = [
+    "PATH_MEMORY",
     "QuadraticScores",
     "chunked_quadratic_form_scores",
     "column_magnitudes",
@@ -111,6 +112,11 @@ _SMALL_PROBLEM_PRODUCT = 1 << 22
 # (:func:`packed_logistic_objective`): one GEMM each way on half the matrix
 # products' multiply-adds, where the small problems' time goes to the calls.
 _DESIGN_MATRIX_ELEMENTS = 1 << 20
+# The key of a full-batch objective's ``cache`` under which a regularisation
+# path puts the L-BFGS pairs its fits share (a ``PathMemory``, see
+# :func:`quadratic_logistic_loss_and_gradient`); without it every fit starts
+# with an empty memory.
+PATH_MEMORY = "lbfgs_path_memory"
 # How many times faster the matrix form's BLAS products (float32 twin, the
 # policy's threads) run per multiply-add than the streamed design's
 # (:func:`_pairs_are_cheaper`): the fits broke even near 200 of 1 830 pairs at d = 60.
@@ -1389,6 +1395,11 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         Write ``2 G - diag(G)`` for ``Q``: the gradient with respect to the
         ``d(d+1)/2`` free entries of the symmetric matrix (Noel et al.'s
         stochastic update, their equation 21) instead of ``G``.
+    cache : dict, optional
+        Shared by the fits of one path on the same rows: the float32 rows and
+        the degree-2 design, built once; where it holds a ``PathMemory`` under
+        ``PATH_MEMORY``, the flat objective's L-BFGS starts from the pairs of
+        the path's last fit, moved to this fit's penalty.
     """
     scratch = {}
 
@@ -1434,6 +1445,12 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         )
         rows, weights = X.numpy(), weight.numpy()
         objective = build(rows, weights)
+        memory = None if cache is None else cache.get(PATH_MEMORY)
+        if memory is not None:
+            # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
+            objective.memory = memory.for_penalty(packed_penalty_weight(
+                module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
+                fit_intercept=module.intercept.requires_grad))
         twin = None if X.dtype != torch.float64 else float32_twin(
             column_magnitudes(rows), weighted_row_scale(rows, weights), module.coef.shape[0],
             module.packing,
