@@ -93,8 +93,16 @@ class _CompactMemory:
 
         The pairs are kept by age; one whose ``s · y`` is no longer positive goes.
         """
-        kept = [(self.pairs[row].copy(), self.pairs[self.size + row] + curvature * self.pairs[row])
-                for row in self.order]
+        k, ages = len(self.order), self.ages
+        if not k:
+            return
+        S, Y = self.pairs[:k], self.pairs[self.size : self.size + k]  # the filled ring rows
+        Y += curvature * S
+        SY, YY = (S @ Y.T)[np.ix_(ages, ages)], (Y @ Y.T)[np.ix_(ages, ages)]
+        if np.all(np.diagonal(SY) > 1e-10 * np.diagonal(YY)):
+            self.SY[:k, :k], self.YY[:k, :k] = SY, YY
+            return
+        kept = [(S[row].copy(), Y[row].copy()) for row in self.order]
         self.clear()
         for s, y in kept:
             self.add(s, y)
@@ -136,64 +144,70 @@ class PathMemory:
     curvature the last one learned, and its first step is the path's
     first-order predictor (the inverse Hessian times the penalty's change of
     the gradient) instead of a unit steepest-descent step.
-    The same move carries the best evaluation of the last objective (its
-    value by ``0.5 x·(w_k - w_j) x``, its gradient by ``(w_k - w_j) x``): a
-    fit that starts from the last fit's solution reads its value and
-    gradient there without evaluating it (:meth:`remembering`), and ends at
-    once where that gradient already passes the test.
-    :meth:`for_penalty` moves the pairs to the next objective's weights;
-    :func:`minimize_compact_lbfgs` reads and extends them (``memory=``).
+    The same move carries the best evaluation of the last objective, and of
+    its float32 twin (``kind``; the value moves by ``0.5 x·(w_k - w_j) x``,
+    the gradient by ``(w_k - w_j) x``, computed in float64 by both): a fit
+    that starts from the last fit's solution reads its value and gradient
+    there without evaluating them (:meth:`remembering`), and ends at once
+    where that gradient already passes the test.
+    :meth:`for_penalty` moves them to the next objective's weights;
+    :func:`minimize_compact_lbfgs` reads and extends the pairs (``memory=``).
     """
 
     # A start this close (relative, entrywise) to the carried point is that
     # point: the solution's round trip through the fitted model's arrays.
     _SAME_POINT = 1e-12
 
-    def __init__(self):
-        self.memory, self.weight, self.point = None, None, None
+    def __init__(self, size=None):
+        # the pairs kept (None: the run's maxcor)
+        self.size = size
+        self.memory, self.weight, self.points = None, None, {}
 
     def for_penalty(self, weight):
-        """Move the pairs and the point to the objective of penalty weights ``weight``; returns self."""
+        """Move the pairs and the points to the objective of penalty weights ``weight``; returns self."""
         weight = np.asarray(weight, dtype=np.float64)
         if self.weight is not None and self.weight.shape == weight.shape:
             change = weight - self.weight
             if self.memory is not None and self.memory.pairs.shape[1] == weight.size:
                 self.memory.shift(change)
-            if self.point is not None:
-                x, value, gradient = self.point
-                self.point = (x, value + 0.5 * float((change * x) @ x), gradient + change * x)
+            self.points = {kind: (x, value + 0.5 * float((change * x) @ x), gradient + change * x)
+                           for kind, (x, value, gradient) in self.points.items()}
         else:  # another parameter layout: nothing to carry
-            self.memory = self.point = None
+            self.memory, self.points = None, {}
         self.weight = weight.copy()
         return self
 
     def start(self, x):
-        """``x``, or the carried point where ``x`` is that point up to rounding."""
-        if self.point is not None and self.point[0].shape == x.shape and np.allclose(
-                x, self.point[0], rtol=self._SAME_POINT, atol=0.0):
-            return self.point[0].copy()
+        """``x``, or the carried solution where ``x`` is that point up to rounding."""
+        point = self.points.get("exact")
+        if point is not None and point[0].shape == x.shape and np.allclose(
+                x, point[0], rtol=self._SAME_POINT, atol=0.0):
+            return point[0].copy()
         return x
 
-    def knows(self, x):
-        """Whether the carried point is ``x`` (its value and gradient known)."""
-        return self.point is not None and np.array_equal(x, self.point[0])
+    def knows(self, x, kind="exact"):
+        """Whether the carried point of ``kind`` is ``x`` (its value and gradient known)."""
+        point = self.points.get(kind)
+        return point is not None and np.array_equal(x, point[0])
 
-    def remembering(self, objective):
-        """``objective`` that answers at the carried point without evaluating and keeps its best evaluation."""
+    def remembering(self, objective, kind="exact"):
+        """``objective`` that answers at the carried point of ``kind`` and keeps its best evaluation."""
 
         def remembered(x):
-            if self.knows(x):
-                value, gradient = self.point[1:]
+            if self.knows(x, kind):
+                value, gradient = self.points[kind][1:]
                 return value, gradient.copy()
             value, gradient = objective(x)
-            if self.point is None or value < self.point[1]:
-                self.point = (x.copy(), value, gradient.copy())
+            if kind not in self.points or value < self.points[kind][1]:
+                self.points[kind] = (x.copy(), value, gradient.copy())
             return value, gradient
 
+        vars(remembered).update(vars(objective))  # (the twin's attributes)
         return remembered
 
     def take(self, size, n_parameters):
         """The memory to run on (a new one where none fits ``size`` and ``n_parameters``)."""
+        size = size if self.size is None else self.size
         memory = self.memory
         if memory is None or memory.size != size or memory.pairs.shape[1] != n_parameters:
             memory = self.memory = _CompactMemory(size, n_parameters)

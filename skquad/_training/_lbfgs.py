@@ -403,6 +403,8 @@ class _FullBatchFit:
             else None
         if self.memory is not None:
             self.flat = self.memory.remembering(flat)
+            if self.coarse is not None:
+                self.coarse = self.memory.remembering(self.coarse, "coarse")
 
     def flat_objective(self, theta):
         loss, gradient = self.flat(theta)

@@ -1021,7 +1021,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         )
     zeros = np.zeros(n_scores, dtype=dtype)
     inverse = packing._inverse.astype(dtype)
-    scratch = {}
+    # (the fits that share a cache share the buffers and the transposed rows)
+    scratch = {} if cache is None else cache.setdefault(("scratch", dtype.str), {})
 
     def objective(theta):
         params = theta.astype(dtype, copy=False)
@@ -1101,6 +1102,22 @@ def weighted_row_scale(X, sample_weight):
     """``sum_i s_i max(1, max_j x_ij^2)``: summed over row blocks, the input of :func:`float32_twin`."""
     largest = np.maximum(X.max(axis=1, initial=1.0), -X.min(axis=1, initial=-1.0))
     return float(sample_weight @ np.square(largest))
+
+
+def _float32_inputs(rows, weights, n_scores, packing, cache):
+    """``(twin attributes, float32 rows, float32 weights)`` of a float32 twin, or None.
+
+    None where :func:`float32_twin` declines or the copy does not fit in
+    memory (half of the rows' memory more: a speed-up only, so it is skipped
+    rather than refused when memory is short). Kept in ``cache`` (the rows
+    of every fit that shares it are the same), so computed once.
+    """
+    if "float32" not in cache:
+        twin = float32_twin(column_magnitudes(rows), weighted_row_scale(rows, weights), n_scores,
+                            packing)
+        cache["float32"] = None if twin is None or not _copy_fits_in_memory(rows.nbytes // 2) \
+            else (twin, rows.astype(np.float32), weights.astype(np.float32))
+    return cache["float32"]
 
 
 def _copy_fits_in_memory(n_bytes):
@@ -1438,12 +1455,18 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         """
         if not module.packed or _is_sparse_rows(X) or X.device.type != "cpu":
             return None
+        rows, labels, weights = X.numpy(), y.numpy(), weight.numpy()
+        if cache is not None:
+            # the fits that share the cache read the same rows: the first one's
+            # arrays, so that what is kept per array (the transposed rows, the
+            # labels as numbers) is kept for all of them
+            rows, labels, weights = cache.setdefault(
+                ("inputs", rows.dtype.str), (rows, labels, weights))
         build = lambda rows, weights: packed_logistic_objective(
-            rows, y.numpy(), weights, module.packing, module.coef.shape[0], l2,
+            rows, labels, weights, module.packing, module.coef.shape[0], l2,
             cross_weight=cross_weight, fit_intercept=module.intercept.requires_grad,
             class_blocks=class_blocks, cache=cache,
         )
-        rows, weights = X.numpy(), weight.numpy()
         objective = build(rows, weights)
         memory = None if cache is None else cache.get(PATH_MEMORY)
         if memory is not None:
@@ -1451,17 +1474,11 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
             objective.memory = memory.for_penalty(packed_penalty_weight(
                 module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
                 fit_intercept=module.intercept.requires_grad))
-        twin = None if X.dtype != torch.float64 else float32_twin(
-            column_magnitudes(rows), weighted_row_scale(rows, weights), module.coef.shape[0],
-            module.packing,
-        )
-        if twin is not None and _copy_fits_in_memory(rows.nbytes // 2):
-            # a float32 copy of the rows: half of X's memory more (a speed-up
-            # only, so it is skipped rather than refused when memory is short)
-            rows32 = rows.astype(np.float32) if cache is None else cache.get("float32")
-            if rows32 is None:
-                rows32 = cache["float32"] = rows.astype(np.float32)
-            objective.coarse = build(rows32, weights.astype(np.float32))
+        coarse = None if X.dtype != torch.float64 else _float32_inputs(
+            rows, weights, module.coef.shape[0], module.packing, {} if cache is None else cache)
+        if coarse is not None:
+            twin, rows32, weights32 = coarse
+            objective.coarse = build(rows32, weights32)
             vars(objective.coarse).update(twin)
         return objective
 
