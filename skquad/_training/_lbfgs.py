@@ -88,7 +88,7 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
     memory : PathMemory, optional
         The compact engine's pairs to start from and extend, carried along a
         regularisation path (:class:`~skquad._foundation._lbfgs_compact.PathMemory`);
-        both phases of a ``coarse_objective`` fit run on them. None: each run
+        with a ``coarse_objective``, its phase runs on them. None: each run
         starts with an empty memory.
 
     Returns
@@ -146,10 +146,10 @@ class _LbfgsRun:
         )
         return bool(np.max(scaled, initial=0.0) <= (self.tol if tol is None else tol))
 
-    def minimize(self, objective, x0, options, tol=None):
+    def minimize(self, objective, x0, options, tol=None, carried=True):
         """One run of the engine; ``tol`` (the driver's by default) is the scaled test's."""
         if self.engine == "compact":
-            return self._minimize_compact(objective, x0, options, tol)
+            return self._minimize_compact(objective, x0, options, tol, carried)
         state = {"stopped": False, "converged": False, "last": None}
         if self.gradient_scale is not None:
             inner = objective
@@ -187,7 +187,7 @@ class _LbfgsRun:
             self.on_iteration is not None and self.on_iteration(self.iteration, value, theta)
         )
 
-    def _minimize_compact(self, objective, x0, options, tol):
+    def _minimize_compact(self, objective, x0, options, tol, carried=True):
         """The numpy engine on scipy's ``options`` (the compact engine's defaults where unset).
 
         Without numpy's overflow warnings, as scipy's compiled engine: a
@@ -200,7 +200,8 @@ class _LbfgsRun:
                 tol=self.tol if tol is None else tol, ftol=options.get("ftol", 0.0),
                 maxls=options.get("maxls", 20), maxcor=options.get("maxcor", 10),
                 on_iteration=lambda iteration, value, theta: self._accept(value, theta),
-                gradient_scale=self.gradient_scale, search="lbfgsb", memory=self.memory,
+                gradient_scale=self.gradient_scale, search="lbfgsb",
+                memory=self.memory if carried else None,
             )
 
 
@@ -234,8 +235,8 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     exact evaluation at the switch usually passes too: the fit then costs
     the coarse one plus one exact evaluation. A non-finite coarse value
     (float32's range is smaller) switches at the last accepted iterate.
-    The exact phase starts with an empty L-BFGS memory, or goes on with the
-    caller's ``memory`` (a path's: its pairs are the same function's curvature).
+    The exact phase starts with an empty L-BFGS memory (the caller's
+    ``memory``, a path's, is the coarse phase's).
     """
     if run.memory is not None and run.memory.knows(x0):
         # a path's start at the last fit's solution: its exact gradient is known
@@ -296,7 +297,8 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     exact_options = dict(
         options, maxiter=options["maxiter"] - spent_iter, maxfun=options["maxfun"] - spent_fun + 1
     )
-    result = run.minimize(exact, start, exact_options)
+    # (an empty memory: float32 pairs would mislead float64 steps below their rounding)
+    result = run.minimize(exact, start, exact_options, carried=False)
     result.nit = spent_iter + int(result.nit)
     result.nfev = spent_fun - 1 + int(result.nfev)
     return result
