@@ -98,7 +98,8 @@ class _CompactMemory:
             return
         S, Y = self.pairs[:k], self.pairs[self.size : self.size + k]  # the filled ring rows
         Y += curvature * S
-        SY, YY = (S @ Y.T)[np.ix_(ages, ages)], (Y @ Y.T)[np.ix_(ages, ages)]
+        S_aged, Y_aged = S[ages], Y[ages]
+        SY, YY = S_aged @ Y_aged.T, Y_aged @ Y_aged.T
         if np.all(np.diagonal(SY) > 1e-10 * np.diagonal(YY)):
             self.SY[:k, :k], self.YY[:k, :k] = SY, YY
             return
@@ -154,8 +155,8 @@ class PathMemory:
     :func:`minimize_compact_lbfgs` reads and extends the pairs (``memory=``).
     """
 
-    # A start this close (relative, entrywise) to the carried point is that
-    # point: the solution's round trip through the fitted model's arrays.
+    # A start this close (relative to the carried point's largest entry) is
+    # that point: the solution's round trip through the fitted model's arrays.
     _SAME_POINT = 1e-12
 
     def __init__(self, size=None):
@@ -180,8 +181,9 @@ class PathMemory:
     def start(self, x):
         """``x``, or the carried solution where ``x`` is that point up to rounding."""
         point = self.points.get("exact")
-        if point is not None and point[0].shape == x.shape and np.allclose(
-                x, point[0], rtol=self._SAME_POINT, atol=0.0):
+        if point is not None and point[0].shape == x.shape and np.max(
+                np.abs(x - point[0]), initial=0.0) <= self._SAME_POINT * np.max(
+                np.abs(point[0]), initial=0.0):
             return point[0].copy()
         return x
 

@@ -27,7 +27,7 @@ from ..nn.quadratic_ridge import expansion_size
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
 from ._qlr_drivers import LBFGS, NEWTON, PROXIMAL, SGD, SGD_EPOCH, training_rows
 from ._sparse_q import SPARSE_PENALTIES, check_sparse_settings, publish_interactions
-from ._qlr_problem import build_problem, check_feature_scale
+from ._qlr_problem import PATH_MAXCOR, build_problem, check_feature_scale
 
 __all__ = ["QuadraticLogisticRegression"]
 
@@ -506,7 +506,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         check_feature_scale(X, type(self).__name__)
         data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)
         # the fits differ by the penalty only: L-BFGS carries its pairs from C to C
-        data.design_cache[PATH_MEMORY] = PathMemory()
+        data.design_cache[PATH_MEMORY] = PathMemory(size=PATH_MAXCOR)
         for C in Cs:
             self.C = float(C)
             yield self._solve(data, self._previous_solution(), step_size=self._step_size())
