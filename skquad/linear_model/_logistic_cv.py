@@ -344,6 +344,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         n_cs = Cs.shape[0]
         scores, n_iter, models = np.empty(n_cs), np.empty(n_cs, int), [None] * n_cs
         test_params = _check_method_params(X, params=score_params, indices=test)
+        X_test, y_test = X[test], labels[test]  # once per fold, not per C
         order = np.argsort(Cs, kind="stable")
         path = model._fit_path(X[train], labels[train], weight[train], Cs[order])
         for index, model in zip(order, path):
@@ -353,7 +354,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
                     f"{model.classes_.tolist()} of {self.classes_.tolist()}: every training "
                     "fold needs every class. Use a stratified cv (the default) or fewer folds."
                 )
-            scores[index] = scorer(model, X[test], labels[test], **test_params)
+            scores[index] = scorer(model, X_test, y_test, **test_params)
             n_iter[index] = model.n_iter_[0]
             models[index] = {name: getattr(model, name).copy() for name in _MODEL}
         return Bunch(scores=scores, n_iter=n_iter, models=models, device=model.device_)
