@@ -41,10 +41,12 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     The counterpart of :class:`~sklearn.linear_model.LogisticRegressionCV`:
     on each fold the whole path of ``Cs`` is solved from the strongest
     penalty (smallest ``C``) to the weakest, each fit starting from the
-    previous one's solution (the estimator's warm start), so most of the path
-    costs a few iterations. The ``C`` with the best mean score over the folds
-    is refitted on all the data, from the mean of the folds' models at that
-    ``C``.
+    previous one's solution (the estimator's warm start) and, with L-BFGS,
+    from the curvature it learned there (its correction pairs, moved to the
+    new ``C``'s penalty), so most of the path costs a few iterations; each
+    ``C``'s fit still stops on its own gradient test. The ``C`` with the
+    best mean score over the folds is refitted on all the data, from the
+    mean of the folds' models at that ``C``.
 
     Parameters
     ----------
