@@ -18,6 +18,8 @@ from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
 from .._foundation._lbfgs_compact import PathMemory
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from ..nn.quadratic_form import (
     PATH_MEMORY,
     chunked_quadratic_form_scores,
@@ -645,7 +647,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         as_float64 = lambda array: torch.as_tensor(
             array if is_tensor(array) else np.asarray(array, dtype=np.float64), dtype=torch.float64, device=device)
         coef, intercept = as_float64(self.coef_), as_float64(self.intercept_)
-        with torch.no_grad():
+        # the fits' thread rule: a small prediction (a CV fold's scoring) on one
+        # thread, which torch's second one slows many times when the cores are busy
+        flops = 2.0 * X_t.shape[0] * X_t.shape[1] * (X_t.shape[1] + 1) * coef.shape[0]
+        with torch.no_grad(), limit_threads(thread_count("auto", device, flops)):
             if getattr(self, "Q_vectors_", None) is not None:
                 scores = low_rank_quadratic_scores(
                     X_t,
