@@ -86,6 +86,7 @@ np.savez(
     V_bits=np.packbits(network.V_ > 0, axis=1),
     n_inputs=network.U_.shape[1],
     scale=scale,
+    intercept=network.intercept_[0],
     mean=scaler.mean_,
     std=scaler.scale_,
     low=network.data_min_,
@@ -95,7 +96,7 @@ np.savez(
 n_bits = 2 * network.U_.size
 n_bytes = sum(np.load(export_path)[name].nbytes for name in ("U_bits", "V_bits"))
 print(
-    f"{n_bits} weight bits ({n_bytes} bytes) and one float: {export_path.name}"
+    f"{n_bits} weight bits ({n_bytes} bytes) and two floats: {export_path.name}"
 )
 assert n_bytes == 2 * len(network.U_) * -(-network.U_.shape[1] // 8)  # 8 bits a byte
 
@@ -105,8 +106,9 @@ assert n_bytes == 2 * len(network.U_) * -(-network.U_.shape[1] // 8)  # 8 bits a
 # Each input is clipped to its training range; each neuron computes
 # :math:`(z^\top u_j)(z^\top v_j)` with :math:`z = [x, 1]`;
 # with :math:`\pm 1` weights the two inner products are sums and differences of
-# inputs. The output is the scale times the sum over neurons; its sign picks the
-# class.
+# inputs. The output is the scale times the sum over neurons plus the intercept
+# (the mean of the ±1 training labels: the squared loss's output intercept); its
+# sign picks the class.
 
 
 def load_and_predict(path, X):
@@ -122,7 +124,7 @@ def load_and_predict(path, X):
     )
     z = np.clip((X - saved["mean"]) / saved["std"], saved["low"], saved["high"])
     z = np.hstack([z, np.ones((len(z), 1))])
-    scores = saved["scale"] * np.sum((z @ U.T) * (z @ V.T), axis=1)
+    scores = saved["scale"] * np.sum((z @ U.T) * (z @ V.T), axis=1) + saved["intercept"]
     return saved["classes"][(scores > 0).astype(int)], scores
 
 

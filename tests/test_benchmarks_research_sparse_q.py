@@ -36,3 +36,21 @@ def test_one_standard_error_rule_takes_the_sparsest_model_within_a_standard_erro
     classification = SimpleNamespace(Cs_=np.array([1.0, 0.01, 0.1, 0.03]),
                                      scores_=np.array([0.9, 0.5, 0.95, 0.8]) + folds)
     assert _sparse_q._one_standard_error(classification, X, (y > 0).astype(int)).C == 0.1
+
+
+def test_the_l1_grid_starts_at_the_empty_model():
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from skquad import QuadraticLogisticRegression
+
+    for X, y in (load_wine(return_X_y=True), _sparse_q._planted(0, 300, 5, classification=True)[:2]):
+        X = StandardScaler().fit_transform(X)
+        grid = _sparse_q.l1_grid(X, y)
+        assert grid.shape == (13,) and np.isclose(grid[-1] / grid[0], 1e3)
+        fit = lambda C: QuadraticLogisticRegression(penalty="l1", C=C, tol=1e-8,
+                                                    max_iter=20000).fit(X, y)
+        # just below the first C the model is empty; a little above, some term enters
+        below, above = fit(0.98 * grid[0]), fit(1.5 * grid[0])
+        assert not below.Q_.any() and not below.coef_.any()
+        assert above.Q_.any() or above.coef_.any()

@@ -170,3 +170,49 @@ def test_compact_engine_without_scipys_private_search_still_reaches_the_minimum(
     np.testing.assert_allclose(public_only.x, with_private.x, atol=1e-6)
     # it did take another path (the public search's iterates are not L-BFGS-B's)
     assert public_only.nfev != with_private.nfev or public_only.nit != with_private.nit
+
+
+def penalised(loss, weight):
+    """``loss(x) + 0.5 x·(weight x)``: one objective of a regularisation path."""
+
+    def objective(x):
+        value, gradient = loss(x)
+        return value + 0.5 * float((weight * x) @ x), gradient + weight * x
+
+    return objective
+
+
+def test_path_memory_moves_pairs_and_point_to_the_next_penalty():
+    """The pairs and the best evaluation of f_j, moved by PathMemory.for_penalty, are those of
+    f_k = f_j + 0.5 x·((w_k - w_j) x): the same directions as pairs taken on f_k itself."""
+    from skquad._foundation._lbfgs_compact import PathMemory
+
+    rng = np.random.default_rng(1)
+    n = 10
+    first, second = rng.uniform(0.5, 2.0, n), rng.uniform(0.01, 0.1, n)
+    path = PathMemory().for_penalty(first)
+    f_j, f_k = penalised(rosenbrock, first), penalised(rosenbrock, second)
+    remembered = path.remembering(f_j)
+    memory = path.take(4, n)
+    points = [rng.standard_normal(n) for _ in range(6)]
+    for a, b in zip(points, points[1:]):
+        memory.add(b - a, remembered(b)[1] - remembered(a)[1])
+    best = min(points, key=lambda x: f_j(x)[0])
+    path.for_penalty(second)
+    reference = _CompactMemory(4, n)
+    kept = [(b - a) for a, b in zip(points, points[1:]) if (b - a) @ (f_j(b)[1] - f_j(a)[1]) > 0]
+    for a, b in zip(points, points[1:]):
+        if any(np.array_equal(b - a, s) for s in kept):
+            reference.add(b - a, f_k(b)[1] - f_k(a)[1])
+    g = rng.standard_normal(n)
+    np.testing.assert_allclose(memory.direction(g), reference.direction(g), rtol=1e-9)
+    # the best point of f_j is answered on f_k without evaluating it
+    assert path.knows(best) and path.start(best * (1 + 1e-15)) is not best
+    np.testing.assert_array_equal(path.start(best * (1 + 1e-15)), best)
+    value, gradient = path.remembering(lambda x: pytest.fail("evaluated"))(best)
+    np.testing.assert_allclose(value, f_k(best)[0], rtol=1e-12)
+    np.testing.assert_allclose(gradient, f_k(best)[1], rtol=1e-10, atol=1e-12)
+    # another point is evaluated, and a start far from the carried one stays as given
+    far = best + 1.0
+    np.testing.assert_array_equal(path.start(far), far)
+    assert not path.knows(far)

@@ -55,3 +55,24 @@ def test_predictions_are_clipped_to_the_training_range(data):
     assert_allclose(cv.decision_function(far), cv.decision_function(clipped))
     unclipped = QuadraticLogisticRegressionCV(Cs=[1.0], cv=2, clip_inputs=False).fit(X, y)
     assert not np.allclose(unclipped.decision_function(far), cv.decision_function(far))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_path_ends_every_c_where_a_cold_fit_does(n_classes):
+    """The path's fits (L-BFGS pairs and the last evaluation carried from C to C) meet each C's
+    own gradient test: at a tight tol their models are the cold fits' (one optimum per C)."""
+    X, y = make_classification(n_samples=600, n_features=6, n_informative=5, n_redundant=0,
+                               n_classes=n_classes, random_state=1)
+    Cs = np.logspace(-3, 3, 7)
+    settings = dict(tol=1e-9, max_iter=5000, solver="lbfgs")
+    path = QuadraticLogisticRegression(warm_start=True, **settings)
+    n_iter, cold_iter = [], []
+    for C, fitted in zip(Cs, path._fit_path(X, y, None, Cs)):
+        cold = QuadraticLogisticRegression(C=C, **settings).fit(X, y)
+        n_iter.append(int(fitted.n_iter_[0]))
+        cold_iter.append(int(cold.n_iter_[0]))
+        scale = max(1.0, np.abs(cold.Q_).max(), np.abs(cold.coef_).max())
+        for name in ("Q_", "coef_", "intercept_"):
+            assert_allclose(getattr(fitted, name), getattr(cold, name), atol=1e-5 * scale)
+    # the warm starts save iterations: the path takes fewer than its cold fits
+    assert 0 < sum(n_iter) < sum(cold_iter)

@@ -159,12 +159,16 @@ def test_multilevel_weights_equivalence(planted, levels):
     assert set(np.unique(weights["U"])) <= allowed and set(np.unique(weights["U_bias"])) <= allowed
     t_u = X @ weights["U"].T + weights["U_bias"]
     t_v = X @ weights["V"].T + weights["V_bias"]
-    np.testing.assert_allclose((t_u * t_v) @ model.alpha_[:, 0], model.decision_function(X), rtol=1e-9)
+    np.testing.assert_allclose((t_u * t_v) @ model.alpha_[:, 0] + model.intercept_[0], model.decision_function(X), rtol=1e-9)
 
-    # The multi-level model is the binary model on replicated inputs.
+    # The multi-level model is the binary model on replicated inputs (the hinge loss: the
+    # squared loss's output intercept comes with fit_intercept, which the replicas replace).
+    model = SDPQuantizedClassifier(
+        n_neurons=40, weight_levels=levels, standardize=False, loss="hinge", random_state=0
+    ).fit(X, y)
     replicated = np.repeat(np.hstack([X, np.ones((len(X), 1))]), levels, axis=1)
     binary = SDPQuantizedClassifier(
-        n_neurons=40, fit_intercept=False, standardize=False, random_state=0
+        n_neurons=40, fit_intercept=False, standardize=False, loss="hinge", random_state=0
     ).fit(replicated, y)
     np.testing.assert_allclose(binary.lower_bound_, model.lower_bound_, rtol=1e-6)
     np.testing.assert_allclose(
@@ -182,7 +186,7 @@ def test_polynomial_activation_equivalence(planted):
     t_u = Xs @ w["U"].T + w["U_bias"]
     t_v = Xs @ w["V"].T + w["V_bias"]
     neurons = a * t_u * t_v + 0.5 * b * (w["V_lift"] * t_u + w["U_lift"] * t_v) + c * w["U_lift"] * w["V_lift"]
-    np.testing.assert_allclose(neurons @ model.alpha_[:, 0], model.decision_function(X), rtol=1e-9)
+    np.testing.assert_allclose(neurons @ model.alpha_[:, 0] + model.intercept_[0], model.decision_function(X), rtol=1e-9)
     # Neurons with u = v compute the polynomial activation itself.
     sigma = a * t_u**2 + b * t_u * w["U_lift"] + c
     same = np.all(model.U_ == model.V_, axis=1)
@@ -529,7 +533,9 @@ def test_huge_beta_says_the_optimum_is_the_zero_network(solve_planted):
         messages = [str(w.message) for w in caught]
         assert any("zero network" in m and "beta" in m for m in messages), messages
         assert not any(issubclass(w.category, ConvergenceWarning) for w in caught), messages
-        assert model.lower_bound_ == pytest.approx(1.0, rel=1e-6)  # squared loss of f = 0
+        labels = np.where(y == model.classes_[1], 1.0, -1.0)
+        # the squared loss of the zero network, whose output is the labels' mean
+        assert model.lower_bound_ == pytest.approx(np.var(labels), rel=1e-6)
 
 
 def test_stopping_short_warns_with_the_remedies(solve_planted):
@@ -581,9 +587,12 @@ def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
     mean = weight @ X / weight.sum()
     scale = np.sqrt(weight @ (X - mean) ** 2 / weight.sum())
     lifting = InputLifting(levels=2, center=mean, scale=scale)
-    beta_max = zero_network_beta(lifting, X, y, weight, loss="squared", n_outputs=3)
+    # One-hot targets centred at their weighted mean: the squared loss's output intercept.
+    onehot = np.eye(3)[y]
+    targets = onehot - weight @ onehot / weight.sum()
+    beta_max = zero_network_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
     assert model.beta_max_ == pytest.approx(beta_max, rel=1e-9)
-    expected, _ = default_beta(lifting, X, y, weight, loss="squared", n_outputs=3)
+    expected, _ = default_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
     assert model.beta_ == pytest.approx(expected, rel=1e-9)
     assert 0 < model.beta_ < model.beta_max_
     # The same fit as the float it resolved to.

@@ -26,7 +26,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the scipy release
     line_search_wolfe1 = None
 
-__all__ = ["minimize_compact_lbfgs"]
+__all__ = ["PathMemory", "minimize_compact_lbfgs"]
 
 
 class _CompactMemory:
@@ -84,6 +84,30 @@ class _CompactMemory:
         self.SY[newest, :filled] = (Y @ s)[self.ages]  # s · y_j
         self.YY[newest, :filled] = self.YY[:filled, newest] = (Y @ y)[self.ages]
 
+    def clear(self):
+        """Forget every pair (L-BFGS-B's restart after a failed line search)."""
+        self.order, self.ages = [], np.empty(0, dtype=np.intp)
+
+    def shift(self, curvature):
+        """Move every pair's ``y`` by ``curvature * s``: the pairs of ``f + 0.5 x·(curvature x)``.
+
+        The pairs are kept by age; one whose ``s · y`` is no longer positive goes.
+        """
+        k, ages = len(self.order), self.ages
+        if not k:
+            return
+        S, Y = self.pairs[:k], self.pairs[self.size : self.size + k]  # the filled ring rows
+        Y += curvature * S
+        S_aged, Y_aged = S[ages], Y[ages]
+        SY, YY = S_aged @ Y_aged.T, Y_aged @ Y_aged.T
+        if np.all(np.diagonal(SY) > 1e-10 * np.diagonal(YY)):
+            self.SY[:k, :k], self.YY[:k, :k] = SY, YY
+            return
+        kept = [(S[row].copy(), Y[row].copy()) for row in self.order]
+        self.clear()
+        for s, y in kept:
+            self.add(s, y)
+
     def direction(self, gradient):
         """``-H gradient``; with no pair yet, ``-gradient`` scaled to length 1 (L-BFGS-B's first step)."""
         k = len(self.order)
@@ -109,6 +133,87 @@ class _CompactMemory:
         correction *= gamma
         step -= correction
         return np.negative(step, out=step)
+
+
+class PathMemory:
+    """The L-BFGS memory that a path of objectives ``f_k(x) = L(x) + 0.5 x·(w_k x)`` shares.
+
+    The objectives differ by a diagonal quadratic penalty only (a
+    regularisation path: the same data term ``L``, the weights ``w_k``), so a
+    pair ``(s, y)`` of ``f_j`` is exactly one of ``f_k`` once ``y`` is moved
+    by ``(w_k - w_j) s``: the next objective of the path starts with the
+    curvature the last one learned, and its first step is the path's
+    first-order predictor (the inverse Hessian times the penalty's change of
+    the gradient) instead of a unit steepest-descent step.
+    The same move carries the best evaluation of the last objective, and of
+    its float32 twin (``kind``; the value moves by ``0.5 x·(w_k - w_j) x``,
+    the gradient by ``(w_k - w_j) x``, computed in float64 by both): a fit
+    that starts from the last fit's solution reads its value and gradient
+    there without evaluating them (:meth:`remembering`), and ends at once
+    where that gradient already passes the test.
+    :meth:`for_penalty` moves them to the next objective's weights;
+    :func:`minimize_compact_lbfgs` reads and extends the pairs (``memory=``).
+    """
+
+    # A start this close (relative to the carried point's largest entry) is
+    # that point: the solution's round trip through the fitted model's arrays.
+    _SAME_POINT = 1e-12
+
+    def __init__(self, size=None):
+        # the pairs kept (None: the run's maxcor)
+        self.size = size
+        self.memory, self.weight, self.points = None, None, {}
+
+    def for_penalty(self, weight):
+        """Move the pairs and the points to the objective of penalty weights ``weight``; returns self."""
+        weight = np.asarray(weight, dtype=np.float64)
+        if self.weight is not None and self.weight.shape == weight.shape:
+            change = weight - self.weight
+            if self.memory is not None and self.memory.pairs.shape[1] == weight.size:
+                self.memory.shift(change)
+            self.points = {kind: (x, value + 0.5 * float((change * x) @ x), gradient + change * x)
+                           for kind, (x, value, gradient) in self.points.items()}
+        else:  # another parameter layout: nothing to carry
+            self.memory, self.points = None, {}
+        self.weight = weight.copy()
+        return self
+
+    def start(self, x):
+        """``x``, or the carried solution where ``x`` is that point up to rounding."""
+        point = self.points.get("exact")
+        if point is not None and point[0].shape == x.shape and np.max(
+                np.abs(x - point[0]), initial=0.0) <= self._SAME_POINT * np.max(
+                np.abs(point[0]), initial=0.0):
+            return point[0].copy()
+        return x
+
+    def knows(self, x, kind="exact"):
+        """Whether the carried point of ``kind`` is ``x`` (its value and gradient known)."""
+        point = self.points.get(kind)
+        return point is not None and np.array_equal(x, point[0])
+
+    def remembering(self, objective, kind="exact"):
+        """``objective`` that answers at the carried point of ``kind`` and keeps its best evaluation."""
+
+        def remembered(x):
+            if self.knows(x, kind):
+                value, gradient = self.points[kind][1:]
+                return value, gradient.copy()
+            value, gradient = objective(x)
+            if kind not in self.points or value < self.points[kind][1]:
+                self.points[kind] = (x.copy(), value, gradient.copy())
+            return value, gradient
+
+        vars(remembered).update(vars(objective))  # (the twin's attributes)
+        return remembered
+
+    def take(self, size, n_parameters):
+        """The memory to run on (a new one where none fits ``size`` and ``n_parameters``)."""
+        size = size if self.size is None else self.size
+        memory = self.memory
+        if memory is None or memory.size != size or memory.pairs.shape[1] != n_parameters:
+            memory = self.memory = _CompactMemory(size, n_parameters)
+        return memory
 
 
 def _upper_solve(R, b, transpose=False):
@@ -200,7 +305,7 @@ def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, s
 
 
 def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls, maxcor,
-                           on_iteration, gradient_scale=None, search="wolfe"):
+                           on_iteration, gradient_scale=None, search="wolfe", memory=None):
     """Unconstrained L-BFGS in numpy (``minimize_lbfgs(engine="compact")``).
 
     ``objective(x) -> (value, gradient)``; the options are
@@ -210,7 +315,9 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
     ``gradient_scale`` (positive, ``x``'s shape) makes the gradient test
     read ``gradient / gradient_scale``, as ``minimize_lbfgs``'s does;
     ``search`` is the line search where the unit step fails
-    (``_LINE_SEARCHES``: ``minimize_lbfgs`` takes L-BFGS-B's, "lbfgsb").
+    (``_LINE_SEARCHES``: ``minimize_lbfgs`` takes L-BFGS-B's, "lbfgsb");
+    ``memory`` a :class:`PathMemory` whose pairs the run starts from and
+    extends (None: an empty memory of its own).
 
     Each iteration steps along ``-H g`` (``_CompactMemory``) by
     ``_line_step()``; where no step is found, the memory is dropped and the
@@ -222,7 +329,8 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
     """
     if search not in _LINE_SEARCHES:
         raise ValueError(f"search must be one of {_LINE_SEARCHES}, got {search!r}.")
-    memory = _CompactMemory(max(1, maxcor), x.size)
+    memory = (_CompactMemory(max(1, maxcor), x.size) if memory is None
+              else memory.take(max(1, maxcor), x.size))
     value, gradient = objective(x)
     counter = {"evaluations": 1}
 
@@ -247,7 +355,7 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
                           previous_value, maxls, search)
         if step is None and memory.order:
             # As L-BFGS-B: forget the pairs and try once more from steepest descent.
-            memory = _CompactMemory(max(1, maxcor), x.size)
+            memory.clear()
             step = _line_step(evaluate, x, value, gradient, memory.direction(gradient),
                               previous_value, maxls, search)
         if step is None:

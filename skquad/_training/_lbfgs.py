@@ -35,7 +35,7 @@ __all__ = ["fit_trainer_lbfgs", "lbfgs_convergence_message", "minimize_lbfgs"]
 
 def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=None,
                    maxcor=None, on_iteration=None, gradient_scale=None, coarse_objective=None,
-                   engine="scipy"):
+                   engine="scipy", memory=None):
     """Minimise ``objective(theta) -> (value, gradient)`` with L-BFGS-B.
 
     Parameters
@@ -85,6 +85,11 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         little more than that bookkeeping, such as quadratic logistic
         regression's.
         Both engines take ``gradient_scale`` and ``coarse_objective``.
+    memory : PathMemory, optional
+        The compact engine's pairs to start from and extend, carried along a
+        regularisation path (:class:`~skquad._foundation._lbfgs_compact.PathMemory`);
+        with a ``coarse_objective``, its phase runs on them. None: each run
+        starts with an empty memory.
 
     Returns
     -------
@@ -94,6 +99,8 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
     x0 = np.asarray(x0, dtype=np.float64)
     if engine not in ("scipy", "compact"):
         raise ValueError(f"engine must be 'scipy' or 'compact', got {engine!r}.")
+    if memory is not None and engine != "compact":
+        raise ValueError("memory needs engine='compact': scipy's L-BFGS-B keeps its own pairs.")
     if int(max_iter) == 0:
         # scipy's L-BFGS-B takes one step even with maxiter=0 (it checks the
         # limit after the first iteration); zero iterations means the
@@ -110,7 +117,7 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         options["maxls"] = int(maxls)
     if maxcor is not None:
         options["maxcor"] = int(maxcor)
-    run = _LbfgsRun(tol, gradient_scale, on_iteration, engine)
+    run = _LbfgsRun(tol, gradient_scale, on_iteration, engine, memory)
     if coarse_objective is None:
         return run.minimize(objective, x0, options)
     return _coarse_then_exact(run, objective, coarse_objective, x0, options)
@@ -123,8 +130,9 @@ class _LbfgsRun:
     that ``on_iteration`` numbers the iterations of the whole fit.
     """
 
-    def __init__(self, tol, gradient_scale, on_iteration, engine="scipy"):
+    def __init__(self, tol, gradient_scale, on_iteration, engine="scipy", memory=None):
         self.tol = tol
+        self.memory = memory
         self.gradient_scale = gradient_scale
         self.on_iteration = on_iteration
         self.engine = engine
@@ -138,10 +146,10 @@ class _LbfgsRun:
         )
         return bool(np.max(scaled, initial=0.0) <= (self.tol if tol is None else tol))
 
-    def minimize(self, objective, x0, options, tol=None):
+    def minimize(self, objective, x0, options, tol=None, carried=True):
         """One run of the engine; ``tol`` (the driver's by default) is the scaled test's."""
         if self.engine == "compact":
-            return self._minimize_compact(objective, x0, options, tol)
+            return self._minimize_compact(objective, x0, options, tol, carried)
         state = {"stopped": False, "converged": False, "last": None}
         if self.gradient_scale is not None:
             inner = objective
@@ -179,7 +187,7 @@ class _LbfgsRun:
             self.on_iteration is not None and self.on_iteration(self.iteration, value, theta)
         )
 
-    def _minimize_compact(self, objective, x0, options, tol):
+    def _minimize_compact(self, objective, x0, options, tol, carried=True):
         """The numpy engine on scipy's ``options`` (the compact engine's defaults where unset).
 
         Without numpy's overflow warnings, as scipy's compiled engine: a
@@ -193,6 +201,7 @@ class _LbfgsRun:
                 maxls=options.get("maxls", 20), maxcor=options.get("maxcor", 10),
                 on_iteration=lambda iteration, value, theta: self._accept(value, theta),
                 gradient_scale=self.gradient_scale, search="lbfgsb",
+                memory=self.memory if carried else None,
             )
 
 
@@ -226,8 +235,18 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     exact evaluation at the switch usually passes too: the fit then costs
     the coarse one plus one exact evaluation. A non-finite coarse value
     (float32's range is smaller) switches at the last accepted iterate.
-    The exact phase starts with an empty L-BFGS memory.
+    The exact phase starts with an empty L-BFGS memory (the caller's
+    ``memory``, a path's, is the coarse phase's).
     """
+    if run.memory is not None and run.memory.knows(x0):
+        # a path's start at the last fit's solution: its exact gradient is known
+        value, gradient = objective(x0)
+        if run.passes(gradient):
+            return OptimizeResult(
+                x=x0, fun=value, jac=gradient, nit=0, nfev=1, status=0, success=True,
+                message="CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL",
+                stopped_by_callback=False,
+            )
     floor = float(coarse_objective.gradient_floor)
     coarse_options = dict(options, gtol=max(float(options["gtol"]), floor))
     coarse_options["ftol"] = max(float(options.get("ftol", 0.0)), _COARSE_FTOL)
@@ -278,7 +297,8 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     exact_options = dict(
         options, maxiter=options["maxiter"] - spent_iter, maxfun=options["maxfun"] - spent_fun + 1
     )
-    result = run.minimize(exact, start, exact_options)
+    # (an empty memory: float32 pairs would mislead float64 steps below their rounding)
+    result = run.minimize(exact, start, exact_options, carried=False)
     result.nit = spent_iter + int(result.nit)
     result.nfev = spent_fun - 1 + int(result.nfev)
     return result
@@ -336,6 +356,8 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
     config = trainer.config
     fit = _FullBatchFit(trainer, X, y, sample_weight, data_term)
     theta0 = trainer.flat_parameters.double().cpu().numpy().copy()
+    if fit.memory is not None:
+        theta0 = fit.memory.start(theta0)
     gradient_scale = _gradient_scale(trainer)
     fit.reporter.begin()
     try:
@@ -343,7 +365,7 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
             fit.objective, theta0, max_iter=max_iter, max_fun=config.max_fun, tol=config.tol,
             ftol=config.lbfgs_ftol, maxls=config.lbfgs_maxls, maxcor=config.lbfgs_maxcor,
             on_iteration=fit.on_iteration, gradient_scale=gradient_scale,
-            coarse_objective=fit.coarse, engine=config.lbfgs_engine,
+            coarse_objective=fit.coarse, engine=config.lbfgs_engine, memory=fit.memory,
         )
     except NonFiniteObjective:
         result = None
@@ -378,6 +400,13 @@ class _FullBatchFit:
         # the flat objective's float32 twin for a float64 fit (see minimize_lbfgs;
         # its points are no candidates for the best: the fit ends on an exact one)
         self.coarse = getattr(flat, "coarse", None)
+        # the pairs a regularisation path carries from its last objective (PathMemory)
+        self.memory = getattr(flat, "memory", None) if trainer.config.lbfgs_engine == "compact" \
+            else None
+        if self.memory is not None:
+            self.flat = self.memory.remembering(flat)
+            if self.coarse is not None:
+                self.coarse = self.memory.remembering(self.coarse, "coarse")
 
     def flat_objective(self, theta):
         loss, gradient = self.flat(theta)

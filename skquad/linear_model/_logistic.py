@@ -17,12 +17,19 @@ from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import as_tensor, prediction_device, resolve_device, to_numpy
 from .._training import SparseRows
-from ..nn.quadratic_form import chunked_quadratic_form_scores, low_rank_quadratic_scores
+from .._foundation._lbfgs_compact import PathMemory
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
+from ..nn.quadratic_form import (
+    PATH_MEMORY,
+    chunked_quadratic_form_scores,
+    low_rank_quadratic_scores,
+)
 from ..nn.quadratic_ridge import expansion_size
 from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries
 from ._qlr_drivers import LBFGS, NEWTON, PROXIMAL, SGD, SGD_EPOCH, training_rows
 from ._sparse_q import SPARSE_PENALTIES, check_sparse_settings, publish_interactions
-from ._qlr_problem import build_problem, check_feature_scale
+from ._qlr_problem import PATH_MAXCOR, build_problem, check_feature_scale
 
 __all__ = ["QuadraticLogisticRegression"]
 
@@ -500,6 +507,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
         check_feature_scale(X, type(self).__name__)
         data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)
+        # the fits differ by the penalty only: L-BFGS carries its pairs from C to C
+        data.design_cache[PATH_MEMORY] = PathMemory(size=PATH_MAXCOR)
         for C in Cs:
             self.C = float(C)
             yield self._solve(data, self._previous_solution(), step_size=self._step_size())
@@ -638,7 +647,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         as_float64 = lambda array: torch.as_tensor(
             array if is_tensor(array) else np.asarray(array, dtype=np.float64), dtype=torch.float64, device=device)
         coef, intercept = as_float64(self.coef_), as_float64(self.intercept_)
-        with torch.no_grad():
+        # the fits' thread rule: a small prediction (a CV fold's scoring) on one
+        # thread, which torch's second one slows many times when the cores are busy
+        flops = 2.0 * X_t.shape[0] * X_t.shape[1] * (X_t.shape[1] + 1) * coef.shape[0]
+        with torch.no_grad(), limit_threads(thread_count("auto", device, flops)):
             if getattr(self, "Q_vectors_", None) is not None:
                 scores = low_rank_quadratic_scores(
                     X_t,

@@ -41,10 +41,12 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     The counterpart of :class:`~sklearn.linear_model.LogisticRegressionCV`:
     on each fold the whole path of ``Cs`` is solved from the strongest
     penalty (smallest ``C``) to the weakest, each fit starting from the
-    previous one's solution (the estimator's warm start), so most of the path
-    costs a few iterations. The ``C`` with the best mean score over the folds
-    is refitted on all the data, from the mean of the folds' models at that
-    ``C``.
+    previous one's solution (the estimator's warm start) and, with L-BFGS,
+    from the curvature it learned there (its correction pairs, moved to the
+    new ``C``'s penalty), so most of the path costs a few iterations; each
+    ``C``'s fit still stops on its own gradient test. The ``C`` with the
+    best mean score over the folds is refitted on all the data, from the
+    mean of the folds' models at that ``C``.
 
     Parameters
     ----------
@@ -344,6 +346,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         n_cs = Cs.shape[0]
         scores, n_iter, models = np.empty(n_cs), np.empty(n_cs, int), [None] * n_cs
         test_params = _check_method_params(X, params=score_params, indices=test)
+        X_test, y_test = X[test], labels[test]  # once per fold, not per C
         order = np.argsort(Cs, kind="stable")
         path = model._fit_path(X[train], labels[train], weight[train], Cs[order])
         for index, model in zip(order, path):
@@ -353,7 +356,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
                     f"{model.classes_.tolist()} of {self.classes_.tolist()}: every training "
                     "fold needs every class. Use a stratified cv (the default) or fewer folds."
                 )
-            scores[index] = scorer(model, X[test], labels[test], **test_params)
+            scores[index] = scorer(model, X_test, y_test, **test_params)
             n_iter[index] = model.n_iter_[0]
             models[index] = {name: getattr(model, name).copy() for name in _MODEL}
         return Bunch(scores=scores, n_iter=n_iter, models=models, device=model.device_)

@@ -19,7 +19,7 @@ from .._foundation._runtime import RuntimePolicy, runtime_policy
 from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
 from ..nn.quadratic_form import log_loss_per_sample, low_rank_to_dense, quadratic_penalty
 
-__all__ = ["LBFGS_SETTINGS", "QLRProblem", "Route", "Solution", "build_problem", "check_feature_scale"]
+__all__ = ["LBFGS_SETTINGS", "PATH_MAXCOR", "QLRProblem", "Route", "Solution", "build_problem", "check_feature_scale"]
 
 # Column magnitudes outside [1e-4, 1e4] put the quadratic terms' scale (their
 # squares) beyond 1e8 away from the intercept's 1: a Hessian with that spread
@@ -31,6 +31,11 @@ _WELL_SCALED = (1e-4, 1e4)
 # (scipy's maxcor, see ``solver``), on the training engine's numpy L-BFGS
 # (L-BFGS-B's iterates without setulb's bookkeeping): both L-BFGS drivers.
 LBFGS_SETTINGS = {"ftol": 64 * np.finfo(float).eps, "maxls": 50, "maxcor": 20, "engine": "compact"}
+# The correction pairs a path of C keeps (QuadraticLogisticRegressionCV's folds,
+# ``PathMemory``): its objectives share the data term, so the pairs of the
+# earlier Cs keep describing its curvature; twice a fit's, as a pair costs a
+# direction 4 numbers per parameter against an evaluation's n d^2 products.
+PATH_MAXCOR = 2 * LBFGS_SETTINGS["maxcor"]
 
 
 def check_feature_scale(X, name):

@@ -55,6 +55,7 @@ from .._foundation._blas import gram_update, upper_product_in_place
 from .._foundation._memory import available_memory
 
 __all__ = [
+    "PATH_MEMORY",
     "QuadraticScores",
     "chunked_quadratic_form_scores",
     "column_magnitudes",
@@ -111,6 +112,11 @@ _SMALL_PROBLEM_PRODUCT = 1 << 22
 # (:func:`packed_logistic_objective`): one GEMM each way on half the matrix
 # products' multiply-adds, where the small problems' time goes to the calls.
 _DESIGN_MATRIX_ELEMENTS = 1 << 20
+# The key of a full-batch objective's ``cache`` under which a regularisation
+# path puts the L-BFGS pairs its fits share (a ``PathMemory``, see
+# :func:`quadratic_logistic_loss_and_gradient`); without it every fit starts
+# with an empty memory.
+PATH_MEMORY = "lbfgs_path_memory"
 # How many times faster the matrix form's BLAS products (float32 twin, the
 # policy's threads) run per multiply-add than the streamed design's
 # (:func:`_pairs_are_cheaper`): the fits broke even near 200 of 1 830 pairs at d = 60.
@@ -1015,7 +1021,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         )
     zeros = np.zeros(n_scores, dtype=dtype)
     inverse = packing._inverse.astype(dtype)
-    scratch = {}
+    # (the fits that share a cache share the buffers and the transposed rows)
+    scratch = {} if cache is None else cache.setdefault(("scratch", dtype.str), {})
 
     def objective(theta):
         params = theta.astype(dtype, copy=False)
@@ -1095,6 +1102,22 @@ def weighted_row_scale(X, sample_weight):
     """``sum_i s_i max(1, max_j x_ij^2)``: summed over row blocks, the input of :func:`float32_twin`."""
     largest = np.maximum(X.max(axis=1, initial=1.0), -X.min(axis=1, initial=-1.0))
     return float(sample_weight @ np.square(largest))
+
+
+def _float32_inputs(rows, weights, n_scores, packing, cache):
+    """``(twin attributes, float32 rows, float32 weights)`` of a float32 twin, or None.
+
+    None where :func:`float32_twin` declines or the copy does not fit in
+    memory (half of the rows' memory more: a speed-up only, so it is skipped
+    rather than refused when memory is short). Kept in ``cache`` (the rows
+    of every fit that shares it are the same), so computed once.
+    """
+    if "float32" not in cache:
+        twin = float32_twin(column_magnitudes(rows), weighted_row_scale(rows, weights), n_scores,
+                            packing)
+        cache["float32"] = None if twin is None or not _copy_fits_in_memory(rows.nbytes // 2) \
+            else (twin, rows.astype(np.float32), weights.astype(np.float32))
+    return cache["float32"]
 
 
 def _copy_fits_in_memory(n_bytes):
@@ -1389,6 +1412,11 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         Write ``2 G - diag(G)`` for ``Q``: the gradient with respect to the
         ``d(d+1)/2`` free entries of the symmetric matrix (Noel et al.'s
         stochastic update, their equation 21) instead of ``G``.
+    cache : dict, optional
+        Shared by the fits of one path on the same rows: the float32 rows and
+        the degree-2 design, built once; where it holds a ``PathMemory`` under
+        ``PATH_MEMORY``, the flat objective's L-BFGS starts from the pairs of
+        the path's last fit, moved to this fit's penalty.
     """
     scratch = {}
 
@@ -1427,24 +1455,30 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         """
         if not module.packed or _is_sparse_rows(X) or X.device.type != "cpu":
             return None
+        rows, labels, weights = X.numpy(), y.numpy(), weight.numpy()
+        if cache is not None:
+            # the fits that share the cache read the same rows: the first one's
+            # arrays, so that what is kept per array (the transposed rows, the
+            # labels as numbers) is kept for all of them
+            rows, labels, weights = cache.setdefault(
+                ("inputs", rows.dtype.str), (rows, labels, weights))
         build = lambda rows, weights: packed_logistic_objective(
-            rows, y.numpy(), weights, module.packing, module.coef.shape[0], l2,
+            rows, labels, weights, module.packing, module.coef.shape[0], l2,
             cross_weight=cross_weight, fit_intercept=module.intercept.requires_grad,
             class_blocks=class_blocks, cache=cache,
         )
-        rows, weights = X.numpy(), weight.numpy()
         objective = build(rows, weights)
-        twin = None if X.dtype != torch.float64 else float32_twin(
-            column_magnitudes(rows), weighted_row_scale(rows, weights), module.coef.shape[0],
-            module.packing,
-        )
-        if twin is not None and _copy_fits_in_memory(rows.nbytes // 2):
-            # a float32 copy of the rows: half of X's memory more (a speed-up
-            # only, so it is skipped rather than refused when memory is short)
-            rows32 = rows.astype(np.float32) if cache is None else cache.get("float32")
-            if rows32 is None:
-                rows32 = cache["float32"] = rows.astype(np.float32)
-            objective.coarse = build(rows32, weights.astype(np.float32))
+        memory = None if cache is None else cache.get(PATH_MEMORY)
+        if memory is not None:
+            # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
+            objective.memory = memory.for_penalty(packed_penalty_weight(
+                module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
+                fit_intercept=module.intercept.requires_grad))
+        coarse = None if X.dtype != torch.float64 else _float32_inputs(
+            rows, weights, module.coef.shape[0], module.packing, {} if cache is None else cache)
+        if coarse is not None:
+            twin, rows32, weights32 = coarse
+            objective.coarse = build(rows32, weights32)
             vars(objective.coarse).update(twin)
         return objective
 

@@ -359,6 +359,10 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         """Whether the model has a free output intercept (the targets are centred)."""
         return False
 
+    def _refits_intercept(self):
+        """Whether the refit of the second layer also fits the output intercept (unpenalised)."""
+        return self._centres_targets()
+
     def _rows_less_linear_term(self, X, targets, weight, offset, *, n_samples):
         """``(targets less the linear term, offset plus its constant)`` where the model has one."""
         self._forget_linear_term()
@@ -534,7 +538,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
             alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
             span=lambda: lifting.monomials(X_train),  # and in these products
-            fit_intercept=self._centres_targets(),  # unpenalised, on the centred targets
+            fit_intercept=self._refits_intercept(),
         )
         return sampled, refit.objective, refit.alpha, refit.intercept
 
@@ -547,6 +551,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             return sampled, sampled, alpha, np.zeros(alpha.shape[1])
         refit = refit_from_statistics(
             S, statistics, beta=beta, n_lifted=p, alpha=alpha,
+            fit_intercept=self._refits_intercept(),
         )
         return sampled, refit.objective, refit.alpha, refit.intercept
 
@@ -773,6 +778,15 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
         ``u_0, v_0`` (or multi-level ones with ``weight_levels > 1``).
         The constant input has scale 1, matched to standardized features.
+        With the squared loss, also an unpenalised output intercept per
+        score (``intercept_``), as :class:`~sklearn.linear_model.RidgeClassifier`
+        has: the relaxation is solved on the encoded labels less their
+        weighted mean ``ybar`` and ``intercept_`` is ``ybar``, so the
+        network never pays its penalty for the classes' proportions.
+        ``lower_bound_`` certifies the networks with that intercept, the
+        returned one among them (the refit of the second layer keeps it).
+        The hinge and logistic losses have no such exact centring and keep
+        their intercept in the penalised quadratic forms.
     standardize : bool, default=True
         Standardize the features inside the model, ``(x - feature_mean_) /
         feature_scale_`` with (sample-weighted) training statistics, before the
@@ -909,6 +923,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         ``n_scores`` is 1 for binary problems, else ``n_classes``.
     neuron_class_ : ndarray of shape (n_neurons_,)
         Index of the score each neuron was sampled for.
+    intercept_ : ndarray of shape (n_scores,)
+        The output intercept, the encoded labels' weighted mean (see
+        ``fit_intercept``); zeros for the hinge and logistic losses and
+        without ``fit_intercept``.
     n_neurons_ : int
         Neurons of the current network (set by ``fit`` and :meth:`resample`).
     lower_bound_ : float
@@ -1108,6 +1126,16 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     def _sdp_targets(self, y_train, n_outputs):
         """±1 labels (binary) or class indices, from the encoded labels."""
         return _class_targets(y_train, n_outputs)
+
+    def _centres_targets(self):
+        """An output intercept where the loss allows it exactly: the squared loss, whose best
+        intercept is the mean residual (RidgeClassifier's), not the hinge or logistic."""
+        return bool(self.fit_intercept) and self.loss == "squared"
+
+    def _refits_intercept(self):
+        """False: the refit keeps the labels' mean as the intercept, so that the network stays
+        in the class ``lower_bound_`` certifies (``lower_bound_ <= objective_``)."""
+        return False
 
     def _target_signature(self):
         return self.classes_.tolist()
