@@ -134,6 +134,18 @@ def keeps_tensors(X):
     return _TENSOR_ROUTE.get() and is_tensor(X)
 
 
+def _same_device(X, reference):
+    """Whether two tensors lie on one device (``is_cpu`` first: cheaper than building devices)."""
+    return (X.is_cpu and reference.is_cpu) or X.device == reference.device
+
+
+def _tensor_on(result, X):
+    """A NumPy result of the tensor route (computed on the view of a CPU tensor) as a tensor on
+    ``X``'s device, sharing its memory on the CPU."""
+    torch = sys.modules["torch"]
+    return torch.from_numpy(result) if X.is_cpu else torch.as_tensor(result, device=X.device)
+
+
 def _on_tensors(estimator, X, step):
     """Whether ``estimator``'s ``step`` ("fit" or "predict") takes a torch ``X`` as it is."""
     return step in getattr(estimator, "_computes_on_tensors", ()) and is_tensor(X)
@@ -257,16 +269,14 @@ def _prediction(method, name):
     def predict(estimator, X, *args, **kwargs):
         reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
         if (_on_tensors(estimator, reference, "predict") and type(X) is type(reference)
-                and X.device == reference.device and get_config()["array_api_dispatch"]):
+                and _same_device(X, reference) and get_config()["array_api_dispatch"]):
             # the fit's tensors: scores, labels and probabilities in torch (score's metric too)
             token = _TENSOR_ROUTE.set(True)
             try:
                 result = method(estimator, X, *args, **kwargs)
             finally:
                 _TENSOR_ROUTE.reset(token)
-            if isinstance(result, np.ndarray):  # computed on the view of a CPU tensor
-                return sys.modules["torch"].as_tensor(result, device=X.device)
-            return result
+            return _tensor_on(result, X) if isinstance(result, np.ndarray) else result
         space = input_namespace(X)
         if space is None and isinstance(reference, (np.ndarray, type(None))):
             return method(estimator, X, *args, **kwargs)

@@ -413,7 +413,7 @@ def fit_quadratic_ridge(X, Y, weight, alpha, *, quadratic_alpha=None, fit_interc
 def computes_in_torch(X):
     """Whether a torch ``X``'s normal equations and scores are computed in torch: off the CPU
     (on it NumPy's SYRK and einsum on a view of the tensor are the faster)."""
-    return hasattr(X, "aminmax") and X.device.type != "cpu"
+    return hasattr(X, "aminmax") and not X.is_cpu
 
 
 def _tensor_normal_equations(X, Y, weight, rows, cols, fit_intercept):
