@@ -83,7 +83,8 @@ def clip_to_range(X, data_min, data_max):
         np.clip(X.data, low, high, out=X.data)
         return X
     if hasattr(X, "amin"):  # a torch tensor and torch bounds, in X's dtype as np.clip rounds
-        low, high = data_min.to(X.dtype), data_max.to(X.dtype)
+        same = data_min.dtype == X.dtype
+        low, high = (data_min, data_max) if same else (data_min.to(X.dtype), data_max.to(X.dtype))
         column_min, column_max = _column_extremes(X)
         outside = bool((column_min < low).any() or (column_max > high).any())
         return X.clip(low, high) if outside else X
