@@ -267,6 +267,8 @@ def _fit(method, name):
 def _prediction(method, name):
     @functools.wraps(method)
     def predict(estimator, X, *args, **kwargs):
+        # predictions carry no gradient: a tensor that requires one is read detached (a view)
+        X = X.detach() if getattr(X, "requires_grad", False) else X
         reference = getattr(estimator, _REFERENCE_ATTRIBUTE, None)
         if (_on_tensors(estimator, reference, "predict") and type(X) is type(reference)
                 and _same_device(X, reference) and get_config()["array_api_dispatch"]):

@@ -150,6 +150,11 @@ def test_cpu_tensors_without_a_numpy_view_are_validated_in_torch(estimator):
         narrow = torch.asarray(X).to(torch.bfloat16)
         torch.testing.assert_close(fitted.predict(narrow), fitted.predict(narrow.to(torch.float64)),
                                    rtol=0, atol=0)
+        # a tensor that requires grad (no NumPy view) predicts as its values do, without one
+        tracked = torch.asarray(X).requires_grad_()
+        predicted = fitted.predict(tracked)
+        assert not predicted.requires_grad
+        torch.testing.assert_close(predicted, fitted.predict(torch.asarray(X)), rtol=0, atol=0)
         X[0, 0] = np.inf
         with pytest.raises(ValueError, match=r"infinity .* torch\.float64"):
             fitted.predict(torch.asarray(X))
