@@ -23,21 +23,6 @@ def test_constraints_part_times_every_group_size(tmp_path):
     assert (table["fit seconds"] > 0).all() and "allowed pairs" in result["markdown"]
 
 
-def test_one_standard_error_rule_takes_the_sparsest_model_within_a_standard_error():
-    from types import SimpleNamespace
-
-    X, y, _ = _sparse_q._planted(0, 200, 6)
-    folds = np.array([[-0.2], [0.0], [0.2]])  # a standard error of 0.163 / sqrt(3) ~ 0.094
-    # mean errors 3, 1.05, 1.0, 1.02 down the alphas: the best is 1.0, within its error 1.05
-    regression = SimpleNamespace(alphas_=np.array([1.0, 0.3, 0.1, 0.03]),
-                                 mse_path_=np.array([3.0, 1.05, 1.0, 1.02])[:, None] + folds.T)
-    assert _sparse_q._one_standard_error(regression, X, y).alpha_ == 0.3
-    # Cs in any order: the smallest C within a standard error of the best mean score
-    classification = SimpleNamespace(Cs_=np.array([1.0, 0.01, 0.1, 0.03]),
-                                     scores_=np.array([0.9, 0.5, 0.95, 0.8]) + folds)
-    assert _sparse_q._one_standard_error(classification, X, (y > 0).astype(int)).C == 0.1
-
-
 def test_the_l1_grid_starts_at_the_empty_model():
     from sklearn.datasets import load_wine
     from sklearn.preprocessing import StandardScaler

@@ -6,6 +6,7 @@ import pytest
 from skquad._foundation._held_out import (
     MIN_HELD_OUT_ROWS,
     MIN_ROWS,
+    SELECTION_RULES,
     HeldOutErrors,
     can_hold_out,
     held_out_folds,
@@ -89,3 +90,14 @@ def test_an_interrupted_search_leaves_the_model_and_the_warning_filters(name, mo
     assert len(calls) == 2 and warnings.filters == filters
     np.testing.assert_array_equal(model.predict(X), before)
     assert vars(model).keys() == state.keys()
+
+
+def test_the_cv_estimators_rule_is_glmnets_lambda_1se():
+    # 3 folds' errors of 4 candidates, the most penalised first; each fold shifts all alike
+    folds = np.array([-0.2, 0.0, 0.2])[:, None]
+    errors = np.array([3.0, 1.05, 1.0, 1.02]) + folds
+    assert SELECTION_RULES["best"](errors) == 2
+    # the best's standard error over the folds, 0.2 / sqrt(3): 1.05 is within it
+    assert SELECTION_RULES["one_standard_error"](errors) == 1
+    # paired, the folds' common shift cancels and nothing is within noise of the best
+    assert one_standard_error_choice(errors) == 2

@@ -14,13 +14,15 @@ the rest. Two rules make that choice hold on few rows:
   the more penalised model extrapolates the least.
 """
 
+import functools
+
 import numpy as np
 
 from ._rows import row_folds
 
 __all__ = [
     "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "can_hold_out", "held_out_folds",
-    "held_out_splits", "one_standard_error_choice", "smallest_error_choice",
+    "held_out_splits", "one_standard_error_choice", "smallest_error_choice", "SELECTION_RULES",
 ]
 
 FOLDS = 5  # fifths: each fit sees 80 % of the rows
@@ -85,14 +87,19 @@ class HeldOutErrors:
                                for k in range(0, len(calls), n_candidates)])
 
 
-def one_standard_error_choice(errors):
+def one_standard_error_choice(errors, *, paired=True):
     """Index of the first (most penalised) candidate whose mean error is within one standard
-    error of the smallest mean; ``errors`` of shape (held-out rows, candidates)."""
+    error of the smallest mean; ``errors`` of shape (held-out rows or folds, candidates).
+
+    ``paired``: the standard error of each candidate's difference from the best, row by row
+    (rows are shared, so their common noise cancels). False: the standard error of the best
+    candidate's own errors, glmnet's ``lambda.1se`` on the folds' mean errors.
+    """
     with np.errstate(invalid="ignore"):
         mean = errors.mean(axis=0)
         best = int(np.argmin(mean))
-        differences = errors - errors[:, [best]]
-        standard_error = np.nan_to_num(differences.std(axis=0, ddof=1)) / np.sqrt(len(errors))
+        spread = errors - errors[:, [best]] if paired else errors[:, [best]]
+        standard_error = np.nan_to_num(spread.std(axis=0, ddof=1)) / np.sqrt(len(errors))
     return int(np.flatnonzero(mean - mean[best] <= standard_error)[0])
 
 
@@ -100,3 +107,11 @@ def smallest_error_choice(errors):
     """Index of the candidate of the smallest mean error; ``errors`` as above. For candidates
     whose most penalised is no safer a model (a network's strongest penalty is a constant)."""
     return int(np.argmin(errors.mean(axis=0)))
+
+
+# The CV estimators' ``selection_rule``: which candidate their folds' errors choose. Over a
+# few folds, the standard error of the best candidate's fold errors (glmnet's lambda.1se).
+SELECTION_RULES = {
+    "best": smallest_error_choice,
+    "one_standard_error": functools.partial(one_standard_error_choice, paired=False),
+}

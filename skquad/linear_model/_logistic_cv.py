@@ -23,6 +23,7 @@ from sklearn.utils.validation import _check_method_params
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._foundation._docstrings import shared_docstring
+from .._foundation._held_out import SELECTION_RULES
 from .._base import BaseQuadraticClassifier, dispatch_inputs
 from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
 from ._logistic import QuadraticLogisticRegression
@@ -71,6 +72,16 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         Refit the best ``C`` on all the data. False: the model is the mean
         of the folds' models each at its own best ``C``, and ``C_`` the mean
         of those ``C``.
+    selection_rule : {"best", "one_standard_error"}, default="best"
+        Which ``C`` the folds' scores choose. ``"best"``: the best mean
+        score, ``LogisticRegressionCV``'s choice. ``"one_standard_error"``:
+        the smallest ``C`` (the strongest penalty; with ``l1_ratios``, the
+        first of them at that ``C``) whose mean score is within one standard
+        error of the best, the standard error of the best ``C``'s scores over
+        the folds (Breiman's rule; glmnet's ``lambda.1se``). The best
+        mean over-selects pairs with a sparse ``penalty``, as ``LassoCV``'s
+        does; the rule keeps the sparsest model the folds cannot tell from
+        it. Needs ``refit=True``.
     tol : float, default=1e-4
         The stopping tolerance of every fit (see :class:`QuadraticLogisticRegression`).
     max_iter : int, default=500
@@ -172,6 +183,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         "l1_ratios": ["array-like", None],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "refit": ["boolean"],
+        "selection_rule": [StrOptions(set(SELECTION_RULES))],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "max_fun": [Interval(Integral, 1, None, closed="left")],
@@ -196,6 +208,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         l1_ratios=None,
         scoring=None,
         refit=True,
+        selection_rule="best",
         tol=1e-4,
         max_iter=500,
         max_fun=15000,
@@ -216,6 +229,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self.l1_ratios = l1_ratios
         self.scoring = scoring
         self.refit = refit
+        self.selection_rule = selection_rule
         self.tol = tol
         self.max_iter = max_iter
         self.max_fun = max_fun
@@ -294,6 +308,11 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self : QuadraticLogisticRegressionCV
         """
         _raise_for_params(params, self, "fit")
+        if self.selection_rule != "best" and not self.refit:
+            raise ValueError(
+                f"selection_rule={self.selection_rule!r} needs refit=True: without the refit "
+                "each fold keeps its own best C, which has no standard error across the folds."
+            )
         X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
         labels = self.classes_[y_encoded]
         routed = self._routed_params(sample_weight, params)
@@ -319,7 +338,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self.coefs_paths_, self.intercepts_paths_ = (
             along(name).reshape(shape + along(name).shape[2:]) for name in _MODEL[1:])
         scores = np.array([path.scores for path in paths])
-        best = int(np.argmax(scores.mean(axis=0)))
+        best = self._chosen_index(scores, Cs, len(ratios))
         if self.refit:
             start = {name: np.mean([p.models[best][name] for p in paths], axis=0)
                      for name in _MODEL}
@@ -339,6 +358,15 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         if self.penalty in SPARSE_PENALTIES:
             publish_interactions(self)
         return self
+
+    def _chosen_index(self, scores, Cs, n_ratios):
+        """The flat (C-major) index of the chosen candidate; ``scores`` (folds, candidates)."""
+        if self.selection_rule == "best":
+            return int(np.argmax(scores.mean(axis=0)))
+        # candidates from the strongest penalty (smallest C) up, the ratios in their order
+        order = np.concatenate([np.arange(c * n_ratios, (c + 1) * n_ratios)
+                                for c in np.argsort(Cs, kind="stable")])
+        return int(order[SELECTION_RULES[self.selection_rule](-scores[:, order])])
 
     def _fold_path(self, inner, X, labels, weight, train, test, Cs, scorer, score_params):
         """One fold's path: ``Cs`` from the smallest up, each fit warm-started from the last."""

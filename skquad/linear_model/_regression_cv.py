@@ -15,6 +15,7 @@ from .._foundation._atomic import atomic_fit
 from .._foundation._cv_routing import splitter_params, splitter_router
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._foundation._docstrings import shared_docstring
+from .._foundation._held_out import SELECTION_RULES
 from .._foundation._memory import check_memory
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
@@ -122,6 +123,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         chooses (``quadratic_ratios``, ``scoring`` and ``gcv_mode`` do not apply).
     l1_ratio : float, list of float or None, default=None
         With a sparse ``penalty``: the ``l1_ratio`` values tried (None: 1).
+    selection_rule : {"best", "one_standard_error"}, default="best"
+        With a sparse ``penalty``, which ``alpha`` the folds' errors choose.
+        ``"best"``: the smallest mean squared error, ``LassoCV``'s choice.
+        ``"one_standard_error"``: the largest ``alpha`` (with several
+        ``l1_ratio``, the first of them at that step of the grids) whose mean
+        error is within one standard error of the smallest, the standard
+        error of the best ``alpha``'s errors over the folds (Breiman's rule;
+        glmnet's ``lambda.1se``): the sparsest model the folds cannot tell
+        from the best, where the best mean over-selects pairs. The ``"l2"``
+        penalty's leave-one-out takes ``"best"`` only.
     [shared: clip_inputs clip_outputs:QuadraticRegression]
 
     Attributes
@@ -185,6 +196,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "interaction_cst": INTERACTION_CST_CONSTRAINT,
         "penalty": [StrOptions({"l2", *SPARSE_PENALTIES})],
         "l1_ratio": ["array-like", Interval(Real, 0, 1, closed="both"), None],
+        "selection_rule": [StrOptions(set(SELECTION_RULES))],
         "clip_inputs": ["boolean"],
         "clip_outputs": ["boolean"],
     }
@@ -211,11 +223,13 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         interaction_cst=None,
         penalty="l2",
         l1_ratio=None,
+        selection_rule="best",
         clip_inputs=True,
         clip_outputs=False,
     ):
         self.penalty = penalty
         self.l1_ratio = l1_ratio
+        self.selection_rule = selection_rule
         self.alphas = alphas
         self.quadratic_ratios = quadratic_ratios
         self.fit_intercept = fit_intercept
@@ -287,6 +301,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             raise ValueError("cv!=None and store_cv_results=True are incompatible")
         if self.cv is not None and self.alpha_per_target:
             raise ValueError("cv!=None and alpha_per_target=True are incompatible")
+        if self.penalty == "l2" and self.selection_rule != "best":
+            raise ValueError(
+                f"selection_rule={self.selection_rule!r} needs a sparse penalty ('l1', "
+                "'elasticnet', 'group'): penalty='l2' takes RidgeCV's best leave-one-out score."
+            )
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         if self.penalty != "l2":
@@ -469,7 +488,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             grids.append(grid)
             errors.append(np.array(per_fold).T)  # (n_alphas, n_folds), ElasticNetCV's mse_path_
         self.alphas_, self.mse_path_ = np.squeeze(grids), np.squeeze(errors)
-        r, a = np.unravel_index(np.argmin(np.mean(errors, axis=2)), (len(ratios), len(grids[0])))
+        r, a = self._chosen_candidate(np.array(errors))
         self.alpha_, self.l1_ratio_ = float(grids[r][a]), ratios[r]
         best = QuadraticRegression(alpha=self.alpha_, penalty=self.penalty, l1_ratio=ratios[r],
                                    fit_intercept=self.fit_intercept,
@@ -481,6 +500,15 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         for name in ("Q_", "coef_", "intercept_", "interactions_", "n_interactions_"):
             setattr(self, name, getattr(best, name))
         return self
+
+    def _chosen_candidate(self, errors):
+        """``(ratio, alpha)`` indices chosen from ``errors`` (n_ratios, n_alphas, n_folds)."""
+        if self.selection_rule == "best":
+            return np.unravel_index(np.argmin(np.mean(errors, axis=2)), errors.shape[:2])
+        # candidates from the strongest penalty (the grids' first alpha) down, ratio-minor
+        by_fold = errors.transpose(2, 1, 0).reshape(errors.shape[2], -1)
+        a, r = divmod(SELECTION_RULES[self.selection_rule](by_fold), errors.shape[0])
+        return r, a
 
     def _raw_scores(self, X):
         return fitted_quadratic_scores(self, X)
