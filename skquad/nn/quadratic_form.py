@@ -112,10 +112,10 @@ _SMALL_PROBLEM_PRODUCT = 1 << 22
 # (:func:`packed_logistic_objective`): one GEMM each way on half the matrix
 # products' multiply-adds, where the small problems' time goes to the calls.
 _DESIGN_MATRIX_ELEMENTS = 1 << 20
-# The key of a full-batch objective's ``cache`` under which a regularisation
-# path puts the L-BFGS pairs its fits share (a ``PathMemory``, see
-# :func:`quadratic_logistic_loss_and_gradient`); without it every fit starts
-# with an empty memory.
+#: The key of a full-batch objective's ``cache`` under which a regularisation
+#: path puts the L-BFGS pairs its fits share (a ``PathMemory``, see
+#: :func:`quadratic_logistic_loss_and_gradient`); without it every fit starts
+#: with an empty memory.
 PATH_MEMORY = "lbfgs_path_memory"
 # How many times faster the matrix form's BLAS products (float32 twin, the
 # policy's threads) run per multiply-add than the streamed design's
