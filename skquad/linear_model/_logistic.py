@@ -647,8 +647,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         as_float64 = lambda array: torch.as_tensor(
             array if is_tensor(array) else np.asarray(array, dtype=np.float64), dtype=torch.float64, device=device)
         coef, intercept = as_float64(self.coef_), as_float64(self.intercept_)
-        # the fits' thread rule: a small prediction (a CV fold's scoring) on one
-        # thread, which torch's second one slows many times when the cores are busy
+        # the fits' thread rule (thread_count by flops): a small prediction, such as a CV
+        # fold's scoring, runs on one thread, whose products cost less than a second one's sync
         flops = 2.0 * X_t.shape[0] * X_t.shape[1] * (X_t.shape[1] + 1) * coef.shape[0]
         with torch.no_grad(), limit_threads(thread_count("auto", device, flops)):
             if getattr(self, "Q_vectors_", None) is not None:
