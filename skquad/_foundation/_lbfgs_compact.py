@@ -58,6 +58,11 @@ class _CompactMemory:
         self.YY = np.empty((size, size))
         self.order = []  # ring rows of the pairs, oldest first
         self.ages = np.empty(0, dtype=np.intp)  # the same, as an index array
+        # H's initial matrix is gamma diag(scale) (None: gamma I); YY then holds y_i · (scale y_j)
+        self.scale = None
+
+    def _scaled(self, vector):
+        return vector if self.scale is None else vector * self.scale
 
     def add(self, s, y):
         """Keep the pair when ``s · y > 0`` (``H`` stays positive definite)."""
@@ -82,24 +87,26 @@ class _CompactMemory:
         S, Y = self.pairs[:filled], self.pairs[size : size + filled]
         self.SY[:filled, newest] = (S @ y)[self.ages]  # s_i · y
         self.SY[newest, :filled] = (Y @ s)[self.ages]  # s · y_j
-        self.YY[newest, :filled] = self.YY[:filled, newest] = (Y @ y)[self.ages]
+        self.YY[newest, :filled] = self.YY[:filled, newest] = (Y @ self._scaled(y))[self.ages]
 
     def clear(self):
         """Forget every pair (L-BFGS-B's restart after a failed line search)."""
         self.order, self.ages = [], np.empty(0, dtype=np.intp)
 
-    def shift(self, curvature):
+    def shift(self, curvature, scale=None):
         """Move every pair's ``y`` by ``curvature * s``: the pairs of ``f + 0.5 x·(curvature x)``.
 
+        ``scale`` is the new initial matrix's diagonal (see ``self.scale``).
         The pairs are kept by age; one whose ``s · y`` is no longer positive goes.
         """
         k, ages = len(self.order), self.ages
+        self.scale = scale
         if not k:
             return
         S, Y = self.pairs[:k], self.pairs[self.size : self.size + k]  # the filled ring rows
         Y += curvature * S
         S_aged, Y_aged = S[ages], Y[ages]
-        SY, YY = S_aged @ Y_aged.T, Y_aged @ Y_aged.T
+        SY, YY = S_aged @ Y_aged.T, Y_aged @ self._scaled(Y_aged).T
         if np.all(np.diagonal(SY) > 1e-10 * np.diagonal(YY)):
             self.SY[:k, :k], self.YY[:k, :k] = SY, YY
             return
@@ -112,6 +119,8 @@ class _CompactMemory:
         """``-H gradient``; with no pair yet, ``-gradient`` scaled to length 1 (L-BFGS-B's first step)."""
         k = len(self.order)
         if not k:
+            if self.scale is not None:  # a diagonal inverse Hessian's step
+                return -self.scale * gradient
             return -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
         size, ages = self.size, self.ages
         S, Y = self.pairs[:k], self.pairs[size : size + k]  # by ring row
@@ -120,16 +129,17 @@ class _CompactMemory:
         gamma = SY[-1, -1] / YY[-1, -1]
         # (trtrs reads SY's upper triangle only: R)
         w = _upper_solve(SY, (S @ gradient)[ages])
-        right = np.diagonal(SY) * w + gamma * (YY @ w) - gamma * (Y @ gradient)[ages]
+        scaled = self._scaled(gradient)
+        right = np.diagonal(SY) * w + gamma * (YY @ w) - gamma * (Y @ scaled)[ages]
         top = _upper_solve(SY, right, transpose=True)
         top_rows = np.empty(k)
         w_rows = np.empty(k)
         top_rows[ages], w_rows[ages] = top, w
         # -(gamma g + top S - gamma (w Y)), the same operations in place: three
         # n-vectors fewer
-        step = np.multiply(gradient, gamma)
+        step = np.multiply(scaled, gamma)
         step += top_rows @ S
-        correction = w_rows @ Y
+        correction = self._scaled(w_rows @ Y)
         correction *= gamma
         step -= correction
         return np.negative(step, out=step)
@@ -163,20 +173,36 @@ class PathMemory:
         # the pairs kept (None: the run's maxcor)
         self.size = size
         self.memory, self.weight, self.points = None, None, {}
+        # the data term's Hessian diagonal, or None (see :meth:`scale`)
+        self.curvature = None
 
     def for_penalty(self, weight):
         """Move the pairs and the points to the objective of penalty weights ``weight``; returns self."""
         weight = np.asarray(weight, dtype=np.float64)
         if self.weight is not None and self.weight.shape == weight.shape:
             change = weight - self.weight
-            if self.memory is not None and self.memory.pairs.shape[1] == weight.size:
-                self.memory.shift(change)
             self.points = {kind: (x, value + 0.5 * float((change * x) @ x), gradient + change * x)
                            for kind, (x, value, gradient) in self.points.items()}
         else:  # another parameter layout: nothing to carry
             self.memory, self.points = None, {}
         self.weight = weight.copy()
+        if self.memory is not None and self.memory.pairs.shape[1] == weight.size:
+            self.memory.shift(change, self.scale())
         return self
+
+    def scale(self):
+        """The diagonal of L-BFGS's initial inverse Hessian (times gamma), or None (gamma I).
+
+        With ``curvature`` (the data term's Hessian diagonal) the inverse of
+        the objective's Hessian diagonal, ``1 / (curvature + weight)``: the
+        penalised entries and the unpenalised ones (the intercepts), whose
+        curvatures differ by the penalty, start on the scale of each, and a
+        first step without pairs is that diagonal Newton step.
+        """
+        if self.curvature is None or self.curvature.shape != self.weight.shape:
+            return None
+        total = self.curvature + self.weight
+        return 1.0 / np.maximum(total, 1e-12 * np.max(total, initial=0.0) + 1e-300)
 
     def start(self, x):
         """``x``, or the carried solution where ``x`` is that point up to rounding."""
@@ -213,6 +239,7 @@ class PathMemory:
         memory = self.memory
         if memory is None or memory.size != size or memory.pairs.shape[1] != n_parameters:
             memory = self.memory = _CompactMemory(size, n_parameters)
+            memory.scale = None if self.weight is None else self.scale()
         return memory
 
 

@@ -972,6 +972,27 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
     ) * l2
 
 
+def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercept):
+    """The diagonal of the data term's Hessian at the intercepts-only model, in ``theta``'s layout.
+
+    There every row has the classes' weights ``p`` as probabilities, so the
+    entry of score ``k`` for a feature ``phi`` (``x_a x_b`` times its packed
+    factor, ``x_a``, or 1) is ``p_k (1 - p_k) E_w[phi^2]``: a diagonal
+    (Jacobi) model of the curvature that L-BFGS's initial matrix lacks (see
+    :meth:`PathMemory.scale`). Binary: ``p`` is the positive class's.
+    """
+    weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    rows = np.asarray(rows, dtype=np.float64)
+    p = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
+    spread = (p * (1.0 - p))[-n_scores:]
+    squares = rows * rows
+    fourth = squares.T @ (squares * weights[:, None])  # E_w[x_a^2 x_b^2]
+    factor = packing._inverse * np.where(packing.rows == packing.cols, 1.0, 2.0)
+    blocks = [np.outer(spread, factor**2 * fourth[packing.rows, packing.cols]),
+              np.outer(spread, weights @ squares)]
+    return np.concatenate([block.ravel() for block in blocks] + ([spread] if fit_intercept else []))
+
+
 def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cross_weight=1.0,
                               fit_intercept=True, class_blocks=None, cache=None):
     """The objective of :func:`quadratic_log_loss_gradient` on a flat packed vector, in numpy.
@@ -1470,6 +1491,10 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         objective = build(rows, weights)
         memory = None if cache is None else cache.get(PATH_MEMORY)
         if memory is not None:
+            if memory.weight is None:  # the path's first fit
+                memory.curvature = _null_model_curvature(
+                    rows, labels, weights, module.packing, module.coef.shape[0],
+                    module.intercept.requires_grad)
             # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
             objective.memory = memory.for_penalty(packed_penalty_weight(
                 module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
