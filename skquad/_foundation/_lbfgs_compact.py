@@ -175,6 +175,8 @@ class PathMemory:
         self.memory, self.weight, self.points = None, None, {}
         # the data term's Hessian diagonal, or None (see :meth:`scale`)
         self.curvature = None
+        # ``cold_start() -> x``: where the path's first fit starts instead of zero (None: at zero)
+        self.cold_start = None
 
     def for_penalty(self, weight):
         """Move the pairs and the points to the objective of penalty weights ``weight``; returns self."""
@@ -205,8 +207,14 @@ class PathMemory:
         return 1.0 / np.maximum(total, 1e-12 * np.max(total, initial=0.0) + 1e-300)
 
     def start(self, x):
-        """``x``, or the carried solution where ``x`` is that point up to rounding."""
+        """``x``, or the carried solution where ``x`` is that point up to rounding.
+
+        With no point carried (the path's first fit), a zero ``x`` (a cold
+        start) is replaced by ``cold_start()`` where one is given.
+        """
         point = self.points.get("exact")
+        if point is None and self.cold_start is not None and not np.any(x):
+            return self.cold_start()
         if point is not None and point[0].shape == x.shape and np.max(
                 np.abs(x - point[0]), initial=0.0) <= self._SAME_POINT * np.max(
                 np.abs(point[0]), initial=0.0):

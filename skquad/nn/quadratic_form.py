@@ -972,6 +972,34 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
     ) * l2
 
 
+def _null_model_step(objective, rows, labels, weights, packing, n_scores, memory, fit_intercept):
+    """A regularisation path's first start: the intercepts-only optimum, then a diagonal Newton step.
+
+    The intercepts-only model's optimum is the log of the classes' weights
+    (binary: their log-odds; centred for the softmax). From it the penalised
+    parameters take the step ``-memory.scale() * gradient`` (their optimum
+    to first order as ``C -> 0``); every row has the same probabilities
+    there, so the intercepts' Newton step for the step's change of the scores
+    subtracts its weighted mean.
+    """
+    theta = np.zeros(memory.weight.shape[0])
+    weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    if fit_intercept:
+        totals = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
+        logs = np.log(np.maximum(totals, np.finfo(np.float64).tiny))
+        theta[-n_scores:] = logs[1] - logs[0] if n_scores == 1 else logs - logs.mean()
+    penalised = memory.weight > 0
+    theta[penalised] -= (memory.scale() * objective(theta)[1])[penalised]
+    if fit_intercept:
+        rows = np.asarray(rows, dtype=np.float64)
+        n_packed = n_scores * packing.rows.size
+        Q = packing.full_matrix(theta[:n_packed].reshape(n_scores, -1) * packing._inverse)
+        coef = theta[n_packed:-n_scores].reshape(n_scores, -1)
+        second_moment = rows.T @ (rows * weights[:, None])
+        theta[-n_scores:] -= np.einsum("kab,ab->k", Q, second_moment) + coef @ (weights @ rows)
+    return theta
+
+
 def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercept):
     """The diagonal of the data term's Hessian at the intercepts-only model, in ``theta``'s layout.
 
@@ -1495,6 +1523,9 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
                 memory.curvature = _null_model_curvature(
                     rows, labels, weights, module.packing, module.coef.shape[0],
                     module.intercept.requires_grad)
+                memory.cold_start = functools.partial(
+                    _null_model_step, objective, rows, labels, weights, module.packing,
+                    module.coef.shape[0], memory, module.intercept.requires_grad)
             # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
             objective.memory = memory.for_penalty(packed_penalty_weight(
                 module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
