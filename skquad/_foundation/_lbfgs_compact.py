@@ -241,6 +241,12 @@ class PathMemory:
         vars(remembered).update(vars(objective))  # (the twin's attributes)
         return remembered
 
+    def without_pairs(self):
+        """The memory of the same objective with no pair or point (its scale only)."""
+        other = PathMemory(self.size)
+        other.weight, other.curvature = self.weight, self.curvature
+        return other
+
     def take(self, size, n_parameters):
         """The memory to run on (a new one where none fits ``size`` and ``n_parameters``)."""
         size = size if self.size is None else self.size
@@ -412,3 +418,4 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
         x=x, fun=value, jac=gradient, nit=iteration, nfev=evaluations, status=status,
         success=status == 0, message=message, stopped_by_callback=stopped,
     )
+

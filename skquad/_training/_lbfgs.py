@@ -194,6 +194,9 @@ class _LbfgsRun:
         non-finite value or gradient is the caller's to report (the fits'
         divergence guard), not the products of the steps toward it.
         """
+        memory = self.memory
+        if memory is not None and not carried:
+            memory = memory.without_pairs()
         with np.errstate(over="ignore", invalid="ignore"):
             return minimize_compact_lbfgs(
                 objective, x0, max_iter=options["maxiter"], max_fun=options["maxfun"],
@@ -201,7 +204,7 @@ class _LbfgsRun:
                 maxls=options.get("maxls", 20), maxcor=options.get("maxcor", 10),
                 on_iteration=lambda iteration, value, theta: self._accept(value, theta),
                 gradient_scale=self.gradient_scale, search="lbfgsb",
-                memory=self.memory if carried else None,
+                memory=memory,
             )
 
 
@@ -297,7 +300,8 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     exact_options = dict(
         options, maxiter=options["maxiter"] - spent_iter, maxfun=options["maxfun"] - spent_fun + 1
     )
-    # (an empty memory: float32 pairs would mislead float64 steps below their rounding)
+    # (no pairs: float32 pairs would mislead float64 steps below their rounding; a path's
+    # memory keeps its diagonal scale)
     result = run.minimize(exact, start, exact_options, carried=False)
     result.nit = spent_iter + int(result.nit)
     result.nfev = spent_fun - 1 + int(result.nfev)
