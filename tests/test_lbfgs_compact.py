@@ -17,8 +17,10 @@ def rosenbrock(theta):
     return value, gradient
 
 
-def two_loop_direction(pairs, gradient):
-    """The textbook two-loop recursion (Nocedal & Wright, algorithm 7.4): the reference."""
+def two_loop_direction(pairs, gradient, scale=None):
+    """The textbook two-loop recursion (Nocedal & Wright, algorithm 7.4): the reference,
+    with the initial matrix gamma diag(scale) (gamma = s·y / y·(scale y) of the newest pair)."""
+    scale = np.ones_like(gradient) if scale is None else scale
     q = gradient.copy()
     alphas = []
     for s, y in reversed(pairs):
@@ -26,7 +28,7 @@ def two_loop_direction(pairs, gradient):
         q -= alpha * y
         alphas.append(alpha)
     s, y = pairs[-1]
-    r = (s @ y) / (y @ y) * q
+    r = (s @ y) / (y @ (scale * y)) * scale * q
     for (s, y), alpha in zip(pairs, reversed(alphas)):
         r += s * (alpha - (y @ r) / (s @ y))
     return -r
@@ -50,6 +52,29 @@ def test_compact_memory_is_the_two_loop_recursions_inverse_hessian():
     memory.add(np.ones(n), -np.ones(n))
     g = rng.standard_normal(n)
     np.testing.assert_allclose(memory.direction(g), two_loop_direction(pairs, g), rtol=1e-10)
+
+
+def test_a_diagonal_scale_is_the_two_loop_recursion_from_that_initial_matrix():
+    """With ``scale`` (PathMemory's diagonal), -H g is the two-loop recursion's from
+    gamma diag(scale), also after shift(); without pairs it is -scale * g."""
+    rng = np.random.default_rng(2)
+    n, size = 12, 4
+    memory = _CompactMemory(size, n)
+    memory.shift(0.0, rng.uniform(0.1, 10.0, n))
+    g = rng.standard_normal(n)
+    np.testing.assert_allclose(memory.direction(g), -memory.scale * g)
+    pairs = []
+    for _ in range(6):
+        s = rng.standard_normal(n)
+        y = s + 0.3 * rng.standard_normal(n)
+        memory.add(s, y)
+        pairs = (pairs + [(s, y)])[-size:]
+    np.testing.assert_allclose(memory.direction(g), two_loop_direction(pairs, g, memory.scale),
+                               rtol=1e-10)
+    curvature, scale = rng.uniform(0.0, 1.0, n), rng.uniform(0.1, 10.0, n)
+    memory.shift(curvature, scale)
+    moved = [(s, y + curvature * s) for s, y in pairs]
+    np.testing.assert_allclose(memory.direction(g), two_loop_direction(moved, g, scale), rtol=1e-10)
 
 
 def test_compact_engine_reaches_scipys_minimum():
