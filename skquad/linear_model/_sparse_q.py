@@ -93,12 +93,13 @@ class SparsePenalty:
     def value(self, B, w):
         return self.l1 * self.norms(B, w).sum() + 0.5 * self.l2 * (np.sum(B**2) + np.sum(w**2))
 
-    def prox(self, B, w, step):
-        threshold = step * self.l1
-        w = np.sign(w) * np.maximum(np.abs(w) - threshold, 0.0)
+    def prox(self, B, w, step_B, step_w):
+        """The proximal step of lengths ``step_B`` (per entry, the same along a group's row) and ``step_w``."""
+        threshold = step_B * self.l1
+        w = np.sign(w) * np.maximum(np.abs(w) - step_w * self.l1, 0.0)
         if self.group:
             norm = np.linalg.norm(B, axis=2, keepdims=True)
-            B = B * np.maximum(1.0 - threshold / np.maximum(norm, 1e-300), 0.0)
+            B = B * np.maximum(1.0 - threshold[..., :1] / np.maximum(norm, 1e-300), 0.0)
         else:
             B = np.sign(B) * np.maximum(np.abs(B) - threshold, 0.0)
         return B * self.mask, w
@@ -170,6 +171,28 @@ def _gap(X, loss, penalty, params, value0, free_intercept):
     return gap, primal, (B, w, b)
 
 
+def _metric(X, weight, penalty, fit_intercept):
+    """FISTA's diagonal metric: the variances of the (centred) features, plus ``l2``.
+
+    Per entry of ``B`` the weighted variance of ``x_a x_b`` (``x_a²``), per
+    ``w`` that of ``x_a``, 1 for the intercepts: the data term's Hessian
+    diagonal up to the loss's curvature (which the backtracking finds).
+    Features on different scales, and the squares against the products, then
+    take steps of their own curvature's length instead of the steepest one's.
+    With groups each row of ``B`` takes its largest entry (one step per group).
+    """
+    squares = X * X
+    moments = X.T @ (weight * X)
+    variance_B = squares.T @ (weight * squares) - fit_intercept * moments**2
+    variance_w = np.diag(moments) - fit_intercept * (weight.T @ X).ravel() ** 2
+    if penalty.group:
+        variance_B = np.broadcast_to(np.max(variance_B * penalty.mask, axis=1, keepdims=True),
+                                     variance_B.shape)
+    floor = 1e-8 * max(variance_B.max(), variance_w.max(), 1e-300)
+    return (np.maximum(variance_B, floor) + penalty.l2, np.maximum(variance_w, floor) + penalty.l2,
+            1.0)
+
+
 def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.0):
     """Minimise ``loss(scores) + penalty`` from ``start = (B, w, b)`` by FISTA.
 
@@ -184,6 +207,8 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
     value0 = loss.evaluate(np.zeros((X.shape[0], len(start[0]))))[0]
     dot = lambda a, c: sum(float(np.sum(x * y)) for x, y in zip(a, c))
     weight = loss.c / np.sum(loss.c)
+    metric = _metric(X, weight, penalty, fit_intercept)
+    norm = lambda a: dot(a, [m * x for m, x in zip(metric, a)])  # squared, in the metric
     mean = lambda Z: (weight.T @ Z) * fit_intercept  # (1, K): the scores' weighted mean
     shift = lambda params, sign: (*params[:2], params[2] + sign * mean(
         _model(X, *params[:2], 0.0)).ravel())
@@ -198,9 +223,10 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
         G, gw = _gradient(X, U - U.sum(0) * weight * fit_intercept, penalty.mask)
         return value, (G + penalty.l2 * B, gw + penalty.l2 * w, U.sum(0) * fit_intercept)
 
-    def prox(params, grad, step):
-        B, w = penalty.prox(params[0] - step * grad[0], params[1] - step * grad[1], step)
-        return B, w, params[2] - step * grad[2]
+    def prox(params, grad, lipschitz):  # the step 1 / (lipschitz metric)
+        step = [1.0 / (lipschitz * m) for m in metric]
+        B, w = penalty.prox(params[0] - step[0] * grad[0], params[1] - step[1] * grad[1], *step[:2])
+        return B, w, params[2] - step[2] * grad[2]
 
     point = tuple(np.array(a, dtype=np.float64) for a in start)
     gap, objective, point = _gap(X, loss, penalty, point, value0, fit_intercept)
@@ -211,19 +237,20 @@ def fista(X, loss, penalty, start, *, fit_intercept, tol, max_iter, lipschitz=1.
         f, grad = smooth(momentum)
         lipschitz *= 0.8  # let the step grow back where the curvature falls
         while True:  # backtracking on the local Lipschitz constant
-            new = prox(momentum, grad, 1.0 / lipschitz)
+            new = prox(momentum, grad, lipschitz)
             diff = [a - c for a, c in zip(new, momentum)]
-            bound = f + dot(grad, diff) + 0.5 * lipschitz * dot(diff, diff)
+            bound = f + dot(grad, diff) + 0.5 * lipschitz * norm(diff)
             with np.errstate(over="ignore", invalid="ignore"):  # a step too long: backtrack
                 value = smooth(new, gradient=False)
             if value <= bound and np.isfinite(bound):
                 break
             if abs(value - f) <= 1e-10 * abs(f):  # rounding hides the test: take it on gradients
                 change = [a - c for a, c in zip(smooth(new)[1], grad)]
-                if dot(change, diff) <= 0.5 * lipschitz * dot(diff, diff):
+                if dot(change, diff) <= 0.5 * lipschitz * norm(diff):
                     break
             lipschitz *= 2.0
-        if dot(diff, [a - c for a, c in zip(new, point)]) > 0:  # restart (O'Donoghue & Candès)
+        if dot([m * x for m, x in zip(metric, diff)], [a - c for a, c in zip(new, point)]) > 0:
+            # restart (O'Donoghue & Candès), in the metric
             t = 1.0
         t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
         momentum = tuple(a + (t - 1.0) / t_next * (a - c) for a, c in zip(new, point))
