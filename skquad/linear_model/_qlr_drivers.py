@@ -23,7 +23,7 @@ from ..nn.quadratic_form import (
     quadratic_logistic_loss_and_gradient,
 )
 from ._qlr_problem import LBFGS_SETTINGS, Route, Solution
-from ._sparse_q import LogisticLoss, fista, sparse_start
+from ._sparse_q import LogisticLoss, fista, owlqn, sparse_start
 
 __all__ = ["LBFGS", "NEWTON", "PROXIMAL", "SGD", "SGD_EPOCH", "TrainingRows", "training_rows"]
 
@@ -204,7 +204,8 @@ def solve_proximal(problem, data):
     # (the rows as NumPy: a tensor's, on a GPU too, come to the host)
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X.cpu() if hasattr(X, "cpu") else X, dtype=np.float64)
     with limit_threads(None, blas=problem.policy.n_threads):
-        (B, coef, intercept), n_iter, loss, _, _ = fista(
+        solver = fista if problem.sparse.group else owlqn
+        (B, coef, intercept), n_iter, loss, _, _ = solver(
             X, LogisticLoss(data.y, data.w / data.total_weight, problem.n_scores), problem.sparse,
             sparse_start(problem.previous, problem.sparse, problem.n_scores, problem.n_features),
             fit_intercept=problem.fit_intercept, tol=estimator.tol, max_iter=estimator.max_iter,
