@@ -277,8 +277,10 @@ def owlqn(X, loss, penalty, start, *, fit_intercept, tol, max_iter, memory_size=
     Armijo backtracking on the whole objective. Its curvature model converges
     where FISTA's single step length crawls (ill-conditioned or multiclass
     problems, weak penalties). The initial matrix is FISTA's diagonal metric
-    (:func:`_metric`); the stopping rule is FISTA's duality gap. Returns
-    :func:`fista`'s tuple (no Lipschitz estimate: None).
+    (:func:`_metric`); the stopping rule is FISTA's duality gap. Where no
+    step decreases the objective even without pairs (the orthant projection
+    stalls on badly scaled features), FISTA goes on from the point reached.
+    Returns :func:`fista`'s tuple.
     """
     value0 = loss.evaluate(np.zeros((X.shape[0], len(start[0]))))[0]
     n_scores, d = np.shape(start[1])
@@ -326,9 +328,11 @@ def owlqn(X, loss, penalty, start, *, fit_intercept, tol, max_iter, memory_size=
             if trial_value <= value + 1e-4 * float(pg @ (trial - x)):
                 break
             step *= 0.5
-        if not trial_value < value:  # no decrease: forget the pairs, or stop without any
+        if not trial_value < value:  # no decrease: forget the pairs; without any, FISTA goes on
             if not memory.order:
-                break
+                point, steps, *rest = fista(X, loss, penalty, unpack(x), fit_intercept=fit_intercept,
+                                            tol=tol, max_iter=max_iter - n_iter)
+                return point, n_iter + steps, *rest
             memory.clear()
             continue
         memory.add(trial - x, trial_g - g)
@@ -337,8 +341,6 @@ def owlqn(X, loss, penalty, start, *, fit_intercept, tol, max_iter, memory_size=
             gap, objective, point = _gap(X, loss, penalty, unpack(x), value0, fit_intercept)
             x = pack(*point)
             value, g = evaluate(x)
-    if gap > tol * value0:
-        gap, objective, point = _gap(X, loss, penalty, unpack(x), value0, fit_intercept)
     if gap > tol * value0:
         warn_user(f"The proximal solver did not converge after {n_iter} iteration(s): "
                   f"duality gap {gap:.3g} > tol * {value0:.3g}. Increase max_iter or tol, or "
