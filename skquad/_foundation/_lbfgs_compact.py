@@ -26,7 +26,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the scipy release
     line_search_wolfe1 = None
 
-__all__ = ["PathMemory", "minimize_compact_lbfgs"]
+__all__ = ["PathMemory", "lbfgs_memory", "minimize_compact_lbfgs"]
 
 
 class _CompactMemory:
@@ -143,6 +143,17 @@ class _CompactMemory:
         correction *= gamma
         step -= correction
         return np.negative(step, out=step)
+
+
+def lbfgs_memory(size, n_parameters, scale=None):
+    """An empty memory of ``size`` pairs whose initial matrix is ``gamma diag(scale)``.
+
+    ``direction(g)`` is ``-H g``, ``add(s, y)`` keeps a pair, ``clear()``
+    forgets them (see ``_CompactMemory``).
+    """
+    memory = _CompactMemory(size, n_parameters)
+    memory.scale = scale
+    return memory
 
 
 class PathMemory:
@@ -418,4 +429,3 @@ def minimize_compact_lbfgs(objective, x, *, max_iter, max_fun, tol, ftol, maxls,
         x=x, fun=value, jac=gradient, nit=iteration, nfev=evaluations, status=status,
         success=status == 0, message=message, stopped_by_callback=stopped,
     )
-

@@ -97,7 +97,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         so that few pairs are selected (``interactions_``); ``"group"``: the
         L1 norms of whole rows of ``Q`` (with ``l1_ratio``'s L2 share),
         selecting features whose every interaction is zero. These are solved
-        by FISTA on the implicit features, to a duality gap below ``tol``
+        on the implicit features (OWL-QN; FISTA for ``"group"``), to a duality gap below ``tol``
         times the log-loss of the zero model (the
         :ref:`user guide <sparse-q>`); ``solver`` then does not
         apply, and ``max_iter`` counts its iterations.

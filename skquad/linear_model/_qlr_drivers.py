@@ -199,7 +199,10 @@ def solve_dual_newton(problem, data):
 
 
 def solve_proximal(problem, data):
-    """FISTA on the sparse penalties (:mod:`._sparse_q`), on dense float64 rows."""
+    """OWL-QN on the entrywise sparse penalties, FISTA on ``"group"`` (:mod:`._sparse_q`).
+
+    On dense float64 rows.
+    """
     estimator, X = problem.estimator, data.X
     # (the rows as NumPy: a tensor's, on a GPU too, come to the host)
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X.cpu() if hasattr(X, "cpu") else X, dtype=np.float64)

@@ -9,8 +9,10 @@ and the penalty is scikit-learn's on them; with ``"group"`` ``B`` is full and
 its rows are the groups (the latent overlapping group lasso of Jacob et al.,
 2009), so ``Q``'s support is a union of whole rows and columns. The linear
 coefficients take the entrywise penalty. FISTA with backtracking and adaptive
-restarts solves the problem; it stops on the duality gap of the Fenchel dual,
-as scikit-learn's Lasso, relative to the data term of the zero model.
+restarts, in the metric of the features' variances, solves the problem
+(OWL-QN the classifier's entrywise penalties); both stop on the duality gap of
+the Fenchel dual, as scikit-learn's Lasso, relative to the data term of the
+zero model.
 """
 
 import dataclasses
@@ -19,7 +21,7 @@ import numpy as np
 from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
 
-from .._foundation._lbfgs_compact import _CompactMemory
+from .._foundation._lbfgs_compact import lbfgs_memory
 from .._foundation._reporting import warn_user
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
@@ -95,7 +97,7 @@ class SparsePenalty:
         return self.l1 * self.norms(B, w).sum() + 0.5 * self.l2 * (np.sum(B**2) + np.sum(w**2))
 
     def prox(self, B, w, step_B, step_w):
-        """The proximal step of lengths ``step_B`` (per entry, the same along a group's row) and ``step_w``."""
+        """The proximal step of lengths ``step_B`` (per entry; per row: groups) and ``step_w``."""
         threshold = step_B * self.l1
         w = np.sign(w) * np.maximum(np.abs(w) - step_w * self.l1, 0.0)
         if self.group:
@@ -307,9 +309,9 @@ def owlqn(X, loss, penalty, start, *, fit_intercept, tol, max_iter, memory_size=
         return np.where(x > 0, up, np.where(x < 0, down, np.where(up < 0, up, np.maximum(down, 0))))
 
     metric = _metric(X, loss.c / np.sum(loss.c), penalty, fit_intercept)
-    memory = _CompactMemory(memory_size, sizes[1] + n_scores)
-    memory.scale = 1.0 / pack(np.broadcast_to(metric[0], (n_scores, d, d)),
-                              np.broadcast_to(metric[1], (n_scores, d)), np.ones(n_scores))
+    memory = lbfgs_memory(memory_size, sizes[1] + n_scores, 1.0 / pack(
+        np.broadcast_to(metric[0], (n_scores, d, d)), np.broadcast_to(metric[1], (n_scores, d)),
+        np.ones(n_scores)))
     gap, objective, point = _gap(X, loss, penalty, start, value0, fit_intercept)
     x = pack(*point)
     value, g = evaluate(x)
@@ -330,8 +332,8 @@ def owlqn(X, loss, penalty, start, *, fit_intercept, tol, max_iter, memory_size=
             step *= 0.5
         if not trial_value < value:  # no decrease: forget the pairs; without any, FISTA goes on
             if not memory.order:
-                point, steps, *rest = fista(X, loss, penalty, unpack(x), fit_intercept=fit_intercept,
-                                            tol=tol, max_iter=max_iter - n_iter)
+                point, steps, *rest = fista(X, loss, penalty, unpack(x), tol=tol,
+                                            fit_intercept=fit_intercept, max_iter=max_iter - n_iter)
                 return point, n_iter + steps, *rest
             memory.clear()
             continue

@@ -973,7 +973,7 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
 
 
 def _null_model_step(objective, rows, labels, weights, packing, n_scores, memory, fit_intercept):
-    """A regularisation path's first start: the intercepts-only optimum, then a diagonal Newton step.
+    """A regularisation path's first start: the intercepts-only optimum, then a Newton-like step.
 
     The intercepts-only model's optimum is the log of the classes' weights
     (binary: their log-odds; centred for the softmax). From it the penalised
