@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ __all__ = [
     "prefix_figure_links",
     "prepare_output_dir",
     "pyplot",
+    "run_child",
     "write_report",
 ]
 
@@ -463,3 +466,17 @@ def active_thread_limit():
     # torch's current count, which would turn "no limit" into a BLAS limit in the
     # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()
+
+
+def run_child(code, start="{"):
+    """Run the Python ``code`` in a child process with this skquad first on its path.
+
+    Returns the completed process and its last output line that begins with
+    ``start``, read as JSON (None when the child failed or printed none).
+    """
+    env = dict(os.environ)
+    package_root = str(Path(os.path.abspath(__file__)).parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith(start)]
+    return completed, (json.loads(lines[-1]) if completed.returncode == 0 and lines else None)

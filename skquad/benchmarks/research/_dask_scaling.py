@@ -58,8 +58,6 @@ import json
 import os
 import re
 import resource
-import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -70,7 +68,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skquad import QuadraticLogisticRegression
 
-from .._report import markdown_table
+from .._report import markdown_table, run_child
 
 CASES = ("memory", "match", "scaling", "overhead", "daskml", "daskml-converged")
 QUICK_CASES = ("match", "scaling")
@@ -403,17 +401,12 @@ def _child(case, n, d, rounds):
 def _run_child(case, n, d, rounds, progress, module=__name__):
     """``module``'s ``_child`` of the case in a child process: its JSON result, or the error."""
     code = f"from {module} import _child; _child({case!r}, {n}, {d}, {rounds})"
-    env = dict(os.environ)
-    # the folder that holds the skquad package: research/ -> benchmarks/ -> skquad/ -> it
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     progress(f"{module.rsplit('.', 1)[-1]}: {case} n={n} d={d} (child process)")
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    if completed.returncode != 0 or not lines:
+    completed, result = run_child(code)
+    if result is None:
         return {"case": case, "n": n, "d": d,
                 "error": f"exit {completed.returncode}: {completed.stderr.strip()[-300:]}"}
-    return json.loads(lines[-1])
+    return result
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):

@@ -32,14 +32,13 @@ one thread (``--threads``), both models alike.
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from .._report import markdown_table
+from .._report import markdown_table, run_child
 
 __all__ = ["regression_speed", "speed"]
 
@@ -238,19 +237,12 @@ def _run_child(task, n_samples, n_features, device, max_iter, progress):
         f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter}, "
         f"{LARGE_MEMORY_TARGET_GB!r})"
     )
-    env = dict(os.environ)
-    # the folder that holds the skquad package: research/ -> benchmarks/ -> skquad/ -> it
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     progress(f"qlr speed: large problem n={n_samples} d={n_features}: {task} (child process)")
-    completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    if completed.returncode != 0 or not lines:
+    completed, result = run_child(code)
+    if result is None:
         return dict(task=task, error=f"child failed (exit {completed.returncode}): "
                     f"{completed.stderr.strip()[-500:]}")
-    return json.loads(lines[-1])
+    return result
 
 
 def _fmt(value, digits=2):
@@ -571,16 +563,9 @@ def regression_speed(*, output_dir, quick=False, repeats=None, datasets=None, de
         "from skquad.benchmarks.research._qlr import _regression_large_child; "
         f"_regression_large_child({n_large}, {d_large})"
     )
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    large = json.loads(lines[-1]) if completed.returncode == 0 and lines else dict(
-        error=f"child failed (exit {completed.returncode}): {completed.stderr.strip()[-500:]}"
-    )
+    completed, large = run_child(code)
+    if large is None:
+        large = dict(error=f"child failed (exit {completed.returncode}): {completed.stderr.strip()[-500:]}")
     large_ok = (
         large.get("fit_time_s", np.inf) < REGRESSION_LARGE_TIME_TARGET_S
         and large.get("peak_rss_gb", np.inf) < REGRESSION_LARGE_MEMORY_TARGET_GB
