@@ -163,23 +163,13 @@ def classifiers(*, output_dir, quick=False, repeats=None, datasets=None, device=
         "QNNClassifier": lambda: QNNClassifier(**common, device=device),
         "RPQNNClassifier": lambda: RPQNNClassifier(**common, device=device),
     }
-    rows = []
-    for dtype in DTYPES:
-        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"classifiers {dtype}")
-        rows += _ratio_rows(timings, "MLPClassifier", dtype)
-    table = pd.DataFrame(rows)
-    markdown = (
+    introduction = (
         f"64-30-10 networks on optdigits ({X.shape[0]} samples, standardized), {epochs} epochs "
         f"of Adam (learning rate 1e-3), batches of 200, every epoch run; {rounds} rounds, the "
-        f"models fitted in turn in each; skquad models with device={device!r}.\n\n"
-        + markdown_table(table, floatfmt=".3g")
+        f"models fitted in turn in each; skquad models with device={device!r}."
     )
-    return {
-        "title": "Network classifiers: fit time against MLPClassifier",
-        "markdown": markdown,
-        "tables": {"classifiers": table},
-        "figures": [],
-    }
+    return _section(makers, X, y, rounds, epochs, progress, "classifiers", introduction,
+                    "Network classifiers: fit time against MLPClassifier")
 
 
 def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
@@ -203,19 +193,21 @@ def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="
         "QNNRegressor": lambda: QNNRegressor(**common, device=device),
         "RPQNNRegressor": lambda: RPQNNRegressor(**common, device=device),
     }
-    rows = []
-    for dtype in DTYPES:
-        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"regressors {dtype}")
-        rows += _ratio_rows(timings, "MLPRegressor", dtype)
-    table = pd.DataFrame(rows)
-    markdown = (
+    introduction = (
         f"Friedman #1 (n={n}, d={d}), one hidden layer of {hidden}, Adam, batches of 200, "
         f"{epochs} epochs, every epoch run; rounds: {rounds}, the models fitted in turn in each; "
-        f"skquad models with device={device!r}.\n\n" + markdown_table(table, floatfmt=".3g")
+        f"skquad models with device={device!r}."
     )
-    return {
-        "title": "Network regressors: epoch time against MLPRegressor",
-        "markdown": markdown,
-        "tables": {"regressors": table},
-        "figures": [],
-    }
+    return _section(makers, X, y, rounds, epochs, progress, "regressors", introduction,
+                    "Network regressors: epoch time against MLPRegressor")
+
+
+def _section(makers, X, y, rounds, epochs, progress, name, introduction, title):
+    """Time ``makers`` in each dtype against the first (scikit-learn's MLP): the report section."""
+    rows = []
+    for dtype in DTYPES:
+        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"{name} {dtype}")
+        rows += _ratio_rows(timings, next(iter(makers)), dtype)
+    table = pd.DataFrame(rows)
+    markdown = introduction + "\n\n" + markdown_table(table, floatfmt=".3g")
+    return {"title": title, "markdown": markdown, "tables": {name: table}, "figures": []}
