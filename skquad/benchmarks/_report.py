@@ -28,6 +28,7 @@ __all__ = [
     "prepare_output_dir",
     "pyplot",
     "run_child",
+    "save_figure",
     "write_report",
 ]
 
@@ -121,6 +122,13 @@ def pyplot():
     return plt
 
 
+def save_figure(figure, path, dpi=100):
+    """Lay ``figure`` out tightly, write it to ``path`` and close it."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    pyplot().close(figure)
+
+
 _MARKERS = "o^sDvP*Xh<>p"
 
 
@@ -182,9 +190,7 @@ def plot_accuracy(summary, path, order, score=ACCURACY):
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               title="filled: skquad\nhollow: scikit-learn", title_fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _place_labels(ax, points, labels, fontsize=8):
@@ -273,9 +279,7 @@ def plot_accuracy_vs_time(summary, path, order, score=ACCURACY):
                        va="center", fontsize=9, color="white" if value < floor / 2 else "black")
     right.set_title(f"{score.name} minus the best on the dataset ({score.unit})", fontsize=10)
     fig.colorbar(image, ax=right, shrink=0.9, pad=0.02, label=f"{score.unit} below the best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _cpu_model():

@@ -31,7 +31,7 @@ import torch
 
 from skquad.nn import QuadraticLayer, ReducedQuadraticLayer
 
-from .._report import markdown_table, pyplot
+from .._report import markdown_table, pyplot, save_figure
 
 __all__ = ["speed"]
 
@@ -233,9 +233,7 @@ def _plot_cached_vs_autograd(table, path):
     axis.set_ylabel("autograd time / cached time")
     axis.set_title("Forward + backward: >1 means the papers' cached backward is faster")
     axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):

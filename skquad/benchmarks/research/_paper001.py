@@ -34,7 +34,7 @@ from skquad.datasets import (
     make_uci_preprocessor,
     make_xor,
 )
-from .._report import markdown_table, pyplot
+from .._report import markdown_table, pyplot, save_figure
 
 __all__ = ["run", "speed"]
 
@@ -109,9 +109,7 @@ def _xor(output_dir, seeds, device, progress):
         axis.contour(xx, yy, scores, levels=[0], colors="k")
         axis.scatter(X[:, 0], X[:, 1], c=(y > 0), cmap="coolwarm", edgecolors="k", s=80)
         axis.set_title(f"{start}: {_conic_type(clf.layers_[0]['quadratic'][0])}")
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_xor.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_xor.png")
     return summary, "paper001_xor.png"
 
 
@@ -149,9 +147,7 @@ def _six_clusters(output_dir, device, progress):
     for k in range(6):
         axis.contour(xx, yy, grid_scores[:, k].reshape(xx.shape), levels=[0], colors="k", linewidths=1)
     axis.set_title("Six clusters: the zero level of each quadratic neuron")
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_six_clusters.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_six_clusters.png")
     return pd.DataFrame(rows), "paper001_six_clusters.png"
 
 
@@ -228,9 +224,7 @@ def _table4(output_dir, datasets, hidden_sizes, sample_sizes, epoch_counts, seed
         axis.set_ylabel("test accuracy [%]")
         axis.set_title(f"{name}: {max(sample_sizes)} samples, {min(epoch_counts)} epochs")
         axis.legend()
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_table4.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_table4.png")
     return table, times, raw, "paper001_table4.png"
 
 
@@ -295,9 +289,7 @@ def _divergence(output_dir, datasets, seeds, max_train, epochs, device, progress
     axis.set_xticks(range(len(table)), labels, rotation=30, ha="right", fontsize=7)
     axis.set_ylabel("runs that diverged [%]")
     axis.set_title("Deep quadratic networks (4 x 16 quadratic hidden neurons)")
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_divergence.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_divergence.png")
     return table, per_dataset, "paper001_divergence.png"
 
 

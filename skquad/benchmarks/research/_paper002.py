@@ -66,7 +66,7 @@ from skquad.datasets import (
     numeric_columns,
 )
 from skquad.nn.bilinear import bilinear_curvature
-from .._report import markdown_table, pyplot
+from .._report import markdown_table, pyplot, save_figure
 
 __all__ = ["run", "speed"]
 
@@ -236,9 +236,7 @@ def _planted(*, quick, repeats, device, progress, output_dir):
         ax.set_ylabel(column + " (squared loss + penalty)")
         ax.set_title(f"Planted data, {column.split()[0]}")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(output_dir / "paper002_planted.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, output_dir / "paper002_planted.png")
     return frame, summary
 
 
@@ -334,10 +332,8 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
             ax.set_ylabel(f"{split} accuracy")
             ax.set_title(f"{name}, m={m}, {split}")
         axes[1].legend(fontsize=8)
-        fig.tight_layout()
         file_name = f"paper002_{name.replace('.', '_')}_m{m}.png"
-        fig.savefig(output_dir / file_name, dpi=100)
-        plt.close(fig)
+        save_figure(fig, output_dir / file_name)
         figures.append(file_name)
     return frame, curve_frame, figures
 
@@ -381,9 +377,7 @@ def _vehicle(*, quick, repeats, progress, output_dir):
         ax.set_ylabel(f"{split} accuracy")
         ax.set_title(f"statlog vehicle (4 classes), {split}")
     axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(output_dir / "paper002_vehicle.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, output_dir / "paper002_vehicle.png")
     return frame, summary
 
 

@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from .._report import markdown_table, run_child
+from .._report import markdown_table, pyplot, run_child, save_figure
 
 __all__ = ["regression_speed", "speed"]
 
@@ -272,12 +272,9 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     result : dict
         ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
 
+    plt = pyplot()
     if datasets is None:
         datasets = ["vehicle", "ionosphere"] if quick else list(UCI_DATASETS)
     repeats = repeats if repeats is not None else (1 if quick else 3)
@@ -348,10 +345,8 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
         ax.set_xticks(positions, summary["dataset"])
         ax.legend()
     fig.suptitle("QuadraticLogisticRegression vs PolynomialFeatures(2) + LogisticRegression")
-    fig.tight_layout()
     figure = "qlr_vs_pipeline.png"
-    fig.savefig(output_dir / figure, dpi=110)
-    plt.close(fig)
+    save_figure(fig, output_dir / figure, dpi=110)
 
     accuracy_ok = mean_difference >= -ACCURACY_TARGET_PP
     # CPU times decide, as in regression_speed: on the shared machine the
