@@ -385,28 +385,11 @@ def _vehicle(*, quick, repeats, progress, output_dir):
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
     """Bartan & Pilanci's experiments: planted, UCI accuracy against time, vehicle.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Existing folder for the PNG figures.
-    quick : bool, default=False
-        Fewer neuron counts, draws and epochs, smaller m (well under a minute
-        of work besides the SDP solves).
-    repeats : int, default=None
-        Random splits / planted data sets per experiment (default 3 for the
-        planted and UCI experiments, 1 for vehicle; 1 everywhere when quick).
-    datasets : list of str, default=None
-        Subset of ``"planted"``, ``"breast.cancer"``, ``"ionosphere"``,
-        ``"credit.a"``, ``"vehicle"``; default all (quick: planted,
-        breast.cancer, vehicle).
-    device : str, default="auto"
-        Device of the backpropagation baseline.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures``.
+    ``quick``: fewer neuron counts, draws and epochs, smaller m. ``repeats``:
+    random splits or planted sets per experiment (default 3, 1 for vehicle;
+    quick 1). ``datasets``: a subset of ``"planted"``, ``"breast.cancer"``,
+    ``"ionosphere"``, ``"credit.a"``, ``"vehicle"`` (quick: planted,
+    breast.cancer, vehicle). ``device``: the backpropagation baseline's.
     """
     if datasets is None:
         datasets = ["planted", "breast.cancer", "vehicle"] if quick else [
@@ -559,23 +542,9 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
     """SDP solve times per solver (SCS, CLARABEL) and loss on Bartan & Pilanci's data sets.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-    quick : bool, default=False
-        Only breast.cancer and the squared loss.
-    repeats : int, default=None
-        Solves per setting (default 3, quick 1); the median is reported, so that
-        the SCS speed-up is a ratio of medians.
-    datasets : list of str, default=None
-        Subset of ``SPEED_DATASETS``.
-    device : str, default="auto"
-        Unused (the SDP runs on the CPU); kept for the common signature.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
+    ``quick``: breast.cancer and the squared loss only. ``repeats``: solves per
+    setting (default 3, quick 1), medians reported. ``datasets``: a subset of
+    ``SPEED_DATASETS``. ``device`` is not used (the SDP runs on the CPU).
     """
     datasets = list(datasets or (["breast.cancer"] if quick else SPEED_DATASETS))
     losses = ["squared"] if quick else ["squared", "hinge", "logistic"]

@@ -252,25 +252,10 @@ def _fmt(value, digits=2):
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
     """QLR vs ``PolynomialFeatures(2) + LogisticRegression``: accuracy, fit time, memory.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Existing folder for the figure.
-    quick : bool, default=False
-        One split of vehicle and ionosphere, and a 10 000 x 60 "large" problem.
-    repeats : int, default=None
-        Stratified splits per dataset (default 3, so that the whole speed suite
-        fits in 15 minutes on two cores; quick 1).
-    datasets : list of str, default=None
-        UCI dataset names (default: spambase, optdigits, vehicle, ionosphere).
-    device : str, default="auto"
-        Device of QuadraticLogisticRegression.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
+    ``quick``: one split of vehicle and ionosphere and a 10 000 x 60 large
+    problem. ``repeats``: stratified splits per dataset (default 3, quick 1).
+    ``datasets``: UCI names (default: spambase, optdigits, vehicle,
+    ionosphere). ``device``: QuadraticLogisticRegression's.
     """
     import pandas as pd
 
@@ -522,24 +507,10 @@ def regression_speed(*, output_dir, quick=False, repeats=None, datasets=None, de
                      progress=print):
     """QuadraticRegression vs ``PolynomialFeatures(2) + Ridge``: agreement, fit time, memory.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Existing folder (unused: no figure).
-    quick : bool, default=False
-        concrete and cpus, one repeat, and a 10 000 x 60 large problem.
-    repeats : int, default=None
-        Fits of each model per set (default 5, quick 1); the medians are compared.
-    datasets : list of str, default=None
-        Regression set names (default: the seven shared sets).
-    device : str, default="auto"
-        Unused (QuadraticRegression computes with numpy).
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
+    ``quick``: concrete and cpus, one repeat, a 10 000 x 60 large problem.
+    ``repeats``: fits of each model per set (default 5, quick 1), medians
+    compared. ``datasets``: regression set names (default: the seven shared
+    sets). ``device`` is not used (numpy); no figure.
     """
     from skquad.datasets import REGRESSION_DATASETS
 
