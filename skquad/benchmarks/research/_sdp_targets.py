@@ -1,7 +1,6 @@
 """The SDP solver's targets (issue 9): time, certified gap and peak memory per case.
 
-Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
-``tools/measure_sdp_targets.py``). ``--datasets`` picks the cases:
+Suite ``sdp-targets`` of ``python -m skquad.benchmarks``. ``--datasets`` picks the cases:
 
 ``credit``, ``credit_scs``
     SDPQuantizedClassifier (logistic loss) on the preprocessed
@@ -37,10 +36,7 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     scikit-learn's, in case ``small``), preprocessed by
     ``make_uci_preprocessor`` (standardized, one-hot), squared loss and
     every other default. An SCS fit over ``SCS_SKIP_SECONDS`` (60 s) in the
-    warm-up round is not repeated (the row's ``note`` says so). About 4.5
-    minutes of CPU time at ``--repeats 3`` on one thread, most of it
-    segment's SCS fits (40-50 s each); 19 minutes of wall time on the
-    loaded 2-core machine.
+    warm-up round is not repeated (the row's ``note`` says so).
 ``large_uci``
     The same comparison on the five largest UCI sets ``LARGE_UCI``
     (spambase, waveform5000, optdigits, pendigits, letter), one fit each:
