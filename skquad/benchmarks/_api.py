@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # pandas comes with the bench extra, imported only when a run
 __all__ = ["BenchmarkResult", "run_benchmark"]
 
 
-
 def _figures(score):
     """``{file name: (title, plot function)}`` of a run scored by ``score``."""
     return {
@@ -39,9 +38,6 @@ def _figures(score):
         f"{score.column}_vs_time.png": (f"{score.name[0].upper()}{score.name[1:]} against fit time",
                                         plot_accuracy_vs_time),
     }
-
-
-FIGURES = _figures(ACCURACY)
 
 
 @dataclass
