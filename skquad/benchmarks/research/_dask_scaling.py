@@ -1,8 +1,8 @@
 """QuadraticLogisticRegression on Dask collections: the scaling targets of issue 20.
 
-Suite ``dask-scaling`` of ``python -m skquad.benchmarks``. ``--datasets``
-picks the cases, each run in a child process of its own (its peak memory is its own) on a
-``LocalCluster`` of worker processes with one thread each, on a dask array
+Suite ``dask-scaling`` of ``python -m skquad.benchmarks``. ``--datasets`` picks
+the cases, each run in a child process of its own (its peak memory is its own)
+on a ``LocalCluster`` of worker processes with one thread each, on a dask array
 generated on the workers (a planted quadratic logistic model, standard normal
 features; never materialised in the parent process):
 
