@@ -8,6 +8,7 @@ import platform
 import re
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ __all__ = [
     "ACCURACY",
     "R2",
     "Score",
+    "fit_at_budget",
     "format_mean_std",
     "machine_description",
     "markdown_table",
@@ -470,6 +472,16 @@ def active_thread_limit():
     # torch's current count, which would turn "no limit" into a BLAS limit in the
     # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()
+
+
+def fit_at_budget(model, X, y):
+    """``model.fit(X, y)`` on a fixed budget of iterations: running out of it is expected,
+    so its ConvergenceWarning is not shown. Returns the model."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        return model.fit(X, y)
 
 
 def run_child(code, start="{"):

@@ -41,7 +41,6 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.compose import ColumnTransformer
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
@@ -66,7 +65,7 @@ from skquad.datasets import (
     numeric_columns,
 )
 from skquad.nn.bilinear import bilinear_curvature
-from .._report import markdown_table, pyplot, save_figure
+from .._report import fit_at_budget, markdown_table, pyplot, save_figure
 
 __all__ = ["run", "speed"]
 
@@ -145,10 +144,7 @@ def _backprop_real_targets(X, y, m, *, epochs, seed):
         learning_rate_init=0.003 * curvature, batch_size=None, max_iter=epochs, tol=0.0,
         n_iter_no_change=epochs, device="cpu", dtype="float32", n_threads=1, random_state=seed,
     )
-    with warnings.catch_warnings():
-        # a fixed number of epochs on purpose: running out of them is expected
-        warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        model.fit(X, y)
+    fit_at_budget(model, X, y)
     quantized = (model.U_, model.V_, model.alpha_)
     real = (model.U_float_, model.V_float_, model.float_alpha_)
     return quantized, real
