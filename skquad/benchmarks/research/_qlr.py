@@ -157,9 +157,8 @@ def _synthetic(n_samples, n_features, seed=0):
 
     Nearly separable in the degree-2 features, and fitted with weak
     regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
-    Built in row blocks of 10 000 in ``LARGE_DTYPE``: whole-data float64
-    temporaries (3 x 1.6 GB at 1e6 x 200) used to set the child's peak memory
-    before the fit began.
+    Built in row blocks of 10 000 in ``LARGE_DTYPE``, so that no whole-data
+    float64 temporary sets the child's peak memory before the fit.
     """
     rng = np.random.RandomState(seed)
     A = rng.standard_normal((n_features, n_features)) / n_features
