@@ -360,8 +360,7 @@ def _child(case, rounds, threads=None):
     """Entry point of the child process: one JSON line with the rows and the peak memory.
 
     ``threads``: the parent's ``--threads`` limit, applied here too (a child
-    process does not inherit it: before, the ``small`` case ran its fits
-    on the libraries' default threads whatever ``--threads`` said).
+    process does not inherit it).
     """
     with thread_limit(threads):
         rows = _case(case, rounds)
