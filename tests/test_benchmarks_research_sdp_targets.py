@@ -97,7 +97,7 @@ def _fake_child(monkeypatch, returncode, stdout=""):
         calls.append(command[-1])
         return subprocess.CompletedProcess(command, returncode, stdout=stdout, stderr="boom")
 
-    monkeypatch.setattr(_sdp_targets.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)  # the run_child of the report helpers
     return calls
 
 

@@ -221,7 +221,7 @@ def test_lasso_interior_point_certifies_its_gap_against_clarabel(seed, tol):
     assert problem.value - 1e-8 <= value <= problem.value + tol * (value + offset) + 1e-8
     # The certificate at a poor dual point (s = c / 10) still bounds the optimum.
     s = 0.1 * c
-    gap = second_layer._lasso_gap(A, c, penalty, point[:, 0], s, A.T @ s, offset)
+    gap = second_layer._relative_gaps(c[None], penalty, np.array([value]), s[None], (A.T @ s)[None], offset)[0]
     assert value - gap * (value + offset) <= problem.value + 1e-9
     if tol < 1e-6:
         # Near the optimum (at most r nonzeros here) the small entries are zeroed.

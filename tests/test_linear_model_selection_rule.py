@@ -64,10 +64,31 @@ def test_with_several_l1_ratios_the_rule_steps_down_the_grids_together():
     assert model.alpha_ == model.alphas_[r][a] and model.l1_ratio_ == [0.5, 1.0][r]
 
 
+def test_the_ridge_leave_one_out_takes_the_simplest_model_within_one_standard_error():
+    from sklearn.preprocessing import PolynomialFeatures
+
+    X, y = make_regression(n_samples=40, n_features=3, n_informative=2, noise=30.0,
+                           random_state=0)
+    alphas = np.logspace(-2, 4, 13)
+    common = dict(alphas=alphas, quadratic_ratios=[1.0], store_cv_results=True)
+    best = QuadraticRegressionCV(**common).fit(X, y)
+    model = QuadraticRegressionCV(selection_rule="one_standard_error", **common).fit(X, y)
+    # ratio 1 is Ridge on PolynomialFeatures(2): degrees of freedom from its centred spectrum
+    features = PolynomialFeatures(2, include_bias=False).fit_transform(X)
+    spectrum = np.linalg.svd(features - features.mean(axis=0), compute_uv=False) ** 2
+    dfs = (spectrum[:, None] / (spectrum[:, None] + alphas)).sum(axis=0)
+    order = np.argsort(dfs)
+    expected = alphas[order][_rule_by_hand(best.cv_results_[:, order])]
+    assert model.alpha_ == expected and model.alpha_ > best.alpha_
+    single = QuadraticRegression(alpha=expected).fit(X, y)
+    assert_allclose(model.predict(X), single.predict(X), rtol=1e-8, atol=1e-8)
+
+
 @pytest.mark.parametrize("model, message", [
     (QuadraticLogisticRegressionCV(Cs=3, refit=False, selection_rule="one_standard_error"),
      "needs refit=True"),
-    (QuadraticRegressionCV(selection_rule="one_standard_error"), "needs a sparse penalty"),
+    (QuadraticRegressionCV(selection_rule="one_standard_error", cv=3), "needs cv=None"),
+    (QuadraticRegressionCV(selection_rule="one_standard_error", scoring="r2"), "scoring=None"),
 ])
 def test_the_rule_is_refused_where_it_has_no_standard_error(model, message):
     X, y = make_classification(n_samples=60, n_features=3, n_informative=2, n_redundant=0,

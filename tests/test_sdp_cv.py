@@ -43,6 +43,17 @@ def test_path_scores_and_choice(fitted, cancer):
     assert single.score(X_train[test], y_train[test]) == pytest.approx(model.scores_[1, 2])
 
 
+def test_one_standard_error_takes_the_largest_beta_within_it(fitted, cancer):
+    X_train, _, y_train, _ = cancer
+    model = clone(fitted).set_params(selection_rule="one_standard_error").fit(X_train, y_train)
+    np.testing.assert_allclose(model.scores_, fitted.scores_)
+    mean = fitted.scores_.mean(axis=0)
+    best = int(np.argmax(mean))
+    standard_error = fitted.scores_[:, best].std(ddof=1) / np.sqrt(3)
+    within = np.flatnonzero(mean >= mean[best] - standard_error)
+    assert model.beta_ == fitted.betas_[within[0]] >= fitted.beta_
+
+
 def test_refitted_model_is_the_single_estimator_at_beta(fitted, cancer):
     X_train, X_test, y_train, _ = cancer
     single = SDPQuantizedClassifier(n_neurons=100, beta=fitted.beta_, random_state=0).fit(X_train, y_train)

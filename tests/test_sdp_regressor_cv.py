@@ -31,13 +31,26 @@ def fitted(split):
     return SDPQuantizedRegressorCV(n_neurons=100, betas=5, cv=3, random_state=0).fit(X_train, y_train)
 
 
+def _one_standard_error_by_hand(scores):
+    """glmnet's lambda.1se on fold scores (folds, betas from the largest): the first beta whose
+    mean is within the standard error of the best beta's fold scores."""
+    mean = scores.mean(axis=0)
+    best = int(np.argmax(mean))
+    standard_error = scores[:, best].std(ddof=1) / np.sqrt(scores.shape[0])
+    return next(b for b in range(scores.shape[1]) if mean[b] >= mean[best] - standard_error)
+
+
 def test_path_scores_and_choice(fitted, split):
     X_train, X_test, y_train, y_test = split
     model = fitted
     assert model.betas_.shape == (5,) and np.all(np.diff(model.betas_) < 0)
     assert model.scores_.shape == (3, 5)
+    # the default rule: the largest beta within one standard error of the best mean score
+    assert model.beta_ == model.betas_[_one_standard_error_by_hand(model.scores_)]
     best = int(np.argmax(model.scores_.mean(axis=0)))
-    assert model.beta_ == model.betas_[best]
+    by_best = clone(model).set_params(selection_rule="best").fit(X_train, y_train)
+    np.testing.assert_allclose(by_best.scores_, model.scores_)
+    assert by_best.beta_ == model.betas_[best]
     # The top of the path is the zero network: the linear term alone, which
     # misses x0*x1; the chosen beta fits the x0*x1 + x2/2 signal (noise 0.3:
     # R² near 0.9 is reachable).

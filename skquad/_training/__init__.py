@@ -26,27 +26,17 @@ Modules
 
 API
 ---
-``ParameterGroup(parameters, name="parameters", learning_rate_scale=1.0, l1=0.0, l2=0.0)``
+``ParameterGroup``
     A set of parameters sharing optimizer settings. ReLinear (Fan et al.)
     puts the quadratic parameters of a network in their own group with a
     smaller ``learning_rate_scale`` (ReLinear-sg) or a larger ``l1``/``l2``
     (ReLinear-sw).
 
-``TrainingConfig(...)``
+``TrainingConfig``
     The optimizer and stopping hyper-parameters, named like
-    :class:`~sklearn.neural_network.MLPClassifier`'s: ``solver`` ("sgd", "adam",
-    "lbfgs"), ``learning_rate`` (the initial step, MLP's ``learning_rate_init``),
-    ``learning_rate_schedule`` (MLP's ``learning_rate``: "constant",
-    "invscaling", "adaptive"), ``power_t``, ``batch_size``, ``tol``,
-    ``n_iter_no_change``, ``early_stopping``, ``validation_fraction``,
-    ``shuffle``, ``momentum``, ``nesterov``, ``beta_1``, ``beta_2``,
-    ``epsilon``, ``max_fun``, ``verbose``, ``n_threads``, ``stratify``, and
-    ``warn_on_max_iter``, ``loss_growth_limit``, ``lbfgs_ftol``,
-    ``lbfgs_maxls``, ``lbfgs_maxcor``, ``learning_rate_name``, ``divergence_advice``,
-    ``convergence_advice``.
+    :class:`~sklearn.neural_network.MLPClassifier`'s.
 
-``Trainer(module, loss_function, parameter_groups=None, config=None, *, device, dtype,
-generator, validation_score=None, loss_and_gradient=None, target_dtype=torch.int64)``
+``Trainer(module, loss_function, parameter_groups=None, config=None, ...)``
     ``module(X_batch) -> outputs`` is any :class:`torch.nn.Module`;
     ``loss_function(outputs, y_batch) -> per-sample losses`` (shape ``(n,)``,
     no reduction). Every trainable parameter of the module takes part; the ones

@@ -80,9 +80,7 @@ class SubtaskReporter:
                  metadata=None, fitted_attributes=None):
         if context is not None and not getattr(context, "_callbacks", True):
             # No callback on the estimator, none propagated to it: no hook
-            # reads this fit's subtasks, so none is made (a subtask per L-BFGS
-            # iteration, and the parameters copied for it, were 4 % of
-            # spambase's QLR fit and 13 % of vehicle's).
+            # reads this fit's subtasks, so none is made (each copies the parameters).
             context = None
         self.context = context
         self.estimator = estimator

@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # pandas comes with the bench extra, imported only when a run
 __all__ = ["BenchmarkResult", "run_benchmark"]
 
 
-
 def _figures(score):
     """``{file name: (title, plot function)}`` of a run scored by ``score``."""
     return {
@@ -39,9 +38,6 @@ def _figures(score):
         f"{score.column}_vs_time.png": (f"{score.name[0].upper()}{score.name[1:]} against fit time",
                                         plot_accuracy_vs_time),
     }
-
-
-FIGURES = _figures(ACCURACY)
 
 
 @dataclass
@@ -244,20 +240,14 @@ def _describe_source(data, y):
     from ._protocol import _is_regression_name, resolve_regression_datasets
 
     if names and all(_is_regression_name(name) for name in names):
-        names = resolve_regression_datasets(names)
-        kinds = []
-        if any(name in BUNDLED_REGRESSION_DATASETS for name in names):
-            kinds.append("scikit-learn's bundled regression datasets")
-        if any(name not in BUNDLED_REGRESSION_DATASETS for name in names):
-            kinds.append("regression sets read by `skquad.datasets.load_regression`")
-        return " and ".join(kinds)
-    names = resolve_datasets(names)
-    kinds = []
-    if any(name in BUNDLED_DATASETS for name in names):
-        kinds.append("scikit-learn's bundled datasets")
-    if any(name not in BUNDLED_DATASETS for name in names):
-        kinds.append("UCI datasets read by `skquad.datasets.load_uci`")
-    return " and ".join(kinds)
+        names, bundled = resolve_regression_datasets(names), BUNDLED_REGRESSION_DATASETS
+        kinds = ("scikit-learn's bundled regression datasets",
+                 "regression sets read by `skquad.datasets.load_regression`")
+    else:
+        names, bundled = resolve_datasets(names), BUNDLED_DATASETS
+        kinds = ("scikit-learn's bundled datasets", "UCI datasets read by `skquad.datasets.load_uci`")
+    present = (any(name in bundled for name in names), any(name not in bundled for name in names))
+    return " and ".join(kind for kind, found in zip(kinds, present) if found)
 
 
 def _regression_protocol(runs, names, *, source, repeats, n_splits, max_train, tune):

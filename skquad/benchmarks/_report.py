@@ -6,6 +6,9 @@ import json
 import os
 import platform
 import re
+import subprocess
+import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +20,7 @@ __all__ = [
     "ACCURACY",
     "R2",
     "Score",
+    "fit_at_budget",
     "format_mean_std",
     "machine_description",
     "markdown_table",
@@ -25,6 +29,8 @@ __all__ = [
     "prefix_figure_links",
     "prepare_output_dir",
     "pyplot",
+    "run_child",
+    "save_figure",
     "write_report",
 ]
 
@@ -118,6 +124,13 @@ def pyplot():
     return plt
 
 
+def save_figure(figure, path, dpi=100):
+    """Lay ``figure`` out tightly, write it to ``path`` and close it."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    pyplot().close(figure)
+
+
 _MARKERS = "o^sDvP*Xh<>p"
 
 
@@ -179,9 +192,7 @@ def plot_accuracy(summary, path, order, score=ACCURACY):
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               title="filled: skquad\nhollow: scikit-learn", title_fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _place_labels(ax, points, labels, fontsize=8):
@@ -270,9 +281,7 @@ def plot_accuracy_vs_time(summary, path, order, score=ACCURACY):
                        va="center", fontsize=9, color="white" if value < floor / 2 else "black")
     right.set_title(f"{score.name} minus the best on the dataset ({score.unit})", fontsize=10)
     fig.colorbar(image, ax=right, shrink=0.9, pad=0.02, label=f"{score.unit} below the best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _cpu_model():
@@ -463,3 +472,27 @@ def active_thread_limit():
     # torch's current count, which would turn "no limit" into a BLAS limit in the
     # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()
+
+
+def fit_at_budget(model, X, y):
+    """``model.fit(X, y)`` on a fixed budget of iterations: running out of it is expected,
+    so its ConvergenceWarning is not shown. Returns the model."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def run_child(code, start="{"):
+    """Run the Python ``code`` in a child process with this skquad first on its path.
+
+    Returns the completed process and its last output line that begins with
+    ``start``, read as JSON (None when the child failed or printed none).
+    """
+    env = dict(os.environ)
+    package_root = str(Path(os.path.abspath(__file__)).parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith(start)]
+    return completed, (json.loads(lines[-1]) if completed.returncode == 0 and lines else None)

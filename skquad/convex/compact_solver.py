@@ -27,9 +27,8 @@ smoothed hinge stalls short of ``tol`` at small ``beta``; this form has no
 smoothing.
 
 The many-class (multinomial) logistic loss couples the blocks through the
-softmax, so the factor solver runs them jointly in torch (hundreds of
-L-BFGS iterations on iris). Its
-compact form is a joint problem in exponential cones (``_solve_logistic``):
+softmax, so the factor solver runs them jointly in torch. Its compact form is
+a joint problem in exponential cones (``_solve_logistic``):
 ``logsumexp(f_i) - f_iy <= τ_i`` if and only if ``Σ_k exp(f_ik - f_iy - τ_i)
 <= 1``, ``K`` cones per sample. Its certificate's dual point is the conic
 dual's multiplier of the score rows ``f = 2 Φ d`` divided by ``w_i`` (at the
@@ -79,9 +78,7 @@ def _block_problem(G, b_k, penalty, p, rows, cols):
     variable: its cone rows are ``-(d + svec N) + s = 0``, so neither ``P``'s
     ``m`` variables nor the ``m`` equality rows ``d = svec(P - N)`` enter the
     KKT matrix (the same iterations and optimum as with ``P`` a variable).
-    ``G`` is dense, so its upper triangle is taken by numpy (scipy 1.18
-    deprecates ``scipy.sparse.triu`` on a dense array). Use
-    :func:`_block_solution` to read ``(svec P, svec N)`` from ``x``.
+    Use :func:`_block_solution` to read ``(svec P, svec N)`` from ``x``.
     """
     m = G.shape[0]
     n_var = 2 * m + 1

@@ -286,6 +286,14 @@ def _add_lmi_barrier_terms(grad, hess, Sp, Sm, slack, mats, svec_rows, svec_cols
     hess[q:, q:] += 1.0 / slack**2  # the 1 1ᵀ / slack² of -log(slack)
 
 
+def _orthonormal_columns(B, metric):
+    """A basis of ``B``'s range orthonormal in ``diag(metric)``; dependent columns drop out."""
+    gram = B.T @ (B * metric[:, None])
+    values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+    keep = values > _KEEP * values[-1]
+    return B @ (vectors[:, keep] / np.sqrt(values[keep]))
+
+
 def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
                     max_newton=60, threshold=FACE_EIGENVALUE, directions=None):
     """The face-restricted dual bound of one squared-loss or binary logistic block.
@@ -331,10 +339,7 @@ def face_dual_bound(data, factor, signs, scores=None, *, target_value=math.inf,
     weight = data.weight.detach().cpu().numpy().astype(np.float64)
     # W-orthonormal columns: D(lam) = -(hᵀy + |y|²/4) for lam = basis @ y, a
     # well-conditioned quadratic; dependent columns drop out.
-    gram = B.T @ (B * weight[:, None])
-    values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
-    keep = values > _KEEP * values[-1]
-    basis = B @ (vectors[:, keep] / np.sqrt(values[keep]))
+    basis = _orthonormal_columns(B, weight)
     h = basis.T @ (weight * t)
     lmis = _FaceLMIs(data, basis, weight)
     q, p = lmis.q, lmis.p
@@ -500,10 +505,7 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
     # Orthonormal in the entropy's Hessian at lam0 (w / (s (1 - s))): the
     # barrier's y block starts well conditioned; dependent columns drop out.
     metric = weight / curvature
-    gram = B.T @ (B * metric[:, None])
-    values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
-    keep = values > _KEEP * values[-1]
-    basis = B @ (vectors[:, keep] / np.sqrt(values[keep]))
+    basis = _orthonormal_columns(B, metric)
     y0 = basis.T @ (metric * lam0)
     lmis = _FaceLMIs(data, basis, weight)
     # Barrier parameter: two LMIs of size p, the trace slack, the 2 n box terms.

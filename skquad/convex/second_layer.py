@@ -15,53 +15,31 @@ this problem from that point can only lower the objective, and since every
 ``alpha`` (each neuron may feed every class) is a network of the SDP's
 architecture, the SDP's lower bound still holds for the result.
 
-Solver of the logistic and hinge losses: accelerated proximal gradient
-(FISTA, Beck & Teboulle 2009) with backtracking on the step and adaptive
-restart (O'Donoghue & Candès 2015); the L1 penalty is handled exactly by
-soft-thresholding. The hinge loss is not
-smooth: it is replaced by its Moreau envelope (a Huber-like hinge, and a
-softmax-smoothed Crammer-Singer loss) with a decreasing smoothing ``mu``, each
-stage warm-started from the last. Whatever the loss, the returned point is
-the best one seen *by the true objective*, the start included, so the result
-never has a higher objective than the starting ``alpha`` (the tests compare
-the optimum with CLARABEL's).
+Logistic and hinge losses: accelerated proximal gradient (FISTA, Beck &
+Teboulle 2009) with backtracking and adaptive restart (O'Donoghue & Candès
+2015), the L1 penalty by soft-thresholding; the hinge loss by its Moreau
+envelope with a decreasing smoothing ``mu``, each stage warm-started. The
+returned point is the best one seen by the true objective, the start
+included, so the result is never worse than the starting ``alpha``.
 
-The squared loss depends on ``alpha`` only through ``W^(1/2) H alpha``, which
-lies in the range of ``W^(1/2) H``. The neurons' outputs are linear in the
-``p (p + 1) / 2`` entries of the symmetric ``L(x)``, so that range has at most
-that dimension, often far below ``n`` (iris: 15 against 149 rows). With an
-orthonormal basis ``B`` of the range, ``||W^(1/2)(H alpha - t)||^2 =
-||B^T W^(1/2) H alpha - B^T W^(1/2) t||^2 + ||(I - B B^T) W^(1/2) t||^2``
-exactly, and the ``r``-row problem is a lasso. When the range is not small
-(``r`` above ``_REDUCE_BELOW_FRACTION`` of the rows: breast cancer,
-ionosphere, credit-approval), the lasso is the same one on all ``n`` rows,
-``A = W^(1/2) H`` and ``c = W^(1/2) t``. While ``r² m`` is small
-(``_INTERIOR_POINT_MAX_WORK``: every small UCI set whose range is reduced)
-it is solved by an interior point on its ``r``-variable dual
-(``_lasso_interior_point``) to a relative duality gap of ``tol``, certified
-by a feasible dual point; above, by scikit-learn's coordinate descent
-(from zero; faster than a fixed budget of FISTA iterations, and to a lower
-objective), on working sets (``_lasso_coordinate_descent``). The returned
-objective is recomputed on ``H`` itself. The SDP network's caller passes
-``span``, the ``p (p + 1) / 2`` products of the lifted inputs, which span
-every neuron's outputs: the basis then comes from their Gram matrix, not
-from ``H``'s, much cheaper when the distinct neurons are many.
+Squared loss: the loss depends on ``alpha`` only through ``W^(1/2) H alpha``,
+whose range has at most ``p (p + 1) / 2`` dimensions (the outputs are linear
+in the entries of the symmetric ``L(x)``). With an orthonormal basis ``B`` of
+it, ``||W^(1/2)(H alpha - t)||^2 = ||B^T W^(1/2) (H alpha - t)||^2 +
+||(I - B B^T) W^(1/2) t||^2`` exactly: an ``r``-row lasso (on all ``n`` rows
+when ``r`` is above ``_REDUCE_BELOW_FRACTION`` of them). It is solved by an
+interior point on its ``r``-variable dual while ``r² m`` is small
+(``_lasso_interior_point``), certified by a feasible dual point, else by
+scikit-learn's coordinate descent on working sets
+(``_lasso_coordinate_descent``). The caller may pass ``span``, columns that
+span every neuron's outputs: the basis then comes from their Gram matrix.
 
-Neurons that are equal or opposite on the training rows (drawn twice, or
-``(v, u)`` and ``(-u, v)`` for ``(u, v)``: exactly the same products up to
-sign) are merged first, for every loss: scores depend on the sum of their
-signed weights only, and the L1 penalty of a split is at least that of the
-sum, so the merged problem has the same optimum, and its start (the sums of
-the given weights) is no worse. On iris (5 lifted features) 1000 neurons
-are 133 distinct columns.
+Neurons equal or opposite on the training rows are merged first, for every
+loss: scores depend on the sum of their signed weights only, and the L1
+penalty of a split is at least that of the sum, so the optimum is the same.
 
-Memory: ``H`` is ``n x m`` float64 (the caller's); the solver keeps a few
-``m x K`` and ``n x K`` arrays (and the ``r x m`` reduced matrix).
-
-Threads: each iteration is two or three thin products ``H @ alpha`` and
-``H^T g``. Below 2e8 flops per product (the threshold of skquad's training
-engine) BLAS runs them on one thread: on a busy machine its threads cost
-more than such a product.
+Threads: each iteration is a few thin products ``H @ alpha`` and ``H^T g``;
+BLAS runs them on one thread where the runtime policy gives such a product one.
 """
 
 import dataclasses
@@ -361,11 +339,8 @@ def _merged_columns(H):
     # +0.0 turns -0.0 into 0.0, so that the bytes compare as the values do.
     normalized = H * signs
     normalized += 0.0
-    # Columns are grouped by a hash of their bytes (a sum of the 64-bit words
-    # times fixed odd multipliers, modulo 2^64: exact integer arithmetic, so
-    # equal columns hash equally whatever the summation order), then every
-    # member is checked bitwise against its group's first. Sorting the
-    # columns' bytes instead would cost a large share of a small fit.
+    # Grouped by an exact integer hash of the bytes (cheaper than sorting
+    # them), then every member is checked bitwise against its group's first.
     words = normalized.view(np.uint64)
     _, first, group = np.unique(_column_hashes(words), return_index=True, return_inverse=True)
     group = group.ravel()
@@ -407,8 +382,7 @@ def _refit_columns(
         return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective)
     reduced = None
     if rank_bound is not None and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]:
-        # The span's q x q Gram pays only with fewer columns than the neurons
-        # (optdigits: q = 2145 > 1000 neurons, H's own Gram is the smaller).
+        # The span's q x q Gram pays only when its size bound is below the number of neurons.
         if span is not None and rank_bound < H.shape[1]:
             span = np.asarray(span() if callable(span) else span, dtype=np.float64)
         else:
@@ -424,10 +398,7 @@ def _refit_columns(
     if A.shape[0] ** 2 * A.shape[1] <= _INTERIOR_POINT_MAX_WORK:
         point, n_iter = _lasso_interior_point(A, reduced_target, penalty, tol, offset)
     if point is None:
-        # From zero, not from alpha: the optimum is sparse (under r nonzeros)
-        # and Algorithm 1's alpha is dense, so the first sweeps over every
-        # column cost more from it, for the same objective. The result is
-        # compared with alpha below.
+        # From zero, not from the dense alpha: the optimum is sparse (compared with alpha below).
         start = np.zeros_like(alpha)
         point, n_iter = _lasso_coordinate_descent(A, reduced_target, penalty, start, max_iter, tol)
     # The reported objectives are the true ones, on H itself.
@@ -441,8 +412,7 @@ def _refit_columns(
 
 
 # Working sets of the reduced lasso (see _lasso_coordinate_descent): sweeps
-# over every column before the first working set, columns added beyond the
-# support, and the largest number of working sets before a last full solve.
+# over every column before the first working set, columns added beyond the support.
 _FIRST_SWEEPS = 50
 _WORKING_EXTRA = 50
 # Up to this many columns the lasso is solved on all of them at once.
@@ -454,27 +424,15 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
     coordinate descent, warm-started at ``alpha``, on working sets.
 
     ``Lasso`` minimises ``||c - A a||² / (2 r) + a' ||a||_1``: the same
-    problem with ``a' = penalty / (2 r)``. Its stopping rule is a duality gap
-    below ``tol' ||c||²``; ``tol' = 1000 tol`` (1e-4 at the default) and up to
-    ``10 max_iter`` sweeps (a sweep costs what one FISTA iteration does).
+    problem with ``a' = penalty / (2 r)``, stopped at a duality gap below
+    ``1000 tol ||c||²`` or after ``10 max_iter`` sweeps.
 
-    The columns (the neurons, about 1000) are many more than the rows
-    (``r <= p (p + 1) / 2``) and strongly correlated, so coordinate descent
-    needs thousands of sweeps, and a sweep's cost grows with the columns.
-    The solution has few nonzeros (under ``r``). So, as glmnet's strong
-    rules and celer's working sets do: ``_FIRST_SWEEPS`` sweeps over every
-    column, then sweeps over a working set only, the support plus the
-    ``support + _WORKING_EXTRA`` columns most correlated with the residual
-    (the largest ``|A_jᵀ (c - A a)|``: the first to enter). A working set's
-    solution is the full problem's when no column outside it violates the
-    optimality condition ``2 |A_jᵀ (c - A a)| <= penalty`` (then the
-    working set's dual point is feasible for the full problem and its
-    duality gap is the full problem's); otherwise the violators are added
-    and the solve continues, at most ``_WORKING_ROUNDS`` times, then over
-    every column. Every sweep only lowers the objective, so the point is
-    never worse than ``alpha``. On the default SDP networks the working sets
-    take about half the time of full sweeps, with the same or a lower
-    objective.
+    The columns are many, correlated, and the solution has under ``r``
+    nonzeros, so, as celer does: ``_FIRST_SWEEPS`` sweeps over every column,
+    then sweeps over the support plus the columns most correlated with the
+    residual, until no column outside violates the optimality condition
+    ``2 |A_jᵀ (c - A a)| <= penalty`` (the working set's solution is then the
+    full problem's). Every sweep only lowers the objective.
 
     Returns the point and the number of sweeps of the slowest output.
     """
@@ -494,13 +452,9 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
     return point, iterations
 
 
-# The reduced lasso goes to the interior point of _lasso_interior_point when
-# r² m (the flops of one of its r x r normal matrices) is at most this: on
-# the default SDP networks the interior point is as fast or faster below it.
-# An interior-point step costs about 2 r² m flops and 10 to 15 of them solve to
-# 1e-7; coordinate descent's sweeps grow with the columns' correlation,
-# which is high here (many more neurons than rows), and it stops at a duality
-# gap of 1e-4 ||c||², far from the sparse optimum's few nonzeros.
+# The reduced lasso goes to _lasso_interior_point when r² m (the flops of one
+# of its r x r normal matrices) is at most this: 10 to 15 such steps reach
+# 1e-7, while coordinate descent slows with the columns' correlation.
 _INTERIOR_POINT_MAX_WORK = 4e7
 
 # Interior-point steps before giving the lasso to coordinate descent.
@@ -520,25 +474,15 @@ def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
 
     and the multipliers ``z⁺, z⁻ >= 0`` of its two-sided constraints give the
     lasso's point ``a = z⁺ - z⁻`` (stationarity in ``s``: ``s = 2 (c - A a)``).
-    Mehrotra's predictor-corrector interior point solves it: each step forms
-    and factors the ``r x r`` matrix ``I / 2 + A diag(z⁺/t⁺ + z⁻/t⁻) Aᵀ``
-    (``r² m`` flops), whatever the correlation of the columns.
+    Mehrotra's predictor-corrector interior point solves it: each step factors
+    the ``r x r`` matrix ``I / 2 + A diag(z⁺/t⁺ + z⁻/t⁻) Aᵀ``.
 
-    Certificate: weak duality, ``P(a) >= P* >= D(θ s)`` for every ``a`` and
-    every ``θ s`` with ``||Aᵀ θ s||_∞ <= penalty``; ``θ`` is the best such
-    scaling of the iterate ``s`` (a 1-D concave quadratic, closed form), so
-    the bound holds whatever the iterate's accuracy. The solve stops at
-    ``P(a) - D(θ s) <= tol (P(a) + offset)``: ``P`` is the reduced objective
-    and ``offset`` the constant the range reduction drops, so the test is on
-    the refit's own objective, the one ``tol`` is about.
-    Entries below ``1e-6`` of an output's largest are set to zero before
-    ``P`` is evaluated, and the point is zero when zero is no worse (an
-    interior point keeps every multiplier positive; the test then holds for
-    the sparse point returned).
-
-    The ``K`` outputs step together (each with its own matrix and step
-    length; an output that has reached ``tol`` stops): one numpy call for all
-    of them where they share ``A``, instead of ``K``.
+    Certificate: weak duality, ``P(a) >= P* >= D(θ s)`` for the best feasible
+    scaling ``θ`` of the iterate ``s`` (closed form). The solve stops at
+    ``P(a) - D(θ s) <= tol (P(a) + offset)``, ``offset`` being the constant
+    the range reduction drops, for the sparse point returned (entries below
+    ``1e-6`` of an output's largest zeroed; zero where zero is no worse).
+    The ``K`` outputs step together, each with its own matrix and step length.
 
     Returns ``(a of shape (m, K), the most steps of an output)``, or ``(None,
     steps)`` when an output does not reach ``tol`` in
@@ -664,8 +608,9 @@ def _predictor_corrector(A, factors, s_, t, z, dual_residual, primal_residual):
 
 
 def _relative_gaps(C, penalty, primal, S, correlations, offset):
-    """:func:`_lasso_gap` of every row of ``C``, ``S`` and ``correlations = S @ A``, given
-    each row's ``P(a)`` (``primal``): 1 where ``s = 0``, 0 where ``P(a) = 0``."""
+    """The relative gaps ``(P(a) - D(θ s)) / (P(a) + offset)`` of :func:`_lasso_interior_point`,
+    one a row of ``C``, ``S`` and ``correlations = S @ A`` given each row's ``P(a)``
+    (``primal``): 1 where ``s = 0``, 0 where ``P(a) = 0``."""
     largest = np.max(np.abs(correlations), axis=1)
     squared = np.sum(S * S, axis=1)
     inner = np.sum(C * S, axis=1)
@@ -680,14 +625,6 @@ def _relative_gaps(C, penalty, primal, S, correlations, offset):
         gaps = (primal - lower) / (primal + offset)
     gaps = np.where(squared == 0.0, 1.0, gaps)
     return np.where(primal <= 0, 0.0, gaps)
-
-
-def _lasso_gap(A, c, penalty, a, s, correlation, offset):
-    """The relative gap ``(P(a) - D(θ s)) / (P(a) + offset)`` of :func:`_lasso_interior_point`."""
-    residual = A @ a - c
-    primal = float(residual @ residual) + penalty * float(np.abs(a).sum())
-    return float(_relative_gaps(c[None], penalty, np.array([primal]), s[None], correlation[None],
-                                offset)[0])
 
 
 def _lasso_fit(A, target, penalty, start, sweeps, tol):
@@ -764,13 +701,8 @@ def _range_reduced(H, target, weight, span=None):
     root_weight = np.sqrt(weight)
     n, m = H.shape
     if span is not None:
-        # W^(1/2) span = U S Vᵀ (V, S² from the q x q Gram); U's columns are a
-        # basis of a range that holds every column of W^(1/2) H, so the rows
-        # Uᵀ W^(1/2) H = S⁻¹ Vᵀ (W^(1/2) span)ᵀ W^(1/2) H keep the loss exact
-        # (a direction of span dropped below 1e-13 of the top eigenvalue
-        # carries under 3e-7 of span's norm: rounding, as below).
-        # (W^(1/2) span)ᵀ W^(1/2) H is formed as (W span)ᵀ H, without the
-        # n x m array W^(1/2) H (diabetes: 768 x 975, 6 MB of fresh pages).
+        # W^(1/2) span = U S Vᵀ (V, S² from the q x q Gram): the rows
+        # Uᵀ W^(1/2) H = S⁻¹ Vᵀ (W span)ᵀ H keep the loss exact, without forming W^(1/2) H.
         weighted_target = _row_scaled(target, root_weight)
         weighted_span = _row_scaled(span, root_weight)
         values, vectors = np.linalg.eigh(weighted_span.T @ weighted_span)
@@ -783,14 +715,10 @@ def _range_reduced(H, target, weight, span=None):
         offset = float(np.sum(weighted_target**2) - np.sum(reduced_target**2))
         return reduced, reduced_target, max(offset, 0.0)
     weighted, weighted_target = _weighted_rows(H, target, weight)
-    # The smaller Gram matrix has the same nonzero eigenvalues: the n x n one
-    # costs n² m and an n x n eigh (letter: 16,000 rows, a 2 GB matrix and
-    # most of the fit), the m x m one n m² and an m x m eigh.
+    # The smaller Gram matrix has the same nonzero eigenvalues, at the lower cost.
     gram = weighted.T @ weighted if m < n else weighted @ weighted.T
     values, vectors = np.linalg.eigh(gram)
-    # Directions below 1e-13 of the top eigenvalue carry under 3e-7 of H's
-    # norm: rounding, not rank (the outputs are exact products of integers
-    # and standardized inputs).
+    # Directions below 1e-13 of the top eigenvalue carry under 3e-7 of H's norm: rounding, not rank.
     keep = values > 1e-13 * max(values[-1], 1e-300)
     if keep.sum() > _REDUCE_BELOW_FRACTION * n:
         return None

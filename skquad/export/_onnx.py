@@ -201,6 +201,16 @@ def _quadratic_model_scores(graph, x, estimator):
     return graph.quadratic_form(x, Q, coef, np.reshape(estimator.intercept_, -1))
 
 
+def _scores(graph, operator, estimator):
+    """The estimator's raw scores of the (clipped) input: network, bilinear or quadratic form."""
+    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
+    if hasattr(estimator, "layers_"):
+        return _network_scores(graph, x, estimator)
+    if hasattr(estimator, "U_"):
+        return _bilinear_scores(graph, x, estimator)
+    return _quadratic_model_scores(graph, x, estimator)
+
+
 def _convert_regressor(scope, operator, container):
     """A regressor's ``predict`` as ``[N, n_outputs_]``: the network, bilinear or quadratic-form scores.
 
@@ -210,13 +220,7 @@ def _convert_regressor(scope, operator, container):
     """
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
-    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
-    if hasattr(estimator, "layers_"):
-        scores = _network_scores(graph, x, estimator)
-    elif hasattr(estimator, "U_"):
-        scores = _bilinear_scores(graph, x, estimator)
-    else:
-        scores = _quadratic_model_scores(graph, x, estimator)
+    scores = _scores(graph, operator, estimator)
     if getattr(estimator, "out_activation_", None) == "exp":
         scores = graph.node("Exp", scores)
     if hasattr(estimator, "target_scale_"):  # the networks' scale_target: shift + scale * output
@@ -236,13 +240,7 @@ def _convert(scope, operator, container):
     estimator = operator.raw_operator
     _refuse_multilabel(estimator)
     graph = _Graph(scope, operator, container)
-    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
-    if hasattr(estimator, "layers_"):
-        scores = _network_scores(graph, x, estimator)
-    elif hasattr(estimator, "U_"):
-        scores = _bilinear_scores(graph, x, estimator)
-    else:
-        scores = _quadratic_model_scores(graph, x, estimator)
+    scores = _scores(graph, operator, estimator)
     n_scores = 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
     proba = _probabilities(graph, scores, estimator, n_scores)
     container.add_node(

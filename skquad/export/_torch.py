@@ -18,6 +18,7 @@ from .._foundation._pipeline import split_pipeline
 from .._foundation._target_scaling import fitted_target_scaling
 from ..convex.lifting import collapse_replicas
 from ..nn.layers import layer_from_numpy_state
+from ..nn.network import ACTIVATIONS
 
 __all__ = [
     "BilinearNetworkScores",
@@ -27,15 +28,6 @@ __all__ = [
     "Standardize",
     "to_torch",
 ]
-
-_ACTIVATIONS = {
-    "identity": nn.Identity,
-    "relu": nn.ReLU,
-    "sigmoid": nn.Sigmoid,
-    "logistic": nn.Sigmoid,
-    "tanh": nn.Tanh,
-}
-
 
 class Standardize(nn.Module):
     """``(x - mean) / scale`` with fixed buffers (a fitted StandardScaler)."""
@@ -244,7 +236,7 @@ def _learned_dtype(estimator):
 def _scores_module(estimator, dtype):
     if hasattr(estimator, "layers_"):
         # the activation the network was trained with (set_params may change `activation`)
-        activation = _ACTIVATIONS[getattr(estimator, "hidden_activation_", estimator.activation)]
+        activation = ACTIVATIONS[getattr(estimator, "hidden_activation_", estimator.activation)]
         items = []
         for index, state in enumerate(estimator.layers_):
             items.append(layer_from_numpy_state(state, device="cpu", dtype=dtype))

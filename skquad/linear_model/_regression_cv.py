@@ -131,8 +131,11 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         error is within one standard error of the smallest, the standard
         error of the best ``alpha``'s errors over the folds (Breiman's rule;
         glmnet's ``lambda.1se``): the sparsest model the folds cannot tell
-        from the best, where the best mean over-selects pairs. The ``"l2"``
-        penalty's leave-one-out takes ``"best"`` only.
+        from the best, where the best mean over-selects pairs. With
+        ``penalty="l2"`` (``cv=None`` and ``scoring=None`` only) the same rule
+        on the rows' leave-one-out squared errors, over every ``(ratio,
+        alpha)`` ranked by its effective degrees of freedom
+        ``Σ λ / (λ + alpha)``: the simplest model within one standard error.
     [shared: clip_inputs clip_outputs:QuadraticRegression]
 
     Attributes
@@ -301,10 +304,12 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             raise ValueError("cv!=None and store_cv_results=True are incompatible")
         if self.cv is not None and self.alpha_per_target:
             raise ValueError("cv!=None and alpha_per_target=True are incompatible")
-        if self.penalty == "l2" and self.selection_rule != "best":
+        if self.penalty == "l2" and self.selection_rule != "best" and (
+                self.cv is not None or self.scoring is not None):
             raise ValueError(
-                f"selection_rule={self.selection_rule!r} needs a sparse penalty ('l1', "
-                "'elasticnet', 'group'): penalty='l2' takes RidgeCV's best leave-one-out score."
+                f"selection_rule={self.selection_rule!r} with penalty='l2' ranks the "
+                "leave-one-out's squared errors: it needs cv=None and scoring=None (or a "
+                f"sparse penalty); got cv={self.cv!r}, scoring={self.scoring!r}."
             )
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
@@ -354,29 +359,37 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                 leave_out=self._leave_out, allowed=allowed,
             )
             # (ratio, alpha) ranked ratio-major: the first best wins, as in RidgeCV's scan.
-            scores, values = [], []
+            scores, values, losses, dfs = [], [], [], []
             kept, kept_score = None, -np.inf  # the best ratio's decomposition so far
             for ratio in ratios:
                 loo.set_quadratic_scale(1.0 / np.sqrt(ratio))
+                errors = loo.errors(alphas)
                 ratio_scores, ratio_values = self._leave_one_out_scores(
-                    loo.errors(alphas), Y, sample_weight, given_weight)
+                    errors, Y, sample_weight, given_weight)
                 scores.append(ratio_scores)
                 values.append(ratio_values)
+                if self.selection_rule != "best":
+                    losses.append(errors**2)
+                    dfs.append(_degrees_of_freedom(loo.eigenvalues, alphas))
                 summary = np.mean(ratio_scores, axis=0) if ratio_scores.ndim == 2 else ratio_scores
                 best_here = np.max(np.where(np.isnan(summary), -np.inf, summary))
                 if best_here > kept_score:
                     kept, kept_score = loo.decomposition(), best_here
         scores = np.stack(scores, axis=-2)  # (k, R, A) or (R, A)
         per_target = self.alpha_per_target and k > 1
+        if losses:  # (n, k, R * A) row losses and (R * A,) degrees of freedom, ratio-major
+            losses = np.stack(losses, axis=-2).reshape(n, k, -1)
+            dfs = np.concatenate(dfs)
         if per_target:
             flat = scores.reshape(k, -1)
-            best = np.array([_first_best(row) for row in flat])
+            best = np.array([self._loo_choice(flat[j], losses[:, j] if len(losses) else None, dfs)
+                             for j in range(k)])
             chosen_ratio, chosen_alpha = np.divmod(best, n_alphas)
             self.best_score_ = flat[np.arange(k), best]
         else:
             if scores.ndim == 3:
                 scores = scores.mean(axis=0)
-            best = _first_best(scores.ravel())
+            best = self._loo_choice(scores.ravel(), losses.mean(axis=1) if len(losses) else None, dfs)
             self.best_score_ = float(scores.ravel()[best])
             chosen_ratio, chosen_alpha = (np.full(k, index) for index in divmod(best, n_alphas))
         alpha, quadratic = alphas[chosen_alpha], alphas[chosen_alpha] * ratios[chosen_ratio]
@@ -398,6 +411,14 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             kept = np.stack([values[index][:, j, :] for j, index in enumerate(chosen_ratio)], axis=1)
             kept = kept.astype(X.dtype, copy=False)
             self.cv_results_ = kept[:, 0, :] if self._fitted_y_ndim == 1 else kept
+
+    def _loo_choice(self, scores, losses, dfs):
+        """Index of the chosen candidate: the first best score, or the selection rule applied to
+        the rows' squared errors ``losses`` (n, candidates) from the fewest degrees of freedom."""
+        if losses is None:
+            return _first_best(scores)
+        order = np.argsort(dfs, kind="stable")
+        return int(order[SELECTION_RULES[self.selection_rule](losses[:, order])])
 
     def _leave_one_out_scores(self, errors, Y, sample_weight, given_weight):
         """Scores (k, A) or (A,) of the leave-one-out errors (n, k, A), and the values kept."""
@@ -524,6 +545,12 @@ class UnitLeaveOneOutCV(QuadraticRegressionCV):
     """
 
     _leave_out = "unit"
+
+
+def _degrees_of_freedom(eigenvalues, alphas):
+    """Effective degrees of freedom ``Σ λ / (λ + α)`` of ridge on a spectrum, for each alpha."""
+    eigenvalues = np.clip(eigenvalues, 0.0, None)[:, None]
+    return (eigenvalues / (eigenvalues + alphas[None, :])).sum(axis=0)
 
 
 def _first_best(scores):

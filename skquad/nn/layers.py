@@ -45,10 +45,8 @@ __all__ = [
 _BACKWARDS = ("cached", "autograd")
 
 # From this many inputs on, a packed layer's cached backward works on the
-# triangle itself (PackedQuadraticForm: half the multiplications, but index
-# bookkeeping per row); below it, the bookkeeping costs more than the saved
-# work and the layer runs Algorithm 1 on the unpacked matrices (the crossover
-# measured one thread, forward + backward; figures in the CHANGELOG).
+# triangle itself (half the multiplications); below it, the index bookkeeping
+# costs more and the layer runs Algorithm 1 on the unpacked matrices.
 PACKED_TRIANGLE_MIN_FEATURES = 96
 _STORAGES = ("full", "packed")
 
@@ -358,9 +356,8 @@ class QuadraticLayer(_QuadraticLayerBase):
 
     _linear_names = ("weight", "bias")
     _quadratic_names = ("quadratic_weight",)
-    # Chosen by measurement (skquad.benchmarks.research._layers, storage table): the
-    # packed triangle is as fast for narrow layers, faster for wide ones (half
-    # the multiplications) and halves memory and optimizer work.
+    # The packed triangle is as fast for narrow layers, faster for wide ones, and
+    # halves memory and optimizer work (the storage table of the layers' benchmark).
     default_storage = "packed"
 
     def __init__(

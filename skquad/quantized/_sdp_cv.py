@@ -16,7 +16,7 @@ from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
 from .._base import dispatch_inputs
@@ -30,6 +30,7 @@ from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
 from ._common import _check_activation, _standardization
 from ._linear_term import rows_less_linear_term, statistics_less_linear_term
+from .._foundation._held_out import SELECTION_RULES
 from ._sdp import SDPQuantizedClassifier
 
 __all__ = ["BetaPathSearchMixin", "SDPQuantizedClassifierCV"]
@@ -80,6 +81,7 @@ def beta_search_constraints(single_estimator_class):
         "scoring": [str, callable, None],
         "refit": ["boolean"],
         "n_jobs": [Integral, None],
+        "selection_rule": [StrOptions(set(SELECTION_RULES))],
     }
 
 
@@ -127,7 +129,8 @@ class BetaPathSearchMixin:
                 "last, as GridSearchCV ranks them.",
                 UserWarning,
             )
-        return int(np.argmax(np.where(finite, mean_scores, -np.inf)))
+        errors = np.where(np.isfinite(scores), -scores, np.inf)  # betas from beta_max down
+        return SELECTION_RULES[self.selection_rule](errors)
 
     def _path(self, X, y_validated, sample_weight):
         """The betas, decreasing: ``betas`` as given, or log-spaced down from ``beta_max``."""
@@ -320,7 +323,8 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
     largest (the zero network) to the smallest, each solve warm-started from
     the previous one (``warm_start=True``), the sampled network of each
     ``beta`` is scored on the held-out part, and the ``beta`` with the best
-    mean score, ``beta_``, is refitted on all the data. The fitted attributes
+    mean score (or the largest within one standard error of it, see
+    ``selection_rule``), ``beta_``, is refitted on all the data. The fitted attributes
     are those of that refitted :class:`SDPQuantizedClassifier`
     (``U_``, ``alpha_``, ``lower_bound_``, ...), and so are the methods
     (``predict``, ``resample``, ``relaxed_predict``, ``integer_weights``, ...).
@@ -344,6 +348,11 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         solve); its attributes describe that part.
     n_jobs : int, default=None
         Folds fitted in parallel (joblib).
+    selection_rule : {"best", "one_standard_error"}, default="best"
+        Which ``beta`` the fold scores choose: ``"best"``, the best mean
+        score; ``"one_standard_error"``, the largest ``beta`` whose mean is
+        within one standard error of the best (the standard error of the
+        best ``beta``'s fold scores; glmnet's ``lambda.1se``).
     loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, class_weight, random_state :
         As in :class:`SDPQuantizedClassifier`.
     [shared: clip_inputs:BackpropQuantizedClassifier]
@@ -385,6 +394,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         scoring=None,
         refit=True,
         n_jobs=None,
+        selection_rule="best",
         loss="squared",
         fit_intercept=True,
         standardize=True,
@@ -408,6 +418,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         self.scoring = scoring
         self.refit = refit
         self.n_jobs = n_jobs
+        self.selection_rule = selection_rule
         self.loss = loss
         self.fit_intercept = fit_intercept
         self.standardize = standardize

@@ -24,9 +24,9 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
     the largest (``beta_max``, the zero network's) down, each solve
     warm-started from the previous one; the sampled and refitted network of
     each ``beta`` is scored on the held-out part (R² by default, weighted by
-    ``sample_weight``); the ``beta`` with the best mean score (non-finite
-    means ranked last, with a warning), ``beta_``, is refitted on all the
-    data. The fitted attributes and methods are those of that refitted
+    ``sample_weight``); the largest ``beta`` within one standard error of the
+    best mean score (``selection_rule``; non-finite scores ranked last, with
+    a warning), ``beta_``, is refitted on all the data. The fitted attributes and methods are those of that refitted
     :class:`SDPQuantizedRegressor` (``U_``, ``alpha_``, ``lower_bound_``,
     ``certified_gap_``, ``resample``, ``relaxed_predict``, ...).
 
@@ -50,6 +50,13 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         at ``beta_`` on the first fold's training part only.
     n_jobs : int, default=None
         Folds fitted in parallel (joblib).
+    selection_rule : {"one_standard_error", "best"}, default="one_standard_error"
+        Which ``beta`` the fold scores choose: the largest ``beta`` whose mean
+        score is within one standard error of the best mean (the standard
+        error of the best ``beta``'s fold scores; glmnet's ``lambda.1se``), or
+        ``"best"``, the best mean. The default guards few rows: a held-out R²
+        on a few dozen rows is dominated by its worst row, and the smallest
+        ``beta`` that such a fold favours extrapolates the quadratic forms.
     fit_intercept, linear_term, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, random_state :
         As in :class:`SDPQuantizedRegressor`.
     [shared: clip_inputs:BackpropQuantizedClassifier clip_outputs]
@@ -96,6 +103,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         scoring=None,
         refit=True,
         n_jobs=None,
+        selection_rule="one_standard_error",
         fit_intercept=True,
         linear_term=True,
         standardize=True,
@@ -119,6 +127,7 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
         self.scoring = scoring
         self.refit = refit
         self.n_jobs = n_jobs
+        self.selection_rule = selection_rule
         self.fit_intercept = fit_intercept
         self.linear_term = linear_term
         self.standardize = standardize

@@ -1,9 +1,8 @@
 """QuadraticLogisticRegression on Dask collections: the scaling targets of issue 20.
 
-Suite ``dask-scaling`` of ``python -m skquad.benchmarks`` (formerly the script
-``tools/measure_dask_scaling.py``). ``--datasets`` picks the cases, each run
-in a child process of its own (its peak memory is its own) on a
-``LocalCluster`` of worker processes with one thread each, on a dask array
+Suite ``dask-scaling`` of ``python -m skquad.benchmarks``. ``--datasets`` picks
+the cases, each run in a child process of its own (its peak memory is its own)
+on a ``LocalCluster`` of worker processes with one thread each, on a dask array
 generated on the workers (a planted quadratic logistic model, standard normal
 features; never materialised in the parent process):
 
@@ -58,19 +57,15 @@ import json
 import os
 import re
 import resource
-import subprocess
-import sys
 import threading
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.exceptions import ConvergenceWarning
 
 from skquad import QuadraticLogisticRegression
 
-from .._report import markdown_table
+from .._report import fit_at_budget, markdown_table, run_child
 
 CASES = ("memory", "match", "scaling", "overhead", "daskml", "daskml-converged")
 QUICK_CASES = ("match", "scaling")
@@ -201,10 +196,8 @@ def timed_fit(model, X, y, clock=None):
     model.set_params(verbose=1)
     buffer = _IterationMarks(clock or CPUClock())
     start = time.perf_counter()
-    with contextlib.redirect_stdout(buffer), warnings.catch_warnings():
-        # a fixed number of iterations (tol=0) stops at max_iter on purpose
-        warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        model.fit(X, y)
+    with contextlib.redirect_stdout(buffer):
+        fit_at_budget(model, X, y)
     wall = time.perf_counter() - start
     elapsed = [float(v) for v in re.findall(r"elapsed = ([0-9.]+)s", buffer.getvalue())]
     per_iteration = (elapsed[-1] - elapsed[0]) / (len(elapsed) - 1) if len(elapsed) > 1 else float("nan")
@@ -262,9 +255,7 @@ def case_match(n, d):
         X_local, y_local = dask.compute(X, y)
     local = QuadraticLogisticRegression(tol=1e-6)
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        local.fit(X_local, y_local)
+    fit_at_budget(local, X_local, y_local)
     local_seconds = time.perf_counter() - start
     rows = slice(0, min(n, 100_000))
     return {
@@ -353,9 +344,7 @@ def case_daskml(n, d, iterations, converged=False):
         with PeakRSS(workers) as peak:
             reference = LogisticRegression(solver="lbfgs", C=1.0, max_iter=iterations, tol=tol)
             start = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", category=ConvergenceWarning)
-                reference.fit(expanded, y)
+            fit_at_budget(reference, expanded, y)
             wall = time.perf_counter() - start
         result["daskml_fit_seconds"] = round(wall, 1)
         if not converged:
@@ -403,17 +392,12 @@ def _child(case, n, d, rounds):
 def _run_child(case, n, d, rounds, progress, module=__name__):
     """``module``'s ``_child`` of the case in a child process: its JSON result, or the error."""
     code = f"from {module} import _child; _child({case!r}, {n}, {d}, {rounds})"
-    env = dict(os.environ)
-    # the folder that holds the skquad package: research/ -> benchmarks/ -> skquad/ -> it
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     progress(f"{module.rsplit('.', 1)[-1]}: {case} n={n} d={d} (child process)")
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    if completed.returncode != 0 or not lines:
+    completed, result = run_child(code)
+    if result is None:
         return {"case": case, "n": n, "d": d,
                 "error": f"exit {completed.returncode}: {completed.stderr.strip()[-300:]}"}
-    return json.loads(lines[-1])
+    return result
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):

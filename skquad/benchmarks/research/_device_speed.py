@@ -20,18 +20,16 @@ include moving the data there. This suite needs no dataset files.
 """
 
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 import torch
 from sklearn.datasets import make_classification, make_regression
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from skquad.datasets import make_planted_quantized
 
-from .._report import markdown_table
+from .._report import fit_at_budget, markdown_table
 
 __all__ = ["run"]
 
@@ -109,9 +107,7 @@ def _timed_fit(model, X, y, device):
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(X, y)
+    fit_at_budget(model, X, y)
     if on_gpu:
         torch.cuda.synchronize(device)
     elapsed = time.perf_counter() - start

@@ -31,7 +31,7 @@ import torch
 
 from skquad.nn import QuadraticLayer, ReducedQuadraticLayer
 
-from .._report import markdown_table, pyplot
+from .._report import markdown_table, pyplot, save_figure
 
 __all__ = ["speed"]
 
@@ -233,33 +233,16 @@ def _plot_cached_vs_autograd(table, path):
     axis.set_ylabel("autograd time / cached time")
     axis.set_title("Forward + backward: >1 means the papers' cached backward is faster")
     axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
-    """Time the quadratic layers; see the module docstring for what and how.
+    """Time the quadratic layers (module docstring); the suite contract.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Where the plot is written.
-    quick : bool, default=False
-        Smaller shapes and fewer repeats (well under a minute).
-    repeats : int, optional
-        Interleaved repeats per timing (default 5, quick 3); medians are reported.
-    datasets : ignored
-        The layer benchmark uses random data.
-    device : str, default="auto"
-        Only the CPU is timed: the target is stated against this machine's
-        CPU matmul rate. A CUDA device is noted in the report and not used.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``{"title", "markdown", "tables", "figures"}`` per the benchmark contract.
+    ``quick``: smaller shapes, well under a minute. ``repeats``: interleaved
+    repeats per timing (default 5, quick 3), medians reported. ``datasets`` is
+    not used (random data); only the CPU is timed, a CUDA ``device`` is noted
+    in the report.
     """
     del datasets  # random data only
     if repeats is None:

@@ -1,8 +1,6 @@
 """The networks' fit time against scikit-learn's MLP, side by side, in float64 and float32.
 
-Suite ``speed-networks`` of ``python -m skquad.benchmarks`` (formerly the
-scripts ``tools/measure_network_speed.py`` and
-``tools/measure_regressor_speed.py``):
+Suite ``speed-networks`` of ``python -m skquad.benchmarks``:
 
 * ``classifiers``: QNNClassifier and RPQNNClassifier against MLPClassifier,
   64-30-10 on optdigits (standardized), Adam with learning rate 1e-3, batches
@@ -18,72 +16,6 @@ compute in. Each fit is timed by the wall clock and by the process's CPU time;
 on a machine shared with other work, run with ``--threads 1`` and read the
 CPU-time ratio (the time other processes take from the cores is not counted;
 with several threads CPU time adds up every thread's and is not a fit time).
-
-Where a QNN step's time went (issue 22; one thread, process CPU time per step
-of the 64-30-10 float64 fit, timers around each part in a real fit, on the
-project's 2-core AMD EPYC under load, so the figures are inflated alike):
-with torch (before) the network's forward took 412 us, its backward 656 us and
-the loss 187 us for work of a few dozen small operations, 2.5-5 us of torch
-dispatch each before any arithmetic; Adam 80 us and the loop around them about
-140 us; scikit-learn's whole MLP step about 1 ms. The quadratic output layer's
-two products (200 x 30 by 30 x 300, and its 300 x 200 by 200 x 30 gradient) are
-its floor: 3.6 MFLOP each, at the machine's rate on both libraries. On the
-CPU :class:`skquad.nn.fused.FusedNetwork` now steps on numpy views of the same
-tensors (numpy's ufuncs dispatch in about 1 us): forward 250 us, backward 329
-us, loss 70 us in the same setting. Its matrix products go to whichever library
-is faster on the CPU's vendor (:func:`skquad._foundation._runtime.cpu_matmul_library`):
-numpy's OpenBLAS took 0.64x torch's MKL time for the gradient product on the
-AMD EPYC, MKL 0.52x OpenBLAS's on an Intel Xeon.
-
-Ratios to the MLP (wall time), median of interleaved rounds, before -> after
-that change:
-
-* AMD EPYC (2 cores, shared, under load), ``--threads 1 --repeats 5``, two
-  runs of each version in turn: QNN float64 1.62, 1.84 -> 1.18, 1.11; float32
-  1.27, 1.41 -> 1.14, 0.88; RPQNN float64 0.91, 1.08 -> 0.63, 0.60; float32
-  0.80, 0.76 -> 0.65, 0.50; QNNRegressor float64 1.79, 1.39 -> 1.17, 1.21.
-  With the load lower (load average 3-5), the default 7 rounds: QNN float64
-  1.45 -> 1.23, float32 1.23 -> 0.84; RPQNN 0.79 -> 0.66 and 0.70 -> 0.51;
-  QNNRegressor float64 1.54 -> 1.26.
-* Intel Xeon (16 cores, quiet; the same settings on one thread, 16 rounds,
-  each version in its own processes, interleaved): QNN float64 1.82 -> 1.56,
-  float32 1.28 -> 1.04; RPQNN float64 0.72 -> 0.67, float32 0.65 -> 0.59;
-  QNNRegressor float64 1.40 -> 1.41 and RPQNNRegressor 0.62 -> 0.70 (on a fast
-  quiet CPU the 200 x 100 x 100 products are most of the regressor's step, and
-  MKL already computed them before). QNN in float64 stays above 1.5x there:
-  its two 3.6 MFLOP products and their 60 000-number operands are the floor of
-  the quadratic output layer.
-
-Issue 22, second pass (the float64 target on both kinds of CPU). What a
-float64 QNN step did beyond the MLP's, one thread, process CPU time on the
-AMD EPYC under load: the two products (115 and 122 us, about 31 GFLOP/s, the
-BLAS's rate at these shapes), the (delta (x) a) operand of the gradient
-product (34 us), two stacked per-sample products with V (28 and 22 us), and
-around the step the shuffled copy of X (1.35 ms an epoch, mostly page faults
-on a fresh 2.9 MB array), Adam's two fused calls and the penalty (about 50 us
-a step). What changed: the column sums of the bias gradients are BLAS
-products with ones (1.6 us against 7-9 us for numpy's reduction over the
-batch); the gradient product's operand is built in V's buffer once V has given
-the input gradient (one 480 KB float64 array a step instead of two, against
-an AMD EPYC core's 512 KB L2); the softmax's exp runs in place; with MKL's
-products (Intel) the step's lasting arrays get their torch twins once instead
-of three ``torch.from_numpy`` calls per product; ``fit`` shuffles every epoch
-into one buffer made for the call (0.42 ms an epoch) and takes the batches as
-views from one ``split`` per tensor. Tried and dropped, each slower on the AMD
-EPYC: the symmetric half of the gradient product as two triangular blocks (the
-transposing copies cost more than the 25 % of arithmetic saved: 1.17x in
-float64, 1.26x in float32), the symmetric-half features a_i a_j (i <= j) with
-their 465-column products (a 10-row product runs BLAS at half its rate),
-``np.matvec`` / ``np.vecmat`` for the stacked products (7-8 % faster, 2 us,
-but numpy >= 2.2 only; ``np.vecdot`` 2x slower), other spellings of the ReLU
-mask (none faster), and the L2 penalty as runs of ``add_`` (no faster than
-one ``addcmul_``). The two products
-remain the floor. Measured with a script (since removed) that ran this tree
-and the two changed files as they were side by side, each version in its own
-process, 16 interleaved rounds, on an idle 16-core Intel Xeon with
-``--threads 1``: QNN float64 1.67x -> 1.46x the MLP's time, float32 1.08x ->
-0.97x, RPQNN 0.75x -> 0.63x and 0.62x -> 0.52x, QNNRegressor 1.33x -> 1.30x
-(new / old fit time 0.91 for QNN float64; the MLP itself 1.08, its noise).
 """
 
 import time
@@ -163,23 +95,13 @@ def classifiers(*, output_dir, quick=False, repeats=None, datasets=None, device=
         "QNNClassifier": lambda: QNNClassifier(**common, device=device),
         "RPQNNClassifier": lambda: RPQNNClassifier(**common, device=device),
     }
-    rows = []
-    for dtype in DTYPES:
-        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"classifiers {dtype}")
-        rows += _ratio_rows(timings, "MLPClassifier", dtype)
-    table = pd.DataFrame(rows)
-    markdown = (
+    introduction = (
         f"64-30-10 networks on optdigits ({X.shape[0]} samples, standardized), {epochs} epochs "
         f"of Adam (learning rate 1e-3), batches of 200, every epoch run; {rounds} rounds, the "
-        f"models fitted in turn in each; skquad models with device={device!r}.\n\n"
-        + markdown_table(table, floatfmt=".3g")
+        f"models fitted in turn in each; skquad models with device={device!r}."
     )
-    return {
-        "title": "Network classifiers: fit time against MLPClassifier",
-        "markdown": markdown,
-        "tables": {"classifiers": table},
-        "figures": [],
-    }
+    return _section(makers, X, y, rounds, epochs, progress, "classifiers", introduction,
+                    "Network classifiers: fit time against MLPClassifier")
 
 
 def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
@@ -203,19 +125,21 @@ def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="
         "QNNRegressor": lambda: QNNRegressor(**common, device=device),
         "RPQNNRegressor": lambda: RPQNNRegressor(**common, device=device),
     }
-    rows = []
-    for dtype in DTYPES:
-        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"regressors {dtype}")
-        rows += _ratio_rows(timings, "MLPRegressor", dtype)
-    table = pd.DataFrame(rows)
-    markdown = (
+    introduction = (
         f"Friedman #1 (n={n}, d={d}), one hidden layer of {hidden}, Adam, batches of 200, "
         f"{epochs} epochs, every epoch run; rounds: {rounds}, the models fitted in turn in each; "
-        f"skquad models with device={device!r}.\n\n" + markdown_table(table, floatfmt=".3g")
+        f"skquad models with device={device!r}."
     )
-    return {
-        "title": "Network regressors: epoch time against MLPRegressor",
-        "markdown": markdown,
-        "tables": {"regressors": table},
-        "figures": [],
-    }
+    return _section(makers, X, y, rounds, epochs, progress, "regressors", introduction,
+                    "Network regressors: epoch time against MLPRegressor")
+
+
+def _section(makers, X, y, rounds, epochs, progress, name, introduction, title):
+    """Time ``makers`` in each dtype against the first (scikit-learn's MLP): the report section."""
+    rows = []
+    for dtype in DTYPES:
+        timings = _timed_rounds(makers, X.astype(dtype), y, rounds, epochs, progress, f"{name} {dtype}")
+        rows += _ratio_rows(timings, next(iter(makers)), dtype)
+    table = pd.DataFrame(rows)
+    markdown = introduction + "\n\n" + markdown_table(table, floatfmt=".3g")
+    return {"title": title, "markdown": markdown, "tables": {name: table}, "figures": []}

@@ -17,12 +17,10 @@ Both follow the benchmark contract of ``skquad.benchmarks`` (keyword-only
 """
 
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
@@ -34,7 +32,7 @@ from skquad.datasets import (
     make_uci_preprocessor,
     make_xor,
 )
-from .._report import markdown_table, pyplot
+from .._report import fit_at_budget, markdown_table, pyplot, save_figure
 
 __all__ = ["run", "speed"]
 
@@ -46,12 +44,6 @@ TABLE4_DATASETS = ("optdigits", "pendigits")
 XOR_EPOCHS = 300
 # Noel et al.'s six-cluster data set: 2000 training and 500 test points per class.
 SIX_CLUSTERS_SIZES = (2000, 500)
-
-
-def _quiet_fit(estimator, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return estimator.fit(X, y)
 
 
 def _load_digits_task(name):
@@ -81,7 +73,7 @@ def _xor(output_dir, seeds, device, progress):
                 max_iter=XOR_EPOCHS, tol=0.0, n_iter_no_change=10**6, random_state=seed, device=device,
                 dtype="float64",
             )
-            _quiet_fit(clf, X, y)
+            fit_at_budget(clf, X, y)
             Q = clf.layers_[0]["quadratic"][0]
             rows.append(
                 {"start": start, "seed": seed, "accuracy": clf.score(X, y), "boundary": _conic_type(Q)}
@@ -109,9 +101,7 @@ def _xor(output_dir, seeds, device, progress):
         axis.contour(xx, yy, scores, levels=[0], colors="k")
         axis.scatter(X[:, 0], X[:, 1], c=(y > 0), cmap="coolwarm", edgecolors="k", s=80)
         axis.set_title(f"{start}: {_conic_type(clf.layers_[0]['quadratic'][0])}")
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_xor.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_xor.png")
     return summary, "paper001_xor.png"
 
 
@@ -129,7 +119,7 @@ def _six_clusters(output_dir, device, progress):
             solver="lbfgs", max_iter=300, random_state=0, device=device,
         )
         started = time.perf_counter()
-        _quiet_fit(clf, Xs_train, y_train)
+        fit_at_budget(clf, Xs_train, y_train)
         elapsed = time.perf_counter() - started
         scores = clf.decision_function(Xs_test)
         row = {"neurons": label, "test accuracy": clf.score(Xs_test, y_test), "fit time [s]": elapsed}
@@ -149,9 +139,7 @@ def _six_clusters(output_dir, device, progress):
     for k in range(6):
         axis.contour(xx, yy, grid_scores[:, k].reshape(xx.shape), levels=[0], colors="k", linewidths=1)
     axis.set_title("Six clusters: the zero level of each quadratic neuron")
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_six_clusters.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_six_clusters.png")
     return pd.DataFrame(rows), "paper001_six_clusters.png"
 
 
@@ -192,7 +180,7 @@ def _table4(output_dir, datasets, hidden_sizes, sample_sizes, epoch_counts, seed
                         scaler = StandardScaler().fit(X_train)
                         for model, clf in _table4_models(hidden, epochs, seed, device).items():
                             started = time.perf_counter()
-                            _quiet_fit(clf, scaler.transform(X_train), y_train)
+                            fit_at_budget(clf, scaler.transform(X_train), y_train)
                             rows.append(
                                 {
                                     "dataset": name, "samples": n_samples, "epochs": epochs,
@@ -228,9 +216,7 @@ def _table4(output_dir, datasets, hidden_sizes, sample_sizes, epoch_counts, seed
         axis.set_ylabel("test accuracy [%]")
         axis.set_title(f"{name}: {max(sample_sizes)} samples, {min(epoch_counts)} epochs")
         axis.legend()
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_table4.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_table4.png")
     return table, times, raw, "paper001_table4.png"
 
 
@@ -274,7 +260,7 @@ def _divergence(output_dir, datasets, seeds, max_train, epochs, device, progress
                         learning_rate_init=0.01, momentum=0.9, batch_size=64, max_iter=epochs,
                         random_state=seed, device=device, **extra, **params,
                     )
-                    _quiet_fit(clf, X, y)
+                    fit_at_budget(clf, X, y)
                     rows.append(
                         {"dataset": name, "model": model, "setting": setting, "seed": seed,
                          "diverged": bool(clf.diverged_), "train accuracy": clf.score(X, y)}
@@ -295,9 +281,7 @@ def _divergence(output_dir, datasets, seeds, max_train, epochs, device, progress
     axis.set_xticks(range(len(table)), labels, rotation=30, ha="right", fontsize=7)
     axis.set_ylabel("runs that diverged [%]")
     axis.set_title("Deep quadratic networks (4 x 16 quadratic hidden neurons)")
-    figure.tight_layout()
-    figure.savefig(output_dir / "paper001_divergence.png", dpi=100)
-    plt.close(figure)
+    save_figure(figure, output_dir / "paper001_divergence.png")
     return table, per_dataset, "paper001_divergence.png"
 
 
@@ -466,7 +450,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
         for name, make in makers.items():
             clf = make()
             started = time.perf_counter()
-            _quiet_fit(clf, X, y)
+            fit_at_budget(clf, X, y)
             times[name].append(time.perf_counter() - started)
             accuracy[name] = clf.score(X, y)
     baseline = np.array(times["MLPClassifier"])

@@ -41,7 +41,6 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.compose import ColumnTransformer
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
@@ -66,7 +65,7 @@ from skquad.datasets import (
     numeric_columns,
 )
 from skquad.nn.bilinear import bilinear_curvature
-from .._report import markdown_table, pyplot
+from .._report import fit_at_budget, markdown_table, pyplot, save_figure
 
 __all__ = ["run", "speed"]
 
@@ -145,10 +144,7 @@ def _backprop_real_targets(X, y, m, *, epochs, seed):
         learning_rate_init=0.003 * curvature, batch_size=None, max_iter=epochs, tol=0.0,
         n_iter_no_change=epochs, device="cpu", dtype="float32", n_threads=1, random_state=seed,
     )
-    with warnings.catch_warnings():
-        # a fixed number of epochs on purpose: running out of them is expected
-        warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        model.fit(X, y)
+    fit_at_budget(model, X, y)
     quantized = (model.U_, model.V_, model.alpha_)
     real = (model.U_float_, model.V_float_, model.float_alpha_)
     return quantized, real
@@ -236,9 +232,7 @@ def _planted(*, quick, repeats, device, progress, output_dir):
         ax.set_ylabel(column + " (squared loss + penalty)")
         ax.set_title(f"Planted data, {column.split()[0]}")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(output_dir / "paper002_planted.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, output_dir / "paper002_planted.png")
     return frame, summary
 
 
@@ -334,10 +328,8 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
             ax.set_ylabel(f"{split} accuracy")
             ax.set_title(f"{name}, m={m}, {split}")
         axes[1].legend(fontsize=8)
-        fig.tight_layout()
         file_name = f"paper002_{name.replace('.', '_')}_m{m}.png"
-        fig.savefig(output_dir / file_name, dpi=100)
-        plt.close(fig)
+        save_figure(fig, output_dir / file_name)
         figures.append(file_name)
     return frame, curve_frame, figures
 
@@ -381,9 +373,7 @@ def _vehicle(*, quick, repeats, progress, output_dir):
         ax.set_ylabel(f"{split} accuracy")
         ax.set_title(f"statlog vehicle (4 classes), {split}")
     axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(output_dir / "paper002_vehicle.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, output_dir / "paper002_vehicle.png")
     return frame, summary
 
 
@@ -391,28 +381,11 @@ def _vehicle(*, quick, repeats, progress, output_dir):
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
     """Bartan & Pilanci's experiments: planted, UCI accuracy against time, vehicle.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Existing folder for the PNG figures.
-    quick : bool, default=False
-        Fewer neuron counts, draws and epochs, smaller m (well under a minute
-        of work besides the SDP solves).
-    repeats : int, default=None
-        Random splits / planted data sets per experiment (default 3 for the
-        planted and UCI experiments, 1 for vehicle; 1 everywhere when quick).
-    datasets : list of str, default=None
-        Subset of ``"planted"``, ``"breast.cancer"``, ``"ionosphere"``,
-        ``"credit.a"``, ``"vehicle"``; default all (quick: planted,
-        breast.cancer, vehicle).
-    device : str, default="auto"
-        Device of the backpropagation baseline.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures``.
+    ``quick``: fewer neuron counts, draws and epochs, smaller m. ``repeats``:
+    random splits or planted sets per experiment (default 3, 1 for vehicle;
+    quick 1). ``datasets``: a subset of ``"planted"``, ``"breast.cancer"``,
+    ``"ionosphere"``, ``"credit.a"``, ``"vehicle"`` (quick: planted,
+    breast.cancer, vehicle). ``device``: the backpropagation baseline's.
     """
     if datasets is None:
         datasets = ["planted", "breast.cancer", "vehicle"] if quick else [
@@ -565,23 +538,9 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
     """SDP solve times per solver (SCS, CLARABEL) and loss on Bartan & Pilanci's data sets.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-    quick : bool, default=False
-        Only breast.cancer and the squared loss.
-    repeats : int, default=None
-        Solves per setting (default 3, quick 1); the median is reported, so that
-        the SCS speed-up is a ratio of medians.
-    datasets : list of str, default=None
-        Subset of ``SPEED_DATASETS``.
-    device : str, default="auto"
-        Unused (the SDP runs on the CPU); kept for the common signature.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
+    ``quick``: breast.cancer and the squared loss only. ``repeats``: solves per
+    setting (default 3, quick 1), medians reported. ``datasets``: a subset of
+    ``SPEED_DATASETS``. ``device`` is not used (the SDP runs on the CPU).
     """
     datasets = list(datasets or (["breast.cancer"] if quick else SPEED_DATASETS))
     losses = ["squared"] if quick else ["squared", "hinge", "logistic"]

@@ -32,14 +32,13 @@ one thread (``--threads``), both models alike.
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from .._report import markdown_table
+from .._report import markdown_table, pyplot, run_child, save_figure
 
 __all__ = ["regression_speed", "speed"]
 
@@ -158,9 +157,8 @@ def _synthetic(n_samples, n_features, seed=0):
 
     Nearly separable in the degree-2 features, and fitted with weak
     regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
-    Built in row blocks of 10 000 in ``LARGE_DTYPE``: whole-data float64
-    temporaries (3 x 1.6 GB at 1e6 x 200) used to set the child's peak memory
-    before the fit began.
+    Built in row blocks of 10 000 in ``LARGE_DTYPE``, so that no whole-data
+    float64 temporary sets the child's peak memory before the fit.
     """
     rng = np.random.RandomState(seed)
     A = rng.standard_normal((n_features, n_features)) / n_features
@@ -238,19 +236,12 @@ def _run_child(task, n_samples, n_features, device, max_iter, progress):
         f"_large_child({task!r}, {n_samples}, {n_features}, {device!r}, {max_iter}, "
         f"{LARGE_MEMORY_TARGET_GB!r})"
     )
-    env = dict(os.environ)
-    # the folder that holds the skquad package: research/ -> benchmarks/ -> skquad/ -> it
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     progress(f"qlr speed: large problem n={n_samples} d={n_features}: {task} (child process)")
-    completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    if completed.returncode != 0 or not lines:
+    completed, result = run_child(code)
+    if result is None:
         return dict(task=task, error=f"child failed (exit {completed.returncode}): "
                     f"{completed.stderr.strip()[-500:]}")
-    return json.loads(lines[-1])
+    return result
 
 
 def _fmt(value, digits=2):
@@ -260,32 +251,14 @@ def _fmt(value, digits=2):
 def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
     """QLR vs ``PolynomialFeatures(2) + LogisticRegression``: accuracy, fit time, memory.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Existing folder for the figure.
-    quick : bool, default=False
-        One split of vehicle and ionosphere, and a 10 000 x 60 "large" problem.
-    repeats : int, default=None
-        Stratified splits per dataset (default 3, so that the whole speed suite
-        fits in 15 minutes on two cores; quick 1).
-    datasets : list of str, default=None
-        UCI dataset names (default: spambase, optdigits, vehicle, ionosphere).
-    device : str, default="auto"
-        Device of QuadraticLogisticRegression.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
+    ``quick``: one split of vehicle and ionosphere and a 10 000 x 60 large
+    problem. ``repeats``: stratified splits per dataset (default 3, quick 1).
+    ``datasets``: UCI names (default: spambase, optdigits, vehicle,
+    ionosphere). ``device``: QuadraticLogisticRegression's.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
 
+    plt = pyplot()
     if datasets is None:
         datasets = ["vehicle", "ionosphere"] if quick else list(UCI_DATASETS)
     repeats = repeats if repeats is not None else (1 if quick else 3)
@@ -356,10 +329,8 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
         ax.set_xticks(positions, summary["dataset"])
         ax.legend()
     fig.suptitle("QuadraticLogisticRegression vs PolynomialFeatures(2) + LogisticRegression")
-    fig.tight_layout()
     figure = "qlr_vs_pipeline.png"
-    fig.savefig(output_dir / figure, dpi=110)
-    plt.close(fig)
+    save_figure(fig, output_dir / figure, dpi=110)
 
     accuracy_ok = mean_difference >= -ACCURACY_TARGET_PP
     # CPU times decide, as in regression_speed: on the shared machine the
@@ -535,24 +506,10 @@ def regression_speed(*, output_dir, quick=False, repeats=None, datasets=None, de
                      progress=print):
     """QuadraticRegression vs ``PolynomialFeatures(2) + Ridge``: agreement, fit time, memory.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Existing folder (unused: no figure).
-    quick : bool, default=False
-        concrete and cpus, one repeat, and a 10 000 x 60 large problem.
-    repeats : int, default=None
-        Fits of each model per set (default 5, quick 1); the medians are compared.
-    datasets : list of str, default=None
-        Regression set names (default: the seven shared sets).
-    device : str, default="auto"
-        Unused (QuadraticRegression computes with numpy).
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
+    ``quick``: concrete and cpus, one repeat, a 10 000 x 60 large problem.
+    ``repeats``: fits of each model per set (default 5, quick 1), medians
+    compared. ``datasets``: regression set names (default: the seven shared
+    sets). ``device`` is not used (numpy); no figure.
     """
     from skquad.datasets import REGRESSION_DATASETS
 
@@ -571,16 +528,9 @@ def regression_speed(*, output_dir, quick=False, repeats=None, datasets=None, de
         "from skquad.benchmarks.research._qlr import _regression_large_child; "
         f"_regression_large_child({n_large}, {d_large})"
     )
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    large = json.loads(lines[-1]) if completed.returncode == 0 and lines else dict(
-        error=f"child failed (exit {completed.returncode}): {completed.stderr.strip()[-500:]}"
-    )
+    completed, large = run_child(code)
+    if large is None:
+        large = dict(error=f"child failed (exit {completed.returncode}): {completed.stderr.strip()[-500:]}")
     large_ok = (
         large.get("fit_time_s", np.inf) < REGRESSION_LARGE_TIME_TARGET_S
         and large.get("peak_rss_gb", np.inf) < REGRESSION_LARGE_MEMORY_TARGET_GB

@@ -1,7 +1,6 @@
 """The SDP solver's targets (issue 9): time, certified gap and peak memory per case.
 
-Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
-``tools/measure_sdp_targets.py``). ``--datasets`` picks the cases:
+Suite ``sdp-targets`` of ``python -m skquad.benchmarks``. ``--datasets`` picks the cases:
 
 ``credit``, ``credit_scs``
     SDPQuantizedClassifier (logistic loss) on the preprocessed
@@ -37,10 +36,7 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks`` (formerly the script
     scikit-learn's, in case ``small``), preprocessed by
     ``make_uci_preprocessor`` (standardized, one-hot), squared loss and
     every other default. An SCS fit over ``SCS_SKIP_SECONDS`` (60 s) in the
-    warm-up round is not repeated (the row's ``note`` says so). About 4.5
-    minutes of CPU time at ``--repeats 3`` on one thread, most of it
-    segment's SCS fits (40-50 s each); 19 minutes of wall time on the
-    loaded 2-core machine.
+    warm-up round is not repeated (the row's ``note`` says so).
 ``large_uci``
     The same comparison on the five largest UCI sets ``LARGE_UCI``
     (spambase, waveform5000, optdigits, pendigits, letter), one fit each:
@@ -62,11 +58,8 @@ memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
 
 import json
 import math
-import os
 import resource
 import signal
-import subprocess
-import sys
 import time
 import warnings
 
@@ -79,7 +72,7 @@ from sklearn.preprocessing import StandardScaler
 from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor, SDPQuantizedRegressorCV
 from skquad.datasets import load_uci, make_planted_quantized, make_uci_preprocessor
 
-from .._report import active_thread_limit, markdown_table, thread_limit
+from .._report import active_thread_limit, markdown_table, run_child, thread_limit
 
 # Wide data at the defaults (issue 36): n rows x d features, a planted quadratic
 # target (regressor) or its sign about the median (classifier).
@@ -239,8 +232,7 @@ def _capped_scs(name, native):
         f"_capped_scs_child({name!r}, {cap!r}, {memory_cap!r}, {active_thread_limit()!r})"
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               env=_child_environment(), check=False)
+    completed, _ = run_child(code)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     child_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
@@ -368,21 +360,12 @@ def _child(case, rounds, threads=None):
     """Entry point of the child process: one JSON line with the rows and the peak memory.
 
     ``threads``: the parent's ``--threads`` limit, applied here too (a child
-    process does not inherit it: before, the ``small`` case ran its fits
-    on the libraries' default threads whatever ``--threads`` said).
+    process does not inherit it).
     """
     with thread_limit(threads):
         rows = _case(case, rounds)
     peak = _peak_rss_mb()
     print(json.dumps([{**row, "peak RSS (MB)": peak} for row in rows]))
-
-
-def _child_environment():
-    """The environment of a child process, with this skquad first on its path."""
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return env
 
 
 def _run_child(case, rounds, progress):
@@ -393,12 +376,10 @@ def _run_child(case, rounds, progress):
         f"_child({case!r}, {rounds}, {threads!r})"
     )
     progress(f"sdp targets: {case} (child process)")
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               env=_child_environment(), check=False)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("[")]
-    if completed.returncode != 0 or not lines:
+    completed, rows = run_child(code, start="[")
+    if rows is None:
         return [{"case": case, "error": f"exit {completed.returncode}: {completed.stderr.strip()[-300:]}"}]
-    return json.loads(lines[-1])
+    return rows
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):

@@ -72,24 +72,11 @@ def _shap_rows(model, X, background, n_exact, reference, progress):
 
 
 def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
-    """Time the closed-form SHAP values against ``shap``'s explainers.
+    """Time the closed-form SHAP values against ``shap``'s explainers; the suite contract.
 
-    Parameters
-    ----------
-    output_dir : pathlib.Path
-        Unused (no figure); part of the benchmark contract.
-    quick : bool, default=False
-        100 samples of 8 features instead of 1,000 of 20.
-    repeats : int, default=None
-        Timings of the closed form (the best is kept); default 5.
-    datasets, device
-        Unused: a synthetic problem on the CPU.
-    progress : callable, default=print
-
-    Returns
-    -------
-    result : dict
-        ``title``, ``markdown``, ``tables`` and ``figures`` (benchmark contract).
+    ``quick``: 100 samples of 8 features instead of 1,000 of 20. ``repeats``:
+    timings of the closed form, the best kept (default 5). ``datasets`` and
+    ``device`` are not used (a synthetic problem on the CPU); no figure.
     """
     import pandas as pd
 
