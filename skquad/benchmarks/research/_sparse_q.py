@@ -160,7 +160,7 @@ def uci(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
             d = train.shape[1]
             pairs = lambda model: model.n_interactions_ / max(1, d * (d - 1) // 2)
             rows.append((name, seed, scores["dense"], scores["l1"], pairs(models["l1"]),
-                         100 * sparser.score(test, y_test), pairs(sparser)))
+                         100 * accuracy_score(y_test, sparser.predict(test)), pairs(sparser)))
     table = pd.DataFrame(rows, columns=["dataset", "seed", "dense accuracy %", "l1 accuracy %",
                                         "share of pairs", "l1 1-SE accuracy %",
                                         "1-SE share of pairs"])
