@@ -72,20 +72,16 @@ def default_beta(lifting, X, y, weight, *, loss, n_outputs, n_samples=None):
     ``lambda`` path from ``lambda_max``. The fraction of it that predicts
     best shrinks as the samples per lifted coordinate, ``n / p``, grow: with
     few samples the relaxed model (a ``p x p`` matrix per output) must be
-    held back, with many it can fit. On the UCI benchmark's sets (one
-    split each, the path of :class:`~skquad.SDPQuantizedClassifierCV`) the
-    best fraction went from about 0.02-0.05 at ``n / p`` of 5-10 (breast
-    cancer, ionosphere, wine) to below 1e-3 at ``n / p`` of 50-60 (segment,
-    pendigits); ``(p / n)^2`` follows that, clipped to
-    ``DEFAULT_BETA_FRACTION_RANGE``: above 5 % every set lost accuracy.
-    The floor is the solver's, not the data's: below 1e-3 most sets
-    still gained (segment, 3 splits: 0.919 at 1e-3, 0.937 at 1e-4, 0.942 at
-    1e-5), but the factor solver needs several times the iterations
-    (waveform, 1000 rows: 750 L-BFGS iterations at 2e-3, 8600 at 8e-4).
-    A route whose cost does not grow as ``beta`` shrinks lowers the floor
-    where it solves (its ``beta_floor`` in :data:`skquad.convex.ROUTES`):
-    the compact interior point, for the squared loss with ``p (p + 1) / 2
-    <= 300``, to 1e-4 (the bottom of the ``SDPQuantizedClassifierCV`` path).
+    held back, with many it can fit; ``(p / n)^2`` follows the best fraction
+    of the :class:`~skquad.SDPQuantizedClassifierCV` path on the UCI sets
+    (:doc:`/benchmarks`), clipped to ``DEFAULT_BETA_FRACTION_RANGE``: above
+    its top every set lost accuracy. The floor is the solver's, not the
+    data's: smaller fractions still gain, but the factor solver's iterations
+    grow as ``beta`` shrinks. A route whose cost does not grow with it
+    lowers the floor where it solves (its ``beta_floor`` in
+    :data:`skquad.convex.ROUTES`): the compact interior point, for the
+    squared loss with ``p (p + 1) / 2 <= 300``, to 1e-4 (the bottom of the
+    ``SDPQuantizedClassifierCV`` path).
 
     ``n`` is the total sample weight (the number of samples when unweighted;
     an integer weight counts as that many repeated rows, scikit-learn's
