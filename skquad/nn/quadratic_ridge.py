@@ -95,20 +95,21 @@ def _dense_blocks(X, width):
         yield start, np.asarray(block, dtype=np.float64)
 
 
-def _expand(block, rows, cols):
+def _expand(block, rows, cols, extra=0):
     """``φ`` of a row block: ``[x, x_a x_b (a <= b)]`` (:func:`write_pair_products`).
 
-    Returned as the transposed view of a ``(D, n)`` C-order array: each
+    Returned as the transposed view of a ``(D + extra, n)`` C-order array: each
     feature's products are written contiguously (into the rows of a C-order
     ``(n, D)`` array they would be strided writes), and ``features.T @
-    features`` is still one SYRK.
+    features`` is still one SYRK. The ``extra`` last columns are left for the caller.
     """
     n, d = block.shape
-    out = np.empty((d + rows.shape[0], n))
+    out = np.empty((d + rows.shape[0] + extra, n))
     columns = np.ascontiguousarray(block.T)
     out[:d] = columns
     # fewer pairs than all: the allowed ones of interaction constraints
-    write_pair_products(columns, out[d:], None if rows.shape[0] == d * (d + 1) // 2 else (rows, cols))
+    write_pair_products(columns, out[d : d + rows.shape[0]],
+                        None if rows.shape[0] == d * (d + 1) // 2 else (rows, cols))
     return out.T
 
 
@@ -155,19 +156,21 @@ def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     D = mean.shape[0]
     rows, cols = pairs_of(X.shape[1], allowed)
     Y = np.asarray(Y, dtype=np.float64)
-    root = np.sqrt(np.asarray(weight, dtype=np.float64))
-    G = np.zeros((D, D))
-    R = np.zeros((D, Y.shape[1]))
-    for start, block in _dense_blocks(X, D):
+    weight = np.asarray(weight, dtype=np.float64)
+    root = None if np.all(weight == 1.0) else np.sqrt(weight)
+    centre = np.concatenate([mean, y_mean])
+    # [φ - m, y - ȳ] (times √w) in one buffer: A.T @ A of it is one BLAS SYRK, half the
+    # flops of a GEMM, and its off-diagonal block is R, without a second pass over φ.
+    A = np.zeros((D + Y.shape[1], D + Y.shape[1]))
+    for start, block in _dense_blocks(X, D + Y.shape[1]):
         stop = start + block.shape[0]
-        features = _expand(block, rows, cols)
-        features -= mean
-        features *= root[start:stop, None]
-        # A.T @ A of one buffer: numpy calls BLAS SYRK, half the flops of
-        # the GEMM (features.T @ (w * features)) it replaces.
-        G += features.T @ features
-        R += features.T @ (root[start:stop, None] * (Y[start:stop] - y_mean))
-    return G, R
+        features = _expand(block, rows, cols, extra=Y.shape[1])
+        features[:, D:] = Y[start:stop]
+        features -= centre
+        if root is not None:
+            features *= root[start:stop, None]
+        A += features.T @ features
+    return A[:D, :D], A[:D, D:]
 
 
 def solve_normal_equations(G, R, mean, y_mean, alpha, quadratic_alpha=None, n_features=0):
