@@ -37,6 +37,8 @@ import scipy.linalg.lapack
 import scipy.sparse
 import scipy.sparse.linalg
 
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
 from .quadratic_form import write_pair_products
 
 __all__ = [
@@ -229,7 +231,10 @@ def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
         # (assume_a="pos") also estimates the condition number, which costs
         # far more than the solve, and cho_factor/cho_solve's checks are a
         # noticeable share of a small fit.
-        _, solution, info = _posv(system, rhs[:, columns], lower=False, overwrite_a=True)
+        # scipy's LAPACK has its own BLAS threads: under the thread rule for the solve's own
+        # flops, a small one does not wake them against numpy's, still spinning after the SYRK.
+        with limit_threads(None, blas=thread_count("auto", "cpu", matrix.shape[0] ** 3 / 3.0)):
+            _, solution, info = _posv(system, rhs[:, columns], lower=False, overwrite_a=True)
         if info == 0:
             out[:, columns] = solution
         else:
