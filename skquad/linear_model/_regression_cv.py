@@ -377,19 +377,19 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                     kept, kept_score = loo.decomposition(), best_here
         scores = np.stack(scores, axis=-2)  # (k, R, A) or (R, A)
         per_target = self.alpha_per_target and k > 1
-        if losses:  # (n, k, R * A) row losses and (R * A,) degrees of freedom, ratio-major
-            losses = np.stack(losses, axis=-2).reshape(n, k, -1)
-            dfs = np.concatenate(dfs)
+        # the rule's (n, k, R * A) row losses and (R * A,) degrees of freedom, ratio-major
+        losses = np.stack(losses, axis=-2).reshape(n, k, -1) if losses else None
+        dfs = np.concatenate(dfs) if dfs else None
         if per_target:
             flat = scores.reshape(k, -1)
-            best = np.array([self._loo_choice(flat[j], losses[:, j] if len(losses) else None, dfs)
+            best = np.array([self._loo_choice(flat[j], None if losses is None else losses[:, j], dfs)
                              for j in range(k)])
             chosen_ratio, chosen_alpha = np.divmod(best, n_alphas)
             self.best_score_ = flat[np.arange(k), best]
         else:
             if scores.ndim == 3:
                 scores = scores.mean(axis=0)
-            best = self._loo_choice(scores.ravel(), losses.mean(axis=1) if len(losses) else None, dfs)
+            best = self._loo_choice(scores.ravel(), None if losses is None else losses.mean(axis=1), dfs)
             self.best_score_ = float(scores.ravel()[best])
             chosen_ratio, chosen_alpha = (np.full(k, index) for index in divmod(best, n_alphas))
         alpha, quadratic = alphas[chosen_alpha], alphas[chosen_alpha] * ratios[chosen_ratio]

@@ -24,13 +24,13 @@ from .._foundation._atomic import atomic_fit
 from .._dask_dispatch import is_dask_collection
 from .._foundation._cv_routing import splitter_params, splitter_router
 from .._foundation._docstrings import shared_docstring
+from .._foundation._held_out import SELECTION_RULES
 from .._foundation._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
 from ._common import _check_activation, _standardization
 from ._linear_term import rows_less_linear_term, statistics_less_linear_term
-from .._foundation._held_out import SELECTION_RULES
 from ._sdp import SDPQuantizedClassifier
 
 __all__ = ["BetaPathSearchMixin", "SDPQuantizedClassifierCV"]

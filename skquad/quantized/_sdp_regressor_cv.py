@@ -26,9 +26,10 @@ class SDPQuantizedRegressorCV(BetaPathSearchMixin, SDPQuantizedRegressor):
     each ``beta`` is scored on the held-out part (R² by default, weighted by
     ``sample_weight``); the largest ``beta`` within one standard error of the
     best mean score (``selection_rule``; non-finite scores ranked last, with
-    a warning), ``beta_``, is refitted on all the data. The fitted attributes and methods are those of that refitted
-    :class:`SDPQuantizedRegressor` (``U_``, ``alpha_``, ``lower_bound_``,
-    ``certified_gap_``, ``resample``, ``relaxed_predict``, ...).
+    a warning), ``beta_``, is refitted on all the data. The fitted attributes
+    and methods are those of that refitted :class:`SDPQuantizedRegressor`
+    (``U_``, ``alpha_``, ``lower_bound_``, ``certified_gap_``, ``resample``,
+    ``relaxed_predict``, ...).
 
     Parameters
     ----------
