@@ -82,6 +82,20 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         mean over-selects pairs with a sparse ``penalty``, as ``LassoCV``'s
         does; the rule keeps the sparsest model the folds cannot tell from
         it. Needs ``refit=True``.
+    relax : bool, default=False
+        With a sparse ``penalty``: the relaxed lasso (Meinshausen, 2007;
+        glmnet's ``relax=TRUE``). Each model of the path only selects the
+        pairs; it is refitted on the same rows with the L2 ``"polynomial"``
+        penalty at ``relax_C`` on its selected pairs (``interaction_cst``
+        of one group per pair and one per other feature: the squares and
+        linear terms stay), and these refits are scored and chosen. The L1
+        penalty that selects the pairs also shrinks the kept ones and the
+        linear terms, so that the folds prefer weak penalties and many
+        pairs; the refit removes that bias. With ``refit``, the chosen
+        ``C``'s L1 model on all the data selects the pairs of the model.
+    relax_C : float, default=1.0
+        The ``C`` of the relaxed refits (:class:`QuadraticLogisticRegression`'s
+        default, that of the dense model).
     tol : float, default=1e-4
         The stopping tolerance of every fit (see :class:`QuadraticLogisticRegression`).
     max_iter : int, default=500
@@ -132,7 +146,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         The values of ``C`` tried, in the given order.
     scores_ : ndarray of shape (n_folds, n_cs) or (n_folds, n_cs, n_l1_ratios)
         The score of each fold's model at each ``C`` (and ``l1_ratio`` of
-        ``l1_ratios``; the paths below have that axis too).
+        ``l1_ratios``; the paths below have that axis too); with ``relax``,
+        of the relaxed refits, as the paths below.
     coefs_paths_ : ndarray of shape (n_folds, n_cs, n_scores, n_features)
         The linear coefficients of each fold's model at each ``C``.
     intercepts_paths_ : ndarray of shape (n_folds, n_cs, n_scores)
@@ -184,6 +199,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "refit": ["boolean"],
         "selection_rule": [StrOptions(set(SELECTION_RULES))],
+        "relax": ["boolean"],
+        "relax_C": [Interval(Real, 0, None, closed="neither")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "max_fun": [Interval(Integral, 1, None, closed="left")],
@@ -209,6 +226,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         scoring=None,
         refit=True,
         selection_rule="best",
+        relax=False,
+        relax_C=1.0,
         tol=1e-4,
         max_iter=500,
         max_fun=15000,
@@ -230,6 +249,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self.scoring = scoring
         self.refit = refit
         self.selection_rule = selection_rule
+        self.relax = relax
+        self.relax_C = relax_C
         self.tol = tol
         self.max_iter = max_iter
         self.max_fun = max_fun
@@ -313,6 +334,11 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
                 f"selection_rule={self.selection_rule!r} needs refit=True: without the refit "
                 "each fold keeps its own best C, which has no standard error across the folds."
             )
+        if self.relax and self.penalty not in SPARSE_PENALTIES:
+            raise ValueError(
+                f"relax=True refits the pairs a sparse penalty selects: it needs penalty='l1', "
+                f"'elasticnet' or 'group', got penalty={self.penalty!r}."
+            )
         X, y_encoded, weight = self._validate_training_data(X, y, sample_weight)
         labels = self.classes_[y_encoded]
         routed = self._routed_params(sample_weight, params)
@@ -329,6 +355,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         paths = [Bunch(scores=np.column_stack([r[f].scores for r in by_ratio]).ravel(),
                        n_iter=np.column_stack([r[f].n_iter for r in by_ratio]).ravel(),
                        models=[m for ms in zip(*(r[f].models for r in by_ratio)) for m in ms],
+                       starts=[m for ms in zip(*(r[f].starts for r in by_ratio)) for m in ms],
                        device=by_ratio[0][f].device) for f in range(len(folds))]
         shape = (len(folds), len(Cs)) + (() if self.l1_ratios is None else (len(ratios),))
         self.Cs_ = Cs
@@ -340,10 +367,14 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         scores = np.array([path.scores for path in paths])
         best = self._chosen_index(scores, Cs, len(ratios))
         if self.refit:
-            start = {name: np.mean([p.models[best][name] for p in paths], axis=0)
+            start = {name: np.mean([p.starts[best][name] for p in paths], axis=0)
                      for name in _MODEL}
             inner.set_params(l1_ratio=ratios[best % len(ratios)])
-            final = self._refit(inner, X, labels, weight, Cs[best // len(ratios)], start)
+            model = self._refit(inner, X, labels, weight, Cs[best // len(ratios)], start)
+            if self.relax:
+                model = self._relaxed(inner, model, X, labels, weight)
+            final = {name: getattr(model, name) for name in (*_MODEL, "device_", "solver_",
+                                                                "loss_")}
             self.C_, self.l1_ratio_ = float(Cs[best // len(ratios)]), ratios[best % len(ratios)]
         else:
             per_fold = np.argmax(scores, axis=1)
@@ -373,6 +404,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         model = copy.deepcopy(inner)
         n_cs = Cs.shape[0]
         scores, n_iter, models = np.empty(n_cs), np.empty(n_cs, int), [None] * n_cs
+        starts, relaxed = [None] * n_cs, {}  # the L1 models; the relaxed refits by their pairs
         test_params = _check_method_params(X, params=score_params, indices=test)
         X_test, y_test = X[test], labels[test]  # once per fold, not per C
         order = np.argsort(Cs, kind="stable")
@@ -384,10 +416,34 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
                     f"{model.classes_.tolist()} of {self.classes_.tolist()}: every training "
                     "fold needs every class. Use a stratified cv (the default) or fewer folds."
                 )
-            scores[index] = scorer(model, X_test, y_test, **test_params)
             n_iter[index] = model.n_iter_[0]
-            models[index] = {name: getattr(model, name).copy() for name in _MODEL}
-        return Bunch(scores=scores, n_iter=n_iter, models=models, device=model.device_)
+            starts[index] = {name: getattr(model, name).copy() for name in _MODEL}
+            scored = model
+            if self.relax:  # consecutive Cs often select the same pairs: one refit for them
+                key = model.interactions_.tobytes()
+                if key not in relaxed:
+                    relaxed[key] = self._relaxed(inner, model, X[train], labels[train],
+                                                 weight[train])
+                scored = relaxed[key]
+            scores[index] = scorer(scored, X_test, y_test, **test_params)
+            models[index] = {name: getattr(scored, name).copy() for name in _MODEL}
+        return Bunch(scores=scores, n_iter=n_iter, models=models, starts=starts,
+                     device=model.device_)
+
+    def _relaxed(self, inner, selector, X, labels, weight):
+        """``relax``'s refit: the L2 model at ``relax_C`` on the pairs ``selector`` selected.
+
+        One group per selected pair and one per other feature, so that no
+        other pair may interact (HistGradientBoosting's groups would join the
+        unlisted features into one); the squares and linear terms all stay.
+        """
+        pairs = selector.interactions_
+        alone = np.setdiff1d(np.arange(X.shape[1]), pairs)
+        groups = [[int(a), int(b)] for a, b in pairs] + [[int(a)] for a in alone]
+        model = copy.deepcopy(inner).set_params(penalty="polynomial", l1_ratio=None,
+                                                C=self.relax_C, interaction_cst=groups,
+                                                warm_start=False)
+        return model.fit(X, labels, sample_weight=weight)
 
     def _refit(self, inner, X, labels, weight, C, start):
         """The model at ``C`` on all the data, warm-started from ``start`` (the folds' mean)."""
@@ -396,9 +452,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         model.classes_ = self.classes_
         for name, value in start.items():
             setattr(model, name, value)
-        model.fit(X, labels, sample_weight=weight)
-        fitted = {name: getattr(model, name) for name in _MODEL}
-        return dict(fitted, device_=model.device_, solver_=model.solver_, loss_=model.loss_)
+        return model.fit(X, labels, sample_weight=weight)
 
     def _get_scorer(self):
         """The scorer of ``scoring``: accuracy by default, as LogisticRegressionCV's."""
