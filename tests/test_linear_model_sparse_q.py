@@ -159,3 +159,43 @@ def test_owlqn_reaches_fistas_optimum_in_fewer_iterations():
     (_, quasi_newton, objective, gap, _), (_, first_order, reference, _, _) = runs
     assert gap <= 1e-8 * np.log(3) and abs(objective - reference) <= 1e-10
     assert quasi_newton < first_order / 2
+
+
+def test_relaxed_cv_refits_the_selected_pairs_with_the_l2_penalty():
+    from sklearn.model_selection import StratifiedKFold
+
+    X, signal, _ = _data(8, n=200, d=6)
+    y = (signal > 0).astype(int)
+    folds = list(StratifiedKFold(3).split(X, y))
+    settings = dict(Cs=[0.02, 0.05, 0.2], penalty="l1", cv=folds, tol=1e-8, max_iter=5000)
+    model = QuadraticLogisticRegressionCV(relax=True, relax_C=0.5, **settings).fit(X, y)
+    selector = QuadraticLogisticRegression(penalty="l1", C=model.C_, tol=1e-8,
+                                           max_iter=5000).fit(X, y)
+    # the pairs are those of the L1 model at the chosen C, on all the data
+    assert 0 < model.n_interactions_ < 15
+    np.testing.assert_array_equal(model.interactions_, selector.interactions_)
+
+    def by_hand(pairs, rows):  # each pair a group, every other feature alone
+        alone = [[a] for a in range(6) if a not in np.ravel(pairs)]
+        return QuadraticLogisticRegression(C=0.5, interaction_cst=[*pairs.tolist(), *alone],
+                                           tol=1e-8, max_iter=5000).fit(X[rows], y[rows])
+
+    every = np.arange(len(y))
+    np.testing.assert_allclose(model.predict_proba(X),
+                               by_hand(selector.interactions_, every).predict_proba(X), atol=1e-5)
+    # each fold scores the relaxed refit of its own L1 model
+    train, test = folds[1]
+    fold_selector = QuadraticLogisticRegression(penalty="l1", C=0.2, tol=1e-8,
+                                                max_iter=5000).fit(X[train], y[train])
+    relaxed = by_hand(fold_selector.interactions_, train)
+    assert model.scores_[1, 2] == pytest.approx(relaxed.score(X[test], y[test]))
+    np.testing.assert_allclose(model.coefs_paths_[1, 2], relaxed.coef_, atol=1e-4)
+    # without relax the folds score the L1 models themselves
+    plain = QuadraticLogisticRegressionCV(**settings).fit(X, y)
+    assert plain.scores_[1, 2] == pytest.approx(fold_selector.score(X[test], y[test]))
+
+
+def test_relax_needs_a_sparse_penalty():
+    X, signal, _ = _data(9)
+    with pytest.raises(ValueError, match="relax=True .* sparse penalty"):
+        QuadraticLogisticRegressionCV(Cs=[1.0], cv=2, relax=True).fit(X, (signal > 0).astype(int))
