@@ -13,7 +13,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-__all__ = ["INTERACTION_CST_CONSTRAINT", "allowed_entries", "estimator_entries", "indexed_groups"]
+__all__ = ["INTERACTION_CST_CONSTRAINT", "allowed_entries", "estimator_entries", "indexed_groups",
+           "pair_groups"]
 
 # _parameter_constraints' entry (HistGradientBoosting's, which takes lists and tuples)
 INTERACTION_CST_CONSTRAINT = [list, tuple, StrOptions({"pairwise", "no_interactions"}), None]
@@ -106,3 +107,13 @@ def indexed_groups(interaction_cst, n_features, feature_names=None):
     if interaction_cst is None or isinstance(interaction_cst, str):
         return interaction_cst
     return [sorted(group) for group in _groups(interaction_cst, n_features, feature_names)]
+
+
+def pair_groups(pairs, n_features):
+    """``interaction_cst`` allowing exactly ``pairs`` (``(k, 2)`` indices) among the cross terms.
+
+    One group per pair and one per feature in none: the features no group
+    lists would form one group together, whose pairs would all be allowed.
+    """
+    alone = np.setdiff1d(np.arange(n_features), pairs)
+    return [[int(a), int(b)] for a, b in pairs] + [[int(a)] for a in alone]

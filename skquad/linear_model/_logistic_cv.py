@@ -25,7 +25,7 @@ from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._foundation._docstrings import shared_docstring
 from .._foundation._held_out import SELECTION_RULES
 from .._base import BaseQuadraticClassifier, dispatch_inputs
-from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups
+from ._interactions import INTERACTION_CST_CONSTRAINT, indexed_groups, pair_groups
 from ._logistic import QuadraticLogisticRegression
 from ._sparse_q import SPARSE_PENALTIES, publish_interactions
 
@@ -433,13 +433,9 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     def _relaxed(self, inner, selector, X, labels, weight):
         """``relax``'s refit: the L2 model at ``relax_C`` on the pairs ``selector`` selected.
 
-        One group per selected pair and one per other feature, so that no
-        other pair may interact (HistGradientBoosting's groups would join the
-        unlisted features into one); the squares and linear terms all stay.
+        The squares and linear terms all stay (``interaction_cst`` restricts the pairs only).
         """
-        pairs = selector.interactions_
-        alone = np.setdiff1d(np.arange(X.shape[1]), pairs)
-        groups = [[int(a), int(b)] for a, b in pairs] + [[int(a)] for a in alone]
+        groups = pair_groups(selector.interactions_, X.shape[1])
         model = copy.deepcopy(inner).set_params(penalty="polynomial", l1_ratio=None,
                                                 C=self.relax_C, interaction_cst=groups,
                                                 warm_start=False)
