@@ -199,3 +199,19 @@ def test_relax_needs_a_sparse_penalty():
     X, signal, _ = _data(9)
     with pytest.raises(ValueError, match="relax=True .* sparse penalty"):
         QuadraticLogisticRegressionCV(Cs=[1.0], cv=2, relax=True).fit(X, (signal > 0).astype(int))
+
+
+def test_relaxed_cv_chooses_relax_c_from_a_list_by_the_folds():
+    X, signal, _ = _data(10, n=150)
+    y = (signal > 0).astype(int)
+    model = QuadraticLogisticRegressionCV(Cs=[0.05, 0.3], penalty="elasticnet",
+                                          l1_ratios=[0.5, 1.0], relax=True,
+                                          relax_C=[0.1, 10.0], cv=2).fit(X, y)
+    assert model.scores_.shape == model.n_iter_.shape == (2, 2, 2, 2)
+    assert model.coefs_paths_.shape == (2, 2, 2, 2, 1, D)
+    best = np.unravel_index(np.argmax(model.scores_.mean(0)), (2, 2, 2))
+    assert (model.C_, model.l1_ratio_, model.relax_C_) == (
+        [0.05, 0.3][best[0]], [0.5, 1.0][best[1]], [0.1, 10.0][best[2]])
+    # the relaxed refits differ by relax_C; the path's iterations do not
+    assert not np.allclose(model.scores_[..., 0], model.scores_[..., 1])
+    np.testing.assert_array_equal(model.n_iter_[..., 0], model.n_iter_[..., 1])

@@ -75,8 +75,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     selection_rule : {"best", "one_standard_error"}, default="best"
         Which ``C`` the folds' scores choose. ``"best"``: the best mean
         score, ``LogisticRegressionCV``'s choice. ``"one_standard_error"``:
-        the smallest ``C`` (the strongest penalty; with ``l1_ratios``, the
-        first of them at that ``C``) whose mean score is within one standard
+        the smallest ``C`` (the strongest penalty; with ``l1_ratios`` or a
+        list ``relax_C``, the first candidate at that ``C``, ratio-major) whose mean score is within one standard
         error of the best, the standard error of the best ``C``'s scores over
         the folds (Breiman's rule; glmnet's ``lambda.1se``). The best
         mean over-selects pairs with a sparse ``penalty``, as ``LassoCV``'s
@@ -93,9 +93,13 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         linear terms, so that the folds prefer weak penalties and many
         pairs; the refit removes that bias. With ``refit``, the chosen
         ``C``'s L1 model on all the data selects the pairs of the model.
-    relax_C : float, default=1.0
+    relax_C : float or list of float, default=1.0
         The ``C`` of the relaxed refits (:class:`QuadraticLogisticRegression`'s
-        default, that of the dense model).
+        default: the dense model's). A list is tried with every ``C`` and
+        ratio (an axis of ``scores_`` and the paths, as ``l1_ratios``), as
+        glmnet's ``relax`` chooses its ``gamma`` by the folds: a larger
+        ``relax_C`` penalises the kept pairs less, so that the folds rank
+        the supports with less shrinkage and prefer fewer pairs.
     tol : float, default=1e-4
         The stopping tolerance of every fit (see :class:`QuadraticLogisticRegression`).
     max_iter : int, default=500
@@ -138,6 +142,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         ``use_legacy_attributes=False``).
     l1_ratio_ : float or None
         The chosen ``l1_ratio`` (None without ``l1_ratios``).
+    relax_C_ : float or None
+        The chosen ``relax_C`` (None without ``relax``).
     n_interactions_ : int
         With a sparse ``penalty``: the number of selected pairs.
     interactions_ : ndarray of shape (n_interactions_, 2)
@@ -146,8 +152,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         The values of ``C`` tried, in the given order.
     scores_ : ndarray of shape (n_folds, n_cs) or (n_folds, n_cs, n_l1_ratios)
         The score of each fold's model at each ``C`` (and ``l1_ratio`` of
-        ``l1_ratios``; the paths below have that axis too); with ``relax``,
-        of the relaxed refits, as the paths below.
+        ``l1_ratios``, and ``relax_C`` of a list; the paths below have these
+        axes too); with ``relax``, of the relaxed refits, as the paths below.
     coefs_paths_ : ndarray of shape (n_folds, n_cs, n_scores, n_features)
         The linear coefficients of each fold's model at each ``C``.
     intercepts_paths_ : ndarray of shape (n_folds, n_cs, n_scores)
@@ -200,7 +206,7 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         "refit": ["boolean"],
         "selection_rule": [StrOptions(set(SELECTION_RULES))],
         "relax": ["boolean"],
-        "relax_C": [Interval(Real, 0, None, closed="neither")],
+        "relax_C": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "max_fun": [Interval(Integral, 1, None, closed="left")],
@@ -348,16 +354,19 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         inner = self._inner_model(X)
         scorer = self._get_scorer()
         ratios = [None] if self.l1_ratios is None else self._checked_l1_ratios()
-        # one path per ratio and fold, flattened C-major: entry c * n_ratios + r
+        relax_Cs = self._checked_relax_Cs()
+        # one path per ratio and fold; candidates flattened C-major, then ratio, then relax_C
         by_ratio = [[self._fold_path(inner.set_params(l1_ratio=ratio), X, labels, weight, train,
-                                     test, Cs, scorer, routed.scorer.score)
+                                     test, Cs, relax_Cs, scorer, routed.scorer.score)
                      for train, test in folds] for ratio in ratios]
-        paths = [Bunch(scores=np.column_stack([r[f].scores for r in by_ratio]).ravel(),
-                       n_iter=np.column_stack([r[f].n_iter for r in by_ratio]).ravel(),
-                       models=[m for ms in zip(*(r[f].models for r in by_ratio)) for m in ms],
-                       starts=[m for ms in zip(*(r[f].starts for r in by_ratio)) for m in ms],
+        flat = lambda f, name: [item for c in range(len(Cs)) for r in by_ratio
+                                for item in getattr(r[f], name)[c]]
+        paths = [Bunch(scores=np.array(flat(f, "scores")), n_iter=np.array(flat(f, "n_iter")),
+                       models=flat(f, "models"), starts=flat(f, "starts"),
                        device=by_ratio[0][f].device) for f in range(len(folds))]
-        shape = (len(folds), len(Cs)) + (() if self.l1_ratios is None else (len(ratios),))
+        grid = [(ratio, relax_C) for ratio in ratios for relax_C in relax_Cs]  # per C
+        shape = (len(folds), len(Cs)) + (() if self.l1_ratios is None else (len(ratios),)) + (
+            (len(relax_Cs),) if self.relax and np.ndim(self.relax_C) else ())
         self.Cs_ = Cs
         self.scores_ = np.array([path.scores for path in paths]).reshape(shape)
         self.n_iter_ = np.array([path.n_iter for path in paths], dtype=np.int32).reshape(shape)
@@ -365,46 +374,63 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         self.coefs_paths_, self.intercepts_paths_ = (
             along(name).reshape(shape + along(name).shape[2:]) for name in _MODEL[1:])
         scores = np.array([path.scores for path in paths])
-        best = self._chosen_index(scores, Cs, len(ratios))
+        best = self._chosen_index(scores, Cs, len(grid))
         if self.refit:
             start = {name: np.mean([p.starts[best][name] for p in paths], axis=0)
                      for name in _MODEL}
-            inner.set_params(l1_ratio=ratios[best % len(ratios)])
-            model = self._refit(inner, X, labels, weight, Cs[best // len(ratios)], start)
+            (self.l1_ratio_, self.relax_C_), self.C_ = grid[best % len(grid)], float(
+                Cs[best // len(grid)])
+            inner.set_params(l1_ratio=self.l1_ratio_)
+            model = self._refit(inner, X, labels, weight, self.C_, start)
             if self.relax:
-                model = self._relaxed(inner, model, X, labels, weight)
+                model = self._relaxed(inner, model, X, labels, weight, self.relax_C_)
             final = {name: getattr(model, name) for name in (*_MODEL, "device_", "solver_",
                                                                 "loss_")}
-            self.C_, self.l1_ratio_ = float(Cs[best // len(ratios)]), ratios[best % len(ratios)]
         else:
             per_fold = np.argmax(scores, axis=1)
             final = {name: np.mean([p.models[b][name] for p, b in zip(paths, per_fold)], axis=0)
                      for name in _MODEL}
             final["device_"] = paths[0].device
-            self.C_ = float(np.mean(Cs[per_fold // len(ratios)]))
-            self.l1_ratio_ = None if self.l1_ratios is None else float(
-                np.mean(np.asarray(ratios)[per_fold % len(ratios)]))
+            self.C_ = float(np.mean(Cs[per_fold // len(grid)]))
+            self.l1_ratio_, self.relax_C_ = (
+                None if values[0] is None else float(np.mean(values))
+                for values in zip(*(grid[b % len(grid)] for b in per_fold)))
         for name, value in final.items():
             setattr(self, name, value)
         if self.penalty in SPARSE_PENALTIES:
             publish_interactions(self)
         return self
 
-    def _chosen_index(self, scores, Cs, n_ratios):
+    def _checked_relax_Cs(self):
+        """The ``C`` values of the relaxed refits: ``[None]`` without ``relax``."""
+        if not self.relax:
+            return [None]
+        values = np.asarray(self.relax_C, dtype=np.float64).ravel()
+        if values.size == 0 or not np.all(values > 0):
+            raise ValueError(f"relax_C must hold positive values of C, got {self.relax_C!r}.")
+        return [float(v) for v in values]
+
+    def _chosen_index(self, scores, Cs, n_per_c):
         """The flat (C-major) index of the chosen candidate; ``scores`` (folds, candidates)."""
         if self.selection_rule == "best":
             return int(np.argmax(scores.mean(axis=0)))
-        # candidates from the strongest penalty (smallest C) up, the ratios in their order
-        order = np.concatenate([np.arange(c * n_ratios, (c + 1) * n_ratios)
+        # candidates from the strongest penalty (smallest C) up, each C's in their order
+        order = np.concatenate([np.arange(c * n_per_c, (c + 1) * n_per_c)
                                 for c in np.argsort(Cs, kind="stable")])
         return int(order[SELECTION_RULES[self.selection_rule](-scores[:, order])])
 
-    def _fold_path(self, inner, X, labels, weight, train, test, Cs, scorer, score_params):
-        """One fold's path: ``Cs`` from the smallest up, each fit warm-started from the last."""
+    def _fold_path(self, inner, X, labels, weight, train, test, Cs, relax_Cs, scorer,
+                   score_params):
+        """One fold's path: ``Cs`` from the smallest up, each fit warm-started from the last.
+
+        Per ``C`` (rows), one scored model per entry of ``relax_Cs`` (columns):
+        the path's own where None, else its relaxed refit.
+        """
         model = copy.deepcopy(inner)
-        n_cs = Cs.shape[0]
-        scores, n_iter, models = np.empty(n_cs), np.empty(n_cs, int), [None] * n_cs
-        starts, relaxed = [None] * n_cs, {}  # the L1 models; the relaxed refits by their pairs
+        n_cs, n_relax = Cs.shape[0], len(relax_Cs)
+        scores, n_iter = np.empty((n_cs, n_relax)), np.empty((n_cs, n_relax), int)
+        models, starts = [None] * n_cs, [None] * n_cs  # the scored models; the path's
+        relaxed = {}  # consecutive Cs often select the same pairs: one refit for them
         test_params = _check_method_params(X, params=score_params, indices=test)
         X_test, y_test = X[test], labels[test]  # once per fold, not per C
         order = np.argsort(Cs, kind="stable")
@@ -417,27 +443,29 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
                     "fold needs every class. Use a stratified cv (the default) or fewer folds."
                 )
             n_iter[index] = model.n_iter_[0]
-            starts[index] = {name: getattr(model, name).copy() for name in _MODEL}
-            scored = model
-            if self.relax:  # consecutive Cs often select the same pairs: one refit for them
-                key = model.interactions_.tobytes()
-                if key not in relaxed:
-                    relaxed[key] = self._relaxed(inner, model, X[train], labels[train],
-                                                 weight[train])
-                scored = relaxed[key]
-            scores[index] = scorer(scored, X_test, y_test, **test_params)
-            models[index] = {name: getattr(scored, name).copy() for name in _MODEL}
+            own = {name: getattr(model, name).copy() for name in _MODEL}
+            starts[index], models[index] = [own] * n_relax, []
+            for g, relax_C in enumerate(relax_Cs):
+                scored = model
+                if relax_C is not None:
+                    key = (model.interactions_.tobytes(), relax_C)
+                    if key not in relaxed:
+                        relaxed[key] = self._relaxed(inner, model, X[train], labels[train],
+                                                     weight[train], relax_C)
+                    scored = relaxed[key]
+                scores[index, g] = scorer(scored, X_test, y_test, **test_params)
+                models[index].append({name: getattr(scored, name).copy() for name in _MODEL})
         return Bunch(scores=scores, n_iter=n_iter, models=models, starts=starts,
                      device=model.device_)
 
-    def _relaxed(self, inner, selector, X, labels, weight):
-        """``relax``'s refit: the L2 model at ``relax_C`` on the pairs ``selector`` selected.
+    def _relaxed(self, inner, selector, X, labels, weight, C):
+        """``relax``'s refit: the L2 model at ``C`` on the pairs ``selector`` selected.
 
         The squares and linear terms all stay (``interaction_cst`` restricts the pairs only).
         """
         groups = pair_groups(selector.interactions_, X.shape[1])
         model = copy.deepcopy(inner).set_params(penalty="polynomial", l1_ratio=None,
-                                                C=self.relax_C, interaction_cst=groups,
+                                                C=C, interaction_cst=groups,
                                                 warm_start=False)
         return model.fit(X, labels, sample_weight=weight)
 
