@@ -41,6 +41,9 @@ ESTIMATORS = [
     # n_iter_ holds zeros there (why scikit-learn exempts LogisticRegressionCV
     # from the n_iter_ >= 1 check); on this grid every step iterates.
     QuadraticLogisticRegressionCV(Cs=4, cv=3),
+    # the relaxed L1 path: Cs at which every L1 fit on the checks' data iterates (the
+    # empty model at C=1e-4 is reached in 0 iterations)
+    QuadraticLogisticRegressionCV(Cs=[0.1, 1.0, 10.0], cv=3, penalty="l1", relax=True),
     # sparse Q at the defaults (FISTA to a duality gap of tol; the unscaled blobs
     # and iris of some checks run to max_iter and warn)
     QuadraticLogisticRegression(penalty="l1"),

@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 from sklearn.preprocessing import PolynomialFeatures
 
 from skquad import QuadraticLogisticRegression, QuadraticRegression, QuadraticRegressionCV
-from skquad.linear_model._interactions import allowed_entries
+from skquad.linear_model._interactions import allowed_entries, pair_groups
 from skquad.nn import quadratic_form
 
 CONSTRAINTS = [
@@ -78,6 +78,17 @@ def test_groups_follow_histgradientboosting():
     np.testing.assert_array_equal(allowed_entries("no_interactions", False, d), np.eye(d, dtype=bool))
     only = allowed_entries(None, True, d)
     np.testing.assert_array_equal(only, ~np.eye(d, dtype=bool))
+
+
+def test_pair_groups_allow_exactly_the_pairs():
+    d, pairs = 6, np.array([[0, 3], [1, 3]])
+    allowed = allowed_entries(pair_groups(pairs, d), False, d)
+    off = allowed & ~np.eye(d, dtype=bool)
+    # only the listed pairs (both orientations), every square; none for no pairs
+    assert {(a, b) for a, b in zip(*np.nonzero(off)) if a < b} == {(0, 3), (1, 3)}
+    assert np.all(np.diag(allowed))
+    empty = allowed_entries(pair_groups(np.empty((0, 2), int), d), False, d)
+    np.testing.assert_array_equal(empty, np.eye(d, dtype=bool))
 
 
 def test_groups_by_name():
