@@ -76,9 +76,10 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         Which ``C`` the folds' scores choose. ``"best"``: the best mean
         score, ``LogisticRegressionCV``'s choice. ``"one_standard_error"``:
         the smallest ``C`` (the strongest penalty; with ``l1_ratios`` or a
-        list ``relax_C``, the first candidate at that ``C``, ratio-major) whose mean score is within one standard
-        error of the best, the standard error of the best ``C``'s scores over
-        the folds (Breiman's rule; glmnet's ``lambda.1se``). The best
+        list ``relax_C``, the first candidate at that ``C``, ratio-major)
+        whose mean score is within one standard error of the best, the
+        standard error of the best ``C``'s scores over the folds (Breiman's
+        rule; glmnet's ``lambda.1se``). The best
         mean over-selects pairs with a sparse ``penalty``, as ``LassoCV``'s
         does; the rule keeps the sparsest model the folds cannot tell from
         it. Needs ``refit=True``.
