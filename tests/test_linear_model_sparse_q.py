@@ -215,3 +215,10 @@ def test_relaxed_cv_chooses_relax_c_from_a_list_by_the_folds():
     # the relaxed refits differ by relax_C; the path's iterations do not
     assert not np.allclose(model.scores_[..., 0], model.scores_[..., 1])
     np.testing.assert_array_equal(model.n_iter_[..., 0], model.n_iter_[..., 1])
+    # without the refit: the folds' relaxed models at their own best, relax_C_ their mean
+    folds = QuadraticLogisticRegressionCV(Cs=[0.05, 0.3], penalty="l1", relax=True,
+                                          relax_C=[0.1, 10.0], refit=False, cv=2).fit(X, y)
+    per_fold = folds.scores_.reshape(2, -1).argmax(axis=1)
+    assert folds.relax_C_ == pytest.approx(np.mean(np.array([0.1, 10.0])[per_fold % 2]))
+    chosen = [folds.coefs_paths_.reshape(2, 4, 1, D)[f, b] for f, b in enumerate(per_fold)]
+    np.testing.assert_allclose(folds.coef_, np.mean(chosen, axis=0))
