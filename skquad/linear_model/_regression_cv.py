@@ -25,8 +25,13 @@ from ..nn.quadratic_ridge import (
     expansion_size,
     quadratic_model_scores,
 )
-from ._interactions import INTERACTION_CST_CONSTRAINT, estimator_entries, indexed_groups
-from ._sparse_q import SPARSE_PENALTIES, alpha_grid, regression_path
+from ._interactions import (
+    INTERACTION_CST_CONSTRAINT,
+    estimator_entries,
+    indexed_groups,
+    pair_groups,
+)
+from ._sparse_q import SPARSE_PENALTIES, alpha_grid, regression_path, selected_pairs
 from ._regression import (
     QUADRATIC_RATIOS,
     QuadraticRegression,
@@ -136,6 +141,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         on the rows' leave-one-out squared errors, over every ``(ratio,
         alpha)`` ranked by its effective degrees of freedom
         ``Σ λ / (λ + alpha)``: the simplest model within one standard error.
+    relax : bool, default=False
+        With a sparse ``penalty``: the relaxed lasso (as
+        :class:`QuadraticLogisticRegressionCV`'s ``relax``). Each fold's
+        model at each ``alpha`` only selects the pairs; the L2 model at
+        ``relax_alpha`` on its selected pairs (the squares and linear terms
+        all kept) is fitted on the same rows, and its errors make
+        ``mse_path_``; the model is the refit of the pairs that the chosen
+        ``alpha``'s L1 fit on all the data selects.
+    relax_alpha : float, default=1.0
+        The ``alpha`` of the relaxed refits (:class:`QuadraticRegression`'s).
     [shared: clip_inputs clip_outputs:QuadraticRegression]
 
     Attributes
@@ -200,6 +215,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         "penalty": [StrOptions({"l2", *SPARSE_PENALTIES})],
         "l1_ratio": ["array-like", Interval(Real, 0, 1, closed="both"), None],
         "selection_rule": [StrOptions(set(SELECTION_RULES))],
+        "relax": ["boolean"],
+        "relax_alpha": [Interval(Real, 0, None, closed="left")],
         "clip_inputs": ["boolean"],
         "clip_outputs": ["boolean"],
     }
@@ -227,12 +244,16 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         penalty="l2",
         l1_ratio=None,
         selection_rule="best",
+        relax=False,
+        relax_alpha=1.0,
         clip_inputs=True,
         clip_outputs=False,
     ):
         self.penalty = penalty
         self.l1_ratio = l1_ratio
         self.selection_rule = selection_rule
+        self.relax = relax
+        self.relax_alpha = relax_alpha
         self.alphas = alphas
         self.quadratic_ratios = quadratic_ratios
         self.fit_intercept = fit_intercept
@@ -311,6 +332,9 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                 "leave-one-out's squared errors: it needs cv=None and scoring=None (or a "
                 f"sparse penalty); got cv={self.cv!r}, scoring={self.scoring!r}."
             )
+        if self.relax and self.penalty == "l2":
+            raise ValueError("relax=True refits the pairs a sparse penalty selects: it needs "
+                             "penalty='l1', 'elasticnet' or 'group', got penalty='l2'.")
         given_weight = sample_weight
         X, Y, sample_weight = self._validate_training_data(X, y, sample_weight)
         if self.penalty != "l2":
@@ -503,9 +527,22 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                 path = regression_path(X[train], Y[train], weight[train], grid, self.penalty,
                                        ratio, allowed, fit_intercept=self.fit_intercept,
                                        tol=1e-4, max_iter=1000)
-                per_fold.append([np.average((quadratic_model_scores(
-                    X[test], *coefficients_to_model(c, d, allowed)[::-1], b) - Y[test]) ** 2,
-                    axis=0, weights=weight[test]).mean() for c, b, _ in path])
+                relaxed = {}  # neighbouring alphas often select the same pairs: one refit
+                models = []
+                for c, b, _ in path:
+                    coef, Q = coefficients_to_model(c, d, allowed)
+                    if self.relax:
+                        pairs = selected_pairs(Q)
+                        if pairs.tobytes() not in relaxed:
+                            relaxed[pairs.tobytes()] = self._relaxed(
+                                pairs, X[train], target[train], weight[train])
+                        fit = relaxed[pairs.tobytes()]
+                        Q, coef, b = (np.reshape(getattr(fit, name), shape) for name, shape in
+                                      (("Q_", Q.shape), ("coef_", coef.shape), ("intercept_", -1)))
+                    models.append((Q, coef, b))
+                per_fold.append([np.average((quadratic_model_scores(X[test], *model) - Y[test])
+                                            ** 2, axis=0, weights=weight[test]).mean()
+                                 for model in models])
             grids.append(grid)
             errors.append(np.array(per_fold).T)  # (n_alphas, n_folds), ElasticNetCV's mse_path_
         self.alphas_, self.mse_path_ = np.squeeze(grids), np.squeeze(errors)
@@ -518,9 +555,18 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                                        self.interaction_cst, d,
                                        getattr(self, "feature_names_in_", None)),
                                    ).fit(X, target, weight)
-        for name in ("Q_", "coef_", "intercept_", "interactions_", "n_interactions_"):
-            setattr(self, name, getattr(best, name))
+        self.interactions_, self.n_interactions_ = best.interactions_, best.n_interactions_
+        if self.relax:
+            best = self._relaxed(best.interactions_, X, target, weight)
+        self.Q_, self.coef_, self.intercept_ = best.Q_, best.coef_, best.intercept_
         return self
+
+    def _relaxed(self, pairs, X, target, weight):
+        """``relax``'s refit: the L2 model at ``relax_alpha`` on ``pairs``."""
+        return QuadraticRegression(alpha=self.relax_alpha, fit_intercept=self.fit_intercept,
+                                   interaction_only=self.interaction_only,
+                                   interaction_cst=pair_groups(pairs, X.shape[1]),
+                                   ).fit(X, target, weight)
 
     def _chosen_candidate(self, errors):
         """``(ratio, alpha)`` indices chosen from ``errors`` (n_ratios, n_alphas, n_folds)."""

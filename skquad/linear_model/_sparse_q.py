@@ -29,7 +29,7 @@ from ..nn.quadratic_ridge import pairs_of
 
 __all__ = ["SPARSE_PENALTIES", "LogisticLoss", "SparsePenalty", "SquaredLoss", "alpha_grid",
            "check_sparse_settings", "fista", "publish_interactions", "regression_path",
-           "sparse_penalty", "sparse_start"]
+           "selected_pairs", "sparse_penalty", "sparse_start"]
 
 SPARSE_PENALTIES = ("l1", "elasticnet", "group")
 _GAP_EVERY = 10  # FISTA iterations between duality-gap tests (each costs a gradient)
@@ -350,12 +350,16 @@ def owlqn(X, loss, penalty, start, *, fit_intercept, tol, max_iter, memory_size=
     return point, n_iter, objective, gap, None
 
 
+def selected_pairs(Q):
+    """The pairs ``a < b`` (``(k, 2)``) with a nonzero ``Q_ab`` for some output of ``Q``."""
+    Q = np.asarray(Q).reshape(-1, *np.shape(Q)[-2:])
+    return np.argwhere(np.triu(np.any(Q != 0, axis=0), 1))
+
+
 def publish_interactions(estimator):
-    """``interactions_`` (the pairs ``a < b`` with a nonzero ``Q_ab`` for some output) and their count."""
-    Q = np.asarray(estimator.Q_).reshape(-1, *estimator.Q_.shape[-2:])
-    rows, cols = np.nonzero(np.triu(np.any(Q != 0, axis=0), 1))
-    estimator.interactions_ = np.column_stack([rows, cols])
-    estimator.n_interactions_ = int(rows.shape[0])
+    """``interactions_`` (:func:`selected_pairs` of ``Q_``) and their count."""
+    estimator.interactions_ = selected_pairs(estimator.Q_)
+    estimator.n_interactions_ = int(estimator.interactions_.shape[0])
 
 
 def regression_path(X, Y, sample_weight, alphas, penalty, l1_ratio, allowed, *, fit_intercept,
