@@ -222,3 +222,34 @@ def test_relaxed_cv_chooses_relax_c_from_a_list_by_the_folds():
     assert folds.relax_C_ == pytest.approx(np.mean(np.array([0.1, 10.0])[per_fold % 2]))
     chosen = [folds.coefs_paths_.reshape(2, 4, 1, D)[f, b] for f, b in enumerate(per_fold)]
     np.testing.assert_allclose(folds.coef_, np.mean(chosen, axis=0))
+
+
+def test_relaxed_regression_cv_refits_the_selected_pairs_with_ridge():
+    from sklearn.model_selection import KFold
+
+    X, y, weight = _data(11, n=200, d=6)
+    folds = list(KFold(3).split(X))
+    model = QuadraticRegressionCV(alphas=6, penalty="l1", cv=folds, relax=True,
+                                  relax_alpha=2.0).fit(X, y, weight)
+    selector = QuadraticRegression(alpha=model.alpha_, penalty="l1").fit(X, y, weight)
+    assert 0 < model.n_interactions_ < 15
+    np.testing.assert_array_equal(model.interactions_, selector.interactions_)
+
+    def by_hand(pairs, rows):  # each pair a group, every other feature alone; the path's
+        alone = [[a] for a in range(6) if a not in np.ravel(pairs)]  # errors do not clip
+        return QuadraticRegression(alpha=2.0, interaction_cst=[*pairs.tolist(), *alone],
+                                   clip_inputs=False).fit(X[rows], y[rows], weight[rows])
+
+    np.testing.assert_allclose(model.predict(X),
+                               by_hand(selector.interactions_, np.arange(len(y))).predict(X),
+                               rtol=1e-6, atol=1e-8)
+    # each fold's error is that of the relaxed refit of its own L1 model
+    train, test = folds[2]
+    alpha = model.alphas_[3]
+    fold_selector = QuadraticRegression(alpha=alpha, penalty="l1", tol=1e-4).fit(
+        X[train], y[train], weight[train])
+    relaxed = by_hand(fold_selector.interactions_, train)
+    error = np.average((relaxed.predict(X[test]) - y[test]) ** 2, weights=weight[test])
+    assert model.mse_path_[3, 2] == pytest.approx(error, rel=1e-3)
+    with pytest.raises(ValueError, match="relax=True .* sparse penalty"):
+        QuadraticRegressionCV(cv=3, relax=True).fit(X, y)
