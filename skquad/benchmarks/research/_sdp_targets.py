@@ -426,7 +426,9 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
     markdown = (
         "SDPQuantizedClassifier on the cases of the solver targets (issue 9), each in its own "
         "process (peak RSS is the process's). The relative gap is the certified one "
-        f"(relaxed objective minus lower bound, over the objective); `small`: medians of {rounds} "
-        "rounds after a warm-up, process CPU time.\n\n" + markdown_table(table, floatfmt=".4g")
+        "(relaxed objective minus lower bound, over the objective), each side's its own; `small`, "
+        f"`small_uci`: medians of {rounds} rounds after a warm-up, process CPU time, and "
+        "`SCS / native`, `CLARABEL / native` the CVXPY references' time over the native fit's.\n\n"
+        + markdown_table(table, floatfmt=".4g")
     )
     return {"title": "SDP solver targets", "markdown": markdown, "tables": {"sdp_targets": table}, "figures": []}
