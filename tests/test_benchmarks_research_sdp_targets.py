@@ -117,7 +117,7 @@ def test_a_finished_scs_fit_gives_the_exact_ratio(monkeypatch):
     row = _sdp_targets._capped_reference("SCS", "spambase", 2.0)
     assert row["SCS / native"] == 15.0 and row["SCS / native is a lower bound"] is False
     assert "note" not in row
-    # The child is told the cap: SCS_CAP_RATIO times the native CPU time.
+    # The child is told the cap: CAP_RATIO times the native CPU time.
     assert "'SCS', 'spambase', 20.0," in calls[0]
 
 
