@@ -14,7 +14,7 @@ def test_unknown_cases_are_refused_by_name(tmp_path):
         _sdp_targets.run(output_dir=tmp_path, datasets=["small", "bogus"])
 
 
-def test_small_case_times_the_native_solver_against_scs(monkeypatch, capsys):
+def test_small_case_times_the_native_solver_against_each_reference(monkeypatch, capsys):
     def tiny(return_X_y=True):
         return make_classification(n_samples=40, n_features=3, n_informative=2, n_redundant=0, random_state=0)
 
@@ -25,10 +25,13 @@ def test_small_case_times_the_native_solver_against_scs(monkeypatch, capsys):
     assert [row["case"] for row in rows] == ["small: iris", "small: wine", "small: breast_cancer"]
     for row in rows:
         assert row["n"] == 40 and row["d"] == 3
-        assert row["fit time (s)"] > 0 and row["SCS fit time (s)"] > 0
-        np.testing.assert_allclose(row["SCS / native"], row["SCS fit time (s)"] / row["fit time (s)"])
-        assert row["peak RSS (MB)"] > 0
-        assert 0 <= row["relative gap"] <= 1 and 0 <= row["SCS relative gap"] <= 1
+        assert row["fit time (s)"] > 0 and row["peak RSS (MB)"] > 0
+        assert 0 <= row["relative gap"] <= 1
+        for solver in ("SCS", "CLARABEL"):
+            assert row[f"{solver} fit time (s)"] > 0
+            np.testing.assert_allclose(row[f"{solver} / native"],
+                                       row[f"{solver} fit time (s)"] / row["fit time (s)"])
+            assert 0 <= row[f"{solver} relative gap"] <= 1
 
 
 def test_small_uci_case_times_every_set_and_skips_a_slow_scs(monkeypatch, capsys):
@@ -41,8 +44,11 @@ def test_small_uci_case_times_every_set_and_skips_a_slow_scs(monkeypatch, capsys
 
     original = _sdp_targets._fit
 
+    fits = []
+
     def slow_scs_on_segment(model, X_fit, y_fit, clock):
         elapsed, caught = original(model, X_fit, y_fit, clock)
+        fits.append((current[-1], model.solver))
         return elapsed + (100.0 if model.solver == "SCS" and current[-1] == "segment" else 0.0), caught
 
     monkeypatch.setattr(_sdp_targets, "SMALL_UCI", ("glass", "segment"))
@@ -52,8 +58,11 @@ def test_small_uci_case_times_every_set_and_skips_a_slow_scs(monkeypatch, capsys
     rows = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert [row["case"] for row in rows] == ["small_uci: glass", "small_uci: segment"]
     assert "note" not in rows[0] and rows[0]["SCS fit time (s)"] < 60
-    # segment's SCS fit "took" over 60 s: timed once (the warm-up), not repeated.
-    assert rows[1]["SCS fit time (s)"] > 60 and "not repeated" in rows[1]["note"]
+    # segment's SCS fit "took" over 60 s: timed once (the warm-up), not repeated;
+    # its CLARABEL fit was quick and runs every round.
+    assert rows[1]["SCS fit time (s)"] > 60 and rows[1]["note"].startswith("SCS took")
+    assert "not repeated" in rows[1]["note"] and "CLARABEL" not in rows[1]["note"]
+    assert fits.count(("segment", "SCS")) == 1 and fits.count(("segment", "CLARABEL")) == 3
     for row in rows:
         assert row["classes"] == 2 and row["fit time (s)"] > 0
         assert 0 <= row["relative gap"] <= 1e-3
@@ -88,7 +97,7 @@ def test_the_child_gets_the_runs_thread_value_not_torchs_count():
 
 
 def _fake_child(monkeypatch, returncode, stdout=""):
-    """Replace the capped SCS child by a finished process with this exit and output."""
+    """Replace the capped reference's child by a finished process with this exit and output."""
     import subprocess
 
     calls = []
@@ -105,18 +114,18 @@ def test_a_finished_scs_fit_gives_the_exact_ratio(monkeypatch):
     result = {"SCS fit time (s)": 30.0, "SCS status": "optimal", "SCS relative gap": 1e-5,
               "SCS training accuracy": 0.9}
     calls = _fake_child(monkeypatch, 0, "noise\n" + json.dumps(result))
-    row = _sdp_targets._capped_scs("spambase", 2.0)
+    row = _sdp_targets._capped_reference("SCS", "spambase", 2.0)
     assert row["SCS / native"] == 15.0 and row["SCS / native is a lower bound"] is False
     assert "note" not in row
-    # The child is told the cap: SCS_CAP_RATIO times the native CPU time.
-    assert "'spambase', 20.0," in calls[0]
+    # The child is told the cap: CAP_RATIO times the native CPU time.
+    assert "'SCS', 'spambase', 20.0," in calls[0]
 
 
 def test_an_scs_fit_at_its_time_limit_gives_a_lower_bound_with_its_gap(monkeypatch):
     result = {"SCS fit time (s)": 25.0, "SCS status": "optimal_inaccurate", "SCS relative gap": 0.02,
               "SCS training accuracy": 0.9}
     _fake_child(monkeypatch, 0, json.dumps(result))
-    row = _sdp_targets._capped_scs("optdigits", 2.0)
+    row = _sdp_targets._capped_reference("SCS", "optdigits", 2.0)
     assert row["SCS / native"] == 12.5 and row["SCS / native is a lower bound"] is True
     assert "time limit (20 s)" in row["note"] and "2.0e-02" in row["note"]
 
@@ -125,8 +134,8 @@ def test_an_scs_fit_killed_at_the_cpu_cap_gives_the_cap_as_a_lower_bound(monkeyp
     import signal
 
     _fake_child(monkeypatch, -signal.SIGXCPU)
-    row = _sdp_targets._capped_scs("letter", 3.0)
-    assert row["SCS / native"] == _sdp_targets.SCS_CAP_RATIO
+    row = _sdp_targets._capped_reference("SCS", "letter", 3.0)
+    assert row["SCS / native"] == _sdp_targets.CAP_RATIO
     assert row["SCS / native is a lower bound"] is True and "CPU cap (30 s" in row["note"]
 
 
@@ -134,17 +143,17 @@ def test_an_scs_fit_out_of_memory_gives_its_cpu_time_until_then_as_a_lower_bound
     # Python's MemoryError: the child says how long the fit had run.
     _fake_child(monkeypatch, 0, json.dumps({"setup CPU (s)": 2.0}) + "\n"
                 + json.dumps({"memory": True, "fit CPU (s)": 45.0}))
-    row = _sdp_targets._capped_scs("optdigits", 3.0)
+    row = _sdp_targets._capped_reference("SCS", "optdigits", 3.0)
     assert row["SCS / native"] == 15.0 and row["SCS / native is a lower bound"] is True
     assert "out of memory" in row["note"] and "after 45 CPU s" in row["note"]
 
 
 def test_an_scs_fit_out_of_memory_or_failing_gives_no_ratio(monkeypatch):
     _fake_child(monkeypatch, 0, json.dumps({"memory": True}))
-    row = _sdp_targets._capped_scs("letter", 3.0)
+    row = _sdp_targets._capped_reference("SCS", "letter", 3.0)
     assert np.isnan(row["SCS / native"]) and "out of memory" in row["note"]
     _fake_child(monkeypatch, 1)
-    row = _sdp_targets._capped_scs("letter", 3.0)
+    row = _sdp_targets._capped_reference("SCS", "letter", 3.0)
     assert np.isnan(row["SCS / native"]) and "exit 1" in row["note"] and "boom" in row["note"]
 
 
@@ -154,3 +163,23 @@ def test_wide_case_reports_time_route_beta_and_gap(kind):
     assert row["case"] == f"wide80x4_{kind}" and (row["n"], row["d"]) == (80, 4)
     assert row["fit time (s)"] > 0 and row["beta"] > 0 and row["solver path"]
     assert 0 <= row["relative gap"] <= 1e-4 and np.isfinite(row["test score"])
+
+
+def test_a_clarabel_fit_killed_at_the_cpu_cap_names_clarabel(monkeypatch):
+    import signal
+
+    calls = _fake_child(monkeypatch, -signal.SIGXCPU)
+    row = _sdp_targets._capped_reference("CLARABEL", "letter", 3.0)
+    assert "'CLARABEL', 'letter', 30.0," in calls[0]
+    assert row["CLARABEL / native"] == _sdp_targets.CAP_RATIO and row["CLARABEL / native is a lower bound"]
+    assert row["note"].startswith("CLARABEL killed at the CPU cap") and "SCS / native" not in row
+
+
+def test_the_large_case_merges_each_references_fields_and_notes(monkeypatch):
+    X, y = make_classification(n_samples=40, n_features=3, n_informative=2, n_redundant=0, random_state=0)
+    monkeypatch.setattr(_sdp_targets, "_uci_set", lambda name: (X, y))
+    fields = {"SCS": {"SCS / native": 12.0, "note": "SCS stopped"}, "CLARABEL": {"CLARABEL / native": 4.0}}
+    monkeypatch.setattr(_sdp_targets, "_capped_reference", lambda solver, name, native: dict(fields[solver]))
+    row = _sdp_targets._versus_capped_references("spambase")
+    assert row["SCS / native"] == 12.0 and row["CLARABEL / native"] == 4.0 and row["note"] == "SCS stopped"
+    assert row["case"] == "large_uci: spambase" and row["fit time (s)"] > 0
