@@ -241,3 +241,25 @@ def test_path_memory_moves_pairs_and_point_to_the_next_penalty():
     far = best + 1.0
     np.testing.assert_array_equal(path.start(far), far)
     assert not path.knows(far)
+
+
+def test_path_memory_float32_twin_reads_the_carried_exact_point():
+    """A path's float32 phase that starts at the last fit's solution reads its exact
+    evaluation there (moved to the new penalty) instead of evaluating; elsewhere it evaluates."""
+    from skquad._foundation._lbfgs_compact import PathMemory
+
+    rng = np.random.default_rng(2)
+    n = 6
+    first, second = rng.uniform(0.5, 2.0, n), rng.uniform(0.01, 0.1, n)
+    path = PathMemory().for_penalty(first)
+    solution = rng.standard_normal(n)
+    path.remembering(penalised(rosenbrock, first))(solution)
+    path.for_penalty(second)
+    coarse = path.remembering(lambda x: pytest.fail("evaluated"), "coarse")
+    value, gradient = coarse(solution)
+    np.testing.assert_allclose(value, penalised(rosenbrock, second)(solution)[0], rtol=1e-12)
+    np.testing.assert_allclose(gradient, penalised(rosenbrock, second)(solution)[1],
+                               rtol=1e-10, atol=1e-12)
+    calls = []
+    path.remembering(lambda x: calls.append(x) or (0.0, np.zeros(n)), "coarse")(solution + 1.0)
+    assert len(calls) == 1

@@ -238,12 +238,17 @@ class PathMemory:
         return point is not None and np.array_equal(x, point[0])
 
     def remembering(self, objective, kind="exact"):
-        """``objective`` that answers at the carried point of ``kind`` and keeps its best evaluation."""
+        """``objective`` that answers at a carried point and keeps its best evaluation of ``kind``.
+
+        A float32 twin (``kind="coarse"``) answers at the carried exact point
+        too: that evaluation is known, and the finer one.
+        """
 
         def remembered(x):
-            if self.knows(x, kind):
-                value, gradient = self.points[kind][1:]
-                return value, gradient.copy()
+            for known in dict.fromkeys((kind, "exact")):
+                if self.knows(x, known):
+                    value, gradient = self.points[known][1:]
+                    return value, gradient.copy()
             value, gradient = objective(x)
             if kind not in self.points or value < self.points[kind][1]:
                 self.points[kind] = (x.copy(), value, gradient.copy())

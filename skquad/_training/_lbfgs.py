@@ -241,7 +241,6 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     The exact phase starts with an empty L-BFGS memory (the caller's
     ``memory``, a path's, is the coarse phase's).
     """
-    known_start = None
     if run.memory is not None and run.memory.knows(x0):
         # a path's start at the last fit's solution: its exact gradient is known
         value, gradient = objective(x0)
@@ -251,8 +250,6 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
                 message="CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL",
                 stopped_by_callback=False,
             )
-        # the coarse phase starts there too, from the exact evaluation (the finer one)
-        known_start = (x0, value, gradient)
     floor = float(coarse_objective.gradient_floor)
     coarse_options = dict(options, gtol=max(float(options["gtol"]), floor))
     coarse_options["ftol"] = max(float(options.get("ftol", 0.0)), _COARSE_FTOL)
@@ -260,8 +257,6 @@ def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     evaluations = [0]
 
     def finite_coarse(theta):
-        if known_start is not None and np.array_equal(theta, known_start[0]):
-            return known_start[1], known_start[2].copy()
         evaluations[0] += 1
         value, gradient = coarse_objective(theta)
         if not (math.isfinite(value) and np.isfinite(gradient).all()):
