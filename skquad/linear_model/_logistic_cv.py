@@ -434,8 +434,9 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         relaxed = {}  # consecutive Cs often select the same pairs: one refit for them
         test_params = _check_method_params(X, params=score_params, indices=test)
         X_test, y_test = X[test], labels[test]  # once per fold, not per C
+        X_train, y_train, weight_train = X[train], labels[train], weight[train]
         order = np.argsort(Cs, kind="stable")
-        path = model._fit_path(X[train], labels[train], weight[train], Cs[order])
+        path = model._fit_path(X_train, y_train, weight_train, Cs[order])
         for index, model in zip(order, path):
             if model.classes_.shape != self.classes_.shape:
                 raise ValueError(
@@ -451,8 +452,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
                 if relax_C is not None:
                     key = (model.interactions_.tobytes(), relax_C)
                     if key not in relaxed:
-                        relaxed[key] = self._relaxed(inner, model, X[train], labels[train],
-                                                     weight[train], relax_C)
+                        relaxed[key] = self._relaxed(inner, model, X_train, y_train,
+                                                     weight_train, relax_C)
                     scored = relaxed[key]
                 scores[index, g] = scorer(scored, X_test, y_test, **test_params)
                 models[index].append({name: getattr(scored, name).copy() for name in _MODEL})

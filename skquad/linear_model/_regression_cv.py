@@ -524,7 +524,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                     np.sort(self._checked_alphas())[::-1])
             per_fold = []
             for train, test in folds:
-                path = regression_path(X[train], Y[train], weight[train], grid, self.penalty,
+                X_train, weight_train, X_test = X[train], weight[train], X[test]
+                path = regression_path(X_train, Y[train], weight_train, grid, self.penalty,
                                        ratio, allowed, fit_intercept=self.fit_intercept,
                                        tol=1e-4, max_iter=1000)
                 relaxed = {}  # neighbouring alphas often select the same pairs: one refit
@@ -533,14 +534,15 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                     coef, Q = coefficients_to_model(c, d, allowed)
                     if self.relax:
                         pairs = selected_pairs(Q)
-                        if pairs.tobytes() not in relaxed:
-                            relaxed[pairs.tobytes()] = self._relaxed(
-                                pairs, X[train], target[train], weight[train])
-                        fit = relaxed[pairs.tobytes()]
-                        Q, coef, b = (np.reshape(getattr(fit, name), shape) for name, shape in
-                                      (("Q_", Q.shape), ("coef_", coef.shape), ("intercept_", -1)))
+                        key = pairs.tobytes()
+                        if key not in relaxed:
+                            relaxed[key] = self._relaxed(pairs, X_train, target[train],
+                                                         weight_train)
+                        Q, coef, b = (np.reshape(getattr(relaxed[key], name), shape)
+                                      for name, shape in (("Q_", Q.shape), ("coef_", coef.shape),
+                                                          ("intercept_", -1)))
                     models.append((Q, coef, b))
-                per_fold.append([np.average((quadratic_model_scores(X[test], *model) - Y[test])
+                per_fold.append([np.average((quadratic_model_scores(X_test, *model) - Y[test])
                                             ** 2, axis=0, weights=weight[test]).mean()
                                  for model in models])
             grids.append(grid)
