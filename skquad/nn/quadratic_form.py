@@ -972,7 +972,7 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
     ) * l2
 
 
-def _null_model_step(objective, rows, labels, weights, packing, n_scores, memory, fit_intercept):
+def _null_model_step(rows, labels, weights, packing, n_scores, memory, fit_intercept):
     """A regularisation path's first start: the intercepts-only optimum, then a Newton-like step.
 
     The intercepts-only model's optimum is the log of the classes' weights
@@ -984,20 +984,46 @@ def _null_model_step(objective, rows, labels, weights, packing, n_scores, memory
     """
     theta = np.zeros(memory.weight.shape[0])
     weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    rows = np.asarray(rows, dtype=np.float64)
     if fit_intercept:
         totals = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
         logs = np.log(np.maximum(totals, np.finfo(np.float64).tiny))
         theta[-n_scores:] = logs[1] - logs[0] if n_scores == 1 else logs - logs.mean()
+    gradient = _constant_scores_gradient(rows, labels, weights, packing, n_scores,
+                                         theta[-n_scores:] if fit_intercept else np.zeros(n_scores))
+    if not fit_intercept:
+        gradient = gradient[:-n_scores]
     penalised = memory.weight > 0
-    theta[penalised] -= (memory.scale() * objective(theta)[1])[penalised]
+    theta[penalised] -= (memory.scale() * (gradient + memory.weight * theta))[penalised]
     if fit_intercept:
-        rows = np.asarray(rows, dtype=np.float64)
         n_packed = n_scores * packing.rows.size
         Q = packing.full_matrix(theta[:n_packed].reshape(n_scores, -1) * packing._inverse)
         coef = theta[n_packed:-n_scores].reshape(n_scores, -1)
         second_moment = rows.T @ (rows * weights[:, None])
         theta[-n_scores:] -= np.einsum("kab,ab->k", Q, second_moment) + coef @ (weights @ rows)
     return theta
+
+
+def _constant_scores_gradient(rows, labels, weights, packing, n_scores, scores):
+    """The data term's gradient (``theta``'s layout, intercepts included) where every row scores ``scores``.
+
+    Every row then has the same probabilities ``p``, so the residuals are
+    ``w_i (p_k - [y_i = k])`` and the gradient is their weighted moments of
+    the features: ``sum_i r_ik x_i x_i^T`` in packed coordinates, ``sum_i
+    r_ik x_i`` and ``sum_i r_ik``, in closed form (no evaluation of the
+    objective).
+    """
+    if n_scores == 1:
+        probabilities = 1.0 / (1.0 + np.exp(-scores))
+        indicator = (labels == 1)[:, None]
+    else:
+        exp = np.exp(scores - scores.max())
+        probabilities = exp / exp.sum()
+        indicator = labels[:, None] == np.arange(n_scores)
+    residuals = weights[:, None] * (probabilities - indicator)
+    moments = np.stack([rows.T @ (rows * residuals[:, [k]]) for k in range(n_scores)])
+    packed = moments[:, packing.rows, packing.cols] * packing.scale
+    return np.concatenate([packed.ravel(), (rows.T @ residuals).T.ravel(), residuals.sum(axis=0)])
 
 
 def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercept):
@@ -1409,6 +1435,14 @@ class QuadraticScores(torch.nn.Module):
             setattr(self, name, torch.nn.Parameter(tensor.clone(), requires_grad=trainable))
         self.names = names
 
+    def assign(self, tensors):
+        """Set the parameters in place to ``tensors`` (constructor order, full ``Q``)."""
+        if self.packed:
+            tensors = [self.packing.pack(tensors[0])] + list(tensors[1:])
+        with torch.no_grad():
+            for name, tensor in zip(self.names, tensors):
+                getattr(self, name).copy_(tensor)
+
     def full_Q(self):
         """``Q`` of shape (n_scores, d, d), unpacked when the module holds it packed."""
         if self.packed:
@@ -1524,7 +1558,7 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
                     rows, labels, weights, module.packing, module.coef.shape[0],
                     module.intercept.requires_grad)
                 memory.cold_start = functools.partial(
-                    _null_model_step, objective, rows, labels, weights, module.packing,
+                    _null_model_step, rows, labels, weights, module.packing,
                     module.coef.shape[0], memory, module.intercept.requires_grad)
             # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
             objective.memory = memory.for_penalty(packed_penalty_weight(
