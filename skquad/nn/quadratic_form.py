@@ -1014,10 +1014,11 @@ def _class_moments(rows, labels, weights, n_scores):
     d = rows.shape[1]
     totals, means, seconds = np.zeros(n_classes), np.zeros((n_classes, d)), np.zeros((n_classes, d, d))
     for c in range(n_classes):
-        members = labels == c
-        scaled = rows[members] * np.sqrt(weights[members])[:, None]
-        totals[c], means[c] = weights[members].sum(), weights[members] @ rows[members]
-        seconds[c] = scaled.T @ scaled
+        members = np.flatnonzero(labels == c)
+        own, weight = rows[members], weights[members]
+        totals[c], means[c] = weight.sum(), weight @ own
+        own *= np.sqrt(weight)[:, None]  # (a gathered copy)
+        seconds[c] = own.T @ own
     return totals, means, seconds
 
 
