@@ -39,3 +39,27 @@ def test_the_l1_grid_starts_at_the_empty_model():
         below, above = fit(0.98 * grid[0]), fit(1.5 * grid[0])
         assert not below.Q_.any() and not below.coef_.any()
         assert above.Q_.any() or above.coef_.any()
+
+
+def test_path_part_reports_medians_of_interleaved_pairs(tmp_path, monkeypatch):
+    """The first pair is a warm-up (not timed into the table); the rest give medians."""
+    calls = []
+
+    def fake_pair(X, y, Cs):
+        index = len(calls) % 4  # per size: the warm-up, then three timed pairs
+        calls.append(index)
+        # the warm-up pair is far slower, as a process's first fits are
+        return (100.0, 1.0, 7) if index == 0 else (1.0 + index, 1.0, 7)
+
+    monkeypatch.setattr(_sparse_q, "_path_and_one_fit", fake_pair)
+    result = _sparse_q.path(output_dir=tmp_path, quick=True, repeats=3, progress=lambda _: None)
+    table = result["tables"]["sparse_q_path"]
+    assert len(calls) == 2 * 4  # two sizes, one warm-up and three timed pairs each
+    assert list(table["ratio"]) == [3.0, 3.0] and list(table["one fit iterations"]) == [7, 7]
+    assert "Largest ratio 3.00" in result["markdown"]
+
+
+def test_path_and_one_fit_times_both_and_counts_the_fits_iterations():
+    X, y, _ = _sparse_q._planted(0, 300, 4, classification=True)
+    path_seconds, one, iterations = _sparse_q._path_and_one_fit(X, y, np.logspace(-2, 2, 3))
+    assert path_seconds > 0 and one > 0 and iterations >= 1

@@ -164,7 +164,6 @@ PAGES_STATING_BEHAVIOUR = [
     "user_guide/devices.rst",
     "user_guide/inspection.rst",
     "user_guide/larger_than_memory.rst",
-    "user_guide/larger_than_memory.rst",
     "user_guide/quadratic_logistic_regression.rst",
     "user_guide/quadratic_networks.rst",
     "user_guide/quantized_networks.rst",

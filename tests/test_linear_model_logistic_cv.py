@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
 from skquad import QuadraticLogisticRegression, QuadraticLogisticRegressionCV
@@ -77,3 +78,90 @@ def test_the_path_ends_every_c_where_a_cold_fit_does(n_classes):
     # the warm starts save iterations: the path takes fewer than its cold fits, its first C
     # too (from the intercepts-only model's diagonal Newton step)
     assert 0 < sum(n_iter) < sum(cold_iter) and n_iter[0] < cold_iter[0]
+
+
+@pytest.mark.parametrize("n_scores, fit_intercept", [(1, True), (1, False), (3, True), (3, False)])
+def test_the_null_models_gradient_in_closed_form_is_the_objectives(n_scores, fit_intercept):
+    """The path's first start reads the gradient where every row has the same scores from
+    the residuals' moments (no evaluation); it is the objective's gradient there."""
+    from skquad.nn.quadratic_form import (
+        SymmetricPacking, _class_moments, _constant_scores_gradient, packed_logistic_objective)
+
+    rng = np.random.RandomState(0)
+    n, d = 300, 5
+    X, y = rng.randn(n, d), rng.randint(0, max(n_scores, 2), n)
+    weights = rng.rand(n) / n
+    packing = SymmetricPacking(d)
+    objective = packed_logistic_objective(X, y, weights, packing, n_scores, 0.0,
+                                          fit_intercept=fit_intercept)
+    scores = rng.randn(n_scores) if fit_intercept else np.zeros(n_scores)
+    theta = np.zeros(n_scores * (packing.rows.size + d) + (n_scores if fit_intercept else 0))
+    if fit_intercept:
+        theta[-n_scores:] = scores
+    moments = _class_moments(X, y, weights, n_scores)
+    gradient = _constant_scores_gradient(moments, packing, n_scores, scores)
+    if not fit_intercept:
+        gradient = gradient[:-n_scores]
+    # (the moments' differences p_k M - M_k round at M's scale)
+    assert_allclose(gradient, objective(theta)[1], rtol=0, atol=1e-14)
+
+
+def test_a_paths_fits_share_one_trainer_and_policy_and_keep_their_own_models(monkeypatch):
+    """The fits of a path differ by the penalty only: one module, trainer and runtime policy
+    serve them all. Each fit's published arrays are its own (a later fit on the same
+    trainer does not change them), and each equals the fit continued from the last one."""
+    from skquad.linear_model import _qlr_drivers, _qlr_problem
+
+    X, y = make_classification(n_samples=400, n_features=5, n_informative=4, n_redundant=0,
+                               random_state=3)
+    built = {"trainers": 0, "policies": 0}
+    trainer_class, decide = _qlr_drivers.Trainer, _qlr_problem._decide_policy
+
+    def counting_trainer(*args, **kwargs):
+        built["trainers"] += 1
+        return trainer_class(*args, **kwargs)
+
+    def counting_policy(*args, **kwargs):
+        built["policies"] += 1
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(_qlr_drivers, "Trainer", counting_trainer)
+    monkeypatch.setattr(_qlr_problem, "_decide_policy", counting_policy)
+    Cs = [0.01, 0.1, 1.0, 10.0]
+    settings = dict(solver="lbfgs", tol=1e-8, max_iter=1000)
+    path = QuadraticLogisticRegression(warm_start=True, **settings)
+    published, copies = [], []
+    for fitted in path._fit_path(X, y, None, Cs):
+        published.append(fitted.Q_)
+        copies.append(fitted.Q_.copy())
+    assert built == {"trainers": 1, "policies": 1}
+    for array, copy in zip(published, copies):
+        assert_allclose(array, copy, rtol=0, atol=0)
+    assert not np.allclose(copies[0], copies[-1])
+    step = QuadraticLogisticRegression(warm_start=True, **settings)
+    for C, expected in zip(Cs, copies):
+        step.set_params(C=C).fit(X, y)
+        scale = max(1.0, np.abs(expected).max())
+        assert_allclose(step.Q_, expected, atol=1e-6 * scale)
+
+
+def test_an_sgd_paths_fits_each_draw_their_own_shuffles(monkeypatch):
+    """SGD's fits on a path do not share a runtime policy: each draws its own generators."""
+    from skquad.linear_model import _qlr_problem
+
+    X, y = make_classification(n_samples=200, n_features=4, random_state=2)
+    seeds, decide = [], _qlr_problem._decide_policy
+
+    def recording(*args, **kwargs):
+        policy = decide(*args, **kwargs)
+        seeds.append(policy.shuffle_generator.initial_seed())
+        return policy
+
+    monkeypatch.setattr(_qlr_problem, "_decide_policy", recording)
+    model = QuadraticLogisticRegression(warm_start=True, solver="sgd", max_iter=2, tol=-np.inf,
+                                        random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        for _ in model._fit_path(X, y, None, [0.1, 1.0, 10.0]):
+            pass
+    # one policy per fit, each seeded as a fit of its own with that random_state
+    assert len(seeds) == 3 and len(set(seeds)) == 1

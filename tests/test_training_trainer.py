@@ -315,3 +315,24 @@ def test_early_stopping_with_zero_weight_validation_split_is_a_clear_error(data)
     weights[validation_rows] = 0.0
     with pytest.raises(ValueError, match="validation split.*sample_weight of zero.*validation_fraction"):
         make_trainer(linear_model(6, 3), config).fit(X, y, weights, max_iter=5)
+
+
+def test_a_restarted_trainer_fits_as_a_new_one(data):
+    """``restart`` gives the kept module and buffers a new history, update rule and guard:
+    the next fit from the same start is a new trainer's, step for step."""
+    X, y = data
+    config = TrainingConfig(solver="adam", learning_rate=0.01, batch_size=40, shuffle=False,
+                            tol=-np.inf, warn_on_max_iter=False)
+    fresh = linear_model(X.shape[1], 3, seed=1)
+    expected = make_trainer(fresh, config).fit(X, y, max_iter=3)
+    kept = linear_model(X.shape[1], 3, seed=1)
+    trainer = make_trainer(kept, config)
+    trainer.fit(X, y, max_iter=5)
+    with torch.no_grad():
+        for name, value in linear_model(X.shape[1], 3, seed=1).named_parameters():
+            getattr(kept, name).copy_(value)
+    trainer.restart()
+    history = trainer.fit(X, y, max_iter=3)
+    assert history.n_iter == expected.n_iter == 3
+    assert history.loss_curve == expected.loss_curve
+    torch.testing.assert_close(kept.weight, fresh.weight, rtol=0, atol=0)

@@ -334,9 +334,14 @@ def close_blocks(depth):
         _close_innermost(stack)
 
 
+# The smallest float32 subnormal, made from its bits (a conversion from a
+# Python float would itself be flushed to zero while flushing is on).
+_SUBNORMAL = torch.tensor([1], dtype=torch.int32).view(torch.float32)
+
+
 def _denormals_are_flushed():
     # torch has no getter: with flush-to-zero on, a subnormal input reads as 0.
-    return bool((torch.tensor([1e-40], dtype=torch.float32) * 1.0)[0] == 0)
+    return _SUBNORMAL.mul(1.0).item() == 0.0
 
 
 @contextmanager

@@ -57,6 +57,9 @@ API
       keeping the optimizer state between calls (no stopping rules).
     * ``trainer.history`` accumulates over calls (``loss_curve``,
       ``validation_scores``, ``best_loss``, ``n_iter``, ``n_steps``, ...).
+    * ``trainer.restart()`` starts afresh from the module's parameters as they
+      are (a new history, update rule and divergence guard; the buffers kept):
+      a regularisation path's fits share one trainer.
 
 The objective of one batch is, as in scikit-learn's MLP::
 

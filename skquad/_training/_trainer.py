@@ -80,6 +80,14 @@ class Trainer:
         self.loss_and_gradient = loss_and_gradient
         self.detach_callbacks()
         self._build_flat_buffers(parameter_groups or [])
+        self.restart()
+
+    def restart(self):
+        """Start training afresh from the module's parameters as they are now.
+
+        A new history, schedule, update rule and divergence guard: what a new
+        trainer of the same module would have, without rebuilding its buffers.
+        """
         self.history = TrainingResult()
         self.schedule = LearningRateSchedule(
             self.config.learning_rate,

@@ -18,6 +18,7 @@ from .._training import SubtaskReporter, Trainer, TrainingConfig, callback_data,
 from .._foundation._threads import limit_threads
 from ..nn.quadratic_dual import dual_to_primal, kernel_newton_logistic
 from ..nn.quadratic_form import (
+    PATH_MEMORY,
     QuadraticScores,
     log_loss_per_sample,
     quadratic_logistic_loss_and_gradient,
@@ -98,20 +99,11 @@ def _trainer_config(problem, stochastic, partial):
 def fit_trainer(problem, data, *, stochastic, partial=False):
     """The training engine's driver: full-batch L-BFGS, SGD epochs, or ``partial_fit``'s one epoch."""
     estimator, policy = problem.estimator, problem.policy
-    # full-batch L-BFGS on a full Q: each Q_k packed (its d(d+1)/2 upper
-    # triangle), the same iterates at half the optimizer's work
-    module = QuadraticScores(
-        problem.initial_params(), fit_intercept=problem.fit_intercept,
-        packed=not stochastic and problem.rank is None, allowed=problem.allowed,
-    )
-    trainer = Trainer(
-        module, log_loss_per_sample, config=_trainer_config(problem, stochastic, partial),
-        device=policy.device, dtype=policy.dtype, generator=policy.shuffle_generator,
-        loss_and_gradient=quadratic_logistic_loss_and_gradient(
-            module, problem.l2, cross_weight=problem.cross_weight,
-            class_blocks=None if stochastic else data.class_blocks, free_entry_gradient=stochastic,
-            cache=getattr(data, "design_cache", None),
-        ),
+    module, trainer = _module_and_trainer(problem, data, stochastic, partial)
+    trainer.loss_and_gradient = quadratic_logistic_loss_and_gradient(
+        module, problem.l2, cross_weight=problem.cross_weight,
+        class_blocks=None if stochastic else data.class_blocks, free_entry_gradient=stochastic,
+        cache=getattr(data, "design_cache", None),
     )
     continued = partial and problem.previous is not None
     if continued:
@@ -132,6 +124,39 @@ def fit_trainer(problem, data, *, stochastic, partial=False):
         module.tensors(), n_iter, history.loss, history.diverged, curve,
         int(history.n_samples_seen) if stochastic else None,
     )
+
+
+# The fits of a regularisation path (a ``PathMemory`` in the rows' cache)
+# differ by the penalty only: they share one module and trainer, restarted
+# from each fit's start, as they share the rows' design.
+_PATH_TRAINER = "lbfgs_path_trainer"
+
+
+def _module_and_trainer(problem, data, stochastic, partial):
+    """The :class:`QuadraticScores` at the problem's start and the :class:`Trainer` that fits it."""
+    policy, cache = problem.policy, getattr(data, "design_cache", None)
+    on_path = not stochastic and cache is not None and PATH_MEMORY in cache
+    key = (problem.n_features, problem.n_scores, problem.rank, problem.fit_intercept,
+           None if problem.allowed is None else problem.allowed.tobytes(),
+           policy.device, policy.dtype, policy.n_threads)
+    if on_path and cache.get(_PATH_TRAINER, (None,))[0] == key:
+        _, module, trainer = cache[_PATH_TRAINER]
+        module.assign(problem.initial_params())
+        trainer.restart()
+        return module, trainer
+    # full-batch L-BFGS on a full Q: each Q_k packed (its d(d+1)/2 upper
+    # triangle), the same iterates at half the optimizer's work
+    module = QuadraticScores(
+        problem.initial_params(), fit_intercept=problem.fit_intercept,
+        packed=not stochastic and problem.rank is None, allowed=problem.allowed,
+    )
+    trainer = Trainer(
+        module, log_loss_per_sample, config=_trainer_config(problem, stochastic, partial),
+        device=policy.device, dtype=policy.dtype, generator=policy.shuffle_generator,
+    )
+    if on_path:
+        cache[_PATH_TRAINER] = (key, module, trainer)
+    return module, trainer
 
 
 def solve_dual_newton(problem, data):
@@ -233,7 +258,8 @@ def _newton_cost(problem, n):
 
 
 LBFGS = Route("lbfgs", functools.partial(fit_trainer, stochastic=False), _trainer_cost)
-SGD = Route("sgd", functools.partial(fit_trainer, stochastic=True), _sgd_cost)
-SGD_EPOCH = Route("sgd", functools.partial(fit_trainer, stochastic=True, partial=True), _sgd_cost)
+SGD = Route("sgd", functools.partial(fit_trainer, stochastic=True), _sgd_cost, draws=True)
+SGD_EPOCH = Route("sgd", functools.partial(fit_trainer, stochastic=True, partial=True), _sgd_cost,
+                  draws=True)
 PROXIMAL = Route("proximal", solve_proximal, _trainer_cost)
 NEWTON = Route("newton-dual", solve_dual_newton, _newton_cost)

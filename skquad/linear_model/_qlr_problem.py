@@ -17,7 +17,7 @@ from .._foundation._reporting import warn_user
 from .._foundation._torch_utils import to_numpy
 from .._foundation._runtime import RuntimePolicy, runtime_policy
 from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
-from ..nn.quadratic_form import log_loss_per_sample, low_rank_to_dense, quadratic_penalty
+from ..nn.quadratic_form import PATH_MEMORY, log_loss_per_sample, low_rank_to_dense, quadratic_penalty
 
 __all__ = ["LBFGS_SETTINGS", "PATH_MAXCOR", "QLRProblem", "Route", "Solution", "build_problem", "check_feature_scale"]
 
@@ -70,13 +70,16 @@ class Route:
     ``solve(problem, data) -> Solution``; ``cost(problem, n_rows) -> (flops
     per step, bytes)``, what the runtime policy's thread count and the memory
     check read; ``placement`` overrides the estimator's ``device`` and
-    ``n_threads`` (the Dask driver's process only updates the parameters).
+    ``n_threads`` (the Dask driver's process only updates the parameters);
+    ``draws``: whether each fit draws its own random numbers.
     """
 
     solver: str
     solve: Callable
     cost: Callable
     placement: dict = dataclasses.field(default_factory=dict)
+    # whether each fit draws its own random numbers (SGD's shuffles)
+    draws: bool = False
 
 
 @dataclasses.dataclass
@@ -247,16 +250,31 @@ def build_problem(estimator, route, data, previous, *, step_size=None, call=0, a
     )
     if estimator.penalty in SPARSE_PENALTIES:
         problem.sparse = sparse_penalty(estimator.penalty, estimator.l1_ratio, problem.l2, allowed, d)
+    # A regularisation path's fits (a PathMemory in the rows' cache) differ by
+    # the penalty only, which changes neither a step's work nor its memory: one
+    # policy per route serves them all, unless each fit draws its own numbers.
+    cache = getattr(data, "design_cache", {})
+    shared = cache if PATH_MEMORY in cache and not route.draws else {}
+    key = ("runtime policy", route.solver)
+    problem.policy = shared.get(key) or _decide_policy(estimator, route, data, problem, call)
+    shared[key] = problem.policy
+    return problem
+
+
+def _decide_policy(estimator, route, data, problem, call):
+    """The runtime policy of a fit of ``problem`` on ``route``, its memory checked."""
     flops, required = route.cost(problem, data.n_rows)
     settings = {"device": estimator.device, "n_threads": estimator.n_threads, **route.placement}
-    problem.policy = runtime_policy(
+    previous = problem.previous
+    policy = runtime_policy(
         data.dtype, dtype=estimator.dtype,
         fitted_dtype=None if previous is None else previous["Q"].dtype,
         flops_per_step=flops, random_state=estimator.random_state, call=call, **settings,
     )
-    problem.policy.require_memory(
-        required, "rank", estimator.rank, f"fitting {type(estimator).__name__} on {d} features",
+    policy.require_memory(
+        required, "rank", estimator.rank,
+        f"fitting {type(estimator).__name__} on {problem.n_features} features",
         advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
         "of d * d) or select fewer features.",
     )
-    return problem
+    return policy

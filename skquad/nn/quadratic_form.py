@@ -886,6 +886,8 @@ class SymmetricPacking:
         self._full[self._upper] = np.arange(self.rows.size)
         self._full[self._lower] = np.arange(self.rows.size)
         self._tensors = {}
+        # packed_penalty_weight's weights at l2 = 1, by (n_scores, cross_weight, fit_intercept)
+        self.penalty_patterns = {}
 
     def _with_zero(self, entries):
         """``entries`` (n_scores, n_packed) with a zero column appended when entries are not packed."""
@@ -963,16 +965,17 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
     diagonal (the packing is an isometry), 0 on the intercepts (present when
     ``fit_intercept``).
     """
-    return np.concatenate(
-        [
+    key = (int(n_scores), float(cross_weight), bool(fit_intercept))
+    if key not in packing.penalty_patterns:  # (a path's fits differ by l2 only)
+        packing.penalty_patterns[key] = np.concatenate([
             np.tile(np.where(packing.rows == packing.cols, 1.0, cross_weight), n_scores),
             np.ones(n_scores * packing.n_features),
             np.zeros(n_scores if fit_intercept else 0),
-        ]
-    ) * l2
+        ])
+    return packing.penalty_patterns[key] * l2
 
 
-def _null_model_step(objective, rows, labels, weights, packing, n_scores, memory, fit_intercept):
+def _null_model_step(rows, labels, weights, packing, n_scores, memory, fit_intercept):
     """A regularisation path's first start: the intercepts-only optimum, then a Newton-like step.
 
     The intercepts-only model's optimum is the log of the classes' weights
@@ -984,20 +987,59 @@ def _null_model_step(objective, rows, labels, weights, packing, n_scores, memory
     """
     theta = np.zeros(memory.weight.shape[0])
     weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    moments = _class_moments(np.asarray(rows, dtype=np.float64), labels, weights, n_scores)
+    scores = np.zeros(n_scores)
     if fit_intercept:
-        totals = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
-        logs = np.log(np.maximum(totals, np.finfo(np.float64).tiny))
-        theta[-n_scores:] = logs[1] - logs[0] if n_scores == 1 else logs - logs.mean()
+        logs = np.log(np.maximum(moments[0], np.finfo(np.float64).tiny))
+        scores = np.atleast_1d(logs[1] - logs[0] if n_scores == 1 else logs - logs.mean())
+        theta[-n_scores:] = scores
+    gradient = _constant_scores_gradient(moments, packing, n_scores, scores)
+    if not fit_intercept:
+        gradient = gradient[:-n_scores]
     penalised = memory.weight > 0
-    theta[penalised] -= (memory.scale() * objective(theta)[1])[penalised]
+    theta[penalised] -= (memory.scale() * (gradient + memory.weight * theta))[penalised]
     if fit_intercept:
-        rows = np.asarray(rows, dtype=np.float64)
         n_packed = n_scores * packing.rows.size
         Q = packing.full_matrix(theta[:n_packed].reshape(n_scores, -1) * packing._inverse)
         coef = theta[n_packed:-n_scores].reshape(n_scores, -1)
-        second_moment = rows.T @ (rows * weights[:, None])
-        theta[-n_scores:] -= np.einsum("kab,ab->k", Q, second_moment) + coef @ (weights @ rows)
+        _, means, seconds = moments
+        theta[-n_scores:] -= (np.einsum("kab,ab->k", Q, seconds.sum(axis=0))
+                              + coef @ means.sum(axis=0))
     return theta
+
+
+def _class_moments(rows, labels, weights, n_scores):
+    """Each class's weight, weighted sum of ``x`` and of ``x x^T`` (one symmetric product per class)."""
+    n_classes = max(n_scores, 2)
+    d = rows.shape[1]
+    totals, means, seconds = np.zeros(n_classes), np.zeros((n_classes, d)), np.zeros((n_classes, d, d))
+    for c in range(n_classes):
+        members = np.flatnonzero(labels == c)
+        own, weight = rows[members], weights[members]
+        totals[c], means[c] = weight.sum(), weight @ own
+        own *= np.sqrt(weight)[:, None]  # (a gathered copy)
+        seconds[c] = own.T @ own
+    return totals, means, seconds
+
+
+def _constant_scores_gradient(moments, packing, n_scores, scores):
+    """The data term's gradient (``theta``'s layout, intercepts included) where every row scores ``scores``.
+
+    Every row then has the same probabilities ``p``, so score ``k``'s
+    residuals are ``w_i (p_k - [y_i = k])`` and its gradient the classes'
+    moments (:func:`_class_moments`) ``p_k M - M_k`` (``M`` their sum) for
+    ``x x^T`` (packed), ``x`` and 1: no evaluation of the objective.
+    """
+    totals, means, seconds = moments
+    if n_scores == 1:
+        probabilities, own = 1.0 / (1.0 + np.exp(-scores)), slice(1, 2)
+    else:
+        exp = np.exp(scores - scores.max())
+        probabilities, own = exp / exp.sum(), slice(0, n_scores)
+    blocks = [(probabilities.reshape((-1,) + (1,) * (moment.ndim - 1)) * moment.sum(axis=0)
+               - moment[own]) for moment in (seconds, means, totals)]
+    packed = blocks[0][:, packing.rows, packing.cols] * packing.scale
+    return np.concatenate([packed.ravel(), blocks[1].ravel(), blocks[2]])
 
 
 def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercept):
@@ -1014,7 +1056,8 @@ def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercep
     p = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
     spread = (p * (1.0 - p))[-n_scores:]
     squares = rows * rows
-    fourth = squares.T @ (squares * weights[:, None])  # E_w[x_a^2 x_b^2]
+    scaled = squares * np.sqrt(weights)[:, None]
+    fourth = scaled.T @ scaled  # E_w[x_a^2 x_b^2], as one symmetric product
     factor = packing._inverse * np.where(packing.rows == packing.cols, 1.0, 2.0)
     blocks = [np.outer(spread, factor**2 * fourth[packing.rows, packing.cols]),
               np.outer(spread, weights @ squares)]
@@ -1409,6 +1452,14 @@ class QuadraticScores(torch.nn.Module):
             setattr(self, name, torch.nn.Parameter(tensor.clone(), requires_grad=trainable))
         self.names = names
 
+    def assign(self, tensors):
+        """Set the parameters in place to ``tensors`` (constructor order, full ``Q``)."""
+        if self.packed:
+            tensors = [self.packing.pack(tensors[0])] + list(tensors[1:])
+        with torch.no_grad():
+            for name, tensor in zip(self.names, tensors):
+                getattr(self, name).copy_(tensor)
+
     def full_Q(self):
         """``Q`` of shape (n_scores, d, d), unpacked when the module holds it packed."""
         if self.packed:
@@ -1524,7 +1575,7 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
                     rows, labels, weights, module.packing, module.coef.shape[0],
                     module.intercept.requires_grad)
                 memory.cold_start = functools.partial(
-                    _null_model_step, objective, rows, labels, weights, module.packing,
+                    _null_model_step, rows, labels, weights, module.packing,
                     module.coef.shape[0], memory, module.intercept.requires_grad)
             # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
             objective.memory = memory.for_penalty(packed_penalty_weight(
