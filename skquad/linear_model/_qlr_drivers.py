@@ -62,15 +62,16 @@ class TrainingRows:
 GATHERED_ROWS_BYTES = 1 << 27
 
 
-def training_rows(X, y_encoded, sample_weight, classes, *, merge, gather_above=GATHERED_ROWS_BYTES):
+def training_rows(X, y_encoded, sample_weight, classes, *, merge, gather_above=None):
     """:class:`TrainingRows` of validated data; ``merge`` merges duplicates (full-batch drivers).
 
     Merged, the rows are the weighted distribution in a canonical order, so
     ``sample_weight=k`` is exactly ``k`` repetitions. Dense NumPy rows whose
-    reordered copy would take more than ``gather_above`` bytes are
-    :class:`~skquad._foundation._rows.OrderedRows`: the same rows in the
-    same order, gathered by their readers.
+    reordered copy would take more than ``gather_above`` bytes (None:
+    ``GATHERED_ROWS_BYTES``) are :class:`~skquad._foundation._rows.OrderedRows`:
+    the same rows in the same order, gathered by their readers.
     """
+    gather_above = GATHERED_ROWS_BYTES if gather_above is None else gather_above
     rows, weight, y = np.arange(X.shape[0]), sample_weight, y_encoded
     if merge:
         rows, weight = duplicate_groups(X, y_encoded, sample_weight)
