@@ -246,7 +246,8 @@ def _newton_cost(problem, n):
     return n**3 / 3.0 + 2.0 * n * d * d, 8.0 * (3 * n * n + 2 * n * d + 4 * d * d)
 
 
-LBFGS = Route("lbfgs", functools.partial(fit_trainer, stochastic=False), _trainer_cost)
+LBFGS = Route("lbfgs", functools.partial(fit_trainer, stochastic=False), _trainer_cost,
+              gathers_rows=True)
 SGD = Route("sgd", functools.partial(fit_trainer, stochastic=True), _sgd_cost)
 SGD_EPOCH = Route("sgd", functools.partial(fit_trainer, stochastic=True, partial=True), _sgd_cost)
 PROXIMAL = Route("proximal", solve_proximal, _trainer_cost)

@@ -14,6 +14,7 @@ import torch
 
 from .._foundation._input_range import feature_range
 from .._foundation._reporting import warn_user
+from .._foundation._rows import OrderedRows
 from .._foundation._torch_utils import to_numpy
 from .._foundation._runtime import RuntimePolicy, runtime_policy
 from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
@@ -70,13 +71,17 @@ class Route:
     ``solve(problem, data) -> Solution``; ``cost(problem, n_rows) -> (flops
     per step, bytes)``, what the runtime policy's thread count and the memory
     check read; ``placement`` overrides the estimator's ``device`` and
-    ``n_threads`` (the Dask driver's process only updates the parameters).
+    ``n_threads`` (the Dask driver's process only updates the parameters);
+    ``gathers_rows``: the driver reads rows gathered by chunks
+    (:class:`~skquad._foundation._rows.OrderedRows`) a chunk at a time where
+    it can (:func:`whole_rows_bytes`), rather than copying them whole.
     """
 
     solver: str
     solve: Callable
     cost: Callable
     placement: dict = dataclasses.field(default_factory=dict)
+    gathers_rows: bool = False
 
 
 @dataclasses.dataclass
@@ -232,6 +237,22 @@ class QLRProblem:
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 
 
+def whole_rows_bytes(route, problem, data):
+    """The bytes of the copy a driver makes of rows gathered by chunks, else 0.
+
+    The L-BFGS flat objective gathers :class:`~skquad._foundation._rows.OrderedRows`
+    a chunk at a time on the CPU, at full rank, in the rows' own dtype (the
+    packed objective, see :func:`~skquad._training._lbfgs.fit_trainer_lbfgs`); every
+    other reader gathers them into one array after the memory check.
+    """
+    X, policy = data.X, problem.policy
+    if not isinstance(X, OrderedRows):
+        return 0
+    chunked = route.gathers_rows and policy.device.type == "cpu" and problem.rank is None \
+        and np.dtype(policy.numpy_dtype) == X.dtype
+    return 0 if chunked else X.nbytes
+
+
 def build_problem(estimator, route, data, previous, *, step_size=None, call=0, allowed=None):
     """The problem of one fit on ``route``: the runtime policy decided once, memory checked.
 
@@ -255,7 +276,7 @@ def build_problem(estimator, route, data, previous, *, step_size=None, call=0, a
         flops_per_step=flops, random_state=estimator.random_state, call=call, **settings,
     )
     problem.policy.require_memory(
-        required, "rank", estimator.rank, f"fitting {type(estimator).__name__} on {d} features",
+        required + whole_rows_bytes(route, problem, data), "rank", estimator.rank, f"fitting {type(estimator).__name__} on {d} features",
         advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
         "of d * d) or select fewer features.",
     )
