@@ -245,7 +245,7 @@ def whole_rows_bytes(route, problem, data):
     packed objective, see :func:`~skquad._training._lbfgs.fit_trainer_lbfgs`); every
     other reader gathers them into one array after the memory check.
     """
-    X, policy = data.X, problem.policy
+    X, policy = getattr(data, "X", None), problem.policy  # (Dask's block rows have none)
     if not isinstance(X, OrderedRows):
         return 0
     chunked = route.gathers_rows and policy.device.type == "cpu" and problem.rank is None \
