@@ -137,7 +137,7 @@ class Trainer:
         elif gathered and isinstance(X, OrderedRows) and self.device.type == "cpu" and (
             torch.empty(0, dtype=self.dtype).numpy().dtype == X.dtype
         ):
-            pass
+            pass  # the reader gathers each chunk in place of a whole tensor
         else:
             # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
             X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(

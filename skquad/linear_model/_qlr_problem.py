@@ -276,7 +276,8 @@ def build_problem(estimator, route, data, previous, *, step_size=None, call=0, a
         flops_per_step=flops, random_state=estimator.random_state, call=call, **settings,
     )
     problem.policy.require_memory(
-        required + whole_rows_bytes(route, problem, data), "rank", estimator.rank, f"fitting {type(estimator).__name__} on {d} features",
+        required + whole_rows_bytes(route, problem, data), "rank", estimator.rank,
+        f"fitting {type(estimator).__name__} on {d} features",
         advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
         "of d * d) or select fewer features.",
     )
