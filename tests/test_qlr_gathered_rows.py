@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from skquad import QuadraticLogisticRegression, QuadraticLogisticRegressionCV
 from skquad._foundation._rows import OrderedRows
@@ -32,7 +34,7 @@ def _solve(X, y, w, gather_above, **params):
     data = drivers.training_rows(X, y_encoded, w, model.classes_, merge=True, gather_above=gather_above)
     problem = build_problem(model, drivers.LBFGS, data, None, step_size=(0.01, "constant"))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # max_iter: the same stop on both rows
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter: the same stop on both rows
         solution = drivers.LBFGS.solve(problem, data)
     return data, [p.numpy() for p in solution.params], solution.n_iter
 
@@ -74,13 +76,24 @@ def test_float64_twin_scales_of_gathered_rows_are_the_arrays():
     ids=["lbfgs", "float32-compute", "interaction-only", "rank", "sgd", "newton", "proximal"],
 )
 def test_every_route_fits_gathered_rows_as_copied_rows(monkeypatch, params):
+    _assert_gathered_fit_is_copied_fit(monkeypatch, params)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_a_device_fit_gathers_the_rows_onto_it_as_copied(monkeypatch, solver):
+    _assert_gathered_fit_is_copied_fit(monkeypatch, {"solver": solver, "device": "cuda"})
+
+
+def _assert_gathered_fit_is_copied_fit(monkeypatch, params):
     X, y, w = _data(120, 5, n_classes=2)
     fits = {}
     for limit in (np.inf, 0):
         monkeypatch.setattr(drivers, "GATHERED_ROWS_BYTES", limit)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence: the same on both rows
-            fits[limit] = QuadraticLogisticRegression(**{"max_iter": 20, "random_state": 0, **params}).fit(X, y, sample_weight=w)
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the same stop on both rows
+            model = QuadraticLogisticRegression(**{"max_iter": 20, "random_state": 0, **params})
+            fits[limit] = model.fit(X, y, sample_weight=w)
     for name in ("Q_", "coef_", "intercept_", "n_iter_"):
         np.testing.assert_array_equal(getattr(fits[0], name), getattr(fits[np.inf], name))
 
@@ -91,7 +104,7 @@ def test_a_regularisation_path_on_gathered_rows_is_the_copied_rows_path(monkeypa
     for limit in (np.inf, 0):
         monkeypatch.setattr(drivers, "GATHERED_ROWS_BYTES", limit)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore", ConvergenceWarning)
             fits[limit] = QuadraticLogisticRegressionCV(Cs=3, cv=2, max_iter=20).fit(X, y)
     np.testing.assert_array_equal(fits[0].Q_, fits[np.inf].Q_)
     np.testing.assert_array_equal(fits[0].C_, fits[np.inf].C_)
