@@ -66,7 +66,7 @@ def training_rows(X, y_encoded, sample_weight, classes, *, merge, gather_above=N
     """:class:`TrainingRows` of validated data; ``merge`` merges duplicates (full-batch drivers).
 
     Merged, the rows are the weighted distribution in a canonical order, so
-    ``sample_weight=k`` is exactly ``k`` repetitions. Dense NumPy rows whose
+    ``sample_weight=k`` is exactly ``k`` repetitions. Dense C-ordered NumPy rows whose
     reordered copy would take more than ``gather_above`` bytes (None:
     ``GATHERED_ROWS_BYTES``) are :class:`~skquad._foundation._rows.OrderedRows`:
     the same rows in the same order, gathered by their readers.
@@ -80,7 +80,9 @@ def training_rows(X, y_encoded, sample_weight, classes, *, merge, gather_above=N
     counts = np.bincount(y, minlength=classes.shape[0])
     bounds = np.concatenate([[0], np.cumsum(counts)])
     index = rows[order]
-    gathered = isinstance(X, np.ndarray) and index.shape[0] * X.shape[1] * X.itemsize > gather_above
+    # (C order only: a row of another layout is gathered a number at a time)
+    gathered = isinstance(X, np.ndarray) and X.flags.c_contiguous \
+        and index.shape[0] * X.shape[1] * X.itemsize > gather_above
     return TrainingRows(
         OrderedRows(X, index) if gathered else X[index], y[order], weight[order],
         [(int(bounds[k]), int(bounds[k + 1])) for k in range(counts.shape[0])],
