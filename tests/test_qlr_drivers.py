@@ -56,4 +56,5 @@ def test_training_rows_are_gathered_past_the_limit_in_c_order_only():
     assert (gathered.n_rows, gathered.n_features, gathered.dtype) == (20, 3, X.dtype)
     fortran = drivers.training_rows(np.asfortranarray(X), y, w, np.array([0, 1]), merge=True,
                                     gather_above=0)
+    assert isinstance(fortran.X, np.ndarray)
     np.testing.assert_array_equal(fortran.X, copied.X)
