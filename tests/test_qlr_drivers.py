@@ -40,3 +40,21 @@ def test_the_estimator_rule_chooses_one_route(params, partial, expected):
     model = QuadraticLogisticRegression(**params)
     model.classes_ = np.array([0, 1])
     assert model._route(data, None, partial) is expected
+
+
+def test_training_rows_are_gathered_past_the_limit_in_c_order_only():
+    from skquad._foundation._rows import OrderedRows
+
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((20, 3))
+    y = (X[:, 0] > 0).astype(int)
+    w = np.ones(20)
+    copied = drivers.training_rows(X, y, w, np.array([0, 1]), merge=True, gather_above=X.nbytes)
+    gathered = drivers.training_rows(X, y, w, np.array([0, 1]), merge=True, gather_above=X.nbytes - 1)
+    assert isinstance(copied.X, np.ndarray) and isinstance(gathered.X, OrderedRows)
+    np.testing.assert_array_equal(np.asarray(gathered.X), copied.X)
+    assert (gathered.n_rows, gathered.n_features, gathered.dtype) == (20, 3, X.dtype)
+    fortran = drivers.training_rows(np.asfortranarray(X), y, w, np.array([0, 1]), merge=True,
+                                    gather_above=0)
+    assert isinstance(fortran.X, np.ndarray)
+    np.testing.assert_array_equal(fortran.X, copied.X)

@@ -132,3 +132,25 @@ def test_row_folds_are_the_same_for_dense_sparse_and_tensor_rows():
     np.testing.assert_array_equal(row_folds(torch.asarray(X), 5), folds)
     order = rng.permutation(len(X))
     np.testing.assert_array_equal(row_folds(X[order], 5), folds[order])
+
+
+def test_ordered_rows_are_the_reordered_array_in_every_form():
+    from skquad._foundation._rows import OrderedRows
+
+    rng = np.random.RandomState(0)
+    base = rng.standard_normal((50, 4))
+    order = rng.permutation(50)[:37]
+    rows = OrderedRows(base, order)
+    expected = base[order]
+    assert rows.shape == expected.shape and rows.nbytes == expected.nbytes and len(rows) == 37
+    np.testing.assert_array_equal(np.asarray(rows), expected)
+    np.testing.assert_array_equal(np.asarray(rows, dtype=np.float32), expected.astype(np.float32))
+    np.testing.assert_array_equal(rows[5:20], expected[5:20])
+    out = np.empty((10, 4))
+    assert rows.gather(3, 13, out=out) is out
+    np.testing.assert_array_equal(out, expected[3:13])
+    rows.CHUNK_ELEMENTS = 8  # two rows a chunk: several chunks, the same rows
+    np.testing.assert_array_equal(np.concatenate([chunk for _, _, chunk in rows.chunks()]), expected)
+    np.testing.assert_array_equal(np.asarray(rows, dtype=np.float32), expected.astype(np.float32))
+    with pytest.raises(TypeError):
+        rows[np.arange(3)]

@@ -9,7 +9,60 @@ package's SDP (:func:`skquad.convex.formulation.aggregate_samples`) both call
 import numpy as np
 import scipy.sparse
 
-__all__ = ["duplicate_groups", "merge_duplicate_samples", "row_folds"]
+__all__ = ["OrderedRows", "duplicate_groups", "merge_duplicate_samples", "row_folds"]
+
+
+class OrderedRows:
+    """The rows ``base[order]`` of a dense array, without their copy.
+
+    For rows read in chunks (a full-batch objective's pass): each chunk is
+    gathered where it is read, :meth:`gather`, into the reader's buffer, so
+    that memory holds ``base`` once rather than ``base`` and its reordered
+    copy. A reader that needs the rows whole gets that copy from
+    ``np.asarray`` (``__array__``), in any dtype, gathered a chunk at a time.
+    """
+
+    # numbers per chunk of :meth:`chunks` (4 MB in float32)
+    CHUNK_ELEMENTS = 1 << 20
+
+    def __init__(self, base, order):
+        self.base, self.order = base, order
+        self.shape, self.dtype = (order.shape[0], base.shape[1]), base.dtype
+        self.ndim = 2
+        self.nbytes = self.shape[0] * self.shape[1] * self.dtype.itemsize
+
+    def __len__(self):
+        return self.shape[0]
+
+    def gather(self, start, stop, out=None):
+        """Rows ``start : stop`` (in ``out``, of their shape and dtype, where given)."""
+        # (mode="clip": the indices are in range by construction, and numpy's
+        # default "raise" writes through a temporary instead of ``out``)
+        return np.take(self.base, self.order[start:stop], axis=0, out=out, mode="clip")
+
+    def chunks(self):
+        """Yield ``(start, stop, rows)``: the rows gathered ``CHUNK_ELEMENTS`` numbers at a time."""
+        step = max(1, self.CHUNK_ELEMENTS // max(1, self.shape[1]))
+        for start in range(0, self.shape[0], step):
+            stop = min(start + step, self.shape[0])
+            yield start, stop, self.gather(start, stop)
+
+    def __getitem__(self, rows):
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("OrderedRows selects a contiguous slice of rows only.")
+        start, stop, _ = rows.indices(self.shape[0])
+        return self.gather(start, max(start, stop))
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("OrderedRows are gathered: np.asarray makes a copy.")
+        if dtype is None or np.dtype(dtype) == self.dtype:
+            return self.gather(0, self.shape[0])
+        # converted a chunk at a time: no whole copy in the rows' own dtype on the way
+        out = np.empty(self.shape, dtype=dtype)
+        for start, stop, rows in self.chunks():
+            out[start:stop] = rows
+        return out
 
 
 def merge_duplicate_samples(X, y, sample_weight):

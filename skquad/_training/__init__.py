@@ -115,9 +115,13 @@ Full-batch L-BFGS can go one step further. A ``loss_and_gradient`` with an
 attribute ``flat_objective(X, y, w) -> objective or None`` offers the whole
 objective (its penalty included) on the flat parameter vector:
 ``objective(theta) -> (loss, gradient)`` in numpy, float64 in and out, in the
-flat buffer's layout. The L-BFGS fit then calls it instead of writing each
-point into the module (the module gets the best point at the end, and each
-point a callback reads); quadratic logistic regression's packed CPU objective
+flat buffer's layout. ``X`` is the rows' tensor, or rows gathered by chunks
+(``skquad._foundation._rows.OrderedRows``) as the fit was given them, where
+they are on the CPU in the trainer's dtype: their tensor is gathered only if
+the objective declines them (None) or the divergence recovery reads them.
+The L-BFGS fit then calls it instead of writing each point into the module
+(the module gets the best point at the end, and each point a callback
+reads); quadratic logistic regression's packed CPU objective
 (``skquad.nn.quadratic_form.packed_logistic_objective``) is one. A module
 that holds a parameter in rescaled coordinates (the packed symmetric ``Q``)
 names the scales with ``lbfgs_gradient_scales() -> {name: tensor}``: the

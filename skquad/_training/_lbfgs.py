@@ -27,6 +27,7 @@ from scipy.optimize import OptimizeResult, minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._foundation._reporting import progress_line, warn_user
+from .._foundation._rows import OrderedRows
 from ._divergence import NonFiniteObjective
 from .._foundation._lbfgs_compact import minimize_compact_lbfgs
 
@@ -385,7 +386,9 @@ class _FullBatchFit:
         self.penalty = trainer.parameters.has_penalty
         flat = None
         if data_term is None:
-            X, y, sample_weight = trainer.to_device(X, y, sample_weight)
+            # (rows gathered by chunks, OrderedRows, stay so for the flat objective)
+            self.given = (X, y, sample_weight)
+            X, y, sample_weight = trainer.to_device(X, y, sample_weight, gathered=True)
             self.total_weight = sample_weight.sum()
             self.weights = torch.as_tensor(sample_weight / self.total_weight).to(
                 device=trainer.device, dtype=trainer.dtype)
@@ -397,6 +400,8 @@ class _FullBatchFit:
         else:
             self.total_weight = data_term.total_weight
         self.data, self.flat = (X, y, sample_weight), flat
+        if flat is None and isinstance(X, OrderedRows):
+            self.data = (self._rows_tensor(), y, sample_weight)
         self.objective = self.module_objective if flat is None else self.flat_objective
         self.best_loss, self.best_theta = math.inf, None
         trainer.guard.remember_best()
@@ -486,10 +491,15 @@ class _FullBatchFit:
             warn_user(message, ConvergenceWarning)
         return history
 
+    def _rows_tensor(self):
+        """The rows as one tensor, gathered where they are :class:`OrderedRows` (the module reads them whole)."""
+        X = self.data[0]
+        return self.trainer.to_device(*self.given)[0] if isinstance(X, OrderedRows) else X
+
     def _loss_here(self):
         """The loss at the module's parameters; inf where the outputs overflow (``full_loss``'s rule)."""
         if self.data_term is None:
-            return self.trainer.full_loss(*self.data)
+            return self.trainer.full_loss(self._rows_tensor(), *self.data[1:])
         loss = self.data_term(self.trainer.flat_parameters.double().cpu().numpy())[0]
         return loss if math.isfinite(loss) else math.inf
 

@@ -13,6 +13,7 @@ from sklearn.model_selection import train_test_split
 
 from .._foundation._input_range import clip_rows, clip_to_range, feature_range
 from .._foundation._reporting import progress_line, warn_user
+from .._foundation._rows import OrderedRows
 from ._callbacks import SubtaskReporter
 from ._config import TrainingConfig, TrainingResult
 from ._divergence import DivergenceGuard
@@ -129,12 +130,22 @@ class Trainer:
         return self.parameters.learning_rates(base)
 
     # ------------------------------------------------------------------ data
-    def to_device(self, X, y, sample_weight):
-        """``X`` (dense or :class:`SparseRows`) and ``y`` on the device, ``sample_weight`` float64."""
+    def to_device(self, X, y, sample_weight, *, gathered=False):
+        """``X`` (dense or :class:`SparseRows`) and ``y`` on the device, ``sample_weight`` float64.
+
+        ``gathered``: :class:`~skquad._foundation._rows.OrderedRows` on the CPU
+        in the trainer's dtype stay as they are, for a reader that gathers
+        their chunks itself (L-BFGS's flat objective); elsewhere they are
+        gathered into one tensor here.
+        """
         if scipy.sparse.issparse(X) or is_sparse_rows(X):
             X = SparseRows(X.matrix if is_sparse_rows(X) else X, self.device, self.dtype)
         elif isinstance(X, torch.Tensor):  # array API input: on the device already, no copy in its dtype
             X = X.to(device=self.device, dtype=self.dtype)
+        elif gathered and isinstance(X, OrderedRows) and self.device.type == "cpu" and (
+            torch.empty(0, dtype=self.dtype).numpy().dtype == X.dtype
+        ):
+            pass  # the reader gathers each chunk in place of a whole tensor
         else:
             # np.require copies read-only input (e.g. a memmap): torch cannot wrap it.
             X = torch.as_tensor(np.require(X, requirements=["C", "W"])).to(

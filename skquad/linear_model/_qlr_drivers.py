@@ -13,7 +13,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._foundation._reporting import progress_line, warn_user
-from .._foundation._rows import duplicate_groups
+from .._foundation._rows import OrderedRows, duplicate_groups
 from .._training import SubtaskReporter, Trainer, TrainingConfig, callback_data, reporting_epochs
 from .._foundation._threads import limit_threads
 from ..nn.quadratic_dual import dual_to_primal, kernel_newton_logistic
@@ -35,7 +35,9 @@ class TrainingRows:
 
     ``X, y, w``: the rows sorted by class (the residual of each score then
     has one sign per contiguous block, ``class_blocks``, which the symmetric
-    gradient products exploit), gathered from the validated data once;
+    gradient products exploit), gathered from the validated data once, or
+    for large rows an :class:`~skquad._foundation._rows.OrderedRows` that
+    its readers gather (``np.asarray`` where they need the rows whole);
     ``given``: the validated ``(X, y_encoded, sample_weight)``; ``user_data``:
     the data as the user gave it (labels), what the callbacks score against.
     """
@@ -55,12 +57,22 @@ class TrainingRows:
         (self.n_rows, self.n_features), self.dtype = self.X.shape, self.X.dtype
 
 
-def training_rows(X, y_encoded, sample_weight, classes, *, merge):
+# Dense rows whose reordered copy would exceed this many bytes are kept as
+# :class:`OrderedRows` (the validated rows and the order): the L-BFGS pass
+# gathers each chunk where it reads it, so a large X is held once, not twice.
+GATHERED_ROWS_BYTES = 1 << 27
+
+
+def training_rows(X, y_encoded, sample_weight, classes, *, merge, gather_above=None):
     """:class:`TrainingRows` of validated data; ``merge`` merges duplicates (full-batch drivers).
 
     Merged, the rows are the weighted distribution in a canonical order, so
-    ``sample_weight=k`` is exactly ``k`` repetitions.
+    ``sample_weight=k`` is exactly ``k`` repetitions. Dense C-ordered NumPy rows whose
+    reordered copy would take more than ``gather_above`` bytes (None:
+    ``GATHERED_ROWS_BYTES``) are :class:`~skquad._foundation._rows.OrderedRows`:
+    the same rows in the same order, gathered by their readers.
     """
+    gather_above = GATHERED_ROWS_BYTES if gather_above is None else gather_above
     rows, weight, y = np.arange(X.shape[0]), sample_weight, y_encoded
     if merge:
         rows, weight = duplicate_groups(X, y_encoded, sample_weight)
@@ -68,8 +80,12 @@ def training_rows(X, y_encoded, sample_weight, classes, *, merge):
     order = np.argsort(y, kind="stable")
     counts = np.bincount(y, minlength=classes.shape[0])
     bounds = np.concatenate([[0], np.cumsum(counts)])
+    index = rows[order]
+    # (C order only: a row of another layout is gathered a number at a time)
+    gathered = isinstance(X, np.ndarray) and X.flags.c_contiguous \
+        and index.shape[0] * X.shape[1] * X.itemsize > gather_above
     return TrainingRows(
-        X[rows[order]], y[order], weight[order],
+        OrderedRows(X, index) if gathered else X[index], y[order], weight[order],
         [(int(bounds[k]), int(bounds[k + 1])) for k in range(counts.shape[0])],
         float(weight.sum()), (X, y_encoded, sample_weight),
         (X, classes[y_encoded], sample_weight),
@@ -257,7 +273,8 @@ def _newton_cost(problem, n):
     return n**3 / 3.0 + 2.0 * n * d * d, 8.0 * (3 * n * n + 2 * n * d + 4 * d * d)
 
 
-LBFGS = Route("lbfgs", functools.partial(fit_trainer, stochastic=False), _trainer_cost)
+LBFGS = Route("lbfgs", functools.partial(fit_trainer, stochastic=False), _trainer_cost,
+              gathers_rows=True)
 SGD = Route("sgd", functools.partial(fit_trainer, stochastic=True), _sgd_cost, draws=True)
 SGD_EPOCH = Route("sgd", functools.partial(fit_trainer, stochastic=True, partial=True), _sgd_cost,
                   draws=True)

@@ -14,6 +14,7 @@ import torch
 
 from .._foundation._input_range import feature_range
 from .._foundation._reporting import warn_user
+from .._foundation._rows import OrderedRows
 from .._foundation._torch_utils import to_numpy
 from .._foundation._runtime import RuntimePolicy, runtime_policy
 from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
@@ -71,7 +72,10 @@ class Route:
     per step, bytes)``, what the runtime policy's thread count and the memory
     check read; ``placement`` overrides the estimator's ``device`` and
     ``n_threads`` (the Dask driver's process only updates the parameters);
-    ``draws``: whether each fit draws its own random numbers.
+    ``draws``: whether each fit draws its own random numbers;
+    ``gathers_rows``: the driver reads rows gathered by chunks
+    (:class:`~skquad._foundation._rows.OrderedRows`) a chunk at a time where
+    it can (:func:`whole_rows_bytes`), rather than copying them whole.
     """
 
     solver: str
@@ -80,6 +84,7 @@ class Route:
     placement: dict = dataclasses.field(default_factory=dict)
     # whether each fit draws its own random numbers (SGD's shuffles)
     draws: bool = False
+    gathers_rows: bool = False
 
 
 @dataclasses.dataclass
@@ -235,6 +240,22 @@ class QLRProblem:
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 
 
+def whole_rows_bytes(route, problem, data):
+    """The bytes of the copy a driver makes of rows gathered by chunks, else 0.
+
+    The L-BFGS flat objective gathers :class:`~skquad._foundation._rows.OrderedRows`
+    a chunk at a time on the CPU, at full rank, in the rows' own dtype (the
+    packed objective, see :func:`~skquad._training._lbfgs.fit_trainer_lbfgs`); every
+    other reader gathers them into one array after the memory check.
+    """
+    X, policy = getattr(data, "X", None), problem.policy  # (Dask's block rows have none)
+    if not isinstance(X, OrderedRows):
+        return 0
+    chunked = route.gathers_rows and policy.device.type == "cpu" and problem.rank is None \
+        and np.dtype(policy.numpy_dtype) == X.dtype
+    return 0 if chunked else X.nbytes
+
+
 def build_problem(estimator, route, data, previous, *, step_size=None, call=0, allowed=None):
     """The problem of one fit on ``route``: the runtime policy decided once, memory checked.
 
@@ -262,7 +283,7 @@ def build_problem(estimator, route, data, previous, *, step_size=None, call=0, a
 
 
 def _decide_policy(estimator, route, data, problem, call):
-    """The runtime policy of a fit of ``problem`` on ``route``, its memory checked."""
+    """The runtime policy of a fit of ``problem`` on ``route`` (set on it), its memory checked."""
     flops, required = route.cost(problem, data.n_rows)
     settings = {"device": estimator.device, "n_threads": estimator.n_threads, **route.placement}
     previous = problem.previous
@@ -271,8 +292,9 @@ def _decide_policy(estimator, route, data, problem, call):
         fitted_dtype=None if previous is None else previous["Q"].dtype,
         flops_per_step=flops, random_state=estimator.random_state, call=call, **settings,
     )
+    problem.policy = policy
     policy.require_memory(
-        required, "rank", estimator.rank,
+        required + whole_rows_bytes(route, problem, data), "rank", estimator.rank,
         f"fitting {type(estimator).__name__} on {problem.n_features} features",
         advice="set a small rank (e.g. rank=8: d * rank parameters per score instead "
         "of d * d) or select fewer features.",

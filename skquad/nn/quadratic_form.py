@@ -53,6 +53,7 @@ import torch.nn.functional as F
 
 from .._foundation._blas import gram_update, upper_product_in_place
 from .._foundation._memory import available_memory
+from .._foundation._rows import OrderedRows
 
 __all__ = [
     "PATH_MEMORY",
@@ -646,6 +647,9 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     ``scratch``, also a transposed copy of the rows where it fits
     (:func:`_transposed_rows`).
 
+    ``rows_all`` is an array or :class:`~skquad._foundation._rows.OrderedRows`,
+    whose chunks are gathered into a buffer of each thread's where they are read.
+
     ``symmetric=False`` leaves GEMM grams as they came, symmetric up to
     rounding, for a caller that averages the two triangles anyway
     (:class:`SymmetricPacking`'s gradient), saving ``_symmetrised``'s gather.
@@ -654,7 +658,8 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     n_scores = Q_np.shape[0]
     dtype = rows_all.dtype
     if n_samples * n_features * n_features * n_scores <= _SMALL_PROBLEM_PRODUCT:
-        return _small_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept_np)
+        return _small_log_loss_gradient(
+            np.asarray(rows_all), y_np, weight_np, Q_np, coef_np, intercept_np)
     halves, coef_np, intercept_np = _independent_scores(Q_np, coef_np, intercept_np)
     step = max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
     chunks = [(start, min(start + step, n_samples)) for start in range(0, n_samples, step)]
@@ -670,13 +675,16 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
     shape = (min(step, n_samples), n_features)
     # the stacked grams' factor, K d numbers per row of a block (_add_stacked_grams)
     gram_size = max(_GRAM_BLOCK_ELEMENTS, halves.shape[0] * n_features) if stacked else 0
+    # rows gathered by chunks (OrderedRows): each chunk into a buffer of its own
+    gathered = isinstance(rows_all, OrderedRows)
     buffers = scratch.get("rows")
     if not buffers or buffers[0][0].shape != shape or buffers[0][0].dtype != dtype or (
         buffers[0][1].size < gram_size
-    ):
+    ) or (buffers[0][2] is None) == gathered:
         buffers = scratch["rows"] = []
     while len(buffers) < n_workers:
-        buffers.append((np.empty(shape, dtype=dtype), np.empty(gram_size, dtype=dtype)))
+        buffers.append((np.empty(shape, dtype=dtype), np.empty(gram_size, dtype=dtype),
+                        np.empty(shape, dtype=dtype) if gathered else None))
     free = queue.SimpleQueue()
     for buffer in buffers[:n_workers]:
         free.put(buffer)
@@ -689,16 +697,19 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
 
     def part_terms(part):
         terms = _ChunkTerms(n_scores, n_features, dtype)
-        buffer, gram_buffer = free.get()
+        buffers = free.get()
+        buffer, gram_buffer, row_buffer = buffers
         try:
             for start, stop in chunks[edges[part] : edges[part + 1]]:
+                rows = rows_all[start:stop] if row_buffer is None else rows_all.gather(
+                    start, stop, out=row_buffer[: stop - start])
                 _add_chunk_terms(
-                    terms, rows_all[start:stop], start, y_np, weight_np, positive, halves,
+                    terms, rows, start, y_np, weight_np, positive, halves,
                     coef_np, intercept_np, class_blocks, buffer,
                     None if columns is None else columns[:, start:stop], gram_buffer,
                 )
         finally:
-            free.put((buffer, gram_buffer))
+            free.put(buffers)
         return terms
 
     def in_order(parts):
@@ -733,12 +744,14 @@ def _transposed_rows(rows_all, scratch):
     and evaluation, a sizeable share of a small evaluation. A copy of the
     rows, so None (each chunk transposed where it is used) beyond
     ``_TRANSPOSED_COPY_BYTES`` or when it would take more than half the
-    available memory.
+    available memory, and for rows gathered by chunks (OrderedRows: kept so
+    that memory holds the rows once).
     """
     cached = scratch.get("columns")
     if cached is None or cached[0] is not rows_all:
         copy = None
-        if rows_all.nbytes <= _TRANSPOSED_COPY_BYTES and _copy_fits_in_memory(rows_all.nbytes):
+        if not isinstance(rows_all, OrderedRows) and rows_all.nbytes <= _TRANSPOSED_COPY_BYTES \
+                and _copy_fits_in_memory(rows_all.nbytes):
             copy = np.ascontiguousarray(rows_all.T)
         cached = scratch["columns"] = (rows_all, copy)
     return cached[1]
@@ -1190,10 +1203,31 @@ def column_magnitudes(X):
     return np.maximum(X.max(axis=0, initial=0.0), -X.min(axis=0, initial=0.0))
 
 
+def _row_largest(X):
+    """``max(1, max_j |x_ij|)`` of each row."""
+    return np.maximum(X.max(axis=1, initial=1.0), -X.min(axis=1, initial=-1.0))
+
+
 def weighted_row_scale(X, sample_weight):
     """``sum_i s_i max(1, max_j x_ij^2)``: summed over row blocks, the input of :func:`float32_twin`."""
-    largest = np.maximum(X.max(axis=1, initial=1.0), -X.min(axis=1, initial=-1.0))
-    return float(sample_weight @ np.square(largest))
+    return float(sample_weight @ np.square(_row_largest(X)))
+
+
+def _twin_scales(rows, weights):
+    """:func:`column_magnitudes` and :func:`weighted_row_scale` of the rows.
+
+    Rows gathered by chunks (OrderedRows) are read a chunk at a time, to the
+    same numbers: the maxima are exact in any order, and the weighted sum is
+    one product over all rows' maxima, as on an array.
+    """
+    if not isinstance(rows, OrderedRows):
+        return column_magnitudes(rows), weighted_row_scale(rows, weights)
+    magnitudes = np.zeros(rows.shape[1], dtype=rows.dtype)
+    largest = np.empty(rows.shape[0], dtype=rows.dtype)
+    for start, stop, chunk in rows.chunks():
+        np.maximum(magnitudes, column_magnitudes(chunk), out=magnitudes)
+        largest[start:stop] = _row_largest(chunk)
+    return magnitudes, float(weights @ np.square(largest))
 
 
 def _float32_inputs(rows, weights, n_scores, packing, cache):
@@ -1202,13 +1236,13 @@ def _float32_inputs(rows, weights, n_scores, packing, cache):
     None where :func:`float32_twin` declines or the copy does not fit in
     memory (half of the rows' memory more: a speed-up only, so it is skipped
     rather than refused when memory is short). Kept in ``cache`` (the rows
-    of every fit that shares it are the same), so computed once.
+    of every fit that shares it are the same), so computed once. The float32
+    rows are an array (of rows gathered by chunks too: half their size).
     """
     if "float32" not in cache:
-        twin = float32_twin(column_magnitudes(rows), weighted_row_scale(rows, weights), n_scores,
-                            packing)
+        twin = float32_twin(*_twin_scales(rows, weights), n_scores, packing)
         cache["float32"] = None if twin is None or not _copy_fits_in_memory(rows.nbytes // 2) \
-            else (twin, rows.astype(np.float32), weights.astype(np.float32))
+            else (twin, np.asarray(rows, dtype=np.float32), weights.astype(np.float32))
     return cache["float32"]
 
 
@@ -1341,7 +1375,7 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
     if len(chunks) <= 1:
         kept = None if cache is None else cache.get(key)
         if kept is None:
-            kept = _write_design(np.ascontiguousarray(X.T), packing,
+            kept = _write_design(np.ascontiguousarray(np.asarray(X).T), packing,
                                  np.empty((width, n_samples), dtype=X.dtype), fit_intercept)
         if cache is not None:
             cache[key] = kept
@@ -1550,12 +1584,14 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
     def flat_objective(X, y, weight):
         """The fast numpy objective on the flat vector (:func:`packed_logistic_objective`), or None.
 
-        For a packed module with dense CPU rows; the flat layout is the
-        module's trainable parameters in order.
+        For a packed module with dense CPU rows, or rows gathered by chunks
+        (:class:`~skquad._foundation._rows.OrderedRows`); the flat layout is
+        the module's trainable parameters in order.
         """
-        if not module.packed or _is_sparse_rows(X) or X.device.type != "cpu":
+        gathered = isinstance(X, OrderedRows)
+        if not module.packed or (not gathered and (_is_sparse_rows(X) or X.device.type != "cpu")):
             return None
-        rows, labels, weights = X.numpy(), y.numpy(), weight.numpy()
+        rows, labels, weights = X if gathered else X.numpy(), y.numpy(), weight.numpy()
         if cache is not None:
             # the fits that share the cache read the same rows: the first one's
             # arrays, so that what is kept per array (the transposed rows, the
@@ -1581,7 +1617,7 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
             objective.memory = memory.for_penalty(packed_penalty_weight(
                 module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
                 fit_intercept=module.intercept.requires_grad))
-        coarse = None if X.dtype != torch.float64 else _float32_inputs(
+        coarse = None if rows.dtype != np.float64 else _float32_inputs(
             rows, weights, module.coef.shape[0], module.packing, {} if cache is None else cache)
         if coarse is not None:
             twin, rows32, weights32 = coarse
