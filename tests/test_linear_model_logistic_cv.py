@@ -165,3 +165,26 @@ def test_an_sgd_paths_fits_each_draw_their_own_shuffles(monkeypatch):
             pass
     # one policy per fit, each seeded as a fit of its own with that random_state
     assert len(seeds) == 3 and len(set(seeds)) == 1
+
+
+def test_the_path_starts_moments_by_row_chunks_are_one_passs(monkeypatch):
+    """The path's start reads the rows in float64 a chunk at a time (float32 or gathered rows
+    are never converted whole): by chunks of a few rows, the same moments and curvature."""
+    from skquad.nn import quadratic_form
+    from skquad._foundation._rows import OrderedRows
+
+    rng = np.random.RandomState(1)
+    X = rng.randn(50, 4).astype(np.float32)
+    y, weights = rng.randint(0, 3, 50), rng.rand(50)
+    packing = quadratic_form.SymmetricPacking(4)
+    one_pass = (quadratic_form._class_moments(X, y, weights, 3),
+                quadratic_form._null_model_curvature(X, y, weights, packing, 3, True))
+    monkeypatch.setattr(quadratic_form, "_FLOAT64_CHUNK_ELEMENTS", 12)  # 3 rows a chunk
+    shuffled = rng.permutation(50)
+    gathered = OrderedRows(X[shuffled], np.argsort(shuffled))  # the rows of X, gathered
+    for rows in (X, gathered):
+        moments = quadratic_form._class_moments(rows, y, weights, 3)
+        for chunked, whole in zip(moments, one_pass[0]):
+            assert_allclose(chunked, whole, rtol=1e-12, atol=1e-14)
+        curvature = quadratic_form._null_model_curvature(rows, y, weights, packing, 3, True)
+        assert_allclose(curvature, one_pass[1], rtol=1e-12, atol=1e-14)

@@ -1000,7 +1000,7 @@ def _null_model_step(rows, labels, weights, packing, n_scores, memory, fit_inter
     """
     theta = np.zeros(memory.weight.shape[0])
     weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    moments = _class_moments(np.asarray(rows, dtype=np.float64), labels, weights, n_scores)
+    moments = _class_moments(rows, labels, weights, n_scores)
     scores = np.zeros(n_scores)
     if fit_intercept:
         logs = np.log(np.maximum(moments[0], np.finfo(np.float64).tiny))
@@ -1026,13 +1026,28 @@ def _class_moments(rows, labels, weights, n_scores):
     n_classes = max(n_scores, 2)
     d = rows.shape[1]
     totals, means, seconds = np.zeros(n_classes), np.zeros((n_classes, d)), np.zeros((n_classes, d, d))
-    for c in range(n_classes):
-        members = np.flatnonzero(labels == c)
-        own, weight = rows[members], weights[members]
-        totals[c], means[c] = weight.sum(), weight @ own
-        own *= np.sqrt(weight)[:, None]  # (a gathered copy)
-        seconds[c] = own.T @ own
+    for start, stop, chunk in _float64_chunks(rows):
+        for c in range(n_classes):
+            members = np.flatnonzero(labels[start:stop] == c)
+            own, weight = chunk[members], weights[start:stop][members]
+            totals[c] += weight.sum()
+            means[c] += weight @ own
+            own *= np.sqrt(weight)[:, None]  # (a gathered copy)
+            seconds[c] += own.T @ own
     return totals, means, seconds
+
+
+# Numbers per chunk of the path start's float64 passes over the rows (8 MB):
+# float32 or gathered rows are never converted whole.
+_FLOAT64_CHUNK_ELEMENTS = 1 << 20
+
+
+def _float64_chunks(rows):
+    """Yield ``(start, stop, rows[start:stop])`` in float64, a chunk of rows at a time."""
+    step = max(1, _FLOAT64_CHUNK_ELEMENTS // max(1, rows.shape[1]))
+    for start in range(0, rows.shape[0], step):
+        stop = min(start + step, rows.shape[0])
+        yield start, stop, np.asarray(rows[start:stop], dtype=np.float64)
 
 
 def _constant_scores_gradient(moments, packing, n_scores, scores):
@@ -1065,15 +1080,18 @@ def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercep
     :meth:`PathMemory.scale`). Binary: ``p`` is the positive class's.
     """
     weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    rows = np.asarray(rows, dtype=np.float64)
     p = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
     spread = (p * (1.0 - p))[-n_scores:]
-    squares = rows * rows
-    scaled = squares * np.sqrt(weights)[:, None]
-    fourth = scaled.T @ scaled  # E_w[x_a^2 x_b^2], as one symmetric product
+    d = rows.shape[1]
+    fourth, second = np.zeros((d, d)), np.zeros(d)  # E_w[x_a^2 x_b^2] and E_w[x_a^2]
+    for start, stop, chunk in _float64_chunks(rows):
+        squares, weight = chunk * chunk, weights[start:stop]
+        second += weight @ squares
+        squares *= np.sqrt(weight)[:, None]
+        fourth += squares.T @ squares  # (one symmetric product)
     factor = packing._inverse * np.where(packing.rows == packing.cols, 1.0, 2.0)
     blocks = [np.outer(spread, factor**2 * fourth[packing.rows, packing.cols]),
-              np.outer(spread, weights @ squares)]
+              np.outer(spread, second)]
     return np.concatenate([block.ravel() for block in blocks] + ([spread] if fit_intercept else []))
 
 
