@@ -247,12 +247,15 @@ def _parse_classifier(scope, model, inputs, custom_parsers=None):
     operator.inputs = inputs
     label = scope.declare_local_variable("label", Int64TensorType())
     probabilities = scope.declare_local_variable("probabilities", guess_tensor_type(inputs[0].type))
-    terms = scope.declare_local_variable(contributions.OPTION, guess_tensor_type(inputs[0].type))
-    operator.outputs.extend([label, probabilities, terms])
+    operator.outputs.extend([label, probabilities])
     zipmap = scope.get_options(model, {"zipmap": True})["zipmap"]
-    if zipmap is False:
-        return list(operator.outputs)
-    return [*_apply_zipmap(zipmap, scope, model, inputs[0].type, [label, probabilities]), terms]
+    outputs = [label, probabilities]
+    if zipmap is not False:
+        outputs = _apply_zipmap(zipmap, scope, model, inputs[0].type, outputs)
+    # declared last, so that the graph lists it after the label and the probabilities
+    terms = scope.declare_local_variable(contributions.OPTION, guess_tensor_type(inputs[0].type))
+    operator.outputs.append(terms)
+    return [*outputs, terms]
 
 
 def _parse_regressor(scope, model, inputs, custom_parsers=None):
