@@ -14,6 +14,9 @@ quadratic forms of QuadraticRegression(CV); ``exp`` for a network's
 both start with ``Max``/``Min`` nodes that clip each feature to its training
 range (ONNX's ``Clip`` takes one scalar bound only), as the estimator does. A classifier fitted on multilabel ``y`` is refused
 with a clear error (skl2onnx's classifier parser has one label per sample).
+The option ``contributions`` (``_onnx_contributions.py``) makes the parsers
+declare one more output, the per-sample terms of the score; without it the
+parsers are skl2onnx's own and the graph is what it is without the option.
 """
 
 import numpy as np
