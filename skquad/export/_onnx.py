@@ -202,11 +202,17 @@ def _tensor_type(operator, shape):
     return tensor_type([operator.inputs[0].get_first_dimension(), *shape])
 
 
+def _n_scores(estimator):
+    """A classifier's decision scores (one for two classes), a regressor's outputs."""
+    if hasattr(estimator, "classes_"):
+        return 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
+    return estimator.n_outputs_
+
+
 def _contributions_shape(operator):
     """``[N, n_terms]``, or ``[N, n_terms, k]`` for k scores, on the last output."""
     estimator = operator.raw_operator
-    n_scores = (1 if len(estimator.classes_) == 2 else len(estimator.classes_)) if hasattr(estimator, "classes_") \
-        else estimator.n_outputs_
+    n_scores = _n_scores(estimator)
     shape = [contributions.n_terms(estimator.n_features_in_)] + ([n_scores] if n_scores > 1 else [])
     operator.outputs[-1].type = _tensor_type(operator, shape)
 
@@ -323,8 +329,7 @@ def _convert(scope, operator, container):
     graph = _Graph(scope, operator, container)
     x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
     scores = _scores(graph, x, estimator)
-    n_scores = 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
-    proba = _probabilities(graph, scores, estimator, n_scores)
+    proba = _probabilities(graph, scores, estimator, _n_scores(estimator))
     container.add_node(
         "Identity", [proba], [operator.outputs[1].full_name],
         name=scope.get_unique_operator_name("SkquadProbabilities"),
