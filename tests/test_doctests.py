@@ -162,6 +162,7 @@ def test_api_reference_lists_every_public_name():
 DOC_DIR = API_REFERENCE.parent
 PAGES_STATING_BEHAVIOUR = [
     "user_guide/devices.rst",
+    "user_guide/explaining.rst",
     "user_guide/inspection.rst",
     "user_guide/larger_than_memory.rst",
     "user_guide/quadratic_logistic_regression.rst",

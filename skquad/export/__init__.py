@@ -35,7 +35,12 @@ def register_onnx_converters():
     estimators, alone or inside a Pipeline (e.g. after a ``StandardScaler``,
     or a ``ColumnTransformer`` that one-hot encodes string columns). A
     regressor's ONNX output is ``predict`` as an ``[N, n_outputs_]`` tensor
-    (``[N, 1]`` for a 1-D ``y``).
+    (``[N, 1]`` for a 1-D ``y``). The option ``contributions`` (off by default;
+    ``options={"contributions": True}`` or per model) adds one more output: each
+    sample's main effects and pairs, as
+    :func:`skquad.inspection.local_contributions` gives them, for the models
+    whose score is a quadratic form of the input (a network with hidden layers
+    refuses it).
     Needs the ``export`` extra (onnx, onnxruntime, skl2onnx). Calling it again
     is harmless.
 

@@ -14,16 +14,30 @@ quadratic forms of QuadraticRegression(CV); ``exp`` for a network's
 both start with ``Max``/``Min`` nodes that clip each feature to its training
 range (ONNX's ``Clip`` takes one scalar bound only), as the estimator does. A classifier fitted on multilabel ``y`` is refused
 with a clear error (skl2onnx's classifier parser has one label per sample).
+The option ``contributions`` (``_onnx_contributions.py``) makes the parsers
+declare one more output, the per-sample terms of the score; without it the
+parsers are skl2onnx's own and the graph is what it is without the option.
 """
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
 from skl2onnx import update_registered_converter
-from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType, guess_proto_type
-from skl2onnx.common.shape_calculator import calculate_linear_classifier_output_shapes
+from skl2onnx._parse import _apply_zipmap, _parse_sklearn_classifier, _parse_sklearn_simple_model
+from skl2onnx.common.data_types import (
+    DoubleTensorType,
+    FloatTensorType,
+    Int64TensorType,
+    guess_proto_type,
+    guess_tensor_type,
+)
+from skl2onnx.common.shape_calculator import (
+    _infer_linear_classifier_output_types,
+    calculate_linear_classifier_output_shapes,
+)
 from skl2onnx.common.utils import check_input_and_output_numbers
 
 from ..nn.polarization import layer_quadratic_forms
+from . import _onnx_contributions as contributions
 from ._torch import bilinear_parts
 
 __all__ = ["register"]
@@ -181,17 +195,88 @@ def _refuse_multilabel(estimator):
         )
 
 
+def _tensor_type(operator, shape):
+    """A float output in the input's precision (float or double)."""
+    input_type = operator.inputs[0].type
+    tensor_type = input_type.__class__ if isinstance(input_type, (FloatTensorType, DoubleTensorType)) else FloatTensorType
+    return tensor_type([operator.inputs[0].get_first_dimension(), *shape])
+
+
+def _n_scores(estimator):
+    """A classifier's decision scores (one for two classes), a regressor's outputs."""
+    if hasattr(estimator, "classes_"):
+        return 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
+    return estimator.n_outputs_
+
+
+def _contributions_shape(operator):
+    """``[N, n_terms]``, or ``[N, n_terms, k]`` for k scores, on the last output."""
+    estimator = operator.raw_operator
+    n_scores = _n_scores(estimator)
+    shape = [contributions.n_terms(estimator.n_features_in_)] + ([n_scores] if n_scores > 1 else [])
+    operator.outputs[-1].type = _tensor_type(operator, shape)
+
+
 def _classifier_output_shapes(operator):
     _refuse_multilabel(operator.raw_operator)
-    calculate_linear_classifier_output_shapes(operator)
+    if len(operator.outputs) == 2:
+        calculate_linear_classifier_output_shapes(operator)
+        return
+    # the label, the probabilities and the contributions
+    check_input_and_output_numbers(operator, input_count_range=1, output_count_range=3)
+    _infer_linear_classifier_output_types(operator)
+    _contributions_shape(operator)
 
 
 def _regressor_output_shapes(operator):
-    """``[N, n_outputs_]`` predictions in the input's precision (float or double)."""
-    check_input_and_output_numbers(operator, input_count_range=1, output_count_range=1)
-    input_type = operator.inputs[0].type
-    tensor_type = input_type.__class__ if isinstance(input_type, (FloatTensorType, DoubleTensorType)) else FloatTensorType
-    operator.outputs[0].type = tensor_type([operator.inputs[0].get_first_dimension(), operator.raw_operator.n_outputs_])
+    """``[N, n_outputs_]`` predictions in the input's precision (float or double), and the contributions."""
+    check_input_and_output_numbers(operator, input_count_range=1, output_count_range=[1, 2])
+    operator.outputs[0].type = _tensor_type(operator, [operator.raw_operator.n_outputs_])
+    if len(operator.outputs) == 2:
+        _contributions_shape(operator)
+
+
+def _alias(cls):
+    return f"Skquad{cls.__name__}"
+
+
+def _wants_contributions(scope, model):
+    return bool(scope.get_options(model, {contributions.OPTION: False})[contributions.OPTION])
+
+
+def _parse_classifier(scope, model, inputs, custom_parsers=None):
+    """skl2onnx's classifier parser, or with the contributions option: label, probabilities, contributions.
+
+    The ZipMap (option ``zipmap``) then applies to the label and probabilities only.
+    """
+    if not _wants_contributions(scope, model):
+        return _parse_sklearn_classifier(scope, model, inputs, custom_parsers=custom_parsers)
+    contributions.check_supported(model)
+    operator = scope.declare_local_operator(_alias(type(model)), model)
+    operator.inputs = inputs
+    label = scope.declare_local_variable("label", Int64TensorType())
+    probabilities = scope.declare_local_variable("probabilities", guess_tensor_type(inputs[0].type))
+    operator.outputs.extend([label, probabilities])
+    zipmap = scope.get_options(model, {"zipmap": True})["zipmap"]
+    outputs = [label, probabilities]
+    if zipmap is not False:
+        outputs = _apply_zipmap(zipmap, scope, model, inputs[0].type, outputs)
+    # declared last, so that the graph lists it after the label and the probabilities
+    terms = scope.declare_local_variable(contributions.OPTION, guess_tensor_type(inputs[0].type))
+    operator.outputs.append(terms)
+    return [*outputs, terms]
+
+
+def _parse_regressor(scope, model, inputs, custom_parsers=None):
+    """skl2onnx's parser of a simple model (one output), or the prediction and the contributions."""
+    if not _wants_contributions(scope, model):
+        return _parse_sklearn_simple_model(scope, model, inputs, custom_parsers=custom_parsers)
+    contributions.check_supported(model)
+    operator = scope.declare_local_operator(_alias(type(model)), model)
+    operator.inputs = inputs
+    for name in ("variable", contributions.OPTION):
+        operator.outputs.append(scope.declare_local_variable(name, guess_tensor_type(inputs[0].type)))
+    return list(operator.outputs)
 
 
 def _quadratic_model_scores(graph, x, estimator):
@@ -201,9 +286,8 @@ def _quadratic_model_scores(graph, x, estimator):
     return graph.quadratic_form(x, Q, coef, np.reshape(estimator.intercept_, -1))
 
 
-def _scores(graph, operator, estimator):
-    """The estimator's raw scores of the (clipped) input: network, bilinear or quadratic form."""
-    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
+def _scores(graph, x, estimator):
+    """The estimator's raw scores of the clipped input ``x``: network, bilinear or quadratic form."""
     if hasattr(estimator, "layers_"):
         return _network_scores(graph, x, estimator)
     if hasattr(estimator, "U_"):
@@ -220,7 +304,8 @@ def _convert_regressor(scope, operator, container):
     """
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
-    scores = _scores(graph, operator, estimator)
+    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
+    scores = _scores(graph, x, estimator)
     if getattr(estimator, "out_activation_", None) == "exp":
         scores = graph.node("Exp", scores)
     if hasattr(estimator, "target_scale_"):  # the networks' scale_target: shift + scale * output
@@ -234,15 +319,17 @@ def _convert_regressor(scope, operator, container):
         "Identity", [scores], [operator.outputs[0].full_name],
         name=scope.get_unique_operator_name("SkquadPrediction"),
     )
+    if len(operator.outputs) == 2:  # the parser declared the contributions (option)
+        contributions.add_contributions(graph, x, estimator, operator.outputs[1].full_name)
 
 
 def _convert(scope, operator, container):
     estimator = operator.raw_operator
     _refuse_multilabel(estimator)
     graph = _Graph(scope, operator, container)
-    scores = _scores(graph, operator, estimator)
-    n_scores = 1 if len(estimator.classes_) == 2 else len(estimator.classes_)
-    proba = _probabilities(graph, scores, estimator, n_scores)
+    x = _clipped_input(graph, operator.inputs[0].full_name, estimator)
+    scores = _scores(graph, x, estimator)
+    proba = _probabilities(graph, scores, estimator, _n_scores(estimator))
     container.add_node(
         "Identity", [proba], [operator.outputs[1].full_name],
         name=scope.get_unique_operator_name("SkquadProbabilities"),
@@ -267,6 +354,8 @@ def _convert(scope, operator, container):
         "Reshape", [picked, graph.const([-1], np.int64)], [operator.outputs[0].full_name],
         name=scope.get_unique_operator_name("SkquadLabel"),
     )
+    if len(operator.outputs) == 3:  # the parser declared the contributions (option)
+        contributions.add_contributions(graph, x, estimator, operator.outputs[2].full_name)
 
 
 def register():
@@ -297,10 +386,11 @@ def register():
     ):
         update_registered_converter(
             cls,
-            f"Skquad{cls.__name__}",
+            _alias(cls),
             _classifier_output_shapes,
             _convert,
-            options={"zipmap": [True, False, "columns"], "nocl": [True, False]},
+            parser=_parse_classifier,
+            options={"zipmap": [True, False, "columns"], "nocl": [True, False], contributions.OPTION: [False, True]},
         )
     for cls in (
         QuadraticRegression,
@@ -311,4 +401,7 @@ def register():
         SDPQuantizedRegressorCV,
         BackpropQuantizedRegressor,
     ):
-        update_registered_converter(cls, f"Skquad{cls.__name__}", _regressor_output_shapes, _convert_regressor)
+        update_registered_converter(
+            cls, _alias(cls), _regressor_output_shapes, _convert_regressor,
+            parser=_parse_regressor, options={contributions.OPTION: [False, True]},
+        )
