@@ -123,3 +123,29 @@ def test_the_memory_check_counts_the_copy_of_readers_that_gather_rows_whole():
         problem = build_problem(model, route, data, None, step_size=(0.01, "constant"))
         assert whole_rows_bytes(route, problem, data) == data.X.nbytes > 0
         model.set_params(rank=None, penalty="polynomial")
+
+
+def test_the_memory_estimate_counts_the_products_over_the_rows_a_driver_reads_at_once(monkeypatch):
+    """L-BFGS's packed CPU objective forms ``X Q_k`` a chunk of rows at a time: its estimate
+    counts a chunk per thread, not the products over every row (which the torch module path,
+    at low rank or on sparse rows, does form and is estimated with)."""
+    import scipy.sparse
+
+    from skquad._foundation._runtime import RuntimePolicy
+    from skquad.linear_model import _qlr_problem
+
+    asked = []
+    monkeypatch.setattr(RuntimePolicy, "require_memory",
+                        staticmethod(lambda required, *args, **kwargs: asked.append(required)))
+    monkeypatch.setattr(_qlr_problem, "cpu_chunk_rows", lambda n_features: 10)
+    X, y, w = _data(200, 5)
+    model = QuadraticLogisticRegression(solver="lbfgs", n_threads=1)
+    model._validate_params()
+    X, y_encoded, w = model._validate_training_data(X, y, w)
+    for rows, params, read_at_once in [(X, {}, 10), (X, {"rank": 2}, None),
+                                       (scipy.sparse.csr_matrix(X), {}, None)]:
+        model.set_params(**{"rank": None, **params})
+        data = drivers.training_rows(rows, y_encoded, w, model.classes_, merge=True)
+        problem = build_problem(model, drivers.LBFGS, data, None, step_size=(0.01, "constant"))
+        expected = problem.lbfgs_memory(data.n_rows if read_at_once is None else read_at_once)
+        assert asked[-1] == expected and data.n_rows > 10

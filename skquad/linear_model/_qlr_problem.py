@@ -10,6 +10,7 @@ import dataclasses
 from typing import Callable
 
 import numpy as np
+import scipy.sparse
 import torch
 
 from .._foundation._input_range import feature_range
@@ -18,7 +19,9 @@ from .._foundation._rows import OrderedRows
 from .._foundation._torch_utils import to_numpy
 from .._foundation._runtime import RuntimePolicy, runtime_policy
 from ._sparse_q import SPARSE_PENALTIES, sparse_penalty
-from ..nn.quadratic_form import PATH_MEMORY, log_loss_per_sample, low_rank_to_dense, quadratic_penalty
+from ..nn.quadratic_form import (
+    PATH_MEMORY, cpu_chunk_rows, log_loss_per_sample, low_rank_to_dense, quadratic_penalty,
+)
 
 __all__ = ["LBFGS_SETTINGS", "PATH_MAXCOR", "QLRProblem", "Route", "Solution", "build_problem", "check_feature_scale"]
 
@@ -131,7 +134,7 @@ class QLRProblem:
     sparse: object = None
 
     def lbfgs_memory(self, n_rows):
-        """Bytes of an L-BFGS or SGD fit on ``n_rows`` rows a step.
+        """Bytes of an L-BFGS or SGD fit that reads ``n_rows`` rows at once.
 
         The parameters (``n_scores * (d * d + d + 1)`` at full rank, ``n_scores
         * (d * rank + rank + d + 1)`` factored) as about 26 float64 vectors
@@ -240,19 +243,31 @@ class QLRProblem:
         return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
 
 
+def reads_rows_by_chunks(route, problem, data):
+    """Whether the driver reads the rows a chunk at a time, never whole.
+
+    L-BFGS's packed objective does, on dense rows on the CPU at full rank
+    (see :func:`~skquad._training._lbfgs.fit_trainer_lbfgs`): its products
+    ``X Q_k`` are formed a chunk of rows at a time.
+    """
+    X, policy = getattr(data, "X", None), problem.policy  # (Dask's block rows have none)
+    return bool(route.gathers_rows and X is not None and not scipy.sparse.issparse(X)
+                and policy.device.type == "cpu" and problem.rank is None)
+
+
 def whole_rows_bytes(route, problem, data):
     """The bytes of the copy a driver makes of rows gathered by chunks, else 0.
 
     The L-BFGS flat objective gathers :class:`~skquad._foundation._rows.OrderedRows`
-    a chunk at a time on the CPU, at full rank, in the rows' own dtype (the
-    packed objective, see :func:`~skquad._training._lbfgs.fit_trainer_lbfgs`); every
-    other reader gathers them into one array after the memory check.
+    a chunk at a time where it reads the rows by chunks in their own dtype
+    (:func:`reads_rows_by_chunks`); every other reader gathers them into one
+    array after the memory check.
     """
-    X, policy = getattr(data, "X", None), problem.policy  # (Dask's block rows have none)
+    X = getattr(data, "X", None)
     if not isinstance(X, OrderedRows):
         return 0
-    chunked = route.gathers_rows and policy.device.type == "cpu" and problem.rank is None \
-        and np.dtype(policy.numpy_dtype) == X.dtype
+    chunked = reads_rows_by_chunks(route, problem, data) \
+        and np.dtype(problem.policy.numpy_dtype) == X.dtype
     return 0 if chunked else X.nbytes
 
 
@@ -284,7 +299,7 @@ def build_problem(estimator, route, data, previous, *, step_size=None, call=0, a
 
 def _decide_policy(estimator, route, data, problem, call):
     """The runtime policy of a fit of ``problem`` on ``route`` (set on it), its memory checked."""
-    flops, required = route.cost(problem, data.n_rows)
+    flops, _ = route.cost(problem, data.n_rows)
     settings = {"device": estimator.device, "n_threads": estimator.n_threads, **route.placement}
     previous = problem.previous
     policy = runtime_policy(
@@ -293,6 +308,11 @@ def _decide_policy(estimator, route, data, problem, call):
         flops_per_step=flops, random_state=estimator.random_state, call=call, **settings,
     )
     problem.policy = policy
+    # the memory once the device is known: products over a chunk of rows per
+    # thread where the driver reads them by chunks, else over all of them
+    rows_at_once = data.n_rows if not reads_rows_by_chunks(route, problem, data) else min(
+        data.n_rows, cpu_chunk_rows(problem.n_features) * (policy.n_threads or torch.get_num_threads()))
+    _, required = route.cost(problem, rows_at_once)
     policy.require_memory(
         required + whole_rows_bytes(route, problem, data), "rank", estimator.rank,
         f"fitting {type(estimator).__name__} on {problem.n_features} features",

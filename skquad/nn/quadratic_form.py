@@ -60,6 +60,7 @@ __all__ = [
     "QuadraticScores",
     "chunked_quadratic_form_scores",
     "column_magnitudes",
+    "cpu_chunk_rows",
     "float32_twin",
     "log_loss",
     "log_loss_per_sample",
@@ -626,6 +627,11 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
     )
 
 
+def cpu_chunk_rows(n_features):
+    """Rows per chunk of the CPU loss and gradient (``_CPU_CHUNK_ELEMENTS`` numbers)."""
+    return max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
+
+
 def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept_np,
                              class_blocks, scratch=None, *, symmetric=True):
     """The data part of the objective and its gradient through numpy and the BLAS, in row chunks.
@@ -661,7 +667,7 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
         return _small_log_loss_gradient(
             np.asarray(rows_all), y_np, weight_np, Q_np, coef_np, intercept_np)
     halves, coef_np, intercept_np = _independent_scores(Q_np, coef_np, intercept_np)
-    step = max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
+    step = cpu_chunk_rows(n_features)
     chunks = [(start, min(start + step, n_samples)) for start in range(0, n_samples, step)]
     n_threads = torch.get_num_threads()
     n_parts = min(len(chunks), max(_CPU_PARTS, n_threads))
