@@ -628,7 +628,19 @@ def _cpu_log_loss_gradient(X, y, sample_weight, Q, coef, intercept, class_blocks
 
 
 def cpu_chunk_rows(n_features):
-    """Rows per chunk of the CPU loss and gradient (``_CPU_CHUNK_ELEMENTS`` numbers)."""
+    """Rows per chunk of the CPU loss and gradient, about a million numbers.
+
+    The packed objective reads the rows a chunk at a time, so its memory is
+    the data plus a chunk's products per thread (what QLR's memory check counts).
+
+    Parameters
+    ----------
+    n_features : int
+
+    Returns
+    -------
+    n_rows : int
+    """
     return max(1, _CPU_CHUNK_ELEMENTS // max(1, n_features))
 
 
