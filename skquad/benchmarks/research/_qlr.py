@@ -45,10 +45,10 @@ __all__ = ["regression_speed", "speed"]
 UCI_DATASETS = ("spambase", "optdigits", "vehicle", "ionosphere")
 ACCURACY_TARGET_PP = 0.5
 TIME_RATIO_TARGET = 0.25
-# seconds per L-BFGS iteration of the large problem
-LARGE_TIME_TARGET_S = 2.0
+# seconds per L-BFGS iteration of the large problem and its fit's peak memory (issue 39)
+LARGE_TIME_TARGET_S = 0.8
 LARGE_MAX_ITER = 10
-LARGE_MEMORY_TARGET_GB = 3.0
+LARGE_MEMORY_TARGET_GB = 2.0
 # The "large" problem (n_samples, n_features), full and quick.
 LARGE_PROBLEM = (1_000_000, 200)
 QUICK_LARGE_PROBLEM = (10_000, 60)
@@ -305,7 +305,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
                 "note": (
                     f"needs {feature_gb:.1f} GB for its {n_large} x {n_poly} {LARGE_DTYPE} features; "
                     + (pipeline_large.get("error") or f"built {pipeline_large.get('shape')}")
-                    + f" when given {LARGE_MEMORY_TARGET_GB:.0f} GB beyond the memory it "
+                    + f" when given {LARGE_MEMORY_TARGET_GB:g} GB beyond the memory it "
                     "had mapped with the data loaded"
                 ),
             },
@@ -342,7 +342,7 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
     per_iteration = large.get("seconds_per_iteration")
     large_ok = (
         per_iteration is not None and per_iteration <= LARGE_TIME_TARGET_S
-        and large.get("fit_peak_rss_gb", np.inf) < LARGE_MEMORY_TARGET_GB
+        and large.get("fit_peak_rss_gb", np.inf) <= LARGE_MEMORY_TARGET_GB
     )
     verdict = lambda ok: "**met**" if ok else "**missed**"
     uci_table = summary.round(3)
@@ -374,8 +374,8 @@ def speed(*, output_dir, quick=False, repeats=None, datasets=None, device="auto"
             f"- QLR: {_fmt(large_time, 1)} s wall ({_fmt(large.get('fit_cpu_s'), 1)} s CPU) for "
             f"{large.get('n_iter')} L-BFGS iterations: {_fmt(per_iteration)} s per iteration "
             f"({_fmt(large.get('cpu_seconds_per_iteration'))} s CPU), peak memory of the fit "
-            f"{_fmt(large.get('fit_peak_rss_gb'))} GB (targets <= {LARGE_TIME_TARGET_S:.0f} s per "
-            f"iteration and < {LARGE_MEMORY_TARGET_GB:.0f} GB): {verdict(large_ok)}.",
+            f"{_fmt(large.get('fit_peak_rss_gb'))} GB (targets <= {LARGE_TIME_TARGET_S:g} s per "
+            f"iteration and <= {LARGE_MEMORY_TARGET_GB:g} GB): {verdict(large_ok)}.",
             f"- The pipeline's degree-2 features alone need {feature_gb:.1f} GB "
             f"({n_large} x {n_poly} {LARGE_DTYPE}); QLR keeps O(n d + d^2) memory.",
             "- Wall times depend on the machine's load (see the load-average columns); "
