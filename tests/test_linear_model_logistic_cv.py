@@ -179,7 +179,9 @@ def test_the_path_starts_moments_by_row_chunks_are_one_passs(monkeypatch):
     packing = quadratic_form.SymmetricPacking(4)
     one_pass = (quadratic_form._class_moments(X, y, weights, 3),
                 quadratic_form._null_model_curvature(X, y, weights, packing, 3, True))
-    monkeypatch.setattr(quadratic_form, "_FLOAT64_CHUNK_ELEMENTS", 12)  # 3 rows a chunk
+    from skquad._foundation import _rows
+
+    monkeypatch.setattr(_rows, "ROW_CHUNK_ELEMENTS", 12)  # 3 rows a chunk
     shuffled = rng.permutation(50)
     gathered = OrderedRows(X[shuffled], np.argsort(shuffled))  # the rows of X, gathered
     for rows in (X, gathered):

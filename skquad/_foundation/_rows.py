@@ -9,7 +9,26 @@ package's SDP (:func:`skquad.convex.formulation.aggregate_samples`) both call
 import numpy as np
 import scipy.sparse
 
-__all__ = ["OrderedRows", "duplicate_groups", "merge_duplicate_samples", "row_folds"]
+__all__ = ["OrderedRows", "duplicate_groups", "merge_duplicate_samples", "row_chunks", "row_folds"]
+
+# Numbers per chunk of a pass over the rows (8 MB in float64): a pass holds one
+# chunk, never a converted or reordered copy of all the rows.
+ROW_CHUNK_ELEMENTS = 1 << 20
+
+
+def row_chunks(rows, dtype=None, n_elements=None):
+    """Yield ``(start, stop, rows[start:stop])``, ``n_elements`` numbers at a time.
+
+    ``rows``: an array or :class:`OrderedRows` (whose chunks are gathered);
+    ``dtype``: each chunk converted to it (None: as they are);
+    ``n_elements``: None reads ``ROW_CHUNK_ELEMENTS``.
+    """
+    n_elements = ROW_CHUNK_ELEMENTS if n_elements is None else n_elements
+    step = max(1, n_elements // max(1, rows.shape[1]))
+    for start in range(0, rows.shape[0], step):
+        stop = min(start + step, rows.shape[0])
+        chunk = rows[start:stop]
+        yield start, stop, chunk if dtype is None else np.asarray(chunk, dtype=dtype)
 
 
 class OrderedRows:
@@ -22,8 +41,8 @@ class OrderedRows:
     ``np.asarray`` (``__array__``), in any dtype, gathered a chunk at a time.
     """
 
-    # numbers per chunk of :meth:`chunks` (4 MB in float32)
-    CHUNK_ELEMENTS = 1 << 20
+    # numbers per chunk of :meth:`chunks` (None: ``ROW_CHUNK_ELEMENTS``)
+    CHUNK_ELEMENTS = None
 
     def __init__(self, base, order):
         self.base, self.order = base, order
@@ -42,10 +61,7 @@ class OrderedRows:
 
     def chunks(self):
         """Yield ``(start, stop, rows)``: the rows gathered ``CHUNK_ELEMENTS`` numbers at a time."""
-        step = max(1, self.CHUNK_ELEMENTS // max(1, self.shape[1]))
-        for start in range(0, self.shape[0], step):
-            stop = min(start + step, self.shape[0])
-            yield start, stop, self.gather(start, stop)
+        return row_chunks(self, n_elements=self.CHUNK_ELEMENTS)
 
     def __getitem__(self, rows):
         if not isinstance(rows, slice) or rows.step not in (None, 1):

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 
 from .._foundation._blas import gram_update, upper_product_in_place
 from .._foundation._memory import available_memory
-from .._foundation._rows import OrderedRows
+from .._foundation._rows import OrderedRows, row_chunks
 
 __all__ = [
     "PATH_MEMORY",
@@ -1044,7 +1044,7 @@ def _class_moments(rows, labels, weights, n_scores):
     n_classes = max(n_scores, 2)
     d = rows.shape[1]
     totals, means, seconds = np.zeros(n_classes), np.zeros((n_classes, d)), np.zeros((n_classes, d, d))
-    for start, stop, chunk in _float64_chunks(rows):
+    for start, stop, chunk in row_chunks(rows, np.float64):  # (float32 or gathered rows too)
         for c in range(n_classes):
             members = np.flatnonzero(labels[start:stop] == c)
             own, weight = chunk[members], weights[start:stop][members]
@@ -1053,19 +1053,6 @@ def _class_moments(rows, labels, weights, n_scores):
             own *= np.sqrt(weight)[:, None]  # (a gathered copy)
             seconds[c] += own.T @ own
     return totals, means, seconds
-
-
-# Numbers per chunk of the path start's float64 passes over the rows (8 MB):
-# float32 or gathered rows are never converted whole.
-_FLOAT64_CHUNK_ELEMENTS = 1 << 20
-
-
-def _float64_chunks(rows):
-    """Yield ``(start, stop, rows[start:stop])`` in float64, a chunk of rows at a time."""
-    step = max(1, _FLOAT64_CHUNK_ELEMENTS // max(1, rows.shape[1]))
-    for start in range(0, rows.shape[0], step):
-        stop = min(start + step, rows.shape[0])
-        yield start, stop, np.asarray(rows[start:stop], dtype=np.float64)
 
 
 def _constant_scores_gradient(moments, packing, n_scores, scores):
@@ -1102,7 +1089,7 @@ def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercep
     spread = (p * (1.0 - p))[-n_scores:]
     d = rows.shape[1]
     fourth, second = np.zeros((d, d)), np.zeros(d)  # E_w[x_a^2 x_b^2] and E_w[x_a^2]
-    for start, stop, chunk in _float64_chunks(rows):
+    for start, stop, chunk in row_chunks(rows, np.float64):
         squares, weight = chunk * chunk, weights[start:stop]
         second += weight @ squares
         squares *= np.sqrt(weight)[:, None]
@@ -1250,17 +1237,15 @@ def weighted_row_scale(X, sample_weight):
 
 
 def _twin_scales(rows, weights):
-    """:func:`column_magnitudes` and :func:`weighted_row_scale` of the rows.
+    """:func:`column_magnitudes` and :func:`weighted_row_scale` of the rows, a chunk at a time.
 
-    Rows gathered by chunks (OrderedRows) are read a chunk at a time, to the
-    same numbers: the maxima are exact in any order, and the weighted sum is
-    one product over all rows' maxima, as on an array.
+    The same numbers as on the whole array (the maxima are exact in any
+    order, and the weighted sum is one product over all rows' maxima), for
+    rows gathered by chunks (OrderedRows) without their copy.
     """
-    if not isinstance(rows, OrderedRows):
-        return column_magnitudes(rows), weighted_row_scale(rows, weights)
     magnitudes = np.zeros(rows.shape[1], dtype=rows.dtype)
     largest = np.empty(rows.shape[0], dtype=rows.dtype)
-    for start, stop, chunk in rows.chunks():
+    for start, stop, chunk in row_chunks(rows):
         np.maximum(magnitudes, column_magnitudes(chunk), out=magnitudes)
         largest[start:stop] = _row_largest(chunk)
     return magnitudes, float(weights @ np.square(largest))
