@@ -85,12 +85,13 @@ def test_the_null_models_gradient_in_closed_form_is_the_objectives(n_scores, fit
     """The path's first start reads the gradient where every row has the same scores from
     the residuals' moments (no evaluation); it is the objective's gradient there."""
     from skquad.nn.quadratic_form import (
-        SymmetricPacking, _class_moments, _constant_scores_gradient, packed_logistic_objective)
+        SymmetricPacking, _constant_scores_gradient, _null_model_moments, packed_logistic_objective)
 
     rng = np.random.RandomState(0)
     n, d = 300, 5
     X, y = rng.randn(n, d), rng.randint(0, max(n_scores, 2), n)
-    weights = rng.rand(n) / n
+    weights = rng.rand(n)
+    weights /= weights.sum()  # (the moments are of the weights summing to 1)
     packing = SymmetricPacking(d)
     objective = packed_logistic_objective(X, y, weights, packing, n_scores, 0.0,
                                           fit_intercept=fit_intercept)
@@ -98,7 +99,7 @@ def test_the_null_models_gradient_in_closed_form_is_the_objectives(n_scores, fit
     theta = np.zeros(n_scores * (packing.rows.size + d) + (n_scores if fit_intercept else 0))
     if fit_intercept:
         theta[-n_scores:] = scores
-    moments = _class_moments(X, y, weights, n_scores)
+    moments = _null_model_moments(X, y, weights, n_scores)
     gradient = _constant_scores_gradient(moments, packing, n_scores, scores)
     if not fit_intercept:
         gradient = gradient[:-n_scores]
@@ -177,16 +178,18 @@ def test_the_path_starts_moments_by_row_chunks_are_one_passs(monkeypatch):
     X = rng.randn(50, 4).astype(np.float32)
     y, weights = rng.randint(0, 3, 50), rng.rand(50)
     packing = quadratic_form.SymmetricPacking(4)
-    one_pass = (quadratic_form._class_moments(X, y, weights, 3),
-                quadratic_form._null_model_curvature(X, y, weights, packing, 3, True))
+    moments_of = lambda rows: quadratic_form._null_model_moments(rows, y, weights, 3)
+    curvature_of = lambda moments: quadratic_form._null_model_curvature(moments, packing, 3, True)
+    whole = moments_of(X)
+    one_pass = (whole, curvature_of(whole))
     from skquad._foundation import _rows
 
     monkeypatch.setattr(_rows, "ROW_CHUNK_ELEMENTS", 12)  # 3 rows a chunk
     shuffled = rng.permutation(50)
     gathered = OrderedRows(X[shuffled], np.argsort(shuffled))  # the rows of X, gathered
     for rows in (X, gathered):
-        moments = quadratic_form._class_moments(rows, y, weights, 3)
-        for chunked, whole in zip(moments, one_pass[0]):
-            assert_allclose(chunked, whole, rtol=1e-12, atol=1e-14)
-        curvature = quadratic_form._null_model_curvature(rows, y, weights, packing, 3, True)
+        moments = moments_of(rows)
+        for name in ("totals", "means", "seconds", "fourth"):
+            assert_allclose(getattr(moments, name), getattr(one_pass[0], name), rtol=1e-12, atol=1e-14)
+        curvature = curvature_of(moments)
         assert_allclose(curvature, one_pass[1], rtol=1e-12, atol=1e-14)

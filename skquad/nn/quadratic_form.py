@@ -43,6 +43,7 @@ so the data are never densified as a whole.
 """
 
 import concurrent.futures
+import dataclasses
 import contextlib
 import functools
 import queue
@@ -1006,7 +1007,7 @@ def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_interc
     return packing.penalty_patterns[key] * l2
 
 
-def _null_model_step(rows, labels, weights, packing, n_scores, memory, fit_intercept):
+def _null_model_step(moments, packing, n_scores, memory, fit_intercept):
     """A regularisation path's first start: the intercepts-only optimum, then a Newton-like step.
 
     The intercepts-only model's optimum is the log of the classes' weights
@@ -1014,14 +1015,12 @@ def _null_model_step(rows, labels, weights, packing, n_scores, memory, fit_inter
     parameters take the step ``-memory.scale() * gradient`` (their optimum
     to first order as ``C -> 0``); every row has the same probabilities
     there, so the intercepts' Newton step for the step's change of the scores
-    subtracts its weighted mean.
+    subtracts its weighted mean. ``moments``: :func:`_null_model_moments`.
     """
     theta = np.zeros(memory.weight.shape[0])
-    weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    moments = _class_moments(rows, labels, weights, n_scores)
     scores = np.zeros(n_scores)
     if fit_intercept:
-        logs = np.log(np.maximum(moments[0], np.finfo(np.float64).tiny))
+        logs = np.log(np.maximum(moments.totals, np.finfo(np.float64).tiny))
         scores = np.atleast_1d(logs[1] - logs[0] if n_scores == 1 else logs - logs.mean())
         theta[-n_scores:] = scores
     gradient = _constant_scores_gradient(moments, packing, n_scores, scores)
@@ -1033,26 +1032,45 @@ def _null_model_step(rows, labels, weights, packing, n_scores, memory, fit_inter
         n_packed = n_scores * packing.rows.size
         Q = packing.full_matrix(theta[:n_packed].reshape(n_scores, -1) * packing._inverse)
         coef = theta[n_packed:-n_scores].reshape(n_scores, -1)
-        _, means, seconds = moments
-        theta[-n_scores:] -= (np.einsum("kab,ab->k", Q, seconds.sum(axis=0))
-                              + coef @ means.sum(axis=0))
+        theta[-n_scores:] -= (np.einsum("kab,ab->k", Q, moments.seconds.sum(axis=0))
+                              + coef @ moments.means.sum(axis=0))
     return theta
 
 
-def _class_moments(rows, labels, weights, n_scores):
-    """Each class's weight, weighted sum of ``x`` and of ``x x^T`` (one symmetric product per class)."""
-    n_classes = max(n_scores, 2)
-    d = rows.shape[1]
-    totals, means, seconds = np.zeros(n_classes), np.zeros((n_classes, d)), np.zeros((n_classes, d, d))
-    for start, stop, chunk in row_chunks(rows, np.float64):  # (float32 or gathered rows too)
+@dataclasses.dataclass
+class _NullModelMoments:
+    """Per class: the weight, the weighted sums of ``x`` and ``x x^T``; ``fourth``: ``E_w[x_a^2 x_b^2]``."""
+
+    totals: np.ndarray
+    means: np.ndarray
+    seconds: np.ndarray
+    fourth: np.ndarray
+
+
+def _null_model_moments(rows, labels, weights, n_scores):
+    """What the path's first start reads of the rows (weights summing to 1), in one float64 pass.
+
+    One symmetric product per class and one of the squares per chunk of rows
+    (:func:`~skquad._foundation._rows.row_chunks`: float32 or gathered rows
+    are never converted whole).
+    """
+    weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    n_classes, d = max(n_scores, 2), rows.shape[1]
+    moments = _NullModelMoments(np.zeros(n_classes), np.zeros((n_classes, d)),
+                                np.zeros((n_classes, d, d)), np.zeros((d, d)))
+    for start, stop, chunk in row_chunks(rows, np.float64):
+        weight, classes = weights[start:stop], labels[start:stop]
+        roots = np.sqrt(weight)[:, None]
         for c in range(n_classes):
-            members = np.flatnonzero(labels[start:stop] == c)
-            own, weight = chunk[members], weights[start:stop][members]
-            totals[c] += weight.sum()
-            means[c] += weight @ own
-            own *= np.sqrt(weight)[:, None]  # (a gathered copy)
-            seconds[c] += own.T @ own
-    return totals, means, seconds
+            members = np.flatnonzero(classes == c)
+            own = chunk[members]  # (a gathered copy)
+            moments.totals[c] += weight[members].sum()
+            moments.means[c] += weight[members] @ own
+            own *= roots[members]
+            moments.seconds[c] += own.T @ own
+        squares = chunk * chunk * roots
+        moments.fourth += squares.T @ squares
+    return moments
 
 
 def _constant_scores_gradient(moments, packing, n_scores, scores):
@@ -1060,22 +1078,21 @@ def _constant_scores_gradient(moments, packing, n_scores, scores):
 
     Every row then has the same probabilities ``p``, so score ``k``'s
     residuals are ``w_i (p_k - [y_i = k])`` and its gradient the classes'
-    moments (:func:`_class_moments`) ``p_k M - M_k`` (``M`` their sum) for
-    ``x x^T`` (packed), ``x`` and 1: no evaluation of the objective.
+    moments (:func:`_null_model_moments`) ``p_k M - M_k`` (``M`` their sum)
+    for ``x x^T`` (packed), ``x`` and 1: no evaluation of the objective.
     """
-    totals, means, seconds = moments
     if n_scores == 1:
         probabilities, own = 1.0 / (1.0 + np.exp(-scores)), slice(1, 2)
     else:
         exp = np.exp(scores - scores.max())
         probabilities, own = exp / exp.sum(), slice(0, n_scores)
     blocks = [(probabilities.reshape((-1,) + (1,) * (moment.ndim - 1)) * moment.sum(axis=0)
-               - moment[own]) for moment in (seconds, means, totals)]
+               - moment[own]) for moment in (moments.seconds, moments.means, moments.totals)]
     packed = blocks[0][:, packing.rows, packing.cols] * packing.scale
     return np.concatenate([packed.ravel(), blocks[1].ravel(), blocks[2]])
 
 
-def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercept):
+def _null_model_curvature(moments, packing, n_scores, fit_intercept):
     """The diagonal of the data term's Hessian at the intercepts-only model, in ``theta``'s layout.
 
     There every row has the classes' weights ``p`` as probabilities, so the
@@ -1083,19 +1100,13 @@ def _null_model_curvature(rows, labels, weights, packing, n_scores, fit_intercep
     factor, ``x_a``, or 1) is ``p_k (1 - p_k) E_w[phi^2]``: a diagonal
     (Jacobi) model of the curvature that L-BFGS's initial matrix lacks (see
     :meth:`PathMemory.scale`). Binary: ``p`` is the positive class's.
+    ``moments``: :func:`_null_model_moments`.
     """
-    weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    p = np.bincount(labels, weights=weights, minlength=max(n_scores, 2))
+    p = moments.totals
     spread = (p * (1.0 - p))[-n_scores:]
-    d = rows.shape[1]
-    fourth, second = np.zeros((d, d)), np.zeros(d)  # E_w[x_a^2 x_b^2] and E_w[x_a^2]
-    for start, stop, chunk in row_chunks(rows, np.float64):
-        squares, weight = chunk * chunk, weights[start:stop]
-        second += weight @ squares
-        squares *= np.sqrt(weight)[:, None]
-        fourth += squares.T @ squares  # (one symmetric product)
+    second = np.diagonal(moments.seconds.sum(axis=0))  # E_w[x_a^2]
     factor = packing._inverse * np.where(packing.rows == packing.cols, 1.0, 2.0)
-    blocks = [np.outer(spread, factor**2 * fourth[packing.rows, packing.cols]),
+    blocks = [np.outer(spread, factor**2 * moments.fourth[packing.rows, packing.cols]),
               np.outer(spread, second)]
     return np.concatenate([block.ravel() for block in blocks] + ([spread] if fit_intercept else []))
 
@@ -1628,12 +1639,11 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         memory = None if cache is None else cache.get(PATH_MEMORY)
         if memory is not None:
             if memory.weight is None:  # the path's first fit
-                memory.curvature = _null_model_curvature(
-                    rows, labels, weights, module.packing, module.coef.shape[0],
-                    module.intercept.requires_grad)
+                n_scores, fitted = module.coef.shape[0], module.intercept.requires_grad
+                moments = _null_model_moments(rows, labels, weights, n_scores)
+                memory.curvature = _null_model_curvature(moments, module.packing, n_scores, fitted)
                 memory.cold_start = functools.partial(
-                    _null_model_step, rows, labels, weights, module.packing,
-                    module.coef.shape[0], memory, module.intercept.requires_grad)
+                    _null_model_step, moments, module.packing, n_scores, memory, fitted)
             # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
             objective.memory = memory.for_penalty(packed_penalty_weight(
                 module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
