@@ -1,25 +1,11 @@
 """Speed of the quadratic layers (issue 3, "Layers" and the wide-layer target).
 
-``speed()`` measures, in one process and with interleaved repeats (so that other
-load on the machine hits every variant alike):
-
-1. this machine's float32 ``torch.matmul`` rate (square products);
-2. a wide quadratic layer (batch 512, 256 -> 256), forward and forward+backward,
-   as a fraction of that rate, for each storage of ``Q`` and each backward;
-3. the papers' cached backward passes against plain autograd over several
-   shapes (batch 32..512, inputs 1..128), for every layer (the wide layer's are
-   in 2.);
-4. full against packed storage of ``Q``: time, parameters, memory, and the cost
-   of an Adam step on the quadratic parameters.
-
-Flop counting (stated in the report too): the forward pass of a full quadratic
-layer counts ``2 B n_out n_in^2`` (``a^T Q^(k) a`` for every sample and neuron as
-a dense ``n_in x n_in`` form; the linear term is not counted), the backward pass
-twice that (the gradients with respect to ``Q`` and to ``a``, each as costly as
-the forward product, the usual convention for a dense layer), so forward +
-backward counts ``6 B n_out n_in^2``.  The same counts are used for every
-variant, whatever it actually computes; the packed variants exploit symmetry and
-do about half of those multiplications, which is why they can pass 100 %.
+``speed()`` measures, in one process with interleaved repeats: the float32
+``torch.matmul`` rate; a wide quadratic layer (batch 512, 256 -> 256) as a
+fraction of it, per storage of ``Q`` and backward; the cached backward passes
+against autograd over several shapes; full against packed storage of ``Q``.
+The flop counting is stated in the report; the packed variants exploit
+symmetry and do about half the counted multiplications, so they can pass 100 %.
 """
 
 import statistics

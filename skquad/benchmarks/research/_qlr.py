@@ -1,32 +1,12 @@
 """Speed of the quadratic-form engine against the explicit degree-2 features.
 
 ``speed``: QuadraticLogisticRegression against PolynomialFeatures(2) +
-LogisticRegression (issue 2's measurements, issue 23's targets):
-
-1. UCI datasets (spambase, optdigits, vehicle, ionosphere): the same stratified
-   splits (test 25 %), the same preprocessing fitted on each training part,
-   both models with their default regularisation (C = 1). Targets: QLR's test
-   accuracy no worse than the pipeline's by more than 0.5 percentage points on
-   average over the datasets, and QLR's total fit time at most 0.25 times the
-   pipeline's.
-2. A synthetic problem of n = 1 000 000 samples and d = 200 float32 features
-   (0.8 GB): QLR at most 2 s per L-BFGS iteration over a 10-iteration fit, with
-   a peak memory under 3 GB, where the pipeline cannot even build its
-   n x d(d+3)/2 feature matrix. Both run in child processes, so that their
-   peak memory is their own.
-
-``regression_speed``: QuadraticRegression against PolynomialFeatures(2) +
-Ridge (issue 23): the same predictions (1e-6 relative) on every shared
-regression set, at most half the pipeline's fit time (median over the sets)
-and on no set slower, and n = 1e5, d = 200 in under 30 s and 2 GB.
-
-Both fit times are recorded, wall-clock and CPU (process time); the verdicts
-on the set comparisons are taken on CPU time, because on a shared machine the
-wall time also measures the other processes' load (the load average is
-recorded with each run). The large problems are judged on wall time per
-iteration and peak memory, in child processes on the libraries' thread counts.
-Under ``python -m skquad.benchmarks --suite qlr`` the set comparisons run on
-one thread (``--threads``), both models alike.
+LogisticRegression on UCI sets and on a large synthetic problem;
+``regression_speed``: QuadraticRegression against PolynomialFeatures(2) + Ridge
+on the shared regression sets and at large n. The targets and the protocol are
+stated in each report. Set comparisons are judged on CPU time (a shared
+machine's load inflates wall time); the large problems run in child processes,
+so that their peak memory is their own.
 """
 
 import json
