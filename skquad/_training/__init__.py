@@ -10,20 +10,6 @@ divergence guard, ConvergenceWarnings, progress lines, scikit-learn callbacks,
 device and thread handling (decided by the foundation's runtime policy,
 :mod:`skquad._foundation._runtime`).
 
-Modules
--------
-``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
-``_trainer``     :class:`Trainer`: the epoch loop, stopping, early stopping.
-``_optimizers``  :class:`SGDOptimizer`, :class:`AdamOptimizer`: MLP's update rules.
-``_parameters``  :class:`FlatParameters`: one flat buffer, per-group step scales and penalties.
-``_divergence``  :class:`DivergenceGuard`: the blow-up test, recovery and warning.
-``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text;
-                 :func:`fit_trainer_lbfgs`: the Trainer's full-batch fit on it.
-``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".
-``_callbacks``   :func:`reporting_epochs` (how every estimator attaches its fit's
-                 callbacks), :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
-``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
-
 API
 ---
 ``ParameterGroup``
@@ -96,10 +82,7 @@ ConvergenceWarning (``TrainingResult.stopped_by_callback``).
 
 Fast path
 ---------
-All trainable parameters are views into one flat buffer, and their ``.grad``
-views into one flat gradient buffer, so each optimizer step is a handful of
-fused tensor operations whatever the number of layers, and nothing is allocated
-per step. A model that knows its own backward pass (Noel et al.'s Algorithms
+The parameters live in one flat buffer (:mod:`._parameters`). A model that knows its own backward pass (Noel et al.'s Algorithms
 1 and 2 written out, or quadratic logistic regression's ``X^T diag(r) X``
 gradient) can skip autograd entirely by passing
 ``loss_and_gradient(X_batch, y_batch, w_batch) -> loss``: it must return the
@@ -127,15 +110,9 @@ that holds a parameter in rescaled coordinates (the packed symmetric ``Q``)
 names the scales with ``lbfgs_gradient_scales() -> {name: tensor}``: the
 gradient test divides by them, so that ``tol`` reads the unscaled gradient.
 
-Divergence
-----------
-When an epoch's loss or the parameters stop being finite, or the loss grows
-more than ``loss_growth_limit`` (1e4) times above the larger of its best value,
-the loss at the start and 1, training stops, the better (on the training
-data) of the best parameters seen so far and the starting ones is put back,
-``TrainingResult.diverged`` is set and a
-:class:`~sklearn.exceptions.ConvergenceWarning` says what to try. The module
-therefore never holds NaN or blown-up weights after training.
+Divergence (:mod:`._divergence`) stops training, puts back the better of the best and the
+starting parameters and sets ``TrainingResult.diverged``: the module never holds NaN or
+blown-up weights after training.
 """
 
 from ._callbacks import SubtaskReporter, callback_data, reporting_epochs
