@@ -81,17 +81,11 @@ def user_spec(name, estimator, grid=None):
     return EstimatorSpec(name, "yours", build, repr(estimator), grid=dict(grid or {}))
 
 
-# The three torch networks and MLPClassifier all run with their defaults, which
-# are the same (one hidden ReLU layer of 100, Adam, 200 epochs at most), so the
-# comparison is between neuron types, not training recipes (early_stopping's 10 %
-# validation split would stop them too early on the small sets).
+# The torch networks and MLPClassifier run at their shared defaults (one hidden ReLU
+# layer of 100, Adam, at most 200 epochs, no early stopping): the comparison is
+# between neuron types, not training recipes.
 
-# The SDP's settings for every suite, in one place: the uci suite and the UCI
-# and vehicle experiments of the paper002 suite build SDPQuantizedClassifier
-# with them (the paper002 speed part compares solvers on purpose and sets its
-# own). The benchmark runs the SDP on the full training part of every dataset
-# (no training cap, no skipped datasets): its native solver makes that
-# affordable.
+# The SDP's settings for every suite that builds SDPQuantizedClassifier, in one place.
 SDP_SETTINGS = {}
 
 

@@ -19,10 +19,8 @@ __all__ = ["best_against_baselines", "resolve_suite_datasets", "run"]
 DEFAULT_REPEATS = 3
 QUICK_REPEATS = 1
 N_SPLITS = 5
-# diamonds (53,940 rows) is subsampled to this many rows for the default run,
-# uniformly and once: with its 26 one-hot columns the kernel baselines
-# (KernelRidge's n x n solve, SVR) would take most of the run otherwise. The
-# other six sets have at most 3,000 rows and run whole.
+# diamonds (53,940 rows; the other sets have at most 3,000) is subsampled once to
+# this many rows: the kernel baselines' n x n solves would take most of the run.
 DEFAULT_MAX_SAMPLES = 5000
 QUICK_DEFAULT_DATASETS = ("diabetes",)
 

@@ -233,9 +233,8 @@ def plot_accuracy_vs_time(summary, path, order, score=ACCURACY):
     # of different difficulty share one axis.
     best = valid.groupby("dataset")[mean_column].transform("max")
     valid = valid.assign(gap=score.scale * (valid[mean_column] - best))
-    # One panel above the other, 9 inches wide: on a documentation page the figure
-    # is shown about 750 px wide, where side by side the heat map's numbers were
-    # 6 px tall; stacked, every label keeps ~10 px.
+    # One panel above the other: shown about 750 px wide on a documentation page,
+    # the heat map's numbers stay readable.
     heat_height = max(3.5, 0.42 * len(datasets) + 1.6)
     fig, (left, right) = plt.subplots(
         2, 1, figsize=(9, 4.8 + heat_height),
