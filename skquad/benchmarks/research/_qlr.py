@@ -132,25 +132,32 @@ def _uci_summary(runs):
 
 
 # ---------------------------------------------------------------- large problem
-def _synthetic(n_samples, n_features, seed=0):
-    """Labels of a random quadratic score with a little logistic noise.
+def _blocked_problem(n_samples, n_features, dtype, block_score, seed=0):
+    """Gaussian rows in ``dtype`` and ``block_score(block, A, w, rng)`` per block of 10 000 rows.
 
-    Nearly separable in the degree-2 features, and fitted with weak
-    regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
-    Built in row blocks of 10 000 in ``LARGE_DTYPE``, so that no whole-data
-    float64 temporary sets the child's peak memory before the fit.
+    Built by blocks, so that no whole-data float64 temporary sets the child's
+    peak memory before the fit. Returns the rows, the scores and the generator.
     """
     rng = np.random.RandomState(seed)
     A = rng.standard_normal((n_features, n_features)) / n_features
     w = rng.standard_normal(n_features) / np.sqrt(n_features)
-    X = np.empty((n_samples, n_features), dtype=LARGE_DTYPE)
-    score = np.empty(n_samples)
-    step = 10_000
-    for start in range(0, n_samples, step):
-        block = rng.standard_normal((min(step, n_samples - start), n_features))
+    X, score = np.empty((n_samples, n_features), dtype=dtype), np.empty(n_samples)
+    for start in range(0, n_samples, 10_000):
+        block = rng.standard_normal((min(10_000, n_samples - start), n_features))
         X[start : start + block.shape[0]] = block
-        # x^T (A + A^T) x per row through one BLAS matrix product
-        score[start : start + block.shape[0]] = ((block @ (A + A.T)) * block).sum(axis=1) + block @ w
+        score[start : start + block.shape[0]] = block_score(block, A, w, rng)
+    return X, score, rng
+
+
+def _synthetic(n_samples, n_features):
+    """Labels of a random quadratic score with a little logistic noise.
+
+    Nearly separable in the degree-2 features, and fitted with weak
+    regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
+    """
+    # x^T (A + A^T) x per row through one BLAS matrix product
+    X, score, rng = _blocked_problem(n_samples, n_features, LARGE_DTYPE,
+                                     lambda block, A, w, rng: ((block @ (A + A.T)) * block).sum(axis=1) + block @ w)
     y = (score + 0.1 * rng.logistic(size=n_samples) > np.median(score)).astype(np.int64)
     return X, y
 
@@ -450,20 +457,10 @@ def _regression_summary(runs):
     return summary.reset_index()
 
 
-def _regression_synthetic(n_samples, n_features, seed=0):
-    """Gaussian rows and a quadratic target with noise, built in row blocks (no n x d temporaries)."""
-    rng = np.random.RandomState(seed)
-    A = rng.standard_normal((n_features, n_features)) / n_features
-    w = rng.standard_normal(n_features) / np.sqrt(n_features)
-    X = np.empty((n_samples, n_features))
-    y = np.empty(n_samples)
-    step = 10_000
-    for start in range(0, n_samples, step):
-        block = rng.standard_normal((min(step, n_samples - start), n_features))
-        X[start : start + block.shape[0]] = block
-        y[start : start + block.shape[0]] = (
-            np.einsum("ij,ij->i", block @ A, block) + block @ w + 0.1 * rng.standard_normal(block.shape[0])
-        )
+def _regression_synthetic(n_samples, n_features):
+    """Gaussian rows and a quadratic target with noise."""
+    X, y, _ = _blocked_problem(n_samples, n_features, np.float64, lambda block, A, w, rng: (
+        np.einsum("ij,ij->i", block @ A, block) + block @ w + 0.1 * rng.standard_normal(block.shape[0])))
     return X, y
 
 
