@@ -14,24 +14,14 @@
 
 ``speed`` measures SDP solve times per solver and loss on the same data sets.
 
-Conventions (the paper leaves them open):
-
-* Losses are sample means here. The paper's beta values for the UCI data
-  (10 for ionosphere) would switch the network off under a mean loss, so they
-  are read as weights against a *summed* loss: beta_mean = beta_paper / n_train.
-* The SDP uses the penalty ``2 beta p rho`` (see
-  :mod:`skquad.convex.formulation`); the paper's ``beta p rho`` corresponds to
-  our beta / 2.
-* The paper's dimensions (breast-cancer d = 9, credit approval d = 15) show
-  that nominal attributes were coded as one number each, not one-hot: here
-  they are ordinal-encoded, then every column is imputed and standardized
-  (statistics from the training part).
-* The planted targets are real values (squared loss), divided by their
-  training standard deviation so that costs are of order one.
-* Backpropagation trains the bilinear network with alpha = 1/m by SGD with
-  momentum 0.9 (:class:`skquad.BackpropQuantizedClassifier`), with the paper's
-  separately tuned beta as weight decay, on one CPU thread (as the SDP
-  solvers, which are single-threaded).
+Conventions the paper leaves open (the reports state the beta rules): the
+paper's UCI beta values weigh a *summed* loss, so under our mean loss beta =
+beta_paper / n_train; our SDP penalty ``2 beta p rho`` is the paper's ``beta p
+rho`` at beta / 2; nominal attributes are ordinal-encoded (the paper's d = 9
+and 15 count one column each), then imputed and standardized; the planted
+targets are divided by their training standard deviation; backpropagation
+(:class:`skquad.BackpropQuantizedClassifier`, alpha = 1/m, SGD with momentum
+0.9, the paper's beta as weight decay) runs on one thread, as the SDP solvers.
 """
 
 import time
