@@ -1,19 +1,13 @@
 """The ``robustness`` suite: every skquad estimator at its defaults, as a new user runs it.
 
-A user's plain protocol, not the tuned one of the ``regression`` suite: one-hot
-string columns (unknown categories ignored), impute and standardize numeric
-ones (:func:`skquad.datasets.make_uci_preprocessor`), model ``log(y)`` where the
-target is skewed (a :class:`~sklearn.compose.TransformedTargetRegressor` with
-``np.log`` and ``np.exp``), nothing else: the estimators' own defaults (the
-skquad models clip their inputs to the training range and the networks scale
-their targets themselves), no bound on the predictions. Shuffled 75/25 splits. Each part
-reports the mean and the worst split of every estimator per dataset and counts
-the catastrophic splits: a score more than a margin below the linear
-reference's (Ridge, LogisticRegression) on the same split.
-
-Two parts: ``regression`` on the shared regression sets
-(:func:`skquad.datasets.load_regression`) and ``classification`` on the UCI
-sets with categorical features.
+A user's plain protocol (stated in each report), not the tuned one of the
+``regression`` suite: the estimators' own defaults after
+:func:`skquad.datasets.make_uci_preprocessor`, ``log(y)`` where the target is
+skewed, shuffled 75/25 splits. Two parts, ``regression`` on the shared
+regression sets and ``classification`` on the UCI sets with categorical
+features, each reporting the mean and the worst split of every estimator per
+dataset and the catastrophic splits: a score more than a margin below the
+linear reference's (Ridge, LogisticRegression) on the same split.
 """
 
 import math
