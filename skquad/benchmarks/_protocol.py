@@ -499,8 +499,13 @@ def _regression_target(y, dataset, log_target):
 
 
 def _protocol_tasks(datasets, specs, preprocessor, *, regression, repeats, test_size, n_splits,
-                    max_samples, max_train, tune, random_state, device, log_target):
-    """Every fit of the protocol: each spec on each split (after a subsample of the training part)."""
+                    max_samples, max_train, tune, random_state, device, log_target, splitter=None,
+                    target_transformer=regression_target_transformer):
+    """Every fit of the protocol: each spec on each split (after a subsample of the training part).
+
+    ``splitter`` replaces the protocol's (``n_splits`` splits per repeat);
+    ``target_transformer(log)`` makes the regression target's transformer.
+    """
     for dataset, load in datasets.items():
         X, y = load()
         columns, options = {}, dict(device=device, tune=tune)
@@ -515,15 +520,15 @@ def _protocol_tasks(datasets, specs, preprocessor, *, regression, repeats, test_
             kept = subsample_indices(y, max_samples, random_state, stratify=False)
             X, y = _take(X, kept), y[kept]
             columns.update(n_used=len(y), n_outputs=1 if y.ndim == 1 else y.shape[1])
-            options.update(task="regression", target_transformer=regression_target_transformer(log))
-            splitter = RepeatedKFold(n_splits=n_splits, n_repeats=repeats, random_state=random_state)
-            splits = splitter.split(np.zeros(len(y)))
+            options.update(task="regression", target_transformer=target_transformer(log))
         else:
             y = np.asarray(y)
             columns.update(n_classes=len(np.unique(y)))
-            splitter = StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=random_state)
-            splits = splitter.split(np.zeros(len(y)), y)
-        for index, (train, test) in enumerate(splits):
+        if splitter is None:
+            splitter = (RepeatedKFold(n_splits=n_splits, n_repeats=repeats, random_state=random_state)
+                        if regression else
+                        StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=random_state))
+        for index, (train, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
             repeat, fold = divmod(index, n_splits) if regression else (index, None)
             seed = random_state + repeat
             used = train[subsample_indices(y[train], max_train, seed, stratify=not regression)]

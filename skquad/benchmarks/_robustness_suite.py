@@ -11,6 +11,7 @@ linear reference's (Ridge, LogisticRegression) on the same split.
 """
 
 import math
+from functools import partial
 
 import numpy as np
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
@@ -22,12 +23,9 @@ from ._protocol import (
     REGRESSION_RUN_COLUMNS,
     RUN_COLUMNS,
     _execute,
-    _FitTask,
     _load_named,
     _load_regression_named,
-    _regression_target,
-    _take,
-    subsample_indices,
+    _protocol_tasks,
 )
 from ._report import markdown_table
 
@@ -82,47 +80,22 @@ def _classification_names(datasets):
             if name not in REGRESSION_DATASETS and resolve_uci_name(name) is not None]
 
 
-def _tasks(names, specs, *, task, repeats, max_samples, random_state, device):
-    """The fits of one part: every spec on every shuffled split of every dataset."""
-    regression = task == "regression"
-    for dataset in names:
-        X, y = (_load_regression_named if regression else _load_named)(dataset)
-        log = regression and REGRESSION_DATASETS[dataset].skewed_target
-        y = _regression_target(y, dataset, log) if regression else np.asarray(y)
-        n_samples = len(y)
-        kept = subsample_indices(y, max_samples, random_state, stratify=not regression)
-        X, y = _take(X, kept), y[kept]
-        splitter = (ShuffleSplit if regression else StratifiedShuffleSplit)(
-            repeats, test_size=TEST_SIZE, random_state=random_state)
-        for repeat, (train, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
-            seed = random_state + repeat
-            for spec in specs:
-                row = {
-                    "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
-                    "repeat": repeat, "seed": seed, "n_train": len(train), "n_test": len(test),
-                    "n_features": X.shape[1], "tuned": False,
-                }
-                if regression:
-                    row.update(fold=0, n_samples=n_samples, n_used=len(y), log_target=log,
-                               n_outputs=1 if y.ndim == 1 else y.shape[1])
-                else:
-                    row.update(n_classes=len(np.unique(y)))
-                args = (spec, make_uci_preprocessor(), _take(X, train), y[train],
-                        _take(X, test), y[test])
-                options = dict(seed=seed, device=device, tune=False)
-                if regression:
-                    options.update(task="regression", target_transformer=_plain_target(log))
-                yield _FitTask(row, args, options)
-
-
 def _run_part(names, specs, *, task, repeats, max_samples, random_state, device,
               n_jobs, n_threads, progress):
     """The runs table of one part (the protocol's columns)."""
     import pandas as pd
 
-    column = "r2" if task == "regression" else "accuracy"
-    tasks = _tasks(names, specs, task=task, repeats=repeats, max_samples=max_samples,
-                   random_state=random_state, device=device)
+    regression = task == "regression"
+    column = "r2" if regression else "accuracy"
+    # the protocol's fits on shuffled splits, one-hot and standardized inputs, a plain target side
+    splitter = (ShuffleSplit if regression else StratifiedShuffleSplit)(
+        repeats, test_size=TEST_SIZE, random_state=random_state)
+    tasks = _protocol_tasks(
+        {name: partial(_load_regression_named if regression else _load_named, name) for name in names},
+        specs, make_uci_preprocessor(), regression=regression, repeats=repeats, test_size=TEST_SIZE,
+        n_splits=1, max_samples=max_samples, max_train=None, tune=False, random_state=random_state,
+        device=device, log_target="auto", splitter=splitter, target_transformer=_plain_target,
+    )
 
     def describe(row):
         status = (f"FAILED {row['error'][:80]}" if row["error"]
