@@ -41,31 +41,31 @@ def resolve_suite_datasets(datasets, quick):
     return resolved
 
 
-def best_against_baselines(summary, *, within=0.02):
+def best_against_baselines(summary, *, within=0.02, column="r2", name="r2"):
     """Per dataset, the best skquad regressor against the best baseline (mean R²).
 
     The accuracy target of the regression issue reads from it: the best skquad
-    regressor within ``within`` of the best baseline, or ahead of it.
+    regressor within ``within`` of the best baseline, or ahead of it. ``column``:
+    the score whose ``_mean`` is compared; ``name``: the score columns' suffix.
     """
     import pandas as pd
 
-    rows = []
-    for dataset, block in summary.dropna(subset=["r2_mean"]).groupby("dataset", sort=False):
+    mean, rows = f"{column}_mean", []
+    for dataset, block in summary.dropna(subset=[mean]).groupby("dataset", sort=False):
         ours = block[block["kind"] == "skquad"]
         theirs = block[block["kind"] == "baseline"]
         if ours.empty or theirs.empty:
             continue
-        best_ours = ours.loc[ours["r2_mean"].idxmax()]
-        best_theirs = theirs.loc[theirs["r2_mean"].idxmax()]
-        difference = best_ours["r2_mean"] - best_theirs["r2_mean"]
+        best_ours, best_theirs = ours.loc[ours[mean].idxmax()], theirs.loc[theirs[mean].idxmax()]
+        difference = best_ours[mean] - best_theirs[mean]
         rows.append({
-            "dataset": dataset, "skquad": best_ours["estimator"], "skquad_r2": best_ours["r2_mean"],
-            "baseline": best_theirs["estimator"], "baseline_r2": best_theirs["r2_mean"],
+            "dataset": dataset, "skquad": best_ours["estimator"], f"skquad_{name}": best_ours[mean],
+            "baseline": best_theirs["estimator"], f"baseline_{name}": best_theirs[mean],
             "difference": difference, "within": bool(difference >= -within),
             "ahead": bool(difference > 0),
         })
-    return pd.DataFrame(rows, columns=["dataset", "skquad", "skquad_r2", "baseline", "baseline_r2",
-                                       "difference", "within", "ahead"])
+    return pd.DataFrame(rows, columns=["dataset", "skquad", f"skquad_{name}", "baseline",
+                                       f"baseline_{name}", "difference", "within", "ahead"])
 
 
 def _best_section(best, within=0.02):

@@ -19,6 +19,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from ..datasets import REGRESSION_DATASETS, make_uci_preprocessor, resolve_uci_name
 from ._estimators import default_regression_specs, default_specs
+from ._regression_suite import best_against_baselines
 from ._protocol import (
     REGRESSION_RUN_COLUMNS,
     RUN_COLUMNS,
@@ -137,28 +138,17 @@ def targets(table, *, column="r2", reference="Ridge", margin=REGRESSION_MARGIN, 
     more than ``margin`` below the reference's; ``best``: per dataset the best
     skquad and the best baseline (mean) and whether the first is within ``within``.
     """
-    import pandas as pd
-
-    failures, best = [], []
+    failures = []
     for dataset, block in table.groupby("dataset", sort=False):
-        ours, theirs = block[block["kind"] == "skquad"], block[block["kind"] == "baseline"]
         ref = block[block["estimator"] == reference]
         if not ref.empty:
             ref = ref.iloc[0]
-            for row in ours.itertuples():
+            for row in block[block["kind"] == "skquad"].itertuples():
                 mean, worst = getattr(row, f"{column}_mean"), getattr(row, f"{column}_worst")
                 if not (mean >= ref[f"{column}_mean"] - margin
                         and worst >= ref[f"{column}_worst"] - margin):
                     failures.append((dataset, row.estimator))
-        if ours[f"{column}_mean"].notna().any() and theirs[f"{column}_mean"].notna().any():
-            a = ours.loc[ours[f"{column}_mean"].idxmax()]
-            b = theirs.loc[theirs[f"{column}_mean"].idxmax()]
-            difference = a[f"{column}_mean"] - b[f"{column}_mean"]
-            best.append({"dataset": dataset, "skquad": a["estimator"], "skquad_score": a[f"{column}_mean"],
-                         "baseline": b["estimator"], "baseline_score": b[f"{column}_mean"],
-                         "difference": difference, "within": bool(difference >= -within)})
-    best = pd.DataFrame(best, columns=["dataset", "skquad", "skquad_score", "baseline",
-                                       "baseline_score", "difference", "within"])
+    best = best_against_baselines(table, within=within, column=column, name="score").drop(columns="ahead")
     needed = math.ceil(WITHIN_SHARE * len(best) - 1e-9)
     return failures, best, bool(len(best) and best["within"].sum() >= needed)
 
