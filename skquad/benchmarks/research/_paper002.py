@@ -157,6 +157,11 @@ def _planted(*, quick, repeats, device, progress, output_dir):
         y_scale = np.std(y_train)
         y_train, y_test = y_train / y_scale, y_test / y_scale
         p = X.shape[1]
+
+        def costs(U, V, alpha):
+            return {"train cost": _planted_cost(lifting, X_train, y_train, U, V, alpha, p),
+                    "test cost": _planted_cost(lifting, X_test, y_test, U, V, alpha, p)}
+
         started = time.perf_counter()
         solution = solve_sdp(
             lifting.matrices(X_train), y_train, np.ones(100), loss="squared", beta=PLANTED_BETA,
@@ -173,33 +178,16 @@ def _planted(*, quick, repeats, device, progress, output_dir):
             for draw in range(draws):
                 U, V = sample_sign_pairs(covariance, m, generator)
                 alpha = np.full((m, 1), neuron_scale(solution.rho[0], m))
-                rows.append(
-                    {
-                        "seed": seed, "method": "SDP sampled", "m": m,
-                        "train cost": _planted_cost(lifting, X_train, y_train, U, V, alpha, p),
-                        "test cost": _planted_cost(lifting, X_test, y_test, U, V, alpha, p),
-                    }
-                )
+                rows.append({"seed": seed, "method": "SDP sampled", "m": m, **costs(U, V, alpha)})
             rows.append({"seed": seed, "method": "SDP lower bound", "m": m,
                          "train cost": solution.value, "test cost": test_bound})
         for m in backprop_counts:
             (U, V, alpha), (U_real, V_real, output_weights) = _backprop_real_targets(
                 X_train, y_train, m, epochs=epochs, seed=seed
             )
-            rows.append(
-                {
-                    "seed": seed, "method": "backprop + quantization", "m": m,
-                    "train cost": _planted_cost(lifting, X_train, y_train, U, V, alpha, p),
-                    "test cost": _planted_cost(lifting, X_test, y_test, U, V, alpha, p),
-                }
-            )
-            rows.append(
-                {
-                    "seed": seed, "method": "backprop (real weights)", "m": m,
-                    "train cost": _planted_cost(lifting, X_train, y_train, U_real, V_real, output_weights, p),
-                    "test cost": _planted_cost(lifting, X_test, y_test, U_real, V_real, output_weights, p),
-                }
-            )
+            rows.append({"seed": seed, "method": "backprop + quantization", "m": m, **costs(U, V, alpha)})
+            rows.append({"seed": seed, "method": "backprop (real weights)", "m": m,
+                         **costs(U_real, V_real, output_weights)})
             progress(f"paper002 planted seed {seed}: backprop m={m} done")
     frame = pd.DataFrame(rows)
     summary = frame.groupby(["method", "m"], as_index=False)[["train cost", "test cost"]].median()
@@ -242,21 +230,12 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
                 m, beta=sdp_beta / n, random_state=seed
             ).fit(X_train, y_train)
             sdp_time = time.perf_counter() - started
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "SDP sampled", "time (s)": sdp_time,
-                    "train acc": sdp.score(X_train, y_train), "test acc": sdp.score(X_test, y_test),
-                }
-            )
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "SDP relaxed (no quantization)", "time (s)": sdp_time,
-                    "train acc": np.mean(sdp.relaxed_predict(X_train) == y_train),
-                    "test acc": np.mean(sdp.relaxed_predict(X_test) == y_test),
-                }
-            )
+            base = {"dataset": name, "seed": seed, "m": m, "d": X_train.shape[1]}
+            rows.append({**base, "method": "SDP sampled", "time (s)": sdp_time,
+                         "train acc": sdp.score(X_train, y_train), "test acc": sdp.score(X_test, y_test)})
+            rows.append({**base, "method": "SDP relaxed (no quantization)", "time (s)": sdp_time,
+                         "train acc": np.mean(sdp.relaxed_predict(X_train) == y_train),
+                         "test acc": np.mean(sdp.relaxed_predict(X_test) == y_test)})
             backprop = BackpropQuantizedClassifier(
                 m, beta=backprop_beta, device=device, n_threads=1, random_state=seed
             )
@@ -276,20 +255,9 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
                         }
                     )
             last = curves[-1]
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "backprop", "time (s)": last["time (s)"],
-                    "train acc": last["train acc"], "test acc": last["test acc"],
-                }
-            )
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "backprop + quantization", "time (s)": last["time (s)"],
-                    "train acc": last["quantized train acc"], "test acc": last["quantized test acc"],
-                }
-            )
+            for method, prefix in (("backprop", ""), ("backprop + quantization", "quantized ")):
+                rows.append({**base, "method": method, "time (s)": last["time (s)"],
+                             "train acc": last[f"{prefix}train acc"], "test acc": last[f"{prefix}test acc"]})
             progress(
                 f"paper002 {name} m={m} seed {seed}: SDP {rows[-4]['test acc']:.3f} "
                 f"({sdp_time:.1f}s), backprop+quant {last['quantized test acc']:.3f} "
