@@ -18,10 +18,6 @@ API
     smaller ``learning_rate_scale`` (ReLinear-sg) or a larger ``l1``/``l2``
     (ReLinear-sw).
 
-``TrainingConfig``
-    The optimizer and stopping hyper-parameters, named like
-    :class:`~sklearn.neural_network.MLPClassifier`'s.
-
 ``Trainer(module, loss_function, parameter_groups=None, config=None, ...)``
     ``module(X_batch) -> outputs`` is any :class:`torch.nn.Module`;
     ``loss_function(outputs, y_batch) -> per-sample losses`` (shape ``(n,)``,
@@ -34,18 +30,9 @@ API
     ``X`` may be a scipy sparse matrix: it becomes :class:`SparseRows`, which
     the module (and ``loss_and_gradient``) must accept.
 
-    * ``trainer.fit(X, y, sample_weight=None, max_iter=200)`` trains until a
-      stopping rule fires, a callback asks to stop, or ``max_iter`` epochs
-      (L-BFGS: iterations) have run, and returns a :class:`TrainingResult`
-      (``loss`` is MLP's ``loss_``, ``diverged`` the estimators'
-      ``diverged_``).
-    * ``trainer.partial_fit(X, y, sample_weight=None)`` runs exactly one epoch,
-      keeping the optimizer state between calls (no stopping rules).
-    * ``trainer.history`` accumulates over calls (``loss_curve``,
-      ``validation_scores``, ``best_loss``, ``n_iter``, ``n_steps``, ...).
-    * ``trainer.restart()`` starts afresh from the module's parameters as they
-      are (a new history, update rule and divergence guard; the buffers kept):
-      a regularisation path's fits share one trainer.
+    ``fit`` (until a stopping rule, a callback or ``max_iter``), ``partial_fit``
+    (one epoch) and ``restart`` (a path's fits share one trainer) return or reset
+    ``history``, a :class:`TrainingResult` accumulated over the calls.
 
 The objective of one batch is, as in scikit-learn's MLP::
 
@@ -71,20 +58,16 @@ the ``fit`` call).
 
 Callbacks
 ---------
-Inside ``with reporting_epochs(trainer, estimator, X, y, sample_weight,
-fitted_attributes=...)`` (which attaches the estimator's root
-``sklearn.callback`` context, ``self._callback_fit_ctx``), every epoch (L-BFGS: iteration) is a subtask
-whose ``on_fit_task_begin``/``on_fit_task_end`` hooks are called with
-the estimator, ``X``, ``y``, ``metadata`` (the sample weights) and, for
-``fitted_estimator``, the attributes ``fitted_attributes()`` returns. A hook
-returning True stops training after that epoch (iteration), without a
-ConvergenceWarning (``TrainingResult.stopped_by_callback``).
+Inside :func:`reporting_epochs` every epoch (L-BFGS: iteration) is a
+``sklearn.callback`` subtask (:mod:`._callbacks`); a hook returning True stops
+training after it, without a ConvergenceWarning (``TrainingResult.stopped_by_callback``).
 
 Fast path
 ---------
-The parameters live in one flat buffer (:mod:`._parameters`). A model that knows its own backward pass (Noel et al.'s Algorithms
-1 and 2 written out, or quadratic logistic regression's ``X^T diag(r) X``
-gradient) can skip autograd entirely by passing
+The parameters live in one flat buffer (:mod:`._parameters`). A model that
+knows its own backward pass (Noel et al.'s Algorithms 1 and 2 written out, or
+quadratic logistic regression's ``X^T diag(r) X`` gradient) can skip autograd
+entirely by passing
 ``loss_and_gradient(X_batch, y_batch, w_batch) -> loss``: it must return the
 0-d tensor ``sum_i w_batch_i * loss_i`` (``w_batch`` is already normalised to
 sum to one; a model may add its own penalty) and write the gradient of that
