@@ -461,15 +461,12 @@ def thread_limit(threads):
 
 
 def active_thread_limit():
-    """The thread count of the :func:`thread_limit` the run holds, or None outside one.
+    """The ``--threads`` value the run holds (None: the libraries' defaults), for child processes.
 
-    For the research suites' child processes, which do not inherit the limit.
+    The ceiling, not torch's current count, which would turn "no limit" into a limit.
     """
     from .._foundation._threads import thread_ceiling
 
-    # The ceiling is the --threads value (None for the libraries' defaults), not
-    # torch's current count, which would turn "no limit" into a BLAS limit in the
-    # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()
 
 
