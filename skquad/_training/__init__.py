@@ -10,20 +10,6 @@ divergence guard, ConvergenceWarnings, progress lines, scikit-learn callbacks,
 device and thread handling (decided by the foundation's runtime policy,
 :mod:`skquad._foundation._runtime`).
 
-Modules
--------
-``_config``      :class:`ParameterGroup`, :class:`TrainingConfig`, :class:`TrainingResult`.
-``_trainer``     :class:`Trainer`: the epoch loop, stopping, early stopping.
-``_optimizers``  :class:`SGDOptimizer`, :class:`AdamOptimizer`: MLP's update rules.
-``_parameters``  :class:`FlatParameters`: one flat buffer, per-group step scales and penalties.
-``_divergence``  :class:`DivergenceGuard`: the blow-up test, recovery and warning.
-``_lbfgs``       :func:`minimize_lbfgs`: the one L-BFGS driver and its warning text;
-                 :func:`fit_trainer_lbfgs`: the Trainer's full-batch fit on it.
-``_schedules``   :class:`LearningRateSchedule`: "constant", "invscaling", "adaptive".
-``_callbacks``   :func:`reporting_epochs` (how every estimator attaches its fit's
-                 callbacks), :class:`SubtaskReporter`: ``sklearn.callback`` subtasks.
-``_sparse``      :class:`SparseRows`: CSR/CSC training data, never densified whole.
-
 API
 ---
 ``ParameterGroup``
@@ -31,10 +17,6 @@ API
     puts the quadratic parameters of a network in their own group with a
     smaller ``learning_rate_scale`` (ReLinear-sg) or a larger ``l1``/``l2``
     (ReLinear-sw).
-
-``TrainingConfig``
-    The optimizer and stopping hyper-parameters, named like
-    :class:`~sklearn.neural_network.MLPClassifier`'s.
 
 ``Trainer(module, loss_function, parameter_groups=None, config=None, ...)``
     ``module(X_batch) -> outputs`` is any :class:`torch.nn.Module`;
@@ -48,18 +30,9 @@ API
     ``X`` may be a scipy sparse matrix: it becomes :class:`SparseRows`, which
     the module (and ``loss_and_gradient``) must accept.
 
-    * ``trainer.fit(X, y, sample_weight=None, max_iter=200)`` trains until a
-      stopping rule fires, a callback asks to stop, or ``max_iter`` epochs
-      (L-BFGS: iterations) have run, and returns a :class:`TrainingResult`
-      (``loss`` is MLP's ``loss_``, ``diverged`` the estimators'
-      ``diverged_``).
-    * ``trainer.partial_fit(X, y, sample_weight=None)`` runs exactly one epoch,
-      keeping the optimizer state between calls (no stopping rules).
-    * ``trainer.history`` accumulates over calls (``loss_curve``,
-      ``validation_scores``, ``best_loss``, ``n_iter``, ``n_steps``, ...).
-    * ``trainer.restart()`` starts afresh from the module's parameters as they
-      are (a new history, update rule and divergence guard; the buffers kept):
-      a regularisation path's fits share one trainer.
+    ``fit`` (until a stopping rule, a callback or ``max_iter``), ``partial_fit``
+    (one epoch) and ``restart`` (a path's fits share one trainer) return or reset
+    ``history``, a :class:`TrainingResult` accumulated over the calls.
 
 The objective of one batch is, as in scikit-learn's MLP::
 
@@ -85,23 +58,16 @@ the ``fit`` call).
 
 Callbacks
 ---------
-Inside ``with reporting_epochs(trainer, estimator, X, y, sample_weight,
-fitted_attributes=...)`` (which attaches the estimator's root
-``sklearn.callback`` context, ``self._callback_fit_ctx``), every epoch (L-BFGS: iteration) is a subtask
-whose ``on_fit_task_begin``/``on_fit_task_end`` hooks are called with
-the estimator, ``X``, ``y``, ``metadata`` (the sample weights) and, for
-``fitted_estimator``, the attributes ``fitted_attributes()`` returns. A hook
-returning True stops training after that epoch (iteration), without a
-ConvergenceWarning (``TrainingResult.stopped_by_callback``).
+Inside :func:`reporting_epochs` every epoch (L-BFGS: iteration) is a
+``sklearn.callback`` subtask (:mod:`._callbacks`); a hook returning True stops
+training after it, without a ConvergenceWarning (``TrainingResult.stopped_by_callback``).
 
 Fast path
 ---------
-All trainable parameters are views into one flat buffer, and their ``.grad``
-views into one flat gradient buffer, so each optimizer step is a handful of
-fused tensor operations whatever the number of layers, and nothing is allocated
-per step. A model that knows its own backward pass (Noel et al.'s Algorithms
-1 and 2 written out, or quadratic logistic regression's ``X^T diag(r) X``
-gradient) can skip autograd entirely by passing
+The parameters live in one flat buffer (:mod:`._parameters`). A model that
+knows its own backward pass (Noel et al.'s Algorithms 1 and 2 written out, or
+quadratic logistic regression's ``X^T diag(r) X`` gradient) can skip autograd
+entirely by passing
 ``loss_and_gradient(X_batch, y_batch, w_batch) -> loss``: it must return the
 0-d tensor ``sum_i w_batch_i * loss_i`` (``w_batch`` is already normalised to
 sum to one; a model may add its own penalty) and write the gradient of that
@@ -127,15 +93,9 @@ that holds a parameter in rescaled coordinates (the packed symmetric ``Q``)
 names the scales with ``lbfgs_gradient_scales() -> {name: tensor}``: the
 gradient test divides by them, so that ``tol`` reads the unscaled gradient.
 
-Divergence
-----------
-When an epoch's loss or the parameters stop being finite, or the loss grows
-more than ``loss_growth_limit`` (1e4) times above the larger of its best value,
-the loss at the start and 1, training stops, the better (on the training
-data) of the best parameters seen so far and the starting ones is put back,
-``TrainingResult.diverged`` is set and a
-:class:`~sklearn.exceptions.ConvergenceWarning` says what to try. The module
-therefore never holds NaN or blown-up weights after training.
+Divergence (:mod:`._divergence`) stops training, puts back the better of the best and the
+starting parameters and sets ``TrainingResult.diverged``: the module never holds NaN or
+blown-up weights after training.
 """
 
 from ._callbacks import SubtaskReporter, callback_data, reporting_epochs

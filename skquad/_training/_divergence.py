@@ -77,15 +77,11 @@ class DivergenceGuard:
         The growth is measured against the larger of ``best_loss``, the loss
         at the start (the first batch) and 1: a loss that has grown
         ``loss_growth_limit`` times above all of them is a blow-up on its way
-        to overflow (an SGD step of 1e6 took a log-loss from 0.7 to 5e8 in one
-        epoch and to 1e91 in six), never a plateau.
+        to overflow, never a plateau.
         """
         if not (math.isfinite(loss) and bool(torch.isfinite(self.parameters).all())):
             return True
-        scale = 1.0
-        for value in (best_loss, self.reference_loss):
-            if value is not None and math.isfinite(value):
-                scale = max(scale, value)
+        scale = max([1.0, *(v for v in (best_loss, self.reference_loss) if v is not None and math.isfinite(v))])
         return loss > self.config.loss_growth_limit * scale
 
     def recover(self, full_loss):

@@ -1,22 +1,14 @@
 """The scipy L-BFGS driver and the Trainer's full-batch fit on it.
 
-:func:`minimize_lbfgs` runs scipy's L-BFGS-B on a flat float64 parameter
-vector. Every scipy L-BFGS of the estimators' training goes through it (the
-networks' ``solver="lbfgs"``, in memory and on Dask blocks, and quadratic
-logistic regression through :func:`fit_trainer_lbfgs`, the Dask fit of QLR
-directly), so they share the
-stopping options, the per-iteration hook (verbose lines and scikit-learn
-callbacks, which may ask to stop) and one warning when scipy stops before
-convergence, naming the limit that stopped it.
-
-:func:`fit_trainer_lbfgs` is the adapter of a :class:`~._trainer.Trainer`
-onto the driver: the objective on the trainer's flat parameter buffer, the
-best point kept by its divergence guard, the iterations reported to its
-callbacks. The SDP's solvers in ``convex/`` are solvers of their own, below
-the engine: torch's L-BFGS on the device (``convex/factor_solver.py``,
-``convex/certificate.py``), and, for the many-class squared loss on the CPU,
-scipy's L-BFGS-B called directly on numpy blocks between certificate checks
-(``solve_squared_block``).
+:func:`minimize_lbfgs` runs L-BFGS on a flat float64 parameter vector. Every
+L-BFGS of the estimators' training goes through it (the networks'
+``solver="lbfgs"``, in memory and on Dask blocks, and quadratic logistic
+regression), so they share the stopping options, the per-iteration hook
+(verbose lines and scikit-learn callbacks, which may ask to stop) and one
+warning naming the limit that stopped it. :func:`fit_trainer_lbfgs` adapts a
+:class:`~._trainer.Trainer` to it: the objective on the trainer's flat buffer,
+the best point kept by its divergence guard, the iterations reported to its
+callbacks. The SDP's solvers in ``convex/`` are solvers of their own.
 """
 
 import math
@@ -59,12 +51,8 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
     gradient_scale : ndarray of shape (n_parameters,), optional
         Positive numbers: the gradient test reads ``gradient / gradient_scale``,
         the gradient in the coordinates of a model that ``theta`` rescales
-        (the packed symmetric matrices of quadratic logistic regression), so
-        that ``tol`` keeps its meaning. It is checked after every iteration,
-        at the point scipy accepted (its line search's last evaluation), and
-        reported as scipy reports its own gradient test. With all scales at
-        least 1, scipy's own test on ``gradient`` (``gtol=tol``) can only
-        pass later.
+        (QLR's packed symmetric matrices), so that ``tol`` keeps its meaning;
+        checked at every accepted iterate, reported as scipy's own test.
     coarse_objective : callable, optional
         The same function evaluated in a cheaper, lower precision (float32
         products of float64 data), with an attribute ``gradient_floor``: the
@@ -78,14 +66,9 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
         that the exact iterates keep).
     engine : {"scipy", "compact"}, default="scipy"
         ``"scipy"``: scipy's L-BFGS-B. ``"compact"``: the same unconstrained
-        L-BFGS in numpy (``minimize_compact_lbfgs``): the inverse Hessian in its
-        compact form and L-BFGS-B's line search (the unit step, then
-        Moré and Thuente's search from it; halvings where that fails), so
-        L-BFGS-B's iterates up to rounding, without its bookkeeping
-        (``setulb``, two calls an iteration). For objectives that cost
-        little more than that bookkeeping, such as quadratic logistic
-        regression's.
-        Both engines take ``gradient_scale`` and ``coarse_objective``.
+        L-BFGS in numpy (``minimize_compact_lbfgs``), L-BFGS-B's iterates up to
+        rounding without its per-iteration bookkeeping, for objectives that cost
+        little more than it (QLR's). Both take ``gradient_scale`` and ``coarse_objective``.
     memory : PathMemory, optional
         The compact engine's pairs to start from and extend, carried along a
         regularisation path (:class:`~skquad._foundation._lbfgs_compact.PathMemory`);
@@ -221,26 +204,14 @@ class _CoarseOverflow(Exception):
 def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     """L-BFGS on ``coarse_objective`` until its precision runs out, then on ``objective``.
 
-    Why the result is the exact fit's: the coarse phase only chooses the
-    point where the exact phase starts. That point is evaluated exactly, and
-    the fit ends there only if the exact gradient passes the driver's test
-    at ``tol`` (or a limit or the caller's hook stops it); otherwise exact
-    L-BFGS runs on from it with the options as given. So every fit ends on
-    an exact evaluation and every convergence is the exact gradient's: the
-    stopping test, and with it the optimum's accuracy, is the exact fit's.
-
-    The switch: a float32 gradient carries a rounding error of about
-    ``gradient_floor`` (its products' terms summed in float32); below that a
-    float32 gradient test or line search reads noise. So the coarse phase
-    stops at ``max(tol, gradient_floor)`` in the scaled test, at relative
-    reductions of the objective below float32's epsilon (``_COARSE_FTOL``),
-    or where its line search fails, whichever comes first. When ``tol`` is
-    above the floor (the default ``tol=1e-4`` on standardised data) the
-    exact evaluation at the switch usually passes too: the fit then costs
-    the coarse one plus one exact evaluation. A non-finite coarse value
-    (float32's range is smaller) switches at the last accepted iterate.
-    The exact phase starts with an empty L-BFGS memory (the caller's
-    ``memory``, a path's, is the coarse phase's).
+    The coarse phase only chooses where the exact phase starts: that point is
+    evaluated exactly and the fit ends there only if the exact gradient passes
+    the test at ``tol`` (or a limit or the hook stops it), so every convergence
+    is the exact gradient's. The coarse phase stops at ``max(tol, gradient_floor)``
+    (a float32 gradient's rounding error: below it the test reads noise), at
+    relative reductions below float32's epsilon (``_COARSE_FTOL``), where its line
+    search fails, or at a non-finite value (switching at the last accepted
+    iterate). The exact phase starts with an empty L-BFGS memory.
     """
     if run.memory is not None and run.memory.knows(x0):
         # a path's start at the last fit's solution: its exact gradient is known
@@ -351,12 +322,8 @@ def fit_trainer_lbfgs(trainer, X, y, sample_weight, max_iter, *, data_term=None)
     ``(X, y, sample_weight)`` (None each): ``data_term(theta) -> (loss,
     float64 gradient)`` with an attribute ``total_weight`` (the Dask route
     sums it over row blocks on the workers, :mod:`skquad.neural_network._dask`).
-    The penalty is added here, once, as for the rows in memory.
-
-    The trainer is read through its public members only: ``config``,
-    ``history``, ``parameters``, ``guard``, the flat buffers, ``to_device``,
-    ``batch_loss_and_gradient``, ``full_loss``, ``reporter``, ``elapsed`` and
-    ``warn_divergence``.
+    The penalty is added here, once, as for the rows in memory. The trainer is
+    read through its public members only.
     """
     config = trainer.config
     fit = _FullBatchFit(trainer, X, y, sample_weight, data_term)

@@ -123,11 +123,7 @@ class Trainer:
         self.parameters = FlatParameters(self.module, parameter_groups, device=self.device, dtype=self.dtype)
         self.flat_parameters = self.parameters.values
         self.flat_gradient = self.parameters.gradient
-        self.parameter_slices = self.parameters.slices
         self.n_parameters = self.parameters.size
-
-    def _learning_rates(self, base):
-        return self.parameters.learning_rates(base)
 
     # ------------------------------------------------------------------ data
     def to_device(self, X, y, sample_weight, *, gathered=False):
@@ -228,14 +224,9 @@ class Trainer:
     def training_state(self):
         """What a stochastic fit continues from, as plain numpy; None before the first epoch.
 
-        The update rule's running state (Adam's moments and step count, SGD's
-        momentum buffer), the learning rate the schedule has reached, the
-        shuffling generator's state, the divergence guard's reference loss and
-        best snapshot, and the step and sample counts. An estimator saves it with its
-        numpy weights, so that ``partial_fit`` after a pickle, joblib or skops
-        round trip continues exactly as the live model would, with
-        no torch object in the saved file. The parameters themselves are not
-        included: the estimator stores them already.
+        The update rule's, schedule's, generator's and divergence guard's state and the
+        counts, not the parameters: saved with the estimator's numpy weights, so that
+        ``partial_fit`` after a pickle, joblib or skops round trip continues as the live model.
         """
         if self._optimizer is None:
             return None
@@ -291,7 +282,7 @@ class Trainer:
 
     def _optimizer_step(self):
         """One update of the flat buffer with the scheduled (per-group) rate."""
-        self._optimizer.step(self.flat_gradient, self._learning_rates(self.schedule.learning_rate))
+        self._optimizer.step(self.flat_gradient, self.parameters.learning_rates(self.schedule.learning_rate))
 
     # --------------------------------------------------------------- gradient
     def batch_loss_and_gradient(self, X, y, weights):

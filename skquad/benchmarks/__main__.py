@@ -267,13 +267,9 @@ def _run_parts(parser, args, parts, output, datasets, threads):
             _progress(f"part {short.replace('_', ' ')} ({function_name})")
         try:
             result = function(**kwargs)
-        except ValueError as exc:
-            if not multi_part:
-                parser.error(str(exc))
-            failures.append(f"the {short} part: {type(exc).__name__}: {exc}")
-            traceback.print_exc()
-            continue
         except Exception as exc:  # report the other parts anyway
+            if isinstance(exc, ValueError) and not multi_part:
+                parser.error(str(exc))
             failures.append(f"the {short} part: {type(exc).__name__}: {exc}")
             traceback.print_exc()
             continue

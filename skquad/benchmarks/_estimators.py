@@ -81,18 +81,14 @@ def user_spec(name, estimator, grid=None):
     return EstimatorSpec(name, "yours", build, repr(estimator), grid=dict(grid or {}))
 
 
-# The three torch networks and MLPClassifier all run with their defaults, which
-# are the same (one hidden ReLU layer of 100, Adam, 200 epochs at most), so the
-# comparison is between neuron types, not training recipes (early_stopping's 10 %
-# validation split would stop them too early on the small sets).
+# The torch networks and MLPClassifier run at their shared defaults (one hidden ReLU
+# layer of 100, Adam, at most 200 epochs, no early stopping): the comparison is
+# between neuron types, not training recipes.
 
-# The SDP's settings for every suite, in one place: the uci suite and the UCI
-# and vehicle experiments of the paper002 suite build SDPQuantizedClassifier
-# with them (the paper002 speed part compares solvers on purpose and sets its
-# own). The benchmark runs the SDP on the full training part of every dataset
-# (no training cap, no skipped datasets): its native solver makes that
-# affordable.
+# The SDP's settings for every suite that builds SDPQuantizedClassifier, in one place.
 SDP_SETTINGS = {}
+# The networks' tuning grid, classifiers and regressors alike.
+_NETWORK_GRID = {"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]}
 
 
 def _sdp_spec():
@@ -107,43 +103,28 @@ def _sdp_spec():
 
 
 def _skquad_specs():
-    specs = [
-        EstimatorSpec(
-            "QLR",
-            "skquad",
-            lambda seed, device: QuadraticLogisticRegression(random_state=seed, device=device),
-            "QuadraticLogisticRegression (Noel et al.), defaults (L-BFGS, C=1)",
-            grid={"C": [0.1, 1.0, 10.0]},
+    networks = [
+        (short, network, f"{network.__name__} (Noel et al.), defaults (one hidden ReLU layer of 100, "
+         f"{output_layer}, Adam, ReLinear of Fan et al.)", _NETWORK_GRID)
+        for short, network, output_layer in (
+            ("QNN", QNNClassifier, "quadratic output layer"),
+            ("RPQNN", RPQNNClassifier, "reduced-parameter quadratic output layer"),
         )
     ]
-    # The two networks share their benchmark settings and tuning grid.
-    for short_name, network, output_layer in (
-        ("QNN", QNNClassifier, "quadratic output layer"),
-        ("RPQNN", RPQNNClassifier, "reduced-parameter quadratic output layer"),
-    ):
-        specs.append(
-            EstimatorSpec(
-                short_name,
-                "skquad",
-                lambda seed, device, network=network: network(
-                    random_state=seed, device=device
-                ),
-                f"{network.__name__} (Noel et al.), defaults (one hidden ReLU layer of 100, "
-                f"{output_layer}, Adam, ReLinear of Fan et al.)",
-                grid={"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]},
-            )
-        )
-    specs.append(_sdp_spec())
-    specs.append(
-        EstimatorSpec(
-            "BackpropQ",
-            "skquad",
-            lambda seed, device: BackpropQuantizedClassifier(random_state=seed, device=device),
-            "BackpropQuantizedClassifier, defaults (the baseline of Bartan & Pilanci: SGD, "
-            "then sign quantization and one scale)",
-            grid={"beta": [1e-4, 1e-2]},
-        )
-    )
+    rows = [
+        ("QLR", QuadraticLogisticRegression,
+         "QuadraticLogisticRegression (Noel et al.), defaults (L-BFGS, C=1)", {"C": [0.1, 1.0, 10.0]}),
+        *networks,
+        ("BackpropQ", BackpropQuantizedClassifier,
+         "BackpropQuantizedClassifier, defaults (the baseline of Bartan & Pilanci: SGD, "
+         "then sign quantization and one scale)", {"beta": [1e-4, 1e-2]}),
+    ]
+    specs = [
+        EstimatorSpec(name, "skquad", lambda seed, device, cls=cls: cls(random_state=seed, device=device),
+                      settings, grid=dict(grid))
+        for name, cls, settings, grid in rows
+    ]
+    specs.insert(3, _sdp_spec())  # the order of the reports: QLR, QNN, RPQNN, SDP, BackpropQ
     return specs
 
 
@@ -238,7 +219,6 @@ OPTIONAL_ESTIMATOR_NAMES = tuple(spec.name for spec in optional_specs())
 # skquad's regressors by benchmark name: (public class name, description, grid).
 # They are looked up on the skquad package when a run starts, so the suite runs
 # with whichever of them this install has and names the missing ones.
-_NETWORK_GRID = {"alpha": [1e-4, 1e-2], "hidden_layer_sizes": [(30,), (100,)]}
 _RIDGE_GRID = {"alpha": [0.1, 1.0, 10.0, 100.0]}
 _SKQUAD_REGRESSORS = (
     ("QuadReg", "QuadraticRegression",

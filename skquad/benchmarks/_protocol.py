@@ -467,18 +467,14 @@ def run_protocol(
         preprocessor = make_regression_preprocessor() if task == "regression" else make_uci_preprocessor()
     progress = progress or (lambda message: None)
     with thread_limit(n_threads):
-        if task == "regression":
-            runs = _run_regression_fits(
-                datasets, specs, preprocessor, repeats=repeats, n_splits=n_splits,
-                max_samples=max_samples, max_train=max_train, tune=tune,
-                random_state=random_state, device=device, progress=progress,
-                log_target=log_target, n_jobs=n_jobs, n_threads=n_threads,
-            )
-            return pd.DataFrame(runs).reindex(columns=REGRESSION_RUN_COLUMNS), specs, list(datasets)
-        runs = _run_fits(datasets, specs, preprocessor, repeats=repeats, test_size=test_size,
-                         max_train=max_train, tune=tune, random_state=random_state,
-                         device=device, progress=progress, n_jobs=n_jobs, n_threads=n_threads)
-    return pd.DataFrame(runs).reindex(columns=RUN_COLUMNS), specs, list(datasets)
+        runs = _run_fits(
+            datasets, specs, preprocessor, task=task, repeats=repeats, n_splits=n_splits,
+            test_size=test_size, max_samples=max_samples, max_train=max_train, tune=tune,
+            random_state=random_state, device=device, progress=progress, log_target=log_target,
+            n_jobs=n_jobs, n_threads=n_threads,
+        )
+    columns = REGRESSION_RUN_COLUMNS if task == "regression" else RUN_COLUMNS
+    return pd.DataFrame(runs).reindex(columns=columns), specs, list(datasets)
 
 
 def _regression_target(y, dataset, log_target):
@@ -502,91 +498,72 @@ def _regression_target(y, dataset, log_target):
     return y
 
 
-def _run_regression_fits(datasets, specs, preprocessor, *, repeats, n_splits, max_samples,
-                         max_train, tune, random_state, device, progress, log_target,
-                         n_jobs=1, n_threads=None):
-    def tasks():
-        for dataset, load in datasets.items():
-            X, y = load()
+def _protocol_tasks(datasets, specs, preprocessor, *, regression, repeats, test_size, n_splits,
+                    max_samples, max_train, tune, random_state, device, log_target, splitter=None,
+                    target_transformer=regression_target_transformer):
+    """Every fit of the protocol: each spec on each split (after a subsample of the training part).
+
+    ``splitter`` replaces the protocol's (``n_splits`` splits per repeat);
+    ``target_transformer(log)`` makes the regression target's transformer.
+    """
+    for dataset, load in datasets.items():
+        X, y = load()
+        columns, options = {}, dict(device=device, tune=tune)
+        if regression:
             if log_target == "auto":  # the README's advice for the shared sets; none for others
                 log = dataset in REGRESSION_DATASETS and REGRESSION_DATASETS[dataset].skewed_target
             else:
                 log = bool(log_target)
             y = _regression_target(y, dataset, log)
-            n_samples = len(y)
+            columns.update(n_samples=len(y), log_target=log)
             # A large set is subsampled once, uniformly, before the splits.
             kept = subsample_indices(y, max_samples, random_state, stratify=False)
             X, y = _take(X, kept), y[kept]
-            target = regression_target_transformer(log)
-            splitter = RepeatedKFold(n_splits=n_splits, n_repeats=repeats, random_state=random_state)
-            for index, (train, test) in enumerate(splitter.split(np.zeros(len(y)))):
-                repeat, fold = divmod(index, n_splits)
-                seed = random_state + repeat
-                X_test, y_test = _take(X, test), y[test]
-                used = train[subsample_indices(y[train], max_train, seed, stratify=False)]
-                X_train, y_train = _take(X, used), y[used]
-                for spec in specs:
-                    row = {
-                        "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
-                        "repeat": repeat, "fold": fold, "seed": seed, "n_samples": n_samples,
-                        "n_used": len(y), "n_train": len(used), "n_test": len(test),
-                        "n_features": X.shape[1], "n_outputs": 1 if y.ndim == 1 else y.shape[1],
-                        "log_target": log, "tuned": bool(tune and spec.grid),
-                    }
-                    yield _FitTask(
-                        row, (spec, preprocessor, X_train, y_train, X_test, y_test),
-                        dict(seed=seed, device=device, tune=tune, task="regression",
-                             target_transformer=target),
-                    )
+            columns.update(n_used=len(y), n_outputs=1 if y.ndim == 1 else y.shape[1])
+            options.update(task="regression", target_transformer=target_transformer(log))
+        else:
+            y = np.asarray(y)
+            columns.update(n_classes=len(np.unique(y)))
+        if splitter is None:
+            splitter = (RepeatedKFold(n_splits=n_splits, n_repeats=repeats, random_state=random_state)
+                        if regression else
+                        StratifiedShuffleSplit(n_splits=repeats, test_size=test_size, random_state=random_state))
+        for index, (train, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
+            repeat, fold = divmod(index, n_splits) if regression else (index, None)
+            seed = random_state + repeat
+            used = train[subsample_indices(y[train], max_train, seed, stratify=not regression)]
+            data = (_take(X, used), y[used], _take(X, test), y[test])
+            for spec in specs:
+                row = {
+                    "dataset": dataset, "estimator": spec.name, "kind": spec.kind, "repeat": repeat,
+                    "seed": seed, "n_train": len(used), "n_test": len(test), "n_features": X.shape[1],
+                    "tuned": bool(tune and spec.grid), **columns,
+                    **({"fold": fold} if regression else {}),
+                }
+                yield _FitTask(row, (spec, preprocessor, *data), dict(options, seed=seed))
+
+
+def _run_fits(datasets, specs, preprocessor, *, task, repeats, n_splits, n_jobs, n_threads, progress,
+              **options):
+    """The rows of the protocol's fits (:func:`_protocol_tasks`), with a progress line each."""
+    regression = task == "regression"
 
     def describe(row):
-        status = (
-            f"FAILED {row['error'][:80]}" if row["error"]
-            else f"R2 {row['r2']:.3f}  fit {row['fit_time']:.2f}s"
-        )
-        return (f"{row['dataset']} repeat {row['repeat'] + 1}/{repeats} fold {row['fold'] + 1}/"
-                f"{n_splits} {row['estimator']}: {status}")
+        if row["error"]:
+            status = f"FAILED {row['error'][:80]}"
+        elif regression:
+            status = f"R2 {row['r2']:.3f}  fit {row['fit_time']:.2f}s"
+        else:
+            status = f"acc {row['accuracy']:.3f}  fit {row['fit_time']:.2f}s"
+        where = (f"repeat {row['repeat'] + 1}/{repeats} fold {row['fold'] + 1}/{n_splits}" if regression
+                 else f"split {row['repeat'] + 1}/{repeats}")
+        return f"{row['dataset']} {where} {row['estimator']}: {status}"
 
-    n_fits = len(datasets) * repeats * n_splits * len(specs)  # fixed for the whole run
-    return _execute(tasks(), n_fits=n_fits, n_jobs=n_jobs, n_threads=n_threads,
-                    progress=progress, describe=describe)
-
-
-def _run_fits(datasets, specs, preprocessor, *, repeats, test_size, max_train, tune,
-              random_state, device, progress, n_jobs=1, n_threads=None):
-    def tasks():
-        for dataset, load in datasets.items():
-            X, labels = load()
-            labels = np.asarray(labels)
-            splitter = StratifiedShuffleSplit(
-                n_splits=repeats, test_size=test_size, random_state=random_state
-            )
-            for repeat, (train, test) in enumerate(splitter.split(np.zeros(len(labels)), labels)):
-                seed = random_state + repeat
-                X_test, y_test = _take(X, test), labels[test]
-                used = train[subsample_indices(labels[train], max_train, seed)]
-                X_train, y_train = _take(X, used), labels[used]
-                for spec in specs:
-                    row = {
-                        "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
-                        "repeat": repeat, "seed": seed, "n_train": len(used),
-                        "n_test": len(test), "n_features": X.shape[1],
-                        "n_classes": len(np.unique(labels)),
-                        "tuned": bool(tune and spec.grid),
-                    }
-                    yield _FitTask(row, (spec, preprocessor, X_train, y_train, X_test, y_test),
-                                   dict(seed=seed, device=device, tune=tune))
-
-    def describe(row):
-        status = (
-            f"FAILED {row['error'][:80]}" if row["error"]
-            else f"acc {row['accuracy']:.3f}  fit {row['fit_time']:.2f}s"
-        )
-        return f"{row['dataset']} split {row['repeat'] + 1}/{repeats} {row['estimator']}: {status}"
-
-    n_fits = len(datasets) * repeats * len(specs)  # fixed for the whole run
-    return _execute(tasks(), n_fits=n_fits, n_jobs=n_jobs, n_threads=n_threads,
-                    progress=progress, describe=describe)
+    tasks = _protocol_tasks(datasets, specs, preprocessor, regression=regression, repeats=repeats,
+                            n_splits=n_splits, **options)
+    n_fits = len(datasets) * repeats * (n_splits if regression else 1) * len(specs)
+    return _execute(tasks, n_fits=n_fits, n_jobs=n_jobs, n_threads=n_threads, progress=progress,
+                    describe=describe)
 
 
 class _FitTask(NamedTuple):

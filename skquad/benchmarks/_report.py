@@ -233,9 +233,8 @@ def plot_accuracy_vs_time(summary, path, order, score=ACCURACY):
     # of different difficulty share one axis.
     best = valid.groupby("dataset")[mean_column].transform("max")
     valid = valid.assign(gap=score.scale * (valid[mean_column] - best))
-    # One panel above the other, 9 inches wide: on a documentation page the figure
-    # is shown about 750 px wide, where side by side the heat map's numbers were
-    # 6 px tall; stacked, every label keeps ~10 px.
+    # One panel above the other: shown about 750 px wide on a documentation page,
+    # the heat map's numbers stay readable.
     heat_height = max(3.5, 0.42 * len(datasets) + 1.6)
     fig, (left, right) = plt.subplots(
         2, 1, figsize=(9, 4.8 + heat_height),
@@ -462,15 +461,12 @@ def thread_limit(threads):
 
 
 def active_thread_limit():
-    """The thread count of the :func:`thread_limit` the run holds, or None outside one.
+    """The ``--threads`` value the run holds (None: the libraries' defaults), for child processes.
 
-    For the research suites' child processes, which do not inherit the limit.
+    The ceiling, not torch's current count, which would turn "no limit" into a limit.
     """
     from .._foundation._threads import thread_ceiling
 
-    # The ceiling is the --threads value (None for the libraries' defaults), not
-    # torch's current count, which would turn "no limit" into a BLAS limit in the
-    # child above the SDP's parallel class blocks' one thread each.
     return thread_ceiling()
 
 

@@ -1,22 +1,17 @@
 """The ``robustness`` suite: every skquad estimator at its defaults, as a new user runs it.
 
-A user's plain protocol, not the tuned one of the ``regression`` suite: one-hot
-string columns (unknown categories ignored), impute and standardize numeric
-ones (:func:`skquad.datasets.make_uci_preprocessor`), model ``log(y)`` where the
-target is skewed (a :class:`~sklearn.compose.TransformedTargetRegressor` with
-``np.log`` and ``np.exp``), nothing else: the estimators' own defaults (the
-skquad models clip their inputs to the training range and the networks scale
-their targets themselves), no bound on the predictions. Shuffled 75/25 splits. Each part
-reports the mean and the worst split of every estimator per dataset and counts
-the catastrophic splits: a score more than a margin below the linear
-reference's (Ridge, LogisticRegression) on the same split.
-
-Two parts: ``regression`` on the shared regression sets
-(:func:`skquad.datasets.load_regression`) and ``classification`` on the UCI
-sets with categorical features.
+A user's plain protocol (stated in each report), not the tuned one of the
+``regression`` suite: the estimators' own defaults after
+:func:`skquad.datasets.make_uci_preprocessor`, ``log(y)`` where the target is
+skewed, shuffled 75/25 splits. Two parts, ``regression`` on the shared
+regression sets and ``classification`` on the UCI sets with categorical
+features, each reporting the mean and the worst split of every estimator per
+dataset and the catastrophic splits: a score more than a margin below the
+linear reference's (Ridge, LogisticRegression) on the same split.
 """
 
 import math
+from functools import partial
 
 import numpy as np
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
@@ -24,16 +19,14 @@ from sklearn.preprocessing import FunctionTransformer
 
 from ..datasets import REGRESSION_DATASETS, make_uci_preprocessor, resolve_uci_name
 from ._estimators import default_regression_specs, default_specs
+from ._regression_suite import best_against_baselines
 from ._protocol import (
     REGRESSION_RUN_COLUMNS,
     RUN_COLUMNS,
     _execute,
-    _FitTask,
     _load_named,
     _load_regression_named,
-    _regression_target,
-    _take,
-    subsample_indices,
+    _protocol_tasks,
 )
 from ._report import markdown_table
 
@@ -88,47 +81,22 @@ def _classification_names(datasets):
             if name not in REGRESSION_DATASETS and resolve_uci_name(name) is not None]
 
 
-def _tasks(names, specs, *, task, repeats, max_samples, random_state, device):
-    """The fits of one part: every spec on every shuffled split of every dataset."""
-    regression = task == "regression"
-    for dataset in names:
-        X, y = (_load_regression_named if regression else _load_named)(dataset)
-        log = regression and REGRESSION_DATASETS[dataset].skewed_target
-        y = _regression_target(y, dataset, log) if regression else np.asarray(y)
-        n_samples = len(y)
-        kept = subsample_indices(y, max_samples, random_state, stratify=not regression)
-        X, y = _take(X, kept), y[kept]
-        splitter = (ShuffleSplit if regression else StratifiedShuffleSplit)(
-            repeats, test_size=TEST_SIZE, random_state=random_state)
-        for repeat, (train, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
-            seed = random_state + repeat
-            for spec in specs:
-                row = {
-                    "dataset": dataset, "estimator": spec.name, "kind": spec.kind,
-                    "repeat": repeat, "seed": seed, "n_train": len(train), "n_test": len(test),
-                    "n_features": X.shape[1], "tuned": False,
-                }
-                if regression:
-                    row.update(fold=0, n_samples=n_samples, n_used=len(y), log_target=log,
-                               n_outputs=1 if y.ndim == 1 else y.shape[1])
-                else:
-                    row.update(n_classes=len(np.unique(y)))
-                args = (spec, make_uci_preprocessor(), _take(X, train), y[train],
-                        _take(X, test), y[test])
-                options = dict(seed=seed, device=device, tune=False)
-                if regression:
-                    options.update(task="regression", target_transformer=_plain_target(log))
-                yield _FitTask(row, args, options)
-
-
 def _run_part(names, specs, *, task, repeats, max_samples, random_state, device,
               n_jobs, n_threads, progress):
     """The runs table of one part (the protocol's columns)."""
     import pandas as pd
 
-    column = "r2" if task == "regression" else "accuracy"
-    tasks = _tasks(names, specs, task=task, repeats=repeats, max_samples=max_samples,
-                   random_state=random_state, device=device)
+    regression = task == "regression"
+    column = "r2" if regression else "accuracy"
+    # the protocol's fits on shuffled splits, one-hot and standardized inputs, a plain target side
+    splitter = (ShuffleSplit if regression else StratifiedShuffleSplit)(
+        repeats, test_size=TEST_SIZE, random_state=random_state)
+    tasks = _protocol_tasks(
+        {name: partial(_load_regression_named if regression else _load_named, name) for name in names},
+        specs, make_uci_preprocessor(), regression=regression, repeats=repeats, test_size=TEST_SIZE,
+        n_splits=1, max_samples=max_samples, max_train=None, tune=False, random_state=random_state,
+        device=device, log_target="auto", splitter=splitter, target_transformer=_plain_target,
+    )
 
     def describe(row):
         status = (f"FAILED {row['error'][:80]}" if row["error"]
@@ -170,28 +138,17 @@ def targets(table, *, column="r2", reference="Ridge", margin=REGRESSION_MARGIN, 
     more than ``margin`` below the reference's; ``best``: per dataset the best
     skquad and the best baseline (mean) and whether the first is within ``within``.
     """
-    import pandas as pd
-
-    failures, best = [], []
+    failures = []
     for dataset, block in table.groupby("dataset", sort=False):
-        ours, theirs = block[block["kind"] == "skquad"], block[block["kind"] == "baseline"]
         ref = block[block["estimator"] == reference]
         if not ref.empty:
             ref = ref.iloc[0]
-            for row in ours.itertuples():
+            for row in block[block["kind"] == "skquad"].itertuples():
                 mean, worst = getattr(row, f"{column}_mean"), getattr(row, f"{column}_worst")
                 if not (mean >= ref[f"{column}_mean"] - margin
                         and worst >= ref[f"{column}_worst"] - margin):
                     failures.append((dataset, row.estimator))
-        if ours[f"{column}_mean"].notna().any() and theirs[f"{column}_mean"].notna().any():
-            a = ours.loc[ours[f"{column}_mean"].idxmax()]
-            b = theirs.loc[theirs[f"{column}_mean"].idxmax()]
-            difference = a[f"{column}_mean"] - b[f"{column}_mean"]
-            best.append({"dataset": dataset, "skquad": a["estimator"], "skquad_score": a[f"{column}_mean"],
-                         "baseline": b["estimator"], "baseline_score": b[f"{column}_mean"],
-                         "difference": difference, "within": bool(difference >= -within)})
-    best = pd.DataFrame(best, columns=["dataset", "skquad", "skquad_score", "baseline",
-                                       "baseline_score", "difference", "within"])
+    best = best_against_baselines(table, within=within, column=column, name="score").drop(columns="ahead")
     needed = math.ceil(WITHIN_SHARE * len(best) - 1e-9)
     return failures, best, bool(len(best) and best["within"].sum() >= needed)
 

@@ -101,9 +101,9 @@ def _pivot(summary, order, names, column, fmt):
     return markdown_table(["dataset", *order], table)
 
 
-def _ratio_table(ratios, summary, score=ACCURACY):
+def _ratio_table(ratios, score=ACCURACY):
     if ratios.empty:
-        return "", []
+        return ""
     baselines = list(dict.fromkeys(ratios["baseline"]))
     rows = []
     for name, block in ratios.groupby("estimator", sort=False):
@@ -120,8 +120,7 @@ def _ratio_table(ratios, summary, score=ACCURACY):
                 f"{diff:+.{score.digits}f} {score.unit}, {wins}/{len(pair)}, {time_ratio:.2g}x"
             )
         rows.append(row)
-    table = markdown_table(["skquad estimator", *baselines], rows)
-    return table, baselines
+    return markdown_table(["skquad estimator", *baselines], rows)
 
 
 def overall_table(summary, order, score=ACCURACY):
@@ -250,7 +249,7 @@ def markdown_section(runs, summary, ratios, *, specs, names, source, repeats, te
         "weights; blank where the model is not a set of weights (tree ensembles).\n"
     )
     parts.append(_pivot(summary, order, names, "n_parameters", ",.0f"))
-    ratio_table, _ = _ratio_table(ratios, summary, score)
+    ratio_table = _ratio_table(ratios, score)
     if ratio_table:
         parts.append(
             f"\n### skquad estimators against the baselines\n\nEach cell: mean {score.name} "

@@ -15,10 +15,8 @@ TEST_SIZE = 0.25
 # the suite, the one committed to doc/benchmark_results/uci/.
 DEFAULT_REPEATS = 3
 QUICK_REPEATS = 2
-# The quick run's default datasets: a check of the install in under a minute.
-# digits (64 features, 10 classes) stays available with --datasets digits; its
-# SDP solve takes minutes with the CVXPY reference solver, seconds with the
-# native one, after which it can join this list.
+# The quick run's default datasets: a check of the install in under a minute
+# (digits stays available with --datasets digits).
 QUICK_DEFAULT_DATASETS = ("iris", "wine", "breast_cancer")
 
 

@@ -13,7 +13,6 @@ targets the README calls skewed (``skewed_target``) on a log scale.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from sklearn.preprocessing import MinMaxScaler

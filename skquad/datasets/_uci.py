@@ -228,10 +228,7 @@ def _frame_from_arff(path, dataset, target):
 
 def _guess_target(names):
     """OpenML's convention: the attribute called class, else the last one."""
-    for name in names:
-        if name.lower() == "class":
-            return name
-    return names[-1]
+    return next((name for name in names if name.lower() == "class"), names[-1])
 
 
 def _frame_from_openml(name, dataset, data_home, directory):
@@ -406,15 +403,9 @@ def _frame_to_array(features, pd):
 
 
 def _is_nominal_array_column(column):
-    for value in column:
-        if isinstance(value, (bool, np.bool_)):
-            return True
-        if isinstance(value, (Real, np.number)):
-            continue
-        if value is None:
-            continue
-        return True
-    return False
+    """Any boolean or non-number (None, a missing value, is neither)."""
+    return any(isinstance(value, (bool, np.bool_))
+               or not (value is None or isinstance(value, (Real, np.number))) for value in column)
 
 
 def nominal_columns(X):

@@ -12,8 +12,9 @@ writes ``predict`` (the scores: a network's, the quantized networks', or the
 quadratic forms of QuadraticRegression(CV); ``exp`` for a network's
 ``loss="poisson"``) as one ``[N, n_outputs_]`` tensor. With ``clip_inputs``
 both start with ``Max``/``Min`` nodes that clip each feature to its training
-range (ONNX's ``Clip`` takes one scalar bound only), as the estimator does. A classifier fitted on multilabel ``y`` is refused
-with a clear error (skl2onnx's classifier parser has one label per sample).
+range (ONNX's ``Clip`` takes one scalar bound only), as the estimator does. A
+classifier fitted on multilabel ``y`` is refused (skl2onnx's classifier parser
+has one label per sample).
 The option ``contributions`` (``_onnx_contributions.py``) makes the parsers
 declare one more output, the per-sample terms of the score; without it the
 parsers are skl2onnx's own and the graph is what it is without the option.
@@ -43,15 +44,6 @@ from ._torch import bilinear_parts
 __all__ = ["register"]
 
 _ACTIVATION_OPS = {"relu": "Relu", "sigmoid": "Sigmoid", "logistic": "Sigmoid", "tanh": "Tanh", "identity": None}
-# Names a reduced layer's arrays have had (the networks may rename U and c).
-_REDUCED_ALIASES = {
-    "weight": ("weight", "W"),
-    "bias": ("bias", "b"),
-    "factor_weight": ("factor_weight", "U"),
-    "factor_bias": ("factor_bias", "c"),
-    "power_weight": ("power_weight", "W_p"),
-    "power_bias": ("power_bias", "c_p"),
-}
 
 
 class _Graph:
@@ -108,24 +100,15 @@ class _Graph:
         return self.node("Add", quadratic, self.affine(x, weight, bias))
 
 
-def _reduced_array(state, key):
-    for alias in _REDUCED_ALIASES[key]:
-        if alias in state:
-            return state[alias]
-    return None
-
-
 def _layer(graph, x, state):
     if state["kind"] == "Linear":
         return graph.affine(x, state["weight"], state["bias"])
-    names = ("weight", "bias", "factor_weight", "factor_bias")
-    if state["kind"] == "ReducedQuadraticLayer" and all(_reduced_array(state, n) is not None for n in names):
-        arrays = {key: _reduced_array(state, key) for key in _REDUCED_ALIASES}
-        first = graph.affine(x, arrays["weight"], arrays["bias"])
-        second = graph.affine(x, arrays["factor_weight"], arrays["factor_bias"])
+    if state["kind"] == "ReducedQuadraticLayer":
+        first = graph.affine(x, state["weight"], state["bias"])
+        second = graph.affine(x, state["factor_weight"], state["factor_bias"])
         out = graph.node("Mul", first, second)
-        if arrays["power_weight"] is not None:
-            power = graph.affine(graph.node("Mul", x, x), arrays["power_weight"], arrays["power_bias"])
+        if "power_weight" in state:
+            power = graph.affine(graph.node("Mul", x, x), state["power_weight"], state["power_bias"])
             out = graph.node("Add", out, power)
         return out
     # full quadratic layers, and any other quadratic layer read off by polarization
@@ -358,32 +341,18 @@ def _convert(scope, operator, container):
         contributions.add_contributions(graph, x, estimator, operator.outputs[2].full_name)
 
 
+# The estimators whose converters register() adds, by their name in skquad.
+_CLASSIFIERS = ("QuadraticLogisticRegression", "QNNClassifier", "RPQNNClassifier",
+                "SDPQuantizedClassifier", "SDPQuantizedClassifierCV", "BackpropQuantizedClassifier")
+_REGRESSORS = ("QuadraticRegression", "QuadraticRegressionCV", "QNNRegressor", "RPQNNRegressor",
+               "SDPQuantizedRegressor", "SDPQuantizedRegressorCV", "BackpropQuantizedRegressor")
+
+
 def register():
     """Register the converters (idempotent)."""
-    from .. import (
-        BackpropQuantizedClassifier,
-        BackpropQuantizedRegressor,
-        QNNClassifier,
-        QNNRegressor,
-        QuadraticLogisticRegression,
-        QuadraticRegression,
-        QuadraticRegressionCV,
-        RPQNNClassifier,
-        RPQNNRegressor,
-        SDPQuantizedClassifier,
-        SDPQuantizedClassifierCV,
-        SDPQuantizedRegressor,
-        SDPQuantizedRegressorCV,
-    )
+    import skquad
 
-    for cls in (
-        QuadraticLogisticRegression,
-        QNNClassifier,
-        RPQNNClassifier,
-        SDPQuantizedClassifier,
-        SDPQuantizedClassifierCV,
-        BackpropQuantizedClassifier,
-    ):
+    for cls in (getattr(skquad, name) for name in _CLASSIFIERS):
         update_registered_converter(
             cls,
             _alias(cls),
@@ -392,15 +361,7 @@ def register():
             parser=_parse_classifier,
             options={"zipmap": [True, False, "columns"], "nocl": [True, False], contributions.OPTION: [False, True]},
         )
-    for cls in (
-        QuadraticRegression,
-        QuadraticRegressionCV,
-        QNNRegressor,
-        RPQNNRegressor,
-        SDPQuantizedRegressor,
-        SDPQuantizedRegressorCV,
-        BackpropQuantizedRegressor,
-    ):
+    for cls in (getattr(skquad, name) for name in _REGRESSORS):
         update_registered_converter(
             cls, _alias(cls), _regressor_output_shapes, _convert_regressor,
             parser=_parse_regressor, options={contributions.OPTION: [False, True]},

@@ -1,25 +1,13 @@
 """The quadratic networks' ``solver="lbfgs"`` fit on Dask collections, data-parallel.
 
 Imported only when a network's ``fit`` meets a Dask collection. Full-batch
-L-BFGS needs only the weighted mean loss and its gradient, a sum over rows;
-so, as for quadratic logistic regression (:mod:`skquad.linear_model._dask`),
-with :mod:`skquad._dask`'s block machinery:
-
-* the row blocks are validated where they live (scikit-learn's messages),
-  their labels encoded (classifiers) or targets checked (regressors), and
-  persisted on the workers for the fit;
-* the trainer that the in-memory fit builds (its module, loss and explicit
-  backward) is sent to the workers once; at every L-BFGS evaluation only
-  the flat parameter vector travels to them, each block computes its loss
-  and gradient with the in-memory code (:meth:`Trainer.batch_loss_and_gradient`,
-  weights divided by the total), and the sums (float64) come back through
-  :mod:`skquad._dask`'s reduction;
-* the driver runs the in-memory fit's own L-BFGS
-  (:meth:`~skquad._training.Trainer.fit_data_term`): the penalty once, the
-  stopping rules, the best point, the callbacks.
-
-The estimator's ``fit`` itself runs as in memory (:meth:`_train`), with a
-:class:`NetworkBlocks` in place of ``X``.
+L-BFGS needs only the weighted mean loss and its gradient, a sum over rows, so
+with :mod:`skquad._dask`'s block machinery (as quadratic logistic regression):
+the blocks are validated and persisted where they live; the trainer goes to the
+workers once and each evaluation sends only the flat parameters, each block
+computing its data term with the in-memory code; the driver runs the in-memory
+fit's own L-BFGS (:meth:`~skquad._training.Trainer.fit_data_term`). The
+estimator's ``fit`` runs as in memory, with a :class:`NetworkBlocks` as ``X``.
 """
 
 import copy
@@ -48,6 +36,7 @@ from .._dask import (
 from .._foundation._runtime import thread_count
 from .._foundation._target_scaling import scaled_targets, scaling_from_moments
 from .._foundation._threads import flush_denormals, limit_threads
+from ._regressor import check_poisson_targets
 
 __all__ = ["NetworkBlocks", "fit_network_blocks"]
 
@@ -222,11 +211,7 @@ def _regressor_rows(estimator, X_original, n_features, data, y):
         regressor_statistics, merge_regressor_statistics, None
     )
     check_rows(name, n_rows, n_features)
-    if estimator.loss == "poisson" and smallest < 0:
-        raise ValueError(
-            "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
-            f"values (min {smallest:.4g}); use loss='squared_error' or transform y."
-        )
+    check_poisson_targets(estimator.loss, smallest)
     set_input_attributes(estimator, X_original, n_features)
     estimator.n_outputs_ = int(n_outputs)
     estimator._fitted_y_ndim = 1 if np.ndim(y) == 1 else 2

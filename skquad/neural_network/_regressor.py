@@ -43,6 +43,15 @@ AUTO_ALPHAS = (100.0, 10.0, 1.0)
 UNSEARCHED_ALPHA = 1.0
 
 
+def check_poisson_targets(loss, y):
+    """Refuse negative targets ``y`` (an array, or its least value) under ``loss="poisson"``."""
+    if loss == "poisson" and np.any(y < 0):
+        raise ValueError(
+            "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
+            f"values (min {float(np.min(y)):.4g}); use loss='squared_error' or transform y."
+        )
+
+
 class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork):
     """Targets, losses and R^2 of the network regressors.
 
@@ -103,11 +112,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
 
     def _validate_targets(self, X, y, sample_weight, *, reset):
         X, y, sample_weight = self._validate_training_data(X, y, sample_weight, reset=reset)
-        if self.loss == "poisson" and np.any(y < 0):
-            raise ValueError(
-                "loss='poisson' needs non-negative y (counts, rates), but `y` has negative "
-                f"values (min {float(np.min(y)):.4g}); use loss='squared_error' or transform y."
-            )
+        check_poisson_targets(self.loss, y)
         return X, y, sample_weight
 
     def _training_targets(self, y, sample_weight, *, new_network, all_data):

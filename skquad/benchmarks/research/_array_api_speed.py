@@ -12,16 +12,14 @@ in the environment (scikit-learn's condition for the dispatch).
 
 import os
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 import sklearn
 import torch
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 
-from .._report import markdown_table
+from .._report import fit_at_budget, markdown_table
 
 __all__ = ["run"]
 
@@ -54,10 +52,9 @@ def _fit_predict_time(estimator, X, y, dispatch):
     clock = time.perf_counter if getattr(X, "is_cuda", False) else time.process_time
     sync = torch.cuda.synchronize if clock is time.perf_counter else lambda: None
     model = clone(estimator)
-    with warnings.catch_warnings(), sklearn.config_context(array_api_dispatch=dispatch):
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    with sklearn.config_context(array_api_dispatch=dispatch):
         start = clock()
-        model.fit(X, y)
+        fit_at_budget(model, X, y)
         sync()
         middle = clock()
         model.predict(X)

@@ -1,54 +1,36 @@
 """QuadraticLogisticRegression on Dask collections: the scaling targets of issue 20.
 
 Suite ``dask-scaling`` of ``python -m skquad.benchmarks``. ``--datasets`` picks
-the cases, each run in a child process of its own (its peak memory is its own)
-on a ``LocalCluster`` of worker processes with one thread each, on a dask array
-generated on the workers (a planted quadratic logistic model, standard normal
-features; never materialised in the parent process):
+the cases, each in a child process of its own on a ``LocalCluster`` of
+one-thread worker processes, on a planted quadratic logistic model generated
+on the workers (never materialised in the parent):
 
-``memory``  (n=10,000,000, d=50)
-    The Dask fit with 2 workers (10 L-BFGS iterations); the client process's
-    peak RSS and the workers'.
-``match``   (n=1,000,000, d=50)
-    The Dask fit to convergence (tol=1e-6) against the in-memory fit of the
-    same data (computed into the child for the reference only): both
-    objectives, their relative difference, the largest difference of
-    predicted probabilities.
+``memory`` (n=10,000,000, d=50)
+    The fit with 2 workers (10 L-BFGS iterations): the client's and the workers' peak RSS.
+``match`` (n=1,000,000, d=50)
+    The fit to convergence (tol=1e-6) against the in-memory fit of the same
+    data: both objectives, their relative difference, the largest difference
+    of predicted probabilities.
 ``scaling`` (n=1,000,000, d=50)
-    Seconds per L-BFGS iteration with 1 and 2 workers on the same data, 10
-    iterations, the two cluster sizes interleaved for ``--repeats`` rounds
-    (default 3); the medians and the median ratio (2 workers / 1 worker),
-    and the CPU milliseconds per iteration (medians over the rounds) of the
-    client's main thread (L-BFGS, submitting), its other threads (a
-    ``LocalCluster`` runs the scheduler and the nannies in the client
-    process's event loop) and the workers: on 2 cores the client and scheduler
-    compete with the workers, and CPU time stays meaningful under load where
-    the ratio does not. Also the CPU milliseconds per second of the same
-    parts with the cluster idle (3 s before the fit: Dask's event-loop ticks,
-    memory monitors and heartbeats), a background that grows with wall time.
+    Seconds per iteration with 1 and 2 workers, interleaved for ``--repeats``
+    rounds (default 3): medians, the median ratio, and the CPU ms per iteration
+    of the client's main thread, its other threads (the scheduler and nannies
+    run in its event loop) and the workers, which stay meaningful under load;
+    also the same parts' CPU ms per second with the cluster idle (3 s before
+    the fit), a background that grows with wall time.
 ``overhead`` (n=6,000, d=50, blocks of 1,000 rows)
-    The ``scaling`` measurement (40 iterations) on blocks too small to
-    compute anything: what Dask's machinery costs per iteration, in wall and
-    CPU time, with 1 and 2 workers.
-``daskml``  (n=200,000, d=50)
-    The same model by dask-ml's LogisticRegression (dask-glm's L-BFGS) on
-    PolynomialFeatures(2)-expanded data (d (d + 3) / 2 columns), 2 workers:
-    seconds per iteration and the workers' peak RSS of each, the objectives
-    (dask-glm also penalises the intercept, so the optima differ by
-    O(1 / (C n)) relative). Worker memory is reported twice: the peak RSS
-    of the worker processes, and the peak above their idle RSS (measured
-    after both libraries are imported on the workers and before any data
-    exists), which is the memory each fit's data and work take: the idle
-    part (Python, numpy, torch, dask) is the same for both. Needs dask-ml.
-``daskml-converged``  (n=20,000, d=10)
-    The same comparison with both solvers run to convergence (tol=1e-8, at
-    most 500 iterations), to compare the optima.
+    ``scaling`` (40 iterations) on blocks too small to compute anything: what
+    Dask's machinery costs per iteration.
+``daskml`` (n=200,000, d=50), ``daskml-converged`` (n=20,000, d=10, to convergence)
+    dask-ml's LogisticRegression (dask-glm's L-BFGS, which also penalises the
+    intercept) on PolynomialFeatures(2)-expanded data, 2 workers: seconds per
+    iteration, the objectives, and the workers' peak RSS, also above their idle
+    RSS (measured after both libraries are imported, before any data exists).
+    Needs dask-ml.
 
-Seconds per iteration come from ``verbose`` (the elapsed time printed at each
-L-BFGS iteration: the first iteration, which includes the persisting of the
-blocks, is left out) for skquad, and from fit time / iterations for dask-ml.
-``--quick`` runs ``match`` and ``scaling`` on n=20,000, d=10. Needs dask,
-distributed and psutil (skquad's ``dask`` extra).
+skquad's seconds per iteration come from ``verbose`` (the first iteration,
+which persists the blocks, left out), dask-ml's from fit time / iterations. ``--quick`` runs ``match`` and ``scaling`` on n=20,000,
+d=10. Needs skquad's ``dask`` extra.
 """
 
 import contextlib

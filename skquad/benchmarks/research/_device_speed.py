@@ -1,22 +1,13 @@
 """Fit times on the CPU against a GPU (``--suite device --device cuda``).
 
 Every estimator that takes ``device`` is fitted on synthetic data twice in one
-process, with ``device="cpu"`` (all of the machine's cores: torch's and the
-BLAS's default threads) and with the requested device, and the report gives
-both wall times and their ratio:
-
-* QuadraticLogisticRegression on the issue-23 shape (n = 10^6, d = 200,
-  float32, 10 L-BFGS iterations at ``tol=0``): seconds per iteration;
-* QNN, RPQNN and BackpropQuantized classifiers and regressors: seconds per
-  epoch at a batch large enough to occupy a GPU (scikit-learn's
-  ``MLPClassifier`` at the same shape, batch and dtype on the CPU beside
-  them);
-* the SDP (logistic loss, defaults) on the planted problems of
-  Bartan & Pilanci (n = 2000; d = 200 and 784).
-
-The peak GPU memory (``torch.cuda.max_memory_allocated``) of each device fit
-is reported; on the CPU the column is empty. Timings on the requested device
-include moving the data there. This suite needs no dataset files.
+process, with ``device="cpu"`` (the libraries' default threads) and with the
+requested device: QuadraticLogisticRegression (n = 10^6, d = 200, float32, 10
+L-BFGS iterations) per iteration, the networks and the BackpropQuantized
+estimators per epoch at a GPU-sized batch (MLPClassifier on the CPU beside
+them), the SDP on the planted problems (n = 2000; d = 200 and 784) per fit.
+The report gives both wall times, their ratio and the device fit's peak GPU
+memory; device timings include moving the data there. No dataset files needed.
 """
 
 import time

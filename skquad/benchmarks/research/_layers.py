@@ -1,25 +1,11 @@
 """Speed of the quadratic layers (issue 3, "Layers" and the wide-layer target).
 
-``speed()`` measures, in one process and with interleaved repeats (so that other
-load on the machine hits every variant alike):
-
-1. this machine's float32 ``torch.matmul`` rate (square products);
-2. a wide quadratic layer (batch 512, 256 -> 256), forward and forward+backward,
-   as a fraction of that rate, for each storage of ``Q`` and each backward;
-3. the papers' cached backward passes against plain autograd over several
-   shapes (batch 32..512, inputs 1..128), for every layer (the wide layer's are
-   in 2.);
-4. full against packed storage of ``Q``: time, parameters, memory, and the cost
-   of an Adam step on the quadratic parameters.
-
-Flop counting (stated in the report too): the forward pass of a full quadratic
-layer counts ``2 B n_out n_in^2`` (``a^T Q^(k) a`` for every sample and neuron as
-a dense ``n_in x n_in`` form; the linear term is not counted), the backward pass
-twice that (the gradients with respect to ``Q`` and to ``a``, each as costly as
-the forward product, the usual convention for a dense layer), so forward +
-backward counts ``6 B n_out n_in^2``.  The same counts are used for every
-variant, whatever it actually computes; the packed variants exploit symmetry and
-do about half of those multiplications, which is why they can pass 100 %.
+``speed()`` measures, in one process with interleaved repeats: the float32
+``torch.matmul`` rate; a wide quadratic layer (batch 512, 256 -> 256) as a
+fraction of it, per storage of ``Q`` and backward; the cached backward passes
+against autograd over several shapes; full against packed storage of ``Q``.
+The flop counting is stated in the report; the packed variants exploit
+symmetry and do about half the counted multiplications, so they can pass 100 %.
 """
 
 import statistics
@@ -38,8 +24,7 @@ __all__ = ["speed"]
 WIDE_SHAPE = (512, 256, 256)
 QUICK_WIDE_SHAPE = (256, 128, 128)
 # (batch, n_in, n_out): tiny, the paper's optdigits output layer (64-30-10) and
-# mid-sized. The wide layer's cached against autograd backward is in the wide
-# table already; timing it here again took minutes for no new information.
+# mid-sized; the wide layer's backward passes are in the wide table.
 SHAPES = [
     (32, 1, 1),
     (32, 8, 4),
@@ -52,24 +37,15 @@ MIN_SECONDS_PER_TIMING = 0.05
 
 
 def _quadratic_variants(n_in, n_out, dtype):
-    variants = {}
-    for storage in ("full", "packed"):
-        for backward in ("cached", "autograd"):
-            variants[(f"QuadraticLayer[{storage}]", backward)] = QuadraticLayer(
-                n_in, n_out, backward=backward, quadratic_storage=storage, dtype=dtype
-            )
-    return variants
+    return {(f"QuadraticLayer[{storage}]", backward): QuadraticLayer(
+        n_in, n_out, backward=backward, quadratic_storage=storage, dtype=dtype)
+        for storage in ("full", "packed") for backward in ("cached", "autograd")}
 
 
 def _reduced_variants(n_in, n_out, dtype):
-    variants = {}
-    for power in (False, True):
-        name = "ReducedQuadraticLayer" + ("[power_term]" if power else "")
-        for backward in ("cached", "autograd"):
-            variants[(name, backward)] = ReducedQuadraticLayer(
-                n_in, n_out, power_term=power, backward=backward, dtype=dtype
-            )
-    return variants
+    return {("ReducedQuadraticLayer" + ("[power_term]" if power else ""), backward): ReducedQuadraticLayer(
+        n_in, n_out, power_term=power, backward=backward, dtype=dtype)
+        for power in (False, True) for backward in ("cached", "autograd")}
 
 
 def _make_step(layer, batch, with_backward, generator):

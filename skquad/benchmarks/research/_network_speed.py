@@ -1,37 +1,27 @@
 """The networks' fit time against scikit-learn's MLP, side by side, in float64 and float32.
 
-Suite ``speed-networks`` of ``python -m skquad.benchmarks``:
-
-* ``classifiers``: QNNClassifier and RPQNNClassifier against MLPClassifier,
-  64-30-10 on optdigits (standardized), Adam with learning rate 1e-3, batches
-  of 200, every epoch run (no early stop);
-* ``regressors``: QNNRegressor and RPQNNRegressor against MLPRegressor on
-  Friedman #1 (one hidden layer of 100, Adam, batches of 200), per-epoch time.
-
-Each round fits every model once, in turn, so that a machine whose speed
-drifts slows all of them alike; the figure reported is the median over the
-rounds of the per-round ratio to the MLP, the number that survives a loaded
-machine. Both dtypes run: the input's float dtype is the one the networks
-compute in. Each fit is timed by the wall clock and by the process's CPU time;
-on a machine shared with other work, run with ``--threads 1`` and read the
-CPU-time ratio (the time other processes take from the cores is not counted;
-with several threads CPU time adds up every thread's and is not a fit time).
+Suite ``speed-networks`` of ``python -m skquad.benchmarks``: ``classifiers``
+(QNN and RPQNN classifiers against MLPClassifier on optdigits) and
+``regressors`` (against MLPRegressor on Friedman #1); the shapes and settings
+are in each report. Each round fits every model once, in turn, so that a
+machine whose speed drifts slows all of them alike; the figure is the median
+over the rounds of the per-round ratio to the MLP. Each fit is timed by the
+wall clock and by the process's CPU time: on a shared machine run with
+``--threads 1`` and read the CPU-time ratio.
 """
 
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 from sklearn.datasets import make_friedman1
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.preprocessing import StandardScaler
 
 from skquad import QNNClassifier, QNNRegressor, RPQNNClassifier, RPQNNRegressor
 from skquad.datasets import load_uci
 
-from .._report import markdown_table
+from .._report import fit_at_budget, markdown_table
 
 DTYPES = ("float64", "float32")
 # The regression problem of the speed target (issue 23): n, d and the hidden width.
@@ -47,13 +37,10 @@ def _timed_rounds(makers, X, y, rounds, epochs, progress, label):
         progress(f"{label}: round {round_index + 1}/{rounds}")
         for name, make in makers.items():
             model = make()
-            with warnings.catch_warnings():
-                # every epoch runs on purpose (tol=0): the warning is expected
-                warnings.filterwarnings("ignore", category=ConvergenceWarning)
-                started, cpu_started = time.perf_counter(), time.process_time()
-                model.fit(X, y)
-                seconds[name].append((time.perf_counter() - started) / epochs)
-                cpu_seconds[name].append((time.process_time() - cpu_started) / epochs)
+            started, cpu_started = time.perf_counter(), time.process_time()
+            fit_at_budget(model, X, y)  # every epoch runs on purpose (tol=0)
+            seconds[name].append((time.perf_counter() - started) / epochs)
+            cpu_seconds[name].append((time.process_time() - cpu_started) / epochs)
     return seconds, cpu_seconds
 
 

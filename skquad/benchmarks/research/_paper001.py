@@ -4,16 +4,8 @@
 analogues on optdigits and pendigits (conventional vs QNN vs RPQNN with few
 hidden neurons, few samples, few epochs, mean +- std over seeds), and the
 divergence study of deep quadratic networks with and without ReLinear on the
-shared UCI datasets.
-
-``speed()``: fit time of QNNClassifier and RPQNNClassifier against
-scikit-learn's MLPClassifier of the same shape (64-30-10 on optdigits, same
-epochs, batch size and optimizer), measured side by side in one process,
-repeated, medians.
-
-Both follow the benchmark contract of ``skquad.benchmarks`` (keyword-only
-``output_dir, quick, repeats, datasets, device, progress``; a dict with
-``title``, ``markdown``, ``tables``, ``figures``).
+shared UCI datasets. ``speed()``: QNNClassifier and RPQNNClassifier against
+MLPClassifier of the same shape on optdigits, side by side, medians.
 """
 
 import time

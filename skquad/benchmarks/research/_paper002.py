@@ -14,24 +14,14 @@
 
 ``speed`` measures SDP solve times per solver and loss on the same data sets.
 
-Conventions (the paper leaves them open):
-
-* Losses are sample means here. The paper's beta values for the UCI data
-  (10 for ionosphere) would switch the network off under a mean loss, so they
-  are read as weights against a *summed* loss: beta_mean = beta_paper / n_train.
-* The SDP uses the penalty ``2 beta p rho`` (see
-  :mod:`skquad.convex.formulation`); the paper's ``beta p rho`` corresponds to
-  our beta / 2.
-* The paper's dimensions (breast-cancer d = 9, credit approval d = 15) show
-  that nominal attributes were coded as one number each, not one-hot: here
-  they are ordinal-encoded, then every column is imputed and standardized
-  (statistics from the training part).
-* The planted targets are real values (squared loss), divided by their
-  training standard deviation so that costs are of order one.
-* Backpropagation trains the bilinear network with alpha = 1/m by SGD with
-  momentum 0.9 (:class:`skquad.BackpropQuantizedClassifier`), with the paper's
-  separately tuned beta as weight decay, on one CPU thread (as the SDP
-  solvers, which are single-threaded).
+Conventions the paper leaves open (the reports state the beta rules): the
+paper's UCI beta values weigh a *summed* loss, so under our mean loss beta =
+beta_paper / n_train; our SDP penalty ``2 beta p rho`` is the paper's ``beta p
+rho`` at beta / 2; nominal attributes are ordinal-encoded (the paper's d = 9
+and 15 count one column each), then imputed and standardized; the planted
+targets are divided by their training standard deviation; backpropagation
+(:class:`skquad.BackpropQuantizedClassifier`, alpha = 1/m, SGD with momentum
+0.9, the paper's beta as weight decay) runs on one thread, as the SDP solvers.
 """
 
 import time
@@ -167,6 +157,11 @@ def _planted(*, quick, repeats, device, progress, output_dir):
         y_scale = np.std(y_train)
         y_train, y_test = y_train / y_scale, y_test / y_scale
         p = X.shape[1]
+
+        def costs(U, V, alpha):
+            return {"train cost": _planted_cost(lifting, X_train, y_train, U, V, alpha, p),
+                    "test cost": _planted_cost(lifting, X_test, y_test, U, V, alpha, p)}
+
         started = time.perf_counter()
         solution = solve_sdp(
             lifting.matrices(X_train), y_train, np.ones(100), loss="squared", beta=PLANTED_BETA,
@@ -183,33 +178,16 @@ def _planted(*, quick, repeats, device, progress, output_dir):
             for draw in range(draws):
                 U, V = sample_sign_pairs(covariance, m, generator)
                 alpha = np.full((m, 1), neuron_scale(solution.rho[0], m))
-                rows.append(
-                    {
-                        "seed": seed, "method": "SDP sampled", "m": m,
-                        "train cost": _planted_cost(lifting, X_train, y_train, U, V, alpha, p),
-                        "test cost": _planted_cost(lifting, X_test, y_test, U, V, alpha, p),
-                    }
-                )
+                rows.append({"seed": seed, "method": "SDP sampled", "m": m, **costs(U, V, alpha)})
             rows.append({"seed": seed, "method": "SDP lower bound", "m": m,
                          "train cost": solution.value, "test cost": test_bound})
         for m in backprop_counts:
             (U, V, alpha), (U_real, V_real, output_weights) = _backprop_real_targets(
                 X_train, y_train, m, epochs=epochs, seed=seed
             )
-            rows.append(
-                {
-                    "seed": seed, "method": "backprop + quantization", "m": m,
-                    "train cost": _planted_cost(lifting, X_train, y_train, U, V, alpha, p),
-                    "test cost": _planted_cost(lifting, X_test, y_test, U, V, alpha, p),
-                }
-            )
-            rows.append(
-                {
-                    "seed": seed, "method": "backprop (real weights)", "m": m,
-                    "train cost": _planted_cost(lifting, X_train, y_train, U_real, V_real, output_weights, p),
-                    "test cost": _planted_cost(lifting, X_test, y_test, U_real, V_real, output_weights, p),
-                }
-            )
+            rows.append({"seed": seed, "method": "backprop + quantization", "m": m, **costs(U, V, alpha)})
+            rows.append({"seed": seed, "method": "backprop (real weights)", "m": m,
+                         **costs(U_real, V_real, output_weights)})
             progress(f"paper002 planted seed {seed}: backprop m={m} done")
     frame = pd.DataFrame(rows)
     summary = frame.groupby(["method", "m"], as_index=False)[["train cost", "test cost"]].median()
@@ -252,21 +230,12 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
                 m, beta=sdp_beta / n, random_state=seed
             ).fit(X_train, y_train)
             sdp_time = time.perf_counter() - started
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "SDP sampled", "time (s)": sdp_time,
-                    "train acc": sdp.score(X_train, y_train), "test acc": sdp.score(X_test, y_test),
-                }
-            )
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "SDP relaxed (no quantization)", "time (s)": sdp_time,
-                    "train acc": np.mean(sdp.relaxed_predict(X_train) == y_train),
-                    "test acc": np.mean(sdp.relaxed_predict(X_test) == y_test),
-                }
-            )
+            base = {"dataset": name, "seed": seed, "m": m, "d": X_train.shape[1]}
+            rows.append({**base, "method": "SDP sampled", "time (s)": sdp_time,
+                         "train acc": sdp.score(X_train, y_train), "test acc": sdp.score(X_test, y_test)})
+            rows.append({**base, "method": "SDP relaxed (no quantization)", "time (s)": sdp_time,
+                         "train acc": np.mean(sdp.relaxed_predict(X_train) == y_train),
+                         "test acc": np.mean(sdp.relaxed_predict(X_test) == y_test)})
             backprop = BackpropQuantizedClassifier(  # the paper's baseline: one scale per class
                 m, beta=backprop_beta, device=device, n_threads=1, random_state=seed,
                 refit_output_layer=False,
@@ -287,20 +256,9 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
                         }
                     )
             last = curves[-1]
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "backprop", "time (s)": last["time (s)"],
-                    "train acc": last["train acc"], "test acc": last["test acc"],
-                }
-            )
-            rows.append(
-                {
-                    "dataset": name, "seed": seed, "m": m, "d": X_train.shape[1],
-                    "method": "backprop + quantization", "time (s)": last["time (s)"],
-                    "train acc": last["quantized train acc"], "test acc": last["quantized test acc"],
-                }
-            )
+            for method, prefix in (("backprop", ""), ("backprop + quantization", "quantized ")):
+                rows.append({**base, "method": method, "time (s)": last["time (s)"],
+                             "train acc": last[f"{prefix}train acc"], "test acc": last[f"{prefix}test acc"]})
             progress(
                 f"paper002 {name} m={m} seed {seed}: SDP {rows[-4]['test acc']:.3f} "
                 f"({sdp_time:.1f}s), backprop+quant {last['quantized test acc']:.3f} "

@@ -1,32 +1,12 @@
 """Speed of the quadratic-form engine against the explicit degree-2 features.
 
 ``speed``: QuadraticLogisticRegression against PolynomialFeatures(2) +
-LogisticRegression (issue 2's measurements, issue 23's targets):
-
-1. UCI datasets (spambase, optdigits, vehicle, ionosphere): the same stratified
-   splits (test 25 %), the same preprocessing fitted on each training part,
-   both models with their default regularisation (C = 1). Targets: QLR's test
-   accuracy no worse than the pipeline's by more than 0.5 percentage points on
-   average over the datasets, and QLR's total fit time at most 0.25 times the
-   pipeline's.
-2. A synthetic problem of n = 1 000 000 samples and d = 200 float32 features
-   (0.8 GB): QLR at most 2 s per L-BFGS iteration over a 10-iteration fit, with
-   a peak memory under 3 GB, where the pipeline cannot even build its
-   n x d(d+3)/2 feature matrix. Both run in child processes, so that their
-   peak memory is their own.
-
-``regression_speed``: QuadraticRegression against PolynomialFeatures(2) +
-Ridge (issue 23): the same predictions (1e-6 relative) on every shared
-regression set, at most half the pipeline's fit time (median over the sets)
-and on no set slower, and n = 1e5, d = 200 in under 30 s and 2 GB.
-
-Both fit times are recorded, wall-clock and CPU (process time); the verdicts
-on the set comparisons are taken on CPU time, because on a shared machine the
-wall time also measures the other processes' load (the load average is
-recorded with each run). The large problems are judged on wall time per
-iteration and peak memory, in child processes on the libraries' thread counts.
-Under ``python -m skquad.benchmarks --suite qlr`` the set comparisons run on
-one thread (``--threads``), both models alike.
+LogisticRegression on UCI sets and on a large synthetic problem;
+``regression_speed``: QuadraticRegression against PolynomialFeatures(2) + Ridge
+on the shared regression sets and at large n. The targets and the protocol are
+stated in each report. Set comparisons are judged on CPU time (a shared
+machine's load inflates wall time); the large problems run in child processes,
+so that their peak memory is their own.
 """
 
 import json
@@ -152,25 +132,32 @@ def _uci_summary(runs):
 
 
 # ---------------------------------------------------------------- large problem
-def _synthetic(n_samples, n_features, seed=0):
-    """Labels of a random quadratic score with a little logistic noise.
+def _blocked_problem(n_samples, n_features, dtype, block_score, seed=0):
+    """Gaussian rows in ``dtype`` and ``block_score(block, A, w, rng)`` per block of 10 000 rows.
 
-    Nearly separable in the degree-2 features, and fitted with weak
-    regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
-    Built in row blocks of 10 000 in ``LARGE_DTYPE``, so that no whole-data
-    float64 temporary sets the child's peak memory before the fit.
+    Built by blocks, so that no whole-data float64 temporary sets the child's
+    peak memory before the fit. Returns the rows, the scores and the generator.
     """
     rng = np.random.RandomState(seed)
     A = rng.standard_normal((n_features, n_features)) / n_features
     w = rng.standard_normal(n_features) / np.sqrt(n_features)
-    X = np.empty((n_samples, n_features), dtype=LARGE_DTYPE)
-    score = np.empty(n_samples)
-    step = 10_000
-    for start in range(0, n_samples, step):
-        block = rng.standard_normal((min(step, n_samples - start), n_features))
+    X, score = np.empty((n_samples, n_features), dtype=dtype), np.empty(n_samples)
+    for start in range(0, n_samples, 10_000):
+        block = rng.standard_normal((min(10_000, n_samples - start), n_features))
         X[start : start + block.shape[0]] = block
-        # x^T (A + A^T) x per row through one BLAS matrix product
-        score[start : start + block.shape[0]] = ((block @ (A + A.T)) * block).sum(axis=1) + block @ w
+        score[start : start + block.shape[0]] = block_score(block, A, w, rng)
+    return X, score, rng
+
+
+def _synthetic(n_samples, n_features):
+    """Labels of a random quadratic score with a little logistic noise.
+
+    Nearly separable in the degree-2 features, and fitted with weak
+    regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
+    """
+    # x^T (A + A^T) x per row through one BLAS matrix product
+    X, score, rng = _blocked_problem(n_samples, n_features, LARGE_DTYPE,
+                                     lambda block, A, w, rng: ((block @ (A + A.T)) * block).sum(axis=1) + block @ w)
     y = (score + 0.1 * rng.logistic(size=n_samples) > np.median(score)).astype(np.int64)
     return X, y
 
@@ -470,20 +457,10 @@ def _regression_summary(runs):
     return summary.reset_index()
 
 
-def _regression_synthetic(n_samples, n_features, seed=0):
-    """Gaussian rows and a quadratic target with noise, built in row blocks (no n x d temporaries)."""
-    rng = np.random.RandomState(seed)
-    A = rng.standard_normal((n_features, n_features)) / n_features
-    w = rng.standard_normal(n_features) / np.sqrt(n_features)
-    X = np.empty((n_samples, n_features))
-    y = np.empty(n_samples)
-    step = 10_000
-    for start in range(0, n_samples, step):
-        block = rng.standard_normal((min(step, n_samples - start), n_features))
-        X[start : start + block.shape[0]] = block
-        y[start : start + block.shape[0]] = (
-            np.einsum("ij,ij->i", block @ A, block) + block @ w + 0.1 * rng.standard_normal(block.shape[0])
-        )
+def _regression_synthetic(n_samples, n_features):
+    """Gaussian rows and a quadratic target with noise."""
+    X, y, _ = _blocked_problem(n_samples, n_features, np.float64, lambda block, A, w, rng: (
+        np.einsum("ij,ij->i", block @ A, block) + block @ w + 0.1 * rng.standard_normal(block.shape[0])))
     return X, y
 
 

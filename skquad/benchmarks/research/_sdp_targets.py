@@ -1,61 +1,32 @@
 """The SDP solver's targets (issue 9): time, certified gap and peak memory per case.
 
-Suite ``sdp-targets`` of ``python -m skquad.benchmarks``. ``--datasets`` picks the cases:
+Suite ``sdp-targets`` of ``python -m skquad.benchmarks``; ``--datasets`` picks the cases:
 
 ``credit``, ``credit_scs``
-    SDPQuantizedClassifier (logistic loss) on the preprocessed
-    credit-approval data, native solver / SCS.
+    SDPQuantizedClassifier (logistic loss) on credit-approval, native solver / SCS.
 ``planted200``, ``planted784``
-    A planted network (2,000 samples, 10 planted neurons) with 200 / 784
-    features, 1,000 neurons.
-``optdigits``, ``letter``
-    The default classifier on 4,496 training digits (letter: 16,000 training
-    rows, 26 classes, preprocessed), test accuracy of the sampled and the
-    relaxed network, and the process CPU time (which a loaded machine inflates
-    less than the wall time). ``optdigits_tol1e-3``: the same with ``tol=1e-3``
-    (issue 18's target is a certified gap of at most 1e-3).
-``wide{n}x{d}_regressor``, ``wide{n}x{d}_classifier``
-    :class:`~skquad.SDPQuantizedRegressor` / the classifier at their
-    defaults on wide data (``WIDE_CASES``: 1,000 x 100, 2,000 x 250, 5,000 x
-    300, 150 x 1,100; issue 36): a planted quadratic target, or its sign
-    about the median; the test score (R², accuracy) on 2,000 new rows, the
-    route taken, ``beta_`` and the certified gap. A shape the estimator
-    refuses up front gives its message. ``wide2000x250_regressorcv`` and
-    ``wide2000x250_classifiercv``: the CV estimators at their defaults
-    (the refitted model's route and gap).
-``small``
-    Default fits against each CVXPY reference of ``REFERENCES``
-    (``solver="SCS"`` and ``solver="CLARABEL"``, the same refit on every
-    side) on standardized iris, wine and breast cancer, interleaved after a
-    warm-up; medians of 5 rounds of the process CPU time, the ratio
-    ``SCS / native`` and ``CLARABEL / native``, and each side's certified
-    relative gap (issue 18's target: at least 5x SCS, each default fit under
-    1 s, certified relative gap at most 1e-3; issue 39's: 10x SCS and 3x
-    CLARABEL at the same certified gap). Run it with ``--threads 1``: CPU time
-    then measures the work, which a loaded machine inflates far less than the
-    wall time.
-``small_uci``
-    The same comparison on the UCI sets ``SMALL_UCI`` (breast.cancer, glass,
-    ionosphere, diabetes, vehicle, credit-approval, segment; UCI's wine is
-    scikit-learn's, in case ``small``), preprocessed by
-    ``make_uci_preprocessor`` (standardized, one-hot), squared loss and
-    every other default. A reference fit over ``REFERENCE_SKIP_SECONDS``
-    (60 s) in the warm-up round is not repeated (the row's ``note`` says so).
+    A planted network (2,000 samples, 10 planted neurons, 200 / 784 features), 1,000 neurons.
+``optdigits``, ``optdigits_tol1e-3``, ``letter``
+    The default classifier on 4,496 training digits (letter: 16,000 rows, 26
+    classes); test accuracy of the sampled and the relaxed network, process CPU time.
+``wide{n}x{d}_regressor``, ``wide{n}x{d}_classifier`` (``WIDE_CASES``, issue 36)
+    The SDP regressor / classifier at their defaults on a planted quadratic
+    target (or its sign); the test score on 2,000 new rows, the route, ``beta_``
+    and the certified gap, or the message of a shape refused up front. The
+    ``...cv`` cases: the CV estimators' refitted model.
+``small``, ``small_uci``
+    Default fits against each CVXPY reference of ``REFERENCES`` on iris, wine
+    and breast cancer (standardized) / the UCI sets ``SMALL_UCI``, interleaved
+    after a warm-up; medians of the process CPU time (run with ``--threads 1``),
+    the ratios ``SCS / native`` and ``CLARABEL / native`` and each side's
+    certified relative gap. A reference over ``REFERENCE_SKIP_SECONDS`` in the
+    warm-up is not repeated (the row's ``note`` says so).
 ``large_uci``
-    The same comparison on the five largest UCI sets ``LARGE_UCI``
-    (spambase, waveform5000, optdigits, pendigits, letter), one fit each:
-    the references there take far longer than the native solver, so each
-    fits in a child process of its own with a cap of ``CAP_RATIO`` (10) times
-    the native fit's CPU time: SCS's own ``time_limit_secs`` for its
-    iterations and the kernel's CPU limit (``RLIMIT_CPU``) for the whole fit
-    (CVXPY's compilation included), and an address-space limit of half the
-    available memory (at most ``MEMORY_CAP``). The ratio is exact when the
-    reference finishes; otherwise the row's ``SCS / native`` (``CLARABEL /
-    native``) is a lower bound (``SCS / native is a lower bound``: True) and
-    its note says where the reference stopped (SCS's time limit, with its
-    certified gap; the CPU cap; memory, with the CPU time its fit had used
-    until then as the bound: with more memory it would have used at least
-    that much).
+    One fit each on ``LARGE_UCI``; each reference runs in a child process capped
+    at ``CAP_RATIO`` times the native CPU time (SCS's ``time_limit_secs`` and
+    ``RLIMIT_CPU``) and at half the available memory (at most ``MEMORY_CAP``).
+    A reference stopped short gives a lower bound on its ratio, and the note
+    says where it stopped.
 
 Each case runs in a child process of its own, so that its peak resident
 memory is its own. The UCI cases need the UCI data (``SKQUAD_DATA``).
@@ -103,6 +74,10 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def _relative_gap(model):
+    return model.certified_gap_ / model.relaxed_objective_
+
+
 def _summary(model, elapsed):
     return {
         "fit time (s)": elapsed,
@@ -110,7 +85,7 @@ def _summary(model, elapsed):
         "status": model.solver_status_,
         "relaxed objective": model.relaxed_objective_,
         "lower bound": model.lower_bound_,
-        "relative gap": model.certified_gap_ / model.relaxed_objective_,
+        "relative gap": _relative_gap(model),
         "iterations": model.n_iter_,
     }
 
@@ -130,10 +105,6 @@ REFERENCES = ("SCS", "CLARABEL")
 # repeated: the row says so and its ratio rests on that one fit (the suite
 # stays short).
 REFERENCE_SKIP_SECONDS = 60.0
-
-
-def _relative_gap(model):
-    return model.certified_gap_ / model.relaxed_objective_
 
 
 def _versus_references(label, X, y, rounds):
@@ -303,6 +274,14 @@ def _versus_capped_references(name):
     return {**row, **({"note": "; ".join(notes)} if notes else {})}
 
 
+def _timed_case(case, model, X, y, scores):
+    """One fit's row: the solver's summary, the shape, the CPU time, ``scores()`` after the fit."""
+    cpu = time.process_time()
+    elapsed, caught = _fit(model, X, y)
+    extra = {"n": X.shape[0], "d": X.shape[1], "cpu time (s)": time.process_time() - cpu, **scores()}
+    return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+
+
 def _case(case, rounds):
     """One case's measurements as a list of row dicts (runs in the child process)."""
     if case.startswith("credit"):
@@ -311,21 +290,14 @@ def _case(case, rounds):
         y = np.asarray(y).astype(str)
         model = SDPQuantizedClassifier(loss="logistic", solver="SCS" if case == "credit_scs" else None,
                                        random_state=0)
-        cpu = time.process_time()
-        elapsed, caught = _fit(model, X, y)
-        extra = {"n": X.shape[0], "d": X.shape[1], "cpu time (s)": time.process_time() - cpu,
-                 "training accuracy": model.score(X, y)}
-        return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+        return _timed_case(case, model, X, y, lambda: {"training accuracy": model.score(X, y)})
     if case.startswith("planted"):
         d = int(case[len("planted"):])
         X, y = make_planted_quantized(n_samples=2000, n_features=d, n_planted=10, random_state=0)
         model = SDPQuantizedClassifier(loss="logistic", n_neurons=1000, random_state=0)
-        cpu = time.process_time()
-        elapsed, caught = _fit(model, X, y)
-        extra = {"n": 2000, "d": d, "cpu time (s)": time.process_time() - cpu,
-                 "training accuracy": model.score(X, y),
-                 "relaxed training accuracy": float(np.mean(model.relaxed_predict(X) == y))}
-        return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+        return _timed_case(case, model, X, y, lambda: {
+            "training accuracy": model.score(X, y),
+            "relaxed training accuracy": float(np.mean(model.relaxed_predict(X) == y))})
     if case in ("optdigits", "optdigits_tol1e-3", "letter"):
         tol = 1e-3 if case.endswith("tol1e-3") else 1e-4
         case_data = case.split("_")[0]
@@ -336,12 +308,9 @@ def _case(case, rounds):
         size = 4496 if case_data == "optdigits" else 16000
         X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=size, stratify=y, random_state=0)
         model = SDPQuantizedClassifier(tol=tol, random_state=0)
-        cpu = time.process_time()
-        elapsed, caught = _fit(model, X_train, y_train)
-        extra = {"n": len(y_train), "d": X.shape[1], "cpu time (s)": time.process_time() - cpu,
-                 "test accuracy": model.score(X_test, y_test),
-                 "relaxed test accuracy": float(np.mean(model.relaxed_predict(X_test) == y_test))}
-        return [{"case": case, **_summary(model, elapsed), **extra, "warnings": len(caught)}]
+        return _timed_case(case, model, X_train, y_train, lambda: {
+            "test accuracy": model.score(X_test, y_test),
+            "relaxed test accuracy": float(np.mean(model.relaxed_predict(X_test) == y_test))})
     if case in WIDE_CASES:
         return [_wide_case(case)]
     if case == "small":

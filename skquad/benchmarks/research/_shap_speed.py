@@ -1,16 +1,10 @@
 """The closed-form SHAP values of a quadratic model against the ``shap`` package (``--suite shap-speed``).
 
-:func:`skquad.inspection.shap_values` computes exact interventional Shapley
-values of a model that is a quadratic form of its input from the background's
-mean and second moments. ``shap``'s ``Exact`` explainer computes the same
-values by evaluating the model on all ``2^d`` coalitions times the background
-rows for each sample, so on 1,000 samples of 20 features it is timed on a few
-samples and its time for all of them extrapolated (linear in the samples);
-``shap``'s default explainer at 20 features (``Permutation``, an estimate) is
-timed on all of them. Both get a small background (which favours them: their
-cost grows with its rows, the closed form's barely does). Target: the closed
-form at least 100x faster than the exact explainer, with the same values to
-1e-8. Without ``shap`` only the closed form is timed.
+``shap``'s ``Exact`` explainer evaluates the model on all ``2^d`` coalitions
+times the background rows per sample, so it is timed on a few samples and its
+time extrapolated (linear in the samples); its default explainer (an estimate)
+is timed on all. Both get a small background, which favours them. The report
+states the problem and the target. Without ``shap`` only the closed form is timed.
 """
 
 import time

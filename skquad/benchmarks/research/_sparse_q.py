@@ -1,18 +1,12 @@
 """Sparse Q and interaction constraints (``--suite sparse-q``, issue 42).
 
-``planted``: ``d = 50`` features, 5 true pairs among the 1,225, ``n = 5,000``
-rows with noise; :class:`~skquad.QuadraticRegressionCV` (``penalty="l1"``,
-LassoCV's path) and :class:`~skquad.QuadraticLogisticRegressionCV`
-(``penalty="l1"``) select pairs; the F1 score of ``interactions_`` against the
-true pairs over 5 seeds (target: at least 0.9). ``uci``: the UCI sets' held-out
-accuracy of the sparse QLR (``penalty="l1"``, C by cross-validation on the
-log-loss along a path from the empty model up; also with ``relax=True``, the
-relaxed lasso) against the dense default, with the share of pairs selected
-(target: within 0.5 pp on average with at most a tenth of the pairs).
-``constraints``: the fit time of QLR with ``interaction_cst`` against the
-number of allowed pairs. ``path``:
-QuadraticLogisticRegressionCV's path on one fold against one fit at its final
-``C`` (target: at most 3x).
+``planted``: the CV estimators (``penalty="l1"``) select pairs on planted data;
+the F1 score of ``interactions_`` against the true pairs. ``uci``: held-out
+accuracy and share of pairs of the sparse QLR (C by cross-validation on the
+log-loss, also relaxed) against the dense default. ``constraints``: QLR's fit
+time against the pairs ``interaction_cst`` allows. ``path``:
+QuadraticLogisticRegressionCV's path against one fit at its final ``C``.
+Each report states its protocol and target.
 """
 
 import time
