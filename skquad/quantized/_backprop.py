@@ -6,7 +6,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import _fit_context
-from sklearn.linear_model import RidgeCV
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import _check_partial_fit_first_call
 
@@ -34,7 +33,7 @@ from ._common import (
     _predict_labels,
     _standardization,
 )
-from ._linear_term import RELATIVE_ALPHAS
+from ._linear_term import RELATIVE_ALPHAS, ridge_by_leave_one_out
 
 __all__ = ["BackpropQuantizedClassifier"]
 
@@ -47,8 +46,9 @@ def _training_memory(n_neurons, n_lifted, batch_size, itemsize):
 
 
 def _refit_memory(n_samples, n_neurons):
-    """Bytes of the output layer's refit: the neurons' outputs, RidgeCV's copies of them, the Gram."""
-    return 3.0 * 8 * n_samples * n_neurons + 8.0 * n_neurons**2
+    """Bytes of the output layer's refit: the neurons' outputs, their centred copy, its rotation and
+    squares (:func:`ridge_by_leave_one_out`), the Gram and its eigenvectors."""
+    return 4.0 * 8 * n_samples * n_neurons + 3.0 * 8 * n_neurons**2
 
 
 _REFIT_ADVICE = "reduce n_neurons, or set refit_output_layer=False (the paper's single scale)."
@@ -285,19 +285,19 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         )
 
     def _refit_output_layer(self, X, targets, sample_weight):
-        """Ridge on the neurons' outputs, its penalty by RidgeCV's leave-one-out; any neuron feeds any score."""
+        """Ridge on the neurons' outputs, its penalty by leave-one-out (RidgeCV's); any neuron feeds any score."""
         n_neurons = self.U_.shape[0]
         # (partial_fit's later calls bring rows that fit() did not count)
         _check_memory(_refit_memory(X.shape[0], n_neurons), "n_neurons", n_neurons,
                       "refitting the output layer", advice=_REFIT_ADVICE)
         H = self._lifting().bilinear(X, self.U_, self.V_)  # (n, m): each neuron's output
-        # RidgeCV's penalty weighs against sum_i w_i (t_i - h_i^T a)^2: scale by the weighted energy.
+        # The penalty weighs against sum_i w_i (t_i - h_i^T a)^2: scale by the weighted energy.
         energy = max(float(np.sum(sample_weight @ H**2)), np.finfo(float).tiny)
-        T = self._refit_targets(targets)
-        ridge = RidgeCV(alphas=energy * RELATIVE_ALPHAS).fit(H, T, sample_weight=sample_weight)
+        coef, intercept, _ = ridge_by_leave_one_out(
+            H.copy(), self._refit_targets(targets), sample_weight, energy * RELATIVE_ALPHAS)
         dtype = self.alpha_.dtype
-        self.alpha_ = np.ascontiguousarray(ridge.coef_.reshape(T.shape[1], n_neurons).T, dtype=dtype)
-        self.intercept_ = np.asarray(ridge.intercept_, dtype=dtype).reshape(T.shape[1])
+        self.alpha_ = np.ascontiguousarray(coef.T, dtype=dtype)
+        self.intercept_ = np.asarray(intercept, dtype=dtype)
         scores = H @ self.alpha_.astype(np.float64) + self.intercept_
         self.objective_ = network_objective(
             scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
