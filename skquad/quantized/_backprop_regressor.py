@@ -46,9 +46,9 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         of the last ``fit`` or ``partial_fit`` call):
         ridge regression of the targets on the ±1 neurons' outputs (one
         weight per neuron and output, and an intercept per output), its
-        penalty chosen by scikit-learn's :class:`~sklearn.linear_model.RidgeCV`
-        (efficient leave-one-out) on a grid relative to the outputs' mean
-        column energy. The sign-quantized first layer is unchanged, so the
+        penalty the one scikit-learn's :class:`~sklearn.linear_model.RidgeCV`
+        chooses (efficient leave-one-out) on a grid relative to the outputs'
+        mean column energy. The sign-quantized first layer is unchanged, so the
         network stays a binary-weight network; the refit only replaces the
         paper's single Frobenius scale per output, which ignores the data and
         fits regression targets poorly. False: the paper's baseline exactly
