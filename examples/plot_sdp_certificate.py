@@ -140,6 +140,7 @@ for width in backprop_widths:
         loss="squared",
         beta=1e-4,
         max_iter=300,
+        refit_output_layer=False,  # the paper's baseline: one scale, no refit
         random_state=0,
     ).fit(X_train, y_train)
     backprop_objective.append(baseline.objective_)

@@ -48,3 +48,15 @@ def test_fingerprint_follows_the_parameters(monkeypatch):
     assert fingerprint("uci", ["SDP"])["hash"] != before["hash"]
     assert fingerprint("uci", ["QLR"])["estimators"].keys() == {"QuadraticLogisticRegression"}
     assert "SDPQuantizedClassifierCV" not in fingerprint("uci")["estimators"]  # named only
+
+
+def test_a_suite_fingerprint_counts_only_the_estimators_it_builds(monkeypatch):
+    from skquad.benchmarks import _estimators
+
+    before = {suite: fingerprint(suite)["hash"] for suite in ("qlr", "sdp-targets", "uci")}
+    monkeypatch.setitem(_estimators.SDP_SETTINGS, "tol", 1e-3)  # the SDP classifiers' specs
+    assert fingerprint("qlr")["hash"] == before["qlr"]  # builds no SDP estimator
+    assert fingerprint("sdp-targets")["hash"] != before["sdp-targets"]
+    assert fingerprint("uci")["hash"] != before["uci"]
+    assert set(fingerprint("speed-networks")["estimators"]) == {
+        "QNNClassifier", "RPQNNClassifier", "QNNRegressor", "RPQNNRegressor"}

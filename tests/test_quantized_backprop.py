@@ -9,10 +9,13 @@ import torch
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import RidgeClassifierCV
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 from skquad import BackpropQuantizedClassifier
 from skquad.convex import loss_value
+from skquad.quantized._linear_term import RELATIVE_ALPHAS
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +26,10 @@ def cancer():
 
 def test_backprop_quantization_uses_the_least_squares_scale(cancer):
     X_train, X_test, y_train, y_test = cancer
-    # random_state=3: a fit that meets tol within max_iter (no ConvergenceWarning)
-    model = BackpropQuantizedClassifier(n_neurons=64, random_state=3).fit(X_train, y_train)
+    # random_state=3: a fit that meets tol within max_iter (no ConvergenceWarning);
+    # refit_output_layer=False: the paper's baseline, one scale
+    model = BackpropQuantizedClassifier(
+        n_neurons=64, random_state=3, refit_output_layer=False).fit(X_train, y_train)
     signs = model.U_.T.astype(float) @ model.V_
     real = model.U_float_.T @ model.V_float_ / 64
     best = np.linalg.lstsq(signs.reshape(-1, 1), real.ravel(), rcond=None)[0][0]
@@ -39,6 +44,39 @@ def test_backprop_quantization_uses_the_least_squares_scale(cancer):
     expected = loss_value(model.decision_function(X_train), targets, np.ones(len(y_train)), "squared")
     expected += model.beta * model.n_lifted_features_ * np.abs(model.alpha_).sum()
     np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("load", [load_breast_cancer, load_wine])
+def test_refit_output_layer_is_ridge_classifier_cv_on_the_neurons(load):
+    X, y = load(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = BackpropQuantizedClassifier(n_neurons=40, random_state=0).fit(X, y)
+    H = model._lifting().bilinear(X, model.U_, model.V_)  # the ±1 neurons' outputs
+    reference = RidgeClassifierCV(alphas=np.sum(H**2) * RELATIVE_ALPHAS).fit(H, y)
+    np.testing.assert_allclose(
+        model.decision_function(X), reference.decision_function(H), rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(H))
+    np.testing.assert_allclose(model.intercept_, np.reshape(reference.intercept_, -1), rtol=1e-7)
+    targets = 2.0 * y - 1 if len(model.classes_) == 2 else np.searchsorted(model.classes_, y)
+    expected = loss_value(np.reshape(model.decision_function(X), (len(y), -1)), targets,
+                          np.ones(len(y)), "squared", n_outputs=model.alpha_.shape[1])
+    expected += model.beta * model.n_lifted_features_ * np.abs(model.alpha_).sum()
+    np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
+
+
+def test_refit_output_layer_predicts_better_than_the_single_scale(cancer):
+    X_train, X_test, y_train, y_test = cancer
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the first layer's SGD at max_iter
+        scores = {
+            refit: np.mean([
+                BackpropQuantizedClassifier(n_neurons=64, random_state=seed, refit_output_layer=refit)
+                .fit(X_train, y_train).score(X_test, y_test) for seed in range(3)])
+            for refit in (False, True)
+        }
+    assert scores[True] > scores[False] + 0.02
 
 
 def test_backprop_training_reduces_the_loss_and_is_deterministic(cancer):
@@ -135,3 +173,28 @@ def test_huge_width_is_refused_up_front():
     X, y = load_wine(return_X_y=True)
     with pytest.raises(MemoryError, match="n_neurons=1000000000"):
         BackpropQuantizedClassifier(n_neurons=10**9).fit(X, y)
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_the_output_layer_refit_is_refused_before_training(monkeypatch, refit):
+    from skquad._foundation import _memory
+    from skquad.quantized import _backprop
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((2000, 5)), rng.integers(0, 2, 2000)
+    training = _backprop._training_memory(50, 6, 200, 8)
+    # room for training alone, not for the refit's (2000, 50) outputs and their copies
+    monkeypatch.setattr(_memory, "available_memory", lambda: training + 1e5)
+    model = BackpropQuantizedClassifier(n_neurons=50, max_iter=2, refit_output_layer=refit)
+    if not refit:
+        with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+            assert model.fit(X, y).n_iter_ == 2
+        return
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before the refusal")
+
+    monkeypatch.setattr(_backprop, "_bilinear_trainer", no_training)
+    with pytest.raises(MemoryError, match="n_neurons=50 .*refit_output_layer=False"):
+        model.fit(X, y)
+    assert not hasattr(model, "U_")

@@ -10,6 +10,7 @@ from sklearn.model_selection import train_test_split
 
 from skquad import BackpropQuantizedRegressor, SDPQuantizedRegressor, SDPQuantizedRegressorCV
 from skquad.quantized._linear_term import (
+    ridge_by_leave_one_out,
     RELATIVE_ALPHAS,
     LinearSums,
     ridge_by_gcv,
@@ -131,3 +132,26 @@ def test_the_cv_search_and_the_single_fit_share_the_term():
     np.testing.assert_allclose(search.linear_coef_, single.linear_coef_, rtol=1e-12)
     np.testing.assert_allclose(search.predict(X), single.predict(X), rtol=1e-10)
 
+
+
+
+@pytest.mark.parametrize("n, m, k, weighted", [
+    (300, 100, 3, True), (2000, 300, 8, False),  # the m x m Gram
+    (40, 400, 3, True), (30, 400, 1, False),     # the n x n Gram
+])
+def test_ridge_by_leave_one_out_is_ridgecv(n, m, k, weighted):
+    rng = np.random.default_rng(n + m)
+    # ±1 neurons' outputs are strongly correlated: a common factor per row
+    H = np.sign(rng.standard_normal((n, m))) * rng.standard_normal((n, 1)) + 0.3 * rng.standard_normal((n, m))
+    T = H[:, :5] @ rng.standard_normal((5, k)) + rng.standard_normal((n, k))
+    w = rng.uniform(0.5, 2.0, n) if weighted else np.ones(n)
+    alphas = np.sum(w @ H**2) * RELATIVE_ALPHAS
+    reference = RidgeCV(alphas=alphas).fit(H, T, sample_weight=w)
+    coef, intercept, alpha = ridge_by_leave_one_out(H.copy(), T, w, alphas)
+    assert alpha == reference.alpha_
+    scale = np.max(np.abs(reference.coef_))
+    np.testing.assert_allclose(coef, reference.coef_.reshape(k, m), rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(intercept, np.reshape(reference.intercept_, -1), rtol=0, atol=1e-10 * scale)
+    # a penalty away from LOO's choice is a different fit: the choice is what is compared
+    other = alphas[(list(alphas).index(alpha) + 6) % len(alphas)]
+    assert not np.allclose(Ridge(alpha=other).fit(H, T, sample_weight=w).coef_, reference.coef_)

@@ -30,6 +30,7 @@ INVENTORIES = {
             "sklearn.neural_network.MLPClassifier",
             "sklearn.linear_model.LogisticRegression",
             "sklearn.linear_model.RidgeClassifier",
+            "sklearn.linear_model.RidgeClassifierCV",
             "sklearn.linear_model.LogisticRegressionCV",
             "sklearn.linear_model.Ridge",
             "sklearn.linear_model.RidgeCV",

@@ -26,12 +26,14 @@ from ..nn.bilinear import (
 )
 from ._common import (
     _batched_network_scores,
+    _check_memory,
     _class_targets,
     _decision_values,
     _neurons_per_output,
     _predict_labels,
     _standardization,
 )
+from ._linear_term import RELATIVE_ALPHAS, ridge_by_leave_one_out
 
 __all__ = ["BackpropQuantizedClassifier"]
 
@@ -41,6 +43,15 @@ _SCHEDULES = ("constant", "invscaling", "adaptive")
 def _training_memory(n_neurons, n_lifted, batch_size, itemsize):
     """Bytes of training: parameter copies (engine buffers, optimizer, best/start) and activations."""
     return itemsize * (12.0 * n_neurons * n_lifted + 6.0 * batch_size * n_neurons) + 16.0 * n_neurons * n_lifted
+
+
+def _refit_memory(n_samples, n_neurons):
+    """Bytes of the output layer's refit: the neurons' outputs, their centred copy, its rotation and
+    squares (:func:`ridge_by_leave_one_out`), the Gram and its eigenvectors."""
+    return 4.0 * 8 * n_samples * n_neurons + 3.0 * 8 * n_neurons**2
+
+
+_REFIT_ADVICE = "reduce n_neurons, or set refit_output_layer=False (the paper's single scale)."
 
 
 def _flops_per_step(n_neurons, n_lifted, batch_size):
@@ -175,10 +186,13 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             flops_per_step=_flops_per_step(self.n_neurons, p, batch),
             random_state=self.random_state,
         )
-        policy.require_memory(
-            _training_memory(self.n_neurons, p, batch, policy.dtype.itemsize),
-            "n_neurons", self.n_neurons, "training the network",
-        )
+        required = _training_memory(self.n_neurons, p, batch, policy.dtype.itemsize)
+        what, advice = "training the network", None
+        if self.refit_output_layer:
+            # refused before training, not after it: the refit follows the last epoch
+            required += _refit_memory(X.shape[0], self.n_neurons)
+            what, advice = "training the network and refitting its output layer", _REFIT_ADVICE
+        policy.require_memory(required, "n_neurons", self.n_neurons, what, advice=advice)
         if not resume:
             self.input_curvature_ = bilinear_curvature(
                 self._lifting().features(X), sample_weight, self.batch_size
@@ -244,7 +258,11 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         return self
 
     def _quantized_attributes(self):
-        """The trained weights and their quantization, in the training dtype."""
+        """The trained weights and their quantization (the paper's: no intercept), in the training dtype.
+
+        The epochs' snapshots (what callbacks see) are these: the output
+        layer's refit needs the training rows.
+        """
         module = self._trainer.module
         U_float, V_float = to_numpy(module.U), to_numpy(module.V)
         U, V, alpha, scale = quantize_bilinear(U_float, V_float, self.float_alpha_, self.neuron_class_)
@@ -252,12 +270,35 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         return {
             "U_float_": U_float, "V_float_": V_float, "U_": U, "V_": V,
             "alpha_": alpha.astype(dtype), "scale_": scale.astype(dtype), "device_": self.device_,
+            "intercept_": np.zeros(alpha.shape[1], dtype=dtype),
         }
 
     def _quantize(self, X, targets, sample_weight):
         for name, value in self._quantized_attributes().items():
             setattr(self, name, value)
+        if self.refit_output_layer:
+            self._refit_output_layer(X, targets, sample_weight)
+            return
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        self.objective_ = network_objective(
+            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
+        )
+
+    def _refit_output_layer(self, X, targets, sample_weight):
+        """Ridge on the neurons' outputs, its penalty by leave-one-out (RidgeCV's); any neuron feeds any score."""
+        n_neurons = self.U_.shape[0]
+        # (partial_fit's later calls bring rows that fit() did not count)
+        _check_memory(_refit_memory(X.shape[0], n_neurons), "n_neurons", n_neurons,
+                      "refitting the output layer", advice=_REFIT_ADVICE)
+        H = self._lifting().bilinear(X, self.U_, self.V_)  # (n, m): each neuron's output
+        # The penalty weighs against sum_i w_i (t_i - h_i^T a)^2: scale by the weighted energy.
+        energy = max(float(np.sum(sample_weight @ H**2)), np.finfo(float).tiny)
+        coef, intercept, _ = ridge_by_leave_one_out(
+            H.copy(), self._refit_targets(targets), sample_weight, energy * RELATIVE_ALPHAS)
+        dtype = self.alpha_.dtype
+        self.alpha_ = np.ascontiguousarray(coef.T, dtype=dtype)
+        self.intercept_ = np.asarray(intercept, dtype=dtype)
+        scores = H @ self.alpha_.astype(np.float64) + self.intercept_
         self.objective_ = network_objective(
             scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
         )
@@ -286,6 +327,8 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
     def _raw_scores(self, X):
         """Computed in float64; returned in ``result_type(X, alpha_)`` (float32 for a float32 model on float32 X)."""
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
+        # (models pickled before the output layer had an intercept have none)
+        scores += getattr(self, "intercept_", 0.0)
         return scores.astype(np.result_type(X.dtype, self.alpha_.dtype), copy=False)
 
     def _float_scores(self, X):
@@ -326,6 +369,10 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
        minimiser of ``||c Zhat - Z||_F`` with ``Zhat = sum_j sign(u_j) sign(v_j)^T``
        and ``Z = sum_j u_j v_j^T / m``. (The paper prints
        ``<Zhat, Z> / <Z, Z>``, which is not that minimiser.)
+
+    3. (``refit_output_layer=True``, the default, beyond the paper) the
+       second layer refitted on the training rows, the first layer's signs
+       unchanged.
 
     ``predict`` uses the quantized network;
     :meth:`float_decision_function` gives the trained real-weight network.
@@ -394,6 +441,17 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         Seeds the initialization and, through an independent stream, the
         batch order.
     [shared: clip_inputs:BackpropQuantizedClassifier]
+    refit_output_layer : bool, default=True
+        After quantization, refit the second layer on the training rows (those
+        of the last ``fit`` or ``partial_fit`` call), as
+        :class:`~sklearn.linear_model.RidgeClassifierCV` does: ridge
+        regression of each score's ±1 class indicator on the ±1 neurons'
+        outputs (one weight per neuron and score, an intercept per score),
+        the penalty chosen by efficient leave-one-out on a grid relative to
+        the outputs' mean column energy, whatever ``loss`` trained the first
+        layer. The network stays a binary-weight network; the refit replaces
+        the paper's single scale per class, which ignores the data. False:
+        the paper's baseline exactly (``scale_`` per class, no intercept).
 
     Attributes
     ----------
@@ -408,13 +466,18 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     U_, V_ : ndarray of shape (n_neurons, n_lifted_features_), int8
         Quantized first layer, signs of the trained weights.
     alpha_ : ndarray of shape (n_neurons, n_scores)
-        Quantized second layer: the scale ``c_k`` on each neuron's class.
+        Second layer: the refitted weights, or without
+        ``refit_output_layer`` the scale ``c_k`` on each neuron's class.
+    intercept_ : ndarray of shape (n_scores,)
+        The refitted output layer's intercept (zeros without
+        ``refit_output_layer``).
     U_float_, V_float_ : ndarray of shape (n_neurons, n_lifted_features_)
         The trained real first layer.
     float_alpha_ : ndarray of shape (n_neurons, n_scores)
         The fixed second layer used in training (``1 / m_k``).
     scale_ : ndarray of shape (n_scores,)
-        The fitted quantization scales ``c_k``.
+        The quantization scales ``c_k`` (the second layer without
+        ``refit_output_layer``).
     objective_ : float
         Training objective of the quantized network with the SDP estimator's
         definition, ``loss + beta * p * sum_j ||alpha_j||_1`` (comparable
@@ -489,6 +552,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         "verbose": ["verbose"],
         "random_state": ["random_state"],
         "clip_inputs": ["boolean"],
+        "refit_output_layer": ["boolean"],
     }
 
     def __init__(
@@ -514,6 +578,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         verbose=False,
         random_state=None,
         clip_inputs=True,
+        refit_output_layer=True,
     ):
         self.n_neurons = n_neurons
         self.loss = loss
@@ -535,12 +600,19 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         self.verbose = verbose
         self.random_state = random_state
         self.clip_inputs = clip_inputs
+        self.refit_output_layer = refit_output_layer
 
     def _network_n_outputs(self):
         return self._n_scores
 
     def _network_targets(self, y_encoded):
         return _class_targets(y_encoded, self._n_scores)
+
+    def _refit_targets(self, targets):
+        """The ±1 indicator of each score's class (RidgeClassifier's targets): ``(n, n_scores)``."""
+        if self._n_scores == 1:
+            return np.asarray(targets, dtype=np.float64).reshape(-1, 1)
+        return np.where(np.arange(self._n_scores) == np.asarray(targets)[:, None], 1.0, -1.0)
 
     def _callback_targets(self, X, y_encoded):
         return self.classes_[y_encoded]

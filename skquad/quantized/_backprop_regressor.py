@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.linear_model import RidgeCV
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._base import BaseQuadraticRegressor, dispatch_inputs
@@ -17,9 +16,8 @@ from .._foundation._target_scaling import (
     unscaled_predictions,
 )
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
-from ._common import _batched_network_scores, _check_memory
-from ._linear_term import RELATIVE_ALPHAS, LinearTermMixin, rows_less_linear_term
-from ..convex.formulation import network_objective
+from ._common import _batched_network_scores
+from ._linear_term import LinearTermMixin, rows_less_linear_term
 
 __all__ = ["BackpropQuantizedRegressor"]
 
@@ -48,9 +46,9 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         of the last ``fit`` or ``partial_fit`` call):
         ridge regression of the targets on the ±1 neurons' outputs (one
         weight per neuron and output, and an intercept per output), its
-        penalty chosen by scikit-learn's :class:`~sklearn.linear_model.RidgeCV`
-        (efficient leave-one-out) on a grid relative to the outputs' mean
-        column energy. The sign-quantized first layer is unchanged, so the
+        penalty the one scikit-learn's :class:`~sklearn.linear_model.RidgeCV`
+        chooses (efficient leave-one-out) on a grid relative to the outputs'
+        mean column energy. The sign-quantized first layer is unchanged, so the
         network stays a binary-weight network; the refit only replaces the
         paper's single Frobenius scale per output, which ignores the data and
         fits regression targets poorly. False: the paper's baseline exactly
@@ -178,38 +176,13 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         """A vector for one output, the (n, k) matrix otherwise."""
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
-    def _quantized_attributes(self):
-        # The epochs' snapshots (what callbacks see) quantize as the paper does:
-        # the refit needs the training rows.
-        attributes = super()._quantized_attributes()
-        return attributes | {"intercept_": np.zeros(self.n_outputs_, dtype=attributes["alpha_"].dtype)}
-
     def _quantize(self, X, targets, sample_weight):
         super()._quantize(X, targets, sample_weight)
-        if self.refit_output_layer:
-            # Ridge with an intercept never fits worse than the targets' mean.
-            self._refit_output_layer(X, targets, sample_weight)
-        else:
+        if not self.refit_output_layer:
             self._warn_if_worse_than_the_mean(X, targets, sample_weight)
 
-    def _refit_output_layer(self, X, targets, sample_weight):
-        """Ridge on the neurons' outputs, its penalty by RidgeCV's leave-one-out; any neuron feeds any output."""
-        n_neurons = self.U_.shape[0]
-        _check_memory(3.0 * 8 * X.shape[0] * n_neurons + 8.0 * n_neurons**2, "n_neurons", n_neurons,
-                      "refitting the output layer (refit_output_layer=True)")
-        H = self._lifting().bilinear(X, self.U_, self.V_)  # (n, m): each neuron's output
-        # RidgeCV's penalty weighs against sum_i w_i (y_i - h_i^T a)^2: scale by the weighted energy.
-        energy = max(float(np.sum(sample_weight @ H**2)), np.finfo(float).tiny)
-        Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
-        ridge = RidgeCV(alphas=energy * RELATIVE_ALPHAS)
-        ridge.fit(H, Y, sample_weight=sample_weight)
-        dtype = self.alpha_.dtype
-        self.alpha_ = np.ascontiguousarray(ridge.coef_.reshape(Y.shape[1], n_neurons).T, dtype=dtype)
-        self.intercept_ = np.asarray(ridge.intercept_, dtype=dtype).reshape(Y.shape[1])
-        scores = H @ self.alpha_.astype(np.float64) + self.intercept_
-        self.objective_ = network_objective(
-            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
-        )
+    def _refit_targets(self, targets):
+        return np.asarray(targets, dtype=np.float64).reshape(targets.shape[0], -1)
 
     def _warn_if_worse_than_the_mean(self, X, targets, sample_weight):
         """Say so when the quantized network fits the training targets worse than their mean.
@@ -271,7 +244,7 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         return intercept - self._publish_linear_term(coef, alpha)
 
     def _raw_scores(self, X):
-        scores = super()._raw_scores(X) + self.intercept_
+        scores = super()._raw_scores(X)
         return self._with_linear_term(unscaled_predictions(scores, *fitted_target_scaling(self)), X)
 
     def _float_scores(self, X):

@@ -236,8 +236,9 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
             rows.append({**base, "method": "SDP relaxed (no quantization)", "time (s)": sdp_time,
                          "train acc": np.mean(sdp.relaxed_predict(X_train) == y_train),
                          "test acc": np.mean(sdp.relaxed_predict(X_test) == y_test)})
-            backprop = BackpropQuantizedClassifier(
-                m, beta=backprop_beta, device=device, n_threads=1, random_state=seed
+            backprop = BackpropQuantizedClassifier(  # the paper's baseline: one scale per class
+                m, beta=backprop_beta, device=device, n_threads=1, random_state=seed,
+                refit_output_layer=False,
             )
             classes = np.unique(y_train)
             with warnings.catch_warnings():
