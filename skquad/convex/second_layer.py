@@ -361,7 +361,9 @@ def _merged_columns(H):
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     first, group = first[order], rank[group]
-    return normalized[:, first], first, group, signs
+    # np.take along an axis copies row by row where the fancy index ``[:, first]``
+    # gathers element by element: the same bytes, at a fraction of the cost.
+    return np.take(normalized, first, axis=1), first, group, signs
 
 
 def _column_hashes(words):
