@@ -361,7 +361,9 @@ def _merged_columns(H):
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     first, group = first[order], rank[group]
-    return normalized[:, first], first, group, signs
+    # np.take along an axis copies row by row where the fancy index ``[:, first]``
+    # gathers element by element: the same bytes, at a fraction of the cost.
+    return np.take(normalized, first, axis=1), first, group, signs
 
 
 def _column_hashes(words):
@@ -555,13 +557,13 @@ def _lasso_candidates(A, c, penalty, a):
 def _normal_factors(A, ratio):
     """Cholesky factors of each output's ``I / 2 + A diag(z⁺/t⁺ + z⁻/t⁻) Aᵀ``,
     or None where one is not positive definite in floating point."""
-    r = A.shape[0]
+    diagonal = np.diag_indices(A.shape[0])
     weights = np.sqrt(ratio[:, 0] + ratio[:, 1])
     factors = []
     for row in range(weights.shape[0]):
         # One triangle of A D Aᵀ (SYRK: half a general product's flops).
         normal = _syrk(1.0, (A * weights[row]).T, trans=1, lower=1)
-        normal[np.diag_indices(r)] += 0.5
+        normal[diagonal] += 0.5
         factor, info = _potrf(normal, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             return None
@@ -585,16 +587,12 @@ def _predictor_corrector(A, factors, s_, t, z, dual_residual, primal_residual):
         d_dual = (-complementarity - z * d_slack) / t
         return ds, d_slack, d_dual
 
-    positive = np.concatenate([t, z], axis=1)  # (K, 4, m): slacks and multipliers
-
     def longest(d_slack, d_dual):
         # Per output, the largest step in [0, 1] keeping the slacks and
-        # multipliers (all > 0) nonnegative: -max(values / direction)
-        # over direction < 0, in one pass over both.
-        direction = np.concatenate([d_slack, d_dual], axis=1)
-        ratios = np.divide(positive, direction, out=np.full(positive.shape, -np.inf),
-                           where=direction < 0)
-        return np.minimum(1.0, -ratios.max(axis=(1, 2)))
+        # multipliers (all > 0) nonnegative: 1 / max(1, max(-direction / value)),
+        # the ratios of every entry (a masked division costs several times more).
+        worst = -np.minimum(np.min(d_slack / t, axis=(1, 2)), np.min(d_dual / z, axis=(1, 2)))
+        return 1.0 / np.maximum(worst, 1.0)
 
     product = t * z
     mu = np.sum(product, axis=(1, 2)) / (2 * m)
@@ -662,7 +660,8 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
         ranked = np.argsort(-correlation)[: support.size + _WORKING_EXTRA]
         working = np.union1d(support, ranked)
         cap = max(min(sweeps, budget - used), 1)
-        solved, done = _lasso_fit(A[:, working], target, penalty, point[working], cap, tol)
+        columns = np.take(A, working, axis=1)  # as _merged_columns: the bytes of A[:, working]
+        solved, done = _lasso_fit(columns, target, penalty, point[working], cap, tol)
         used += done
         point = np.zeros(n_columns)
         point[working] = solved
