@@ -102,8 +102,12 @@ def test_quantized_counts(data):
         SDPQuantizedClassifier(n_neurons=9, refit_output_layer=False, random_state=0).fit(X, y_multi)
     )
     assert multi.n_real_parameters == 3
+    # the paper's baseline: one scale; the refitted output layer (the default): a weight per neuron
+    paper = BackpropQuantizedClassifier(
+        n_neurons=10, max_iter=3, random_state=0, refit_output_layer=False).fit(X, y)
+    assert model_size(paper).n_parameters == paper.U_.size + paper.V_.size + paper.scale_.size
     backprop = BackpropQuantizedClassifier(n_neurons=10, max_iter=3, random_state=0).fit(X, y)
-    assert model_size(backprop).n_parameters == backprop.U_.size + backprop.V_.size + backprop.scale_.size
+    assert model_size(backprop).n_parameters == 80 + np.unique(backprop.alpha_[backprop.alpha_ != 0]).size
 
 
 def test_sklearn_models_and_pipelines(data):

@@ -161,6 +161,8 @@ def _cases():
     fitted = sq.QuadraticRegression(alpha=1.0).fit(small, small[:, 0])
     sdp = sq.SDPQuantizedClassifier(n_neurons=200, random_state=0).fit(small, labels)
     levels = dict(n_neurons=2, weight_levels=50)  # p = 200: the network fits, the SDP does not
+    # a stream's first block counted the refit of its own 20 rows, not of a later block's 300
+    streamed = sq.BackpropQuantizedRegressor(n_neurons=40, batch_size=20).partial_fit(tall[:20], tall[:20, 0])
     return [
         ("QR cholesky", 1024, lambda: sq.QuadraticRegression(solver="cholesky", alpha=1.0).fit(X, y),
          "solver='cholesky'"),
@@ -179,9 +181,12 @@ def _cases():
             da.from_array(small, chunks=10), da.from_array(labels * 1.0, chunks=10)), "hidden_layer_sizes=(4,)"),
         ("Backprop", 1024, lambda: sq.BackpropQuantizedRegressor(n_neurons=2).fit(small, labels * 1.0),
          "n_neurons=2"),
-        # training fits the budget (batches of 20 rows); the refit's 300 x 40 outputs do not
+        # training fits the budget (batches of 20 rows); the refit's 300 x 40 outputs do not:
+        # refused before the first epoch, or for a later partial_fit block, before its refit
         ("Backprop refit", 200_000, lambda: sq.BackpropQuantizedRegressor(
             n_neurons=40, batch_size=20, max_iter=1, tol=0.0).fit(tall, tall[:, 0]), "n_neurons=40"),
+        ("Backprop refit, a later block", 200_000, lambda: streamed.partial_fit(tall, tall[:, 0]),
+         "n_neurons=40"),
         ("SDP network", 1024, lambda: sq.SDPQuantizedClassifier(n_neurons=100).fit(small, labels), "n_neurons=100"),
         ("SDP resample", 1024, lambda: sdp.resample(1000), "n_neurons=1000"),
         ("SDP levels", 2**20, lambda: sq.SDPQuantizedClassifier(**levels).fit(small, labels), "weight_levels=50"),
