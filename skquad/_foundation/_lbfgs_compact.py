@@ -35,18 +35,10 @@ class _CompactMemory:
 
         H = gamma I + [S, gamma Y] [[R⁻ᵀ (D + gamma YᵀY) R⁻¹, -R⁻ᵀ], [-R⁻¹, 0]] [S, gamma Y]ᵀ
 
-    (columns of ``S``, ``Y`` the pairs, oldest first; ``R`` the upper
-    triangle of ``(s_i · y_j)``, ``D`` its diagonal, ``gamma = s·y / y·y``
-    of the newest pair). ``H g`` then costs three products with the
-    ``size x n`` arrays and two small triangular solves: the same matrix as
-    the two-loop recursion's, without its ``4 size`` vector operations. The
-    pairs sit in a ring (a new one overwrites the oldest's rows of
-    ``[S; Y]``); the small matrices ``(s_i · y_j)`` and ``(y_i · y_j)`` are
-    kept in age order, shifted when the oldest pair goes, so that a
-    direction gathers two short vectors and none of them (gathers and
-    ``triu`` would be a large share of a direction). The products run over
-    the filled rows in storage order, so that the shifting changes no
-    rounding (the SDP block solver's rank growth follows last-bit changes).
+    (``R`` the upper triangle of ``(s_i · y_j)``, ``D`` its diagonal, ``gamma = s·y / y·y``
+    of the newest pair): ``H g`` in three products and two small triangular solves. The
+    pairs sit in a ring; the small matrices are kept in age order, and the products run
+    over the filled rows in storage order, so that shifting changes no rounding.
     """
 
     def __init__(self, size, n_parameters):
