@@ -290,16 +290,10 @@ _LARGEST_STEP = 1e10
 def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, search):
     """A step along ``direction``: ``(point, value, gradient)``, or None.
 
-    The unit step when it meets the strong Wolfe conditions (``c1`` of the
-    ``search``, ``c2 = 0.9``); else the ``search`` (``_LINE_SEARCHES``),
-    reusing the unit step's evaluation. "lbfgsb" gives the engine
-    L-BFGS-B's iterates on an unconstrained problem (up to rounding): where
-    the unit step overshoots, the "wolfe" search, restarted from the previous
-    decrease, takes more evaluations and more iterations. Where the search
-    fails (an objective whose gradient is inexact at a kink, such as a
-    clamped coordinate), the first halving of the unit step with sufficient
-    decrease (Armijo). ``maxls`` evaluations at most for the "wolfe" search
-    and for the halvings.
+    The unit step when it meets the strong Wolfe conditions (``c1`` of the ``search``,
+    ``c2 = 0.9``); else the ``search`` (``_LINE_SEARCHES``; "lbfgsb" gives L-BFGS-B's
+    iterates), reusing the unit step's evaluation; where it fails (an inexact gradient
+    at a kink), the first halving with sufficient decrease. ``maxls`` evaluations at most.
     """
     slope = float(gradient @ direction)
     if not slope < 0.0:  # round-off in H: steepest descent instead
