@@ -1,35 +1,21 @@
 """scikit-learn's array API for every skquad estimator: everything follows ``X``.
 
-With ``sklearn.set_config(array_api_dispatch=True)`` and ``X`` an array of
-another namespace than NumPy (a torch tensor on any device, an
-array-api-strict or CuPy array), :func:`array_api_dispatch` (through
-``skquad._base.dispatch_inputs``, visible on each estimator's methods) wraps
+With ``sklearn.set_config(array_api_dispatch=True)`` and ``X`` of another
+namespace than NumPy, :func:`array_api_dispatch` (through
+``skquad._base.dispatch_inputs``) wraps
 
-* ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch
-  device; the CPU for other namespaces): ``device="auto"`` means that device
-  (:func:`skquad._foundation._torch_utils.follow_device`), any other ``device`` must name
-  it, else a ValueError. A torch ``X`` reaches an estimator whose
-  ``_computes_on_tensors`` holds ``"fit"`` as it is (validated and trained in
-  torch on its device); ``y``, ``sample_weight``, ``classes`` and any other
-  ``X`` reach the method as NumPy arrays (zero-copy on the CPU). The fitted array
-  attributes are then moved to ``X``'s namespace and device, as scikit-learn's
-  array-API estimators keep them (``move_estimator_to(estimator, numpy,
-  "cpu")`` from :mod:`sklearn.utils._array_api` brings them back, e.g. to pickle);
-* the prediction methods: ``X`` must share the fit's namespace and device
-  (scikit-learn's ``check_same_namespace``). A torch ``X`` reaches an estimator
-  whose ``_computes_on_tensors`` holds ``"predict"`` as it is (predicted in torch
-  from its torch attributes; a step that computes on the NumPy view of a CPU
-  tensor, as quadratic regression's scores, may return NumPy, which comes back
-  as a tensor sharing its memory); any other estimator predicts on NumPy views of
-  ``X`` and of its attributes (the torch models on their fitted device), and the
-  result goes to ``X``'s namespace and device.
+* ``fit`` and ``partial_fit``: the model trains on ``X``'s device (a torch device,
+  else the CPU); ``device="auto"`` follows it, any other ``device`` must name it.
+  An estimator whose ``_computes_on_tensors`` holds ``"fit"`` gets a torch ``X`` as
+  it is; everything else arrives as NumPy (zero-copy on the CPU). The fitted array
+  attributes then move to ``X``'s namespace and device, as scikit-learn's array-API
+  estimators keep them;
+* the prediction methods: ``X`` must share the fit's namespace and device. With
+  ``"predict"`` in ``_computes_on_tensors`` a torch ``X`` is predicted in torch;
+  otherwise on NumPy views, the result going back to ``X``'s namespace and device.
 
-The NumPy route runs with the dispatch off: predictions equal the NumPy path's
-bit for bit. The torch route (while :func:`keeps_tensors`) validates a CPU
-tensor as its NumPy view with the dispatch off, any other in torch with it on
-(``skquad._base``). NumPy input to a NumPy-fitted estimator runs unwrapped
-after a type check and an attribute lookup; a model fitted on another namespace
-predicts NumPy on NumPy input with the dispatch off.
+The NumPy route runs with the dispatch off, so predictions equal the NumPy path's
+bit for bit; NumPy input to a NumPy-fitted estimator runs unwrapped.
 """
 
 import contextlib

@@ -1,31 +1,17 @@
 """The scikit-learn side shared by every skquad estimator.
 
-Everything here is plumbing: input validation, label encoding, sample and class
-weights, the mapping from raw class scores to probabilities and labels, the
-estimator tags, atomic fits and scikit-learn's callback root context. The models
-themselves live in :mod:`skquad.nn` (torch modules) and :mod:`skquad.convex` (the
-SDP path); an estimator only has to implement
+Input validation, label encoding, sample and class weights, scores to
+probabilities and labels, tags, atomic fits and callbacks. An estimator
+implements ``fit`` (starting with ``_validate_training_data``) and
+``_raw_scores(X)``: an ``(n_samples, n_scores)`` float64 array (float32 for a
+float32 model on float32 input) for validated ``X``. For a classifier one score is
+the log-odds of ``classes_[1]``, ``n_classes`` scores are softmax logits; for a
+regressor the scores are the predictions, one column per output.
 
-* ``fit`` (starting with :meth:`BaseQuadraticClassifier._validate_training_data`),
-* ``_raw_scores(X)``: an ``(n_samples, n_scores)`` array of scores for
-  already validated ``X``, float64, or float32 for a float32 model on float32 input.
-
-:class:`BaseQuadraticEstimator` holds what every estimator shares (atomic fits,
-callbacks, weights, predict-side validation); :class:`BaseQuadraticClassifier`
-adds labels and probabilities, :class:`BaseQuadraticRegressor` numeric
-(multi-output) targets. For a classifier, one score means a binary problem and
-the score is the log-odds of ``classes_[1]``; ``n_classes`` scores are the
-logits of a softmax. For a regressor the scores are the predictions, one
-column per output.
-
-Atomic fit
-----------
-Each estimator decorates its ``fit``, ``partial_fit`` and ``resample`` with
-:func:`skquad._foundation._atomic.atomic_fit`, under scikit-learn's ``@_fit_context``: the
-method runs on a working copy, whose fitted state is published in one step at
-the end, and calls on one instance serialize. The public methods that read the
-fitted state are decorated with :func:`skquad._foundation._atomic.reads_fitted_state`, so
-they read one model throughout. See :mod:`skquad._foundation._atomic`.
+``fit``, ``partial_fit`` and ``resample`` carry
+:func:`skquad._foundation._atomic.atomic_fit` under scikit-learn's ``@_fit_context``;
+the public methods that read the fitted state carry
+:func:`skquad._foundation._atomic.reads_fitted_state`.
 """
 
 import inspect

@@ -1,52 +1,20 @@
 """Atomic, serialized fits and consistent reads of the fitted state.
 
-Two decorators, applied explicitly in each estimator module:
+``@atomic_fit`` goes on ``fit``, ``partial_fit`` and ``resample``, under
+scikit-learn's ``@_fit_context``. The method runs on a *working copy* (same
+class, same parameters and callbacks by reference, a deep copy of the fitted
+state); when it returns, the live estimator's ``__dict__`` is replaced by a new
+one in one assignment. So a fit that raises or is interrupted leaves the previous
+model exactly as it was, a reader never sees half a fit, and calls on one
+instance serialize on a re-entrant lock kept in a module-level weak mapping (never
+pickled, copied or cloned). For ``fit`` and ``partial_fit`` it also opens
+scikit-learn's callback root context on the working copy
+(``self._callback_fit_ctx``) and runs the root hooks.
 
-``@atomic_fit`` on ``fit``, ``partial_fit`` and ``resample``, stacked under
-scikit-learn's ``@_fit_context`` (which validates the parameters first)::
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @atomic_fit
-    def fit(self, X, y, sample_weight=None):
-        ...
-
-The decorated method does not run on the live estimator but on a *working
-copy*: a new instance of the same class holding the same parameters and
-callback objects (by reference) and a deep copy of the fitted state (what
-``partial_fit`` and ``warm_start`` continue from). When the method returns,
-the working copy's fitted state is *published*: the live estimator's
-``__dict__`` is replaced by a new dict (its current parameters and callbacks,
-the new fitted state) in one reference assignment. So
-
-* a fit that raises or is interrupted (``KeyboardInterrupt`` included) never
-  touched the live estimator: the previous model stays exactly as it was;
-* a reader never sees half a fit (``classes_`` of the new fit with the weights
-  of the old one): see ``@reads_fitted_state`` below;
-* calls on one instance serialize on a per-instance re-entrant lock, so four
-  threads calling ``fit`` on one estimator run one after the other and leave
-  the model of the last one. The lock is kept in a module-level weak mapping,
-  not in the instance: pickling, ``copy.deepcopy``, ``clone`` and
-  ``get_params`` never see it, and a copy gets a lock of its own.
-
-For ``fit`` and ``partial_fit`` the decorator also opens scikit-learn's
-callback root context on the working copy (``self._callback_fit_ctx`` inside
-the method: make per-epoch subtasks from it), calls the root
-``on_fit_task_begin``/``on_fit_task_end`` hooks with ``X`` and ``y`` and tears
-the callbacks down (as ``_fit_context`` does for an estimator that opens its
-context itself). Callbacks therefore see the working copy, which holds the
-model being trained.
-
-``@reads_fitted_state`` on the public methods that read the fitted state
-(``predict``, ``predict_proba``, ``decision_function``...): the method runs
-on a view that shares the live estimator's ``__dict__`` as it was when the
-call began. A fit published meanwhile replaces the live ``__dict__`` and
-leaves the view's alone, so one prediction reads one model throughout.
-
-The price of atomicity is one deep copy of the fitted state per fit: as much
-memory as the fitted model holds (its weights, a network's optimizer state,
-the SDP's stored solution) and the time to copy it, about a microsecond when
-nothing is fitted yet and about a millisecond for a network of a few thousand
-weights.
+``@reads_fitted_state`` goes on the public methods that read the fitted state:
+they run on a view sharing the live ``__dict__`` as it was when the call began,
+so one prediction reads one model throughout. The price is one deep copy of the
+fitted state per fit.
 """
 
 import copy
@@ -83,10 +51,8 @@ _fit_locks = weakref.WeakKeyDictionary()
 
 
 def _fit_lock(estimator):
-    # Re-entrant: a callback that refits the same estimator from the fitting
-    # thread runs (on a copy of the old model) instead of deadlocking.
-    # setdefault is one dict operation: no guard lock that an interrupt could
-    # leave held.
+    # Re-entrant, so that a callback refitting the same estimator does not deadlock;
+    # setdefault is one dict operation: no guard lock that an interrupt could leave held.
     return _fit_locks.setdefault(estimator, threading.RLock())
 
 
@@ -227,18 +193,10 @@ def reads_fitted_state(method):
 
 
 def _process_state():
-    """The process-wide state a fit may change, to restore on its way out.
+    """The process-wide state a fit may change (numpy's errors, grad mode, threads), to restore.
 
-    The fit changes it inside ``with`` blocks (``np.errstate``,
-    ``torch.no_grad``, ``limit_threads``, ``flush_denormals``) that restore it
-    on the way out; but an exception raised asynchronously (a
-    ``KeyboardInterrupt``, a trace function's) can land inside a block's
-    ``__enter__`` after it changed the state, or between a block's set-up and
-    its ``try``, and then nothing restores it: an interrupted fit once left
-    numpy's overflow warnings off, autograd off, or BLAS at one thread for the
-    rest of the process. So the atomic fit records the state here and
-    :func:`_restore_process_state` puts it back, whatever happened. torch and
-    the thread policy are only consulted when already imported.
+    An asynchronous exception can land inside a ``with`` block's ``__enter__``
+    after it changed the state, and then nothing else restores it.
     """
     torch = sys.modules.get("torch")
     threads = sys.modules.get("skquad._foundation._threads")
@@ -263,13 +221,8 @@ def _restore_process_state(kept):
 
 
 def _deepcopy_on_one_thread(state):
-    """``copy.deepcopy(state)``, with torch on one thread while it copies tensors.
-
-    A fitted network's state holds many small tensors (weights, optimizer
-    state, workspaces). torch parallelizes each storage copy over its threads,
-    and waking them costs more than the copy. torch is only consulted when
-    it is already imported (no tensor can be in the state otherwise).
-    """
+    """``copy.deepcopy(state)``, with torch on one thread: waking its threads for many
+    small tensors costs more than the copies."""
     if "torch" not in sys.modules:
         return copy.deepcopy(state)
     from ._threads import limit_threads

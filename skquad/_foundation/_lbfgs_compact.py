@@ -35,18 +35,10 @@ class _CompactMemory:
 
         H = gamma I + [S, gamma Y] [[R⁻ᵀ (D + gamma YᵀY) R⁻¹, -R⁻ᵀ], [-R⁻¹, 0]] [S, gamma Y]ᵀ
 
-    (columns of ``S``, ``Y`` the pairs, oldest first; ``R`` the upper
-    triangle of ``(s_i · y_j)``, ``D`` its diagonal, ``gamma = s·y / y·y``
-    of the newest pair). ``H g`` then costs three products with the
-    ``size x n`` arrays and two small triangular solves: the same matrix as
-    the two-loop recursion's, without its ``4 size`` vector operations. The
-    pairs sit in a ring (a new one overwrites the oldest's rows of
-    ``[S; Y]``); the small matrices ``(s_i · y_j)`` and ``(y_i · y_j)`` are
-    kept in age order, shifted when the oldest pair goes, so that a
-    direction gathers two short vectors and none of them (gathers and
-    ``triu`` would be a large share of a direction). The products run over
-    the filled rows in storage order, so that the shifting changes no
-    rounding (the SDP block solver's rank growth follows last-bit changes).
+    (``R`` the upper triangle of ``(s_i · y_j)``, ``D`` its diagonal, ``gamma = s·y / y·y``
+    of the newest pair): ``H g`` in three products and two small triangular solves. The
+    pairs sit in a ring; the small matrices are kept in age order, and the products run
+    over the filled rows in storage order, so that shifting changes no rounding.
     """
 
     def __init__(self, size, n_parameters):
@@ -298,16 +290,10 @@ _LARGEST_STEP = 1e10
 def _line_step(evaluate, x, value, gradient, direction, previous_value, maxls, search):
     """A step along ``direction``: ``(point, value, gradient)``, or None.
 
-    The unit step when it meets the strong Wolfe conditions (``c1`` of the
-    ``search``, ``c2 = 0.9``); else the ``search`` (``_LINE_SEARCHES``),
-    reusing the unit step's evaluation. "lbfgsb" gives the engine
-    L-BFGS-B's iterates on an unconstrained problem (up to rounding): where
-    the unit step overshoots, the "wolfe" search, restarted from the previous
-    decrease, takes more evaluations and more iterations. Where the search
-    fails (an objective whose gradient is inexact at a kink, such as a
-    clamped coordinate), the first halving of the unit step with sufficient
-    decrease (Armijo). ``maxls`` evaluations at most for the "wolfe" search
-    and for the halvings.
+    The unit step when it meets the strong Wolfe conditions (``c1`` of the ``search``,
+    ``c2 = 0.9``); else the ``search`` (``_LINE_SEARCHES``; "lbfgsb" gives L-BFGS-B's
+    iterates), reusing the unit step's evaluation; where it fails (an inexact gradient
+    at a kink), the first halving with sufficient decrease. ``maxls`` evaluations at most.
     """
     slope = float(gradient @ direction)
     if not slope < 0.0:  # round-off in H: steepest descent instead

@@ -146,22 +146,12 @@ _ONE_SORT_NUMBERS = 1 << 16
 def _lexicographic_ranks(blocks, rows_of):
     """Dense ranks, in lexicographic order, of the rows ``rows_of`` of the blocks side by side.
 
-    ``blocks`` are 2-D arrays with the same rows (``X``, the targets); their
-    columns, in order, are the keys. Equal rows get equal ranks. Each column
-    refines the ranks of the ones before it, and only the rows still tied
-    with another take part: on continuous data every row is alone after one
-    or two columns. Memory is O(n) indices, where ``np.unique(rows, axis=0)``
-    copies the rows (in a common dtype: float64 for float32 features) and
-    sorts the copy.
-
-    The rows still tied are refined in one lexsort over all the columns left
-    once they and those columns are few (``_ONE_SORT_NUMBERS``): a pass per
-    column over every row is mostly call overhead on small data with
-    duplicate rows, where no column ends the refinement early.
-
-    A tied group keeps the range of positions its rows will hold in the
-    final order, so its rank while it is refined is the first of them (a
-    competition rank); dense ranks are taken at the end.
+    The blocks' columns, in order, are the keys; equal rows get equal ranks. Each
+    column refines the ranks of the rows still tied (on continuous data every row is
+    alone after a column or two), in O(n) indices where ``np.unique(rows, axis=0)``
+    copies the rows. Once the tied rows and the columns left are few
+    (``_ONE_SORT_NUMBERS``), one lexsort finishes. A tied group ranks as the first
+    position it will hold (a competition rank); dense ranks are taken at the end.
 
     Returns
     -------

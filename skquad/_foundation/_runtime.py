@@ -1,41 +1,28 @@
 """The runtime policy of one fit: dtype, device, generators, threads, memory.
 
 Every estimator asks :func:`runtime_policy` once per ``fit`` (and per
-``partial_fit`` call) and uses what it returns; nothing else in skquad decides
-these five things:
+``partial_fit`` call); nothing else in skquad decides these:
 
-* **dtype** (:func:`compute_dtype`): the ``dtype`` parameter when set; else
-  the fitted model's dtype when a fit continues (``warm_start``,
-  ``partial_fit``); else float32 for float32 input and float64 for anything
-  else, as scikit-learn's ``LogisticRegression`` and ``MLPClassifier`` do. The
-  fitted arrays keep that dtype.
-* **device** (:func:`skquad._foundation._torch_utils.resolve_device`, the one device
-  parser): ``"auto"`` and None are the CPU; CUDA without CUDA is a clear error
-  at fit. The estimators record the device they fitted on (``device_``) and
-  predict there (the CPU where it is missing, see
-  :func:`skquad._foundation._torch_utils.prediction_device`).
-* **generators** (:func:`spawn_generators`): ``random_state`` is drawn from
-  once (a ``RandomState`` instance advances once per fit). The draw seeds the
-  initialization generator (as :func:`skquad._foundation._torch_utils.make_generator`
-  does, so models drawn from a given ``random_state`` stay the same) and a
-  :class:`numpy.random.SeedSequence`, whose spawned child seeds the generator
-  for shuffling and the validation split. Two generators seeded with the same
-  number draw identical streams (the shuffles would repeat the initial
-  weights' normal draws); the child's stream is independent of its root's.
-  ``partial_fit`` call number ``k`` takes the child ``k``, so every call
-  shuffles anew, reproducibly.
-* **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; on a
-  GPU torch's CPU threads are left alone; else
-  :func:`~skquad._foundation._threads.choose_thread_count` on the work of one
-  step, which the estimator measures in flops. The only place a thread count is
-  chosen: the engine, the Dask blocks and the convex solvers call it too, and
-  :func:`parallel_workers` on it for pools of independent tasks.
-* **CPU matrix products** (:func:`cpu_matmul_library`): which library
-  multiplies the networks' CPU batches (:class:`skquad.nn.fused.FusedNetwork`),
-  torch's MKL on Intel CPUs, numpy's BLAS elsewhere.
-* **memory** (:meth:`RuntimePolicy.require_memory`, through
-  :func:`skquad._foundation._memory.check_memory`): an estimate of the big allocations,
-  refused with a :class:`MemoryError` that names the parameter to change.
+* **dtype** (:func:`compute_dtype`): the ``dtype`` parameter; else the fitted
+  model's when a fit continues; else float32 for float32 input, float64 otherwise
+  (as ``LogisticRegression`` and ``MLPClassifier``).
+* **device** (:func:`skquad._foundation._torch_utils.resolve_device`): ``"auto"``
+  and None are the CPU; CUDA without CUDA is an error at fit. Predictions run on
+  ``device_`` (the CPU where it is missing).
+* **generators** (:func:`spawn_generators`): ``random_state`` is drawn from once
+  per fit; the draw seeds the initialization generator (as
+  :func:`skquad._foundation._torch_utils.make_generator`) and a
+  :class:`numpy.random.SeedSequence` whose child ``k`` seeds the shuffles and the
+  validation split of ``partial_fit`` call ``k``: independent of the initial draws,
+  anew on every call, reproducibly.
+* **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; a GPU leaves
+  torch's CPU threads alone; else
+  :func:`~skquad._foundation._threads.choose_thread_count` on one step's flops. The
+  only place a thread count is chosen (:func:`parallel_workers` builds on it).
+* **CPU matrix products** (:func:`cpu_matmul_library`): torch's MKL on Intel CPUs,
+  numpy's BLAS elsewhere, for :class:`skquad.nn.fused.FusedNetwork`.
+* **memory** (:meth:`RuntimePolicy.require_memory`): big allocations estimated and
+  refused with a :class:`MemoryError` naming the parameter to change.
 """
 
 import dataclasses

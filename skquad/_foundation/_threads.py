@@ -1,28 +1,18 @@
 """The one CPU thread and denormal policy of skquad's training (and benchmarks).
 
-Every torch-trained estimator trains inside :func:`limit_threads`, with a
-thread count from the runtime policy (:func:`skquad._foundation._runtime.thread_count`,
-the one caller of :func:`choose_thread_count`; tests/test_architecture.py checks it);
-the benchmarks use the same context manager to pin a whole run to ``--threads``.
+Every torch-trained estimator trains inside :func:`limit_threads`, with a count
+from :func:`skquad._foundation._runtime.thread_count` (the one caller of
+:func:`choose_thread_count`); the benchmarks pin a run to ``--threads`` with it.
+Small steps run on one thread: each small operation pays torch's OpenMP hand-off.
 
-Why a policy at all: a training step is a chain of small operations, each of
-which pays torch's OpenMP hand-off, and when the cores are busy the second
-thread waits for one; small steps therefore run on one thread (figures in the
-CHANGELOG).
-
-Why a registry of open blocks: ``torch.set_num_threads`` writes a
-process-wide default that threads created later inherit, and a per-thread
-OpenMP setting, so fits running concurrently in a thread pool, each saving
-and restoring "the previous" value, would leave worker threads at one thread
-for good. Here the first open block holds the baseline, every thread restores its
-own setting to that baseline on leaving, and the BLAS limit (process-wide in
-threadpoolctl) is the smallest that an open block asked for, from the first
-request to the last exit, when the limits found before the first are restored.
-
-Interrupts: every step of a block's bookkeeping can be redone, the lock is
-taken only in one-line ``with`` statements (:func:`_locked`), and the atomic
-fit closes whatever blocks an exception left open (:func:`saved_state`,
-:func:`restore_saved_state`).
+``torch.set_num_threads`` is process-wide for new threads and per-thread for
+OpenMP, so concurrent fits that each restore "the previous" value would leave
+workers at one thread. So the first open block holds the baseline, every thread
+restores its own setting to it on leaving, and the BLAS limit is the smallest an
+open block asked for, until the last exit restores the limits found first. Every
+bookkeeping step can be redone after an interrupt, the lock is taken only in
+one-line ``with`` statements (:func:`_locked`), and the atomic fit closes blocks an
+exception left open (:func:`saved_state`, :func:`restore_saved_state`).
 """
 
 import sys

@@ -204,14 +204,10 @@ class _CoarseOverflow(Exception):
 def _coarse_then_exact(run, objective, coarse_objective, x0, options):
     """L-BFGS on ``coarse_objective`` until its precision runs out, then on ``objective``.
 
-    The coarse phase only chooses where the exact phase starts: that point is
-    evaluated exactly and the fit ends there only if the exact gradient passes
-    the test at ``tol`` (or a limit or the hook stops it), so every convergence
-    is the exact gradient's. The coarse phase stops at ``max(tol, gradient_floor)``
-    (a float32 gradient's rounding error: below it the test reads noise), at
-    relative reductions below float32's epsilon (``_COARSE_FTOL``), where its line
-    search fails, or at a non-finite value (switching at the last accepted
-    iterate). The exact phase starts with an empty L-BFGS memory.
+    The coarse phase only chooses the exact phase's start, so every convergence is
+    the exact gradient's. It stops at ``max(tol, gradient_floor)``, at relative
+    reductions below float32's epsilon (``_COARSE_FTOL``), where its line search fails
+    or at a non-finite value. The exact phase starts with an empty memory.
     """
     if run.memory is not None and run.memory.knows(x0):
         # a path's start at the last fit's solution: its exact gradient is known

@@ -54,12 +54,8 @@ def solve_blocks(problem, row):
 
     workers = _block_workers(data, problem.callback, problem.verbose, problem.options)
     if workers > 1:
-        # Independent blocks, each on one torch and one BLAS thread: the
-        # matrix products release the GIL, so blocks run side by side on the
-        # cores. The one-BLAS-thread limit is taken here, in the calling
-        # thread: threadpoolctl lets only one live thread change OpenBLAS's
-        # process-wide limit. Each block runs in a copy of this context (the
-        # solver table in force, routes.use_routes).
+        # Independent blocks on threads, each on one torch and one BLAS thread (the limit taken
+        # here, in the calling thread), each in a copy of this context (routes.use_routes).
         contexts = [contextvars.copy_context() for _ in range(data.n_outputs)]
         with limit_threads(None, blas=1), concurrent.futures.ThreadPoolExecutor(
             max_workers=workers

@@ -72,13 +72,9 @@ def lifted_svecs(data):
 def _block_problem(G, b_k, penalty, p, rows, cols):
     """Clarabel's data for one block: ``x = [svec N, ρ, d]``, ``P = smat(d) + N``.
 
-    ``d = svec(P - N)`` is a variable of its own, so the quadratic term is
-    ``8 G`` on ``d`` alone rather than a ``2m x 2m`` block matrix on ``(svec
-    P, svec N)``: a quarter of the dense entries to factor. ``P`` is not a
-    variable: its cone rows are ``-(d + svec N) + s = 0``, so neither ``P``'s
-    ``m`` variables nor the ``m`` equality rows ``d = svec(P - N)`` enter the
-    KKT matrix (the same iterations and optimum as with ``P`` a variable).
-    Use :func:`_block_solution` to read ``(svec P, svec N)`` from ``x``.
+    ``d = svec(P - N)`` is a variable, so the quadratic term is ``8 G`` on ``d`` alone (a
+    quarter of the dense entries to factor), and ``P`` enters only through its cone rows
+    ``-(d + svec N) + s = 0``. :func:`_block_solution` reads ``(svec P, svec N)`` from ``x``.
     """
     m = G.shape[0]
     n_var = 2 * m + 1
@@ -157,12 +153,8 @@ def _solve_blocks(problem, B, p, settings):
     """Every block from the shared ``_block_problem`` (built with ``b = 0``):
     ``[(svec P, svec N, iterations)]`` for the columns of ``B``.
 
-    The blocks differ only in the linear term's ``d`` part, so one Clarabel
-    solver is set up and its linear term updated from block to block (its
-    equilibration and KKT structure are kept: the same iterations, and the
-    solutions equal to rounding); a block
-    the updated solver does not solve gets a fresh one. ``settings``:
-    Clarabel settings that differ from ``_clarabel_solver``'s.
+    The blocks differ only in the linear term, so one Clarabel solver is updated from
+    block to block; a block it does not solve gets a fresh one.
     """
     import clarabel
 
@@ -192,14 +184,8 @@ _FAER_MIN_VARIABLES = 3 * _FAER_MIN_BLOCK + 1
 
 
 def _solve_unless_panic(solver):
-    """``solver.solve()``, or None where Clarabel panics.
-
-    A Rust panic inside Clarabel arrives as pyo3's ``PanicException``, a
-    ``BaseException``: an inexact KKT solve without iterative refinement gave
-    a PSD cone's eigendecomposition non-finite input (scikit-learn's
-    ``check_array_api_input`` data through ``SDPQuantizedClassifierCV``,
-    m = 66). It is a failed solve, reported as such by the callers.
-    """
+    """``solver.solve()``, or None where Clarabel panics (pyo3's ``PanicException``, a
+    ``BaseException``, on non-finite input to a cone's eigendecomposition): a failed solve."""
     try:
         return solver.solve()
     except BaseException as error:
@@ -262,14 +248,9 @@ def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **
 
 
 def _joint_blocks(p, m, K, n_extra, penalty):
-    """The rows and costs shared by the joint (all blocks at once) forms.
-
-    Variables ``[block 0, ..., block K-1, extra]`` with block ``k`` = ``[svec
-    P_k, svec N_k, ρ_k, d_k]`` and ``n_extra`` loss variables after them.
-    Returns the equality rows, the ``2K`` PSD row blocks (P_0, N_0, P_1,
-    ...), the linear cost (``penalty`` on every ``ρ_k``, 0 elsewhere) and
-    the block length ``3m + 1``.
-    """
+    """The joint forms' shared rows: equality rows, the ``2K`` PSD row blocks, the linear cost
+    (``penalty`` on every ``ρ_k``) and the block length ``3m + 1``, for variables
+    ``[svec P_k, svec N_k, ρ_k, d_k]`` per block, ``n_extra`` after them."""
     block = 3 * m + 1
     n_var = K * block + n_extra
     zero_rows, cone_P, cone_N = _block_constraints(p, m, *svec_indices(p))
@@ -298,11 +279,8 @@ def _joint_blocks_of(x, K, m, block):
 def _solve_hinge(Phi, weight, target, penalty, p, settings):
     """The hinge SDP's compact form, all blocks jointly (module docstring).
 
-    Variables ``[block 0, ..., block K-1, ξ]`` (``_joint_blocks``). Returns
-    per block ``(svec P, svec N, ρ)``, the iterations and the margin rows'
-    multipliers, shape (n, K): binary, the rows ``ξ_i >= 1 - y_i f_i``;
-    Crammer-Singer, the rows of every ``k`` (``k = y_i`` is ``ξ_i >= 0``).
-    ``settings``: Clarabel settings that differ from ``_clarabel_solver``'s.
+    Variables ``[block 0, ..., block K-1, ξ]`` (``_joint_blocks``). Returns per block
+    ``(svec P, svec N, ρ)``, the iterations and the margin rows' multipliers (n, K).
     """
     import clarabel
 
@@ -387,23 +365,16 @@ def _exponential_rows(target, n_terms, i_f, i_tau, i_u, n_var):
 def _solve_logistic(Phi, weight, target, penalty, p, settings):
     """The logistic SDP's compact form, all blocks jointly, in exponential cones.
 
-    Variables ``[block 0, ..., block K-1, f, τ, u]`` (``_joint_blocks``):
-    the scores ``f`` (``J n`` of them, ``f_ij = 2 Φ_i d_j``), one epigraph
-    variable ``τ_i`` per sample and ``J`` cone variables ``u_ij`` per sample,
-    minimising ``Σ_j penalty ρ_j + Σ_i w_i τ_i``. Each sample's loss is a
-    log-sum-exp of affine terms ``a_ij(f)``: ``l_i <= τ_i`` if and only if
-    ``Σ_j exp(a_ij - τ_i) <= 1``, i.e. ``(a_ij - τ_i, 1, u_ij)`` in
-    Clarabel's exponential cone (``y exp(x / y) <= z``) and ``Σ_j u_ij <=
-    1``. Binary, ``log(1 + exp(-y f))``: the terms ``0`` and ``-y_i f_i``
-    (J = 2, the first needs no score). Multinomial, ``logsumexp(f_i) -
-    f_iy``: the terms ``f_ik - f_iy`` for every ``k`` (J = K).
+    Variables ``[block 0, ..., block K-1, f, τ, u]`` (``_joint_blocks``): scores
+    ``f_ij = 2 Φ_i d_j``, an epigraph ``τ_i`` and ``J`` cone variables ``u_ij`` per
+    sample, minimising ``Σ_j penalty ρ_j + Σ_i w_i τ_i``. A log-sum-exp loss
+    ``l_i <= τ_i`` iff ``(a_ij - τ_i, 1, u_ij)`` is in the exponential cone and
+    ``Σ_j u_ij <= 1``: binary terms ``0, -y_i f_i`` (J = 2), multinomial
+    ``f_ik - f_iy`` (J = K).
 
-    ``settings``: Clarabel settings that differ from ``_clarabel_solver``'s
-    (``_CLARABEL_PASSES``).
-
-    Returns per block ``(svec P, svec N, ρ)``, the iterations, the score
-    rows' multipliers ``-z`` (``w_i l'(f_i)`` at the optimum), shape (n, K),
-    and per block the multipliers of its trace rows (a candidate ``mu_k``).
+    Returns per block ``(svec P, svec N, ρ)``, the iterations, the score rows'
+    multipliers ``-z`` (``w_i l'(f_i)`` at the optimum), shape (n, K), and per block
+    the multipliers of its trace rows (a candidate ``mu_k``).
     """
     import clarabel
 
@@ -451,9 +422,7 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     # Stationarity in f of w_i l(f_i) + z_ik (f_ik - 2 Φ_i d_k): z = -w l'(f).
     score_duals = -z[zero.shape[0] : zero.shape[0] + K * n].reshape(K, n).T
-    # The multipliers of diag(P_k + N_k) = ρ_k 1 (each block's first p
-    # equality rows): the certificate's mu_k (stationarity in ρ_k gives
-    # 1ᵀ mu_k = penalty, in P_k and N_k Diag mu_k ± 2 M_k ⪰ 0).
+    # The multipliers of diag(P_k + N_k) = ρ_k 1 (each block's first p rows): the certificate's mu_k.
     trace_duals = [z[k * (p + m) : k * (p + m) + p] for k in range(K)]
     return _joint_blocks_of(x, K, m, block), int(solution.iterations), score_duals, trace_duals
 
@@ -461,12 +430,9 @@ def _solve_logistic(Phi, weight, target, penalty, p, settings):
 def _certified_point(data, Phi, weight, target, squared, settings):
     """Solve, round to an exactly feasible point and certify it (module docstring).
 
-    ``squared``: the squared loss's ``(LiftedStatistics, penalty)`` (None for
-    the other losses), solved from the statistics alone
-    (:func:`_certified_squared`). ``settings``: Clarabel settings that differ
-    from ``_clarabel_solver``'s (``_CLARABEL_PASSES``). Returns a dict with
-    ``factors``, ``rho``, ``scores``, ``objective``, ``lower_bound``, ``gap``
-    and ``iterations``.
+    ``squared``: the squared loss's ``(LiftedStatistics, penalty)``, solved from the
+    statistics alone (:func:`_certified_squared`). Returns a dict with ``factors``,
+    ``rho``, ``scores``, ``objective``, ``lower_bound``, ``gap`` and ``iterations``.
     """
     if squared is not None:
         return _certified_squared(*squared, settings)
@@ -503,11 +469,8 @@ def _certified_point(data, Phi, weight, target, squared, settings):
         scores_t = torch.zeros_like(scores_t)
         objective = zero_value
     if data.loss == "logistic":
-        # The score rows' multipliers over w (``_solve_logistic``), not l'(f):
-        # the scores are only as accurate as the loss is curved, and at small
-        # beta it is flat along nearly separated samples (test problem, beta
-        # = 1e-4: certified gap 1.9e-3 from l'(f), 1.5e-9 from the
-        # multipliers). Any point of the dual domain certifies (weak duality).
+        # The score rows' multipliers over w, not l'(f): the scores are only as accurate as
+        # the loss is curved, flat at small beta. Any dual point certifies (weak duality).
         weight_t = data.weight[:, None]
         lam = torch.where(
             weight_t > 0,

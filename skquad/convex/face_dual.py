@@ -462,25 +462,14 @@ def _logistic_face_dual_bound(data, factor, signs, scores, target_value, max_new
                               directions=None):
     """The face-restricted dual of one binary logistic block (``face_dual_bound()``).
 
-    **Which ``lam``.** The optimal dual is ``lam* = l'(f*)``; around the
-    current scores ``f``, ``lam* = l'(f) + l''(f) ⊙ (f* - f) + O(|f* - f|²)``
-    and ``f* - f`` lies in the face's scores when the face is right. The
-    family is therefore ``lam = B y`` with ``B = [l'(f), l''(f) ⊙ (⟨L_i, U X
-    Uᵀ⟩)_i, l''(f) ⊙ (⟨L_i, V Y Vᵀ⟩)_i]``: its best member errs by
-    ``O(|f* - f|²) = O(v - v*)`` (``|f - f*|² <= (v - v*) / c`` for the
-    loss's curvature ``c`` on the bounded scores), so the bound closes as fast
-    as the primal, where ``lam = l'(f)`` lags it by a square root.
-
-    **The restricted dual** ``max -Σ w l*(B y)`` subject to ``Diag mu ± 2
-    M(B y) ⪰ 0``, ``1ᵀmu <= 2 beta p`` (the lemma of the module docstring with
-    Fenchel-Young, ``l(f) >= lam f - l*(lam)``, in place of the squared
-    identity; ``l*`` is the binary entropy, concave dual, smooth inside its
-    domain ``0 < -t lam < 1``) is solved by the same primal log-barrier
-    Newton method as the squared loss's, the entropy's Hessian added to the
-    ``y`` block; a step leaving the domain is rejected by the line search
-    (the entropy's gradient is infinite on its boundary). Validity does not
-    rest on any of this: ``verified_bound()`` clips ``lam`` into the domain,
-    re-checks the LMIs exactly and scales ``(lam, mu)`` by ``theta <= 1``.
+    Around the current scores ``f``, ``lam* = l'(f) + l''(f) ⊙ (f* - f) + O(|f* - f|²)``
+    with ``f* - f`` in the face's scores, so the family is ``lam = B y``,
+    ``B = [l'(f), l''(f) ⊙ (⟨L_i, U X Uᵀ⟩)_i, l''(f) ⊙ (⟨L_i, V Y Vᵀ⟩)_i]``: its bound
+    closes as fast as the primal, where ``lam = l'(f)`` lags by a square root. The
+    restricted dual ``max -Σ w l*(B y)`` subject to ``Diag mu ± 2 M(B y) ⪰ 0``,
+    ``1ᵀmu <= 2 beta p`` (``l*`` the binary entropy) is solved by the squared loss's
+    log-barrier Newton method with the entropy's Hessian added; the line search
+    rejects steps leaving its domain. ``verified_bound()`` makes the bound valid.
     """
     t = data.target.detach().cpu().numpy()[:, 0].astype(np.float64)
     weight = data.weight.detach().cpu().numpy().astype(np.float64)

@@ -477,13 +477,8 @@ def _feasible_block(block):
     """The solver's symmetric ``block`` made exactly feasible: ``(Q, rho)``.
 
     Only the diagonal moves: ``Q = block + Diag(rho - diag(block))`` with
-    ``rho = max_j block_jj + max(0, -lambda_min(block))``. That is
-    ``(block + |lambda_min| I) + Diag(max_j block_jj - block_jj)``, a PSD
-    matrix plus a non-negative diagonal, so ``Q`` is PSD with every diagonal
-    entry ``rho``. The off-diagonal blocks, hence ``Z`` and the scores, are
-    the solver's own; the objective grows only by the penalty on the added
-    ``rho`` (of the order of the solver's violation), where a projection would
-    move ``Z``.
+    ``rho = max_j block_jj + max(0, -lambda_min(block))``, a PSD matrix plus a
+    non-negative diagonal. The scores stay the solver's own; only the penalty grows.
     """
     shift = max(0.0, -float(np.linalg.eigvalsh(block)[0]))
     diagonal = np.diag(block)

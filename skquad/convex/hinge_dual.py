@@ -136,14 +136,10 @@ def _face(matrix, top, threshold=1e-3):
 def _face_primal(data, P, N, t, weight, penalty, max_size=300):
     """The hinge SDP restricted to the faces of ``P`` and ``N``, solved by Clarabel.
 
-    At the optimum ``S± P = 0`` (complementary slackness), so ``P*`` lives on
-    the eigenvectors ``U`` of the barrier's ``P = S+⁻¹ / tau`` with large
-    eigenvalues (``V`` for ``N``) once ``tau`` is large. With ``P = U X Uᵀ``,
-    ``N = V Y Vᵀ`` the problem is a small SDP in ``X`` and ``Y`` and ``n``
-    slacks, with ``diag(P + N) <= rho 1`` (the padding of
-    ``feasible_point()`` makes any such point feasible with the same
-    scores and ``rho``: the same optimum). Returns ``(P, N, s, mu)`` (with
-    the face problem's multipliers) or None.
+    ``P*`` lives on the eigenvectors ``U`` of the barrier's ``P = S+⁻¹ / tau`` with large
+    eigenvalues (``V`` for ``N``): with ``P = U X Uᵀ``, ``N = V Y Vᵀ`` a small SDP in
+    ``X``, ``Y`` and ``n`` slacks, with ``diag(P + N) <= rho 1`` (``feasible_point()``'s
+    padding keeps the optimum). Returns ``(P, N, s, mu)`` or None.
     """
     import clarabel
 

@@ -152,10 +152,8 @@ def _top_curvature(H, weight, n_iter=30, seed=0):
 _CURVATURE = {"squared": lambda mu: 2.0, "logistic": lambda mu: 0.5, "hinge": lambda mu: 1.0 / mu}
 
 
-# The squared loss is refitted on its range-reduced form (module docstring)
-# when the caller's bound on rank(H) is at most this fraction of the rows:
-# the n x n Gram matrix that finds the basis costs about n / (3000 K) of the
-# full-size iterations, and the reduction saves a factor n / r on each.
+# The squared loss is refitted on its range-reduced form (module docstring) when the
+# caller's bound on rank(H) is at most this fraction of the rows.
 _REDUCE_BELOW_FRACTION = 0.75
 
 
@@ -321,13 +319,10 @@ def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, ran
 
 
 def _merged_columns(H):
-    """``H``'s distinct columns up to sign, or None when no two columns agree.
+    """``H``'s distinct columns up to sign (bitwise), or None when no two columns agree.
 
-    Returns ``(columns, first, group, signs)``: ``H[:, j] = signs[j] *
-    columns[:, group[j]]`` exactly and ``first[g]`` is the first ``j`` of group
-    ``g`` (increasing: groups in the order of their first columns). The
-    match is bitwise: a neuron drawn twice, ``(v, u)`` for ``(u, v)`` or
-    ``(-u, v)`` gives exactly the same (or negated) products.
+    Returns ``(columns, first, group, signs)``: ``H[:, j] = signs[j] * columns[:, group[j]]``
+    and ``first[g]`` the first ``j`` of group ``g`` (increasing).
     """
     if H.shape[1] < 2:
         return None
@@ -425,23 +420,16 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
     """``min ||A a_k - c_k||² + penalty ||a_k||_1`` per output by scikit-learn's
     coordinate descent, warm-started at ``alpha``, on working sets.
 
-    ``Lasso`` minimises ``||c - A a||² / (2 r) + a' ||a||_1``: the same
-    problem with ``a' = penalty / (2 r)``, stopped at a duality gap below
-    ``1000 tol ||c||²`` or after ``10 max_iter`` sweeps.
-
-    The columns are many, correlated, and the solution has under ``r``
-    nonzeros, so, as celer does: ``_FIRST_SWEEPS`` sweeps over every column,
-    then sweeps over the support plus the columns most correlated with the
-    residual, until no column outside violates the optimality condition
-    ``2 |A_jᵀ (c - A a)| <= penalty`` (the working set's solution is then the
-    full problem's). Every sweep only lowers the objective.
+    ``Lasso``'s ``a' = penalty / (2 r)``, stopped at a duality gap below
+    ``1000 tol ||c||²`` or after ``10 max_iter`` sweeps. As celer: ``_FIRST_SWEEPS``
+    sweeps over every column, then over the support plus the columns most correlated
+    with the residual, until no column outside violates ``2 |A_jᵀ (c - A a)| <= penalty``.
 
     Returns the point and the number of sweeps of the slowest output.
     """
     n_outputs = alpha.shape[1]
     if A.shape[1] <= _WORKING_MIN_COLUMNS:
-        # Few columns: a sweep over all of them is cheap, and one call
-        # solves every output (working sets cost a call per round and output).
+        # Few columns: one call over all of them solves every output.
         start = alpha.T if n_outputs > 1 else alpha[:, 0]
         point, iterations = _lasso_fit(A, target, penalty, start, 10 * int(max_iter), tol)
         return point.T.reshape(alpha.shape), iterations
@@ -454,9 +442,8 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
     return point, iterations
 
 
-# The reduced lasso goes to _lasso_interior_point when r² m (the flops of one
-# of its r x r normal matrices) is at most this: 10 to 15 such steps reach
-# 1e-7, while coordinate descent slows with the columns' correlation.
+# The reduced lasso goes to _lasso_interior_point when r² m (the flops of one of its
+# normal matrices) is at most this; coordinate descent slows with the columns' correlation.
 _INTERIOR_POINT_MAX_WORK = 4e7
 
 # Interior-point steps before giving the lasso to coordinate descent.
@@ -469,45 +456,30 @@ _potrf, _potrs = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potrs"), (np.ze
 def _lasso_interior_point(A, target, penalty, tol, offset=0.0):
     """``min ||A a_k - c_k||² + penalty ||a_k||_1`` per output through its dual, certified.
 
-    The dual of the lasso is the ``r``-variable quadratic program (with
-    ``||e||² = max_s sᵀe - ||s||²/4``)
+    The dual is ``max_s cᵀs - ||s||²/4`` subject to ``|A_jᵀ s| <= penalty``; the
+    multipliers ``z⁺, z⁻`` of its constraints give ``a = z⁺ - z⁻``. Mehrotra's
+    predictor-corrector interior point factors the ``r x r`` matrix
+    ``I / 2 + A diag(z⁺/t⁺ + z⁻/t⁻) Aᵀ`` per step, the ``K`` outputs together. It
+    stops at ``P(a) - D(θ s) <= tol (P(a) + offset)`` (``θ`` the best feasible scaling
+    of ``s``) for the sparse point returned (entries below ``1e-6`` of an output's
+    largest zeroed where no worse).
 
-        max_s  D(s) = cᵀs - ||s||²/4   subject to   |A_jᵀ s| <= penalty for every column j,
-
-    and the multipliers ``z⁺, z⁻ >= 0`` of its two-sided constraints give the
-    lasso's point ``a = z⁺ - z⁻`` (stationarity in ``s``: ``s = 2 (c - A a)``).
-    Mehrotra's predictor-corrector interior point solves it: each step factors
-    the ``r x r`` matrix ``I / 2 + A diag(z⁺/t⁺ + z⁻/t⁻) Aᵀ``.
-
-    Certificate: weak duality, ``P(a) >= P* >= D(θ s)`` for the best feasible
-    scaling ``θ`` of the iterate ``s`` (closed form). The solve stops at
-    ``P(a) - D(θ s) <= tol (P(a) + offset)``, ``offset`` being the constant
-    the range reduction drops, for the sparse point returned (entries below
-    ``1e-6`` of an output's largest zeroed; zero where zero is no worse).
-    The ``K`` outputs step together, each with its own matrix and step length.
-
-    Returns ``(a of shape (m, K), the most steps of an output)``, or ``(None,
-    steps)`` when an output does not reach ``tol`` in
-    ``_INTERIOR_POINT_MAX_STEPS`` steps or its matrix is not positive definite
-    in floating point (the caller then runs coordinate descent).
+    Returns ``(a of shape (m, K), the most steps of an output)``, or ``(None, steps)``
+    when an output misses ``tol`` in ``_INTERIOR_POINT_MAX_STEPS`` steps or its matrix
+    is not positive definite in floating point (the caller then runs coordinate descent).
     """
     r, m = A.shape
     C = target.reshape(r, -1).T  # (K, r): one output a row
     K = C.shape[0]
     if penalty <= 0:
         return None, 0
-    # The offset is the outputs' together: with a K-th of it in each
-    # output's test, the gaps add up to at most tol times the total.
+    # A K-th of the offset in each output's test: the gaps add up to at most tol times the total.
     share = offset / K
     point = np.zeros((K, m))
     steps = np.zeros(K, dtype=int)
-    # The state of the outputs still stepping, one row each (rows are dropped
-    # as outputs reach tol): their targets c, dual points s, slacks t =
-    # penalty ∓ Aᵀ s (s = 0 is strictly feasible) and multipliers z, (K, 2,
-    # m). The multipliers start where the complementarity Σ z t equals the
-    # duality gap of the zero point and s = 0, P(0) - D(0) = ||c||²: the
-    # start is then as far from optimal as the problem's own scale says (from
-    # z = 1 the first steps barely lower the gap).
+    # The outputs still stepping, a row each: targets c, dual points s, slacks
+    # t = penalty ∓ Aᵀ s (s = 0 is strictly feasible) and multipliers z (K, 2, m), which
+    # start where Σ z t equals the zero point's duality gap ||c||², the problem's own scale.
     active = np.arange(K)
     c = C
     s_ = np.zeros((K, r))
@@ -588,9 +560,8 @@ def _predictor_corrector(A, factors, s_, t, z, dual_residual, primal_residual):
         return ds, d_slack, d_dual
 
     def longest(d_slack, d_dual):
-        # Per output, the largest step in [0, 1] keeping the slacks and
-        # multipliers (all > 0) nonnegative: 1 / max(1, max(-direction / value)),
-        # the ratios of every entry (a masked division costs several times more).
+        # Per output, the largest step in [0, 1] keeping slacks and multipliers nonnegative:
+        # 1 / max(1, max(-direction / value)) over every entry (cheaper than a masked division).
         worst = -np.minimum(np.min(d_slack / t, axis=(1, 2)), np.min(d_dual / z, axis=(1, 2)))
         return 1.0 / np.maximum(worst, 1.0)
 
@@ -671,9 +642,8 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
         converged = done < cap and not np.any(correlation[outside] > limit)
         if converged or used >= budget:
             return point, used
-        # Not converged within this round's sweeps (the support is still
-        # shrinking from a dense start) or a column outside the set
-        # violates the condition: a new set, twice the sweeps.
+        # Not converged in this round's sweeps, or a column outside violates the condition:
+        # a new set, twice the sweeps.
         sweeps *= 2
 
 
@@ -692,10 +662,8 @@ def _row_scaled(values, scale):
 def _range_reduced(H, target, weight, span=None):
     """The squared loss's exact ``r``-row form (module docstring), or None if ``r`` is not small.
 
-    Returns ``(A, c, offset)`` with ``Σ_i w_i ||H_i alpha - t_i||^2 =
-    ||A alpha - c||^2 + offset`` for every ``alpha``. With ``span`` (columns
-    spanning ``H``'s), the basis is that of ``W^(1/2) span``'s range, which
-    holds ``W^(1/2) H``'s: the identity is the same.
+    Returns ``(A, c, offset)`` with ``Σ_i w_i ||H_i alpha - t_i||^2 = ||A alpha - c||^2 + offset``;
+    with ``span``, the basis is that of ``W^(1/2) span``'s range, which holds ``W^(1/2) H``'s.
     """
     root_weight = np.sqrt(weight)
     n, m = H.shape

@@ -1,26 +1,17 @@
 """QuadraticLogisticRegression's and QuadraticRegression's fits on Dask collections, data-parallel.
 
-Imported only when one of their ``fit`` meets a Dask collection. Neither
-gathers ``X`` into one process. The models' objectives are sums over rows,
-so each row block (a chunk of a ``dask.array``, a partition of a
-``dask.dataframe``) computes its share where it lives, with the same functions
-the in-memory fit runs on the whole array (:mod:`skquad.nn.quadratic_form`,
-:mod:`skquad.nn.quadratic_ridge`), and only the sums, ``O(K d²)`` numbers,
-reach the driver (:mod:`skquad._dask`'s block machinery):
+Imported only when their ``fit`` meets a Dask collection; ``X`` is never gathered.
+Each row block computes its share of the objective's sums where it lives, with the
+in-memory fit's functions, and only ``O(K d²)`` numbers reach the driver
+(:mod:`skquad._dask`'s block machinery):
 
-* quadratic logistic regression: the blocks are validated and their rows
-  sorted by label once, and persisted on the workers for the fit's
-  duration; from them one pass for the statistics (rows, the classes and
-  their counts, the columns' magnitudes), the labels encoded in place, then
-  per L-BFGS evaluation the log-loss and its gradient (the pass that sums the
-  class weights also takes the inputs' range, ``clip_inputs``'s
-  ``data_min_``/``data_max_``), while the driver runs
-  the same L-BFGS (:func:`skquad._training.minimize_lbfgs`) as in memory.
-  The user's graph (reading files, generating data) runs once per block:
-  recomputing it per evaluation would cost more than the gradient. The
-  cluster's memory must hold ``X`` once; the driver holds ``O(K d²)``;
-* quadratic regression: one pass for the block-centred ``D x D`` normal
-  equations (and the inputs' range), merged exactly and solved on the driver.
+* quadratic logistic regression: the blocks are validated, sorted by label and
+  persisted once (the user's graph runs once per block); one pass for the
+  statistics and the inputs' range, then one per L-BFGS evaluation for the loss and
+  gradient, while the driver runs the in-memory fit's L-BFGS. The cluster holds
+  ``X`` once;
+* quadratic regression: one pass for the block-centred ``D x D`` normal equations
+  (and the inputs' range), merged exactly and solved on the driver.
 """
 
 import contextlib

@@ -564,12 +564,10 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
     def _route(self, data, previous, partial, allowed=None):
         """The driver of a fit: the one rule (see ``solver``).
 
-        Dask blocks: L-BFGS over the blocks. ``partial_fit`` and
-        ``solver="sgd"``: SGD. ``solver="auto"`` takes Newton's method on the
-        dual where it gives the L-BFGS optimum from the same start (a cold
-        start from ``Q = 0``; the penalty makes the optimum unique) and is the
-        faster: binary, full ``Q``, finite ``C``, dense rows on the CPU, at
-        most as many distinct rows as degree-2 features and
+        Dask blocks: L-BFGS over the blocks. ``partial_fit`` and ``solver="sgd"``: SGD.
+        ``solver="auto"`` takes Newton's method on the dual where it gives the L-BFGS
+        optimum from a cold start and is the faster: binary, full ``Q``, finite ``C``,
+        dense CPU rows, at most as many distinct rows as degree-2 features and
         ``_KERNEL_NEWTON_MAX_ROWS``. Else L-BFGS.
         """
         if self.penalty in SPARSE_PENALTIES:

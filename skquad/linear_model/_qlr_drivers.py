@@ -114,7 +114,7 @@ def _trainer_config(problem, stochastic, partial):
 
 def fit_trainer(problem, data, *, stochastic, partial=False):
     """The training engine's driver: full-batch L-BFGS, SGD epochs, or ``partial_fit``'s one epoch."""
-    estimator, policy = problem.estimator, problem.policy
+    estimator = problem.estimator
     module, trainer = _module_and_trainer(problem, data, stochastic, partial)
     trainer.loss_and_gradient = quadratic_logistic_loss_and_gradient(
         module, problem.l2, cross_weight=problem.cross_weight,

@@ -1,26 +1,16 @@
 """The scikit-learn side shared by the quadratic networks.
 
-:class:`BaseQuadraticNetwork` holds what the four network estimators share
-(constructor, architecture, training, warm start, prediction, persistence);
-:mod:`._classifier` and :mod:`._regressor` add the task (labels or targets, the
-output layer's loss, the validation score) and the estimators only say which
-quadratic layer they stack (Noel et al.'s full quadratic neuron or the
-reduced-parameter one). The networks themselves are built by
-:mod:`skquad.nn.network`, trained by :mod:`skquad._training` (through
-:class:`skquad.nn.fused.FusedNetwork`'s explicit backward pass by default) and
-stored as numpy arrays in ``layers_``.
+:class:`BaseQuadraticNetwork` holds what the four network estimators share;
+:mod:`._classifier` and :mod:`._regressor` add the task, and the estimators name
+the quadratic layer they stack. The networks are built by :mod:`skquad.nn.network`,
+trained by :mod:`skquad._training` (through :class:`skquad.nn.fused.FusedNetwork`'s
+backward pass by default) and stored as numpy arrays in ``layers_``.
 
-What a task base provides (the hooks the shared code calls):
-
-* ``_n_scores``: outputs of the last layer;
-* ``_output_kind()``: the output non-linearity and loss, a key of
-  :data:`skquad.nn.losses.OUTPUT_LOSSES`;
-* ``_out_activation_name()``: MLP's ``out_activation_`` for it;
-* ``_validation_score(scores, y, sample_weight)``: early stopping's score
-  (accuracy, R^2), higher is better;
-* ``_float_targets``: whether ``y`` reaches the trainer as floats (targets,
-  indicator matrices) rather than class indices;
-* ``_callback_targets(y)``: ``y`` as the user gave it, for the callbacks.
+A task base provides ``_n_scores``; ``_output_kind()`` (a key of
+:data:`skquad.nn.losses.OUTPUT_LOSSES`); ``_out_activation_name()``;
+``_validation_score(scores, y, sample_weight)`` (higher is better);
+``_float_targets`` (``y`` reaches the trainer as floats, not class indices); and
+``_callback_targets(y)`` (``y`` as given, for the callbacks).
 """
 
 import inspect

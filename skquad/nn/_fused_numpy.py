@@ -258,14 +258,9 @@ class NumpyStep:
                 quadratic = self._buffer("grad_quadratic", index, (batch, 1, n_in), dtype)
                 np.matmul(twice[:, None, :], cache, out=quadratic)
                 grad_a += quadratic[:, 0, :]
-        # dL/dP^(k)_ij = sum_b delta_bk a_bi a_bj as one product
-        # (delta (x) a)^T a, (n_out*n_in x batch) @ (batch x n_in), whose
-        # rows come out in P's own (k, i) order: written straight into the
-        # gradient, no transposing copy. (delta (x) a)^T is built from
-        # transposed copies of delta and a so that its inner loop runs along
-        # the batch (numpy's broadcasting is slower along the short n_in), in
-        # V's buffer, free now: one batch x n_out*n_in array instead of two,
-        # so that the step's working set stays in a core's L2 cache.
+        # dL/dP^(k)_ij = sum_b delta_bk a_bi a_bj as one product (delta (x) a)^T a, whose rows come
+        # out in P's (k, i) order: no transposing copy. (delta (x) a)^T is built along the batch
+        # from transposed copies, in V's buffer (free now), to keep the working set in L2.
         delta_t = self._buffer("delta_t", index, (n_out, batch), dtype)
         np.copyto(delta_t, delta.T)
         a_t = self._buffer("a_t", index, (n_in, batch), dtype)

@@ -232,12 +232,8 @@ class FusedNetwork:
         n_out, n_in = layer.out_features, layer.in_features
         batch = a.shape[0]
         views = self._parameter_views()[index]
-        # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product a^T (delta (x) a),
-        # (n_in x batch) @ (batch x n_out*n_in): its [i, k*n_in + j] is
-        # dL/dP^(k)_ij, put in place by a transposing copy of n_out*n_in^2
-        # numbers. The other order, (delta (x) a)^T a, gives (k, i, j) directly
-        # but its long side is the product's rows and its short side (n_in) the
-        # columns, a shape BLAS runs slower.
+        # dL/dP^(k) = sum_b delta_bk a_b a_b^T as one product a^T (delta (x) a), put in place by a
+        # transposing copy: the other order's short n_in columns run slower in BLAS.
         weighted = self._buffer("weighted", index, (batch, n_out * n_in), a)
         torch.mul(delta.unsqueeze(2), a.unsqueeze(1), out=weighted.view(batch, n_out, n_in))
         gradient_by_row = self._buffer("gradient_by_row", index, (n_in, n_out * n_in), a)
@@ -245,13 +241,8 @@ class FusedNetwork:
         views["stacked_grad"].view(n_out, n_in, n_in).copy_(gradient_by_row.view(n_in, n_out, n_in).transpose(0, 1))
         if not need_input_gradient:
             return None
-        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a, from the cached
-        # V = [Q^(k) a]: O(batch n_out n_in) elementwise work and a sum, where
-        # the product (delta (x) a) @ stacked Q costs n_in times more
-        # arithmetic (and takes longer; a batched (1 x n_out) @ (n_out x n_in)
-        # product with V is slower still).
-        # With one output neuron (binary scores, a regressor's single target)
-        # it is V scaled row by row.
+        # Algorithm 1's 2 V^T delta = 2 sum_k delta_k Q^(k) a from the cached V = [Q^(k) a]:
+        # n_in times less arithmetic than (delta (x) a) @ stacked Q. One output: V scaled by row.
         if n_out == 1:
             torch.mm(delta, layer.weight, out=grad_a)
             return grad_a.addcmul_(cache[:, 0, :], delta, value=2.0)

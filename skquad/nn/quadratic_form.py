@@ -85,44 +85,32 @@ __all__ = [
 # computation at about 128 MiB in float64 when scoring large inputs.
 _SCRATCH_ELEMENTS = 1 << 24
 
-# Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers
-# (4 MB in float32), so that memory stays the data plus O(chunk d) per thread
-# rather than an n x d scratch, and a chunk and its scratch stay in
-# the cache for the pass's six reads, two threads' worth in a 32 MB L3; the
-# BLAS rates do not depend on the chunk's rows.
+# Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers, so that
+# memory stays the data plus O(chunk d) per thread and a chunk stays in cache.
 _CPU_CHUNK_ELEMENTS = 1 << 20
-# Rows of at most this many features take their CPU gradient grams as GEMMs
-# (numpy's BLAS, :func:`_add_stacked_grams`), wider ones as SYRKs on the class-sorted sign
-# blocks (scipy's), half the flops, which win only once the rows are wide
-# (crossover measured one thread, float32; figures in the CHANGELOG).
+# Rows of at most this many features take their CPU gradient grams as stacked GEMMs
+# (:func:`_add_stacked_grams`), wider ones as SYRKs on the class-sorted sign blocks,
+# half the flops, which win only once the rows are wide.
 _GEMM_GRAM_MAX_FEATURES = 64
-# The GEMM grams of all computed scores are one product per block of rows,
-# ``[r_1 X_b^T; ...; r_K X_b^T] X_b`` (``K d x m`` times ``m x d``), the
-# stacked factor built from the transposed rows (a contiguous multiply along
-# the rows); blocks of ``m`` rows with ``K d m`` at most this many numbers
-# keep that factor in the core's cache (1 MB in float32).
+# The stacked GEMM grams' blocks of ``m`` rows keep ``K d m`` at most this many numbers,
+# so that the stacked factor stays in the core's cache.
 _GRAM_BLOCK_ELEMENTS = 1 << 18
-# The largest transposed copy of the rows that a full-batch objective keeps
-# for those grams (:func:`_transposed_rows`); larger rows are transposed a
-# chunk at a time where they are used (costing less than the stacked grams
-# save), so that narrow data of many rows do not double their memory.
+# The largest transposed copy of the rows kept for those grams (:func:`_transposed_rows`);
+# larger rows are transposed a chunk at a time, so that memory is not doubled.
 _TRANSPOSED_COPY_BYTES = 1 << 27
-# Problems with n * d * d * n_scores up to this (4 Mi multiply-adds per
-# product) take the two-GEMM path, :func:`_small_log_loss_gradient`.
+# Problems with n * d * d * n_scores up to this take the two-GEMM path,
+# :func:`_small_log_loss_gradient`.
 _SMALL_PROBLEM_PRODUCT = 1 << 22
-# Packed L-BFGS problems whose degree-2 design matrix (n x (d(d+1)/2 + d + 1))
-# has at most this many numbers (8 MB in float64) are fitted on it
-# (:func:`packed_logistic_objective`): one GEMM each way on half the matrix
-# products' multiply-adds, where the small problems' time goes to the calls.
+# Packed L-BFGS problems whose degree-2 design matrix has at most this many numbers
+# are fitted on it (:func:`packed_logistic_objective`), where the calls dominate.
 _DESIGN_MATRIX_ELEMENTS = 1 << 20
 #: The key of a full-batch objective's ``cache`` under which a regularisation
 #: path puts the L-BFGS pairs its fits share (a ``PathMemory``, see
 #: :func:`quadratic_logistic_loss_and_gradient`); without it every fit starts
 #: with an empty memory.
 PATH_MEMORY = "lbfgs_path_memory"
-# How many times faster the matrix form's BLAS products (float32 twin, the
-# policy's threads) run per multiply-add than the streamed design's
-# (:func:`_pairs_are_cheaper`): the fits broke even near 200 of 1 830 pairs at d = 60.
+# How many times faster the matrix form's BLAS products run per multiply-add than the
+# streamed design's (:func:`_pairs_are_cheaper`).
 _PAIRS_RATE = 16
 
 
@@ -371,9 +359,8 @@ def quadratic_log_loss_gradient(
 def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
     """The penalty's value and gradient of :func:`quadratic_log_loss_gradient` in numpy.
 
-    On CPU tensors, written into the gradients' memory: the same arithmetic as
-    the torch branch, without its eight small operations' overhead (about a
-    third of an evaluation on ionosphere, 263 x 34).
+    Written into the CPU gradients' memory: the torch branch's arithmetic without
+    its small operations' overhead.
     """
     with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
         return _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
@@ -405,31 +392,18 @@ def _half_upper_mask(n_features, dtype):
 
 
 def _upper_halves(Q):
-    """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved.
-
-    C order, as :func:`skquad._foundation._blas.upper_product_in_place` reads it. One
-    product with a cached mask (``np.triu`` would build its mask each call).
-    """
+    """``U_k`` with ``x^T Q_k x = 2 x^T U_k x``: the upper triangle, its diagonal halved, in C order."""
     mask = _half_upper_mask(Q.shape[-1], Q.dtype)
     return np.ascontiguousarray(np.multiply(Q, mask))
 
 
-# Row chunks of the CPU objective are summed in this many parts (or one per
-# thread, on more threads), each into its own gradient: the parts are the
-# threads' units of work, and their sums are added in a fixed order, so that
-# the result does not depend on the thread count (up to this many) or on
-# which thread finished first. A part's gradient is added and dropped as soon
-# as the parts before it are in: about one per thread is held at a time.
+# Row chunks of the CPU objective are summed in this many parts (or one per thread), each into
+# its own gradient, added in a fixed order: the result does not depend on the thread count.
 _CPU_PARTS = 16
 
 
 class _ChunkTerms:
-    """One part's sums over its row chunks: the loss and the gradients' data terms.
-
-    ``grad_Q[k]`` holds ``X^T diag(r_k) X``: both triangles, equal up to
-    rounding (GEMM), or its upper one (SYRK, :func:`skquad._foundation._blas.gram_update`),
-    until :func:`_symmetrised` copies the upper triangle to the lower one.
-    """
+    """One part's sums over its row chunks: the loss and the gradients' data terms (SYRK grams upper triangle only)."""
 
     def __init__(self, n_scores, n_features, dtype):
         self.loss = 0.0
@@ -447,27 +421,14 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
                      class_blocks, buffer, columns=None, gram_buffer=None):
     """Add the rows ``start : start + len(rows)``'s loss and gradient terms to ``terms``.
 
-    Scores, residuals and grams of one chunk in one pass, while the chunk is
-    in cache: ``x^T Q_k x = 2 x^T U_k x`` with ``X U_k`` one in-place TRMM
-    (half the flops of ``X Q_k``) in a copy of the rows, and the gram
-    ``X^T diag(r) X`` either as SYRKs, ``A_+^T A_+ - A_-^T A_-``
-    (``A = diag(sqrt|r|) X``, one sign per contiguous block of class-sorted
-    rows), half the flops of a GEMM, or as GEMMs of all scores at once
-    (:func:`_add_stacked_grams`; :func:`_syrk_grams` chooses,
-    ``_GEMM_GRAM_MAX_FEATURES``). All these BLAS calls release the GIL, so
-    parts of the rows run side by side on threads.
-
-    ``buffer`` is ``rows``-shaped scratch; the GEMM grams also read the
-    chunk's rows transposed, ``columns`` (``d x m``, rows may be strided:
-    a slice of the caller's transposed copy of all rows), else they are
-    transposed into ``buffer``, and build their stacked factor in
-    ``gram_buffer`` (``_GRAM_BLOCK_ELEMENTS`` numbers or more).
-
-    ``halves``, ``coef`` and ``intercept`` are those of the computed scores:
-    all of them for the logistic loss, the first ``K - 1`` centred ones for
-    the softmax loss (:func:`_independent_scores`), the last score then being
-    minus their sum; ``terms.grad_Q`` gets the grams of the computed scores
-    only (the caller completes the last, :func:`_completed_grams`).
+    One pass while the chunk is in cache: ``x^T Q_k x = 2 x^T U_k x`` by an
+    in-place TRMM (half the flops of ``X Q_k``), and the grams either as SYRKs
+    ``A_+^T A_+ - A_-^T A_-`` on the class-sorted sign blocks or as the stacked
+    GEMMs (:func:`_syrk_grams` chooses). The BLAS calls release the GIL, so parts
+    run on threads. ``buffer`` is ``rows``-shaped scratch; ``columns`` the rows
+    transposed (else transposed into ``buffer``); ``gram_buffer`` the stacked
+    factor's. ``halves``, ``coef``, ``intercept`` are the computed scores'
+    (:func:`_independent_scores`); the caller completes the last gram.
     """
     n_rows = rows.shape[0]
     stop = start + n_rows
@@ -519,13 +480,9 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
 def _add_stacked_grams(grams, rows, columns, residuals, buffer):
     """``grams[k] += X^T diag(r_k) X`` for every score ``k``: one GEMM per block of rows.
 
-    ``rows`` is ``X`` (``m x d``, C order), ``columns`` its transpose (``d x m``,
-    contiguous along the rows), ``residuals`` ``(K, m)`` and ``grams`` ``(K, d, d)``
-    (C order). The stacked factor ``[r_1 X_b^T; ...; r_K X_b^T]`` (``K d x m_b``)
-    is one multiply along contiguous rows into ``buffer``, and one GEMM with the
-    block ``X_b`` gives all ``K`` grams: fewer, larger BLAS calls than one
-    ``(diag(r_k) X)^T X`` per score. Blocks of ``_GRAM_BLOCK_ELEMENTS`` keep
-    the factor in the core's cache; larger factors run slower.
+    ``columns`` is ``rows`` transposed (``d x m``); the stacked factor
+    ``[r_1 X_b^T; ...; r_K X_b^T]`` is built in ``buffer``, and blocks of
+    ``_GRAM_BLOCK_ELEMENTS`` keep it in the core's cache.
     """
     n_scores, n_features = grams.shape[0], grams.shape[1]
     n_rows = rows.shape[0]
@@ -543,20 +500,12 @@ def _add_stacked_grams(grams, rows, columns, residuals, buffer):
 def _independent_scores(Q, coef, intercept):
     """The parameters of the scores that the CPU engine computes, for :func:`_add_chunk_terms`.
 
-    One score (logistic loss): its own. ``K > 1`` scores (softmax loss): the
-    first ``K - 1`` of the centred parameters ``Q_k - mean_j Q_j`` (and
-    likewise ``coef``, ``intercept``), whose scores are
-    ``z'_k = z_k - mean_j z_j``; the last centred score is then
-    ``z'_K = -sum_{k<K} z'_k``. Why that is exact for every parameter
-    vector, centred or not: the softmax (its loss and probabilities) does
-    not change when the same number is added to every score of a sample, so
-    ``z'`` gives the loss and residuals of ``z``; the residuals
-    ``r_ik = s_i (p_ik - y_ik)`` sum to zero over ``k`` (probabilities and
-    one-hot labels each sum to one), so the grams ``X^T diag(r_k) X`` do
-    too, and the last is minus the others' sum (:func:`_completed_grams`).
-    The penalty is the caller's, on the parameters as given. That saves one
-    score product and one gram in ``K`` (a tenth of optdigits' products);
-    the rounding stays that of a sum of ``K`` computed terms.
+    One score: its own. ``K > 1`` (softmax): the first ``K - 1`` centred
+    parameters ``Q_k - mean_j Q_j`` (and ``coef``, ``intercept``). Exact: the
+    softmax does not change when every score of a sample moves by the same
+    number, and the residuals sum to zero over ``k``, so the last score is minus
+    the others' sum and so is its gram (:func:`_completed_grams`). One score
+    product and one gram in ``K`` saved.
 
     Returns
     -------
@@ -572,21 +521,14 @@ def _independent_scores(Q, coef, intercept):
 
 
 def _completed_grams(grams, n_computed):
-    """Write the last gram as minus the sum of the computed ones (softmax loss), in place.
-
-    See :func:`_independent_scores`; with one score all are computed.
-    """
+    """Write the last gram as minus the sum of the computed ones (softmax loss, :func:`_independent_scores`), in place."""
     if n_computed < grams.shape[0]:
         np.negative(grams[:n_computed].sum(axis=0), out=grams[-1])
     return grams
 
 
 def _symmetrised(grams):
-    """Fill the lower triangles of ``grams`` (n_scores, d, d) from their upper ones, in place.
-
-    The SYRK grams hold only their upper triangle; the GEMM grams hold both,
-    equal up to rounding, and leave it exactly symmetric.
-    """
+    """Fill the lower triangles of ``grams`` (n_scores, d, d) from their upper ones, in place (SYRK grams hold only the upper one)."""
     lower = np.tril_indices(grams.shape[-1], -1)
     for gram in grams:
         gram[lower] = gram.T[lower]
@@ -596,18 +538,14 @@ def _symmetrised(grams):
 def _one_blas_thread(n_workers):
     """BLAS held at one thread while ``n_workers > 1`` threads call it side by side.
 
-    The parallelism of the CPU objective is its own (parts of the rows on
-    threads, :func:`_cpu_log_loss_gradient`): BLAS threads inside each
-    chunk's product gain little over it, and on a busy machine they spin.
-    One worker leaves the BLAS as the caller set it.
+    The parts of the rows are the parallelism; BLAS threads inside them gain little
+    and spin on a busy machine. Through the thread policy, so that only one live
+    thread changes OpenBLAS's process-wide limit.
     """
     if n_workers <= 1:
         return contextlib.nullcontext()
     from .._foundation._threads import limit_threads  # (the foundation's thread policy)
 
-    # Through the policy's bookkeeping, in the calling thread: the smallest
-    # open request is in force, and only one live thread may change
-    # OpenBLAS's process-wide limit (threadpoolctl).
     return limit_threads(None, blas=1)
 
 
@@ -649,29 +587,16 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
                              class_blocks, scratch=None, *, symmetric=True):
     """The data part of the objective and its gradient through numpy and the BLAS, in row chunks.
 
-    Numpy in and out (the loss a 0-d array of the rows' dtype): the packed
-    objective calls it directly, without the dozen tensor wrappings of
-    :func:`_cpu_log_loss_gradient` (a share of the overhead on small data).
-
-    One pass over the rows, in chunks of ``_CPU_CHUNK_ELEMENTS`` numbers
-    (:func:`_add_chunk_terms`); the chunks are grouped into at most
-    ``_CPU_PARTS`` contiguous parts (one per thread on more threads) that
-    torch's thread count of threads (the runtime policy's,
-    :func:`skquad._foundation._runtime.thread_count`) take in turn, each part
-    summed into its own gradient and the parts added in order: the same
-    numbers on any thread count up to ``_CPU_PARTS``. The memory is the data
-    and the parameters, plus one chunk of scratch per thread (``scratch``: a
-    dict that keeps it from one call to the next) and the gradients of the
-    parts not added yet (about one per thread); with GEMM grams and a
-    ``scratch``, also a transposed copy of the rows where it fits
-    (:func:`_transposed_rows`).
-
-    ``rows_all`` is an array or :class:`~skquad._foundation._rows.OrderedRows`,
-    whose chunks are gathered into a buffer of each thread's where they are read.
-
-    ``symmetric=False`` leaves GEMM grams as they came, symmetric up to
-    rounding, for a caller that averages the two triangles anyway
-    (:class:`SymmetricPacking`'s gradient), saving ``_symmetrised``'s gather.
+    Numpy in and out (the loss a 0-d array of the rows' dtype). The chunks
+    (:func:`_add_chunk_terms`) are grouped into at most ``_CPU_PARTS`` parts that
+    torch's thread count of threads take in turn, each summed into its own
+    gradient and the parts added in order: the same numbers on any thread count
+    up to ``_CPU_PARTS``. ``scratch`` (a dict) keeps a chunk buffer per thread,
+    and for GEMM grams a transposed copy of the rows (:func:`_transposed_rows`),
+    from one call to the next. ``rows_all`` is an array or
+    :class:`~skquad._foundation._rows.OrderedRows`. ``symmetric=False`` leaves
+    GEMM grams symmetric only up to rounding, for a caller that averages the two
+    triangles anyway (:class:`SymmetricPacking`'s gradient).
     """
     n_samples, n_features = rows_all.shape
     n_scores = Q_np.shape[0]
@@ -758,13 +683,9 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
 def _transposed_rows(rows_all, scratch):
     """``rows_all.T`` in C order, kept in ``scratch`` while the caller's rows are the same array.
 
-    For the stacked GEMM grams of a full-batch fit, whose every evaluation
-    reads the same rows: one transposition per fit instead of one per chunk
-    and evaluation, a sizeable share of a small evaluation. A copy of the
-    rows, so None (each chunk transposed where it is used) beyond
-    ``_TRANSPOSED_COPY_BYTES`` or when it would take more than half the
-    available memory, and for rows gathered by chunks (OrderedRows: kept so
-    that memory holds the rows once).
+    One transposition per fit instead of one per chunk and evaluation. None (each
+    chunk transposed where used) beyond ``_TRANSPOSED_COPY_BYTES``, when the copy
+    would take over half the available memory, or for OrderedRows (held once).
     """
     cached = scratch.get("columns")
     if cached is None or cached[0] is not rows_all:
@@ -1048,12 +969,7 @@ class _NullModelMoments:
 
 
 def _null_model_moments(rows, labels, weights, n_scores):
-    """What the path's first start reads of the rows (weights summing to 1), in one float64 pass.
-
-    One symmetric product per class and one of the squares per chunk of rows
-    (:func:`~skquad._foundation._rows.row_chunks`: float32 or gathered rows
-    are never converted whole).
-    """
+    """What the path's first start reads of the rows (weights summing to 1), in one float64 pass by chunks."""
     weights = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
     n_classes, d = max(n_scores, 2), rows.shape[1]
     moments = _NullModelMoments(np.zeros(n_classes), np.zeros((n_classes, d)),
@@ -1076,10 +992,8 @@ def _null_model_moments(rows, labels, weights, n_scores):
 def _constant_scores_gradient(moments, packing, n_scores, scores):
     """The data term's gradient (``theta``'s layout, intercepts included) where every row scores ``scores``.
 
-    Every row then has the same probabilities ``p``, so score ``k``'s
-    residuals are ``w_i (p_k - [y_i = k])`` and its gradient the classes'
-    moments (:func:`_null_model_moments`) ``p_k M - M_k`` (``M`` their sum)
-    for ``x x^T`` (packed), ``x`` and 1: no evaluation of the objective.
+    Score ``k``'s gradient is then ``p_k M - M_k`` from the classes' moments ``M_k``
+    (``M`` their sum): no evaluation of the objective.
     """
     if n_scores == 1:
         probabilities, own = 1.0 / (1.0 + np.exp(-scores)), slice(1, 2)
@@ -1095,12 +1009,9 @@ def _constant_scores_gradient(moments, packing, n_scores, scores):
 def _null_model_curvature(moments, packing, n_scores, fit_intercept):
     """The diagonal of the data term's Hessian at the intercepts-only model, in ``theta``'s layout.
 
-    There every row has the classes' weights ``p`` as probabilities, so the
-    entry of score ``k`` for a feature ``phi`` (``x_a x_b`` times its packed
-    factor, ``x_a``, or 1) is ``p_k (1 - p_k) E_w[phi^2]``: a diagonal
-    (Jacobi) model of the curvature that L-BFGS's initial matrix lacks (see
-    :meth:`PathMemory.scale`). Binary: ``p`` is the positive class's.
-    ``moments``: :func:`_null_model_moments`.
+    Entry of score ``k`` for a feature ``phi`` (``x_a x_b`` times its packed factor,
+    ``x_a``, or 1): ``p_k (1 - p_k) E_w[phi^2]``, a Jacobi model of the curvature
+    (see :meth:`PathMemory.scale`). Binary: ``p`` is the positive class's.
     """
     p = moments.totals
     spread = (p * (1.0 - p))[-n_scores:]
@@ -1190,13 +1101,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
 
 
 def _pairs_are_cheaper(packing, n_scores):
-    """Whether a restricted packing's streamed design beats the matrix form on many rows.
-
-    Per row the design costs its ``n_pairs + d + 1`` products and one
-    multiply-add each way per score, the matrix form ``3 K d^2``
-    multiply-adds at the BLAS's better rate (``_PAIRS_RATE`` times the
-    design's).
-    """
+    """Whether a restricted packing's streamed design (``n_pairs + d + 1`` multiply-adds each way per
+    score and row) beats the matrix form's ``3 K d^2`` at ``_PAIRS_RATE`` times the rate."""
     if not packing.restricted:
         return False
     width = packing.rows.size + packing.n_features + 1
@@ -1206,17 +1112,10 @@ def _pairs_are_cheaper(packing, n_scores):
 def _centred_scores(theta, n_scores, n_packed, n_coef):
     """``theta`` with the mean over the scores subtracted from each parameter, for the softmax loss.
 
-    The softmax loss does not change when one function is added to every
-    class score, and the penalty (the same weight for every score) is
-    smallest when the scores' parameters sum to zero, so the optimum and
-    every float64 L-BFGS iterate from a centred start are centred (the
-    residuals sum to zero over the classes, and so do the gradients; to
-    float64's rounding). A float32 evaluation's residuals sum to zero only
-    to float32's rounding, so its iterates drift off; centring them lowers
-    the objective (the penalty) and leaves the loss unchanged. ``theta``'s
-    blocks ``[v_1..v_K, coef_1..coef_K, b_1..b_K]`` are each ``K`` equal
-    parts (sizes ``n_packed``, ``n_coef`` and the rest: the intercepts,
-    maybe none), so each block is centred over its ``K`` rows.
+    The softmax loss does not change when one function is added to every score,
+    and the penalty is smallest when the scores' parameters sum to zero: a float32
+    iterate drifts off that by rounding, and centring it lowers the objective. Each
+    block ``[v_1..v_K]``, ``[coef_1..coef_K]``, ``[b_1..b_K]`` is centred over its ``K`` rows.
     """
     centred = theta.copy()
     for block in np.split(centred, [n_packed, n_packed + n_coef]):
@@ -1248,12 +1147,7 @@ def weighted_row_scale(X, sample_weight):
 
 
 def _twin_scales(rows, weights):
-    """:func:`column_magnitudes` and :func:`weighted_row_scale` of the rows, a chunk at a time.
-
-    The same numbers as on the whole array (the maxima are exact in any
-    order, and the weighted sum is one product over all rows' maxima), for
-    rows gathered by chunks (OrderedRows) without their copy.
-    """
+    """:func:`column_magnitudes` and :func:`weighted_row_scale` of the rows, a chunk at a time (no copy)."""
     magnitudes = np.zeros(rows.shape[1], dtype=rows.dtype)
     largest = np.empty(rows.shape[0], dtype=rows.dtype)
     for start, stop, chunk in row_chunks(rows):
@@ -1265,11 +1159,8 @@ def _twin_scales(rows, weights):
 def _float32_inputs(rows, weights, n_scores, packing, cache):
     """``(twin attributes, float32 rows, float32 weights)`` of a float32 twin, or None.
 
-    None where :func:`float32_twin` declines or the copy does not fit in
-    memory (half of the rows' memory more: a speed-up only, so it is skipped
-    rather than refused when memory is short). Kept in ``cache`` (the rows
-    of every fit that shares it are the same), so computed once. The float32
-    rows are an array (of rows gathered by chunks too: half their size).
+    None where :func:`float32_twin` declines or the copy does not fit in memory (a
+    speed-up only); kept in ``cache``, whose fits share the rows.
     """
     if "float32" not in cache:
         twin = float32_twin(*_twin_scales(rows, weights), n_scores, packing)
@@ -1373,15 +1264,10 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
                              fit_intercept, cache=None):
     """:func:`packed_logistic_objective` on the explicit degree-2 design matrix.
 
-    The columns are ``sqrt(2)^[i<j] x_i x_j`` (the packed coordinates'
-    features: ``x^T Q x = sum_p v_p x_i x_j s_p``, the packing's pairs
-    only), ``x`` and 1, so each score is one row of ``theta`` times the
-    design matrix and the gradient one product back: logistic regression on
-    ``PolynomialFeatures(2)``'s columns, rescaled, in ``X``'s dtype. A design
-    of at most ``_DESIGN_MATRIX_ELEMENTS`` numbers is built once; a larger
-    one (few allowed pairs on many rows) is rebuilt a row chunk of that size
-    at a time in every evaluation, ``O(n n_pairs)`` work against the matrix
-    form's ``O(n d^2)``.
+    Columns ``sqrt(2)^[i<j] x_i x_j`` (the packing's pairs), ``x`` and 1: logistic
+    regression on rescaled ``PolynomialFeatures(2)`` columns, one product each way. A
+    design of at most ``_DESIGN_MATRIX_ELEMENTS`` numbers is built once; a larger one
+    is rebuilt a row chunk at a time in every evaluation.
     """
     n_samples, n_features = X.shape
     n_pairs = packing.rows.size
@@ -1438,19 +1324,11 @@ def _design_matrix_objective(X, y, sample_weight, packing, n_scores, penalty_wei
 
 
 def _residuals_by_score(scores, y, weight, samples, positive):
-    """The loss and residuals of scores laid out ``(n_scores, n)``, in numpy.
-
-    In numpy because torch's per-operation overhead is a large share of the
-    loss's time on small problems.
-
-    The softmax's reductions then run across contiguous rows, elementwise
-    (on ``(n, K)`` scores numpy's reductions along the short axis are slow).
-    """
+    """The loss and residuals of scores laid out ``(n_scores, n)``, in numpy (torch's overhead
+    dominates small problems; the softmax's reductions run across contiguous rows)."""
     if scores.shape[0] == 1:
-        # one exp for both: with e = exp(-|z|) the loss is softplus(s) =
-        # max(s, 0) + log1p(e) for s = -z on class 1, z on class 0, and the
-        # sigmoid 1 / (1 + e) for z >= 0, e / (1 + e) below (no overflow
-        # either way, and cheaper than logaddexp and expit)
+        # one exp for both, e = exp(-|z|): softplus(s) = max(s, 0) + log1p(e) (s = -z on
+        # class 1, z on class 0) and the sigmoid 1 / (1 + e) or e / (1 + e), without overflow
         z = scores[0]
         e = np.exp(-np.abs(z))
         softplus = np.where(positive > 0, -z, z)
@@ -1614,20 +1492,14 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         return loss
 
     def flat_objective(X, y, weight):
-        """The fast numpy objective on the flat vector (:func:`packed_logistic_objective`), or None.
-
-        For a packed module with dense CPU rows, or rows gathered by chunks
-        (:class:`~skquad._foundation._rows.OrderedRows`); the flat layout is
-        the module's trainable parameters in order.
-        """
+        """The fast numpy objective on the flat vector (:func:`packed_logistic_objective`), or None
+        (a module not packed, or rows neither dense on the CPU nor OrderedRows)."""
         gathered = isinstance(X, OrderedRows)
         if not module.packed or (not gathered and (_is_sparse_rows(X) or X.device.type != "cpu")):
             return None
         rows, labels, weights = X if gathered else X.numpy(), y.numpy(), weight.numpy()
         if cache is not None:
-            # the fits that share the cache read the same rows: the first one's
-            # arrays, so that what is kept per array (the transposed rows, the
-            # labels as numbers) is kept for all of them
+            # the first fit's arrays, so that what is kept per array is kept for all fits
             rows, labels, weights = cache.setdefault(
                 ("inputs", rows.dtype.str), (rows, labels, weights))
         build = lambda rows, weights: packed_logistic_objective(

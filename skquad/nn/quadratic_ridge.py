@@ -227,12 +227,8 @@ def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
         penalty[:n_linear], penalty[n_linear:] = pair
         system = matrix.copy()
         system[diagonal] += penalty
-        # LAPACK's POSV directly (factor and solve in one call): scipy.linalg.solve
-        # (assume_a="pos") also estimates the condition number, which costs
-        # far more than the solve, and cho_factor/cho_solve's checks are a
-        # noticeable share of a small fit.
-        # scipy's LAPACK has its own BLAS threads: under the thread rule for the solve's own
-        # flops, a small one does not wake them against numpy's, still spinning after the SYRK.
+        # LAPACK's POSV directly: scipy.linalg.solve also estimates the condition number, which
+        # costs more than the solve. Under the thread rule for the solve's own flops.
         with limit_threads(None, blas=thread_count("auto", "cpu", matrix.shape[0] ** 3 / 3.0)):
             _, solution, info = _posv(system, rhs[:, columns], lower=False, overwrite_a=True)
         if info == 0:
@@ -518,7 +514,6 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     ``Φ_c c = Φ c - (mᵀ c) 1`` and ``Φ_cᵀ v = Φᵀ v - m (1ᵀ v)``.
     """
     n, d = X.shape
-    D = mean.shape[0]
     trmm = scipy.linalg.blas.get_blas_funcs("trmm", (X,))
     step = max(1, _BLOCK_ELEMENTS // max(1, d))
     chunks = [(start, min(start + step, n)) for start in range(0, n, step)]

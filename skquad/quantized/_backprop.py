@@ -66,19 +66,14 @@ def _bilinear_trainer(
 ):
     """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
 
-    The training half of the backprop estimators, on inputs already lifted
-    (``Z`` of width ``n_lifted``), under the fit's decided
-    :class:`~skquad._foundation._runtime.RuntimePolicy` (dtype, device, threads, the
-    initialization and shuffling generators). The step applied to the first
-    layer is ``learning_rate_init * m_k / curvature``; ``initial`` is a
-    starting ``(U, V)`` (None draws ``N(0, I / p)`` rows from the policy's
-    initialization generator); ``real_targets`` means targets of shape
-    (n, n_outputs) compared as they are (the regressor), not class indices.
+    On lifted inputs ``Z``, under the fit's :class:`~skquad._foundation._runtime.RuntimePolicy`.
+    The first layer's step is ``learning_rate_init * m_k / curvature``; ``initial`` a
+    starting ``(U, V)`` (None: ``N(0, I / p)`` rows); ``real_targets``: regression targets
+    (n, n_outputs), not class indices.
 
     Returns ``(trainer, neuron_class, output_weights)``: the engine's
-    :class:`~skquad._training.Trainer` around a
-    :class:`~skquad.nn.bilinear.BilinearModule`, each neuron's output, and
-    the fixed second layer of shape (n_neurons, n_outputs).
+    :class:`~skquad._training.Trainer` around a :class:`~skquad.nn.bilinear.BilinearModule`,
+    each neuron's output, and the fixed second layer (n_neurons, n_outputs).
     """
     counts = _neurons_per_output(n_neurons, n_outputs)
     if initial is None:

@@ -1,27 +1,16 @@
 """The SDP estimators' squared-loss fit on Dask collections, by sufficient statistics.
 
 Imported only when an SDP estimator's ``fit`` meets a Dask collection. The
-squared-loss relaxation, its certificate, ``beta="auto"`` and the second
-layer's refit read the rows only through weighted sums of the lifted inputs
-(:class:`~skquad.convex.statistics.LiftedStatistics`, ``O(m²)`` numbers for
-``m = p (p + 1) / 2``). So, with :mod:`skquad._dask`'s block machinery:
-
-* the row blocks are validated where they live, labels encoded (classifiers,
-  as for the networks) and persisted on the workers;
-* one pass for the inputs' weighted moments (the standardization; merged
-  exactly, Chan's pairwise update) and range;
-* one pass for the lifted statistics of the standardized rows, per block in
-  float64 and added up as a tree; with folds (rows assigned by a hash of
-  their values), one set per fold and standardization in the same pass;
-* a search of the classifier's ``beta`` adds one pass: each fold's held-out
-  rows scored (accuracy) by every ``beta``'s model, whose decision values
-  are linear in the lifted inputs (:func:`linear_form`).
-
-The estimator solves, certifies, samples and refits from the sums on the
-driver (``SDPQuantizedClassifier._fit_from_sums``), at a cost that does not
-depend on the number of rows. A regressor search's folds are scored from the
-sums too, so their R² is that of the model without ``clip_inputs`` and
-``clip_outputs`` (a clipped prediction is not a sum over rows).
+squared-loss relaxation, its certificate, ``beta="auto"`` and the refit read the
+rows only through :class:`~skquad.convex.statistics.LiftedStatistics`. With
+:mod:`skquad._dask`'s block machinery: the blocks are validated, encoded and
+persisted; one pass takes the inputs' moments (merged exactly) and range, one the
+lifted statistics of the standardized rows (per fold too, rows assigned by a hash
+of their values), and a classifier's ``beta`` search one more to score each fold's
+held-out rows (:func:`linear_form`). The driver solves, certifies, samples and
+refits from the sums (``SDPQuantizedClassifier._fit_from_sums``). A regressor
+search's folds are scored from the sums too, so their R² is that of the model
+without ``clip_inputs`` and ``clip_outputs``.
 """
 
 import time

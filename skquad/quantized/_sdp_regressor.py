@@ -261,15 +261,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     def _target_scale(self, targets, weight):
         """``c``: the power of two nearest the targets' weighted root mean square.
 
-        The relaxation and the refit are solved for ``y / c`` and
-        ``beta / c``, whose squared loss is of order 1 whatever the scale of
-        ``y`` (the solvers' absolute tolerances and starting points assume
-        that order), and mapped back exactly:
-        the squared-loss problem is scale-equivariant
-        (:func:`skquad.convex.solution.rescale_solution`). ``targets`` are
-        the centred ones where the model has an intercept, so an offset in
-        ``y`` does not enter ``c``. A power of two makes ``y / c``, ``beta /
-        c`` and the way back exact in floating point.
+        The relaxation and the refit are solved for ``y / c`` and ``beta / c`` (a squared
+        loss of order 1, which the solvers' tolerances assume) and mapped back exactly
+        (:func:`skquad.convex.solution.rescale_solution`); a power of two keeps every step
+        exact. ``targets`` are centred where the model has an intercept.
         """
         targets = np.asarray(targets, dtype=np.float64)
         largest = float(np.max(np.abs(targets)))
