@@ -86,11 +86,8 @@ class _CompactMemory:
         self.order, self.ages = [], np.empty(0, dtype=np.intp)
 
     def shift(self, curvature, scale=None):
-        """Move every pair's ``y`` by ``curvature * s``: the pairs of ``f + 0.5 x·(curvature x)``.
-
-        ``scale`` is the new initial matrix's diagonal (see ``self.scale``).
-        The pairs are kept by age; one whose ``s · y`` is no longer positive goes.
-        """
+        """Move every pair's ``y`` by ``curvature * s`` (the pairs of ``f + 0.5 x·(curvature x)``),
+        dropping those whose ``s · y`` is not positive; ``scale``: the new initial diagonal."""
         k, ages = len(self.order), self.ages
         self.scale = scale
         if not k:
