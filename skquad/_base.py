@@ -95,13 +95,9 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     # and predict, and the input_tags.sparse tag).
     _accept_sparse = False
 
-    # How the training objective depends on the scale of sample_weight:
-    # "ratio": only the ratios of the weights matter (the objective is a
-    #   weighted mean and nothing else is divided by their sum), so weights
-    #   whose sum leaves float32's range are rescaled by a power of two (exact);
-    # "absolute": their scale matters (C * sum(w_i loss_i) + penalty as in
-    #   LogisticRegression, or a penalty divided by sum(w) as in
-    #   MLPClassifier), so such weights are rejected with a clear error.
+    # How the objective depends on the scale of sample_weight: "ratio" (a weighted mean), weights
+    # whose sum leaves float32's range are rescaled by a power of two (exact); "absolute" (as
+    # LogisticRegression's C * sum(w_i loss_i) or MLPClassifier's penalty / sum(w)), they are refused.
     _sample_weight_scale = "absolute"
 
     # The array_api_support tag: whether the model trains and predicts on X's
