@@ -95,13 +95,9 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
     # and predict, and the input_tags.sparse tag).
     _accept_sparse = False
 
-    # How the training objective depends on the scale of sample_weight:
-    # "ratio": only the ratios of the weights matter (the objective is a
-    #   weighted mean and nothing else is divided by their sum), so weights
-    #   whose sum leaves float32's range are rescaled by a power of two (exact);
-    # "absolute": their scale matters (C * sum(w_i loss_i) + penalty as in
-    #   LogisticRegression, or a penalty divided by sum(w) as in
-    #   MLPClassifier), so such weights are rejected with a clear error.
+    # How the objective depends on the scale of sample_weight: "ratio" (a weighted mean), weights
+    # whose sum leaves float32's range are rescaled by a power of two (exact); "absolute" (as
+    # LogisticRegression's C * sum(w_i loss_i) or MLPClassifier's penalty / sum(w)), they are refused.
     _sample_weight_scale = "absolute"
 
     # The array_api_support tag: whether the model trains and predicts on X's
@@ -129,13 +125,8 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
         super().__setstate__(state)
 
     def _callback_max_subtasks(self, method_name):
-        """``max_subtasks`` of the callback root context of ``fit``/``partial_fit``.
-
-        ``max_iter`` for ``fit`` (one subtask per epoch or iteration; the
-        training engine's L-BFGS reports scipy's last, empty iteration too, so
-        one more with ``solver="lbfgs"``), None (unknown) for ``partial_fit``.
-        Override where an estimator's subtasks are counted otherwise.
-        """
+        """``max_subtasks`` of the callback root context: ``max_iter`` for ``fit`` (one more with
+        ``solver="lbfgs"``, whose last, empty iteration is reported too), None for ``partial_fit``."""
         max_iter = getattr(self, "max_iter", None)
         if method_name == "fit" and isinstance(max_iter, Integral):
             return int(max_iter) + (getattr(self, "solver", None) == "lbfgs")
@@ -143,11 +134,7 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit side
     def _check_weight_scale(self, sample_weight):
-        """Rescale or reject weights whose sum over- or underflows.
-
-        Applies the rule declared by the class attribute
-        ``_sample_weight_scale`` ("ratio" or "absolute", see its comment).
-        """
+        """Rescale or reject weights whose sum over- or underflows, by ``_sample_weight_scale``'s rule."""
         with np.errstate(over="ignore"):
             total = float(np.sum(sample_weight))
         if total == 0:
@@ -218,11 +205,8 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
 
     # ------------------------------------------------------------ predict side
     def _validate_predict_data(self, X):
-        """Validated ``X``, each feature clipped to its training range with ``clip_inputs``.
-
-        Every predict-like method reads its input through here, so all of
-        them (and the exports) see the same clipped input.
-        """
+        """Validated ``X``, each feature clipped to its training range with ``clip_inputs``: the one
+        input of every predict-like method and export."""
         check_is_fitted(self)
         X = self._validate(X, reset=False)
         if self.clip_inputs:
@@ -671,11 +655,8 @@ class BaseQuadraticRegressor(RegressorMixin, BaseQuadraticEstimator):
         return X, y, sample_weight
 
     def _bounded_predictions(self, scores):
-        """``scores`` clipped per output to the training targets' range with ``clip_outputs``.
-
-        The range holds every training target, so clipping moves a prediction
-        toward each of them: no training row's squared error grows.
-        """
+        """``scores`` clipped per output to the training targets' range with ``clip_outputs`` (toward
+        every training target, so no training row's squared error grows)."""
         if not getattr(self, "clip_outputs", False) or not hasattr(self, "target_min_"):
             return scores
         xp = namespace_of(scores)  # (NumPy scores of a CPU tensor: its torch bounds as NumPy views)
@@ -719,13 +700,8 @@ def _is_behaviour(attribute):
 
 
 def _sortable_labels(y):
-    """``y``, or for an object array of strings only, the same labels as a numpy string array.
-
-    The classes are found by sorting the labels (``np.unique``, and
-    scikit-learn's ``type_of_target`` twice): on Python strings that sorting
-    compares objects one pair at a time, in C on a string array, several
-    times faster for thousands of labels. The order is the same (code points).
-    """
+    """``y``, or for an object array of strings only, the same labels as a numpy string array:
+    the classes are found by sorting, several times faster in C on a string array (same order)."""
     if y.dtype != object or y.size == 0 or set(map(type, y.ravel())) != {str}:
         return y
     strings = y.astype(str)

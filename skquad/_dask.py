@@ -247,10 +247,8 @@ def _wait(futures):
 def _balanced_owners(rows, holder, threads):
     """The worker each block is reduced on: its holder, unless moving it balances the rows.
 
-    ``rows[i]`` rows of block ``i`` live on ``holder[i]``; ``threads``: each
-    worker's thread count. Moves the smallest block that helps from the
-    worker with the most rows per thread to the one with the fewest, while
-    that lowers the larger of the two.
+    Moves the smallest block that helps from the worker with the most rows per thread to the
+    one with the fewest, while that lowers the larger of the two.
     """
     workers = sorted(threads)
     owner = [h if h in threads else workers[0] for h in holder]

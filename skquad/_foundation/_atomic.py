@@ -193,11 +193,8 @@ def reads_fitted_state(method):
 
 
 def _process_state():
-    """The process-wide state a fit may change (numpy's errors, grad mode, threads), to restore.
-
-    An asynchronous exception can land inside a ``with`` block's ``__enter__``
-    after it changed the state, and then nothing else restores it.
-    """
+    """The process-wide state a fit may change (numpy's errors, grad mode, threads), to restore:
+    an asynchronous exception inside a ``with`` block's ``__enter__`` leaves it changed."""
     torch = sys.modules.get("torch")
     threads = sys.modules.get("skquad._foundation._threads")
     return {

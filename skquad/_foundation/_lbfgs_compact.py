@@ -86,11 +86,8 @@ class _CompactMemory:
         self.order, self.ages = [], np.empty(0, dtype=np.intp)
 
     def shift(self, curvature, scale=None):
-        """Move every pair's ``y`` by ``curvature * s``: the pairs of ``f + 0.5 x·(curvature x)``.
-
-        ``scale`` is the new initial matrix's diagonal (see ``self.scale``).
-        The pairs are kept by age; one whose ``s · y`` is no longer positive goes.
-        """
+        """Move every pair's ``y`` by ``curvature * s`` (the pairs of ``f + 0.5 x·(curvature x)``),
+        dropping those whose ``s · y`` is not positive; ``scale``: the new initial diagonal."""
         k, ages = len(self.order), self.ages
         self.scale = scale
         if not k:
@@ -274,12 +271,9 @@ def _upper_solve(R, b, transpose=False):
     return solution
 
 
-# The line searches of ``_line_step``. "lbfgsb": L-BFGS-B's own (its
-# ``lnsrlb``), Moré and Thuente's ``dcsrch`` from the unit step with these
-# sufficient-decrease, curvature and interval tolerances and no bound on the
-# step short of 1e10. "wolfe": scipy's strong-Wolfe search (c1 = 1e-4) from
-# the step that the previous decrease suggests, the SDP block solver's
-# (the faster there).
+# The line searches of ``_line_step``. "lbfgsb": L-BFGS-B's own ``dcsrch`` from the unit step
+# with these tolerances and steps up to 1e10. "wolfe": scipy's strong-Wolfe search (c1 = 1e-4)
+# from the step the previous decrease suggests (the faster for the SDP block solver).
 _LINE_SEARCHES = ("lbfgsb", "wolfe")
 _SUFFICIENT_DECREASE = {"lbfgsb": 1e-3, "wolfe": 1e-4}
 _CURVATURE = 0.9

@@ -117,14 +117,9 @@ def _locked(function, *args):
 
 
 def _enforce_smallest_blas_request():
-    """Set the process-wide BLAS limit to the smallest open request (call through ``_locked``).
-
-    The smallest, because the limit is process-wide: a block that asks for one
-    thread (the SDP's parallel class blocks, a small ``eigh``) inside or beside
-    one that allows two would otherwise run its BLAS calls on two threads each
-    on two cores. When no request is open, the limits found before the first
-    one are restored.
-    """
+    """Set the process-wide BLAS limit to the smallest open request (call through ``_locked``),
+    as a block asking for one thread beside one allowing two must not get two; with no request
+    open, the limits found before the first are restored."""
     requests = [block.blas for block in tuple(_open) if block.blas is not None]
     if not requests:
         while _blas_limiters:
@@ -186,11 +181,8 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
 class _Block:
     """One open ``limit_threads`` block; every step of its bookkeeping can be redone.
 
-    An exception can land between any two steps (a ``KeyboardInterrupt``
-    before the ``try`` that would undo them, or inside the ``finally``), so
-    opening registers the block first and closing forgets it last: a block
-    left half-open stays on its thread's stack, where :func:`close_blocks`
-    (the atomic fit's exit) finds it and closes it again.
+    An exception can land between any two steps, so opening registers the block first and
+    closing forgets it last: a half-open block stays on its thread's stack for :func:`close_blocks`.
     """
 
     __slots__ = ("n_threads", "blas", "ceiling", "baseline", "enclosing")
@@ -223,13 +215,9 @@ def _register(block):
 
 
 def _forget(block):
-    """Remove ``block`` from the open blocks (through ``_locked``); idempotent.
-
-    The last block out writes the baseline as the process-wide count, which the
-    main thread reads and threads started later inherit: a thread's own count
-    can equal the baseline while another thread's block left the process-wide
-    count at its limit.
-    """
+    """Remove ``block`` from the open blocks (through ``_locked``); idempotent. The last block out
+    writes the baseline as the process-wide count (which later threads inherit), as another
+    thread's block may have left it at its limit."""
     _open.pop(block, None)
     if block.blas is not None:
         _enforce_smallest_blas_request()
@@ -238,12 +226,8 @@ def _forget(block):
 
 
 def _process_thread_count():
-    """The process-wide torch thread count, which a thread's own count may differ from.
-
-    A thread other than the main one holds its own count from its first torch
-    call (taken from the process-wide count then, possibly inside another
-    thread's block); a thread started now reads the process-wide one.
-    """
+    """The process-wide torch thread count: what a thread started now reads (another thread holds
+    its own count, taken at its first torch call)."""
     if threading.current_thread() is threading.main_thread():
         return torch.get_num_threads()
     counts = []
@@ -262,12 +246,7 @@ def _open_block(block):
 
 def _close_innermost(stack):
     """Close the innermost block of this thread: forget it, give back its thread count, pop it.
-
-    A block nested in another block of the same thread (a solver's limit
-    inside a benchmark's --threads 1) gives back the enclosing block's count:
-    restoring the baseline there would undo the outer limit for the rest of its
-    block, and tiny products would run on threads that cost more than they give.
-    """
+    A nested block gives back the enclosing block's count, so as not to undo the outer limit."""
     block = stack[-1]
     _locked(_forget, block)
     restore = block.enclosing if len(stack) > 1 else block.baseline

@@ -108,11 +108,8 @@ def minimize_lbfgs(objective, x0, *, max_iter, max_fun, tol, ftol=None, maxls=No
 
 
 class _LbfgsRun:
-    """One engine's L-BFGS with the driver's hook and scaled gradient test, over one or two phases.
-
-    The iteration count runs on from one :meth:`minimize` to the next, so
-    that ``on_iteration`` numbers the iterations of the whole fit.
-    """
+    """One engine's L-BFGS with the driver's hook and scaled gradient test, over one or two phases;
+    the iteration count runs on across :meth:`minimize` calls (``on_iteration`` numbers the fit's)."""
 
     def __init__(self, tol, gradient_scale, on_iteration, engine="scipy", memory=None):
         self.tol = tol
@@ -172,12 +169,8 @@ class _LbfgsRun:
         )
 
     def _minimize_compact(self, objective, x0, options, tol, carried=True):
-        """The numpy engine on scipy's ``options`` (the compact engine's defaults where unset).
-
-        Without numpy's overflow warnings, as scipy's compiled engine: a
-        non-finite value or gradient is the caller's to report (the fits'
-        divergence guard), not the products of the steps toward it.
-        """
+        """The numpy engine on scipy's ``options`` (the compact engine's defaults where unset), without
+        overflow warnings: a non-finite value is the divergence guard's to report, as with scipy."""
         memory = self.memory
         if memory is not None and not carried:
             memory = memory.without_pairs()
@@ -468,11 +461,8 @@ class _FullBatchFit:
 
 
 def _gradient_scale(trainer):
-    """The flat ``gradient_scale`` of :func:`minimize_lbfgs` from the module, or None.
-
-    A module that holds some parameter in rescaled coordinates says so with
-    ``lbfgs_gradient_scales() -> {name: tensor of the parameter's shape}``.
-    """
+    """The flat ``gradient_scale`` of :func:`minimize_lbfgs` from the module's
+    ``lbfgs_gradient_scales() -> {name: tensor}`` (parameters in rescaled coordinates), or None."""
     scales = getattr(trainer.module, "lbfgs_gradient_scales", None)
     scales = scales() if scales is not None else {}
     if not scales:

@@ -97,11 +97,8 @@ class AdamOptimizer:
         return {**self.__dict__, "_runs": None}
 
     def _constant_rate_runs(self, gradient, learning_rate):
-        """``(rate, [parameters], [gradient], [m], [v])`` per run of elements that share a rate.
-
-        A per-element rate (parameter groups) is constant on each group's
-        slice of the flat buffer; the slices are found once per rate vector.
-        """
+        """``(rate, [parameters], [gradient], [m], [v])`` per run of elements that share a rate
+        (each parameter group's slice of the flat buffer), found once per rate vector."""
         cached = self._runs
         if cached is not None and cached[0] is gradient and (
             cached[1] is learning_rate

@@ -194,12 +194,10 @@ class Trainer:
         )
 
     def _clipped_validation_inputs(self, X, train_index, train_weight, X_validation, validation_index):
-        """The validation inputs clipped to the training part's range (``clip_validation_inputs``).
+        """The validation inputs clipped to the training part's range, as predict clips new rows.
 
-        The validation score then measures the model as it predicts on new
-        rows. Sparse data reach the engine as row numbers into the first
-        stage's matrix (:class:`skquad.nn.sparse.SparseRowsInput`): that
-        matrix is replaced by a copy whose validation rows are clipped.
+        Sparse rows (:class:`skquad.nn.sparse.SparseRowsInput`): a copy of the first stage's matrix
+        with the validation rows clipped.
         """
         inputs = self.module[0] if isinstance(self.module, torch.nn.Sequential) else None
         matrix = getattr(inputs, "matrix", None)
@@ -303,11 +301,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ epochs
     def _run_epoch(self, X, y, sample_weight, shuffled=None):
-        """One pass over the data; returns the epoch's mean objective.
-
-        ``shuffled``: a dense tensor like ``X`` that receives the epoch's
-        shuffled copy (:meth:`fit` passes one for all its epochs).
-        """
+        """One pass over the data; returns the epoch's mean objective. ``shuffled``: a tensor like
+        ``X`` that receives the epoch's shuffled copy (one for all of :meth:`fit`'s epochs)."""
         n_samples = X.shape[0]
         batch_size = self._batch_size(n_samples)
         if self.config.shuffle:
@@ -412,12 +407,8 @@ class Trainer:
         return thread_count(self.config.n_threads, self.device, 6.0 * batch * self.n_parameters)
 
     def _step_threads(self, n_samples):
-        """:func:`limit_threads` for the stochastic steps: torch's threads and, on the CPU, numpy's BLAS.
-
-        :class:`~skquad.nn.fused.FusedNetwork` multiplies CPU batches with
-        numpy, whose BLAS would otherwise start its own threads (all cores)
-        for a step the policy gives one.
-        """
+        """:func:`limit_threads` for the stochastic steps: torch's threads and, on the CPU, numpy's BLAS
+        (the fused network multiplies CPU batches with numpy)."""
         threads = self._thread_count(n_samples)
         return limit_threads(threads, blas=threads)
 
@@ -547,13 +538,8 @@ class Trainer:
             return fit_trainer_lbfgs(self, None, None, None, max_iter, data_term=data_term)
 
     def _end_epoch(self, loss, score, *, check_stop=True):
-        """Record an epoch; returns True when the stopping rule ends training.
-
-        MLPClassifier's rule: training stops when the loss (or the validation
-        score) has not improved by ``tol`` for more than ``n_iter_no_change``
-        epochs; the "adaptive" schedule divides the learning rate by 5 instead
-        and counts again.
-        """
+        """Record an epoch; True when MLPClassifier's stopping rule ends training (no improvement by
+        ``tol`` for more than ``n_iter_no_change`` epochs; "adaptive" divides the rate by 5 instead)."""
         history, config = self.history, self.config
         history.n_iter += 1
         history.loss_curve.append(loss)

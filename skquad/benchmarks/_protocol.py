@@ -584,11 +584,8 @@ def _run_task(task, threads):
 def _execute(tasks, *, n_fits, n_jobs, n_threads, progress, describe):
     """The rows of ``tasks``, in order, fitted in this process or in ``n_jobs`` worker processes.
 
-    Every fit is seeded by its split, so the rows do not depend on ``n_jobs``; each
-    worker runs one fit at a time under the run's thread limit (the parent's limit
-    does not reach a child process), so with ``n_threads=1`` and ``n_jobs`` at most
-    the number of cores, each fit has a core to itself, as in a sequential run on an
-    idle machine.
+    Every fit is seeded by its split (the rows do not depend on ``n_jobs``); each worker runs one
+    fit at a time under the run's thread limit, which a child process does not inherit.
     """
     start_time = time.perf_counter()
     if n_jobs == 1:

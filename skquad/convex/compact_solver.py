@@ -150,12 +150,8 @@ def _block_constraints(p, m, rows, cols):
 
 
 def _solve_blocks(problem, B, p, settings):
-    """Every block from the shared ``_block_problem`` (built with ``b = 0``):
-    ``[(svec P, svec N, iterations)]`` for the columns of ``B``.
-
-    The blocks differ only in the linear term, so one Clarabel solver is updated from
-    block to block; a block it does not solve gets a fresh one.
-    """
+    """``[(svec P, svec N, iterations)]`` for the columns of ``B``: the blocks differ only in the
+    linear term, so one Clarabel solver is updated from block to block (a fresh one where it fails)."""
     import clarabel
 
     quadratic, linear, A, rhs, (n_zero, m) = problem
@@ -200,11 +196,8 @@ def clarabel_solve(quadratic, linear, A, rhs, cones, what, **overrides):
 
 
 def _clarabel_solver(quadratic, linear, A, rhs, cones, what, faer_first=None, **overrides):
-    """``(solver, solution)``: ``clarabel_solve`` with the solver kept for updates.
-
-    ``faer_first``: whether faer's factorization is tried before QDLDL's
-    (None: from ``_FAER_MIN_VARIABLES`` variables on).
-    """
+    """``(solver, solution)``: ``clarabel_solve`` with the solver kept for updates; ``faer_first``:
+    faer's factorization before QDLDL's (None: from ``_FAER_MIN_VARIABLES`` variables on)."""
     import clarabel
 
     def settings_for(method):

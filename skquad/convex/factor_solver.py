@@ -176,13 +176,9 @@ def _search_rho(data, weights, signs, base_rho):
 
 
 def _wake_blocks(state, lam, rho, off_rho):
-    """Re-aim the blocks whose ``rho`` is (near) zero; restart those that pay.
-
-    For such a block the slope of the objective in ``rho_k`` is
-    ``2 ⟨M_k, D_k⟩ + 2 beta p``: its directions are re-optimised for the
-    current dual (:func:`_align`), and when the slope is negative its
-    ``rho_k`` is set by a 1-D search. Returns whether anything changed.
-    """
+    """Re-aim the blocks whose ``rho`` is (near) zero for the current dual (:func:`_align`); where the
+    slope ``2 ⟨M_k, D_k⟩ + 2 beta p`` is then negative, a 1-D search sets ``rho_k``; whether any
+    changed."""
     data = state.data
     changed = False
     for k, value in enumerate(rho):
@@ -219,12 +215,8 @@ def _wake_blocks(state, lam, rho, off_rho):
 
 
 def _face_dual_bound(data, factors, signs, scores, rho, tol, directions=None):
-    """The sum over blocks of the face-restricted dual bounds (squared loss).
-
-    The objective is a sum over blocks of ``Σ w (f_k - t_k)² + 2 beta p rho_k``
-    with independent variables, so the sum of per-block lower bounds is a
-    lower bound; each block stops once it certifies half of ``tol``.
-    """
+    """The sum of the blocks' face-restricted dual bounds (squared loss: the objective is a sum
+    over independent blocks); each block stops once it certifies half of ``tol``."""
     total = 0.0
     for k in range(data.n_outputs):
         block = dataclasses.replace(data, target=data.target[:, k : k + 1])
@@ -253,13 +245,9 @@ def _make_optimizer(state, chunk_size, history_size):
 
 
 def _grow(state, certificate, tiny_rho, max_rank):
-    """Append the certificate's negative eigenvectors as new columns.
-
-    The new columns get the scale that lowers the objective most among a
-    few (at a rank-deficient saddle the decrease is second order in it).
-    At ``max_rank`` the weakest columns (smallest norms: a column near zero
-    has a zero gradient, a saddle) make room for them. Returns the number
-    of columns added.
+    """Append the certificate's negative eigenvectors as new columns, at the best of a few scales
+    (at a saddle the decrease is second order); at ``max_rank`` the smallest columns make room.
+    Returns the number of columns added.
     """
     added = 0
     for k, (plus, minus) in enumerate(certificate.growth_directions):
@@ -637,14 +625,9 @@ _FACE_TARGET = 0.9
 
 
 def _remaining_decrease(progress, last_progress):
-    """The objective's predicted further decrease after two chunks that
-    lowered it by ``last_progress``, then ``progress``.
-
-    L-BFGS's tail converges linearly: with the chunk ratio ``r = progress /
-    last_progress`` (at most 0.95), the rest of the geometric series is
-    ``progress r / (1 - r)``. No decrease predicts none (the point is
-    stationary); an unknown ratio predicts infinity.
-    """
+    """The objective's further decrease predicted from two chunks' (``last_progress``, ``progress``):
+    L-BFGS's tail is linear, so ``progress r / (1 - r)`` with ``r = progress / last_progress <= 0.95``;
+    no decrease predicts none, an unknown ratio infinity."""
     if not math.isfinite(progress):
         return math.inf
     if progress <= 0.0:

@@ -428,15 +428,9 @@ def _solve_cvxpy(problem, blocks, solver, options, others, iteration_option):
 
 
 def _certify_point(data, returned, hinge_constraint):
-    """The solver's blocks made exactly feasible, ``(Q, rho)``, their scores, their
-    objective (an upper bound) and the certificate's lower bound computed from them.
-
-    The conic solver's point is only nearly feasible (SCS's by about its eps),
-    and the objective there can fall below the optimum, even below the
-    certified bound: the point is made exactly feasible first, so that
-    ``value`` is an upper bound on the optimum whatever the solver's accuracy,
-    as the native solvers' is.
-    """
+    """The solver's blocks made exactly feasible, ``(Q, rho)``, their scores, objective and certified
+    lower bound: a conic solver's point is only nearly feasible, and only a feasible point's
+    objective is an upper bound on the optimum whatever the solver's accuracy."""
     feasible = [_feasible_block(block) for block in returned]
     Q = np.stack([block for block, _ in feasible])
     rho = np.array([r for _, r in feasible])
@@ -489,11 +483,8 @@ def _feasible_block(block):
 
 
 def _relative_violation(Q, rho):
-    """Largest violation of diag(Q_k) = rho_k and Q_k >= 0, relative to max rho.
-
-    Measured against the largest block so that a block the optimum switches
-    off (rho_k ~ 0, only solver round-off left) does not count as inaccurate.
-    """
+    """Largest violation of diag(Q_k) = rho_k and Q_k >= 0, relative to max rho (a block switched
+    off, rho_k ~ 0 with only round-off left, does not count as inaccurate)."""
     scale = max(float(np.max(np.abs(rho))), 1e-12)
     worst = 0.0
     for block, r in zip(Q, rho):

@@ -60,13 +60,9 @@ def relaxation_memory(n_samples, n_lifted, n_outputs, *, loss, solver=None, solv
 
 
 def _check_factor_options(options):
-    """Validate the names and values of ``solver_options`` for the native solver.
-
-    Names among ``FACTOR_SOLVER_OPTIONS``; integers (not bools, not floats such
-    as 2.5) at least the rule's minimum; ``hinge_sigma`` and ``time_limit``
-    finite reals above 0; None leaves ``rank``, ``max_rank`` and ``time_limit``
-    to the solver's defaults.
-    """
+    """Validate ``solver_options`` for the native solver: names of ``FACTOR_SOLVER_OPTIONS``,
+    integers (not bools) at least the rule's minimum, ``hinge_sigma`` and ``time_limit`` finite
+    and above 0; None leaves ``rank``, ``max_rank`` and ``time_limit`` to the solver."""
     unknown = sorted(set(options) - set(FACTOR_SOLVER_OPTIONS))
     if unknown:
         raise TypeError(

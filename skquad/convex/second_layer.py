@@ -93,13 +93,7 @@ def _targets(y, n_outputs):
 
 
 def _smooth_loss(scores, target, weight, loss, n_outputs, mu):
-    """Weighted loss and its gradient in the scores (hinge: smoothed by ``mu``).
-
-    Returns
-    -------
-    value : float
-    gradient : ndarray of shape (n_samples, n_outputs)
-    """
+    """``(value, gradient (n_samples, n_outputs))`` of the weighted loss (hinge: smoothed by ``mu``)."""
     if n_outputs == 1:
         f = scores[:, 0]
         if loss == "squared":
@@ -729,11 +723,8 @@ def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objectiv
 
 def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_iter, tol,
            true_objective, best):
-    """One FISTA run (backtracking, adaptive restart); updates ``best`` in place.
-
-    Scores are linear in ``alpha``, so the momentum point's scores are the
-    same combination of the iterates' scores: two products per iteration.
-    """
+    """One FISTA run (backtracking, adaptive restart); updates ``best`` in place. The momentum
+    point's scores combine the iterates' (linear in ``alpha``): two products per iteration."""
     x = start.copy()
     scores_x = H @ x
     objective_x = (

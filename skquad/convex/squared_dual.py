@@ -142,13 +142,8 @@ def solve_squared_dual(data, *, tol=1e-4, time_limit=None, callback=None, verbos
 
 
 class _DualBarrier:
-    """``phi(lam, mu)`` of one block at a weight ``tau``, its gradient and Hessian.
-
-    ``lam`` has one entry per sample with a positive weight (``kept``); the
-    Hessian is written to one ``(n + p)²`` array allocated here, as are the
-    two ``n x n`` pair terms (fresh ones cost their page faults every step:
-    see ``barrier.lmi_terms``).
-    """
+    """``phi(lam, mu)`` of one block at a weight ``tau``, its gradient and Hessian (``lam``: one entry
+    per sample of positive weight), in arrays allocated once (fresh ones cost page faults)."""
 
     def __init__(self, data):
         self.data = data

@@ -279,12 +279,8 @@ def _scores(graph, x, estimator):
 
 
 def _convert_regressor(scope, operator, container):
-    """A regressor's ``predict`` as ``[N, n_outputs_]``: the network, bilinear or quadratic-form scores.
-
-    The network regressors add ``exp`` for ``loss="poisson"``, the
-    regressors with ``scale_target`` the affine ``shift + scale * output``,
-    and those with ``clip_outputs`` the training targets' range.
-    """
+    """A regressor's ``predict`` as ``[N, n_outputs_]`` from its scores, then ``exp`` (poisson),
+    ``shift + scale * output`` (``scale_target``) and the targets' range (``clip_outputs``)."""
     estimator = operator.raw_operator
     graph = _Graph(scope, operator, container)
     x = _clipped_input(graph, operator.inputs[0].full_name, estimator)

@@ -78,12 +78,8 @@ def _packing(n_features, allowed=None):
 
 
 def _block_objective(block, theta, total_weight, settings):
-    """``(loss, gradient)`` of one block at the flat packed ``theta``, without the penalty.
-
-    The in-memory fit's objective (:func:`packed_logistic_objective`) on this
-    block's rows, with its weights divided by the total as the in-memory
-    trainer divides them, and its thread and denormal policy.
-    """
+    """``(loss, gradient)`` of one block at the flat packed ``theta``, without the penalty: the
+    in-memory fit's objective, weights (divided by the total), threads and denormals on its rows."""
     X, y, w, class_blocks = block
     n_features = X.shape[1]
     if settings.get("float32"):
@@ -101,11 +97,8 @@ def _block_objective(block, theta, total_weight, settings):
 
 def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_weight,
                                  class_blocks, dtype):
-    """``(loss, [gradients])`` of the trainable parameters on one block (or the penalty alone).
-
-    The in-memory fit's function (:func:`quadratic_logistic_loss_and_gradient`),
-    run on this block's rows with the driver's parameters.
-    """
+    """``(loss, [gradients])`` of the trainable parameters on one block (or the penalty alone), by
+    the in-memory fit's :func:`quadratic_logistic_loss_and_gradient` with the driver's parameters."""
     tensors = [torch.from_numpy(np.asarray(p)).to(dtype) for p in params]
     module = QuadraticScores(tensors, fit_intercept=fit_intercept)
     trainable = [p for p in module.parameters() if p.requires_grad]
@@ -388,12 +381,8 @@ def _regression_block(X, Y, w):
 
 
 def _block_regression_statistics(X, Y, w, fit_intercept, allowed=None):
-    """One block's ``(rows, float32?, W, m, ȳ, G, R, X range, y range)``, centred at its own weighted means.
-
-    ``G = Σ w (φ - m)(φ - m)ᵀ`` and ``R = Σ w (φ - m)(y - ȳ)ᵀ`` with ``m``, ``ȳ``
-    this block's means (zeros without an intercept, where the sums simply add);
-    ``range`` is the inputs' over the rows of positive weight (``clip_inputs``).
-    """
+    """One block's ``(rows, float32?, W, m, ȳ, G, R, X range, y range)``, centred at its own weighted
+    means (zeros without an intercept): ``G = Σ w (φ - m)(φ - m)ᵀ``, ``R = Σ w (φ - m)(y - ȳ)ᵀ``."""
     from ..nn.quadratic_ridge import normal_equations, weighted_sums
 
     X, Y, w = _regression_block(X, Y, w)

@@ -499,11 +499,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     def _fit_path(self, X, y, sample_weight, Cs):
         """Fit at each ``C`` of ``Cs`` in turn, each from the previous solution; yields after each.
-
-        The data are validated and prepared once for the whole path (the
-        folds of :class:`QuadraticLogisticRegressionCV`, whose own fit is the
-        atomic one): each step costs its solver's iterations only.
-        """
+        The data are prepared once for the path (the CV's folds, whose own fit is the atomic one)."""
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
         check_feature_scale(X, type(self).__name__)
         data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)

@@ -289,12 +289,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         return [float(r) for r in ratios]
 
     def _inner_model(self, X):
-        """The :class:`QuadraticLogisticRegression` every fold and the refit train (warm starts).
-
-        Without ``class_weight``: the weights given to it already hold the
-        class weights, computed once on all of ``y`` (as LogisticRegressionCV
-        does for ``"balanced"``, so every fold weights the classes alike).
-        """
+        """The :class:`QuadraticLogisticRegression` every fold and the refit train, without
+        ``class_weight``: its weights hold the class weights of all of ``y`` (as LogisticRegressionCV)."""
         return QuadraticLogisticRegression(
             penalty=self.penalty, fit_intercept=self.fit_intercept, tol=self.tol,
             max_iter=self.max_iter, max_fun=self.max_fun, interaction_only=self.interaction_only,
@@ -422,11 +418,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
 
     def _fold_path(self, inner, X, labels, weight, train, test, Cs, relax_Cs, scorer,
                    score_params):
-        """One fold's path: ``Cs`` from the smallest up, each fit warm-started from the last.
-
-        Per ``C`` (rows), one scored model per entry of ``relax_Cs`` (columns):
-        the path's own where None, else its relaxed refit.
-        """
+        """One fold's path, ``Cs`` from the smallest up, warm-started: per ``C`` (rows) one scored model
+        per entry of ``relax_Cs`` (columns), the path's own where None, else its relaxed refit."""
         model = copy.deepcopy(inner)
         n_cs, n_relax = Cs.shape[0], len(relax_Cs)
         scores, n_iter = np.empty((n_cs, n_relax)), np.empty((n_cs, n_relax), int)

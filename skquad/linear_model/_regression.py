@@ -270,11 +270,8 @@ class QuadraticRegression(BaseQuadraticRegressor):
         return self._selected_penalties(to_host(X[rows]), Y[rows], sample_weight[rows], sample_weight.sum())
 
     def _selected_penalties(self, X, Y, weight, total_weight):
-        """The leave-one-out's penalties on the rows given, scaled to a fit of ``total_weight``.
-
-        The penalties of a fit on the weight of all rows grow with it (the loss
-        is a sum over rows), hence the ratio of the weights.
-        """
+        """The leave-one-out's penalties on the rows given, scaled by the weights' ratio to a fit of
+        ``total_weight`` (the loss is a sum over rows)."""
         from ._regression_cv import UnitLeaveOneOutCV
 
         search = UnitLeaveOneOutCV(

@@ -175,15 +175,9 @@ def _gap(X, loss, penalty, params, value0, free_intercept):
 
 
 def _metric(X, weight, penalty, fit_intercept):
-    """FISTA's diagonal metric: the variances of the (centred) features, plus ``l2``.
-
-    Per entry of ``B`` the weighted variance of ``x_a x_b`` (``x_a²``), per
-    ``w`` that of ``x_a``, 1 for the intercepts: the data term's Hessian
-    diagonal up to the loss's curvature (which the backtracking finds).
-    Features on different scales, and the squares against the products, then
-    take steps of their own curvature's length instead of the steepest one's.
-    With groups each row of ``B`` takes its largest entry (one step per group).
-    """
+    """FISTA's diagonal metric: the weighted variances of the (centred) ``x_a x_b`` and ``x_a``, plus
+    ``l2``, 1 for the intercepts: the Hessian's diagonal up to the loss's curvature, so that each
+    feature steps by its own curvature (with groups, each row of ``B`` by its largest)."""
     squares = X * X
     moments = X.T @ (weight * X)
     variance_B = squares.T @ (weight * squares) - fit_intercept * moments**2

@@ -232,12 +232,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     # ------------------------------------------------------------ architecture
     def _architecture(self, n_features=None):
-        """``(hidden sizes, one quadratic flag per layer)``, checked once per fit.
-
-        Raises before any data is looked at, so a bad value never reaches the
-        fitted state. With ``n_features``, also refuses a network whose
-        training would not fit in memory.
-        """
+        """``(hidden sizes, one quadratic flag per layer)``, checked before any data is looked at; with
+        ``n_features``, also refuses a network whose training would not fit in memory."""
         sizes = self.hidden_layer_sizes
         sizes = [sizes] if isinstance(sizes, Integral) else list(sizes)
         if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
@@ -372,11 +368,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         )
 
     def _new_trainer(self, network, policy, config=None, groups=None, fused=None):
-        """A Trainer of ``Sequential(SparseRowsInput, network)``.
-
-        The input stage lets every call train on dense or sparse data alike
-        (see :mod:`skquad.nn.sparse`); ``trainer.module[1]`` is the network.
-        """
+        """A Trainer of ``Sequential(SparseRowsInput, network)``: dense or sparse data alike,
+        ``trainer.module[1]`` the network."""
         output_kind = self._output_kind()
         if fused is None:
             fused = self.backward == "fused"
@@ -407,12 +400,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     @staticmethod
     def _run(trainer, X, y, sample_weight, max_iter=None):
-        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X.
-
-        ``X`` may be Dask row blocks (a class with ``distributed = True``,
-        :mod:`skquad.neural_network._dask`), which run the trainer's L-BFGS themselves
-        (``y``, ``sample_weight``: None).
-        """
+        """One ``fit`` (``max_iter`` given) or ``partial_fit`` call, on dense or sparse X, or on Dask
+        row blocks (``distributed = True``) that run the trainer's L-BFGS themselves."""
         if getattr(type(X), "distributed", False):
             return X.fit(trainer, max_iter)
         inputs = trainer.module[0]
@@ -593,12 +582,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
 
     # ------------------------------------------------------------ prediction
     def _prediction_module(self, dtype=None):
-        """The fitted network rebuilt from ``layers_`` (cached, never pickled).
-
-        In the training dtype on the fitted device (the CPU where that device
-        is missing, e.g. a GPU model unpickled on a CPU-only machine); with
-        ``dtype=torch.float64``, the CPU float64 twin used where float32 overflows.
-        """
+        """The fitted network rebuilt from ``layers_`` (cached, never pickled) in the training dtype on
+        the fitted device (else the CPU); ``dtype=torch.float64``: the twin for float32 overflows."""
         cache = self.__dict__.setdefault("_prediction_modules", {})
         key = "fitted" if dtype is None else dtype
         if key not in cache:

@@ -66,12 +66,8 @@ class NetworkBlocks:
 
 
 class _Evaluator:
-    """What a worker needs to evaluate a block: a copy of the trainer, one per thread.
-
-    The copy travels once per fit; the threads of a worker each take their
-    own working copy (:meth:`Trainer.__deepcopy__` re-binds its flat
-    buffers), since an evaluation writes the parameters and the gradient.
-    """
+    """A copy of the trainer, sent once per fit, of which each worker thread takes its own
+    (an evaluation writes the parameters and the gradient)."""
 
     def __init__(self, trainer, n_threads):
         # without the fit's callbacks (they hold the estimator and the data)
@@ -97,11 +93,8 @@ class _Evaluator:
 
 
 def _block_objective(block, theta, evaluator, total_weight):
-    """``(loss, gradient)`` of one block at ``theta``: the in-memory fit's data term on its rows.
-
-    The weights are divided by the total, as the in-memory fit divides
-    them; the thread rule is the in-memory fit's, on this block's rows.
-    """
+    """``(loss, gradient)`` of one block at ``theta``: the in-memory fit's data term, weights
+    (divided by the total) and thread rule on its rows."""
     X, y, w = block[:3]
     trainer = evaluator.working_trainer()
     if X.shape[0] == 0:

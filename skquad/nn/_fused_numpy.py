@@ -296,11 +296,7 @@ class NumpyStep:
 
     # ----------------------------------------------------------------- loss
     def _loss_and_output_delta(self, scores, y, weights):
-        """Weighted loss (float) and dL/dscores (``scores`` is overwritten).
-
-        ``0 * sum(scores)`` makes the loss NaN on any overflowed score, as in
-        :meth:`FusedNetwork._loss_and_output_delta`.
-        """
+        """Weighted loss (float, NaN on any overflowed score) and dL/dscores (``scores`` is overwritten)."""
         batch, n_outputs = scores.shape
         ones = self._ones(n_outputs, scores.dtype)  # row sums as BLAS products, faster than short reductions
         flat = scores.ravel()

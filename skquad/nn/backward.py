@@ -156,14 +156,8 @@ class PackedPairIndex:
 
 
 def _use_row_loop(index, tensor):
-    """Row-block loops or gathers for the packed triangle?
-
-    The loops make one pass over memory but issue ``2 n`` small operations.
-    Single-threaded that is the fastest way; with several threads every
-    operation is a parallel region whose synchronisation, when the machine is
-    busy, costs more than the work, so a few large gathers win.
-    On a GPU each operation is a kernel launch: the few large gathers win too.
-    """
+    """Row-block loops (one pass, ``2 n`` small operations: the fastest on one CPU thread) or a few
+    large gathers (with several threads each operation pays a parallel region, on a GPU a launch)?"""
     if index.row_loop is not None:
         return index.row_loop
     return tensor.device.type == "cpu" and torch.get_num_threads() == 1

@@ -125,12 +125,8 @@ class FusedNetwork:
         return X.is_cpu and X.layout == torch.strided and X.dtype in (torch.float32, torch.float64)
 
     def _parameter_views(self):
-        """Transposed and stacked views of every layer's parameters, made once.
-
-        The parameters are views into the engine's flat buffer, updated in
-        place, so views of them stay current; building them once saves a
-        handful of dispatches per layer and step.
-        """
+        """Transposed and stacked views of every layer's parameters, made once: the parameters are
+        views into the flat buffer, updated in place, so their views stay current."""
         if self._views is None:
             views = []
             for layer, _ in self.layers:
@@ -149,12 +145,8 @@ class FusedNetwork:
         return self._views
 
     def _buffer(self, tag, index, shape, like):
-        """A tensor reused across steps (per layer, tag and batch size).
-
-        Fresh multi-hundred-kilobyte tensors every step cost page faults that
-        outweigh the arithmetic at the papers' sizes; parameters are views
-        into the engine's flat buffer, so nothing else needs reallocating.
-        """
+        """A tensor reused across steps (per layer, tag and batch size): fresh ones every step cost page
+        faults that outweigh the arithmetic at the papers' sizes."""
         key = (tag, index, shape)
         buffer = self._workspace.get(key)
         if buffer is None or buffer.dtype != like.dtype or buffer.device != like.device:
@@ -272,11 +264,8 @@ class FusedNetwork:
 
     # ----------------------------------------------------------------- loss
     def _loss_and_output_delta(self, scores, y, weights):
-        """Weighted loss (0-d) and dL/dscores (``scores`` may be overwritten).
-
-        The loss is NaN when any score overflowed, even a -inf one that the
-        log-loss alone would ignore, so that the engine's divergence guard fires.
-        """
+        """Weighted loss (0-d) and dL/dscores (``scores`` may be overwritten); the loss is NaN when any
+        score overflowed, even a -inf one the log-loss ignores, for the divergence guard."""
         if self.output == "softmax":
             # log_softmax, one gather for the loss and one scatter_add_ for the
             # gradient (softmax - one-hot, weighted): 8 dispatches, fewer than a

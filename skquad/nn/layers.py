@@ -64,12 +64,8 @@ def _check_choice(value, name, choices):
 
 
 def _uniform_(tensor, bound, generator):
-    """Fill ``tensor`` with U(-bound, bound) drawn from ``generator``.
-
-    The generator may live on another device than the tensor (a CPU generator
-    initialising CUDA weights): then the numbers are drawn where the generator
-    is and copied, so the same seed gives the same weights on every device.
-    """
+    """Fill ``tensor`` with U(-bound, bound) drawn from ``generator``, on the generator's device and
+    copied: the same seed gives the same weights on every device."""
     with torch.no_grad():
         if generator is None or generator.device == tensor.device:
             return tensor.uniform_(-bound, bound, generator=generator)
@@ -79,11 +75,8 @@ def _uniform_(tensor, bound, generator):
 
 
 def _init_like_linear_(weight, bias, generator):
-    """torch.nn.Linear's default initialisation, from a local generator.
-
-    ``kaiming_uniform_(a=sqrt(5))`` on the weight is U(-1/sqrt(fan_in),
-    1/sqrt(fan_in)), the same bound as the bias.
-    """
+    """torch.nn.Linear's default initialisation from a local generator: ``kaiming_uniform_(a=sqrt(5))``
+    is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias's bound too."""
     bound = 1.0 / math.sqrt(weight.shape[1])
     _uniform_(weight, bound, generator)
     if bias is not None:

@@ -357,29 +357,22 @@ def quadratic_log_loss_gradient(
 
 
 def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
-    """The penalty's value and gradient of :func:`quadratic_log_loss_gradient` in numpy.
-
-    Written into the CPU gradients' memory: the torch branch's arithmetic without
-    its small operations' overhead.
-    """
-    with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
-        return _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
-
-
-def _numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
+    """The penalty's value and gradient of :func:`quadratic_log_loss_gradient`, added in numpy to the
+    CPU gradients' memory: the torch branch's arithmetic without its small operations' overhead."""
     Q_np, coef_np = Q.detach().numpy(), coef.detach().numpy()
     grad_Q_np, grad_coef_np = grad_Q.numpy(), grad_coef.numpy()
     diagonal = np.arange(Q_np.shape[-1])
-    squares = np.vdot(Q_np, Q_np)
-    if cross_weight != 1.0:
-        on_diagonal = Q_np[:, diagonal, diagonal]
-        squares = cross_weight * squares + (1.0 - cross_weight) * np.vdot(on_diagonal, on_diagonal)
-    penalty = 0.5 * l2 * (squares + np.vdot(coef_np, coef_np))
-    grad_Q_np += (l2 * cross_weight) * Q_np
-    if cross_weight != 1.0:
-        grad_Q_np[:, diagonal, diagonal] += (l2 * (1.0 - cross_weight)) * on_diagonal
-    grad_coef_np += l2 * coef_np
-    return loss + float(penalty), grad_Q, grad_coef, grad_intercept
+    with np.errstate(all="ignore"):  # an overflow is the divergence guard's to report
+        squares = np.vdot(Q_np, Q_np)
+        if cross_weight != 1.0:
+            on_diagonal = Q_np[:, diagonal, diagonal]
+            squares = cross_weight * squares + (1.0 - cross_weight) * np.vdot(on_diagonal, on_diagonal)
+        penalty = 0.5 * l2 * (squares + np.vdot(coef_np, coef_np))
+        grad_Q_np += (l2 * cross_weight) * Q_np
+        if cross_weight != 1.0:
+            grad_Q_np[:, diagonal, diagonal] += (l2 * (1.0 - cross_weight)) * on_diagonal
+        grad_coef_np += l2 * coef_np
+        return loss + float(penalty), grad_Q, grad_coef, grad_intercept
 
 
 @functools.lru_cache(maxsize=8)
@@ -478,12 +471,8 @@ def _add_chunk_terms(terms, rows, start, y, weight, positive, halves, coef, inte
 
 
 def _add_stacked_grams(grams, rows, columns, residuals, buffer):
-    """``grams[k] += X^T diag(r_k) X`` for every score ``k``: one GEMM per block of rows.
-
-    ``columns`` is ``rows`` transposed (``d x m``); the stacked factor
-    ``[r_1 X_b^T; ...; r_K X_b^T]`` is built in ``buffer``, and blocks of
-    ``_GRAM_BLOCK_ELEMENTS`` keep it in the core's cache.
-    """
+    """``grams[k] += X^T diag(r_k) X`` for every score ``k``: one GEMM per block of rows, the stacked
+    factor ``[r_1 X_b^T; ...; r_K X_b^T]`` built in ``buffer`` (``columns``: ``rows`` transposed)."""
     n_scores, n_features = grams.shape[0], grams.shape[1]
     n_rows = rows.shape[0]
     stacked_grams = grams.reshape(n_scores * n_features, n_features)
@@ -536,12 +525,8 @@ def _symmetrised(grams):
 
 
 def _one_blas_thread(n_workers):
-    """BLAS held at one thread while ``n_workers > 1`` threads call it side by side.
-
-    The parts of the rows are the parallelism; BLAS threads inside them gain little
-    and spin on a busy machine. Through the thread policy, so that only one live
-    thread changes OpenBLAS's process-wide limit.
-    """
+    """BLAS held at one thread (through the thread policy) while ``n_workers > 1`` threads call it:
+    the parts of the rows are the parallelism, BLAS threads inside them gain little."""
     if n_workers <= 1:
         return contextlib.nullcontext()
     from .._foundation._threads import limit_threads  # (the foundation's thread policy)
@@ -681,12 +666,8 @@ def _numpy_log_loss_gradient(rows_all, y_np, weight_np, Q_np, coef_np, intercept
 
 
 def _transposed_rows(rows_all, scratch):
-    """``rows_all.T`` in C order, kept in ``scratch`` while the caller's rows are the same array.
-
-    One transposition per fit instead of one per chunk and evaluation. None (each
-    chunk transposed where used) beyond ``_TRANSPOSED_COPY_BYTES``, when the copy
-    would take over half the available memory, or for OrderedRows (held once).
-    """
+    """``rows_all.T`` in C order, kept in ``scratch`` for the fit; None (each chunk transposed where
+    used) beyond ``_TRANSPOSED_COPY_BYTES``, half the available memory, or for OrderedRows."""
     cached = scratch.get("columns")
     if cached is None or cached[0] is not rows_all:
         copy = None
@@ -990,11 +971,8 @@ def _null_model_moments(rows, labels, weights, n_scores):
 
 
 def _constant_scores_gradient(moments, packing, n_scores, scores):
-    """The data term's gradient (``theta``'s layout, intercepts included) where every row scores ``scores``.
-
-    Score ``k``'s gradient is then ``p_k M - M_k`` from the classes' moments ``M_k``
-    (``M`` their sum): no evaluation of the objective.
-    """
+    """The data term's gradient (``theta``'s layout) where every row scores ``scores``:
+    ``p_k M - M_k`` from the classes' moments ``M_k`` (``M`` their sum)."""
     if n_scores == 1:
         probabilities, own = 1.0 / (1.0 + np.exp(-scores)), slice(1, 2)
     else:
@@ -1157,11 +1135,8 @@ def _twin_scales(rows, weights):
 
 
 def _float32_inputs(rows, weights, n_scores, packing, cache):
-    """``(twin attributes, float32 rows, float32 weights)`` of a float32 twin, or None.
-
-    None where :func:`float32_twin` declines or the copy does not fit in memory (a
-    speed-up only); kept in ``cache``, whose fits share the rows.
-    """
+    """``(twin attributes, float32 rows, float32 weights)`` of a float32 twin, kept in ``cache``; None
+    where :func:`float32_twin` declines or the copy does not fit in memory."""
     if "float32" not in cache:
         twin = float32_twin(*_twin_scales(rows, weights), n_scores, packing)
         cache["float32"] = None if twin is None or not _copy_fits_in_memory(rows.nbytes // 2) \

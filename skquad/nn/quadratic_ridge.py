@@ -210,12 +210,8 @@ def _transpose_product(X, V, rows, cols):
 
 
 def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
-    """``(matrix + P)⁻¹ rhs`` per column, Cholesky or least squares.
-
-    ``P`` is diagonal: ``alpha`` (per column) on every entry, or, with
-    ``quadratic_alpha``, on the first ``n_linear`` and ``quadratic_alpha``
-    on the others.
-    """
+    """``(matrix + P)⁻¹ rhs`` per column, Cholesky or least squares; ``P`` diagonal: ``alpha`` (per
+    column), or with ``quadratic_alpha`` that on all but the first ``n_linear`` entries."""
     pairs = penalty_pairs(alpha, quadratic_alpha, rhs.shape[1])
     out = np.empty_like(rhs)
     diagonal = np.diag_indices(matrix.shape[0])
@@ -258,9 +254,7 @@ def degree2_kernel(X, cross_weight=2.0, allowed=None):
     if allowed is not None:
         return _constrained_kernel(X, cross_weight, allowed)
     S = X @ X.T
-    # written as S + (S ∘ S + (c - 1) T) / c: for c = 2 the arithmetic of
-    # ``S + 0.5 (S ∘ S + T)`` (the ridge kernel's before it was shared), and
-    # no T at all for c = 1
+    # S + (S ∘ S + (c - 1) T) / c: c = 2 gives the ridge kernel's S + 0.5 (S ∘ S + T), c = 1 no T
     quadratic = S * S
     if cross_weight != 1.0:
         squares = X * X
@@ -570,12 +564,8 @@ def _eigh(matrix):
 
 
 def _unit_errors(residual, denominator, weighted):
-    """``residual / denominator`` (n, k, A) by (n, A); 0 on rows without weight and where
-    the denominator is zero to rounding.
-
-    A row of leverage one is fitted by itself alone: leaving a unit of it
-    out leaves its prediction undetermined, the same for every penalty.
-    """
+    """``residual / denominator`` (n, k, A) by (n, A); 0 on rows without weight and where the
+    denominator is zero to rounding (leverage one: the prediction left out is undetermined)."""
     tiny = 64 * np.finfo(np.float64).eps
     kept = (denominator > tiny) & weighted[:, None]
     out = np.zeros_like(residual)

@@ -64,16 +64,10 @@ def _bilinear_trainer(
     batch_size, tol, n_iter_no_change, verbose, learning_rate, power_t, max_iter_warning,
     initial, curvature, real_targets,
 ):
-    """Bartan & Pilanci's baseline network (``alpha`` fixed to ``1 / m_k``) and its SGD trainer.
+    """Bartan & Pilanci's baseline (``alpha = 1 / m_k``) on lifted ``Z``: ``(trainer, neuron_class, alpha)``.
 
-    On lifted inputs ``Z``, under the fit's :class:`~skquad._foundation._runtime.RuntimePolicy`.
-    The first layer's step is ``learning_rate_init * m_k / curvature``; ``initial`` a
-    starting ``(U, V)`` (None: ``N(0, I / p)`` rows); ``real_targets``: regression targets
-    (n, n_outputs), not class indices.
-
-    Returns ``(trainer, neuron_class, output_weights)``: the engine's
-    :class:`~skquad._training.Trainer` around a :class:`~skquad.nn.bilinear.BilinearModule`,
-    each neuron's output, and the fixed second layer (n_neurons, n_outputs).
+    The first layer steps by ``learning_rate_init * m_k / curvature``; ``initial``: a start
+    ``(U, V)`` (None: ``N(0, I / p)`` rows); ``real_targets``: (n, n_outputs) regression targets.
     """
     counts = _neurons_per_output(n_neurons, n_outputs)
     if initial is None:
@@ -127,12 +121,9 @@ def _bilinear_trainer(
 
 
 class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
-    """The baseline's training, quantization and prediction (not for direct use).
+    """The baseline's training, quantization and prediction, shared by the classifier and the regressor.
 
-    Shared by :class:`~skquad.BackpropQuantizedClassifier` and
-    :class:`~skquad.BackpropQuantizedRegressor`; a subclass says what its
-    targets are through ``_network_n_outputs``, ``_network_targets`` and
-    ``_real_targets`` (vector targets compared as they are).
+    A subclass names its targets through ``_network_n_outputs``, ``_network_targets`` and ``_real_targets``.
     """
 
     _real_targets = False
@@ -159,11 +150,8 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         return float(self.learning_rate), "constant"
 
     def _make_trainer(self, X, sample_weight, resume=False):
-        """A network and its trainer: fresh, or (``resume``) from ``U_float_``.
-
-        Resuming serves ``partial_fit`` after unpickling (the trainer is not
-        pickled): the optimizer state saved as numpy by ``__getstate__`` is put back.
-        """
+        """A network and its trainer: fresh, or (``resume``, ``partial_fit`` after unpickling) from
+        ``U_float_`` with the optimizer state that ``__getstate__`` saved as numpy."""
         step, schedule = self._step_and_schedule()
         if not resume:
             self.feature_mean_, self.feature_scale_ = (
@@ -253,11 +241,8 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         return self
 
     def _quantized_attributes(self):
-        """The trained weights and their quantization (the paper's: no intercept), in the training dtype.
-
-        The epochs' snapshots (what callbacks see) are these: the output
-        layer's refit needs the training rows.
-        """
+        """The trained weights and their quantization (no intercept), in the training dtype: the
+        epochs' snapshots that callbacks see (the output layer's refit needs the training rows)."""
         module = self._trainer.module
         U_float, V_float = to_numpy(module.U), to_numpy(module.V)
         U, V, alpha, scale = quantize_bilinear(U_float, V_float, self.float_alpha_, self.neuron_class_)

@@ -185,12 +185,8 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         return np.asarray(targets, dtype=np.float64).reshape(targets.shape[0], -1)
 
     def _warn_if_worse_than_the_mean(self, X, targets, sample_weight):
-        """Say so when the quantized network fits the training targets worse than their mean.
-
-        The network has no output intercept, and its sign-quantized weights
-        cannot always make a constant: on a constant ``y`` it predicted
-        scattered values without a word.
-        """
+        """Warn when the quantized network fits the training targets worse than their mean: it has
+        no output intercept, and its sign-quantized weights cannot always make a constant."""
         Y = np.asarray(targets, dtype=np.float64).reshape(X.shape[0], -1)
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
         scores = scores + self.intercept_

@@ -93,11 +93,8 @@ def _class_targets(y_encoded, n_outputs):
 
 
 def _batched_network_scores(lifting, X, U, V, alpha):
-    """``bilinear_network_scores`` in row batches: memory bounded whatever ``len(X)``.
-
-    The intermediate ``(rows, n_neurons)`` arrays of one batch take at most
-    about :data:`PREDICT_BATCH_BYTES` (64 MiB) besides the output.
-    """
+    """``bilinear_network_scores`` in row batches of at most about :data:`PREDICT_BATCH_BYTES` of
+    ``(rows, n_neurons)`` arrays: memory bounded whatever ``len(X)``."""
     n_neurons = max(1, U.shape[0])
     rows = max(1, PREDICT_BATCH_BYTES // (3 * 8 * n_neurons))
     alpha = np.asarray(alpha, dtype=np.float64)

@@ -67,13 +67,10 @@ def _statistics_targets(y, n_outputs, classes, offset):
 
 
 class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
-    """The SDP network's fit, sampling, resampling and export (not for direct use).
+    """The SDP network's fit, sampling, resampling and export, shared by the classifier and the regressor.
 
-    Shared by :class:`SDPQuantizedClassifier` and
-    :class:`~skquad.SDPQuantizedRegressor`; a subclass says what its targets
-    are through ``_sdp_n_outputs`` (the SDP's blocks), ``_sdp_targets`` (what
-    the solver fits: ±1 labels, class indices or real values) and
-    ``_target_signature`` (what a warm start must match).
+    A subclass names its targets through ``_sdp_n_outputs`` (the SDP's blocks), ``_sdp_targets`` (±1
+    labels, class indices or real values) and ``_target_signature`` (what a warm start must match).
     """
 
     # Dask collections fit by sufficient statistics, squared loss (_fit_dask).
@@ -258,10 +255,8 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
     def _fit_dask(self, X, y, sample_weight):
         """``fit`` on Dask collections: the squared loss from its sufficient statistics.
 
-        Two passes over the rows on the workers (the inputs' moments, then the
-        lifted statistics: :mod:`skquad.quantized._dask`); the solve, its
-        certificate, the sampling and the second layer's refit then read only
-        the statistics (:mod:`skquad.convex.statistics`), on this process.
+        Two passes on the workers (the inputs' moments, then the lifted statistics); the solve,
+        the sampling and the refit then read only the statistics, on this process.
         """
         name = type(self).__name__
         if self.loss != "squared":
@@ -385,13 +380,8 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return statistics, offset + intercept - self._publish_linear_term(coef, alpha)
 
     def _centred_targets(self, targets, weight, n_outputs):
-        """``(targets - offset, offset)``: ``offset`` the weighted mean of the encoded
-        targets where :meth:`_centres_targets`, else zeros (shape ``(n_outputs,)``).
-
-        As scikit-learn's linear models: with a free intercept, the best
-        intercept of every model is the mean residual, so the problem on
-        centred targets is the same problem without its intercept.
-        """
+        """``(targets - offset, offset)``: the encoded targets' weighted mean where :meth:`_centres_targets`
+        (with a free intercept the best one is the mean residual, as in scikit-learn), else zeros."""
         if not self._centres_targets():
             return targets, np.zeros(n_outputs)
         encoded = encode_targets(targets, n_outputs)
@@ -400,11 +390,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return (centred[:, 0] if n_outputs == 1 else centred), offset
 
     def _resolve_beta(self, X_train, targets, weight, n_outputs, *, n_samples):
-        """The ``beta`` of this fit: the float given, or ``"auto"``'s rule on the data.
-
-        ``weight`` is the aggregated rows' (normalized) weights, ``n_samples``
-        the total of the user's sample and class weights.
-        """
+        """The float ``beta`` given, or ``"auto"``'s rule on the data (``n_samples``: the total weight)."""
         if not isinstance(self.beta, str):
             # A beta_max_ from an earlier "auto" fit would describe other data.
             vars(self).pop("beta_max_", None)
@@ -420,26 +406,14 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return beta
 
     def _target_scale(self, targets, weight):
-        """The ``c`` by which the SDP and the refit divide the targets (1: classifiers).
-
-        The classifiers' targets are ±1 labels or one-hot rows, already of
-        order 1; the regressor returns the targets' magnitude.
-        """
+        """The ``c`` by which the SDP and the refit divide the targets: 1, as labels are of order 1."""
         return 1.0
 
     def _solver_chunk_hook(self, X, y):
-        """The native solver's per-chunk hook as scikit-learn callback subtasks.
-
-        Each chunk of solver iterations is one subtask of the fit's root
-        context (:mod:`sklearn.callback`); a callback that asks to stop ends
-        the solve there (the certificate still holds for the point reached).
-        There is no fitted network to score until sampling, so the subtasks
-        carry no reconstruction attributes.
-        """
+        """The native solver's per-chunk hook: one callback subtask per chunk, which may stop the
+        solve (the certificate holds for the point reached); None without a callback, so that
+        the solver may run a many-class problem's blocks in parallel."""
         context = getattr(self, "_callback_fit_ctx", None)
-        # Every fit has a root context; without a callback (set on this
-        # estimator or propagated to it) nothing observes the subtasks, and
-        # no hook lets the solver run a many-class problem's blocks in parallel.
         if context is None or not getattr(self, "_skl_callbacks", None):
             return None
         reporter = SubtaskReporter(
@@ -479,11 +453,8 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         _check_memory(required, "n_neurons", n_neurons, "sampling and refitting the network")
 
     def _sample(self, n_neurons, generator):
-        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit.
-
-        ``generator`` (a CPU torch generator from the runtime policy) draws
-        every block's signs in turn.
-        """
+        """Algorithm 1, step 3 (signs from the covariances, one scale per class), then the refit;
+        ``generator`` (the runtime policy's CPU generator) draws every block's signs in turn."""
         n_outputs = self.rho_.shape[0]
         # Models fitted before the target scaling have none: scale 1.
         scale = getattr(self, "_target_scale_", 1.0)
@@ -558,12 +529,8 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
     def _warn_if_far_from_bound(self):
         """Warn when the network is barely better than the zero network, or worse.
 
-        The scale of "far" is the distance from the bound to the zero
-        network's objective (feasible, so never below the bound); no warning
-        when that distance is under 1 % of the zero network's objective. The
-        sampling error of Algorithm 1 decays like ``1 / n_neurons``, so the
-        width that brings the sampled network's gap to 10 % of that scale is
-        about ``n_neurons * gap / (0.1 * scale)``.
+        "Far" is measured against the bound's distance to the zero network's objective; the
+        sampling error decays like ``1 / n_neurons``, hence the width suggested.
         """
         if self._training_data is None:
             zero = float(self._training_statistics.target_square.sum())

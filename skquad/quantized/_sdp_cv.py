@@ -173,13 +173,9 @@ class BetaPathSearchMixin:
     def _search_dask(self, X, y, sample_weight):
         """The search on Dask collections from lifted statistics: two passes, three for a classifier.
 
-        Rows go to ``cv`` folds by a hash of their values (not by position:
-        the blocks need not know their offsets); one pass gives every fold's
-        moments and range, one the statistics of each fold under each
-        training set's standardization (and the whole data's). Each fold's
-        model is fitted from its training sums; a regressor's is scored (R²)
-        from its held-out sums, a classifier's (accuracy) in one more pass:
-        the network's scores are linear in the lifted inputs.
+        Rows go to folds by a hash of their values (blocks need not know their offsets); one pass
+        gives the folds' moments and ranges, one their statistics under each training set's
+        standardization. A regressor is scored from its held-out sums, a classifier in one more pass.
         """
         if self.scoring is not None or not self.refit or not (
             self.cv is None or isinstance(self.cv, Integral)
@@ -278,10 +274,8 @@ class BetaPathSearchMixin:
     def _search(self, X, y, sample_weight, betas, split_params=None):
         """Score every fold along ``betas``, choose ``beta_`` and refit; returns ``self``.
 
-        ``y`` is what the folds' estimators are fitted on (labels, or the
-        real targets in the fitted shape); ``sample_weight`` the user's
-        weights (None when not given); ``split_params`` the splitter's
-        routed metadata (``groups``).
+        ``y``: the folds' targets (labels, or real targets in the fitted shape); ``sample_weight``:
+        the user's (or None); ``split_params``: the splitter's routed metadata.
         """
         cv = check_cv(self.cv, y, classifier=is_classifier(self))
         folds = list(cv.split(X, y, **(split_params or {})))

@@ -259,12 +259,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         return float(betas[one_standard_error_choice(scorer.by_candidate(len(betas)))])
 
     def _target_scale(self, targets, weight):
-        """``c``: the power of two nearest the targets' weighted root mean square.
+        """``c``: the power of two (exact to divide by) nearest the targets' weighted root mean square.
 
-        The relaxation and the refit are solved for ``y / c`` and ``beta / c`` (a squared
-        loss of order 1, which the solvers' tolerances assume) and mapped back exactly
-        (:func:`skquad.convex.solution.rescale_solution`); a power of two keeps every step
-        exact. ``targets`` are centred where the model has an intercept.
+        The SDP and the refit solve for ``y / c`` and ``beta / c``, a loss of order 1 as the
+        solvers' tolerances assume, and are mapped back exactly (``rescale_solution``).
         """
         targets = np.asarray(targets, dtype=np.float64)
         largest = float(np.max(np.abs(targets)))

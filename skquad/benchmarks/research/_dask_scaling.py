@@ -118,12 +118,9 @@ def cluster(n_workers):
 class CPUClock:
     """CPU seconds (user + system) of this process's threads and of the worker processes.
 
-    ``snapshot()``: the client's main thread (L-BFGS, building and submitting
-    the tasks), its other threads (with a ``LocalCluster`` these run the
-    scheduler, the workers' nannies and the client's communication: all of
-    them live in the client process's event loop), and the worker processes.
-    CPU time, unlike wall time, stays meaningful on a loaded machine: it says
-    who uses the cores, not how long a core was waited for.
+    ``snapshot()``: the client's main thread (L-BFGS, the tasks), its other threads (a
+    ``LocalCluster``'s scheduler, nannies and communication) and the workers. CPU time, unlike
+    wall time, says who uses the cores on a loaded machine.
     """
 
     def __init__(self, client=None):
@@ -170,11 +167,8 @@ class _IterationMarks(io.StringIO):
 
 
 def timed_fit(model, X, y, clock=None):
-    """Fit with verbose output captured: (seconds per iteration after the first, wall seconds).
-
-    With a ``clock`` (:class:`CPUClock`), also the CPU seconds per iteration
-    after the first, by process (see :class:`CPUClock`) as a third item.
-    """
+    """Fit with verbose output captured: (seconds per iteration after the first, wall seconds, and
+    the :class:`CPUClock`'s CPU seconds per iteration after the first, by process)."""
     model.set_params(verbose=1)
     buffer = _IterationMarks(clock or CPUClock())
     start = time.perf_counter()

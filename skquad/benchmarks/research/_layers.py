@@ -71,11 +71,8 @@ def _make_step(layer, batch, with_backward, generator):
 
 
 def _time_interleaved(steps, repeats, progress=None):
-    """Median seconds per call of each step, repeats interleaved.
-
-    Each timing runs a step enough times to last ``MIN_SECONDS_PER_TIMING``
-    (calibrated once), so that small layers are not timer noise.
-    """
+    """Median seconds per call of each step, repeats interleaved; each timing lasts at least
+    ``MIN_SECONDS_PER_TIMING`` (calibrated once), so that small layers are not timer noise."""
     calls = {}
     for key, step in steps.items():
         step()  # warm-up: allocations, first-call dispatch

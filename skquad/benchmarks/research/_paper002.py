@@ -115,18 +115,9 @@ def _planted_cost(lifting, X, y, U, V, alpha, p):
 
 
 def _backprop_real_targets(X, y, m, *, epochs, seed):
-    """Bartan & Pilanci's baseline on real-valued targets: SGD with momentum 0.9, then signs.
-
-    Returns the quantized network ``(U, V, alpha)`` and the real-weight one
-    it was quantized from.
-
-    :class:`~skquad.BackpropQuantizedRegressor` (no intercept, no
-    standardization: the planted inputs are used as they are) for a fixed
-    number of epochs. The paper's step is 0.003 per first-layer step (times
-    ``m``); the estimator's ``learning_rate_init`` is relative to the data's
-    curvature (:func:`skquad.nn.bilinear.bilinear_curvature`), so the paper's
-    step is that curvature times 0.003.
-    """
+    """Bartan & Pilanci's baseline on real targets (SGD, momentum 0.9, then signs): the quantized
+    ``(U, V, alpha)`` and the real-weight network. The paper's step 0.003 is relative to the data's
+    curvature in the estimator's ``learning_rate_init``, hence the product."""
     curvature = bilinear_curvature(X, np.ones(len(y)), None)
     model = BackpropQuantizedRegressor(
         m, beta=PLANTED_BETA, fit_intercept=False, standardize=False, refit_output_layer=False,

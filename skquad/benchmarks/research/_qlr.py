@@ -133,11 +133,8 @@ def _uci_summary(runs):
 
 # ---------------------------------------------------------------- large problem
 def _blocked_problem(n_samples, n_features, dtype, block_score, seed=0):
-    """Gaussian rows in ``dtype`` and ``block_score(block, A, w, rng)`` per block of 10 000 rows.
-
-    Built by blocks, so that no whole-data float64 temporary sets the child's
-    peak memory before the fit. Returns the rows, the scores and the generator.
-    """
+    """``(rows, scores, generator)``: Gaussian rows in ``dtype`` and ``block_score(block, A, w, rng)``,
+    by blocks of 10 000 rows, so that no float64 temporary sets the child's peak memory."""
     rng = np.random.RandomState(seed)
     A = rng.standard_normal((n_features, n_features)) / n_features
     w = rng.standard_normal(n_features) / np.sqrt(n_features)
@@ -150,11 +147,8 @@ def _blocked_problem(n_samples, n_features, dtype, block_score, seed=0):
 
 
 def _synthetic(n_samples, n_features):
-    """Labels of a random quadratic score with a little logistic noise.
-
-    Nearly separable in the degree-2 features, and fitted with weak
-    regularisation (C = 100, tol = 0), so that L-BFGS runs all its iterations.
-    """
+    """Labels of a random quadratic score with a little logistic noise: nearly separable in the
+    degree-2 features, so that L-BFGS at C = 100, tol = 0 runs all its iterations."""
     # x^T (A + A^T) x per row through one BLAS matrix product
     X, score, rng = _blocked_problem(n_samples, n_features, LARGE_DTYPE,
                                      lambda block, A, w, rng: ((block @ (A + A.T)) * block).sum(axis=1) + block @ w)

@@ -101,21 +101,13 @@ def _fit(model, X, y, clock=time.perf_counter):
 # The CVXPY references every default fit is timed against: SCS (first
 # order, the issues' yardstick) and CLARABEL (interior point, more accurate).
 REFERENCES = ("SCS", "CLARABEL")
-# A reference fit above this many CPU seconds (the warm-up round's) is not
-# repeated: the row says so and its ratio rests on that one fit (the suite
-# stays short).
+# A reference fit above this many CPU seconds in the warm-up is not repeated (the row says so).
 REFERENCE_SKIP_SECONDS = 60.0
 
 
 def _versus_references(label, X, y, rounds):
-    """Default fits against each solver of ``REFERENCES`` on ``(X, y)``: one row.
-
-    Interleaved rounds after a warm-up (round 0: imports, compilation);
-    medians of the process CPU time. A reference whose warm-up fit takes more
-    than ``REFERENCE_SKIP_SECONDS`` is not timed again and the row's note says
-    so. Each side's certified relative gap is in the row, so that a ratio can
-    be read at the gap each side reached.
-    """
+    """Default fits against each solver of ``REFERENCES`` on ``(X, y)`` (module docstring): one row,
+    with each side's certified gap, so that a ratio can be read at the gap each side reached."""
     sides = {"native": None, **{name: name for name in REFERENCES}}
     times = {name: [] for name in sides}
     models, skipped = {}, []
@@ -170,22 +162,14 @@ def _proc_bytes(path, key):
 
 
 def _time_limit(solver, seconds):
-    """The ``solver_options`` that stop ``solver``'s iterations after ``seconds``.
-
-    SCS returns its point at the limit (a certified gap to report); CLARABEL
-    returns none there, so only the CPU cap ends it (a lower bound either way).
-    """
+    """The ``solver_options`` that stop ``solver``'s iterations after ``seconds``: SCS's (CLARABEL
+    returns no point at a limit, so only the CPU cap ends it)."""
     return {"time_limit_secs": seconds} if solver == "SCS" else {}
 
 
 def _capped_reference_child(solver, name, cpu_cap, memory_cap, threads=None):
-    """Entry point of a capped reference fit (case large_uci): one JSON line.
-
-    The limits are set after the imports and the data, so they bound the fit
-    alone: the kernel ends the process (SIGXCPU) once the fit has used
-    ``cpu_cap`` CPU seconds, and refuses allocations beyond ``memory_cap``
-    bytes more address space.
-    """
+    """Entry point of a capped reference fit (case large_uci): one JSON line. The CPU and address
+    space limits are set after the imports and the data, so that they bound the fit alone."""
     X, y = _uci_set(name)
     with thread_limit(threads):
         used = resource.getrusage(resource.RUSAGE_SELF)
@@ -212,13 +196,8 @@ def _capped_reference_child(solver, name, cpu_cap, memory_cap, threads=None):
 
 
 def _capped_reference(solver, name, native):
-    """``solver``'s fit of UCI set ``name`` capped at ``CAP_RATIO`` times the
-    ``native`` CPU seconds, in a child process: the row's fields for it.
-
-    A lower bound on the ratio is all that a stopped fit proves: a solver
-    unfinished at its time limit or killed at the CPU cap would have needed
-    more than the CPU time it had used.
-    """
+    """``solver``'s fit of UCI set ``name`` capped at ``CAP_RATIO`` times the ``native`` CPU seconds,
+    in a child process: the row's fields (a fit stopped short proves a lower bound on the ratio)."""
     cap = CAP_RATIO * native
     available = _proc_bytes("/proc/meminfo", "MemAvailable")
     memory_cap = MEMORY_CAP if available is None else min(MEMORY_CAP, 0.5 * available)
@@ -354,11 +333,8 @@ def _wide_case(case):
 
 
 def _child(case, rounds, threads=None):
-    """Entry point of the child process: one JSON line with the rows and the peak memory.
-
-    ``threads``: the parent's ``--threads`` limit, applied here too (a child
-    process does not inherit it).
-    """
+    """Entry point of the child process: one JSON line with the rows and the peak memory, under
+    the parent's ``--threads`` limit (``threads``), which a child does not inherit."""
     with thread_limit(threads):
         rows = _case(case, rounds)
     peak = _peak_rss_mb()

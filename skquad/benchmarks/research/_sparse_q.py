@@ -53,13 +53,8 @@ def _one_standard_error(model, X, y):
 
 
 def _empty_model_c(X, y):
-    """The largest ``C`` whose ``penalty="l1"`` QLR is the empty model (LassoCV's ``alpha_max``).
-
-    The intercept-only model (the class priors) is the optimum while no
-    degree-2 or linear feature's gradient there exceeds the penalty's
-    ``1 / (C n)``: ``X^T diag(r_k) X`` holds the gradients of every pair and
-    square at once, ``X^T r_k`` those of the linear terms.
-    """
+    """The largest ``C`` whose ``penalty="l1"`` QLR is the empty model (LassoCV's ``alpha_max``): no
+    feature's gradient at the class priors (``X^T diag(r_k) X``, ``X^T r_k``) exceeds ``1 / (C n)``."""
     classes, codes = np.unique(y, return_inverse=True)
     onehot = np.eye(classes.shape[0])[codes]
     residuals = (onehot.mean(axis=0) - onehot) / X.shape[0]
@@ -202,12 +197,8 @@ def constraints(*, output_dir, quick=False, repeats=None, datasets=None, device=
 
 
 def path(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", progress=print):
-    """QuadraticLogisticRegressionCV's path on one training fold against one fit at its final C.
-
-    After an untimed pair (the process's first fits pay its warm-up), ``repeats``
-    (default 5) interleaved pairs of the path and the one fit; the medians of each
-    and of the pairs' ratios.
-    """
+    """QuadraticLogisticRegressionCV's path on one training fold against one fit at its final C:
+    after an untimed warm-up pair, medians of ``repeats`` (5) interleaved pairs and of their ratios."""
     import pandas as pd
 
     rows = []
