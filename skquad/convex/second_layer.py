@@ -590,16 +590,18 @@ def _relative_gaps(C, penalty, primal, S, correlations, offset):
     return np.where(primal <= 0, 0.0, gaps)
 
 
-def _lasso_fit(A, target, penalty, start, sweeps, tol):
+def _lasso_fit(A, target, penalty, start, sweeps, tol, gram=None):
     """scikit-learn's ``Lasso`` from ``start`` (one output, or ``(n_outputs, n_columns)``),
-    at most ``sweeps`` sweeps per output: ``(coef_, the most sweeps of an output)``."""
+    at most ``sweeps`` sweeps per output: ``(coef_, the most sweeps of an output)``.
+    ``gram``: ``AᵀA`` when the caller has it (else Lasso forms it)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso
 
     model = Lasso(
-        alpha=penalty / (2.0 * A.shape[0]), fit_intercept=False, precompute=True,
+        alpha=penalty / (2.0 * A.shape[0]), fit_intercept=False,
+        precompute=True if gram is None else gram,
         warm_start=True, tol=1000.0 * tol, max_iter=int(sweeps),
     )
     model.coef_ = np.array(start, dtype=np.float64, copy=True)
@@ -611,7 +613,14 @@ def _lasso_fit(A, target, penalty, start, sweeps, tol):
 
 
 def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
-    """One output of :func:`_lasso_coordinate_descent`: ``(point, sweeps)``."""
+    """One output of :func:`_lasso_coordinate_descent`: ``(point, sweeps)``.
+
+    The working set only grows, by the columns outside most correlated with the
+    residual, so the rounds end, at the latest with every column in it: an
+    inexact inner point can leave violations outside that a set chosen afresh
+    each round (from all columns) would never take in.
+    Its Gram matrix grows with it (Lasso's precomputed Gram, formed once per column).
+    """
     budget = 10 * int(max_iter)
     n_columns = A.shape[1]
     # The optimality condition's bound, with a margin for rounding: a
@@ -620,14 +629,17 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
     point = np.array(start, dtype=np.float64, copy=True)
     correlation = np.abs(A.T @ (target - A @ point))
     used, sweeps = 0, _FIRST_SWEEPS
+    working, gram = np.empty(0, dtype=np.intp), np.empty((0, 0))
     while True:
-        support = np.flatnonzero(point)
-        ranked = np.argsort(-correlation)[: support.size + _WORKING_EXTRA]
-        working = np.union1d(support, ranked)
+        # the support, then the columns outside most correlated with the residual
+        outside = np.setdiff1d(np.arange(n_columns), working)
+        ranked = outside[np.argsort(-correlation[outside])[: np.count_nonzero(point) + _WORKING_EXTRA]]
+        added = np.setdiff1d(np.union1d(np.flatnonzero(point), ranked), working)
+        working, gram = _grown_gram(A, working, gram, added)
         cap = max(min(sweeps, budget - used), 1)
         columns = np.take(A, working, axis=1)  # as _merged_columns: the bytes of A[:, working]
-        solved, done = _lasso_fit(columns, target, penalty, point[working], cap, tol)
-        used += done
+        solved, done = _lasso_fit(columns, target, penalty, point[working], cap, tol, gram=gram)
+        used += max(done, 1)  # (a round that starts converged still counts)
         point = np.zeros(n_columns)
         point[working] = solved
         correlation = np.abs(A.T @ (target - A @ point))
@@ -637,8 +649,17 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
         if converged or used >= budget:
             return point, used
         # Not converged in this round's sweeps, or a column outside violates the condition:
-        # a new set, twice the sweeps.
+        # a larger set, twice the sweeps.
         sweeps *= 2
+
+
+def _grown_gram(A, working, gram, added):
+    """``(working + added, their Gram matrix)`` from ``gram``, the Gram matrix of ``working``:
+    only the new columns' products are formed."""
+    new = np.take(A, added, axis=1)
+    cross = np.take(A, working, axis=1).T @ new
+    grown = np.block([[gram, cross], [cross.T, new.T @ new]])
+    return np.concatenate([working, added]), grown
 
 
 def _weighted_rows(H, target, weight):
