@@ -15,7 +15,8 @@ on the workers (never materialised in the parent):
     Seconds per iteration with 1 and 2 workers, interleaved for ``--repeats``
     rounds (default 3): medians, the median ratio, and the CPU ms per iteration
     of the client's main thread, its other threads (the scheduler and nannies
-    run in its event loop) and the workers, which stay meaningful under load;
+    run in its event loop) and the workers (CPU time, which a shared machine's other
+    processes do not inflate);
     also the same parts' CPU ms per second with the cluster idle (3 s before
     the fit), a background that grows with wall time.
 ``overhead`` (n=6,000, d=50, blocks of 1,000 rows)
