@@ -630,11 +630,13 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
     correlation = np.abs(A.T @ (target - A @ point))
     used, sweeps = 0, _FIRST_SWEEPS
     working, gram = np.empty(0, dtype=np.intp), np.empty((0, 0))
+    inside = np.zeros(n_columns, dtype=bool)
     while True:
         # the support, then the columns outside most correlated with the residual
-        outside = np.setdiff1d(np.arange(n_columns), working)
+        outside = np.flatnonzero(~inside)
         ranked = outside[np.argsort(-correlation[outside])[: np.count_nonzero(point) + _WORKING_EXTRA]]
-        added = np.setdiff1d(np.union1d(np.flatnonzero(point), ranked), working)
+        added = np.union1d(np.flatnonzero((point != 0) & ~inside), ranked)
+        inside[added] = True
         working, gram = _grown_gram(A, working, gram, added)
         cap = max(min(sweeps, budget - used), 1)
         columns = np.take(A, working, axis=1)  # as _merged_columns: the bytes of A[:, working]
@@ -643,9 +645,7 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
         point = np.zeros(n_columns)
         point[working] = solved
         correlation = np.abs(A.T @ (target - A @ point))
-        outside = np.ones(n_columns, dtype=bool)
-        outside[working] = False
-        converged = done < cap and not np.any(correlation[outside] > limit)
+        converged = done < cap and not np.any(correlation[~inside] > limit)
         if converged or used >= budget:
             return point, used
         # Not converged in this round's sweeps, or a column outside violates the condition:
