@@ -109,8 +109,8 @@ def test_squared_refit_on_the_range_reduced_form_reaches_clarabels_optimum(n_out
 def test_squared_refit_with_a_span_reaches_clarabels_optimum(n_outputs, monkeypatch):
     # 400 neurons on 150 rows, p = 5: the basis comes from the 15 monomials of
     # the lifted inputs (InputLifting.monomials), and the lasso (many more
-    # columns than its 15 rows) goes to the dual interior point (r² m small),
-    # or, above _INTERIOR_POINT_MAX_WORK, through working sets from a dense
+    # columns than its 15 rows) goes to the dual interior point, or, where
+    # _interior_point_applies says no, through working sets from a dense
     # start; an interior point that runs out of steps hands over to them.
     from skquad.convex import InputLifting
 
@@ -129,7 +129,7 @@ def test_squared_refit_with_a_span_reaches_clarabels_optimum(n_outputs, monkeypa
     descent = second_layer._lasso_coordinate_descent
     for method, setting, value in [
         ("interior point", None, None),
-        ("working sets", "_INTERIOR_POINT_MAX_WORK", 0),
+        ("working sets", "_interior_point_applies", lambda *shape: False),
         ("fallback", "_INTERIOR_POINT_MAX_STEPS", 2),
     ]:
         calls, descents = [], []
@@ -163,9 +163,9 @@ def test_squared_refit_without_a_small_range_solves_the_lasso_on_every_row(
     n_outputs, method, monkeypatch
 ):
     # rank_bound=None: no range reduction, so the lasso is solved on the
-    # weighted rows themselves (the interior point while r² m is small, else
-    # working sets, past 200 columns), never by FISTA, from a dense start
-    # (as Algorithm 1's) that coordinate descent does not use.
+    # weighted rows themselves (the interior point where _interior_point_applies
+    # says so, else working sets, past 200 columns), never by FISTA, from a
+    # dense start (as Algorithm 1's) that coordinate descent does not use.
     H, y, weight, p = _problem(n_outputs, seed=11, n=40, m=250, p=6)
     beta = 1e-3
     start = np.full((H.shape[1], n_outputs), 0.01)
@@ -176,7 +176,7 @@ def test_squared_refit_without_a_small_range_solves_the_lasso_on_every_row(
     with monkeypatch.context() as patch:
         patch.setattr(second_layer, "_refit", no_fista)
         if method == "working sets":
-            patch.setattr(second_layer, "_INTERIOR_POINT_MAX_WORK", 0)
+            patch.setattr(second_layer, "_interior_point_applies", lambda *shape: False)
         result = refit_second_layer(
             H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
             tol=1e-12,

@@ -28,10 +28,10 @@ in the entries of the symmetric ``L(x)``). With an orthonormal basis ``B`` of
 it, ``||W^(1/2)(H alpha - t)||^2 = ||B^T W^(1/2) (H alpha - t)||^2 +
 ||(I - B B^T) W^(1/2) t||^2`` exactly: an ``r``-row lasso (on all ``n`` rows
 when ``r`` is above ``_REDUCE_BELOW_FRACTION`` of them). It is solved by an
-interior point on its ``r``-variable dual while ``r² m`` is small
-(``_lasso_interior_point``), certified by a feasible dual point, else by
-scikit-learn's coordinate descent on working sets
-(``_lasso_coordinate_descent``). The caller may pass ``span``, columns that
+interior point on its ``r``-variable dual (``_lasso_interior_point``), certified
+by a feasible dual point, while its steps are cheap or the rows are no more than
+the columns (``_interior_point_applies``), else by scikit-learn's coordinate
+descent on working sets (``_lasso_coordinate_descent``). The caller may pass ``span``, columns that
 span every neuron's outputs: the basis then comes from their Gram matrix.
 
 Neurons equal or opposite on the training rows are merged first, for every
@@ -383,10 +383,10 @@ def _refit_columns(
         # The range is not small: the same lasso on all n rows (module docstring).
         reduced = (*_weighted_rows(H, target, weight), 0.0)
     A, reduced_target, offset = reduced
-    # A lasso on r rows: an interior point on its r-variable dual while r² m
-    # is small, else coordinate descent (module docstring).
+    # A lasso on r rows: an interior point on its r-variable dual where it pays,
+    # else coordinate descent (module docstring).
     point, n_iter = None, 0
-    if A.shape[0] ** 2 * A.shape[1] <= _INTERIOR_POINT_MAX_WORK:
+    if _interior_point_applies(*A.shape, n_outputs):
         point, n_iter = _lasso_interior_point(A, reduced_target, penalty, tol, offset)
     if point is None:
         # From zero, not from the dense alpha: the optimum is sparse (compared with alpha below).
@@ -436,9 +436,22 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
     return point, iterations
 
 
-# The reduced lasso goes to _lasso_interior_point when r² m (the flops of one of its
-# normal matrices) is at most this; coordinate descent slows with the columns' correlation.
-_INTERIOR_POINT_MAX_WORK = 4e7
+# The reduced lasso goes to the interior point while one output's normal matrix costs
+# at most the first number of flops (r² m), or, with no more rows than columns, while one
+# step's K matrices cost at most the second. Columns outnumbering rows are correlated:
+# coordinate descent then takes thousands of sweeps at a small penalty, the interior point
+# 7 to 17 steps. With more rows than columns coordinate descent needs a few hundred.
+_INTERIOR_POINT_SMALL_WORK = 4e7
+_INTERIOR_POINT_MAX_WORK = 3e9
+
+
+def _interior_point_applies(n_rows, n_columns, n_outputs):
+    """Whether the reduced lasso (``n_rows x n_columns``, ``n_outputs``) goes to the interior point."""
+    work = n_rows**2 * n_columns
+    return work <= _INTERIOR_POINT_SMALL_WORK or (
+        n_rows <= n_columns and n_outputs * work <= _INTERIOR_POINT_MAX_WORK
+    )
+
 
 # Interior-point steps before giving the lasso to coordinate descent.
 _INTERIOR_POINT_MAX_STEPS = 60
