@@ -309,3 +309,18 @@ def test_lasso_working_sets_end_on_collinear_columns_with_a_tiny_penalty(monkeyp
         assert used < 10 * 500
         objective = np.sum((A @ point - c) ** 2) + penalty * np.abs(point).sum()
         assert objective < 0.01 * np.sum(c**2)
+
+
+def test_interior_point_takes_the_lasso_whose_neurons_outnumber_its_rows_at_a_small_penalty():
+    # 250 rows x 1000 columns (r² m above the small bound): the interior point at a
+    # penalty far below the zeroing one, coordinate descent near it, and with more
+    # rows than columns whatever the penalty.
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((250, 1000))
+    target = rng.standard_normal(250)
+    zeroing = 2.0 * np.max(np.abs(A.T @ target))
+    assert A.shape[0] ** 2 * A.shape[1] > second_layer._INTERIOR_POINT_SMALL_WORK
+    assert second_layer._interior_point_applies(A, target, 1e-3 * zeroing)
+    assert not second_layer._interior_point_applies(A, target, 0.5 * zeroing)
+    tall = rng.standard_normal((1500, 1000))
+    assert not second_layer._interior_point_applies(tall, rng.standard_normal(1500), 1e-6)

@@ -29,9 +29,10 @@ it, ``||W^(1/2)(H alpha - t)||^2 = ||B^T W^(1/2) (H alpha - t)||^2 +
 ||(I - B B^T) W^(1/2) t||^2`` exactly: an ``r``-row lasso (on all ``n`` rows
 when ``r`` is above ``_REDUCE_BELOW_FRACTION`` of them). It is solved by an
 interior point on its ``r``-variable dual (``_lasso_interior_point``), certified
-by a feasible dual point, while its steps are cheap or the rows are no more than
-the columns (``_interior_point_applies``), else by scikit-learn's coordinate
-descent on working sets (``_lasso_coordinate_descent``). The caller may pass ``span``, columns that
+by a feasible dual point, while its steps are cheap, or where the rows are no
+more than the columns and the penalty is small (``_interior_point_applies``),
+else by scikit-learn's coordinate descent on working sets
+(``_lasso_coordinate_descent``). The caller may pass ``span``, columns that
 span every neuron's outputs: the basis then comes from their Gram matrix.
 
 Neurons equal or opposite on the training rows are merged first, for every
@@ -386,7 +387,7 @@ def _refit_columns(
     # A lasso on r rows: an interior point on its r-variable dual where it pays,
     # else coordinate descent (module docstring).
     point, n_iter = None, 0
-    if _interior_point_applies(*A.shape, n_outputs):
+    if _interior_point_applies(A, reduced_target, penalty):
         point, n_iter = _lasso_interior_point(A, reduced_target, penalty, tol, offset)
     if point is None:
         # From zero, not from the dense alpha: the optimum is sparse (compared with alpha below).
@@ -438,19 +439,26 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
 
 # The reduced lasso goes to the interior point while one output's normal matrix costs
 # at most the first number of flops (r² m), or, with no more rows than columns, while one
-# step's K matrices cost at most the second. Columns outnumbering rows are correlated:
-# coordinate descent then takes thousands of sweeps at a small penalty, the interior point
-# 7 to 17 steps. With more rows than columns coordinate descent needs a few hundred.
+# step's K matrices cost at most the second and the penalty is below the third fraction
+# of the smallest that zeroes every output. Columns outnumbering rows are correlated:
+# coordinate descent's sweeps then grow into the thousands as the penalty shrinks, while
+# the interior point takes 7 to 17 steps whatever the penalty; above that fraction
+# coordinate descent was as fast or faster on the UCI sets (the CHANGELOG's figures).
 _INTERIOR_POINT_SMALL_WORK = 4e7
 _INTERIOR_POINT_MAX_WORK = 3e9
+_INTERIOR_POINT_MAX_PENALTY = 0.02
 
 
-def _interior_point_applies(n_rows, n_columns, n_outputs):
-    """Whether the reduced lasso (``n_rows x n_columns``, ``n_outputs``) goes to the interior point."""
-    work = n_rows**2 * n_columns
-    return work <= _INTERIOR_POINT_SMALL_WORK or (
-        n_rows <= n_columns and n_outputs * work <= _INTERIOR_POINT_MAX_WORK
-    )
+def _interior_point_applies(A, target, penalty):
+    """Whether the reduced lasso ``min ||A a_k - c_k||² + penalty ||a_k||_1`` goes to the interior point."""
+    r, m = A.shape
+    C = target.reshape(r, -1)
+    if r * r * m <= _INTERIOR_POINT_SMALL_WORK:
+        return True
+    if r > m or C.shape[1] * r * r * m > _INTERIOR_POINT_MAX_WORK:
+        return False
+    # each output's zeroing penalty is 2 max_j |A_jᵀ c_k|
+    return penalty < _INTERIOR_POINT_MAX_PENALTY * 2.0 * float(np.max(np.abs(A.T @ C), initial=0.0))
 
 
 # Interior-point steps before giving the lasso to coordinate descent.
