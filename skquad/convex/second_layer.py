@@ -442,11 +442,11 @@ def _lasso_coordinate_descent(A, target, penalty, alpha, max_iter, tol):
 # step's K matrices cost at most the second and the penalty is below the third fraction
 # of the smallest that zeroes every output. Columns outnumbering rows are correlated:
 # coordinate descent's sweeps then grow into the thousands as the penalty shrinks, while
-# the interior point takes 7 to 17 steps whatever the penalty; above that fraction
-# coordinate descent was as fast or faster on the UCI sets (the CHANGELOG's figures).
+# the interior point's steps hardly depend on it; above that fraction coordinate descent
+# was as fast or faster on the UCI sets (the CHANGELOG's figures).
 _INTERIOR_POINT_SMALL_WORK = 4e7
 _INTERIOR_POINT_MAX_WORK = 3e9
-_INTERIOR_POINT_MAX_PENALTY = 0.02
+_INTERIOR_POINT_MAX_PENALTY = 0.05
 
 
 def _interior_point_applies(A, target, penalty):
