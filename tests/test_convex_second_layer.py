@@ -129,7 +129,7 @@ def test_squared_refit_with_a_span_reaches_clarabels_optimum(n_outputs, monkeypa
     descent = second_layer._lasso_coordinate_descent
     for method, setting, value in [
         ("interior point", None, None),
-        ("working sets", "_interior_point_applies", lambda *shape: False),
+        ("working sets", "_interior_point_applies", lambda *args: False),
         ("fallback", "_INTERIOR_POINT_MAX_STEPS", 2),
     ]:
         calls, descents = [], []
@@ -176,7 +176,7 @@ def test_squared_refit_without_a_small_range_solves_the_lasso_on_every_row(
     with monkeypatch.context() as patch:
         patch.setattr(second_layer, "_refit", no_fista)
         if method == "working sets":
-            patch.setattr(second_layer, "_interior_point_applies", lambda *shape: False)
+            patch.setattr(second_layer, "_interior_point_applies", lambda *args: False)
         result = refit_second_layer(
             H, y, weight, loss="squared", beta=beta, n_lifted=p, alpha=start, max_iter=3000,
             tol=1e-12,
