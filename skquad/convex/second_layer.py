@@ -658,9 +658,10 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
         ranked = outside[np.argsort(-correlation[outside])[: np.count_nonzero(point) + _WORKING_EXTRA]]
         added = np.union1d(np.flatnonzero((point != 0) & ~inside), ranked)
         inside[added] = True
-        working, gram = _grown_gram(A, working, gram, added)
-        cap = max(min(sweeps, budget - used), 1)
+        working = np.concatenate([working, added])
         columns = np.take(A, working, axis=1)  # as _merged_columns: the bytes of A[:, working]
+        gram = _grown_gram(columns, gram)
+        cap = max(min(sweeps, budget - used), 1)
         solved, done = _lasso_fit(columns, target, penalty, point[working], cap, tol, gram=gram)
         used += max(done, 1)  # (a round that starts converged still counts)
         point = np.zeros(n_columns)
@@ -674,13 +675,13 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
         sweeps *= 2
 
 
-def _grown_gram(A, working, gram, added):
-    """``(working + added, their Gram matrix)`` from ``gram``, the Gram matrix of ``working``:
-    only the new columns' products are formed."""
-    new = np.take(A, added, axis=1)
-    cross = np.take(A, working, axis=1).T @ new
-    grown = np.block([[gram, cross], [cross.T, new.T @ new]])
-    return np.concatenate([working, added]), grown
+def _grown_gram(columns, gram):
+    """The Gram matrix of ``columns`` from ``gram``, that of its first columns: only the
+    products of the columns after them are formed."""
+    known = gram.shape[0]
+    new = columns[:, known:]
+    cross = columns[:, :known].T @ new
+    return np.block([[gram, cross], [cross.T, new.T @ new]])
 
 
 def _weighted_rows(H, target, weight):
