@@ -636,11 +636,14 @@ def _lasso_fit(A, target, penalty, start, sweeps, tol, gram=None):
 def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
     """One output of :func:`_lasso_coordinate_descent`: ``(point, sweeps)``.
 
-    The working set only grows, by the columns outside most correlated with the
-    residual, so the rounds end, at the latest with every column in it: an
-    inexact inner point can leave violations outside that a set chosen afresh
-    each round (from all columns) would never take in.
-    Its Gram matrix grows with it (Lasso's precomputed Gram, formed once per column).
+    Each round solves on the support plus the columns most correlated with the
+    residual, chosen afresh, so the sets stay near the support's size. A round that
+    converges on its set while a column outside violates the condition (Lasso's inner
+    point is not exact, and a fresh choice may take in the same columns again) is
+    followed by one on that set grown by the outside columns most correlated with the
+    residual. A round that ends on its sweeps doubles them, so at most
+    ``log2(10 max_iter / _FIRST_SWEEPS) + 1`` rounds end on their sweeps, and between
+    two of them the stalled rounds' sets grow strictly: the rounds are bounded.
     """
     budget = 10 * int(max_iter)
     n_columns = A.shape[1]
@@ -649,39 +652,31 @@ def _lasso_working_sets(A, target, penalty, start, max_iter, tol):
     limit = 0.5 * penalty * (1.0 + 1e-6)
     point = np.array(start, dtype=np.float64, copy=True)
     correlation = np.abs(A.T @ (target - A @ point))
-    used, sweeps = 0, _FIRST_SWEEPS
-    working, gram = np.empty(0, dtype=np.intp), np.empty((0, 0))
+    used, sweeps, growing = 0, _FIRST_SWEEPS, False
     inside = np.zeros(n_columns, dtype=bool)
     while True:
-        # the support, then the columns outside most correlated with the residual
-        outside = np.flatnonzero(~inside)
-        ranked = outside[np.argsort(-correlation[outside])[: np.count_nonzero(point) + _WORKING_EXTRA]]
-        added = np.union1d(np.flatnonzero((point != 0) & ~inside), ranked)
-        inside[added] = True
-        working = np.concatenate([working, added])
-        columns = np.take(A, working, axis=1)  # as _merged_columns: the bytes of A[:, working]
-        gram = _grown_gram(columns, gram)
+        size = np.count_nonzero(point) + _WORKING_EXTRA
+        if growing:
+            outside = np.flatnonzero(~inside)
+            inside[outside[np.argsort(-correlation[outside])[:size]]] = True
+        else:
+            inside[:] = point != 0
+            inside[np.argsort(-correlation)[:size]] = True
+        working = np.flatnonzero(inside)
         cap = max(min(sweeps, budget - used), 1)
-        solved, done = _lasso_fit(columns, target, penalty, point[working], cap, tol, gram=gram)
+        solved, done = _lasso_fit(A[:, working], target, penalty, point[working], cap, tol)
         used += max(done, 1)  # (a round that starts converged still counts)
         point = np.zeros(n_columns)
         point[working] = solved
         correlation = np.abs(A.T @ (target - A @ point))
-        converged = done < cap and not np.any(correlation[~inside] > limit)
-        if converged or used >= budget:
+        violated = bool(np.any(correlation[~inside] > limit))
+        if (done < cap and not violated) or used >= budget:
             return point, used
-        # Not converged in this round's sweeps, or a column outside violates the condition:
-        # a larger set, twice the sweeps.
-        sweeps *= 2
-
-
-def _grown_gram(columns, gram):
-    """The Gram matrix of ``columns`` from ``gram``, that of its first columns: only the
-    products of the columns after them are formed."""
-    known = gram.shape[0]
-    new = columns[:, known:]
-    cross = columns[:, :known].T @ new
-    return np.block([[gram, cross], [cross.T, new.T @ new]])
+        # Converged on the set (a stall): the next set grows from it. Ended on its sweeps:
+        # a fresh set, twice the sweeps.
+        growing = done < cap
+        if not growing:
+            sweeps *= 2
 
 
 def _weighted_rows(H, target, weight):
