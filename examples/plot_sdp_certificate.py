@@ -81,7 +81,8 @@ print(f"lower bound on the training objective: {sdp.lower_bound_:.4f}")
 # objectives are recorded per draw: ``sampled_objective_``, the network of the
 # paper's Algorithm 1 (one shared output weight per class), and ``objective_``,
 # the same binary first layer with its output weights refitted as the convex
-# problem they are (skquad's default, ``refit_output_layer=True``).
+# problem they are (skquad's default with two classes, where
+# ``refit_output_layer="auto"`` refits in the SDP's own loss).
 #
 # Narrow networks are the point of this experiment, and skquad warns when a
 # sampled network is far above the bound (saying how many neurons would close

@@ -6,22 +6,25 @@ import pytest
 
 from skquad.convex import loss_value
 from skquad.convex import second_layer
-from skquad.convex.second_layer import refit_second_layer
+from skquad.convex.second_layer import FactoredColumns, refit_second_layer
+from skquad.convex.statistics import neuron_svecs, svec_rows
 
 
-def _problem(n_outputs, seed=0, n=120, m=30, p=6):
+def _problem(n_outputs, seed=0, n=120, m=30, p=6, factors=False):
     rng = np.random.default_rng(seed)
     Z = np.hstack([rng.standard_normal((n, p - 1)), np.ones((n, 1))])
     U, V = rng.choice([-1.0, 1.0], (2, m, p))
     H = (Z @ U.T) * (Z @ V.T)
     y = rng.choice([-1.0, 1.0], n) if n_outputs == 1 else rng.integers(0, n_outputs, n)
     weight = rng.uniform(0.2, 2.0, n)
+    if factors:
+        return H, y, weight / weight.sum(), p, (svec_rows(Z), neuron_svecs(U, V))
     return H, y, weight / weight.sum(), p
 
 
-def _clarabel_optimum(H, y, weight, loss, beta, p, n_outputs):
+def _clarabel_optimum(H, y, weight, loss, beta, p, n_outputs, offset=0.0):
     alpha = cp.Variable((H.shape[1], n_outputs))
-    scores = H @ alpha
+    scores = H @ alpha + np.broadcast_to(offset, (H.shape[0], n_outputs))
     if n_outputs == 1:
         f = scores[:, 0]
         per_sample = {
@@ -61,6 +64,39 @@ def test_refit_reaches_clarabels_optimum_and_never_goes_up(loss, n_outputs):
     # Smooth losses: to solver precision; the hinge loss through smoothing: 0.5 %.
     tolerance = 5e-3 if loss == "hinge" else 1e-6
     assert result.objective <= optimum * (1 + tolerance)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_logistic_refit_with_a_fixed_offset_on_factored_outputs_reaches_clarabels_optimum(
+    n_outputs,
+):
+    # The SDP classifier's logistic refit: scores H alpha + offset (the offset fixed), with
+    # H = Φ S read through its factors. The same optimum as CLARABEL's, and as the refit of
+    # H itself.
+    H, y, weight, p, (rows, neurons) = _problem(n_outputs, seed=1, factors=True)
+    np.testing.assert_allclose(rows @ neurons, H, rtol=1e-12, atol=1e-12)
+    offset = np.linspace(-0.4, 0.3, n_outputs)
+    beta, start = 1e-3, np.zeros((H.shape[1], n_outputs))
+    kwargs = dict(loss="logistic", beta=beta, n_lifted=p, alpha=start, max_iter=3000, tol=1e-12,
+                  score_offset=offset)
+    factored = refit_second_layer(FactoredColumns(rows, neurons), y, weight, **kwargs)
+    explicit = refit_second_layer(H, y, weight, **kwargs)
+    optimum = _clarabel_optimum(H, y, weight, "logistic", beta, p, n_outputs, offset)
+    recomputed = loss_value(H @ factored.alpha + offset, y, weight, "logistic", n_outputs)
+    recomputed += beta * p * np.abs(factored.alpha).sum()
+    assert factored.objective == pytest.approx(recomputed, rel=1e-12)
+    assert optimum - 1e-7 <= factored.objective <= optimum * (1 + 1e-6)
+    assert explicit.objective == pytest.approx(factored.objective, rel=1e-6)
+    np.testing.assert_array_equal(factored.intercept, np.zeros(n_outputs))
+
+
+def test_score_offset_and_factored_outputs_are_refused_where_they_do_not_apply():
+    H, y, weight, p, (rows, neurons) = _problem(1, factors=True)
+    common = dict(beta=1e-3, n_lifted=p, alpha=np.zeros((H.shape[1], 1)))
+    with pytest.raises(ValueError, match="score_offset"):
+        refit_second_layer(H, y, weight, loss="squared", score_offset=np.zeros(1), **common)
+    with pytest.raises(ValueError, match="factored"):
+        refit_second_layer(FactoredColumns(rows, neurons), y, weight, loss="squared", **common)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])

@@ -98,7 +98,8 @@ def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     params = dict(n_neurons=150, class_weight="balanced", random_state=0)
-    memory = SDPQuantizedClassifier(**params).fit(frame, labels)
+    # A Dask fit refits in the SDP's loss ("auto" takes the logistic refit only in memory).
+    memory = SDPQuantizedClassifier(refit_output_layer=True, **params).fit(frame, labels)
     blocks = SDPQuantizedClassifier(**params).fit(
         dd.from_pandas(frame, npartitions=4), dd.from_pandas(pd.Series(labels), npartitions=4)
     )
@@ -141,7 +142,8 @@ def test_the_classifier_search_on_dask_scores_its_folds_as_in_memory(client):
     weight = np.linspace(0.5, 2.0, len(y))
     params = dict(n_neurons=60, betas=4, class_weight={0: 1.0, 1: 3.0, 2: 0.5}, random_state=0)
     with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
-        memory = SDPQuantizedClassifierCV(cv=PredefinedSplit(_fold_of(X, 3)), **params).fit(
+        memory = SDPQuantizedClassifierCV(cv=PredefinedSplit(_fold_of(X, 3)), **params,
+                                          refit_output_layer=True).fit(
             X, labels, sample_weight=weight)
     with pytest.warns(UserWarning, match="zero network"):
         blocks = SDPQuantizedClassifierCV(cv=3, **params).fit(
@@ -160,6 +162,7 @@ def test_the_classifier_search_on_dask_scores_its_folds_as_in_memory(client):
     [
         (SDPQuantizedClassifier(loss="hinge"), "loss='squared'"),
         (SDPQuantizedClassifier(solver="SCS"), "solver=None"),
+        (SDPQuantizedClassifier(refit_output_layer="logistic"), "refit_output_layer='auto' or True"),
         (SDPQuantizedClassifierCV(scoring="roc_auc"), "scoring=None"),
         (SDPQuantizedClassifierCV(class_weight={0: 0.0, 1: 1.0, 2: 1.0}), "class weights > 0"),
         (SDPQuantizedRegressorCV(cv=PredefinedSplit([0, 1])), "cv=None or an int"),

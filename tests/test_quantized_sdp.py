@@ -266,7 +266,7 @@ def test_refit_lowers_the_objective_and_stays_above_the_bound(loss, n_classes):
     weight = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
     common = {"n_neurons": 60, "loss": loss, "beta": 3e-3, "solver": "CLARABEL", "random_state": 0}
     paper = SDPQuantizedClassifier(refit_output_layer=False, **common).fit(X, y, sample_weight=weight)
-    refit = SDPQuantizedClassifier(**common).fit(X, y, sample_weight=weight)
+    refit = SDPQuantizedClassifier(refit_output_layer=True, **common).fit(X, y, sample_weight=weight)
     # Same draw, same first layer; only the second layer differs.
     np.testing.assert_array_equal(paper.U_, refit.U_)
     assert refit.sampled_objective_ == pytest.approx(paper.objective_, rel=1e-12)
@@ -296,7 +296,7 @@ def test_iris_narrow_network_is_fixed_by_the_refit_or_warns():
     # is: an objective far above the certified bound (2.04 against 0.145 here,
     # a 14x margin over the warning's 1.05 threshold).
     assert paper.objective_ > 1.05 * paper.lower_bound_
-    model = SDPQuantizedClassifier(random_state=0).fit(X, y)
+    model = SDPQuantizedClassifier(refit_output_layer=True, random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         model.resample(150, random_state=0)
@@ -306,6 +306,52 @@ def test_iris_narrow_network_is_fixed_by_the_refit_or_warns():
     # problem) over the paper's first layer, so it can only lower the objective.
     np.testing.assert_array_equal(model.U_, paper.U_)
     assert model.objective_ <= paper.objective_
+
+
+def test_logistic_refit_does_not_mask_a_class_and_stays_in_the_certified_class():
+    # Five classes in intervals of one feature: one quadratic score per class fitted to
+    # one-hot targets never ranks the second class first (masking, as for
+    # PolynomialFeatures(2) + RidgeClassifier); the logistic refit of the same neurons,
+    # "auto"'s choice with three or more classes, predicts every class.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (400, 1))
+    y = np.digitize(X[:, 0], [-0.6, -0.2, 0.2, 0.6])
+    common = dict(n_neurons=200, random_state=0)
+    squared = SDPQuantizedClassifier(refit_output_layer=True, **common).fit(X, y)
+    auto = SDPQuantizedClassifier(**common).fit(X, y)
+    assert set(squared.predict(X)) != set(range(5)) and squared.score(X, y) < 0.8
+    assert set(auto.predict(X)) == set(range(5)) and auto.score(X, y) > 0.95
+    logistic = SDPQuantizedClassifier(refit_output_layer="logistic", **common).fit(X, y)
+    np.testing.assert_array_equal(logistic.alpha_, auto.alpha_)
+    # The same first layer and intercept (the labels' mean), so the network stays in the
+    # class the bound certifies; objective_ is its squared-loss objective, recomputed.
+    np.testing.assert_array_equal(auto.U_, squared.U_)
+    np.testing.assert_allclose(auto.intercept_, np.bincount(y) / len(y), rtol=1e-12)
+    scores = auto.decision_function(X)
+    centred = np.eye(5)[y] - np.bincount(y) / len(y)
+    expected = loss_value(scores - auto.intercept_, centred, np.ones(len(y)), "squared", 5)
+    expected += auto.beta_ * auto.n_lifted_features_ * np.abs(auto.alpha_).sum()
+    assert auto.objective_ == pytest.approx(expected, rel=1e-9)
+    assert auto.objective_ >= auto.lower_bound_
+    # The scores are the logits of predict_proba.
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(auto.predict_proba(X), shifted / shifted.sum(axis=1, keepdims=True))
+
+
+def test_auto_refit_of_a_binary_problem_is_the_squared_refit():
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    auto = SDPQuantizedClassifier(n_neurons=60, random_state=0).fit(X, y)
+    squared = SDPQuantizedClassifier(n_neurons=60, refit_output_layer=True, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(auto.alpha_, squared.alpha_)
+    assert auto.objective_ == squared.objective_
+
+
+def test_the_regressor_refuses_the_logistic_refit():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = make_classification(n_samples=40, n_features=4, random_state=0)
+    with pytest.raises(InvalidParameterError, match="refit_output_layer"):
+        SDPQuantizedRegressor(refit_output_layer="logistic").fit(X, y.astype(float))
 
 
 def test_standardize_threshold_is_relative_to_the_feature_scale():

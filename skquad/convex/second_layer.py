@@ -58,7 +58,8 @@ from .._foundation._threads import limit_threads
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
 
-__all__ = ["SecondLayerFit", "refit_from_statistics", "refit_second_layer", "statistics_objective"]
+__all__ = ["FactoredColumns", "SecondLayerFit", "refit_from_statistics", "refit_second_layer",
+           "statistics_objective"]
 
 
 @dataclass(frozen=True)
@@ -152,16 +153,44 @@ _CURVATURE = {"squared": lambda mu: 2.0, "logistic": lambda mu: 0.5, "hinge": la
 _REDUCE_BELOW_FRACTION = 0.75
 
 
+class FactoredColumns:
+    """Neuron outputs ``H = Φ S`` kept as their factors: ``Φ`` (n, q), the rows' lifted
+    coordinates, and ``S`` (q, m), the neurons'. The products the proximal gradient takes,
+    ``H @ a`` and ``Hᵀ @ g``, then cost ``(n + m) q`` flops a column instead of ``n m``."""
+
+    def __init__(self, rows, neurons):
+        self.rows, self.neurons = rows, neurons
+        self.shape = (rows.shape[0], neurons.shape[1])
+
+    def __matmul__(self, other):
+        return self.rows @ (self.neurons @ other)
+
+    @property
+    def T(self):
+        return _TransposedFactors(self)
+
+
+class _TransposedFactors:
+    """``Hᵀ`` of :class:`FactoredColumns`, for ``Hᵀ @ g``."""
+
+    def __init__(self, factored):
+        self.factored = factored
+
+    def __matmul__(self, other):
+        return self.factored.neurons.T @ (self.factored.rows.T @ other)
+
+
 def refit_second_layer(
     H, y, weight, *, loss, beta, n_lifted, alpha, max_iter=500, tol=1e-7, rank_bound=None,
-    span=None, fit_intercept=False,
+    span=None, fit_intercept=False, score_offset=None,
 ):
     """Minimise ``loss(H @ alpha + b) + beta * p * ||alpha||_1`` starting from ``alpha``.
 
     Parameters
     ----------
-    H : ndarray of shape (n_samples, n_neurons)
-        Neuron outputs ``u_j^T L(x_i) v_j``.
+    H : ndarray of shape (n_samples, n_neurons) or FactoredColumns
+        Neuron outputs ``u_j^T L(x_i) v_j`` (factored: the hinge and logistic
+        losses only, without merging equal neurons).
     y : ndarray of shape (n_samples,)
         Labels in {-1, +1} (one output; real targets also work with the
         squared loss) or class indices (``n_outputs > 1``).
@@ -201,6 +230,9 @@ def refit_second_layer(
         columns of ``H`` and the targets are centred at their weighted means
         and ``b = mean(t) - mean(H) @ alpha``: for every ``alpha`` the best
         ``b`` leaves exactly the centred problem.
+    score_offset : ndarray of shape (n_outputs,), default=None
+        Hinge and logistic losses: a fixed ``b`` (not fitted), so that the
+        scores are ``H @ alpha + score_offset``. None: ``b = 0``.
 
     Returns
     -------
@@ -209,14 +241,20 @@ def refit_second_layer(
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
-    H = np.asarray(H, dtype=np.float64)
+    if isinstance(H, FactoredColumns):
+        if loss == "squared":
+            raise ValueError("factored neuron outputs apply to the hinge and logistic losses only.")
+    else:
+        H = np.asarray(H, dtype=np.float64)
     alpha = np.array(alpha, dtype=np.float64, copy=True).reshape(H.shape[1], -1)
     n_outputs = alpha.shape[1]
     weight = np.asarray(weight, dtype=np.float64)
     weight = weight / weight.sum()
+    if score_offset is not None and (loss == "squared" or fit_intercept):
+        raise ValueError("score_offset applies to the hinge and logistic losses only.")
     if not fit_intercept:
         fit = _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol,
-                             rank_bound, span)
+                             rank_bound, span, score_offset)
         return dataclasses.replace(fit, intercept=np.zeros(n_outputs))
     if loss != "squared":
         raise ValueError(f"fit_intercept applies to the squared loss only, got loss={loss!r}.")
@@ -275,23 +313,26 @@ def statistics_objective(S, statistics, alpha, beta, n_lifted):
     return float(statistics.loss(0.5 * (S @ alpha)).sum() + beta * n_lifted * np.abs(alpha).sum())
 
 
-def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, span):
-    """:func:`refit_second_layer` without an intercept (weights normalized)."""
+def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, rank_bound, span,
+                   score_offset=None):
+    """:func:`refit_second_layer` without a fitted intercept (weights normalized)."""
     n_outputs = alpha.shape[1]
     penalty = float(beta) * int(n_lifted)
+    offset = np.zeros(n_outputs) if score_offset is None else np.asarray(score_offset, float)
     # One BLAS thread where the runtime policy gives a product of this size one thread.
     small = thread_count("auto", "cpu", 2.0 * H.shape[0] * H.shape[1] * n_outputs) == 1
 
     def true_objective(point, scores):
-        value = loss_value(scores, y, weight, loss, n_outputs) + penalty * np.abs(point).sum()
+        value = loss_value(scores + offset, y, weight, loss, n_outputs)
+        value += penalty * np.abs(point).sum()
         return value if np.isfinite(value) else np.inf
 
     with limit_threads(None, blas=1) if small else nullcontext():
-        merged = _merged_columns(H)
+        merged = None if isinstance(H, FactoredColumns) else _merged_columns(H)
         if merged is None:
             return _refit_columns(
                 H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective,
-                span,
+                span, offset,
             )
         # Equal (or opposite) neurons: solve on one column per group, then
         # give each group's weight to its first member (module docstring).
@@ -300,7 +341,7 @@ def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, ran
         np.add.at(start, group, signs[:, None] * alpha)
         fit = _refit_columns(
             columns, y, weight, loss, penalty, start, max_iter, tol, rank_bound, true_objective,
-            span,
+            span, offset,
         )
         full = np.zeros_like(alpha)
         full[first] = fit.alpha * signs[first][:, None]
@@ -365,13 +406,16 @@ def _column_hashes(words):
 
 
 def _refit_columns(
-    H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective, span=None
+    H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective, span=None,
+    offset=0.0,
 ):
-    """:func:`refit_second_layer` on distinct columns (weights normalized)."""
+    """:func:`refit_second_layer` on distinct columns (weights normalized; ``offset``: the
+    hinge and logistic losses' fixed score offset)."""
     n_outputs = alpha.shape[1]
     target = _targets(y, n_outputs)
     if loss != "squared":
-        return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective)
+        return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective,
+                      offset)
     reduced = None
     if rank_bound is not None and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]:
         # The span's q x q Gram pays only when its size bound is below the number of neurons.
@@ -737,7 +781,7 @@ def _range_reduced(H, target, weight, span=None):
     return reduced, reduced_target, max(offset, 0.0)
 
 
-def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective):
+def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective, offset):
     n_outputs = alpha.shape[1]
     initial = true_objective(alpha, H @ alpha)
     best = {"alpha": alpha.copy(), "objective": initial}
@@ -750,7 +794,7 @@ def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objectiv
         step = 1.0 / (_CURVATURE[loss](mu) * curvature)
         start, used = _fista(
             H, target, weight, loss, n_outputs, mu, penalty, start, step,
-            iterations_per_stage, tol, true_objective, best,
+            iterations_per_stage, tol, true_objective, best, offset,
         )
         n_iter += used
     return SecondLayerFit(
@@ -760,25 +804,28 @@ def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objectiv
 
 
 def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_iter, tol,
-           true_objective, best):
+           true_objective, best, offset):
     """One FISTA run (backtracking, adaptive restart); updates ``best`` in place. The momentum
-    point's scores combine the iterates' (linear in ``alpha``): two products per iteration."""
+    point's scores combine the iterates' (linear in ``alpha``): two products per iteration.
+    ``offset``: the fixed part of the scores, ``H @ alpha + offset``."""
+
+    def smooth(scores):
+        return _smooth_loss(scores + offset, target, weight, loss, n_outputs, mu)
+
     x = start.copy()
     scores_x = H @ x
-    objective_x = (
-        _smooth_loss(scores_x, target, weight, loss, n_outputs, mu)[0] + penalty * np.abs(x).sum()
-    )
+    objective_x = smooth(scores_x)[0] + penalty * np.abs(x).sum()
     momentum_point, scores_y, t = x.copy(), scores_x.copy(), 1.0
     history = [objective_x]
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        value_y, gradient_scores = _smooth_loss(scores_y, target, weight, loss, n_outputs, mu)
+        value_y, gradient_scores = smooth(scores_y)
         gradient = H.T @ gradient_scores
         while True:
             candidate = _soft_threshold(momentum_point - step * gradient, step * penalty)
             difference = candidate - momentum_point
             scores_c = H @ candidate
-            value_c = _smooth_loss(scores_c, target, weight, loss, n_outputs, mu)[0]
+            value_c = smooth(scores_c)[0]
             # Sufficient decrease of the smooth part (the standard backtracking test).
             flat = difference.ravel()
             bound = value_y + np.dot(gradient.ravel(), flat) + np.dot(flat, flat) / (2.0 * step)

@@ -42,8 +42,13 @@ from ..convex.sampling import (
     normalized_block,
     sample_sign_pairs,
 )
-from ..convex.second_layer import refit_from_statistics, refit_second_layer, statistics_objective
-from ..convex.statistics import neuron_svecs
+from ..convex.second_layer import (
+    FactoredColumns,
+    refit_from_statistics,
+    refit_second_layer,
+    statistics_objective,
+)
+from ..convex.statistics import neuron_svecs, svec_rows
 from ._common import (
     _batched_network_scores,
     _check_activation,
@@ -264,6 +269,12 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
                 f"{name} fits Dask collections with loss='squared' only (its relaxation "
                 "depends on the rows only through sums of the lifted inputs); got "
                 f"loss={self.loss!r}. Use loss='squared', or fit on X[:n].compute()."
+            )
+        if self.refit_output_layer == "logistic":
+            raise ValueError(
+                f"{name} refits Dask collections' second layer in loss='squared' (from the "
+                "lifted statistics); the logistic refit reads every row 500 times. Use "
+                "refit_output_layer='auto' or True, or fit on X[:n].compute()."
             )
         if self.solver is not None or str(self.device) not in ("auto", "cpu"):
             raise ValueError(
@@ -492,6 +503,17 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         self._warn_if_far_from_bound()
         return self
 
+    def _refit_loss(self):
+        """The loss of the second layer's refit: the logistic loss where the classifier's
+        ``refit_output_layer`` asks for it (``"auto"``: the squared loss with three or more
+        classes, whose one-vs-rest scores can mask a class) and the rows are in memory, else
+        ``loss``."""
+        choice = self.refit_output_layer
+        if choice == "auto":
+            masking = self.loss == "squared" and len(getattr(self, "classes_", ())) > 2
+            choice = "logistic" if masking else True
+        return "logistic" if choice == "logistic" and self._training_data is not None else self.loss
+
     def _rows_refit(self, U, V, alpha, beta, p, scale):
         """``(sampled objective, objective, alpha, intercept)`` of the draw on the training rows."""
         X_train, targets, weight = self._training_data
@@ -505,6 +527,9 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         sampled = network_objective(scores, scaled_targets, weight, self.loss, alpha, beta, p)
         if not self.refit_output_layer:
             return sampled, sampled, alpha, np.zeros(alpha.shape[1])
+        if self._refit_loss() != self.loss:
+            return (sampled, *self._logistic_refit(outputs, U, V, scaled_targets, weight, alpha,
+                                                   beta, p))
         refit = refit_second_layer(
             outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
             alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
@@ -512,6 +537,27 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             fit_intercept=self._refits_intercept(),
         )
         return sampled, refit.objective, refit.alpha, refit.intercept
+
+    def _logistic_refit(self, outputs, U, V, targets, weight, alpha, beta, p):
+        """``(objective, alpha, intercept)`` of the logistic refit: the labels' scores
+        ``outputs @ alpha + offset`` (the intercept stays the SDP's offset, so the network stays
+        in the class ``lower_bound_`` certifies), the objective in the SDP's ``loss``."""
+        offset = np.atleast_1d(self._target_offset_)
+        labels = targets + (offset[0] if targets.ndim == 1 else offset)
+        lifting = self._lifting()
+        rows = svec_rows(lifting.features(self._training_data[0]),
+                         lifting.activation if lifting.polynomial else None)
+        n, m = outputs.shape
+        # The outputs are Φ S exactly: through the factors where that takes fewer flops.
+        columns = FactoredColumns(rows, neuron_svecs(U, V)) if rows.shape[1] * (n + m) < n * m \
+            else outputs
+        refit = refit_second_layer(
+            columns, labels, weight, loss="logistic", beta=beta, n_lifted=p, alpha=alpha,
+            score_offset=offset,
+        )
+        objective = network_objective(outputs @ refit.alpha, targets, weight, self.loss,
+                                      refit.alpha, beta, p)
+        return objective, refit.alpha, refit.intercept
 
     def _statistics_refit(self, U, V, alpha, beta, p):
         """:meth:`_rows_refit` from the lifted statistics of a Dask fit (outputs ``Φ S``)."""
@@ -530,8 +576,11 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         """Warn when the network is barely better than the zero network, or worse.
 
         "Far" is measured against the bound's distance to the zero network's objective; the
-        sampling error decays like ``1 / n_neurons``, hence the width suggested.
+        sampling error decays like ``1 / n_neurons``, hence the width suggested. None after a
+        refit in another loss (``refit_output_layer="logistic"``), which the SDP's does not measure.
         """
+        if self._refit_loss() != self.loss:
+            return
         if self._training_data is None:
             zero = float(self._training_statistics.target_square.sum())
         else:
@@ -703,12 +752,14 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     covariance is shaped from the relaxed solution (the paper's Algorithm 1):
     as ``n_neurons`` grows the sampled network's objective approaches the
     bound. Algorithm 1 gives every neuron of a class one shared second-layer
-    weight; with ``refit_output_layer=True`` (the default, beyond the paper)
-    the second layer is then refitted as the convex problem it is once the
-    binary first layer is fixed (``skquad.convex.second_layer``), which can
-    only lower the objective ``objective_`` and keeps ``lower_bound_`` valid.
-    A network far above the bound gets a warning that says how many neurons
-    would help.
+    weight; with ``refit_output_layer`` (beyond the paper) the second layer
+    is then refitted as the convex problem it is once the binary first layer
+    is fixed (``skquad.convex.second_layer``), which keeps ``lower_bound_``
+    valid. In the SDP's loss (``refit_output_layer=True``) the refit can only
+    lower ``objective_``; by default a problem of three or more classes is
+    refitted in the multinomial logistic loss instead, whose scores do not
+    mask a class as the squared loss's one-vs-rest scores can. A network far
+    above the bound gets a warning that says how many neurons would help.
 
     Parameters
     ----------
@@ -841,14 +892,27 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         How the covariance step (Bartan & Pilanci, eq. 27) is done: "krivine" uses
         its exact closed-form solution (two elementwise functions), "sdp"
         solves eq. 27 as the paper does, as a second small convex problem.
-    refit_output_layer : bool, default=True
+    refit_output_layer : bool, "logistic" or "auto", default="auto"
         After sampling the first layer, refit the second layer ``alpha`` (one
-        weight per neuron and class) by minimising the network's own
-        objective ``loss + beta * p * sum_j ||alpha_j||_1`` from Algorithm 1's
-        shared weights (a convex, L1-penalised linear model on the neurons'
-        outputs; see ``skquad.convex.second_layer``). The objective never
-        goes up and the network needs far fewer neurons for the same
-        accuracy. False keeps the paper's shared weights.
+        weight per neuron and class) from Algorithm 1's shared weights, a
+        convex, L1-penalised linear model on the neurons' outputs (see
+        ``skquad.convex.second_layer``). True: by the network's own objective
+        ``loss + beta * p * sum_j ||alpha_j||_1``, which never goes up; the
+        network needs far fewer neurons for the same accuracy. "logistic":
+        by the logistic loss (multinomial with three or more classes) with
+        the same penalty, the output intercept kept at ``intercept_`` so
+        that the network stays in the class ``lower_bound_`` bounds; its
+        scores are then the logits of ``predict_proba``. "auto": "logistic"
+        with the squared loss and three or more classes, else True. With the
+        squared loss one score per class is fitted to one-hot targets, and a
+        class whose score is never the largest is never predicted (masking:
+        the network then cannot beat ``PolynomialFeatures(2)`` +
+        ``RidgeClassifier``); the logistic refit of the same neurons does
+        not mask. Its proximal gradient reads the neurons' outputs through
+        their ``p (p + 1) / 2`` lifted coordinates where that is cheaper,
+        and costs about 500 products of the outputs with ``alpha``. Dask
+        fits refit in ``loss`` (from the lifted statistics). False keeps
+        the paper's shared weights.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the loss, as in scikit-learn.
     warm_start : bool, default=False
@@ -911,7 +975,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     objective_ : float
         Training objective of the network, same loss and penalty:
         ``loss + beta * p * sum_j ||alpha_j||_1`` (after the refit when
-        ``refit_output_layer=True``).
+        ``refit_output_layer``). After a logistic refit of a squared-loss
+        network it is far above ``lower_bound_``: the refit minimised
+        another loss.
     sampled_objective_ : float
         The objective of the network as Algorithm 1 samples it (shared
         second-layer weights), before any refit.
@@ -973,10 +1039,11 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     -----
     ``decision_function`` returns the network's scores ``f(x)``;
     ``predict_proba`` maps them through the sigmoid (binary) or softmax. With
-    ``loss="logistic"`` this is the probability model the network was trained
-    for; with the squared and hinge losses the scores are fitted to ±1 (or
-    one-hot) targets and the probabilities are only a monotone summary of the
-    scores: calibrate them (CalibratedClassifierCV) if they matter.
+    ``loss="logistic"`` or a logistic refit (``refit_output_layer``, by default
+    with three or more classes) this is the probability model the second layer
+    was fitted for; otherwise the scores are fitted to ±1 (or one-hot) targets
+    and the probabilities are only a monotone summary of the scores: calibrate
+    them (CalibratedClassifierCV) if they matter.
 
     The SDP has ``n_classes`` PSD blocks of size ``2 p``; standard solvers
     handle ``p`` up to a few hundred. Memory and time grow fast with
@@ -1035,7 +1102,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         "verbose": ["verbose"],
         "device": [str, torch.device],
         "covariance": [StrOptions({"krivine", "sdp"})],
-        "refit_output_layer": ["boolean"],
+        "refit_output_layer": ["boolean", StrOptions({"logistic", "auto"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
@@ -1059,7 +1126,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         verbose=0,
         device="auto",
         covariance="krivine",
-        refit_output_layer=True,
+        refit_output_layer="auto",
         class_weight=None,
         warm_start=False,
         random_state=None,

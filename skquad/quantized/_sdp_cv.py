@@ -401,7 +401,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         verbose=0,
         device="auto",
         covariance="krivine",
-        refit_output_layer=True,
+        refit_output_layer="auto",
         class_weight=None,
         random_state=None,
         clip_inputs=True,

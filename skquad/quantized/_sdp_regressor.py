@@ -116,9 +116,16 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         classifier) and fit an unpenalised output intercept (the targets
         centred, see above). False: neither; ``intercept_`` is 0.
     [shared: linear_term]
-    standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, warm_start, random_state :
+    standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance :
         As in :class:`SDPQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
+    refit_output_layer : bool, default=True
+        After sampling the first layer, refit the second layer ``alpha`` by
+        the network's own objective, a lasso on the neurons' outputs, from
+        Algorithm 1's shared weights (see ``skquad.convex.second_layer``):
+        the objective never goes up. False keeps the paper's shared weights.
+    warm_start, random_state :
+        As in :class:`SDPQuantizedClassifier`.
     [shared: clip_inputs:BackpropQuantizedClassifier clip_outputs]
 
     Attributes
@@ -186,7 +193,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         name: constraint
         for name, constraint in SDPQuantizedClassifier._parameter_constraints.items()
         if name not in ("class_weight", "loss")
-    } | {"clip_outputs": ["boolean"], "linear_term": ["boolean"]}
+    } | {"clip_outputs": ["boolean"], "linear_term": ["boolean"], "refit_output_layer": ["boolean"]}
 
     def __init__(
         self,
