@@ -161,6 +161,8 @@ class FactoredColumns:
     def __init__(self, rows, neurons):
         self.rows, self.neurons = rows, neurons
         self.shape = (rows.shape[0], neurons.shape[1])
+        # flops of one product with a column of the second layer
+        self.product_flops = 2.0 * (rows.shape[0] + neurons.shape[1]) * rows.shape[1]
 
     def __matmul__(self, other):
         return self.rows @ (self.neurons @ other)
@@ -320,7 +322,8 @@ def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, ran
     penalty = float(beta) * int(n_lifted)
     offset = np.zeros(n_outputs) if score_offset is None else np.asarray(score_offset, float)
     # One BLAS thread where the runtime policy gives a product of this size one thread.
-    small = thread_count("auto", "cpu", 2.0 * H.shape[0] * H.shape[1] * n_outputs) == 1
+    flops = getattr(H, "product_flops", 2.0 * H.shape[0] * H.shape[1])
+    small = thread_count("auto", "cpu", flops * n_outputs) == 1
 
     def true_objective(point, scores):
         value = loss_value(scores + offset, y, weight, loss, n_outputs)
