@@ -20,7 +20,11 @@ Teboulle 2009) with backtracking and adaptive restart (O'Donoghue & Candès
 2015), the L1 penalty by soft-thresholding; the hinge loss by its Moreau
 envelope with a decreasing smoothing ``mu``, each stage warm-started. The
 returned point is the best one seen by the true objective, the start
-included, so the result is never worse than the starting ``alpha``.
+included, so the result is never worse than the starting ``alpha``. These
+losses also take a fixed part of the scores (``score_offset``: the SDP
+classifier keeps its intercept so) and the outputs as their factors
+``H = Φ S`` (:class:`FactoredColumns`), whose products cost less where the
+lifted coordinates are fewer than the rows and neurons.
 
 Squared loss: the loss depends on ``alpha`` only through ``W^(1/2) H alpha``,
 whose range has at most ``p (p + 1) / 2`` dimensions (the outputs are linear
