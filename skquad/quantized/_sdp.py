@@ -544,13 +544,15 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         in the class ``lower_bound_`` certifies), the objective in the SDP's ``loss``."""
         offset = np.atleast_1d(self._target_offset_)
         labels = targets + (offset[0] if targets.ndim == 1 else offset)
-        lifting = self._lifting()
-        rows = svec_rows(lifting.features(self._training_data[0]),
-                         lifting.activation if lifting.polynomial else None)
-        n, m = outputs.shape
-        # The outputs are Φ S exactly: through the factors where that takes fewer flops.
-        columns = FactoredColumns(rows, neuron_svecs(U, V)) if rows.shape[1] * (n + m) < n * m \
-            else outputs
+        # The outputs are Φ S exactly (q = p (p + 1) / 2 lifted coordinates): through the
+        # factors where that takes fewer flops, Φ formed only then.
+        (n, m), q = outputs.shape, p * (p + 1) // 2
+        columns = outputs
+        if q * (n + m) < n * m:
+            lifting = self._lifting()
+            rows = svec_rows(lifting.features(self._training_data[0]),
+                             lifting.activation if lifting.polynomial else None)
+            columns = FactoredColumns(rows, neuron_svecs(U, V))
         refit = refit_second_layer(
             columns, labels, weight, loss="logistic", beta=beta, n_lifted=p, alpha=alpha,
             score_offset=offset,
