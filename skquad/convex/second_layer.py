@@ -324,13 +324,13 @@ def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, ran
     """:func:`refit_second_layer` without a fitted intercept (weights normalized)."""
     n_outputs = alpha.shape[1]
     penalty = float(beta) * int(n_lifted)
-    offset = np.zeros(n_outputs) if score_offset is None else np.asarray(score_offset, float)
+    score_offset = np.zeros(n_outputs) if score_offset is None else np.asarray(score_offset, float)
     # One BLAS thread where the runtime policy gives a product of this size one thread.
     flops = getattr(H, "product_flops", 2.0 * H.shape[0] * H.shape[1])
     small = thread_count("auto", "cpu", flops * n_outputs) == 1
 
     def true_objective(point, scores):
-        value = loss_value(scores + offset, y, weight, loss, n_outputs)
+        value = loss_value(scores + score_offset, y, weight, loss, n_outputs)
         value += penalty * np.abs(point).sum()
         return value if np.isfinite(value) else np.inf
 
@@ -339,7 +339,7 @@ def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, ran
         if merged is None:
             return _refit_columns(
                 H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective,
-                span, offset,
+                span, score_offset,
             )
         # Equal (or opposite) neurons: solve on one column per group, then
         # give each group's weight to its first member (module docstring).
@@ -348,7 +348,7 @@ def _refit_network(H, y, weight, loss, beta, n_lifted, alpha, max_iter, tol, ran
         np.add.at(start, group, signs[:, None] * alpha)
         fit = _refit_columns(
             columns, y, weight, loss, penalty, start, max_iter, tol, rank_bound, true_objective,
-            span, offset,
+            span, score_offset,
         )
         full = np.zeros_like(alpha)
         full[first] = fit.alpha * signs[first][:, None]
@@ -414,15 +414,15 @@ def _column_hashes(words):
 
 def _refit_columns(
     H, y, weight, loss, penalty, alpha, max_iter, tol, rank_bound, true_objective, span=None,
-    offset=0.0,
+    score_offset=0.0,
 ):
-    """:func:`refit_second_layer` on distinct columns (weights normalized; ``offset``: the
-    hinge and logistic losses' fixed score offset)."""
+    """:func:`refit_second_layer` on distinct columns (weights normalized; ``score_offset``:
+    the hinge and logistic losses' fixed part of the scores)."""
     n_outputs = alpha.shape[1]
     target = _targets(y, n_outputs)
     if loss != "squared":
         return _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective,
-                      offset)
+                      score_offset)
     reduced = None
     if rank_bound is not None and rank_bound <= _REDUCE_BELOW_FRACTION * H.shape[0]:
         # The span's q x q Gram pays only when its size bound is below the number of neurons.
@@ -788,7 +788,8 @@ def _range_reduced(H, target, weight, span=None):
     return reduced, reduced_target, max(offset, 0.0)
 
 
-def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective, offset):
+def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective,
+           score_offset):
     n_outputs = alpha.shape[1]
     initial = true_objective(alpha, H @ alpha)
     best = {"alpha": alpha.copy(), "objective": initial}
@@ -801,7 +802,7 @@ def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objectiv
         step = 1.0 / (_CURVATURE[loss](mu) * curvature)
         start, used = _fista(
             H, target, weight, loss, n_outputs, mu, penalty, start, step,
-            iterations_per_stage, tol, true_objective, best, offset,
+            iterations_per_stage, tol, true_objective, best, score_offset,
         )
         n_iter += used
     return SecondLayerFit(
@@ -811,13 +812,13 @@ def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objectiv
 
 
 def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_iter, tol,
-           true_objective, best, offset):
+           true_objective, best, score_offset):
     """One FISTA run (backtracking, adaptive restart); updates ``best`` in place. The momentum
     point's scores combine the iterates' (linear in ``alpha``): two products per iteration.
-    ``offset``: the fixed part of the scores, ``H @ alpha + offset``."""
+    ``score_offset``: the fixed part of the scores, ``H @ alpha + score_offset``."""
 
     def smooth(scores):
-        return _smooth_loss(scores + offset, target, weight, loss, n_outputs, mu)
+        return _smooth_loss(scores + score_offset, target, weight, loss, n_outputs, mu)
 
     x = start.copy()
     scores_x = H @ x
