@@ -99,6 +99,30 @@ def test_score_offset_and_factored_outputs_are_refused_where_they_do_not_apply()
         refit_second_layer(FactoredColumns(rows, neurons), y, weight, loss="squared", **common)
 
 
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+@pytest.mark.parametrize("scale", [1.0, 400.0])  # 400: past the shift-free range of exp
+def test_multi_output_smooth_loss_matches_scipys_log_sum_exp_and_softmax(loss, scale):
+    from scipy.special import logsumexp, softmax
+
+    rng = np.random.default_rng(0)
+    n, k, mu = 200, 5, 0.05
+    scores = rng.standard_normal((n, k)) * scale
+    target = np.eye(k)[rng.integers(0, k, n)]
+    weight = rng.random(n)
+    smoothing = 1.0 if loss == "logistic" else mu
+    inner = scores if loss == "logistic" else (scores + 1.0 - target) / mu
+    expected_value = float(weight @ (smoothing * logsumexp(inner, axis=1) - np.sum(scores * target, 1)))
+    expected_gradient = weight[:, None] * (softmax(inner, axis=1) - target)
+
+    value, gradient = second_layer._smooth_loss(scores.copy(), target, weight, loss, k, mu)
+    assert value == pytest.approx(expected_value, rel=1e-13)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-12, atol=1e-15)
+    value_only, none = second_layer._smooth_loss(scores.copy(), target, weight, loss, k, mu,
+                                                 gradient=False)
+    assert none is None
+    assert value_only == pytest.approx(expected_value, rel=1e-13)
+
 @pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
 def test_refit_is_monotone_from_any_start_and_any_budget(loss):
     H, y, weight, p = _problem(1, seed=3)

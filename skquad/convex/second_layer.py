@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg.blas
 import scipy.linalg.lapack
-from scipy.special import expit, softmax
+from scipy.special import expit
 
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
@@ -98,8 +98,35 @@ def _targets(y, n_outputs):
     return target[:, 0] if n_outputs == 1 else target
 
 
-def _smooth_loss(scores, target, weight, loss, n_outputs, mu):
-    """``(value, gradient (n_samples, n_outputs))`` of the weighted loss (hinge: smoothed by ``mu``)."""
+# Scores within +-limit need no shift before exp: exp(+-limit) is a normal number, far from
+# overflow and underflow (a quarter of float64's exponent range either way).
+_SHIFT_FREE_LIMIT = -0.25 * float(np.log(np.finfo(np.float64).tiny))
+
+
+def _weighted_log_sum_exp(z, weight, gradient=True):
+    """``(Σ_i w_i logsumexp(z_i), w_i softmax(z_i) row by row or None)``; ``z`` (n, K) is overwritten.
+
+    The rows are shifted by their maxima only where some ``|z|`` passes ``_SHIFT_FREE_LIMIT``
+    (a short row's maximum is numpy's slowest reduction); row sums are BLAS products with ones.
+    """
+    shift = 0.0
+    if not -_SHIFT_FREE_LIMIT <= z.min() <= z.max() <= _SHIFT_FREE_LIMIT:
+        maxima = z.max(axis=1)
+        z -= maxima[:, None]
+        shift = float(weight @ maxima)
+    exponentials = np.exp(z, out=z)
+    sums = exponentials @ np.ones(z.shape[1])
+    value = float(weight @ np.log(sums)) + shift
+    if not gradient:
+        return value, None
+    exponentials *= (weight / sums)[:, None]
+    return value, exponentials
+
+
+def _smooth_loss(scores, target, weight, loss, n_outputs, mu, gradient=True, weighted_target=None):
+    """``(value, gradient (n_samples, n_outputs) or None)`` of the weighted loss (hinge: smoothed
+    by ``mu``). ``weighted_target``: ``weight[:, None] * target`` where the caller keeps it.
+    With several outputs and the logistic loss ``scores`` is overwritten."""
     if n_outputs == 1:
         f = scores[:, 0]
         if loss == "squared":
@@ -117,17 +144,18 @@ def _smooth_loss(scores, target, weight, loss, n_outputs, mu):
     if loss == "squared":
         residual = scores - target
         return float(weight @ np.sum(residual**2, axis=1)), 2.0 * weight[:, None] * residual
+    if weighted_target is None:
+        weighted_target = weight[:, None] * target
+    target_term = float(np.vdot(scores, weighted_target))
     if loss == "logistic":
-        shifted = scores - scores.max(axis=1, keepdims=True)
-        log_norm = np.log(np.exp(shifted).sum(axis=1))
-        per_sample = log_norm - np.sum(shifted * target, axis=1)
-        return float(weight @ per_sample), weight[:, None] * (softmax(scores, axis=1) - target)
-    # Crammer-Singer max_k (f_k + [k != y]) - f_y, smoothed: mu * logsumexp(./mu).
-    augmented = (scores + 1.0 - target) / mu
-    top = augmented.max(axis=1, keepdims=True)
-    per_sample = mu * (top[:, 0] + np.log(np.exp(augmented - top).sum(axis=1)))
-    per_sample -= np.sum(scores * target, axis=1)
-    return float(weight @ per_sample), weight[:, None] * (softmax(augmented, axis=1) - target)
+        value, probabilities = _weighted_log_sum_exp(scores, weight, gradient)
+    else:
+        # Crammer-Singer max_k (f_k + [k != y]) - f_y, smoothed: mu * logsumexp(./mu).
+        value, probabilities = _weighted_log_sum_exp((scores + 1.0 - target) / mu, weight, gradient)
+        value *= mu
+    if probabilities is not None:
+        probabilities -= weighted_target
+    return value - target_term, probabilities
 
 
 def _soft_threshold(values, threshold):
@@ -817,12 +845,15 @@ def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_ite
     point's scores combine the iterates' (linear in ``alpha``): two products per iteration.
     ``score_offset``: the fixed part of the scores, ``H @ alpha + score_offset``."""
 
-    def smooth(scores):
-        return _smooth_loss(scores + score_offset, target, weight, loss, n_outputs, mu)
+    weighted_target = weight[:, None] * target if n_outputs > 1 else None
+
+    def smooth(scores, gradient=True):
+        return _smooth_loss(scores + score_offset, target, weight, loss, n_outputs, mu,
+                            gradient, weighted_target)
 
     x = start.copy()
     scores_x = H @ x
-    objective_x = smooth(scores_x)[0] + penalty * np.abs(x).sum()
+    objective_x = smooth(scores_x, gradient=False)[0] + penalty * np.abs(x).sum()
     momentum_point, scores_y, t = x.copy(), scores_x.copy(), 1.0
     history = [objective_x]
     n_iter = 0
@@ -833,7 +864,7 @@ def _fista(H, target, weight, loss, n_outputs, mu, penalty, start, step, max_ite
             candidate = _soft_threshold(momentum_point - step * gradient, step * penalty)
             difference = candidate - momentum_point
             scores_c = H @ candidate
-            value_c = smooth(scores_c)[0]
+            value_c = smooth(scores_c, gradient=False)[0]
             # Sufficient decrease of the smooth part (the standard backtracking test).
             flat = difference.ravel()
             bound = value_y + np.dot(gradient.ravel(), flat) + np.dot(flat, flat) / (2.0 * step)
