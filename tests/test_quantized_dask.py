@@ -98,12 +98,13 @@ def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     params = dict(n_neurons=150, class_weight="balanced", random_state=0)
-    # A Dask fit refits in the SDP's loss ("auto" takes the logistic refit only in memory).
+    # A Dask fit refits in the SDP's loss ("auto" chooses the logistic refit only in memory).
     memory = SDPQuantizedClassifier(refit_output_layer=True, **params).fit(frame, labels)
     blocks = SDPQuantizedClassifier(**params).fit(
         dd.from_pandas(frame, npartitions=4), dd.from_pandas(pd.Series(labels), npartitions=4)
     )
     _assert_same_relaxation(memory, blocks)
+    assert blocks.refit_loss_ == "squared"
     assert list(blocks.feature_names_in_) == ["a", "b", "c"]
     np.testing.assert_array_equal(blocks.classes_, memory.classes_)
     assert abs(blocks.score(frame, labels) - memory.score(frame, labels)) <= 0.01

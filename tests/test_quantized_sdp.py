@@ -312,7 +312,7 @@ def test_logistic_refit_does_not_mask_a_class_and_stays_in_the_certified_class()
     # Five classes in intervals of one feature: one quadratic score per class fitted to
     # one-hot targets never ranks the second class first (masking, as for
     # PolynomialFeatures(2) + RidgeClassifier); the logistic refit of the same neurons,
-    # "auto"'s choice with three or more classes, predicts every class.
+    # which "auto" chooses here on held-out rows, predicts every class.
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (400, 1))
     y = np.digitize(X[:, 0], [-0.6, -0.2, 0.2, 0.6])
@@ -321,6 +321,7 @@ def test_logistic_refit_does_not_mask_a_class_and_stays_in_the_certified_class()
     auto = SDPQuantizedClassifier(**common).fit(X, y)
     assert set(squared.predict(X)) != set(range(5)) and squared.score(X, y) < 0.8
     assert set(auto.predict(X)) == set(range(5)) and auto.score(X, y) > 0.95
+    assert (squared.refit_loss_, auto.refit_loss_) == ("squared", "logistic")
     logistic = SDPQuantizedClassifier(refit_output_layer="logistic", **common).fit(X, y)
     np.testing.assert_array_equal(logistic.alpha_, auto.alpha_)
     # The same first layer and intercept (the labels' mean), so the network stays in the
@@ -336,6 +337,37 @@ def test_logistic_refit_does_not_mask_a_class_and_stays_in_the_certified_class()
     # The scores are the logits of predict_proba.
     shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
     np.testing.assert_allclose(auto.predict_proba(X), shifted / shifted.sum(axis=1, keepdims=True))
+
+
+def test_auto_keeps_the_squared_refit_unless_held_out_rows_favour_the_logistic_one(monkeypatch):
+    # Three classes the squared refit separates: no candidate is better by a standard
+    # error on the held-out rows, so "auto" keeps the SDP's own loss, exactly.
+    X, y = make_classification(n_samples=240, n_features=4, n_informative=4, n_redundant=0,
+                               n_classes=3, class_sep=2.0, random_state=0)
+    common = dict(n_neurons=80, random_state=0)
+    squared = SDPQuantizedClassifier(refit_output_layer=True, **common).fit(X, y)
+    auto = SDPQuantizedClassifier(**common).fit(X, y)
+    assert auto.refit_loss_ == "squared"
+    np.testing.assert_array_equal(auto.alpha_, squared.alpha_)
+    assert auto.objective_ == squared.objective_
+    # The choice is the held-out rule's: the logistic refit where it picks the second.
+    import skquad.quantized._sdp as sdp_module
+
+    chosen = []
+    monkeypatch.setattr(sdp_module, "one_standard_error_choice",
+                        lambda errors: chosen.append(errors.shape) or 1)
+    assert SDPQuantizedClassifier(**common).fit(X, y).refit_loss_ == "logistic"
+    # fifths of the rows held out in turn until at least 100 are scored; two candidates
+    assert len(chosen) == 1 and chosen[0][1] == 2 and 100 <= chosen[0][0] < len(y)
+
+
+def test_auto_refit_without_rows_to_hold_out_or_in_dask_is_the_squared_refit():
+    X, y = make_classification(n_samples=15, n_features=3, n_informative=3, n_redundant=0,
+                               n_classes=3, n_clusters_per_class=1, random_state=0)
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+    assert model.refit_loss_ == "squared"
+    unrefitted = SDPQuantizedClassifier(n_neurons=30, refit_output_layer=False, random_state=0)
+    assert unrefitted.fit(X, y).refit_loss_ is None
 
 
 def test_auto_refit_of_a_binary_problem_is_the_squared_refit():

@@ -17,6 +17,7 @@ from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._dask_dispatch import is_dask_collection
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int, dispatch_inputs
 from .._foundation._docstrings import shared_docstring
+from .._foundation._held_out import can_hold_out, held_out_splits, one_standard_error_choice
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
 from .._foundation._runtime import runtime_policy, spawn_generators
@@ -226,6 +227,8 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             self._sdp_key_ = key
         self._update_covariance()
         self._training_data, self._training_statistics = (X_train, targets, weight), None
+        # the rows the normalized weights stand for (the refit's held-out choice counts them)
+        self._training_rows_ = math.fsum(sample_weight)
         self._target_scale_ = target_scale
         self._target_offset_ = offset
         return self._sample(self.n_neurons, policy.init_generator)
@@ -503,19 +506,25 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         self._warn_if_far_from_bound()
         return self
 
-    def _refit_loss(self):
-        """The loss of the second layer's refit: the logistic loss where the classifier's
-        ``refit_output_layer`` asks for it (``"auto"``: the squared loss with three or more
-        classes, whose one-vs-rest scores can mask a class) and the rows are in memory, else
-        ``loss``."""
+    def _refit_candidates(self):
+        """The losses the second layer's refit may take, the SDP's own first.
+
+        ``refit_output_layer="logistic"``: the logistic loss. ``"auto"`` with the squared loss
+        and three or more classes, whose one-vs-rest squared scores can mask a class: the
+        squared and the logistic loss, held-out rows choosing (:meth:`_held_out_refit_loss`).
+        Else, and in a Dask fit (which refits from the lifted statistics), ``loss``.
+        """
         choice = self.refit_output_layer
-        if choice == "auto":
-            masking = self.loss == "squared" and len(getattr(self, "classes_", ())) > 2
-            choice = "logistic" if masking else True
-        return "logistic" if choice == "logistic" and self._training_data is not None else self.loss
+        if self._training_data is None or choice not in ("auto", "logistic"):
+            return (self.loss,)
+        if choice == "logistic":
+            return ("logistic",)
+        masking = self.loss == "squared" and len(getattr(self, "classes_", ())) > 2
+        return (self.loss, "logistic") if masking else (self.loss,)
 
     def _rows_refit(self, U, V, alpha, beta, p, scale):
-        """``(sampled objective, objective, alpha, intercept)`` of the draw on the training rows."""
+        """``(sampled objective, objective, alpha, intercept)`` of the draw on the training rows;
+        sets ``refit_loss_``."""
         X_train, targets, weight = self._training_data
         lifting = self._lifting()
         if self.refit_output_layer:
@@ -526,20 +535,56 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         scaled_targets = targets / scale
         sampled = network_objective(scores, scaled_targets, weight, self.loss, alpha, beta, p)
         if not self.refit_output_layer:
+            self.refit_loss_ = None
             return sampled, sampled, alpha, np.zeros(alpha.shape[1])
-        if self._refit_loss() != self.loss:
-            return (sampled, *self._logistic_refit(outputs, U, V, scaled_targets, weight, alpha,
-                                                   beta, p))
+        problem = (outputs, U, V, scaled_targets, weight, alpha, beta, p)
+        candidates = self._refit_candidates()
+        self.refit_loss_ = candidates[0] if len(candidates) == 1 else self._held_out_refit_loss(
+            candidates, problem, np.atleast_1d(self._target_offset_) / scale)
+        return (sampled, *self._refit_rows(self.refit_loss_, problem))
+
+    def _held_out_refit_loss(self, candidates, problem, offset):
+        """The loss of ``candidates`` whose refitted network misclassifies the least held-out
+        weight: the first (the SDP's own) unless another's is lower by more than one standard
+        error, row by row (:func:`one_standard_error_choice`), on fifths of the rows held out in
+        turn (:func:`held_out_splits`); the first where the rows are too few to hold out.
+        ``offset``: the scores' fixed part (the intercept the refits keep)."""
+        X_train, weight = self._training_data[0], problem[4]
+        rows = weight * getattr(self, "_training_rows_", len(weight))  # weights in rows
+        if not can_hold_out(rows):
+            return candidates[0]
+        outputs, labels = problem[0], np.argmax(problem[3], axis=1)
+        errors = []
+        for train, held_out in held_out_splits(X_train, rows):
+            misclassified = []
+            for loss in candidates:
+                _, alpha, intercept = self._refit_rows(loss, problem, train)
+                scores = outputs[held_out] @ alpha + intercept + offset
+                misclassified.append(rows[held_out] * (np.argmax(scores, axis=1) != labels[held_out]))
+            errors.append(np.column_stack(misclassified))
+        return candidates[one_standard_error_choice(np.concatenate(errors))]
+
+    def _refit_rows(self, loss, problem, rows=None):
+        """``(objective, alpha, intercept)`` of the refit in ``loss`` on the training rows
+        ``rows`` (None: all), their weights normalized as the SDP's."""
+        outputs, U, V, targets, weight, alpha, beta, p = problem
+        X = self._training_data[0]
+        if rows is not None:
+            X, outputs, targets, weight = X[rows], outputs[rows], targets[rows], weight[rows]
+            weight = weight / weight.sum()
+        if loss != self.loss:
+            return self._logistic_refit(X, outputs, U, V, targets, weight, alpha, beta, p)
+        lifting = self._lifting()
         refit = refit_second_layer(
-            outputs, scaled_targets, weight, loss=self.loss, beta=beta, n_lifted=p,
+            outputs, targets, weight, loss=self.loss, beta=beta, n_lifted=p,
             alpha=alpha, rank_bound=p * (p + 1) // 2,  # outputs are linear in svec(L(x))
-            span=lambda: lifting.monomials(X_train),  # and in these products
+            span=lambda: lifting.monomials(X),  # and in these products
             fit_intercept=self._refits_intercept(),
         )
-        return sampled, refit.objective, refit.alpha, refit.intercept
+        return refit.objective, refit.alpha, refit.intercept
 
-    def _logistic_refit(self, outputs, U, V, targets, weight, alpha, beta, p):
-        """``(objective, alpha, intercept)`` of the logistic refit: the labels' scores
+    def _logistic_refit(self, X, outputs, U, V, targets, weight, alpha, beta, p):
+        """``(objective, alpha, intercept)`` of the logistic refit on rows ``X``: the labels' scores
         ``outputs @ alpha + offset`` (the intercept stays the SDP's offset, so the network stays
         in the class ``lower_bound_`` certifies), the objective in the SDP's ``loss``."""
         offset = np.atleast_1d(self._target_offset_)
@@ -550,8 +595,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         columns = outputs
         if q * (n + m) < n * m:
             lifting = self._lifting()
-            rows = svec_rows(lifting.features(self._training_data[0]),
-                             lifting.activation if lifting.polynomial else None)
+            rows = svec_rows(lifting.features(X), lifting.activation if lifting.polynomial else None)
             columns = FactoredColumns(rows, neuron_svecs(U, V))
         refit = refit_second_layer(
             columns, labels, weight, loss="logistic", beta=beta, n_lifted=p, alpha=alpha,
@@ -566,6 +610,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         statistics = self._training_statistics.scaled(self._target_scale_)
         S = neuron_svecs(U, V)
         sampled = statistics_objective(S, statistics, alpha, beta, p)
+        self.refit_loss_ = self.loss if self.refit_output_layer else None
         if not self.refit_output_layer:
             return sampled, sampled, alpha, np.zeros(alpha.shape[1])
         refit = refit_from_statistics(
@@ -579,9 +624,9 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
 
         "Far" is measured against the bound's distance to the zero network's objective; the
         sampling error decays like ``1 / n_neurons``, hence the width suggested. None after a
-        refit in another loss (``refit_output_layer="logistic"``), which the SDP's does not measure.
+        refit in another loss (``refit_loss_``), which the SDP's does not measure.
         """
-        if self._refit_loss() != self.loss:
+        if getattr(self, "refit_loss_", self.loss) not in (None, self.loss):
             return
         if self._training_data is None:
             zero = float(self._training_statistics.target_square.sum())
@@ -904,13 +949,18 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         by the logistic loss (multinomial with three or more classes) with
         the same penalty, the output intercept kept at ``intercept_`` so
         that the network stays in the class ``lower_bound_`` bounds; its
-        scores are then the logits of ``predict_proba``. "auto": "logistic"
-        with the squared loss and three or more classes, else True. With the
-        squared loss one score per class is fitted to one-hot targets, and a
-        class whose score is never the largest is never predicted (masking:
-        the network then cannot beat ``PolynomialFeatures(2)`` +
-        ``RidgeClassifier``); the logistic refit of the same neurons does
-        not mask. Its proximal gradient reads the neurons' outputs through
+        scores are then the logits of ``predict_proba``. "auto": with the
+        squared loss and three or more classes, the better of the two on
+        held-out rows, else True. With the squared loss one score per class
+        is fitted to one-hot targets, and a class whose score is never the
+        largest is never predicted (masking: the network then cannot beat
+        ``PolynomialFeatures(2)`` + ``RidgeClassifier``); the logistic refit
+        of the same neurons does not mask. "auto" refits both ways on fifths
+        of the rows held out in turn (at least 100 rows scored) and keeps the
+        squared refit unless the logistic one misclassifies less held-out
+        weight by more than one standard error, then refits the chosen loss
+        on every row (``refit_loss_``; the squared one below 20 rows). The
+        logistic refit's proximal gradient reads the neurons' outputs through
         their ``p (p + 1) / 2`` lifted coordinates where that is cheaper,
         and costs about 500 products of the outputs with ``alpha``. Dask
         fits refit in ``loss`` (from the lifted statistics). False keeps
@@ -983,6 +1033,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
     sampled_objective_ : float
         The objective of the network as Algorithm 1 samples it (shared
         second-layer weights), before any refit.
+    refit_loss_ : str or None
+        The loss the second layer was refitted in: ``loss``, or "logistic"
+        (``refit_output_layer``); None without the refit.
     relaxed_objective_gap_ : float
         ``objective_ - lower_bound_`` (at least 0 up to solver accuracy):
         how far the network can be from the best binary network.

@@ -154,6 +154,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         ``relaxed_objective_ - lower_bound_``.
     objective_ : float
         The training objective of the fitted (sampled, refitted) network.
+    refit_loss_ : str or None
+        "squared" after the refit, None without it (as in the classifier).
     rho_, Q_, Z_, covariance_ : ndarray
         The relaxed solution, per output, as in the classifier.
     solver_, solver_path_, solver_status_ : str, tuple of str, str
