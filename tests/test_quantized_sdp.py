@@ -351,10 +351,10 @@ def test_auto_keeps_the_squared_refit_unless_held_out_rows_favour_the_logistic_o
     np.testing.assert_array_equal(auto.alpha_, squared.alpha_)
     assert auto.objective_ == squared.objective_
     # The choice is the held-out rule's: the logistic refit where it picks the second.
-    import skquad.quantized._sdp as sdp_module
+    import skquad.quantized._common as common_module
 
     chosen = []
-    monkeypatch.setattr(sdp_module, "one_standard_error_choice",
+    monkeypatch.setattr(common_module, "one_standard_error_choice",
                         lambda errors: chosen.append(errors.shape) or 1)
     assert SDPQuantizedClassifier(**common).fit(X, y).refit_loss_ == "logistic"
     # fifths of the rows held out in turn until at least 100 are scored; two candidates

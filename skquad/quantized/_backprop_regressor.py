@@ -76,6 +76,8 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
     intercept_ : ndarray of shape (n_outputs_,)
         The refitted output layer's intercept, in the units of the scaled
         targets (zeros without ``refit_output_layer``).
+    refit_loss_ : str or None
+        "squared" after the refit (a ridge), None without it.
     [shared-tight: linear_coef_ linear_alpha_]
     target_shift_ : ndarray of shape (n_outputs_,)
         Subtracted from ``y`` for training, with the linear term (0 without

@@ -4,6 +4,7 @@
 import numpy as np
 
 from .._base import labels_from_scores
+from .._foundation._held_out import can_hold_out, held_out_splits, one_standard_error_choice
 from .._foundation._memory import check_memory as _check_memory
 from ..convex.formulation import default_solver, installed_solvers
 from ..convex.lifting import PREDICT_BATCH_BYTES
@@ -113,3 +114,26 @@ def _decision_values(scores):
 def _predict_labels(estimator, decision_function, X):
     """Labels of ``estimator.classes_`` from an alternative decision function."""
     return labels_from_scores(estimator.classes_, decision_function(X))
+
+
+def _held_out_refit_choice(X, row_weight, labels, candidates, held_out_scores):
+    """The refit of ``candidates`` (the default first) whose network misclassifies the least
+    held-out weight: the first unless another's is lower by more than one standard error, row
+    by row (:func:`one_standard_error_choice`), on fifths of the rows held out in turn
+    (:func:`held_out_splits`); the first where the rows are too few to hold out.
+
+    ``row_weight``: the rows' weights in rows (a weight of 2 is a repeated row); ``labels``:
+    class indices; ``held_out_scores(candidate, train, held_out)``: the scores (one column per
+    class) on the rows ``held_out`` of the candidate's refit on the rows ``train``.
+    """
+    if not can_hold_out(row_weight):
+        return candidates[0]
+    errors = []
+    for train, held_out in held_out_splits(X, row_weight):
+        misclassified = [
+            row_weight[held_out]
+            * (np.argmax(held_out_scores(candidate, train, held_out), axis=1) != labels[held_out])
+            for candidate in candidates
+        ]
+        errors.append(np.column_stack(misclassified))
+    return candidates[one_standard_error_choice(np.concatenate(errors))]

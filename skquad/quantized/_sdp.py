@@ -17,7 +17,6 @@ from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._dask_dispatch import is_dask_collection
 from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_positive_int, dispatch_inputs
 from .._foundation._docstrings import shared_docstring
-from .._foundation._held_out import can_hold_out, held_out_splits, one_standard_error_choice
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
 from .._foundation._runtime import runtime_policy, spawn_generators
@@ -57,6 +56,7 @@ from ._common import (
     _check_solver,
     _class_targets,
     _decision_values,
+    _held_out_refit_choice,
     _neurons_per_output,
     _predict_labels,
     _standardization,
@@ -544,25 +544,18 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return (sampled, *self._refit_rows(self.refit_loss_, problem))
 
     def _held_out_refit_loss(self, candidates, problem, offset):
-        """The loss of ``candidates`` whose refitted network misclassifies the least held-out
-        weight: the first (the SDP's own) unless another's is lower by more than one standard
-        error, row by row (:func:`one_standard_error_choice`), on fifths of the rows held out in
-        turn (:func:`held_out_splits`); the first where the rows are too few to hold out.
-        ``offset``: the scores' fixed part (the intercept the refits keep)."""
-        X_train, weight = self._training_data[0], problem[4]
-        rows = weight * getattr(self, "_training_rows_", len(weight))  # weights in rows
-        if not can_hold_out(rows):
-            return candidates[0]
-        outputs, labels = problem[0], np.argmax(problem[3], axis=1)
-        errors = []
-        for train, held_out in held_out_splits(X_train, rows):
-            misclassified = []
-            for loss in candidates:
-                _, alpha, intercept = self._refit_rows(loss, problem, train)
-                scores = outputs[held_out] @ alpha + intercept + offset
-                misclassified.append(rows[held_out] * (np.argmax(scores, axis=1) != labels[held_out]))
-            errors.append(np.column_stack(misclassified))
-        return candidates[one_standard_error_choice(np.concatenate(errors))]
+        """The loss of ``candidates`` whose refit classifies held-out rows best
+        (:func:`_held_out_refit_choice`); ``offset``: the scores' fixed part (the intercept the
+        refits keep)."""
+        outputs, weight = problem[0], problem[4]
+
+        def held_out_scores(loss, train, held_out):
+            _, alpha, intercept = self._refit_rows(loss, problem, train)
+            return outputs[held_out] @ alpha + intercept + offset
+
+        return _held_out_refit_choice(
+            self._training_data[0], weight * getattr(self, "_training_rows_", len(weight)),
+            np.argmax(problem[3], axis=1), candidates, held_out_scores)
 
     def _refit_rows(self, loss, problem, rows=None):
         """``(objective, alpha, intercept)`` of the refit in ``loss`` on the training rows
