@@ -65,23 +65,6 @@ def test_refit_output_layer_is_ridge_classifier_cv_on_the_neurons(load):
     np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
 
 
-def test_auto_refit_takes_the_logistic_output_layer_where_the_ridge_masks_a_class():
-    # Five classes in intervals of one feature: the ridge's one-vs-rest scores never rank
-    # the second class first; held-out rows choose the logistic refit, which predicts all five.
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, (400, 1))
-    y = np.digitize(X[:, 0], [-0.6, -0.2, 0.2, 0.6])
-    common = dict(n_neurons=200, random_state=0)
-    ridge = BackpropQuantizedClassifier(refit_output_layer=True, **common).fit(X, y)
-    auto = BackpropQuantizedClassifier(**common).fit(X, y)
-    assert set(ridge.predict(X)) != set(range(5)) and ridge.score(X, y) < 0.8
-    assert auto.refit_loss_ == "logistic"
-    assert set(auto.predict(X)) == set(range(5)) and auto.score(X, y) > 0.95
-    np.testing.assert_array_equal(auto.U_, ridge.U_)  # the same binary first layer
-    logistic = BackpropQuantizedClassifier(refit_output_layer="logistic", **common).fit(X, y)
-    np.testing.assert_array_equal(logistic.alpha_, auto.alpha_)
-
-
 def test_auto_refit_keeps_the_ridge_where_held_out_rows_do_not_favour_the_logistic_one():
     X, y = load_wine(return_X_y=True)
     X = StandardScaler().fit_transform(X)

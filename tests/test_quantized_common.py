@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from sklearn.preprocessing import StandardScaler
 
+from skquad import BackpropQuantizedClassifier, SDPQuantizedClassifier
+
 from skquad.convex import InputLifting, bilinear_network_scores
 from skquad.quantized import _common
 from skquad.quantized._common import (
@@ -85,3 +87,25 @@ def test_batched_scores_equal_the_one_shot_scores(monkeypatch):
         _batched_network_scores(lifting, X, U, V, alpha),
         bilinear_network_scores(lifting, X, U, V, alpha), rtol=1e-13, atol=1e-13,
     )
+
+
+def masking_classes():
+    """Five classes in intervals of one feature: one score per class fitted to one-hot (or ±1)
+    targets never ranks the second class first, as ``PolynomialFeatures(2)`` +
+    ``RidgeClassifier`` does not (the masking of least-squares classifiers)."""
+    X = np.random.default_rng(0).uniform(-1, 1, (400, 1))
+    return X, np.digitize(X[:, 0], [-0.6, -0.2, 0.2, 0.6])
+
+
+@pytest.mark.parametrize("estimator", [SDPQuantizedClassifier, BackpropQuantizedClassifier])
+def test_auto_refit_chooses_the_logistic_layer_where_the_squared_one_masks_a_class(estimator):
+    X, y = masking_classes()
+    common = dict(n_neurons=200, random_state=0)
+    squared = estimator(refit_output_layer=True, **common).fit(X, y)
+    auto = estimator(**common).fit(X, y)
+    assert set(squared.predict(X)) != set(range(5)) and squared.score(X, y) < 0.8
+    assert (squared.refit_loss_, auto.refit_loss_) == ("squared", "logistic")
+    assert set(auto.predict(X)) == set(range(5)) and auto.score(X, y) > 0.95
+    np.testing.assert_array_equal(auto.U_, squared.U_)  # the same binary first layer
+    logistic = estimator(refit_output_layer="logistic", **common).fit(X, y)
+    np.testing.assert_array_equal(logistic.alpha_, auto.alpha_)

@@ -17,6 +17,7 @@ from skquad import SDPQuantizedClassifier, SDPQuantizedRegressor
 from skquad.convex import loss_value
 from skquad.convex.routes import route, use_routes
 from skquad.datasets import make_planted_quantized
+from test_quantized_common import masking_classes
 
 
 @pytest.fixture(scope="module")
@@ -308,25 +309,13 @@ def test_iris_narrow_network_is_fixed_by_the_refit_or_warns():
     assert model.objective_ <= paper.objective_
 
 
-def test_logistic_refit_does_not_mask_a_class_and_stays_in_the_certified_class():
-    # Five classes in intervals of one feature: one quadratic score per class fitted to
-    # one-hot targets never ranks the second class first (masking, as for
-    # PolynomialFeatures(2) + RidgeClassifier); the logistic refit of the same neurons,
-    # which "auto" chooses here on held-out rows, predicts every class.
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, (400, 1))
-    y = np.digitize(X[:, 0], [-0.6, -0.2, 0.2, 0.6])
-    common = dict(n_neurons=200, random_state=0)
-    squared = SDPQuantizedClassifier(refit_output_layer=True, **common).fit(X, y)
-    auto = SDPQuantizedClassifier(**common).fit(X, y)
-    assert set(squared.predict(X)) != set(range(5)) and squared.score(X, y) < 0.8
-    assert set(auto.predict(X)) == set(range(5)) and auto.score(X, y) > 0.95
-    assert (squared.refit_loss_, auto.refit_loss_) == ("squared", "logistic")
-    logistic = SDPQuantizedClassifier(refit_output_layer="logistic", **common).fit(X, y)
-    np.testing.assert_array_equal(logistic.alpha_, auto.alpha_)
-    # The same first layer and intercept (the labels' mean), so the network stays in the
-    # class the bound certifies; objective_ is its squared-loss objective, recomputed.
-    np.testing.assert_array_equal(auto.U_, squared.U_)
+def test_logistic_refit_stays_in_the_certified_class():
+    # The masking case (test_quantized_common), where "auto" takes the logistic refit.
+    X, y = masking_classes()
+    auto = SDPQuantizedClassifier(n_neurons=200, random_state=0).fit(X, y)
+    assert auto.refit_loss_ == "logistic"
+    # The intercept stays the labels' mean, so the network stays in the class the bound
+    # certifies; objective_ is its squared-loss objective, recomputed.
     np.testing.assert_allclose(auto.intercept_, np.bincount(y) / len(y), rtol=1e-12)
     scores = auto.decision_function(X)
     centred = np.eye(5)[y] - np.bincount(y) / len(y)
