@@ -48,3 +48,29 @@ def test_a_refit_that_runs_out_of_iterations_says_so_in_the_networks_terms():
     with pytest.warns(ConvergenceWarning, match="logistic refit of the output layer stopped after 2"):
         logistic_output_layer(svec_rows(lifting.features(X)), neuron_svecs(model.U_, model.V_), y,
                               np.ones(len(y)), max_iter=2)
+
+
+def test_the_outputs_themselves_give_the_same_layer_and_wide_inputs_take_them(monkeypatch):
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[:, :4]
+    model = BackpropQuantizedClassifier(n_neurons=30, max_iter=3, refit_output_layer=False,
+                                        random_state=0).fit(X, y)
+    lifting = model._lifting()
+    H = lifting.bilinear(X, model.U_, model.V_)
+    common = dict(labels=y, weight=np.ones(len(y)), tol=1e-12, max_iter=10_000)
+    factored = logistic_output_layer(svec_rows(lifting.features(X)), neuron_svecs(model.U_, model.V_),
+                                     **common)
+    explicit = logistic_output_layer(H, None, **common)
+    np.testing.assert_allclose(H @ factored[0] + factored[1], H @ explicit[0] + explicit[1],
+                               atol=1e-5 * np.abs(H @ explicit[0]).max())
+    # 40 features: 861 lifted coordinates against 25 neurons, so the layer reads H; a
+    # factored solve would form an 861 x 861 eigenproblem and n x 861 rows.
+    import skquad.quantized._backprop as backprop_module
+
+    monkeypatch.setattr(backprop_module, "svec_rows", lambda *args: pytest.fail("formed Φ"))
+    rng = np.random.default_rng(0)
+    wide = rng.standard_normal((120, 40))
+    labels = np.digitize(wide[:, 0] * wide[:, 1], [-0.5, 0.5])
+    network = BackpropQuantizedClassifier(n_neurons=25, max_iter=3, refit_output_layer="logistic",
+                                          random_state=0).fit(wide, labels)
+    assert network.refit_loss_ == "logistic" and network.alpha_.shape == (25, 3)

@@ -304,8 +304,11 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         if rows is not None:
             X, H, targets, sample_weight = X[rows], H[rows], targets[rows], sample_weight[rows]
         if loss == "logistic":
-            lifting = self._lifting()
             labels = np.asarray(targets) if self._n_scores > 1 else (np.asarray(targets) > 0).astype(int)
+            m, p = H.shape[1], self.U_.shape[1]
+            if p * (p + 1) // 2 >= m:  # no fewer lifted coordinates than neurons: H itself
+                return logistic_output_layer(H, None, labels, sample_weight)
+            lifting = self._lifting()
             return logistic_output_layer(svec_rows(lifting.features(X)), neuron_svecs(self.U_, self.V_),
                                          labels, sample_weight)
         # The penalty weighs against sum_i w_i (t_i - h_i^T a)^2: scale by the weighted energy.
@@ -462,8 +465,8 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         grid relative to the outputs' mean column energy. "logistic":
         :class:`~sklearn.linear_model.LogisticRegression` at its default
         ``C=1`` on the outputs centred and scaled to unit mean square, solved
-        in the neurons' ``p (p + 1) / 2`` lifted coordinates (the same
-        optimum). "auto": with three or more classes, whose one-vs-rest ridge
+        in the neurons' ``p (p + 1) / 2`` lifted coordinates where they are
+        fewer than the neurons (the same optimum). "auto": with three or more classes, whose one-vs-rest ridge
         scores can mask a class, both refits on fifths of the rows held out in
         turn (at least 100 rows scored), the ridge kept unless the logistic
         one misclassifies less held-out weight by more than one standard

@@ -35,17 +35,21 @@ _RANK_TOLERANCE = 1e-10
 def logistic_output_layer(rows, neurons, labels, weight, C=1.0, tol=1e-4, max_iter=1000):
     """``(coef (m, n_scores), intercept (n_scores,))`` of the penalised logistic regression above.
 
-    ``rows`` ``Φ`` (n, q), ``neurons`` ``S`` (q, m), ``labels`` class indices (n,), ``weight``
-    the rows' weights; ``C``, ``tol``, ``max_iter``: scikit-learn's. Two classes give one
-    score (the second class's log-odds), as scikit-learn's binary model.
+    ``rows`` ``Φ`` (n, q) and ``neurons`` ``S`` (q, m), or ``rows`` the outputs ``H`` (n, m)
+    themselves and ``neurons`` None (where ``q`` is not below ``m``); ``labels`` class indices
+    (n,), ``weight`` the rows' weights; ``C``, ``tol``, ``max_iter``: scikit-learn's. Two
+    classes give one score (the second class's log-odds), as scikit-learn's binary model.
     """
-    eigenvalues, vectors = np.linalg.eigh(neurons @ neurons.T)
-    keep = eigenvalues > _RANK_TOLERANCE * max(float(eigenvalues[-1]), np.finfo(float).tiny)
-    root = np.sqrt(eigenvalues[keep])
     mean = weight @ rows / weight.sum()
-    features = (rows - mean) @ (vectors[:, keep] * root)  # Ψ, centred (b absorbs the shift)
-    scale_squared = max(float(weight @ (features**2).sum(axis=1)) / weight.sum()
-                        / neurons.shape[1], np.finfo(float).tiny)
+    if neurons is None:
+        features, n_neurons = rows - mean, rows.shape[1]  # H, centred (b absorbs the shift)
+    else:
+        eigenvalues, vectors = np.linalg.eigh(neurons @ neurons.T)
+        keep = eigenvalues > _RANK_TOLERANCE * max(float(eigenvalues[-1]), np.finfo(float).tiny)
+        root = np.sqrt(eigenvalues[keep])
+        features, n_neurons = (rows - mean) @ (vectors[:, keep] * root), neurons.shape[1]  # Ψ
+    scale_squared = max(float(weight @ (features**2).sum(axis=1)) / weight.sum() / n_neurons,
+                        np.finfo(float).tiny)
     model = LogisticRegression(C=C / scale_squared, tol=tol, max_iter=max_iter)
     # One BLAS thread where the runtime policy gives an evaluation's products (the scores and
     # the gradient, 4 n q K flops) one thread.
@@ -63,6 +67,7 @@ def logistic_output_layer(rows, neurons, labels, weight, C=1.0, tol=1e-4, max_it
             f"The logistic refit of the output layer stopped after {max_iter} L-BFGS iterations "
             "before its convergence test; the network keeps the weights it reached. "
             "refit_output_layer=True refits the ridge instead.", ConvergenceWarning)
+    if neurons is None:
+        return model.coef_.T, model.intercept_ - mean @ model.coef_.T
     coef = neurons.T @ (vectors[:, keep] @ (model.coef_.T / root[:, None]))
-    intercept = model.intercept_ - (mean @ neurons) @ coef
-    return coef, intercept
+    return coef, model.intercept_ - (mean @ neurons) @ coef
