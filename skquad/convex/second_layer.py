@@ -57,6 +57,7 @@ import scipy.linalg.blas
 import scipy.linalg.lapack
 from scipy.special import expit
 
+from .._foundation._exp_range import SHIFT_FREE_LIMIT
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
 from .formulation import LOSSES, loss_value
@@ -98,19 +99,14 @@ def _targets(y, n_outputs):
     return target[:, 0] if n_outputs == 1 else target
 
 
-# Scores within +-limit need no shift before exp: exp(+-limit) is a normal number, far from
-# overflow and underflow (a quarter of float64's exponent range either way).
-_SHIFT_FREE_LIMIT = -0.25 * float(np.log(np.finfo(np.float64).tiny))
-
-
 def _weighted_log_sum_exp(z, weight, gradient=True):
     """``(Σ_i w_i logsumexp(z_i), w_i softmax(z_i) row by row or None)``; ``z`` (n, K) is overwritten.
 
-    The rows are shifted by their maxima only where some ``|z|`` passes ``_SHIFT_FREE_LIMIT``
-    (a short row's maximum is numpy's slowest reduction); row sums are BLAS products with ones.
+    The rows are shifted by their maxima only where some ``|z|`` passes ``SHIFT_FREE_LIMIT``
+    (:mod:`skquad._foundation._exp_range`); row sums are BLAS products with ones.
     """
-    shift = 0.0
-    if not -_SHIFT_FREE_LIMIT <= z.min() <= z.max() <= _SHIFT_FREE_LIMIT:
+    shift, limit = 0.0, SHIFT_FREE_LIMIT[np.float64]
+    if not -limit <= z.min() <= z.max() <= limit:
         maxima = z.max(axis=1)
         z -= maxima[:, None]
         shift = float(weight @ maxima)

@@ -21,14 +21,11 @@ import scipy.special
 import torch
 from torch import nn
 
+from .._foundation._exp_range import SHIFT_FREE_LIMIT
 from .layers import QuadraticLayer
 
 __all__ = ["NumpyStep"]
 
-# Scores within +-limit need no shift before the softmax's exp: exp(+-limit)
-# is a normal number, far from overflow and underflow (a quarter of the
-# exponent range either way).
-_SHIFT_FREE_LIMIT = {dtype: -0.25 * float(np.log(np.finfo(dtype).tiny)) for dtype in (np.float32, np.float64)}
 
 
 def _array(tensor):
@@ -304,7 +301,7 @@ class NumpyStep:
             # log-softmax and its gradient (softmax - one-hot), weighted by the sample.
             targets = self._offsets(batch, n_outputs) + y  # each sample's true score in the flattened scores
             low, high = flat.min(), flat.max()
-            limit = _SHIFT_FREE_LIMIT[scores.dtype.type]
+            limit = SHIFT_FREE_LIMIT[scores.dtype.type]
             if -limit <= low and high <= limit:
                 # No shift needed: exp of every score is a normal number. It
                 # saves the row maxima (a reduction over few numbers per
