@@ -63,7 +63,8 @@ def test_matches_ridgecv_on_expanded_real_data(name, options):
     X, y = _real(name)
     P = _expanded_real(name)
     reference = RidgeCV(ALPHAS, **options).fit(P, y)
-    model = QuadraticRegressionCV(ALPHAS, quadratic_ratios=(1.0,), **options).fit(X, y)
+    model = QuadraticRegressionCV(ALPHAS, quadratic_ratios=(1.0,), clip_outputs=False,
+                                  **options).fit(X, y)
     np.testing.assert_array_equal(model.alpha_, reference.alpha_)
     tolerance = 20 * EPS * _condition(P, np.min(reference.alpha_))
     np.testing.assert_allclose(model.best_score_, reference.best_score_, rtol=max(tolerance, 1e-12))
@@ -109,7 +110,7 @@ def test_errors_are_the_brute_force_leave_one_out(shape):
     for i in range(n):
         keep = np.arange(n) != i
         # row i can lie outside the others' range: the leave-one-out is the unclipped model's
-        single = QuadraticRegression(alpha=0.3, clip_inputs=False).fit(
+        single = QuadraticRegression(alpha=0.3, clip_inputs=False, clip_outputs=False).fit(
             X[keep], y[keep], sample_weight=weight[keep]
         )
         brute[i] = weight[i] * (y[i] - single.predict(X[i : i + 1])[0]) ** 2
@@ -131,8 +132,8 @@ def test_two_penalty_errors_are_the_brute_force_leave_one_out(shape):
     for i in range(n):
         keep = np.arange(n) != i
         # the unclipped model: a left-out row may lie outside the others' range
-        single = QuadraticRegression(alpha=0.3, quadratic_alpha=9.0, clip_inputs=False).fit(
-            X[keep], y[keep], sample_weight=weight[keep])
+        single = QuadraticRegression(alpha=0.3, quadratic_alpha=9.0, clip_inputs=False,
+                                     clip_outputs=False).fit(X[keep], y[keep], weight[keep])
         brute[i] = weight[i] * (y[i] - single.predict(X[i : i + 1])[0]) ** 2
     np.testing.assert_allclose(model.cv_results_[:, 0], brute, rtol=1e-8, atol=1e-12)
     refit = QuadraticRegression(alpha=0.3, quadratic_alpha=9.0).fit(X, y, sample_weight=weight)
@@ -170,7 +171,8 @@ def test_k_fold_is_ridgecvs_grid_search():
     folds = KFold(4, shuffle=True, random_state=0)
     alphas = [0.0, 0.1, 10.0]  # alpha = 0 is allowed with folds, as in RidgeCV
     reference = RidgeCV(alphas, cv=folds).fit(_expanded(X), y)
-    model = QuadraticRegressionCV(alphas, quadratic_ratios=(1.0,), cv=folds).fit(X, y)
+    model = QuadraticRegressionCV(alphas, quadratic_ratios=(1.0,), cv=folds,
+                                  clip_outputs=False).fit(X, y)
     assert model.alpha_ == reference.alpha_
     np.testing.assert_allclose(model.best_score_, reference.best_score_, rtol=1e-9)
     np.testing.assert_allclose(model.predict(X), reference.predict(_expanded(X)), rtol=1e-8)

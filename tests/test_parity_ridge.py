@@ -73,9 +73,10 @@ from sklearn.utils.estimator_checks import check_array_api_input_and_values
 from skquad import QuadraticRegression, QuadraticRegressionCV
 
 # Ridge's and RidgeCV's problems: one penalty for every coefficient (the
-# estimators' defaults choose a separate one for the quadratic block).
-QR = functools.partial(QuadraticRegression, alpha=1.0)
-QRCV = functools.partial(QuadraticRegressionCV, quadratic_ratios=(1.0,))
+# estimators' defaults choose a separate one for the quadratic block), and
+# Ridge's unbounded predictions (the defaults clip them to the targets' range).
+QR = functools.partial(QuadraticRegression, alpha=1.0, clip_outputs=False)
+QRCV = functools.partial(QuadraticRegressionCV, quadratic_ratios=(1.0,), clip_outputs=False)
 
 diabetes = load_diabetes()
 X_diabetes, y_diabetes = diabetes.data, diabetes.target

@@ -112,13 +112,15 @@ ENTRIES = {
     of its inputs). Every training target lies in the range, so clipping
     moves a prediction toward each of them: no training row's squared
     error grows. False predicts with the unbounded network.""",
-    "clip_outputs:QuadraticRegression": """clip_outputs : bool, default=False
+    "clip_outputs:QuadraticRegression": """clip_outputs : bool, default=True
     Clip each prediction to the range of the training targets,
-    ``[target_min_, target_max_]`` per output. Every training target lies
-    in the range, so clipping moves a prediction toward each of them and
-    no training row's squared error grows; but a training prediction
-    outside the range changes, so the default is off and the predictions
-    equal ``PolynomialFeatures(2)`` + ``Ridge``'s (see above).""",
+    ``[target_min_, target_max_]`` per output, so that the model stays
+    bounded where inputs inside their ranges combine as no training row
+    did. Every training target lies in the range, so clipping moves a
+    prediction toward each of them: no training row's squared error grows.
+    The coefficients are the same either way; False predicts as
+    ``PolynomialFeatures(2)`` + ``Ridge`` does on every row (with
+    ``clip_inputs=False``).""",
     "coefs_": """coefs_ : list of ndarray
     The linear weight of each layer, shape ``(n_in, n_out)`` as in
     MLPClassifier (read from ``layers_``).""",

@@ -64,9 +64,10 @@ class QuadraticRegression(BaseQuadraticRegressor):
     penalised). With a number ``alpha`` and ``quadratic_alpha=None``
     (``alpha_q = alpha``) it minimises exactly the objective of
     ``make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge(alpha))``,
-    so it has the pipeline's optimum and predictions on any data, but it
-    never builds the ``n x d(d+3)/2`` feature matrix: it streams over row
-    blocks of bounded memory.
+    so it has the pipeline's optimum, and its predictions wherever
+    ``clip_inputs`` and ``clip_outputs`` leave them (on every row with both
+    off), but it never builds the ``n x d(d+3)/2`` feature matrix: it
+    streams over row blocks of bounded memory.
 
     By default (``alpha="auto"``) both penalties are chosen by the exact
     leave-one-out error (RidgeCV's efficient one, see
@@ -216,7 +217,7 @@ class QuadraticRegression(BaseQuadraticRegressor):
     def __init__(self, alpha="auto", *, quadratic_alpha=None, penalty="l2", l1_ratio=None,
                  fit_intercept=True, solver="auto", tol=1e-4, max_iter=None,
                  interaction_only=False, interaction_cst=None, clip_inputs=True,
-                 clip_outputs=False):
+                 clip_outputs=True):
         self.alpha = alpha
         self.quadratic_alpha = quadratic_alpha
         self.penalty = penalty

@@ -77,8 +77,8 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
 
     Both selections score the unclipped model on the held-out rows (the
     leave-one-out's closed form cannot clip), so that ``alpha_`` and
-    ``best_score_`` are RidgeCV's; ``clip_inputs`` acts on the predictions
-    of the model refitted with ``alpha_``.
+    ``best_score_`` are RidgeCV's; ``clip_inputs`` and ``clip_outputs`` act
+    on the predictions of the model refitted with ``alpha_``.
 
     Parameters
     ----------
@@ -247,7 +247,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         relax=False,
         relax_alpha=1.0,
         clip_inputs=True,
-        clip_outputs=False,
+        clip_outputs=True,
     ):
         self.penalty = penalty
         self.l1_ratio = l1_ratio
@@ -487,6 +487,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
                 for ratio in ratios for alpha in alphas]
         constraints = dict(
             clip_inputs=False,
+            clip_outputs=False,
             interaction_only=self.interaction_only,
             interaction_cst=indexed_groups(
                 self.interaction_cst, X.shape[1], getattr(self, "feature_names_in_", None)
