@@ -255,6 +255,22 @@ def test_clip_outputs_bounds_predictions_to_the_training_targets(name):
     assert getattr(skquad, name)().clip_outputs is (name not in _OUTPUTS_OFF_BY_DEFAULT)
 
 
+@pytest.mark.parametrize("cls", [skquad.QuadraticRegression, skquad.QuadraticRegressionCV])
+def test_default_bounds_an_unseen_combination_of_inputs_inside_their_ranges(cls):
+    # No row has both features high (or both low): the corner (max, max) lies inside each
+    # column's range, so clip_inputs leaves it, but the interaction extrapolates there.
+    # The default clips the prediction to the training targets (what a held-out set showed).
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1.0, 1.0, (600, 2))
+    X = X[~(np.all(X > 0.5, axis=1) | np.all(X < -0.5, axis=1))]
+    y = X[:, 0] - 6.0 * X[:, 0] * X[:, 1] + 0.1 * rng.randn(X.shape[0])
+    model = cls().fit(X, y)
+    corner = X.max(axis=0)[None, :]
+    assert y.min() <= model.predict(corner)[0] <= y.max()
+    unbounded = model.set_params(clip_outputs=False).predict(corner)[0]
+    assert unbounded < y.min() - 0.5  # about 1 - 6 = -5, where every row is above -3.6
+
+
 @pytest.mark.parametrize("name", [name for name in REGRESSORS if name in _PARTIAL_FIT])
 def test_target_range_skips_zero_weights_and_partial_fit_widens_it(name):
     X, y = _data(name, n=60)
