@@ -233,7 +233,6 @@ def test_the_default_quadratic_regression_fits_dask_collections():
 
 # ------------------------------------------------------------------ clip_outputs
 REGRESSORS = [name for name in ALL if is_regressor(getattr(skquad, name)())]
-_OUTPUTS_OFF_BY_DEFAULT = set()
 
 
 @pytest.mark.parametrize("name", REGRESSORS)
@@ -252,7 +251,7 @@ def test_clip_outputs_bounds_predictions_to_the_training_targets(name):
     assert np.all((clipped - y) ** 2 <= (free - y) ** 2)
     # the unbounded model on unclipped inputs leaves the range
     assert np.any(model.set_params(clip_inputs=False).predict(far) != bounded)
-    assert getattr(skquad, name)().clip_outputs is (name not in _OUTPUTS_OFF_BY_DEFAULT)
+    assert getattr(skquad, name)().clip_outputs is True  # every regressor's default
 
 
 @pytest.mark.parametrize("cls", [skquad.QuadraticRegression, skquad.QuadraticRegressionCV])
