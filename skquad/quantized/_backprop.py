@@ -466,12 +466,12 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         :class:`~sklearn.linear_model.LogisticRegression` at its default
         ``C=1`` on the outputs centred and scaled to unit mean square, solved
         in the neurons' ``p (p + 1) / 2`` lifted coordinates where they are
-        fewer than the neurons (the same optimum). "auto": with three or more classes, whose one-vs-rest ridge
-        scores can mask a class, both refits on fifths of the rows held out in
-        turn (at least 100 rows scored), the ridge kept unless the logistic
-        one misclassifies less held-out weight by more than one standard
-        error, then the chosen one on every row (``refit_loss_``; the ridge
-        below 20 rows); else True. The network stays a binary-weight network;
+        fewer than the neurons (the same optimum). "auto": with three or more
+        classes, whose one-vs-rest ridge scores can mask a class, both refits
+        on fifths of the rows held out in turn (at least 100 rows scored), the
+        ridge kept unless the logistic one misclassifies less held-out weight
+        by more than one standard error, then the chosen one on every row
+        (``refit_loss_``; the ridge below 20 rows); else True. The network stays a binary-weight network;
         the refit replaces the paper's single scale per class, which ignores
         the data. False: the paper's baseline exactly (``scale_`` per class,
         no intercept).
