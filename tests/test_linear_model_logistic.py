@@ -322,6 +322,20 @@ def test_features_whose_squares_overflow_are_refused(iris):
         QuadraticLogisticRegression().fit(X * 1e160, y)
 
 
+
+def test_the_scale_check_reads_the_rows_the_fit_reads(iris):
+    """A full-batch fit drops rows of zero weight, so their scale is not refused; SGD reads
+    every row, so it still refuses them."""
+    X, y = iris
+    far = np.vstack([X, np.full((1, X.shape[1]), 1e160)])
+    y_far = np.append(y, y[0])
+    weight = np.append(np.ones(len(y)), 0.0)
+    model = QuadraticLogisticRegression(max_iter=300).fit(far, y_far, sample_weight=weight)
+    dropped = QuadraticLogisticRegression(max_iter=300).fit(X, y)
+    np.testing.assert_array_equal(model.Q_, dropped.Q_)
+    with pytest.raises(ValueError, match=r"squares overflow float64"):
+        QuadraticLogisticRegression(solver="sgd", random_state=0).fit(far, y_far, sample_weight=weight)
+
 def test_sgd_blow_up_that_stays_finite_is_divergence(iris):
     """Issue 10: a step of 1e6 took the loss to 1e91 (finite) and "converged"."""
     X, y = iris

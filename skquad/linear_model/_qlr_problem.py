@@ -42,9 +42,14 @@ LBFGS_SETTINGS = {"ftol": 64 * np.finfo(float).eps, "maxls": 50, "maxcor": 20, "
 PATH_MAXCOR = 2 * LBFGS_SETTINGS["maxcor"]
 
 
-def check_feature_scale(X, name):
-    """Refuse features whose squares overflow; warn where the fit is ill-conditioned."""
-    low, high = feature_range(X)  # two reductions instead of abs(X): no n x d temporary
+def check_feature_scale(X, name, bounds=None):
+    """Refuse features whose squares overflow; warn where the fit is ill-conditioned.
+
+    ``bounds``: each column's ``(low, high)`` over the rows the fit reads, where
+    the caller has them already (None: taken from ``X``).
+    """
+    # two reductions instead of abs(X): no n x d temporary
+    low, high = feature_range(X) if bounds is None else bounds
     magnitude = np.maximum(high, -low)
     magnitude = magnitude[magnitude > 0]
     if magnitude.size == 0:
