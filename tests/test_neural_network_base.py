@@ -9,6 +9,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.compose import ColumnTransformer
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
@@ -336,3 +337,46 @@ def test_fitted_activation_is_what_the_trainer_used(iris):
     assert (clf.hidden_activation_, clf.out_activation_) == ("relu", "softmax")
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+
+
+def test_early_stopping_auto_holds_out_where_adam_trains_on_more_than_the_lbfgs_rows():
+    from skquad.neural_network._base import AUTO_LBFGS_MAX_SAMPLES, fit_early_stopping
+
+    many, few = AUTO_LBFGS_MAX_SAMPLES + 1, AUTO_LBFGS_MAX_SAMPLES
+    assert fit_early_stopping("auto", "adam", many) and fit_early_stopping("auto", "sgd", many)
+    assert not fit_early_stopping("auto", "adam", few)
+    assert not fit_early_stopping("auto", "lbfgs", many)
+    assert not fit_early_stopping("auto", "adam", many, incremental=True)
+    assert fit_early_stopping(True, "adam", few) and not fit_early_stopping(False, "adam", many)
+
+
+def _noisy_linear(n_train, seed=0):
+    """A linear signal under noise of about twice its spread: little for a network to learn."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n_train + 800, 16)
+    score = X @ (rng.randn(16) / 4)
+    return X, score + 1.5 * rng.randn(len(score)), n_train
+
+
+@pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
+def test_default_stops_early_on_many_noisy_rows_where_training_every_epoch_overfits(Estimator):
+    X, target, n = _noisy_linear(1600)
+    y = (target > 0).astype(int)
+    reference = LogisticRegression().fit(X[:n], y[:n]).score(X[n:], y[n:])
+    model = Estimator(random_state=0).fit(X[:n], y[:n])
+    assert model.validation_scores_ is not None and model.best_loss_ is None
+    assert model.score(X[n:], y[n:]) > reference - 0.02
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        every_epoch = Estimator(random_state=0, early_stopping=False).fit(X[:n], y[:n])
+    assert every_epoch.score(X[n:], y[n:]) < reference - 0.03
+
+
+@pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
+def test_default_trains_every_epoch_on_few_rows_and_partial_fit_never_holds_out(Estimator):
+    X, target, _ = _noisy_linear(200)
+    y = (target > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        model = Estimator((5,), max_iter=5, random_state=0).fit(X, y)  # 1,000 rows
+    assert model.validation_scores_ is None and model.best_loss_ is not None
+    model.partial_fit(X, y)  # "auto" is no refusal: partial_fit has nothing to hold out
+    assert model.validation_scores_ is None and model.best_loss_ is not None

@@ -60,7 +60,8 @@ def test_six_clusters_one_layer_of_six_quadratic_neurons(six_clusters):
 def test_six_clusters_with_adam(six_clusters):
     X_train, X_test, y_train, y_test = six_clusters
     clf = QNNClassifier(
-        hidden_layer_sizes=(), learning_rate_init=0.05, max_iter=40, random_state=0
+        hidden_layer_sizes=(), learning_rate_init=0.05, max_iter=40, early_stopping=False,
+        random_state=0,
     )
     with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
         clf.fit(X_train, y_train)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Ridge
 from sklearn.neural_network import MLPRegressor
 
 from skquad import QNNRegressor, RPQNNRegressor
@@ -279,3 +280,20 @@ def test_weights_and_repeated_rows_start_the_same_lbfgs_path(Estimator):
     assert weighted.solver_ == repeated.solver_ == "lbfgs"
     np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=0, atol=1e-10)
     assert weighted.loss_ == pytest.approx(repeated.loss_, rel=1e-12)
+
+
+@pytest.mark.parametrize("Estimator", [QNNRegressor, RPQNNRegressor])
+def test_default_stops_early_on_many_noisy_rows_where_adam_to_max_iter_overfits(Estimator):
+    # above 1,000 rows solver="auto" trains by Adam: early_stopping="auto" holds out a tenth
+    rng = np.random.RandomState(0)
+    X = rng.randn(2400, 16)
+    y = X @ (rng.randn(16) / 4) + 1.5 * rng.randn(2400)
+    train, test = slice(0, 1600), slice(1600, None)
+    reference = Ridge().fit(X[train], y[train]).score(X[test], y[test])
+    model = Estimator(random_state=0).fit(X[train], y[train])
+    assert model.solver_ == "adam" and model.validation_scores_ is not None
+    assert model.score(X[test], y[test]) > reference - 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        every_epoch = Estimator(random_state=0, early_stopping=False).fit(X[train], y[train])
+    assert every_epoch.score(X[test], y[test]) < reference - 0.2

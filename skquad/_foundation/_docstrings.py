@@ -62,15 +62,19 @@ ENTRIES = {
     "batch_size": """batch_size : int or "auto", default="auto"
     ``min(200, n_samples)`` for "auto". Ignored by lbfgs.""",
     "best_loss_": """best_loss_ : float or None
-    Lowest training objective seen; None with ``early_stopping=True``
-    (the validation score takes its place), as in MLPClassifier.""",
+    Lowest training objective seen; None where the fit held out a
+    validation split (``early_stopping``), whose score takes its place, as
+    in MLPClassifier.""",
     "best_loss_:QNNRegressor": """best_loss_ : float or None
-    Lowest training objective seen; None with ``early_stopping=True``
-    (the validation score takes its place), as in MLPRegressor.""",
+    Lowest training objective seen; None where the fit held out a
+    validation split (``early_stopping``), whose score takes its place, as
+    in MLPRegressor.""",
     "best_validation_score_": """best_validation_score_ : float or None
-    Best validation R^2 with ``early_stopping``, else None.""",
+    Best validation R^2 where the fit held out a validation split
+    (``early_stopping``), else None.""",
     "best_validation_score_:QNNClassifier": """best_validation_score_ : float or None
-    Best validation accuracy with ``early_stopping``, else None.""",
+    Best validation accuracy where the fit held out a validation split
+    (``early_stopping``), else None.""",
     "beta_": """beta_ : float
     The chosen ``beta``.""",
     "beta_1": """beta_1 : float, default=0.9
@@ -161,12 +165,20 @@ ENTRIES = {
     Precision of training and prediction. None follows the input, as
     MLPRegressor does: float32 data is trained in float32, anything else
     in float64.""",
-    "early_stopping": """early_stopping : bool, default=False
+    "early_stopping": """early_stopping : bool or "auto", default="auto"
     Hold out ``validation_fraction`` of the training data (stratified), stop
-    when its accuracy stops improving and keep the best weights.""",
-    "early_stopping:QNNRegressor": """early_stopping : bool, default=False
+    when its accuracy stops improving and keep the best weights. "auto" does
+    so where the fit trains by Adam or SGD (``solver="auto"`` above 1,000
+    rows), where training to ``max_iter`` overfits labels with little
+    signal, and not for L-BFGS or ``partial_fit``. ``True`` trains by Adam
+    under ``solver="auto"``; ``False`` is MLPClassifier's default.""",
+    "early_stopping:QNNRegressor": """early_stopping : bool or "auto", default="auto"
     Hold out ``validation_fraction`` of the training data, stop when its
-    R^2 stops improving and keep the best weights.""",
+    R^2 stops improving and keep the best weights. "auto" does so where the
+    fit trains by Adam or SGD (``solver="auto"`` above 1,000 rows), where
+    training to ``max_iter`` overfits targets with little signal, and not
+    for L-BFGS or ``partial_fit``. ``True`` trains by Adam under
+    ``solver="auto"``; ``False`` is MLPRegressor's default.""",
     "epsilon": """epsilon : float, default=1e-8
     Adam's numerical-stability constant.""",
     "feature_names_in_": """feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -376,9 +388,11 @@ ENTRIES = {
     "validation_fraction": """validation_fraction : float, default=0.1
     Share of the training data held out by ``early_stopping``.""",
     "validation_scores_": """validation_scores_ : list of float or None
-    Validation R^2 per epoch with ``early_stopping``, else None.""",
+    Validation R^2 per epoch where the fit held out a validation split
+    (``early_stopping``), else None.""",
     "validation_scores_:QNNClassifier": """validation_scores_ : list of float or None
-    Validation accuracy per epoch with ``early_stopping``, else None.""",
+    Validation accuracy per epoch where the fit held out a validation split
+    (``early_stopping``), else None.""",
     "verbose": """verbose : bool, default=False
     Print one line per epoch: loss, validation score, elapsed time.""",
     "warm_start": """warm_start : bool, default=False

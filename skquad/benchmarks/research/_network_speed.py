@@ -75,7 +75,7 @@ def classifiers(*, output_dir, quick=False, repeats=None, datasets=None, device=
     y = np.asarray(y).astype(str)
     common = dict(
         hidden_layer_sizes=(30,), max_iter=epochs, batch_size=200, learning_rate_init=1e-3, tol=0.0,
-        n_iter_no_change=10**6, random_state=0,
+        n_iter_no_change=10**6, early_stopping=False, random_state=0,
     )
     makers = {
         "MLPClassifier": lambda: MLPClassifier(**common),
@@ -105,7 +105,7 @@ def regressors(*, output_dir, quick=False, repeats=None, datasets=None, device="
     y = (y - y.mean()) / y.std()
     common = dict(
         hidden_layer_sizes=(hidden,), max_iter=epochs, batch_size=200, tol=0.0, n_iter_no_change=10**6,
-        random_state=0,
+        early_stopping=False, random_state=0,
     )
     makers = {
         "MLPRegressor": lambda: MLPRegressor(**common),
