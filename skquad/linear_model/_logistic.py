@@ -501,8 +501,7 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """Fit at each ``C`` of ``Cs`` in turn, each from the previous solution; yields after each.
         The data are prepared once for the path (the CV's folds, whose own fit is the atomic one)."""
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight)
-        # the range validation recorded is over the rows of positive weight: those the merge keeps
-        check_feature_scale(X, type(self).__name__, (self.data_min_, self.data_max_))
+        self._check_feature_scale(X, every_row=False)
         data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=True)
         # the fits differ by the penalty only: L-BFGS carries its pairs from C to C
         data.design_cache[PATH_MEMORY] = PathMemory(size=PATH_MAXCOR)
@@ -527,12 +526,17 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         """Fit from validated in-memory data: the rows the drivers read, then :meth:`_solve`."""
         step_size = self._step_size()
         stochastic = partial or self.solver == "sgd"
-        # a full-batch fit reads the rows of positive weight, over which validation recorded the
-        # range; SGD reads every row, and partial_fit's recorded range spans earlier calls too
-        check_feature_scale(X, type(self).__name__,
-                            None if stochastic else (self.data_min_, self.data_max_))
+        self._check_feature_scale(X, every_row=stochastic)
         data = training_rows(X, y_encoded, sample_weight, self.classes_, merge=not stochastic)
         return self._solve(data, previous, step_size=step_size, partial=partial)
+
+    def _check_feature_scale(self, X, *, every_row):
+        """:func:`check_feature_scale` over the rows the driver reads. A full-batch driver reads the
+        rows of positive weight (the merge drops the others), whose range validation recorded;
+        SGD and ``partial_fit`` (``every_row``) read every row of ``X``, and ``partial_fit``'s
+        recorded range spans its earlier calls too."""
+        bounds = None if every_row else (self.data_min_, self.data_max_)
+        check_feature_scale(X, type(self).__name__, bounds)
 
     def _solve(self, data, previous, *, step_size=None, partial=False):
         """Choose the driver, build the problem, solve it and publish the solution."""
