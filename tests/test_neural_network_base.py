@@ -380,3 +380,18 @@ def test_default_trains_every_epoch_on_few_rows_and_partial_fit_never_holds_out(
     assert model.validation_scores_ is None and model.best_loss_ is not None
     model.partial_fit(X, y)  # "auto" is no refusal: partial_fit has nothing to hold out
     assert model.validation_scores_ is None and model.best_loss_ is not None
+
+
+@pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
+def test_default_trains_on_every_row_where_no_validation_split_can_be_scored(Estimator):
+    # a class of one sample cannot be stratified: "auto" trains as without early stopping,
+    # where early_stopping=True refuses the data as MLPClassifier does
+    rng = np.random.RandomState(0)
+    X = rng.randn(1500, 5)
+    y = (X[:, 0] > 0).astype(int)
+    y[0] = 2
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        model = Estimator((5,), max_iter=3, random_state=0).fit(X, y)
+    assert model.validation_scores_ is None and model.best_loss_ is not None
+    with pytest.raises(ValueError, match="could not set aside a stratified validation set"):
+        Estimator((5,), max_iter=3, random_state=0, early_stopping=True).fit(X, y)

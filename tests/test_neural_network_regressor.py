@@ -297,3 +297,18 @@ def test_default_stops_early_on_many_noisy_rows_where_adam_to_max_iter_overfits(
         warnings.simplefilter("ignore", ConvergenceWarning)
         every_epoch = Estimator(random_state=0, early_stopping=False).fit(X[train], y[train])
     assert every_epoch.score(X[test], y[test]) < reference - 0.2
+
+
+@pytest.mark.parametrize("Estimator", [QNNRegressor, RPQNNRegressor])
+def test_default_trains_on_every_row_where_the_validation_split_is_too_small(Estimator):
+    # 5e-4 of 1,500 rows holds out one sample, whose R^2 is undefined
+    rng = np.random.RandomState(0)
+    X = rng.randn(1500, 5)
+    y = X[:, 0] + 0.1 * rng.randn(1500)
+    params = dict(hidden_layer_sizes=(5,), max_iter=3, validation_fraction=5e-4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = Estimator(**params).fit(X, y)
+    assert model.validation_scores_ is None and model.best_loss_ is not None
+    with pytest.raises(ValueError, match="The validation set is too small"):
+        Estimator(early_stopping=True, **params).fit(X, y)

@@ -170,14 +170,16 @@ ENTRIES = {
     when its accuracy stops improving and keep the best weights. "auto" does
     so where the fit trains by Adam or SGD (``solver="auto"`` above 1,000
     rows), where training to ``max_iter`` overfits labels with little
-    signal, and not for L-BFGS or ``partial_fit``. ``True`` trains by Adam
-    under ``solver="auto"``; ``False`` is MLPClassifier's default.""",
+    signal, and not for L-BFGS, ``partial_fit`` or a split that cannot be
+    scored (where ``True`` refuses the data). ``True`` trains by Adam under
+    ``solver="auto"``; ``False`` is MLPClassifier's default.""",
     "early_stopping:QNNRegressor": """early_stopping : bool or "auto", default="auto"
     Hold out ``validation_fraction`` of the training data, stop when its
     R^2 stops improving and keep the best weights. "auto" does so where the
     fit trains by Adam or SGD (``solver="auto"`` above 1,000 rows), where
     training to ``max_iter`` overfits targets with little signal, and not
-    for L-BFGS or ``partial_fit``. ``True`` trains by Adam under
+    for L-BFGS, ``partial_fit`` or a split that cannot be scored (where
+    ``True`` refuses the data). ``True`` trains by Adam under
     ``solver="auto"``; ``False`` is MLPRegressor's default.""",
     "epsilon": """epsilon : float, default=1e-8
     Adam's numerical-stability constant.""",

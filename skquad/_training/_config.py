@@ -54,7 +54,11 @@ class TrainingConfig:
     (MLPClassifier's "auto"). ``n_threads="auto"`` chooses a CPU thread count
     from the work per step (:func:`~skquad._foundation._threads.choose_thread_count`); an
     int fixes it. ``stratify`` makes the early-stopping validation split
-    stratified on ``y``; ``clip_validation_inputs`` clips its inputs to the
+    stratified on ``y``; ``validation_required=False`` trains on every row, as
+    without early stopping, where no validation split can be scored (a class
+    of one sample, a split of zero weight) instead of refusing the data, for
+    an estimator whose early stopping the user did not ask for by name;
+    ``clip_validation_inputs`` clips its inputs to the
     range of the training part's rows of positive weight, as the estimator's
     ``clip_inputs`` clips at predict time. ``warn_on_max_iter`` emits MLPClassifier's
     ConvergenceWarning when ``max_iter`` runs out before the stopping rule
@@ -78,6 +82,7 @@ class TrainingConfig:
     tol: float = 1e-4
     n_iter_no_change: int = 10
     early_stopping: bool = False
+    validation_required: bool = True
     validation_fraction: float = 0.1
     clip_validation_inputs: bool = False
     shuffle: bool = True

@@ -90,6 +90,8 @@ class Trainer:
         trainer of the same module would have, without rebuilding its buffers.
         """
         self.history = TrainingResult()
+        # whether the last fit call scored a validation split
+        self.held_out = False
         self.schedule = LearningRateSchedule(
             self.config.learning_rate,
             self.config.learning_rate_schedule,
@@ -153,6 +155,8 @@ class Trainer:
         return X, y, np.asarray(sample_weight, dtype=np.float64)
 
     def _split_validation(self, X, y, sample_weight):
+        """``(training part, validation part)``; the validation part is None where no split can be
+        scored and the config does not require one (every row trains)."""
         config = self.config
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.generator))
         stratify = y if config.stratify else None
@@ -162,27 +166,18 @@ class Trainer:
                 indices, test_size=config.validation_fraction, random_state=seed, stratify=stratify
             )
         except ValueError as exc:
-            raise ValueError(
+            problem, cause = (
                 "early_stopping could not set aside a stratified validation set of "
                 f"validation_fraction={config.validation_fraction} of {len(y)} samples "
                 f"({exc}). Use more data, a larger validation_fraction, or "
                 "early_stopping=False."
-            ) from exc
-        if len(validation_index) < 2:
-            # MLPClassifier's rule and words: one sample gives no usable score (R^2 is undefined).
-            raise ValueError(
-                "The validation set is too small. Increase 'validation_fraction' "
-                f"(now {config.validation_fraction}) or the size of your dataset "
-                f"({len(y)} samples), or use early_stopping=False."
-            )
-        if not sample_weight[validation_index].sum() > 0:
-            raise ValueError(
-                "early_stopping: every sample of the validation split "
-                f"(validation_fraction={config.validation_fraction}, "
-                f"{len(validation_index)} samples) has a sample_weight of zero, so "
-                "the validation score is undefined. Give more samples a positive "
-                "weight, use a larger validation_fraction, or early_stopping=False."
-            )
+            ), exc
+        else:
+            problem, cause = self._unscorable_validation(validation_index, sample_weight, len(y)), None
+        if problem is not None:
+            if config.validation_required:
+                raise ValueError(problem) from cause
+            return (X, y, sample_weight), None
         X_validation = X[validation_index]
         if config.clip_validation_inputs:
             X_validation = self._clipped_validation_inputs(
@@ -192,6 +187,24 @@ class Trainer:
             (X[train_index], y[train_index], sample_weight[train_index]),
             (X_validation, y[validation_index], sample_weight[validation_index]),
         )
+
+    def _unscorable_validation(self, validation_index, sample_weight, n_samples):
+        """Why the validation rows ``validation_index`` give no score (None: they do)."""
+        fraction = self.config.validation_fraction
+        if len(validation_index) < 2:
+            # MLPClassifier's rule and words: one sample gives no usable score (R^2 is undefined).
+            return (
+                f"The validation set is too small. Increase 'validation_fraction' (now {fraction}) "
+                f"or the size of your dataset ({n_samples} samples), or use early_stopping=False."
+            )
+        if not sample_weight[validation_index].sum() > 0:
+            return (
+                "early_stopping: every sample of the validation split "
+                f"(validation_fraction={fraction}, {len(validation_index)} samples) has a "
+                "sample_weight of zero, so the validation score is undefined. Give more samples a "
+                "positive weight, use a larger validation_fraction, or early_stopping=False."
+            )
+        return None
 
     def _clipped_validation_inputs(self, X, train_index, train_weight, X_validation, validation_index):
         """The validation inputs clipped to the training part's range, as predict clips new rows.
@@ -469,6 +482,7 @@ class Trainer:
         sample_weight = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight)
         self._start_call()
         self.guard.reference_loss = None
+        self.held_out = False
         if self.config.solver == "lbfgs":
             with limit_threads(self._thread_count(len(y)), blas=1), flush_denormals():
                 return fit_trainer_lbfgs(self, X, y, sample_weight, max_iter)
@@ -478,13 +492,14 @@ class Trainer:
                 X if scipy.sparse.issparse(X) or isinstance(X, torch.Tensor) else np.asarray(X), np.asarray(y),
                 sample_weight
             )
-            validation = self.to_device(*validation)
+            validation = None if validation is None else self.to_device(*validation)
+        self.held_out = validation is not None
         X, y, sample_weight = self.to_device(X, y, sample_weight)
         self._init_optimizer_state()
         self._no_improvement_count = 0
         self.guard.remember_best()
         self.guard.mark_start()
-        if self.config.early_stopping:
+        if self.held_out:
             self.history.best_validation_score = -math.inf
         history = self.history
         reporter = self.reporter("epoch")
@@ -519,7 +534,7 @@ class Trainer:
                         + (f" {self.config.convergence_advice}" if self.config.convergence_advice else ""),
                         ConvergenceWarning,
                     )
-        if self.config.early_stopping:
+        if self.held_out:
             self.guard.restore_best()
         return history
 

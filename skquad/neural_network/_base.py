@@ -78,10 +78,10 @@ def signature_with(init, after, **parameters):
 
 
 # Rule: early_stopping="auto" holds out validation_fraction of the rows where a fit trains by
-# Adam or SGD on more than AUTO_LBFGS_MAX_SAMPLES rows; L-BFGS fits, smaller ones and
-# partial_fit run as with False. Why: there Adam's max_iter epochs overfit targets with little
-# signal (held-out data fell 0.1 R² below Ridge and 6 to 13 points of accuracy below
-# LogisticRegression, CHANGELOG), while on fewer rows a held-out tenth stopped training too early.
+# Adam or SGD on more than AUTO_LBFGS_MAX_SAMPLES rows, and a split can be scored; L-BFGS fits,
+# smaller ones and partial_fit run as with False. Why: there Adam's max_iter epochs fit the noise
+# of targets with little signal, while on fewer rows a held-out tenth is too few to judge an
+# epoch by (the measurements are in the CHANGELOG).
 EARLY_STOPPING = "auto"
 
 
@@ -367,6 +367,8 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
             early_stopping=early_stopping,
+            # "auto" trains on every row where no split can be scored; True refuses such data
+            validation_required=_explicit_early_stopping(self.early_stopping),
             validation_fraction=self.validation_fraction,
             clip_validation_inputs=bool(self.clip_inputs),
             shuffle=self.shuffle,
@@ -597,7 +599,7 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         # The training package's result carries MLPClassifier's loss_ as `loss`.
         loss = getattr(history, "loss", None)
         self.loss_ = float(loss if loss is not None else (history.loss_curve[-1] if history.loss_curve else np.nan))
-        early = trainer.config.early_stopping and not incremental
+        early = trainer.held_out and not incremental
         self.validation_scores_ = list(history.validation_scores) if early else None
         self.best_validation_score_ = history.best_validation_score if early else None
         # As in MLP: with early stopping the validation score takes the place of the best loss.
