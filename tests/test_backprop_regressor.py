@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Ridge
 
 from skquad import BackpropQuantizedRegressor
 from skquad.nn.bilinear import bilinear_loss
@@ -144,3 +145,42 @@ def test_the_refitted_output_layer_fits_better_and_exports_exactly():
     assert len(np.unique(refit.alpha_)) > 10  # one weight per neuron, not one scale
     out = refit.to_torch()(torch.as_tensor(X)).detach().numpy()
     np.testing.assert_allclose(out, refit.predict(X), rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_the_default_penalty_keeps_a_few_dozen_rows_from_being_interpolated(seed):
+    # 30 rows of a linear signal, one product and noise of unit spread; 500 test rows.
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((530, 8))
+    y = X @ rng.standard_normal(8) + X[:, 0] * X[:, 1] + rng.standard_normal(530)
+    train, test = slice(0, 30), slice(30, None)
+    ridge = Ridge().fit(X[train], y[train]).score(X[test], y[test])
+    default = BackpropQuantizedRegressor(random_state=0).fit(X[train], y[train])
+    constant = BackpropQuantizedRegressor(beta=1e-4, random_state=0).fit(X[train], y[train])
+    assert default.beta_ == pytest.approx(0.3 / 30)
+    # the constant interpolates the training rows and falls far below the ridge on new ones
+    assert constant.score(X[train], y[train]) > 0.999
+    assert constant.score(X[test], y[test]) < ridge - 0.2
+    assert default.score(X[test], y[test]) > ridge - 0.1
+
+
+def test_beta_auto_reads_the_rows_of_fit_and_keeps_the_constant_for_partial_fit():
+    X, y = _data(n=40)
+    small = dict(n_neurons=5, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*Maximum iterations", ConvergenceWarning)
+        assert BackpropQuantizedRegressor(**small).fit(X, y).beta_ == pytest.approx(0.3 / 40)
+        # a weight counts as that many rows
+        weighted = BackpropQuantizedRegressor(**small).fit(X, y, sample_weight=np.full(40, 2.0))
+        assert weighted.beta_ == pytest.approx(0.3 / 80)
+        X_large, y_large = _data(n=4000)
+        assert BackpropQuantizedRegressor(**small).fit(X_large, y_large).beta_ == 1e-4
+        assert BackpropQuantizedRegressor(**small, beta=0.5).fit(X, y).beta_ == 0.5
+    streamed = BackpropQuantizedRegressor(**small).partial_fit(X, y)
+    assert streamed.beta_ == 1e-4
+    fitted = BackpropQuantizedRegressor(**(small | {"max_iter": 5}))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*Maximum iterations", ConvergenceWarning)
+        fitted.fit(X, y)
+    # partial_fit after fit goes on under the penalty fit chose
+    assert fitted.partial_fit(X, y).beta_ == pytest.approx(0.3 / 40)

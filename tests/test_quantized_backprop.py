@@ -42,7 +42,7 @@ def test_backprop_quantization_uses_the_least_squares_scale(cancer):
     assert np.mean(model.float_predict(X_test) == y_test) > 0.9
     targets = 2.0 * y_train - 1
     expected = loss_value(model.decision_function(X_train), targets, np.ones(len(y_train)), "squared")
-    expected += model.beta * model.n_lifted_features_ * np.abs(model.alpha_).sum()
+    expected += model.beta_ * model.n_lifted_features_ * np.abs(model.alpha_).sum()
     np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
 
 
@@ -61,7 +61,7 @@ def test_refit_output_layer_is_ridge_classifier_cv_on_the_neurons(load):
     targets = 2.0 * y - 1 if len(model.classes_) == 2 else np.searchsorted(model.classes_, y)
     expected = loss_value(np.reshape(model.decision_function(X), (len(y), -1)), targets,
                           np.ones(len(y)), "squared", n_outputs=model.alpha_.shape[1])
-    expected += model.beta * model.n_lifted_features_ * np.abs(model.alpha_).sum()
+    expected += model.beta_ * model.n_lifted_features_ * np.abs(model.alpha_).sum()
     np.testing.assert_allclose(model.objective_, expected, rtol=1e-9)
 
 

@@ -1,5 +1,6 @@
 """BackpropQuantizedClassifier: Bartan & Pilanci's baseline (SGD, then sign quantization)."""
 
+import math
 import time
 from numbers import Integral, Real
 
@@ -55,6 +56,23 @@ def _refit_memory(n_samples, n_neurons):
 
 
 _REFIT_ADVICE = "reduce n_neurons, or set refit_output_layer=False (the paper's single scale)."
+
+# beta="auto": MLP's constant penalty, raised to AUTO_BETA_PER_ROW / n on fewer than 3,000 rows.
+# There a thousand neurons' real weights interpolate the rows, and the refitted output layer's
+# leave-one-out cannot see it: the neurons were trained on the rows it leaves out.
+AUTO_BETA_FLOOR = 1e-4
+AUTO_BETA_PER_ROW = 0.3
+
+
+def training_beta(beta, total_weight):
+    """The first layer's L2 penalty a training uses: ``beta``, or for ``"auto"``
+    ``max(AUTO_BETA_FLOOR, AUTO_BETA_PER_ROW / total_weight)``; ``total_weight`` None (``partial_fit``,
+    which does not know how many rows will come): the floor."""
+    if not isinstance(beta, str):
+        return float(beta)
+    if total_weight is None:
+        return AUTO_BETA_FLOOR
+    return max(AUTO_BETA_FLOOR, AUTO_BETA_PER_ROW / max(float(total_weight), np.finfo(float).tiny))
 
 
 def _flops_per_step(n_neurons, n_lifted, batch_size):
@@ -152,14 +170,16 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         )
         return float(self.learning_rate), "constant"
 
-    def _make_trainer(self, X, sample_weight, resume=False):
+    def _make_trainer(self, X, sample_weight, resume=False, *, all_rows=False):
         """A network and its trainer: fresh, or (``resume``, ``partial_fit`` after unpickling) from
-        ``U_float_`` with the optimizer state that ``__getstate__`` saved as numpy."""
+        ``U_float_`` with the optimizer state that ``__getstate__`` saved as numpy. ``all_rows``:
+        ``X`` is all the training data (``fit``), which ``beta="auto"`` reads."""
         step, schedule = self._step_and_schedule()
         if not resume:
             self.feature_mean_, self.feature_scale_ = (
                 _standardization(X, sample_weight) if self.standardize else (None, None)
             )
+            self.beta_ = training_beta(self.beta, math.fsum(sample_weight) if all_rows else None)
         p = self._lifting().n_lifted(X.shape[1])
         batch = min(self.batch_size or 200, X.shape[0])
         # dtype, device, threads, generators: decided once (skquad._foundation._runtime)
@@ -189,7 +209,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             policy,
             n_neurons=self.n_neurons,
             loss=self.loss,
-            beta=self.beta,
+            beta=self._trained_beta(),
             learning_rate_init=step,
             learning_rate=schedule,
             power_t=self.power_t,
@@ -217,6 +237,12 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             trainer.restore_training_state(saved_training_state)
         self._trainer = trainer
         return trainer
+
+    def _trained_beta(self):
+        """``beta_``; for a model saved before it was recorded, ``beta`` as the fit then read it."""
+        if hasattr(self, "beta_"):
+            return self.beta_
+        return training_beta(self.beta, None)
 
     def _train(self, X, y_validated, sample_weight, *, epochs=None):
         Z = self._lifting().features(X)
@@ -265,7 +291,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         self.refit_loss_ = None
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
         self.objective_ = network_objective(
-            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
+            scores, targets, sample_weight, self.loss, self.alpha_, self._trained_beta(), self.n_lifted_features_
         )
 
     def _refit_candidates(self):
@@ -294,7 +320,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         self.intercept_ = np.asarray(intercept, dtype=dtype)
         scores = H @ self.alpha_.astype(np.float64) + self.intercept_
         self.objective_ = network_objective(
-            scores, targets, sample_weight, self.loss, self.alpha_, float(self.beta), self.n_lifted_features_
+            scores, targets, sample_weight, self.loss, self.alpha_, self._trained_beta(), self.n_lifted_features_
         )
 
     def _output_layer(self, loss, X, H, targets, sample_weight, rows=None):
@@ -334,7 +360,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         self : BackpropQuantizedClassifier
         """
         X, y_validated, sample_weight = self._validate_training_data(X, y, sample_weight)
-        self._make_trainer(X, sample_weight)
+        self._make_trainer(X, sample_weight, all_rows=True)
         return self._train(X, y_validated, sample_weight)
 
 
@@ -397,11 +423,19 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         Hidden neurons ``m`` (split evenly over the classes when K > 2).
     loss : {"squared", "hinge", "logistic"}, default="squared"
         As in :class:`SDPQuantizedClassifier`.
-    beta : float, default=1e-4
+    beta : float or "auto", default=1e-4
         L2 penalty ``0.5 * beta * (||U||^2 + ||V||^2)`` on the real first
         layer during training, scaled like MLPClassifier's ``alpha``
         (the second layer is fixed, so the SDP's ``l1`` penalty on it is a
         constant here; the paper tunes ``beta`` separately for this baseline).
+        ``"auto"`` (:class:`BackpropQuantizedRegressor`'s default):
+        ``max(1e-4, 0.3 / n)`` for ``fit`` on ``n`` rows (the sum of
+        ``sample_weight``), a larger penalty below 3,000 rows, where the
+        network's weights would otherwise interpolate the training rows; 1e-4
+        for ``partial_fit``, which does not know how many rows will come.
+        ``beta_`` is the penalty used. The classifier keeps the constant by
+        default: on held-out classification sets ``"auto"`` scored as 1e-4
+        did (the changelog has the figures).
     fit_intercept : bool, default=True
         Append a constant input 1 (as in :class:`SDPQuantizedClassifier`).
     standardize : bool, default=True
@@ -504,9 +538,12 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     scale_ : ndarray of shape (n_scores,)
         The quantization scales ``c_k`` (the second layer without
         ``refit_output_layer``).
+    beta_ : float
+        The first layer's L2 penalty the training used (``beta``, or what
+        ``"auto"`` chose).
     objective_ : float
         Training objective of the quantized network with the SDP estimator's
-        definition, ``loss + beta * p * sum_j ||alpha_j||_1`` (comparable
+        definition, ``loss + beta_ * p * sum_j ||alpha_j||_1`` (comparable
         with ``SDPQuantizedClassifier.lower_bound_``).
     loss_curve_ : list of float
         Training loss per epoch (real network, with its penalty).
@@ -560,7 +597,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     _parameter_constraints = {
         "n_neurons": [Interval(Integral, 1, None, closed="left")],
         "loss": [StrOptions(set(LOSSES))],
-        "beta": [Interval(Real, 0, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
         "standardize": ["boolean"],
         "learning_rate_init": [Interval(Real, 0, None, closed="neither")],

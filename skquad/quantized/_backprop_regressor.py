@@ -37,7 +37,15 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
     ----------
     n_neurons : int, default=1000
         Hidden neurons (split over the outputs).
-    beta, fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
+    beta : float or "auto", default="auto"
+        L2 penalty on the real first layer during training, as in
+        :class:`~skquad.BackpropQuantizedClassifier`. ``"auto"``:
+        ``max(1e-4, 0.3 / n)`` for ``fit`` on ``n`` rows (the sum of
+        ``sample_weight``), 1e-4 for ``partial_fit``. On a few dozen rows the
+        constant 1e-4 lets a thousand neurons interpolate the training
+        targets, and the refitted output layer's leave-one-out penalty cannot
+        see that: the neurons were trained on the rows it leaves out.
+    fit_intercept, standardize, learning_rate_init, learning_rate, power_t, momentum, batch_size, max_iter, tol, n_iter_no_change, device, dtype, n_threads, verbose, random_state :
         As in :class:`~skquad.BackpropQuantizedClassifier` (``loss`` is always
         ``"squared"`` here).
     [shared-tight: clip_inputs:BackpropQuantizedClassifier clip_outputs linear_term]
@@ -71,6 +79,8 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         Second-layer weights after quantization.
     U_float_, V_float_, float_alpha_ : ndarray
         The trained real-weight network.
+    beta_ : float
+        The first layer's L2 penalty the training used.
     objective_ : float
         Training objective of the quantized network (on the scaled targets).
     intercept_ : ndarray of shape (n_outputs_,)
@@ -126,7 +136,7 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         self,
         n_neurons=1000,
         *,
-        beta=1e-4,
+        beta="auto",
         fit_intercept=True,
         standardize=True,
         learning_rate_init=0.1,
@@ -213,11 +223,11 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         return self._format_predictions(
             self._with_linear_term(unscaled_predictions(Y, *fitted_target_scaling(self)), X))
 
-    def _make_trainer(self, X, sample_weight, resume=False):
+    def _make_trainer(self, X, sample_weight, resume=False, *, all_rows=False):
         if not resume:  # a new network: a new target scaling (set by _train)
             for name in ("target_shift_", "target_scale_"):
                 self.__dict__.pop(name, None)
-        return super()._make_trainer(X, sample_weight, resume=resume)
+        return super()._make_trainer(X, sample_weight, resume=resume, all_rows=all_rows)
 
     def _train(self, X, Y, sample_weight, *, epochs=None):
         if not hasattr(self, "target_shift_"):  # a new network (fit: on all the data)
