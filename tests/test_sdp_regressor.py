@@ -227,6 +227,37 @@ def test_auto_beta_on_a_cheap_solve_is_checked_on_held_out_rows():
     np.testing.assert_allclose(auto.predict(X), fixed.predict(X), rtol=1e-10, atol=1e-12)
 
 
+def test_auto_beta_fractions_go_down_to_what_a_solve_affords():
+    from skquad.quantized._sdp_regressor import AUTO_BETA_FRACTIONS, auto_beta_fractions
+
+    # the compact route (p (p + 1) / 2 <= 300): its cost does not grow as beta shrinks
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 20, 0.01), AUTO_BETA_FRACTIONS)
+    # elsewhere down to the (p / n)^2 rule's fraction, which the fit would solve anyway
+    np.testing.assert_array_equal(
+        auto_beta_fractions("squared", 26, 2e-3), [1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 2e-3])
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.05), [1.0, 0.3, 0.1, 0.05])
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.01), [1.0, 0.3, 0.1, 0.03, 0.01])
+
+
+def test_auto_beta_on_wide_inputs_is_checked_on_held_out_rows():
+    """Beyond the compact route "auto" still chooses on held-out rows, from beta_max down to
+    the (p / n)^2 rule's beta: on 600 noisy rows of 25 inputs the rule's network fits the
+    noise, the held-out choice scores as the ridge does."""
+    from skquad.convex.path import auto_beta
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1600, 25))
+    y = 0.3 * X @ rng.standard_normal(25) + 0.2 * X[:, 0] * X[:, 1] + 2.0 * rng.standard_normal(1600)
+    train, test = slice(0, 600), slice(600, None)
+    ridge = Ridge().fit(X[train], y[train]).score(X[test], y[test])
+    auto = SDPQuantizedRegressor(random_state=0).fit(X[train], y[train])
+    rule = auto_beta(auto.beta_max_, "squared", auto.n_lifted_features_, 600)
+    assert auto.beta_ > rule
+    assert auto.score(X[test], y[test]) > ridge - 0.05
+    at_rule = SDPQuantizedRegressor(beta=rule, random_state=0).fit(X[train], y[train])
+    assert at_rule.score(X[test], y[test]) < ridge - 0.3
+
+
 def test_auto_beta_keeps_the_linear_term_alone_where_no_network_helps():
     """On few rows of a linear target under noise, "auto" takes the zero network (the
     fraction 1 of beta_max), without the warning a user's too-large beta gets."""

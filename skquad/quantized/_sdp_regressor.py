@@ -16,12 +16,24 @@ from ._sdp_cv import _fit_path
 
 __all__ = ["SDPQuantizedRegressor"]
 
-# beta="auto" where a solve costs the same at every beta (the compact route): the fractions
-# of beta_max tried, largest first, scored on held-out fifths of the rows by the rule of
+# beta="auto": the fractions of beta_max tried, largest first (down to what a solve affords,
+# auto_beta_fractions), scored on held-out fifths of the rows by the rule of
 # skquad._foundation._held_out. How much of beta_max the data can use is set by its noise,
 # which the (p / n)^2 rule cannot see. At 1 the network is zero: the linear term alone, the
 # choice where no network predicts held-out rows better.
 AUTO_BETA_FRACTIONS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
+
+
+def auto_beta_fractions(loss, n_lifted, rule_fraction):
+    """The fractions of ``beta_max`` that ``beta="auto"`` chooses among, largest first: those of
+    :data:`AUTO_BETA_FRACTIONS` down to the lowest a solve affords. That is the route's floor
+    where its cost does not grow as ``beta`` shrinks (:func:`default_beta_floor`), else the
+    ``(p / n)^2`` rule's fraction ``rule_fraction``, which the fit would solve anyway."""
+    lowest = default_beta_floor(loss, n_lifted, rule_fraction)
+    fractions = [fraction for fraction in AUTO_BETA_FRACTIONS if fraction >= lowest]
+    if fractions[-1] > lowest:
+        fractions.append(lowest)
+    return np.asarray(fractions)
 
 
 @shared_docstring
@@ -95,22 +107,23 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         model). "auto" is a fraction of ``beta_max_``, the penalty at which
         the zero network is optimal on the data (the residuals of the linear
         term, with ``linear_term``; in ``y``'s units, so the fit is the same
-        model for every scale and offset of ``y``). Where a solve costs the
-        same at every ``beta`` (the compact route, ``p (p + 1) / 2 <= 300``)
-        and there are at least 20 rows, one of the fractions 1, 0.3, 0.1,
-        0.03, 0.01, 3e-3, 1e-3 and 1e-4 chosen on held-out rows: fifths of
-        the rows are held out in turn, as many as it takes to score 100 rows
-        (all five below 125 rows), and the largest fraction whose mean
-        held-out squared error is within one standard error of the smallest
-        is taken (Breiman's rule: on few rows smaller differences are noise,
-        and the more penalised network extrapolates less). At 1 the network
-        is zero and the model is the linear term alone. Each fifth costs
-        eight solves on 80 % of the rows. The noise in ``y`` sets how much
-        of ``beta_max`` it needs. Elsewhere, and on Dask, the classifier's
-        rule (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped).
-        The fifths are chosen by a hash of the rows' values, so that row
-        order and duplicates do not move them. The
-        value used is ``beta_``.
+        model for every scale and offset of ``y``). With at least 20 rows,
+        one of the fractions 1, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3 and 1e-4
+        chosen on held-out rows: fifths of the rows are held out in turn, as
+        many as it takes to score 100 rows (all five below 125 rows), and the
+        largest fraction whose mean held-out squared error is within one
+        standard error of the smallest is taken (Breiman's rule: on few rows
+        smaller differences are noise, and the more penalised network
+        extrapolates less). At 1 the network is zero and the model is the
+        linear term alone. The fractions go down to 1e-4 where a solve costs
+        the same at every ``beta`` (the compact route,
+        ``p (p + 1) / 2 <= 300``), else to the classifier's rule
+        (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped), whose
+        solve the fit makes anyway. Each fifth costs up to eight solves on
+        80 % of the rows. The noise in ``y`` sets how much of ``beta_max``
+        it needs. On Dask, the classifier's rule. The fifths are chosen by a
+        hash of the rows' values, so that row order and duplicates do not
+        move them. The value used is ``beta_``.
     fit_intercept : bool, default=True
         Append the constant input (every neuron's ±1 biases, as in the
         classifier) and fit an unpenalised output intercept (the targets
@@ -251,14 +264,12 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         return bool(self.fit_intercept)
 
     def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted):
-        """"auto" on a cheap solve: the fraction of ``beta_max_`` (of
-        :data:`AUTO_BETA_FRACTIONS`) that :mod:`skquad._foundation._held_out`'s rule picks
-        on held-out fifths of the rows; else ``beta``."""
-        cheap = default_beta_floor(self.loss, n_lifted, np.inf) < np.inf
-        if not isinstance(self.beta, str) or not cheap or not can_hold_out(sample_weight):
+        """"auto": the fraction of ``beta_max_`` that :mod:`skquad._foundation._held_out`'s rule
+        picks on held-out fifths of the rows among :func:`auto_beta_fractions`; else ``beta``."""
+        if not isinstance(self.beta, str) or not can_hold_out(sample_weight) or not self.beta_max_ > 0:
             return beta
         seed = seed_from(self.random_state)
-        betas = self.beta_max_ * np.asarray(AUTO_BETA_FRACTIONS)
+        betas = self.beta_max_ * auto_beta_fractions(self.loss, n_lifted, beta / self.beta_max_)
         y = y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
         candidate = clone(self).set_params(random_state=seed, verbose=0)
         scorer = HeldOutErrors(y, sample_weight)
