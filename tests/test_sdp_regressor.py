@@ -237,6 +237,8 @@ def test_auto_beta_fractions_go_down_to_what_a_solve_affords():
         auto_beta_fractions("squared", 26, 2e-3), [1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 2e-3])
     np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.05), [1.0, 0.3, 0.1, 0.05])
     np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.01), [1.0, 0.3, 0.1, 0.03, 0.01])
+    # wider than AUTO_SEARCH_MAX_LIFTED: the rule alone, no search
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 101, 0.01), [0.01])
 
 
 def test_auto_beta_on_wide_inputs_is_checked_on_held_out_rows():

@@ -24,11 +24,20 @@ __all__ = ["SDPQuantizedRegressor"]
 AUTO_BETA_FRACTIONS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
 
 
+# Rule: beta="auto" searches on held-out rows up to 100 lifted coordinates; wider, it takes the
+# (p / n)^2 rule. Why: the search solves up to eight times per held-out fifth, and a solve's
+# cost grows with p as (n + p)^3 (the squared dual) or n p^2 (the factor solver).
+AUTO_SEARCH_MAX_LIFTED = 100
+
+
 def auto_beta_fractions(loss, n_lifted, rule_fraction):
     """The fractions of ``beta_max`` that ``beta="auto"`` chooses among, largest first: those of
     :data:`AUTO_BETA_FRACTIONS` down to the lowest a solve affords. That is the route's floor
     where its cost does not grow as ``beta`` shrinks (:func:`default_beta_floor`), else the
-    ``(p / n)^2`` rule's fraction ``rule_fraction``, which the fit would solve anyway."""
+    ``(p / n)^2`` rule's fraction ``rule_fraction``, which the fit would solve anyway; that
+    fraction alone beyond :data:`AUTO_SEARCH_MAX_LIFTED`."""
+    if n_lifted > AUTO_SEARCH_MAX_LIFTED:
+        return np.asarray([rule_fraction])
     lowest = default_beta_floor(loss, n_lifted, rule_fraction)
     fractions = [fraction for fraction in AUTO_BETA_FRACTIONS if fraction >= lowest]
     if fractions[-1] > lowest:
@@ -121,7 +130,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped), whose
         solve the fit makes anyway. Each fifth costs up to eight solves on
         80 % of the rows. The noise in ``y`` sets how much of ``beta_max``
-        it needs. On Dask, the classifier's rule. The fifths are chosen by a
+        it needs. Beyond 100 lifted coordinates, where a solve is costly,
+        and on Dask, the classifier's rule without a search. The fifths are chosen by a
         hash of the rows' values, so that row order and duplicates do not
         move them. The value used is ``beta_``.
     fit_intercept : bool, default=True
@@ -268,8 +278,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         picks on held-out fifths of the rows among :func:`auto_beta_fractions`; else ``beta``."""
         if not isinstance(self.beta, str) or not can_hold_out(sample_weight) or not self.beta_max_ > 0:
             return beta
-        seed = seed_from(self.random_state)
         betas = self.beta_max_ * auto_beta_fractions(self.loss, n_lifted, beta / self.beta_max_)
+        if len(betas) == 1:
+            return beta
+        seed = seed_from(self.random_state)
         y = y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
         candidate = clone(self).set_params(random_state=seed, verbose=0)
         scorer = HeldOutErrors(y, sample_weight)
