@@ -58,8 +58,8 @@ def _refit_memory(n_samples, n_neurons):
 _REFIT_ADVICE = "reduce n_neurons, or set refit_output_layer=False (the paper's single scale)."
 
 # beta="auto": MLP's constant penalty, raised to AUTO_BETA_PER_ROW / n on fewer than 3,000 rows.
-# There a thousand neurons' real weights interpolate the rows, and the refitted output layer's
-# leave-one-out cannot see it: the neurons were trained on the rows it leaves out.
+# On a few dozen rows a thousand neurons' real weights interpolate them, and the refitted output
+# layer's leave-one-out cannot see it: the neurons were trained on the rows it leaves out.
 AUTO_BETA_FLOOR = 1e-4
 AUTO_BETA_PER_ROW = 0.3
 
@@ -430,8 +430,9 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         constant here; the paper tunes ``beta`` separately for this baseline).
         ``"auto"`` (:class:`BackpropQuantizedRegressor`'s default):
         ``max(1e-4, 0.3 / n)`` for ``fit`` on ``n`` rows (the sum of
-        ``sample_weight``), a larger penalty below 3,000 rows, where the
-        network's weights would otherwise interpolate the training rows; 1e-4
+        ``sample_weight``), a larger penalty below 3,000 rows, most on a few
+        dozen, where the network's weights would otherwise interpolate the
+        training rows; 1e-4
         for ``partial_fit``, which does not know how many rows will come.
         ``beta_`` is the penalty used. The classifier keeps the constant by
         default: on held-out classification sets ``"auto"`` scored as 1e-4
