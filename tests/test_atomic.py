@@ -150,7 +150,7 @@ def test_concurrent_partial_fits_all_count(separable):
 
 def test_a_fitted_model_pickles_copies_and_clones_without_its_lock(separable):
     X, y = separable
-    model = QuadraticLogisticRegression(max_iter=50, random_state=0).fit(X, y)
+    model = QuadraticLogisticRegression(max_iter=50, random_state=0, quadratic_C=None).fit(X, y)
     assert not any("lock" in name.lower() for name in model.__dict__)
     for twin in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
         np.testing.assert_array_equal(twin.predict(X), model.predict(X))
@@ -161,7 +161,7 @@ def test_a_fitted_model_pickles_copies_and_clones_without_its_lock(separable):
 
 def test_a_callback_refitting_the_same_estimator_does_not_deadlock(separable):
     X, y = separable
-    model = QuadraticLogisticRegression(max_iter=20, random_state=0)
+    model = QuadraticLogisticRegression(max_iter=20, random_state=0, quadratic_C=None)
 
     class Refit:
         refitted = False

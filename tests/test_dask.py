@@ -270,10 +270,12 @@ def test_dask_ml_scaler_pipeline_equals_the_in_memory_pipeline():
     X = X * [1.0, 10.0, 100.0, 0.1] + 3.0
     with dask.config.set(scheduler="sync"):
         remote = make_pipeline(
-            dask_ml.preprocessing.StandardScaler(), QuadraticLogisticRegression(tol=1e-8)
+            dask_ml.preprocessing.StandardScaler(),
+            QuadraticLogisticRegression(tol=1e-8, quadratic_C=None),
         ).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
         proba = remote.predict_proba(da.from_array(X, chunks=100)).compute()
-    local = make_pipeline(StandardScaler(), QuadraticLogisticRegression(tol=1e-8)).fit(X, y)
+    local = make_pipeline(StandardScaler(),
+                          QuadraticLogisticRegression(tol=1e-8, quadratic_C=None)).fit(X, y)
     parameters, loss = qlr_reference_tolerances(local[-1], 500, 1.0, 1e-8)
     assert abs(remote[-1].loss_ - local[-1].loss_) <= loss
     np.testing.assert_allclose(proba, local.predict_proba(X), atol=1e-4)

@@ -26,12 +26,12 @@ def test_qlr_fit_on_dask_array_matches_the_in_memory_fit(n_classes):
     weight = np.random.RandomState(1).uniform(0.5, 2.0, size=len(y))
     params = dict(C=1.0, tol=1e-8, class_weight="balanced")
     with dask.config.set(scheduler="sync"):
-        remote = QuadraticLogisticRegression(**params).fit(
+        remote = QuadraticLogisticRegression(**params, quadratic_C=None).fit(
             da.from_array(X, chunks=(400, 2)),  # column chunks are joined
             da.from_array(y, chunks=300),  # misaligned with X's rows on purpose
             sample_weight=da.from_array(weight, chunks=500),
         )
-    local = QuadraticLogisticRegression(**params).fit(X, y, sample_weight=weight)
+    local = QuadraticLogisticRegression(**params, quadratic_C=None).fit(X, y, sample_weight=weight)
     total = float((weight * local._class_weights("balanced", np.searchsorted(local.classes_, y))).sum())
     parameters, loss = qlr_reference_tolerances(local, total, 1.0, 1e-8)
     np.testing.assert_array_equal(remote.classes_, local.classes_)
@@ -56,10 +56,10 @@ def test_qlr_dask_fit_takes_the_in_memory_fits_steps(rank):
     params = dict(rank=rank, max_iter=30, random_state=0)
     with dask.config.set(scheduler="sync"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        remote = QuadraticLogisticRegression(**params).fit(
+        remote = QuadraticLogisticRegression(**params, quadratic_C=None).fit(
             da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100)
         )
-        local = QuadraticLogisticRegression(**params).fit(X, y)
+        local = QuadraticLogisticRegression(**params, quadratic_C=None).fit(X, y)
     assert remote.n_iter_ == local.n_iter_ == 30
     float32_phase = rank is None
     assert remote.loss_ == pytest.approx(local.loss_, rel=1e-7 if float32_phase else 1e-12)
@@ -75,10 +75,10 @@ def test_qlr_fit_on_dask_dataframe_keeps_feature_names_and_string_labels():
     X_dd = dd.from_pandas(frame, npartitions=3)
     y_dd = dd.from_pandas(pd.Series(labels), npartitions=3)
     with dask.config.set(scheduler="sync"):
-        remote = QuadraticLogisticRegression(tol=1e-8).fit(X_dd, y_dd)
+        remote = QuadraticLogisticRegression(tol=1e-8, quadratic_C=None).fit(X_dd, y_dd)
         proba = remote.predict_proba(X_dd)
         predicted = remote.predict(X_dd).compute()
-    local = QuadraticLogisticRegression(tol=1e-8).fit(frame, labels)
+    local = QuadraticLogisticRegression(tol=1e-8, quadratic_C=None).fit(frame, labels)
     np.testing.assert_array_equal(remote.feature_names_in_, ["a", "b", "c", "d"])
     np.testing.assert_array_equal(remote.classes_, ["no", "yes"])
     parameters, loss = qlr_reference_tolerances(local, 600, 1.0, 1e-8)

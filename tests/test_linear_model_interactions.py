@@ -169,7 +169,7 @@ def test_classifier_optimum_is_the_restricted_explicit_model(
     allowed = allowed_entries(interaction_cst, interaction_only, d)
     model = QuadraticLogisticRegression(
         C=0.5, interaction_cst=interaction_cst, interaction_only=interaction_only, tol=1e-10,
-        dtype="float64", solver="auto" if path == "newton-dual" else "lbfgs",
+        dtype="float64", solver="auto" if path == "newton-dual" else "lbfgs", quadratic_C=None,
     ).fit(X, y)
     expected_solver = "newton-dual" if path == "newton-dual" else "lbfgs"
     if path == "newton-dual" and X.shape[0] > np.count_nonzero(np.triu(allowed)) + d:
@@ -193,7 +193,7 @@ def test_multinomial_and_weights_match_the_explicit_model():
     cst = [[0, 1], [2, 3, 4]]
     allowed = allowed_entries(cst, True, 5)
     model = QuadraticLogisticRegression(
-        C=2.0, interaction_cst=cst, interaction_only=True, tol=1e-10
+        C=2.0, interaction_cst=cst, interaction_only=True, tol=1e-10, quadratic_C=None
     ).fit(X, y, sample_weight=weight)
     Q, coef, intercept = _logistic_reference(X, y, allowed, 2.0, weight)
     assert np.all(model.Q_[:, ~allowed] == 0.0)
@@ -331,7 +331,7 @@ def test_dask_fits_keep_the_constraints():
     with dask.config.set(scheduler="synchronous"):
         for model, target in [
             (QuadraticRegression(0.3), score),
-            (QuadraticLogisticRegression(C=0.5, tol=1e-10, dtype="float64"), y),
+            (QuadraticLogisticRegression(C=0.5, tol=1e-10, dtype="float64", quadratic_C=None), y),
         ]:
             model.set_params(interaction_cst=cst, interaction_only=True)
             in_memory = model.fit(frame, target).Q_.copy()

@@ -25,7 +25,7 @@ def test_the_refit_is_the_model_at_the_chosen_c(data):
     cv = QuadraticLogisticRegressionCV(Cs=[0.01, 0.1, 1.0], tol=1e-8, max_iter=2000).fit(X, y)
     assert cv.C_ in (0.01, 0.1, 1.0)
     assert cv.C_ == cv.Cs_[np.argmax(cv.scores_.mean(axis=0))]
-    single = QuadraticLogisticRegression(C=cv.C_, tol=1e-8, max_iter=2000).fit(X, y)
+    single = QuadraticLogisticRegression(C=cv.C_, tol=1e-8, max_iter=2000, quadratic_C=None).fit(X, y)
     # one convex optimum: the warm start changes the path taken, not where it ends
     assert_allclose(cv.predict_proba(X), single.predict_proba(X), atol=1e-4)
 
@@ -38,7 +38,8 @@ def test_each_fold_score_is_the_cold_fit_score(data):
     assert cv.scores_.shape == (3, 2)
     for f, (train, test) in enumerate(folds):
         for c, C in enumerate(Cs):
-            cold = QuadraticLogisticRegression(C=C, tol=1e-8, max_iter=2000).fit(X[train], y[train])
+            cold = QuadraticLogisticRegression(C=C, tol=1e-8, max_iter=2000,
+                                               quadratic_C=None).fit(X[train], y[train])
             assert abs(cold.score(X[test], y[test]) - cv.scores_[f, c]) <= 1.0 / len(test) + 1e-12
 
 
@@ -66,10 +67,10 @@ def test_the_path_ends_every_c_where_a_cold_fit_does(n_classes):
                                n_classes=n_classes, random_state=1)
     Cs = np.logspace(-3, 3, 7)
     settings = dict(tol=1e-9, max_iter=5000, solver="lbfgs")
-    path = QuadraticLogisticRegression(warm_start=True, **settings)
+    path = QuadraticLogisticRegression(warm_start=True, **settings, quadratic_C=None)
     n_iter, cold_iter = [], []
     for C, fitted in zip(Cs, path._fit_path(X, y, None, Cs)):
-        cold = QuadraticLogisticRegression(C=C, **settings).fit(X, y)
+        cold = QuadraticLogisticRegression(C=C, **settings, quadratic_C=None).fit(X, y)
         n_iter.append(int(fitted.n_iter_[0]))
         cold_iter.append(int(cold.n_iter_[0]))
         scale = max(1.0, np.abs(cold.Q_).max(), np.abs(cold.coef_).max())
@@ -130,7 +131,7 @@ def test_a_paths_fits_share_one_trainer_and_policy_and_keep_their_own_models(mon
     monkeypatch.setattr(_qlr_problem, "_decide_policy", counting_policy)
     Cs = [0.01, 0.1, 1.0, 10.0]
     settings = dict(solver="lbfgs", tol=1e-8, max_iter=1000)
-    path = QuadraticLogisticRegression(warm_start=True, **settings)
+    path = QuadraticLogisticRegression(warm_start=True, **settings, quadratic_C=None)
     published, copies = [], []
     for fitted in path._fit_path(X, y, None, Cs):
         published.append(fitted.Q_)
@@ -139,7 +140,7 @@ def test_a_paths_fits_share_one_trainer_and_policy_and_keep_their_own_models(mon
     for array, copy in zip(published, copies):
         assert_allclose(array, copy, rtol=0, atol=0)
     assert not np.allclose(copies[0], copies[-1])
-    step = QuadraticLogisticRegression(warm_start=True, **settings)
+    step = QuadraticLogisticRegression(warm_start=True, **settings, quadratic_C=None)
     for C, expected in zip(Cs, copies):
         step.set_params(C=C).fit(X, y)
         scale = max(1.0, np.abs(expected).max())

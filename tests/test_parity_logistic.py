@@ -204,8 +204,8 @@ def test_logistic_regression_solver_class_weights(seed):
     X, y = make_classification(n_samples=300, n_features=5, n_informative=3, n_classes=2,
                                random_state=seed)
     kw = {"random_state": seed, "fit_intercept": False, "max_iter": 100_000, "tol": 1e-8}
-    clf_cw_12 = QLR(class_weight={0: 1, 1: 2}, **kw).fit(X, y)
-    clf_sw_12 = QLR(**kw).fit(X, y, sample_weight=y + 1)
+    clf_cw_12 = QLR(class_weight={0: 1, 1: 2}, **kw, quadratic_C=None).fit(X, y)
+    clf_sw_12 = QLR(**kw, quadratic_C=None).fit(X, y, sample_weight=y + 1)
     assert_allclose(clf_cw_12.coef_, clf_sw_12.coef_, atol=1e-6)
     assert_allclose(clf_cw_12.Q_, clf_sw_12.Q_, atol=1e-6)
 
@@ -427,7 +427,7 @@ def test_logistic_regression_callback_fitted_estimator(n_classes, fit_intercept)
                                n_classes=n_classes, random_state=0)
     cb = RecordingCallback()
     params = {"solver": "lbfgs", "fit_intercept": fit_intercept}
-    lr = QLR(**params).set_callbacks(cb).fit(X, y)
+    lr = QLR(**params, quadratic_C=None).set_callbacks(cb).fit(X, y)
     n_iter = lr.n_iter_[0]
 
     def records(name):
@@ -446,7 +446,7 @@ def test_logistic_regression_callback_fitted_estimator(n_classes, fit_intercept)
         for est, iterations in checks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                expected = QLR(**params, max_iter=iterations).fit(X, y)
+                expected = QLR(**params, max_iter=iterations, quadratic_C=None).fit(X, y)
             assert_allclose(est.coef_, expected.coef_)
             assert_allclose(est.Q_, expected.Q_)
             assert_allclose(est.intercept_, expected.intercept_)
@@ -467,7 +467,7 @@ def test_logistic_cv(seed):
     lr_cv = QLRCV(Cs=[1.0], fit_intercept=False, cv=n_cv, scoring="neg_log_loss",
                   random_state=seed, tol=1e-10)
     lr_cv.fit(X_ref, y)
-    lr = QLR(C=1.0, fit_intercept=False, random_state=seed, tol=1e-10).fit(X_ref, y)
+    lr = QLR(C=1.0, fit_intercept=False, random_state=seed, tol=1e-10, quadratic_C=None).fit(X_ref, y)
     assert_array_almost_equal(lr.coef_, lr_cv.coef_)
     assert_array_almost_equal(lr.Q_, lr_cv.Q_)
     assert lr_cv.coef_.shape == (1, n_features)
@@ -549,7 +549,7 @@ def test_logistic_regression_cv_refit(seed):
     X, y = make_classification(n_samples=100, n_features=20, random_state=seed)
     common_params = dict(random_state=seed, max_iter=10000, tol=1e-10)
     lr_cv = QLRCV(Cs=[1.0], refit=True, scoring="neg_log_loss", **common_params).fit(X, y)
-    lr = QLR(C=1.0, **common_params).fit(X, y)
+    lr = QLR(C=1.0, **common_params, quadratic_C=None).fit(X, y)
     assert_allclose(lr_cv.coef_, lr.coef_, atol=1e-6)
     assert_allclose(lr_cv.Q_, lr.Q_, atol=1e-6)
 
@@ -662,7 +662,7 @@ def test_groups_are_routed_to_the_splitter():
             QLRCV(Cs=[0.1, 1.0], cv=GroupKFold(3)).fit(X, y)
     for fold, (train, test) in enumerate(GroupKFold(3).split(X, y, groups)):
         for index, C in enumerate([0.1, 1.0]):
-            model = QLR(C=C).fit(X[train], y[train])
+            model = QLR(C=C, quadratic_C=None).fit(X[train], y[train])
             assert clf.scores_[fold, index] == pytest.approx(model.score(X[test], y[test]))
 
 

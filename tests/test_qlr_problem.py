@@ -32,11 +32,12 @@ def _problem(model, route, X, y):
 def test_each_driver_takes_the_problem_and_returns_its_optimum(route):
     """Both full-batch drivers, called on the same problem, reach the same optimum."""
     X, y = _data()
-    model = QuadraticLogisticRegression(C=2.0, tol=1e-10, max_iter=200)
+    model = QuadraticLogisticRegression(C=2.0, tol=1e-10, max_iter=200, quadratic_C=None)
     problem, data = _problem(model, route, X, y)
     solution = route.solve(problem, data)
     assert isinstance(solution, Solution) and solution.n_iter > 0
-    reference = QuadraticLogisticRegression(C=2.0, tol=1e-10, max_iter=200, solver="lbfgs").fit(X, y)
+    reference = QuadraticLogisticRegression(C=2.0, tol=1e-10, max_iter=200, solver="lbfgs",
+                                            quadratic_C=None).fit(X, y)
     arrays = problem.fitted_arrays(solution.params)
     np.testing.assert_allclose(arrays["Q_"], reference.Q_, atol=1e-6)
     assert solution.loss == pytest.approx(reference.loss_, rel=1e-9)

@@ -71,8 +71,9 @@ def test_dual_newton_reaches_the_lbfgs_optimum(fit_intercept, penalty):
     X, y, sample_weight = _problem()
     params = dict(C=2.0, tol=1e-8, penalty=penalty, fit_intercept=fit_intercept,
                   class_weight={0: 1.0, 1: 3.0})
-    dual = QuadraticLogisticRegression(**params).fit(X, y, sample_weight=sample_weight)
-    lbfgs = QuadraticLogisticRegression(solver="lbfgs", **params).fit(
+    dual = QuadraticLogisticRegression(**params, quadratic_C=None).fit(
+        X, y, sample_weight=sample_weight)
+    lbfgs = QuadraticLogisticRegression(solver="lbfgs", **params, quadratic_C=None).fit(
         X, y, sample_weight=sample_weight
     )
     assert (dual.solver_, lbfgs.solver_) == ("newton-dual", "lbfgs")
@@ -96,7 +97,8 @@ def test_dual_newton_reaches_the_lbfgs_optimum(fit_intercept, penalty):
 def test_dual_newton_is_the_pipeline():
     """``PolynomialFeatures(2) + LogisticRegression`` with the same weights: the same scores."""
     X, y, sample_weight = _problem()
-    dual = QuadraticLogisticRegression(C=0.5, tol=1e-8).fit(X, y, sample_weight=sample_weight)
+    dual = QuadraticLogisticRegression(C=0.5, tol=1e-8, quadratic_C=None).fit(
+        X, y, sample_weight=sample_weight)
     pipe = make_pipeline(
         PolynomialFeatures(2, include_bias=False), LogisticRegression(C=0.5, tol=1e-12, max_iter=10_000)
     ).fit(X, y, logisticregression__sample_weight=sample_weight)
@@ -157,7 +159,7 @@ def test_the_chooser_picks_the_dual_only_where_intended(monkeypatch, case, chose
         X, y, _ = _problem(n=301, d=30)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = QuadraticLogisticRegression(**params).fit(X, y)
+        model = QuadraticLogisticRegression(**params, quadratic_C=None).fit(X, y)
     assert bool(calls) == chosen
     expected = "newton-dual" if chosen else ("sgd" if case == "sgd" else "lbfgs")
     assert model.solver_ == expected
@@ -166,7 +168,7 @@ def test_the_chooser_picks_the_dual_only_where_intended(monkeypatch, case, chose
 def test_warm_start_continues_with_lbfgs(monkeypatch):
     """A warm start continues the previous model (the dual starts at 0): L-BFGS, already converged."""
     X, y, _ = _problem()
-    model = QuadraticLogisticRegression(warm_start=True, tol=1e-6).fit(X, y)
+    model = QuadraticLogisticRegression(warm_start=True, tol=1e-6, quadratic_C=None).fit(X, y)
     first = model.Q_.copy()
     calls = _spy(monkeypatch)
     model.fit(X, y)

@@ -113,7 +113,8 @@ def _skquad_specs():
     ]
     rows = [
         ("QLR", QuadraticLogisticRegression,
-         "QuadraticLogisticRegression (Noel et al.), defaults (L-BFGS, C=1)", {"C": [0.1, 1.0, 10.0]}),
+         "QuadraticLogisticRegression (Noel et al.), defaults (L-BFGS, C=1, "
+         "quadratic_C chosen on held-out rows)", {"C": [0.1, 1.0, 10.0]}),
         *networks,
         ("BackpropQ", BackpropQuantizedClassifier,
          "BackpropQuantizedClassifier, defaults (the baseline of Bartan & Pilanci: SGD, "

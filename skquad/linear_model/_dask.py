@@ -96,7 +96,7 @@ def _block_objective(block, theta, total_weight, settings):
 
 
 def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_weight,
-                                 class_blocks, dtype):
+                                 class_blocks, dtype, quadratic_weight=1.0):
     """``(loss, [gradients])`` of the trainable parameters on one block (or the penalty alone), by
     the in-memory fit's :func:`quadratic_logistic_loss_and_gradient` with the driver's parameters."""
     tensors = [torch.from_numpy(np.asarray(p)).to(dtype) for p in params]
@@ -105,7 +105,8 @@ def _logistic_loss_and_gradient(X, y, w, params, l2, *, fit_intercept, cross_wei
     for parameter in trainable:
         parameter.grad = torch.zeros_like(parameter)
     function = quadratic_logistic_loss_and_gradient(
-        module, l2, cross_weight=cross_weight, class_blocks=class_blocks
+        module, l2, cross_weight=cross_weight, quadratic_weight=quadratic_weight,
+        class_blocks=class_blocks,
     )
     # the in-memory trainer's thread and denormal policy, per block
     n_features = X.shape[1]
@@ -139,7 +140,8 @@ class _NonFinite(Exception):
     pass
 
 
-def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype, allowed=None):
+def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype, quadratic_weight=1.0,
+                    allowed=None):
     """The in-memory fit's L-BFGS problem for a full ``Q``.
 
     Each ``Q_k`` as its packed upper triangle (``sqrt(2) Q_ij`` off the
@@ -159,7 +161,8 @@ def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype, allowed=Non
     packing = _packing(n_features, allowed)
     n_packed, n_coef = n_scores * packing.rows.size, n_scores * n_features
     weight = packed_penalty_weight(
-        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
+        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept,
+        quadratic_weight=quadratic_weight,
     )
     scale = np.ones(weight.shape[0])
     scale[:n_packed] = np.tile(packing.scale, n_scores)
@@ -184,12 +187,13 @@ def _packed_problem(tensors, l2, fit_intercept, cross_weight, dtype, allowed=Non
     return theta0, _block_objective, lambda theta: (theta, options), penalty, unflatten, scale
 
 
-def _factored_problem(tensors, l2, fit_intercept, cross_weight, dtype):
+def _factored_problem(tensors, l2, fit_intercept, cross_weight, dtype, quadratic_weight=1.0):
     """:func:`_packed_problem` for a low-rank ``Q`` (``rank``): the factors, flat, by autograd."""
     params = [t.numpy() for t in tensors]
     trainable = [i for i in range(len(params)) if fit_intercept or i != len(params) - 1]
     sizes = [params[i].size for i in trainable]
-    options = {"fit_intercept": fit_intercept, "cross_weight": cross_weight, "dtype": dtype}
+    options = {"fit_intercept": fit_intercept, "cross_weight": cross_weight, "dtype": dtype,
+               "quadratic_weight": quadratic_weight}
     empty = (np.zeros((0, params[-2].shape[1]), params[0].dtype), np.zeros(0, np.int64),
              np.zeros(0, params[0].dtype))
 
@@ -294,7 +298,7 @@ def fit_logistic_blocks(problem, data):
         make = functools.partial(_packed_problem, allowed=allowed)
     theta0, block_objective, settings, penalty, unflatten, gradient_scale = make(
         problem.initial_params(), problem.l2, problem.fit_intercept, problem.cross_weight,
-        policy.dtype,
+        policy.dtype, problem.quadratic_weight,
     )
     total_weight, best = data.total_weight, {"loss": math.inf, "theta": theta0}
 

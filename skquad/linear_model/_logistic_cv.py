@@ -39,6 +39,10 @@ _MODEL = ("Q_", "coef_", "intercept_")
 class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
     """:class:`QuadraticLogisticRegression` with ``C`` chosen by cross-validation.
 
+    Its models solve the pipeline's problem, one ``C`` on ``Q`` and ``w``
+    (``quadratic_C=None``); to choose the quadratic part's own penalty too, search
+    ``C`` and ``quadratic_C`` with ``GridSearchCV``.
+
     The counterpart of :class:`~sklearn.linear_model.LogisticRegressionCV`:
     on each fold the whole path of ``Cs`` is solved from the strongest
     penalty (smallest ``C``) to the weakest, each fit starting from the
@@ -292,7 +296,8 @@ class QuadraticLogisticRegressionCV(BaseQuadraticClassifier):
         """The :class:`QuadraticLogisticRegression` every fold and the refit train, without
         ``class_weight``: its weights hold the class weights of all of ``y`` (as LogisticRegressionCV)."""
         return QuadraticLogisticRegression(
-            penalty=self.penalty, fit_intercept=self.fit_intercept, tol=self.tol,
+            # the CV chooses C of the pipeline's problem (one penalty on Q and w)
+            quadratic_C=None, penalty=self.penalty, fit_intercept=self.fit_intercept, tol=self.tol,
             max_iter=self.max_iter, max_fun=self.max_fun, interaction_only=self.interaction_only,
             # the folds are numpy arrays: names become indices
             interaction_cst=indexed_groups(

@@ -118,6 +118,7 @@ def fit_trainer(problem, data, *, stochastic, partial=False):
     module, trainer = _module_and_trainer(problem, data, stochastic, partial)
     trainer.loss_and_gradient = quadratic_logistic_loss_and_gradient(
         module, problem.l2, cross_weight=problem.cross_weight,
+        quadratic_weight=problem.quadratic_weight,
         class_blocks=None if stochastic else data.class_blocks, free_entry_gradient=stochastic,
         cache=getattr(data, "design_cache", None),
     )
@@ -189,7 +190,8 @@ def solve_dual_newton(problem, data):
     as_tensor = lambda array: torch.from_numpy(np.asarray(array)).to(policy.dtype)
 
     def params(alpha, intercept):
-        Q, coef = dual_to_primal(X64, alpha, problem.cross_weight, problem.allowed)
+        Q, coef = dual_to_primal(X64, alpha, problem.cross_weight, problem.allowed,
+                                 problem.quadratic_weight)
         return [as_tensor(Q[None]), as_tensor(coef[None]), as_tensor([intercept])]
 
     point = {"alpha": np.zeros(X64.shape[0]), "intercept": 0.0}
@@ -216,7 +218,8 @@ def solve_dual_newton(problem, data):
     with limit_threads(None, blas=policy.n_threads), np.errstate(over="ignore", under="ignore"):
         result = kernel_newton_logistic(
             X64, data.y, weight / weight.sum(), problem.l2, cross_weight=problem.cross_weight,
-            fit_intercept=problem.fit_intercept, tol=estimator.tol, max_iter=estimator.max_iter,
+            quadratic_weight=problem.quadratic_weight, fit_intercept=problem.fit_intercept,
+            tol=estimator.tol, max_iter=estimator.max_iter,
             on_iteration=on_iteration, allowed=problem.allowed,
         )
     reporter.close()

@@ -23,7 +23,8 @@ from ..nn.quadratic_form import (
     PATH_MEMORY, cpu_chunk_rows, log_loss_per_sample, low_rank_to_dense, quadratic_penalty,
 )
 
-__all__ = ["LBFGS_SETTINGS", "PATH_MAXCOR", "QLRProblem", "Route", "Solution", "build_problem", "check_feature_scale"]
+__all__ = ["LBFGS_SETTINGS", "PATH_MAXCOR", "QLRProblem", "Route", "Solution", "build_problem",
+           "check_feature_scale", "column_magnitudes", "is_well_scaled"]
 
 # Column magnitudes outside [1e-4, 1e4] put the quadratic terms' scale (their
 # squares) beyond 1e8 away from the intercept's 1: a Hessian with that spread
@@ -49,20 +50,17 @@ def check_feature_scale(X, name, bounds=None):
     the caller has them already (None: taken from ``X``).
     """
     # two reductions instead of abs(X): no n x d temporary
-    low, high = feature_range(X) if bounds is None else bounds
-    magnitude = np.maximum(high, -low)
-    magnitude = magnitude[magnitude > 0]
-    if magnitude.size == 0:
+    magnitudes = column_magnitudes(feature_range(X) if bounds is None else bounds)
+    if magnitudes is None:
         return
-    largest, smallest = float(magnitude.max()), float(magnitude.min())
+    smallest, largest = magnitudes
     if not np.isfinite(largest * largest):
         raise ValueError(
             f"X has values up to {largest:.3g}, whose squares overflow float64: {name} "
             "cannot compute its quadratic terms. Rescale X, e.g. with StandardScaler "
             "(or MaxAbsScaler for sparse X) in a Pipeline."
         )
-    low, high = _WELL_SCALED
-    if largest > high or smallest < low:
+    if not is_well_scaled(magnitudes):
         warn_user(
             f"X's columns have magnitudes from {smallest:.3g} to {largest:.3g}: {name}'s "
             f"quadratic terms then span {smallest * smallest:.3g} to {largest * largest:.3g}, "
@@ -70,6 +68,21 @@ def check_feature_scale(X, name, bounds=None):
             "features (StandardScaler, or MaxAbsScaler for sparse X, in a Pipeline).",
             UserWarning,
         )
+
+
+def column_magnitudes(bounds):
+    """``(smallest, largest)`` of the columns' largest absolute values, zero columns aside
+    (None: every column is zero); ``bounds`` each column's ``(low, high)``."""
+    low, high = bounds
+    magnitude = np.maximum(high, -low)
+    magnitude = magnitude[magnitude > 0]
+    return None if magnitude.size == 0 else (float(magnitude.min()), float(magnitude.max()))
+
+
+def is_well_scaled(magnitudes):
+    """Whether :func:`column_magnitudes` are within ``_WELL_SCALED`` (None: no column to scale)."""
+    low, high = _WELL_SCALED
+    return magnitudes is None or (magnitudes[0] >= low and magnitudes[1] <= high)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +130,8 @@ class QLRProblem:
 
     ``l2`` is the penalty's strength on the objective divided by
     ``C * sum(sample_weight)`` (as LogisticRegression scales it, so that
-    ``tol`` does not depend on ``n`` or ``C``); ``previous`` the model a warm
+    ``tol`` does not depend on ``n`` or ``C``), and ``quadratic_weight``
+    multiplies it on ``Q`` (``C / quadratic_C``); ``previous`` the model a warm
     start continues (None: a cold start from ``Q_init``); ``step_size`` SGD's
     ``(learning_rate_init, schedule)``; ``allowed`` the entries of ``Q`` the
     interaction constraints allow (None: all), zero elsewhere from the start on.
@@ -137,6 +151,8 @@ class QLRProblem:
     policy: RuntimePolicy = None
     # the L1 / elastic-net / group penalty of the proximal driver (None: L2 only)
     sparse: object = None
+    # the penalty on Q over the one on w: C / quadratic_C (1: the pipeline's problem)
+    quadratic_weight: float = 1.0
 
     def lbfgs_memory(self, n_rows):
         """Bytes of an L-BFGS or SGD fit that reads ``n_rows`` rows at once.
@@ -245,7 +261,8 @@ class QLRProblem:
             losses = log_loss_per_sample(scores, torch.as_tensor(y_encoded, dtype=torch.int64, device=scores.device))
             data = float(losses.double().cpu().numpy() @ sample_weight) / float(sample_weight.sum())
             penalty = float(quadratic_penalty(torch.as_tensor(estimator.Q_), self.cross_weight))
-        return data + 0.5 * self.l2 * (penalty + float(np.sum(estimator.coef_**2)))
+        return data + 0.5 * self.l2 * (self.quadratic_weight * penalty
+                                       + float(np.sum(estimator.coef_**2)))
 
 
 def reads_rows_by_chunks(route, problem, data):
@@ -276,18 +293,21 @@ def whole_rows_bytes(route, problem, data):
     return 0 if chunked else X.nbytes
 
 
-def build_problem(estimator, route, data, previous, *, step_size=None, call=0, allowed=None):
+def build_problem(estimator, route, data, previous, *, step_size=None, call=0, allowed=None,
+                  quadratic_C=None):
     """The problem of one fit on ``route``: the runtime policy decided once, memory checked.
 
     ``data`` gives the shape, dtype and total weight (class weights applied)
     as the driver sees them; ``call`` is ``partial_fit``'s call number;
-    ``allowed`` the interaction constraints' entries.
+    ``allowed`` the interaction constraints' entries; ``quadratic_C`` the
+    inverse strength on ``Q`` (None: ``C``, the pipeline's problem).
     """
     C, d = estimator.C, int(data.n_features)
     problem = QLRProblem(
         estimator, d, estimator._n_scores, 0.0 if np.isinf(C) else 1.0 / (C * data.total_weight),
         previous, step_size, estimator.rank, bool(estimator.fit_intercept),
         1.0 if estimator.penalty == "frobenius" else 2.0, allowed,
+        quadratic_weight=1.0 if quadratic_C is None or np.isinf(C) else C / quadratic_C,
     )
     if estimator.penalty in SPARSE_PENALTIES:
         problem.sparse = sparse_penalty(estimator.penalty, estimator.l1_ratio, problem.l2, allowed, d)

@@ -299,8 +299,8 @@ def log_loss_residuals(scores, y, sample_weight):
 
 
 def quadratic_log_loss_gradient(
-    X, y, sample_weight, Q, coef, intercept, l2, *, cross_weight=1.0, class_blocks=None,
-    scratch=None,
+    X, y, sample_weight, Q, coef, intercept, l2, *, cross_weight=1.0, quadratic_weight=1.0,
+    class_blocks=None, scratch=None,
 ):
     """Objective ``J`` and its closed-form gradient for full (dense) ``Q``.
 
@@ -322,6 +322,9 @@ def quadratic_log_loss_gradient(
         Weight of the off-diagonal entries in the penalty on ``Q``, see
         :func:`quadratic_penalty`: 1 for ``||Q||_F^2``, 2 for the penalty of
         ``PolynomialFeatures(2)`` + ``LogisticRegression``.
+    quadratic_weight : float, default=1.0
+        Multiplies the penalty on ``Q`` (``l2 * quadratic_weight * P(Q)``):
+        the ratio ``C / quadratic_C`` of the estimator.
     class_blocks : list of (start, stop), optional
         Row range of each class when the rows of ``X`` are sorted by class:
         enables the symmetric (SYRK) gradient products of :func:`weighted_gram`.
@@ -345,18 +348,21 @@ def quadratic_log_loss_gradient(
         )
     loss = data_loss
     if l2 > 0 and Q.device.type == "cpu" and not (torch.is_grad_enabled() and Q.requires_grad):
-        return _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight)
+        return _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2,
+                                  cross_weight, quadratic_weight)
     if l2 > 0:
-        loss = loss + 0.5 * l2 * (quadratic_penalty(Q, cross_weight) + coef.square().sum())
-        grad_Q.add_(Q, alpha=l2 * cross_weight)
+        l2_Q = l2 * quadratic_weight
+        loss = loss + 0.5 * (l2_Q * quadratic_penalty(Q, cross_weight) + l2 * coef.square().sum())
+        grad_Q.add_(Q, alpha=l2_Q * cross_weight)
         if cross_weight != 1.0:
             diagonal = torch.diagonal(grad_Q, dim1=1, dim2=2)
-            diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2 * (1.0 - cross_weight))
+            diagonal.add_(torch.diagonal(Q, dim1=1, dim2=2), alpha=l2_Q * (1.0 - cross_weight))
         grad_coef.add_(coef, alpha=l2)
     return loss, grad_Q, grad_coef, grad_intercept
 
 
-def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight):
+def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cross_weight,
+                       quadratic_weight):
     """The penalty's value and gradient of :func:`quadratic_log_loss_gradient`, added in numpy to the
     CPU gradients' memory: the torch branch's arithmetic without its small operations' overhead."""
     Q_np, coef_np = Q.detach().numpy(), coef.detach().numpy()
@@ -367,10 +373,11 @@ def _add_numpy_penalty(loss, grad_Q, grad_coef, grad_intercept, Q, coef, l2, cro
         if cross_weight != 1.0:
             on_diagonal = Q_np[:, diagonal, diagonal]
             squares = cross_weight * squares + (1.0 - cross_weight) * np.vdot(on_diagonal, on_diagonal)
-        penalty = 0.5 * l2 * (squares + np.vdot(coef_np, coef_np))
-        grad_Q_np += (l2 * cross_weight) * Q_np
+        l2_Q = l2 * quadratic_weight
+        penalty = 0.5 * (l2_Q * squares + l2 * np.vdot(coef_np, coef_np))
+        grad_Q_np += (l2_Q * cross_weight) * Q_np
         if cross_weight != 1.0:
-            grad_Q_np[:, diagonal, diagonal] += (l2 * (1.0 - cross_weight)) * on_diagonal
+            grad_Q_np[:, diagonal, diagonal] += (l2_Q * (1.0 - cross_weight)) * on_diagonal
         grad_coef_np += l2 * coef_np
         return loss + float(penalty), grad_Q, grad_coef, grad_intercept
 
@@ -750,23 +757,25 @@ def quadratic_penalty(Q, cross_weight=1.0):
 
 
 def low_rank_log_loss(
-    X, y, sample_weight, vectors, scales, coef, intercept, l2, *, cross_weight=1.0
+    X, y, sample_weight, vectors, scales, coef, intercept, l2, *, cross_weight=1.0,
+    quadratic_weight=1.0,
 ):
     """Objective ``J`` with ``Q_k = V_k diag(s_k) V_k^T`` (differentiate with autograd).
 
     The penalty on ``Q_k`` is computed from the factors in ``O(d r^2)``, so a
     low-rank model and a full one are penalised alike (see
-    :func:`quadratic_penalty` for ``cross_weight``). Non-convex in ``(V, s)``.
+    :func:`quadratic_penalty` for ``cross_weight``; ``quadratic_weight`` multiplies
+    it, as in :func:`quadratic_log_loss_gradient`). Non-convex in ``(V, s)``.
     """
     scores = low_rank_quadratic_scores(X, vectors, scales, coef, intercept)
     data_loss = log_loss(scores, y, sample_weight)
     if l2 > 0:
-        penalty = cross_weight * low_rank_frobenius_sq(vectors, scales) + coef.square().sum()
+        penalty_Q = cross_weight * low_rank_frobenius_sq(vectors, scales)
         if cross_weight != 1.0:
             # diag(V diag(s) V^T)_i = sum_j s_j V_ij^2
             diagonal = torch.einsum("kij,kj->ki", vectors.square(), scales)
-            penalty = penalty + (1.0 - cross_weight) * diagonal.square().sum()
-        data_loss = data_loss + 0.5 * l2 * penalty
+            penalty_Q = penalty_Q + (1.0 - cross_weight) * diagonal.square().sum()
+        data_loss = data_loss + 0.5 * l2 * (quadratic_weight * penalty_Q + coef.square().sum())
     return data_loss
 
 
@@ -820,7 +829,8 @@ class SymmetricPacking:
         self._full[self._upper] = np.arange(self.rows.size)
         self._full[self._lower] = np.arange(self.rows.size)
         self._tensors = {}
-        # packed_penalty_weight's weights at l2 = 1, by (n_scores, cross_weight, fit_intercept)
+        # packed_penalty_weight's weights at l2 = 1, by (n_scores, cross_weight, fit_intercept,
+        # quadratic_weight)
         self.penalty_patterns = {}
 
     def _with_zero(self, entries):
@@ -890,19 +900,21 @@ class SymmetricPacking:
         return (flat[:, upper] + flat[:, lower]) * self._numbers(self._half, flat)
 
 
-def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_intercept=True):
+def packed_penalty_weight(packing, n_scores, l2, *, cross_weight=1.0, fit_intercept=True,
+                          quadratic_weight=1.0):
     """The penalty of :func:`packed_logistic_objective` as weights on ``theta``.
 
     The penalty is ``0.5 * sum(weight * theta**2)`` and its gradient
     ``weight * theta``, with ``weight`` ``l2`` on the diagonal entries of
     each packed ``Q_k`` and on ``coef``, ``l2 * cross_weight`` off the
     diagonal (the packing is an isometry), 0 on the intercepts (present when
-    ``fit_intercept``).
+    ``fit_intercept``); the entries of ``Q`` times ``quadratic_weight``.
     """
-    key = (int(n_scores), float(cross_weight), bool(fit_intercept))
+    key = (int(n_scores), float(cross_weight), bool(fit_intercept), float(quadratic_weight))
     if key not in packing.penalty_patterns:  # (a path's fits differ by l2 only)
         packing.penalty_patterns[key] = np.concatenate([
-            np.tile(np.where(packing.rows == packing.cols, 1.0, cross_weight), n_scores),
+            np.tile(quadratic_weight * np.where(packing.rows == packing.cols, 1.0, cross_weight),
+                    n_scores),
             np.ones(n_scores * packing.n_features),
             np.zeros(n_scores if fit_intercept else 0),
         ])
@@ -1001,7 +1013,8 @@ def _null_model_curvature(moments, packing, n_scores, fit_intercept):
 
 
 def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cross_weight=1.0,
-                              fit_intercept=True, class_blocks=None, cache=None):
+                              quadratic_weight=1.0, fit_intercept=True, class_blocks=None,
+                              cache=None):
     """The objective of :func:`quadratic_log_loss_gradient` on a flat packed vector, in numpy.
 
     ``theta`` is ``[v_1 .. v_K, coef_1 .. coef_K, intercept]`` (float64; the
@@ -1024,7 +1037,7 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
         In ``X``'s dtype.
     packing : SymmetricPacking
     n_scores : int
-    l2, cross_weight, class_blocks
+    l2, cross_weight, quadratic_weight, class_blocks
         As in :func:`quadratic_log_loss_gradient`.
     fit_intercept : bool, default=True
         False: no intercepts in ``theta`` (they stay 0).
@@ -1040,7 +1053,8 @@ def packed_logistic_objective(X, y, sample_weight, packing, n_scores, l2, *, cro
     n_packed = n_scores * packing.rows.size
     n_coef = n_scores * n_features
     penalty_weight = packed_penalty_weight(
-        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept
+        packing, n_scores, l2, cross_weight=cross_weight, fit_intercept=fit_intercept,
+        quadratic_weight=quadratic_weight,
     )
     width = packing.rows.size + n_features + 1
     if X.shape[0] * width <= _DESIGN_MATRIX_ELEMENTS or _pairs_are_cheaper(packing, n_scores):
@@ -1408,12 +1422,13 @@ class QuadraticScores(torch.nn.Module):
         return chunked_quadratic_form_scores(X, self.full_Q(), self.coef, self.intercept)
 
 
-def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_blocks=None,
-                                         free_entry_gradient=False, cache=None):
+def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, quadratic_weight=1.0,
+                                         class_blocks=None, free_entry_gradient=False,
+                                         cache=None):
     """The training engine's ``loss_and_gradient`` for a :class:`QuadraticScores`.
 
     Returns ``fn(X, y, w) -> loss``: the weighted log-loss ``sum_i w_i l_i``
-    plus ``0.5 * l2 * (P(Q) + ||coef||^2)``, with the gradient written into the
+    plus ``0.5 * l2 * (quadratic_weight * P(Q) + ||coef||^2)``, with the gradient written into the
     parameters' ``.grad``: in closed form (:func:`quadratic_log_loss_gradient`,
     no autograd) for a full ``Q``, by autograd for the low-rank factors.
 
@@ -1424,6 +1439,8 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         Penalty strength (the estimator's ``1 / (C * sum(sample_weight))``).
     cross_weight : float, default=1.0
         See :func:`quadratic_penalty`.
+    quadratic_weight : float, default=1.0
+        Multiplies the penalty on ``Q`` (see :func:`quadratic_log_loss_gradient`).
     class_blocks : list of (start, stop), optional
         Row range of each class when every call gets the same class-sorted
         rows (full-batch L-BFGS): enables the symmetric Gram products.
@@ -1451,7 +1468,8 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
             buffer = scratch[key]
         loss, grad_Q, grad_coef, grad_intercept = quadratic_log_loss_gradient(
             X, y, weight, module.full_Q(), module.coef, module.intercept, l2,
-            cross_weight=cross_weight, class_blocks=class_blocks, scratch=buffer,
+            cross_weight=cross_weight, quadratic_weight=quadratic_weight,
+            class_blocks=class_blocks, scratch=buffer,
         )
         if module.packed:
             module.Q_packed.grad.copy_(module.packing.gradient(grad_Q))
@@ -1479,8 +1497,8 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
                 ("inputs", rows.dtype.str), (rows, labels, weights))
         build = lambda rows, weights: packed_logistic_objective(
             rows, labels, weights, module.packing, module.coef.shape[0], l2,
-            cross_weight=cross_weight, fit_intercept=module.intercept.requires_grad,
-            class_blocks=class_blocks, cache=cache,
+            cross_weight=cross_weight, quadratic_weight=quadratic_weight,
+            fit_intercept=module.intercept.requires_grad, class_blocks=class_blocks, cache=cache,
         )
         objective = build(rows, weights)
         memory = None if cache is None else cache.get(PATH_MEMORY)
@@ -1494,7 +1512,7 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
             # a regularisation path's fits: the L-BFGS pairs go on from the last penalty's
             objective.memory = memory.for_penalty(packed_penalty_weight(
                 module.packing, module.coef.shape[0], l2, cross_weight=cross_weight,
-                fit_intercept=module.intercept.requires_grad))
+                fit_intercept=module.intercept.requires_grad, quadratic_weight=quadratic_weight))
         coarse = None if rows.dtype != np.float64 else _float32_inputs(
             rows, weights, module.coef.shape[0], module.packing, {} if cache is None else cache)
         if coarse is not None:
@@ -1509,7 +1527,8 @@ def quadratic_logistic_loss_and_gradient(module, l2, *, cross_weight=1.0, class_
         parameters = [getattr(module, name) for name in module.names]
         leaves = [p.detach().requires_grad_(p.requires_grad) for p in parameters]
         with torch.enable_grad():
-            loss = low_rank_log_loss(X, y, weight, *leaves, l2, cross_weight=cross_weight)
+            loss = low_rank_log_loss(X, y, weight, *leaves, l2, cross_weight=cross_weight,
+                                     quadratic_weight=quadratic_weight)
             trainable = [leaf for leaf in leaves if leaf.requires_grad]
             grads = torch.autograd.grad(loss, trainable)
         for parameter, grad in zip([p for p in parameters if p.requires_grad], grads):

@@ -186,7 +186,8 @@ def constraints(*, output_dir, quick=False, repeats=None, datasets=None, device=
         times = []
         for _ in range(repeats or 3):
             start = time.perf_counter()
-            QuadraticLogisticRegression(interaction_cst=groups, n_threads=1).fit(X, y)
+            QuadraticLogisticRegression(quadratic_C=None, interaction_cst=groups,
+                                        n_threads=1).fit(X, y)
             times.append(time.perf_counter() - start)
         progress(f"interaction_cst groups of {size}: {allowed} pairs, {min(times):.3f} s")
         rows.append((size, allowed, min(times)))
@@ -222,11 +223,11 @@ def path(*, output_dir, quick=False, repeats=None, datasets=None, device="auto",
 
 def _path_and_one_fit(X, y, Cs):
     """Seconds of the warm-started path over ``Cs`` and of one cold fit at ``Cs[-1]``, its iterations."""
-    model = QuadraticLogisticRegression(warm_start=True, n_threads=1)
+    model = QuadraticLogisticRegression(quadratic_C=None, warm_start=True, n_threads=1)
     start = time.perf_counter()
     for _ in model._fit_path(X, y, None, Cs):
         pass
     path_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    single = QuadraticLogisticRegression(C=Cs[-1], n_threads=1).fit(X, y)
+    single = QuadraticLogisticRegression(C=Cs[-1], quadratic_C=None, n_threads=1).fit(X, y)
     return path_seconds, time.perf_counter() - start, int(single.n_iter_[0])
