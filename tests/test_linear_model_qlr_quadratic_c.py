@@ -85,6 +85,16 @@ def test_a_weight_of_two_chooses_as_a_repeated_row():
     np.testing.assert_allclose(weighted.Q_, copies.Q_, atol=1e-6)
 
 
+def test_class_weights_count_once_in_the_search():
+    X, y, _, _ = _linear_noisy(3, n_train=240, d=8)
+    y = np.where(np.arange(240) < 60, y, 0)  # 0 the larger class
+    balanced = QuadraticLogisticRegression(class_weight="balanced", tol=1e-10).fit(X, y)
+    weights = len(y) / (2.0 * np.bincount(y))
+    explicit = QuadraticLogisticRegression(tol=1e-10).fit(X, y, sample_weight=weights[y])
+    assert balanced.quadratic_C_ == explicit.quadratic_C_
+    np.testing.assert_allclose(balanced.Q_, explicit.Q_, atol=1e-6)
+
+
 def test_auto_is_C_where_it_does_not_search(monkeypatch):
     X, y, _, _ = _linear_noisy(0, n_train=300, d=6)
     C = 0.5

@@ -28,8 +28,8 @@ __all__ = ["AUTO_FRACTIONS", "AUTO_SEARCH_MAX_FLOPS", "fit_quadratic_C", "fixed_
 # The candidates of "auto", as fractions of C, the most penalised first.
 AUTO_FRACTIONS = (1e-3, 1e-2, 1e-1, 1.0)
 # "auto" searches where one evaluation of the objective (3 K n d^2 flops: the score and
-# gradient products) costs at most this; its fits cost about four fits on four fifths of
-# the rows, and beyond this a fit takes seconds. Above it, "auto" is C.
+# gradient products) costs at most this: the search fits every candidate on each fifth it
+# holds out, and beyond this one fit takes seconds. Above it, "auto" is C.
 AUTO_SEARCH_MAX_FLOPS = 1e9
 
 
@@ -75,17 +75,18 @@ def fit_quadratic_C(estimator, X, y_encoded, sample_weight):
     with their summed weights, so that a weight of 2 and a repeated row choose alike. Where
     a training split lacks a class, no candidate can be scored: ``C``.
     """
-    rows, weight = duplicate_groups(X, y_encoded, sample_weight)
-    if not _searches(estimator, rows.shape[0], X.shape[1], float(weight.sum())):
+    if not _searches(estimator, X.shape[0], X.shape[1], float(np.sum(sample_weight))):
         return fixed_quadratic_C(estimator)
+    rows, weight = duplicate_groups(X, y_encoded, sample_weight)
     X, y_encoded, labels = X[rows], y_encoded[rows], estimator.classes_[y_encoded[rows]]
     C = float(estimator.C)
     candidates = [C * fraction for fraction in AUTO_FRACTIONS]
-    # the folds are validated arrays: constraints by name become indices
+    # The folds are validated arrays (constraints by name become indices) whose weights hold
+    # the class weights of all of y already, as QuadraticLogisticRegressionCV's folds.
     groups = indexed_groups(estimator.interaction_cst, X.shape[1],
                             getattr(estimator, "feature_names_in_", None))
     model = clone(estimator).set_params(quadratic_C=None, warm_start=True, verbose=0,
-                                        interaction_cst=groups)
+                                        interaction_cst=groups, class_weight=None)
     errors = []
     for train, held_out in held_out_splits(X, weight):
         if np.unique(y_encoded[train]).shape[0] != estimator.classes_.shape[0]:
