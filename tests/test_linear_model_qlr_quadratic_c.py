@@ -101,6 +101,7 @@ def test_auto_is_C_where_it_does_not_search(monkeypatch):
     cases = {
         "sgd": dict(solver="sgd", max_iter=5, random_state=0),
         "l1": dict(penalty="l1", max_iter=50),
+        "rank": dict(rank=2, random_state=0),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)  # l1's and sgd's convergence notes

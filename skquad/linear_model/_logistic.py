@@ -99,10 +99,11 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         smallest log-loss on the rows held out, up to one standard error
         towards the stronger penalty (:ref:`qlr-quadratic-c`); it costs about
         four fits on four fifths of the rows. It searches in ``fit`` by
-        L-BFGS or Newton's method with an L2 ``penalty`` and a finite ``C``,
-        on at least 20 rows, standardised features and objectives of at most
-        1e9 flops an evaluation (``3 K n d^2``); elsewhere (``partial_fit``,
-        ``solver="sgd"``, Dask, larger problems) it is ``C``.
+        L-BFGS or Newton's method with a full ``Q``, an L2 ``penalty`` and a
+        finite ``C``, on at least 20 rows, standardised features and
+        objectives of at most 1e9 flops an evaluation (``3 K n d^2``);
+        elsewhere (``partial_fit``, ``solver="sgd"``, ``rank``, Dask, larger
+        problems) it is ``C``.
     penalty : {"polynomial", "frobenius", "l1", "elasticnet", "group"}, default="polynomial"
         ``"polynomial"``: ``P(Q) = sum_i Q_ii^2 + 4 sum_{i<j} Q_ij^2``, the L2
         norm of the coefficients of ``PolynomialFeatures(2)``'s features.

@@ -54,13 +54,15 @@ def fixed_quadratic_C(estimator):
 
 
 def _searches(estimator, n_rows, n_features, total_weight):
-    """Whether ``"auto"`` chooses on held-out rows: a full-batch L2 fit in memory with a finite
-    ``C``, rows to hold out, features the fit does not warn about (their fits would not
-    converge either) and an objective that costs at most :data:`AUTO_SEARCH_MAX_FLOPS`."""
-    width = n_features if estimator.rank is None else min(int(estimator.rank), n_features)
-    flops = 3.0 * estimator._n_scores * n_rows * n_features * width
+    """Whether ``"auto"`` chooses on held-out rows: a convex full-batch L2 fit in memory (a
+    full ``Q``: a low-rank fit's local optimum depends on its start as much as on the
+    penalty) with a finite ``C``, rows to hold out, features the fit does not warn about
+    (their fits would not converge either) and an objective that costs at most
+    :data:`AUTO_SEARCH_MAX_FLOPS`."""
+    flops = 3.0 * estimator._n_scores * n_rows * n_features * n_features
     bounds = (estimator.data_min_, estimator.data_max_)
     return (estimator.quadratic_C == "auto" and estimator.solver != "sgd"
+            and estimator.rank is None
             and estimator.penalty not in SPARSE_PENALTIES and np.isfinite(estimator.C)
             and can_hold_out(total_weight) and flops <= AUTO_SEARCH_MAX_FLOPS
             and is_well_scaled(column_magnitudes(bounds)))
