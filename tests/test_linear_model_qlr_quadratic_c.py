@@ -188,3 +188,22 @@ def test_dask_fits_weigh_the_quadratic_penalty_as_in_memory_and_take_C_for_auto(
     assert remote.loss_ == pytest.approx(local.loss_, rel=1e-6)
     np.testing.assert_allclose(remote.predict_proba(X), local.predict_proba(X), atol=1e-4)
     assert default.quadratic_C_ == 0.5  # on Dask, "auto" is C
+
+
+def test_the_search_solves_few_rows_by_newton_from_cold_starts(monkeypatch):
+    # where the rule solves a cold start by Newton's method on the dual (binary, fewer rows
+    # than degree-2 features), every fit of the search starts cold there, not warm by L-BFGS
+    X, y = make_classification(150, 40, n_informative=5, random_state=0)
+    routes = []
+    route = QuadraticLogisticRegression._route
+
+    def recording(self, *args, **kwargs):
+        chosen = route(self, *args, **kwargs)
+        routes.append(chosen.solver)
+        return chosen
+
+    monkeypatch.setattr(QuadraticLogisticRegression, "_route", recording)
+    model = QuadraticLogisticRegression().fit(X, y)
+    assert model.solver_ == "newton-dual"
+    assert len(routes) > len(_qlr_quadratic_c.AUTO_FRACTIONS)  # the search's fits and the fit
+    assert set(routes) == {"newton-dual"}
