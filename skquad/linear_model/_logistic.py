@@ -62,8 +62,8 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
 
     (the intercepts are not penalised; ``C_Q`` is ``quadratic_C``). It is
     logistic regression on degree-2 features, so the problem is convex and
-    ``solver="lbfgs"`` reaches its global optimum; but the ``n x d(d+1)/2`` feature matrix is not built
-    beyond 8 MB: scores and gradients are computed in matrix form (``X Q``
+    ``solver="lbfgs"`` reaches its global optimum; but the ``n x d(d+1)/2``
+    feature matrix is not built beyond 8 MB: scores and gradients are computed in matrix form (``X Q``
     and ``X^T diag(r) X``), with ``O(n d + K d^2)`` memory. (Small problems,
     whose degree-2 matrix has at most 2**20 numbers, are fitted on it: one
     product each way, where the matrix form's time went to its calls.)
@@ -97,8 +97,9 @@ class QuadraticLogisticRegression(BaseQuadraticClassifier):
         or ``C=np.inf``. ``"auto"``: the one of ``C``, ``0.1 C``, ``0.01 C``
         and ``0.001 C`` whose fits on four fifths of the rows score the
         smallest log-loss on the rows held out, up to one standard error
-        towards the stronger penalty (:ref:`qlr-quadratic-c`); it costs about
-        four fits on four fifths of the rows. It searches in ``fit`` by
+        towards the stronger penalty (:ref:`qlr-quadratic-c`); it costs the
+        four candidates' fits on each fifth held out (enough fifths to score
+        100 rows). It searches in ``fit`` by
         L-BFGS or Newton's method with a full ``Q``, an L2 ``penalty`` and a
         finite ``C``, on at least 20 rows, standardised features and
         objectives of at most 1e9 flops an evaluation (``3 K n d^2``);

@@ -24,7 +24,7 @@ from ..nn.quadratic_form import (
 )
 
 __all__ = ["LBFGS_SETTINGS", "PATH_MAXCOR", "QLRProblem", "Route", "Solution", "build_problem",
-           "check_feature_scale", "column_magnitudes", "is_well_scaled"]
+           "check_feature_scale", "column_magnitudes", "evaluation_flops", "is_well_scaled"]
 
 # Column magnitudes outside [1e-4, 1e4] put the quadratic terms' scale (their
 # squares) beyond 1e8 away from the intercept's 1: a Hessian with that spread
@@ -68,6 +68,12 @@ def check_feature_scale(X, name, bounds=None):
             "features (StandardScaler, or MaxAbsScaler for sparse X, in a Pipeline).",
             UserWarning,
         )
+
+
+def evaluation_flops(n_scores, n_rows, n_features, width):
+    """Flops of one evaluation of the objective and its gradient: per score, ``X Q_k``
+    (``2 n d w``) and the Gram gradient (``n d w`` as SYRK); ``w`` is ``d`` for a full ``Q``."""
+    return 3.0 * n_scores * n_rows * n_features * width
 
 
 def column_magnitudes(bounds):
@@ -168,9 +174,9 @@ class QLRProblem:
         return 8.0 * (26 * n_parameters + 2 * n_scores * n_rows * width)
 
     def lbfgs_flops(self, n_rows):
-        """Per score, ``X Q_k`` (2 n d w) and the Gram gradient (n d w as SYRK)."""
+        """:func:`evaluation_flops` of this problem on ``n_rows`` rows."""
         width = self.n_features if self.rank is None else min(self.rank, self.n_features)
-        return 3.0 * self.n_scores * n_rows * self.n_features * width
+        return evaluation_flops(self.n_scores, n_rows, self.n_features, width)
 
     def initial_params(self):
         """Starting tensors on the policy's device: ``[Q, coef, intercept]`` or ``[V, s, coef, intercept]``.

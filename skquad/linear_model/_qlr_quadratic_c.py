@@ -20,16 +20,16 @@ from .._foundation._input_range import clip_to_range
 from .._foundation._torch_utils import to_numpy
 from ..nn.quadratic_form import log_loss_per_sample
 from ._interactions import indexed_groups
-from ._qlr_problem import column_magnitudes, is_well_scaled
+from ._qlr_problem import column_magnitudes, evaluation_flops, is_well_scaled
 from ._sparse_q import SPARSE_PENALTIES
 
 __all__ = ["AUTO_FRACTIONS", "AUTO_SEARCH_MAX_FLOPS", "fit_quadratic_C", "fixed_quadratic_C"]
 
 # The candidates of "auto", as fractions of C, the most penalised first.
 AUTO_FRACTIONS = (1e-3, 1e-2, 1e-1, 1.0)
-# "auto" searches where one evaluation of the objective (3 K n d^2 flops: the score and
-# gradient products) costs at most this: the search fits every candidate on each fifth it
-# holds out, and beyond this one fit takes seconds. Above it, "auto" is C.
+# "auto" searches where one evaluation of the objective (evaluation_flops: 3 K n d^2) costs
+# at most this: the search fits every candidate on each fifth it holds out, a multiple of
+# the fit's own cost that large problems should not pay unasked. Above it, "auto" is C.
 AUTO_SEARCH_MAX_FLOPS = 1e9
 
 
@@ -59,7 +59,7 @@ def _searches(estimator, n_rows, n_features, total_weight):
     penalty) with a finite ``C``, rows to hold out, features the fit does not warn about
     (their fits would not converge either) and an objective that costs at most
     :data:`AUTO_SEARCH_MAX_FLOPS`."""
-    flops = 3.0 * estimator._n_scores * n_rows * n_features * n_features
+    flops = evaluation_flops(estimator._n_scores, n_rows, n_features, n_features)
     bounds = (estimator.data_min_, estimator.data_max_)
     return (estimator.quadratic_C == "auto" and estimator.solver != "sgd"
             and estimator.rank is None
@@ -72,7 +72,8 @@ def fit_quadratic_C(estimator, X, y_encoded, sample_weight):
     """The ``quadratic_C`` of ``fit`` on validated rows (None: ``C``).
 
     ``"auto"``: each candidate is fitted on the training rows of the held-out splits, along
-    a path from the strongest penalty (warm starts and shared L-BFGS pairs), and scored by
+    a path from the strongest penalty (``_fit_path``: warm starts and shared L-BFGS pairs,
+    or cold Newton solves where the rule takes them), and scored by
     the weighted log-loss of each held-out row. The splits are drawn on the distinct rows
     with their summed weights, so that a weight of 2 and a repeated row choose alike. Where
     a training split lacks a class, no candidate can be scored: ``C``.

@@ -147,12 +147,7 @@ def kernel_newton_logistic(X, y, weight, l2, *, cross_weight=1.0, quadratic_weig
     positive = np.asarray(y) == 1
     sign = np.where(positive, -1.0, 1.0)
     target = positive.astype(np.float64)
-    K = degree2_kernel(X, cross_weight, allowed)
-    if quadratic_weight != 1.0:
-        linear = X @ X.T
-        K -= linear
-        K /= quadratic_weight
-        K += linear
+    K = degree2_kernel(X, cross_weight, allowed, 1.0 / quadratic_weight)
 
     def data_loss(z):
         return float(weight @ np.logaddexp(0.0, sign * z))

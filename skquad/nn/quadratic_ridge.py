@@ -237,7 +237,7 @@ def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
     return out
 
 
-def degree2_kernel(X, cross_weight=2.0, allowed=None):
+def degree2_kernel(X, cross_weight=2.0, allowed=None, quadratic_scale=1.0):
     """The degree-2 Gram ``K = S + T + (S ∘ S - T) / c`` of dense ``X``, ``O(n² d)``.
 
     ``S = X Xᵀ``, ``T = (X∘X)(X∘X)ᵀ``: the inner products of the features
@@ -250,28 +250,32 @@ def degree2_kernel(X, cross_weight=2.0, allowed=None):
     the features of the allowed pairs only: every cross pair and no square
     is ``S + (S ∘ S - T) / c`` (``O(n² d)``); otherwise the allowed pairs'
     features are formed in blocks, ``O(n² P)`` for ``P`` pairs.
+
+    ``quadratic_scale`` multiplies the quadratic features' part, ``S + s (K - S)``: the
+    kernel of the quadratic features scaled by ``sqrt(s)``, whose coefficients a penalty
+    ``1 / s`` times the linear ones' weighs alike.
     """
     if allowed is not None:
-        return _constrained_kernel(X, cross_weight, allowed)
+        return _constrained_kernel(X, cross_weight, allowed, quadratic_scale)
     S = X @ X.T
     # S + (S ∘ S + (c - 1) T) / c: c = 2 gives the ridge kernel's S + 0.5 (S ∘ S + T), c = 1 no T
     quadratic = S * S
     if cross_weight != 1.0:
         squares = X * X
         quadratic += (cross_weight - 1.0) * (squares @ squares.T)
-    quadratic /= cross_weight
+    quadratic *= quadratic_scale / cross_weight
     return S + quadratic
 
 
-def _constrained_kernel(X, cross_weight, allowed):
+def _constrained_kernel(X, cross_weight, allowed, quadratic_scale):
     """:func:`degree2_kernel` on the ``allowed`` pairs' features only."""
     S = X @ X.T
     off_diagonal = ~np.eye(X.shape[1], dtype=bool)
     if not np.diagonal(allowed).any() and allowed[off_diagonal].all():
         squares = X * X
-        return S + (S * S - squares @ squares.T) / cross_weight
+        return S + (S * S - squares @ squares.T) * (quadratic_scale / cross_weight)
     rows, cols = np.nonzero(np.triu(allowed))
-    scale = np.sqrt(np.where(rows == cols, 1.0, 2.0 / cross_weight))
+    scale = np.sqrt(np.where(rows == cols, 1.0, 2.0 / cross_weight) * quadratic_scale)
     step = max(1, _BLOCK_ELEMENTS // max(1, X.shape[0]))
     for start in range(0, rows.shape[0], step):
         pairs = slice(start, start + step)
@@ -288,14 +292,8 @@ def _centred_kernel(dense, weight, fit_intercept, allowed=None, quadratic_scale=
     """
     if quadratic_scale == 0.0:
         K = dense @ dense.T
-    elif quadratic_scale == 1.0:
-        K = degree2_kernel(dense, 2.0, allowed)
     else:
-        S = dense @ dense.T
-        K = degree2_kernel(dense, 2.0, allowed)
-        K -= S
-        K *= quadratic_scale**2
-        K += S
+        K = degree2_kernel(dense, 2.0, allowed, quadratic_scale**2)
     if fit_intercept:
         # Centring φ by its weighted mean: K_c = (I - 1 w̄ᵀ) K (I - w̄ 1ᵀ).
         share = weight / weight.sum()
