@@ -47,10 +47,12 @@ X_train, X_test, y_train, y_test = train_test_split(
 model = make_pipeline(
     StandardScaler(),
     # The paper's network: one shared second-layer weight (the default refit
-    # gives every neuron its own weight).
+    # gives every neuron its own weight) and no linear term (by default a
+    # two-class fit adds a ridge term, d more floats to deploy).
     SDPQuantizedClassifier(
         n_neurons=100 if QUICK else 1000,
         beta=0.1,
+        linear_term=False,
         refit_output_layer=False,
         random_state=0,
     ),

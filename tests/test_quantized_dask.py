@@ -21,6 +21,7 @@ from skquad import (
     SDPQuantizedRegressorCV,
 )
 from skquad._foundation._rows import row_folds as _fold_of
+from skquad.convex.path import auto_beta
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
@@ -98,11 +99,13 @@ def test_the_classifier_on_a_dask_dataframe_fits_as_in_memory(client):
     labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     params = dict(n_neurons=150, class_weight="balanced", random_state=0)
-    # A Dask fit refits in the SDP's loss ("auto" chooses the logistic refit only in memory).
-    memory = SDPQuantizedClassifier(refit_output_layer=True, **params).fit(frame, labels)
     blocks = SDPQuantizedClassifier(**params).fit(
         dd.from_pandas(frame, npartitions=4), dd.from_pandas(pd.Series(labels), npartitions=4)
     )
+    # On Dask beta="auto" is the (p / n)^2 rule (in memory it is chosen on held-out rows);
+    # a Dask fit refits in the SDP's loss ("auto" chooses the logistic refit only in memory).
+    assert blocks.beta_ == pytest.approx(auto_beta(blocks.beta_max_, "squared", 4, len(labels)), rel=1e-12)
+    memory = SDPQuantizedClassifier(refit_output_layer=True, beta=blocks.beta_, **params).fit(frame, labels)
     _assert_same_relaxation(memory, blocks)
     assert blocks.refit_loss_ == "squared"
     assert list(blocks.feature_names_in_) == ["a", "b", "c"]
@@ -142,20 +145,38 @@ def test_the_classifier_search_on_dask_scores_its_folds_as_in_memory(client):
     X[:8] = 3.0 * X[:8] - 2.0 * X.mean(axis=0)  # rows far outside their folds' training range
     weight = np.linspace(0.5, 2.0, len(y))
     params = dict(n_neurons=60, betas=4, class_weight={0: 1.0, 1: 3.0, 2: 0.5}, random_state=0)
-    with pytest.warns(UserWarning, match="zero network"):  # the path starts at beta_max
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         memory = SDPQuantizedClassifierCV(cv=PredefinedSplit(_fold_of(X, 3)), **params,
                                           refit_output_layer=True).fit(
             X, labels, sample_weight=weight)
-    with pytest.warns(UserWarning, match="zero network"):
         blocks = SDPQuantizedClassifierCV(cv=3, **params).fit(
             da.from_array(X, chunks=150), da.from_array(labels, chunks=150),
             sample_weight=da.from_array(weight, chunks=150),
         )
+    # the path starts at beta_max, the zero network, by design: no warning says so
+    assert not [w for w in caught if "zero network" in str(w.message)]
     np.testing.assert_allclose(blocks.betas_, memory.betas_, rtol=1e-9)
     np.testing.assert_allclose(blocks.scores_, memory.scores_, atol=1e-12)
     assert blocks.beta_ == pytest.approx(memory.beta_, rel=1e-9)
     _assert_same_relaxation(memory, blocks)
     np.testing.assert_array_equal(blocks.predict(X), memory.predict(X))
+
+
+def test_the_binary_classifier_linear_term_on_dask_fits_as_in_memory(client):
+    # linear_term="auto" on two classes: the ridge on the ±1 labels from the lifted
+    # statistics, the network on its residuals, as in memory (at a fixed beta: on Dask
+    # "auto" is the rule).
+    X, y = _data(n=600, seed=4)
+    labels = (X[:, 0] + 0.5 * X[:, 0] * X[:, 1] > 0.2).astype(int)
+    params = dict(n_neurons=100, beta=0.01, random_state=0, refit_output_layer=True)
+    memory = SDPQuantizedClassifier(**params).fit(X, labels)
+    blocks = SDPQuantizedClassifier(**params).fit(da.from_array(X, chunks=150), da.from_array(labels, chunks=150))
+    assert memory.linear_coef_.shape == blocks.linear_coef_.shape == (1, 3)
+    np.testing.assert_allclose(blocks.linear_coef_, memory.linear_coef_, rtol=1e-9)
+    np.testing.assert_allclose(blocks.linear_alpha_, memory.linear_alpha_, rtol=1e-12)
+    _assert_same_relaxation(memory, blocks)
+    assert abs(blocks.score(X, labels) - memory.score(X, labels)) <= 0.01
 
 
 @pytest.mark.parametrize(

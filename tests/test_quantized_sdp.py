@@ -64,7 +64,7 @@ def test_resample_and_warm_start_do_not_solve_again(planted, monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(quantized_module, "solve_relaxation", counting_solve)
-    model = SDPQuantizedClassifier(n_neurons=50, warm_start=True, random_state=0).fit(X, y)
+    model = SDPQuantizedClassifier(n_neurons=50, beta=0.01, warm_start=True, random_state=0).fit(X, y)
     bound = model.lower_bound_
     model.set_params(n_neurons=500).fit(X, y)
     assert model.U_.shape[0] == 500 and model.solve_time_ == 0.0
@@ -85,9 +85,10 @@ def test_resample_and_warm_start_do_not_solve_again(planted, monkeypatch):
 
 def test_same_random_state_same_model(planted):
     X, y = planted
-    first = SDPQuantizedClassifier(n_neurons=30, random_state=3).fit(X, y)
-    second = SDPQuantizedClassifier(n_neurons=30, random_state=3).fit(X, y)
-    third = SDPQuantizedClassifier(n_neurons=30, random_state=4).fit(X, y)
+    # At a fixed beta the relaxation does not depend on the seed ("auto" chooses among sampled networks).
+    first = SDPQuantizedClassifier(n_neurons=30, beta=0.01, random_state=3).fit(X, y)
+    second = SDPQuantizedClassifier(n_neurons=30, beta=0.01, random_state=3).fit(X, y)
+    third = SDPQuantizedClassifier(n_neurons=30, beta=0.01, random_state=4).fit(X, y)
     np.testing.assert_array_equal(first.U_, second.U_)
     np.testing.assert_array_equal(first.V_, second.V_)
     np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
@@ -160,7 +161,11 @@ def test_multilevel_weights_equivalence(planted, levels):
     assert set(np.unique(weights["U"])) <= allowed and set(np.unique(weights["U_bias"])) <= allowed
     t_u = X @ weights["U"].T + weights["U_bias"]
     t_v = X @ weights["V"].T + weights["V_bias"]
-    np.testing.assert_allclose((t_u * t_v) @ model.alpha_[:, 0] + model.intercept_[0], model.decision_function(X), rtol=1e-9)
+    # the network and the linear term (linear_term="auto": a binary squared-loss fit has one)
+    linear = X @ model.linear_coef_[0]
+    np.testing.assert_allclose(
+        (t_u * t_v) @ model.alpha_[:, 0] + model.intercept_[0] + linear, model.decision_function(X), rtol=1e-9
+    )
 
     # The multi-level model is the binary model on replicated inputs (the hinge loss: the
     # squared loss's output intercept comes with fit_intercept, which the replicas replace).
@@ -187,7 +192,10 @@ def test_polynomial_activation_equivalence(planted):
     t_u = Xs @ w["U"].T + w["U_bias"]
     t_v = Xs @ w["V"].T + w["V_bias"]
     neurons = a * t_u * t_v + 0.5 * b * (w["V_lift"] * t_u + w["U_lift"] * t_v) + c * w["U_lift"] * w["V_lift"]
-    np.testing.assert_allclose(neurons @ model.alpha_[:, 0] + model.intercept_[0], model.decision_function(X), rtol=1e-9)
+    linear = X @ model.linear_coef_[0]  # the linear term ("auto": binary, squared loss)
+    np.testing.assert_allclose(
+        neurons @ model.alpha_[:, 0] + model.intercept_[0] + linear, model.decision_function(X), rtol=1e-9
+    )
     # Neurons with u = v compute the polynomial activation itself.
     sigma = a * t_u**2 + b * t_u * w["U_lift"] + c
     same = np.all(model.U_ == model.V_, axis=1)
@@ -206,8 +214,8 @@ def test_export_equivalence(planted):
 
 def test_covariance_by_sdp_option_gives_same_distribution(planted):
     X, y = planted
-    krivine = SDPQuantizedClassifier(n_neurons=20, random_state=0).fit(X, y)
-    by_sdp = SDPQuantizedClassifier(n_neurons=20, covariance="sdp", random_state=0).fit(X, y)
+    krivine = SDPQuantizedClassifier(n_neurons=20, beta=0.01, random_state=0).fit(X, y)
+    by_sdp = SDPQuantizedClassifier(n_neurons=20, beta=0.01, covariance="sdp", random_state=0).fit(X, y)
     p = krivine.n_lifted_features_
     np.testing.assert_allclose(krivine.covariance_[0][:p, p:], by_sdp.covariance_[0][:p, p:], atol=1e-2)
 
@@ -518,7 +526,9 @@ def test_standardization_neither_overflows_nor_underflows(estimator, column_scal
     X = rng.randn(40, 3)
     y = np.arange(40) % 2
     X[:, 0] += y
-    params = dict(n_neurons=20, random_state=0)
+    # A fixed beta: beta="auto"'s held-out fifths are a hash of the rows' values, which a
+    # rescaled column changes (as a new shuffle of KFold would).
+    params = dict(n_neurons=20, random_state=0, **({"beta": 0.01} if estimator == "SDP" else {}))
     reference = Est(**params).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -596,7 +606,7 @@ def test_huge_beta_says_the_optimum_is_the_zero_network(solve_planted):
     for solver in (None, "CLARABEL"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = SDPQuantizedClassifier(beta=1e6, solver=solver, random_state=0).fit(X, y)
+            model = SDPQuantizedClassifier(beta=1e6, solver=solver, linear_term=False, random_state=0).fit(X, y)
         messages = [str(w.message) for w in caught]
         assert any("zero network" in m and "beta" in m for m in messages), messages
         assert not any(issubclass(w.category, ConvergenceWarning) for w in caught), messages
@@ -637,9 +647,11 @@ def test_solver_parameter_errors_are_clear(solve_planted, params, error, message
 
 
 def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
-    """beta="auto": beta_max from the lifted, standardized, class-weighted data, then the rule."""
+    """beta="auto": beta_max from the lifted, standardized, class-weighted data, then the
+    held-out choice among its fractions down to the rule's."""
     from skquad.convex import InputLifting
     from skquad.convex.path import default_beta, zero_network_beta
+    from skquad.quantized._beta_search import auto_beta_fractions
 
     X, y = load_wine(return_X_y=True)
     X, y = X[::3, :4], y[::3]
@@ -659,8 +671,12 @@ def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
     targets = onehot - weight @ onehot / weight.sum()
     beta_max = zero_network_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
     assert model.beta_max_ == pytest.approx(beta_max, rel=1e-9)
-    expected, _ = default_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
-    assert model.beta_ == pytest.approx(expected, rel=1e-9)
+    # the search's candidates: fractions of beta_max down to the rule's, or the floor
+    rule, _ = default_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
+    fractions = auto_beta_fractions("squared", model.n_lifted_features_, rule / beta_max,
+                                    n_rows=len(y), n_blocks=3)
+    assert len(fractions) > 1 and fractions[-1] <= rule / beta_max
+    assert np.min(np.abs(model.beta_ / model.beta_max_ - fractions)) < 1e-12
     assert 0 < model.beta_ < model.beta_max_
     # The same fit as the float it resolved to.
     fixed = SDPQuantizedClassifier(

@@ -30,10 +30,13 @@ def test_path_scores_and_choice(fitted, cancer):
     assert model.scores_.shape == (3, 5)
     best = int(np.argmax(model.scores_.mean(axis=0)))
     assert model.beta_ == model.betas_[best]
-    # The largest beta is the zero network's (predicts one class: the majority
-    # rate 0.63); the chosen one is far better.
-    assert model.scores_[:, 0].mean() < 0.7
-    assert model.scores_[:, best].mean() > 0.9
+    # The largest beta is the zero network's: the linear term alone (linear_term="auto" on a
+    # binary problem); the chosen one is at least as good.
+    zero = SDPQuantizedClassifier(n_neurons=100, beta=model.betas_[0], random_state=0).fit(X_train, y_train)
+    assert np.all(zero.alpha_ == 0)
+    inside = np.clip(X_test, zero.data_min_, zero.data_max_)  # clip_inputs
+    np.testing.assert_allclose(zero.decision_function(X_test), inside @ zero.linear_coef_[0] + zero.intercept_[0])
+    assert model.scores_[:, best].mean() >= model.scores_[:, 0].mean() > 0.9
     assert model.score(X_test, y_test) > 0.9  # majority class: 0.63
     # The scores are those of SDPQuantizedClassifier at each beta on each fold.
     folds = list(StratifiedKFold(3).split(X_train, y_train))

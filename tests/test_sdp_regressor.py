@@ -211,7 +211,7 @@ def test_auto_beta_on_a_cheap_solve_is_checked_on_held_out_rows():
     """On the compact route "auto" picks a fraction of beta_max on a held-out fifth:
     noise asks for more of the penalty than a clean quadratic target, and the fit is
     the one at that beta."""
-    from skquad.quantized._sdp_regressor import AUTO_BETA_FRACTIONS
+    from skquad.quantized._beta_search import AUTO_BETA_FRACTIONS
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 4))
@@ -228,17 +228,20 @@ def test_auto_beta_on_a_cheap_solve_is_checked_on_held_out_rows():
 
 
 def test_auto_beta_fractions_go_down_to_what_a_solve_affords():
-    from skquad.quantized._sdp_regressor import AUTO_BETA_FRACTIONS, auto_beta_fractions
+    from skquad.quantized._beta_search import AUTO_BETA_FRACTIONS, auto_beta_fractions
 
     # the compact route (p (p + 1) / 2 <= 300): its cost does not grow as beta shrinks
-    np.testing.assert_array_equal(auto_beta_fractions("squared", 20, 0.01), AUTO_BETA_FRACTIONS)
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 20, 0.01, n_rows=100, n_blocks=1), AUTO_BETA_FRACTIONS)
     # elsewhere down to the (p / n)^2 rule's fraction, which the fit would solve anyway
     np.testing.assert_array_equal(
-        auto_beta_fractions("squared", 26, 2e-3), [1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 2e-3])
-    np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.05), [1.0, 0.3, 0.1, 0.05])
-    np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.01), [1.0, 0.3, 0.1, 0.03, 0.01])
+        auto_beta_fractions("squared", 26, 2e-3, n_rows=100, n_blocks=1), [1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 2e-3])
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.05, n_rows=100, n_blocks=1), [1.0, 0.3, 0.1, 0.05])
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 90, 0.01, n_rows=100, n_blocks=1), [1.0, 0.3, 0.1, 0.03, 0.01])
     # wider than AUTO_SEARCH_MAX_LIFTED: the rule alone, no search
-    np.testing.assert_array_equal(auto_beta_fractions("squared", 101, 0.01), [0.01])
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 101, 0.01, n_rows=100, n_blocks=1), [0.01])
+    # n p^2 blocks above AUTO_SEARCH_MAX_SIZE (1e8): the rule alone; at the bound, the search
+    np.testing.assert_array_equal(auto_beta_fractions("squared", 50, 0.01, n_rows=4001, n_blocks=10), [0.01])
+    assert len(auto_beta_fractions("squared", 50, 0.01, n_rows=4000, n_blocks=10)) == 5
 
 
 def test_auto_beta_on_wide_inputs_is_checked_on_held_out_rows():
@@ -282,7 +285,7 @@ def test_auto_beta_keeps_the_linear_term_alone_where_no_network_helps():
 def test_a_refit_cut_short_in_the_beta_search_leaves_the_model_as_it_was(monkeypatch, exception):
     """The held-out search on wide inputs fits clones; a refit that stops inside it keeps
     the fitted model, numpy's error state and the warning filters."""
-    import skquad.quantized._sdp_regressor as sdp_regressor
+    import skquad.quantized._beta_search as beta_search
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 25))
@@ -295,7 +298,7 @@ def test_a_refit_cut_short_in_the_beta_search_leaves_the_model_as_it_was(monkeyp
         np.seterr(all="ignore")
         raise exception
 
-    monkeypatch.setattr(sdp_regressor, "_fit_path", broken_path)
+    monkeypatch.setattr(beta_search, "fit_path", broken_path)
     errors, filters = np.geterr(), list(warnings.filters)
     with pytest.raises(type(exception)):
         model.fit(X, 2.0 * y)

@@ -276,7 +276,7 @@ ZERO_NETWORK_WARNING = r"beta=\S+ is so large that the relaxed optimum is the ze
 
 
 def _warn_if_zero_network(solution, zero_value, beta, user_beta):
-    """The warning of a certified optimum at the zero network (a constant model)."""
+    """The warning of a certified optimum at the zero network (the model is its offset alone)."""
     # (A solve cut short keeps unreached blocks at zero: no statement about beta.)
     finished = solution.status not in ("time_limit", "stopped")
     # The optimum is the zero network when the certified point does no better
@@ -286,7 +286,8 @@ def _warn_if_zero_network(solution, zero_value, beta, user_beta):
     if finished and beta > 0 and at_zero and solution.converged:
         warn_user(
             f"beta={user_beta:g} is so large that the relaxed optimum is the zero "
-            "network (rho = 0, certified): the model predicts a constant score. "
+            "network (rho = 0, certified): the network adds nothing to the model's offset "
+            "(its constant, or its linear term). "
             "Use a smaller beta.",
             UserWarning,
         )

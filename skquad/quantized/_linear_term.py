@@ -1,9 +1,10 @@
-"""The quantized regressors' linear term: ridge on the inputs, its penalty by generalized cross-validation.
+"""The quantized networks' linear term: ridge on the inputs, its penalty by generalized cross-validation.
 
 A ±1 first layer cannot isolate one input: every neuron's linear part weighs
 all inputs by ±1, so a target that is mostly linear costs the network as
 much penalty as a quadratic one and is fitted poorly on few rows. The
-regressors therefore fit ``t ≈ x·w + b`` first, by ridge with its penalty
+regressors, and SDPQuantizedClassifier with the squared loss (on its ±1
+labels), therefore fit ``t ≈ x·w + b`` first, by ridge with its penalty
 chosen by generalized cross-validation (Golub, Heath & Wahba, 1979), and
 the network on the residuals. The ridge reads the rows only through their
 weighted sums (:class:`LinearSums`), from the rows in memory or from the
@@ -181,16 +182,34 @@ def statistics_less_linear_term(statistics, lifting, n_features, *, n_samples):
 
 
 class LinearTermMixin:
-    """``linear_coef_`` and ``linear_alpha_`` of a quantized regressor, and its scores.
+    """``linear_coef_`` and ``linear_alpha_`` of a quantized network, and its scores.
 
     The term is fitted on the standardized inputs ``(x - feature_mean_) /
     feature_scale_`` and published on the original ones; its constant goes
     to the estimator's own offset.
     """
 
+    def _unmasked_squared_loss(self):
+        """Whether the model fits the squared loss on scores that cannot mask a class: a
+        regressor's outputs, or a binary classifier's one score. Three or more classes' one-vs-rest
+        squared scores can mask one, and a linear term on them (``"auto"``) would too."""
+        return getattr(self, "loss", "squared") == "squared" and len(getattr(self, "classes_", ())) <= 2
+
     def _fits_linear_term(self):
-        """The rule: a term where ``linear_term`` (regressors only) and ``fit_intercept``."""
-        return bool(getattr(self, "linear_term", False) and self.fit_intercept)
+        """The rule: a term where ``fit_intercept`` and ``linear_term`` is True, or "auto" with
+        :meth:`_unmasked_squared_loss`. Only the squared loss fits the network to the term's
+        residuals: the hinge and logistic losses' relaxations carry no offset per row, so True is
+        refused with them."""
+        term, loss = getattr(self, "linear_term", False), getattr(self, "loss", "squared")
+        if isinstance(term, str):  # "auto"
+            term = self._unmasked_squared_loss()
+        elif term and loss != "squared":
+            raise ValueError(
+                f"linear_term=True needs loss='squared' (the network is fitted to the term's "
+                f"residuals, which only the squared loss takes), got loss={loss!r}. Use "
+                f"linear_term='auto' or False with this loss."
+            )
+        return bool(term and self.fit_intercept)
 
     def _forget_linear_term(self):
         for name in ("linear_coef_", "linear_alpha_"):
@@ -210,4 +229,6 @@ class LinearTermMixin:
     def _linear_scores(self, X):
         """``X @ linear_coef_ᵀ`` (the linear term less its constant, in ``intercept_``), or 0."""
         coef = getattr(self, "linear_coef_", None)
-        return 0.0 if coef is None else np.asarray(X, dtype=np.float64) @ coef.T
+        # C order: the product's summation order, hence its last bits, then follows neither the
+        # container (a DataFrame's columns come F-ordered) nor its memory layout.
+        return 0.0 if coef is None else np.ascontiguousarray(X, dtype=np.float64) @ coef.T

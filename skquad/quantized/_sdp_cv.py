@@ -29,35 +29,13 @@ from .._foundation._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
+from ..convex.relaxation import ZERO_NETWORK_WARNING
 from ._common import _check_activation, _standardization
+from ._beta_search import FAR_FROM_BOUND, fit_path
 from ._linear_term import rows_less_linear_term, statistics_less_linear_term
-from ._sdp import SDPQuantizedClassifier
+from ._sdp import SDPQuantizedClassifier, zero_network_allowed
 
 __all__ = ["BetaPathSearchMixin", "SDPQuantizedClassifierCV"]
-
-# The start of SDPQuantizedClassifier's warning about a network far from its bound.
-_FAR_FROM_BOUND = "The network with n_neurons="
-
-
-def _fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
-    """Fit one fold along the path (largest beta first, warm-started) and score each beta."""
-    estimator = clone(estimator).set_params(warm_start=True)
-    scores = np.empty(len(betas))
-    weight = sample_weight[train] if sample_weight is not None else None
-    for index, beta in enumerate(betas):
-        with warnings.catch_warnings():
-            # Along the path, narrow-network advice for betas that will not be
-            # chosen is noise; the refitted model still gives it.
-            warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
-            estimator.set_params(beta=beta).fit(X[train], y[train], sample_weight=weight)
-        # The held-out rows are scored with their weights, so that an integer
-        # weight scores as that many repeated rows (sklearn's weight semantics).
-        if sample_weight is None:
-            scores[index] = scorer(estimator, X[test], y[test])
-        else:
-            scores[index] = scorer(estimator, X[test], y[test], sample_weight=sample_weight[test])
-    return scores
-
 
 def _held_out_r2(form, held_out, reference):
     """R² of a network of linear form ``(a, b)`` (its predictions ``Φ a + b``) on rows of
@@ -217,7 +195,8 @@ class BetaPathSearchMixin:
                 for index, beta in enumerate(betas):
                     model = models[k + 1].set_params(beta=beta)
                     with warnings.catch_warnings():
-                        warnings.filterwarnings("ignore", message=_FAR_FROM_BOUND, category=UserWarning)
+                        warnings.filterwarnings("ignore", message=FAR_FROM_BOUND, category=UserWarning)
+                        warnings.filterwarnings("ignore", message=ZERO_NETWORK_WARNING, category=UserWarning)
                         model._fit_from_sums(merged[k + 1][0], lambda _: train, reference, train.weight)
                     forms[k].append(linear_form(model))
                     if not blocks.classifier:
@@ -232,7 +211,8 @@ class BetaPathSearchMixin:
             blocks.release()
         best = self._best_index(scores)
         model = models[0].set_params(beta=betas[best])
-        model._fit_from_sums(merged[0][0], lambda _: whole, reference, whole.weight)
+        with zero_network_allowed(True):
+            model._fit_from_sums(merged[0][0], lambda _: whole, reference, whole.weight)
         vars(self).update({n: v for n, v in vars(model).items() if n not in model.get_params(deep=False)})
         self.beta_, self.betas_, self.scores_ = float(betas[best]), betas, scores
         return self
@@ -282,20 +262,15 @@ class BetaPathSearchMixin:
         scorer = check_scoring(self, scoring=self.scoring)
         base = self._single_estimator()
         scores = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_path)(base, betas, X, y, sample_weight, train, test, scorer)
+            delayed(fit_path)(base, betas, X, y, sample_weight, train, test, scorer)
             for train, test in folds
         )
         scores = np.vstack(scores)
         best = self._best_index(scores)
         model = clone(base).set_params(beta=betas[best])
-        if self.refit:
-            model.fit(X, y, sample_weight=sample_weight)
-        else:
-            train = folds[0][0]
-            model.fit(
-                X[train], y[train],
-                sample_weight=None if sample_weight is None else sample_weight[train],
-            )
+        train = slice(None) if self.refit else folds[0][0]
+        with zero_network_allowed(True):  # the folds chose it, the zero network included
+            model.fit(X[train], y[train], sample_weight=None if sample_weight is None else sample_weight[train])
         fitted = {
             name: value
             for name, value in vars(model).items()
@@ -347,7 +322,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         score; ``"one_standard_error"``, the largest ``beta`` whose mean is
         within one standard error of the best (the standard error of the
         best ``beta``'s fold scores; glmnet's ``lambda.1se``).
-    loss, fit_intercept, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, class_weight, random_state :
+    loss, fit_intercept, linear_term, standardize, weight_levels, activation, solver, solver_options, tol, max_iter, verbose, device, covariance, refit_output_layer, class_weight, random_state :
         As in :class:`SDPQuantizedClassifier`.
     [shared: clip_inputs:BackpropQuantizedClassifier]
 
@@ -391,6 +366,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         selection_rule="best",
         loss="squared",
         fit_intercept=True,
+        linear_term="auto",
         standardize=True,
         weight_levels=1,
         activation="bilinear",
@@ -415,6 +391,7 @@ class SDPQuantizedClassifierCV(BetaPathSearchMixin, SDPQuantizedClassifier):
         self.selection_rule = selection_rule
         self.loss = loss
         self.fit_intercept = fit_intercept
+        self.linear_term = linear_term
         self.standardize = standardize
         self.weight_levels = weight_levels
         self.activation = activation

@@ -3,46 +3,14 @@
 import math
 
 import numpy as np
-from sklearn.base import clone
 
 from .._foundation._atomic import reads_fitted_state
 from .._foundation._docstrings import shared_docstring
 from .._base import BaseQuadraticRegressor
-from .._foundation._held_out import HeldOutErrors, can_hold_out, held_out_splits, one_standard_error_choice
-from .._foundation._torch_utils import seed_from
-from ..convex.routes import default_beta_floor
-from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork, zero_network_allowed
-from ._sdp_cv import _fit_path
+from .._foundation._held_out import HeldOutErrors
+from ._sdp import SDPQuantizedClassifier, _SDPQuantizedNetwork
 
 __all__ = ["SDPQuantizedRegressor"]
-
-# beta="auto": the fractions of beta_max tried, largest first (down to what a solve affords,
-# auto_beta_fractions), scored on held-out fifths of the rows by the rule of
-# skquad._foundation._held_out. How much of beta_max the data can use is set by its noise,
-# which the (p / n)^2 rule cannot see. At 1 the network is zero: the linear term alone, the
-# choice where no network predicts held-out rows better.
-AUTO_BETA_FRACTIONS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 1e-4)
-
-
-# Rule: beta="auto" searches on held-out rows up to 100 lifted coordinates; wider, it takes the
-# (p / n)^2 rule. Why: the search solves up to eight times per held-out fifth, and a solve's
-# cost grows with p as (n + p)^3 (the squared dual) or n p^2 (the factor solver).
-AUTO_SEARCH_MAX_LIFTED = 100
-
-
-def auto_beta_fractions(loss, n_lifted, rule_fraction):
-    """The fractions of ``beta_max`` that ``beta="auto"`` chooses among, largest first: those of
-    :data:`AUTO_BETA_FRACTIONS` down to the lowest a solve affords. That is the route's floor
-    where its cost does not grow as ``beta`` shrinks (:func:`default_beta_floor`), else the
-    ``(p / n)^2`` rule's fraction ``rule_fraction``, which the fit would solve anyway; that
-    fraction alone beyond :data:`AUTO_SEARCH_MAX_LIFTED`."""
-    if n_lifted > AUTO_SEARCH_MAX_LIFTED:
-        return np.asarray([rule_fraction])
-    lowest = default_beta_floor(loss, n_lifted, rule_fraction)
-    fractions = [fraction for fraction in AUTO_BETA_FRACTIONS if fraction >= lowest]
-    if fractions[-1] > lowest:
-        fractions.append(lowest)
-    return np.asarray(fractions)
 
 
 @shared_docstring
@@ -110,7 +78,7 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     ----------
     n_neurons : int, default=1000
         Hidden neurons of the sampled network (split over the outputs).
-    beta : float or "auto", default="auto"
+    beta : float, "auto" or "rule", default="auto"
         Penalty on the second layer's l1 norm, times ``p``, in the units of
         ``y`` (scaling ``y`` by ``c`` asks for ``c * beta`` to fit the same
         model). "auto" is a fraction of ``beta_max_``, the penalty at which
@@ -130,10 +98,11 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped), whose
         solve the fit makes anyway. Each fifth costs up to eight solves on
         80 % of the rows. The noise in ``y`` sets how much of ``beta_max``
-        it needs. Beyond 100 lifted coordinates, where a solve is costly,
-        and on Dask, the classifier's rule without a search. The fifths are chosen by a
-        hash of the rows' values, so that row order and duplicates do not
-        move them. The value used is ``beta_``.
+        it needs. Beyond 100 lifted coordinates, or ``n p^2`` times the
+        outputs above 1e8, where solves are costly, and on Dask, the rule
+        without a search; "rule" is that rule always (one solve). The fifths
+        are chosen by a hash of the rows' values, so that row order and
+        duplicates do not move them. The value used is ``beta_``.
     fit_intercept : bool, default=True
         Append the constant input (every neuron's ±1 biases, as in the
         classifier) and fit an unpenalised output intercept (the targets
@@ -156,8 +125,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
     beta_ : float
         The ``beta`` of the fit (``beta``, or the value "auto" chose).
     beta_max_ : float
-        With ``beta="auto"`` only: the smallest ``beta`` at which the zero
-        network solves the relaxation, on this training data.
+        With ``beta="auto"`` or ``"rule"`` only: the smallest ``beta`` at
+        which the zero network solves the relaxation, on this training data.
     U_, V_ : ndarray of shape (n_neurons_, n_lifted_features_)
         The ±1 first-layer weights on the lifted input.
     alpha_ : ndarray of shape (n_neurons_, n_outputs_)
@@ -273,22 +242,17 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         """``fit_intercept``: an unpenalised intercept, as scikit-learn's linear models."""
         return bool(self.fit_intercept)
 
-    def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted):
-        """"auto": the fraction of ``beta_max_`` that :mod:`skquad._foundation._held_out`'s rule
-        picks on held-out fifths of the rows among :func:`auto_beta_fractions`; else ``beta``."""
-        if not isinstance(self.beta, str) or not can_hold_out(sample_weight) or not self.beta_max_ > 0:
-            return beta
-        betas = self.beta_max_ * auto_beta_fractions(self.loss, n_lifted, beta / self.beta_max_)
-        if len(betas) == 1:
-            return beta
-        seed = seed_from(self.random_state)
-        y = y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
-        candidate = clone(self).set_params(random_state=seed, verbose=0)
-        scorer = HeldOutErrors(y, sample_weight)
-        with zero_network_allowed(True):
-            for train, held_out in held_out_splits(X, sample_weight):
-                _fit_path(candidate, betas, X, y, sample_weight, train, held_out, scorer)
-        return float(betas[one_standard_error_choice(scorer.by_candidate(len(betas)))])
+    def _held_out_targets(self, y_validated):
+        """The targets ``beta="auto"``'s candidates fit, in the shape the user gave."""
+        return y_validated[:, 0] if self._fitted_y_ndim == 1 else y_validated
+
+    def _held_out_params(self):
+        """``beta="auto"``'s candidates: this model's parameters."""
+        return {}
+
+    def _held_out_scorer(self, y, sample_weight):
+        """``beta="auto"``'s measure: the held-out squared error of the predictions."""
+        return HeldOutErrors(y, sample_weight)
 
     def _target_scale(self, targets, weight):
         """``c``: the power of two (exact to divide by) nearest the targets' weighted root mean square.

@@ -15,7 +15,8 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks``; ``--datasets`` picks t
     and the certified gap, or the message of a shape refused up front. The
     ``...cv`` cases: the CV estimators' refitted model.
 ``small``, ``small_uci``
-    Default fits (the second layer refitted in the SDP's loss, ``SOLVER_FIT``)
+    Fits of one relaxation (``SOLVER_FIT``: the paper's problem at the rule's
+    ``beta``, the second layer refitted in the SDP's loss)
     against each CVXPY reference of ``REFERENCES`` on iris, wine
     and breast cancer (standardized) / the UCI sets ``SMALL_UCI``, interleaved
     after a warm-up; medians of the process CPU time (run with ``--threads 1``),
@@ -99,7 +100,7 @@ def _fit(model, X, y, clock=time.perf_counter):
     return clock() - started, [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
-# The CVXPY references every default fit is timed against: SCS (first
+# The CVXPY references every such fit is timed against: SCS (first
 # order, the issues' yardstick) and CLARABEL (interior point, more accurate).
 REFERENCES = ("SCS", "CLARABEL")
 # A reference fit above this many CPU seconds in the warm-up is not repeated (the row says so).
@@ -107,7 +108,7 @@ REFERENCE_SKIP_SECONDS = 60.0
 
 
 def _versus_references(label, X, y, rounds):
-    """Default fits against each solver of ``REFERENCES`` on ``(X, y)`` (module docstring): one row,
+    """Fits (``SOLVER_FIT``) against each solver of ``REFERENCES`` on ``(X, y)`` (module docstring): one row,
     with each side's certified gap, so that a ratio can be read at the gap each side reached."""
     sides = {"native": None, **{name: name for name in REFERENCES}}
     times = {name: [] for name in sides}
@@ -140,10 +141,12 @@ def _versus_references(label, X, y, rounds):
     return row
 
 
-# The cases against the references compare the relaxation's solvers: both sides refit the
-# second layer in the SDP's loss, as the references' route is chosen by the solver alone
-# (the multiclass default's logistic refit would be a cost common to both sides).
-SOLVER_FIT = {"refit_output_layer": True}
+# The cases against the references compare the relaxation's solvers on one relaxation each:
+# the paper's problem (no linear term) at the (p / n)^2 rule's beta, where beta="auto" would
+# solve a held-out search's candidates too. Both sides refit the second layer in the SDP's
+# loss, as the references' route is chosen by the solver alone (the multiclass default's
+# logistic refit would be a cost common to both sides).
+SOLVER_FIT = {"refit_output_layer": True, "beta": "rule", "linear_term": False}
 
 # Case large_uci: a reference stops at this many times the native fit's CPU time.
 CAP_RATIO = 10.0
@@ -244,7 +247,7 @@ def _capped_reference(solver, name, native):
 
 
 def _versus_capped_references(name):
-    """One default fit against a capped fit of each of ``REFERENCES`` (case large_uci)."""
+    """One fit (``SOLVER_FIT``) against a capped fit of each of ``REFERENCES`` (case large_uci)."""
     X, y = _uci_set(name)
     model = SDPQuantizedClassifier(random_state=0, **SOLVER_FIT)
     native, _ = _fit(model, X, y, clock=time.process_time)
