@@ -126,10 +126,11 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
 
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context: ``max_iter`` for ``fit`` (one more with
-        ``solver="lbfgs"``, whose last, empty iteration is reported too), None for ``partial_fit``."""
+        ``solver="lbfgs"``, whose last, empty iteration is reported too, and with ``"auto"``,
+        which resolves to it on few rows after the context opens), None for ``partial_fit``."""
         max_iter = getattr(self, "max_iter", None)
         if method_name == "fit" and isinstance(max_iter, Integral):
-            return int(max_iter) + (getattr(self, "solver", None) == "lbfgs")
+            return int(max_iter) + (getattr(self, "solver", None) in ("lbfgs", "auto"))
         return None
 
     # ------------------------------------------------------------------ fit side

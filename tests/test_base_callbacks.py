@@ -134,3 +134,23 @@ def test_callbacks_propagate_from_a_pipeline_into_the_estimators_fit(name, data)
     assert kinds.count("setup") == kinds.count("teardown") == 1  # by the pipeline only
     assert not hasattr(estimator, "_parent_callback_ctx")
     assert not hasattr(estimator, "_skl_callbacks")  # handed back after the fit
+
+
+@pytest.mark.parametrize("name", ["QuadraticLogisticRegression", "QNNRegressor", "SDPQuantizedClassifier",
+                                  "SDPQuantizedRegressor"])
+def test_a_held_out_search_inside_fit_calls_no_callback(name):
+    """The defaults' held-out searches (quadratic_C, alpha, beta) fit candidates: the user's
+    callbacks see the one fit they asked for (skquad._foundation._held_out.search_candidate)."""
+    import skquad
+    from sklearn.base import is_classifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 4))
+    score = X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(150)
+    estimator = getattr(skquad, name)()
+    params = {"n_neurons": 50} if name.startswith("SDP") else {}
+    estimator.set_params(random_state=0, **params)
+    recorder = _Recorder()
+    y = (score > 0).astype(int) if is_classifier(estimator) else score
+    fit_allowing_convergence_warning(estimator.set_callbacks(recorder), X, y)
+    assert [event[0] for event in recorder.events] == ["setup", "begin", "end", "teardown"]

@@ -103,11 +103,26 @@ def test_where_the_rows_leave_no_choice_auto_is_the_rule():
     y = (X[:, 0] > 0).astype(int)
     few = SDPQuantizedClassifier(n_neurons=20, random_state=0).fit(X[:15], y[:15])  # under 20 rows
     assert few.beta_ == pytest.approx(_rule(few, 15), rel=1e-12)
-    # a third class of one distinct row (weight 30) is missing from a training fifth
-    X3, y3 = np.vstack([X, np.full((1, 3), 3.0)]), np.append(y, 2)
-    weight = np.append(np.ones(60), 30.0)
-    lonely = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X3, y3, sample_weight=weight)
-    assert lonely.beta_ == pytest.approx(_rule(lonely, 90), rel=1e-12)
+    # a class of one distinct row (weight 30) is missing from the training fifths that hold it out
+    X2, y2 = np.vstack([X[y == 0], np.full((1, 3), 3.0)]), np.append(y[y == 0], 1)
+    weight = np.append(np.ones(len(X2) - 1), 30.0)
+    lonely = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X2, y2, sample_weight=weight)
+    assert lonely.beta_ == pytest.approx(_rule(lonely, weight.sum()), rel=1e-12)
+
+
+def test_three_classes_take_the_rule_without_a_linear_term():
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((200, 3))
+    y = np.digitize(X[:, 0] + 0.5 * rng.standard_normal(200), [-0.5, 0.5])
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+    assert model.beta_ == pytest.approx(_rule(model, 200), rel=1e-12)
+    assert not hasattr(model, "linear_coef_")
+
+
+def test_without_a_linear_term_the_search_never_offers_a_constant():
+    X, y, X_test, y_test = _noisy_linear(10, n_train=300, d=30)
+    model = SDPQuantizedClassifier(n_neurons=100, linear_term=False, random_state=0).fit(X, y)
+    assert model.beta_ < model.beta_max_ and np.any(model.alpha_ != 0)
 
 
 def test_beyond_the_size_bound_auto_is_the_rule(monkeypatch):

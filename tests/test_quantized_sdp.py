@@ -647,11 +647,10 @@ def test_solver_parameter_errors_are_clear(solve_planted, params, error, message
 
 
 def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
-    """beta="auto": beta_max from the lifted, standardized, class-weighted data, then the
-    held-out choice among its fractions down to the rule's."""
+    """beta="auto" on three classes: beta_max from the lifted, standardized, class-weighted
+    data, then the rule."""
     from skquad.convex import InputLifting
     from skquad.convex.path import default_beta, zero_network_beta
-    from skquad.quantized._beta_search import auto_beta_fractions
 
     X, y = load_wine(return_X_y=True)
     X, y = X[::3, :4], y[::3]
@@ -671,12 +670,9 @@ def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
     targets = onehot - weight @ onehot / weight.sum()
     beta_max = zero_network_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
     assert model.beta_max_ == pytest.approx(beta_max, rel=1e-9)
-    # the search's candidates: fractions of beta_max down to the rule's, or the floor
-    rule, _ = default_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
-    fractions = auto_beta_fractions("squared", model.n_lifted_features_, rule / beta_max,
-                                    n_rows=len(y), n_blocks=3)
-    assert len(fractions) > 1 and fractions[-1] <= rule / beta_max
-    assert np.min(np.abs(model.beta_ / model.beta_max_ - fractions)) < 1e-12
+    # three classes: "auto" is the rule (no held-out search)
+    expected, _ = default_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
+    assert model.beta_ == pytest.approx(expected, rel=1e-9)
     assert 0 < model.beta_ < model.beta_max_
     # The same fit as the float it resolved to.
     fixed = SDPQuantizedClassifier(

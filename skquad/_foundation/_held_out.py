@@ -17,12 +17,14 @@ the rest. Two rules make that choice hold on few rows:
 import functools
 
 import numpy as np
+from sklearn.base import clone
 
 from ._rows import row_folds
 
 __all__ = [
     "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "can_hold_out", "held_out_folds",
-    "held_out_splits", "one_standard_error_choice", "smallest_error_choice", "SELECTION_RULES",
+    "held_out_splits", "one_standard_error_choice", "search_candidate", "smallest_error_choice",
+    "SELECTION_RULES",
 ]
 
 FOLDS = 5  # fifths: each fit sees 80 % of the rows
@@ -35,6 +37,14 @@ def can_hold_out(sample_weight):
     """Whether there are :data:`MIN_ROWS` rows to search on; rows count as their weights
     (a weight of 2 is a repeated row)."""
     return float(np.sum(sample_weight)) >= MIN_ROWS
+
+
+def search_candidate(estimator, **params):
+    """A clone of ``estimator`` with ``params`` for a search's fits inside its ``fit``. The user's
+    callbacks (which ``clone`` keeps) are left out: they follow the fit, not its candidates."""
+    candidate = clone(estimator).set_params(**params)
+    vars(candidate).pop("_skl_callbacks", None)
+    return candidate
 
 
 def held_out_folds(n_rows, n_folds):

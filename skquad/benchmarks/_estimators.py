@@ -96,7 +96,8 @@ def _sdp_spec():
         "SDP",
         "skquad",
         lambda seed, device: SDPQuantizedClassifier(random_state=seed, **SDP_SETTINGS),
-        "SDPQuantizedClassifier (Bartan & Pilanci), defaults"
+        "SDPQuantizedClassifier (Bartan & Pilanci), defaults (a ridge linear term on two classes, "
+        "beta chosen on held-out rows)"
         + (f" with {SDP_SETTINGS}" if SDP_SETTINGS else ""),
         grid={"beta": [1e-3, 1e-2, 1e-1]},
     )

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
-from .._foundation._held_out import can_hold_out, held_out_splits, one_standard_error_choice
+from .._foundation._held_out import can_hold_out, held_out_splits, one_standard_error_choice, search_candidate
 from .._foundation._rows import duplicate_groups
 from .._foundation._input_range import clip_to_range
 from .._foundation._torch_utils import to_numpy
@@ -88,8 +88,8 @@ def fit_quadratic_C(estimator, X, y_encoded, sample_weight):
     # the class weights of all of y already, as QuadraticLogisticRegressionCV's folds.
     groups = indexed_groups(estimator.interaction_cst, X.shape[1],
                             getattr(estimator, "feature_names_in_", None))
-    model = clone(estimator).set_params(quadratic_C=None, warm_start=True, verbose=0,
-                                        interaction_cst=groups, class_weight=None)
+    model = search_candidate(estimator, quadratic_C=None, warm_start=True, verbose=0,
+                             interaction_cst=groups, class_weight=None)
     errors = []
     for train, held_out in held_out_splits(X, weight):
         if np.unique(y_encoded[train]).shape[0] != estimator.classes_.shape[0]:

@@ -10,7 +10,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import _fit_context, clone
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -25,7 +25,9 @@ from .._foundation._target_scaling import (
     target_scaling,
     unscaled_predictions,
 )
-from .._foundation._held_out import HeldOutErrors, can_hold_out, held_out_splits, smallest_error_choice
+from .._foundation._held_out import (
+    HeldOutErrors, can_hold_out, held_out_splits, search_candidate, smallest_error_choice,
+)
 from .._foundation._torch_utils import seed_from
 from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_solver, signature_with
 
@@ -178,7 +180,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         if solver != "lbfgs":
             return UNSEARCHED_ALPHA
         seed = seed_from(self.random_state)
-        candidate = clone(self).set_params(solver=solver, warm_start=False, random_state=seed)
+        candidate = search_candidate(self, solver=solver, warm_start=False, random_state=seed)
         y_host, weight_host = to_numpy(y), to_numpy(sample_weight)
         errors = HeldOutErrors(y_host, weight_host)
         with warnings.catch_warnings(), as_a_user_call(X):

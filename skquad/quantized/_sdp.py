@@ -9,7 +9,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import _fit_context, clone
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -19,6 +19,7 @@ from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_posit
 from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
+from .._foundation._held_out import search_candidate
 from .._foundation._rows import duplicate_groups
 from .._foundation._runtime import runtime_policy, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
@@ -421,12 +422,13 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return beta
 
     def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted, generator):
-        """"auto" with the squared loss: the fraction of ``beta_max_`` that held-out fifths of the
-        rows choose among :func:`auto_beta_fractions` (:func:`held_out_beta`); else ``beta``,
-        also where the rows or the size leave no choice (the other losses keep the ``(p / n)^2``
+        """"auto" with the squared loss on unmasked scores (a regressor's, two classes'): the
+        fraction of ``beta_max_`` that held-out fifths of the rows choose among
+        :func:`auto_beta_fractions` (:func:`held_out_beta`); else ``beta``, also where the rows
+        or the size leave no choice (other losses and more classes keep the ``(p / n)^2``
         rule). The candidates' seed is drawn from ``generator``, the fit's second stream, so
         that the first layer's draw is that of ``resample``."""
-        if self.beta != "auto" or self.loss != "squared" or not self.beta_max_ > 0:
+        if self.beta != "auto" or not self._unmasked_squared_loss() or not self.beta_max_ > 0:
             return beta
         # The distinct rows, their weights summed: row order and duplicates choose alike.
         rows, weight = duplicate_groups(X, y_validated, sample_weight)
@@ -434,11 +436,14 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         betas = self.beta_max_ * auto_beta_fractions(
             self.loss, n_lifted, beta / self.beta_max_, n_rows=X.shape[0], n_blocks=self._sdp_n_outputs()
         )
-        candidate = clone(self).set_params(
-            random_state=int(torch.randint(np.iinfo(np.int32).max, (1,), generator=generator)),
+        if not self._fits_linear_term():
+            # At beta_max the model is its offset alone: without a linear term a constant,
+            # which the rule's preference for the most penalised candidate must not reach.
+            betas = betas[betas < self.beta_max_]
+        candidate = search_candidate(
+            self, random_state=int(torch.randint(np.iinfo(np.int32).max, (1,), generator=generator)),
             verbose=0, **self._held_out_params(),
         )
-        vars(candidate).pop("_skl_callbacks", None)  # the user's callbacks see the fit, not its search
         chosen = held_out_beta(candidate, X, y, weight, betas, self._held_out_scorer(y, weight))
         return beta if chosen is None else chosen
 
@@ -839,7 +844,7 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         the squared error to the one-hot labels, the Crammer-Singer hinge and
         the multinomial logistic loss. "squared" solves fastest, "logistic"
         gives the most meaningful ``predict_proba``.
-    beta : float or "auto", default="auto"
+    beta : float, "auto" or "rule", default="auto"
         Regularization ``beta``: the objective penalizes
         ``beta * p * sum_j ||alpha_j||_1`` (the paper's ``beta d sum |alpha_j|``,
         with ``p`` the length of the binary weight vectors). In the SDP this is
@@ -859,24 +864,24 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         cost that does not depend on ``beta``), ``n`` the sum of the sample
         weights: one solve, no search.
 
-        "auto", with the squared loss and at least 20 rows: one of the
-        fractions 1, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3 and 1e-4 of
+        "auto", on two classes with the squared loss and at least 20 rows:
+        one of the fractions 1, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3 and 1e-4 of
         ``beta_max_`` (down to the rule's fraction where a smaller one would
         cost more to solve), chosen on held-out rows as
         :class:`SDPQuantizedRegressor` chooses it, by misclassification: fifths
         of the rows are held out in turn, as many as it takes to score 100
         rows, and the largest fraction whose held-out error is within one
-        standard error of the smallest is taken (the candidates' second layer
-        refitted in the squared loss). At 1 the network is zero and the model
-        is its linear term (or, without one, the classes' proportions): the
-        choice where no network classifies held-out rows better. The noise
-        in the labels sets how much of ``beta_max_`` the data can use, which
-        the rule cannot see. Each fifth costs up to eight solves on 80 % of
-        the rows. Beyond 100 lifted coordinates, or ``n p^2`` times the
-        blocks above 1e8, where solves are costly, with the hinge and
-        logistic losses, on Dask collections, and where a training fifth
-        lacks a class, "auto" is the rule. A float is used as given. The
-        value used is ``beta_``.
+        standard error of the smallest is taken. At 1 the network is zero and
+        the model is its linear term: the choice where no network classifies
+        held-out rows better (without a linear term 1 is not tried: the model
+        would be a constant). The noise in the labels sets how much of
+        ``beta_max_`` the data can use, which the rule cannot see. Each fifth
+        costs up to eight solves on 80 % of the rows. With three or more
+        classes (where held-out misclassification chose constant-like
+        networks on noisy sets), the hinge and logistic losses, beyond 100
+        lifted coordinates or ``n p^2`` above 1e8, where solves are costly,
+        on Dask collections and where a training fifth lacks a class, "auto"
+        is the rule. A float is used as given. The value used is ``beta_``.
     fit_intercept : bool, default=True
         Append a constant input 1 to every sample, so that each neuron is
         ``(x^T u + u_0)(x^T v + v_0)`` with its own binary biases
