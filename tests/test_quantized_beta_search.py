@@ -9,7 +9,7 @@ from sklearn.datasets import make_circles
 from sklearn.linear_model import LogisticRegression
 
 import skquad.quantized._beta_search as beta_search
-from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV
+from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor
 from skquad.convex.path import auto_beta
 from skquad.quantized._beta_search import HeldOutMisclassifications
 
@@ -152,9 +152,13 @@ def test_the_certificate_with_the_linear_term_is_clarabels():
 
 
 @pytest.mark.parametrize("exception", [RuntimeError("boom"), KeyboardInterrupt()], ids=["failure", "interrupt"])
-def test_a_search_cut_short_leaves_the_classifier_as_it_was(monkeypatch, exception):
-    X, y, _, _ = _noisy_linear(7, n_train=150, d=5)
-    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+@pytest.mark.parametrize("Estimator", [SDPQuantizedClassifier, SDPQuantizedRegressor])
+def test_a_search_cut_short_leaves_the_model_as_it_was(monkeypatch, exception, Estimator):
+    """The held-out search fits clones; a fit that stops inside it keeps the fitted model,
+    numpy's error state and the warning filters."""
+    X, y, _, _ = _noisy_linear(7, n_train=200, d=25)
+    targets = y if Estimator is SDPQuantizedClassifier else X[:, 0] * X[:, 1] + X[:, 2]
+    model = Estimator(n_neurons=30, random_state=0).fit(X, targets)
     state = {name: np.copy(value) for name, value in vars(model).items() if isinstance(value, np.ndarray)}
     beta = model.beta_
 
@@ -165,7 +169,7 @@ def test_a_search_cut_short_leaves_the_classifier_as_it_was(monkeypatch, excepti
     monkeypatch.setattr(beta_search, "fit_path", broken_path)
     errors, filters = np.geterr(), list(warnings.filters)
     with pytest.raises(type(exception)):
-        model.fit(X, 1 - y)
+        model.fit(X, 1 - targets)
     assert np.geterr() == errors and warnings.filters == filters
     assert model.beta_ == beta
     for name, value in state.items():

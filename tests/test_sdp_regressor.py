@@ -279,30 +279,3 @@ def test_auto_beta_keeps_the_linear_term_alone_where_no_network_helps():
     assert not [w for w in caught if re.match(ZERO_NETWORK_WARNING, str(w.message))]
     with pytest.warns(UserWarning, match=ZERO_NETWORK_WARNING):
         SDPQuantizedRegressor(100, beta=model.beta_max_, random_state=0).fit(X, y)
-
-
-@pytest.mark.parametrize("exception", [RuntimeError("boom"), KeyboardInterrupt()], ids=["failure", "interrupt"])
-def test_a_refit_cut_short_in_the_beta_search_leaves_the_model_as_it_was(monkeypatch, exception):
-    """The held-out search on wide inputs fits clones; a refit that stops inside it keeps
-    the fitted model, numpy's error state and the warning filters."""
-    import skquad.quantized._beta_search as beta_search
-
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 25))
-    y = X[:, 0] * X[:, 1] + X[:, 2] + 0.5 * rng.standard_normal(200)
-    model = SDPQuantizedRegressor(n_neurons=50, random_state=0).fit(X, y)
-    state = {name: np.copy(value) for name, value in vars(model).items() if isinstance(value, np.ndarray)}
-    beta = model.beta_
-
-    def broken_path(*args, **kwargs):
-        np.seterr(all="ignore")
-        raise exception
-
-    monkeypatch.setattr(beta_search, "fit_path", broken_path)
-    errors, filters = np.geterr(), list(warnings.filters)
-    with pytest.raises(type(exception)):
-        model.fit(X, 2.0 * y)
-    assert np.geterr() == errors and warnings.filters == filters
-    assert model.beta_ == beta
-    for name, value in state.items():
-        np.testing.assert_array_equal(getattr(model, name), value, err_msg=name)
