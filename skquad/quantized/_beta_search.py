@@ -8,19 +8,20 @@ takes the one :mod:`skquad._foundation._held_out`'s rule picks
 its noise, which the ``(p / n)^2`` rule cannot see.
 """
 
+import contextlib
 import warnings
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 
-from .._foundation._held_out import HeldOutErrors, can_hold_out, held_out_splits, one_standard_error_choice
+from .._foundation._held_out import HeldOutErrors, held_out_splits, one_standard_error_choice
 from ..convex.relaxation import ZERO_NETWORK_WARNING
 from ..convex.routes import default_beta_floor
 
 __all__ = [
-    "AUTO_BETA_FRACTIONS", "AUTO_SEARCH_MAX_LIFTED", "AUTO_SEARCH_MAX_SIZE", "HeldOutMisclassifications", "auto_beta_fractions",
-    "fit_path", "held_out_beta",
+    "AUTO_BETA_FRACTIONS", "AUTO_SEARCH_MAX_LIFTED", "AUTO_SEARCH_MAX_SIZE", "HeldOutMisclassifications",
+    "auto_beta_fractions", "fit_path", "held_out_beta", "path_warnings_ignored",
 ]
 
 # The fractions of beta_max that beta="auto" tries, largest first. At 1 the network is zero:
@@ -55,17 +56,23 @@ def auto_beta_fractions(loss, n_lifted, rule_fraction, *, n_rows, n_blocks):
     return np.asarray(fractions)
 
 
+@contextlib.contextmanager
+def path_warnings_ignored():
+    """Along a path, narrow-network advice for betas that will not be chosen is noise (the
+    refitted model still gives it), and the path starts at the zero network by design."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=FAR_FROM_BOUND, category=UserWarning)
+        warnings.filterwarnings("ignore", message=ZERO_NETWORK_WARNING, category=UserWarning)
+        yield
+
+
 def fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
     """Fit one fold along the path (largest beta first, warm-started) and score each beta."""
     estimator = clone(estimator).set_params(warm_start=True)
     scores = np.empty(len(betas))
     weight = sample_weight[train] if sample_weight is not None else None
     for index, beta in enumerate(betas):
-        with warnings.catch_warnings():
-            # Along the path, narrow-network advice for betas that will not be chosen is noise
-            # (the refitted model still gives it), and the path starts at the zero network.
-            warnings.filterwarnings("ignore", message=FAR_FROM_BOUND, category=UserWarning)
-            warnings.filterwarnings("ignore", message=ZERO_NETWORK_WARNING, category=UserWarning)
+        with path_warnings_ignored():
             estimator.set_params(beta=beta).fit(X[train], y[train], sample_weight=weight)
         # The held-out rows are scored with their weights, so that an integer
         # weight scores as that many repeated rows (sklearn's weight semantics).
@@ -95,10 +102,8 @@ def held_out_beta(candidate, X, y, sample_weight, betas, scorer):
     """The one of ``betas`` (largest first) whose fits of ``candidate`` on held-out fifths of
     the rows (:func:`held_out_splits`) give the smallest held-out error (``scorer``'s),
     to one standard error towards the largest (:func:`one_standard_error_choice`); None where
-    fewer than :data:`~skquad._foundation._held_out.MIN_ROWS` rows, or a classifier's training
-    fifth without one of ``y``'s classes, leave no choice."""
-    if len(betas) < 2 or not can_hold_out(sample_weight):
-        return None
+    a classifier's training fifth lacks one of ``y``'s classes. The caller has checked that
+    there are candidates to choose among and rows to hold out (:func:`can_hold_out`)."""
     splits = held_out_splits(X, sample_weight)
     if is_classifier(candidate) and any(
         np.unique(y[train]).size < np.unique(y).size for train, _ in splits

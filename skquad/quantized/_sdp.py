@@ -19,7 +19,7 @@ from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_posit
 from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
-from .._foundation._held_out import search_candidate
+from .._foundation._held_out import can_hold_out, search_candidate
 from .._foundation._rows import duplicate_groups
 from .._foundation._runtime import runtime_policy, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
@@ -430,9 +430,6 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         that the first layer's draw is that of ``resample``."""
         if self.beta != "auto" or not self._unmasked_squared_loss() or not self.beta_max_ > 0:
             return beta
-        # The distinct rows, their weights summed: row order and duplicates choose alike.
-        rows, weight = duplicate_groups(X, y_validated, sample_weight)
-        X, y = X[rows], self._held_out_targets(y_validated[rows])
         betas = self.beta_max_ * auto_beta_fractions(
             self.loss, n_lifted, beta / self.beta_max_, n_rows=X.shape[0], n_blocks=self._sdp_n_outputs()
         )
@@ -440,6 +437,11 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             # At beta_max the model is its offset alone: without a linear term a constant,
             # which the rule's preference for the most penalised candidate must not reach.
             betas = betas[betas < self.beta_max_]
+        if len(betas) < 2 or not can_hold_out(sample_weight):
+            return beta
+        # The distinct rows, their weights summed: row order and duplicates choose alike.
+        rows, weight = duplicate_groups(X, y_validated, sample_weight)
+        X, y = X[rows], self._held_out_targets(y_validated[rows])
         candidate = search_candidate(
             self, random_state=int(torch.randint(np.iinfo(np.int32).max, (1,), generator=generator)),
             verbose=0, **self._held_out_params(),
@@ -1305,9 +1307,8 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
 
     def _held_out_params(self):
         """``beta="auto"``'s candidates: class weights once (they are in the sample weights the
-        search passes), the second layer refitted in the SDP's loss, which the search scores
-        (or kept as Algorithm 1 draws it, with ``refit_output_layer=False``)."""
-        return {"class_weight": None, "refit_output_layer": self.refit_output_layer is not False}
+        search passes)."""
+        return {"class_weight": None}
 
     def _held_out_scorer(self, y, sample_weight):
         """``beta="auto"``'s measure: the held-out rows' misclassifications."""

@@ -8,7 +8,6 @@ choice with non-finite scores ranked last, the refit) is
 
 import functools
 import math
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -29,9 +28,8 @@ from .._foundation._reporting import warn_user
 from ..convex.formulation import aggregate_samples
 from ..convex.lifting import InputLifting
 from ..convex.path import zero_network_beta
-from ..convex.relaxation import ZERO_NETWORK_WARNING
 from ._common import _check_activation, _standardization
-from ._beta_search import FAR_FROM_BOUND, fit_path
+from ._beta_search import fit_path, path_warnings_ignored
 from ._linear_term import rows_less_linear_term, statistics_less_linear_term
 from ._sdp import SDPQuantizedClassifier, zero_network_allowed
 
@@ -194,9 +192,7 @@ class BetaPathSearchMixin:
                 forms.append([])
                 for index, beta in enumerate(betas):
                     model = models[k + 1].set_params(beta=beta)
-                    with warnings.catch_warnings():
-                        warnings.filterwarnings("ignore", message=FAR_FROM_BOUND, category=UserWarning)
-                        warnings.filterwarnings("ignore", message=ZERO_NETWORK_WARNING, category=UserWarning)
+                    with path_warnings_ignored():
                         model._fit_from_sums(merged[k + 1][0], lambda _: train, reference, train.weight)
                     forms[k].append(linear_form(model))
                     if not blocks.classifier:
