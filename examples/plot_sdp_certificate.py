@@ -64,8 +64,9 @@ X_train, X_test, y_train, y_test = train_test_split(
     X, y, train_size=n_train, stratify=y, random_state=0
 )
 
+# (linear_term=False: the paper's network alone, no linear term beside it)
 sdp = SDPQuantizedClassifier(
-    n_neurons=1000, loss="squared", beta=1e-4, random_state=0
+    n_neurons=1000, loss="squared", beta=1e-4, linear_term=False, random_state=0
 )
 start = time.perf_counter()
 sdp.fit(X_train, y_train)
@@ -142,6 +143,7 @@ for width in backprop_widths:
         beta=1e-4,
         max_iter=300,
         refit_output_layer=False,  # the paper's baseline: one scale, no refit
+        linear_term=False,
         random_state=0,
     ).fit(X_train, y_train)
     backprop_objective.append(baseline.objective_)

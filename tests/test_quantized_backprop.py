@@ -27,9 +27,9 @@ def cancer():
 def test_backprop_quantization_uses_the_least_squares_scale(cancer):
     X_train, X_test, y_train, y_test = cancer
     # random_state=3: a fit that meets tol within max_iter (no ConvergenceWarning);
-    # refit_output_layer=False: the paper's baseline, one scale
+    # refit_output_layer=False, linear_term=False: the paper's baseline, one scale
     model = BackpropQuantizedClassifier(
-        n_neurons=64, random_state=3, refit_output_layer=False).fit(X_train, y_train)
+        n_neurons=64, random_state=3, refit_output_layer=False, linear_term=False).fit(X_train, y_train)
     signs = model.U_.T.astype(float) @ model.V_
     real = model.U_float_.T @ model.V_float_ / 64
     best = np.linalg.lstsq(signs.reshape(-1, 1), real.ravel(), rcond=None)[0][0]
@@ -50,7 +50,8 @@ def test_backprop_quantization_uses_the_least_squares_scale(cancer):
 def test_refit_output_layer_is_ridge_classifier_cv_on_the_neurons(load):
     X, y = load(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    model = BackpropQuantizedClassifier(n_neurons=40, refit_output_layer=True, random_state=0).fit(X, y)
+    model = BackpropQuantizedClassifier(n_neurons=40, refit_output_layer=True, linear_term=False,
+                                        random_state=0).fit(X, y)
     assert model.refit_loss_ == "squared"
     H = model._lifting().bilinear(X, model.U_, model.V_)  # the ±1 neurons' outputs
     reference = RidgeClassifierCV(alphas=np.sum(H**2) * RELATIVE_ALPHAS).fit(H, y)
@@ -88,7 +89,8 @@ def test_refit_output_layer_predicts_better_than_the_single_scale(cancer):
         warnings.simplefilter("ignore", ConvergenceWarning)  # the first layer's SGD at max_iter
         scores = {
             refit: np.mean([
-                BackpropQuantizedClassifier(n_neurons=64, random_state=seed, refit_output_layer=refit)
+                BackpropQuantizedClassifier(n_neurons=64, random_state=seed, refit_output_layer=refit,
+                                            linear_term=False)
                 .fit(X_train, y_train).score(X_test, y_test) for seed in range(3)])
             for refit in (False, True)
         }
@@ -98,7 +100,8 @@ def test_refit_output_layer_predicts_better_than_the_single_scale(cancer):
 def test_backprop_training_reduces_the_loss_and_is_deterministic(cancer):
     X_train, _, y_train, _ = cancer
     with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
-        first = BackpropQuantizedClassifier(n_neurons=32, max_iter=15, random_state=1).fit(X_train, y_train)
+        first = BackpropQuantizedClassifier(n_neurons=32, max_iter=15, linear_term=False,
+                                            random_state=1).fit(X_train, y_train)
     second = clone(first).set_params(max_iter=100).fit(X_train, y_train)
     third = clone(first).set_params(max_iter=100).fit(X_train, y_train)
     assert second.n_iter_ < 100  # stopped by the tolerance rule, no warning

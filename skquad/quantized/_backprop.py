@@ -36,7 +36,7 @@ from ._common import (
     _predict_labels,
     _standardization,
 )
-from ._linear_term import RELATIVE_ALPHAS, ridge_by_leave_one_out
+from ._linear_term import RELATIVE_ALPHAS, LinearTermMixin, ridge_by_leave_one_out, rows_less_linear_term
 from ._logistic_output import logistic_output_layer
 
 __all__ = ["BackpropQuantizedClassifier"]
@@ -141,13 +141,21 @@ def _bilinear_trainer(
     return trainer, neuron_class, output_weights
 
 
-class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
+class _BackpropQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
     """The baseline's training, quantization and prediction, shared by the classifier and the regressor.
 
-    A subclass names its targets through ``_network_n_outputs``, ``_network_targets`` and ``_real_targets``.
+    A subclass names its targets through ``_network_n_outputs``, ``_network_targets``,
+    ``_trains_on_real_targets`` and ``_score_offset``.
     """
 
-    _real_targets = False
+    def _trains_on_real_targets(self):
+        """Whether the network is trained on real ``(n, k)`` targets (squared loss) rather than
+        labels."""
+        return False
+
+    def _score_offset(self):
+        """The constant the scores add to the network's (the linear term's, in ``intercept_``)."""
+        return 0.0
 
     def _lifting(self):
         return InputLifting(
@@ -221,7 +229,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             max_iter_warning=True,
             initial=(self.U_float_, self.V_float_) if resume else None,
             curvature=self.input_curvature_,
-            real_targets=self._real_targets,
+            real_targets=self._trains_on_real_targets(),
         )
         self.neuron_class_ = neuron_class
         self.float_alpha_ = output_weights.astype(policy.numpy_dtype)
@@ -244,11 +252,22 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             return self.beta_
         return training_beta(self.beta, None)
 
+    def _fit_linear_term(self, X, T, sample_weight):
+        """Fit ``linear_term``'s ridge of ``T`` on the standardized inputs where the model has one
+        (:mod:`skquad.quantized._linear_term`); returns its constant (0 without)."""
+        self._forget_linear_term()
+        if not self._fits_linear_term():
+            return 0.0
+        _, coef, intercept, alpha = rows_less_linear_term(
+            self._lifting().standardized(X), T, sample_weight, n_samples=math.fsum(sample_weight),
+        )
+        return intercept - self._publish_linear_term(coef, alpha)
+
     def _train(self, X, y_validated, sample_weight, *, epochs=None):
         Z = self._lifting().features(X)
         if self._trainer.dtype == torch.float32:
             Z = Z.astype(np.float32)
-        targets = self._network_targets(y_validated)
+        targets = self._network_targets(X, y_validated)
         started = time.perf_counter()
         # Every epoch is a callback subtask; its fitted estimator is the
         # quantized network of that epoch's weights (what predict would use).
@@ -279,7 +298,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         return {
             "U_float_": U_float, "V_float_": V_float, "U_": U, "V_": V,
             "alpha_": alpha.astype(dtype), "scale_": scale.astype(dtype), "device_": self.device_,
-            "intercept_": np.zeros(alpha.shape[1], dtype=dtype),
+            "intercept_": (np.zeros(alpha.shape[1]) + self._score_offset()).astype(dtype),
         }
 
     def _quantize(self, X, targets, sample_weight):
@@ -289,6 +308,7 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
             self._refit_output_layer(X, targets, sample_weight)
             return
         self.refit_loss_ = None
+        # (the targets are less the score offset: the network's scores alone)
         scores = _batched_network_scores(self._lifting(), X, self.U_, self.V_, self.alpha_)
         self.objective_ = network_objective(
             scores, targets, sample_weight, self.loss, self.alpha_, self._trained_beta(), self.n_lifted_features_
@@ -317,11 +337,12 @@ class _BackpropQuantizedNetwork(BaseQuadraticEstimator):
         coef, intercept = self._output_layer(self.refit_loss_, X, H, targets, sample_weight)
         dtype = self.alpha_.dtype
         self.alpha_ = np.ascontiguousarray(coef, dtype=dtype)
-        self.intercept_ = np.asarray(intercept, dtype=dtype)
-        scores = H @ self.alpha_.astype(np.float64) + self.intercept_
+        intercept = np.asarray(intercept, dtype=dtype)
+        scores = H @ self.alpha_.astype(np.float64) + intercept
         self.objective_ = network_objective(
             scores, targets, sample_weight, self.loss, self.alpha_, self._trained_beta(), self.n_lifted_features_
         )
+        self.intercept_ = (intercept + self._score_offset()).astype(dtype)
 
     def _output_layer(self, loss, X, H, targets, sample_weight, rows=None):
         """``(coef (m, n_scores), intercept)`` of the refit in ``loss`` on the rows ``rows`` (None:
@@ -510,6 +531,22 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         the refit replaces the paper's single scale per class, which ignores
         the data. False: the paper's baseline exactly (``scale_`` per class,
         no intercept).
+    linear_term : "auto" or bool, default="auto"
+        With ``fit_intercept=True`` and the squared loss, fit a linear term
+        ``x·w + b`` to the ±1 labels (or the one-hot labels of more classes)
+        first and the network to its residuals, as
+        :class:`SDPQuantizedClassifier` does. A ±1 first layer weighs every
+        input alike in each neuron's linear part, so a mostly linear boundary
+        is fitted poorly, worst on few rows. The term is ridge on
+        the standardized inputs, its penalty chosen per score by generalized
+        cross-validation, fixed by ``fit`` (or a first ``partial_fit``); the
+        model adds ``X @ linear_coef_.T`` to the network's scores, the term's
+        constant to ``intercept_``, and the output layer's refit fits the
+        residuals. "auto": a term on two classes (one score) and none on
+        more, whose one-vs-rest linear scores can mask a class; none with the
+        hinge and logistic losses or ``refit_output_layer="logistic"``, which
+        fit the labels themselves (True is refused with them). False: the
+        network alone, as in the paper.
 
     Attributes
     ----------
@@ -528,7 +565,13 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         ``refit_output_layer`` the scale ``c_k`` on each neuron's class.
     intercept_ : ndarray of shape (n_scores,)
         The refitted output layer's intercept (zeros without
-        ``refit_output_layer``).
+        ``refit_output_layer``), plus the linear term's constant.
+    linear_coef_ : ndarray of shape (n_scores, n_features_in_)
+        The linear term's coefficients on the original inputs (only where
+        ``linear_term`` fits one; its constant is in ``intercept_``).
+    linear_alpha_ : ndarray of shape (n_scores,)
+        The linear term's ridge penalty per score, on the standardized
+        inputs (only where ``linear_term`` fits one).
     refit_loss_ : str or None
         The loss of the output layer's refit: "squared" (the ridge) or
         "logistic"; None without the refit.
@@ -545,7 +588,8 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     objective_ : float
         Training objective of the quantized network with the SDP estimator's
         definition, ``loss + beta_ * p * sum_j ||alpha_j||_1`` (comparable
-        with ``SDPQuantizedClassifier.lower_bound_``).
+        with ``SDPQuantizedClassifier.lower_bound_``); with a linear term, the
+        network's objective on the labels less the term.
     loss_curve_ : list of float
         Training loss per epoch (real network, with its penalty).
     loss_ : float
@@ -617,6 +661,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         "random_state": ["random_state"],
         "clip_inputs": ["boolean"],
         "refit_output_layer": ["boolean", StrOptions({"logistic", "auto"})],
+        "linear_term": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(
@@ -643,6 +688,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         random_state=None,
         clip_inputs=True,
         refit_output_layer="auto",
+        linear_term="auto",
     ):
         self.n_neurons = n_neurons
         self.loss = loss
@@ -665,27 +711,85 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         self.random_state = random_state
         self.clip_inputs = clip_inputs
         self.refit_output_layer = refit_output_layer
+        self.linear_term = linear_term
 
     def _network_n_outputs(self):
         return self._n_scores
 
-    def _network_targets(self, y_encoded):
-        return _class_targets(y_encoded, self._n_scores)
+    def _fits_linear_term(self):
+        """The shared rule (:class:`LinearTermMixin`), and none beside a logistic refit of the output
+        layer, which fits the labels and has no offset per row for the term (True is refused)."""
+        if self.refit_output_layer == "logistic":
+            if self.linear_term is True:
+                raise ValueError(
+                    "linear_term=True needs an output layer refitted in the squared loss (the "
+                    "network is fitted to the term's residuals), got refit_output_layer='logistic'. "
+                    "Use linear_term='auto' or False, or refit_output_layer='auto' or True."
+                )
+            return False
+        return super()._fits_linear_term()
+
+    def _has_linear_term(self):
+        return "linear_coef_" in vars(self)
+
+    def _trains_on_real_targets(self):
+        """Three or more classes with a linear term: the one-hot labels less the term, (n, k)."""
+        return self._n_scores > 1 and self._fits_linear_term()
+
+    def _score_offset(self):
+        offset = getattr(self, "_linear_offset_", None)
+        return 0.0 if offset is None else offset
+
+    def _label_targets(self, y_encoded):
+        """What the linear term fits: the ±1 labels (n,), or the one-hot labels (n, k)."""
+        if self._n_scores == 1:
+            return 2.0 * y_encoded - 1.0
+        return (np.arange(self._n_scores) == np.asarray(y_encoded)[:, None]).astype(np.float64)
+
+    def _make_trainer(self, X, sample_weight, resume=False, *, all_rows=False):
+        if not resume:  # a new network: its linear term is fitted by _train (None: not yet)
+            self._linear_offset_ = None
+        return super()._make_trainer(X, sample_weight, resume=resume, all_rows=all_rows)
+
+    def _train(self, X, y_encoded, sample_weight, *, epochs=None):
+        if "_linear_offset_" in vars(self) and self._linear_offset_ is None:
+            # The linear term first (on the rows of fit or the first partial_fit), the network on
+            # its residuals (skquad.quantized._linear_term).
+            self._linear_offset_ = self._fit_linear_term(X, self._label_targets(y_encoded), sample_weight)
+        return super()._train(X, y_encoded, sample_weight, epochs=epochs)
+
+    def _network_targets(self, X, y_encoded):
+        """The labels (:func:`_class_targets`), or with a linear term their residuals (real)."""
+        if not self._has_linear_term():
+            return _class_targets(y_encoded, self._n_scores)
+        labels = self._label_targets(y_encoded).reshape(len(X), -1)
+        residuals = labels - self._linear_scores(X) - self._score_offset()
+        return residuals[:, 0] if self._n_scores == 1 else residuals
 
     def _refit_candidates(self):
         """``refit_output_layer``'s refits: "logistic", or under "auto" with three or more classes
-        the squared (the ridge) and the logistic one, held-out rows choosing; else the ridge."""
+        and no linear term the squared (the ridge) and the logistic one, held-out rows choosing;
+        else the ridge."""
         if self.refit_output_layer == "logistic":
             return ("logistic",)
-        if self.refit_output_layer == "auto" and self._n_scores > 1:
+        if self.refit_output_layer == "auto" and self._n_scores > 1 and not self._has_linear_term():
             return ("squared", "logistic")
         return ("squared",)
 
     def _refit_targets(self, targets):
-        """The ±1 indicator of each score's class (RidgeClassifier's targets): ``(n, n_scores)``."""
-        if self._n_scores == 1:
-            return np.asarray(targets, dtype=np.float64).reshape(-1, 1)
+        """The ±1 indicator of each score's class (RidgeClassifier's targets), ``(n, n_scores)``; with
+        a linear term the network's real targets (its residuals)."""
+        if self._n_scores == 1 or self._has_linear_term():
+            return np.asarray(targets, dtype=np.float64).reshape(len(targets), -1)
         return np.where(np.arange(self._n_scores) == np.asarray(targets)[:, None], 1.0, -1.0)
+
+    def _raw_scores(self, X):
+        return self._with_linear_term(super()._raw_scores(X), X)
+
+    def _float_scores(self, X):
+        X = self._validate_predict_data(X)  # the linear term reads the clipped rows too
+        scores = super()._float_scores(X)
+        return self._with_linear_term(scores + np.asarray(self._score_offset(), dtype=scores.dtype), X)
 
     def _callback_targets(self, X, y_encoded):
         return self.classes_[y_encoded]

@@ -1,7 +1,5 @@
 """BackpropQuantizedRegressor: Bartan & Pilanci's baseline as a regressor."""
 
-import math
-
 import numpy as np
 from sklearn.base import _fit_context
 
@@ -17,13 +15,12 @@ from .._foundation._target_scaling import (
 )
 from ._backprop import BackpropQuantizedClassifier, _BackpropQuantizedNetwork
 from ._common import _batched_network_scores
-from ._linear_term import LinearTermMixin, rows_less_linear_term
 
 __all__ = ["BackpropQuantizedRegressor"]
 
 
 @shared_docstring
-class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, BaseQuadraticRegressor):
+class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegressor):
     """Bartan & Pilanci's baseline for regression: SGD, then sign quantization.
 
     The network of :class:`SDPQuantizedRegressor` (bilinear neurons, ±1
@@ -127,8 +124,6 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
     } | {"scale_target": ["boolean"], "clip_outputs": ["boolean"], "refit_output_layer": ["boolean"],
                                         "linear_term": ["boolean"]}
 
-    # Real (n, k) targets, compared as they are (squared loss).
-    _real_targets = True
     # The squared loss is the only one of a regressor (what the shared network reads).
     loss = "squared"
 
@@ -184,7 +179,10 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
     def _network_n_outputs(self):
         return self.n_outputs_
 
-    def _network_targets(self, Y):
+    def _trains_on_real_targets(self):
+        return True
+
+    def _network_targets(self, X, Y):
         """A vector for one output, the (n, k) matrix otherwise."""
         return Y[:, 0] if self.n_outputs_ == 1 else np.ascontiguousarray(Y)
 
@@ -240,17 +238,6 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         Y = scaled_targets(Y - self._linear_scores(X), self.target_shift_, self.target_scale_)
         return super()._train(X, Y, sample_weight, epochs=epochs)
 
-    def _fit_linear_term(self, X, Y, sample_weight):
-        """Fit ``linear_term``'s ridge on the standardized inputs; returns its constant."""
-        self._forget_linear_term()
-        if not self._fits_linear_term():
-            return 0.0
-        _, coef, intercept, alpha = rows_less_linear_term(
-            self._lifting().standardized(X), Y, sample_weight,
-            n_samples=math.fsum(sample_weight),
-        )
-        return intercept - self._publish_linear_term(coef, alpha)
-
     def _raw_scores(self, X):
         scores = super()._raw_scores(X)
         return self._with_linear_term(unscaled_predictions(scores, *fitted_target_scaling(self)), X)
@@ -259,9 +246,6 @@ class BackpropQuantizedRegressor(LinearTermMixin, _BackpropQuantizedNetwork, Bas
         X = self._validate_predict_data(X)  # the linear term reads the clipped rows too
         scores = unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
         return self._with_linear_term(scores, X)
-
-    def _with_linear_term(self, scores, X):
-        return (scores + self._linear_scores(X)).astype(scores.dtype, copy=False)
 
     @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)

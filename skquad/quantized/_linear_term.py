@@ -65,6 +65,7 @@ def ridge_by_gcv(sums, *, n_samples):
     :data:`RELATIVE_ALPHAS`) minimizes the GCV score ``n RSS / (n - 1 - df)^2``,
     ``df`` the ridge's effective degrees of freedom and ``n`` the number of
     samples (the total ``sample_weight``: integer weights count as repeated rows).
+    ``alpha`` is :class:`~sklearn.linear_model.Ridge`'s on those ``n`` rows.
     """
     s, V = np.linalg.eigh(0.5 * (sums.gram + sums.gram.T))
     s = np.clip(s, 0.0, None)
@@ -80,7 +81,9 @@ def ridge_by_gcv(sums, *, n_samples):
     best = np.where(np.isfinite(gcv).any(axis=0), np.argmin(gcv, axis=0), len(alphas) - 1)
     alpha = alphas[best]
     coef = (V @ (projected / (s[:, None] + alpha))).T
-    return coef, sums.target_mean - coef @ sums.mean, alpha
+    # Reported as Ridge's alpha on the rows counted as n_samples, whatever the weights' scale
+    # (the SDP estimators normalize theirs to sum to one).
+    return coef, sums.target_mean - coef @ sums.mean, alpha * (n_samples / sums.weight)
 
 
 def ridge_by_leave_one_out(H, T, weight, alphas):
@@ -226,6 +229,10 @@ class LinearTermMixin:
     def _linear_shift(self):
         """``linear_coef_ @ feature_mean_``: the standardized term is ``X linear_coef_ᵀ`` less it."""
         return 0.0 if self.feature_mean_ is None else self.linear_coef_ @ self.feature_mean_
+
+    def _with_linear_term(self, scores, X):
+        """``scores + X @ linear_coef_ᵀ`` in the scores' dtype."""
+        return (scores + self._linear_scores(X)).astype(scores.dtype, copy=False)
 
     def _linear_scores(self, X):
         """``X @ linear_coef_ᵀ`` (the linear term less its constant, in ``intercept_``), or 0."""

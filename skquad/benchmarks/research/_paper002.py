@@ -229,7 +229,7 @@ def _uci(name, *, quick, repeats, device, progress, output_dir):
                          "test acc": np.mean(sdp.relaxed_predict(X_test) == y_test)})
             backprop = BackpropQuantizedClassifier(  # the paper's baseline: one scale per class
                 m, beta=backprop_beta, device=device, n_threads=1, random_state=seed,
-                refit_output_layer=False,
+                refit_output_layer=False, linear_term=False,
             )
             classes = np.unique(y_train)
             with warnings.catch_warnings():
