@@ -366,8 +366,11 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return self._sample(self.n_neurons, policy.init_generator)
 
     def _statistics_target_scale(self, statistics):
-        """:meth:`_target_scale` from the statistics (1: classifiers)."""
-        return 1.0
+        """:meth:`_target_scale` from the (centred, normalized) statistics of a Dask fit."""
+        if self.loss != "squared":
+            return 1.0
+        rms = math.sqrt(max(float(statistics.target_square.sum()), 0.0) / statistics.n_outputs)
+        return 1.0 if rms == 0.0 else self._power_of_two(rms)
 
     def _centres_targets(self):
         """Whether the model has a free output intercept (the targets are centred)."""
@@ -450,8 +453,39 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return beta if chosen is None else chosen
 
     def _target_scale(self, targets, weight):
-        """The ``c`` by which the SDP and the refit divide the targets: 1, as labels are of order 1."""
-        return 1.0
+        """``c``: the power of two (exact to divide by) nearest the targets' weighted root mean square;
+        1 for the hinge and logistic losses, whose targets are labels.
+
+        The SDP and the refit solve for ``y / c`` and ``beta / c``, a loss of order 1 as the
+        solvers' tolerances assume, and are mapped back exactly (``rescale_solution``). The squared
+        loss's targets are centred and less a linear term, so a classifier's too can be far from
+        order 1 (under extreme class weights their weighted root mean square can be 1e-3).
+        """
+        if self.loss != "squared":
+            return 1.0
+        targets = np.asarray(targets, dtype=np.float64)
+        largest = float(np.max(np.abs(targets)))
+        if largest == 0.0:
+            return 1.0
+        # Scaled by the largest magnitude first, so the squares neither
+        # overflow nor underflow.
+        unit = targets.reshape(len(targets), -1) / largest
+        return self._power_of_two(
+            largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
+        )
+
+    def _power_of_two(self, rms):
+        """The power of two nearest ``rms``, refused outside float64's range for its square."""
+        exponent = int(np.round(np.log2(rms)))
+        # c^2 = 2^(2 exponent) must be a normal float64 (2^-1022 to 2^1023).
+        if not -1022 <= 2 * exponent <= 1023:
+            raise ValueError(
+                f"y has a root mean square of {rms:.3g}: its squared loss, the "
+                f"objective and certificate of {type(self).__name__} (of order "
+                f"{rms:.3g}^2), is outside float64's range. Rescale y (e.g. by a "
+                "power of ten) and the predictions back."
+            )
+        return float(np.ldexp(1.0, exponent))
 
     def _solver_chunk_hook(self, X, y):
         """The native solver's per-chunk hook: one callback subtask per chunk, which may stop the
@@ -610,8 +644,12 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         """``(objective, alpha, intercept)`` of the logistic refit on rows ``X``: the labels' scores
         ``outputs @ alpha + offset`` (the intercept stays the SDP's offset, so the network stays
         in the class ``lower_bound_`` certifies), the objective in the SDP's ``loss``."""
+        # The targets are the scaled problem's (targets / c, see _target_scale): the labels are
+        # c times them plus the offset, and the logistic layer is returned divided by c, as the
+        # squared refit's is.
+        scale = getattr(self, "_target_scale_", 1.0)
         offset = np.atleast_1d(self._target_offset_)
-        labels = targets + (offset[0] if targets.ndim == 1 else offset)
+        labels = targets * scale + (offset[0] if targets.ndim == 1 else offset)
         # The outputs are Φ S exactly (q = p (p + 1) / 2 lifted coordinates): through the
         # factors where that takes fewer flops, Φ formed only then.
         (n, m), q = outputs.shape, p * (p + 1) // 2
@@ -621,12 +659,12 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             rows = svec_rows(lifting.features(X), lifting.activation if lifting.polynomial else None)
             columns = FactoredColumns(rows, neuron_svecs(U, V))
         refit = refit_second_layer(
-            columns, labels, weight, loss="logistic", beta=beta, n_lifted=p, alpha=alpha,
+            columns, labels, weight, loss="logistic", beta=beta * scale, n_lifted=p, alpha=alpha * scale,
             score_offset=offset,
         )
-        objective = network_objective(outputs @ refit.alpha, targets, weight, self.loss,
-                                      refit.alpha, beta, p)
-        return objective, refit.alpha, refit.intercept
+        alpha, intercept = refit.alpha / scale, refit.intercept / scale
+        objective = network_objective(outputs @ alpha, targets, weight, self.loss, alpha, beta, p)
+        return objective, alpha, intercept
 
     def _statistics_refit(self, U, V, alpha, beta, p):
         """:meth:`_rows_refit` from the lifted statistics of a Dask fit (outputs ``Φ S``)."""

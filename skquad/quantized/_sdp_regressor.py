@@ -1,7 +1,5 @@
 """SDPQuantizedRegressor: Bartan & Pilanci's squared-loss SDP as a regressor."""
 
-import math
-
 import numpy as np
 
 from .._foundation._atomic import reads_fitted_state
@@ -254,40 +252,6 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         """``beta="auto"``'s measure: the held-out squared error of the predictions."""
         return HeldOutErrors(y, sample_weight)
 
-    def _target_scale(self, targets, weight):
-        """``c``: the power of two (exact to divide by) nearest the targets' weighted root mean square.
-
-        The SDP and the refit solve for ``y / c`` and ``beta / c``, a loss of order 1 as the
-        solvers' tolerances assume, and are mapped back exactly (``rescale_solution``).
-        """
-        targets = np.asarray(targets, dtype=np.float64)
-        largest = float(np.max(np.abs(targets)))
-        if largest == 0.0:
-            return 1.0
-        # Scaled by the largest magnitude first, so the squares neither
-        # overflow nor underflow.
-        unit = targets.reshape(len(targets), -1) / largest
-        return self._power_of_two(
-            largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
-        )
-
-    def _statistics_target_scale(self, statistics):
-        """:meth:`_target_scale` from the (centred, normalized) statistics of a Dask fit."""
-        rms = math.sqrt(max(float(statistics.target_square.sum()), 0.0) / statistics.n_outputs)
-        return 1.0 if rms == 0.0 else self._power_of_two(rms)
-
-    def _power_of_two(self, rms):
-        """The power of two nearest ``rms``, refused outside float64's range for its square."""
-        exponent = int(np.round(np.log2(rms)))
-        # c^2 = 2^(2 exponent) must be a normal float64 (2^-1022 to 2^1023).
-        if not -1022 <= 2 * exponent <= 1023:
-            raise ValueError(
-                f"y has a root mean square of {rms:.3g}: its squared loss, the "
-                f"objective and certificate of {type(self).__name__} (of order "
-                f"{rms:.3g}^2), is outside float64's range. Rescale y (e.g. by a "
-                "power of ten) and the predictions back."
-            )
-        return float(np.ldexp(1.0, exponent))
 
     def _sdp_targets(self, y_train, n_outputs):
         """Real targets: a vector for one output, the (n, k) matrix otherwise."""
