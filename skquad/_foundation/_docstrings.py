@@ -367,8 +367,9 @@ ENTRIES = {
     The linear term's coefficients on the original inputs (with
     ``linear_term=True`` only; its constant is in the offset).""",
     "linear_alpha_": """linear_alpha_ : ndarray of shape (n_outputs_,)
-    The linear term's ridge penalty per output, on the standardized
-    inputs (with ``linear_term=True`` only).""",
+    The linear term's ridge penalty per output: :class:`~sklearn.linear_model.Ridge`'s
+    ``alpha`` on the standardized inputs, rows counted by ``sample_weight``
+    (with ``linear_term=True`` only).""",
     "target_min_": """target_min_ : ndarray of shape (n_outputs_,)
     Per-output minimum of the training targets of positive weight,
     float64: the range ``clip_outputs`` clips to.""",

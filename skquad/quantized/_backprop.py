@@ -570,8 +570,9 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
         The linear term's coefficients on the original inputs (only where
         ``linear_term`` fits one; its constant is in ``intercept_``).
     linear_alpha_ : ndarray of shape (n_scores,)
-        The linear term's ridge penalty per score, on the standardized
-        inputs (only where ``linear_term`` fits one).
+        The linear term's ridge penalty per score: :class:`~sklearn.linear_model.Ridge`'s
+        ``alpha`` on the standardized inputs, rows counted by ``sample_weight``
+        (only where ``linear_term`` fits one).
     refit_loss_ : str or None
         The loss of the output layer's refit: "squared" (the ridge) or
         "logistic"; None without the refit.

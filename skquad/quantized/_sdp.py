@@ -1123,8 +1123,9 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         The linear term's coefficients on the original inputs (with a
         linear term only; its constant is in ``intercept_``).
     linear_alpha_ : ndarray of shape (n_scores,)
-        The linear term's ridge penalty per score, on the standardized
-        inputs (with a linear term only).
+        The linear term's ridge penalty per score: :class:`~sklearn.linear_model.Ridge`'s
+        ``alpha`` on the standardized inputs, rows counted by ``sample_weight``
+        (with a linear term only).
     relaxed_objective_ : float
         Objective of the returned relaxed solution (``loss + 2 beta p
         sum_k rho_k``), at least the SDP's optimum.
