@@ -176,9 +176,9 @@ def test_the_backprop_classifiers_auto_term(params, n_classes, fitted):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_backprop_classifiers_term_fits_a_noisy_linear_boundary_better(seed):
     """Two classes by the sign of x0 + x1 plus noise among 30 inputs, 300 training rows: the
-    network alone weighs all 30 inputs alike and scores 0.57 to 0.60 on 1,000 test rows; with
-    the term (the default) 0.64 to 0.66. (LogisticRegression: 0.77 to 0.79; the 1,000 neurons
-    still fit some of the residuals' noise.)"""
+    network alone weighs all 30 inputs alike; with the term (the default) the model scores
+    more than 0.03 higher on 1,000 test rows. (It stays below LogisticRegression: the 1,000
+    neurons still fit some of the residuals' noise.)"""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((1300, 30))
     y = (X[:, 0] + X[:, 1] + rng.standard_normal(1300) > 0).astype(int)

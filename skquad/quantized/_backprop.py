@@ -393,12 +393,19 @@ class _BackpropQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return scores.astype(np.result_type(X.dtype, self.alpha_.dtype), copy=False)
 
     def _float_scores(self, X):
-        """Scores of the real-weight network, shape (n_samples, n_outputs)."""
+        """Scores of the real-weight network, shape (n_samples, n_outputs), completed as the
+        quantized network's are (:meth:`_completed_float_scores`)."""
         X = self._validate_predict_data(X)
         scores = _batched_network_scores(
             self._lifting(), X, self.U_float_, self.V_float_, self.float_alpha_
         )
-        return scores.astype(np.result_type(X.dtype, self.float_alpha_.dtype), copy=False)
+        scores = scores.astype(np.result_type(X.dtype, self.float_alpha_.dtype), copy=False)
+        return self._completed_float_scores(scores, X)
+
+    def _completed_float_scores(self, scores, X):
+        """The real-weight network's ``scores`` on the validated rows ``X``, plus what the model
+        adds to them (a subclass's offset, target scaling and linear term)."""
+        return scores
 
 
     def __getstate__(self):
@@ -787,9 +794,7 @@ class BackpropQuantizedClassifier(_BackpropQuantizedNetwork, BaseQuadraticClassi
     def _raw_scores(self, X):
         return self._with_linear_term(super()._raw_scores(X), X)
 
-    def _float_scores(self, X):
-        X = self._validate_predict_data(X)  # the linear term reads the clipped rows too
-        scores = super()._float_scores(X)
+    def _completed_float_scores(self, scores, X):
         return self._with_linear_term(scores + np.asarray(self._score_offset(), dtype=scores.dtype), X)
 
     def _callback_targets(self, X, y_encoded):

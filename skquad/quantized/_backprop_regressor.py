@@ -242,10 +242,8 @@ class BackpropQuantizedRegressor(_BackpropQuantizedNetwork, BaseQuadraticRegress
         scores = super()._raw_scores(X)
         return self._with_linear_term(unscaled_predictions(scores, *fitted_target_scaling(self)), X)
 
-    def _float_scores(self, X):
-        X = self._validate_predict_data(X)  # the linear term reads the clipped rows too
-        scores = unscaled_predictions(super()._float_scores(X), *fitted_target_scaling(self))
-        return self._with_linear_term(scores, X)
+    def _completed_float_scores(self, scores, X):
+        return self._with_linear_term(unscaled_predictions(scores, *fitted_target_scaling(self)), X)
 
     @dispatch_inputs
     @_fit_context(prefer_skip_nested_validation=True)

@@ -367,10 +367,8 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
 
     def _statistics_target_scale(self, statistics):
         """:meth:`_target_scale` from the (centred, normalized) statistics of a Dask fit."""
-        if self.loss != "squared":
-            return 1.0
-        rms = math.sqrt(max(float(statistics.target_square.sum()), 0.0) / statistics.n_outputs)
-        return 1.0 if rms == 0.0 else self._power_of_two(rms)
+        return self._scale_of(
+            math.sqrt(max(float(statistics.target_square.sum()), 0.0) / statistics.n_outputs))
 
     def _centres_targets(self):
         """Whether the model has a free output intercept (the targets are centred)."""
@@ -461,8 +459,6 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         loss's targets are centred and less a linear term, so a classifier's too can be far from
         order 1 (under extreme class weights their weighted root mean square can be 1e-3).
         """
-        if self.loss != "squared":
-            return 1.0
         targets = np.asarray(targets, dtype=np.float64)
         largest = float(np.max(np.abs(targets)))
         if largest == 0.0:
@@ -470,12 +466,16 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         # Scaled by the largest magnitude first, so the squares neither
         # overflow nor underflow.
         unit = targets.reshape(len(targets), -1) / largest
-        return self._power_of_two(
+        return self._scale_of(
             largest * np.sqrt(weight @ (unit**2).sum(axis=1) / weight.sum() / unit.shape[1])
         )
 
-    def _power_of_two(self, rms):
-        """The power of two nearest ``rms``, refused outside float64's range for its square."""
+    def _scale_of(self, rms):
+        """The rule of :meth:`_target_scale` for targets of root mean square ``rms``: 1 for labels
+        (the hinge and logistic losses) or targets all zero, else the power of two nearest
+        ``rms``, refused outside float64's range for its square."""
+        if self.loss != "squared" or rms == 0.0:
+            return 1.0
         exponent = int(np.round(np.log2(rms)))
         # c^2 = 2^(2 exponent) must be a normal float64 (2^-1022 to 2^1023).
         if not -1022 <= 2 * exponent <= 1023:
