@@ -110,13 +110,74 @@ def test_where_the_rows_leave_no_choice_auto_is_the_rule():
     assert lonely.beta_ == pytest.approx(_rule(lonely, weight.sum()), rel=1e-12)
 
 
-def test_three_classes_take_the_rule_without_a_linear_term():
+def _spy_on_the_search(monkeypatch, chosen_fraction):
+    """Replace the search by one that records its arguments and returns ``chosen_fraction`` of
+    the largest candidate's beta."""
+    import skquad.quantized._sdp as sdp
+
+    calls = []
+
+    def held_out_beta(candidate, X, y, sample_weight, betas, scorer, *, choice):
+        calls.append(dict(params=candidate.get_params(), betas=betas, choice=choice))
+        return float(betas[0] * chosen_fraction)
+
+    monkeypatch.setattr(sdp, "held_out_beta", held_out_beta)
+    return calls
+
+
+def test_three_classes_search_by_the_smallest_held_out_error(monkeypatch):
+    """Without a linear term (three classes by default) the strongest penalties leave a
+    near-constant network: the search takes the smallest held-out error, not one standard
+    error towards it, and never offers beta_max. With one (two classes) it keeps the rule of
+    one standard error."""
+    from skquad._foundation._held_out import one_standard_error_choice, smallest_error_choice
+
     rng = np.random.default_rng(9)
     X = rng.standard_normal((200, 3))
-    y = np.digitize(X[:, 0] + 0.5 * rng.standard_normal(200), [-0.5, 0.5])
-    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
-    assert model.beta_ == pytest.approx(_rule(model, 200), rel=1e-12)
+    three = np.digitize(X[:, 0] + 0.5 * rng.standard_normal(200), [-0.5, 0.5])
+    calls = _spy_on_the_search(monkeypatch, 0.5)
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, three)
     assert not hasattr(model, "linear_coef_")
+    assert len(calls) == 1 and calls[0]["choice"] is smallest_error_choice
+    assert np.all(calls[0]["betas"] < model.beta_max_)
+    assert model.beta_ == calls[0]["betas"][0] * 0.5
+    binary = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, (three > 0).astype(int))
+    assert hasattr(binary, "linear_coef_") and calls[1]["choice"] is one_standard_error_choice
+    assert calls[1]["betas"][0] == binary.beta_max_  # the linear term alone is offered
+
+
+@pytest.mark.parametrize("refit, candidates_refit", [("auto", True), ("logistic", True), (False, False)])
+def test_the_candidates_refit_by_least_squares(monkeypatch, refit, candidates_refit):
+    """The logistic refit and "auto"'s held-out choice of it cost most of a three-class fit:
+    the candidates refit by least squares, the fit at the chosen beta as asked."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((150, 3))
+    y = np.digitize(X[:, 0] * X[:, 1], [-0.3, 0.3])
+    calls = _spy_on_the_search(monkeypatch, 1.0)
+    model = SDPQuantizedClassifier(n_neurons=30, refit_output_layer=refit, random_state=0).fit(X, y)
+    assert calls[0]["params"]["refit_output_layer"] is candidates_refit
+    assert model.refit_loss_ == {"auto": model.refit_loss_, "logistic": "logistic", False: None}[refit]
+
+
+def test_three_classes_choose_on_held_out_rows_once_per_candidate_refit(monkeypatch):
+    """A three-class default fit searches (the old rule is gone) and makes the held-out choice
+    between the squared and the logistic refit once, at the chosen beta."""
+    from skquad.quantized._sdp import _SDPQuantizedNetwork
+
+    choices = []
+    original = _SDPQuantizedNetwork._held_out_refit_loss
+
+    def counted(self, *args, **kwargs):
+        choices.append(self.beta_)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_SDPQuantizedNetwork, "_held_out_refit_loss", counted)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((150, 3))
+    y = np.digitize(X[:, 0] + X[:, 1] ** 2, [0.0, 1.5])
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+    assert model.beta_ != pytest.approx(_rule(model, 150), rel=1e-9)
+    assert choices == [model.beta_]
 
 
 def test_without_a_linear_term_the_search_never_offers_a_constant():

@@ -646,18 +646,17 @@ def test_solver_parameter_errors_are_clear(solve_planted, params, error, message
         SDPQuantizedClassifier(**params).fit(X, y)
 
 
-def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
-    """beta="auto" on three classes: beta_max from the lifted, standardized, class-weighted
-    data, then the rule."""
+def test_rule_beta_on_beta_max_through_the_fit_lifting():
+    """beta="rule" on three classes: beta_max from the lifted, standardized, class-weighted
+    data, then the (p / n)^2 rule."""
     from skquad.convex import InputLifting
     from skquad.convex.path import default_beta, zero_network_beta
 
     X, y = load_wine(return_X_y=True)
     X, y = X[::3, :4], y[::3]
     model = SDPQuantizedClassifier(
-        n_neurons=30, weight_levels=2, class_weight="balanced", random_state=0
+        n_neurons=30, weight_levels=2, class_weight="balanced", beta="rule", random_state=0
     ).fit(X, y)
-    assert model.get_params()["beta"] == "auto"
     # An independent beta_max: the weighted standardization and one-hot
     # targets written out here, the class weights n / (K n_k).
     counts = np.bincount(y)
@@ -670,7 +669,6 @@ def test_auto_beta_is_the_rule_on_beta_max_through_the_fit_lifting():
     targets = onehot - weight @ onehot / weight.sum()
     beta_max = zero_network_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
     assert model.beta_max_ == pytest.approx(beta_max, rel=1e-9)
-    # three classes: "auto" is the rule (no held-out search)
     expected, _ = default_beta(lifting, X, targets, weight, loss="squared", n_outputs=3)
     assert model.beta_ == pytest.approx(expected, rel=1e-9)
     assert 0 < model.beta_ < model.beta_max_

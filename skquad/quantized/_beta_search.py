@@ -98,12 +98,13 @@ class HeldOutMisclassifications(HeldOutErrors):
         return -float(self.errors[-1].sum())
 
 
-def held_out_beta(candidate, X, y, sample_weight, betas, scorer):
-    """The one of ``betas`` (largest first) whose fits of ``candidate`` on held-out fifths of
-    the rows (:func:`held_out_splits`) give the smallest held-out error (``scorer``'s),
-    to one standard error towards the largest (:func:`one_standard_error_choice`); None where
-    a classifier's training fifth lacks one of ``y``'s classes. The caller has checked that
-    there are candidates to choose among and rows to hold out (:func:`can_hold_out`)."""
+def held_out_beta(candidate, X, y, sample_weight, betas, scorer, *, choice=one_standard_error_choice):
+    """The one of ``betas`` (largest first) that ``choice`` picks from the held-out errors
+    (``scorer``'s) of ``candidate``'s fits on held-out fifths of the rows
+    (:func:`held_out_splits`): by default the largest whose error is within one standard error
+    of the smallest (:func:`one_standard_error_choice`); None where a classifier's training
+    fifth lacks one of ``y``'s classes. The caller has checked that there are candidates to
+    choose among and rows to hold out (:func:`can_hold_out`)."""
     splits = held_out_splits(X, sample_weight)
     if is_classifier(candidate) and any(
         np.unique(y[train]).size < np.unique(y).size for train, _ in splits
@@ -115,4 +116,4 @@ def held_out_beta(candidate, X, y, sample_weight, betas, scorer):
         warnings.filterwarnings("ignore", category=ConvergenceWarning)
         for train, held_out in splits:
             fit_path(candidate, betas, X, y, sample_weight, train, held_out, scorer)
-    return float(betas[one_standard_error_choice(scorer.by_candidate(len(betas)))])
+    return float(betas[choice(scorer.by_candidate(len(betas)))])

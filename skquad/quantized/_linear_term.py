@@ -195,8 +195,7 @@ class LinearTermMixin:
     def _unmasked_squared_loss(self):
         """Whether the model fits the squared loss on scores that cannot mask a class: a
         regressor's outputs, or a binary classifier's one score. Three or more classes' one-vs-rest
-        squared scores can mask one, and a linear term on them (``"auto"``) would too; held-out
-        misclassification, which ``beta="auto"`` reads, is too coarse a measure there."""
+        squared scores can mask one, and a linear term on them (``"auto"``) would too."""
         return getattr(self, "loss", "squared") == "squared" and len(getattr(self, "classes_", ())) <= 2
 
     def _fits_linear_term(self):

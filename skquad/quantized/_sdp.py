@@ -19,7 +19,9 @@ from .._base import BaseQuadraticClassifier, BaseQuadraticEstimator, check_posit
 from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
-from .._foundation._held_out import can_hold_out, search_candidate
+from .._foundation._held_out import (
+    can_hold_out, one_standard_error_choice, search_candidate, smallest_error_choice,
+)
 from .._foundation._rows import duplicate_groups
 from .._foundation._runtime import runtime_policy, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
@@ -423,20 +425,19 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         return beta
 
     def _validated_beta(self, X, y_validated, sample_weight, beta, n_lifted, generator):
-        """"auto" with the squared loss on unmasked scores (a regressor's, two classes'): the
-        fraction of ``beta_max_`` that held-out fifths of the rows choose among
-        :func:`auto_beta_fractions` (:func:`held_out_beta`); else ``beta``, also where the rows
-        or the size leave no choice (other losses and more classes keep the ``(p / n)^2``
-        rule). The candidates' seed is drawn from ``generator``, the fit's second stream, so
-        that the first layer's draw is that of ``resample``."""
-        if self.beta != "auto" or not self._unmasked_squared_loss() or not self.beta_max_ > 0:
+        """"auto" with the squared loss: the fraction of ``beta_max_`` that held-out fifths of
+        the rows choose among :func:`auto_beta_fractions` (:func:`held_out_beta`); else ``beta``,
+        also where the rows or the size leave no choice (the hinge and logistic losses keep the
+        ``(p / n)^2`` rule). The candidates' seed is drawn from ``generator``, the fit's second
+        stream, so that the first layer's draw is that of ``resample``."""
+        if self.beta != "auto" or self.loss != "squared" or not self.beta_max_ > 0:
             return beta
         betas = self.beta_max_ * auto_beta_fractions(
             self.loss, n_lifted, beta / self.beta_max_, n_rows=X.shape[0], n_blocks=self._sdp_n_outputs()
         )
-        if not self._fits_linear_term():
-            # At beta_max the model is its offset alone: without a linear term a constant,
-            # which the rule's preference for the most penalised candidate must not reach.
+        with_term = self._fits_linear_term()
+        if not with_term:
+            # At beta_max the model is its offset alone: without a linear term a constant.
             betas = betas[betas < self.beta_max_]
         if len(betas) < 2 or not can_hold_out(sample_weight):
             return beta
@@ -447,7 +448,13 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             self, random_state=int(torch.randint(np.iinfo(np.int32).max, (1,), generator=generator)),
             verbose=0, **self._held_out_params(),
         )
-        chosen = held_out_beta(candidate, X, y, weight, betas, self._held_out_scorer(y, weight))
+        # With a linear term the most penalised candidate is the term alone, a model in its own
+        # right: one standard error towards it. Without one the strongest penalties leave a
+        # near-constant network, no safer a model: the smallest held-out error.
+        choice = one_standard_error_choice if with_term else smallest_error_choice
+        chosen = held_out_beta(
+            candidate, X, y, weight, betas, self._held_out_scorer(y, weight), choice=choice
+        )
         return beta if chosen is None else chosen
 
     def _target_scale(self, targets, weight):
@@ -904,23 +911,26 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         cost that does not depend on ``beta``), ``n`` the sum of the sample
         weights: one solve, no search.
 
-        "auto", on two classes with the squared loss and at least 20 rows:
-        one of the fractions 1, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3 and 1e-4 of
+        "auto", with the squared loss and at least 20 rows: one of the
+        fractions 1, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3 and 1e-4 of
         ``beta_max_`` (down to the rule's fraction where a smaller one would
-        cost more to solve), chosen on held-out rows as
-        :class:`SDPQuantizedRegressor` chooses it, by misclassification: fifths
-        of the rows are held out in turn, as many as it takes to score 100
-        rows, and the largest fraction whose held-out error is within one
-        standard error of the smallest is taken. At 1 the network is zero and
-        the model is its linear term: the choice where no network classifies
-        held-out rows better (without a linear term 1 is not tried: the model
-        would be a constant). The noise in the labels sets how much of
-        ``beta_max_`` the data can use, which the rule cannot see. Each fifth
-        costs up to eight solves on 80 % of the rows. With three or more
-        classes (where held-out misclassification chose constant-like
-        networks on noisy sets), the hinge and logistic losses, beyond 100
-        lifted coordinates or ``n p^2`` above 1e8, where solves are costly,
-        on Dask collections and where a training fifth lacks a class, "auto"
+        cost more to solve), chosen on held-out rows by misclassification:
+        fifths of the rows are held out in turn, as many as it takes to
+        score 100 rows. With a linear term (two classes, by default) the
+        largest fraction whose held-out error is within one standard error
+        of the smallest is taken: at 1 the network is zero and the model is
+        its linear term, the choice where no network classifies held-out
+        rows better. Without one (three or more classes, by default) 1 is
+        not tried (the model would be a constant) and the fraction of the
+        smallest held-out error is taken, since the strongest penalties
+        leave a near-constant network, no safer a model. The noise in the
+        labels sets how much of ``beta_max_`` the data can use, which the
+        rule cannot see. Each fifth costs up to eight solves on 80 % of the
+        rows; the candidates refit the second layer by least squares (the
+        logistic refit is made once, at the chosen fraction). With the
+        hinge and logistic losses, beyond 100 lifted coordinates or
+        ``n p^2`` times the classes' blocks above 1e8, where solves are
+        costly, on Dask collections and where a training fifth lacks a class, "auto"
         is the rule. A float is used as given. The value used is ``beta_``.
     fit_intercept : bool, default=True
         Append a constant input 1 to every sample, so that each neuron is
@@ -1346,8 +1356,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
 
     def _held_out_params(self):
         """``beta="auto"``'s candidates: class weights once (they are in the sample weights the
-        search passes)."""
-        return {"class_weight": None}
+        search passes); a refit of the second layer by least squares (the lasso) where the model
+        refits it at all. The logistic refit, and ``"auto"``'s held-out choice of it on three or
+        more classes, cost most of a candidate's fit; they are made once, at the chosen ``beta``."""
+        return {"class_weight": None, "refit_output_layer": bool(self.refit_output_layer)}
 
     def _held_out_scorer(self, y, sample_weight):
         """``beta="auto"``'s measure: the held-out rows' misclassifications."""
