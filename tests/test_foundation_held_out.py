@@ -101,3 +101,18 @@ def test_the_cv_estimators_rule_is_glmnets_lambda_1se():
     assert SELECTION_RULES["one_standard_error"](errors) == 1
     # paired, the folds' common shift cancels and nothing is within noise of the best
     assert one_standard_error_choice(errors) == 2
+
+
+def test_the_preferred_candidate_is_left_only_beyond_one_standard_error():
+    from skquad._foundation._held_out import preferred_within_one_standard_error
+
+    rng = np.random.default_rng(0)
+    noise = rng.standard_normal((400, 1))
+    spread = 0.5 * np.resize([1.0, -1.0], (400, 1))  # the rows' differences: standard error 0.025
+    # candidate 1 better than the preferred 0 by 0.01 on average: noise on these rows
+    close = np.hstack([noise, noise - 0.01 + spread])
+    assert preferred_within_one_standard_error(close, preferred=0) == 0
+    # better by 0.1: evidence
+    far = np.hstack([noise, noise - 0.1 + spread])
+    assert preferred_within_one_standard_error(far, preferred=0) == 1
+    assert preferred_within_one_standard_error(far, preferred=1) == 1

@@ -125,12 +125,15 @@ def _spy_on_the_search(monkeypatch, chosen_fraction):
     return calls
 
 
-def test_three_classes_search_by_the_smallest_held_out_error(monkeypatch):
+def test_three_classes_search_and_keep_the_rule_unless_held_out_rows_prefer_another(monkeypatch):
     """Without a linear term (three classes by default) the strongest penalties leave a
-    near-constant network: the search takes the smallest held-out error, not one standard
-    error towards it, and never offers beta_max. With one (two classes) it keeps the rule of
-    one standard error."""
-    from skquad._foundation._held_out import one_standard_error_choice, smallest_error_choice
+    near-constant network, no safer a model: the rule's beta is a candidate, kept unless
+    another's held-out error is lower by more than one standard error, and beta_max (a
+    constant) is never offered. With a term (two classes) the rule of one standard error
+    towards the term alone stays."""
+    from skquad._foundation._held_out import (
+        one_standard_error_choice, preferred_within_one_standard_error,
+    )
 
     rng = np.random.default_rng(9)
     X = rng.standard_normal((200, 3))
@@ -138,9 +141,11 @@ def test_three_classes_search_by_the_smallest_held_out_error(monkeypatch):
     calls = _spy_on_the_search(monkeypatch, 0.5)
     model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, three)
     assert not hasattr(model, "linear_coef_")
-    assert len(calls) == 1 and calls[0]["choice"] is smallest_error_choice
-    assert np.all(calls[0]["betas"] < model.beta_max_)
-    assert model.beta_ == calls[0]["betas"][0] * 0.5
+    choice, betas = calls[0]["choice"], calls[0]["betas"]
+    assert len(calls) == 1 and choice.func is preferred_within_one_standard_error
+    assert betas[choice.keywords["preferred"]] == pytest.approx(_rule(model, 200), rel=1e-9)
+    assert np.all(betas < model.beta_max_) and np.all(np.diff(betas) < 0)
+    assert model.beta_ == betas[0] * 0.5
     binary = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, (three > 0).astype(int))
     assert hasattr(binary, "linear_coef_") and calls[1]["choice"] is one_standard_error_choice
     assert calls[1]["betas"][0] == binary.beta_max_  # the linear term alone is offered
@@ -159,24 +164,30 @@ def test_the_candidates_refit_by_least_squares(monkeypatch, refit, candidates_re
     assert model.refit_loss_ == {"auto": model.refit_loss_, "logistic": "logistic", False: None}[refit]
 
 
-def test_three_classes_choose_on_held_out_rows_once_per_candidate_refit(monkeypatch):
-    """A three-class default fit searches (the old rule is gone) and makes the held-out choice
-    between the squared and the logistic refit once, at the chosen beta."""
+def test_a_three_class_search_chooses_the_logistic_refit_once(monkeypatch):
+    """A three-class default fit searches (many solves) and makes the held-out choice between
+    the squared and the logistic refit once, at the chosen beta."""
+    import skquad.quantized._sdp as sdp
     from skquad.quantized._sdp import _SDPQuantizedNetwork
 
-    choices = []
-    original = _SDPQuantizedNetwork._held_out_refit_loss
+    choices, solves = [], []
+    original_choice, original_solve = _SDPQuantizedNetwork._held_out_refit_loss, sdp.solve_relaxation
 
-    def counted(self, *args, **kwargs):
+    def counted_choice(self, *args, **kwargs):
         choices.append(self.beta_)
-        return original(self, *args, **kwargs)
+        return original_choice(self, *args, **kwargs)
 
-    monkeypatch.setattr(_SDPQuantizedNetwork, "_held_out_refit_loss", counted)
+    def counted_solve(*args, **kwargs):
+        solves.append(1)
+        return original_solve(*args, **kwargs)
+
+    monkeypatch.setattr(_SDPQuantizedNetwork, "_held_out_refit_loss", counted_choice)
+    monkeypatch.setattr(sdp, "solve_relaxation", counted_solve)
     rng = np.random.default_rng(5)
     X = rng.standard_normal((150, 3))
     y = np.digitize(X[:, 0] + X[:, 1] ** 2, [0.0, 1.5])
     model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
-    assert model.beta_ != pytest.approx(_rule(model, 150), rel=1e-9)
+    assert len(solves) > 10  # the candidates' solves on the held-out fifths, then the fit's
     assert choices == [model.beta_]
 
 

@@ -11,7 +11,11 @@ the rest. Two rules make that choice hold on few rows:
 * Breiman's one-standard-error rule (:func:`one_standard_error_choice`): the
   most penalised candidate whose held-out error is within one standard error
   of the smallest. Differences below that are noise on the rows at hand, and
-  the more penalised model extrapolates the least.
+  the more penalised model extrapolates the least. Where the most penalised
+  candidate is no safer a model (a network's strongest penalty leaves a
+  constant), the same standard error guards a default instead
+  (:func:`preferred_within_one_standard_error`): it is left only on held-out
+  evidence.
 """
 
 import functools
@@ -23,8 +27,8 @@ from ._rows import row_folds
 
 __all__ = [
     "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "can_hold_out", "held_out_folds",
-    "held_out_splits", "one_standard_error_choice", "search_candidate", "smallest_error_choice",
-    "SELECTION_RULES",
+    "held_out_splits", "one_standard_error_choice", "preferred_within_one_standard_error",
+    "search_candidate", "smallest_error_choice", "SELECTION_RULES",
 ]
 
 FOLDS = 5  # fifths: each fit sees 80 % of the rows
@@ -111,6 +115,18 @@ def one_standard_error_choice(errors, *, paired=True):
         spread = errors - errors[:, [best]] if paired else errors[:, [best]]
         standard_error = np.nan_to_num(spread.std(axis=0, ddof=1)) / np.sqrt(len(errors))
     return int(np.flatnonzero(mean - mean[best] <= standard_error)[0])
+
+
+def preferred_within_one_standard_error(errors, preferred):
+    """``preferred`` where its mean error is within one standard error of the smallest mean,
+    else the candidate of the smallest; ``errors`` as above, the standard error that of
+    ``preferred``'s difference from the best, row by row."""
+    with np.errstate(invalid="ignore"):
+        mean = errors.mean(axis=0)
+        best = int(np.argmin(mean))
+        difference = errors[:, preferred] - errors[:, best]
+        standard_error = np.nan_to_num(difference.std(ddof=1)) / np.sqrt(len(errors))
+    return preferred if mean[preferred] - mean[best] <= standard_error else best
 
 
 def smallest_error_choice(errors):

@@ -20,7 +20,7 @@ from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
 from .._foundation._held_out import (
-    can_hold_out, one_standard_error_choice, search_candidate, smallest_error_choice,
+    can_hold_out, one_standard_error_choice, preferred_within_one_standard_error, search_candidate,
 )
 from .._foundation._rows import duplicate_groups
 from .._foundation._runtime import runtime_policy, spawn_generators
@@ -435,12 +435,23 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         betas = self.beta_max_ * auto_beta_fractions(
             self.loss, n_lifted, beta / self.beta_max_, n_rows=X.shape[0], n_blocks=self._sdp_n_outputs()
         )
-        with_term = self._fits_linear_term()
-        if not with_term:
-            # At beta_max the model is its offset alone: without a linear term a constant.
-            betas = betas[betas < self.beta_max_]
         if len(betas) < 2 or not can_hold_out(sample_weight):
-            return beta
+            return beta  # the size or the rows leave no choice
+        with_term = self._fits_linear_term()
+        if with_term:
+            # The most penalised candidate is the term alone, a model in its own right:
+            # one standard error towards it.
+            choice = one_standard_error_choice
+        else:
+            # At beta_max the model is its offset alone: without a linear term a constant, and
+            # the strongest penalties leave a near-constant network, no safer a model. The rule's
+            # beta is a candidate, kept unless another's held-out error is lower by more than
+            # one standard error.
+            betas = betas[(betas < self.beta_max_) & ~np.isclose(betas, beta, rtol=1e-9, atol=0.0)]
+            betas = np.sort(np.append(betas, beta))[::-1]
+            choice = functools.partial(
+                preferred_within_one_standard_error, preferred=int(np.flatnonzero(betas == beta)[0])
+            )
         # The distinct rows, their weights summed: row order and duplicates choose alike.
         rows, weight = duplicate_groups(X, y_validated, sample_weight)
         X, y = X[rows], self._held_out_targets(y_validated[rows])
@@ -448,10 +459,6 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
             self, random_state=int(torch.randint(np.iinfo(np.int32).max, (1,), generator=generator)),
             verbose=0, **self._held_out_params(),
         )
-        # With a linear term the most penalised candidate is the term alone, a model in its own
-        # right: one standard error towards it. Without one the strongest penalties leave a
-        # near-constant network, no safer a model: the smallest held-out error.
-        choice = one_standard_error_choice if with_term else smallest_error_choice
         chosen = held_out_beta(
             candidate, X, y, weight, betas, self._held_out_scorer(y, weight), choice=choice
         )
@@ -921,9 +928,10 @@ class SDPQuantizedClassifier(_SDPQuantizedNetwork, BaseQuadraticClassifier):
         of the smallest is taken: at 1 the network is zero and the model is
         its linear term, the choice where no network classifies held-out
         rows better. Without one (three or more classes, by default) 1 is
-        not tried (the model would be a constant) and the fraction of the
-        smallest held-out error is taken, since the strongest penalties
-        leave a near-constant network, no safer a model. The noise in the
+        not tried (the model would be a constant), the strongest penalties
+        leave a near-constant network, no safer a model, and so the rule's
+        own ``beta`` is a candidate too, kept unless another's held-out
+        error is lower by more than one standard error. The noise in the
         labels sets how much of ``beta_max_`` the data can use, which the
         rule cannot see. Each fifth costs up to eight solves on 80 % of the
         rows; the candidates refit the second layer by least squares (the

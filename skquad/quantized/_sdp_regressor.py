@@ -91,9 +91,10 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         smaller differences are noise, and the more penalised network
         extrapolates less). At 1 the network is zero and the model is the
         linear term alone; with ``linear_term=False`` 1 is not tried (the
-        model would be a constant) and the smallest held-out error is taken
-        (the strongest penalties leave a near-constant network, no safer a
-        model). The fractions go down to 1e-4 where a solve costs
+        model would be a constant) and, since the strongest penalties leave
+        a near-constant network, no safer a model, the rule's own ``beta``
+        (below) is a candidate too, kept unless another's held-out error is
+        lower by more than one standard error. The fractions go down to 1e-4 where a solve costs
         the same at every ``beta`` (the compact route,
         ``p (p + 1) / 2 <= 300``), else to the classifier's rule
         (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped), whose
