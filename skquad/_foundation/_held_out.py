@@ -101,9 +101,10 @@ class HeldOutErrors:
                                for k in range(0, len(calls), n_candidates)])
 
 
-def one_standard_error_choice(errors, *, paired=True):
-    """Index of the first (most penalised) candidate whose mean error is within one standard
-    error of the smallest mean; ``errors`` of shape (held-out rows or folds, candidates).
+def _within_one_standard_error(errors, paired=True):
+    """``(within, best)``: which candidates' mean errors are within one standard error of the
+    smallest mean, and the index of that smallest; ``errors`` of shape (held-out rows or
+    folds, candidates).
 
     ``paired``: the standard error of each candidate's difference from the best, row by row
     (rows are shared, so their common noise cancels). False: the standard error of the best
@@ -114,19 +115,20 @@ def one_standard_error_choice(errors, *, paired=True):
         best = int(np.argmin(mean))
         spread = errors - errors[:, [best]] if paired else errors[:, [best]]
         standard_error = np.nan_to_num(spread.std(axis=0, ddof=1)) / np.sqrt(len(errors))
-    return int(np.flatnonzero(mean - mean[best] <= standard_error)[0])
+    return mean - mean[best] <= standard_error, best
+
+
+def one_standard_error_choice(errors, *, paired=True):
+    """Index of the first (most penalised) candidate whose mean error is within one standard
+    error of the smallest mean (:func:`_within_one_standard_error`)."""
+    return int(np.flatnonzero(_within_one_standard_error(errors, paired)[0])[0])
 
 
 def preferred_within_one_standard_error(errors, preferred):
-    """``preferred`` where its mean error is within one standard error of the smallest mean,
-    else the candidate of the smallest; ``errors`` as above, the standard error that of
-    ``preferred``'s difference from the best, row by row."""
-    with np.errstate(invalid="ignore"):
-        mean = errors.mean(axis=0)
-        best = int(np.argmin(mean))
-        difference = errors[:, preferred] - errors[:, best]
-        standard_error = np.nan_to_num(difference.std(ddof=1)) / np.sqrt(len(errors))
-    return preferred if mean[preferred] - mean[best] <= standard_error else best
+    """``preferred`` where its mean error is within one standard error of the smallest mean
+    (paired, :func:`_within_one_standard_error`), else the candidate of the smallest."""
+    within, best = _within_one_standard_error(errors)
+    return preferred if within[preferred] else best
 
 
 def smallest_error_choice(errors):

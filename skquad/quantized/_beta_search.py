@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 
-from .._foundation._held_out import HeldOutErrors, held_out_splits, one_standard_error_choice
+from .._foundation._held_out import HeldOutErrors, held_out_splits
 from ..convex.relaxation import ZERO_NETWORK_WARNING
 from ..convex.routes import default_beta_floor
 
@@ -98,11 +98,11 @@ class HeldOutMisclassifications(HeldOutErrors):
         return -float(self.errors[-1].sum())
 
 
-def held_out_beta(candidate, X, y, sample_weight, betas, scorer, *, choice=one_standard_error_choice):
+def held_out_beta(candidate, X, y, sample_weight, betas, scorer, *, choice):
     """The one of ``betas`` (largest first) that ``choice`` picks from the held-out errors
     (``scorer``'s) of ``candidate``'s fits on held-out fifths of the rows
-    (:func:`held_out_splits`): by default the largest whose error is within one standard error
-    of the smallest (:func:`one_standard_error_choice`); None where a classifier's training
+    (:func:`held_out_splits`), a rule of :mod:`skquad._foundation._held_out` taking the
+    errors of shape (held-out rows, candidates); None where a classifier's training
     fifth lacks one of ``y``'s classes. The caller has checked that there are candidates to
     choose among and rows to hold out (:func:`can_hold_out`)."""
     splits = held_out_splits(X, sample_weight)

@@ -94,8 +94,8 @@ class SDPQuantizedRegressor(_SDPQuantizedNetwork, BaseQuadraticRegressor):
         model would be a constant) and, since the strongest penalties leave
         a near-constant network, no safer a model, the rule's own ``beta``
         (below) is a candidate too, kept unless another's held-out error is
-        lower by more than one standard error. The fractions go down to 1e-4 where a solve costs
-        the same at every ``beta`` (the compact route,
+        lower by more than one standard error. The fractions go down to 1e-4
+        where a solve costs the same at every ``beta`` (the compact route,
         ``p (p + 1) / 2 <= 300``), else to the classifier's rule
         (:func:`skquad.convex.default_beta`: ``(p / n)^2``, clipped), whose
         solve the fit makes anyway. Each fifth costs up to eight solves on
