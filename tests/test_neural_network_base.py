@@ -367,8 +367,11 @@ def test_default_stops_early_on_many_noisy_rows_where_training_every_epoch_overf
     assert model.validation_scores_ is not None and model.best_loss_ is None
     assert model.score(X[n:], y[n:]) > reference - 0.02
     with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
-        every_epoch = Estimator(random_state=0, early_stopping=False).fit(X[:n], y[:n])
+        every_epoch = Estimator(random_state=0, early_stopping=False, alpha=1e-4).fit(X[:n], y[:n])
     assert every_epoch.score(X[n:], y[n:]) < reference - 0.03
+    # without early stopping, the default alpha="auto" checks MLP's 1e-4 on held-out rows
+    checked = Estimator(random_state=0, early_stopping=False).fit(X[:n], y[:n])
+    assert checked.alpha_ > 1e-4 and checked.score(X[n:], y[n:]) > every_epoch.score(X[n:], y[n:]) + 0.04
 
 
 @pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])

@@ -34,7 +34,7 @@ def test_multilabel_outputs_are_per_label(Classifier, multilabel):
     with warnings.catch_warnings():
         # whether L-BFGS meets tol in 300 iterations is not this test's subject
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = Classifier((8,), solver="lbfgs", max_iter=300, random_state=0).fit(X, Y)
+        clf = Classifier((8,), solver="lbfgs", alpha=1e-4, max_iter=300, random_state=0).fit(X, Y)
     assert clf.out_activation_ == "logistic" and clf.n_outputs_ == 4
     np.testing.assert_array_equal(clf.classes_, np.arange(4))
     scores = clf.decision_function(X)

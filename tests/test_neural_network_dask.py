@@ -104,8 +104,9 @@ def test_dataframe_labels_names_and_warm_start():
     frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcde")), npartitions=3)
     with dask.config.set({"dataframe.convert-string": False}):  # object labels, as in pandas
         target = dd.from_pandas(pd.Series(labels, dtype=object), npartitions=3)
+    # alpha given: a fit in memory would check "auto" on held-out rows, a Dask fit takes 1e-4
     model = QNNClassifier(hidden_layer_sizes=(3,), solver="lbfgs", max_iter=5, random_state=0,
-                          warm_start=True, dtype="float64")
+                          warm_start=True, dtype="float64", alpha=1e-4)
     local = _fit_quietly(clone(model), pd.DataFrame(X, columns=list("abcde")), labels)
     with dask.config.set(scheduler="sync"):
         remote = _fit_quietly(clone(model), frame, target)

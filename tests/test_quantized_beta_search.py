@@ -10,8 +10,8 @@ from sklearn.linear_model import LogisticRegression
 
 import skquad.quantized._beta_search as beta_search
 from skquad import SDPQuantizedClassifier, SDPQuantizedClassifierCV, SDPQuantizedRegressor
+from skquad._foundation._held_out import HeldOutMisclassifications
 from skquad.convex.path import auto_beta
-from skquad.quantized._beta_search import HeldOutMisclassifications
 
 
 def _noisy_linear(seed, n_train=300, n_test=1000, d=30):

@@ -26,7 +26,8 @@ from sklearn.base import clone
 from ._rows import row_folds
 
 __all__ = [
-    "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "can_hold_out", "held_out_folds",
+    "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "HeldOutMisclassifications",
+    "can_hold_out", "held_out_folds",
     "held_out_splits", "one_standard_error_choice", "preferred_within_one_standard_error",
     "search_candidate", "smallest_error_choice", "SELECTION_RULES",
 ]
@@ -100,6 +101,21 @@ class HeldOutErrors:
         return np.concatenate([np.column_stack(calls[k : k + n_candidates])
                                for k in range(0, len(calls), n_candidates)])
 
+
+class HeldOutMisclassifications(HeldOutErrors):
+    """A scorer that keeps each held-out row's misclassification (1 or 0) times its weight, call
+    after call: what a classifier's "auto" search minimizes (a row of a label indicator matrix
+    is wrong where any label is). A squared or log loss on held-out rows would also charge a
+    confident right score, and so favour the more penalised candidates beyond their accuracy."""
+
+    def __init__(self):
+        self.errors = []
+
+    def add(self, y_true, y_pred, sample_weight=None):
+        """Keep the misclassifications of one candidate on one fold (NumPy arrays)."""
+        wrong = np.asarray(y_pred) != np.asarray(y_true)
+        wrong = (wrong.any(axis=1) if wrong.ndim == 2 else wrong).astype(np.float64)
+        self.errors.append(wrong if sample_weight is None else wrong * np.asarray(sample_weight))
 
 def _within_one_standard_error(errors, paired=True):
     """``(within, best)``: which candidates' mean errors are within one standard error of the

@@ -106,7 +106,8 @@ def _sdp_spec():
 def _skquad_specs():
     networks = [
         (short, network, f"{network.__name__} (Noel et al.), defaults (one hidden ReLU layer of 100, "
-         f"{output_layer}, Adam, stopping early above 1,000 rows, ReLinear of Fan et al.)", _NETWORK_GRID)
+         f"{output_layer}, Adam, stopping early above 1,000 rows and alpha checked on held-out rows "
+         f"below, ReLinear of Fan et al.)", _NETWORK_GRID)
         for short, network, output_layer in (
             ("QNN", QNNClassifier, "quadratic output layer"),
             ("RPQNN", RPQNNClassifier, "reduced-parameter quadratic output layer"),

@@ -18,9 +18,30 @@ from .._foundation._atomic import atomic_fit, reads_fitted_state
 from .._array_api import namespace_of
 from .._base import BaseQuadraticClassifier, dispatch_inputs, log_sigmoid
 from .._dask_dispatch import is_dask_collection
-from ._base import BaseQuadraticNetwork, _stochastic_solver, signature_with
+from .._foundation._held_out import (
+    MIN_HELD_OUT_ROWS, HeldOutMisclassifications, preferred_within_one_standard_error,
+)
+from ._auto_alpha import AlphaSearch, chosen_alpha
+from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_early_stopping, fit_solver, signature_with
 
 __all__ = ["BaseQuadraticNetworkClassifier"]
+
+# Rule: alpha="auto" on the classifiers (._auto_alpha). Where a fit on at least 100 rows holds
+# out no validation split, MLPClassifier's 1e-4 is kept unless a network penalised by 100, 10 or
+# 1 misclassifies fewer held-out rows by more than one standard error. Why: without early
+# stopping, Adam's max_iter epochs fit the noise of a weak signal. Below 100 rows even every row
+# held out once scores fewer than the 100 a held-out choice needs (MIN_HELD_OUT_ROWS).
+MLP_ALPHA = 1e-4
+_CANDIDATES = (100.0, 10.0, 1.0, MLP_ALPHA)
+CLASSIFIER_ALPHA_SEARCH = AlphaSearch(
+    alphas=_CANDIDATES, unsearched=MLP_ALPHA,
+    searches=lambda estimator, solver, n_rows: not fit_early_stopping(
+        estimator.early_stopping, solver, n_rows),
+    errors=lambda y, sample_weight: HeldOutMisclassifications(),
+    choose=lambda errors: preferred_within_one_standard_error(
+        errors, preferred=_CANDIDATES.index(MLP_ALPHA)),
+    candidate_params={"class_weight": None}, every_class_trained=True, min_rows=MIN_HELD_OUT_ROWS,
+)
 
 
 class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwork):
@@ -31,6 +52,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
     """
 
     _accept_multilabel = True
+    _alpha_search = CLASSIFIER_ALPHA_SEARCH
 
     _parameter_constraints = {
         **BaseQuadraticNetwork._parameter_constraints,
@@ -116,6 +138,7 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
             from ._dask import fit_network_blocks
 
             # data-parallel L-BFGS over the row blocks (skquad/neural_network/_dask.py)
+            self.alpha_ = chosen_alpha(self, X, y, sample_weight, solver="lbfgs", search=False)
             return fit_network_blocks(self, X, y, sample_weight)
         if self.warm_start and hasattr(self, "layers_") and not np.array_equal(self.classes_, unique_labels(y)):
             # Checked before validation overwrites classes_.
@@ -125,6 +148,9 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
                 f"{unique_labels(y)}. Set warm_start=False to start over."
             )
         X, y_encoded, sample_weight = self._validate_training_data(X, y, sample_weight, reset=True)
+        self.alpha_ = chosen_alpha(
+            self, X, y_encoded, sample_weight, search=not (self.warm_start and hasattr(self, "layers_")),
+            solver=fit_solver(self.solver, X.shape[0], early_stopping=self.early_stopping))
         return self._start_fit(X, y_encoded, sample_weight)
 
     @available_if(_stochastic_solver)
@@ -164,6 +190,8 @@ class BaseQuadraticNetworkClassifier(BaseQuadraticClassifier, BaseQuadraticNetwo
         X, y_encoded, sample_weight = self._validate_training_data(
             X, y, sample_weight, reset=first_call, classes=classes if first_call else None
         )
+        if first_call:
+            self.alpha_ = chosen_alpha(self, X, y_encoded, sample_weight, solver=self.solver, search=False)
         return self._train(X, y_encoded, sample_weight, architecture, incremental=True)
 
     # ------------------------------------------------------------ prediction

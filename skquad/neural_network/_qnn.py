@@ -30,7 +30,7 @@ class QNNClassifier(BaseQuadraticNetworkClassifier):
 
     Attributes
     ----------
-    [shared: classes_ n_features_in_:QNNClassifier feature_names_in_:QNNClassifier layers_ coefs_
+    [shared: classes_ alpha_ n_features_in_:QNNClassifier feature_names_in_:QNNClassifier layers_ coefs_
         intercepts_ hidden_activation_ out_activation_:QNNClassifier loss_ loss_curve_ best_loss_
         validation_scores_:QNNClassifier best_validation_score_:QNNClassifier n_iter_ t_ diverged_
         device_ n_layers_ n_outputs_:QNNClassifier weight_transfer_n_iter_ data_min_ data_max_]

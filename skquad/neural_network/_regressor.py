@@ -6,17 +6,13 @@ identity output, or half the Poisson deviance with an ``exp`` output) and R^2
 as the early-stopping score.
 """
 
-import warnings
-from numbers import Real
-
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._foundation._atomic import atomic_fit, reads_fitted_state
-from .._array_api import as_a_user_call, is_tensor, namespace_of, to_numpy
+from .._array_api import namespace_of
 from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._dask_dispatch import is_dask_collection
 from .._foundation._target_scaling import (
@@ -25,24 +21,26 @@ from .._foundation._target_scaling import (
     target_scaling,
     unscaled_predictions,
 )
-from .._foundation._held_out import (
-    HeldOutErrors, can_hold_out, held_out_splits, search_candidate, smallest_error_choice,
-)
-from .._foundation._torch_utils import seed_from
+from .._foundation._held_out import HeldOutErrors, smallest_error_choice
+from ._auto_alpha import AlphaSearch, chosen_alpha
 from ._base import BaseQuadraticNetwork, _stochastic_solver, fit_solver, signature_with
 
 __all__ = ["BaseQuadraticNetworkRegressor"]
 
-# Rule: alpha="auto" on the regressors. The penalty is alpha / (2 n) ||W||^2 against a loss
-# of order 1/2 on the scaled targets: 1 is a unit Gaussian prior whose weight falls as 1 / n,
-# and the noisier the targets the stronger the prior they need, so where the fit is one
-# L-BFGS run on few rows, "auto" picks from AUTO_ALPHAS (most penalised first) by the
-# held-out rule of skquad._foundation._held_out. MLP's 1e-4 leaves the quadratic output
-# unregularized there; it stays available by name.
-REGRESSOR_ALPHA = "auto"
+# Rule: alpha="auto" on the regressors (._auto_alpha). The penalty is alpha / (2 n) ||W||^2
+# against a loss of order 1/2 on the scaled targets: 1 is a unit Gaussian prior whose weight
+# falls as 1 / n, and the noisier the targets the stronger the prior they need, so where the
+# fit is one L-BFGS run on few rows, "auto" picks from AUTO_ALPHAS (most penalised first) the
+# smallest held-out error. MLP's 1e-4 leaves the quadratic output unregularized there; it
+# stays available by name.
 AUTO_ALPHAS = (100.0, 10.0, 1.0)
 # Without a search (too few rows to hold out, or a stochastic solver): the prior.
 UNSEARCHED_ALPHA = 1.0
+REGRESSOR_ALPHA_SEARCH = AlphaSearch(
+    alphas=AUTO_ALPHAS, unsearched=UNSEARCHED_ALPHA,
+    searches=lambda estimator, solver, n_rows: solver == "lbfgs",
+    errors=HeldOutErrors, choose=smallest_error_choice,
+)
 
 
 def check_poisson_targets(loss, y):
@@ -62,17 +60,17 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
     """
 
     _float_targets = True
+    _alpha_search = REGRESSOR_ALPHA_SEARCH
 
     _parameter_constraints = {
         **BaseQuadraticNetwork._parameter_constraints,
         "loss": [StrOptions({"squared_error", "poisson"})],
         "scale_target": ["boolean"],
         "clip_outputs": ["boolean"],
-        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     }
 
     def __init__(self, hidden_layer_sizes=(100,), activation="relu", *, loss="squared_error",
-                 scale_target=True, solver="auto", alpha=REGRESSOR_ALPHA, clip_outputs=True,
+                 scale_target=True, solver="auto", alpha="auto", clip_outputs=True,
                  **network_parameters):
         super().__init__(hidden_layer_sizes, activation, solver=solver, alpha=alpha, **network_parameters)
         self.loss = loss
@@ -80,14 +78,14 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         self.clip_outputs = clip_outputs
 
     # The shared parameters are written once, in the network base (the regressors' own
-    # defaults: alpha, solver, and clip_outputs after clip_inputs).
+    # default solver, and clip_outputs after clip_inputs).
     __init__.__signature__ = signature_with(
         signature_with(BaseQuadraticNetwork.__init__, "quadratic_layers", loss="squared_error",
                        scale_target=True),
         "clip_inputs", clip_outputs=True,
     )
     __init__.__signature__ = __init__.__signature__.replace(parameters=[
-        parameter.replace(default={"alpha": REGRESSOR_ALPHA, "solver": "auto"}.get(parameter.name, parameter.default))
+        parameter.replace(default="auto") if parameter.name == "solver" else parameter
         for parameter in __init__.__signature__.parameters.values()
     ])
 
@@ -159,41 +157,14 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
             from ._dask import fit_network_blocks
 
             # data-parallel L-BFGS over the row blocks (skquad/neural_network/_dask.py)
-            self.alpha_ = self._chosen_alpha(None, None, None, search=False)
+            self.alpha_ = chosen_alpha(self, X, y, sample_weight, solver="lbfgs", search=False)
             return fit_network_blocks(self, X, y, sample_weight)
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=True)
         new_network = not (self.warm_start and hasattr(self, "layers_"))
-        self.alpha_ = self._chosen_alpha(X, y, sample_weight, search=new_network)
+        self.alpha_ = chosen_alpha(self, X, y, sample_weight, search=new_network, solver=fit_solver(
+            self.solver, X.shape[0], early_stopping=self.early_stopping))
         y = self._training_targets(y, sample_weight, new_network=new_network, all_data=True)
         return self._start_fit(X, y, sample_weight)
-
-    def _chosen_alpha(self, X, y, sample_weight, *, search):
-        """``alpha_``: ``alpha``, or for "auto" the one of :data:`AUTO_ALPHAS` that the
-        held-out rule (:mod:`skquad._foundation._held_out`) picks, the networks fitted with
-        fifths of the rows (by a hash of their values) held out in turn: where the fit is one
-        L-BFGS run (few rows), else :data:`UNSEARCHED_ALPHA`."""
-        if not isinstance(self.alpha, str):
-            return float(self.alpha)
-        if not search or not can_hold_out(to_numpy(sample_weight)):
-            return UNSEARCHED_ALPHA
-        solver = fit_solver(self.solver, X.shape[0], early_stopping=self.early_stopping)
-        if solver != "lbfgs":
-            return UNSEARCHED_ALPHA
-        seed = seed_from(self.random_state)
-        candidate = search_candidate(self, solver=solver, warm_start=False, random_state=seed)
-        y_host, weight_host = to_numpy(y), to_numpy(sample_weight)
-        errors = HeldOutErrors(y_host, weight_host)
-        with warnings.catch_warnings(), as_a_user_call(X):
-            # the candidates' own convergence is not the fit's; the final fit reports its own
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            # a tensor's rows are hashed on its device (row_folds): only the folds come back
-            rows = X if is_tensor(X) else to_numpy(X)
-            for train, held_out in held_out_splits(rows, weight_host):
-                for alpha in AUTO_ALPHAS:
-                    candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
-                    errors.add(y_host[held_out], to_numpy(candidate.predict(X[held_out])),
-                               weight_host[held_out])
-        return AUTO_ALPHAS[smallest_error_choice(errors.by_candidate(len(AUTO_ALPHAS)))]
 
     @available_if(_stochastic_solver)
     @dispatch_inputs
@@ -226,7 +197,7 @@ class BaseQuadraticNetworkRegressor(BaseQuadraticRegressor, BaseQuadraticNetwork
         first_call = not hasattr(self, "layers_")
         X, y, sample_weight = self._validate_targets(X, y, sample_weight, reset=first_call)
         if first_call:
-            self.alpha_ = self._chosen_alpha(X, y, sample_weight, search=False)
+            self.alpha_ = chosen_alpha(self, X, y, sample_weight, solver=self.solver, search=False)
         y = self._training_targets(y, sample_weight, new_network=first_call, all_data=False)
         return self._train(X, y, sample_weight, architecture, incremental=True)
 

@@ -15,12 +15,12 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 
-from .._foundation._held_out import HeldOutErrors, held_out_splits
+from .._foundation._held_out import held_out_splits
 from ..convex.relaxation import ZERO_NETWORK_WARNING
 from ..convex.routes import default_beta_floor
 
 __all__ = [
-    "AUTO_BETA_FRACTIONS", "AUTO_SEARCH_MAX_LIFTED", "AUTO_SEARCH_MAX_SIZE", "HeldOutMisclassifications",
+    "AUTO_BETA_FRACTIONS", "AUTO_SEARCH_MAX_LIFTED", "AUTO_SEARCH_MAX_SIZE",
     "auto_beta_fractions", "fit_path", "held_out_beta", "path_warnings_ignored",
 ]
 
@@ -81,21 +81,6 @@ def fit_path(estimator, betas, X, y, sample_weight, train, test, scorer):
         else:
             scores[index] = scorer(estimator, X[test], y[test], sample_weight=sample_weight[test])
     return scores
-
-
-class HeldOutMisclassifications(HeldOutErrors):
-    """A scorer that keeps each held-out row's misclassification (1 or 0) times its weight, call
-    after call: what a classifier's ``beta="auto"`` minimizes. Its squared loss on held-out rows
-    would also charge a confident right score beyond its label, and so choose too large a
-    ``beta`` where a few inputs have long tails."""
-
-    def __init__(self):
-        self.errors = []
-
-    def __call__(self, estimator, X, y, sample_weight=None):
-        wrong = (np.asarray(estimator.predict(X)) != np.asarray(y)).astype(np.float64)
-        self.errors.append(wrong if sample_weight is None else wrong * np.asarray(sample_weight))
-        return -float(self.errors[-1].sum())
 
 
 def held_out_beta(candidate, X, y, sample_weight, betas, scorer, *, choice):

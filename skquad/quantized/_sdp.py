@@ -20,7 +20,8 @@ from .._foundation._docstrings import shared_docstring
 from .._foundation._reporting import warn_user
 from .._training import SubtaskReporter
 from .._foundation._held_out import (
-    can_hold_out, one_standard_error_choice, preferred_within_one_standard_error, search_candidate,
+    HeldOutMisclassifications, can_hold_out, one_standard_error_choice,
+    preferred_within_one_standard_error, search_candidate,
 )
 from .._foundation._rows import duplicate_groups
 from .._foundation._runtime import runtime_policy, spawn_generators
@@ -66,7 +67,7 @@ from ._common import (
     _standardization,
     _standardization_from_moments,
 )
-from ._beta_search import HeldOutMisclassifications, auto_beta_fractions, held_out_beta
+from ._beta_search import auto_beta_fractions, held_out_beta
 from ._linear_term import LinearTermMixin, rows_less_linear_term, statistics_less_linear_term
 
 __all__ = ["SDPQuantizedClassifier"]

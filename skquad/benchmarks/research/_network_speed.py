@@ -76,6 +76,7 @@ def classifiers(*, output_dir, quick=False, repeats=None, datasets=None, device=
     common = dict(
         hidden_layer_sizes=(30,), max_iter=epochs, batch_size=200, learning_rate_init=1e-3, tol=0.0,
         n_iter_no_change=10**6, early_stopping=False, random_state=0,
+        alpha=1e-4,  # MLPClassifier's: the same training (the networks' "auto" would search)
     )
     makers = {
         "MLPClassifier": lambda: MLPClassifier(**common),
