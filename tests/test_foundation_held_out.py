@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from skquad._foundation._held_out import (
     MIN_HELD_OUT_ROWS,
     MIN_ROWS,
     SELECTION_RULES,
     HeldOutErrors,
+    HeldOutMisclassifications,
     can_hold_out,
     held_out_folds,
     one_standard_error_choice,
@@ -60,7 +62,7 @@ def test_rows_count_as_their_weights_for_the_smallest_search():
     assert not can_hold_out(np.ones(MIN_ROWS - 1))
 
 
-@pytest.mark.parametrize("name", ["QNNRegressor", "SDPQuantizedRegressor"])
+@pytest.mark.parametrize("name", ["QNNRegressor", "SDPQuantizedRegressor", "QNNClassifier"])
 def test_an_interrupted_search_leaves_the_model_and_the_warning_filters(name, monkeypatch):
     """A fit interrupted inside its held-out search keeps the previous model, and the
     search's warning filters are undone."""
@@ -69,10 +71,14 @@ def test_an_interrupted_search_leaves_the_model_and_the_warning_filters(name, mo
     import skquad
 
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((60, 3))
-    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.standard_normal(60)
-    options = {"hidden_layer_sizes": (4,)} if name == "QNNRegressor" else {"n_neurons": 30}
-    model = getattr(skquad, name)(random_state=0, **options).fit(X, y)
+    X = rng.standard_normal((120, 3))  # the classifiers search from 100 rows
+    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.standard_normal(120)
+    if name == "QNNClassifier":
+        y = (y > 0).astype(int)
+    options = {"n_neurons": 30} if name == "SDPQuantizedRegressor" else {"hidden_layer_sizes": (4,)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # Adam's max_iter: not this test's
+        model = getattr(skquad, name)(random_state=0, **options).fit(X, y)
     before, state = model.predict(X), vars(model).copy()
     calls = []
 
@@ -82,8 +88,9 @@ def test_an_interrupted_search_leaves_the_model_and_the_warning_filters(name, mo
             raise KeyboardInterrupt
         return original(self, *args, **kwargs)
 
-    original = HeldOutErrors.add
-    monkeypatch.setattr(HeldOutErrors, "add", interrupted)
+    scorer = HeldOutMisclassifications if name == "QNNClassifier" else HeldOutErrors
+    original = scorer.add
+    monkeypatch.setattr(scorer, "add", interrupted)
     filters = list(warnings.filters)
     with pytest.raises(KeyboardInterrupt):
         model.fit(2.0 * X, y)
@@ -116,3 +123,12 @@ def test_the_preferred_candidate_is_left_only_beyond_one_standard_error():
     far = np.hstack([noise, noise - 0.1 + spread])
     assert preferred_within_one_standard_error(far, preferred=0) == 1
     assert preferred_within_one_standard_error(far, preferred=1) == 1
+
+
+def test_a_label_indicator_row_is_misclassified_where_any_label_is():
+    scorer = HeldOutMisclassifications()
+    truth = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]])
+    scorer.add(truth, np.array([[1, 0, 1], [0, 1, 1], [0, 0, 0]]), np.array([1.0, 2.0, 3.0]))
+    scorer.add(np.array([0, 1, 2]), np.array([0, 2, 2]))
+    np.testing.assert_array_equal(scorer.errors[0], [0.0, 2.0, 3.0])
+    np.testing.assert_array_equal(scorer.errors[1], [0.0, 1.0, 0.0])
