@@ -27,7 +27,7 @@ from ._rows import row_folds
 
 __all__ = [
     "FOLDS", "MIN_HELD_OUT_ROWS", "MIN_ROWS", "HeldOutErrors", "HeldOutMisclassifications",
-    "can_hold_out", "held_out_folds",
+    "can_hold_out", "every_class_trained", "held_out_folds",
     "held_out_splits", "one_standard_error_choice", "preferred_within_one_standard_error",
     "search_candidate", "smallest_error_choice", "SELECTION_RULES",
 ]
@@ -68,6 +68,12 @@ def held_out_splits(X, sample_weight, n_folds=FOLDS):
     chosen = np.flatnonzero(weights > 0)[: held_out_folds(np.sum(sample_weight), n_folds)]
     return [(np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)) for fold in chosen]
 
+
+def every_class_trained(y, splits):
+    """Whether every training part of ``splits`` holds every class of the labels ``y``: a
+    classifier's candidate fitted without a class cannot be scored against it."""
+    n_classes = np.unique(y).size
+    return all(np.unique(y[train]).size == n_classes for train, _ in splits)
 
 class HeldOutErrors:
     """A scorer that keeps each held-out row's squared error, call after call.

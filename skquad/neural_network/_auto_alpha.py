@@ -21,7 +21,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._array_api import as_a_user_call, is_tensor, to_numpy
-from .._foundation._held_out import MIN_ROWS, held_out_splits, search_candidate
+from .._foundation._held_out import MIN_ROWS, every_class_trained, held_out_splits, search_candidate
 from .._foundation._rows import duplicate_groups
 from .._foundation._torch_utils import seed_from
 
@@ -87,8 +87,7 @@ def chosen_alpha(estimator, X, y, sample_weight, *, solver, search):
         weight_host, dtype=sample_weight.dtype, device=sample_weight.device)
     # a tensor's rows are hashed on its device (row_folds): only the folds come back
     splits = held_out_splits(X if is_tensor(X) else to_numpy(X), weight_host)
-    if spec.every_class_trained and y_host.ndim == 1 and any(
-            np.unique(y_host[train]).size < np.unique(y_host).size for train, _ in splits):
+    if spec.every_class_trained and y_host.ndim == 1 and not every_class_trained(y_host, splits):
         return spec.unsearched
     candidate = search_candidate(estimator, solver=solver, warm_start=False,
                                  random_state=seed_from(estimator.random_state),

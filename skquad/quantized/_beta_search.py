@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 
-from .._foundation._held_out import held_out_splits
+from .._foundation._held_out import every_class_trained, held_out_splits
 from ..convex.relaxation import ZERO_NETWORK_WARNING
 from ..convex.routes import default_beta_floor
 
@@ -91,9 +91,7 @@ def held_out_beta(candidate, X, y, sample_weight, betas, scorer, *, choice):
     fifth lacks one of ``y``'s classes. The caller has checked that there are candidates to
     choose among and rows to hold out (:func:`can_hold_out`)."""
     splits = held_out_splits(X, sample_weight)
-    if is_classifier(candidate) and any(
-        np.unique(y[train]).size < np.unique(y).size for train, _ in splits
-    ):
+    if is_classifier(candidate) and not every_class_trained(y, splits):
         return None
     with warnings.catch_warnings():
         # A candidate's convergence is the choice's concern, not the user's: the fit at the
