@@ -41,13 +41,14 @@ def _reference(lifting, X, y, weight, beta):
 
 @pytest.mark.parametrize("name", list(LIFTINGS))
 @pytest.mark.parametrize("beta", [1e-4, 1e-2])
-@pytest.mark.parametrize("n, d", [(50, 4), (14, 35)])  # the second: LMIs through their rank
+@pytest.mark.parametrize("n, d", [(50, 4), (10, 25)])  # the second: bilinear LMIs through their rank
 def test_bracket_holds_the_clarabel_optimum(name, beta, n, d):
     lifting = LIFTINGS[name]
     X, y, weight = _problem(5 + int(1e4 * beta), n=n, d=d)
     reference = _reference(lifting, X, y, weight, beta)
     data = _data(lifting, X, y, weight, beta)
     assert squared_dual_applies(data)
+    assert _DualBarrier(data).low_rank == (name == "bilinear" and n < d)
     solution = solve_squared_dual(data, tol=1e-4)
     assert solution.solver == "squared_dual"
     assert_certified_bracket(solution, reference)

@@ -343,8 +343,9 @@ ENTRIES = {
     Shuffle the samples every epoch.""",
     "solver": """solver : {"adam", "sgd", "lbfgs"}, default="adam"
     "sgd" is stochastic gradient descent with (Nesterov) momentum; "lbfgs"
-    (scipy's L-BFGS-B on the whole data set) suits small problems and has
-    no ``partial_fit``.""",
+    (full-batch L-BFGS taking L-BFGS-B's steps, as MLPClassifier's, in the
+    training engine's numpy L-BFGS) suits small problems and has no
+    ``partial_fit``.""",
     "solver:QNNRegressor": """solver : {"auto", "adam", "sgd", "lbfgs"}, default="auto"
     "auto" is "lbfgs" on up to 1,000 training rows and "adam" above
     (``partial_fit`` uses "adam"; Dask collections "lbfgs"): Adam's
@@ -353,7 +354,8 @@ ENTRIES = {
     early end holds the network back where L-BFGS overfits. The solver
     that ran is ``solver_``. "adam" is MLPRegressor's default; "sgd" is
     stochastic gradient descent with (Nesterov) momentum; "lbfgs"
-    (scipy's L-BFGS-B on the whole data set) has no ``partial_fit``.""",
+    (full-batch L-BFGS taking L-BFGS-B's steps, as MLPRegressor's, in the
+    training engine's numpy L-BFGS) has no ``partial_fit``.""",
     "solver_": """solver_ : str
     The solver of the last ``fit`` or ``partial_fit`` ("auto" resolved).""",
     "t_": """t_ : int

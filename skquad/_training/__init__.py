@@ -2,7 +2,7 @@
 
 The estimators describe *what* to train; this package trains, with one contract
 for all: batches from a local generator, the optimizers (MLPClassifier's SGD and
-Adam, scipy's L-BFGS-B), schedules, penalties, stopping, the divergence guard,
+Adam, full-batch L-BFGS), schedules, penalties, stopping, the divergence guard,
 warnings, progress lines, callbacks, devices and threads (decided by
 :mod:`skquad._foundation._runtime`).
 
