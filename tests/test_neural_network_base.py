@@ -1,6 +1,7 @@
 """Tests of the behaviour QNNClassifier and RPQNNClassifier share (skquad.neural_network._base)."""
 
 import copy
+import functools
 import pickle
 
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skquad import QNNClassifier, RPQNNClassifier
+from skquad.neural_network import _base as base_module
 
 
 
@@ -235,6 +237,26 @@ def test_mlp_style_attributes(iris, Estimator):
     assert clf.loss_ == clf.loss_curve_[-1]
     assert clf.n_layers_ == 3 and clf.out_activation_ == "softmax"
     assert clf.hidden_activation_ == "relu"
+
+
+@pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
+def test_lbfgs_takes_scipys_steps_on_the_numpy_engine(iris, Estimator, monkeypatch):
+    """solver="lbfgs" runs the training engine's numpy L-BFGS, whose iterates are
+    scipy's L-BFGS-B's (MLPClassifier's) up to round-off: equal after a few steps."""
+    X, y = iris
+    params = dict(hidden_layer_sizes=(4,), solver="lbfgs", max_iter=8, alpha=1e-3, random_state=0,
+                  n_threads=1)
+    assert Estimator(**params)._training_config().lbfgs_engine == "compact"
+    with pytest.warns(ConvergenceWarning, match="lbfgs failed to converge"):
+        numpy_engine = Estimator(**params).fit(X, y)
+    monkeypatch.setattr(base_module, "TrainingConfig",
+                        functools.partial(base_module.TrainingConfig, lbfgs_engine="scipy"))
+    with pytest.warns(ConvergenceWarning, match="lbfgs failed to converge"):
+        scipy_engine = Estimator(**params).fit(X, y)
+    assert numpy_engine.n_iter_ == scipy_engine.n_iter_ == 8
+    for ours, theirs in zip(numpy_engine.coefs_, scipy_engine.coefs_):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
+    assert numpy_engine.loss_ == pytest.approx(scipy_engine.loss_, rel=1e-9)
 
 
 @pytest.mark.parametrize("Estimator", [QNNClassifier, RPQNNClassifier])
