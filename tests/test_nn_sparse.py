@@ -1,9 +1,12 @@
 """Tests of skquad.nn.sparse: sparse batches for the networks' first layer."""
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from skquad.nn.sparse import SparseRowsInput, row_numbers, sparse_to_torch
 
@@ -53,3 +56,41 @@ def test_unsorted_and_duplicate_entries_are_summed():
     matrix = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2]), np.array([0, 3])), shape=(1, 3))
     tensor = sparse_to_torch(matrix, dtype=torch.float64, device=torch.device("cpu"))
     np.testing.assert_array_equal(tensor.to_dense().numpy(), [[2.0, 0.0, 4.0]])
+
+
+def test_input_stage_converts_repeated_rows_once_and_forgets_them_with_the_data(matrix, monkeypatch):
+    """Full-batch L-BFGS asks for the same rows at every evaluation: converted once."""
+    from skquad.nn import sparse as sparse_module
+
+    calls = []
+    convert = sparse_module.sparse_to_torch
+    monkeypatch.setattr(sparse_module, "sparse_to_torch", lambda *a, **k: calls.append(1) or convert(*a, **k))
+    stage = SparseRowsInput()
+    rows = torch.as_tensor(stage.use(matrix, torch.float64))
+    first, again = stage(rows), stage(rows.clone())
+    assert again is first and len(calls) == 1
+    batch = stage(rows[[3, 17, 5]])  # other rows: converted
+    np.testing.assert_array_equal(batch.to_dense().numpy(), matrix[[3, 17, 5]].toarray())
+    assert stage(rows.float()).dtype == torch.float32 and len(calls) == 3  # another dtype too
+    assert pickle.loads(pickle.dumps(stage))._last is None  # not part of the module's state
+    other = sp.random(40, 7, density=0.5, format="csr", random_state=1)
+    stage.use(other, torch.float64)  # new data, the same row numbers: its own rows
+    np.testing.assert_array_equal(stage(rows).to_dense().numpy(), other.toarray())
+    stage.use(None)
+    assert stage._last is None and stage.matrix is None
+
+
+def test_sparse_lbfgs_fit_converts_the_data_once_per_fit(monkeypatch):
+    from skquad import QNNRegressor
+    from skquad.nn import sparse as sparse_module
+
+    rng = np.random.RandomState(0)
+    X = sp.random(60, 8, density=0.3, format="csr", random_state=0)
+    y = X @ rng.standard_normal(8)
+    calls = []
+    convert = sparse_module.sparse_to_torch
+    monkeypatch.setattr(sparse_module, "sparse_to_torch", lambda *a, **k: calls.append(1) or convert(*a, **k))
+    with pytest.warns(ConvergenceWarning, match="lbfgs failed to converge"):
+        model = QNNRegressor((5,), solver="lbfgs", alpha=1.0, max_iter=30, random_state=0).fit(X, y)
+    assert model.n_iter_ == 30 and len(calls) == 1  # every evaluation read the same rows
+    assert model.predict(X).shape == (60,)

@@ -87,6 +87,7 @@ class SparseRowsInput(nn.Module):
         super().__init__()
         self.densify = densify
         self.matrix = None
+        self._last = None  # (rows, tensor) of the last batch: see forward
 
     def use(self, X, dtype=torch.float64):
         """Set the data of the next training call; returns what the engine should batch.
@@ -102,6 +103,7 @@ class SparseRowsInput(nn.Module):
         X_engine : ndarray
             ``X`` itself when dense, else its row numbers.
         """
+        self._last = None
         if X is None or not sparse.issparse(X):
             self.matrix = None
             return X
@@ -112,4 +114,17 @@ class SparseRowsInput(nn.Module):
         if self.matrix is None:
             return x
         rows = x[:, 0].to(torch.int64).cpu().numpy()
-        return sparse_to_torch(self.matrix[rows], dtype=x.dtype, device=x.device, densify=self.densify)
+        # Full-batch L-BFGS asks for the same rows at every evaluation: their tensor is
+        # made once (slicing and converting them cost as much as the layer's product).
+        # The network never writes into its input, so the tensor can be handed out again.
+        last = self._last
+        if last is not None and np.array_equal(last[0], rows) \
+                and (last[1].dtype, last[1].device) == (x.dtype, x.device):
+            return last[1]
+        tensor = sparse_to_torch(self.matrix[rows], dtype=x.dtype, device=x.device, densify=self.densify)
+        self._last = (rows, tensor)
+        return tensor
+
+    def __getstate__(self):
+        # the cached batch is training state, not part of the module
+        return {**super().__getstate__(), "_last": None}
