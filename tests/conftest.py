@@ -47,6 +47,25 @@ settings.register_profile(
 settings.load_profile(os.environ.get("SKQUAD_HYPOTHESIS_PROFILE", "ci"))
 
 
+_WORKER_THREAD_LIMITS = []  # kept for the worker's life: the limiter restores on collection
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets its share of the cores for BLAS, OpenMP and torch
+    (as scikit-learn's conftest does). Why: every worker's libraries default to all cores, and
+    more threads than cores make OpenBLAS and OpenMP spin against each other. Tests of the
+    thread policy set their own counts (``thread_counts`` and test_threads.py)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None:
+        return
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    share = max(1, len(os.sched_getaffinity(0)) // int(workers))
+    _WORKER_THREAD_LIMITS.append(threadpool_limits(limits=share))
+    torch.set_num_threads(share)
+
+
 # Data shared by the network test modules (test_neural_network_*.py); a module
 # that needs other data defines its own fixture of the same name.
 @pytest.fixture(scope="module")

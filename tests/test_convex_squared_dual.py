@@ -74,7 +74,7 @@ def test_a_time_limit_keeps_the_bound_of_its_last_point(monkeypatch):
     """A time limit ends the solve without a new certificate: the result keeps the last
     verified bound (a valid one), or none before the first."""
     lifting = InputLifting()
-    X, y, weight = _problem(7, n=14, d=35)
+    X, y, weight = _problem(7, n=40, d=8)
     beta = 1e-3
     reference = _reference(lifting, X, y, weight, beta)
     data = _data(lifting, X, y, weight, beta)
@@ -294,11 +294,44 @@ def every_squared_block_through_the_dual():
         yield
 
 
-@parametrize_with_checks([SDPQuantizedClassifier(), SDPQuantizedRegressor()])
-def test_default_estimators_pass_sklearn_checks_through_the_dual(
+# A fixed beta: each check's fit is one solve in the dual. beta="auto"'s search (a
+# warm-started path of solves per held-out fifth) through the dual is tested below.
+@parametrize_with_checks([SDPQuantizedClassifier(beta=1e-5), SDPQuantizedRegressor(beta=1e-5)])
+def test_estimators_pass_sklearn_checks_through_the_dual(
     estimator, check, every_squared_block_through_the_dual
 ):
     check(estimator)
+
+
+@pytest.mark.parametrize("Estimator", [SDPQuantizedClassifier, SDPQuantizedRegressor])
+def test_a_warm_started_path_through_the_dual_brackets_the_cold_optima(
+    Estimator, every_squared_block_through_the_dual
+):
+    """beta="auto" and the CV estimators fit a path of betas, each solve warm-started from the
+    last: at every beta its certified interval [lower_bound_, relaxed_objective_] holds the
+    optimum, so it overlaps the interval of a cold solve at that beta."""
+    X, y, _ = _problem(3, n=60, d=4)
+    warm = Estimator(n_neurons=40, warm_start=True, random_state=0)
+    for beta in (3e-2, 3e-3, 3e-4):
+        warm.set_params(beta=beta).fit(X, y)
+        cold = Estimator(n_neurons=40, beta=beta, random_state=0).fit(X, y)
+        assert warm.solver_ == cold.solver_ == "squared_dual"
+        assert warm.lower_bound_ <= cold.relaxed_objective_ + 1e-12
+        assert cold.lower_bound_ <= warm.relaxed_objective_ + 1e-12
+
+
+@pytest.mark.parametrize("Estimator", [SDPQuantizedClassifier, SDPQuantizedRegressor])
+def test_auto_beta_through_the_dual_chooses_as_the_default_routes_do(
+    Estimator, every_squared_block_through_the_dual, iris
+):
+    """The search's solves through the dual reach the optima the default routes reach, so the
+    held-out errors, and the beta chosen from them, are the same."""
+    X, y = iris
+    through_the_dual = Estimator(random_state=0).fit(X, y)
+    with use_routes(*routes.ROUTES):
+        by_default = Estimator(random_state=0).fit(X, y)
+    assert through_the_dual.solver_ == "squared_dual" and by_default.solver_ != "squared_dual"
+    assert through_the_dual.beta_ == by_default.beta_
 
 
 @pytest.mark.parametrize("failure", [RuntimeError, KeyboardInterrupt])

@@ -11,10 +11,14 @@ from skquad._foundation._threads import _denormals_are_flushed
 
 
 def test_limit_threads_restores_and_heuristic():
-    before = torch.get_num_threads()
-    with limit_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
+    baseline = torch.get_num_threads()
+    torch.set_num_threads(2)  # a baseline the limit must change and give back
+    try:
+        with limit_threads(1):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(baseline)
     assert choose_thread_count(1e5) == 1
     assert choose_thread_count(PARALLEL_FLOPS / 2, available=4) == 1
     assert choose_thread_count(PARALLEL_FLOPS * 5, available=4) == 4
