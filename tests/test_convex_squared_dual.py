@@ -324,8 +324,10 @@ def test_a_warm_started_path_through_the_dual_brackets_the_cold_optima(
 def test_auto_beta_through_the_dual_chooses_as_the_default_routes_do(
     Estimator, every_squared_block_through_the_dual, iris
 ):
-    """The search's solves through the dual reach the optima the default routes reach, so the
-    held-out errors, and the beta chosen from them, are the same."""
+    """The search's solves through the dual reach the optima the default routes reach: the
+    held-out errors agree to the solvers' tolerance (the dual's floor may end the candidates
+    sooner), and so does the beta chosen from them (on iris the regressor's choice clears the
+    one-standard-error line by 0.002, the routes' errors differ by 1e-4)."""
     X, y = iris
     through_the_dual = Estimator(random_state=0).fit(X, y)
     with use_routes(*routes.ROUTES):
