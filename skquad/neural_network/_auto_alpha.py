@@ -89,16 +89,18 @@ def chosen_alpha(estimator, X, y, sample_weight, *, solver, search):
     splits = held_out_splits(X if is_tensor(X) else to_numpy(X), weight_host)
     if spec.every_class_trained and y_host.ndim == 1 and not every_class_trained(y_host, splits):
         return spec.unsearched
-    candidate = search_candidate(estimator, solver=solver, warm_start=False,
-                                 random_state=seed_from(estimator.random_state),
-                                 **spec.candidate_params)
+    settings = dict(solver=solver, warm_start=False, random_state=seed_from(estimator.random_state),
+                    **spec.candidate_params)
     errors = spec.errors(y_host, weight_host)
     with warnings.catch_warnings(), as_a_user_call(X):
         # the candidates' own convergence is not the fit's; the final fit reports its own
         warnings.simplefilter("ignore", ConvergenceWarning)
         for train, held_out in splits:
             for alpha in spec.alphas:
-                candidate.set_params(alpha=alpha).fit(X[train], y[train], sample_weight[train])
+                # A new candidate each time: refitting one would first deep-copy the network
+                # of its last fit (the fit is atomic), a copy no candidate needs.
+                candidate = search_candidate(estimator, alpha=alpha, **settings)
+                candidate.fit(X[train], y[train], sample_weight[train])
                 errors.add(y_host[held_out], to_numpy(candidate.predict(X[held_out])),
                            weight_host[held_out])
     return spec.alphas[spec.choose(errors.by_candidate(len(spec.alphas)))]
