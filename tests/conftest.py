@@ -47,9 +47,6 @@ settings.register_profile(
 settings.load_profile(os.environ.get("SKQUAD_HYPOTHESIS_PROFILE", "ci"))
 
 
-_WORKER_THREAD_LIMITS = []  # kept for the worker's life: the limiter restores on collection
-
-
 def pytest_configure(config):
     """Under pytest-xdist each worker gets its share of the cores for BLAS, OpenMP and torch
     (as scikit-learn's conftest does). Why: every worker's libraries default to all cores, and
@@ -61,8 +58,9 @@ def pytest_configure(config):
     import torch
     from threadpoolctl import threadpool_limits
 
-    share = max(1, len(os.sched_getaffinity(0)) // int(workers))
-    _WORKER_THREAD_LIMITS.append(threadpool_limits(limits=share))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    share = max(1, (cores or 1) // int(workers))
+    threadpool_limits(limits=share)  # for the worker's life (restored only on request)
     torch.set_num_threads(share)
 
 
