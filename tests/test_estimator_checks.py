@@ -49,7 +49,8 @@ ESTIMATORS = [
     QuadraticLogisticRegression(penalty="l1"),
     QNNClassifier(),
     # The classifiers' lbfgs variants at MLPClassifier's alpha=1e-4: one L-BFGS fit per check
-    # (the held-out alpha search, solver-agnostic, is checked with the default constructors).
+    # (the held-out alpha search is checked with the default constructors, and searches with
+    # L-BFGS in test_parity_mlp.py's lbfgs tests).
     QNNClassifier(solver="lbfgs", alpha=1e-4, hidden_layer_sizes=(16,)),
     QNNRegressor(),
     # The regressors' lbfgs variants with MLPRegressor's alpha=1e-4, at which both fits
