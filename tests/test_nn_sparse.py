@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from skquad.nn.sparse import SparseRowsInput, row_numbers, sparse_to_torch
+from skquad.nn.sparse import SparseRowsInput, dense_is_faster, row_numbers, sparse_to_torch
 
 
 @pytest.fixture
@@ -94,3 +94,48 @@ def test_sparse_lbfgs_fit_converts_the_data_once_per_fit(monkeypatch):
         model = QNNRegressor((5,), solver="lbfgs", alpha=1.0, max_iter=30, random_state=0).fit(X, y)
     assert model.n_iter_ == 30 and len(calls) == 1  # every evaluation read the same rows
     assert model.predict(X).shape == (60,)
+
+
+def test_dense_is_faster_from_five_percent_of_the_entries_up_to_the_cap():
+    def stored(rows, columns, nnz):
+        data = np.ones(nnz)
+        return sp.csr_matrix((data, (np.arange(nnz) % rows, np.arange(nnz) // rows)),
+                             shape=(rows, columns))
+
+    assert dense_is_faster(stored(100, 20, 100))  # 5 % of 2,000 entries
+    assert not dense_is_faster(stored(100, 20, 99))
+    assert not dense_is_faster(stored(1, 2**22 + 1, 2**21))  # half stored, over the cap
+    assert dense_is_faster(stored(1, 2**22, 2**21))
+    assert not dense_is_faster(sp.csr_matrix((0, 5)))
+
+
+@pytest.mark.parametrize("density, dense", [(0.3, True), (0.01, False)])
+def test_input_stage_hands_dense_batches_where_they_are_faster(density, dense):
+    matrix = sp.random(40, 600, density=density, format="csr", random_state=0)
+    stage = SparseRowsInput()
+    rows = torch.as_tensor(stage.use(matrix, torch.float64))
+    batch = stage(rows[:20])
+    assert batch.is_sparse != dense
+    np.testing.assert_array_equal(batch.to_dense().numpy(), matrix[:20].toarray())
+
+
+@pytest.mark.parametrize("density", [0.3, 0.01])
+def test_a_network_on_sparse_rows_fits_and_predicts_as_on_dense_rows(density, monkeypatch):
+    """Both of the first layer's paths, the sparse product (1 % stored) and the dense batch
+    (30 %), train and predict the dense data's model."""
+    from skquad import QNNRegressor
+    from skquad.nn import sparse as sparse_module
+
+    rng = np.random.RandomState(0)
+    X = sp.random(80, 120, density=density, format="csr", random_state=0)
+    y = X @ rng.standard_normal(120) + 0.1 * rng.standard_normal(80)
+    sparse_batches = []
+    convert = sparse_module.sparse_to_torch
+    monkeypatch.setattr(sparse_module, "sparse_to_torch",
+                        lambda *a, **k: sparse_batches.append(not k["densify"]) or convert(*a, **k))
+    params = dict(hidden_layer_sizes=(6,), solver="lbfgs", alpha=1.0, max_iter=15, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        on_sparse = QNNRegressor(**params).fit(X, y)
+        on_dense = QNNRegressor(**params).fit(X.toarray(), y)
+    assert set(sparse_batches) == {density < 0.05}
+    np.testing.assert_allclose(on_sparse.predict(X), on_dense.predict(X.toarray()), rtol=1e-9, atol=1e-9)

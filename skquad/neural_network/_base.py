@@ -39,7 +39,7 @@ from ..nn.network import (
     network_to_states,
     new_network,
 )
-from ..nn.sparse import SparseRowsInput, sparse_to_torch
+from ..nn.sparse import SparseRowsInput, dense_is_faster, sparse_to_torch
 
 __all__ = ["BaseQuadraticNetwork"]
 
@@ -658,10 +658,12 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         return scores
 
     def _as_batch(self, rows, parameter):
-        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first layer."""
+        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first
+        layer, unless their dense form is the faster (``dense_is_faster``)."""
         options = {"device": parameter.device, "dtype": parameter.dtype}
         if sparse.issparse(rows):
-            return sparse_to_torch(rows, densify=self.layers_[0]["kind"] != "Linear", **options)
+            densify = self.layers_[0]["kind"] != "Linear" or dense_is_faster(rows)
+            return sparse_to_torch(rows, densify=densify, **options)
         if is_tensor(rows):
             return rows.to(**options).contiguous()
         return as_tensor(np.ascontiguousarray(rows), **options)

@@ -8,7 +8,8 @@ batch of row numbers back into those rows, as a torch sparse COO tensor. The
 first layer's product then runs on the sparse rows (``torch.addmm`` and
 ``torch.nn.functional.linear`` accept a sparse first operand, gradients
 included). A quadratic first layer needs every pair of features, so for it
-the stage densifies the batch only.
+the stage densifies the batch only; so it does for a batch whose dense form is
+the faster one (:func:`dense_is_faster`).
 
 :func:`sparse_to_torch` converts one chunk of rows, for prediction.
 """
@@ -18,10 +19,35 @@ import torch
 from scipy import sparse
 from torch import nn
 
-__all__ = ["SparseRowsInput", "row_numbers", "sparse_to_torch"]
+__all__ = ["SparseRowsInput", "dense_is_faster", "row_numbers", "sparse_to_torch"]
 
 # float32 represents every integer exactly only up to 2**24.
 _EXACT_ROWS = {torch.float32: 2**24, torch.float64: 2**53}
+
+# Rule: a batch of sparse rows reaches the first layer dense when at least 5 % of its entries
+# are stored and its dense form holds at most 2**22 numbers. Why: from 5 % on, a network's
+# dense step (the fused numpy step on the CPU) is as fast as torch's sparse product or faster,
+# up to six times at half the entries (a hidden layer of 100 on 20 to 2,000 features); below
+# it the sparse product wins. The cap bounds one batch's dense copy (32 MB in float64),
+# whatever the size of the data.
+DENSE_FROM_DENSITY = 0.05
+DENSE_MAX_NUMBERS = 2**22
+
+
+def dense_is_faster(matrix):
+    """Whether the rows of the scipy sparse ``matrix`` go to the first layer dense (the rule
+    above).
+
+    Parameters
+    ----------
+    matrix : scipy sparse matrix of shape (n_rows, n_features)
+
+    Returns
+    -------
+    dense : bool
+    """
+    numbers = matrix.shape[0] * matrix.shape[1]
+    return 0 < numbers <= DENSE_MAX_NUMBERS and matrix.nnz >= DENSE_FROM_DENSITY * numbers
 
 
 def sparse_to_torch(matrix, *, dtype, device, densify=False):
@@ -75,7 +101,8 @@ class SparseRowsInput(nn.Module):
     Parameters
     ----------
     densify : bool, default=False
-        Hand the first layer dense batches (for a quadratic first layer).
+        Hand the first layer dense batches (for a quadratic first layer); else only those
+        that :func:`dense_is_faster` names.
 
     Attributes
     ----------
@@ -121,7 +148,9 @@ class SparseRowsInput(nn.Module):
         if last is not None and np.array_equal(last[0], rows) \
                 and (last[1].dtype, last[1].device) == (x.dtype, x.device):
             return last[1]
-        tensor = sparse_to_torch(self.matrix[rows], dtype=x.dtype, device=x.device, densify=self.densify)
+        batch = self.matrix[rows]
+        tensor = sparse_to_torch(batch, dtype=x.dtype, device=x.device,
+                                 densify=self.densify or dense_is_faster(batch))
         self._last = (rows, tensor)
         return tensor
 
