@@ -39,7 +39,7 @@ from ..nn.network import (
     network_to_states,
     new_network,
 )
-from ..nn.sparse import SparseRowsInput, dense_is_faster, sparse_to_torch
+from ..nn.sparse import SparseRowsInput, first_layer_batch
 
 __all__ = ["BaseQuadraticNetwork"]
 
@@ -658,12 +658,11 @@ class BaseQuadraticNetwork(BaseQuadraticEstimator):
         return scores
 
     def _as_batch(self, rows, parameter):
-        """Rows of X as a tensor like ``parameter``; sparse rows stay sparse for a Linear first
-        layer, unless their dense form is the faster (``dense_is_faster``)."""
+        """Rows of X as a tensor like ``parameter``; sparse rows as the first layer takes them
+        (``first_layer_batch``)."""
         options = {"device": parameter.device, "dtype": parameter.dtype}
         if sparse.issparse(rows):
-            densify = self.layers_[0]["kind"] != "Linear" or dense_is_faster(rows)
-            return sparse_to_torch(rows, densify=densify, **options)
+            return first_layer_batch(rows, dense_layer=self.layers_[0]["kind"] != "Linear", **options)
         if is_tensor(rows):
             return rows.to(**options).contiguous()
         return as_tensor(np.ascontiguousarray(rows), **options)

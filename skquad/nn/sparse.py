@@ -11,7 +11,8 @@ included). A quadratic first layer needs every pair of features, so for it
 the stage densifies the batch only; so it does for a batch whose dense form is
 the faster one (:func:`dense_is_faster`).
 
-:func:`sparse_to_torch` converts one chunk of rows, for prediction.
+:func:`first_layer_batch` converts one batch or chunk of rows by that rule, in training
+and prediction alike.
 """
 
 import numpy as np
@@ -19,17 +20,16 @@ import torch
 from scipy import sparse
 from torch import nn
 
-__all__ = ["SparseRowsInput", "dense_is_faster", "row_numbers", "sparse_to_torch"]
+__all__ = ["SparseRowsInput", "dense_is_faster", "first_layer_batch", "row_numbers", "sparse_to_torch"]
 
 # float32 represents every integer exactly only up to 2**24.
 _EXACT_ROWS = {torch.float32: 2**24, torch.float64: 2**53}
 
 # Rule: a batch of sparse rows reaches the first layer dense when at least 5 % of its entries
 # are stored and its dense form holds at most 2**22 numbers. Why: from 5 % on, a network's
-# dense step (the fused numpy step on the CPU) is as fast as torch's sparse product or faster,
-# up to six times at half the entries (a hidden layer of 100 on 20 to 2,000 features); below
-# it the sparse product wins. The cap bounds one batch's dense copy (32 MB in float64),
-# whatever the size of the data.
+# dense step (the fused numpy step on the CPU) is no slower than torch's sparse product, and
+# below it the sparse product is the faster (figures in the CHANGELOG). The cap bounds one
+# batch's dense copy (32 MB in float64), whatever the size of the data.
 DENSE_FROM_DENSITY = 0.05
 DENSE_MAX_NUMBERS = 2**22
 
@@ -48,6 +48,25 @@ def dense_is_faster(matrix):
     """
     numbers = matrix.shape[0] * matrix.shape[1]
     return 0 < numbers <= DENSE_MAX_NUMBERS and matrix.nnz >= DENSE_FROM_DENSITY * numbers
+
+
+def first_layer_batch(matrix, *, dtype, device, dense_layer):
+    """Sparse rows as the first layer takes them: dense for a layer that needs every pair of
+    features (``dense_layer``) or where :func:`dense_is_faster`, else a sparse COO tensor.
+
+    Parameters
+    ----------
+    matrix : scipy sparse matrix of shape (n_rows, n_features)
+    dtype : torch.dtype
+    device : torch.device
+    dense_layer : bool
+
+    Returns
+    -------
+    tensor : torch.Tensor of shape (n_rows, n_features)
+    """
+    return sparse_to_torch(matrix, dtype=dtype, device=device,
+                           densify=dense_layer or dense_is_faster(matrix))
 
 
 def sparse_to_torch(matrix, *, dtype, device, densify=False):
@@ -148,9 +167,8 @@ class SparseRowsInput(nn.Module):
         if last is not None and np.array_equal(last[0], rows) \
                 and (last[1].dtype, last[1].device) == (x.dtype, x.device):
             return last[1]
-        batch = self.matrix[rows]
-        tensor = sparse_to_torch(batch, dtype=x.dtype, device=x.device,
-                                 densify=self.densify or dense_is_faster(batch))
+        tensor = first_layer_batch(self.matrix[rows], dtype=x.dtype, device=x.device,
+                                   dense_layer=self.densify)
         self._last = (rows, tensor)
         return tensor
 
