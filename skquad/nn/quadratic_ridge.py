@@ -40,6 +40,7 @@ import scipy.sparse.linalg
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
 from .quadratic_form import write_pair_products
+from .quadratic_moments import moment_normal_equations, uses_moments
 
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
@@ -87,10 +88,10 @@ def pairs_of(n_features, allowed=None):
     return np.nonzero(np.triu(allowed))
 
 
-def _dense_blocks(X, width):
-    """Row blocks of ``X`` as dense float64 arrays, each with at most ``_BLOCK_ELEMENTS / width`` rows."""
+def _dense_blocks(X, width, elements=_BLOCK_ELEMENTS):
+    """Row blocks of ``X`` as dense float64 arrays, each with at most ``elements / width`` rows."""
     n = X.shape[0]
-    step = max(1, _BLOCK_ELEMENTS // max(1, width))
+    step = max(1, elements // max(1, width))
     for start in range(0, n, step):
         block = X[start : start + step]
         block = block.toarray() if scipy.sparse.issparse(block) else block
@@ -159,6 +160,8 @@ def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     rows, cols = pairs_of(X.shape[1], allowed)
     Y = np.asarray(Y, dtype=np.float64)
     weight = np.asarray(weight, dtype=np.float64)
+    if uses_moments(*X.shape, allowed):
+        return moment_normal_equations(X, Y, weight, mean, y_mean, (rows, cols), _dense_blocks)
     root = None if np.all(weight == 1.0) else np.sqrt(weight)
     centre = np.concatenate([mean, y_mean])
     # [φ - m, y - ȳ] (times √w) in one buffer: A.T @ A of it is one BLAS SYRK, half the
