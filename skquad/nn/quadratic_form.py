@@ -85,9 +85,10 @@ __all__ = [
 # computation at about 128 MiB in float64 when scoring large inputs.
 _SCRATCH_ELEMENTS = 1 << 24
 
-# Rows per chunk (times n_features) of the CPU loss and gradient: 1 Mi numbers, so that
-# memory stays the data plus O(chunk d) per thread and a chunk stays in cache.
-_CPU_CHUNK_ELEMENTS = 1 << 20
+# Rows per chunk (times n_features) of the CPU loss and gradient: 512 Ki numbers, so that
+# memory stays the data plus O(chunk d) per thread and the chunk's elementwise passes
+# (copy, row dots, residual scaling) between its TRMM and SYRK run from cache.
+_CPU_CHUNK_ELEMENTS = 1 << 19
 # Rows of at most this many features take their CPU gradient grams as stacked GEMMs
 # (:func:`_add_stacked_grams`), wider ones as SYRKs on the class-sorted sign blocks,
 # half the flops, which win only once the rows are wide.
