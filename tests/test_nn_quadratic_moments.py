@@ -60,6 +60,13 @@ def test_the_moments_give_the_syrks_normal_equations(monkeypatch, offset, fit_in
     _assert_same(found, expected)
 
 
+def test_the_widest_route_gives_the_syrks_normal_equations(monkeypatch):
+    # d = 62, the widest the rule takes: 2016 pairs in 43 groups
+    X, Y, weight = _table(n=120, d=62, offset=5.0)
+    found, expected = _both_routes(monkeypatch, X, Y, weight)
+    _assert_same(found, expected)
+
+
 def test_offset_columns_are_shifted_and_the_others_are_not():
     # a column shifts where its mean exceeds its spread: the offset one and the common
     # dummy (mean 0.8 > its spread 0.4), not the centred ones or the rare dummy

@@ -94,16 +94,21 @@ def _layout(width):
         products.append((first, last, int(starts[lo]), offset))
         offset += (last - first) * (P - int(starts[lo]))
     rows, cols = np.triu_indices(width)
-    quadruples = np.stack(np.broadcast_arrays(
-        rows[:, None], cols[:, None], rows[None, :], cols[None, :]), axis=-1).reshape(-1, 4)
-    quadruples.sort(axis=1)
-    a, b, c, e = quadruples.T
-    group = np.searchsorted([hi for _, hi in _groups(width)], b, side="right")
+    # per larger index b of a sorted quadruple: its group's first row, first column and offset
+    group = np.searchsorted([hi for _, hi in _groups(width)], np.arange(width), side="right")
     first, column_start, block = (np.array(field)[group] for field in zip(*(
         (p[0], p[2], p[3]) for p in products)))
-    row = b * (b + 1) // 2 + a - first
-    column = starts[c] + (e - c) - column_start
-    index = (block + row * (P - column_start) + column).reshape(P, P).astype(np.int32)
+    index = np.empty((P, P), dtype=np.int32)
+    for a in range(width):
+        # the rows of the pairs (a, b), b >= a, against every pair (c, e): the sorted quadruple
+        # is (min(a, c), the middle two in order, max(b, e))
+        b = np.arange(a, width)[:, None]
+        low, high = np.maximum(a, rows), np.minimum(b, cols)
+        s0, s1, s2, s3 = np.minimum(a, rows), np.minimum(low, high), np.maximum(low, high), \
+            np.maximum(b, cols)
+        row = s1 * (s1 + 1) // 2 + s0 - first[s1]
+        column = starts[s2] + (s3 - s2) - column_start[s1]
+        index[starts[a] : starts[a + 1]] = block[s1] + row * (P - column_start[s1]) + column
     upper = np.ravel_multi_index((rows, cols), (width, width))
     index.flags.writeable = upper.flags.writeable = False
     return _Layout(P, tuple(products), offset, index, upper)
