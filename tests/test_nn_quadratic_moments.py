@@ -73,7 +73,7 @@ def test_offset_columns_are_shifted_and_the_others_are_not():
     X, _, weight = _table(offset=1e3)
     rows, cols = quadratic_ridge.pairs_of(X.shape[1])
     mean = quadratic_ridge._feature_means(X, weight, rows, cols)
-    shift = quadratic_moments._shift(mean[:12], mean[12:][quadratic_moments._diagonal(12)])
+    shift = quadratic_moments._shift(mean[:12], mean[12:][rows == cols])
     assert np.flatnonzero(shift).tolist() == [1, 2]
     np.testing.assert_array_equal(shift[[1, 2]], mean[[1, 2]])
 
@@ -118,3 +118,17 @@ def test_the_regression_on_the_moments_is_the_pipelines_optimum():
     pipeline = make_pipeline(PolynomialFeatures(2, include_bias=False), Ridge(alpha=1.0)).fit(X, y)
     expected = pipeline.predict(X)
     np.testing.assert_allclose(model.predict(X), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+
+
+def test_the_default_regression_on_the_moments_is_the_one_on_the_syrk(monkeypatch):
+    # the default constructor (penalties by leave-one-out, then the fit) takes the moments
+    # on 1,200 rows of 20 columns and predicts as it does through the symmetric product
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((1200, 20)) + np.r_[3.0, np.zeros(19)]  # one offset column
+    y = np.exp(X[:, 1] * X[:, 2] / 4 + 0.2 * rng.standard_normal(1200))
+    model = QuadraticRegression().fit(X, y)
+    monkeypatch.setattr(quadratic_ridge, "uses_moments", lambda *args: False)
+    reference = QuadraticRegression().fit(X, y)
+    assert model.alpha_ == reference.alpha_ and model.quadratic_alpha_ == reference.quadratic_alpha_
+    expected = reference.predict(X)
+    np.testing.assert_allclose(model.predict(X), expected, rtol=0, atol=1e-10 * np.abs(expected).max())

@@ -37,7 +37,8 @@ __all__ = ["moment_normal_equations", "uses_moments"]
 _GROUP_ROWS = 32
 # The gather's index holds P² entries: the route stops where it would pass 2^22 (16 MB).
 _MAX_INDEX_ENTRIES = 2**22
-# Expanded numbers per row block (both layouts of the pairs): 2^19 float64, 4 MB, near the L2.
+# Expanded numbers per row block (both layouts of the pairs): 2^19 float64 (4 MB), so that
+# a block's pair products stay in cache between the GEMMs that read them.
 _BLOCK_ELEMENTS = 2**19
 # The moments repeat fewer products than a SYRK on narrower rows, and their fixed P² work
 # (the gather, the centring) is paid back from about this many rows.
@@ -88,14 +89,15 @@ def _layout(width):
     """
     starts = np.concatenate([[0], np.cumsum(np.arange(width, 0, -1))])
     P = int(starts[-1])
+    groups = _groups(width)
     products, offset = [], 0
-    for lo, hi in _groups(width):
+    for lo, hi in groups:
         first, last = lo * (lo + 1) // 2, hi * (hi + 1) // 2
         products.append((first, last, int(starts[lo]), offset))
         offset += (last - first) * (P - int(starts[lo]))
     rows, cols = np.triu_indices(width)
     # per larger index b of a sorted quadruple: its group's first row, first column and offset
-    group = np.searchsorted([hi for _, hi in _groups(width)], np.arange(width), side="right")
+    group = np.searchsorted([hi for _, hi in groups], np.arange(width), side="right")
     first, column_start, block = (np.array(field)[group] for field in zip(*(
         (p[0], p[2], p[3]) for p in products)))
     index = np.empty((P, P), dtype=np.int32)
@@ -141,7 +143,8 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     d = X.shape[1]
     layout = _layout(d + 1)
     P = layout.pairs
-    shift = _shift(mean[:d], mean[d:][_diagonal(d)])
+    rows, cols = pairs
+    shift = _shift(mean[:d], mean[d:][rows == cols])
     unit = bool(np.all(weight == 1.0))
     moments = np.zeros(layout.size)
     cross = np.zeros((P, Y.shape[1]))
@@ -160,7 +163,6 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
             cross[:, k] += np.take((z * targets[:, k]) @ z.T, layout.upper)
     H = moments[layout.index]
     # [1, φ̃]'s Gram -> φ̃'s, centred at the mean's image m̃ = T⁻¹ (m - t)
-    rows, cols = pairs
     touched, B = _shift_map(shift, rows, cols)
     centre = np.concatenate([mean[:d] - shift, mean[d:] - shift[rows] * shift[cols]])
     centre[d + touched] -= B @ centre[:d]
@@ -173,11 +175,6 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     if touched.size:
         _unshift(G, R, B, d + touched)
     return G, R
-
-
-def _diagonal(d):
-    """Positions of the squares ``x_a²`` among the row-major pairs of ``d`` features."""
-    return np.cumsum(np.concatenate([[0], np.arange(d, 1, -1)]))
 
 
 def _shift(linear_mean, square_mean):
