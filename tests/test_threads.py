@@ -4,6 +4,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import torch
 
 from skquad._foundation._threads import PARALLEL_FLOPS, choose_thread_count, flush_denormals, limit_threads
@@ -189,3 +190,64 @@ def test_the_smallest_open_blas_request_is_in_force():
             assert set(blas_threads().values()) == {1}
         assert blas_threads() == outer
     assert blas_threads() == before
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    # (a BLAS built without threading always reports one)
+    return {
+        entry["num_threads"] for entry in threadpool_info()
+        if entry["user_api"] == "blas" and entry.get("threading_layer") != "disabled"
+    }
+
+
+def test_a_step_gives_its_threads_to_the_library_that_multiplies():
+    """torch's OpenMP team and OpenBLAS's threads spin between calls: both pools
+    at n threads on n cores slowed a network's step more than ten times."""
+    from skquad._foundation._threads import limit_step_threads
+
+    baseline, blas_before = torch.get_num_threads(), _blas_threads()
+    torch.set_num_threads(2)
+    try:
+        with limit_step_threads(2, "numpy"):
+            assert torch.get_num_threads() == 1 and _blas_threads() == {2}
+        with limit_step_threads(2, "torch"):
+            assert torch.get_num_threads() == 2 and _blas_threads() == {1}
+        with limit_step_threads(None, "numpy"):  # a GPU computes: both left alone
+            assert torch.get_num_threads() == 2 and _blas_threads() == blas_before
+    finally:
+        torch.set_num_threads(baseline)
+    assert _blas_threads() == blas_before
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # two epochs on purpose
+def test_network_steps_run_with_the_products_library_threaded(monkeypatch):
+    """Stochastic and L-BFGS steps of a fused network, and its products' library."""
+    import numpy as np
+    import scipy.sparse
+
+    from skquad import QNNClassifier
+    from skquad._foundation._runtime import cpu_matmul_library
+    from skquad.nn import fused
+
+    seen = []
+    step = fused.FusedNetwork.__call__
+
+    def recording_step(self, X, y, weights):
+        if not seen or seen[-1][0] != self:
+            seen.append((self, torch.get_num_threads(), _blas_threads()))
+        return step(self, X, y, weights)
+
+    monkeypatch.setattr(fused.FusedNetwork, "__call__", recording_step)
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((60, 4)), np.arange(60) % 3
+    expected = (1, {2}) if cpu_matmul_library() == "numpy" else (2, {1})
+    for solver in ("adam", "lbfgs"):
+        QNNClassifier((5,), solver=solver, max_iter=2, n_threads=2, alpha=1e-4, random_state=0).fit(X, y)
+        assert seen[-1][0].products_library("cpu") == cpu_matmul_library()
+        assert seen[-1][1:] == expected, solver
+        assert seen[-1][0].products_library("meta") == "torch"  # any device but the CPU
+    # sparse first-layer batches multiply in torch
+    QNNClassifier((5,), max_iter=2, n_threads=2, alpha=1e-4, random_state=0).fit(scipy.sparse.csr_matrix(X), y)
+    assert seen[-1][1:] == (2, {1})

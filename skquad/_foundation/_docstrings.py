@@ -281,8 +281,10 @@ ENTRIES = {
     "n_threads": """n_threads : int or "auto", default="auto"
     CPU threads for training and prediction. "auto" picks one thread for
     small steps (where torch's thread hand-off costs more than it saves)
-    and all of torch's threads for large ones. The previous setting is
-    restored afterwards.""",
+    and all of torch's threads for large ones. A training step's threads go
+    to the library that multiplies its batches (numpy's BLAS or torch) and
+    the other runs on one thread. The previous settings are restored
+    afterwards.""",
     "nesterovs_momentum": """nesterovs_momentum : bool, default=True
     Nesterov's momentum for sgd.""",
     "out_activation_": """out_activation_ : str

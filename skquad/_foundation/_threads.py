@@ -24,7 +24,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = [
     "PARALLEL_FLOPS", "blas_limits", "choose_thread_count", "close_blocks", "flush_denormals",
-    "limit_threads", "restore_saved_state", "saved_state", "thread_ceiling",
+    "limit_step_threads", "limit_threads", "restore_saved_state", "saved_state", "thread_ceiling",
 ]
 
 # Flops per training step below which one torch thread is faster (see the
@@ -176,6 +176,29 @@ def limit_threads(n_threads, *, blas=None, ceiling=False):
         stack = _thread_blocks()
         if block in stack:
             close_blocks(stack.index(block))
+
+
+def limit_step_threads(n_threads, products):
+    """:func:`limit_threads` for steps whose matrix products run in ``products``.
+
+    The library that multiplies gets the ``n_threads`` and the other one thread:
+    torch's OpenMP team and OpenBLAS's threads each spin-wait between calls, so
+    both at ``n_threads`` on as many cores take the cores from each other and a
+    network's step runs several times slower than on one thread.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        From :func:`skquad._foundation._runtime.thread_count`; None (a GPU
+        computes) leaves both alone.
+    products : {"torch", "numpy"}
+        The library of the step's matrix products.
+    """
+    if n_threads is None:
+        return limit_threads(None)
+    if products == "numpy":
+        return limit_threads(1, blas=n_threads)
+    return limit_threads(n_threads, blas=1)
 
 
 class _Block:

@@ -23,7 +23,7 @@ from ._parameters import FlatParameters
 from .._foundation._runtime import thread_count
 from ._schedules import LearningRateSchedule
 from ._sparse import SparseRows, is_sparse_rows
-from .._foundation._threads import flush_denormals, limit_threads
+from .._foundation._threads import flush_denormals, limit_step_threads, limit_threads
 
 __all__ = ["Trainer"]
 
@@ -414,16 +414,20 @@ class Trainer:
         self.history.diverged = True
         self.guard.warn()
 
-    def _thread_count(self, n_samples):
-        """The runtime policy's rule on ``6 * batch * n_parameters`` flops per step."""
-        batch = self._batch_size(n_samples) if self.config.solver != "lbfgs" else n_samples
-        return thread_count(self.config.n_threads, self.device, 6.0 * batch * self.n_parameters)
+    def step_threads(self, rows_per_step, n_threads=None):
+        """:func:`limit_step_threads` for steps of ``rows_per_step`` rows: the runtime policy's count on
+        ``6 * rows * n_parameters`` flops, given to the library that multiplies the batches.
+
+        ``n_threads`` defaults to the configuration's (the Dask workers pass the estimator's).
+        """
+        n_threads = self.config.n_threads if n_threads is None else n_threads
+        threads = thread_count(n_threads, self.device, 6.0 * rows_per_step * self.n_parameters)
+        products = getattr(self.loss_and_gradient, "products_library", None)
+        return limit_step_threads(threads, "torch" if products is None else products(self.device))
 
     def _step_threads(self, n_samples):
-        """:func:`limit_threads` for the stochastic steps: torch's threads and, on the CPU, numpy's BLAS
-        (the fused network multiplies CPU batches with numpy)."""
-        threads = self._thread_count(n_samples)
-        return limit_threads(threads, blas=threads)
+        batch = self._batch_size(n_samples) if self.config.solver != "lbfgs" else n_samples
+        return self.step_threads(batch)
 
     def attach_callbacks(
         self, context, *, estimator=None, fitted_attributes=None, callback_data=None
@@ -484,7 +488,7 @@ class Trainer:
         self.guard.reference_loss = None
         self.held_out = False
         if self.config.solver == "lbfgs":
-            with limit_threads(self._thread_count(len(y)), blas=1), flush_denormals():
+            with self._step_threads(len(y)), flush_denormals():
                 return fit_trainer_lbfgs(self, X, y, sample_weight, max_iter)
         validation = None
         if self.config.early_stopping:

@@ -33,9 +33,8 @@ from .._dask import (
     set_input_attributes,
     training_blocks,
 )
-from .._foundation._runtime import thread_count
 from .._foundation._target_scaling import scaled_targets, scaling_from_moments
-from .._foundation._threads import flush_denormals, limit_threads
+from .._foundation._threads import flush_denormals
 from ._regressor import check_poisson_targets
 
 __all__ = ["NetworkBlocks", "fit_network_blocks"]
@@ -102,8 +101,7 @@ def _block_objective(block, theta, evaluator, total_weight):
     trainer.flat_parameters.copy_(torch.from_numpy(theta))
     X, y, w = trainer.to_device(X, y, w)
     weights = torch.as_tensor(w / total_weight).to(device=trainer.device, dtype=trainer.dtype)
-    threads = thread_count(evaluator.n_threads, trainer.device, 6.0 * X.shape[0] * trainer.n_parameters)
-    with limit_threads(threads, blas=1), flush_denormals():
+    with trainer.step_threads(X.shape[0], evaluator.n_threads), flush_denormals():
         loss = float(trainer.batch_loss_and_gradient(X, y, weights))
     return loss, trainer.flat_gradient.double().cpu().numpy().copy()
 

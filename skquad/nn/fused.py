@@ -119,6 +119,18 @@ class FusedNetwork:
         self._views = None
         self._numpy_step = NumpyStep(self.layers, output, matmul)
 
+    def products_library(self, device):
+        """The library that multiplies this network's training batches on ``device``: "torch" or "numpy".
+
+        Dense CPU batches run the numpy step, whose products are its ``matmul``'s;
+        everything else runs in torch, sparse first-layer batches included (the
+        trainer gives this library the step's threads).
+        """
+        sparse_batches = getattr(self.inputs, "matrix", None) is not None and not self.inputs.densify
+        if torch.device(device).type != "cpu" or self.backend == "torch" or sparse_batches:
+            return "torch"
+        return self._numpy_step.matmul
+
     def _runs_in_numpy(self, X):
         if self.backend != "auto":
             return self.backend == "numpy"
