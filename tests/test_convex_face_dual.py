@@ -222,3 +222,41 @@ def test_factor_solver_with_the_score_step_family_brackets_the_optimum(monkeypat
     solution = solve_factored(data, tol=1e-6, max_iter=300)
     assert solution.lower_bound <= reference * (1 + 1e-7) <= solution.value * (1 + 2e-7)
     assert all(isinstance(entry, dict) for entry in solution.info["history"])
+
+
+@pytest.mark.parametrize("p, q", [(12, 5), (9, 20)])  # both branches of hess_ymu (q < p, q >= p)
+def test_lmi_terms_are_the_log_determinant_derivatives(p, q):
+    """The triangular products give the traces they stand for, computed from S⁻¹ directly."""
+    import math
+
+    from skquad.convex.face_dual import _lmi_terms
+
+    rng = np.random.default_rng(p * q)
+    A = rng.standard_normal((q, p, p))
+    A = A + A.transpose(0, 2, 1)
+    R = rng.standard_normal((p, p))
+    S = R @ R.T + p * np.eye(p)
+    rows, cols = np.triu_indices(p)
+    scale = np.where(rows == cols, 1.0, math.sqrt(2.0))
+    grad_y, grad_mu, hess_yy, hess_ymu, hess_mumu = _lmi_terms(
+        S, np.ascontiguousarray(A.transpose(1, 0, 2)), rows, cols, scale)
+    inverse = np.linalg.inv(S)
+    products = inverse @ A  # S⁻¹ A_a
+    np.testing.assert_allclose(grad_y, -np.trace(products, axis1=1, axis2=2), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(grad_mu, -np.diag(inverse), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hess_yy, np.einsum("aij,bji->ab", products, products), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hess_ymu, np.einsum("aji,ij->aj", products, inverse), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hess_mumu, inverse**2, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("q", [3, 40])  # fewer columns than lifted features, and more (the triangle)
+def test_weighted_matrices_are_the_coefficients_sums_of_the_lifted_matrices(q):
+    from skquad.convex.face_dual import _weighted_matrices
+
+    data, _ = _problem(0, 1e-2, (0.25, 0.5, 0.0), n=70)
+    coefficients = np.random.default_rng(q).standard_normal((70, q))
+    matrices = _weighted_matrices(data, coefficients, chunk=32)  # several chunks, a short last one
+    lifted = np.stack([data.weighted_matrix(torch.as_tensor(np.eye(70)[i], dtype=data.features.dtype))
+                       .cpu().numpy() for i in range(70)])
+    expected = np.einsum("ia,ijk->ajk", coefficients, lifted)
+    np.testing.assert_allclose(matrices, expected, rtol=0, atol=1e-12 * np.abs(expected).max())

@@ -61,6 +61,7 @@ import math
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import torch
 
 from .._foundation._runtime import thread_count
@@ -155,12 +156,21 @@ def _weighted_matrices(data, coefficients, chunk=512):
         # Zᵀ diag(c) Z each, without the n x w² outer products.
         gram = np.stack([Z.T @ (Z * coefficients[:, a : a + 1]) for a in range(q)])
     else:
-        gram = np.zeros((width * width, q))
+        # The products z_j z_k with j <= k only (each sum is symmetric in j, k: half the
+        # multiply-adds of the full outer products), mirrored into both triangles at the end.
+        rows, cols = np.triu_indices(width)
+        starts = np.concatenate([[0], np.cumsum(np.arange(width, 0, -1))])
+        triangle = np.zeros((q, rows.size))
+        outer = np.empty((min(chunk, n), rows.size))
         for start in range(0, n, chunk):
             block = Z[start : start + chunk]
-            outer = (block[:, :, None] * block[:, None, :]).reshape(block.shape[0], -1)
-            gram += outer.T @ coefficients[start : start + chunk]
-        gram = gram.T.reshape(q, width, width)
+            pairs = outer[: block.shape[0]]
+            for j in range(width):
+                np.multiply(block[:, j : j + 1], block[:, j:], out=pairs[:, starts[j] : starts[j + 1]])
+            triangle += coefficients[start : start + chunk].T @ pairs
+        gram = np.empty((q, width, width))
+        gram[:, rows, cols] = triangle
+        gram[:, cols, rows] = triangle
     if data.polynomial is None:
         return gram
     a, b, c = data.polynomial
@@ -227,7 +237,7 @@ def _lmi_terms(S, stacked, svec_rows, svec_cols, svec_scale):
     """Gradient and Hessian pieces of ``-logdet S`` for ``S = Diag mu + Σ y_a A_a``.
 
     With ``S = C Cᵀ``: ``tr(S⁻¹ A_a S⁻¹ A_b) = ⟨K_a, K_b⟩`` for ``K_a = C⁻¹ A_a C⁻ᵀ``
-    (formed by two large products), ``tr(S⁻¹ A_a S⁻¹ E_jj) = (S⁻¹ A_a S⁻¹)_jj``
+    (two triangular products), ``tr(S⁻¹ A_a S⁻¹ E_jj) = (S⁻¹ A_a S⁻¹)_jj``
     and ``tr(S⁻¹ E_jj S⁻¹ E_kk) = (S⁻¹)_jk²``. ``stacked``: the ``A_a`` side by
     side, shape (p, q, p) (``stacked[:, a] = A_a``), the layout in which both
     products are single ones without a copy in between.
@@ -236,15 +246,20 @@ def _lmi_terms(S, stacked, svec_rows, svec_cols, svec_scale):
     chol = np.linalg.cholesky(S)
     inv_chol = scipy.linalg.solve_triangular(chol, np.eye(p), lower=True)
     S_inv = inv_chol.T @ inv_chol
-    right = stacked.reshape(p * q, p) @ inv_chol.T  # (A_a C⁻ᵀ)[i, k] at [i, a, k]
-    K = (inv_chol @ right.reshape(p, q * p)).reshape(p, q, p).transpose(1, 0, 2)
+    # Both products by the triangular C⁻¹ (TRMM: half a general product's multiply-adds),
+    # each on the transpose of a C-ordered array, which BLAS reads as Fortran-ordered.
+    trmm = scipy.linalg.blas.get_blas_funcs("trmm", (stacked,))
+    right = trmm(1.0, inv_chol, stacked.reshape(p * q, p).T, lower=1).T  # (A_a C⁻ᵀ)[i, k] at [i, a, k]
+    unfolded = trmm(1.0, inv_chol, right.reshape(p, q * p).T, side=1, lower=1, trans_a=1, overwrite_b=1).T
+    K = unfolded.reshape(p, q, p).transpose(1, 0, 2)
     K_svec = K[:, svec_rows, svec_cols] * svec_scale
     grad_y = -np.trace(K, axis1=1, axis2=2)
     hess_yy = K_svec @ K_svec.T
     if q < p:
         # (S⁻¹ A_a S⁻¹)_jj = Σ_k (C⁻ᵀ K_a)_jk (C⁻ᵀ)_jk: q p³ in products,
         # without the p³ / 2 array of the form below (32 MB at p = 201).
-        hess_ymu = (np.matmul(inv_chol.T, K) * inv_chol.T).sum(axis=2)
+        left = trmm(1.0, inv_chol, unfolded.T, side=1, lower=1).T.reshape(p, q, p)  # (C⁻ᵀ K_a)[j, a, k]
+        hess_ymu = np.einsum("jak,jk->aj", left, inv_chol.T)
     else:
         # (S⁻¹ A_a S⁻¹)_jj = ⟨K_a, c_j c_jᵀ⟩ for the columns c_j of C⁻¹: the
         # svec inner products with K_svec, q p³ / 2 where ⟨A_a, S⁻¹_j S⁻¹_jᵀ⟩ is q p³.
