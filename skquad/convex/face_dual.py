@@ -256,7 +256,7 @@ def _lmi_terms(S, stacked, svec_rows, svec_cols, svec_scale):
     grad_y = -np.trace(K, axis1=1, axis2=2)
     hess_yy = K_svec @ K_svec.T
     if q < p:
-        # (S⁻¹ A_a S⁻¹)_jj = Σ_k (C⁻ᵀ K_a)_jk (C⁻ᵀ)_jk: q p³ in products,
+        # (S⁻¹ A_a S⁻¹)_jj = Σ_k (C⁻ᵀ K_a)_jk (C⁻ᵀ)_jk: a triangular product of q p³ / 2,
         # without the p³ / 2 array of the form below (32 MB at p = 201).
         left = trmm(1.0, inv_chol, unfolded.T, side=1, lower=1).T.reshape(p, q, p)  # (C⁻ᵀ K_a)[j, a, k]
         hess_ymu = np.einsum("jak,jk->aj", left, inv_chol.T)
