@@ -64,6 +64,7 @@ import scipy.linalg
 import scipy.linalg.blas
 import torch
 
+from .._foundation._pair_products import write_pair_products
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
 from .barrier import backtrack, centred_and_done, lmi_log_barrier, newton_direction
@@ -159,14 +160,11 @@ def _weighted_matrices(data, coefficients, chunk=512):
         # The products z_j z_k with j <= k only (each sum is symmetric in j, k: half the
         # multiply-adds of the full outer products), mirrored into both triangles at the end.
         rows, cols = np.triu_indices(width)
-        starts = np.concatenate([[0], np.cumsum(np.arange(width, 0, -1))])
         triangle = np.zeros((q, rows.size))
         outer = np.empty((min(chunk, n), rows.size))
         for start in range(0, n, chunk):
             block = Z[start : start + chunk]
-            pairs = outer[: block.shape[0]]
-            for j in range(width):
-                np.multiply(block[:, j : j + 1], block[:, j:], out=pairs[:, starts[j] : starts[j + 1]])
+            pairs = write_pair_products(block.T, outer[: block.shape[0]].T).T
             triangle += coefficients[start : start + chunk].T @ pairs
         gram = np.empty((q, width, width))
         gram[:, rows, cols] = triangle

@@ -122,19 +122,22 @@ class FusedNetwork:
     def products_library(self, device):
         """The library that multiplies this network's training batches on ``device``: "torch" or "numpy".
 
-        Dense CPU batches run the numpy step, whose products are its ``matmul``'s;
-        everything else runs in torch, sparse first-layer batches included (the
-        trainer gives this library the step's threads).
+        The numpy step's ``matmul`` where :meth:`_runs_in_numpy` sends the batches (sparse
+        first-layer batches are not dense: torch), else torch (the trainer gives this library
+        the step's threads).
         """
         sparse_batches = getattr(self.inputs, "matrix", None) is not None and not self.inputs.densify
-        if torch.device(device).type != "cpu" or self.backend == "torch" or sparse_batches:
-            return "torch"
-        return self._numpy_step.matmul
+        on_cpu, dtype = torch.device(device).type == "cpu", self.layers[0][0].weight.dtype
+        return self._numpy_step.matmul if self._numpy_step_runs(on_cpu, not sparse_batches, dtype) else "torch"
 
     def _runs_in_numpy(self, X):
+        return self._numpy_step_runs(X.is_cpu, X.layout == torch.strided, X.dtype)
+
+    def _numpy_step_runs(self, on_cpu, dense, dtype):
+        """The backend's rule: "auto" takes the numpy step for dense float32/float64 CPU batches."""
         if self.backend != "auto":
             return self.backend == "numpy"
-        return X.is_cpu and X.layout == torch.strided and X.dtype in (torch.float32, torch.float64)
+        return on_cpu and dense and dtype in (torch.float32, torch.float64)
 
     def _parameter_views(self):
         """Transposed and stacked views of every layer's parameters, made once: the parameters are

@@ -54,6 +54,7 @@ import torch.nn.functional as F
 
 from .._foundation._blas import gram_update, upper_product_in_place
 from .._foundation._memory import available_memory
+from .._foundation._pair_products import write_pair_products
 from .._foundation._rows import OrderedRows, row_chunks
 
 __all__ = [
@@ -1211,32 +1212,6 @@ def float32_twin(magnitudes, row_scale, n_scores, packing):
         n_packed, n_coef = n_scores * packing.rows.size, n_scores * packing.n_features
         twin["settle"] = lambda theta: _centred_scores(theta, n_scores, n_packed, n_coef)
     return twin
-
-
-def write_pair_products(columns, out, pairs=None):
-    """``x_i x_j`` for ``i <= j`` into ``out``, one row per pair, in row-major upper-triangle order.
-
-    ``columns`` is ``(d, n)`` (one row per feature) and ``out`` is
-    ``(d(d+1)/2, n)``; transposed views of ``(n, d)`` and ``(n, D)`` arrays
-    work too. Each ``x_i`` times the block ``x_i..x_d`` is written in place:
-    two fancy-indexed ``n x D`` gathers cost more than the products. The
-    order is :class:`SymmetricPacking`'s and ``PolynomialFeatures(2)``'s.
-    ``pairs`` ``(rows, cols)`` (row-major, ``rows <= cols``) writes only those
-    pairs (interaction constraints), ``out`` then one row per pair.
-    """
-    d = columns.shape[0]
-    if pairs is not None:
-        rows, cols = pairs
-        for i in np.unique(rows):
-            # the pairs of row i are contiguous in row-major order
-            first, last = np.searchsorted(rows, [i, i + 1])
-            np.multiply(columns[i], columns[cols[first:last]], out=out[first:last])
-        return out
-    start = 0
-    for i in range(d):
-        np.multiply(columns[i], columns[i:], out=out[start : start + d - i])
-        start += d - i
-    return out
 
 
 def _write_design(columns, packing, out, fit_intercept):

@@ -28,7 +28,7 @@ import typing
 
 import numpy as np
 
-from .quadratic_form import write_pair_products
+from .._foundation._pair_products import write_pair_products
 
 __all__ = ["moment_normal_equations", "uses_moments"]
 

@@ -41,7 +41,7 @@ import scipy.sparse.linalg
 
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
-from .quadratic_form import write_pair_products
+from .._foundation._pair_products import write_pair_products
 from .quadratic_moments import moment_normal_equations, uses_moments
 
 __all__ = [
