@@ -166,6 +166,8 @@ def test_row_blocks_do_not_change_the_result(monkeypatch):
     X, y, w = _data(150, 5, 2)
     whole = QuadraticRegression(solver="cholesky").fit(X, y, sample_weight=w)
     monkeypatch.setattr(ridge_module, "_BLOCK_ELEMENTS", 64)
+    # the normal equations' SYRK: 4 rows of D + 2 = 22 a block, the last one short
+    monkeypatch.setattr(ridge_module, "_GRAM_BLOCK_ELEMENTS", 4 * 22)
     blocked = QuadraticRegression(solver="cholesky").fit(X, y, sample_weight=w)
     assert _relative_error(blocked.predict(X), whole.predict(X)) < 1e-11
 

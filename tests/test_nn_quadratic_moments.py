@@ -93,8 +93,14 @@ def test_row_blocks_and_sparse_rows_add_up_to_the_whole(monkeypatch):
     X, Y, weight = _table(n=500)
     whole, _ = _both_routes(monkeypatch, X, Y, weight)
     monkeypatch.setattr(quadratic_moments, "_BLOCK_ELEMENTS", 2 * 91 * 64)  # 64 rows a block
+    workspaces = []
+    allocate = quadratic_moments._Workspace.of
+    monkeypatch.setattr(quadratic_moments._Workspace, "of",
+                        lambda *args: workspaces.append(args) or allocate(*args))
     blocked, _ = _both_routes(monkeypatch, scipy.sparse.csr_matrix(X), Y, weight)
     _assert_same(blocked, whole)
+    # the eight blocks (the last one short) share one workspace, allocated for 64 rows
+    assert [args[2] for args in workspaces] == [64]
 
 
 def test_the_route_rule(monkeypatch):

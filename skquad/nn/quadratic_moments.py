@@ -37,9 +37,11 @@ __all__ = ["moment_normal_equations", "uses_moments"]
 _GROUP_ROWS = 32
 # The gather's index holds P² entries: the route stops where it would pass 2^22 (16 MB).
 _MAX_INDEX_ENTRIES = 2**22
-# Expanded numbers per row block (both layouts of the pairs): 2^19 float64 (4 MB), so that
-# a block's pair products stay in cache between the GEMMs that read them.
-_BLOCK_ELEMENTS = 2**19
+# Expanded numbers per row block (both layouts of the pairs): 2^18 float64 (2 MB), so that
+# a block's pair products stay in cache between the GEMMs that read them. The blocks share
+# one workspace, allocated once a fit: a fresh one each block would be mapped and faulted in
+# page by page every time.
+_BLOCK_ELEMENTS = 2**18
 # The moments repeat fewer products than a SYRK on narrower rows, and their fixed P² work
 # (the gather, the centring) is paid back from about this many rows.
 _MIN_FEATURES = 18
@@ -116,13 +118,30 @@ def _layout(width):
     return _Layout(P, tuple(products), offset, index, upper)
 
 
-def _block_moments(z, weight, layout, out):
-    """Add to ``out`` the flat moments ``Σ w z_a z_b z_c z_e`` of the rows ``z`` (width, m)."""
+class _Workspace(typing.NamedTuple):
+    """The scratch arrays of one fit, ``(rows, columns)`` each, for blocks of up to ``step`` rows."""
+
+    z: np.ndarray  # [1, x - c] of a block, one row per entry
+    weighted: np.ndarray  # z times the rows' weights (None with unit weights: z itself)
+    pairs: np.ndarray  # the pair products, row-major order
+    by_larger: np.ndarray  # the weighted pair products, by larger index
+
+    @classmethod
+    def of(cls, width, P, step, unit):
+        weighted = None if unit else np.empty((width, step))
+        return cls(np.empty((width, step)), weighted, np.empty((P, step)), np.empty((P, step)))
+
+    def rows(self, m):
+        """The views of a block of ``m`` rows."""
+        return _Workspace(*(None if array is None else array[:, :m] for array in self))
+
+
+def _block_moments(z, weighted, layout, out, work):
+    """Add to ``out`` the flat moments ``Σ w z_a z_b z_c z_e`` of the rows ``z`` (width, m)
+    whose weighted rows are ``weighted``, in the ``work`` arrays of ``m`` rows."""
     P, products = layout.pairs, layout.products
-    pairs = np.empty((P, z.shape[1]))
+    pairs, by_larger = work.pairs, work.by_larger
     write_pair_products(z, pairs)
-    weighted = z if weight is None else z * weight
-    by_larger = np.empty_like(pairs)
     stop = 0
     for b in range(z.shape[0]):
         np.multiply(z[: b + 1], weighted[b], out=by_larger[stop : stop + b + 1])
@@ -148,19 +167,21 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     unit = bool(np.all(weight == 1.0))
     moments = np.zeros(layout.size)
     cross = np.zeros((P, Y.shape[1]))
+    workspace = None
     for start, block in dense_blocks(X, 2 * P, _BLOCK_ELEMENTS):
         stop = start + block.shape[0]
-        z = np.empty((d + 1, block.shape[0]))
+        if workspace is None:  # the first block is the longest
+            workspace = _Workspace.of(d + 1, P, block.shape[0], unit)
+        work = workspace.rows(block.shape[0])
+        z = work.z
         z[0] = 1.0
         np.subtract(block.T, shift[:, None], out=z[1:])
-        w = None if unit else weight[start:stop]
-        _block_moments(z, w, layout, moments)
+        weighted = z if unit else np.multiply(z, weight[start:stop], out=work.weighted)
+        _block_moments(z, weighted, layout, moments, work)
         targets = Y[start:stop] - y_mean
-        if w is not None:
-            targets *= w[:, None]
-        for k in range(targets.shape[1]):
-            # Σ w ỹ z_a z_b for every pair: a (d + 1)² product, not a pass over the P pairs
-            cross[:, k] += np.take((z * targets[:, k]) @ z.T, layout.upper)
+        if not unit:
+            targets *= weight[start:stop, None]
+        cross += work.pairs @ targets  # Σ w ỹ z_a z_b, the block's pair products still at hand
     H = moments[layout.index]
     # [1, φ̃]'s Gram -> φ̃'s, centred at the mean's image m̃ = T⁻¹ (m - t)
     touched, B = _shift_map(shift, rows, cols)
@@ -168,13 +189,19 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     centre[d + touched] -= B @ centre[:d]
     # S - s m̃ᵀ - m̃ sᵀ + W m̃ m̃ᵀ = S - v m̃ᵀ - m̃ vᵀ with v = s - W m̃ / 2, in place (H is ours)
     G = H[1:, 1:]
-    correction = np.outer(H[1:, 0] - 0.5 * H[0, 0] * centre, centre)
-    G -= correction
-    G -= correction.T
+    _subtract_symmetric_outer(G, H[1:, 0] - 0.5 * H[0, 0] * centre, centre)
     R = cross[1:] - np.outer(centre, cross[0])
     if touched.size:
         _unshift(G, R, B, d + touched)
     return G, R
+
+
+def _subtract_symmetric_outer(G, v, m):
+    """``G -= v mᵀ + m vᵀ`` in place, a band of rows at a time: no second ``D x D`` array."""
+    for start in range(0, G.shape[0], _GROUP_ROWS):
+        band = slice(start, start + _GROUP_ROWS)
+        G[band] -= np.outer(v[band], m)
+        G[band] -= np.outer(m[band], v)
 
 
 def _shift(linear_mean, square_mean):

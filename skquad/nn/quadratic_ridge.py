@@ -63,6 +63,9 @@ _posv = scipy.linalg.lapack.get_lapack_funcs("posv", (np.zeros(1),))
 
 # Expanded numbers per row block: 2**21 float64 = 16 MB of scratch.
 _BLOCK_ELEMENTS = 2**21
+# ... for the normal equations' SYRK, whose blocks share one workspace: 2**18 (2 MB), as
+# fast a SYRK and an eighth of the pages to fault in.
+_GRAM_BLOCK_ELEMENTS = 2**18
 # The leave-one-out keeps the weighted features up to this many numbers (64 MB).
 _CACHED_ELEMENTS = 2**23
 
@@ -100,16 +103,17 @@ def _dense_blocks(X, width, elements=_BLOCK_ELEMENTS):
         yield start, np.asarray(block, dtype=np.float64)
 
 
-def _expand(block, rows, cols, extra=0):
+def _expand(block, rows, cols, extra=0, out=None):
     """``φ`` of a row block: ``[x, x_a x_b (a <= b)]`` (:func:`write_pair_products`).
 
-    Returned as the transposed view of a ``(D + extra, n)`` C-order array: each
-    feature's products are written contiguously (into the rows of a C-order
-    ``(n, D)`` array they would be strided writes), and ``features.T @
-    features`` is still one SYRK. The ``extra`` last columns are left for the caller.
+    Returned as the transposed view of a ``(D + extra, n)`` C-order array (or of ``out``, of
+    that shape): each feature's products are written contiguously (into the rows of a
+    C-order ``(n, D)`` array they would be strided writes), and ``features.T @ features`` is
+    still one SYRK. The ``extra`` last columns are left for the caller.
     """
     n, d = block.shape
-    out = np.empty((d + rows.shape[0] + extra, n))
+    if out is None:
+        out = np.empty((d + rows.shape[0] + extra, n))
     columns = np.ascontiguousarray(block.T)
     out[:d] = columns
     # fewer pairs than all: the allowed ones of interaction constraints
@@ -126,7 +130,8 @@ def _feature_sums(X, weight, rows, cols):
     else:
         X = np.asarray(X, dtype=np.float64)
         linear = X.T @ weight
-        second = X.T @ (X * weight[:, None])
+        # (unit weights, the usual case: no weighted copy of X)
+        second = X.T @ (X if np.all(weight == 1.0) else X * weight[:, None])
     return np.concatenate([linear, second[rows, cols]])
 
 
@@ -169,9 +174,12 @@ def normal_equations(X, Y, weight, mean, y_mean, allowed=None):
     # [φ - m, y - ȳ] (times √w) in one buffer: A.T @ A of it is one BLAS SYRK, half the
     # flops of a GEMM, and its off-diagonal block is R, without a second pass over φ.
     A = np.zeros((D + Y.shape[1], D + Y.shape[1]))
-    for start, block in _dense_blocks(X, D + Y.shape[1]):
+    workspace = None  # one for every block: a fresh one would be faulted in page by page each time
+    for start, block in _dense_blocks(X, D + Y.shape[1], _GRAM_BLOCK_ELEMENTS):
         stop = start + block.shape[0]
-        features = _expand(block, rows, cols, extra=Y.shape[1])
+        if workspace is None:  # the first block is the longest
+            workspace = np.empty((D + Y.shape[1], block.shape[0]))
+        features = _expand(block, rows, cols, out=workspace[:, : block.shape[0]])
         features[:, D:] = Y[start:stop]
         features -= centre
         if root is not None:
@@ -231,7 +239,8 @@ def _solve_symmetric(matrix, rhs, alpha, quadratic_alpha=None, n_linear=0):
         # LAPACK's POSV directly: scipy.linalg.solve also estimates the condition number, which
         # costs more than the solve. Under the thread rule for the solve's own flops.
         with limit_threads(None, blas=thread_count("auto", "cpu", matrix.shape[0] ** 3 / 3.0)):
-            _, solution, info = _posv(system, rhs[:, columns], lower=False, overwrite_a=True)
+            # (system.T: the Fortran-ordered view LAPACK takes without a copy; it is symmetric)
+            _, solution, info = _posv(system.T, rhs[:, columns], lower=True, overwrite_a=True)
         if info == 0:
             out[:, columns] = solution
         else:
