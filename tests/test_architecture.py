@@ -542,7 +542,7 @@ def test_the_warning_filter_check_finds_a_blanket_filter():
 # Threads are decided once (skquad/_foundation/_runtime.py's thread_count, on _threads.py's
 # rule); torch's and the BLAS libraries' counts are set only through _threads.py's blocks.
 # The benchmark command and its suites pin the user's --threads, no rule of a fit.
-THREAD_RULE = {"choose_thread_count", "PARALLEL_FLOPS", "sched_getaffinity"}  # and the cores a pool may use
+THREAD_RULE = {"choose_thread_count", "PARALLEL_FLOPS", "PARALLEL_CALL_FLOPS", "sched_getaffinity"}  # and the cores a pool may use
 THREAD_SETTERS = {"set_num_threads", "threadpool_limits", "ThreadpoolController"}
 THREAD_MODULES = {"skquad._foundation._threads": THREAD_RULE | THREAD_SETTERS,
                   "skquad._foundation._runtime": THREAD_RULE}

@@ -188,6 +188,26 @@ def test_refusals_name_the_parameter():
         QuadraticRegressionCV(cv=3, alpha_per_target=True).fit(X, y)
 
 
+def test_the_leave_one_out_threads_follow_its_largest_call(monkeypatch):
+    # 1,500 x 23 (D = 299): every call is under PARALLEL_CALL_FLOPS, so the search runs its
+    # BLAS on one thread, though its calls add up to more than a threaded training step
+    import skquad.linear_model._regression_cv as regression_cv
+    from skquad._foundation._threads import PARALLEL_CALL_FLOPS, PARALLEL_FLOPS
+
+    asked = []
+    rule = regression_cv.thread_count
+    monkeypatch.setattr(regression_cv, "thread_count",
+                        lambda *args, **kwargs: asked.append((args, kwargs)) or rule(*args, **kwargs))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1500, 23))
+    QuadraticRegressionCV().fit(X, X[:, 0] * X[:, 1] + rng.standard_normal(1500))
+    (args, kwargs), = asked
+    assert kwargs == {"separate_calls": True}
+    assert args[2] == max(10.0 * 299**3, 2.0 * 1500 * 299**2)  # the eigendecomposition's
+    assert PARALLEL_FLOPS < args[2] < PARALLEL_CALL_FLOPS
+    assert rule(*args, **kwargs) == 1
+
+
 def test_too_large_a_decomposition_is_refused_before_allocating(monkeypatch):
     import skquad._foundation._memory as memory
 

@@ -19,7 +19,7 @@ from skquad import (
     RPQNNRegressor,
 )
 from skquad._foundation import _memory
-from skquad._foundation._threads import PARALLEL_FLOPS
+from skquad._foundation._threads import PARALLEL_CALL_FLOPS, PARALLEL_FLOPS, choose_thread_count
 from skquad._foundation._runtime import (
     RuntimePolicy,
     compute_dtype,
@@ -126,6 +126,15 @@ def test_thread_choice():
     assert thread_count("auto", cpu, PARALLEL_FLOPS * 10) == torch.get_num_threads()
     assert thread_count("auto", torch.device("cuda"), PARALLEL_FLOPS * 10) is None  # GPU: leave torch alone
     assert runtime_policy(np.float64, n_threads=2, random_state=0).n_threads == 2
+
+
+def test_separate_calls_take_threads_only_when_each_call_is_large():
+    # a step of 10x PARALLEL_FLOPS is threaded; a sequence of separate calls of that size is not
+    cpu = torch.device("cpu")
+    assert thread_count("auto", cpu, PARALLEL_FLOPS * 10, separate_calls=True) == 1
+    assert thread_count("auto", cpu, PARALLEL_CALL_FLOPS / 2, separate_calls=True) == 1
+    assert thread_count("auto", cpu, PARALLEL_CALL_FLOPS * 2, separate_calls=True) == torch.get_num_threads()
+    assert choose_thread_count(PARALLEL_CALL_FLOPS * 2, available=4, separate_calls=True) == 4
 
 
 def test_parallel_workers_run_small_tasks_side_by_side_only():

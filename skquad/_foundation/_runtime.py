@@ -99,7 +99,7 @@ def spawn_generators(random_state, n=2, *, call=0):
     return tuple(torch.Generator().manual_seed(value) for value in seeds)
 
 
-def thread_count(n_threads, device, flops_per_step):
+def thread_count(n_threads, device, flops_per_step, *, separate_calls=False):
     """torch CPU threads for a fit: the one rule.
 
     Parameters
@@ -109,6 +109,9 @@ def thread_count(n_threads, device, flops_per_step):
     device : torch.device
     flops_per_step : float or None
         Work of one training step; None (unknown) counts as large.
+    separate_calls : bool, default=False
+        ``flops_per_step`` is the largest of separate BLAS calls with Python work between
+        them (:func:`~skquad._foundation._threads.choose_thread_count`).
 
     Returns
     -------
@@ -119,7 +122,8 @@ def thread_count(n_threads, device, flops_per_step):
         return int(n_threads)
     if torch.device(device).type != "cpu":
         return None
-    return choose_thread_count(np.inf if flops_per_step is None else flops_per_step)
+    return choose_thread_count(np.inf if flops_per_step is None else flops_per_step,
+                               separate_calls=separate_calls)
 
 
 def parallel_workers(n_tasks, flops_per_task):

@@ -23,13 +23,18 @@ import torch
 from threadpoolctl import ThreadpoolController
 
 __all__ = [
-    "PARALLEL_FLOPS", "blas_limits", "choose_thread_count", "close_blocks", "flush_denormals",
+    "PARALLEL_CALL_FLOPS", "PARALLEL_FLOPS", "blas_limits", "choose_thread_count", "close_blocks", "flush_denormals",
     "limit_step_threads", "limit_threads", "restore_saved_state", "saved_state", "thread_ceiling",
 ]
 
 # Flops per training step below which one torch thread is faster (see the
 # module docstring and choose_thread_count).
 PARALLEL_FLOPS = 2e8
+# Flops per BLAS call below which one thread is faster for separate calls with Python work
+# between them (a leave-one-out search's eigendecompositions and products): the BLAS
+# library's threads sleep between such calls, and waking them costs more than a second
+# core saves below this size (choose_thread_count's separate_calls).
+PARALLEL_CALL_FLOPS = 1e10
 
 _lock = threading.Lock()  # serializes changes of the BLAS limits (taken by _locked only)
 _local = threading.local()  # per thread: its open blocks, innermost last
@@ -58,7 +63,7 @@ def blas_limits(n_threads):
     return _controller.limit(limits=int(n_threads), user_api="blas")
 
 
-def choose_thread_count(flops_per_step, available=None):
+def choose_thread_count(flops_per_step, available=None, *, separate_calls=False):
     """CPU threads worth using for a step of ``flops_per_step`` flops.
 
     Steps under :data:`PARALLEL_FLOPS` (2e8) use one thread; larger ones use
@@ -70,10 +75,15 @@ def choose_thread_count(flops_per_step, available=None):
     free; on a busy machine one thread wins at any size, so set
     ``n_threads=1`` there (figures in the CHANGELOG).
 
+    ``separate_calls=True``: ``flops_per_step`` is the largest of separate BLAS calls with
+    Python work between them, whose threads must be woken for each; the threshold is then
+    :data:`PARALLEL_CALL_FLOPS` (1e10).
+
     Parameters
     ----------
     flops_per_step : float
     available : int, default=None
+    separate_calls : bool, default=False
 
     Returns
     -------
@@ -88,7 +98,7 @@ def choose_thread_count(flops_per_step, available=None):
             # own count, not N: cap it, or a fit under --threads 1 would run
             # its products (torch and BLAS) on every core.
             available = min(int(available), ceiling)
-    if flops_per_step < PARALLEL_FLOPS:
+    if flops_per_step < (PARALLEL_CALL_FLOPS if separate_calls else PARALLEL_FLOPS):
         return 1
     return max(1, int(available))
 

@@ -376,8 +376,10 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
             f"the leave-one-out's eigendecomposition of a {size} x {size} matrix",
             advice="pass cv=5 (K-fold with QuadraticRegression's memory-bounded solvers).",
         )
-        flops = 2.0 * n * size * size + 10.0 * size**3 * len(ratios)
-        with limit_threads(None, blas=thread_count("auto", "cpu", flops)):
+        # the search's largest BLAS call: an eigendecomposition (about 10 size³ flops) or the
+        # errors' product with its eigenvectors (2 n size²), with Python work between calls
+        largest_call = max(10.0 * size**3, 2.0 * n * size * size)
+        with limit_threads(None, blas=thread_count("auto", "cpu", largest_call, separate_calls=True)):
             loo = QuadraticRidgeLeaveOneOut(
                 X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
                 leave_out=self._leave_out, allowed=allowed,
