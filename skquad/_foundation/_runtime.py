@@ -17,8 +17,9 @@ Every estimator asks :func:`runtime_policy` once per ``fit`` (and per
   anew on every call, reproducibly.
 * **threads** (:func:`thread_count`): an explicit ``n_threads`` wins; a GPU leaves
   torch's CPU threads alone; else
-  :func:`~skquad._foundation._threads.choose_thread_count` on one step's flops. The
-  only place a thread count is chosen (:func:`parallel_workers` builds on it).
+  :func:`~skquad._foundation._threads.choose_thread_count` on one step's flops (for a
+  sequence of separate BLAS calls, on its largest call's). The only place a thread count
+  is chosen (:func:`parallel_workers` builds on it).
 * **CPU matrix products** (:func:`cpu_matmul_library`): torch's MKL on Intel CPUs,
   numpy's BLAS elsewhere, for :class:`skquad.nn.fused.FusedNetwork`.
 * **memory** (:meth:`RuntimePolicy.require_memory`): big allocations estimated and
