@@ -32,8 +32,8 @@ __all__ = [
 PARALLEL_FLOPS = 2e8
 # Flops per BLAS call below which one thread is faster for separate calls with Python work
 # between them (a leave-one-out search's eigendecompositions and products): the BLAS
-# library's threads sleep between such calls, and waking them costs more than a second
-# core saves below this size (choose_thread_count's separate_calls).
+# library's threads idle between such calls (spinning, then asleep), and bringing them back
+# costs more than a second core saves below this size (choose_thread_count's separate_calls).
 PARALLEL_CALL_FLOPS = 1e10
 
 _lock = threading.Lock()  # serializes changes of the BLAS limits (taken by _locked only)
