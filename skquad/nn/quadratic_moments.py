@@ -35,6 +35,9 @@ __all__ = ["moment_normal_equations", "uses_moments"]
 # A group of pairs (by their larger index) fills at least this many rows of its GEMM:
 # fewer rows leave the product bound by memory, more repeat moments.
 _GROUP_ROWS = 32
+# Rows per band of the centring correction: two band x D outer products at a time, never a
+# second D x D array.
+_CORRECTION_BAND_ROWS = 32
 # The gather's index holds P² entries: the route stops where it would pass 2^22 (16 MB).
 _MAX_INDEX_ENTRIES = 2**22
 # Expanded numbers per row block (both layouts of the pairs): 2^18 float64 (2 MB), so that
@@ -197,9 +200,9 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
 
 
 def _subtract_symmetric_outer(G, v, m):
-    """``G -= v mᵀ + m vᵀ`` in place, a band of rows at a time: no second ``D x D`` array."""
-    for start in range(0, G.shape[0], _GROUP_ROWS):
-        band = slice(start, start + _GROUP_ROWS)
+    """``G -= v mᵀ + m vᵀ`` in place, a band of rows at a time (``_CORRECTION_BAND_ROWS``)."""
+    for start in range(0, G.shape[0], _CORRECTION_BAND_ROWS):
+        band = slice(start, start + _CORRECTION_BAND_ROWS)
         G[band] -= np.outer(v[band], m)
         G[band] -= np.outer(m[band], v)
 
