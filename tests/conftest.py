@@ -10,6 +10,14 @@ from hypothesis import HealthCheck, settings
 # runs when SciPy's array-API mode is on; it must be set before SciPy is imported.
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
+# Under pytest-xdist the workers share the cores, and a test run on two threads
+# (``thread_counts``) finds the other core busy with another worker: OpenMP threads
+# that spin while they wait then hold up every parallel region by a scheduler tick.
+# Passive waiting puts them to sleep instead; results do not depend on it. Read when
+# OpenMP starts, so set before torch is imported.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # Plots in tests and examples are written to files, never shown.
 os.environ.setdefault("MPLBACKEND", "Agg")
 

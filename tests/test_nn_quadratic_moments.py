@@ -138,3 +138,16 @@ def test_the_default_regression_on_the_moments_is_the_one_on_the_syrk(monkeypatc
     assert model.alpha_ == reference.alpha_ and model.quadratic_alpha_ == reference.quadratic_alpha_
     expected = reference.predict(X)
     np.testing.assert_allclose(model.predict(X), expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+
+
+def test_the_centring_correction_is_the_symmetric_rank_two_update_of_the_trailing_block():
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((7, 7))
+    H = H + H.T
+    v, m = rng.standard_normal(6), rng.standard_normal(6)
+    expected = H.copy()
+    expected[1:, 1:] -= np.outer(v, m) + np.outer(m, v)
+    quadratic_moments._subtract_symmetric_outer(H, v, m)  # in place
+    np.testing.assert_allclose(H, expected, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(H[0], expected[0])  # the first row and column are not touched
+    np.testing.assert_array_equal(H[:, 0], expected[:, 0])

@@ -27,6 +27,7 @@ import functools
 import typing
 
 import numpy as np
+import scipy.linalg.blas
 
 from .._foundation._pair_products import write_pair_products
 
@@ -35,9 +36,6 @@ __all__ = ["moment_normal_equations", "uses_moments"]
 # A group of pairs (by their larger index) fills at least this many rows of its GEMM:
 # fewer rows leave the product bound by memory, more repeat moments.
 _GROUP_ROWS = 32
-# Rows per band of the centring correction: two band x D outer products at a time, never a
-# second D x D array.
-_CORRECTION_BAND_ROWS = 32
 # The gather's index holds P² entries: the route stops where it would pass 2^22 (16 MB).
 _MAX_INDEX_ENTRIES = 2**22
 # Expanded numbers per row block (both layouts of the pairs): 2^18 float64 (2 MB), so that
@@ -191,20 +189,25 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     centre = np.concatenate([mean[:d] - shift, mean[d:] - shift[rows] * shift[cols]])
     centre[d + touched] -= B @ centre[:d]
     # S - s m̃ᵀ - m̃ sᵀ + W m̃ m̃ᵀ = S - v m̃ᵀ - m̃ vᵀ with v = s - W m̃ / 2, in place (H is ours)
+    _subtract_symmetric_outer(H, H[1:, 0] - 0.5 * H[0, 0] * centre, centre)
     G = H[1:, 1:]
-    _subtract_symmetric_outer(G, H[1:, 0] - 0.5 * H[0, 0] * centre, centre)
     R = cross[1:] - np.outer(centre, cross[0])
     if touched.size:
         _unshift(G, R, B, d + touched)
     return G, R
 
 
-def _subtract_symmetric_outer(G, v, m):
-    """``G -= v mᵀ + m vᵀ`` in place, a band of rows at a time (``_CORRECTION_BAND_ROWS``)."""
-    for start in range(0, G.shape[0], _CORRECTION_BAND_ROWS):
-        band = slice(start, start + _CORRECTION_BAND_ROWS)
-        G[band] -= np.outer(v[band], m)
-        G[band] -= np.outer(m[band], v)
+def _subtract_symmetric_outer(H, v, m):
+    """``G -= v mᵀ + m vᵀ`` in place for ``G = H[1:, 1:]`` of the C-ordered ``H``: two BLAS rank-1
+    updates (GER) of ``Hᵀ``, the Fortran-ordered view BLAS updates without a copy (no band of
+    outer products, no second ``D x D`` array). The vectors get a first entry 0, so ``H``'s first
+    row and column (not read afterwards) change by zero products only."""
+    v, m = np.concatenate([[0.0], v]), np.concatenate([[0.0], m])
+    transposed = H.T  # Hᵀ += -m vᵀ is H += -v mᵀ
+    for x, y in ((m, v), (v, m)):
+        updated = scipy.linalg.blas.dger(-1.0, x, y, a=transposed, overwrite_a=True)
+        if not np.shares_memory(updated, H):  # pragma: no cover - f2py updates a Fortran array in place
+            H[...] = updated.T
 
 
 def _shift(linear_mean, square_mean):
