@@ -259,3 +259,15 @@ def test_a_torch_device_is_accepted_at_fit(name, data):
     np.testing.assert_array_equal(fitted.predict_proba(X), reference)
 
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf"), -float("inf")])
+def test_all_finite_is_torchs_isfinite_all(dtype, bad):
+    from skquad._foundation._torch_utils import all_finite
+
+    values = torch.linspace(-3.0, 3.0, 11, dtype=dtype)
+    if bad is not None:
+        values[4] = bad
+    assert all_finite(values) is (bad is None) is bool(torch.isfinite(values).all())
+    assert all_finite(values.requires_grad_(dtype is not torch.bfloat16)) is (bad is None)

@@ -25,6 +25,7 @@ import torch
 from sklearn.utils import check_random_state
 
 __all__ = [
+    "all_finite",
     "as_tensor",
     "follow_device",
     "make_generator",
@@ -184,6 +185,14 @@ def resolve_dtype(dtype):
     if key not in _DTYPES:
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
     return _DTYPES[key]
+
+
+def all_finite(tensor):
+    """Whether every entry of ``tensor`` is finite: numpy's test on a CPU tensor of a numpy dtype
+    (a fraction of torch's ``isfinite(...).all()``, two dispatched operations), torch's elsewhere."""
+    if tensor.device.type == "cpu" and tensor.dtype in (torch.float32, torch.float64):
+        return bool(np.isfinite(tensor.detach().numpy()).all())
+    return bool(torch.isfinite(tensor).all())
 
 
 def to_numpy(tensor):

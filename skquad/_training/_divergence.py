@@ -10,10 +10,10 @@ estimator's own parameter names (``TrainingConfig.divergence_advice``).
 
 import math
 
-import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._foundation._reporting import warn_user
+from .._foundation._torch_utils import all_finite
 
 __all__ = ["DivergenceGuard", "NonFiniteObjective", "divergence_message"]
 
@@ -79,7 +79,7 @@ class DivergenceGuard:
         ``loss_growth_limit`` times above all of them is a blow-up on its way
         to overflow, never a plateau.
         """
-        if not (math.isfinite(loss) and bool(torch.isfinite(self.parameters).all())):
+        if not (math.isfinite(loss) and all_finite(self.parameters)):
             return True
         scale = max([1.0, *(v for v in (best_loss, self.reference_loss) if v is not None and math.isfinite(v))])
         return loss > self.config.loss_growth_limit * scale
