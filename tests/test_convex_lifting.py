@@ -130,3 +130,31 @@ def test_exported_network_scores_in_bounded_row_batches(monkeypatch):
     assert max(seen) == 3 and sum(seen) == 50
     # the same arithmetic on each row: equal to rounding of the final product
     np.testing.assert_allclose(batched, whole, rtol=1e-12, atol=1e-12)
+
+
+def test_the_hidden_outputs_ask_the_separate_calls_thread_rule_with_their_products_flops(monkeypatch):
+    # A small product runs on one BLAS thread (a second one would spin on after it, burning a
+    # core); the rule itself is tested in test_runtime.py.
+    import skquad.convex.lifting as lifting_module
+    from threadpoolctl import threadpool_info
+
+    asked, inside = [], []
+
+    def thread_count(n_threads, device, flops, *, separate_calls=False):
+        asked.append((n_threads, device, flops, separate_calls))
+        return 1
+
+    real_bilinear = lifting_module.InputLifting._bilinear
+
+    def bilinear(self, Z, U, V):
+        inside.append(min(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"))
+        return real_bilinear(self, Z, U, V)
+
+    rng = np.random.default_rng(0)
+    X, U = rng.standard_normal((20, 3)), rng.choice([-1.0, 1.0], size=(5, 4))
+    expected = InputLifting().bilinear(X, U, U)
+    monkeypatch.setattr(lifting_module, "thread_count", thread_count)
+    monkeypatch.setattr(lifting_module.InputLifting, "_bilinear", bilinear)
+    np.testing.assert_array_equal(InputLifting().bilinear(X, U, U), expected)
+    assert asked == [("auto", "cpu", 4.0 * 20 * 4 * 5, True)]  # 4 n p m: two products
+    assert inside == [1]

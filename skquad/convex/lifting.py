@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._foundation._runtime import thread_count
+from .._foundation._threads import limit_threads
+
 # Rows of a prediction batch are chosen so that the (rows x n_neurons)
 # intermediate arrays of a network stay under this many bytes (the quantized
 # estimators' predict and QuadraticNetwork.scores).
@@ -195,6 +198,13 @@ class InputLifting:
         Z = self.features(X)
         U = np.asarray(U, dtype=np.float64)
         V = np.asarray(V, dtype=np.float64)
+        # Two products with Python work after them: the runtime's separate-calls thread rule
+        # (a second BLAS thread spins on after a call it joined, burning a core).
+        flops = 4.0 * Z.shape[0] * Z.shape[1] * U.shape[0]
+        with limit_threads(None, blas=thread_count("auto", "cpu", flops, separate_calls=True)):
+            return self._bilinear(Z, U, V)
+
+    def _bilinear(self, Z, U, V):
         if not self.polynomial:
             # In place: one n x m array fewer to allocate (and fault in), the same bytes.
             out = Z @ U.T
