@@ -741,3 +741,30 @@ def test_extreme_class_weights_are_solved_to_tol(beta):
     assert model._target_scale_ < 2.0**-8
     assert model.certified_gap_ <= model.tol * model.relaxed_objective_
     assert np.mean(model.predict(X_test) == 0) > 0.87
+
+
+def test_the_refit_asks_the_separate_calls_thread_rule_for_its_products(monkeypatch):
+    # The sampled network's refit is a sequence of products with Python work between them: one
+    # decision for all of it, from its largest product (the hidden outputs, 4 n p m flops), under
+    # which the refit runs; the rule itself is tested in test_runtime.py.
+    from threadpoolctl import threadpool_info
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    asked, inside = [], []
+
+    def thread_count(n_threads, device, flops, *, separate_calls=False):
+        asked.append((n_threads, device, flops, separate_calls))
+        return 1
+
+    real_refit = SDPQuantizedClassifier._rows_refit_on_threads
+
+    def refit(self, *args):
+        inside.append(min(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"))
+        return real_refit(self, *args)
+
+    monkeypatch.setattr(quantized_module, "thread_count", thread_count)
+    monkeypatch.setattr(SDPQuantizedClassifier, "_rows_refit_on_threads", refit)
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+    n_rows, p = model._training_data[0].shape[0], model.U_.shape[1]
+    assert ("auto", "cpu", 4.0 * n_rows * p * 30, True) in asked
+    assert inside and set(inside) == {1}

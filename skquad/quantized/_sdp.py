@@ -24,7 +24,8 @@ from .._foundation._held_out import (
     preferred_within_one_standard_error, search_candidate,
 )
 from .._foundation._rows import duplicate_groups
-from .._foundation._runtime import runtime_policy, spawn_generators
+from .._foundation._runtime import runtime_policy, spawn_generators, thread_count
+from .._foundation._threads import limit_threads
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
     InputLifting,
@@ -604,6 +605,16 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
     def _rows_refit(self, U, V, alpha, beta, p, scale):
         """``(sampled objective, objective, alpha, intercept)`` of the draw on the training rows;
         sets ``refit_loss_``."""
+        X_train = self._training_data[0]
+        # The refit is a sequence of products with Python work between them, the largest the
+        # hidden outputs' (4 n p m flops): the runtime's separate-calls thread rule for all of it
+        # (a BLAS thread that joined a call spins on after it, burning a core).
+        flops = 4.0 * X_train.shape[0] * U.shape[1] * U.shape[0]
+        with limit_threads(None, blas=thread_count("auto", "cpu", flops, separate_calls=True)):
+            return self._rows_refit_on_threads(U, V, alpha, beta, p, scale)
+
+    def _rows_refit_on_threads(self, U, V, alpha, beta, p, scale):
+        """:meth:`_rows_refit` inside its thread decision."""
         X_train, targets, weight = self._training_data
         lifting = self._lifting()
         if self.refit_output_layer:
