@@ -768,3 +768,22 @@ def test_the_refit_asks_the_separate_calls_thread_rule_for_its_products(monkeypa
     n_rows, p = model._training_data[0].shape[0], model.U_.shape[1]
     assert ("auto", "cpu", 4.0 * n_rows * p * 30, True) in asked
     assert inside and set(inside) == {1}
+
+
+def test_predictions_ask_the_separate_calls_thread_rule_for_a_batchs_products(monkeypatch):
+    # Predictions are row batches of the hidden outputs and the scores: one decision from a
+    # batch's hidden outputs (4 rows p m flops), under which every batch runs.
+    import skquad.quantized._common as common
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    model = SDPQuantizedClassifier(n_neurons=30, random_state=0).fit(X, y)
+    expected = model.decision_function(X)
+    asked = []
+
+    def thread_count(n_threads, device, flops, *, separate_calls=False):
+        asked.append((n_threads, device, flops, separate_calls))
+        return 1
+
+    monkeypatch.setattr(common, "thread_count", thread_count)
+    np.testing.assert_array_equal(model.decision_function(X), expected)
+    assert asked == [("auto", "cpu", 4.0 * 60 * model.U_.shape[1] * 30, True)]
