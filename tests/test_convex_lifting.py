@@ -135,6 +135,7 @@ def test_exported_network_scores_in_bounded_row_batches(monkeypatch):
 def test_the_hidden_outputs_ask_the_separate_calls_thread_rule_with_their_products_flops(monkeypatch):
     # A small product runs on one BLAS thread (a second one would spin on after it, burning a
     # core); the rule itself is tested in test_runtime.py.
+    import skquad._foundation._runtime as runtime
     import skquad.convex.lifting as lifting_module
     from threadpoolctl import threadpool_info
 
@@ -153,7 +154,7 @@ def test_the_hidden_outputs_ask_the_separate_calls_thread_rule_with_their_produc
     rng = np.random.default_rng(0)
     X, U = rng.standard_normal((20, 3)), rng.choice([-1.0, 1.0], size=(5, 4))
     expected = InputLifting().bilinear(X, U, U)
-    monkeypatch.setattr(lifting_module, "thread_count", thread_count)
+    monkeypatch.setattr(runtime, "thread_count", thread_count)  # what separate_calls_blas asks
     monkeypatch.setattr(lifting_module.InputLifting, "_bilinear", bilinear)
     np.testing.assert_array_equal(InputLifting().bilinear(X, U, U), expected)
     assert asked == [("auto", "cpu", 4.0 * 20 * 4 * 5, True)]  # 4 n p m: two products

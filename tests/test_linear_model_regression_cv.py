@@ -191,12 +191,12 @@ def test_refusals_name_the_parameter():
 def test_the_leave_one_out_threads_follow_its_largest_call(monkeypatch):
     # 1,500 x 23 (D = 299): every call is under PARALLEL_CALL_FLOPS, so the search runs its
     # BLAS on one thread, though its calls add up to more than a threaded training step
-    import skquad.linear_model._regression_cv as regression_cv
+    import skquad._foundation._runtime as runtime
     from skquad._foundation._threads import PARALLEL_CALL_FLOPS, PARALLEL_FLOPS
 
     asked = []
-    rule = regression_cv.thread_count
-    monkeypatch.setattr(regression_cv, "thread_count",
+    rule = runtime.thread_count
+    monkeypatch.setattr(runtime, "thread_count",  # what separate_calls_blas asks
                         lambda *args, **kwargs: asked.append((args, kwargs)) or rule(*args, **kwargs))
     rng = np.random.default_rng(0)
     X = rng.standard_normal((1500, 23))

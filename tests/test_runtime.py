@@ -25,6 +25,7 @@ from skquad._foundation._runtime import (
     compute_dtype,
     parallel_workers,
     runtime_policy,
+    separate_calls_blas,
     spawn_generators,
     thread_count,
 )
@@ -135,6 +136,19 @@ def test_separate_calls_take_threads_only_when_each_call_is_large():
     assert thread_count("auto", cpu, PARALLEL_CALL_FLOPS / 2, separate_calls=True) == 1
     assert thread_count("auto", cpu, PARALLEL_CALL_FLOPS * 2, separate_calls=True) == torch.get_num_threads()
     assert choose_thread_count(PARALLEL_CALL_FLOPS * 2, available=4, separate_calls=True) == 4
+
+
+def test_separate_calls_blas_limits_numpys_blas_only_and_restores_it():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+    before, torch_before = blas_threads(), torch.get_num_threads()
+    with separate_calls_blas(PARALLEL_CALL_FLOPS / 2):
+        assert set(blas_threads()) == {1}
+        assert torch.get_num_threads() == torch_before
+    assert blas_threads() == before
 
 
 def test_parallel_workers_run_small_tasks_side_by_side_only():

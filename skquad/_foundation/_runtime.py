@@ -19,7 +19,7 @@ Every estimator asks :func:`runtime_policy` once per ``fit`` (and per
   torch's CPU threads alone; else
   :func:`~skquad._foundation._threads.choose_thread_count` on one step's flops (for a
   sequence of separate BLAS calls, on its largest call's). The only place a thread count
-  is chosen (:func:`parallel_workers` builds on it).
+  is chosen (:func:`parallel_workers` and :func:`separate_calls_blas` build on it).
 * **CPU matrix products** (:func:`cpu_matmul_library`): torch's MKL on Intel CPUs,
   numpy's BLAS elsewhere, for :class:`skquad.nn.fused.FusedNetwork`.
 * **memory** (:meth:`RuntimePolicy.require_memory`): big allocations estimated and
@@ -36,7 +36,7 @@ import torch
 
 from ._memory import check_memory
 from ._torch_utils import resolve_device, resolve_dtype, seed_from
-from ._threads import choose_thread_count
+from ._threads import choose_thread_count, limit_threads
 
 __all__ = [
     "RuntimePolicy",
@@ -44,6 +44,7 @@ __all__ = [
     "cpu_matmul_library",
     "parallel_workers",
     "runtime_policy",
+    "separate_calls_blas",
     "spawn_generators",
     "thread_count",
 ]
@@ -125,6 +126,13 @@ def thread_count(n_threads, device, flops_per_step, *, separate_calls=False):
         return None
     return choose_thread_count(np.inf if flops_per_step is None else flops_per_step,
                                separate_calls=separate_calls)
+
+
+def separate_calls_blas(largest_call_flops):
+    """numpy's BLAS threads for separate calls with Python work between them, the largest of
+    ``largest_call_flops``: :func:`thread_count`'s separate-calls rule as a
+    :func:`~skquad._foundation._threads.limit_threads` block (torch's threads left alone)."""
+    return limit_threads(None, blas=thread_count("auto", "cpu", largest_call_flops, separate_calls=True))
 
 
 def parallel_workers(n_tasks, flops_per_task):

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._foundation._runtime import thread_count
-from .._foundation._threads import limit_threads
+from .._foundation._runtime import separate_calls_blas
 
 # Rows of a prediction batch are chosen so that the (rows x n_neurons)
 # intermediate arrays of a network stay under this many bytes (the quantized
@@ -200,8 +199,7 @@ class InputLifting:
         V = np.asarray(V, dtype=np.float64)
         # Two products with Python work after them: the runtime's separate-calls thread rule
         # (a second BLAS thread spins on after a call it joined, burning a core).
-        flops = 4.0 * Z.shape[0] * Z.shape[1] * U.shape[0]
-        with limit_threads(None, blas=thread_count("auto", "cpu", flops, separate_calls=True)):
+        with separate_calls_blas(4.0 * Z.shape[0] * Z.shape[1] * U.shape[0]):
             return self._bilinear(Z, U, V)
 
     def _bilinear(self, Z, U, V):

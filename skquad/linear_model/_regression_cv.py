@@ -17,8 +17,7 @@ from .._base import BaseQuadraticRegressor, dispatch_inputs
 from .._foundation._docstrings import shared_docstring
 from .._foundation._held_out import SELECTION_RULES
 from .._foundation._memory import check_memory
-from .._foundation._runtime import thread_count
-from .._foundation._threads import limit_threads
+from .._foundation._runtime import separate_calls_blas
 from ..nn.quadratic_ridge import (
     QuadraticRidgeLeaveOneOut,
     coefficients_to_model,
@@ -379,7 +378,7 @@ class QuadraticRegressionCV(BaseQuadraticRegressor):
         # the search's largest BLAS call: an eigendecomposition (about 10 size³ flops) or the
         # errors' product with its eigenvectors (2 n size²), with Python work between calls
         largest_call = max(10.0 * size**3, 2.0 * n * size * size)
-        with limit_threads(None, blas=thread_count("auto", "cpu", largest_call, separate_calls=True)):
+        with separate_calls_blas(largest_call):
             loo = QuadraticRidgeLeaveOneOut(
                 X, Y, sample_weight, fit_intercept=bool(self.fit_intercept), mode=mode,
                 leave_out=self._leave_out, allowed=allowed,

@@ -6,8 +6,7 @@ import numpy as np
 from .._base import labels_from_scores
 from .._foundation._held_out import can_hold_out, held_out_splits, one_standard_error_choice
 from .._foundation._memory import check_memory as _check_memory
-from .._foundation._runtime import thread_count
-from .._foundation._threads import limit_threads
+from .._foundation._runtime import separate_calls_blas
 from ..convex.formulation import default_solver, installed_solvers
 from ..convex.lifting import PREDICT_BATCH_BYTES
 
@@ -104,8 +103,7 @@ def _batched_network_scores(lifting, X, U, V, alpha):
     out = np.empty((X.shape[0], alpha.shape[1]))
     # Separate products with Python work between them: the separate-calls thread rule, on a
     # batch's hidden outputs (the largest call), for the scores too.
-    flops = 4.0 * min(rows, X.shape[0]) * U.shape[1] * n_neurons
-    with limit_threads(None, blas=thread_count("auto", "cpu", flops, separate_calls=True)):
+    with separate_calls_blas(4.0 * min(rows, X.shape[0]) * U.shape[1] * n_neurons):
         for start in range(0, X.shape[0], rows):
             stop = start + rows
             out[start:stop] = lifting.bilinear(X[start:stop], U, V) @ alpha

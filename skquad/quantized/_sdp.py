@@ -24,8 +24,7 @@ from .._foundation._held_out import (
     preferred_within_one_standard_error, search_candidate,
 )
 from .._foundation._rows import duplicate_groups
-from .._foundation._runtime import runtime_policy, spawn_generators, thread_count
-from .._foundation._threads import limit_threads
+from .._foundation._runtime import runtime_policy, separate_calls_blas, spawn_generators
 from ..convex.formulation import LOSSES, aggregate_samples, loss_value, network_objective
 from ..convex.lifting import (
     InputLifting,
@@ -609,8 +608,7 @@ class _SDPQuantizedNetwork(LinearTermMixin, BaseQuadraticEstimator):
         # The refit is a sequence of products with Python work between them, the largest the
         # hidden outputs' (4 n p m flops): the runtime's separate-calls thread rule for all of it
         # (a BLAS thread that joined a call spins on after it, burning a core).
-        flops = 4.0 * X_train.shape[0] * U.shape[1] * U.shape[0]
-        with limit_threads(None, blas=thread_count("auto", "cpu", flops, separate_calls=True)):
+        with separate_calls_blas(4.0 * X_train.shape[0] * U.shape[1] * U.shape[0]):
             return self._rows_refit_on_threads(U, V, alpha, beta, p, scale)
 
     def _rows_refit_on_threads(self, U, V, alpha, beta, p, scale):
