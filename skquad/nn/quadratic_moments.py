@@ -10,9 +10,9 @@ times. Here each is computed once or nearly: the moment of ``a <= b <= c <= e``
 is the product of the pair ``(a, b)`` with the pair ``(c, e)``, so the pairs
 grouped by their larger index ``b`` are multiplied only with the pairs whose
 smaller index is at least ``b`` (consecutive groups share one GEMM, which
-keeps its shape efficient at the cost of some repeated products): from 0.6
-(``d = 18``) down to 0.37 (``d = 62``) of the SYRK's products. A gather then
-writes every entry of ``H`` from its multiset's moment.
+keeps its shape efficient at the cost of some repeated products; :func:`_groups`
+chooses them): from 0.54 (``d = 18``) down to 0.39 (``d = 62``) of the SYRK's
+products. A gather then writes every entry of ``H`` from its multiset's moment.
 
 Centring: an uncentred degree-4 sum cancels against the centring by as many
 digits as a column's mean exceeds its spread, so the columns whose mean does
@@ -21,6 +21,16 @@ is mapped back exactly: ``φ(x) = T φ(x - c) + t`` with ``T = [[I, 0], [B, I]]`
 ``B[(a, b), k] = c_b [a = k] + c_a [b = k]``, nonzero only on the pairs with
 a shifted column, so the centred Gram ``T G̃ Tᵀ`` costs ``O(D d)`` a shifted
 column.
+
+Two-valued columns (one-hot dummies, standardized or not): a column taking two values is
+shifted by its more frequent value and divided by the difference ``v`` to the other, so that
+it takes ``{0, 1}``, exactly in floating point; then ``z_a² = z_a`` and, for two such columns
+never nonzero in one row, ``z_a z_b = 0``. Those pairs are not multiplied: a multiset with a
+repeated two-valued index is the one with that copy replaced by the constant's index 0, and
+one holding two exclusive columns is 0, so the GEMMs run over the other pairs only, and a
+group of a category's dummies needs no columns of that category (wage's 21 dummies among 23
+columns leave 239 of its 300 pairs and 0.37 of the products without them). The Gram of
+``x - c`` is that of ``z`` with each pair's row and column times its ``v_a v_b``.
 """
 
 import functools
@@ -29,13 +39,11 @@ import typing
 import numpy as np
 import scipy.linalg.blas
 
-from .._foundation._pair_products import write_pair_products
-
 __all__ = ["moment_normal_equations", "uses_moments"]
 
-# A group of pairs (by their larger index) fills at least this many rows of its GEMM:
-# fewer rows leave the product bound by memory, more repeat moments.
-_GROUP_ROWS = 32
+# A group's GEMM costs as if it had this many rows more than it has: it reads all its columns
+# whatever its rows, so few rows leave it bound by memory, and many repeat moments.
+_GROUP_ROWS = 16
 # The gather's index holds P² entries: the route stops where it would pass 2^22 (16 MB).
 _MAX_INDEX_ENTRIES = 2**22
 # Expanded numbers per row block (both layouts of the pairs): 2^18 float64 (2 MB), so that
@@ -47,6 +55,8 @@ _BLOCK_ELEMENTS = 2**18
 # (the gather, the centring) is paid back from about this many rows.
 _MIN_FEATURES = 18
 _MIN_SAMPLES = 1000
+# The rows in which a column must show at most two values to be searched further.
+_HEAD_ROWS = 64
 
 
 def uses_moments(n_samples, n_features, allowed):
@@ -58,79 +68,320 @@ def uses_moments(n_samples, n_features, allowed):
             and pairs**2 <= _MAX_INDEX_ENTRIES)
 
 
-def _groups(width):
-    """Consecutive ranges ``[lo, hi)`` of the larger index ``b``, each of at least ``_GROUP_ROWS``
-    pairs ``(a, b)`` (the last may hold fewer)."""
-    out, start, rows = [], 0, 0
-    for b in range(width):
-        rows += b + 1
-        if rows >= _GROUP_ROWS:
-            out.append((start, b + 1))
-            start, rows = b + 1, 0
-    if start < width:
-        out.append((start, width))
-    return out
+class _Structure(typing.NamedTuple):
+    """What the moments use of the columns: ``z = (x - c) / v``, each one's shift ``c`` and
+    scale ``v`` (1 but for the two-valued ones, which take ``{0, 1}``), and which pairs of
+    two-valued columns are never nonzero together."""
+
+    shift: np.ndarray  # (d,)
+    scale: np.ndarray  # (d,)
+    two_valued: np.ndarray  # (d,) bool
+    exclusive: np.ndarray  # (d, d) bool, False on the diagonal and off the two-valued columns
+
+    def key(self):
+        """The hashable part :func:`_layout` depends on (None: no two-valued column)."""
+        if not self.two_valued.any():
+            return None
+        return self.two_valued.tobytes(), np.packbits(self.exclusive).tobytes()
+
+
+def _column_structure(X, linear_mean, square_mean, dense_blocks):
+    """The :class:`_Structure` of ``X``: the two-valued columns (a pass over the rows, and a
+    second for them where the rows take more than one block) and the other columns' shift by
+    :func:`_mean_shift`."""
+    d = X.shape[1]
+    shift = _mean_shift(linear_mean, square_mean)
+    scale, two_valued, exclusive = np.ones(d), np.zeros(d, dtype=bool), np.zeros((d, d), dtype=bool)
+    columns, low, high, values = _two_valued_columns(X, dense_blocks)
+    if columns.size == 0:
+        return _Structure(shift, scale, two_valued, exclusive)
+    blocks = [values] if values is not None else (
+        block[:, columns].T for _, block in dense_blocks(X, d, _BLOCK_ELEMENTS))
+    # rows at the high value (ones), and at it in both columns of a pair (both); a block's
+    # counts are below 2^24, exact in float32
+    ones, both = np.zeros(columns.size), np.zeros((columns.size, columns.size))
+    for values in blocks:
+        at_high = (values == high[:, None]).astype(np.float32)
+        ones += at_high.sum(axis=1)
+        both += at_high @ at_high.T
+    n = X.shape[0]
+    # the more frequent value is the shift: the nonzero rows are then at most half the rows,
+    # whose mean is within the spread (no cancellation in the centring)
+    by_high = ones > n / 2
+    shift[columns] = np.where(by_high, high, low)
+    # x - c rounds to 0 or to this v, and v / v is 1 exactly; a constant column stays 0
+    scale[columns] = np.where(low == high, 1.0, np.where(by_high, low - high, high - low))
+    two_valued[columns] = True
+    # rows where both are nonzero: the indicator of a column shifted by high is 1 - at_high
+    base, sign = by_high.astype(np.float64), np.where(by_high, -1.0, 1.0)
+    together = (n * np.outer(base, base) + np.outer(base, sign * ones)
+                + np.outer(sign * ones, base) + np.outer(sign, sign) * both)
+    apart = together == 0
+    np.fill_diagonal(apart, False)
+    exclusive[np.ix_(columns, columns)] = apart
+    return _Structure(shift, scale, two_valued, exclusive)
+
+
+def _two_valued_columns(X, dense_blocks):
+    """``(columns, low, high, values)``: the columns of ``X`` with at most two values, those
+    values (equal for a constant column) and, where the rows take one block, the columns'
+    values (one row per column), else None. A continuous column shows a third value within
+    the first ``_HEAD_ROWS`` rows, so continuous data costs about those."""
+    _, head = next(dense_blocks(X[:_HEAD_ROWS], X.shape[1], _BLOCK_ELEMENTS))
+    columns = np.flatnonzero((np.diff(np.sort(head, axis=0), axis=0) != 0).sum(axis=0) <= 1)
+    low = high = values = None
+    for start, block in dense_blocks(X, X.shape[1], _BLOCK_ELEMENTS):
+        if columns.size == 0:
+            break
+        # one row per column: the reductions run over contiguous memory
+        values = np.ascontiguousarray(block[:, columns].T)
+        block_low, block_high = values.min(axis=1), values.max(axis=1)
+        keep = ((values == block_low[:, None]) | (values == block_high[:, None])).all(axis=1)
+        if low is not None:  # the two blocks' values together are still two
+            new_low, new_high = np.minimum(low, block_low), np.maximum(high, block_high)
+            for found in (low, high, block_low, block_high):
+                keep &= (found == new_low) | (found == new_high)
+            block_low, block_high = new_low, new_high
+        columns, low, high, values = columns[keep], block_low[keep], block_high[keep], values[keep]
+    one_block = values is not None and start == 0 and values.shape[1] == X.shape[0]
+    return columns, low, high, values if one_block and columns.size else None
+
+
+def _groups(per_larger, columns_of):
+    """Consecutive ranges ``[lo, hi)`` of the larger index ``b`` that make the cheapest GEMMs:
+    ``per_larger[b]`` rows each, and as many columns as the ``b`` needing the most,
+    ``columns_of[b]``; a GEMM costs ``(rows + _GROUP_ROWS) x columns`` (dynamic programming
+    over the last range's start)."""
+    width = len(per_larger)
+    rows = np.concatenate([[0], np.cumsum(per_larger)])
+    cost, start = np.zeros(width + 1), np.zeros(width + 1, dtype=int)
+    for hi in range(1, width + 1):
+        columns = np.maximum.accumulate(columns_of[hi - 1 :: -1])[::-1]  # of [lo, hi), per lo
+        total = cost[:hi] + (rows[hi] - rows[:hi] + _GROUP_ROWS) * columns
+        start[hi] = np.argmin(total)
+        cost[hi] = total[start[hi]]
+    out, hi = [], width
+    while hi > 0:
+        out.append((int(start[hi]), hi))
+        hi = start[hi]
+    return out[::-1]
 
 
 class _Layout(typing.NamedTuple):
     pairs: int
+    kept: int
+    row_runs: tuple
+    larger_runs: tuple
     products: tuple
     size: int
     index: np.ndarray
-    upper: np.ndarray
+    pair_index: np.ndarray
+
+
+def _structure_masks(width, key):
+    """The two-valued mask and exclusive matrix of ``_Structure.key()``, indexed by ``z``'s
+    entries (index 0, the constant, is neither)."""
+    two_valued, exclusive = np.zeros(width, dtype=bool), np.zeros((width, width), dtype=bool)
+    if key is not None:
+        d = width - 1
+        two_valued[1:] = np.frombuffer(key[0], dtype=bool)
+        exclusive[1:, 1:] = np.unpackbits(np.frombuffer(key[1], dtype=np.uint8))[: d * d] \
+            .reshape(d, d).astype(bool)
+    return two_valued, exclusive
+
+
+class _KeptPairs(typing.NamedTuple):
+    """The multiplied pairs ``(rows, cols)`` (row-major) of ``z`` of ``width`` entries, and
+    their positions in row-major order and by larger index (``width x width`` tables)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    row_major: np.ndarray
+    by_larger: np.ndarray
+    order: np.ndarray  # the kept pairs by larger index, then smaller
+
+    @classmethod
+    def of(cls, width, two_valued, exclusive):
+        rows, cols = np.triu_indices(width)
+        kept = ~(((rows == cols) & two_valued[rows]) | exclusive[rows, cols])
+        rows, cols = rows[kept], cols[kept]
+        order = np.lexsort((rows, cols))
+        row_major, by_larger = np.zeros((2, width, width), dtype=np.int64)
+        row_major[rows, cols] = np.arange(rows.size)
+        by_larger[rows[order], cols[order]] = np.arange(rows.size)
+        return cls(rows, cols, row_major, by_larger, order)
+
+    def starts(self, by):
+        """Per index ``i`` (and one past the last), the first kept pair whose larger (``by
+        ="larger"``) or smaller index is at least ``i``, in that order."""
+        counted = self.cols if by == "larger" else self.rows
+        return np.concatenate([[0], np.cumsum(np.bincount(counted, minlength=self.row_major.shape[0]))])
 
 
 @functools.lru_cache(maxsize=2)  # an index holds up to 16 MB
-def _layout(width):
-    """The :class:`_Layout` of the moments of ``z`` of ``width`` entries: ``pairs`` ``P``;
-    ``products``: per group, the rows of its pairs in the order by larger index
-    (``(a, b)`` at ``b (b + 1) / 2 + a``), the first row-major pair of its columns
-    (the pairs whose smaller index is at least the group's ``lo``) and the offset
-    of its block in the flat moments, of ``size`` numbers; ``index``: ``P x P``
-    positions in the flat moments of each entry of ``H`` (read-only); ``upper``: the pairs'
-    positions in a flattened ``width x width`` matrix.
+def _layout(width, key=None):
+    """The :class:`_Layout` of the moments of ``z`` of ``width`` entries and the two-valued
+    structure ``key`` (:meth:`_Structure.key`).
+
+    ``pairs``: all pairs ``P``; ``kept``: ``K``, the multiplied pairs; ``row_runs`` and
+    ``larger_runs``: :func:`_runs` of the kept pairs in row-major order and by larger index;
+    ``products``: per group of larger indices, the rows of its kept pairs in the order by larger
+    index, the first kept row-major pair of its columns and the offset of its block in the flat
+    moments, of ``size`` numbers and one 0 after them; ``index``: ``P x P`` positions in the flat
+    moments of each entry of ``H`` (read-only); ``pair_index``: each pair's position among the
+    kept pairs (``K``: a 0 after them), for the cross products.
     """
-    starts = np.concatenate([[0], np.cumsum(np.arange(width, 0, -1))])
-    P = int(starts[-1])
-    groups = _groups(width)
-    products, offset = [], 0
-    for lo, hi in groups:
-        first, last = lo * (lo + 1) // 2, hi * (hi + 1) // 2
-        products.append((first, last, int(starts[lo]), offset))
-        offset += (last - first) * (P - int(starts[lo]))
+    two_valued, exclusive = _structure_masks(width, key)
+    kept = _KeptPairs.of(width, two_valued, exclusive)
+    products, size = _products(kept, _first_needed(two_valued, exclusive))
     rows, cols = np.triu_indices(width)
-    # per larger index b of a sorted quadruple: its group's first row, first column and offset
-    group = np.searchsorted([hi for _, hi in groups], np.arange(width), side="right")
-    first, column_start, block = (np.array(field)[group] for field in zip(*(
+    bits = _PairBits.of(rows, cols, two_valued, exclusive) if key is not None else None
+    index = _moment_index(kept, products, size, bits, two_valued)
+    pair_index = kept.row_major[rows, cols]
+    square = (rows == cols) & two_valued[rows]
+    pair_index[square] = kept.row_major[0, rows[square]]  # z_a² = z_a
+    pair_index[exclusive[rows, cols]] = kept.rows.size
+    return _Layout(rows.size, kept.rows.size, _runs(kept.rows, kept.cols),
+                   _runs(kept.cols[kept.order], kept.rows[kept.order]), products, size, index,
+                   pair_index)
+
+
+def _products(kept, needed):
+    """``(products, size)``: per group of :func:`_groups`, the first and last row of its kept
+    pairs by larger index, the first kept row-major pair of its columns (whose smaller index is
+    at least the least ``needed`` of its larger indices) and its block's offset in the flat
+    moments; ``size``, their numbers."""
+    K = kept.rows.size
+    larger_start, smaller_start = kept.starts("larger"), kept.starts("smaller")
+    products, offset = [], 0
+    for lo, hi in _groups(np.diff(larger_start), K - smaller_start[needed]):
+        first, last = int(larger_start[lo]), int(larger_start[hi])
+        column_start = int(smaller_start[needed[lo:hi].min()])
+        products.append((first, last, column_start, offset))
+        offset += (last - first) * (K - column_start)
+    return tuple(products), offset
+
+
+def _moment_index(kept, products, size, bits, two_valued):
+    """The ``P x P`` positions in the flat moments of each entry ``((a, b), (c, e))`` of ``H``:
+    the moment of the sorted quadruple's first pair against its second, after
+    :func:`_canonical` where ``bits`` say a two-valued index repeats, ``size`` (the 0 after the
+    moments) where they say an exclusive pair meets."""
+    width = two_valued.shape[0]
+    rows, cols = np.triu_indices(width)
+    K, P = kept.rows.size, rows.size
+    # per larger index of a first pair: its group's first row, first column and offset (every
+    # index has a kept pair, its pair with the constant)
+    ends = [last for _, last, _, _ in products]
+    group = np.searchsorted(ends, kept.starts("larger")[:-1], side="right")
+    first, column_start, offset = (np.array(field)[group] for field in zip(*(
         (p[0], p[2], p[3]) for p in products)))
+    # a first pair's row in its group's block, then the second pair's column
+    row_offset = offset + (kept.by_larger - first) * (K - column_start) - column_start
+
+    def position(s0, s1, s2, s3):
+        return row_offset[s0, s1] + kept.row_major[s2, s3]
+
     index = np.empty((P, P), dtype=np.int32)
+    starts = np.concatenate([[0], np.cumsum(np.arange(width, 0, -1))])
     for a in range(width):
-        # the rows of the pairs (a, b), b >= a, against every pair (c, e): the sorted quadruple
-        # is (min(a, c), the middle two in order, max(b, e))
+        # the pairs (a, b), b >= a, against every pair (c, e): the sorted quadruple is
+        # (min(a, c), the middle two in order, max(b, e))
         b = np.arange(a, width)[:, None]
         low, high = np.maximum(a, rows), np.minimum(b, cols)
-        s0, s1, s2, s3 = np.minimum(a, rows), np.minimum(low, high), np.maximum(low, high), \
-            np.maximum(b, cols)
-        row = s1 * (s1 + 1) // 2 + s0 - first[s1]
-        column = starts[s2] + (s3 - s2) - column_start[s1]
-        index[starts[a] : starts[a + 1]] = block[s1] + row * (P - column_start[s1]) + column
-    upper = np.ravel_multi_index((rows, cols), (width, width))
-    index.flags.writeable = upper.flags.writeable = False
-    return _Layout(P, tuple(products), offset, index, upper)
+        s = (np.minimum(a, rows), np.minimum(low, high), np.maximum(low, high), np.maximum(b, cols))
+        here = position(*s)
+        if bits is not None:
+            zero, repeated = bits.of_rows(starts[a], starts[a + 1])
+            if repeated.any():
+                here[repeated] = position(*_canonical(
+                    *(np.broadcast_to(x, here.shape)[repeated] for x in s), two_valued))
+            here[zero] = size
+        index[starts[a] : starts[a + 1]] = here
+    index.flags.writeable = False
+    return index
+
+
+def _first_needed(two_valued, exclusive):
+    """Per index ``b``, the smallest ``c >= b`` that a canonical multiset ``{., b, c, .}`` may
+    hold: ``b`` itself but for a two-valued one, which is not repeated and not paired with a
+    column exclusive to it (for a one-hot dummy, the first column after its category)."""
+    width = two_valued.shape[0]
+    allowed = np.zeros((width, width + 1), dtype=bool)
+    allowed[:, -1] = True  # none: past the last column
+    allowed[:, :-1] = np.triu(~exclusive, k=1) | np.diag(~two_valued)
+    return np.argmax(allowed, axis=1)
+
+
+def _runs(outer, inner):
+    """``(i, lo, hi, start)``: the kept pairs, listed by ``outer`` then ``inner`` index, as runs
+    of consecutive ``inner`` indices ``lo..hi-1`` at one ``outer`` index ``i``, the first at
+    ``start`` in the list. One-hot dummies are adjacent columns, so their pairs leave a row
+    one run, which one product writes."""
+    breaks = np.flatnonzero((np.diff(outer) != 0) | (np.diff(inner) != 1)) + 1
+    starts, ends = np.concatenate([[0], breaks]), np.concatenate([breaks, [outer.size]])
+    return tuple(zip(outer[starts].tolist(), inner[starts].tolist(), (inner[ends - 1] + 1).tolist(),
+                     starts.tolist()))
+
+
+class _PairBits(typing.NamedTuple):
+    """Per pair ``(a, b)``, the bit masks (one bit per index of ``z``, at most 64) that say which
+    products with another pair hold an exclusive pair or a repeated two-valued index."""
+
+    members: np.ndarray  # a's and b's bits
+    exclusive: np.ndarray  # the bits of the columns exclusive to a or b
+    two_valued: np.ndarray  # a's and b's bits where two-valued
+    dead: np.ndarray  # (a, b) is an exclusive pair
+    square: np.ndarray  # a = b, two-valued
+
+    @classmethod
+    def of(cls, rows, cols, two_valued, exclusive):
+        bit = np.left_shift(np.uint64(1), np.arange(two_valued.shape[0], dtype=np.uint64))
+        exclusive_bits = np.bitwise_or.reduce(np.where(exclusive, bit, np.uint64(0)), axis=1)
+        two_valued_bits = np.where(two_valued, bit, np.uint64(0))
+        return cls(bit[rows] | bit[cols], exclusive_bits[rows] | exclusive_bits[cols],
+                   two_valued_bits[rows] | two_valued_bits[cols], exclusive[rows, cols],
+                   (rows == cols) & two_valued[rows])
+
+    def of_rows(self, lo, hi):
+        """``(zero, repeated)`` of the pairs ``lo..hi-1`` against all: their product holds an
+        exclusive pair (its moment is 0), or else a two-valued index twice."""
+        rows = slice(lo, hi)
+        zero = (self.dead[rows, None] | self.dead[None, :]
+                | ((self.exclusive[rows, None] & self.members[None, :]) != 0))
+        repeated = (self.square[rows, None] | self.square[None, :]
+                    | ((self.two_valued[rows, None] & self.members[None, :]) != 0))
+        return zero, repeated & ~zero
+
+
+def _canonical(s0, s1, s2, s3, two_valued):
+    """The sorted quadruples ``s0 <= s1 <= s2 <= s3`` whose moments are computed for these:
+    a repeated two-valued index becomes 0 (``z_a² = z_a``), then the four are sorted again."""
+    repeats = [(later == earlier) & two_valued[later] for earlier, later in ((s0, s1), (s1, s2), (s2, s3))]
+    return _sort4(s0, *(np.where(repeat, 0, x) for repeat, x in zip(repeats, (s1, s2, s3))))
+
+
+def _sort4(a, b, c, d):
+    """Four arrays sorted elementwise (a sorting network of five exchanges)."""
+    a, b = np.minimum(a, b), np.maximum(a, b)
+    c, d = np.minimum(c, d), np.maximum(c, d)
+    a, c = np.minimum(a, c), np.maximum(a, c)
+    b, d = np.minimum(b, d), np.maximum(b, d)
+    return a, np.minimum(b, c), np.maximum(b, c), d
 
 
 class _Workspace(typing.NamedTuple):
     """The scratch arrays of one fit, ``(rows, columns)`` each, for blocks of up to ``step`` rows."""
 
-    z: np.ndarray  # [1, x - c] of a block, one row per entry
+    z: np.ndarray  # [1, (x - c) / v] of a block, one row per entry
     weighted: np.ndarray  # z times the rows' weights (None with unit weights: z itself)
-    pairs: np.ndarray  # the pair products, row-major order
-    by_larger: np.ndarray  # the weighted pair products, by larger index
+    pairs: np.ndarray  # the kept pair products, row-major order
+    by_larger: np.ndarray  # the weighted kept pair products, by larger index
 
     @classmethod
-    def of(cls, width, P, step, unit):
+    def of(cls, width, K, step, unit):
         weighted = None if unit else np.empty((width, step))
-        return cls(np.empty((width, step)), weighted, np.empty((P, step)), np.empty((P, step)))
+        return cls(np.empty((width, step)), weighted, np.empty((K, step)), np.empty((K, step)))
 
     def rows(self, m):
         """The views of a block of ``m`` rows."""
@@ -140,15 +391,14 @@ class _Workspace(typing.NamedTuple):
 def _block_moments(z, weighted, layout, out, work):
     """Add to ``out`` the flat moments ``Σ w z_a z_b z_c z_e`` of the rows ``z`` (width, m)
     whose weighted rows are ``weighted``, in the ``work`` arrays of ``m`` rows."""
-    P, products = layout.pairs, layout.products
     pairs, by_larger = work.pairs, work.by_larger
-    write_pair_products(z, pairs)
-    stop = 0
-    for b in range(z.shape[0]):
-        np.multiply(z[: b + 1], weighted[b], out=by_larger[stop : stop + b + 1])
-        stop += b + 1
-    for first, last, column_start, offset in products:
-        rows, columns = last - first, P - column_start
+    for a, lo, hi, start in layout.row_runs:
+        np.multiply(z[a], z[lo:hi], out=pairs[start : start + hi - lo])
+    for b, lo, hi, start in layout.larger_runs:
+        np.multiply(z[lo:hi], weighted[b], out=by_larger[start : start + hi - lo])
+    K = pairs.shape[0]
+    for first, last, column_start, offset in layout.products:
+        rows, columns = last - first, K - column_start
         block = out[offset : offset + rows * columns].reshape(rows, columns)
         block += by_larger[first:last] @ pairs[column_start:].T
 
@@ -161,29 +411,35 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     rows (:func:`.quadratic_ridge._dense_blocks`). Sums over rows, as that function's.
     """
     d = X.shape[1]
-    layout = _layout(d + 1)
-    P = layout.pairs
     rows, cols = pairs
-    shift = _shift(mean[:d], mean[d:][rows == cols])
+    structure = _column_structure(X, mean[:d], mean[d:][rows == cols], dense_blocks)
+    layout = _layout(d + 1, structure.key())
+    shift, scale = structure.shift, structure.scale
+    scaled = bool(np.any(scale != 1.0))
     unit = bool(np.all(weight == 1.0))
-    moments = np.zeros(layout.size)
-    cross = np.zeros((P, Y.shape[1]))
+    moments = np.zeros(layout.size + 1)  # the last stays 0: the exclusive multisets' moment
+    K = layout.kept
+    cross = np.zeros((K + 1, Y.shape[1]))
     workspace = None
-    for start, block in dense_blocks(X, 2 * P, _BLOCK_ELEMENTS):
+    for start, block in dense_blocks(X, 2 * K, _BLOCK_ELEMENTS):
         stop = start + block.shape[0]
         if workspace is None:  # the first block is the longest
-            workspace = _Workspace.of(d + 1, P, block.shape[0], unit)
+            workspace = _Workspace.of(d + 1, K, block.shape[0], unit)
         work = workspace.rows(block.shape[0])
         z = work.z
         z[0] = 1.0
         np.subtract(block.T, shift[:, None], out=z[1:])
+        if scaled:
+            np.divide(z[1:], scale[:, None], out=z[1:])
         weighted = z if unit else np.multiply(z, weight[start:stop], out=work.weighted)
         _block_moments(z, weighted, layout, moments, work)
         targets = Y[start:stop] - y_mean
         if not unit:
             targets *= weight[start:stop, None]
-        cross += work.pairs @ targets  # Σ w ỹ z_a z_b, the block's pair products still at hand
-    H = moments[layout.index]
+        cross[:K] += work.pairs @ targets  # Σ w ỹ z_a z_b, the block's pair products still at hand
+    H, cross = moments[layout.index], cross[layout.pair_index]
+    if scaled:
+        _unscale(H, cross, scale)
     # [1, φ̃]'s Gram -> φ̃'s, centred at the mean's image m̃ = T⁻¹ (m - t)
     touched, B = _shift_map(shift, rows, cols)
     centre = np.concatenate([mean[:d] - shift, mean[d:] - shift[rows] * shift[cols]])
@@ -195,6 +451,17 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     if touched.size:
         _unshift(G, R, B, d + touched)
     return G, R
+
+
+def _unscale(H, cross, scale):
+    """``z``'s Gram and cross products -> those of ``x - c``, in place: each pair ``(a, b)``'s
+    row and column times ``v_a v_b`` (``v_0 = 1``, the constant's)."""
+    v = np.concatenate([[1.0], scale])
+    first, second = np.triu_indices(v.shape[0])
+    pair_scale = v[first] * v[second]
+    H *= pair_scale
+    H *= pair_scale[:, None]
+    cross *= pair_scale[:, None]
 
 
 def _subtract_symmetric_outer(H, v, m):
@@ -210,7 +477,7 @@ def _subtract_symmetric_outer(H, v, m):
             H[...] = updated.T
 
 
-def _shift(linear_mean, square_mean):
+def _mean_shift(linear_mean, square_mean):
     """``c``: the mean of each column whose mean exceeds its spread (``x̄² > var``), else 0.
 
     Uncentred degree-4 sums of such a column cancel against the centring, losing
