@@ -308,3 +308,17 @@ def test_dask_fits_reduce_the_same_target_range():
     np.testing.assert_array_equal(blocks.target_min_, memory.target_min_)
     np.testing.assert_array_equal(blocks.target_max_, memory.target_max_)
     assert memory.target_min_[0] > y.min()
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 100, 1000])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_range_is_numpys_column_extremes(n, order, dtype):
+    # C-ordered rows are reduced in groups of 32 (and the rest alone): the same extremes
+    rng = np.random.default_rng(n)
+    X = np.asarray(rng.standard_normal((n, 23)) * rng.uniform(0.1, 10.0, 23), dtype=dtype, order=order)
+    X[-1, 3], X[0, 4] = 1e6, -1e6  # far extremes in the last row (of the remainder) and the first
+    low, high = feature_range(X)
+    np.testing.assert_array_equal(low, X.min(axis=0))
+    np.testing.assert_array_equal(high, X.max(axis=0))
+    assert low.dtype == high.dtype == np.float64

@@ -40,11 +40,33 @@ def feature_range(X, sample_weight=None):
         return np.full(X.shape[1], np.inf), np.full(X.shape[1], -np.inf)
     if hasattr(X, "amin"):  # a torch tensor, on its device: the d-vectors come to NumPy
         return tuple(bound.double().cpu().numpy() for bound in _column_extremes(X))
-    low, high = X.min(axis=0), X.max(axis=0)
-    if sparse.issparse(low):
-        low, high = low.toarray(), high.toarray()
+    if sparse.issparse(X):
+        low, high = X.min(axis=0).toarray(), X.max(axis=0).toarray()
+    else:
+        low, high = _grouped_extremes(np.asarray(X))
     return (np.asarray(low, dtype=np.float64).reshape(-1),
             np.asarray(high, dtype=np.float64).reshape(-1))
+
+
+# Rows reduced together as one row by :func:`_grouped_extremes`.
+_ROW_GROUP = 32
+
+
+def _grouped_extremes(X):
+    """Each column's minimum and maximum of a 2-D numpy array. numpy reduces a C-ordered array
+    along its first axis one row at a time, a loop of ``d`` numbers each; viewed as rows of
+    ``_ROW_GROUP`` rows, it runs ``_ROW_GROUP`` times fewer and longer loops, and a second
+    reduction over the group's rows gives the same extremes."""
+    n, d = X.shape
+    grouped = n // _ROW_GROUP * _ROW_GROUP
+    if not X.flags.c_contiguous or grouped == 0:
+        return X.min(axis=0), X.max(axis=0)
+    rows = X[:grouped].reshape(-1, _ROW_GROUP * d)
+    low = rows.min(axis=0).reshape(_ROW_GROUP, d).min(axis=0)
+    high = rows.max(axis=0).reshape(_ROW_GROUP, d).max(axis=0)
+    if grouped < n:
+        low, high = np.minimum(low, X[grouped:].min(axis=0)), np.maximum(high, X[grouped:].max(axis=0))
+    return low, high
 
 
 def _column_extremes(X):
