@@ -172,6 +172,7 @@ class _Layout(typing.NamedTuple):
     kept: int
     row_runs: tuple
     larger_runs: tuple
+    larger_order: np.ndarray
     products: tuple
     size: int
     index: np.ndarray
@@ -225,6 +226,7 @@ def _layout(width, key=None):
 
     ``pairs``: all pairs ``P``; ``kept``: ``K``, the multiplied pairs; ``row_runs`` and
     ``larger_runs``: :func:`_runs` of the kept pairs in row-major order and by larger index;
+    ``larger_order``: the kept pairs by larger index, as their row-major positions;
     ``products``: per group of larger indices, the rows of its kept pairs in the order by larger
     index, the first kept row-major pair of its columns and the offset of its block in the flat
     moments, of ``size`` numbers and one 0 after them; ``index``: ``P x P`` positions in the flat
@@ -242,8 +244,8 @@ def _layout(width, key=None):
     pair_index[square] = kept.row_major[0, rows[square]]  # z_a² = z_a
     pair_index[exclusive[rows, cols]] = kept.rows.size
     return _Layout(rows.size, kept.rows.size, _runs(kept.rows, kept.cols),
-                   _runs(kept.cols[kept.order], kept.rows[kept.order]), products, size, index,
-                   pair_index)
+                   _runs(kept.cols[kept.order], kept.rows[kept.order]), kept.order, products, size,
+                   index, pair_index)
 
 
 def _products(kept, needed):
@@ -394,8 +396,11 @@ def _block_moments(z, weighted, layout, out, work):
     pairs, by_larger = work.pairs, work.by_larger
     for a, lo, hi, start in layout.row_runs:
         np.multiply(z[a], z[lo:hi], out=pairs[start : start + hi - lo])
-    for b, lo, hi, start in layout.larger_runs:
-        np.multiply(z[lo:hi], weighted[b], out=by_larger[start : start + hi - lo])
+    if weighted is z:  # unit weights: the same products in the other order, one gather
+        np.take(pairs, layout.larger_order, axis=0, out=by_larger)
+    else:
+        for b, lo, hi, start in layout.larger_runs:
+            np.multiply(z[lo:hi], weighted[b], out=by_larger[start : start + hi - lo])
     K = pairs.shape[0]
     for first, last, column_start, offset in layout.products:
         rows, columns = last - first, K - column_start
