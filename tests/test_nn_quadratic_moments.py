@@ -307,3 +307,18 @@ def test_a_dummys_first_needed_column_is_the_one_after_its_category():
     exclusive[3, 4] = exclusive[4, 3] = False
     two_valued[4] = True  # the last two-valued index needs none: past the end
     assert quadratic_moments._first_needed(two_valued, exclusive).tolist() == [0, 4, 4, 4, 5]
+
+
+def test_only_dummies_and_zero_weights_give_the_syrks_normal_equations(monkeypatch):
+    # four categoricals of five levels, no numeric column: every pair of two columns either
+    # exclusive or a product of two dummies; some rows weigh nothing
+    rng = np.random.default_rng(5)
+    n = 1200
+    levels = rng.integers(0, 5, size=(n, 4))
+    X = np.hstack([np.eye(5)[levels[:, j]] for j in range(4)])
+    Y = (levels[:, :1] == levels[:, 1:2]) + 0.1 * rng.standard_normal((n, 1))
+    weight = rng.uniform(0.0, 2.0, n) * (rng.uniform(size=n) > 0.1)
+    structure = _structure(X, weight)
+    assert structure.two_valued.all() and int(np.triu(structure.exclusive).sum()) == 4 * 10
+    found, expected = _both_routes(monkeypatch, X, Y, weight)
+    _assert_same(found, expected)
