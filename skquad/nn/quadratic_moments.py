@@ -57,6 +57,8 @@ _MIN_FEATURES = 18
 _MIN_SAMPLES = 1000
 # The rows in which a column must show at most two values to be searched further.
 _HEAD_ROWS = 64
+# Entries of the gather's index computed together: their intermediates (256 KB each) stay in cache.
+_INDEX_CHUNK = 2**15
 
 
 def uses_moments(n_samples, n_features, allowed):
@@ -285,21 +287,22 @@ def _moment_index(kept, products, size, bits, two_valued):
         return row_offset[s0, s1] + kept.row_major[s2, s3]
 
     index = np.empty((P, P), dtype=np.int32)
-    starts = np.concatenate([[0], np.cumsum(np.arange(width, 0, -1))])
-    for a in range(width):
-        # the pairs (a, b), b >= a, against every pair (c, e): the sorted quadruple is
+    step = max(1, _INDEX_CHUNK // P)
+    for lo in range(0, P, step):
+        # the pairs (a, b) lo..hi-1 against every pair (c, e): the sorted quadruple is
         # (min(a, c), the middle two in order, max(b, e))
-        b = np.arange(a, width)[:, None]
+        hi = min(P, lo + step)
+        a, b = rows[lo:hi, None], cols[lo:hi, None]
         low, high = np.maximum(a, rows), np.minimum(b, cols)
         s = (np.minimum(a, rows), np.minimum(low, high), np.maximum(low, high), np.maximum(b, cols))
         here = position(*s)
         if bits is not None:
-            zero, repeated = bits.of_rows(starts[a], starts[a + 1])
+            zero, repeated = bits.of_rows(lo, hi)
             if repeated.any():
                 here[repeated] = position(*_canonical(
                     *(np.broadcast_to(x, here.shape)[repeated] for x in s), two_valued))
             here[zero] = size
-        index[starts[a] : starts[a + 1]] = here
+        index[lo:hi] = here
     index.flags.writeable = False
     return index
 
