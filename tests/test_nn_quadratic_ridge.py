@@ -143,3 +143,61 @@ def test_tensor_normal_equations_are_numpys(fit_intercept, monkeypatch):
     found = quadratic_ridge._tensor_normal_equations(torch.asarray(X), Y, weight, rows, cols, fit_intercept)
     for value, reference in zip(found, expected):
         np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-12)
+
+
+def _one_hot_data(n=60, seed=1):
+    """Two categoricals one-hot (3 and 2 levels), a constant column and two numeric ones."""
+    rng = np.random.RandomState(seed)
+    X = np.column_stack([np.eye(3)[rng.randint(0, 3, n)], np.eye(2)[rng.randint(0, 2, n)],
+                         np.ones(n), rng.normal(size=(n, 2))])
+    Y = X[:, :1] * X[:, 6:7] - X[:, 3:4] + X[:, 7:8] ** 2 + rng.normal(scale=0.1, size=(n, 2))
+    return X, Y, rng.uniform(0.5, 2.0, size=n)
+
+
+def test_the_leave_one_out_keeps_one_column_per_distinct_feature():
+    # the dummies' squares are the dummies (the constant's too), the products of two levels
+    # of one categorical and the centred constant column and its square are zero: 44
+    # features, 33 columns
+    from skquad.nn.quadratic_ridge import _distinct_features, pairs_of
+
+    X, Y, weight = _one_hot_data()
+    loo = QuadraticRidgeLeaveOneOut(X, Y, weight, mode="cov")
+    columns, column_of = loo._columns
+    rows, cols = pairs_of(8)
+    pair = {(a, b): 8 + k for k, (a, b) in enumerate(zip(rows, cols))}
+    assert column_of[pair[0, 0]] == column_of[0] >= 0 and column_of[pair[4, 4]] == column_of[4]
+    assert column_of[pair[0, 1]] == column_of[pair[3, 4]] == column_of[5] == -1
+    assert column_of[pair[6, 6]] != column_of[6]  # a numeric column's square stays
+    assert columns.size == 33 and loo._cov.shape == (33, 33)
+    numeric = _distinct_features(X[:, 6:], np.eye(5), *pairs_of(2))  # numeric columns only
+    assert numeric[0].tolist() == numeric[1].tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("scale", [1.0, 0.3])
+def test_one_hot_leave_one_out_errors_and_coefficients_are_those_of_refits(fit_intercept, scale):
+    # merged and dropped features change nothing: the errors of n refits of Ridge on the
+    # expanded features (the quadratic ones times the scale), and the coefficients
+    X, Y, weight = _one_hot_data()
+    n, d = X.shape
+    alphas = np.array([0.1, 3.0])
+    loo = QuadraticRidgeLeaveOneOut(X, Y, weight, fit_intercept=fit_intercept, mode="cov")
+    loo.set_quadratic_scale(scale)
+    looe = loo.errors(alphas)
+    features = PolynomialFeatures(2, include_bias=False).fit_transform(X)
+    features[:, d:] *= scale
+    expected = np.empty_like(looe)
+    for i in range(n):
+        keep = np.arange(n) != i
+        for k, alpha in enumerate(alphas):
+            ridge = Ridge(alpha=alpha, fit_intercept=fit_intercept, solver="cholesky").fit(
+                features[keep], Y[keep], sample_weight=weight[keep])
+            expected[i, :, k] = np.sqrt(weight[i]) * (Y[i] - ridge.predict(features[i : i + 1])[0])
+    np.testing.assert_allclose(looe, expected, rtol=1e-7, atol=1e-9)
+    coefficients, intercept = loo.coefficients(np.array([3.0, 3.0]))
+    ridge = Ridge(alpha=3.0, fit_intercept=fit_intercept, solver="cholesky").fit(
+        features, Y, sample_weight=weight)
+    reference = ridge.coef_.T.copy()
+    reference[d:] *= scale
+    np.testing.assert_allclose(coefficients, reference, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(intercept, np.broadcast_to(ridge.intercept_, (2,)), rtol=1e-8, atol=1e-10)

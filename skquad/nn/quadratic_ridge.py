@@ -570,6 +570,34 @@ def _matrix_free_normal_operator(X, Y_centred, weight, mean, rows, cols):
     return normal_product, np.maximum(diagonal, 0.0), R
 
 
+def _distinct_features(X, C, rows, cols):
+    """``(columns, column_of)``: the features the leave-one-out keeps (ascending), and each
+    feature's position among them (-1: dropped).
+
+    Exact structure, found on the data: a feature identically zero in ``Φ_w`` (its diagonal of
+    ``C = Φ_wᵀ Φ_w`` is 0: two levels of one categorical) is dropped, and the square of a
+    column of zeros and ones, which is that column, goes with it. The ridge problem depends
+    on the features only through ``Φ_w Γ² Φ_wᵀ``, so equal features merge into one whose
+    ``Γ²`` is theirs summed, and a zero one changes nothing and gets the coefficient 0.
+    """
+    d, D = X.shape[1], C.shape[0]
+    column_of = np.arange(D)
+    binary = np.ones(d, dtype=bool)
+    for _, block in _dense_blocks(X, d):
+        binary &= ((block == 0.0) | (block == 1.0)).all(axis=0)
+    squares = d + np.flatnonzero(rows == cols)  # the features x_a², in the pairs' order
+    merged = binary[rows[rows == cols]]
+    column_of[squares[merged]] = rows[rows == cols][merged]
+    column_of[np.diag(C) == 0.0] = -1
+    if not np.any(column_of == np.arange(D)):
+        column_of[0] = 0  # every feature zero (one row weighs anything): one column stays
+    columns = np.flatnonzero(column_of == np.arange(D))
+    position = np.full(D, -1)
+    position[columns] = np.arange(columns.size)
+    column_of = np.where(column_of >= 0, position[np.maximum(column_of, 0)], -1)
+    return columns, column_of
+
+
 def _eigh(matrix):
     """Eigenvalues and vectors of a symmetric matrix it may overwrite: LAPACK's divide and
     conquer (``syevd``), the fastest of scipy's drivers for all the vectors."""
@@ -629,7 +657,10 @@ class QuadraticRidgeLeaveOneOut:
       matrix accumulated over row blocks (``O(n D² + D³)``);
       ``H⁻¹ = V (Λ + α)⁻¹ Vᵀ``, ``α looe = (ỹ - Φ_w H⁻¹ Φ_wᵀ ỹ) /
       (1 - diag(Φ_w H⁻¹ Φ_wᵀ))``, the diagonal for all alphas in one more
-      pass over the row blocks of ``Φ_w V``.
+      pass over the row blocks of ``Φ_w V``. Only distinct nonzero features
+      enter (:func:`_distinct_features`: with one-hot columns, a dummy's
+      square is the dummy and two levels' product is zero), which changes
+      neither the errors nor the coefficients.
 
     :meth:`set_quadratic_scale` ``γ`` scales the quadratic features
     (``Φ Γ``, ``Γ = diag(1, γ)``): ridge ``alpha`` on them is the problem
@@ -670,6 +701,7 @@ class QuadraticRidgeLeaveOneOut:
         n, d = X.shape
         self._X = X
         self._features = None
+        self._columns = None  # "cov": the features kept, and each feature's kept column
         self._rows, self._cols = pairs_of(d, allowed)
         self.mode = mode
         self.leave_out = leave_out
@@ -706,7 +738,10 @@ class QuadraticRidgeLeaveOneOut:
                 projected += features.T @ self._rhs[rows]
                 if kept is not None:
                     kept[rows] = features
-            self._cov, self._cov_projected, self._features = C, projected, kept
+            self._columns = _distinct_features(X, C, self._rows, self._cols)
+            columns = self._columns[0]
+            self._cov, self._cov_projected = C[np.ix_(columns, columns)], projected[columns]
+            self._features = None if kept is None else kept[:, columns]
         else:  # pragma: no cover - validated by the estimator
             raise ValueError(f"Unknown mode {mode!r}.")
         self.set_quadratic_scale(1.0)
@@ -721,6 +756,11 @@ class QuadraticRidgeLeaveOneOut:
             return self  # decomposed already
         self.quadratic_scale = float(scale)
         self._scales = _quadratic_scales(self._mean.shape[0], self._X.shape[1], scale)
+        if self.mode == "cov":  # a kept column's scale: its features' Γ² summed (module docstring)
+            columns, column_of = self._columns
+            merged = column_of >= 0
+            self._scales = np.sqrt(np.bincount(column_of[merged], weights=self._scales[merged] ** 2,
+                                               minlength=columns.size))
         if self.mode == "gram":
             K = self._linear + scale**2 * self._quadratic
             self.eigenvalues, self._vectors = _eigh(K)
@@ -743,6 +783,8 @@ class QuadraticRidgeLeaveOneOut:
         for start, block in _dense_blocks(self._X, D):
             rows = slice(start, start + block.shape[0])
             features = _expand(block, self._rows, self._cols) - self._mean
+            if self._columns is not None:
+                features = features[:, self._columns[0]]
             features *= self._root[rows, None]
             yield rows, features
 
@@ -839,6 +881,13 @@ class QuadraticRidgeLeaveOneOut:
             )
             coefficients *= (self._scales**2)[:, None]
         else:
-            coefficients = self._scales[:, None] * (self._vectors @ scaled)
+            # a kept column's coefficient b, shared by its features as Γ² / (its Γ² summed)
+            merged = self._scales[:, None] * (self._vectors @ scaled)
+            columns, column_of = self._columns
+            share = np.zeros(column_of.shape[0])
+            kept = column_of >= 0
+            share[kept] = (_quadratic_scales(column_of.shape[0], self._X.shape[1],
+                                             self.quadratic_scale)[kept] / self._scales[column_of[kept]]) ** 2
+            coefficients = share[:, None] * merged[np.maximum(column_of, 0)]
         intercept = self.y_mean - self._mean @ coefficients
         return coefficients, intercept
