@@ -590,7 +590,7 @@ def _distinct_features(X, C, rows, cols):
     column_of[squares[merged]] = rows[rows == cols][merged]
     column_of[np.diag(C) == 0.0] = -1
     if not np.any(column_of == np.arange(D)):
-        column_of[0] = 0  # every feature zero (one row weighs anything): one column stays
+        column_of[0] = 0  # every feature zero (one row holds all the weight): one column stays
     columns = np.flatnonzero(column_of == np.arange(D))
     position = np.full(D, -1)
     position[columns] = np.arange(columns.size)
@@ -756,7 +756,7 @@ class QuadraticRidgeLeaveOneOut:
             return self  # decomposed already
         self.quadratic_scale = float(scale)
         self._scales = _quadratic_scales(self._mean.shape[0], self._X.shape[1], scale)
-        if self.mode == "cov":  # a kept column's scale: its features' Γ² summed (module docstring)
+        if self.mode == "cov":  # a kept column's scale: its features' Γ² summed (_distinct_features)
             columns, column_of = self._columns
             merged = column_of >= 0
             self._scales = np.sqrt(np.bincount(column_of[merged], weights=self._scales[merged] ** 2,
