@@ -219,11 +219,11 @@ def test_columns_with_two_values_in_each_block_but_three_in_all_are_not_two_valu
         rng.standard_normal(n),
     ])
     monkeypatch.setattr(quadratic_moments, "_BLOCK_ELEMENTS", 4 * 100)  # blocks of 100 rows
-    columns, low, high, values = quadratic_moments._two_valued_columns(X, quadratic_ridge._dense_blocks)
+    columns, low, high, values = quadratic_moments.two_valued_columns(X, quadratic_ridge._dense_blocks)
     assert columns.tolist() == [0, 2] and values is None  # several blocks: not kept
     assert low.tolist() == [0.0, -1.0] and high.tolist() == [5.0, 2.0]
     monkeypatch.undo()
-    columns, _, _, values = quadratic_moments._two_valued_columns(X, quadratic_ridge._dense_blocks)
+    columns, _, _, values = quadratic_moments.two_valued_columns(X, quadratic_ridge._dense_blocks)
     assert columns.tolist() == [0, 2]
     np.testing.assert_array_equal(values, X[:, [0, 2]].T)  # one block: its values kept
 

@@ -39,7 +39,7 @@ import typing
 import numpy as np
 import scipy.linalg.blas
 
-__all__ = ["moment_normal_equations", "uses_moments"]
+__all__ = ["moment_normal_equations", "two_valued_columns", "uses_moments"]
 
 # A group's GEMM costs as if it had this many rows more than it has: it reads all its columns
 # whatever its rows, so few rows leave it bound by memory, and many repeat moments.
@@ -94,7 +94,7 @@ def _column_structure(X, linear_mean, square_mean, dense_blocks):
     d = X.shape[1]
     shift = _mean_shift(linear_mean, square_mean)
     scale, two_valued, exclusive = np.ones(d), np.zeros(d, dtype=bool), np.zeros((d, d), dtype=bool)
-    columns, low, high, values = _two_valued_columns(X, dense_blocks)
+    columns, low, high, values = two_valued_columns(X, dense_blocks)
     if columns.size == 0:
         return _Structure(shift, scale, two_valued, exclusive)
     blocks = [values] if values is not None else (
@@ -124,7 +124,7 @@ def _column_structure(X, linear_mean, square_mean, dense_blocks):
     return _Structure(shift, scale, two_valued, exclusive)
 
 
-def _two_valued_columns(X, dense_blocks):
+def two_valued_columns(X, dense_blocks):
     """``(columns, low, high, values)``: the columns of ``X`` with at most two values, those
     values (equal for a constant column) and, where the rows take one block, the columns'
     values (one row per column), else None. A continuous column shows a third value within

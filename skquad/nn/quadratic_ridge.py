@@ -43,7 +43,7 @@ import scipy.sparse.linalg
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
 from .._foundation._pair_products import write_pair_products
-from .quadratic_moments import moment_normal_equations, uses_moments
+from .quadratic_moments import moment_normal_equations, two_valued_columns, uses_moments
 
 __all__ = [
     "QuadraticRidgeLeaveOneOut",
@@ -582,9 +582,10 @@ def _distinct_features(X, C, rows, cols):
     """
     d, D = X.shape[1], C.shape[0]
     column_of = np.arange(D)
-    binary = np.ones(d, dtype=bool)
-    for _, block in _dense_blocks(X, d):
-        binary &= ((block == 0.0) | (block == 1.0)).all(axis=0)
+    binary = np.zeros(d, dtype=bool)
+    columns, low, high, _ = two_valued_columns(X, _dense_blocks)
+    if columns.size:
+        binary[columns] = np.isin(low, (0.0, 1.0)) & np.isin(high, (0.0, 1.0))
     squares = d + np.flatnonzero(rows == cols)  # the features x_a², in the pairs' order
     merged = binary[rows[rows == cols]]
     column_of[squares[merged]] = rows[rows == cols][merged]
