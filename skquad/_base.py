@@ -124,6 +124,16 @@ class BaseQuadraticEstimator(CallbackSupportMixin, BaseEstimator):
             )
         super().__setstate__(state)
 
+    @classmethod
+    def _get_param_names(cls):
+        # scikit-learn reads the constructor's signature on every get_params (each fit's
+        # parameter validation); a class's constructor does not change, so it is read once.
+        names = cls.__dict__.get("_param_names_of_class")
+        if names is None:
+            names = tuple(super()._get_param_names())
+            cls._param_names_of_class = names
+        return list(names)
+
     def _callback_max_subtasks(self, method_name):
         """``max_subtasks`` of the callback root context: ``max_iter`` for ``fit`` (one more with
         ``solver="lbfgs"``, whose last, empty iteration is reported too, and with ``"auto"``,

@@ -447,3 +447,21 @@ def test_regressor_refuses_bad_targets_and_keeps_the_previous_model():
     with pytest.raises(ValueError, match="fitted on a 1-D y"):
         model.partial_fit(X, y[:, None])
     np.testing.assert_array_equal(model.coef_, before)
+
+
+def test_parameter_names_are_read_once_per_class_and_follow_each_constructor():
+    from skquad.linear_model import QuadraticRegression
+
+    class WithExtra(QuadraticRegression):
+        def __init__(self, alpha="auto", *, extra=0):
+            super().__init__(alpha=alpha)
+            self.extra = extra
+
+    names = sorted(QuadraticRegression().get_params())
+    assert WithExtra(extra=3).get_params() == {"alpha": "auto", "extra": 3}
+    assert sorted(QuadraticRegression().get_params()) == names
+    assert "extra" not in names and "clip_outputs" in names
+    # the list handed out is the caller's: changing it leaves the class's names alone
+    WithExtra._get_param_names().append("changed")
+    assert WithExtra._get_param_names() == ["alpha", "extra"]
+    assert clone(WithExtra(alpha=2.0, extra=5)).get_params() == {"alpha": 2.0, "extra": 5}

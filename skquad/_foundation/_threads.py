@@ -15,6 +15,7 @@ one-line ``with`` statements (:func:`_locked`), and the atomic fit closes blocks
 exception left open (:func:`saved_state`, :func:`restore_saved_state`).
 """
 
+import struct
 import sys
 import threading
 from contextlib import contextmanager
@@ -336,14 +337,16 @@ def close_blocks(depth):
         _close_innermost(stack)
 
 
-# The smallest float32 subnormal, made from its bits (a conversion from a
-# Python float would itself be flushed to zero while flushing is on).
-_SUBNORMAL = torch.tensor([1], dtype=torch.int32).view(torch.float32)
+# The smallest positive subnormal double, made from its bits (parsing a
+# literal while flushing is on could itself produce 0).
+_SUBNORMAL = struct.unpack("<d", struct.pack("<q", 1))[0]
 
 
 def _denormals_are_flushed():
-    # torch has no getter: with flush-to-zero on, a subnormal input reads as 0.
-    return _SUBNORMAL.mul(1.0).item() == 0.0
+    # torch has no getter. Its flag is the calling thread's floating-point control
+    # word (MXCSR, FPCR), which Python's float arithmetic obeys too: with it set, a
+    # subnormal operand or result reads as 0 (a Python product, no torch operation).
+    return _SUBNORMAL * 1.0 == 0.0
 
 
 @contextmanager

@@ -144,7 +144,9 @@ def two_valued_columns(X, dense_blocks):
             for found in (low, high, block_low, block_high):
                 keep &= (found == new_low) | (found == new_high)
             block_low, block_high = new_low, new_high
-        columns, low, high, values = columns[keep], block_low[keep], block_high[keep], values[keep]
+        if not keep.all():
+            columns, values, block_low, block_high = columns[keep], values[keep], block_low[keep], block_high[keep]
+        low, high = block_low, block_high
     one_block = values is not None and start == 0 and values.shape[1] == X.shape[0]
     return columns, low, high, values if one_block and columns.size else None
 
@@ -447,7 +449,7 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
         cross[:K] += work.pairs @ targets  # Σ w ỹ z_a z_b, the block's pair products still at hand
     H, cross = moments[layout.index], cross[layout.pair_index]
     if scaled:
-        _unscale(H, cross, scale)
+        _unscale(H, cross, scale, rows, cols)
     # [1, φ̃]'s Gram -> φ̃'s, centred at the mean's image m̃ = T⁻¹ (m - t)
     touched, B = _shift_map(shift, rows, cols)
     centre = np.concatenate([mean[:d] - shift, mean[d:] - shift[rows] * shift[cols]])
@@ -461,12 +463,11 @@ def moment_normal_equations(X, Y, weight, mean, y_mean, pairs, dense_blocks):
     return G, R
 
 
-def _unscale(H, cross, scale):
+def _unscale(H, cross, scale, rows, cols):
     """``z``'s Gram and cross products -> those of ``x - c``, in place: each pair ``(a, b)``'s
-    row and column times ``v_a v_b`` (``v_0 = 1``, the constant's)."""
-    v = np.concatenate([[1.0], scale])
-    first, second = np.triu_indices(v.shape[0])
-    pair_scale = v[first] * v[second]
+    row and column times ``v_a v_b`` (``v_0 = 1``, the constant's). ``rows, cols``: the
+    quadratic features' pairs, which follow ``[1, x]``'s pairs with the constant."""
+    pair_scale = np.concatenate([[1.0], scale, scale[rows] * scale[cols]])
     H *= pair_scale
     H *= pair_scale[:, None]
     cross *= pair_scale[:, None]
