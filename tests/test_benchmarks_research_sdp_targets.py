@@ -27,7 +27,7 @@ def test_small_case_times_the_native_solver_against_each_reference(monkeypatch, 
         assert row["n"] == 40 and row["d"] == 3
         assert row["fit time (s)"] > 0 and row["peak RSS (MB)"] > 0
         assert 0 <= row["relative gap"] <= 1
-        for solver in ("SCS", "CLARABEL"):
+        for solver in ("SCS", "CLARABEL", "CLARABEL at tol"):
             assert row[f"{solver} fit time (s)"] > 0
             np.testing.assert_allclose(row[f"{solver} / native"],
                                        row[f"{solver} fit time (s)"] / row["fit time (s)"])
@@ -48,7 +48,7 @@ def test_small_uci_case_times_every_set_and_skips_a_slow_scs(monkeypatch, capsys
 
     def slow_scs_on_segment(model, X_fit, y_fit, clock):
         elapsed, caught = original(model, X_fit, y_fit, clock)
-        fits.append((current[-1], model.solver))
+        fits.append((current[-1], model.solver, model.solver_options))
         return elapsed + (100.0 if model.solver == "SCS" and current[-1] == "segment" else 0.0), caught
 
     monkeypatch.setattr(_sdp_targets, "SMALL_UCI", ("glass", "segment"))
@@ -62,7 +62,10 @@ def test_small_uci_case_times_every_set_and_skips_a_slow_scs(monkeypatch, capsys
     # its CLARABEL fit was quick and runs every round.
     assert rows[1]["SCS fit time (s)"] > 60 and rows[1]["note"].startswith("SCS took")
     assert "not repeated" in rows[1]["note"] and "CLARABEL" not in rows[1]["note"]
-    assert fits.count(("segment", "SCS")) == 1 and fits.count(("segment", "CLARABEL")) == 3
+    assert fits.count(("segment", "SCS", None)) == 1 and fits.count(("segment", "CLARABEL", None)) == 3
+    # CLARABEL at the native tol: its stopping tolerances at a tenth of it, every round
+    matched = {"tol_gap_abs": 1e-5, "tol_gap_rel": 1e-5, "tol_feas": 1e-5}
+    assert fits.count(("segment", "CLARABEL", matched)) == 3
     for row in rows:
         assert row["classes"] == 2 and row["fit time (s)"] > 0
         assert 0 <= row["relative gap"] <= 1e-3
