@@ -22,7 +22,7 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks``; ``--datasets`` picks t
     after a warm-up; medians of the process CPU time (run with ``--threads 1``),
     the ratios ``SCS / native``, ``CLARABEL / native`` and ``CLARABEL at tol /
     native`` (CLARABEL stopped at a tenth of the native ``tol``, ``MATCHED_OPTIONS``,
-    so that both certify it) and each side's certified relative gap. A reference over ``REFERENCE_SKIP_SECONDS`` in the
+    near the gap the native fit is asked for) and each side's certified relative gap. A reference over ``REFERENCE_SKIP_SECONDS`` in the
     warm-up is not repeated (the row's ``note`` says so).
 ``large_uci``
     One fit each on ``LARGE_UCI``; each reference runs in a child process capped
@@ -104,8 +104,8 @@ def _fit(model, X, y, clock=time.perf_counter):
 # The CVXPY references every such fit is timed against: SCS (first
 # order, the issues' yardstick) and CLARABEL (interior point, more accurate).
 REFERENCES = ("SCS", "CLARABEL")
-# Cases small and small_uci also time CLARABEL stopped at a tenth of the native fit's tol:
-# both sides then certify that tol (CLARABEL's own stopping rules go on to gaps of 1e-6 to 1e-10).
+# Cases small and small_uci also time CLARABEL stopped at a tenth of the native fit's tol, near
+# the certified gap the native fit is asked for (its own stopping rules go on to 1e-6 to 1e-10).
 MATCHED_REFERENCE = "CLARABEL at tol"
 MATCHED_OPTIONS = {key: 0.1 * SDPQuantizedClassifier().tol for key in ("tol_gap_abs", "tol_gap_rel", "tol_feas")}
 # A reference fit above this many CPU seconds in the warm-up is not repeated (the row says so).
@@ -390,8 +390,8 @@ def run(*, output_dir, quick=False, repeats=None, datasets=None, device="auto", 
         f"`small_uci`: medians of {rounds} rounds after a warm-up, process CPU time, and "
         "`SCS / native`, `CLARABEL / native` the CVXPY references' time over the native fit's; "
         f"`{MATCHED_REFERENCE} / native`: CLARABEL with its stopping tolerances at "
-        f"{MATCHED_OPTIONS['tol_gap_rel']:g}, a tenth of the native fit's tol, where both sides "
-        "certify that tol (each side's certified gap beside it).\n\n"
+        f"{MATCHED_OPTIONS['tol_gap_rel']:g}, a tenth of the native fit's tol, to stop near the "
+        "certified gap the native fit is asked for (each side's certified gap beside it).\n\n"
         + markdown_table(table, floatfmt=".4g")
     )
     return {"title": "SDP solver targets", "markdown": markdown, "tables": {"sdp_targets": table}, "figures": []}
