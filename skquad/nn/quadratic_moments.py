@@ -145,7 +145,8 @@ def two_valued_columns(X, dense_blocks):
                 keep &= (found == new_low) | (found == new_high)
             block_low, block_high = new_low, new_high
         if not keep.all():
-            columns, values, block_low, block_high = columns[keep], values[keep], block_low[keep], block_high[keep]
+            columns, values = columns[keep], values[keep]
+            block_low, block_high = block_low[keep], block_high[keep]
         low, high = block_low, block_high
     one_block = values is not None and start == 0 and values.shape[1] == X.shape[0]
     return columns, low, high, values if one_block and columns.size else None

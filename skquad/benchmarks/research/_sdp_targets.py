@@ -22,8 +22,9 @@ Suite ``sdp-targets`` of ``python -m skquad.benchmarks``; ``--datasets`` picks t
     after a warm-up; medians of the process CPU time (run with ``--threads 1``),
     the ratios ``SCS / native``, ``CLARABEL / native`` and ``CLARABEL at tol /
     native`` (CLARABEL stopped at a tenth of the native ``tol``, ``MATCHED_OPTIONS``,
-    near the gap the native fit is asked for) and each side's certified relative gap. A reference over ``REFERENCE_SKIP_SECONDS`` in the
-    warm-up is not repeated (the row's ``note`` says so).
+    near the gap the native fit is asked for) and each side's certified relative
+    gap. A reference over ``REFERENCE_SKIP_SECONDS`` in the warm-up is not
+    repeated (the row's ``note`` says so).
 ``large_uci``
     One fit each on ``LARGE_UCI``; each reference runs in a child process capped
     at ``CAP_RATIO`` times the native CPU time (SCS's ``time_limit_secs`` and
@@ -107,7 +108,9 @@ REFERENCES = ("SCS", "CLARABEL")
 # Cases small and small_uci also time CLARABEL stopped at a tenth of the native fit's tol, near
 # the certified gap the native fit is asked for (its own stopping rules go on to 1e-6 to 1e-10).
 MATCHED_REFERENCE = "CLARABEL at tol"
-MATCHED_OPTIONS = {key: 0.1 * SDPQuantizedClassifier().tol for key in ("tol_gap_abs", "tol_gap_rel", "tol_feas")}
+MATCHED_OPTIONS = {
+    key: 0.1 * SDPQuantizedClassifier().tol for key in ("tol_gap_abs", "tol_gap_rel", "tol_feas")
+}
 # A reference fit above this many CPU seconds in the warm-up is not repeated (the row says so).
 REFERENCE_SKIP_SECONDS = 60.0
 
