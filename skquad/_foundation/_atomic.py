@@ -60,7 +60,7 @@ def _not_fitted_names(cls):
     """Names in ``__dict__`` that are not fitted state: parameters, callbacks."""
     names = cls.__dict__.get("_not_fitted_state_cache")
     if names is None:
-        # Cached per class: inspect.signature is slow next to a small fit.
+        # Cached per class: every fit asks three times (working copy, its state, the publish).
         names = CALLBACK_ATTRIBUTES.union(cls._get_param_names())
         cls._not_fitted_state_cache = names
     return names

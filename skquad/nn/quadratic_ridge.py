@@ -586,9 +586,10 @@ def _distinct_features(X, C, rows, cols):
     columns, low, high, _ = two_valued_columns(X, _dense_blocks)
     if columns.size:
         binary[columns] = np.isin(low, (0.0, 1.0)) & np.isin(high, (0.0, 1.0))
-    squares = d + np.flatnonzero(rows == cols)  # the features x_a², in the pairs' order
-    merged = binary[rows[rows == cols]]
-    column_of[squares[merged]] = rows[rows == cols][merged]
+    square = rows == cols
+    squares = d + np.flatnonzero(square)  # the features x_a², in the pairs' order
+    merged = binary[rows[square]]
+    column_of[squares[merged]] = rows[square][merged]
     column_of[np.diag(C) == 0.0] = -1
     if not np.any(column_of == np.arange(D)):
         column_of[0] = 0  # every feature zero (one row holds all the weight): one column stays

@@ -106,7 +106,7 @@ def _fit(model, X, y, clock=time.perf_counter):
 # order, the issues' yardstick) and CLARABEL (interior point, more accurate).
 REFERENCES = ("SCS", "CLARABEL")
 # Cases small and small_uci also time CLARABEL stopped at a tenth of the native fit's tol, near
-# the certified gap the native fit is asked for (its own stopping rules go on to 1e-6 to 1e-10).
+# the certified gap the native fit is asked for (its own stopping rules go on to far smaller gaps).
 MATCHED_REFERENCE = "CLARABEL at tol"
 MATCHED_OPTIONS = {
     key: 0.1 * SDPQuantizedClassifier().tol for key in ("tol_gap_abs", "tol_gap_rel", "tol_feas")
