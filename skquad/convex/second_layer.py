@@ -59,6 +59,7 @@ from scipy.special import expit
 
 from .._foundation._exp_range import SHIFT_FREE_LIMIT
 from .._foundation._runtime import thread_count
+from .._foundation._thin_products import ThinProducts
 from .._foundation._threads import limit_threads
 from .formulation import LOSSES, loss_value
 from .problem import encode_targets
@@ -815,6 +816,8 @@ def _range_reduced(H, target, weight, span=None):
 def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective,
            score_offset):
     n_outputs = alpha.shape[1]
+    if not isinstance(H, FactoredColumns):
+        H = ThinProducts(H)  # the iterations' products have n_outputs columns
     initial = true_objective(alpha, H @ alpha)
     best = {"alpha": alpha.copy(), "objective": initial}
     curvature = _top_curvature(H, weight)
