@@ -271,3 +271,43 @@ def test_all_finite_is_torchs_isfinite_all(dtype, bad):
         values[4] = bad
     assert all_finite(values) is (bad is None) is bool(torch.isfinite(values).all())
     assert all_finite(values.requires_grad_(dtype is not torch.bfloat16)) is (bad is None)
+
+
+def test_lbfgs_optimizer_steps_as_torchs_own():
+    from skquad._foundation._torch_utils import lbfgs_optimizer
+
+    target = torch.linspace(-1.0, 2.0, 5, dtype=torch.float64)
+    results = []
+    for make in (torch.optim.LBFGS, lbfgs_optimizer):
+        variable = torch.zeros(5, dtype=torch.float64, requires_grad=True)
+        optimizer = make([variable], max_iter=7, history_size=3, line_search_fn="strong_wolfe")
+
+        def closure():
+            optimizer.zero_grad()
+            value = ((variable - target) ** 4).sum() + (variable**2).sum()
+            value.backward()
+            return value
+
+        optimizer.step(closure)
+        results.append((variable.detach().clone(), optimizer.state[variable]["n_iter"]))
+    # the same class's step on the same problem: the same iterates, bit for bit
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=0, atol=0)
+    assert results[0][1] == results[1][1] == 7
+
+
+def test_sdp_fit_by_torch_lbfgs_does_not_import_dynamo():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from sklearn.datasets import make_classification\n"
+        "from skquad import SDPQuantizedClassifier\n"
+        "X, y = make_classification(n_samples=80, n_features=4, random_state=0)\n"
+        "model = SDPQuantizedClassifier(loss='logistic', n_neurons=20, random_state=0).fit(X, y)\n"
+        "assert model.solver_path_ == ('native',), model.solver_path_\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "False"

@@ -15,6 +15,8 @@ They keep the promises that every torch-trained estimator makes:
 * numpy input becomes tensors without torch's "not writable" warning
   (:func:`as_tensor`): a read-only array (a pandas DataFrame's values, a
   ``np.memmap``) is copied once, a writable one is shared.
+* the convex solvers' torch L-BFGS (:func:`lbfgs_optimizer`) does not import
+  ``torch._dynamo``.
 """
 
 import contextlib
@@ -28,6 +30,7 @@ __all__ = [
     "all_finite",
     "as_tensor",
     "follow_device",
+    "lbfgs_optimizer",
     "make_generator",
     "prediction_device",
     "resolve_device",
@@ -239,3 +242,19 @@ def _torch_dtype(dtype):
 
 def _numpy_dtype(torch_dtype):
     return torch.empty(0, dtype=torch_dtype).numpy().dtype
+
+
+def _undecorated(method):
+    return getattr(method, "__wrapped__", method)
+
+
+class _LBFGS(torch.optim.LBFGS):
+    # torch wraps these two in torch._disable_dynamo, whose first call imports torch._dynamo
+    # (a large import) only to keep torch.compile out of them: the solvers are never compiled.
+    add_param_group = _undecorated(torch.optim.Optimizer.add_param_group)
+    zero_grad = _undecorated(torch.optim.Optimizer.zero_grad)
+
+
+def lbfgs_optimizer(parameters, **options):
+    """``torch.optim.LBFGS(parameters, **options)``, without importing ``torch._dynamo``."""
+    return _LBFGS(parameters, **options)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .._foundation._torch_utils import lbfgs_optimizer
 from .losses import conjugate, project_dual
 
 __all__ = ["Certificate", "align_factor", "dual_bound", "statistics_dual_bound"]
@@ -120,7 +121,7 @@ def align_factor(M, weight, signs, iterations=100):
     samples. The input ``weight`` (p x r) is not modified.
     """
     variable = weight.detach().clone().requires_grad_(True)
-    optimizer = torch.optim.LBFGS(
+    optimizer = lbfgs_optimizer(
         [variable], lr=1.0, max_iter=iterations, tolerance_grad=1e-12,
         tolerance_change=1e-15, history_size=20, line_search_fn="strong_wolfe",
     )

@@ -51,6 +51,7 @@ import torch
 from .._foundation._lbfgs_compact import minimize_compact_lbfgs
 from .._foundation._runtime import thread_count
 from .._foundation._threads import limit_threads
+from .._foundation._torch_utils import lbfgs_optimizer
 from .certificate import align_factor, dual_bound, golden_minimum, squared_loss_rho
 from .face_dual import LOGISTIC_FACE_MAX_LIFTED, face_dual_bound, verified_bound
 from .losses import (
@@ -232,7 +233,7 @@ def _face_dual_bound(data, factors, signs, scores, rho, tol, directions=None):
 
 
 def _make_optimizer(state, chunk_size, history_size):
-    return torch.optim.LBFGS(
+    return lbfgs_optimizer(
         state.parameters(),
         lr=1.0,
         max_iter=chunk_size,
