@@ -22,3 +22,22 @@ def test_products_match_numpy(columns):
     # vectors are matrix-vector products, as numpy's
     np.testing.assert_array_equal(wrapped @ a[:, 0], H @ a[:, 0])
     np.testing.assert_array_equal(wrapped.T @ g[:, 0], H.T @ g[:, 0])
+
+
+@pytest.mark.parametrize("columns", [1, 4])
+def test_factored_products_match_numpy(columns):
+    rng = np.random.RandomState(1)
+    left, right = rng.randn(250, 30), rng.randn(30, 120)
+    H = left @ right
+    a, g = rng.randn(120, columns), rng.randn(250, columns)
+    wrapped = ThinProducts(left, right)
+    assert wrapped.shape == (250, 120) and wrapped.T.shape == (120, 250)
+    # (left right) a against left (right a): sums of 30 * 120 products in another grouping
+    eps = np.finfo(np.float64).eps
+    bound = 150 * eps * (np.abs(left) @ (np.abs(right) @ np.abs(a)))
+    assert np.all(np.abs(wrapped @ a - H @ a) <= bound)
+    bound = 400 * eps * (np.abs(right).T @ (np.abs(left).T @ np.abs(g)))
+    assert np.all(np.abs(wrapped.T @ g - H.T @ g) <= bound)
+    assert (wrapped @ a).shape == (250, columns) and (wrapped.T @ g).shape == (120, columns)
+    np.testing.assert_allclose(wrapped @ a[:, 0], left @ (right @ a[:, 0]), rtol=1e-13)
+    np.testing.assert_allclose(wrapped.T @ g[:, 0], right.T @ (left.T @ g[:, 0]), rtol=1e-13)

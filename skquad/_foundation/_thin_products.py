@@ -4,39 +4,54 @@
 few columns, are taken as ``(aᵀ Hᵀ)ᵀ`` and ``(gᵀ H)ᵀ``: the few columns become the
 product's rows. A GEMM kernel fills its output in tiles of many rows by few columns, so an
 output of many rows and a few columns leaves most of each tile empty, while a few long
-rows fill them; both orientations read ``H`` once. The results are transposed views (no
-copy). The figures per BLAS kernel are in the CHANGELOG.
+rows fill them; both orientations read ``H`` once. ``H`` may be given as factors
+``H = F_1 F_2 ... F_k``, multiplied in turn. The results are copied back to C order (a
+small copy): numpy's row-wise work on a transposed view of few columns is several times
+slower. The figures per BLAS kernel are in the CHANGELOG.
 """
+
+import numpy as np
 
 __all__ = ["ThinProducts"]
 
 
 class ThinProducts:
-    """``H`` (2-D ndarray) whose products ``H @ a`` and ``H.T @ g`` are taken with ``a``,
-    ``g`` as the product's rows (module docstring). ``shape`` is ``H``'s."""
+    """``H`` (a 2-D ndarray, or the product of the 2-D ndarrays ``factors``) whose products
+    ``H @ a`` and ``H.T @ g`` are taken with ``a``, ``g`` as the product's rows (module
+    docstring). ``shape`` is ``H``'s."""
 
-    def __init__(self, H):
-        self.matrix = H
-        self.shape = H.shape
+    def __init__(self, *factors):
+        self.factors = factors
+        self.shape = (factors[0].shape[0], factors[-1].shape[1])
 
     def __matmul__(self, other):
         if other.ndim == 1:
-            return self.matrix @ other
-        return (other.T @ self.matrix.T).T
+            for factor in reversed(self.factors):
+                other = factor @ other
+            return other
+        rows = other.T
+        for factor in reversed(self.factors):
+            rows = rows @ factor.T
+        return np.ascontiguousarray(rows.T)
 
     @property
     def T(self):
-        return _TransposedThinProducts(self.matrix)
+        return _TransposedThinProducts(self.factors)
 
 
 class _TransposedThinProducts:
     """``Hᵀ`` of :class:`ThinProducts`, for ``Hᵀ @ g``."""
 
-    def __init__(self, H):
-        self.matrix = H
-        self.shape = H.shape[::-1]
+    def __init__(self, factors):
+        self.factors = factors
+        self.shape = (factors[-1].shape[1], factors[0].shape[0])
 
     def __matmul__(self, other):
         if other.ndim == 1:
-            return self.matrix.T @ other
-        return (other.T @ self.matrix).T
+            for factor in self.factors:
+                other = factor.T @ other
+            return other
+        rows = other.T
+        for factor in self.factors:
+            rows = rows @ factor
+        return np.ascontiguousarray(rows.T)

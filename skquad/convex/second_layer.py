@@ -185,30 +185,22 @@ _REDUCE_BELOW_FRACTION = 0.75
 class FactoredColumns:
     """Neuron outputs ``H = Φ S`` kept as their factors: ``Φ`` (n, q), the rows' lifted
     coordinates, and ``S`` (q, m), the neurons'. The products the proximal gradient takes,
-    ``H @ a`` and ``Hᵀ @ g``, then cost ``(n + m) q`` flops a column instead of ``n m``."""
+    ``H @ a`` and ``Hᵀ @ g``, then cost ``(n + m) q`` flops a column instead of ``n m``
+    (taken as :class:`~skquad._foundation._thin_products.ThinProducts` of the factors)."""
 
     def __init__(self, rows, neurons):
         self.rows, self.neurons = rows, neurons
         self.shape = (rows.shape[0], neurons.shape[1])
         # flops of one product with a column of the second layer
         self.product_flops = 2.0 * (rows.shape[0] + neurons.shape[1]) * rows.shape[1]
+        self._products = ThinProducts(rows, neurons)
 
     def __matmul__(self, other):
-        return self.rows @ (self.neurons @ other)
+        return self._products @ other
 
     @property
     def T(self):
-        return _TransposedFactors(self)
-
-
-class _TransposedFactors:
-    """``Hᵀ`` of :class:`FactoredColumns`, for ``Hᵀ @ g``."""
-
-    def __init__(self, factored):
-        self.factored = factored
-
-    def __matmul__(self, other):
-        return self.factored.neurons.T @ (self.factored.rows.T @ other)
+        return self._products.T
 
 
 def refit_second_layer(
