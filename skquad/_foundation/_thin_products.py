@@ -18,7 +18,7 @@ __all__ = ["ThinProducts"]
 class ThinProducts:
     """``H`` (a 2-D ndarray, or the product of the 2-D ndarrays ``factors``) whose products
     ``H @ a`` and ``H.T @ g`` are taken with ``a``, ``g`` as the product's rows (module
-    docstring). ``shape`` is ``H``'s."""
+    docstring); a vector is multiplied factor by factor. ``shape`` is ``H``'s."""
 
     def __init__(self, *factors):
         self.factors = factors
@@ -36,22 +36,5 @@ class ThinProducts:
 
     @property
     def T(self):
-        return _TransposedThinProducts(self.factors)
-
-
-class _TransposedThinProducts:
-    """``Hᵀ`` of :class:`ThinProducts`, for ``Hᵀ @ g``."""
-
-    def __init__(self, factors):
-        self.factors = factors
-        self.shape = (factors[-1].shape[1], factors[0].shape[0])
-
-    def __matmul__(self, other):
-        if other.ndim == 1:
-            for factor in self.factors:
-                other = factor.T @ other
-            return other
-        rows = other.T
-        for factor in self.factors:
-            rows = rows @ factor
-        return np.ascontiguousarray(rows.T)
+        # Hᵀ = F_kᵀ ... F_1ᵀ, the same products
+        return ThinProducts(*(factor.T for factor in reversed(self.factors)))

@@ -182,25 +182,16 @@ _CURVATURE = {"squared": lambda mu: 2.0, "logistic": lambda mu: 0.5, "hinge": la
 _REDUCE_BELOW_FRACTION = 0.75
 
 
-class FactoredColumns:
+class FactoredColumns(ThinProducts):
     """Neuron outputs ``H = Φ S`` kept as their factors: ``Φ`` (n, q), the rows' lifted
     coordinates, and ``S`` (q, m), the neurons'. The products the proximal gradient takes,
     ``H @ a`` and ``Hᵀ @ g``, then cost ``(n + m) q`` flops a column instead of ``n m``
-    (taken as :class:`~skquad._foundation._thin_products.ThinProducts` of the factors)."""
+    (taken as :class:`~skquad._foundation._thin_products.ThinProducts` takes them)."""
 
     def __init__(self, rows, neurons):
-        self.rows, self.neurons = rows, neurons
-        self.shape = (rows.shape[0], neurons.shape[1])
+        super().__init__(rows, neurons)
         # flops of one product with a column of the second layer
         self.product_flops = 2.0 * (rows.shape[0] + neurons.shape[1]) * rows.shape[1]
-        self._products = ThinProducts(rows, neurons)
-
-    def __matmul__(self, other):
-        return self._products @ other
-
-    @property
-    def T(self):
-        return self._products.T
 
 
 def refit_second_layer(
@@ -808,7 +799,7 @@ def _range_reduced(H, target, weight, span=None):
 def _refit(H, weight, target, loss, penalty, alpha, max_iter, tol, true_objective,
            score_offset):
     n_outputs = alpha.shape[1]
-    if not isinstance(H, FactoredColumns):
+    if not isinstance(H, ThinProducts):
         H = ThinProducts(H)  # the iterations' products have n_outputs columns
     initial = true_objective(alpha, H @ alpha)
     best = {"alpha": alpha.copy(), "objective": initial}
